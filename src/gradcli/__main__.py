@@ -1,0 +1,5 @@
+"""``python -m gradcli``."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,154 @@
+"""The public Python API; the CLI is a thin layer over these functions.
+
+    >>> import gradcli
+    >>> result = gradcli.evaluate("(x*W+b-t)**2", {"x": 2, "W": 3, "b": 1, "t": 8})
+    >>> result.value, result.gradients["x"], result.check.ok
+    (1.0, -6.0, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from .check import DEFAULT_ATOL, DEFAULT_RTOL, NODE_CHECK_LIMIT, CheckReport, check_gradients
+from .errors import ExitStatus, GradcliError, UsageError
+from .graph import Program, backward, expression_texts, forward
+from .ops import CONSTANTS
+from .parser import parse
+
+
+@dataclass
+class NodeRow:
+    """One node of an evaluated graph, as the table and the JSON show it."""
+
+    id: int
+    op: str
+    label: str  # the name a statement gave it, or its expression
+    value: float
+    grad: float | None  # None for constants, which need no gradient
+    inputs: list[int]
+
+
+@dataclass
+class Result:
+    """An evaluated program: value, gradients of every input variable, and the check."""
+
+    program: Program
+    point: dict[str, float]  # the value of every input variable
+    value: float
+    gradients: dict[str, float]
+    check: CheckReport | None
+
+    @property
+    def status(self) -> ExitStatus:
+        failed = self.check is not None and not self.check.ok
+        return ExitStatus.CHECK_FAILED if failed else ExitStatus.OK
+
+    def node_rows(self) -> list[NodeRow]:
+        """Every node in topological order with its label, value and gradient."""
+        nodes = self.program.nodes
+        texts = expression_texts(nodes)
+        return [
+            NodeRow(
+                id=node.index,
+                op=node.op.name,
+                label=node.name or text,
+                value=node.value,
+                grad=node.grad if node.needs_grad else None,
+                inputs=[source.index for source in node.inputs],
+            )
+            for node, text in zip(nodes, texts, strict=True)
+        ]
+
+
+def evaluate(
+    program: str | Program,
+    values: Mapping[str, float] | None = None,
+    *,
+    check: bool = True,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    node_check_limit: int = NODE_CHECK_LIMIT,
+) -> Result:
+    """Value and reverse-mode gradients of ``program`` at ``values``, checked by finite differences.
+
+    ``values`` override the program's own ``x = 2`` defaults; names the program does not use are
+    ignored (so one set of values can serve a whole batch). Raises ``GradcliError`` subclasses:
+    ``ParseError``, ``GradcliNameError``, ``UsageError`` (a value missing) or ``NumericError``.
+    """
+    if isinstance(program, str):
+        program = parse(program)
+    values = dict(values or {})
+    validate_values(values)
+    missing = program.unbound(values)
+    if missing:
+        raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
+    program.bind(values)
+    value = forward(program.nodes)
+    backward(program.nodes)
+    report = check_gradients(program, rtol, atol, node_check_limit) if check else None
+    return Result(
+        program=program,
+        point={name: node.value for name, node in program.variables.items()},
+        value=value,
+        gradients={name: node.grad for name, node in program.variables.items()},
+        check=report,
+    )
+
+
+@dataclass
+class LineOutcome:
+    """One program of a batch: its physical line number and its result or its error."""
+
+    line: int
+    source: str
+    result: Result | None = None
+    error: GradcliError | None = None
+
+    @property
+    def status(self) -> ExitStatus:
+        return self.error.status if self.error is not None else self.result.status  # type: ignore[union-attr]
+
+
+def evaluate_lines(
+    lines: Iterable[str], values: Mapping[str, float] | None = None, **options: object
+) -> Iterator[LineOutcome]:
+    """Evaluate each non-blank line not starting with ``#`` as its own program, in order.
+
+    Yields exactly one outcome per such line; an error on one line never stops the others.
+    """
+    for number, raw in enumerate(lines, start=1):
+        source = raw.rstrip("\r\n")
+        if not source.strip() or source.lstrip().startswith("#"):
+            continue
+        try:
+            result = evaluate(source, values, **options)  # type: ignore[arg-type]
+        except GradcliError as error:
+            if error.line is not None:
+                error.line = number
+            yield LineOutcome(number, source, error=error)
+        else:
+            yield LineOutcome(number, source, result=result)
+
+
+def validate_values(values: Mapping[str, float]) -> None:
+    """Values from outside the program: finite numbers, and never for a constant."""
+    for name, value in values.items():
+        if name in CONSTANTS:
+            raise UsageError(f"{name} is a constant and cannot be given a value",
+                             hint="rename the variable in the program")
+        if not math.isfinite(value):
+            raise UsageError(f"the value of {name} is {value}, not a finite number",
+                             hint="give a finite number such as 2, -0.5 or 1e-3")
+
+
+def missing_values_message(names: list[str]) -> str:
+    listed = ", ".join(names)
+    return f"no value for {listed}" if len(names) == 1 else f"no values for {listed}"
+
+
+def missing_values_hint(names: list[str]) -> str:
+    flags = " ".join(f"--{name} VALUE" for name in names)
+    return f"pass them as {flags} (or --set NAME=VALUE), or assign them in the program"

@@ -1,0 +1,272 @@
+"""The autograd core: nodes, topological order, forward values and reverse-mode gradients.
+
+A micrograd-style ``Node`` (value, grad, inputs, a local rule from the op table) with one change
+that makes it safe on any DAG and any depth: every node gets a creation number (``seq``) larger
+than its inputs' numbers, because a node can only be built from nodes that already exist. Sorting
+the nodes an output depends on by ``seq`` is therefore a topological order -- DeZero's generation
+idea without a heap -- found with an explicit stack, never recursion. Backward walks that order in
+reverse, so a node's gradient is complete before it is passed on, and uses ``+=`` so that a node
+used twice (``err*err``) receives both contributions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .errors import NumericError
+from .ops import CONST, PREC_ATOM, PREC_SUM, PREC_UNARY, VAR, Op
+
+_next_seq = itertools.count().__next__
+
+
+class Node:
+    """One value in the graph: a variable, a constant, or an op applied to input nodes."""
+
+    __slots__ = ("grad", "index", "inputs", "name", "needs_grad", "op", "seq", "value")
+
+    def __init__(
+        self,
+        op: Op,
+        inputs: tuple[Node, ...] = (),
+        value: float = 0.0,
+        name: str | None = None,
+    ) -> None:
+        self.op = op
+        self.inputs = inputs
+        self.value = value
+        self.grad = 0.0
+        self.name = name  # a variable's name, or the name a statement gave an intermediate node
+        self.seq = _next_seq()
+        # Constants and whatever is computed from constants alone need no gradient; skipping them
+        # is also what lets pow(x, 3) accept a negative x (d/dy, which needs log(x), is not asked).
+        self.needs_grad = op is VAR or any(node.needs_grad for node in inputs)
+        self.index = -1  # position in its program's topological order, set by Program
+
+    @classmethod
+    def variable(cls, name: str, value: float = 0.0) -> Node:
+        return cls(VAR, (), value, name)
+
+    @classmethod
+    def constant(cls, value: float) -> Node:
+        return cls(CONST, (), float(value))
+
+    def apply(self, op: Op, *args: Node | float) -> Node:
+        """A new node computing ``op`` on ``args`` (numbers become constant nodes)."""
+        inputs = tuple(a if isinstance(a, Node) else Node.constant(a) for a in args)
+        return Node(op, inputs)
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.inputs
+
+    def __repr__(self) -> str:
+        return f"Node({self.op.name}, name={self.name!r}, value={self.value!r})"
+
+
+def topological_order(output: Node) -> list[Node]:
+    """The nodes ``output`` depends on, inputs before users, ``output`` last (iterative)."""
+    seen = {id(output)}
+    stack = [output]
+    found = []
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for source in node.inputs:
+            if id(source) not in seen:
+                seen.add(id(source))
+                stack.append(source)
+    found.sort(key=lambda node: node.seq)
+    return found
+
+
+@dataclass
+class Program:
+    """A parsed program: its output node and everything the output depends on.
+
+    ``nodes`` is in topological order with ``node.index`` equal to the position; ``variables``
+    maps each input variable the output depends on to its node, in order of first appearance in
+    the text; ``defaults`` holds the values that the program itself assigns (``x = 2``).
+    """
+
+    source: str
+    output: Node
+    nodes: list[Node] = field(default_factory=list)
+    variables: dict[str, Node] = field(default_factory=dict)
+    defaults: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, source: str, output: Node, variables: Iterable[Node], defaults: Mapping[str, float]
+    ) -> Program:
+        nodes = topological_order(output)
+        for index, node in enumerate(nodes):
+            node.index = index
+        used = {id(node) for node in nodes}
+        reachable = {v.name: v for v in variables if id(v) in used}
+        return cls(source, output, nodes, reachable, dict(defaults))
+
+    def unbound(self, values: Mapping[str, float]) -> list[str]:
+        """Variables the output needs that neither ``values`` nor the program's defaults give."""
+        return [n for n in self.variables if n not in values and n not in self.defaults]
+
+    def bind(self, values: Mapping[str, float]) -> None:
+        """Set every variable from ``values``, falling back to the program's own defaults."""
+        for name, node in self.variables.items():
+            node.value = float(values[name] if name in values else self.defaults[name])
+
+
+# --- forward -------------------------------------------------------------------------------------
+
+def compute(node: Node, args: list[float]) -> float:
+    """``node``'s op on ``args``, or a NumericError naming the node if the result is not finite."""
+    op = node.op
+    if op.domain is not None:
+        problem = op.domain(*args)
+        if problem is not None:
+            raise numeric_error(node, args, problem)
+    try:
+        value = op.forward(*args)
+    except OverflowError:
+        raise numeric_error(node, args, "overflow: the result is too large for a float") from None
+    except (ValueError, ZeroDivisionError):
+        raise numeric_error(node, args, "outside the domain of " + op.name) from None
+    if not math.isfinite(value):
+        raise numeric_error(node, args, "overflow: the result is not a finite float")
+    return value
+
+
+def forward(nodes: list[Node]) -> float:
+    """Compute every node's value in topological order; return the output's (the last node)."""
+    for node in nodes:
+        if node.inputs:
+            node.value = compute(node, [source.value for source in node.inputs])
+    return nodes[-1].value
+
+
+def replay(nodes: list[Node], index: int, value: float) -> tuple[float, float]:
+    """The output's value if node ``index`` had ``value``, recomputing only what depends on it.
+
+    Node values are left untouched. Returns the output value and the largest magnitude among the
+    recomputed values (how much rounding noise a finite difference of them can carry).
+    """
+    changed = {index: value}
+    largest = abs(value)
+    for node in itertools.islice(nodes, index + 1, None):
+        if any(source.index in changed for source in node.inputs):
+            args = [changed.get(source.index, source.value) for source in node.inputs]
+            result = compute(node, args)
+            changed[node.index] = result
+            largest = max(largest, abs(result))
+    last = nodes[-1]
+    return changed.get(last.index, last.value), largest
+
+
+# --- backward ------------------------------------------------------------------------------------
+
+def backward(nodes: list[Node]) -> None:
+    """Reverse-mode gradients of the output (the last node) into every node that needs one."""
+    for node in nodes:
+        node.grad = 0.0
+    nodes[-1].grad = 1.0
+    for node in reversed(nodes):
+        if not node.inputs or not node.needs_grad:
+            continue
+        args = [source.value for source in node.inputs]
+        for position, source in enumerate(node.inputs):
+            if source.needs_grad:
+                partial = local_derivative(node, args, position)
+                source.grad += node.grad * partial
+                if not math.isfinite(source.grad):
+                    raise numeric_error(node, args, "the gradient overflows")
+
+
+def local_derivative(node: Node, args: list[float], position: int) -> float:
+    """d(node)/d(operand ``position``) from the op table, or a NumericError if not finite."""
+    op = node.op
+    try:
+        partial = op.rules[position](*args, node.value)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        partial = math.inf
+    if not math.isfinite(partial):
+        wrt = "" if op.arity == 1 else f" with respect to operand {position + 1}"
+        raise numeric_error(node, args, f"the derivative of {op.name}{wrt} is not finite here")
+    return partial
+
+
+# --- printed forms -------------------------------------------------------------------------------
+
+def format_number(value: float) -> str:
+    """The shortest text that reads back as the same float (``2`` rather than ``2.0``)."""
+    text = repr(float(value))
+    return text.removesuffix(".0")
+
+
+def expression_texts(nodes: list[Node], limit: int = 48) -> list[str]:
+    """Each node's expression with operands shown by name, or as ``#id`` once they grow long.
+
+    ``nodes`` must be in topological order. Capping operand texts keeps this linear in the graph
+    size however deep the expression is.
+    """
+    position = {id(node): i for i, node in enumerate(nodes)}
+    texts: list[str] = []
+    precedences: list[int] = []
+
+    def operand(source: Node, binding: int, tighter: bool = False) -> str:
+        """Operand text, in parentheses when it binds looser than ``binding`` needs."""
+        if source.name is not None:
+            return source.name
+        i = position[id(source)]
+        if len(texts[i]) > limit:
+            return f"#{source.index}"
+        if precedences[i] < binding or (tighter and precedences[i] == binding):
+            return f"({texts[i]})"
+        return texts[i]
+
+    for node in nodes:
+        op = node.op
+        if op is VAR:
+            text, precedence = str(node.name), PREC_ATOM
+        elif op is CONST:
+            text = format_number(node.value)
+            precedence = PREC_UNARY if text.startswith("-") else PREC_ATOM
+        elif op.symbol is None:
+            args = ", ".join(operand(source, 0) for source in node.inputs)
+            text, precedence = f"{op.name}({args})", PREC_ATOM
+        elif op.arity == 1:
+            text, precedence = f"{op.symbol}{operand(node.inputs[0], op.precedence)}", op.precedence
+        else:
+            left = operand(node.inputs[0], op.precedence, op.right_assoc)
+            right = operand(node.inputs[1], op.precedence, not op.right_assoc)
+            text, precedence = f"{left}{_spaced(op)}{right}", op.precedence
+        texts.append(text)
+        precedences.append(precedence)
+    return texts
+
+
+def _spaced(op: Op) -> str:
+    # Sums get spaces (x*W + b), tighter operators none, as people write them.
+    return f" {op.symbol} " if op.precedence <= PREC_SUM else str(op.symbol)
+
+
+def node_text(node: Node) -> str:
+    """The node's name if it has one, else its expression (operands abbreviated when long)."""
+    return node.name or expression_texts(topological_order(node))[-1]
+
+
+def describe(node: Node) -> str:
+    """``#3 log(x - 2)``: how messages name a node."""
+    return f"#{node.index} {node_text(node)}" if node.index >= 0 else node_text(node)
+
+
+def numeric_error(node: Node, args: list[float], problem: str) -> NumericError:
+    """A NumericError that names the node, its expression and its operand values."""
+    operands = ", ".join(
+        f"{node_text(source)} = {format_number(value)}"
+        for source, value in zip(node.inputs, args, strict=False)
+        if source.op is not CONST
+    )
+    where = f", where {operands}" if operands else ""
+    return NumericError(f"{problem} in {describe(node)}{where}")

@@ -1,0 +1,92 @@
+"""Results and errors as JSON-ready dicts: the ``--json`` format (no Rich, so it starts fast)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .api import Result
+from .check import CheckReport, GradientCheck
+from .errors import GradcliError
+
+
+def result_record(result: Result, source: str, line: int | None = None) -> dict[str, Any]:
+    """``{"expression", "value", "gradients", "nodes", "check", "error": null}``."""
+    record: dict[str, Any] = {} if line is None else {"line": line}
+    check = result.check
+    node_checks = check.nodes if check is not None else {}
+    record.update(
+        expression=source,
+        point=result.point,
+        value=result.value,
+        gradients=result.gradients,
+        nodes=[
+            {
+                "id": row.id,
+                "op": row.op,
+                "label": row.label,
+                "value": row.value,
+                "grad": row.grad,
+                "inputs": row.inputs,
+                **_numeric_fields(node_checks.get(row.id)),
+            }
+            for row in result.node_rows()
+        ],
+        check=None if check is None else check_record(check),
+        error=None,
+    )
+    return record
+
+
+def check_record(check: CheckReport) -> dict[str, Any]:
+    return {
+        "ok": check.ok,
+        "max_abs_error": check.max_abs_error,
+        "rtol": check.rtol,
+        "atol": check.atol,
+        "gradients": {name: _gradient_check(g) for name, g in check.gradients.items()},
+        "nodes_checked": not check.nodes_skipped,
+    }
+
+
+def _gradient_check(check: GradientCheck) -> dict[str, Any]:
+    return {
+        "analytic": check.analytic,
+        "numeric": check.numeric,
+        "abs_error": check.abs_error,
+        "tolerance": check.tolerance,
+        "ok": check.ok,
+        "method": check.method,
+    }
+
+
+def _numeric_fields(check: GradientCheck | None) -> dict[str, Any]:
+    if check is None:
+        return {"numeric_grad": None, "ok": None}
+    return {"numeric_grad": check.numeric, "ok": check.ok}
+
+
+def error_record(error: GradcliError, source: str, line: int | None = None) -> dict[str, Any]:
+    """The same keys as a result, all null but ``expression`` and ``error``."""
+    record: dict[str, Any] = {} if line is None else {"line": line}
+    record.update(
+        expression=source,
+        point=None,
+        value=None,
+        gradients=None,
+        nodes=None,
+        check=None,
+        error={
+            "kind": error.kind,
+            "message": error.message,
+            "line": error.line,
+            "column": error.column,
+            "hint": error.hint,
+        },
+    )
+    return record
+
+
+def dumps(record: dict[str, Any]) -> str:
+    """One line of strict JSON (values are finite by construction; NaN would be a bug)."""
+    return json.dumps(record, allow_nan=False, separators=(", ", ": "))

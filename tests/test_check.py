@@ -1,0 +1,84 @@
+"""The finite-difference check: it passes on right gradients and catches wrong ones."""
+
+from __future__ import annotations
+
+import pytest
+
+import gradcli
+from gradcli.check import check_gradients
+
+
+def test_seed_check_agrees_to_about_1e_10():
+    result = gradcli.evaluate("(x*W+b-t)**2", {"x": 2, "W": 3, "b": 1, "t": 8})
+    assert result.check.ok
+    assert set(result.check.gradients) == {"x", "W", "b", "t"}
+    for check in result.check.gradients.values():
+        assert check.method == "central"
+        assert check.abs_error < 1e-9
+        assert check.numeric == pytest.approx(check.analytic, rel=1e-9)
+
+
+def test_every_intermediate_node_is_checked_on_small_graphs():
+    result = gradcli.evaluate("u = x*W; z = u + b; err = z - t; err*err",
+                              {"x": 2, "W": 3, "b": 1, "t": 8})
+    checked = result.check.nodes
+    needs_grad = [row.id for row in result.node_rows() if row.grad is not None]
+    assert sorted(checked) == needs_grad
+    assert all(check.ok for check in checked.values())
+
+
+def test_a_wrong_gradient_is_caught():
+    result = gradcli.evaluate("sin(x)*y", {"x": 0.7, "y": 2.0})
+    result.program.variables["x"].grad += 1e-3  # corrupt the reverse-mode answer
+    report = check_gradients(result.program)
+    assert not report.ok
+    assert not report.gradients["x"].ok and report.gradients["y"].ok
+
+
+def test_a_kink_fails_the_check_and_sets_status_1():
+    result = gradcli.evaluate("relu(x)", {"x": 0.0})
+    assert result.gradients["x"] == 0.0  # the documented convention
+    assert result.check.gradients["x"].numeric == pytest.approx(0.5)
+    assert not result.check.ok
+    assert result.status == gradcli.ExitStatus.CHECK_FAILED
+
+
+def test_rounding_noise_of_large_values_is_not_a_failure():
+    # The difference quotient of numbers near 1e8 cannot resolve 1e-8; that is not a bad gradient.
+    assert gradcli.evaluate("(x + 1e8) - 1e8", {"x": 0.3}).check.ok
+    assert gradcli.evaluate("exp(x)", {"x": 30.0}).check.ok
+
+
+def test_near_a_singularity_the_smaller_step_is_used():
+    result = gradcli.evaluate("1/x", {"x": 0.001})
+    assert result.check.ok
+    assert result.check.gradients["x"].numeric == pytest.approx(-1e6, rel=1e-6)
+
+
+def test_one_sided_difference_at_the_edge_of_the_domain():
+    # x - h leaves sqrt's domain, so the check steps forward only.
+    result = gradcli.evaluate("x + 0*sqrt(x)", {"x": 1e-7})
+    check = result.check.gradients["x"]
+    assert (check.method, check.ok) == ("forward", True)
+    assert check.numeric == pytest.approx(1.0, rel=1e-9)
+
+
+def test_a_function_changing_far_below_the_step_is_still_verified():
+    result = gradcli.evaluate("sqrt(x)", {"x": 1e-7})
+    check = result.check.gradients["x"]
+    assert check.ok and check.step < 1e-7
+    assert check.numeric == pytest.approx(0.5 / 1e-7**0.5, rel=1e-5)
+
+
+def test_tolerances_are_applied():
+    loose = gradcli.evaluate("x**3", {"x": 1.3}, rtol=1e-3, atol=1e-3)
+    assert loose.check.rtol == 1e-3 and loose.check.ok
+    assert gradcli.evaluate("x**3", {"x": 1.3}, check=False).check is None
+
+
+def test_large_graphs_skip_the_per_node_check_but_check_inputs():
+    result = gradcli.evaluate(" + ".join(f"x*{i}" for i in range(200)), {"x": 1.0})
+    assert result.check.nodes_skipped and not result.check.nodes
+    assert result.check.gradients["x"].ok
+    small = gradcli.evaluate("x*2", {"x": 1.0}, node_check_limit=1)
+    assert small.check.nodes_skipped

@@ -1,0 +1,91 @@
+"""The grammar ships inside the package, the core stays free of CLI libraries, nothing is eval'd."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "src" / "gradcli"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """An sdist and the wheel built from it (the route pip takes from an sdist)."""
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return out
+
+
+def test_wheel_built_from_the_sdist_contains_the_grammar(built):
+    (wheel,) = built.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    assert "gradcli/grammar/expr.lark" in names
+    assert "gradcli/cli.py" in names
+
+
+def test_sdist_contains_the_top_level_grammar(built):
+    (sdist,) = built.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+    assert any(name.endswith("/grammar/expr.lark") for name in names)
+
+
+def test_installed_package_reads_the_grammar():
+    from importlib import resources
+
+    text = resources.files("gradcli.grammar").joinpath("expr.lark").read_text("utf-8")
+    assert text == (ROOT / "grammar" / "expr.lark").read_text("utf-8")
+
+
+def _imports_after(code: str) -> set[str]:
+    probe = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    return set(done.stdout.split())
+
+
+def test_core_and_api_never_import_click_or_rich():
+    modules = _imports_after("import gradcli; gradcli.evaluate('sin(x)', {'x': 1.0})")
+    assert "click" not in modules and "rich" not in modules
+
+
+def test_json_path_does_not_import_rich():
+    modules = _imports_after(
+        "from gradcli.cli import cli\n"
+        "cli.main(['eval', 'x*2', '--x', '1', '--json'], standalone_mode=False)"
+    )
+    assert "rich" not in modules
+
+
+def test_imports_flow_one_way():
+    """core (ops, graph, errors) imports nothing of the outer layers; only parser imports lark."""
+    outer = {"cli", "render", "jsonout", "api", "parser", "check"}
+    for path in SOURCE.glob("*.py"):
+        text = path.read_text("utf-8")
+        imported = set(re.findall(r"^from \.(\w+) import", text, re.MULTILINE))
+        if path.stem in {"ops", "graph", "errors"}:
+            assert not imported & outer, path.name
+        if path.stem != "parser":
+            assert not re.search(r"^\s*(from|import) lark", text, re.MULTILINE), path.name
+        if path.stem not in {"cli", "render"}:
+            assert not re.search(r"^\s*(from|import) (rich|click)", text, re.MULTILINE), path.name
+
+
+def test_no_eval_exec_or_pickle_anywhere_in_the_package():
+    forbidden = re.compile(
+        r"(?<![.\w])(eval|exec|compile)\s*\(|\bpickle\b|\byaml\.load\b|__import__"
+    )
+    for path in SOURCE.rglob("*.py"):
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+            code = line.split("#", 1)[0]
+            assert not forbidden.search(code), f"{path.name}:{number}: {line.strip()}"
