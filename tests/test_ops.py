@@ -140,3 +140,47 @@ def test_functions_table_is_what_the_parser_accepts():
     names = set(FUNCTIONS)
     assert {"sin", "atan2", "hypot", "min", "max", "pow", "sigmoid", "relu"} <= names
     assert not names & {"add", "sub", "mul", "div", "neg"}
+
+
+def _cases(name):
+    if OPS[name].arity == 1:
+        return [(x,) for x in UNARY_POINTS.get(name, GENERAL)]
+    return POW_POINTS if name == "pow" else BINARY_POINTS
+
+
+def _closed(name):
+    return UNARY[name] if name in UNARY else BINARY[name]
+
+
+@pytest.mark.parametrize("name", sorted(set(OPS) - {"var", "const"}))
+def test_complex_column_gives_the_value_and_complex_step_derivative(name):
+    op, closed, h = OPS[name], _closed(name), 1e-30
+    symbols = (X,) if op.arity == 1 else (X, Y)
+    for point in _cases(name):
+        at = dict(zip(symbols, point, strict=True))
+        for i, symbol in enumerate(symbols):
+            args = [complex(v, h if j == i else 0.0) for j, v in enumerate(point)]
+            out = op.apply_complex(*args)
+            assert out.real == pytest.approx(op.forward(*point), rel=1e-13, abs=1e-15)
+            expected = float(sp.N(sp.diff(closed, symbol).subs(at), 30))
+            assert out.imag / h == pytest.approx(expected, rel=1e-12, abs=1e-12), (name, point)
+
+
+@pytest.mark.parametrize("name", sorted(set(OPS) - {"var", "const"}))
+def test_vector_column_matches_forward_elementwise(name):
+    np = pytest.importorskip("numpy")
+    op = OPS[name]
+    cases = _cases(name)
+    columns = [np.array(column) for column in zip(*cases, strict=True)]
+    got = op.apply_vector(*columns)
+    expected = [op.forward(*case) for case in cases]
+    assert got == pytest.approx(expected, rel=1e-13, abs=1e-15)
+
+
+def test_derivative_rules_run_on_arrays_and_complex_numbers():
+    np = pytest.importorskip("numpy")
+    x = np.array([0.1, 0.5, 2.0])
+    assert OPS["sin"].rules[0](x, np.sin(x)) == pytest.approx(np.cos(x))
+    assert OPS["abs"].rules[0](x - 0.5, None) == pytest.approx([-1.0, 0.0, 1.0])
+    assert OPS["max"].rules[0](x, np.ones(3), None) == pytest.approx([0.0, 0.0, 1.0])
+    assert OPS["sin"].rules[0](0.5 + 0j, None) == pytest.approx(math.cos(0.5))

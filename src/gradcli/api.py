@@ -8,15 +8,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, NODE_CHECK_LIMIT, CheckReport, check_gradients
 from .errors import ExitStatus, GradcliError, UsageError
 from .graph import Program, backward, expression_texts, forward
-from .ops import CONSTANTS
 from .parser import parse
+from .points import validate_values
 
 
 @dataclass
@@ -131,17 +130,6 @@ def evaluate_lines(
             yield LineOutcome(number, source, error=error)
         else:
             yield LineOutcome(number, source, result=result)
-
-
-def validate_values(values: Mapping[str, float]) -> None:
-    """Values from outside the program: finite numbers, and never for a constant."""
-    for name, value in values.items():
-        if name in CONSTANTS:
-            raise UsageError(f"{name} is a constant and cannot be given a value",
-                             hint="rename the variable in the program")
-        if not math.isfinite(value):
-            raise UsageError(f"the value of {name} is {value}, not a finite number",
-                             hint="give a finite number such as 2, -0.5 or 1e-3")
 
 
 def missing_values_message(names: list[str]) -> str:

@@ -6,7 +6,6 @@ Rich is imported only on the paths that print for people, so ``--json`` starts f
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
@@ -17,8 +16,8 @@ from . import __version__
 from .api import LineOutcome, evaluate, evaluate_lines
 from .check import DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ExitStatus, GradcliError, UsageError
+from .points import NAME, as_point, parse_assignments
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BINDINGS = "gradcli.bindings"
 
 EVAL_HELP = """Evaluate EXPR and its gradients (one reverse-mode pass), checked by finite
@@ -81,7 +80,7 @@ def _split_arguments(
             if takes_value[flag] and not has_value and i + 1 < len(args):
                 options.append(args[i + 1])
                 i += 1
-        elif arg.startswith("--") and _NAME.fullmatch(flag[2:]):
+        elif arg.startswith("--") and NAME.fullmatch(flag[2:]):
             if not has_value:
                 if i + 1 >= len(args):
                     raise click.UsageError(f"{flag} needs a value: {flag} VALUE")
@@ -94,22 +93,6 @@ def _split_arguments(
             positional.append(arg)
         i += 1
     return options, bindings, positional
-
-
-def parse_values(assignments: Iterable[str]) -> dict[str, float]:
-    """``NAME=VALUE`` texts -> values; a UsageError names the first bad one."""
-    values: dict[str, float] = {}
-    for text in assignments:
-        name, has_value, value = text.partition("=")
-        name = name.strip()
-        if not has_value or not _NAME.fullmatch(name):
-            raise UsageError(f"cannot read the value {text!r}", hint="write NAME=VALUE, e.g. x=2")
-        try:
-            values[name] = float(value)
-        except ValueError:
-            raise UsageError(f"the value of {name} is {value!r}, not a number",
-                             hint=f"write e.g. --{name} 2.5") from None
-    return values
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -154,7 +137,7 @@ def run_eval(
     output = Output(as_json)
     options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol}
     try:
-        values = parse_values([*ctx.meta.get(_BINDINGS, []), *assignments])
+        values = as_point(parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments]))
         if program_file is not None and expr is not None:
             raise UsageError("give either EXPR or -f FILE, not both")
         if program_file is not None:
@@ -171,9 +154,8 @@ def run_eval(
 
 def _stdin_lines() -> Iterator[str]:
     """Lines of stdin as text; bytes that are not UTF-8 become U+FFFD and then a parse error."""
-    stream = click.get_binary_stream("stdin")
-    for raw in stream:
-        yield raw.decode("utf-8", errors="replace")
+    for raw in getattr(sys.stdin, "buffer", sys.stdin):
+        yield raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
 
 
 class Output:

@@ -1,0 +1,105 @@
+"""Values given from outside a program: one number, a range ``start:stop:count``, or a list.
+
+``--x 2`` is a point; ``--x -2:2:9`` is 9 evenly spaced values from -2 to 2 (both included);
+``--x 1,2,5`` is those three values. Several swept variables form a grid (every combination).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from .errors import UsageError
+from .ops import CONSTANTS
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_RANGE_COUNT = 10_000_000
+
+Value = float | tuple[float, ...]
+
+
+def parse_value(name: str, text: str) -> Value:
+    """``"2"`` -> 2.0, ``"-2:2:5"`` -> (-2, -1, 0, 1, 2), ``"1,2"`` -> (1.0, 2.0)."""
+    text = text.strip()
+    if ":" in text:
+        return _parse_range(name, text)
+    if "," in text:
+        return tuple(_number(name, part, text) for part in text.split(","))
+    return _number(name, text, text)
+
+
+def parse_assignments(assignments: Iterable[str]) -> dict[str, Value]:
+    """``NAME=VALUE`` texts -> values; a UsageError names the first bad one."""
+    values: dict[str, Value] = {}
+    for text in assignments:
+        name, has_value, value = text.partition("=")
+        name = name.strip()
+        if not has_value or not NAME.fullmatch(name):
+            raise UsageError(f"cannot read the value {text!r}", hint="write NAME=VALUE, e.g. x=2")
+        values[name] = parse_value(name, value)
+    validate_values(values)
+    return values
+
+
+def validate_values(values: Mapping[str, Value]) -> None:
+    """Values from outside a program: finite numbers, and never for a constant."""
+    for name, value in values.items():
+        if name in CONSTANTS:
+            raise UsageError(f"{name} is a constant and cannot be given a value",
+                             hint="rename the variable in the program")
+        for number in value if isinstance(value, tuple) else (value,):
+            if not math.isfinite(number):
+                raise UsageError(f"the value of {name} is {number}, not a finite number",
+                                 hint="give a finite number such as 2, -0.5 or 1e-3")
+
+
+def is_sweep(values: Mapping[str, Value]) -> bool:
+    return any(isinstance(value, tuple) for value in values.values())
+
+
+def grid(values: Mapping[str, Value]) -> tuple[list[str], list[tuple[float, ...]]]:
+    """Every combination of the swept values (the first name varies slowest), fixed ones kept."""
+    names = list(values)
+    axes = [v if isinstance(v, tuple) else (v,) for v in values.values()]
+    return names, list(itertools.product(*axes))
+
+
+def _parse_range(name: str, text: str) -> tuple[float, ...]:
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise UsageError(f"cannot read the range {text!r} for {name}",
+                         hint="write START:STOP:COUNT, e.g. -2:2:9")
+    start, stop = _number(name, parts[0], text), _number(name, parts[1], text)
+    try:
+        count = int(parts[2])
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_RANGE_COUNT:
+        raise UsageError(f"the count in {text!r} for {name} must be a whole number from 1 to "
+                         f"{MAX_RANGE_COUNT:,}", hint="write START:STOP:COUNT, e.g. -2:2:9")
+    if count == 1:
+        return (start,)
+    step = (stop - start) / (count - 1)
+    return (*(start + i * step for i in range(count - 1)), stop)
+
+
+def _number(name: str, part: str, whole: str) -> float:
+    try:
+        return float(part)
+    except ValueError:
+        raise UsageError(f"the value of {name} is {whole!r}, not a number",
+                         hint=f"write e.g. --{name} 2.5, a range --{name} -2:2:9 "
+                              f"or a list --{name} 1,2,5") from None
+
+
+def as_point(values: Mapping[str, Value]) -> dict[str, float]:
+    """The values as one point; a UsageError if any of them is a sweep."""
+    point: dict[str, float] = {}
+    for name, value in values.items():
+        if isinstance(value, Sequence):
+            raise UsageError(f"{name} is given several values, but this needs one point",
+                             hint=f"give {name} one number")
+        point[name] = value
+    return point
