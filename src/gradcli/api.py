@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, NODE_CHECK_LIMIT, CheckReport, check_gradients
 from .errors import ExitStatus, GradcliError, UsageError
 from .graph import Program, backward, expression_texts, forward
 from .parser import parse
 from .points import validate_values
+
+if TYPE_CHECKING:  # derive is imported only when a Hessian or a free variable asks for it
+    from .derive import HessianResult, SymbolicResult
 
 
 @dataclass
@@ -39,10 +43,14 @@ class Result:
     value: float
     gradients: dict[str, float]
     check: CheckReport | None
+    hessian: HessianResult | None = None  # with order=2
+    symbolic: SymbolicResult | None = None  # free variables: value and gradients are None
 
     @property
     def status(self) -> ExitStatus:
         failed = self.check is not None and not self.check.ok
+        hessian = self.hessian.check if self.hessian is not None else None
+        failed = failed or (hessian is not None and not hessian.ok)
         return ExitStatus.CHECK_FAILED if failed else ExitStatus.OK
 
     def node_rows(self) -> list[NodeRow]:
@@ -70,31 +78,56 @@ def evaluate(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     node_check_limit: int = NODE_CHECK_LIMIT,
+    order: int = 1,
+    strict: bool = True,
 ) -> Result:
     """Value and reverse-mode gradients of ``program`` at ``values``, checked by finite differences.
 
     ``values`` override the program's own ``x = 2`` defaults; names the program does not use are
     ignored (so one set of values can serve a whole batch). Raises ``GradcliError`` subclasses:
     ``ParseError``, ``GradcliNameError``, ``UsageError`` (a value missing) or ``NumericError``.
+    ``order=2`` adds the Hessian (checked by finite differences of the gradient when ``check``).
+    ``strict=False`` turns missing values into a symbolic result (``Result.symbolic``).
     """
     if isinstance(program, str):
         program = parse(program)
     values = dict(values or {})
     validate_values(values)
     missing = program.unbound(values)
+    if missing and not strict:
+        return symbolic_result(program, values)
     if missing:
         raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
     program.bind(values)
     value = forward(program.nodes)
     backward(program.nodes)
     report = check_gradients(program, rtol, atol, node_check_limit) if check else None
+    point = {name: node.value for name, node in program.variables.items()}
     return Result(
         program=program,
-        point={name: node.value for name, node in program.variables.items()},
+        point=point,
         value=value,
         gradients={name: node.grad for name, node in program.variables.items()},
         check=report,
+        hessian=_hessian(program, point, check, rtol, atol) if order >= 2 else None,
     )
+
+
+def _hessian(program: Program, point: dict[str, float], check: bool, rtol: float,
+             atol: float) -> HessianResult:
+    from .derive import hessian_at
+
+    return hessian_at(program, point, check, rtol, atol)
+
+
+def symbolic_result(program: Program, values: Mapping[str, float]) -> Result:
+    """The Result of a program with free variables: texts in ``symbolic``, no numbers."""
+    from .derive import partial_evaluate
+
+    symbolic = partial_evaluate(program, values)
+    point = {n: float(v) for n, v in {**program.defaults, **values}.items()
+             if n in program.variables}
+    return Result(program, point, None, None, None, symbolic=symbolic)  # type: ignore[arg-type]
 
 
 @dataclass

@@ -1,0 +1,170 @@
+"""Derivatives as expressions: ``gradcli diff``, Hessians at a point, and partial evaluation.
+
+Everything here runs the op table's own rules on symbolic nodes (``symbolic.gradients``); the
+printed forms come from ``printers``. A Hessian at a point is the reverse-mode gradient of each
+symbolic first derivative, checked against finite differences of that first derivative with the
+same check as the gradients (``check.check_node``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .check import DEFAULT_ATOL, DEFAULT_RTOL, CheckReport, check_node
+from .errors import UsageError
+from .graph import Program, backward, forward
+from .ops import VAR
+from .parser import parse
+from .printers import FORMATS, to_latex, to_python, to_text
+from .symbolic import Builder, SymNode, gradients, nodes_of
+
+MAX_ORDER = 6
+
+
+@dataclass
+class Derivatives:
+    """d^order(output)/d(wrt)... as graphs; ``tree`` nests one dict level per order."""
+
+    program: Program
+    order: int
+    wrt: list[str]
+    value: SymNode
+    tree: dict[str, Any]  # var -> node (order 1), var -> var -> node (order 2), ...
+    first: dict[str, SymNode]  # the first derivatives, whatever the order
+
+    def texts(self, fmt: str = "text") -> dict[str, Any]:
+        """The same nesting with every node printed in ``fmt`` (text or latex)."""
+        if fmt not in ("text", "latex"):
+            raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
+        printer = to_text if fmt == "text" else to_latex
+        return _map_tree(self.tree, printer)
+
+    def python(self) -> str:
+        """A Python function of the variables returning the value and the derivatives."""
+        if self.order > 2:
+            raise UsageError("--format python supports --order 1 and 2",
+                             hint="use --format text for higher orders")
+        first = [self.first[name] for name in self.wrt]
+        hessian = ([[self.tree[a][b] for b in self.wrt] for a in self.wrt]
+                   if self.order == 2 else None)
+        return to_python(self.value, self.wrt, first, hessian)
+
+
+def differentiate(
+    program: str | Program,
+    wrt: Sequence[str] | None = None,
+    order: int = 1,
+    values: Mapping[str, float] | None = None,
+) -> Derivatives:
+    """Symbolic derivatives of ``program`` up to ``order`` with respect to ``wrt`` (default: every
+    variable not given a value); ``values`` are substituted after differentiating."""
+    if isinstance(program, str):
+        program = parse(program)
+    values = dict(values or {})
+    if not 1 <= order <= MAX_ORDER:
+        raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {order}")
+    names = list(wrt) if wrt else [n for n in program.variables if n not in values]
+    unknown = [n for n in names if n not in program.variables]
+    if unknown:
+        known = ", ".join(program.variables) or "none"
+        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
+                         hint=f"its variables: {known}")
+    builder = Builder()
+    (output,) = builder.import_graph([program.output])
+    variables = [builder.variable(name) for name in names]
+    levels = [{(): output}]
+    for _ in range(order):
+        level = {}
+        for path, node in levels[-1].items():
+            for name, grad in zip(names, gradients(node, variables), strict=True):
+                level[(*path, name)] = grad
+        levels.append(level)
+    keys = [*levels[-1]]
+    nodes = [output, *levels[-1].values(), *levels[1].values()]
+    substituted = Builder().import_graph(nodes, values)
+    return Derivatives(program, order, names, substituted[0],
+                       _nest(dict(zip(keys, substituted[1:1 + len(keys)], strict=True))),
+                       dict(zip(names, substituted[1 + len(keys):], strict=True)))
+
+
+def _nest(flat: dict[tuple[str, ...], SymNode]) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for path, node in flat.items():
+        level = tree
+        for name in path[:-1]:
+            level = level.setdefault(name, {})
+        level[path[-1]] = node
+    return tree
+
+
+def _map_tree(tree: dict[str, Any], function: Any) -> dict[str, Any]:
+    return {k: _map_tree(v, function) if isinstance(v, dict) else function(v)
+            for k, v in tree.items()}
+
+
+# --- partial evaluation: some variables unbound -------------------------------------------------
+
+@dataclass
+class SymbolicResult:
+    """Value and gradients of a program with free variables, as texts in gradcli's language."""
+
+    free: list[str]
+    value: str
+    gradients: dict[str, str]
+
+
+def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicResult:
+    """Substitute the bound variables (given or program defaults), keep the free ones symbolic."""
+    point = {**program.defaults, **values}
+    bound = {n: float(point[n]) for n in program.variables if n in point}
+    names = list(program.variables)
+    builder = Builder()
+    (output,) = builder.import_graph([program.output])
+    grads = gradients(output, [builder.variable(n) for n in names])
+    value, *substituted = Builder().import_graph([output, *grads], bound)
+    return SymbolicResult(
+        free=[n for n in names if n not in bound],
+        value=to_text(value),
+        gradients={n: to_text(g) for n, g in zip(names, substituted, strict=True)},
+    )
+
+
+# --- Hessians at a point ------------------------------------------------------------------------
+
+@dataclass
+class HessianResult:
+    """Second derivatives at a point and their finite-difference check (keys ``"x,y"``)."""
+
+    matrix: dict[str, dict[str, float]]
+    check: CheckReport | None
+
+
+def hessian_at(
+    program: Program,
+    point: Mapping[str, float],
+    check: bool = True,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+) -> HessianResult:
+    """H[a][b] = d/db of the symbolic d/da, by reverse mode, checked by FD of d/da."""
+    names = list(program.variables)
+    builder = Builder()
+    (output,) = builder.import_graph([program.output])
+    grads = gradients(output, [builder.variable(n) for n in names])
+    matrix: dict[str, dict[str, float]] = {}
+    report = CheckReport(rtol, atol, nodes_skipped=True) if check else None
+    for name, grad in zip(names, grads, strict=True):
+        variables = [node for node in nodes_of([grad]) if node.op is VAR]
+        gradient_program = Program.build(to_text(grad), grad, variables, {})
+        gradient_program.bind(point)
+        forward(gradient_program.nodes)
+        backward(gradient_program.nodes)
+        row = gradient_program.variables
+        matrix[name] = {other: row[other].grad if other in row else 0.0 for other in names}
+        if report is not None:
+            for other, node in row.items():
+                report.gradients[f"{name},{other}"] = check_node(
+                    gradient_program.nodes, node, rtol, atol)
+    return HessianResult(matrix, report)

@@ -1,0 +1,214 @@
+"""Printed forms of expression graphs: gradcli's language, LaTeX and a Python function.
+
+All three use ``graph.expression_texts`` (one precedence logic) with a ``Notation``. A node used
+more than once is printed once, as a named statement (``t1 = ...; t1*t1``), so the printed size
+grows linearly with the graph even where writing it out as a tree would grow exponentially. The
+text form parses back into the same numbers; the Python form imports nothing but ``math``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from . import ops
+from .graph import TEXT, Node, Notation, expression_texts, format_number
+from .ops import CONSTANTS, FUNCTIONS, Op
+from .symbolic import nodes_of
+
+FORMATS = ("text", "latex", "python")
+
+
+@dataclass
+class Printed:
+    """Shared subexpressions as (name, text) statements, then one text per output."""
+
+    statements: list[tuple[str, str]]
+    outputs: list[str]
+
+    def program(self, index: int = 0, separator: str = "; ") -> str:
+        """Statements and output ``index`` as one program in gradcli's language."""
+        return separator.join([*(f"{name} = {text}" for name, text in self.statements),
+                               self.outputs[index]])
+
+
+def print_shared(
+    outputs: Sequence[Node], notation: Notation = TEXT, reserved: set[str] | frozenset = frozenset()
+) -> Printed:
+    """Print ``outputs`` together, naming every non-leaf node that is used more than once."""
+    nodes = nodes_of(outputs)
+    uses: dict[int, int] = {}
+    for node in nodes:
+        for source in node.inputs:
+            uses[id(source)] = uses.get(id(source), 0) + 1
+    for node in outputs:
+        uses[id(node)] = uses.get(id(node), 0) + 1
+    taken = {str(n.name) for n in nodes if n.name is not None} | set(reserved)
+    taken |= set(CONSTANTS) | set(FUNCTIONS)
+    shared = [n for n in nodes if n.inputs and n.name is None and uses.get(id(n), 0) > 1]
+    counter = 0
+    for node in shared:
+        counter += 1
+        while f"t{counter}" in taken:
+            counter += 1
+        node.name = f"t{counter}"
+    try:
+        texts = expression_texts(nodes, limit=None, notation=notation)
+        position = {id(node): i for i, node in enumerate(nodes)}
+        statements = [(notation.name(str(n.name)), texts[position[id(n)]]) for n in shared]
+        printed = [
+            notation.name(str(n.name)) if n.name is not None and n.inputs
+            else texts[position[id(n)]]
+            for n in outputs
+        ]
+    finally:
+        for node in shared:
+            node.name = None
+    # An output that is itself shared prints as its name: that needs its statement, kept above.
+    return Printed(statements, printed)
+
+
+def to_text(output: Node) -> str:
+    """One expression as a gradcli program that parses back to the same value."""
+    return print_shared([output]).program()
+
+
+# --- LaTeX -----------------------------------------------------------------------------------
+
+_LATEX_FUNCTIONS = {"asin": r"\arcsin", "acos": r"\arccos", "atan": r"\arctan",
+                    "log2": r"\log_{2}", "log10": r"\log_{10}"}
+_LATEX_NAMED = {"sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log"}
+
+
+class LatexNotation(Notation):
+    def number(self, value: float) -> str:
+        mantissa, _, exponent = format_number(value).partition("e")
+        return mantissa if not exponent else rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
+
+    def name(self, name: str) -> str:
+        if name == "pi":
+            return r"\pi"
+        head, digits = name.rstrip("0123456789"), name[len(name.rstrip("0123456789")):]
+        if digits and head:
+            return f"{self.name(head)}_{{{digits}}}"
+        escaped = name.replace("_", "\\_")
+        return name if len(name) == 1 else rf"\mathrm{{{escaped}}}"
+
+    def call(self, op: Op, args: list[str]) -> str:
+        if op.name == "sqrt":
+            return rf"\sqrt{{{args[0]}}}"
+        if op.name == "abs":
+            return rf"\left|{args[0]}\right|"
+        if op.name in _LATEX_NAMED:
+            head = "\\" + op.name
+        else:
+            head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{op.name}}}")
+        return rf"{head}\left({', '.join(args)}\right)"
+
+    def infix(self, op: Op, left: str, right: str) -> str:
+        if op.name == "div":
+            return rf"\frac{{{left}}}{{{right}}}"
+        if op.name == "pow":
+            return f"{{{left}}}^{{{right}}}"
+        if op.name == "mul":
+            return rf"{left} \cdot {right}"
+        return super().infix(op, left, right)
+
+    def parenthesized(self, text: str) -> str:
+        return rf"\left({text}\right)"
+
+    def free_operands(self, op: Op) -> tuple[int, ...]:
+        return {"div": (0, 1), "pow": (1,)}.get(op.name, ())
+
+
+LATEX = LatexNotation()
+
+
+def to_latex(output: Node, lhs: str = "") -> str:
+    """One expression in LaTeX; shared subexpressions as ``t_{1} = ...`` lines before it."""
+    printed = print_shared([output], LATEX)
+    lines = [f"{name} = {text}" for name, text in printed.statements]
+    lines.append(f"{lhs} = {printed.outputs[0]}" if lhs else printed.outputs[0])
+    return " \\\\\n".join(lines)
+
+
+# --- Python ----------------------------------------------------------------------------------
+
+class PythonNotation(Notation):
+    """Python's operators have gradcli's precedences; functions come from ``math`` or, where
+    math has none (sigmoid, relu...), from the op's own forward function, copied verbatim."""
+
+    def __init__(self, renames: dict[str, str]) -> None:
+        self.renames = renames
+        self.helpers: dict[str, str] = {}
+
+    def name(self, name: str) -> str:
+        if name in CONSTANTS:
+            return f"math.{name}"
+        return self.renames.get(name, name)
+
+    def call(self, op: Op, args: list[str]) -> str:
+        return f"{self.function(op)}({', '.join(args)})"
+
+    def function(self, op: Op) -> str:
+        forward = op.forward
+        module = getattr(forward, "__module__", None)
+        if module == "math" or (module is None and getattr(math, forward.__name__, None)
+                                is forward):
+            return f"math.{forward.__name__}"
+        if getattr(builtins, forward.__name__, None) is forward:
+            return forward.__name__
+        if module == ops.__name__:
+            import inspect  # only here: the Python printer copies the op's own function
+
+            self.helpers[forward.__name__] = inspect.getsource(forward)
+            return forward.__name__
+        raise ValueError(f"no Python form for the op {op.name}")
+
+
+def python_name(name: str, taken: set[str]) -> str:
+    """A Python identifier for a gradcli variable (keywords and clashes get a trailing _)."""
+    result = name
+    while keyword.iskeyword(result) or result in taken or result.startswith("_"):
+        result = result.lstrip("_") + "_" if result.startswith("_") else result + "_"
+    return result
+
+
+def to_python(
+    value: Node, variables: Sequence[str], gradient: Sequence[Node],
+    hessian: Sequence[Sequence[Node]] | None = None, function: str = "f",
+) -> str:
+    """Source of ``def f(vars): return value, gradient[, hessian]`` importing only ``math``."""
+    reserved = {"math", function, "min", "max", "abs"}
+    renames: dict[str, str] = {}
+    for name in variables:
+        renames[name] = python_name(name, reserved | set(renames.values()))
+    notation = PythonNotation(renames)
+    outputs = [value, *gradient, *(entry for row in hessian or () for entry in row)]
+    printed = print_shared(outputs, notation, reserved | set(renames.values()))
+    texts = printed.outputs
+    n = len(variables)
+    returned = [texts[0], _tuple(texts[1:1 + n])]
+    if hessian is not None:
+        returned.append(_tuple([_tuple(texts[1 + n * (i + 1):1 + n * (i + 2)])
+                                for i in range(n)]))
+    body = [f"    {name} = {text}" for name, text in printed.statements]
+    body.append(f"    return {', '.join(returned)}")
+    parameters = ", ".join(renames[name] for name in variables)
+    what = "value, gradient and Hessian" if hessian is not None else "value and gradient"
+    lines = ["import math", ""]
+    for source in notation.helpers.values():
+        lines += ["", source.rstrip(), ""]
+    lines += ["", f"def {function}({parameters}):",
+              f'    """The {what} (in the order {", ".join(variables) or "()"})."""',
+              *body]
+    return "\n".join(lines) + "\n"
+
+
+def _tuple(items: Sequence[str]) -> str:
+    if not items:
+        return "()"
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"

@@ -1,0 +1,375 @@
+"""Derivatives as graphs: the backward pass run on graph nodes instead of floats.
+
+The op table's derivative rules are written with arithmetic operators and ``F.name(...)``; ``F``
+hands anything with an ``apply`` method back to it. ``SymNode`` is a graph ``Node`` whose
+operators and ``apply`` go through a ``Builder``, so running the very same rules on SymNodes
+builds d(output)/d(x) as a graph (DeZero's double backprop) -- no second list of derivatives. That
+graph can be evaluated, printed, or differentiated again.
+
+The builder hash-conses (the same op on the same inputs is the same node, so shared
+subexpressions stay shared and printed sizes stay linear) and simplifies locally as it builds:
+constant folding (with the table's own forward functions, so folded numbers are the floats the
+numeric path computes), x*1, x+0, x*0, x-x, --x, x**1, like terms gathered (2*x + x -> 3*x),
+powers of the same base gathered (x * x**2 -> x**3) and common factors pulled (a*b + a*c ->
+a*(b + c)). Rewrites only look a fixed number of levels down, so building stays linear.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .graph import Node
+from .ops import CONST, CONSTANTS, OPS, VAR, Op
+
+ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
+
+
+class SymNode(Node):
+    """A graph node that builds (simplified, shared) nodes when used in arithmetic."""
+
+    __slots__ = ("builder",)
+    builder: Builder
+
+    def apply(self, op: Op, *args: Any) -> SymNode:
+        return self.builder.make(op, args)
+
+    def __add__(self, other: Any) -> SymNode:
+        return self.builder.make(ADD, (self, other))
+
+    def __radd__(self, other: Any) -> SymNode:
+        return self.builder.make(ADD, (other, self))
+
+    def __sub__(self, other: Any) -> SymNode:
+        return self.builder.make(SUB, (self, other))
+
+    def __rsub__(self, other: Any) -> SymNode:
+        return self.builder.make(SUB, (other, self))
+
+    def __mul__(self, other: Any) -> SymNode:
+        return self.builder.make(MUL, (self, other))
+
+    def __rmul__(self, other: Any) -> SymNode:
+        return self.builder.make(MUL, (other, self))
+
+    def __truediv__(self, other: Any) -> SymNode:
+        return self.builder.make(DIV, (self, other))
+
+    def __rtruediv__(self, other: Any) -> SymNode:
+        return self.builder.make(DIV, (other, self))
+
+    def __pow__(self, other: Any) -> SymNode:
+        return self.builder.make(POW, (self, other))
+
+    def __rpow__(self, other: Any) -> SymNode:
+        return self.builder.make(POW, (other, self))
+
+    def __neg__(self) -> SymNode:
+        return self.builder.make(NEG, (self,))
+
+    # Nodes are compared by identity (hash-consing makes that structural equality).
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+
+class Builder:
+    """Makes SymNodes: one node per distinct (op, inputs), simplified as it is made."""
+
+    def __init__(self) -> None:
+        self._table: dict[tuple, SymNode] = {}
+
+    def _intern(self, key: tuple, op: Op, inputs: tuple[SymNode, ...], value: float = 0.0,
+                name: str | None = None) -> SymNode:
+        node = self._table.get(key)
+        if node is None:
+            node = SymNode(op, inputs, value, name)
+            node.builder = self
+            self._table[key] = node
+        return node
+
+    def constant(self, value: float, name: str | None = None) -> SymNode:
+        value = float(value)
+        return self._intern(("const", value.hex(), name), CONST, (), value, name)
+
+    def variable(self, name: str) -> SymNode:
+        return self._intern(("var", name), VAR, (), 0.0, name)
+
+    def lift(self, value: Any) -> SymNode:
+        if isinstance(value, SymNode) and value.builder is self:
+            return value
+        if isinstance(value, (int, float)):
+            return self.constant(value)
+        raise TypeError(f"cannot use {value!r} in a symbolic expression")
+
+    def make(self, op: Op, args: Sequence[Any]) -> SymNode:
+        """The node for ``op`` applied to ``args`` (nodes or numbers), simplified."""
+        inputs = tuple(self.lift(arg) for arg in args)
+        if all(node.op is CONST for node in inputs):
+            folded = fold(op, [node.value for node in inputs])
+            if folded is not None:
+                return self.constant(folded)
+        rewrite = _REWRITES.get(op.name)
+        simpler = rewrite(self, *inputs) if rewrite is not None else None
+        if simpler is not None:
+            return simpler
+        return self._intern((op.name, *(node.seq for node in inputs)), op, inputs)
+
+    def zero(self) -> SymNode:
+        return self.constant(0.0)
+
+    def import_graph(
+        self, outputs: Sequence[Node], values: Mapping[str, float] | None = None
+    ) -> list[SymNode]:
+        """Rebuild ``outputs`` (any graph nodes) here; variables in ``values`` become constants.
+
+        Walks the nodes in topological order (no recursion), so every node is simplified and
+        folded again: this is how bound variables are substituted.
+        """
+        values = values or {}
+        made: dict[int, SymNode] = {}
+        for node in nodes_of(outputs):
+            if node.op is VAR:
+                name = str(node.name)
+                new = self.constant(values[name]) if name in values else self.variable(name)
+            elif node.op is CONST:
+                keep = node.name if node.name in CONSTANTS else None
+                new = self.constant(node.value, keep)
+            else:
+                new = self.make(node.op, [made[id(source)] for source in node.inputs])
+            made[id(node)] = new
+        return [made[id(node)] for node in outputs]
+
+
+def fold(op: Op, values: list[float]) -> float | None:
+    """``op`` on constant operands, or None where that is not a finite float (left unfolded,
+    so evaluating the expression reports the error at that node)."""
+    if op.domain is not None and op.domain(*values) is not None:
+        return None
+    try:
+        result = op.forward(*values)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return float(result) if math.isfinite(result) else None
+
+
+def nodes_of(outputs: Iterable[Node]) -> list[Node]:
+    """Every node the outputs depend on, inputs before users (iterative, by creation number)."""
+    stack = list(outputs)
+    seen = {id(node) for node in stack}
+    found = []
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for source in node.inputs:
+            if id(source) not in seen:
+                seen.add(id(source))
+                stack.append(source)
+    found.sort(key=lambda node: node.seq)
+    return found
+
+
+def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
+    """d(output)/d(each of ``wrt``) as SymNodes: reverse mode with the op table's rules."""
+    builder = output.builder
+    grads: dict[int, SymNode] = {id(output): builder.constant(1.0)}
+    for node in reversed(nodes_of([output])):
+        grad = grads.get(id(node))
+        if grad is None or not node.inputs or not node.needs_grad:
+            continue
+        for position, source in enumerate(node.inputs):
+            if source.needs_grad:
+                partial = node.op.rules[position](*node.inputs, node)
+                contribution = builder.make(MUL, (grad, partial))
+                before = grads.get(id(source))
+                grads[id(source)] = (contribution if before is None
+                                     else builder.make(ADD, (before, contribution)))
+    return [grads.get(id(node), builder.zero()) for node in wrt]
+
+
+# --- local rewrites: each returns a simpler node, or None to keep the node as it is ------------
+
+def _is(node: Node, value: float) -> bool:
+    return node.op is CONST and node.value == value
+
+
+def _const(node: Node) -> bool:
+    return node.op is CONST
+
+
+def _term(node: SymNode) -> tuple[float, SymNode]:
+    """``node`` as coefficient * rest: 3*x -> (3, x), -x -> (-1, x), x -> (1, x)."""
+    if node.op is MUL and _const(node.inputs[0]):
+        return node.inputs[0].value, node.inputs[1]
+    if node.op is NEG:
+        return -1.0, node.inputs[0]
+    return 1.0, node
+
+
+def _power(node: SymNode) -> tuple[SymNode, SymNode | None]:
+    """``node`` as base ** exponent: x**3 -> (x, 3), x -> (x, None) meaning exponent 1."""
+    if node.op is POW:
+        return node.inputs[0], node.inputs[1]
+    return node, None
+
+
+def _scaled(b: Builder, coefficient: float | None, node: SymNode) -> SymNode | None:
+    """coefficient * node, or None (no rewrite) when the coefficient did not fold to a float."""
+    return None if coefficient is None else b.make(MUL, (coefficient, node))
+
+
+def _exponent(b: Builder, exponent: SymNode | None) -> SymNode:
+    return b.constant(1.0) if exponent is None else exponent
+
+
+def _factors(node: SymNode) -> tuple[SymNode, SymNode | None]:
+    """``node`` as a product of two factors; a non-product is (node, None), None meaning 1."""
+    if node.op is MUL:
+        return node.inputs[0], node.inputs[1]
+    return node, None
+
+
+def _common_factor(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode | None:
+    """p*q ± p*s -> p*(q ± s) (any pairing); p ± p*s -> p*(1 ± s)."""
+    (p, q), (r, s) = _factors(x), _factors(y)
+    for left, right, other_x, other_y in ((p, r, q, s), (p, s, q, r), (q, r, p, s), (q, s, p, r)):
+        if left is not None and left is right and not _const(left):
+            one = b.constant(1.0)
+            inner = b.make(op, (one if other_x is None else other_x,
+                                one if other_y is None else other_y))
+            return b.make(MUL, (left, inner))
+    return None
+
+
+def _add(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
+    if _is(x, 0.0):
+        return y
+    if _is(y, 0.0):
+        return x
+    if y.op is NEG:
+        return b.make(SUB, (x, y.inputs[0]))
+    if x.op is NEG:
+        return b.make(SUB, (y, x.inputs[0]))
+    if _const(y) and y.value < 0.0:
+        return b.make(SUB, (x, -y.value))
+    (cx, rx), (cy, ry) = _term(x), _term(y)
+    if rx is ry and not _const(rx):
+        return _scaled(b, fold(ADD, [cx, cy]), rx)
+    return _common_factor(b, ADD, x, y)
+
+
+def _sub(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
+    if _is(y, 0.0):
+        return x
+    if _is(x, 0.0):
+        return b.make(NEG, (y,))
+    if x is y:
+        return b.zero()
+    if y.op is NEG:
+        return b.make(ADD, (x, y.inputs[0]))
+    if _const(y) and y.value < 0.0:
+        return b.make(ADD, (x, -y.value))
+    if x.op is ADD and x.inputs[1] is y:
+        return x.inputs[0]
+    if x.op is ADD and x.inputs[0] is y:
+        return x.inputs[1]
+    (cx, rx), (cy, ry) = _term(x), _term(y)
+    if rx is ry and not _const(rx):
+        return _scaled(b, fold(SUB, [cx, cy]), rx)
+    return _common_factor(b, SUB, x, y)
+
+
+def _mul(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
+    if _is(x, 0.0) or _is(y, 0.0):
+        return b.zero()
+    if _is(x, 1.0):
+        return y
+    if _is(y, 1.0):
+        return x
+    if _is(x, -1.0):
+        return b.make(NEG, (y,))
+    if _is(y, -1.0):
+        return b.make(NEG, (x,))
+    if _const(y) and not _const(x):
+        return b.make(MUL, (y, x))  # numbers first: 2*x
+    if x.op is NEG:
+        return b.make(NEG, (b.make(MUL, (x.inputs[0], y)),))
+    if y.op is NEG:
+        return b.make(NEG, (b.make(MUL, (x, y.inputs[0])),))
+    if y.op is MUL and _const(y.inputs[0]):
+        if _const(x):
+            return _scaled(b, fold(MUL, [x.value, y.inputs[0].value]), y.inputs[1])
+        return b.make(MUL, (y.inputs[0], b.make(MUL, (x, y.inputs[1]))))
+    if x.op is MUL and _const(x.inputs[0]) and not _const(y):
+        return b.make(MUL, (x.inputs[0], b.make(MUL, (x.inputs[1], y))))
+    if x.op is DIV:
+        return b.make(DIV, (b.make(MUL, (x.inputs[0], y)), x.inputs[1]))
+    if y.op is DIV:
+        return b.make(DIV, (b.make(MUL, (x, y.inputs[0])), y.inputs[1]))
+    return _gather_powers(b, x, y)
+
+
+def _gather_powers(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
+    """x**a * x**b -> x**(a + b); also one level into a product on the right."""
+    if _const(x):
+        return None
+    (bx, ex), (by, ey) = _power(x), _power(y)
+    if bx is by and not _const(bx):
+        return b.make(POW, (bx, b.make(ADD, (_exponent(b, ex), _exponent(b, ey)))))
+    if y.op is MUL:
+        p, q = y.inputs
+        if _power(p)[0] is bx:
+            return b.make(MUL, (b.make(MUL, (x, p)), q))
+        if _power(q)[0] is bx:
+            return b.make(MUL, (p, b.make(MUL, (x, q))))
+    return None
+
+
+def _div(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
+    if _is(y, 1.0):
+        return x
+    if _is(y, -1.0):
+        return b.make(NEG, (x,))
+    if _is(x, 0.0):
+        return b.zero()
+    if x is y:
+        return b.constant(1.0)
+    if x.op is NEG:
+        return b.make(NEG, (b.make(DIV, (x.inputs[0], y)),))
+    if y.op is NEG:
+        return b.make(NEG, (b.make(DIV, (x, y.inputs[0])),))
+    if x.op is DIV:
+        return b.make(DIV, (x.inputs[0], b.make(MUL, (x.inputs[1], y))))
+    if y.op is DIV:
+        return b.make(DIV, (b.make(MUL, (x, y.inputs[1])), y.inputs[0]))
+    if x.op is MUL and x.inputs[0] is y:
+        return x.inputs[1]
+    if x.op is MUL and x.inputs[1] is y:
+        return x.inputs[0]
+    (bx, ex), (by, ey) = _power(x), _power(y)
+    if bx is by and not _const(bx):
+        return b.make(POW, (bx, b.make(SUB, (_exponent(b, ex), _exponent(b, ey)))))
+    return None
+
+
+def _neg(b: Builder, x: SymNode) -> SymNode | None:
+    if x.op is NEG:
+        return x.inputs[0]
+    if x.op is SUB:
+        return b.make(SUB, (x.inputs[1], x.inputs[0]))
+    if x.op is MUL and _const(x.inputs[0]):
+        return b.make(MUL, (-x.inputs[0].value, x.inputs[1]))
+    return None
+
+
+def _pow(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
+    if _is(y, 1.0):
+        return x
+    if _is(y, 0.0) or _is(x, 1.0):
+        return b.constant(1.0)
+    if x.op is POW and _const(x.inputs[1]) and _const(y) and y.value == math.floor(y.value):
+        return b.make(POW, (x.inputs[0], b.make(MUL, (x.inputs[1], y))))
+    return None
+
+
+_REWRITES = {"add": _add, "sub": _sub, "mul": _mul, "div": _div, "neg": _neg, "pow": _pow}
