@@ -87,8 +87,8 @@ def test_command_line_values_override_program_defaults():
     assert record["value"] == 20.0
 
 
-def test_missing_values_are_a_usage_error_listing_every_name():
-    result = run("(x*W+b-t)**2", "--x", "2")
+def test_missing_values_are_a_usage_error_listing_every_name_with_strict():
+    result = run("(x*W+b-t)**2", "--x", "2", "--strict")
     assert result.exit_code == 2
     assert "no values for W, b, t" in result.stderr
     assert "--W VALUE --b VALUE --t VALUE" in result.stderr
@@ -222,6 +222,6 @@ def test_python_dash_m_and_console_script():
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0
     assert json.loads(done.stdout)["value"] == 6.0
-    usage = subprocess.run([sys.executable, "-m", "gradcli", "eval", "x"],
+    usage = subprocess.run([sys.executable, "-m", "gradcli", "eval", "x", "--strict"],
                            capture_output=True, text=True, check=False)
     assert usage.returncode == 2 and "Traceback" not in usage.stderr

@@ -118,6 +118,12 @@ def cli() -> None:
               help="Relative tolerance of the check.")
 @click.option("--atol", type=click.FloatRange(min=0), default=DEFAULT_ATOL, show_default=True,
               help="Absolute tolerance of the check.")
+@click.option("--order", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="2 adds the Hessian, checked by finite differences of the gradient.")
+@click.option("--hessian", is_flag=True, help="Same as --order 2.")
+@click.option("--strict", is_flag=True,
+              help="Unbound variables are an error (default: value and gradients as "
+                   "expressions in them).")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     ctx.exit(run_eval(ctx, **options))
@@ -132,10 +138,16 @@ def run_eval(
     no_check: bool,
     rtol: float,
     atol: float,
+    order: int = 1,
+    hessian: bool = False,
+    strict: bool = False,
 ) -> int:
     """Everything ``gradcli eval`` does; returns the exit status."""
     output = Output(as_json)
     options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol}
+    if order > 1 or hessian:
+        options["order"] = 2
+    options["strict"] = strict
     try:
         values = as_point(parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments]))
         if program_file is not None and expr is not None:
@@ -150,6 +162,71 @@ def run_eval(
     except GradcliError as error:
         return output.error(error, "")
     return output.single(expr, values, options)
+
+
+DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
+subexpressions named once), which `gradcli eval` reads back.
+
+\b
+Values given as --NAME VALUE are substituted after differentiating; --wrt defaults to every
+variable without a value.
+
+\b
+Examples:
+  gradcli diff "(x*W+b-t)**2" --wrt x,W
+  gradcli diff "x*y + sin(x)" --order 2              # the Hessian
+  gradcli diff "sigmoid(w*x)" --wrt w --format python
+  gradcli diff "x**2*y" --json
+
+\b
+Exit status: 0 ok; 2 usage, parse or name error.
+"""
+
+
+@cli.command("diff", cls=EvalCommand, help=DIFF_HELP)
+@click.argument("expr", required=False)
+@click.option("--wrt", metavar="X,Y", help="Variables to differentiate by, comma separated.")
+@click.option("--order", type=click.IntRange(1, 6), default=1, show_default=True,
+              help="Order of the derivatives (2 with several --wrt: the Hessian).")
+@click.option("--format", "fmt", type=click.Choice(["text", "latex", "python"]), default="text",
+              show_default=True, help="How derivatives are printed.")
+@click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
+              help="Substitute a value for a variable (repeatable).")
+@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8"),
+              help="Read the program from FILE.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"expression", "order", "derivatives"}.')
+@click.pass_context
+def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: int, fmt: str,
+                 assignments: tuple[str, ...], program_file: IO[str] | None,
+                 as_json: bool) -> None:
+    from .derive import differentiate
+
+    output = Output(as_json)
+    source = expr or ""
+    try:
+        values = as_point(parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments]))
+        if (program_file is None) == (expr is None):
+            raise UsageError("give one of EXPR or -f FILE",
+                             hint='try: gradcli diff "(x*W+b-t)**2" --wrt x')
+        source = program_file.read() if program_file is not None else str(expr)
+        names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
+        derivatives = differentiate(source, names, order, values)
+        printed = derivatives.python() if fmt == "python" else None
+        texts = derivatives.texts("latex" if fmt == "latex" else "text")
+    except GradcliError as error:
+        ctx.exit(output.error(error, source))
+    if as_json:
+        from .jsonout import diff_record, dumps
+
+        click.echo(dumps(diff_record(source, order, texts, printed)))
+    elif printed is not None:
+        click.echo(printed, nl=False)
+    else:
+        from .render import derivative_view, make_console
+
+        make_console().print(derivative_view(texts, latex=fmt == "latex"))
+    ctx.exit(ExitStatus.OK)
 
 
 def _stdin_lines() -> Iterator[str]:

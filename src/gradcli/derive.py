@@ -33,6 +33,7 @@ class Derivatives:
     value: SymNode
     tree: dict[str, Any]  # var -> node (order 1), var -> var -> node (order 2), ...
     first: dict[str, SymNode]  # the first derivatives, whatever the order
+    values: dict[str, float]  # the variables substituted by numbers
 
     def texts(self, fmt: str = "text") -> dict[str, Any]:
         """The same nesting with every node printed in ``fmt`` (text or latex)."""
@@ -49,7 +50,8 @@ class Derivatives:
         first = [self.first[name] for name in self.wrt]
         hessian = ([[self.tree[a][b] for b in self.wrt] for a in self.wrt]
                    if self.order == 2 else None)
-        return to_python(self.value, self.wrt, first, hessian)
+        parameters = [n for n in self.program.variables if n not in self.values]
+        return to_python(self.value, parameters, self.wrt, first, hessian)
 
 
 def differentiate(
@@ -65,7 +67,8 @@ def differentiate(
     values = dict(values or {})
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {order}")
-    names = list(wrt) if wrt else [n for n in program.variables if n not in values]
+    unbound = [n for n in program.variables if n not in values]
+    names = list(wrt) if wrt else (unbound or list(program.variables))
     unknown = [n for n in names if n not in program.variables]
     if unknown:
         known = ", ".join(program.variables) or "none"
@@ -86,7 +89,7 @@ def differentiate(
     substituted = Builder().import_graph(nodes, values)
     return Derivatives(program, order, names, substituted[0],
                        _nest(dict(zip(keys, substituted[1:1 + len(keys)], strict=True))),
-                       dict(zip(names, substituted[1 + len(keys):], strict=True)))
+                       dict(zip(names, substituted[1 + len(keys):], strict=True)), values)
 
 
 def _nest(flat: dict[tuple[str, ...], SymNode]) -> dict[str, Any]:

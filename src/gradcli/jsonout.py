@@ -11,8 +11,11 @@ from .errors import GradcliError
 
 
 def result_record(result: Result, source: str, line: int | None = None) -> dict[str, Any]:
-    """``{"expression", "value", "gradients", "nodes", "check", "error": null}``."""
+    """``{"expression", "value", "gradients", "nodes", "check", "error": null}``, plus
+    ``"hessian"`` and ``"hessian_check"`` with order 2; with free variables ``"symbolic"``."""
     record: dict[str, Any] = {} if line is None else {"line": line}
+    if result.symbolic is not None:
+        return symbolic_record(result, source, record)
     check = result.check
     node_checks = check.nodes if check is not None else {}
     record.update(
@@ -33,6 +36,28 @@ def result_record(result: Result, source: str, line: int | None = None) -> dict[
             for row in result.node_rows()
         ],
         check=None if check is None else check_record(check),
+        error=None,
+    )
+    if result.hessian is not None:
+        hessian_check = result.hessian.check
+        record["hessian"] = result.hessian.matrix
+        record["hessian_check"] = None if hessian_check is None else check_record(hessian_check)
+    return record
+
+
+def symbolic_record(result: Result, source: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A program with free variables: value and gradients as texts under ``"symbolic"``."""
+    symbolic = result.symbolic
+    assert symbolic is not None
+    record.update(
+        expression=source,
+        point=result.point,
+        value=None,
+        gradients=None,
+        nodes=None,
+        check=None,
+        symbolic={"free": symbolic.free, "value": symbolic.value,
+                  "gradients": symbolic.gradients},
         error=None,
     )
     return record
@@ -64,6 +89,16 @@ def _numeric_fields(check: GradientCheck | None) -> dict[str, Any]:
     if check is None:
         return {"numeric_grad": None, "ok": None}
     return {"numeric_grad": check.numeric, "ok": check.ok}
+
+
+def diff_record(source: str, order: int, derivatives: dict[str, Any],
+                python: str | None = None) -> dict[str, Any]:
+    """``{"expression", "order", "derivatives"}`` (nested one level per order), and the
+    ``"python"`` source with ``--format python``."""
+    record: dict[str, Any] = {"expression": source, "order": order, "derivatives": derivatives}
+    if python is not None:
+        record["python"] = python
+    return record
 
 
 def error_record(error: GradcliError, source: str, line: int | None = None) -> dict[str, Any]:

@@ -178,10 +178,11 @@ def python_name(name: str, taken: set[str]) -> str:
 
 
 def to_python(
-    value: Node, variables: Sequence[str], gradient: Sequence[Node],
+    value: Node, variables: Sequence[str], wrt: Sequence[str], gradient: Sequence[Node],
     hessian: Sequence[Sequence[Node]] | None = None, function: str = "f",
 ) -> str:
-    """Source of ``def f(vars): return value, gradient[, hessian]`` importing only ``math``."""
+    """Source of ``def f(variables): return value, gradient[, hessian]`` (derivatives by
+    ``wrt``, in that order), importing only ``math``."""
     reserved = {"math", function, "min", "max", "abs"}
     renames: dict[str, str] = {}
     for name in variables:
@@ -190,7 +191,7 @@ def to_python(
     outputs = [value, *gradient, *(entry for row in hessian or () for entry in row)]
     printed = print_shared(outputs, notation, reserved | set(renames.values()))
     texts = printed.outputs
-    n = len(variables)
+    n = len(wrt)
     returned = [texts[0], _tuple(texts[1:1 + n])]
     if hessian is not None:
         returned.append(_tuple([_tuple(texts[1 + n * (i + 1):1 + n * (i + 2)])
@@ -199,11 +200,12 @@ def to_python(
     body.append(f"    return {', '.join(returned)}")
     parameters = ", ".join(renames[name] for name in variables)
     what = "value, gradient and Hessian" if hessian is not None else "value and gradient"
+    what += f" by {', '.join(wrt)}" if wrt else ""
     lines = ["import math", ""]
     for source in notation.helpers.values():
         lines += ["", source.rstrip(), ""]
     lines += ["", f"def {function}({parameters}):",
-              f'    """The {what} (in the order {", ".join(variables) or "()"})."""',
+              f'    """The {what}."""',
               *body]
     return "\n".join(lines) + "\n"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -31,12 +32,82 @@ def make_console(stderr: bool = False) -> Console:
 
 def result_view(result: Result, plain: bool = False) -> RenderableType:
     """The node table, the gradient table and the check verdict of one program."""
+    if result.symbolic is not None:
+        return symbolic_view(result, plain)
     parts: list[RenderableType] = [node_table(result, plain), gradient_table(result, plain)]
     if result.check is not None:
         parts.append(verdict(result.check))
     else:
         parts.append(Text("finite-difference check skipped (--no-check)", style="dim"))
+    if result.hessian is not None:
+        parts.append(hessian_table(result, plain))
+        if result.hessian.check is not None:
+            parts.append(verdict(result.hessian.check, "second derivatives",
+                                 "finite differences of the gradient"))
     return Group(*parts)
+
+
+def hessian_table(result: Result, plain: bool = False) -> Table:
+    """The Hessian at the point; a mark on each entry checked by finite differences."""
+    assert result.hessian is not None
+    checks = result.hessian.check.gradients if result.hessian.check is not None else {}
+    table = _table("Hessian of the output", plain)
+    table.add_column("")
+    names = list(result.hessian.matrix)
+    for name in names:
+        table.add_column(name, justify="right")
+    for row_name, row in result.hessian.matrix.items():
+        cells = []
+        for name in names:
+            check = checks.get(f"{row_name},{name}")
+            cell = Text(format_number(row[name]), style="magenta")
+            if check is not None:
+                cell.append(" ✓" if check.ok else " ✗", style="green" if check.ok else "bold red")
+            cells.append(cell)
+        table.add_row(Text(row_name, style="bold"), *cells)
+    return table
+
+
+def derivative_view(texts: dict, latex: bool = False) -> Text:
+    """One line per derivative: ``d/dx = ...``, ``d2/dx dy = ...`` (or LaTeX's partials)."""
+    text = Text()
+    lines: list[tuple[tuple[str, ...], Any]] = [((), texts)]
+    while any(isinstance(value, dict) for _, value in lines):  # one level per order
+        lines = [((*path, name), inner) for path, level in lines for name, inner in level.items()]
+    for path, expression in lines:
+        if text:
+            text.append("\n")
+        text.append(_derivative_label(path, latex), style="bold")
+        text.append(" = ")
+        text.append(expression)
+    return text
+
+
+def _derivative_label(path: tuple[str, ...], latex: bool) -> str:
+    order = "" if len(path) == 1 else str(len(path))
+    if latex:
+        power = "" if len(path) == 1 else f"^{{{len(path)}}}"
+        below = " ".join(rf"\partial {name}" for name in path)
+        return rf"\frac{{\partial{power} f}}{{{below}}}"
+    return f"d{order}/" + " ".join(f"d{name}" for name in path)
+
+
+def symbolic_view(result: Result, plain: bool = False) -> RenderableType:
+    """Value and gradients of a program with free variables, as expressions."""
+    symbolic = result.symbolic
+    assert symbolic is not None
+    table = _table("value " + symbolic.value, plain)
+    table.add_column("variable")
+    table.add_column("value", justify="right")
+    table.add_column("gradient (expression)", overflow="fold")
+    for name, gradient in symbolic.gradients.items():
+        bound = result.point.get(name)
+        table.add_row(Text(name, style="bold"),
+                      Text("free" if bound is None else format_number(bound), style="cyan"),
+                      Text(gradient, style="magenta"))
+    note = Text(f"free variables: {', '.join(symbolic.free)} (give them values for numbers; "
+                "--strict makes this an error)", style="dim")
+    return Group(table, note)
 
 
 def node_table(result: Result, plain: bool = False) -> Table:
@@ -87,19 +158,20 @@ def gradient_table(result: Result, plain: bool = False) -> Table:
     return table
 
 
-def verdict(check: CheckReport) -> Text:
+def verdict(check: CheckReport, what: str = "gradients",
+            against: str = "finite differences") -> Text:
     count, failed = len(check.checks), check.failures
     tolerances = f"rtol {check.rtol:g}, atol {check.atol:g}"
     if not failed:
         text = Text("✓ check passed: ", style="bold green")
-        text.append(f"{count} gradients agree with finite differences "
+        text.append(f"{count} {what} agree with {against} "
                     f"(max abs error {check.max_abs_error:.1e}; {tolerances})")
     else:
         text = Text("✗ check failed: ", style="bold red")
-        text.append(f"{len(failed)} of {count} gradients disagree with finite differences "
+        text.append(f"{len(failed)} of {count} {what} disagree with {against} "
                     f"({tolerances}); a point where the function is not differentiable "
                     "(relu or abs at 0, min/max at a tie) fails this way too")
-    if check.nodes_skipped:
+    if check.nodes_skipped and what == "gradients":
         text.append("\nper-node check skipped: the graph is too large; input gradients checked",
                     style="dim")
     return text
@@ -127,12 +199,21 @@ def batch_line(outcome: LineOutcome) -> Text:
         return text
     result = outcome.result
     assert result is not None
+    if result.symbolic is not None:
+        text.append(f"value {result.symbolic.value}", style="cyan")
+        for name, gradient in result.symbolic.gradients.items():
+            text.append(f"  d/d{name} {gradient}", style="magenta")
+        return text
     text.append(f"value {format_number(result.value)}", style="cyan")
     for name, gradient in result.gradients.items():
         text.append(f"  d/d{name} {format_number(gradient)}", style="magenta")
+    if result.hessian is not None:
+        for row_name, row in result.hessian.matrix.items():
+            entries = ", ".join(format_number(v) for v in row.values())
+            text.append(f"  d2/d{row_name} [{entries}]", style="magenta")
     if result.check is not None:
-        text.append("  ✓" if result.check.ok else "  ✗ check failed",
-                    style="green" if result.check.ok else "bold red")
+        text.append("  ✓" if result.status == 0 else "  ✗ check failed",
+                    style="green" if result.status == 0 else "bold red")
     return text
 
 
