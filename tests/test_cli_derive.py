@@ -1,0 +1,109 @@
+"""End to end: `gradcli diff`, `gradcli eval --order 2/--hessian`, free variables and --strict."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from gradcli.cli import cli
+
+
+def invoke(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(cli, list(args), input=stdin)
+
+
+def evaluated(text: str, **values: float) -> float:
+    flags = [item for name, value in values.items() for item in (f"--{name}", str(value))]
+    result = invoke("eval", text, *flags, "--json", "--no-check")
+    return json.loads(result.stdout)["value"]
+
+
+def test_diff_prints_derivatives_that_eval_reads_back():
+    result = invoke("diff", "(x*W+b-t)**2", "--wrt", "x,W")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert [line.split(" = ", 1)[0] for line in lines] == ["d/dx", "d/dW"]
+    point = {"x": 2.0, "W": 3.0, "b": 1.0, "t": 8.0}
+    for line, expected in zip(lines, (-6.0, -4.0), strict=True):
+        assert evaluated(line.split(" = ", 1)[1], **point) == expected
+
+
+def test_diff_json_order_two_is_the_hessian():
+    result = invoke("diff", "x*y + sin(x)", "--order", "2", "--json")
+    record = json.loads(result.stdout)
+    assert record == {"expression": "x*y + sin(x)", "order": 2, "derivatives": {
+        "x": {"x": "-sin(x)", "y": "1"}, "y": {"x": "1", "y": "0"}}}
+
+
+def test_diff_order_one_json_and_expressions_starting_with_minus():
+    record = json.loads(invoke("diff", "-x**3", "--json").stdout)
+    assert record["derivatives"] == {"x": "-3*x**2"}
+    assert invoke("diff", "-x**3", "--x", "2").stdout.strip() == "d/dx = -12"
+
+
+def test_diff_formats():
+    latex = invoke("diff", "x/y", "--wrt", "x", "--format", "latex").stdout
+    assert latex.strip() == r"\frac{\partial f}{\partial x} = \frac{1}{y}"
+    python = invoke("diff", "x*y", "--format", "python").stdout
+    assert python.startswith("import math\n") and "def f(x, y):" in python
+    record = json.loads(invoke("diff", "x*y", "--format", "python", "--json").stdout)
+    assert record["python"] == python
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("diff", "x*y", "--wrt", "z"), "z is not a variable"),
+    (("diff", "x +"), "parse error"),
+    (("diff",), "give one of EXPR or -f FILE"),
+    (("diff", "x", "--order", "9"), "9 is not in the range"),
+])
+def test_diff_errors_are_one_line_usage_errors(args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_eval_hessian_in_table_and_json():
+    human = invoke("eval", "x*y + sin(x)", "--x", "1", "--y", "2", "--hessian")
+    assert human.exit_code == 0
+    assert "Hessian of the output" in human.stdout
+    assert "3 second derivatives agree with finite differences of the gradient" in human.stdout
+    result = invoke("eval", "x*y + sin(x)", "--x", "1", "--y", "2", "--order", "2", "--json")
+    record = json.loads(result.stdout)
+    assert record["hessian"] == {"x": {"x": pytest.approx(-0.8414709848078965), "y": 1.0},
+                                 "y": {"x": 1.0, "y": 0.0}}
+    assert record["hessian_check"]["ok"] is True
+
+
+def test_eval_hessian_check_failure_and_numeric_error_statuses():
+    failed = invoke("eval", "relu(x)**2", "--x", "0", "--hessian", "--json")
+    assert failed.exit_code == 1
+    assert json.loads(failed.stdout)["hessian_check"]["ok"] is False
+    numeric = invoke("eval", "x**1.5", "--x", "0", "--hessian")
+    assert numeric.exit_code == 3
+    assert "is not finite here in #3 x**0.5, where x = 0" in numeric.stderr
+
+
+def test_free_variables_give_expressions_and_strict_restores_the_error():
+    result = invoke("eval", "(x*W+b-t)**2", "--x", "2", "--W", "3", "--json")
+    assert result.exit_code == 0
+    record = json.loads(result.stdout)
+    assert record["value"] is None and record["gradients"] is None
+    assert record["symbolic"]["free"] == ["b", "t"]
+    assert record["symbolic"]["value"] == "(6 + b - t)**2"
+    assert evaluated(record["symbolic"]["gradients"]["x"], b=1, t=8) == -6.0
+    human = invoke("eval", "(x*W+b-t)**2", "--x", "2", "--W", "3")
+    assert "value (6 + b - t)**2" in human.stdout and "free variables: b, t" in human.stdout
+    strict = invoke("eval", "(x*W+b-t)**2", "--x", "2", "--W", "3", "--strict")
+    assert strict.exit_code == 2 and "no values for b, t" in strict.stderr
+
+
+def test_batch_lines_with_free_variables_and_hessians():
+    result = invoke("eval", "-", "--x", "1", "--order", "2", stdin="x*y\nx**3\n")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "line 1: value y  d/dx y  d/dy 1"  # x = 1 substituted, y free
+    assert lines[1] == "line 2: value 1  d/dx 3  d2/dx [6]  ✓"
+    records = invoke("eval", "-", "--x", "1", "--json", stdin="x*y\n").stdout.splitlines()
+    assert json.loads(records[0])["symbolic"]["value"] == "y"
