@@ -16,10 +16,13 @@ from dataclasses import dataclass
 
 from . import ops
 from .graph import TEXT, Node, Notation, expression_texts, format_number
-from .ops import CONSTANTS, FUNCTIONS, Op
+from .ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
 from .symbolic import nodes_of
 
 FORMATS = ("text", "latex", "python")
+MUL = OPS["mul"]
+LATEX_LINE_BREAK = " \\\\\n"
+LONG = 400  # an expression longer than this (roughly, in characters) becomes a statement
 
 
 @dataclass
@@ -39,36 +42,78 @@ def print_shared(
     outputs: Sequence[Node], notation: Notation = TEXT, reserved: set[str] | frozenset = frozenset()
 ) -> Printed:
     """Print ``outputs`` together, naming every non-leaf node that is used more than once."""
+    outputs = presented(outputs)
     nodes = nodes_of(outputs)
-    uses: dict[int, int] = {}
-    for node in nodes:
-        for source in node.inputs:
-            uses[id(source)] = uses.get(id(source), 0) + 1
-    for node in outputs:
-        uses[id(node)] = uses.get(id(node), 0) + 1
+    uses = _uses(nodes, outputs)
     taken = {str(n.name) for n in nodes if n.name is not None} | set(reserved)
     taken |= set(CONSTANTS) | set(FUNCTIONS)
-    shared = [n for n in nodes if n.inputs and n.name is None and uses.get(id(n), 0) > 1]
+    shared = _statements(nodes, uses, {id(node) for node in outputs})
     counter = 0
     for node in shared:
         counter += 1
         while f"t{counter}" in taken:
             counter += 1
         node.name = f"t{counter}"
-    try:
-        texts = expression_texts(nodes, limit=None, notation=notation)
-        position = {id(node): i for i, node in enumerate(nodes)}
-        statements = [(notation.name(str(n.name)), texts[position[id(n)]]) for n in shared]
-        printed = [
-            notation.name(str(n.name)) if n.name is not None and n.inputs
-            else texts[position[id(n)]]
-            for n in outputs
-        ]
-    finally:
-        for node in shared:
-            node.name = None
-    # An output that is itself shared prints as its name: that needs its statement, kept above.
+    texts = expression_texts(nodes, limit=None, notation=notation)
+    position = {id(node): i for i, node in enumerate(nodes)}
+    statements = [(notation.name(str(n.name)), texts[position[id(n)]]) for n in shared]
+    # An output that is also used by another output prints as its statement's name.
+    named = {id(node) for node in shared}
+    printed = [notation.name(str(n.name)) if id(n) in named else texts[position[id(n)]]
+               for n in outputs]
     return Printed(statements, printed)
+
+
+def _uses(nodes: list[Node], outputs: Sequence[Node]) -> dict[int, int]:
+    """How often each node is an operand or an output (a statement pays off from two)."""
+    uses: dict[int, int] = {}
+    for node in nodes:
+        for source in node.inputs:
+            uses[id(source)] = uses.get(id(source), 0) + 1
+    for node in outputs:
+        uses[id(node)] = uses.get(id(node), 0) + 1
+    return uses
+
+
+def presented(outputs: Sequence[Node]) -> list[Node]:
+    """The graph as it is printed: ``c*(p*q)`` regrouped as ``c*p*q`` where ``p*q`` is used only
+    there. The builder keeps numbers on the left of one product (so that 2*x + 3*x gathers);
+    regrouping saves the parentheses. The printed text parses back to exactly this graph."""
+    nodes = nodes_of(outputs)
+    uses = _uses(nodes, outputs)
+    made: dict[int, Node] = {}
+    for node in nodes:
+        if not node.inputs:
+            made[id(node)] = node
+            continue
+        inputs = tuple(made[id(source)] for source in node.inputs)
+        left, right = node.inputs[0], node.inputs[-1]
+        if (node.op is MUL and left.op is CONST and right.op is MUL
+                and uses.get(id(right)) == 1 and right.name is None):
+            inner = made[id(right)]
+            made[id(node)] = Node(MUL, (Node(MUL, (inputs[0], inner.inputs[0])), inner.inputs[1]))
+        else:
+            made[id(node)] = Node(node.op, inputs, node.value, node.name)
+    return [made[id(node)] for node in outputs]
+
+
+def _statements(nodes: list[Node], uses: dict[int, int], outputs: set[int]) -> list[Node]:
+    """The nodes to print as statements: those used twice, and those whose text would grow past
+    ``LONG`` characters (so that no text is long and printing stays linear on deep graphs)."""
+    named: list[Node] = []
+    size: dict[int, int] = {}
+    for node in nodes:
+        if not node.inputs:
+            size[id(node)] = len(node.name or format_number(node.value))
+            continue
+        size[id(node)] = len(node.op.name) + 4 + sum(size[id(s)] for s in node.inputs)
+        if node.name is not None:
+            continue
+        reused = uses.get(id(node), 0) > 1
+        if reused or (size[id(node)] > LONG and id(node) not in outputs):
+            named.append(node)
+            size[id(node)] = 4
+    return named
 
 
 def to_text(output: Node) -> str:
@@ -132,7 +177,7 @@ def to_latex(output: Node, lhs: str = "") -> str:
     printed = print_shared([output], LATEX)
     lines = [f"{name} = {text}" for name, text in printed.statements]
     lines.append(f"{lhs} = {printed.outputs[0]}" if lhs else printed.outputs[0])
-    return " \\\\\n".join(lines)
+    return LATEX_LINE_BREAK.join(lines)
 
 
 # --- Python ----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from .api import LineOutcome, Result
 from .check import CheckReport, GradientCheck
 from .errors import GradcliError
 from .graph import format_number
+from .printers import LATEX_LINE_BREAK
 
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
 
@@ -77,8 +78,13 @@ def derivative_view(texts: dict, latex: bool = False) -> Text:
     for path, expression in lines:
         if text:
             text.append("\n")
-        text.append(_derivative_label(path, latex), style="bold")
-        text.append(" = ")
+        label = _derivative_label(path, latex)
+        if latex:  # statements (t_{1} = ...) on their own lines, the derivative last
+            *statements, expression = expression.split(LATEX_LINE_BREAK)
+            text.append("".join(line + LATEX_LINE_BREAK for line in statements))
+        text.append(label, style="bold")
+        # A program with statements (t1 = ...; ...) follows a colon, so that it reads as one.
+        text.append(": " if not latex and "; " in expression else " = ")
         text.append(expression)
     return text
 
