@@ -9,6 +9,12 @@ The CLI is a thin layer over this API::
     result.gradients        # {'x': -6.0, 'W': -4.0, 'b': -2.0, 't': 2.0}
     result.check.ok         # True: every gradient agrees with finite differences
     result.node_rows()      # every node: id, op, label, value, grad, inputs
+
+Derivatives as expressions (loaded on first use, so plain evaluation starts as fast as before)::
+
+    gradcli.differentiate("(x*W+b-t)**2", ["x"]).texts()   # {'x': '2*(x*W + b - t)*W'}
+    gradcli.evaluate("x*y", {"x": 1, "y": 2}, order=2).hessian.matrix
+    gradcli.evaluate("x*y", {"x": 3}, strict=False).symbolic.value   # '3*y'
 """
 
 from .api import LineOutcome, NodeRow, Result, evaluate, evaluate_lines
@@ -41,7 +47,18 @@ __all__ = [
     "Result",
     "UsageError",
     "__version__",
+    "differentiate",
     "evaluate",
     "evaluate_lines",
     "parse",
 ]
+
+_SYMBOLIC = {"differentiate", "Derivatives", "HessianResult", "SymbolicResult"}
+
+
+def __getattr__(name: str) -> object:  # PEP 562: the symbolic side loads on first use
+    if name in _SYMBOLIC:
+        from . import derive
+
+        return getattr(derive, name)
+    raise AttributeError(f"module 'gradcli' has no attribute {name!r}")
