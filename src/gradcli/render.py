@@ -41,7 +41,7 @@ def result_view(result: Result, plain: bool = False) -> RenderableType:
     else:
         parts.append(Text("finite-difference check skipped (--no-check)", style="dim"))
     if result.hessian is not None:
-        parts.append(hessian_table(result, plain))
+        parts += [Text(""), hessian_table(result, plain)]
         if result.hessian.check is not None:
             parts.append(verdict(result.hessian.check, "second derivatives",
                                  "finite differences of the gradient"))
