@@ -17,11 +17,11 @@ from test_properties import expressions, points
 
 import gradcli
 from gradcli.derive import differentiate, partial_evaluate
-from gradcli.graph import Program, forward
+from gradcli.graph import Program, forward, nodes_of
 from gradcli.ops import OPS
 from gradcli.parser import parse
 from gradcli.printers import presented, print_shared, to_text
-from gradcli.symbolic import Builder, gradients, nodes_of
+from gradcli.symbolic import Builder, gradients
 
 X, Y = sp.symbols("x y", real=True)
 NAMES = ("x", "y")

@@ -14,11 +14,11 @@ from typing import Any
 
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, CheckReport, check_node
 from .errors import UsageError
-from .graph import Program, backward, forward
+from .graph import Program, backward, forward, nodes_of
 from .ops import VAR
 from .parser import parse
 from .printers import FORMATS, to_latex, to_python, to_text
-from .symbolic import Builder, SymNode, gradients, nodes_of
+from .symbolic import Builder, SymNode, gradients
 
 MAX_ORDER = 6
 

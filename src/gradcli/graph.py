@@ -68,8 +68,13 @@ class Node:
 
 def topological_order(output: Node) -> list[Node]:
     """The nodes ``output`` depends on, inputs before users, ``output`` last (iterative)."""
-    seen = {id(output)}
-    stack = [output]
+    return nodes_of([output])
+
+
+def nodes_of(outputs: Iterable[Node]) -> list[Node]:
+    """Every node the outputs depend on, inputs before users, ordered by creation number."""
+    stack = list(outputs)
+    seen = {id(node) for node in stack}
     found = []
     while stack:
         node = stack.pop()

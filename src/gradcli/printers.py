@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import ops
-from .graph import TEXT, Node, Notation, expression_texts, format_number
+from .graph import TEXT, Node, Notation, expression_texts, format_number, nodes_of
 from .ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
-from .symbolic import nodes_of
 
 FORMATS = ("text", "latex", "python")
 MUL = OPS["mul"]

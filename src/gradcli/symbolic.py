@@ -20,10 +20,19 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .graph import Node
+from .graph import Node, nodes_of
 from .ops import CONST, CONSTANTS, OPS, VAR, Op
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
+
+
+def _operator(op: Op, reflected: bool = False) -> Any:
+    """``a + b`` (or ``b + a`` for the reflected ``__radd__``) as a builder call."""
+
+    def method(self: SymNode, other: Any) -> SymNode:
+        return self.builder.make(op, (other, self) if reflected else (self, other))
+
+    return method
 
 
 class SymNode(Node):
@@ -35,35 +44,11 @@ class SymNode(Node):
     def apply(self, op: Op, *args: Any) -> SymNode:
         return self.builder.make(op, args)
 
-    def __add__(self, other: Any) -> SymNode:
-        return self.builder.make(ADD, (self, other))
-
-    def __radd__(self, other: Any) -> SymNode:
-        return self.builder.make(ADD, (other, self))
-
-    def __sub__(self, other: Any) -> SymNode:
-        return self.builder.make(SUB, (self, other))
-
-    def __rsub__(self, other: Any) -> SymNode:
-        return self.builder.make(SUB, (other, self))
-
-    def __mul__(self, other: Any) -> SymNode:
-        return self.builder.make(MUL, (self, other))
-
-    def __rmul__(self, other: Any) -> SymNode:
-        return self.builder.make(MUL, (other, self))
-
-    def __truediv__(self, other: Any) -> SymNode:
-        return self.builder.make(DIV, (self, other))
-
-    def __rtruediv__(self, other: Any) -> SymNode:
-        return self.builder.make(DIV, (other, self))
-
-    def __pow__(self, other: Any) -> SymNode:
-        return self.builder.make(POW, (self, other))
-
-    def __rpow__(self, other: Any) -> SymNode:
-        return self.builder.make(POW, (other, self))
+    __add__, __radd__ = _operator(ADD), _operator(ADD, reflected=True)
+    __sub__, __rsub__ = _operator(SUB), _operator(SUB, reflected=True)
+    __mul__, __rmul__ = _operator(MUL), _operator(MUL, reflected=True)
+    __truediv__, __rtruediv__ = _operator(DIV), _operator(DIV, reflected=True)
+    __pow__, __rpow__ = _operator(POW), _operator(POW, reflected=True)
 
     def __neg__(self) -> SymNode:
         return self.builder.make(NEG, (self,))
@@ -153,22 +138,6 @@ def fold(op: Op, values: list[float]) -> float | None:
     return float(result) if math.isfinite(result) else None
 
 
-def nodes_of(outputs: Iterable[Node]) -> list[Node]:
-    """Every node the outputs depend on, inputs before users (iterative, by creation number)."""
-    stack = list(outputs)
-    seen = {id(node) for node in stack}
-    found = []
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        for source in node.inputs:
-            if id(source) not in seen:
-                seen.add(id(source))
-                stack.append(source)
-    found.sort(key=lambda node: node.seq)
-    return found
-
-
 def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
     """d(output)/d(each of ``wrt``) as SymNodes: reverse mode with the op table's rules."""
     builder = output.builder
@@ -211,6 +180,12 @@ def _power(node: SymNode) -> tuple[SymNode, SymNode | None]:
     if node.op is POW:
         return node.inputs[0], node.inputs[1]
     return node, None
+
+
+def _other_operand(node: SymNode, operand: SymNode) -> SymNode:
+    """The operand of a binary ``node`` that is not ``operand`` (one of them is)."""
+    first, second = node.inputs
+    return second if first is operand else first
 
 
 def _scaled(b: Builder, coefficient: float | None, node: SymNode) -> SymNode | None:
@@ -269,10 +244,8 @@ def _sub(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
         return b.make(ADD, (x, y.inputs[0]))
     if _const(y) and y.value < 0.0:
         return b.make(ADD, (x, -y.value))
-    if x.op is ADD and x.inputs[1] is y:
-        return x.inputs[0]
-    if x.op is ADD and x.inputs[0] is y:
-        return x.inputs[1]
+    if x.op is ADD and y in x.inputs:
+        return _other_operand(x, y)  # (p + y) - y -> p
     (cx, rx), (cy, ry) = _term(x), _term(y)
     if rx is ry and not _const(rx):
         return _scaled(b, fold(SUB, [cx, cy]), rx)
@@ -342,10 +315,8 @@ def _div(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
         return b.make(DIV, (x.inputs[0], b.make(MUL, (x.inputs[1], y))))
     if y.op is DIV:
         return b.make(DIV, (b.make(MUL, (x, y.inputs[1])), y.inputs[0]))
-    if x.op is MUL and x.inputs[0] is y:
-        return x.inputs[1]
-    if x.op is MUL and x.inputs[1] is y:
-        return x.inputs[0]
+    if x.op is MUL and y in x.inputs:
+        return _other_operand(x, y)  # (p*y)/y -> p
     (bx, ex), (by, ey) = _power(x), _power(y)
     if bx is by and not _const(bx):
         return b.make(POW, (bx, b.make(SUB, (_exponent(b, ex), _exponent(b, ey)))))
