@@ -107,3 +107,13 @@ def test_batch_lines_with_free_variables_and_hessians():
     assert lines[1] == "line 2: value 1  d/dx 3  d2/dx [6]  ✓"
     records = invoke("eval", "-", "--x", "1", "--json", stdin="x*y\n").stdout.splitlines()
     assert json.loads(records[0])["symbolic"]["value"] == "y"
+
+
+def test_substituted_values_outside_a_domain_are_numeric_errors_as_in_eval():
+    for args in (("eval", "log(x)*y", "--x", "-1"), ("diff", "log(x)*y", "--x", "-1")):
+        result = invoke(*args)
+        assert result.exit_code == 3
+        assert "logarithm of a non-positive number in log(-1)" in result.stderr
+    # the numeric path rejects this point as well: d/dy of x**y needs log(x)
+    assert invoke("eval", "x**y*z", "--x", "-2", "--y", "3").exit_code == 3
+    assert invoke("eval", "x**y*z", "--x", "-2", "--y", "3", "--z", "1").exit_code == 3

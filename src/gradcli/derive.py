@@ -18,7 +18,7 @@ from .graph import Program, backward, forward, nodes_of
 from .ops import VAR
 from .parser import parse
 from .printers import FORMATS, to_latex, to_python, to_text
-from .symbolic import Builder, SymNode, gradients
+from .symbolic import Builder, SymNode, gradients, substitute
 
 MAX_ORDER = 6
 
@@ -86,7 +86,7 @@ def differentiate(
         levels.append(level)
     keys = [*levels[-1]]
     nodes = [output, *levels[-1].values(), *levels[1].values()]
-    substituted = Builder().import_graph(nodes, values)
+    substituted = substitute(nodes, values)
     return Derivatives(program, order, names, substituted[0],
                        _nest(dict(zip(keys, substituted[1:1 + len(keys)], strict=True))),
                        dict(zip(names, substituted[1 + len(keys):], strict=True)), values)
@@ -126,7 +126,7 @@ def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicR
     builder = Builder()
     (output,) = builder.import_graph([program.output])
     grads = gradients(output, [builder.variable(n) for n in names])
-    value, *substituted = Builder().import_graph([output, *grads], bound)
+    value, *substituted = substitute([output, *grads], bound)
     return SymbolicResult(
         free=[n for n in names if n not in bound],
         value=to_text(value),

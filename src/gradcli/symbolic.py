@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .graph import Node, nodes_of
+from .graph import Node, compute, nodes_of
 from .ops import CONST, CONSTANTS, OPS, VAR, Op
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
@@ -124,6 +124,19 @@ class Builder:
                 new = self.make(node.op, [made[id(source)] for source in node.inputs])
             made[id(node)] = new
         return [made[id(node)] for node in outputs]
+
+
+def substitute(outputs: Sequence[Node], values: Mapping[str, float]) -> list[SymNode]:
+    """``outputs`` with the variables in ``values`` replaced by numbers and folded.
+
+    A piece that is all numbers yet does not fold (log(-1) once x = -1) raises the NumericError
+    that evaluating it would raise, naming that piece, rather than being printed as if fine.
+    """
+    result = Builder().import_graph(outputs, values)
+    for node in nodes_of(result):
+        if node.inputs and all(source.op is CONST for source in node.inputs):
+            compute(node, [source.value for source in node.inputs])
+    return result
 
 
 def fold(op: Op, values: list[float]) -> float | None:
