@@ -14,7 +14,7 @@ import click
 
 from . import __version__
 from .api import LineOutcome, evaluate, evaluate_lines
-from .check import DEFAULT_ATOL, DEFAULT_RTOL
+from .check import DEFAULT_ATOL, DEFAULT_RTOL, METHODS
 from .errors import ExitStatus, GradcliError, UsageError
 from .points import NAME, as_point, parse_assignments
 
@@ -118,6 +118,9 @@ def cli() -> None:
               help="Relative tolerance of the check.")
 @click.option("--atol", type=click.FloatRange(min=0), default=DEFAULT_ATOL, show_default=True,
               help="Absolute tolerance of the check.")
+@click.option("--check-method", type=click.Choice(METHODS), default="central", show_default=True,
+              help="central differences, complex step (exact for analytic ops), or Richardson "
+                   "extrapolation of central differences.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     ctx.exit(run_eval(ctx, **options))
@@ -132,10 +135,12 @@ def run_eval(
     no_check: bool,
     rtol: float,
     atol: float,
+    check_method: str = "central",
 ) -> int:
     """Everything ``gradcli eval`` does; returns the exit status."""
     output = Output(as_json)
-    options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol}
+    options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol,
+                               "check_method": check_method}
     try:
         values = as_point(parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments]))
         if program_file is not None and expr is not None:
