@@ -224,8 +224,11 @@ def richardson_estimate(
     """(estimate, its error estimate, smallest step used, largest magnitude), or None.
 
     Row k holds the central difference at h0 / 2^k and its extrapolations; entry j of row k
-    removes the h^(2j) term using entry j-1 of rows k and k-1. Rows start at the first step that
-    evaluates and stop at the first that does not, so a domain edge shortens the table.
+    removes the h^(2j) term using entry j-1 of rows k and k-1. An entry's error estimate is its
+    distance from the two entries it was built from, but never less than the rounding error of
+    its row's differences (eps * M / h): otherwise a lucky cancellation at a tiny step would win.
+    Rows start at the first step that evaluates and stop at the first that does not, so a domain
+    edge shortens the table.
     """
     h = _RICHARDSON_FIRST_STEP * max(1.0, abs(node.value))
     previous: list[float] = []
@@ -239,10 +242,12 @@ def richardson_estimate(
             h /= 2.0
             continue
         largest = max(largest, difference[1])
+        rounding = EPS * largest / h  # what D(h) itself carries: entries cannot be better
         row = [difference[0]]
         for j in range(1, len(previous) + 1):
             row.append(row[j - 1] + (row[j - 1] - previous[j - 1]) / (4.0**j - 1.0))
-            estimate = max(abs(row[j] - row[j - 1]), abs(row[j] - previous[j - 1]))
+            change = max(abs(row[j] - row[j - 1]), abs(row[j] - previous[j - 1]))
+            estimate = max(change, rounding)
             if best is None or estimate <= best[1]:
                 best = (row[j], estimate, h, largest)
         previous = row
