@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import sympy as sp
@@ -15,7 +16,7 @@ from test_properties import expressions, points  # generated smooth expressions
 import gradcli
 from gradcli.check import METHODS, check_gradients
 from gradcli.cli import cli
-from gradcli.graph import Node, compute
+from gradcli.graph import Node, Program, backward, compute, forward
 from gradcli.ops import OPS
 
 SEED = "(x*W+b-t)**2"
@@ -92,6 +93,26 @@ def test_complex_step_equals_reverse_mode_on_generated_expressions(expression, p
         assert math.isclose(check.numeric, check.analytic, rel_tol=1e-13, abs_tol=1e-13 * scale), (
             name, text, point, check)
     assert result.check.ok
+
+
+def test_hypot_complex_step_does_not_overflow_where_hypot_does_not():
+    check = gradcli.evaluate("hypot(x, 1)", {"x": 1e200}, check_method="complex").check
+    assert check.gradients["x"].method == "complex" and check.gradients["x"].numeric == 1.0
+
+
+def test_complex_overflow_falls_back_to_central_and_says_so():
+    def overflowing(x: complex) -> complex:
+        raise OverflowError
+
+    # exp with a complex column that always overflows: the real evaluation is untouched.
+    fragile = replace(OPS["exp"], name="fragile_exp", complex=overflowing)
+    x = Node.variable("x", 0.5)
+    program = Program.build("fragile_exp(x)", x.apply(fragile, x), [x], {})
+    forward(program.nodes)
+    backward(program.nodes)
+    check = check_gradients(program, method="complex").gradients["x"]
+    assert (check.method, check.ok) == ("central", True)
+    assert check.numeric == pytest.approx(math.exp(0.5), rel=1e-9)
 
 
 # --- kinks: complex step reproduces the documented conventions --------------------------------
@@ -191,7 +212,7 @@ def test_complex_evaluation_checks_the_domain_on_real_parts():
     # cmath.log(-1 + 1e-100j) is a fine complex number; gradcli must still refuse it.
     x = Node.variable("x")
     log = x.apply(OPS["log"], x)
-    gradcli.graph.Program.build("log(x)", log, [x], {})
+    Program.build("log(x)", log, [x], {})
     with pytest.raises(gradcli.NumericError, match=r"logarithm of a non-positive.*x = -1"):
         compute(log, [complex(-1.0, 1e-100)], complex_step=True)
     with pytest.raises(gradcli.NumericError, match="division by zero"):

@@ -29,6 +29,8 @@ Two more methods (``method=``, ``--check-method``); each verdict records the one
   column follows the real part and gives the documented convention, so complex-step *reproduces*
   the convention: it checks the rule on the branch the real values take and cannot flag a point
   where the function is not differentiable (central differences do: relu(x) at 0 gives 1/2).
+  Should the complex evaluation overflow where the real one does not, the central check is used
+  and the verdict says so.
 - ``richardson``: central differences D(h) at steps h0 / 2^k (h0 = max(1, |v|) / 8, at most
   ``RICHARDSON_LEVELS`` steps) extrapolated column by column, T[k][j] = T[k][j-1] +
   (T[k][j-1] - T[k-1][j-1]) / (4^j - 1), which cancels the h^2, h^4, ... error terms one by one
@@ -196,8 +198,8 @@ def complex_step_check(nodes: list[Node], node: Node, rtol: float, atol: float) 
     h = COMPLEX_STEP * max(1.0, abs(node.value))
     try:
         output, _ = replay(nodes, node.index, complex(node.value, h), complex_step=True)
-    except NumericError:  # an imaginary part overflowed: no estimate
-        return GradientCheck(analytic, None, None, 0.0, False, "complex", h)
+    except NumericError:  # the complex evaluation overflowed where the real one did not
+        return check_node(nodes, node, rtol, atol)  # the verdict says "central" (or one-sided)
     numeric = output.imag / h
     error = abs(analytic - numeric)
     tolerance = atol + rtol * max(abs(analytic), abs(numeric))
