@@ -34,6 +34,7 @@ Examples:
   gradcli eval "u = x*W; z = u + b; err = z - t; err*err" --x 2 --W 3 --b 1 --t 8
   gradcli eval "-x**2" --x 3
   gradcli eval -f examples/seed.grad --json
+  gradcli eval "sin(10*x)*exp(x**2)" --x 0.7 --check-method complex
   printf 'x*y\\nsin(x)\\n' | gradcli eval - --x 1 --y 2 --json
 
 \b
