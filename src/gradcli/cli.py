@@ -14,7 +14,7 @@ import click
 
 from . import __version__
 from .api import LineOutcome, evaluate, evaluate_lines
-from .check import DEFAULT_ATOL, DEFAULT_RTOL
+from .check import DEFAULT_ATOL, DEFAULT_RTOL, METHODS
 from .errors import ExitStatus, GradcliError, UsageError
 from .points import NAME, as_point, parse_assignments
 
@@ -34,6 +34,7 @@ Examples:
   gradcli eval "u = x*W; z = u + b; err = z - t; err*err" --x 2 --W 3 --b 1 --t 8
   gradcli eval "-x**2" --x 3
   gradcli eval -f examples/seed.grad --json
+  gradcli eval "sin(10*x)*exp(x**2)" --x 0.7 --check-method complex
   printf 'x*y\\nsin(x)\\n' | gradcli eval - --x 1 --y 2 --json
 
 \b
@@ -118,6 +119,9 @@ def cli() -> None:
               help="Relative tolerance of the check.")
 @click.option("--atol", type=click.FloatRange(min=0), default=DEFAULT_ATOL, show_default=True,
               help="Absolute tolerance of the check.")
+@click.option("--check-method", type=click.Choice(METHODS), default="central", show_default=True,
+              help="central differences, complex step (exact for analytic ops), or Richardson "
+                   "extrapolation of central differences.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     ctx.exit(run_eval(ctx, **options))
@@ -132,10 +136,12 @@ def run_eval(
     no_check: bool,
     rtol: float,
     atol: float,
+    check_method: str = "central",
 ) -> int:
     """Everything ``gradcli eval`` does; returns the exit status."""
     output = Output(as_json)
-    options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol}
+    options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol,
+                               "check_method": check_method}
     try:
         values = as_point(parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments]))
         if program_file is not None and expr is not None:

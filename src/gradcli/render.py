@@ -20,6 +20,12 @@ from .errors import GradcliError
 from .graph import format_number
 
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
+# How the verdict names each --check-method (central keeps the words it always had).
+_METHOD_WORDS = {
+    "central": "finite differences",
+    "complex": "complex-step derivatives",
+    "richardson": "Richardson-extrapolated differences",
+}
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -92,13 +98,13 @@ def verdict(check: CheckReport) -> Text:
     tolerances = f"rtol {check.rtol:g}, atol {check.atol:g}"
     if not failed:
         text = Text("✓ check passed: ", style="bold green")
-        text.append(f"{count} gradients agree with finite differences "
+        text.append(f"{count} gradients agree with {_METHOD_WORDS[check.method]} "
                     f"(max abs error {check.max_abs_error:.1e}; {tolerances})")
     else:
         text = Text("✗ check failed: ", style="bold red")
-        text.append(f"{len(failed)} of {count} gradients disagree with finite differences "
-                    f"({tolerances}); a point where the function is not differentiable "
-                    "(relu or abs at 0, min/max at a tie) fails this way too")
+        text.append(f"{len(failed)} of {count} gradients disagree with "
+                    f"{_METHOD_WORDS[check.method]} ({tolerances}); a point where the function "
+                    "is not differentiable (relu or abs at 0, min/max at a tie) fails this way too")
     if check.nodes_skipped:
         text.append("\nper-node check skipped: the graph is too large; input gradients checked",
                     style="dim")
