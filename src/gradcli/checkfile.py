@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,18 @@ class CheckSpec:
 
     def line_of(self, key: str) -> int:
         return self.key_lines.get(key, self.line)
+
+
+def load_check_files(paths: Iterable[str]) -> tuple[list[CheckSpec], list[CheckFileError]]:
+    """Every check of every file, and the error of each file that cannot be used."""
+    specs: list[CheckSpec] = []
+    errors: list[CheckFileError] = []
+    for path in paths:
+        try:
+            specs += load_check_file(path)
+        except CheckFileError as error:
+            errors.append(error)
+    return specs, errors
 
 
 def load_check_file(path: str) -> list[CheckSpec]:

@@ -11,6 +11,7 @@ status 3) unless the check says ``finite = false``, which skips such points inst
 from __future__ import annotations
 
 import fnmatch
+import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -194,6 +195,28 @@ def _expected_values(expected: Expected, sweep: Sweep) -> Any:
     if expected.program is None:
         return np.full(sweep.size, expected.number)
     return evaluate_vector(expected.program, sweep.columns, gradients=False).output
+
+
+def outcome_record(outcome: CheckOutcome) -> dict[str, Any]:
+    """A check's outcome as a JSON-ready dict (numbers that are not finite become null)."""
+    spec = outcome.spec
+    return {
+        "name": spec.name, "file": spec.file, "line": spec.line, "expr": spec.expr,
+        "points": outcome.points, "ok": outcome.ok, "status": int(outcome.status),
+        "skipped": outcome.skipped, "seconds": outcome.seconds,
+        "findings": [
+            {"assertion": f.assertion, "key": f.key, "line": f.line, "points": f.points,
+             "failures": f.failures, "ok": f.ok, "worst_error": _finite(f.worst_error),
+             "worst_point": f.worst_point, "expected": _finite(f.expected),
+             "actual": _finite(f.actual), "tolerance": _finite(f.tolerance),
+             "message": f.message}
+            for f in outcome.findings
+        ],
+    }
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 def format_point(point: dict[str, float]) -> str:

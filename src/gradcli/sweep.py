@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, EPS, SHRINKS, noise_allowance, tolerance
-from .errors import GradcliError, NumericError, UsageError
+from .errors import ExitStatus, GradcliError, NumericError, UsageError
 from .graph import Node, Program, format_number
 from .ops import numpy
 from .points import Value, grid, validate_values
@@ -65,6 +65,15 @@ class Sweep:
         for check in (self.checks or {}).values():
             ok = ok & check.ok
         return ok
+
+    @property
+    def status(self) -> ExitStatus:
+        """3 if any point has a numeric error, else 1 if any check disagrees, else 0."""
+        if self.failed.any():
+            return ExitStatus.NUMERIC
+        if self.checks is not None and not self.check_ok.all():
+            return ExitStatus.CHECK_FAILED
+        return ExitStatus.OK
 
     def point(self, index: int) -> dict[str, float]:
         return {name: float(column[index]) for name, column in self.columns.items()}
