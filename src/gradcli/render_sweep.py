@@ -96,7 +96,7 @@ def check_totals(outcomes: Sequence[CheckOutcome]) -> Text:
     failed = len(outcomes) - passed
     points = sum(outcome.points for outcome in outcomes)
     if not failed:
-        text = Text(f"✓ {passed} checks passed", style="bold green")
+        text = Text(f"✓ {passed} check{'' if passed == 1 else 's'} passed", style="bold green")
     else:
         text = Text(f"✗ {failed} of {len(outcomes)} checks failed", style="bold red")
     return text.append(f" ({points:,} points)", style="")

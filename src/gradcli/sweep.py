@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .api import evaluate, missing_values_hint, missing_values_message
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, EPS, SHRINKS, noise_allowance, tolerance
 from .errors import ExitStatus, GradcliError, NumericError, UsageError
 from .graph import Node, Program, format_number
@@ -89,8 +90,6 @@ def sweep_columns(program: Program, values: Mapping[str, Value]) -> dict[str, An
     Values of names the program does not use are ignored, as ``evaluate`` does; a variable with
     no value at all is a UsageError.
     """
-    from .api import missing_values_hint, missing_values_message
-
     np = numpy()
     validate_values(values)
     used = {name: value for name, value in values.items() if name in program.variables}
@@ -144,8 +143,6 @@ def evaluate_sweep(
 
 def _explain_failures(sweep: Sweep, limit: int | None) -> None:
     """The scalar path's exact message (it names the node) for failed points, up to ``limit``."""
-    from .api import evaluate
-
     for index in numpy().flatnonzero(sweep.failed)[:limit].tolist():
         try:
             evaluate(sweep.program, sweep.point(index), check=False)
