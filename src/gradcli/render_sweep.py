@@ -48,16 +48,21 @@ def sweep_summary(sweep: Sweep) -> Text:
     failed = int(sweep.failed.sum())
     text = Text()
     if failed:
-        text.append(f"✗ numeric error at {failed:,} of {sweep.size:,} points\n", style="bold red")
+        text.append(f"✗ numeric error at {failed:,} of {_points(sweep.size)}\n", style="bold red")
     if sweep.checks is None:
         return text.append("finite-difference check skipped (--no-check)", style="dim")
     disagree = int((~sweep.check_ok & ~sweep.failed).sum())
     if disagree:
-        text.append(f"✗ check failed at {disagree:,} of {sweep.size:,} points ", style="bold red")
+        text.append(f"✗ check failed at {disagree:,} of {_points(sweep.size)} ", style="bold red")
     else:
         text.append("✓ check passed ", style="bold green")
-        text.append(f"at {sweep.size - failed:,} points ")
+        rest = " without numeric errors" if failed else ""
+        text.append(f"at {_points(sweep.size - failed)}{rest} ")
     return text.append(f"(rtol {sweep.rtol:g}, atol {sweep.atol:g})")
+
+
+def _points(count: int) -> str:
+    return f"{count:,} point" + ("" if count == 1 else "s")
 
 
 def _verdict_cell(sweep: Sweep, ok: bool) -> Text:
