@@ -207,6 +207,16 @@ def test_junit_xml_parses_and_counts(broken, tmp_path):
     assert cases["wrong derivative"].get("line") == "7"
 
 
+def test_an_unwritable_junit_path_is_a_usage_error(broken, tmp_path):
+    result = check(broken, "--junit", str(tmp_path / "no" / "such" / "dir.xml"))
+    assert result.exit_code == 2 and "cannot write" in result.stderr
+
+
+def test_a_check_without_variables_is_one_point():
+    result = outcome('expr = "2 + 3"\nvalue = 5')
+    assert result.ok and result.points == 1
+
+
 def test_junit_for_a_bad_file_has_an_error_case(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[[check]]\nname = 3\n")

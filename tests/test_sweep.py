@@ -126,6 +126,7 @@ def test_eval_sweep_table_json_lines_and_csv():
         (["x", "--x", "1:2:0"], 2),
         (["-", "--x", "1,2"], 2),
         (["x", "--x", "2", "--csv"], 0),
+        (["x*y*z", "--x", "0:1:10000", "--y", "0:1:10000", "--z", "1,2"], 2),  # too many points
     ],
 )
 def test_eval_sweep_exit_statuses(args, status):

@@ -234,8 +234,13 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
     outcomes = [] if errors else list(_with_progress(run_checks(selected, fail_fast),
                                                      len(selected), as_json))
     if junit_path is not None:
-        with open(junit_path, "w", encoding="utf-8") as report:
-            report.write(junit_xml(outcomes, errors))
+        try:
+            with open(junit_path, "w", encoding="utf-8") as report:
+                report.write(junit_xml(outcomes, errors))
+        except OSError as error:
+            failure = UsageError(f"cannot write {junit_path}: {error.strerror}",
+                                 hint="give --junit a path in a writable directory")
+            return Output(as_json).error(failure, "")
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(outcomes, errors):
             click.echo(line, err=as_json)

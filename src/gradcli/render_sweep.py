@@ -104,7 +104,7 @@ def check_totals(outcomes: Sequence[CheckOutcome]) -> Text:
         text = Text(f"✓ {passed} check{'' if passed == 1 else 's'} passed", style="bold green")
     else:
         text = Text(f"✗ {failed} of {len(outcomes)} checks failed", style="bold red")
-    return text.append(f" ({points:,} points)", style="")
+    return text.append(f" ({_points(points)})", style="")
 
 
 def _check_verdict(outcome: CheckOutcome) -> Text:

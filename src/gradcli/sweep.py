@@ -28,7 +28,7 @@ from .ops import numpy
 from .points import Value, grid, validate_values
 from .vector import evaluate_vector
 
-_METHODS = ("central", "forward", "backward")
+MAX_SWEEP_POINTS = 10_000_000  # a grid's points are all held in memory at once
 
 
 @dataclass
@@ -96,6 +96,10 @@ def sweep_columns(program: Program, values: Mapping[str, Value]) -> dict[str, An
     missing = program.unbound(used)
     if missing:
         raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
+    count = math.prod(len(v) if isinstance(v, tuple) else 1 for v in used.values())
+    if count > MAX_SWEEP_POINTS:
+        raise UsageError(f"the sweep has {count:,} points; at most {MAX_SWEEP_POINTS:,} fit",
+                         hint="use fewer values per variable")
     names, rows = grid(used)
     table = np.asarray(rows, dtype=float).reshape(len(rows), len(names))
     given = {name: table[:, i] for i, name in enumerate(names)}
