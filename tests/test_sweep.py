@@ -115,6 +115,16 @@ def test_eval_sweep_table_json_lines_and_csv():
     assert len(rows) == 19 and rows[0][:3] == ["x", "y", "value"]
 
 
+def test_eval_sweep_reads_a_program_file(tmp_path):
+    program = tmp_path / "p.grad"
+    program.write_text("k = 2\nk*x\n")
+    result = run("-f", str(program), "--x", "1,2,3", "--json")
+    assert [json.loads(line)["value"] for line in result.stdout.splitlines()] == [2, 4, 6]
+    program.write_text("2x\n")
+    broken = run("-f", str(program), "--x", "1,2")
+    assert broken.exit_code == 2 and f"{program}: parse error" in broken.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "status"),
     [

@@ -254,6 +254,8 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
                           "checks": [outcome_record(o) for o in outcomes],
                           "errors": [{"file": e.file, "line": e.line, "key": e.key,
                                       "message": e.message, "hint": e.hint} for e in errors]}))
+        for error in errors:
+            click.echo(f"gradcli: {error.one_line()}", err=True)
         return status
     from .render import error_view, make_console
     from .render_sweep import check_view
