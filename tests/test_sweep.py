@@ -14,7 +14,7 @@ import gradcli
 from gradcli import sweep as sweep_module
 from gradcli.cli import cli
 from gradcli.points import parse_value
-from gradcli.sweep import csv_rows, evaluate_sweep, point_record, sweep_columns
+from gradcli.sweep import csv_rows, evaluate_sweep, point_records, sweep_columns
 
 np = pytest.importorskip("numpy")
 
@@ -82,7 +82,7 @@ def test_a_wrong_gradient_is_caught_at_every_point():
 
 def test_csv_has_a_header_and_one_row_per_point():
     _, sweep = _sweep("log(x)*y", {"x": "-1:2:4", "y": "1,2"})
-    rows = csv_rows(sweep)
+    rows = list(csv_rows(sweep))
     assert rows[0] == ["x", "y", "value", "d/dx", "d/dy", "ok", "error"]
     assert len(rows) == 1 + 8 and all(len(row) == 7 for row in rows)
     failed = [row for row in rows[1:] if row[5] == "false"]
@@ -92,8 +92,7 @@ def test_csv_has_a_header_and_one_row_per_point():
 
 def test_point_records_are_strict_json():
     _, sweep = _sweep("sqrt(x)", {"x": "-1,0,4"})
-    records = [json.loads(json.dumps(point_record(sweep, i), allow_nan=False))
-               for i in range(sweep.size)]
+    records = [json.loads(json.dumps(record, allow_nan=False)) for record in point_records(sweep)]
     assert [r["error"] is None for r in records] == [False, False, True]
     assert records[2]["value"] == 2.0 and records[2]["gradients"] == {"x": 0.25}
 

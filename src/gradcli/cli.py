@@ -163,7 +163,7 @@ def run_eval(
 def run_sweep(output: Output, expr: str | None, program_file: IO[str] | None,
               values: dict[str, Value], options: dict[str, Any], as_csv: bool) -> int:
     """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV."""
-    from .sweep import csv_rows, evaluate_sweep, point_record, sweep_columns
+    from .sweep import csv_rows, evaluate_sweep, point_records, sweep_columns
 
     name = program_file.name if program_file is not None else ""
     source = program_file.read() if program_file is not None else expr
@@ -180,8 +180,8 @@ def run_sweep(output: Output, expr: str | None, program_file: IO[str] | None,
     elif output.as_json:
         from .jsonout import dumps
 
-        for index in range(sweep.size):
-            sys.stdout.write(dumps({"expression": source, **point_record(sweep, index)}) + "\n")
+        for record in point_records(sweep):
+            sys.stdout.write(dumps({"expression": source, **record}) + "\n")
     else:
         from .render import make_console
         from .render_sweep import sweep_view
