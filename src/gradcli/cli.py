@@ -105,6 +105,7 @@ def cli() -> None:
     \b
     Start with:  gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8
     More:        gradcli eval --help
+    In CI:       gradcli check examples/checks.toml   (gradcli check --help)
     """
 
 
@@ -210,7 +211,7 @@ Exit status: 0 all passed; 1 a check failed; 2 a bad check file or usage; 3 nume
 @cli.command("check", help=CHECK_HELP)
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), metavar="PATH",
               help="Also write a JUnit XML report to PATH.")
 @click.option("--fail-fast", is_flag=True, help="Stop after the first check that does not pass.")
 @click.option("-k", "pattern", metavar="PATTERN",
