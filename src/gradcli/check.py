@@ -45,7 +45,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import NumericError, UsageError
 from .graph import Node, Program, replay
@@ -164,9 +166,28 @@ def _estimate(
         return GradientCheck(analytic, None, None, 0.0, False, "none", h), 0.0
     numeric, method, largest = estimate
     error = abs(analytic - numeric)
-    noise = _NOISE_FACTOR * EPS * largest / h
-    tolerance = atol + rtol * max(abs(analytic), abs(numeric)) + noise
-    return GradientCheck(analytic, numeric, error, tolerance, error <= tolerance, method, h), noise
+    noise = noise_allowance(largest, h)
+    allowed = tolerance(analytic, numeric, rtol, atol, noise)
+    return GradientCheck(analytic, numeric, error, allowed, error <= allowed, method, h), noise
+
+
+def noise_allowance(largest: Any, h: Any) -> Any:
+    """Rounding error a difference quotient of values up to ``largest`` at step ``h`` can carry.
+
+    Works on floats and, elementwise, on NumPy arrays (the vectorised sweep uses it too).
+    """
+    return _NOISE_FACTOR * EPS * largest / h
+
+
+def tolerance(
+    analytic: Any, numeric: Any, rtol: float, atol: float, noise: Any = 0.0,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> Any:
+    """atol + rtol * max(|analytic|, |numeric|) + noise: how far apart two gradients may be.
+
+    ``maximum`` is ``max`` for floats and ``numpy.maximum`` for arrays.
+    """
+    return atol + rtol * maximum(abs(analytic), abs(numeric)) + noise
 
 
 def _difference(nodes: list[Node], node: Node, h: float) -> tuple[float, str, float] | None:

@@ -5,6 +5,7 @@ Rich is imported only on the paths that print for people, so ``--json`` starts f
 
 from __future__ import annotations
 
+import csv
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -16,7 +17,8 @@ from . import __version__
 from .api import LineOutcome, evaluate, evaluate_lines
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, METHODS
 from .errors import ExitStatus, GradcliError, UsageError
-from .points import NAME, as_point, parse_assignments
+from .parser import parse
+from .points import NAME, Value, as_point, is_sweep, parse_assignments
 
 _BINDINGS = "gradcli.bindings"
 
@@ -104,6 +106,7 @@ def cli() -> None:
     \b
     Start with:  gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8
     More:        gradcli eval --help
+    In CI:       gradcli check examples/checks.toml   (gradcli check --help)
     """
 
 
@@ -122,6 +125,8 @@ def cli() -> None:
 @click.option("--check-method", type=click.Choice(METHODS), default="central", show_default=True,
               help="central differences, complex step (exact for analytic ops), or Richardson "
                    "extrapolation of central differences.")
+@click.option("--csv", "as_csv", is_flag=True,
+              help="Print one CSV row per point (variables, value, gradients, ok, error).")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     ctx.exit(run_eval(ctx, **options))
@@ -137,15 +142,19 @@ def run_eval(
     rtol: float,
     atol: float,
     check_method: str = "central",
+    as_csv: bool = False,
 ) -> int:
     """Everything ``gradcli eval`` does; returns the exit status."""
     output = Output(as_json)
     options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol,
                                "check_method": check_method}
     try:
-        values = as_point(parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments]))
+        given = parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments])
         if program_file is not None and expr is not None:
             raise UsageError("give either EXPR or -f FILE, not both")
+        if as_csv or is_sweep(given):
+            return run_sweep(output, expr, program_file, given, options, as_csv)
+        values = as_point(given)
         if program_file is not None:
             return output.single(program_file.read(), values, options, program_file.name)
         if expr == "-" or (expr is None and not sys.stdin.isatty()):
@@ -156,6 +165,133 @@ def run_eval(
     except GradcliError as error:
         return output.error(error, "")
     return output.single(expr, values, options)
+
+
+def run_sweep(output: Output, expr: str | None, program_file: IO[str] | None,
+              values: dict[str, Value], options: dict[str, Any], as_csv: bool) -> int:
+    """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV."""
+    from .sweep import csv_rows, evaluate_sweep, point_records, sweep_columns
+
+    name = program_file.name if program_file is not None else ""
+    source = program_file.read() if program_file is not None else expr
+    if source is None or source == "-":
+        raise UsageError("a sweep evaluates one program, not a batch from stdin",
+                         hint='give the program: gradcli eval "x**2" --x -2:2:9')
+    if options.pop("check_method") != "central":
+        raise UsageError("sweeps are checked by central differences only",
+                         hint="drop --check-method, or evaluate single points")
+    try:
+        program = parse(source)
+        sweep = evaluate_sweep(program, sweep_columns(program, values), **options)
+    except GradcliError as error:
+        return output.error(error, source, name)
+    if as_csv:
+        csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(sweep))
+    elif output.as_json:
+        from .jsonout import dumps
+
+        for record in point_records(sweep):
+            sys.stdout.write(dumps({"expression": source, **record}) + "\n")
+    else:
+        from .render import make_console
+        from .render_sweep import sweep_view
+
+        console = make_console()
+        console.print(sweep_view(sweep, plain=not console.is_terminal))
+    return sweep.status
+
+
+CHECK_HELP = """Run the checks in TOML check FILEs: values, gradients, derivative identities and
+the finite-difference check of every gradient, at points and over sweeps (vectorised).
+
+\b
+Examples:
+  gradcli check examples/checks.toml
+  gradcli check checks/*.toml --junit report.xml -k sigmoid
+  gradcli check examples/checks.toml --json --fail-fast
+
+\b
+Under GitHub Actions (GITHUB_ACTIONS=true) each failure is also printed as an
+::error file=...,line=...:: annotation.
+Exit status: 0 all passed; 1 a check failed; 2 a bad check file or usage; 3 numeric error.
+"""
+
+
+@cli.command("check", help=CHECK_HELP)
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), metavar="PATH",
+              help="Also write a JUnit XML report to PATH.")
+@click.option("--fail-fast", is_flag=True, help="Stop after the first check that does not pass.")
+@click.option("-k", "pattern", metavar="PATTERN",
+              help="Run only checks whose name contains PATTERN (or matches it as a glob).")
+@click.pass_context
+def check_command(ctx: click.Context, **options: Any) -> None:
+    ctx.exit(run_check_command(**options))
+
+
+def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | None,
+                      fail_fast: bool, pattern: str | None) -> int:
+    """Everything ``gradcli check`` does; returns the exit status."""
+    from .checkfile import load_check_files
+    from .checkrun import outcome_record, run_checks, select
+    from .cireport import github_annotations, junit_xml
+
+    specs, errors = load_check_files(files)
+    selected = select(specs, pattern)
+    if not errors and not selected:
+        return Output(as_json).error(UsageError(f"no check matches -k {pattern}"), "")
+    outcomes = [] if errors else list(_with_progress(run_checks(selected, fail_fast),
+                                                     len(selected), as_json))
+    if junit_path is not None:
+        try:
+            with open(junit_path, "w", encoding="utf-8") as report:
+                report.write(junit_xml(outcomes, errors))
+        except OSError as error:
+            failure = UsageError(f"cannot write {junit_path}: {error.strerror}",
+                                 hint="give --junit a path in a writable directory")
+            return Output(as_json).error(failure, "")
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in github_annotations(outcomes, errors):
+            click.echo(line, err=as_json)
+    status = max((o.status for o in outcomes), default=ExitStatus.OK)
+    if errors:
+        status = ExitStatus.USAGE
+    if as_json:
+        from .jsonout import dumps
+
+        click.echo(dumps({"ok": status == ExitStatus.OK, "status": int(status),
+                          "checks": [outcome_record(o) for o in outcomes],
+                          "errors": [{"file": e.file, "line": e.line, "key": e.key,
+                                      "message": e.message, "hint": e.hint} for e in errors]}))
+        for error in errors:
+            click.echo(f"gradcli: {error.one_line()}", err=True)
+        return status
+    from .render import error_view, make_console
+    from .render_sweep import check_view
+
+    for error in errors:
+        make_console(stderr=True).print(error_view(error))
+    if outcomes:
+        console = make_console()
+        console.print(check_view(outcomes, plain=not console.is_terminal))
+    return status
+
+
+def _with_progress(outcomes: Iterator[Any], total: int, quiet: bool) -> Iterator[Any]:
+    """Rich progress on stderr while checks run, only when stderr is a terminal."""
+    if quiet or not sys.stderr.isatty():
+        yield from outcomes
+        return
+    from rich.progress import Progress
+
+    from .render import make_console
+
+    with Progress(console=make_console(stderr=True), transient=True) as progress:
+        task = progress.add_task("checking", total=total)
+        for outcome in outcomes:
+            progress.advance(task)
+            yield outcome
 
 
 def _stdin_lines() -> Iterator[str]:
