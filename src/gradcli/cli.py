@@ -330,8 +330,7 @@ def _default_format(output_path: str | None) -> str:
 
 
 def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
-    from .render import make_console
-    from .treeview import graph_tree
+    from .render import graph_tree, make_console
 
     tree = graph_tree(picture, max_nodes)
     if output_path is None:

@@ -96,15 +96,19 @@ def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool 
 
     figure = plotext.figure
     figure.clear()
-    figure.theme("default" if colour else "colorless")
+    figure.theme("simple" if colour else "colorless")  # simple: no background colour
     figure.plot_size(width, height)
-    figure.title(f"{curve.title}  and  d/d{curve.name}")
-    lines = ((curve.values, "value", "blue+"), (curve.derivative, f"d/d{curve.name}", "red+"))
-    for ys, label, colour_name in lines:
-        for number, (run_x, run_y) in enumerate(segments(curve, ys)):
-            signal = figure.signal(run_x, run_y, marker=plotext.marker("hd", colour_name)).lines()
-            figure.draw(signal.label(label) if number == 0 else signal)
-    text = figure.build()
+    # No legend box (it covers the curves): the title names each line by its marker, which
+    # tells them apart without colour too.
+    figure.title(f"{curve.title}:  ▀ value   • d/d{curve.name}")
+    lines = ((curve.values, "hd", "blue+"), (curve.derivative, "•", "red+"))
+    for ys, symbol, colour_name in lines:
+        for run_x, run_y in segments(curve, ys):
+            marker = plotext.marker(symbol, colour_name)
+            figure.draw(figure.signal(run_x, run_y, marker=marker).lines())
+    if curve.xs.size > 1:  # the whole swept range, so gaps at either end show as gaps
+        figure.ruler(axis=0).lim(float(curve.xs.min()), float(curve.xs.max()))
+    text = str(figure.build())
     figure.clear()
     return text if colour else plotext.uncolorize(text)
 
