@@ -134,7 +134,7 @@ def test_structure_only_without_values():
 
 
 def render_tree(picture, max_nodes: int = 300) -> str:
-    console = Console(record=True, width=120, no_color=True, file=None)
+    console = Console(record=True, width=200, no_color=True, file=None)
     with console.capture() as capture:
         console.print(graph_tree(picture, max_nodes))
     return capture.get()
@@ -184,6 +184,12 @@ def test_deep_graphs_need_no_recursion_and_elide_with_a_count():
     assert "… 19,991 more nodes not shown" in render_tree(prepare(program, {}), 10)
 
 
+def test_the_tree_stops_at_a_readable_depth():
+    out = render_tree(prepare(deep_chain(100), {"x": 0.5}))  # graph_tree's default: 30 levels
+    assert out.count("(operands deeper than this are not shown)") == 1
+    assert "… 70 more nodes not shown" in out  # 101 nodes, levels 0..30 drawn
+
+
 def test_dot_escapes_hostile_labels():
     quoted = dot_string(HOSTILE)
     assert unescape_dot(quoted) == ['a"b\\c', 'd<e>[f]{g}|h#i`j&k\\l']
@@ -227,6 +233,8 @@ def test_cli_errors_are_one_clear_message():
     assert result.exit_code == 3 and "logarithm of a non-positive number" in result.stderr
     result = run("x", "--x", "1:2:3")
     assert result.exit_code == 2 and "needs one point" in result.stderr
+    result = run("x", "-o", "/nonexistent-dir/g.dot")
+    assert result.exit_code == 2 and "cannot write /nonexistent-dir/g.dot" in result.stderr
     assert "Traceback" not in result.output
 
 

@@ -317,8 +317,15 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
             if output_path is None and picture_format == "png" and sys.stdout.isatty():
                 raise UsageError("a PNG is binary and stdout is a terminal", hint="add -o FILE.png")
             _write_bytes(render_with_graphviz(text, picture_format), output_path)
+    except OSError as error:
+        ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
     except GradcliError as error:
         ctx.exit(Output(as_json=False).error(error, source))
+
+
+def _cannot_write(path: str | None, error: OSError) -> UsageError:
+    return UsageError(f"cannot write {path}: {error.strerror or error}",
+                      hint="check that the directory exists and is writable")
 
 
 def _default_format(output_path: str | None) -> str:
@@ -332,14 +339,16 @@ def _default_format(output_path: str | None) -> str:
 def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
     from .render import graph_tree, make_console
 
-    tree = graph_tree(picture, max_nodes)
     if output_path is None:
-        make_console().print(tree)
+        console = make_console()
+        # Each level indents 4 columns: stop where about 40 columns are left for the text.
+        console.print(graph_tree(picture, max_nodes, max(8, (console.width - 40) // 4)))
         return
     from rich.console import Console
 
     with open(output_path, "w", encoding="utf-8") as stream:
-        Console(file=stream, width=200, no_color=True, highlight=False).print(tree)
+        Console(file=stream, width=200, no_color=True, highlight=False).print(
+            graph_tree(picture, max_nodes))
 
 
 def _write_bytes(data: bytes, output_path: str | None) -> None:
@@ -383,6 +392,8 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         colour = terminal and "NO_COLOR" not in os.environ
         click.echo(terminal_plot(curve, columns, height, colour))
         click.echo(f"{curve.xs.size} points{gaps}")
+    except OSError as error:
+        ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
     except GradcliError as error:
         ctx.exit(Output(as_json=False).error(error, source))
 

@@ -119,35 +119,39 @@ def nearest_nodes(program: Program, max_nodes: int) -> tuple[list[Node], int]:
 @dataclass
 class TreeEntry:
     """One line of the tree: a node under ``parent`` (an earlier entry's position, None for the
-    root); ``repeat`` means the node was drawn earlier and is only referenced here."""
+    root); ``repeat`` means the node was drawn earlier and is only referenced here; ``cut`` that
+    its operands lie deeper than the tree goes."""
 
     node: Node
     parent: int | None
     flow: float | None  # gradient flowing back along this use, when evaluated
     repeat: bool
+    cut: bool = False
 
 
-def tree_outline(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES
-                 ) -> tuple[list[TreeEntry], int]:
+def tree_outline(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
+                 max_depth: int = 0) -> tuple[list[TreeEntry], int]:
     """The graph as a tree from the output down, depth first, operands in order (iterative).
 
     A node reached again is a ``repeat`` entry with no children, so a DAG stays as large as its
-    edge count. Stops after ``max_nodes`` entries (0: no limit); returns the entries and how many
-    graph nodes were never drawn.
+    edge count. Stops after ``max_nodes`` entries and does not go below ``max_depth`` levels
+    (0: no limit); returns the entries and how many graph nodes were never drawn.
     """
     entries: list[TreeEntry] = []
     drawn: set[int] = set()
-    stack: list[tuple[Node, int | None, float | None]] = [(picture.program.output, None, None)]
+    stack: list[tuple[Node, int | None, float | None, int]] = [
+        (picture.program.output, None, None, 0)]
     while stack and (max_nodes <= 0 or len(entries) < max_nodes):
-        node, parent, flow = stack.pop()
+        node, parent, flow, depth = stack.pop()
         repeat = node.index in drawn and node.op is not CONST
-        entries.append(TreeEntry(node, parent, flow, repeat))
+        cut = not repeat and bool(node.inputs) and 0 < max_depth <= depth
+        entries.append(TreeEntry(node, parent, flow, repeat, cut))
         if repeat:
             continue
         drawn.add(node.index)
         here = len(entries) - 1
-        for position in reversed(range(len(node.inputs))):
-            stack.append((node.inputs[position], here, picture.flow(node, position)))
+        for position in reversed(range(0 if cut else len(node.inputs))):
+            stack.append((node.inputs[position], here, picture.flow(node, position), depth + 1))
     return entries, len(picture.nodes) - len(drawn)
 
 

@@ -171,9 +171,14 @@ def _mark(check: GradientCheck | None) -> Text:
 _KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "output": "bold green"}
 
 
-def graph_tree(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Tree:
-    """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges."""
-    entries, elided = tree_outline(picture, max_nodes)
+def graph_tree(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
+               max_depth: int = 30) -> Tree:
+    """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges.
+
+    Below ``max_depth`` levels the guides would push the text off the screen, so deeper operands
+    are left out (and counted with the other elided nodes).
+    """
+    entries, elided = tree_outline(picture, max_nodes, max_depth)
     trees: list[Tree] = []
     for entry in entries:
         line = _entry_text(picture, entry)
@@ -187,7 +192,8 @@ def graph_tree(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Tre
         root.add(Text(f"structure only: no values for {', '.join(picture.missing)}",
                       style="yellow"))
     if elided:
-        root.add(Text(f"… {elided:,} more nodes not shown (raise --max-nodes, or 0 for all)",
+        root.add(Text(f"… {elided:,} more nodes not shown (raise --max-nodes, 0 for all; the tree "
+                      f"goes {max_depth} levels deep, --format dot draws every level)",
                       style="dim"))
     return root
 
@@ -205,10 +211,12 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry) -> Text:
         text.append(picture.label(node), style=_KIND_STYLES[kind])
         if node.op is not CONST:
             text.append(f"  {node.op.name}", style="dim")
-        if picture.evaluated:
+        if picture.evaluated and node.op is not CONST:
             text.append(f"  value {format_number(node.value)}", style="cyan")
             if node.needs_grad:
                 text.append(f"  grad {format_number(node.grad)}", style="magenta")
     if entry.flow is not None:
         text.append(f"  ← {format_number(entry.flow)} along this edge", style="red")
+    if entry.cut:
+        text.append("  (operands deeper than this are not shown)", style="dim")
     return text
