@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from gradcli.cli import cli
 from gradcli.errors import UsageError
-from gradcli.plot import sample, save_plot, segments, terminal_plot
+from gradcli.plot import sample, save_plot, segments, terminal_plot, thinned
 from gradcli.points import parse_value
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -45,6 +45,17 @@ def test_a_gap_in_the_middle_splits_the_line():
     curve = sample("sqrt(x**2 - 1)", {"x": parse_value("x", "-2:2:9")})
     runs = [run_x for run_x, _ in segments(curve, curve.values)]
     assert runs == [[-2.0, -1.5], [1.5, 2.0]]  # |x| <= 1 is outside the domain (or infinite d/dx)
+
+
+def test_long_sweeps_are_thinned_for_the_terminal_keeping_gaps():
+    curve = sample("sqrt(x)", {"x": parse_value("x", "-1:1:20001")})
+    small = thinned(curve, 500)
+    assert small.xs.size <= 500 + 41  # whole strides of 41, then the ragged end
+    finite = ~np.isnan(small.values)
+    np.testing.assert_allclose(small.values[finite], np.sqrt(small.xs[finite]))
+    assert np.isnan(small.values[small.xs <= 0]).all()  # x <= 0 is still a gap (sqrt'(0) = inf)
+    assert finite[small.xs > 0.001].all()
+    assert thinned(curve, 30_000) is curve
 
 
 @pytest.mark.parametrize(("values", "message"), [

@@ -90,9 +90,33 @@ def segments(curve: Curve, ys: Any) -> Iterator[tuple[list[float], list[float]]]
         yield run_x, run_y
 
 
+def thinned(curve: Curve, most: int) -> Curve:
+    """At most about ``most`` points of ``curve``, evenly strided, for a picture that cannot show
+    more. A point stands for its whole stride: it is a gap if any point of the stride is one."""
+    np = numpy()
+    size = curve.xs.size
+    stride = -(-size // most)
+    if stride <= 1:
+        return curve
+    usable = size - size % stride  # whole strides; the ragged end is kept point by point
+    pieces = []
+    for ys in (curve.values, curve.derivative):
+        head = ys[:usable:stride].copy()
+        head[np.isnan(ys[:usable]).reshape(-1, stride).any(axis=1)] = np.nan
+        pieces.append(np.concatenate([head, ys[usable:]]))
+    xs = np.concatenate([curve.xs[:usable:stride], curve.xs[usable:]])
+    return Curve(curve.name, curve.title, xs, pieces[0], pieces[1], curve.gaps)
+
+
 def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool = True) -> str:
-    """The curve and its derivative as text for a terminal (plotext), ANSI colours optional."""
+    """The curve and its derivative as text for a terminal (plotext), ANSI colours optional.
+
+    A terminal shows about two dots per column, so a long sweep is thinned to 8 points per column
+    first (plotext's time grows with the number of points).
+    """
     import plotext
+
+    curve = thinned(curve, 8 * width)
 
     figure = plotext.figure
     figure.clear()
@@ -110,7 +134,9 @@ def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool 
         figure.ruler(axis=0).lim(float(curve.xs.min()), float(curve.xs.max()))
     text = str(figure.build())
     figure.clear()
-    return text if colour else plotext.uncolorize(text)
+    if colour:
+        return text
+    return "\n".join(line.rstrip() for line in plotext.uncolorize(text).splitlines())
 
 
 def save_plot(curve: Curve, path: str | Path, file_format: str | None = None) -> None:
