@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import click
@@ -269,6 +269,20 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
                    ".txt": "tree"}
 
 
+def _program_arguments(set_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """EXPR, --set NAME=VALUE and -f FILE: how graph and plot are given a program."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = click.option("-f", "--file", "program_file",
+                               type=click.File("r", encoding="utf-8"),
+                               help="Read the program from FILE.")(command)
+        command = click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
+                               help=set_help)(command)
+        return click.argument("expr", required=False)(command)
+
+    return decorate
+
+
 def _given_values(ctx: click.Context, assignments: tuple[str, ...]) -> dict[str, Value]:
     """``--NAME VALUE`` bindings and ``--set NAME=VALUE`` together (ranges allowed)."""
     return parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments])
@@ -285,11 +299,7 @@ def _program_source(command: str, expr: str | None, program_file: IO[str] | None
 
 
 @cli.command("graph", cls=BindingCommand, help=GRAPH_HELP)
-@click.argument("expr", required=False)
-@click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
-              help="Give a variable a value (repeatable).")
-@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8"),
-              help="Read the program from FILE.")
+@_program_arguments("Give a variable a value (repeatable).")
 @click.option("--format", "picture_format", type=click.Choice(FORMATS),
               help="tree, dot, mermaid, svg or png (default: see above).")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
@@ -361,11 +371,7 @@ def _write_bytes(data: bytes, output_path: str | None) -> None:
 
 
 @cli.command("plot", cls=BindingCommand, help=PLOT_HELP)
-@click.argument("expr", required=False)
-@click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
-              help="Give a variable a value or a range (repeatable).")
-@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8"),
-              help="Read the program from FILE.")
+@_program_arguments("Give a variable a value or a range (repeatable).")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
               help="Save the plot as FILE.svg or FILE.png instead.")
 @click.option("--width", type=click.IntRange(min=20), help="Terminal plot width in columns.")

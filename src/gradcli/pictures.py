@@ -87,10 +87,9 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None) -
     """
     if isinstance(program, str):
         program = parse(program)
-    values = dict(values or {})
-    validate_values(values)
-    missing = program.unbound(values)
+    missing = program.unbound(values or {})
     if missing:
+        validate_values(values or {})
         return GraphPicture(program, evaluated=False, missing=missing)
     evaluate(program, values, check=False)
     return GraphPicture(program, evaluated=True)
@@ -167,33 +166,59 @@ def dot_string(text: str) -> str:
     return '"' + _DOT_UNSAFE.sub(lambda m: replacements.get(m.group(), ""), text) + '"'
 
 
-def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
-    """Graphviz source: solid forward edges, dashed backward edges labelled with the flow."""
+@dataclass
+class Drawing:
+    """What DOT and Mermaid both draw: boxes (id, text, kind), forward edges (from, to) and
+    backward edges (from, to, gradient flow); ``elided`` nodes stand behind one ``elided`` box."""
+
+    boxes: list[tuple[str, str, str]]
+    forward: list[tuple[str, str]]
+    backward: list[tuple[str, str, float]]
+    elided: int
+
+
+def drawing(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Drawing:
+    """The boxes and edges of ``picture``, the ``max_nodes`` nodes nearest the output."""
     shown, elided = nearest_nodes(picture.program, max_nodes)
     kept = {node.index for node in shown}
+    boxes = []
+    for node in shown:
+        parts = (picture.label(node), _op_text(node), picture.facts(node))
+        boxes.append((f"n{node.index}", "\n".join(p for p in parts if p), picture.kind(node)))
+    if elided:
+        boxes.append(("elided", f"… {elided:,} more nodes", "elided"))
+    forward, backward = [], []
+    for node in shown:
+        for position, source in enumerate(node.inputs):
+            start = f"n{source.index}" if source.index in kept else "elided"
+            forward.append((start, f"n{node.index}"))
+            flow = picture.flow(node, position)
+            if flow is not None and source.index in kept:
+                backward.append((f"n{node.index}", start, flow))
+    return Drawing(boxes, forward, backward, elided)
+
+
+def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
+    """Graphviz source: solid forward edges, dashed backward edges labelled with the flow."""
+    sketch = drawing(picture, max_nodes)
     lines = [
         "digraph gradcli {",
         '  graph [rankdir=LR, fontname="Helvetica", nodesep=0.3, ranksep=0.5];',
         '  node [fontname="Helvetica", fontsize=11, margin="0.12,0.06"];',
         '  edge [fontname="Helvetica", fontsize=10, arrowsize=0.7];',
     ]
-    for node in shown:
-        style, fill, colour, shape = _STYLES[picture.kind(node)]
-        text = "\n".join(part for part in (picture.label(node), _op_text(node),
-                                             picture.facts(node)) if part)
-        lines.append(f"  n{node.index} [label={dot_string(text)}, shape={shape}, style={style}, "
+    for box, text, kind in sketch.boxes:
+        if kind == "elided":
+            lines.append(f"  {box} [label={dot_string(text)}, shape=plaintext];")
+            continue
+        style, fill, colour, shape = _STYLES[kind]
+        lines.append(f"  {box} [label={dot_string(text)}, shape={shape}, style={style}, "
                      f'fillcolor="{fill}", color="{colour}"];')
-    if elided:
-        lines.append(f"  elided [label={dot_string(f'… {elided:,} more nodes')}, shape=plaintext];")
-    for node in shown:
-        for position, source in enumerate(node.inputs):
-            start = f"n{source.index}" if source.index in kept else "elided"
-            lines.append(f"  {start} -> n{node.index};")
-            flow = picture.flow(node, position)
-            if flow is not None and source.index in kept:
-                lines.append(f"  n{node.index} -> n{source.index} [style=dashed, "
-                             f'color="#b91c1c", fontcolor="#b91c1c", constraint=false, '
-                             f"label={dot_string(format_number(flow))}];")
+    lines += [f"  {start} -> {end};" for start, end in sketch.forward]
+    # constraint=false: only forward edges decide the layout, so backward ones never loop it.
+    lines += [f'  {start} -> {end} [style=dashed, color="#b91c1c", fontcolor="#b91c1c", '
+              f"constraint=false, label={dot_string(format_number(flow))}];"
+              for start, end, flow in sketch.backward]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -221,23 +246,14 @@ def mermaid_string(text: str) -> str:
 
 def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
     """A Mermaid flowchart of the same graph (renders in GitHub Markdown)."""
-    shown, elided = nearest_nodes(picture.program, max_nodes)
-    kept = {node.index for node in shown}
+    sketch = drawing(picture, max_nodes)
     lines = ["flowchart LR"]
-    for node in shown:
-        text = "\n".join(part for part in (picture.label(node), _op_text(node),
-                                             picture.facts(node)) if part)
-        lines.append(f"  n{node.index}[{mermaid_string(text)}]:::{picture.kind(node)}")
-    if elided:
-        lines.append(f"  elided[{mermaid_string(f'… {elided:,} more nodes')}]")
-    for node in shown:
-        for position, source in enumerate(node.inputs):
-            start = f"n{source.index}" if source.index in kept else "elided"
-            lines.append(f"  {start} --> n{node.index}")
-            flow = picture.flow(node, position)
-            if flow is not None and source.index in kept:
-                label = mermaid_string(format_number(flow))
-                lines.append(f"  n{node.index} -.->|{label}| n{source.index}")
+    for box, text, kind in sketch.boxes:
+        style = "" if kind == "elided" else f":::{kind}"
+        lines.append(f"  {box}[{mermaid_string(text)}]{style}")
+    lines += [f"  {start} --> {end}" for start, end in sketch.forward]
+    lines += [f"  {start} -.->|{mermaid_string(format_number(flow))}| {end}"
+              for start, end, flow in sketch.backward]
     for kind, (_, fill, colour, _) in _STYLES.items():
         lines.append(f"  classDef {kind} fill:{fill},stroke:{colour}")
     return "\n".join(lines) + "\n"
