@@ -13,11 +13,14 @@ from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from rich.tree import Tree
 
 from .api import LineOutcome, Result
 from .check import CheckReport, GradientCheck
 from .errors import GradcliError
 from .graph import format_number
+from .ops import CONST
+from .pictures import DEFAULT_MAX_NODES, GraphPicture, TreeEntry, tree_outline
 
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
 # How the verdict names each --check-method (central keeps the words it always had).
@@ -165,3 +168,61 @@ def _mark(check: GradientCheck | None) -> Text:
     if check is None:
         return Text("—", style="dim")
     return Text("✓", style="green") if check.ok else Text("✗", style="bold red")
+
+
+# --- the graph as a tree (gradcli graph --format tree) ----------------------------------------
+# The walk is pictures.tree_outline (iterative; a node used again is referenced as ``↺ label``);
+# this only dresses its entries.
+
+_KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "output": "bold green"}
+
+
+def graph_tree(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
+               max_depth: int = 30) -> Tree:
+    """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges.
+
+    Below ``max_depth`` levels the guides would push the text off the screen, so deeper operands
+    are left out (and counted with the other elided nodes).
+    """
+    entries, elided = tree_outline(picture, max_nodes, max_depth)
+    trees: list[Tree] = []
+    for entry in entries:
+        line = _entry_text(picture, entry)
+        if entry.parent is None:
+            tree = Tree(line, guide_style="dim")
+        else:
+            tree = trees[entry.parent].add(line)
+        trees.append(tree)
+    root = trees[0]
+    if picture.missing:
+        root.add(Text(f"structure only: no values for {', '.join(picture.missing)}",
+                      style="yellow"))
+    if elided:
+        root.add(Text(f"… {elided:,} more nodes not shown (raise --max-nodes, 0 for all; the tree "
+                      f"goes {max_depth} levels deep, --format dot draws every level)",
+                      style="dim"))
+    return root
+
+
+def _entry_text(picture: GraphPicture, entry: TreeEntry) -> Text:
+    node = entry.node
+    kind = picture.kind(node)
+    text = Text()
+    if entry.repeat:
+        text.append("↺ ", style="dim")
+        text.append(picture.label(node), style=_KIND_STYLES[kind])
+        text.append(f"  #{node.index}", style="dim")
+    else:
+        text.append(f"#{node.index} ", style="dim")
+        text.append(picture.label(node), style=_KIND_STYLES[kind])
+        if node.op is not CONST:
+            text.append(f"  {node.op.name}", style="dim")
+        if picture.evaluated and node.op is not CONST:
+            text.append(f"  value {format_number(node.value)}", style="cyan")
+            if node.needs_grad:
+                text.append(f"  grad {format_number(node.grad)}", style="magenta")
+    if entry.flow is not None:
+        text.append(f"  ← {format_number(entry.flow)} along this edge", style="red")
+    if entry.cut:
+        text.append("  (operands deeper than this are not shown)", style="dim")
+    return text
