@@ -50,7 +50,7 @@ def result_view(result: Result, plain: bool = False) -> RenderableType:
 
 def node_table(result: Result, plain: bool = False) -> Table:
     checks = result.check.nodes if result.check is not None else {}
-    table = _table(f"value {format_number(result.value)}", plain)
+    table = titled_table(f"value {format_number(result.value)}", plain)
     for column in ("id", "label", "op", "inputs"):
         table.add_column(column, overflow="fold")
     for column in ("value", "gradient", "numeric", "error"):
@@ -78,7 +78,7 @@ def node_table(result: Result, plain: bool = False) -> Table:
 
 
 def gradient_table(result: Result, plain: bool = False) -> Table:
-    table = _table("gradients of the output", plain)
+    table = titled_table("gradients of the output", plain)
     table.add_column("variable")
     for column in ("value", "gradient", "numeric", "error"):
         table.add_column(column, justify="right")
@@ -150,7 +150,7 @@ def printable(line: str) -> str:
     return "".join(c if c.isprintable() else "?" for c in line)
 
 
-def _table(title: str, plain: bool) -> Table:
+def titled_table(title: str, plain: bool) -> Table:
     return Table(title=title, title_justify="left", box=box.SIMPLE if plain else box.ROUNDED,
                  header_style="bold", title_style="bold")
 

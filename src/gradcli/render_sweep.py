@@ -13,14 +13,14 @@ from rich.text import Text
 from .checkrun import CheckOutcome, format_point
 from .errors import ExitStatus
 from .graph import format_number
-from .render import MAX_TABLE_ROWS, _table
+from .render import MAX_TABLE_ROWS, titled_table
 from .sweep import Sweep
 
 
 def sweep_view(sweep: Sweep, plain: bool = False) -> RenderableType:
     """One row per point (variables, value, gradients, verdict), then a one-line summary."""
     names = list(sweep.columns)
-    table = _table(f"{sweep.size:,} points", plain)
+    table = titled_table(f"{sweep.size:,} points", plain)
     for name in names:
         table.add_column(name, justify="right", style="bold")
     table.add_column("value", justify="right", style="cyan")
@@ -73,7 +73,7 @@ def _verdict_cell(sweep: Sweep, ok: bool) -> Text:
 
 def check_view(outcomes: Sequence[CheckOutcome], plain: bool = False) -> RenderableType:
     """The summary table, the details of every failure, and the totals."""
-    table = _table("gradcli check", plain)
+    table = titled_table("gradcli check", plain)
     for column in ("check", "points", "worst error", "where", "verdict"):
         table.add_column(column, justify="right" if column in ("points", "worst error") else "left")
     for outcome in outcomes:
