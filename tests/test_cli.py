@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -225,3 +227,17 @@ def test_python_dash_m_and_console_script():
     usage = subprocess.run([sys.executable, "-m", "gradcli", "eval", "x", "--strict"],
                            capture_output=True, text=True, check=False)
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
+
+
+def _colour_codes(env_extra: dict[str, str]) -> int:
+    """Colour escape codes in the human output with a terminal forced (FORCE_COLOR)."""
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env.update(FORCE_COLOR="1", **env_extra)
+    done = subprocess.run([sys.executable, "-m", "gradcli", "eval", "x*2", "--x", "1"],
+                          capture_output=True, text=True, env=env, check=True)
+    return len(re.findall(r"\x1b\[(3[0-9]|38;)", done.stdout))
+
+
+def test_colour_on_a_terminal_and_no_colour_with_no_color():
+    assert _colour_codes({}) > 0
+    assert _colour_codes({"NO_COLOR": "1"}) == 0

@@ -67,6 +67,14 @@ def test_json_path_does_not_import_rich():
     assert "rich" not in modules
 
 
+def test_numpy_is_imported_only_for_sweeps_and_checks():
+    modules = _imports_after(
+        "from gradcli.cli import cli\n"
+        "cli.main(['eval', 'x*2', '--x', '1', '--json'], standalone_mode=False)"
+    )
+    assert "numpy" not in modules and "tomllib" not in modules
+
+
 def test_imports_flow_one_way():
     """core (ops, graph, errors) imports nothing of the outer layers; only parser imports lark."""
     outer = {"cli", "render", "jsonout", "api", "parser", "check"}
@@ -77,7 +85,7 @@ def test_imports_flow_one_way():
             assert not imported & outer, path.name
         if path.stem != "parser":
             assert not re.search(r"^\s*(from|import) lark", text, re.MULTILINE), path.name
-        if path.stem not in {"cli", "render"}:
+        if path.stem not in {"cli", "render", "render_sweep"}:
             assert not re.search(r"^\s*(from|import) (rich|click)", text, re.MULTILINE), path.name
 
 

@@ -78,13 +78,15 @@ def evaluate(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     node_check_limit: int = NODE_CHECK_LIMIT,
+    check_method: str = "central",
     order: int = 1,
     strict: bool = True,
 ) -> Result:
     """Value and reverse-mode gradients of ``program`` at ``values``, checked by finite differences.
 
     ``values`` override the program's own ``x = 2`` defaults; names the program does not use are
-    ignored (so one set of values can serve a whole batch). Raises ``GradcliError`` subclasses:
+    ignored (so one set of values can serve a whole batch). ``check_method`` is ``"central"``,
+    ``"complex"`` or ``"richardson"`` (``check.METHODS``). Raises ``GradcliError`` subclasses:
     ``ParseError``, ``GradcliNameError``, ``UsageError`` (a value missing) or ``NumericError``.
     ``order=2`` adds the Hessian (checked by finite differences of the gradient when ``check``).
     ``strict=False`` turns missing values into a symbolic result (``Result.symbolic``).
@@ -101,7 +103,9 @@ def evaluate(
     program.bind(values)
     value = forward(program.nodes)
     backward(program.nodes)
-    report = check_gradients(program, rtol, atol, node_check_limit) if check else None
+    report = (
+        check_gradients(program, rtol, atol, node_check_limit, check_method) if check else None
+    )
     point = {name: node.value for name, node in program.variables.items()}
     return Result(
         program=program,

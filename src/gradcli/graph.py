@@ -11,10 +11,12 @@ used twice (``err*err``) receives both contributions.
 
 from __future__ import annotations
 
+import cmath
 import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import NumericError
 from .ops import CONST, PREC_ATOM, PREC_SUM, PREC_UNARY, VAR, Op
@@ -125,21 +127,27 @@ class Program:
 
 # --- forward -------------------------------------------------------------------------------------
 
-def compute(node: Node, args: list[float]) -> float:
-    """``node``'s op on ``args``, or a NumericError naming the node if the result is not finite."""
+def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
+    """``node``'s op on ``args``, or a NumericError naming the node if the result is not finite.
+
+    With ``complex_step`` the arguments are complex and the op's ``complex`` column is used; the
+    domain check still looks at the real parts, so log of a non-positive real part is the same
+    named error as on floats rather than a silent complex logarithm.
+    """
     op = node.op
+    reals = [arg.real for arg in args] if complex_step else args
     if op.domain is not None:
-        problem = op.domain(*args)
+        problem = op.domain(*reals)
         if problem is not None:
-            raise numeric_error(node, args, problem)
+            raise numeric_error(node, reals, problem)
     try:
-        value = op.forward(*args)
+        value = op.apply_complex(*args) if complex_step else op.forward(*args)
     except OverflowError:
-        raise numeric_error(node, args, "overflow: the result is too large for a float") from None
+        raise numeric_error(node, reals, "overflow: the result is too large for a float") from None
     except (ValueError, ZeroDivisionError):
-        raise numeric_error(node, args, "outside the domain of " + op.name) from None
-    if not math.isfinite(value):
-        raise numeric_error(node, args, "overflow: the result is not a finite float")
+        raise numeric_error(node, reals, "outside the domain of " + op.name) from None
+    if not (cmath.isfinite(value) if complex_step else math.isfinite(value)):
+        raise numeric_error(node, reals, "overflow: the result is not a finite float")
     return value
 
 
@@ -151,18 +159,21 @@ def forward(nodes: list[Node]) -> float:
     return nodes[-1].value
 
 
-def replay(nodes: list[Node], index: int, value: float) -> tuple[float, float]:
+def replay(
+    nodes: list[Node], index: int, value: Any, complex_step: bool = False
+) -> tuple[Any, float]:
     """The output's value if node ``index`` had ``value``, recomputing only what depends on it.
 
     Node values are left untouched. Returns the output value and the largest magnitude among the
-    recomputed values (how much rounding noise a finite difference of them can carry).
+    recomputed values (how much rounding noise a finite difference of them can carry). With
+    ``complex_step``, ``value`` is complex and so are the recomputed values (see ``compute``).
     """
     changed = {index: value}
     largest = abs(value)
     for node in itertools.islice(nodes, index + 1, None):
         if any(source.index in changed for source in node.inputs):
             args = [changed.get(source.index, source.value) for source in node.inputs]
-            result = compute(node, args)
+            result = compute(node, args, complex_step)
             changed[node.index] = result
             largest = max(largest, abs(result))
     last = nodes[-1]

@@ -71,6 +71,7 @@ def check_record(check: CheckReport) -> dict[str, Any]:
         "atol": check.atol,
         "gradients": {name: _gradient_check(g) for name, g in check.gradients.items()},
         "nodes_checked": not check.nodes_skipped,
+        "method": check.method,
     }
 
 
@@ -82,6 +83,7 @@ def _gradient_check(check: GradientCheck) -> dict[str, Any]:
         "tolerance": check.tolerance,
         "ok": check.ok,
         "method": check.method,
+        "error_estimate": check.error_estimate,
     }
 
 

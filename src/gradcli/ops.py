@@ -142,6 +142,13 @@ def _complex_atan2(y: complex, x: complex) -> complex:
     return math.copysign(math.pi / 2.0, y.real) - cmath.atan(x / y)
 
 
+def _complex_hypot(x: complex, y: complex) -> complex:
+    # Scaled like math.hypot, so that hypot(1e200, 1) does not overflow in x * x.
+    scale = max(abs(x.real), abs(y.real)) or 1.0
+    x, y = x / scale, y / scale
+    return scale * cmath.sqrt(x * x + y * y)
+
+
 def _complex_abs(x: complex) -> complex:
     return x if x.real > 0.0 else (-x if x.real < 0.0 else 0j)
 
@@ -246,7 +253,7 @@ _ROWS: list[Op] = [
             complex=_complex_atan2, vector=lambda np, y, x: np.arctan2(y, x),
             summary="atan2(y, x): angle of the point (x, y), C/Python order"),
     _binary("hypot", math.hypot, lambda x, y, out: x / out, lambda x, y, out: y / out,
-            complex=lambda x, y: cmath.sqrt(x * x + y * y), vector=lambda np, x, y: np.hypot(x, y),
+            complex=_complex_hypot, vector=lambda np, x, y: np.hypot(x, y),
             summary="sqrt(x**2 + y**2) without overflow"),
     # --- hyperbolic ----------------------------------------------------------------------------
     _unary("sinh", math.sinh, lambda x, out: F.cosh(x),

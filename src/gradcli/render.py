@@ -14,14 +14,23 @@ from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+from rich.tree import Tree
 
 from .api import LineOutcome, Result
 from .check import CheckReport, GradientCheck
 from .errors import GradcliError
 from .graph import format_number
+from .ops import CONST
+from .pictures import DEFAULT_MAX_NODES, GraphPicture, TreeEntry, tree_outline
 from .printers import LATEX_LINE_BREAK
 
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
+# How the verdict names each --check-method (central keeps the words it always had).
+_METHOD_WORDS = {
+    "central": "finite differences",
+    "complex": "complex-step derivatives",
+    "richardson": "Richardson-extrapolated differences",
+}
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -52,7 +61,7 @@ def hessian_table(result: Result, plain: bool = False) -> Table:
     """The Hessian at the point; a mark on each entry checked by finite differences."""
     assert result.hessian is not None
     checks = result.hessian.check.gradients if result.hessian.check is not None else {}
-    table = _table("Hessian of the output", plain)
+    table = titled_table("Hessian of the output", plain)
     table.add_column("")
     names = list(result.hessian.matrix)
     for name in names:
@@ -102,7 +111,7 @@ def symbolic_view(result: Result, plain: bool = False) -> RenderableType:
     """Value and gradients of a program with free variables, as expressions."""
     symbolic = result.symbolic
     assert symbolic is not None
-    table = _table("value " + symbolic.value, plain)
+    table = titled_table("value " + symbolic.value, plain)
     table.add_column("variable")
     table.add_column("value", justify="right")
     table.add_column("gradient (expression)", overflow="fold")
@@ -118,7 +127,7 @@ def symbolic_view(result: Result, plain: bool = False) -> RenderableType:
 
 def node_table(result: Result, plain: bool = False) -> Table:
     checks = result.check.nodes if result.check is not None else {}
-    table = _table(f"value {format_number(result.value)}", plain)
+    table = titled_table(f"value {format_number(result.value)}", plain)
     for column in ("id", "label", "op", "inputs"):
         table.add_column(column, overflow="fold")
     for column in ("value", "gradient", "numeric", "error"):
@@ -146,7 +155,7 @@ def node_table(result: Result, plain: bool = False) -> Table:
 
 
 def gradient_table(result: Result, plain: bool = False) -> Table:
-    table = _table("gradients of the output", plain)
+    table = titled_table("gradients of the output", plain)
     table.add_column("variable")
     for column in ("value", "gradient", "numeric", "error"):
         table.add_column(column, justify="right")
@@ -165,8 +174,9 @@ def gradient_table(result: Result, plain: bool = False) -> Table:
 
 
 def verdict(check: CheckReport, what: str = "gradients",
-            against: str = "finite differences") -> Text:
+            against: str | None = None) -> Text:
     count, failed = len(check.checks), check.failures
+    against = against or _METHOD_WORDS[check.method]
     tolerances = f"rtol {check.rtol:g}, atol {check.atol:g}"
     if not failed:
         text = Text("✓ check passed: ", style="bold green")
@@ -228,7 +238,7 @@ def printable(line: str) -> str:
     return "".join(c if c.isprintable() else "?" for c in line)
 
 
-def _table(title: str, plain: bool) -> Table:
+def titled_table(title: str, plain: bool) -> Table:
     return Table(title=title, title_justify="left", box=box.SIMPLE if plain else box.ROUNDED,
                  header_style="bold", title_style="bold")
 
@@ -246,3 +256,61 @@ def _mark(check: GradientCheck | None) -> Text:
     if check is None:
         return Text("—", style="dim")
     return Text("✓", style="green") if check.ok else Text("✗", style="bold red")
+
+
+# --- the graph as a tree (gradcli graph --format tree) ----------------------------------------
+# The walk is pictures.tree_outline (iterative; a node used again is referenced as ``↺ label``);
+# this only dresses its entries.
+
+_KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "output": "bold green"}
+
+
+def graph_tree(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
+               max_depth: int = 30) -> Tree:
+    """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges.
+
+    Below ``max_depth`` levels the guides would push the text off the screen, so deeper operands
+    are left out (and counted with the other elided nodes).
+    """
+    entries, elided = tree_outline(picture, max_nodes, max_depth)
+    trees: list[Tree] = []
+    for entry in entries:
+        line = _entry_text(picture, entry)
+        if entry.parent is None:
+            tree = Tree(line, guide_style="dim")
+        else:
+            tree = trees[entry.parent].add(line)
+        trees.append(tree)
+    root = trees[0]
+    if picture.missing:
+        root.add(Text(f"structure only: no values for {', '.join(picture.missing)}",
+                      style="yellow"))
+    if elided:
+        root.add(Text(f"… {elided:,} more nodes not shown (raise --max-nodes, 0 for all; the tree "
+                      f"goes {max_depth} levels deep, --format dot draws every level)",
+                      style="dim"))
+    return root
+
+
+def _entry_text(picture: GraphPicture, entry: TreeEntry) -> Text:
+    node = entry.node
+    kind = picture.kind(node)
+    text = Text()
+    if entry.repeat:
+        text.append("↺ ", style="dim")
+        text.append(picture.label(node), style=_KIND_STYLES[kind])
+        text.append(f"  #{node.index}", style="dim")
+    else:
+        text.append(f"#{node.index} ", style="dim")
+        text.append(picture.label(node), style=_KIND_STYLES[kind])
+        if node.op is not CONST:
+            text.append(f"  {node.op.name}", style="dim")
+        if picture.evaluated and node.op is not CONST:
+            text.append(f"  value {format_number(node.value)}", style="cyan")
+            if node.needs_grad:
+                text.append(f"  grad {format_number(node.grad)}", style="magenta")
+    if entry.flow is not None:
+        text.append(f"  ← {format_number(entry.flow)} along this edge", style="red")
+    if entry.cut:
+        text.append("  (operands deeper than this are not shown)", style="dim")
+    return text

@@ -1,0 +1,331 @@
+"""Check files: TOML with ``[[check]]`` tables, loaded and validated into ``CheckSpec`` objects.
+
+Every mistake -- TOML syntax, an unknown key, a wrong type, a check that asserts nothing, an
+expression that does not parse -- is a ``CheckFileError`` that names the file, the line and the
+key. ``tomllib`` reports no positions for keys, so ``KeyLines`` finds a key's line in the text:
+the n-th ``[[check]]`` header starts the n-th check's block, and a key is the first line of that
+block that assigns it (``key =``, ``key.sub =`` or a ``[check.key]`` sub-table).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .check import DEFAULT_ATOL, DEFAULT_RTOL
+from .errors import ExitStatus, GradcliError
+from .graph import Program
+from .parser import parse
+from .points import Value, parse_value
+
+CHECK_KEYS = ("name", "expr", "at", "sweep", "value", "gradients", "derivative", "finite",
+              "rtol", "atol")
+FILE_KEYS = ("check", "rtol", "atol")
+ASSERTION_KEYS = ("value", "gradients", "derivative", "finite")
+
+
+class CheckFileError(GradcliError):
+    """A check file that cannot be used: names the file, the line (when known) and the key."""
+
+    kind = "check-file"
+    status = ExitStatus.USAGE
+
+    def __init__(self, message: str, *, file: str, line: int | None = None,
+                 key: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message, line=line, hint=hint)
+        self.file = file
+        self.key = key
+
+    @property
+    def title(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return where + ("" if self.key is None else f": {self.key}")
+
+
+@dataclass
+class Expected:
+    """An expected number, or an expression (evaluated at every point) and its parsed program."""
+
+    number: float | None = None
+    text: str | None = None
+    program: Program | None = None
+
+
+@dataclass
+class CheckSpec:
+    """One ``[[check]]`` table, validated."""
+
+    name: str
+    file: str
+    line: int  # the line of its ``[[check]]`` header
+    expr: str
+    program: Program
+    values: dict[str, Value]  # ``at`` and ``sweep`` together: a grid over the swept ones
+    value: Expected | None = None
+    gradients: dict[str, float] = field(default_factory=dict)
+    derivative: dict[str, Expected] = field(default_factory=dict)
+    finite: bool | None = None
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+    key_lines: dict[str, int] = field(default_factory=dict)  # "gradients.x" -> line
+
+    def line_of(self, key: str) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+def load_check_files(paths: Iterable[str]) -> tuple[list[CheckSpec], list[CheckFileError]]:
+    """Every check of every file, and the error of each file that cannot be used."""
+    specs: list[CheckSpec] = []
+    errors: list[CheckFileError] = []
+    for path in paths:
+        try:
+            specs += load_check_file(path)
+        except CheckFileError as error:
+            errors.append(error)
+    return specs, errors
+
+
+def load_check_file(path: str) -> list[CheckSpec]:
+    """Read and validate one check file; raises CheckFileError."""
+    try:
+        with open(path, "rb") as stream:
+            text = stream.read().decode("utf-8")
+    except OSError as error:
+        raise CheckFileError(f"cannot read the file: {error.strerror}", file=path) from None
+    except UnicodeDecodeError:
+        raise CheckFileError("the file is not UTF-8 text", file=path) from None
+    return parse_check_file(text, path)
+
+
+def parse_check_file(text: str, file: str = "<checks>") -> list[CheckSpec]:
+    """Validate the text of a check file (``file`` is the name its errors show)."""
+    tomllib = _tomllib()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        found = re.search(r"line (\d+)", str(error))
+        raise CheckFileError(f"not valid TOML: {error}", file=file,
+                             line=int(found.group(1)) if found else None) from None
+    lines = KeyLines(text)
+    for key in data:
+        if key not in FILE_KEYS:
+            raise _unknown(key, FILE_KEYS, file, lines.top(key), "the top level")
+    defaults = {key: _tolerance(data, key, file, lines.top(key), DEFAULT) for key, DEFAULT in
+                (("rtol", DEFAULT_RTOL), ("atol", DEFAULT_ATOL))}
+    checks = data.get("check")
+    if not isinstance(checks, list) or not checks:
+        raise CheckFileError("no checks in the file", file=file, line=lines.top("check"),
+                             key="check", hint="add [[check]] tables with name, expr and points")
+    specs: list[CheckSpec] = []
+    for number, table in enumerate(checks):
+        if not isinstance(table, dict):
+            raise CheckFileError("must be a table ([[check]])", file=file, key="check")
+        spec = _CheckReader(table, number, file, lines, defaults).read()
+        if any(other.name == spec.name for other in specs):
+            raise CheckFileError(f"a second check named {spec.name!r}", file=file,
+                                 line=spec.line_of("name"), key="name",
+                                 hint="give every check its own name")
+        specs.append(spec)
+    return specs
+
+
+class _CheckReader:
+    """Reads one ``[[check]]`` table; every error names the file, the line and the key."""
+
+    def __init__(self, table: dict[str, Any], number: int, file: str, lines: KeyLines,
+                 defaults: dict[str, float]) -> None:
+        self.table, self.number, self.file = table, number, file
+        self.lines, self.defaults = lines, defaults
+        self.header = lines.header(number)
+
+    def fail(self, key: str, message: str, hint: str | None = None) -> CheckFileError:
+        line = self.lines.key(self.number, *key.split("."))
+        return CheckFileError(message, file=self.file, line=line, key=f"check.{key}", hint=hint)
+
+    def read(self) -> CheckSpec:
+        for key in self.table:
+            if key not in CHECK_KEYS:
+                line = self.lines.key(self.number, key)
+                raise _unknown(key, CHECK_KEYS, self.file, line, "a [[check]]")
+        name = self._string("name")
+        expr = self._string("expr")
+        program = self._parse("expr", expr)
+        spec = CheckSpec(name, self.file, self.header, expr, program, self._points(program),
+                         rtol=self._tolerance("rtol"), atol=self._tolerance("atol"))
+        if "value" in self.table:
+            spec.value = self._expected("value", self.table["value"], program)
+        for variable, given in self._table("gradients", program).items():
+            if not _is_number(given):
+                raise self.fail(f"gradients.{variable}", "must be a number")
+            spec.gradients[variable] = float(given)
+        for variable, given in self._table("derivative", program).items():
+            spec.derivative[variable] = self._expected(f"derivative.{variable}", given, program,
+                                                       numbers=False)
+        if "finite" in self.table:
+            if not isinstance(self.table["finite"], bool):
+                raise self.fail("finite", "must be true or false")
+            spec.finite = self.table["finite"]
+        if not any(key in self.table for key in ASSERTION_KEYS):
+            raise CheckFileError(
+                f"check {name!r} asserts nothing", file=self.file, line=self.header, key="check",
+                hint="add value, gradients, derivative or finite = true (the finite-difference "
+                     "check alone runs on every check)")
+        spec.key_lines = {key: self._line(*key.split(".")) for key in self._all_keys()}
+        return spec
+
+    def _tolerance(self, key: str) -> float:
+        return _tolerance(self.table, key, self.file, self._line(key), self.defaults[key],
+                          label=f"check.{key}")
+
+    def _line(self, *path: str) -> int:
+        return self.lines.key(self.number, *path)
+
+    def _all_keys(self) -> list[str]:
+        keys = list(self.table)
+        for key in ("gradients", "derivative", "at", "sweep"):
+            keys += [f"{key}.{sub}" for sub in self.table.get(key, {})]
+        return keys
+
+    def _string(self, key: str) -> str:
+        if key not in self.table:
+            raise CheckFileError(f"a [[check]] has no {key}", file=self.file, line=self.header,
+                                 key=f"check.{key}", hint=f'add {key} = "..."')
+        value = self.table[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, "must be a non-empty string")
+        return value
+
+    def _parse(self, key: str, text: str) -> Program:
+        try:
+            return parse(text)
+        except GradcliError as error:
+            raise self.fail(key, error.one_line()) from None
+
+    def _table(self, key: str, program: Program) -> dict[str, Any]:
+        """A table keyed by the variables of ``program`` (any other key is a mistake)."""
+        table = self.table.get(key, {})
+        if not isinstance(table, dict):
+            raise self.fail(key, "must be a table such as {x = 1}")
+        for variable in table:
+            if variable not in program.variables:
+                raise self.fail(f"{key}.{variable}", f"expr has no variable {variable}",
+                                hint=f"its variables: {', '.join(program.variables) or 'none'}")
+        return table
+
+    def _points(self, program: Program) -> dict[str, Value]:
+        values: dict[str, Value] = {}
+        for variable, given in self._table("at", program).items():
+            if not _is_number(given):
+                raise self.fail(f"at.{variable}", "must be a number",
+                                hint="sweeps go in sweep = {x = \"-5:5:101\"}")
+            values[variable] = float(given)
+        for variable, given in self._table("sweep", program).items():
+            key = f"sweep.{variable}"
+            if variable in values:
+                raise self.fail(key, f"{variable} is in both at and sweep")
+            values[variable] = self._sweep_value(key, variable, given)
+        missing = program.unbound(values)
+        if missing:
+            raise self.fail("expr", f"no value for {', '.join(missing)}",
+                            hint="give it in at = {...} or sweep = {...}")
+        return values
+
+    def _sweep_value(self, key: str, variable: str, given: Any) -> Value:
+        if isinstance(given, str):
+            try:
+                return parse_value(variable, given)
+            except GradcliError as error:
+                raise self.fail(key, error.message, hint=error.hint) from None
+        if _is_number(given):
+            return float(given)
+        if isinstance(given, list) and given and all(_is_number(x) for x in given):
+            return tuple(float(x) for x in given)
+        raise self.fail(key, "must be a range \"START:STOP:COUNT\" or a list of numbers")
+
+    def _expected(self, key: str, given: Any, program: Program, numbers: bool = True) -> Expected:
+        if numbers and _is_number(given):
+            return Expected(number=float(given))
+        if not isinstance(given, str):
+            raise self.fail(key, "must be a number or an expression string" if numbers
+                            else "must be an expression string")
+        expected = self._parse(key, given)
+        unknown = [name for name in expected.variables if name not in program.variables]
+        if unknown:
+            raise self.fail(key, f"uses {', '.join(unknown)}, which expr does not have")
+        return Expected(text=given, program=expected)
+
+
+class KeyLines:
+    """Finds the line of a key in a check file's text (1-based), simply: see the module doc."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        header = re.compile(r"\s*\[\[\s*check\s*\]\]")
+        self.headers = [i for i, line in enumerate(self.lines) if header.match(line)]
+
+    def header(self, number: int) -> int:
+        return self.headers[number] + 1 if number < len(self.headers) else 1
+
+    def top(self, key: str) -> int | None:
+        end = self.headers[0] if self.headers else len(self.lines)
+        return self._find(_assigns(key), 0, end)
+
+    def key(self, number: int, *path: str) -> int:
+        """The line of ``path`` (``("gradients", "x")``) in the ``number``-th check's block."""
+        start = self.headers[number] if number < len(self.headers) else 0
+        end = self.headers[number + 1] if number + 1 < len(self.headers) else len(self.lines)
+        found = self._find(_assigns(path[0]), start, end) or self.header(number)
+        for part in path[1:]:
+            inner = re.compile(rf"(^|[{{,\s.]){_quoted(part)}\s*=")
+            found = self._find(inner, found - 1, end) or found
+        return found
+
+    def _find(self, pattern: re.Pattern[str], start: int, end: int) -> int | None:
+        for i in range(start, end):
+            if pattern.search(self.lines[i]):
+                return i + 1
+        return None
+
+
+def _assigns(key: str) -> re.Pattern[str]:
+    """``key = ``, ``key.sub = `` or a ``[check.key]`` sub-table header."""
+    return re.compile(rf"^\s*({_quoted(key)}\s*[=.]|\[\s*check\s*\.\s*{_quoted(key)}\s*\])")
+
+
+def _quoted(key: str) -> str:
+    escaped = re.escape(key)
+    return f"(?:{escaped}|\"{escaped}\"|'{escaped}')"
+
+
+def _unknown(key: str, known: tuple[str, ...], file: str, line: int | None,
+             where: str) -> CheckFileError:
+    return CheckFileError(f"unknown key in {where}", file=file, line=line, key=key,
+                          hint=f"known keys: {', '.join(known)}")
+
+
+def _tolerance(table: dict[str, Any], key: str, file: str, line: int | None,
+               default: float, label: str | None = None) -> float:
+    if key not in table:
+        return default
+    given = table[key]
+    if not _is_number(given) or given < 0:
+        raise CheckFileError("must be a number >= 0", file=file, line=line, key=label or key)
+    return float(given)
+
+
+def _is_number(value: Any) -> bool:
+    """A finite TOML integer or float (``true`` is not a number here; ``nan``/``inf`` are not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _tomllib() -> Any:
+    """The TOML reader: stdlib ``tomllib`` on 3.11+, the ``tomli`` package on 3.10."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    return tomllib

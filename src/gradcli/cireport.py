@@ -1,0 +1,85 @@
+"""Reports CI systems read: JUnit XML (one testsuite per file, one testcase per check) and
+GitHub Actions workflow commands (``::error file=…,line=…::message``).
+
+GitHub's escaping rules (actions/toolkit, ``command.ts``): in the message ``%``, ``\\r`` and ``\\n``
+become ``%25``, ``%0D`` and ``%0A``; in property values also ``:`` and ``,`` become ``%3A`` and
+``%2C``.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+
+from .checkfile import CheckFileError
+from .checkrun import CheckOutcome
+from .errors import ExitStatus
+
+
+def junit_xml(outcomes: Iterable[CheckOutcome], errors: Iterable[CheckFileError] = ()) -> str:
+    """JUnit XML: failed assertions are ``<failure>``, numeric and file errors ``<error>``."""
+    root = ET.Element("testsuites", name="gradcli check")
+    suites: dict[str, ET.Element] = {}
+
+    def suite(file: str) -> ET.Element:
+        if file not in suites:
+            suites[file] = ET.SubElement(root, "testsuite", name=file)
+        return suites[file]
+
+    for outcome in outcomes:
+        spec = outcome.spec
+        case = ET.SubElement(suite(spec.file), "testcase", classname=spec.file, name=spec.name,
+                             time=f"{outcome.seconds:.6f}", file=spec.file, line=str(spec.line))
+        failures = outcome.failures
+        if failures:
+            numeric = outcome.status == ExitStatus.NUMERIC
+            element = ET.SubElement(case, "error" if numeric else "failure",
+                                    message=failures[0].describe(),
+                                    type="numeric error" if numeric else "check failed")
+            element.text = "\n".join(f"{spec.file}:{f.line}: {f.describe()}" for f in failures)
+        ET.SubElement(case, "system-out").text = "\n".join(f.describe() for f in outcome.findings)
+    for error in errors:
+        case = ET.SubElement(suite(error.file), "testcase", classname=error.file,
+                             name="load check file", time="0")
+        ET.SubElement(case, "error", message=error.one_line(), type="bad check file")
+    for element in suites.values():
+        cases = element.findall("testcase")
+        element.set("tests", str(len(cases)))
+        element.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+        element.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+        element.set("time", f"{sum(float(c.get('time', 0)) for c in cases):.6f}")
+    for total in ("tests", "failures", "errors"):
+        root.set(total, str(sum(int(s.get(total, 0)) for s in suites.values())))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def github_annotations(outcomes: Iterable[CheckOutcome],
+                       errors: Iterable[CheckFileError] = ()) -> list[str]:
+    """One ``::error`` workflow command per failed assertion and per bad file."""
+    lines = []
+    for outcome in outcomes:
+        for finding in outcome.failures:
+            lines.append(annotation(outcome.spec.file, finding.line,
+                                    f"gradcli check {outcome.spec.name}", finding.describe()))
+    for error in errors:
+        lines.append(annotation(error.file, error.line, "gradcli check: bad check file",
+                                error.one_line()))
+    return lines
+
+
+def annotation(file: str, line: int | None, title: str, message: str) -> str:
+    """``::error file=F,line=L,title=T::MESSAGE`` with GitHub's escaping."""
+    properties = [f"file={escape_property(file)}"]
+    if line is not None:
+        properties.append(f"line={line}")
+    properties.append(f"title={escape_property(title)}")
+    return f"::error {','.join(properties)}::{escape_data(message)}"
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -1,0 +1,279 @@
+"""Pictures of the computational graph: Graphviz DOT, Mermaid, a tree outline, SVG/PNG via ``dot``.
+
+The style follows the teaching diagrams gradcli comes from: each node shows its label, op and
+value (and gradient); solid edges run forward from an operand to its user; dashed edges run
+backward, labelled with the gradient that flows along THAT use -- the user's gradient times the
+op table's local partial for that operand position -- so ``err*err`` draws two edges of -1 that
+sum to err's gradient of -2. A program whose variables are not all given is drawn as structure
+only (no values). Nothing here imports rich: ``treeview`` turns the outline into a Rich tree.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .api import evaluate
+from .errors import UsageError
+from .graph import Node, Program, expression_texts, format_number, local_derivative
+from .ops import CONST, VAR
+from .parser import parse
+from .points import validate_values
+
+DEFAULT_MAX_NODES = 300  # 0 means no limit
+FORMATS = ("tree", "dot", "mermaid", "svg", "png")
+GRAPHVIZ_HINT = ("install Graphviz (apt-get install graphviz, brew install graphviz, or "
+                 "https://graphviz.org/download/), or use --format dot, which needs nothing")
+
+# Fill colours (Tailwind 100/700 pairs) that tell inputs, intermediates and the output apart.
+_STYLES = {
+    "input": ('"rounded,filled"', "#dbeafe", "#1d4ed8", "box"),
+    "const": ('"rounded,filled,dashed"', "#f3f4f6", "#6b7280", "box"),
+    "intermediate": ('"filled"', "#ffffff", "#374151", "box"),
+    "output": ('"bold,filled"', "#dcfce7", "#15803d", "box"),
+}
+
+
+@dataclass
+class GraphPicture:
+    """A program ready to draw: evaluated when every variable has a value, else structure only."""
+
+    program: Program
+    evaluated: bool
+    missing: list[str] = field(default_factory=list)  # variables with no value (structure only)
+
+    @property
+    def nodes(self) -> list[Node]:
+        return self.program.nodes
+
+    def label(self, node: Node) -> str:
+        """The name a statement gave the node, else its expression, else its number."""
+        return node.name or self._texts[node.index]
+
+    def kind(self, node: Node) -> str:
+        """``input``, ``const``, ``intermediate`` or ``output``: how the node is drawn."""
+        if node is self.program.output:
+            return "output"
+        return {VAR: "input", CONST: "const"}.get(node.op, "intermediate")
+
+    def facts(self, node: Node) -> str:
+        """``value 2 · grad -6``, or ``""`` for structure only."""
+        if not self.evaluated:
+            return format_number(node.value) if node.op is CONST else ""
+        text = f"value {format_number(node.value)}"
+        return text + (f" · grad {format_number(node.grad)}" if node.needs_grad else "")
+
+    def flow(self, user: Node, position: int) -> float | None:
+        """The gradient flowing back from ``user`` into its operand at ``position`` (None: none)."""
+        source = user.inputs[position]
+        if not self.evaluated or not source.needs_grad:
+            return None
+        args = [operand.value for operand in user.inputs]
+        return user.grad * local_derivative(user, args, position)
+
+    def __post_init__(self) -> None:
+        self._texts = expression_texts(self.program.nodes)
+
+
+def prepare(program: str | Program, values: Mapping[str, float] | None = None) -> GraphPicture:
+    """Parse and, when every variable has a value, evaluate ``program`` for drawing.
+
+    Missing values are not an error here: the picture shows the structure alone. A numeric error
+    at the given point is raised (``NumericError``), as ``evaluate`` does.
+    """
+    if isinstance(program, str):
+        program = parse(program)
+    missing = program.unbound(values or {})
+    if missing:
+        validate_values(values or {})
+        return GraphPicture(program, evaluated=False, missing=missing)
+    evaluate(program, values, check=False)
+    return GraphPicture(program, evaluated=True)
+
+
+def nearest_nodes(program: Program, max_nodes: int) -> tuple[list[Node], int]:
+    """Up to ``max_nodes`` nodes closest to the output (breadth first), in topological order.
+
+    Returns them and how many nodes were left out; ``max_nodes`` 0 keeps every node.
+    """
+    nodes = program.nodes
+    if max_nodes <= 0 or len(nodes) <= max_nodes:
+        return nodes, 0
+    kept = {program.output.index}
+    queue = deque([program.output])
+    while queue and len(kept) < max_nodes:
+        for source in queue.popleft().inputs:
+            if source.index not in kept and len(kept) < max_nodes:
+                kept.add(source.index)
+                queue.append(source)
+    return [nodes[i] for i in sorted(kept)], len(nodes) - len(kept)
+
+
+# --- tree outline --------------------------------------------------------------------------------
+
+@dataclass
+class TreeEntry:
+    """One line of the tree: a node under ``parent`` (an earlier entry's position, None for the
+    root); ``repeat`` means the node was drawn earlier and is only referenced here; ``cut`` that
+    its operands lie deeper than the tree goes."""
+
+    node: Node
+    parent: int | None
+    flow: float | None  # gradient flowing back along this use, when evaluated
+    repeat: bool
+    cut: bool = False
+
+
+def tree_outline(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
+                 max_depth: int = 0) -> tuple[list[TreeEntry], int]:
+    """The graph as a tree from the output down, depth first, operands in order (iterative).
+
+    A node reached again is a ``repeat`` entry with no children, so a DAG stays as large as its
+    edge count. Stops after ``max_nodes`` entries and does not go below ``max_depth`` levels
+    (0: no limit); returns the entries and how many graph nodes were never drawn.
+    """
+    entries: list[TreeEntry] = []
+    drawn: set[int] = set()
+    stack: list[tuple[Node, int | None, float | None, int]] = [
+        (picture.program.output, None, None, 0)]
+    while stack and (max_nodes <= 0 or len(entries) < max_nodes):
+        node, parent, flow, depth = stack.pop()
+        repeat = node.index in drawn and node.op is not CONST
+        cut = not repeat and bool(node.inputs) and 0 < max_depth <= depth
+        entries.append(TreeEntry(node, parent, flow, repeat, cut))
+        if repeat:
+            continue
+        drawn.add(node.index)
+        here = len(entries) - 1
+        for position in reversed(range(0 if cut else len(node.inputs))):
+            stack.append((node.inputs[position], here, picture.flow(node, position), depth + 1))
+    return entries, len(picture.nodes) - len(drawn)
+
+
+# --- DOT -----------------------------------------------------------------------------------------
+
+_DOT_UNSAFE = re.compile(r'[\\"\n\r\t\x00-\x1f\x7f]')
+
+
+def dot_string(text: str) -> str:
+    """``text`` as a DOT double-quoted string: backslashes and quotes escaped, line breaks as
+    ``\\n``, other control characters dropped (Graphviz would otherwise read ``\\l`` etc.)."""
+    replacements = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
+    return '"' + _DOT_UNSAFE.sub(lambda m: replacements.get(m.group(), ""), text) + '"'
+
+
+@dataclass
+class Drawing:
+    """What DOT and Mermaid both draw: boxes (id, text, kind), forward edges (from, to) and
+    backward edges (from, to, gradient flow); ``elided`` nodes stand behind one ``elided`` box."""
+
+    boxes: list[tuple[str, str, str]]
+    forward: list[tuple[str, str]]
+    backward: list[tuple[str, str, float]]
+    elided: int
+
+
+def drawing(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Drawing:
+    """The boxes and edges of ``picture``, the ``max_nodes`` nodes nearest the output."""
+    shown, elided = nearest_nodes(picture.program, max_nodes)
+    kept = {node.index for node in shown}
+    boxes = []
+    for node in shown:
+        parts = (picture.label(node), _op_text(node), picture.facts(node))
+        boxes.append((f"n{node.index}", "\n".join(p for p in parts if p), picture.kind(node)))
+    if elided:
+        boxes.append(("elided", f"… {elided:,} more nodes", "elided"))
+    forward, backward = [], []
+    for node in shown:
+        for position, source in enumerate(node.inputs):
+            start = f"n{source.index}" if source.index in kept else "elided"
+            forward.append((start, f"n{node.index}"))
+            flow = picture.flow(node, position)
+            if flow is not None and source.index in kept:
+                backward.append((f"n{node.index}", start, flow))
+    return Drawing(boxes, forward, backward, elided)
+
+
+def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
+    """Graphviz source: solid forward edges, dashed backward edges labelled with the flow."""
+    sketch = drawing(picture, max_nodes)
+    lines = [
+        "digraph gradcli {",
+        '  graph [rankdir=LR, fontname="Helvetica", nodesep=0.3, ranksep=0.5];',
+        '  node [fontname="Helvetica", fontsize=11, margin="0.12,0.06"];',
+        '  edge [fontname="Helvetica", fontsize=10, arrowsize=0.7];',
+    ]
+    for box, text, kind in sketch.boxes:
+        if kind == "elided":
+            lines.append(f"  {box} [label={dot_string(text)}, shape=plaintext];")
+            continue
+        style, fill, colour, shape = _STYLES[kind]
+        lines.append(f"  {box} [label={dot_string(text)}, shape={shape}, style={style}, "
+                     f'fillcolor="{fill}", color="{colour}"];')
+    lines += [f"  {start} -> {end};" for start, end in sketch.forward]
+    # constraint=false: only forward edges decide the layout, so backward ones never loop it.
+    lines += [f'  {start} -> {end} [style=dashed, color="#b91c1c", fontcolor="#b91c1c", '
+              f"constraint=false, label={dot_string(format_number(flow))}];"
+              for start, end, flow in sketch.backward]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _op_text(node: Node) -> str:
+    return "" if node.op is CONST else node.op.name
+
+
+# --- Mermaid -------------------------------------------------------------------------------------
+
+_MERMAID_ENTITIES = {'"': "#quot;", "#": "#35;", "<": "#lt;", ">": "#gt;", "`": "#96;",
+                     "[": "#91;", "]": "#93;", "{": "#123;", "}": "#125;", "|": "#124;",
+                     "\\": "#92;", "&": "#38;"}
+_MERMAID_UNSAFE = re.compile(r'["#<>`\[\]{}|\\&]|[\x00-\x1f\x7f]')
+
+
+def mermaid_string(text: str) -> str:
+    """``text`` as Mermaid quoted label text: special characters as ``#code;`` entities, lines
+    joined with ``<br>``, control characters dropped."""
+    lines = text.split("\n")
+    return '"' + "<br>".join(
+        _MERMAID_UNSAFE.sub(lambda m: _MERMAID_ENTITIES.get(m.group(), ""), line) for line in lines
+    ) + '"'
+
+
+def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
+    """A Mermaid flowchart of the same graph (renders in GitHub Markdown)."""
+    sketch = drawing(picture, max_nodes)
+    lines = ["flowchart LR"]
+    for box, text, kind in sketch.boxes:
+        style = "" if kind == "elided" else f":::{kind}"
+        lines.append(f"  {box}[{mermaid_string(text)}]{style}")
+    lines += [f"  {start} --> {end}" for start, end in sketch.forward]
+    lines += [f"  {start} -.->|{mermaid_string(format_number(flow))}| {end}"
+              for start, end, flow in sketch.backward]
+    for kind, (_, fill, colour, _) in _STYLES.items():
+        lines.append(f"  classDef {kind} fill:{fill},stroke:{colour}")
+    return "\n".join(lines) + "\n"
+
+
+# --- SVG / PNG through the Graphviz program ------------------------------------------------------
+
+def render_with_graphviz(dot_source: str, file_format: str) -> bytes:
+    """``dot_source`` rendered by the Graphviz ``dot`` program as ``svg`` or ``png`` bytes.
+
+    A UsageError (with how to install it) when ``dot`` is not on PATH or fails.
+    """
+    program = shutil.which("dot")
+    if program is None:
+        raise UsageError(f"--format {file_format} needs the Graphviz program 'dot', which is not "
+                         "installed", hint=GRAPHVIZ_HINT)
+    completed = subprocess.run([program, f"-T{file_format}"], input=dot_source.encode("utf-8"),
+                               capture_output=True, check=False, timeout=600)
+    if completed.returncode != 0:
+        problem = completed.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise UsageError(f"Graphviz 'dot' failed: {problem[0] if problem else 'no message'}",
+                         hint="try --format dot and inspect the source")
+    return completed.stdout

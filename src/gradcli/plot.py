@@ -1,0 +1,164 @@
+"""The output and its derivative along one swept variable: sampled with NumPy, drawn in the
+terminal (plotext) or saved as SVG/PNG (matplotlib, the optional extra ``gradcli[plot]``).
+
+Sampling is one vectorised forward and backward pass (``vector.evaluate_vector``). A point where
+the value or the gradient is not finite (a domain error, an overflow) is a gap in both curves,
+never a crash. plotext and matplotlib are imported only when a picture is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .api import missing_values_hint, missing_values_message
+from .errors import UsageError
+from .graph import Program, expression_texts
+from .ops import numpy
+from .parser import parse
+from .points import Value, validate_values
+from .vector import evaluate_vector
+
+FILE_FORMATS = ("svg", "png")
+PLOT_EXTRA_HINT = "pip install 'gradcli[plot]' (it adds matplotlib)"
+
+
+@dataclass
+class Curve:
+    """The output ``values`` and ``derivative`` d(output)/d(``name``) at the points ``xs``.
+
+    Both arrays hold NaN where the function has a numeric error (``gaps`` counts those points).
+    """
+
+    name: str
+    title: str  # the output's expression
+    xs: Any
+    values: Any
+    derivative: Any
+    gaps: int
+
+
+def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
+    """Evaluate ``program`` along the one variable given several values (``--x -3:3:200``).
+
+    The other variables need one value each (or the program's default). UsageError otherwise.
+    """
+    if isinstance(program, str):
+        program = parse(program)
+    validate_values(values)
+    swept = [name for name, value in values.items() if isinstance(value, tuple)]
+    example = 'e.g. --x -3:3:200 (START:STOP:COUNT) or --x 0,0.5,1'
+    if len(swept) != 1:
+        what = "no variable" if not swept else f"{len(swept)} variables ({', '.join(swept)})"
+        raise UsageError(f"plot sweeps exactly one variable, and {what} were given several values",
+                         hint=f"give one variable a range, {example}")
+    name = swept[0]
+    if name not in program.variables:
+        used = ", ".join(program.variables) or "none"
+        raise UsageError(f"the program does not use {name} (its variables: {used})",
+                         hint=f"sweep one of its variables, {example}")
+    missing = program.unbound(values)
+    if missing:
+        raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
+    np = numpy()
+    columns = {key: values[key] for key in program.variables if key in values}
+    result = evaluate_vector(program, columns)
+    assert result.grads is not None
+    xs = np.asarray(values[name], dtype=float)
+    derivative = np.array(result.grads[program.variables[name].index], dtype=float)
+    output = np.array(result.output, dtype=float)
+    output[result.failed] = np.nan
+    derivative[result.failed] = np.nan
+    title = expression_texts(program.nodes)[-1]
+    return Curve(name, title, xs, output, derivative, int(result.failed.sum()))
+
+
+def segments(curve: Curve, ys: Any) -> Iterator[tuple[list[float], list[float]]]:
+    """The runs of consecutive finite points of ``ys``: each is drawn as its own line."""
+    run_x: list[float] = []
+    run_y: list[float] = []
+    for x, y in zip(curve.xs.tolist(), ys.tolist(), strict=True):
+        if y == y:  # not NaN
+            run_x.append(x)
+            run_y.append(y)
+        elif run_x:
+            yield run_x, run_y
+            run_x, run_y = [], []
+    if run_x:
+        yield run_x, run_y
+
+
+def thinned(curve: Curve, most: int) -> Curve:
+    """At most about ``most`` points of ``curve``, evenly strided, for a picture that cannot show
+    more. A point stands for its whole stride: it is a gap if any point of the stride is one."""
+    np = numpy()
+    size = curve.xs.size
+    stride = -(-size // most)
+    if stride <= 1:
+        return curve
+    usable = size - size % stride  # whole strides; the ragged end is kept point by point
+    pieces = []
+    for ys in (curve.values, curve.derivative):
+        head = ys[:usable:stride].copy()
+        head[np.isnan(ys[:usable]).reshape(-1, stride).any(axis=1)] = np.nan
+        pieces.append(np.concatenate([head, ys[usable:]]))
+    xs = np.concatenate([curve.xs[:usable:stride], curve.xs[usable:]])
+    return Curve(curve.name, curve.title, xs, pieces[0], pieces[1], curve.gaps)
+
+
+def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool = True) -> str:
+    """The curve and its derivative as text for a terminal (plotext), ANSI colours optional.
+
+    A terminal shows about two dots per column, so a long sweep is thinned to 8 points per column
+    first (plotext's time grows with the number of points).
+    """
+    import plotext
+
+    curve = thinned(curve, 8 * width)
+
+    figure = plotext.figure
+    figure.clear()
+    figure.theme("simple" if colour else "colorless")  # simple: no background colour
+    figure.plot_size(width, height)
+    # No legend box (it covers the curves): the title names each line by its marker, which
+    # tells them apart without colour too.
+    figure.title(f"{curve.title}:  ▀ value   • d/d{curve.name}")
+    lines = ((curve.values, "hd", "blue+"), (curve.derivative, "•", "red+"))
+    for ys, symbol, colour_name in lines:
+        for run_x, run_y in segments(curve, ys):
+            marker = plotext.marker(symbol, colour_name)
+            figure.draw(figure.signal(run_x, run_y, marker=marker).lines())
+    if curve.xs.size > 1:  # the whole swept range, so gaps at either end show as gaps
+        figure.ruler(axis=0).lim(float(curve.xs.min()), float(curve.xs.max()))
+    text = str(figure.build())
+    figure.clear()
+    if colour:
+        return text
+    return "\n".join(line.rstrip() for line in plotext.uncolorize(text).splitlines())
+
+
+def save_plot(curve: Curve, path: str | Path, file_format: str | None = None) -> None:
+    """Write the curve and its derivative to ``path`` as SVG or PNG (matplotlib, lazily)."""
+    file_format = file_format or Path(path).suffix.lstrip(".").lower()
+    if file_format not in FILE_FORMATS:
+        raise UsageError(f"cannot save a plot as {file_format or 'a file without a suffix'!r}",
+                         hint="name the file .svg or .png")
+    try:
+        from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
+    except ImportError:
+        raise UsageError("saving a plot needs matplotlib, which is not installed",
+                         hint=PLOT_EXTRA_HINT + "; without -o the plot prints in the terminal"
+                         ) from None
+    figure = Figure(figsize=(7, 4.2), layout="constrained")
+    axes = figure.subplots()
+    axes.plot(curve.xs, curve.values, label="value", color="#1d4ed8")
+    axes.plot(curve.xs, curve.derivative, label=f"d/d{curve.name}", color="#b91c1c",
+              linestyle="--")
+    axes.axhline(0, color="#9ca3af", linewidth=0.6)
+    axes.set_xlabel(curve.name)
+    axes.set_title(curve.title.replace("$", r"\$"), fontsize=10)  # no mathtext
+    axes.legend()
+    axes.grid(alpha=0.3)
+    figure.savefig(path, format=file_format)
