@@ -57,6 +57,7 @@ def test_diff_formats():
     (("diff", "x +"), "parse error"),
     (("diff",), "give one of EXPR or -f FILE"),
     (("diff", "x", "--order", "9"), "9 is not in the range"),
+    (("diff", "2*pi"), "the expression has no variables"),
 ])
 def test_diff_errors_are_one_line_usage_errors(args, message):
     result = invoke(*args)

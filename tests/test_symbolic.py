@@ -156,6 +156,8 @@ def test_printed_derivatives_parse_back_to_the_reverse_mode_gradient(expression,
     builder = Builder()
     (output,) = builder.import_graph([program.output])
     names = list(program.variables)
+    value = _at(to_text(output), point)  # the simplified value reads back too
+    assert math.isclose(value, numeric.value, rel_tol=1e-9, abs_tol=1e-9), text
     for name, grad in zip(names, gradients(output, [builder.variable(n) for n in names]),
                           strict=True):
         printed = print_shared([grad]).program()

@@ -69,6 +69,9 @@ def differentiate(
         raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {order}")
     unbound = [n for n in program.variables if n not in values]
     names = list(wrt) if wrt else (unbound or list(program.variables))
+    if not names:
+        raise UsageError("nothing to differentiate: the expression has no variables",
+                         hint='try: gradcli diff "x**2"')
     unknown = [n for n in names if n not in program.variables]
     if unknown:
         known = ", ".join(program.variables) or "none"
