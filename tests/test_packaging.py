@@ -75,7 +75,7 @@ def test_imports_flow_one_way():
         imported = set(re.findall(r"^from \.(\w+) import", text, re.MULTILINE))
         if path.stem in {"ops", "graph", "errors"}:
             assert not imported & outer, path.name
-        if path.stem != "parser":
+        if path.stem not in {"parser", "lalr"}:  # lalr imports lark only to regenerate tables
             assert not re.search(r"^\s*(from|import) lark", text, re.MULTILINE), path.name
         if path.stem not in {"cli", "render"}:
             assert not re.search(r"^\s*(from|import) (rich|click)", text, re.MULTILINE), path.name
