@@ -18,14 +18,15 @@ single-child expansion, ``-> alias`` callbacks) and raises ``UnexpectedCharacter
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import zlib
-from collections.abc import Callable
 from typing import Any
 
 GRAMMAR_FILE = "expr.lark"
-_SHIFT, _REDUCE = 0, 1
+_SHIFT, _REDUCE = 0, 1  # action kinds in the tables
+_PASS, _CALL, _SPLICE = 0, 1, 2  # how a reduction makes its value
 _ERROR = "__ERROR"
 
 
@@ -59,7 +60,12 @@ class UnexpectedToken(UnexpectedInput):
 
 
 class Parser:
-    """Parses text with ``tables``, calling ``builder.<rule alias>(children)`` at each reduction."""
+    """Parses text with ``tables``, calling ``builder.<rule alias>(children)`` at each reduction.
+
+    Actions are ints (a state to shift to, or ``~rule`` to reduce by); a rule that only passes
+    its one child up (``?sum: product``) costs a goto and nothing else; only the terminals some
+    rule keeps (names and numbers) become ``Token`` objects.
+    """
 
     def __init__(self, tables: dict[str, Any], builder: object) -> None:
         terminals = tables["terminals"]
@@ -68,19 +74,35 @@ class Parser:
         self.ignore = frozenset(tables["ignore"])
         self.allowed = {name for name, _ in terminals} - self.ignore
         self.valued = frozenset(tables["valued"])  # terminals whose text some rule keeps
-        self.actions: list[dict[str, tuple[int, int]]] = tables["actions"]
         self.start, self.end = tables["start"], tables["end"]
+        self.steps: list[dict[str, int]] = []  # per state: terminal -> state or ~rule
+        self.gotos: list[dict[str, int]] = []  # per state: rule name -> state
+        for state in tables["actions"]:
+            self.steps.append({symbol: arg if kind == _SHIFT else ~arg
+                               for symbol, (kind, arg) in state.items() if symbol.isupper()})
+            self.gotos.append({symbol: arg for symbol, (_, arg) in state.items()
+                               if not symbol.isupper()})
         self.rules = [self._reducer(rule, builder) for rule in tables["rules"]]
 
     @staticmethod
-    def _reducer(rule: list, builder: object) -> tuple[int, str, Callable[[list], Any]]:
-        """(length, origin, function of the popped values) for one grammar rule."""
+    def _reducer(rule: list, builder: object) -> tuple[int, str, int, Any]:
+        """(length, origin, how, what) for one grammar rule.
+
+        ``how`` is _PASS (the value is the popped value at position ``what``: ``?rule`` with one
+        child, ``"(" sum ")"``), _CALL (``what`` is (method, positions) of the kept values) or
+        _SPLICE (``what`` builds the children with ``_rule`` inlining, Lark's general case).
+        """
         origin, length, callback, expand1, kept = rule
         method = getattr(builder, callback, None)
         if not origin.startswith("_") and not expand1 and method is None:
             raise TypeError(f"the parser builder has no method for the rule {callback}")
+        plain = not any(splice for _, splice in kept)
+        if expand1 and plain and len(kept) == 1:
+            return length, origin, _PASS, kept[0][0]
+        if plain and not origin.startswith("_") and not expand1:
+            return length, origin, _CALL, (method, tuple(index for index, _ in kept))
 
-        def reduce(values: list) -> Any:
+        def build(values: list) -> Any:
             children: list = []
             for index, splice in kept:
                 if splice:
@@ -93,57 +115,77 @@ class Parser:
                 return children[0]
             return method(children)  # type: ignore[misc]
 
-        return length, origin, reduce
+        return length, origin, _SPLICE, build
 
     def parse(self, text: str) -> Any:
-        actions, rules, ignore, valued = self.actions, self.rules, self.ignore, self.valued
-        states, values = [self.start], []
+        steps, gotos, rules, ignore, valued = (
+            self.steps, self.gotos, self.rules, self.ignore, self.valued)
+        states: list[int] = [self.start]
+        values: list[Any] = []
         line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
-        last: Token | None = None
-        for match in self.scanner.finditer(text):
-            kind = match.lastgroup
-            if kind in ignore:
-                continue
-            pos = match.start()
-            line += text.count("\n", counted, pos)
-            counted = pos
-            line_start = text.rfind("\n", 0, pos) + 1
-            if kind == _ERROR:
-                raise UnexpectedCharacters(pos, line, pos - line_start + 1, set(self.allowed))
-            token = last = Token(kind, match.group(), pos, line, pos - line_start + 1)  # type: ignore[arg-type]
-            value = token if kind in valued else None
+        last = None
+        for match in itertools.chain(self.scanner.finditer(text), (None,)):
+            if match is None:
+                kind, value = "$END", None
+            else:
+                kind = match.lastgroup  # type: ignore[assignment]
+                if kind in ignore:
+                    continue
+                last = match
+                if kind == _ERROR:
+                    raise UnexpectedCharacters(*_position(text, match.start()), set(self.allowed))
+                value = None
+                if kind in valued:
+                    pos = match.start()
+                    if counted < pos and "\n" in text[counted:pos]:
+                        line += text.count("\n", counted, pos)
+                        line_start = text.rfind("\n", 0, pos) + 1
+                    counted = pos
+                    value = Token(kind, match.group(), pos, line, pos - line_start + 1)
             while True:
-                action = actions[states[-1]].get(kind)  # type: ignore[arg-type]
+                action = steps[states[-1]].get(kind)
                 if action is None:
-                    raise UnexpectedToken(token, _expected(actions[states[-1]]))
-                if action[0] == _SHIFT:
-                    states.append(action[1])
+                    if kind == "$END" and states[-1] == self.end:
+                        return values[-1]
+                    raise UnexpectedToken(_token(text, kind, last), _expected(steps[states[-1]]))
+                if action >= 0:
+                    states.append(action)
                     values.append(value)
                     break
-                self._reduce(rules[action[1]], states, values)
-        end = Token("$END", "", *(
-            (last.pos_in_stream, last.line, last.column) if last else (0, 1, 1)))
-        while states[-1] != self.end:
-            action = actions[states[-1]].get("$END")
-            if action is None:
-                raise UnexpectedToken(end, _expected(actions[states[-1]]))
-            self._reduce(rules[action[1]], states, values)
-        return values[-1]
-
-    def _reduce(self, rule: tuple, states: list[int], values: list) -> None:
-        length, origin, reduce = rule
-        if length:
-            popped = values[-length:]
-            del values[-length:]
-            del states[-length:]
-        else:
-            popped = []
-        values.append(reduce(popped))
-        states.append(self.actions[states[-1]][origin][1])
+                length, origin, how, what = rules[~action]
+                if how == _PASS and length == 1:  # ?sum: product -- the value stays, goto only
+                    states[-1] = gotos[states[-2]][origin]
+                    continue
+                popped = values[-length:] if length else []
+                if length:
+                    del values[-length:]
+                    del states[-length:]
+                if how == _PASS:
+                    values.append(popped[what])
+                elif how == _CALL:
+                    method, positions = what
+                    values.append(method([popped[i] for i in positions]))
+                else:
+                    values.append(what(popped))
+                states.append(gotos[states[-1]][origin])
+        raise AssertionError("unreachable: $END either completes the parse or is unexpected")
 
 
-def _expected(state_actions: dict[str, tuple[int, int]]) -> set[str]:
-    return {symbol for symbol in state_actions if symbol.isupper()}
+def _position(text: str, pos: int) -> tuple[int, int, int]:
+    """(pos, line, column) of a character position, 1-based as Lark counts."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    return pos, text.count("\n", 0, pos) + 1, pos - line_start + 1
+
+
+def _token(text: str, kind: str, last: re.Match | None) -> Token:
+    """A token for an error message (Lark's ``$END`` borrows the last token's position)."""
+    if last is None:
+        return Token(kind, "", 0, 1, 1)
+    return Token(kind, "" if kind == "$END" else last.group(), *_position(text, last.start()))
+
+
+def _expected(steps: dict[str, int]) -> set[str]:
+    return set(steps)
 
 
 # --- the tables: generated with Lark, shipped as literals ----------------------------------------
