@@ -102,9 +102,13 @@ class Parser:
         if plain and not origin.startswith("_") and not expand1:
             return length, origin, _CALL, (method, tuple(index for index, _ in kept))
 
+        # A left-recursive list rule (``_x: _x item``) grows its own list in place, as Lark's
+        # does: copying it at every item would make a long program quadratic.
+        reuse_first = bool(kept) and kept[0] == [0, True]
+
         def build(values: list) -> Any:
-            children: list = []
-            for index, splice in kept:
+            children: list = values[0] if reuse_first else []
+            for index, splice in kept[1:] if reuse_first else kept:
                 if splice:
                     children.extend(values[index])
                 else:
