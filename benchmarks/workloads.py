@@ -20,9 +20,11 @@ def _expression(rng: random.Random, leaves: list[str], ops: int) -> str:
     while used < ops:
         kind = rng.random()
         i = rng.randrange(len(terms))
-        if kind < 0.1 and used + 1 <= ops:
-            terms[i] = f"relu({terms[i]})"
-            used += 1
+        if kind < 0.1 and used + 2 <= ops:
+            # A shift keeps relu off its kink when the operand is exactly 0 (x - x), where the
+            # check rightly fails (the function is not differentiable there).
+            terms[i] = f"relu({terms[i]} + {rng.randint(100, 999) / 1000})"
+            used += 2
         elif kind < 0.2 and used + 1 <= ops:
             terms[i] = f"({terms[i]})**2"
             used += 1
@@ -55,7 +57,8 @@ def batch_programs(count: int = 10_000, seed: int = SEED) -> list[str]:
 
 def batch_point() -> dict[str, float]:
     """The values W2 gives every program."""
-    return {name: 0.3 + 0.2 * i for i, name in enumerate(NAMES)}
+    # Irrational-looking values, so that no relu operand lands exactly on 0 by coincidence.
+    return dict(zip(NAMES, (0.4142, 0.7321, 0.5774, 0.8660, 0.2361), strict=True))
 
 
 def wide_program(nodes: int = 100_000, variables: int = 100, seed: int = SEED) -> str:

@@ -119,17 +119,25 @@ def evaluate_lines(
     Yields exactly one outcome per such line; an error on one line never stops the others.
     """
     for number, raw in enumerate(lines, start=1):
-        source = raw.rstrip("\r\n")
-        if not source.strip() or source.lstrip().startswith("#"):
-            continue
-        try:
-            result = evaluate(source, values, **options)  # type: ignore[arg-type]
-        except GradcliError as error:
-            if error.line is not None:
-                error.line = number
-            yield LineOutcome(number, source, error=error)
-        else:
-            yield LineOutcome(number, source, result=result)
+        outcome = evaluate_line(number, raw, values, **options)
+        if outcome is not None:
+            yield outcome
+
+
+def evaluate_line(
+    number: int, raw: str, values: Mapping[str, float] | None = None, **options: object
+) -> LineOutcome | None:
+    """One line of a batch (physical line ``number``); None for a blank or ``#`` line."""
+    source = raw.rstrip("\r\n")
+    if not source.strip() or source.lstrip().startswith("#"):
+        return None
+    try:
+        result = evaluate(source, values, **options)  # type: ignore[arg-type]
+    except GradcliError as error:
+        if error.line is not None:
+            error.line = number
+        return LineOutcome(number, source, error=error)
+    return LineOutcome(number, source, result=result)
 
 
 def missing_values_message(names: list[str]) -> str:
