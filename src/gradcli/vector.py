@@ -9,6 +9,7 @@ message re-evaluate that one point on the scalar path, which names the node.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,46 +40,79 @@ def evaluate_vector(
     Every column must have the same length (or be a scalar, broadcast to all points); variables
     missing from ``columns`` take the program's defaults. Raises KeyError for a variable with no
     value at all (callers check ``program.unbound`` first).
+
+    A value that is the same at every point (a constant, a scalar column, what is computed from
+    those alone) stays one float while computing: NumPy then takes its fast paths (``x ** 2``
+    squares instead of calling pow) and no array is filled with copies. The results are still
+    one (size,) array per node (read-only broadcast views where the value is uniform).
     """
     np = numpy()
-    arrays = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
-    size = max((a.size for a in arrays.values() if a.ndim), default=1)
-    failed = np.zeros(size, dtype=bool)
-    values: list[Any] = []
+    given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
+    size = max((a.size for a in given.values() if a.ndim), default=1)
+    ok = np.ones(size, dtype=bool)
+    operands: list[Any] = []  # per node: a float (the same at every point) or a (size,) array
     with np.errstate(all="ignore"):
         for node in program.nodes:
             if node.op is VAR:
-                given = arrays.get(str(node.name), program.defaults.get(str(node.name)))
-                if given is None:
+                value = given.get(str(node.name), program.defaults.get(str(node.name)))
+                if value is None:
                     raise KeyError(node.name)
-                value = np.broadcast_to(np.asarray(given, dtype=float), (size,))
+                value = float(value) if np.ndim(value) == 0 else value
             elif node.op is CONST:
-                value = np.full(size, node.value)
+                value = node.value
             else:
-                value = np.asarray(node.op.apply_vector(*(values[s.index] for s in node.inputs)))
-                value = np.broadcast_to(value, (size,))
-                failed |= ~np.isfinite(value)
-            values.append(value)
-        grads = _backward_vector(program, values, failed) if gradients else None
-    return VectorEvaluation(size, values, grads, failed)
+                value = node.op.apply_vector(*(operands[s.index] for s in node.inputs))
+                _mark_finite(np, ok, value)
+            operands.append(value)
+        grads = _backward_vector(program, operands, ok) if gradients else None
+    values = [_column(np, value, size) for value in operands]
+    return VectorEvaluation(size, values, grads, ~ok)
 
 
-def _backward_vector(program: Program, values: list[Any], failed: Any) -> list[Any]:
+def _times(grad: Any, partial: Any) -> Any:
+    """grad * partial without a pass over the points when either is exactly 1 (sums, the
+    output's own gradient): arrays are never changed in place, so sharing one is safe."""
+    if type(partial) is float and partial == 1.0:
+        return grad
+    if type(grad) is float and grad == 1.0:
+        return partial
+    return grad * partial
+
+
+def _column(np: Any, value: Any, size: int) -> Any:
+    return np.broadcast_to(np.asarray(value, dtype=float), (size,))
+
+
+def _mark_finite(np: Any, ok: Any, value: Any) -> None:
+    """ok &= isfinite(value), in place."""
+    if np.ndim(value) == 0:
+        if not math.isfinite(value):
+            ok[:] = False
+    else:
+        np.logical_and(ok, np.isfinite(value), out=ok)
+
+
+def _backward_vector(program: Program, operands: list[Any], ok: Any) -> list[Any]:
     np = numpy()
     nodes = program.nodes
-    size = failed.size
-    grads: list[Any] = [np.zeros(size) if node.needs_grad else None for node in nodes]
-    grads[-1] = np.ones(size)
+    size = ok.size
+    grads: list[Any] = [None] * len(nodes)  # None: no contribution yet
+    grads[-1] = 1.0
     for node in reversed(nodes):
         if not node.inputs or not node.needs_grad:
             continue
-        args = [values[source.index] for source in node.inputs]
+        args = [operands[source.index] for source in node.inputs]
         for position, source in enumerate(node.inputs):
             if source.needs_grad:
-                partial = node.op.rules[position](*args, values[node.index])
-                grads[source.index] = grads[source.index] + grads[node.index] * partial
-                failed |= ~np.isfinite(grads[source.index])
-    return grads
+                partial = node.op.rules[position](*args, operands[node.index])
+                term = _times(grads[node.index], partial)
+                i = source.index
+                grads[i] = term if grads[i] is None else grads[i] + term
+    for grad in grads:  # a sum is not finite where any of its terms is not (inf - inf is nan)
+        if grad is not None:
+            _mark_finite(np, ok, grad)
+    return [None if not node.needs_grad else _column(np, 0.0 if g is None else g, size)
+            for node, g in zip(nodes, grads, strict=True)]
 
 
 # --- many perturbations at once: the finite-difference check's replays -------------------------

@@ -1,0 +1,305 @@
+"""The peers, each doing the same work as gradcli the way its users would write it.
+
+Every factory returns None when its library is not installed (``pip install -e '.[bench]'``),
+so the benchmark runs with whatever is there. The programs are the generated benchmark text,
+trusted, read with Python's ``eval``/``exec`` as these libraries' users do; gradcli never does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+# Peers too slow for 10,000 programs run on this many and are scaled.
+BATCH_SAMPLE = {"SymPy (sympify, diff, evalf)": 20}
+
+
+def _have(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+# --- W2: many small programs -------------------------------------------------------------------
+
+def micrograd_batch() -> Callable | None:
+    if not _have("micrograd"):
+        return None
+    from micrograd.engine import Value
+
+    helpers = {"relu": lambda a: a.relu(), "__builtins__": {}}
+
+    def run(programs: list[str], point: dict[str, float]) -> None:
+        for text in programs:
+            names = {name: Value(value) for name, value in point.items()}
+            out = eval(text, helpers, names)  # noqa: S307 -- trusted benchmark text
+            out.backward()
+
+    return run
+
+
+def torch_batch() -> Callable | None:
+    if not _have("torch"):
+        return None
+    import torch
+
+    helpers = {"relu": torch.relu, "__builtins__": {}}
+
+    def run(programs: list[str], point: dict[str, float]) -> None:
+        for text in programs:
+            names = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
+                     for n, v in point.items()}
+            out = eval(text, helpers, names)  # noqa: S307
+            out.backward()
+            [t.grad for t in names.values()]
+
+    return run
+
+
+def autograd_batch() -> Callable | None:
+    if not _have("autograd"):
+        return None
+    import autograd
+    import autograd.numpy as anp
+
+    helpers = {"relu": lambda a: anp.maximum(a, 0.0), "__builtins__": {}}
+
+    def run(programs: list[str], point: dict[str, float]) -> None:
+        names = list(point)
+        start = anp.array([point[n] for n in names])
+        for text in programs:
+            code = compile(text, "<program>", "eval")
+
+            def f(values, code=code):
+                return eval(code, helpers, dict(zip(names, values, strict=True)))  # noqa: S307
+
+            autograd.value_and_grad(f)(start)
+
+    return run
+
+
+def sympy_batch() -> Callable | None:
+    if not _have("sympy"):
+        return None
+    import sympy
+
+    def run(programs: list[str], point: dict[str, float]) -> None:
+        symbols = {n: sympy.Symbol(n) for n in point}
+        names = {**symbols, "relu": lambda a: sympy.Max(a, 0)}
+        at = {symbols[n]: v for n, v in point.items()}
+        for text in programs:
+            expr = sympy.sympify(text, locals=names)
+            float(expr.evalf(subs=at))
+            used = expr.free_symbols
+            [float(sympy.diff(expr, s).evalf(subs=at)) for s in symbols.values() if s in used]
+
+    return run
+
+
+BATCH: dict[str, Callable[[], Callable | None]] = {
+    "micrograd + eval": micrograd_batch,
+    "PyTorch (eager, float64)": torch_batch,
+    "HIPS autograd": autograd_batch,
+    "SymPy (sympify, diff, evalf)": sympy_batch,
+}
+
+
+# --- W3: one wide program, gradient and a finite-difference check of every input ----------------
+
+def _wide_runner(
+    make_inputs: Callable[[dict[str, float]], dict[str, Any]],
+    helpers: dict[str, Any],
+    backward: Callable[[Any, dict[str, Any]], None],
+) -> Callable[[str, dict[str, float]], tuple[float, int, str]]:
+    """Time one traced forward + backward and one plain forward; the check needs 2 forwards per
+    input, which are extrapolated from the timed one (running 200 would take minutes)."""
+
+    def evaluate(text: str, names: dict[str, Any]) -> Any:
+        *statements, output = text.split("\n")
+        exec("\n".join(statements), helpers, names)  # noqa: S102 -- trusted benchmark text
+        total = None
+        for term in output.split(" + "):  # summed here: Python's compiler nests a long sum
+            total = names[term] if total is None else total + names[term]
+        return total
+
+    def run(text: str, point: dict[str, float]) -> tuple[float, int, str]:
+        tracemalloc.start()
+        start = time.perf_counter()
+        names = make_inputs(point)
+        out = evaluate(text, names)
+        backward(out, names)
+        traced = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        plain = []
+        for _ in range(2):
+            start = time.perf_counter()
+            evaluate(text, dict(point))
+            plain.append(time.perf_counter() - start)
+        forward = statistics.median(plain)
+        total = traced + 2 * len(point) * forward
+        note = (f"gradient {traced:.1f} s + {2 * len(point)} plain forwards of "
+                f"{forward:.2f} s (extrapolated)")
+        return total, peak, note
+
+    return run
+
+
+def micrograd_wide() -> Callable | None:
+    if not _have("micrograd"):
+        return None
+    import sys
+
+    from micrograd.engine import Value
+
+    def backward(out: Any, names: dict[str, Any]) -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(1_000_000)  # micrograd's topological sort is recursive
+        try:
+            out.backward()
+        finally:
+            sys.setrecursionlimit(limit)
+
+    return _wide_runner(lambda p: {n: Value(v) for n, v in p.items()},
+                        {"__builtins__": {}}, backward)
+
+
+def torch_wide() -> Callable | None:
+    if not _have("torch"):
+        return None
+    import torch
+
+    def inputs(point: dict[str, float]) -> dict[str, Any]:
+        return {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
+                for n, v in point.items()}
+
+    return _wide_runner(inputs, {"__builtins__": {}}, lambda out, names: out.backward())
+
+
+def autograd_wide() -> Callable | None:
+    if not _have("autograd"):
+        return None
+    import autograd.numpy as anp
+    from autograd import value_and_grad
+
+    def run(text: str, point: dict[str, float]) -> tuple[float, int, str]:
+        names = list(point)
+        *statements, output = text.split("\n")
+        body = compile("\n".join(statements), "<program>", "exec")
+        terms = output.split(" + ")
+
+        def f(values: Any) -> Any:
+            scope = {n: values[i] for i, n in enumerate(names)}
+            exec(body, {"__builtins__": {}}, scope)  # noqa: S102 -- trusted benchmark text
+            total = scope[terms[0]]
+            for term in terms[1:]:
+                total = total + scope[term]
+            return total
+
+        start_values = anp.array([point[n] for n in names])
+        tracemalloc.start()
+        start = time.perf_counter()
+        value_and_grad(f)(start_values)
+        traced = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        start = time.perf_counter()
+        f(start_values)
+        forward = time.perf_counter() - start
+        total = traced + 2 * len(point) * forward
+        note = (f"gradient {traced:.1f} s + {2 * len(point)} plain forwards of "
+                f"{forward:.2f} s (extrapolated)")
+        return total, peak, note
+
+    return run
+
+
+WIDE: dict[str, Callable[[], Any]] = {
+    "micrograd + exec": micrograd_wide,
+    "PyTorch (eager, float64)": torch_wide,
+    "HIPS autograd": autograd_wide,
+}
+
+
+# --- W4: deep nesting ----------------------------------------------------------------------------
+
+def micrograd_deep() -> Callable | None:
+    if not _have("micrograd"):
+        return None
+    from micrograd.engine import Value
+
+    def run(text: str) -> None:
+        out = eval(text, {"__builtins__": {}}, {"x": Value(0.3)})  # noqa: S307
+        out.backward()
+
+    return run
+
+
+def sympy_deep() -> Callable | None:
+    if not _have("sympy"):
+        return None
+    import sympy
+
+    def run(text: str) -> None:
+        x = sympy.Symbol("x")
+        expr = sympy.sympify(text, locals={"x": x})
+        float(sympy.diff(expr, x).subs(x, 0.3))
+
+    return run
+
+
+DEEP: dict[str, Callable[[], Callable | None]] = {
+    "micrograd + eval": micrograd_deep,
+    "SymPy": sympy_deep,
+}
+
+
+# --- W5: value and gradient at 10^6 points ---------------------------------------------------------
+
+def sweep_by_hand(np: Any, x: Any, y: Any) -> tuple[Any, Any, Any]:
+    """sin(x)*exp(-y**2) + log(1+x**2*y**2) and its gradient, written out by hand."""
+    s, c, g = np.sin(x), np.cos(x), np.exp(-y * y)
+    q = 1.0 + x * x * y * y
+    value = s * g + np.log(q)
+    dx = c * g + 2.0 * x * y * y / q
+    dy = -2.0 * y * s * g + 2.0 * x * x * y / q
+    return value, dx, dy
+
+
+def torch_sweep() -> Callable | None:
+    if not _have("torch"):
+        return None
+    import torch
+
+    def run(x: Any, y: Any) -> None:
+        tx = torch.tensor(x, requires_grad=True)
+        ty = torch.tensor(y, requires_grad=True)
+        out = torch.sin(tx) * torch.exp(-ty**2) + torch.log(1 + tx**2 * ty**2)
+        out.sum().backward()
+
+    return run
+
+
+def autograd_sweep() -> Callable | None:
+    if not _have("autograd"):
+        return None
+    import autograd.numpy as anp
+    from autograd import elementwise_grad
+
+    def f(x: Any, y: Any) -> Any:
+        return anp.sin(x) * anp.exp(-y**2) + anp.log(1 + x**2 * y**2)
+
+    dx, dy = elementwise_grad(f, 0), elementwise_grad(f, 1)
+
+    def run(x: Any, y: Any) -> None:
+        f(x, y), dx(x, y), dy(x, y)
+
+    return run
+
+
+SWEEP: dict[str, Callable[[], Callable | None]] = {
+    "PyTorch (float64)": torch_sweep,
+    "HIPS autograd (elementwise_grad)": autograd_sweep,
+}
