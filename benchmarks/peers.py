@@ -34,7 +34,7 @@ def micrograd_batch() -> Callable | None:
     def run(programs: list[str], point: dict[str, float]) -> None:
         for text in programs:
             names = {name: Value(value) for name, value in point.items()}
-            out = eval(text, helpers, names)  # noqa: S307 -- trusted benchmark text
+            out = eval(text, helpers, names)
             out.backward()
 
     return run
@@ -51,7 +51,7 @@ def torch_batch() -> Callable | None:
         for text in programs:
             names = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
                      for n, v in point.items()}
-            out = eval(text, helpers, names)  # noqa: S307
+            out = eval(text, helpers, names)
             out.backward()
             [t.grad for t in names.values()]
 
@@ -73,7 +73,7 @@ def autograd_batch() -> Callable | None:
             code = compile(text, "<program>", "eval")
 
             def f(values, code=code):
-                return eval(code, helpers, dict(zip(names, values, strict=True)))  # noqa: S307
+                return eval(code, helpers, dict(zip(names, values, strict=True)))
 
             autograd.value_and_grad(f)(start)
 
@@ -118,7 +118,7 @@ def _wide_runner(
 
     def evaluate(text: str, names: dict[str, Any]) -> Any:
         *statements, output = text.split("\n")
-        exec("\n".join(statements), helpers, names)  # noqa: S102 -- trusted benchmark text
+        exec("\n".join(statements), helpers, names)
         total = None
         for term in output.split(" + "):  # summed here: Python's compiler nests a long sum
             total = names[term] if total is None else total + names[term]
@@ -192,7 +192,7 @@ def autograd_wide() -> Callable | None:
 
         def f(values: Any) -> Any:
             scope = {n: values[i] for i, n in enumerate(names)}
-            exec(body, {"__builtins__": {}}, scope)  # noqa: S102 -- trusted benchmark text
+            exec(body, {"__builtins__": {}}, scope)
             total = scope[terms[0]]
             for term in terms[1:]:
                 total = total + scope[term]
@@ -231,7 +231,7 @@ def micrograd_deep() -> Callable | None:
     from micrograd.engine import Value
 
     def run(text: str) -> None:
-        out = eval(text, {"__builtins__": {}}, {"x": Value(0.3)})  # noqa: S307
+        out = eval(text, {"__builtins__": {}}, {"x": Value(0.3)})
         out.backward()
 
     return run
@@ -256,7 +256,7 @@ DEEP: dict[str, Callable[[], Callable | None]] = {
 }
 
 
-# --- W5: value and gradient at 10^6 points ---------------------------------------------------------
+# --- W5: value and gradient at 10^6 points ---------------------------------------------
 
 def sweep_by_hand(np: Any, x: Any, y: Any) -> tuple[Any, Any, Any]:
     """sin(x)*exp(-y**2) + log(1+x**2*y**2) and its gradient, written out by hand."""
