@@ -18,7 +18,7 @@ from .parser import parse
 from .points import validate_values
 
 
-@dataclass
+@dataclass(slots=True)  # one per node: no __dict__ keeps a 10^6-node table small
 class NodeRow:
     """One node of an evaluated graph, as the table and the JSON show it."""
 
