@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 # Peers too slow for 10,000 programs run on this many and are scaled.
-BATCH_SAMPLE = {"SymPy (sympify, diff, evalf)": 20}
+BATCH_SAMPLE = {"SymPy (sympify, diff, evalf)": 20, "HIPS autograd": 1000}
 
 
 def _have(module: str) -> bool:

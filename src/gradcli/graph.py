@@ -155,9 +155,18 @@ def replay(nodes: list[Node], index: int, value: float) -> tuple[float, float]:
     changed = {index: value}
     largest = abs(value)
     for node in _affected(nodes, index):
-        result = compute(node, [changed.get(source.index, source.value) for source in node.inputs])
+        args = [changed.get(source.index, source.value) for source in node.inputs]
+        op = node.op
+        try:  # the common case without compute's checks; anything unusual goes through compute
+            result = op.forward(*args) if op.domain is None else compute(node, args)
+        except (ArithmeticError, ValueError):
+            result = compute(node, args)  # raises the NumericError that names the node
+        if not math.isfinite(result):
+            result = compute(node, args)
         changed[node.index] = result
-        largest = max(largest, abs(result))
+        magnitude = abs(result)
+        if magnitude > largest:
+            largest = magnitude
     last = nodes[-1]
     return changed.get(last.index, last.value), largest
 
@@ -180,6 +189,14 @@ def _affected(nodes: list[Node], index: int) -> list[Node]:
         for node in nodes:
             for source in node.inputs:
                 users[source.index].append(node)
+    affected = []
+    at = index
+    while len(users[at]) == 1:  # a chain of single users (most of an expression tree): no sort
+        at = users[at][0].index
+        affected.append(nodes[at])
+    if not users[at]:
+        _last_replayed = (nodes, users, index, affected)
+        return affected
     seen = {index}
     stack = [index]
     affected = []
