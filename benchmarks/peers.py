@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import statistics
 import time
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -124,15 +123,13 @@ def _wide_runner(
             total = names[term] if total is None else total + names[term]
         return total
 
-    def run(text: str, point: dict[str, float]) -> tuple[float, int, str]:
-        tracemalloc.start()
+    def run(text: str, point: dict[str, float]) -> tuple[float, int | None, str]:
         start = time.perf_counter()
         names = make_inputs(point)
         out = evaluate(text, names)
         backward(out, names)
         traced = time.perf_counter() - start
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
+        del out, names
         plain = []
         for _ in range(2):
             start = time.perf_counter()
@@ -142,7 +139,7 @@ def _wide_runner(
         total = traced + 2 * len(point) * forward
         note = (f"gradient {traced:.1f} s + {2 * len(point)} plain forwards of "
                 f"{forward:.2f} s (extrapolated)")
-        return total, peak, note
+        return total, None, note
 
     return run
 
@@ -184,7 +181,7 @@ def autograd_wide() -> Callable | None:
     import autograd.numpy as anp
     from autograd import value_and_grad
 
-    def run(text: str, point: dict[str, float]) -> tuple[float, int, str]:
+    def run(text: str, point: dict[str, float]) -> tuple[float, int | None, str]:
         names = list(point)
         *statements, output = text.split("\n")
         body = compile("\n".join(statements), "<program>", "exec")
@@ -199,19 +196,16 @@ def autograd_wide() -> Callable | None:
             return total
 
         start_values = anp.array([point[n] for n in names])
-        tracemalloc.start()
         start = time.perf_counter()
         value_and_grad(f)(start_values)
         traced = time.perf_counter() - start
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
         start = time.perf_counter()
         f(start_values)
         forward = time.perf_counter() - start
         total = traced + 2 * len(point) * forward
         note = (f"gradient {traced:.1f} s + {2 * len(point)} plain forwards of "
                 f"{forward:.2f} s (extrapolated)")
-        return total, peak, note
+        return total, None, note
 
     return run
 
