@@ -138,7 +138,7 @@ def _wide_runner(
         forward = statistics.median(plain)
         total = traced + 2 * len(point) * forward
         note = (f"gradient {traced:.1f} s + {2 * len(point)} plain forwards of "
-                f"{forward:.2f} s (extrapolated)")
+                f"{forward:.3f} s (extrapolated)")
         return total, None, note
 
     return run
@@ -204,7 +204,7 @@ def autograd_wide() -> Callable | None:
         forward = time.perf_counter() - start
         total = traced + 2 * len(point) * forward
         note = (f"gradient {traced:.1f} s + {2 * len(point)} plain forwards of "
-                f"{forward:.2f} s (extrapolated)")
+                f"{forward:.3f} s (extrapolated)")
         return total, None, note
 
     return run

@@ -24,6 +24,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,22 +42,29 @@ GRADCLI = [sys.executable, "-m", "gradcli"]
 ROWS: list[dict] = []
 
 
-def run_process(args: list[str], stdin: Path | None = None) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in bytes, exit status) of one process, output discarded.
+# A small launcher runs each timed process and reports its wall time and peak RSS: the RSS of a
+# process forked (or vforked) straight from this large one would include this one's pages.
+_LAUNCHER = """
+import os, sys, time
+stdin, args = sys.argv[1], sys.argv[2:]
+actions = [(os.POSIX_SPAWN_OPEN, 0, stdin, os.O_RDONLY, 0),
+           (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+           (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+start = time.perf_counter()
+pid = os.posix_spawn(args[0], args, os.environ, file_actions=actions)
+_, status, usage = os.wait4(pid, 0)
+print(time.perf_counter() - start, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status))
+"""
 
-    ``posix_spawn`` (vfork underneath) rather than fork: a forked copy of this large process
-    would count towards the child's peak RSS before it executes gradcli.
-    """
+
+def run_process(args: list[str], stdin: Path | None = None) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in bytes, exit status) of one process, output discarded."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.setdefault("COLUMNS", "120")
-    actions = [(os.POSIX_SPAWN_OPEN, 0, str(stdin or os.devnull), os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
-    start = time.perf_counter()
-    pid = os.posix_spawn(args[0], args, env, file_actions=actions)
-    _, status, usage = os.wait4(pid, 0)
-    wall = time.perf_counter() - start
-    return wall, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
+    launcher = [sys.executable, "-c", _LAUNCHER, str(stdin or os.devnull), *args]
+    report = subprocess.run(launcher, env=env, capture_output=True, text=True, check=True)
+    wall, memory, status = report.stdout.split()
+    return float(wall), int(memory), int(status)
 
 
 def median_process(args: list[str], runs: int, stdin: Path | None = None) -> tuple[float, int]:
