@@ -107,38 +107,48 @@ BATCH: dict[str, Callable[[], Callable | None]] = {
 
 # --- W3: one wide program, gradient and a finite-difference check of every input ----------------
 
+def _median_time(action: Callable[[], object], runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def _wide_runner(
     make_inputs: Callable[[dict[str, float]], dict[str, Any]],
     helpers: dict[str, Any],
     backward: Callable[[Any, dict[str, Any]], None],
-) -> Callable[[str, dict[str, float]], tuple[float, int, str]]:
-    """Time one traced forward + backward and one plain forward; the check needs 2 forwards per
-    input, which are extrapolated from the timed one (running 200 would take minutes)."""
+    plain_inputs: Callable[[dict[str, float]], dict[str, Any]],
+) -> Callable[[str, dict[str, float]], tuple[float, int | None, str]]:
+    """Time the gradient (traced forward + backward) and a forward pass with the library's own
+    untraced values, as its gradient checks do; the check's 2 forwards per input are
+    extrapolated from that (running 200 would take minutes). The note also gives the forward
+    with plain Python floats, the fastest way to write such a check by hand."""
 
-    def evaluate(text: str, names: dict[str, Any]) -> Any:
-        *statements, output = text.split("\n")
-        exec("\n".join(statements), helpers, names)
-        total = None
-        for term in output.split(" + "):  # summed here: Python's compiler nests a long sum
-            total = names[term] if total is None else total + names[term]
+    def evaluate(body: Any, terms: list[str], names: dict[str, Any]) -> Any:
+        exec(body, helpers, names)  # trusted benchmark text
+        total = names[terms[0]]
+        for term in terms[1:]:  # summed here: Python's compiler nests a long sum too deeply
+            total = total + names[term]
         return total
 
     def run(text: str, point: dict[str, float]) -> tuple[float, int | None, str]:
         start = time.perf_counter()
+        *statements, output = text.split("\n")
+        body = compile("\n".join(statements), "<program>", "exec")  # once, as a user would
+        terms = output.split(" + ")
         names = make_inputs(point)
-        out = evaluate(text, names)
+        out = evaluate(body, terms, names)
         backward(out, names)
         traced = time.perf_counter() - start
         del out, names
-        plain = []
-        for _ in range(2):
-            start = time.perf_counter()
-            evaluate(text, dict(point))
-            plain.append(time.perf_counter() - start)
-        forward = statistics.median(plain)
+        forward = _median_time(lambda: evaluate(body, terms, plain_inputs(point)))
+        floats = _median_time(lambda: evaluate(body, terms, dict(point)))
         total = traced + 2 * len(point) * forward
-        note = (f"gradient {traced:.1f} s + {2 * len(point)} plain forwards of "
-                f"{forward:.3f} s (extrapolated)")
+        note = (f"gradient {traced:.1f} s + {2 * len(point)} forwards of {forward:.3f} s "
+                f"(extrapolated; with Python floats instead: {floats:.3f} s each)")
         return total, None, note
 
     return run
@@ -159,8 +169,10 @@ def micrograd_wide() -> Callable | None:
         finally:
             sys.setrecursionlimit(limit)
 
-    return _wide_runner(lambda p: {n: Value(v) for n, v in p.items()},
-                        {"__builtins__": {}}, backward)
+    def values(point: dict[str, float]) -> dict[str, Any]:
+        return {n: Value(v) for n, v in point.items()}
+
+    return _wide_runner(values, {"__builtins__": {}}, backward, values)
 
 
 def torch_wide() -> Callable | None:
@@ -172,7 +184,10 @@ def torch_wide() -> Callable | None:
         return {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
                 for n, v in point.items()}
 
-    return _wide_runner(inputs, {"__builtins__": {}}, lambda out, names: out.backward())
+    def plain(point: dict[str, float]) -> dict[str, Any]:
+        return {n: torch.tensor(v, dtype=torch.float64) for n, v in point.items()}
+
+    return _wide_runner(inputs, {"__builtins__": {}}, lambda out, names: out.backward(), plain)
 
 
 def autograd_wide() -> Callable | None:
@@ -199,12 +214,10 @@ def autograd_wide() -> Callable | None:
         start = time.perf_counter()
         value_and_grad(f)(start_values)
         traced = time.perf_counter() - start
-        start = time.perf_counter()
-        f(start_values)
-        forward = time.perf_counter() - start
+        forward = _median_time(lambda: f(start_values))  # check_grads' forwards: plain NumPy
         total = traced + 2 * len(point) * forward
-        note = (f"gradient {traced:.1f} s + {2 * len(point)} plain forwards of "
-                f"{forward:.3f} s (extrapolated)")
+        note = (f"gradient {traced:.1f} s + {2 * len(point)} forwards of {forward:.3f} s "
+                f"(extrapolated)")
         return total, None, note
 
     return run
