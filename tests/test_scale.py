@@ -103,3 +103,17 @@ def test_a_non_finite_gradient_at_one_point_marks_that_point():
     program = gradcli.parse("sqrt(x) + 0*y")
     run = evaluate_vector(program, {"x": np.array([4.0, 0.0, 1.0]), "y": 1.0})
     assert run.failed.tolist() == [False, True, False]
+
+
+def test_non_finite_inputs_and_silent_float_overflow_still_mark_points():
+    """Floating-point flags find most non-finite values; what raises none is still caught: a
+    non-finite input (inf + 1 raises nothing) and Python-float constants (1e308 * 10)."""
+    program = gradcli.parse("x + 1")
+    run = evaluate_vector(program, {"x": np.array([1.0, np.inf, 2.0])})
+    assert run.failed.tolist() == [False, True, False]
+    program = gradcli.parse("x + 1e308*10")
+    run = evaluate_vector(program, {"x": np.array([1.0, 2.0])})
+    assert run.failed.tolist() == [True, True]
+    program = gradcli.parse("exp(x)*y")
+    run = evaluate_vector(program, {"x": np.array([1.0, 800.0]), "y": np.array([2.0, 0.0])})
+    assert run.failed.tolist() == [False, True]  # exp(800) overflows although the product is 0

@@ -49,9 +49,13 @@ def evaluate_vector(
     np = numpy()
     given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
     size = max((a.size for a in given.values() if a.ndim), default=1)
-    ok = np.ones(size, dtype=bool)
     operands: list[Any] = []  # per node: a float (the same at every point) or a (size,) array
-    with np.errstate(all="ignore"):
+    # From finite arrays, NumPy makes a non-finite one only by raising a floating-point flag
+    # (overflow, division by zero, invalid). Collecting the flags instead of testing every
+    # array for finiteness saves a pass over the points per node and per gradient.
+    raised: list[str] = []
+    flags = {"divide": "call", "over": "call", "invalid": "call", "under": "ignore"}
+    with np.errstate(**flags, call=lambda kind, flag: raised.append(kind)):
         for node in program.nodes:
             if node.op is VAR:
                 value = given.get(str(node.name), program.defaults.get(str(node.name)))
@@ -62,11 +66,16 @@ def evaluate_vector(
                 value = node.value
             else:
                 value = node.op.apply_vector(*(operands[s.index] for s in node.inputs))
-                _mark_finite(np, ok, value)
             operands.append(value)
-        grads = _backward_vector(program, operands, ok) if gradients else None
-    values = [_column(np, value, size) for value in operands]
-    return VectorEvaluation(size, values, grads, ~ok)
+        grads = _backward_vector(program, operands) if gradients else []
+    ok = np.ones(size, dtype=bool)
+    inputs_finite = all(np.isfinite(a).all() for a in given.values())
+    for value in (*operands, *grads):  # Python floats raise no flags: always looked at
+        if value is not None and (raised or not inputs_finite or np.ndim(value) == 0):
+            _mark_finite(np, ok, value)
+    columns_out = [_column(np, value, size) for value in operands]
+    gradients_out = [None if g is None else _column(np, g, size) for g in grads]
+    return VectorEvaluation(size, columns_out, gradients_out if gradients else None, ~ok)
 
 
 def _times(grad: Any, partial: Any) -> Any:
@@ -92,10 +101,9 @@ def _mark_finite(np: Any, ok: Any, value: Any) -> None:
         np.logical_and(ok, np.isfinite(value), out=ok)
 
 
-def _backward_vector(program: Program, operands: list[Any], ok: Any) -> list[Any]:
-    np = numpy()
+def _backward_vector(program: Program, operands: list[Any]) -> list[Any]:
+    """Per node: its gradient (a float or an array), or None for nodes that need none."""
     nodes = program.nodes
-    size = ok.size
     grads: list[Any] = [None] * len(nodes)  # None: no contribution yet
     grads[-1] = 1.0
     for node in reversed(nodes):
@@ -108,10 +116,7 @@ def _backward_vector(program: Program, operands: list[Any], ok: Any) -> list[Any
                 term = _times(grads[node.index], partial)
                 i = source.index
                 grads[i] = term if grads[i] is None else grads[i] + term
-    for grad in grads:  # a sum is not finite where any of its terms is not (inf - inf is nan)
-        if grad is not None:
-            _mark_finite(np, ok, grad)
-    return [None if not node.needs_grad else _column(np, 0.0 if g is None else g, size)
+    return [None if not node.needs_grad else (0.0 if g is None else g)
             for node, g in zip(nodes, grads, strict=True)]
 
 
