@@ -97,9 +97,67 @@ def sympy_batch() -> Callable | None:
     return run
 
 
+def _with_check(make_inputs: Callable, helpers: dict[str, Any], backward: Callable) -> Callable:
+    """A peer doing what ``gradcli eval - --json`` does for each program: value and gradients,
+    a central-difference check of every input gradient (plain floats, the program compiled
+    once), and one JSON line -- the code a user would add to get the same guarantees."""
+    import json
+
+    float_helpers = {"relu": lambda a: max(a, 0.0), "__builtins__": {}}
+
+    def run(programs: list[str], point: dict[str, float]) -> None:
+        for text in programs:
+            code = compile(text, "<program>", "eval")
+            names = make_inputs(point)
+            out = eval(code, helpers, names)  # trusted benchmark text
+            grads = backward(out, names)
+            checks = {}
+            for name, analytic in grads.items():
+                h = 6.055454452393343e-06 * max(1.0, abs(point[name]))
+                up = eval(code, float_helpers, {**point, name: point[name] + h})
+                down = eval(code, float_helpers, {**point, name: point[name] - h})
+                numeric = (up - down) / (2 * h)
+                checks[name] = abs(numeric - analytic) <= 1e-8 + 1e-5 * abs(numeric)
+            json.dumps({"value": float(out.data if hasattr(out, "data") else out),
+                        "gradients": grads, "check": checks})
+
+    return run
+
+
+def micrograd_checked() -> Callable | None:
+    if not _have("micrograd"):
+        return None
+    from micrograd.engine import Value
+
+    def backward(out: Any, names: dict[str, Any]) -> dict[str, float]:
+        out.backward()
+        return {n: float(v.grad) for n, v in names.items()}
+
+    return _with_check(lambda p: {n: Value(v) for n, v in p.items()},
+                       {"relu": lambda a: a.relu(), "__builtins__": {}}, backward)
+
+
+def torch_checked() -> Callable | None:
+    if not _have("torch"):
+        return None
+    import torch
+
+    def inputs(point: dict[str, float]) -> dict[str, Any]:
+        return {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
+                for n, v in point.items()}
+
+    def backward(out: Any, names: dict[str, Any]) -> dict[str, float]:
+        out.backward()
+        return {n: 0.0 if t.grad is None else t.grad.item() for n, t in names.items()}
+
+    return _with_check(inputs, {"relu": torch.relu, "__builtins__": {}}, backward)
+
+
 BATCH: dict[str, Callable[[], Callable | None]] = {
     "micrograd + eval": micrograd_batch,
+    "micrograd + eval + FD check + JSON": micrograd_checked,
     "PyTorch (eager, float64)": torch_batch,
+    "PyTorch + FD check + JSON": torch_checked,
     "HIPS autograd": autograd_batch,
     "SymPy (sympify, diff, evalf)": sympy_batch,
 }
