@@ -5,8 +5,9 @@ worker. After that, lines go in chunks to a pool of forked workers, which parse,
 and turn each line into its finished JSON text; this process only writes them, oldest chunk
 first, so the order is the input's. Memory stays bounded (at most ``IN_FLIGHT`` chunks per worker
 are queued, and a reader thread holds at most as many lines again), and output stays prompt: a
-chunk is sent as soon as no more input is waiting, and finished records are written before this
-process waits for more input. ``GRADCLI_JOBS=1`` keeps everything in one process.
+chunk is sent as soon as the input pauses, and finished records are written before this process
+waits more than ``INPUT_PAUSE`` for input. ``GRADCLI_JOBS=1`` keeps everything in one
+process.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ JOBS_ENV = "GRADCLI_JOBS"
 SERIAL_LINES = 128  # evaluated here before any worker starts
 CHUNK = 64  # lines per task at most (fewer when the input arrives slowly)
 IN_FLIGHT = 4  # tasks queued per worker
+INPUT_PAUSE = 0.05  # seconds without input after which finished records are written first
+LINE_PAUSE = 0.002  # a pause this long between lines ends a chunk early
 
 
 class JsonLine(NamedTuple):
@@ -106,10 +109,15 @@ def _parallel(
         feed = _Feed(numbered, limit * CHUNK)
         pending: deque = deque()
         while True:
-            if pending and (len(pending) >= limit or pending[0].ready() or feed.waiting()):
+            while pending and pending[0].ready():  # finished, and all before it written
+                yield from pending.popleft().get()
+            if len(pending) >= limit:
                 yield from pending.popleft().get()
                 continue
-            chunk = feed.take(CHUNK)
+            chunk = feed.take(CHUNK, wait=INPUT_PAUSE if pending else None)
+            if chunk is None:  # no input for a while: write what is done before waiting more
+                yield from pending.popleft().get()
+                continue
             if not chunk:
                 break
             pending.append(pool.apply_async(_work, (chunk, values, options)))
@@ -141,22 +149,22 @@ class _Feed:
         finally:
             self.queue.put(_END)
 
-    def waiting(self) -> bool:
-        """True when no line is ready now (the reader waits for input)."""
-        return not self.ended and self.queue.empty()
-
-    def take(self, most: int) -> list[tuple[int, str]]:
-        """The next line (waiting for it) and those already read after it, up to ``most``."""
+    def take(self, most: int, wait: float | None = None) -> list[tuple[int, str]] | None:
+        """Up to ``most`` lines: the first waited for (at most ``wait`` seconds: None if none
+        came), then those that follow without a pause; [] at the end of the input."""
         if self.ended:
             return []
+        try:
+            item = self.queue.get(timeout=wait)
+        except queue.Empty:
+            return None
         chunk: list[tuple[int, str]] = []
-        item = self.queue.get()
         while item is not _END:
             chunk.append(item)
             if len(chunk) >= most:
                 return chunk
             try:
-                item = self.queue.get_nowait()
+                item = self.queue.get(timeout=LINE_PAUSE)
             except queue.Empty:
                 return chunk
         self.ended = True
