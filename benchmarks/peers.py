@@ -48,8 +48,7 @@ def torch_batch() -> Callable | None:
 
     def run(programs: list[str], point: dict[str, float]) -> None:
         for text in programs:
-            names = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
-                     for n, v in point.items()}
+            names = _torch_inputs(point)
             out = eval(text, helpers, names)
             out.backward()
             [t.grad for t in names.values()]
@@ -137,20 +136,25 @@ def micrograd_checked() -> Callable | None:
                        {"relu": lambda a: a.relu(), "__builtins__": {}}, backward)
 
 
+def _torch_inputs(point: dict[str, float], requires_grad: bool = True) -> dict[str, Any]:
+    """One float64 scalar tensor per variable."""
+    import torch
+
+    return {n: torch.tensor(v, dtype=torch.float64, requires_grad=requires_grad)
+            for n, v in point.items()}
+
+
 def torch_checked() -> Callable | None:
     if not _have("torch"):
         return None
-    import torch
 
-    def inputs(point: dict[str, float]) -> dict[str, Any]:
-        return {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
-                for n, v in point.items()}
+    import torch
 
     def backward(out: Any, names: dict[str, Any]) -> dict[str, float]:
         out.backward()
         return {n: 0.0 if t.grad is None else t.grad.item() for n, t in names.items()}
 
-    return _with_check(inputs, {"relu": torch.relu, "__builtins__": {}}, backward)
+    return _with_check(_torch_inputs, {"relu": torch.relu, "__builtins__": {}}, backward)
 
 
 BATCH: dict[str, Callable[[], Callable | None]] = {
@@ -236,16 +240,12 @@ def micrograd_wide() -> Callable | None:
 def torch_wide() -> Callable | None:
     if not _have("torch"):
         return None
-    import torch
-
-    def inputs(point: dict[str, float]) -> dict[str, Any]:
-        return {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
-                for n, v in point.items()}
 
     def plain(point: dict[str, float]) -> dict[str, Any]:
-        return {n: torch.tensor(v, dtype=torch.float64) for n, v in point.items()}
+        return _torch_inputs(point, requires_grad=False)
 
-    return _wide_runner(inputs, {"__builtins__": {}}, lambda out, names: out.backward(), plain)
+    return _wide_runner(_torch_inputs, {"__builtins__": {}}, lambda out, names: out.backward(),
+                        plain)
 
 
 def autograd_wide() -> Callable | None:
