@@ -103,3 +103,25 @@ def test_large_batch_values_are_right(small_serial_start):
             k * math.cos(k * 0.3) * 1.7 + 0.6, rel=1e-12, abs=1e-12)
         assert parsed["check"]["ok"]
     assert gradcli.evaluate("x", {"x": 1}).value == 1.0  # the parent's parser still works
+
+
+def test_the_cli_batch_through_the_workers(monkeypatch):
+    """gradcli eval - --json with more lines than the serial start: one record per line, in
+    order, errors on stderr, the largest status."""
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    monkeypatch.setenv(batch.JOBS_ENV, "2")
+    lines = [f"x*{k} + y" if k % 50 else "log(x - 9)" for k in range(300)]
+    result = CliRunner().invoke(cli, ["eval", "-", "--json", "--x", "2", "--y", "1"],
+                                input="\n".join(lines) + "\n")
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["line"] for r in records] == list(range(1, 301))
+    for k, record in enumerate(records):
+        if k % 50:
+            assert record["value"] == 2.0 * k + 1.0 and record["gradients"] == {"x": k, "y": 1}
+        else:
+            assert record["error"]["kind"] == "domain"
+    assert result.exit_code == 3
+    assert result.stderr.count("numeric error") == 6
