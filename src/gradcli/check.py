@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import NumericError
-from .graph import Node, Program, replay
+from .graph import Node, Program, forget_replays, replay
 
 EPS = sys.float_info.epsilon
 DEFAULT_RTOL = 1e-5
@@ -95,11 +95,13 @@ def check_gradients(
         report.gradients[name] = passed.get(node.index) or check_node(nodes, node, rtol, atol)
     if not per_node:
         report.nodes_skipped = True
+        forget_replays()  # do not keep a large graph alive after its check
         return report
     for node in targets:
         known = report.gradients.get(str(node.name)) if node.is_leaf else None
         report.nodes[node.index] = (
             known or passed.get(node.index) or check_node(nodes, node, rtol, atol))
+    forget_replays()
     return report
 
 

@@ -178,6 +178,12 @@ def replay(nodes: list[Node], index: int, value: float) -> tuple[float, float]:
 _last_replayed: tuple = (None, [], -1, [])
 
 
+def forget_replays() -> None:
+    """Drop the graph kept for replays (a check calls this when it is done with a graph)."""
+    global _last_replayed
+    _last_replayed = (None, [], -1, [])
+
+
 def _affected(nodes: list[Node], index: int) -> list[Node]:
     """The nodes after ``nodes[index]`` that depend on it, in topological order (iterative)."""
     global _last_replayed
