@@ -92,3 +92,15 @@ def test_deep_nesting_needs_no_recursion(parsers):
     depth = 100_000
     tree = ours.parse("(" * depth + "x" + ")" * depth)
     assert _tokens(tree) == ("start", ("name", ("NAME", "x", 1, depth + 1)))
+
+
+def test_parsing_imports_neither_lark_nor_numpy():
+    """Start-up cost: the shipped tables make Lark unnecessary on every path of a valid grammar."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gradcli\n"
+            "gradcli.evaluate('u = x*W; (u + b - t)**2', {'x': 2, 'W': 3, 'b': 1, 't': 8})\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in {'lark', 'numpy'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

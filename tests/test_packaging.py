@@ -31,6 +31,7 @@ def test_wheel_built_from_the_sdist_contains_the_grammar(built):
         names = archive.namelist()
     assert "gradcli/grammar/expr.lark" in names
     assert "gradcli/cli.py" in names
+    assert "gradcli/_lalr_tables.py" in names  # the parse tables: no Lark needed at start-up
 
 
 def test_sdist_contains_the_top_level_grammar(built):
