@@ -421,25 +421,21 @@ class Output:
     def batch(self, lines: Iterable[str], values: dict[str, float],
               options: dict[str, Any]) -> int:
         status = ExitStatus.OK
-        emit = self._json_line if self.as_json else self._human_line()
+        if self.as_json:  # records made on every core (batch.py), written here in input order
+            from .batch import json_lines
+
+            for record in json_lines(lines, values, options):
+                sys.stdout.write(record.text + "\n")
+                sys.stdout.flush()
+                if record.error is not None:
+                    click.echo(f"gradcli: line {record.line}: {record.error}", err=True)
+                status = max(status, record.status)
+            return status
+        emit = self._human_line()
         for outcome in evaluate_lines(lines, values, **options):
             emit(outcome)
-            if outcome.error is not None and self.as_json:
-                click.echo(f"gradcli: line {outcome.line}: {outcome.error.one_line()}", err=True)
             status = max(status, outcome.status)
         return status
-
-    @staticmethod
-    def _json_line(outcome: LineOutcome) -> None:
-        from .jsonout import dumps, error_record, result_record
-
-        if outcome.error is not None:
-            record = error_record(outcome.error, outcome.source, outcome.line)
-        else:
-            assert outcome.result is not None
-            record = result_record(outcome.result, outcome.source, outcome.line)
-        sys.stdout.write(dumps(record) + "\n")
-        sys.stdout.flush()
 
     @staticmethod
     def _human_line():

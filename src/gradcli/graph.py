@@ -170,14 +170,71 @@ def replay(
     """
     changed = {index: value}
     largest = abs(value)
-    for node in itertools.islice(nodes, index + 1, None):
-        if any(source.index in changed for source in node.inputs):
-            args = [changed.get(source.index, source.value) for source in node.inputs]
-            result = compute(node, args, complex_step)
-            changed[node.index] = result
-            largest = max(largest, abs(result))
+    for node in _affected(nodes, index):
+        args = [changed.get(source.index, source.value) for source in node.inputs]
+        result = compute(node, args, True) if complex_step else _compute_fast(node, args)
+        changed[node.index] = result
+        magnitude = abs(result)
+        if magnitude > largest:
+            largest = magnitude
     last = nodes[-1]
     return changed.get(last.index, last.value), largest
+
+
+def _compute_fast(node: Node, args: list[float]) -> float:
+    """``compute`` without its checks in the common case; anything unusual goes through it."""
+    op = node.op
+    try:
+        result = op.forward(*args) if op.domain is None else compute(node, args)
+    except (ArithmeticError, ValueError):
+        return compute(node, args)  # raises the NumericError that names the node
+    return result if math.isfinite(result) else compute(node, args)
+
+
+# The users of every node of the last graph replayed, and the nodes affected by the last index.
+# A check replays the same graph many times and the same node several times (central, one-sided,
+# smaller steps), so both are kept. The tuple holds the list itself (not its id), so a new graph
+# is never mistaken for the old one, and it is replaced in one assignment (safe across threads).
+_last_replayed: tuple = (None, [], -1, [])
+
+
+def forget_replays() -> None:
+    """Drop the graph kept for replays (a check calls this when it is done with a graph)."""
+    global _last_replayed
+    _last_replayed = (None, [], -1, [])
+
+
+def _affected(nodes: list[Node], index: int) -> list[Node]:
+    """The nodes after ``nodes[index]`` that depend on it, in topological order (iterative)."""
+    global _last_replayed
+    cached_nodes, users, cached_index, affected = _last_replayed
+    if cached_nodes is nodes and cached_index == index:
+        return affected
+    if cached_nodes is not nodes:
+        users = [[] for _ in nodes]
+        for node in nodes:
+            for source in node.inputs:
+                users[source.index].append(node)
+    affected = []
+    at = index
+    while len(users[at]) == 1:  # a chain of single users (most of an expression tree): no sort
+        at = users[at][0].index
+        affected.append(nodes[at])
+    if not users[at]:
+        _last_replayed = (nodes, users, index, affected)
+        return affected
+    seen = {index}
+    stack = [index]
+    affected = []
+    while stack:
+        for user in users[stack.pop()]:
+            if user.index not in seen:
+                seen.add(user.index)
+                stack.append(user.index)
+                affected.append(user)
+    affected.sort(key=lambda node: node.index)
+    _last_replayed = (nodes, users, index, affected)
+    return affected
 
 
 # --- backward ------------------------------------------------------------------------------------

@@ -1,29 +1,31 @@
-"""Program text -> graph. Lark's LALR parser calls ``_GraphBuilder`` at every reduction, so nodes
+"""Program text -> graph. The LALR parser calls ``_GraphBuilder`` at every reduction, so nodes
 are built while parsing (no parse tree, no recursion: 10^5 nesting levels are only a deep stack
-list), and syntax errors become ``ParseError``s with a line, a column and a hint.
+list), and syntax errors become ``ParseError``s with a line, a column and a hint. The parse tables
+are Lark's, computed from grammar/expr.lark and shipped as literals (see ``lalr.py``), so starting
+gradcli neither imports Lark nor rebuilds the tables.
 """
 
 from __future__ import annotations
 
-import difflib
 import threading
-from importlib import resources
-
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from .errors import GradcliError, GradcliNameError, ParseError, UsageError
 from .graph import Node, Program
+from .lalr import (
+    Parser,
+    Token,
+    UnexpectedCharacters,
+    UnexpectedInput,
+    UnexpectedToken,
+    load_tables,
+)
 from .ops import CONST, CONSTANTS, FUNCTIONS, OPS
 
-GRAMMAR_FILE = "expr.lark"
 
-
-class _GraphBuilder(Transformer):
-    """Lark callbacks: one per grammar alias, each returning the node for that piece of text."""
+class _GraphBuilder:
+    """Parser callbacks: one per grammar alias, each returning the node for that piece of text."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.reset()
 
     def reset(self) -> None:
@@ -123,15 +125,14 @@ class _Parser:
 
     def __init__(self) -> None:
         self.builder = _GraphBuilder()
-        grammar = resources.files("gradcli.grammar").joinpath(GRAMMAR_FILE).read_text("utf-8")
-        self.lark = Lark(grammar, parser="lalr", lexer="basic", transformer=self.builder)
+        self.lalr = Parser(load_tables(), self.builder)
         self.lock = threading.Lock()
 
     def parse(self, source: str) -> Program:
         with self.lock:
             self.builder.reset()
             try:
-                output = self.lark.parse(source)
+                output = self.lalr.parse(source)
             except UnexpectedInput as error:
                 raise _syntax_error(source, error) from None
             except GradcliError as error:
@@ -231,6 +232,8 @@ def _error_at(cls: type, token: Token, message: str, hint: str | None = None):
 
 
 def _function_hint(name: str) -> str:
+    import difflib  # only for this message
+
     close = difflib.get_close_matches(name, FUNCTIONS, n=1)
     known = ", ".join(sorted(FUNCTIONS))
     guess = f"did you mean {close[0]}? " if close else f"for a product write {name}*(...); "

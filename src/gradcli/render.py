@@ -132,8 +132,10 @@ def node_table(result: Result, plain: bool = False) -> Table:
         table.add_column(column, overflow="fold")
     for column in ("value", "gradient", "numeric", "error"):
         table.add_column(column, justify="right")
-    rows = result.node_rows()
-    shown = rows if len(rows) <= MAX_TABLE_ROWS else rows[: MAX_TABLE_ROWS // 2]
+    count = len(result.program.nodes)
+    wanted = None if count <= MAX_TABLE_ROWS else [*range(MAX_TABLE_ROWS // 2), count - 1]
+    rows = result.node_rows(wanted)  # only the rows shown
+    shown = rows if count <= MAX_TABLE_ROWS else rows[:-1]
     for row in shown:
         check = checks.get(row.id)
         table.add_row(
@@ -145,8 +147,8 @@ def node_table(result: Result, plain: bool = False) -> Table:
             Text("—" if row.grad is None else format_number(row.grad), style="magenta"),
             *_check_cells(check),
         )
-    if len(rows) > len(shown):
-        hidden = len(rows) - len(shown) - 1
+    if count > len(shown):
+        hidden = count - len(shown) - 1
         table.add_row(Text("…", style="dim"), Text(f"{hidden:,} more nodes (--json lists all)"))
         last = rows[-1]
         table.add_row(Text(f"#{last.id}"), Text(last.label), Text(last.op), Text(""),

@@ -9,6 +9,7 @@ message re-evaluate that one point on the scalar path, which names the node.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,43 +40,165 @@ def evaluate_vector(
     Every column must have the same length (or be a scalar, broadcast to all points); variables
     missing from ``columns`` take the program's defaults. Raises KeyError for a variable with no
     value at all (callers check ``program.unbound`` first).
+
+    A value that is the same at every point (a constant, a scalar column, what is computed from
+    those alone) stays one float while computing: NumPy then takes its fast paths (``x ** 2``
+    squares instead of calling pow) and no array is filled with copies. The results are still
+    one (size,) array per node (read-only broadcast views where the value is uniform).
     """
     np = numpy()
-    arrays = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
-    size = max((a.size for a in arrays.values() if a.ndim), default=1)
-    failed = np.zeros(size, dtype=bool)
-    values: list[Any] = []
-    with np.errstate(all="ignore"):
+    given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
+    size = max((a.size for a in given.values() if a.ndim), default=1)
+    operands: list[Any] = []  # per node: a float (the same at every point) or a (size,) array
+    # From finite arrays, NumPy makes a non-finite one only by raising a floating-point flag
+    # (overflow, division by zero, invalid). Collecting the flags instead of testing every
+    # array for finiteness saves a pass over the points per node and per gradient.
+    raised: list[str] = []
+    flags = {"divide": "call", "over": "call", "invalid": "call", "under": "ignore"}
+    with np.errstate(**flags, call=lambda kind, flag: raised.append(kind)):
         for node in program.nodes:
             if node.op is VAR:
-                given = arrays.get(str(node.name), program.defaults.get(str(node.name)))
-                if given is None:
+                value = given.get(str(node.name), program.defaults.get(str(node.name)))
+                if value is None:
                     raise KeyError(node.name)
-                value = np.broadcast_to(np.asarray(given, dtype=float), (size,))
+                value = float(value) if np.ndim(value) == 0 else value
             elif node.op is CONST:
-                value = np.full(size, node.value)
+                value = node.value
             else:
-                value = np.asarray(node.op.apply_vector(*(values[s.index] for s in node.inputs)))
-                value = np.broadcast_to(value, (size,))
-                failed |= ~np.isfinite(value)
-            values.append(value)
-        grads = _backward_vector(program, values, failed) if gradients else None
-    return VectorEvaluation(size, values, grads, failed)
+                value = node.op.apply_vector(*(operands[s.index] for s in node.inputs))
+            operands.append(value)
+        grads = _backward_vector(program, operands) if gradients else []
+    ok = np.ones(size, dtype=bool)
+    inputs_finite = all(np.isfinite(a).all() for a in given.values())
+    for value in (*operands, *grads):  # Python floats raise no flags: always looked at
+        if value is not None and (raised or not inputs_finite or np.ndim(value) == 0):
+            _mark_finite(np, ok, value)
+    columns_out = [_column(np, value, size) for value in operands]
+    gradients_out = [None if g is None else _column(np, g, size) for g in grads]
+    return VectorEvaluation(size, columns_out, gradients_out if gradients else None, ~ok)
 
 
-def _backward_vector(program: Program, values: list[Any], failed: Any) -> list[Any]:
-    np = numpy()
+def _times(grad: Any, partial: Any) -> Any:
+    """grad * partial without a pass over the points when either is exactly 1 (sums, the
+    output's own gradient): arrays are never changed in place, so sharing one is safe."""
+    if type(partial) is float and partial == 1.0:
+        return grad
+    if type(grad) is float and grad == 1.0:
+        return partial
+    return grad * partial
+
+
+def _column(np: Any, value: Any, size: int) -> Any:
+    return np.broadcast_to(np.asarray(value, dtype=float), (size,))
+
+
+def _mark_finite(np: Any, ok: Any, value: Any) -> None:
+    """ok &= isfinite(value), in place."""
+    if np.ndim(value) == 0:
+        if not math.isfinite(value):
+            ok[:] = False
+    else:
+        np.logical_and(ok, np.isfinite(value), out=ok)
+
+
+def _backward_vector(program: Program, operands: list[Any]) -> list[Any]:
+    """Per node: its gradient (a float or an array), or None for nodes that need none."""
     nodes = program.nodes
-    size = failed.size
-    grads: list[Any] = [np.zeros(size) if node.needs_grad else None for node in nodes]
-    grads[-1] = np.ones(size)
+    grads: list[Any] = [None] * len(nodes)  # None: no contribution yet
+    grads[-1] = 1.0
     for node in reversed(nodes):
         if not node.inputs or not node.needs_grad:
             continue
-        args = [values[source.index] for source in node.inputs]
+        args = [operands[source.index] for source in node.inputs]
         for position, source in enumerate(node.inputs):
             if source.needs_grad:
-                partial = node.op.rules[position](*args, values[node.index])
-                grads[source.index] = grads[source.index] + grads[node.index] * partial
-                failed |= ~np.isfinite(grads[source.index])
-    return grads
+                partial = node.op.rules[position](*args, operands[node.index])
+                term = _times(grads[node.index], partial)
+                i = source.index
+                grads[i] = term if grads[i] is None else grads[i] + term
+    return [None if not node.needs_grad else (0.0 if g is None else g)
+            for node, g in zip(nodes, grads, strict=True)]
+
+
+# --- many perturbations at once: the finite-difference check's replays -------------------------
+
+@dataclass
+class ColumnReplay:
+    """The output with one node pinned per column, as ``graph.replay`` gives it one at a time."""
+
+    output: Any  # (columns,) output value
+    largest: Any  # (columns,) largest magnitude among the recomputed values; inf/nan: failed
+
+    @property
+    def failed(self) -> Any:
+        """Columns where a recomputed value is not finite (a domain error on the scalar path)."""
+        return ~numpy().isfinite(self.largest)
+
+
+def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
+    """Column j replays ``program`` with node ``pinned[j]`` set to ``values[j]``.
+
+    Only nodes downstream of a pinned node get an array; in the columns where a node is not
+    downstream of that column's pinned node it keeps exactly its scalar value, so each column
+    recomputes what ``graph.replay`` recomputes (and ``largest`` covers just those values). An
+    array is dropped after its last user, so memory follows the live part of the graph.
+    """
+    np = numpy()
+    nodes = program.nodes
+    pinned = np.asarray(pinned, dtype=np.intp)
+    values = np.asarray(values, dtype=float)
+    columns = pinned.size
+    last_use = _last_uses(nodes)
+    current: dict[int, Any] = {}  # node index -> (columns,) values, for recomputed nodes
+    # node index -> (columns,) bool, the columns that recompute it; None: every column does
+    dirty: dict[int, Any] = {}
+    pins: dict[int, list[int]] = {}
+    for column, index in enumerate(pinned.tolist()):
+        pins.setdefault(index, []).append(column)
+    largest = np.abs(values)
+    with np.errstate(all="ignore"):
+        for node in nodes[int(pinned.min()):] if columns else ():
+            i = node.index
+            sources = [s.index for s in node.inputs if s.index in dirty]
+            if sources:
+                mask = _union([dirty[k] for k in sources])
+                value = node.op.apply_vector(*(current.get(s.index, s.value) for s in node.inputs))
+                if mask is None:
+                    value = np.broadcast_to(value, (columns,))
+                    np.maximum(largest, np.abs(value), out=largest)
+                else:  # columns that do not recompute this node keep its exact scalar value
+                    value = np.where(mask, value, node.value)
+                    np.maximum(largest, np.abs(value), out=largest, where=mask)
+                current[i], dirty[i] = value, mask
+            if i in pins:
+                own = np.zeros(columns, dtype=bool)
+                own[pins[i]] = True
+                current[i] = np.where(own, values, current.get(i, node.value))
+                dirty[i] = _union([own, dirty[i]]) if i in dirty else own
+            for source in node.inputs:
+                if last_use[source.index] == i and source.index != len(nodes) - 1:
+                    current.pop(source.index, None)
+                    dirty.pop(source.index, None)
+    output = current.get(len(nodes) - 1, nodes[-1].value)
+    return ColumnReplay(np.broadcast_to(output, (columns,)), largest)
+
+
+def _union(masks: list[Any]) -> Any:
+    """The columns in any of ``masks``; None stands for every column (and is returned for it)."""
+    if any(mask is None for mask in masks):
+        return None
+    if len(masks) == 1:
+        return masks[0]
+    union = numpy().logical_or(masks[0], masks[1])
+    for mask in masks[2:]:
+        union |= mask
+    return None if union.all() else union
+
+
+def _last_uses(nodes: list) -> list[int]:
+    """For each node, the index of its last user (its own index if it has none)."""
+    last = list(range(len(nodes)))
+    for node in nodes:
+        for source in node.inputs:
+            last[source.index] = node.index
+    return last

@@ -1,0 +1,278 @@
+"""gradcli against its peers on the workloads of issue 6; prints one Markdown table.
+
+    python benchmarks/run.py            # everything (several minutes)
+    python benchmarks/run.py --quick    # fewer repetitions and smaller peer samples
+    python benchmarks/run.py --only W1,W5
+
+gradcli runs as a user runs it: a separate process, ``gradcli eval`` on the workload's text
+(W5, whose CLI command is another issue's, calls ``vector.evaluate_vector``). Peers run in this
+process when installed (``pip install -e '.[bench]'``): micrograd, SymPy, PyTorch, HIPS
+autograd. They read the same programs through Python's own parser (``eval``/``exec`` of the
+generated benchmark text, which is trusted here: this is how one uses those libraries, and
+exactly what gradcli itself never does). Peers compute value and gradients only; gradcli also
+runs its finite-difference check unless a row says ``--no-check``. A peer too slow to run in
+full is timed on a sample and scaled linearly; the table says so. Peak memory: the maximum RSS
+of the gradcli process (``wait4``; batch workers are not included); for peers the peak of
+Python allocations (``tracemalloc``, a separate untimed run; NumPy and PyTorch buffers are only
+partly visible to it), not measured for the W3 peers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import peers
+import workloads
+
+import gradcli
+
+GRADCLI = [sys.executable, "-m", "gradcli"]
+ROWS: list[dict] = []
+
+
+# A small launcher runs each timed process and reports its wall time and peak RSS: the RSS of a
+# process forked (or vforked) straight from this large one would include this one's pages.
+_LAUNCHER = """
+import os, sys, time
+stdin, args = sys.argv[1], sys.argv[2:]
+actions = [(os.POSIX_SPAWN_OPEN, 0, stdin, os.O_RDONLY, 0),
+           (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+           (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+start = time.perf_counter()
+pid = os.posix_spawn(args[0], args, os.environ, file_actions=actions)
+_, status, usage = os.wait4(pid, 0)
+print(time.perf_counter() - start, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_process(args: list[str], stdin: Path | None = None) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in bytes, exit status) of one process, output discarded."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.setdefault("COLUMNS", "120")
+    launcher = [sys.executable, "-c", _LAUNCHER, str(stdin or os.devnull), *args]
+    report = subprocess.run(launcher, env=env, capture_output=True, text=True, check=True)
+    wall, memory, status = report.stdout.split()
+    return float(wall), int(memory), int(status)
+
+
+def median_process(args: list[str], runs: int, stdin: Path | None = None) -> tuple[float, int]:
+    run_process(args, stdin)  # warm-up: writes bytecode, fills the page cache
+    results = [run_process(args, stdin) for _ in range(runs)]
+    return statistics.median(r[0] for r in results), max(r[1] for r in results)
+
+
+def in_process(function: Callable[[], object], runs: int = 1) -> tuple[float, int]:
+    """(median seconds, peak traced bytes) of ``function()``: timed runs without tracemalloc
+    (which slows allocation-heavy code several times), then one more run to trace memory."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    tracemalloc.start()
+    function()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return statistics.median(times), peak
+
+
+def row(workload: str, tool: str, seconds: float | None, work: float, unit: str,
+        memory: int | None, note: str = "") -> None:
+    ROWS.append(dict(workload=workload, tool=tool, seconds=seconds, work=work, unit=unit,
+                     memory=memory, note=note))
+    shown = "fails" if seconds is None else f"{seconds:.3f} s"
+    print(f"  {workload:4} {tool:32} {shown:>10}  {note}", file=sys.stderr, flush=True)
+
+
+def peer(workload: str, name: str, work: float, unit: str, action: Callable[[], object],
+         scale: float = 1.0, note: str = "") -> None:
+    """Time a peer; ``scale`` > 1 when ``action`` did a sample of the work."""
+    try:
+        seconds, memory = in_process(action)
+    except (RecursionError, MemoryError, SyntaxError, ValueError, OverflowError) as error:
+        row(workload, name, None, work, unit, None, f"{type(error).__name__}: {error}"[:70])
+        return
+    row(workload, name, seconds * scale, work, unit, memory, note)
+
+
+# --- workloads -----------------------------------------------------------------------------------
+
+def w1(args: argparse.Namespace) -> None:
+    runs = 10 if args.quick else 41
+    expr, values = "(x*W+b-t)**2", ["--x", "2", "--W", "3", "--b", "1", "--t", "8"]
+    for label, extra in (("gradcli eval --json", ["--json"]), ("gradcli eval (table)", [])):
+        seconds, memory = median_process([*GRADCLI, "eval", expr, *values, *extra], runs)
+        row("W1", label, seconds, 1, "process", memory, f"median of {runs}")
+    reference = [sys.executable, "-c", "import click, lark, rich.console, rich.table"]
+    seconds, memory = median_process(reference, runs)
+    row("W1", "import click+lark+rich (reference)", seconds, 1, "process", memory,
+        f"median of {runs}; goal: table <= 1.0x, --json <= 0.7x this")
+    seconds, memory = median_process([sys.executable, "-c", "pass"], runs)
+    row("W1", "python -c pass (the floor)", seconds, 1, "process", memory, f"median of {runs}")
+
+
+def w2(args: argparse.Namespace, folder: Path) -> None:
+    programs = workloads.batch_programs()
+    point = workloads.batch_point()
+    source = folder / "w2.txt"
+    source.write_text("\n".join(programs) + "\n", encoding="utf-8")
+    flags = [f"--{name}={value}" for name, value in point.items()]
+    count = len(programs)
+    for label, extra in (("gradcli eval - --json --no-check", ["--no-check"]),
+                         ("gradcli eval - --json (FD check on)", [])):
+        wall, memory, status = run_process([*GRADCLI, "eval", "-", "--json", *flags, *extra],
+                                           source)
+        row("W2", label, wall, count, "programs", memory, f"exit {status}")
+    sample = 50 if args.quick else 200
+    for name, make in peers.BATCH.items():
+        runner = make()
+        if runner is None:
+            continue
+        part = programs[: peers.BATCH_SAMPLE.get(name, sample if args.quick else count)]
+        note = "" if len(part) == count else f"{len(part)} programs, scaled"
+        peer("W2", name, count, "programs", lambda r=runner, p=part: r(p, point),
+             count / len(part), note)
+
+
+def w3(args: argparse.Namespace, folder: Path, nodes: int = 100_000, label: str = "W3") -> None:
+    text = workloads.wide_program(nodes)
+    path = folder / f"{label}.grad"
+    path.write_text(text, encoding="utf-8")
+    point = workloads.wide_point()
+    flags = [f"--{name}={value}" for name, value in point.items()]
+    count = len(gradcli.parse(text).nodes)
+    outputs = [("gradcli eval -f (table)", [])]
+    if label == "W3":
+        outputs.append(("gradcli eval -f --json", ["--json"]))
+    for name, extra in outputs:
+        wall, memory, status = run_process([*GRADCLI, "eval", "-f", str(path), *flags, *extra])
+        row(label, name, wall, count, "nodes", memory,
+            f"exit {status}; {memory / count:.0f} B/node")
+    if label != "W3":
+        return
+    for name, make in peers.WIDE.items():
+        runner = make()
+        if runner is not None:
+            seconds, memory, note = runner(text, point)
+            row(label, name, seconds, count, "nodes", memory, note)
+
+
+def w4(args: argparse.Namespace, folder: Path) -> None:
+    for levels in (10_000, 100_000):
+        path = folder / f"deep{levels}.grad"
+        path.write_text(workloads.deep_program(levels), encoding="utf-8")
+        seconds, memory = median_process([*GRADCLI, "eval", "-f", str(path), "--x", "0.3"],
+                                         3 if args.quick else 5)
+        row("W4", f"gradcli, {levels:,} levels", seconds, levels, "levels", memory, "median")
+        text = workloads.deep_program(levels)
+        for name, make in peers.DEEP.items():
+            runner = make()
+            if runner is not None:
+                peer("W4", f"{name}, {levels:,} levels", levels, "levels",
+                     lambda r=runner, t=text: r(t))
+
+
+def w5(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from gradcli.vector import evaluate_vector
+
+    size = 1_000_000
+    rng = np.random.default_rng(6)
+    x, y = rng.uniform(-2, 2, size), rng.uniform(-2, 2, size)
+    program = gradcli.parse(workloads.SWEEP_FORMULA)
+    runs = 3 if args.quick else 7
+
+    def by_gradcli():
+        result = evaluate_vector(program, {"x": x, "y": y})
+        return result.output, result.grads[program.variables["x"].index]
+
+    seconds, memory = in_process(by_gradcli, runs)
+    row("W5", "gradcli vector.evaluate_vector", seconds, size, "points", memory, "median")
+    seconds, memory = in_process(lambda: peers.sweep_by_hand(np, x, y), runs)
+    row("W5", "hand-written NumPy", seconds, size, "points", memory, "median")
+    for name, make in peers.SWEEP.items():
+        runner = make()
+        if runner is not None:
+            seconds, memory = in_process(lambda r=runner: r(x, y), runs)
+            row("W5", name, seconds, size, "points", memory, "median")
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+def table() -> str:
+    """One Markdown table; ``vs gradcli`` is the row's time over the time of the nearest gradcli
+    row above it in the same workload (above 1: gradcli is that many times faster)."""
+    lines = ["| workload | tool | time | rate | peak memory | vs gradcli | note |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    mine: dict[str, float] = {}
+    for item in ROWS:
+        seconds, workload = item["seconds"], item["workload"]
+        is_mine = item["tool"].startswith("gradcli")
+        if seconds is None:
+            time_text, rate, ratio = "fails", "—", "—"
+        else:
+            time_text = f"{seconds * 1000:,.0f} ms" if seconds < 10 else f"{seconds:,.1f} s"
+            rate = f"{item['work'] / seconds:,.0f} {item['unit']}/s"
+            ratio = "" if is_mine or workload not in mine else f"{seconds / mine[workload]:.2f}"
+            if is_mine:
+                mine[workload] = seconds
+        memory = "—" if item["memory"] is None else f"{item['memory'] / 2**20:,.0f} MB"
+        lines.append(f"| {workload} | {item['tool']} | {time_text} | {rate} | {memory} "
+                     f"| {ratio} | {item['note']} |")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return (f"{os.cpu_count()} CPUs ({model}), Python {platform.python_version()}, "
+            f"{platform.system()} {platform.release()}, load average "
+            f"{os.getloadavg()[0]:.1f} at the start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs, smaller peer samples")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,XL", help="comma-separated workloads")
+    args = parser.parse_args()
+    chosen = set(args.only.upper().split(","))
+    print(f"machine: {machine()}", file=sys.stderr)
+    folder = Path(tempfile.mkdtemp(prefix="gradcli-bench-"))
+    try:
+        if "W1" in chosen:
+            w1(args)
+        if "W2" in chosen:
+            w2(args, folder)
+        if "W3" in chosen:
+            w3(args, folder)
+        if "W4" in chosen:
+            w4(args, folder)
+        if "W5" in chosen:
+            w5(args)
+        if "XL" in chosen:
+            w3(args, folder, 1_000_000, "XL")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"\nMachine: {machine()}\n")
+    print(table())
+
+
+if __name__ == "__main__":
+    main()

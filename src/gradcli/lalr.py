@@ -1,0 +1,295 @@
+"""A small LALR(1) driver for tables that Lark computed from ``grammar/expr.lark``.
+
+Why not call Lark at every start: importing Lark and building its LALR tables costs more than
+everything else a small ``gradcli eval`` does, and Lark's generic lexer and per-token objects
+dominate the time of a batch of small programs. The grammar file stays the only description of
+the syntax: ``generate_tables`` asks Lark (imported only then) for its terminals, rules and parse
+table and turns them into plain literals, which ``_lalr_tables.py`` ships. That module is Python
+source written by this function, checked into the package like any other module: nothing
+deserialised, no cache file, nothing loaded from outside the package. ``load_tables`` regenerates
+the tables in memory if the grammar no longer matches (an edited grammar in an editable install),
+so a stale table is never used. After editing the grammar, ``gradcli.lalr.write_tables()``
+rewrites the module.
+
+The driver applies Lark's tree-shaping rules (filtered punctuation, ``_rule`` inlining, ``?rule``
+single-child expansion, ``-> alias`` callbacks) and raises ``UnexpectedCharacters`` /
+``UnexpectedToken`` with the same fields as Lark's, in the same order (the lexer runs lazily).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import zlib
+from typing import Any
+
+GRAMMAR_FILE = "expr.lark"
+_SHIFT, _REDUCE = 0, 1  # action kinds in the tables
+_PASS, _CALL, _SPLICE = 0, 1, 2  # how a reduction makes its value
+_ERROR = "__ERROR"
+
+
+class Token(str):
+    """A terminal's text with its type and 1-based line and column (Lark's ``Token`` fields)."""
+
+    __slots__ = ("column", "line", "pos_in_stream", "type")
+
+    def __new__(cls, type_: str, text: str, pos: int, line: int, column: int) -> Token:
+        token = super().__new__(cls, text)
+        token.type, token.pos_in_stream, token.line, token.column = type_, pos, line, column
+        return token
+
+
+class UnexpectedInput(Exception):  # noqa: N818 -- Lark's names, which parser.py expects
+    line: int
+    column: int
+
+
+class UnexpectedCharacters(UnexpectedInput):
+    def __init__(self, pos: int, line: int, column: int, allowed: set[str]) -> None:
+        super().__init__(f"unexpected character at line {line}, column {column}")
+        self.pos_in_stream, self.line, self.column, self.allowed = pos, line, column, allowed
+
+
+class UnexpectedToken(UnexpectedInput):
+    def __init__(self, token: Token, expected: set[str]) -> None:
+        super().__init__(f"unexpected token {token.type} at line {token.line}")
+        self.token, self.expected = token, expected
+        self.line, self.column = token.line, token.column
+
+
+class Parser:
+    """Parses text with ``tables``, calling ``builder.<rule alias>(children)`` at each reduction.
+
+    Actions are ints (a state to shift to, or ``~rule`` to reduce by); a rule that only passes
+    its one child up (``?sum: product``) costs a goto and nothing else; only the terminals some
+    rule keeps (names and numbers) become ``Token`` objects.
+    """
+
+    def __init__(self, tables: dict[str, Any], builder: object) -> None:
+        terminals = tables["terminals"]
+        alternatives = [f"(?P<{name}>{regex})" for name, regex in terminals]
+        self.scanner = re.compile("|".join([*alternatives, rf"(?P<{_ERROR}>.|\n)"]))
+        self.ignore = frozenset(tables["ignore"])
+        self.allowed = {name for name, _ in terminals} - self.ignore
+        self.valued = frozenset(tables["valued"])  # terminals whose text some rule keeps
+        self.start, self.end = tables["start"], tables["end"]
+        self.steps: list[dict[str, int]] = []  # per state: terminal -> state or ~rule
+        self.gotos: list[dict[str, int]] = []  # per state: rule name -> state
+        for state in tables["actions"]:
+            self.steps.append({symbol: arg if kind == _SHIFT else ~arg
+                               for symbol, (kind, arg) in state.items() if symbol.isupper()})
+            self.gotos.append({symbol: arg for symbol, (_, arg) in state.items()
+                               if not symbol.isupper()})
+        self.rules = [self._reducer(rule, builder) for rule in tables["rules"]]
+
+    @staticmethod
+    def _reducer(rule: list, builder: object) -> tuple[int, str, int, Any]:
+        """(length, origin, how, what) for one grammar rule.
+
+        ``how`` is _PASS (the value is the popped value at position ``what``: ``?rule`` with one
+        child, ``"(" sum ")"``), _CALL (``what`` is (method, positions) of the kept values) or
+        _SPLICE (``what`` builds the children with ``_rule`` inlining, Lark's general case).
+        """
+        origin, length, callback, expand1, kept = rule
+        method = getattr(builder, callback, None)
+        if not origin.startswith("_") and not expand1 and method is None:
+            raise TypeError(f"the parser builder has no method for the rule {callback}")
+        plain = not any(splice for _, splice in kept)
+        if expand1 and plain and len(kept) == 1:
+            return length, origin, _PASS, kept[0][0]
+        if plain and not origin.startswith("_") and not expand1:
+            return length, origin, _CALL, (method, tuple(index for index, _ in kept))
+
+        # A left-recursive list rule (``_x: _x item``) grows its own list in place, as Lark's
+        # does: copying it at every item would make a long program quadratic.
+        reuse_first = bool(kept) and kept[0] == [0, True]
+
+        def build(values: list) -> Any:
+            children: list = values[0] if reuse_first else []
+            for index, splice in kept[1:] if reuse_first else kept:
+                if splice:
+                    children.extend(values[index])
+                else:
+                    children.append(values[index])
+            if origin.startswith("_"):
+                return children
+            if expand1 and len(children) == 1:
+                return children[0]
+            return method(children)  # type: ignore[misc]
+
+        return length, origin, _SPLICE, build
+
+    def parse(self, text: str) -> Any:
+        steps, gotos, rules, ignore, valued = (
+            self.steps, self.gotos, self.rules, self.ignore, self.valued)
+        states: list[int] = [self.start]
+        values: list[Any] = []
+        line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
+        last = None
+        for match in itertools.chain(self.scanner.finditer(text), (None,)):
+            if match is None:
+                kind, value = "$END", None
+            else:
+                kind = match.lastgroup  # type: ignore[assignment]
+                if kind in ignore:
+                    continue
+                last = match
+                if kind == _ERROR:
+                    raise UnexpectedCharacters(*_position(text, match.start()), set(self.allowed))
+                value = None
+                if kind in valued:
+                    pos = match.start()
+                    if counted < pos and "\n" in text[counted:pos]:
+                        line += text.count("\n", counted, pos)
+                        line_start = text.rfind("\n", 0, pos) + 1
+                    counted = pos
+                    value = Token(kind, match.group(), pos, line, pos - line_start + 1)
+            while True:
+                action = steps[states[-1]].get(kind)
+                if action is None:
+                    if kind == "$END" and states[-1] == self.end:
+                        return values[-1]
+                    raise UnexpectedToken(_token(text, kind, last), _expected(steps[states[-1]]))
+                if action >= 0:
+                    states.append(action)
+                    values.append(value)
+                    break
+                length, origin, how, what = rules[~action]
+                if how == _PASS and length == 1:  # ?sum: product -- the value stays, goto only
+                    states[-1] = gotos[states[-2]][origin]
+                    continue
+                popped = values[-length:] if length else []
+                if length:
+                    del values[-length:]
+                    del states[-length:]
+                if how == _PASS:
+                    values.append(popped[what])
+                elif how == _CALL:
+                    method, positions = what
+                    values.append(method([popped[i] for i in positions]))
+                else:
+                    values.append(what(popped))
+                states.append(gotos[states[-1]][origin])
+        raise AssertionError("unreachable: $END either completes the parse or is unexpected")
+
+
+def _position(text: str, pos: int) -> tuple[int, int, int]:
+    """(pos, line, column) of a character position, 1-based as Lark counts."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    return pos, text.count("\n", 0, pos) + 1, pos - line_start + 1
+
+
+def _token(text: str, kind: str, last: re.Match | None) -> Token:
+    """A token for an error message (Lark's ``$END`` borrows the last token's position)."""
+    if last is None:
+        return Token(kind, "", 0, 1, 1)
+    return Token(kind, "" if kind == "$END" else last.group(), *_position(text, last.start()))
+
+
+def _expected(steps: dict[str, int]) -> set[str]:
+    return set(steps)
+
+
+# --- the tables: generated with Lark, shipped as literals ----------------------------------------
+
+def grammar_text() -> str:
+    """The grammar shipped as ``gradcli.grammar`` (wheel or editable install alike)."""
+    from . import grammar  # a plain file next to the package's __init__: no importlib.resources
+
+    path = os.path.join(os.path.dirname(grammar.__file__ or ""), GRAMMAR_FILE)
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    from importlib import resources  # e.g. a zipped package
+
+    return resources.files("gradcli.grammar").joinpath(GRAMMAR_FILE).read_text("utf-8")
+
+
+def grammar_digest(text: str) -> str:
+    """A checksum that tells whether the tables were made from this grammar text.
+
+    It only detects a forgotten regeneration (the tables and the grammar ship together), so a
+    CRC is enough, and zlib is far cheaper to import at start-up than hashlib.
+    """
+    return f"crc32:{zlib.crc32(text.encode('utf-8')):08x}:{len(text)}"
+
+
+def load_tables() -> dict[str, Any]:
+    """The shipped tables if they were generated from the current grammar, else fresh ones."""
+    text = grammar_text()
+    try:
+        from ._lalr_tables import TABLES
+    except ImportError:
+        TABLES = None  # noqa: N806 -- the module's constant name
+    if TABLES is not None and TABLES["grammar_digest"] == grammar_digest(text):
+        return TABLES
+    return generate_tables(text)
+
+
+def generate_tables(text: str) -> dict[str, Any]:
+    """Lark's LALR analysis of ``text`` as plain lists, dicts, strings and ints."""
+    from lark import Lark  # only here: regenerating the tables is the one use of Lark
+
+    lark = Lark(text, parser="lalr", lexer="basic")
+    # Lark's basic lexer tries terminals in this order (an alternation takes the first match).
+    terminals = sorted(lark.terminals, key=lambda t: (
+        -t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
+    table = lark.parser.parser.parser.parse_table
+    rules = list(dict.fromkeys(
+        arg for state in table.states.values() for action, arg in state.values()
+        if action.name == "Reduce"))
+    number = {id(rule): i for i, rule in enumerate(rules)}
+    kept_rules = []
+    valued: set[str] = set()
+    for rule in rules:
+        kept = []
+        for index, symbol in enumerate(rule.expansion):
+            if symbol.is_term and symbol.filter_out and not rule.options.keep_all_tokens:
+                continue
+            if symbol.is_term:
+                valued.add(symbol.name)
+            kept.append([index, not symbol.is_term and symbol.name.startswith("_")])
+        callback = rule.alias or rule.origin.name
+        expand1 = bool(rule.options.expand1) and not rule.alias  # as Lark: an alias always calls
+        kept_rules.append([str(rule.origin.name), len(rule.expansion), str(callback), expand1,
+                           kept])
+    actions = [
+        {str(symbol): [0 if action.name == "Shift" else 1,
+                       arg if action.name == "Shift" else number[id(arg)]]
+         for symbol, (action, arg) in sorted(table.states[state].items())}
+        for state in range(len(table.states))
+    ]
+    return {
+        "grammar_digest": grammar_digest(text),
+        "terminals": [[t.name, t.pattern.to_regexp()] for t in terminals],
+        "ignore": sorted(lark.ignore_tokens),
+        "valued": sorted(valued),
+        "start": table.start_states["start"],
+        "end": table.end_states["start"],
+        "rules": kept_rules,
+        "actions": actions,
+    }
+
+
+def tables_source(tables: dict[str, Any]) -> str:
+    """The text of ``_lalr_tables.py``."""
+    import pprint
+
+    header = (
+        '"""LALR tables for grammar/expr.lark, generated by ``gradcli.lalr.write_tables()``:'
+        ' do not edit.\n\nPlain literals, nothing deserialised; ``lalr.load_tables`` ignores them'
+        ' if the grammar changed.\n"""\n\n'
+        "# fmt: off\n"
+    )
+    return header + "TABLES = " + pprint.pformat(tables, width=99, compact=True) + "\n"
+
+
+def write_tables() -> str:
+    """Regenerate ``_lalr_tables.py`` next to this file (after editing the grammar)."""
+    from pathlib import Path
+
+    target = Path(__file__).with_name("_lalr_tables.py")
+    target.write_text(tables_source(generate_tables(grammar_text())), encoding="utf-8")
+    return str(target)

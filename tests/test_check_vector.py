@@ -1,0 +1,107 @@
+"""The vectorised first pass of the check equals the scalar check, node by node."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import gradcli
+from gradcli import check
+from gradcli.graph import replay
+from gradcli.vector import replay_columns
+
+np = pytest.importorskip("numpy")
+
+ARITHMETIC = [
+    "(x*W+b-t)**2",
+    "u = x*W; z = u + b; err = z - t; err*err",
+    "a = x*y; b = a/(1 + x*x); (b - a)*(b + y) - relu(x - y)",
+    "(x + 1e8) - 1e8",
+]
+TRANSCENDENTAL = [
+    "sin(x)*exp(-y**2) + log(1 + x**2*y**2)",
+    "sigmoid(x*y) + softplus(y - x) + atan2(y, x + 3) + hypot(x, y) + tanh(x)",
+    "sqrt(x)*log(x) + max(x, y) + abs(y)**3",
+]
+POINT = {"x": 0.7, "y": -1.3, "z": 0.45, "W": 3.0, "b": 1.0, "t": 8.0}
+
+
+def _random_program(rng: random.Random, size: int) -> str:
+    """A random program of ``size`` operations over x, y and z (no recursion)."""
+    terms = [rng.choice("xyz") for _ in range(size + 1)]
+    while len(terms) > 1:
+        a, b = terms.pop(), terms.pop(rng.randrange(len(terms)))
+        template = rng.choice(["({} + {})", "({} - {})", "({} * {})", "{}/(1 + {}**2)",
+                               "relu({} - {})", "max({}, {})"])
+        terms.append(template.format(a, b))
+    return terms[0]
+
+
+def _scalar_and_vector(text: str, monkeypatch) -> tuple:
+    """The same program checked with the vector pass disabled and with it always on."""
+    reports = []
+    for always in (10**18, 0):
+        monkeypatch.setattr(check, "_COLUMNS_ALWAYS", always)
+        monkeypatch.setattr(check, "_COLUMNS_IF_LOADED", always)
+        reports.append(gradcli.evaluate(text, POINT).check)
+    return reports[0], reports[1]
+
+
+@pytest.mark.parametrize("text", ARITHMETIC + [_random_program(random.Random(k), 30)
+                                               for k in range(6)])
+def test_vector_check_equals_scalar_check_exactly_on_arithmetic(text, monkeypatch):
+    scalar, vector = _scalar_and_vector(text, monkeypatch)
+    assert set(scalar.nodes) == set(vector.nodes) and scalar.nodes
+    for index, expected in scalar.nodes.items():
+        assert vector.nodes[index] == expected, index  # IEEE + - * / max: bitwise the same
+    assert vector.gradients == scalar.gradients
+
+
+@pytest.mark.parametrize("text", TRANSCENDENTAL)
+def test_vector_check_equals_scalar_check_on_functions(text, monkeypatch):
+    point = dict(POINT, x=1.7, y=0.4)
+    monkeypatch.setattr(check, "_COLUMNS_ALWAYS", 10**18)
+    monkeypatch.setattr(check, "_COLUMNS_IF_LOADED", 10**18)
+    scalar = gradcli.evaluate(text, point).check
+    monkeypatch.setattr(check, "_COLUMNS_ALWAYS", 0)
+    monkeypatch.setattr(check, "_COLUMNS_IF_LOADED", 0)
+    vector = gradcli.evaluate(text, point).check
+    for index, expected in scalar.nodes.items():
+        got = vector.nodes[index]
+        assert (got.ok, got.method, got.step) == (expected.ok, expected.method, expected.step)
+        # NumPy's and libm's sin/exp/log may differ in the last bit; the difference quotient
+        # divides that by h ~ 6e-6.
+        assert got.numeric == pytest.approx(expected.numeric, rel=1e-8, abs=1e-9)
+        assert got.tolerance == pytest.approx(expected.tolerance, rel=1e-6)
+
+
+def test_replay_columns_equals_replay_and_its_largest_value():
+    program = gradcli.parse("a = x*y; b = a/(1 + x*x); c = b - a; c*(b + y) + a")
+    gradcli.evaluate(program, POINT, check=False)
+    nodes = program.nodes
+    pinned = [n.index for n in nodes if n.needs_grad]
+    shifted = [nodes[i].value + 0.25 * (k + 1) for k, i in enumerate(pinned)]
+    columns = replay_columns(program, pinned, shifted)
+    for k, (index, value) in enumerate(zip(pinned, shifted, strict=True)):
+        assert (columns.output[k], columns.largest[k]) == replay(nodes, index, value)
+    assert not columns.failed.any()
+
+
+def test_a_domain_error_in_one_column_marks_only_that_column():
+    program = gradcli.parse("log(x) + y*y")
+    gradcli.evaluate(program, {"x": 1.0, "y": 2.0}, check=False)
+    x, y = program.variables["x"].index, program.variables["y"].index
+    columns = replay_columns(program, [x, x, y], [-1.0, 2.0, 3.0])
+    assert columns.failed.tolist() == [True, False, False]
+    assert columns.output[2] == 9.0
+
+
+def test_a_wrong_gradient_still_fails_with_the_vector_pass(monkeypatch):
+    monkeypatch.setattr(check, "_COLUMNS_ALWAYS", 0)
+    program = gradcli.parse("x*x*y")
+    result = gradcli.evaluate(program, {"x": 3.0, "y": 2.0}, check=False)
+    program.variables["x"].grad += 1e-3  # a wrong analytic gradient
+    report = check.check_gradients(program)
+    assert not report.gradients["x"].ok and report.gradients["y"].ok
+    assert result.value == 18.0

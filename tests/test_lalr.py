@@ -1,0 +1,106 @@
+"""The shipped LALR tables and their driver agree with Lark itself on the same grammar."""
+
+from __future__ import annotations
+
+import pytest
+from lark import Lark, Transformer, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
+from gradcli import lalr
+from gradcli._lalr_tables import TABLES
+
+PROGRAMS = [
+    "x", "2.5e-3", "-x**2", "+-+x", "2**3**-2", "a ^ b ^ c", "x*W + b - t", "(x)", "((x))",
+    "f()", "pow(x, y)", "atan2(1, max(a, b, c))", "u = x*W; z = u + b\nerr = z - t; err*err",
+    "\n\n x = 2 # default\n;; y = x*x ;\n y / 2 \n", "sin(cos(tan(x)))/-(3)", "a - b - c / d / e",
+]
+BAD = ["2x", "x +", "(x", "x)", "x == 2", "x = ", "$", "x = 2\ny = @", "f(,)", ";", "", "x\n\n)"]
+
+
+class _Shape(Transformer):
+    """Reduces Lark's tree to nested tuples: (rule, children...)."""
+
+    def __default__(self, data, children, meta):
+        if data.startswith("_"):  # Lark splices these into their parent itself
+            return Tree(data, children, meta)
+        return (str(data), *children)
+
+
+class _ShapeBuilder:
+    """The same shapes from the gradcli driver's callbacks."""
+
+    def __getattr__(self, name):
+        def callback(children):
+            return (name, *children)
+
+        return callback
+
+
+def _tokens(value):
+    """Tokens (Lark's or ours) as (type, text, line, column), inside nested tuples."""
+    if hasattr(value, "type"):
+        return (value.type, str(value), value.line, value.column)
+    if isinstance(value, tuple):
+        return tuple(_tokens(v) for v in value)
+    return value
+
+
+@pytest.fixture(scope="module")
+def parsers():
+    text = lalr.grammar_text()
+    reference = Lark(text, parser="lalr", lexer="basic", transformer=_Shape())
+    return reference, lalr.Parser(TABLES, _ShapeBuilder())
+
+
+def test_shipped_tables_match_the_grammar():
+    """Regenerate with gradcli.lalr.write_tables() after editing grammar/expr.lark."""
+    assert TABLES["grammar_digest"] == lalr.grammar_digest(lalr.grammar_text())
+    assert lalr.load_tables() is TABLES
+
+
+def test_generated_tables_describe_the_same_language():
+    fresh = lalr.generate_tables(lalr.grammar_text())
+    assert fresh["terminals"] == TABLES["terminals"]
+    assert sorted(map(str, fresh["rules"])) == sorted(map(str, TABLES["rules"]))
+    assert len(fresh["actions"]) == len(TABLES["actions"])
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_same_tree_as_lark(parsers, program):
+    reference, ours = parsers
+    assert _tokens(ours.parse(program)) == _tokens(reference.parse(program))
+
+
+@pytest.mark.parametrize("program", BAD)
+def test_same_syntax_error_as_lark(parsers, program):
+    reference, ours = parsers
+    with pytest.raises((UnexpectedCharacters, UnexpectedToken)) as theirs:
+        reference.parse(program)
+    with pytest.raises(lalr.UnexpectedInput) as mine:
+        ours.parse(program)
+    assert type(mine.value).__name__ == type(theirs.value).__name__
+    assert (mine.value.line, mine.value.column) == (theirs.value.line, theirs.value.column)
+    if isinstance(theirs.value, UnexpectedToken):
+        assert mine.value.token.type == theirs.value.token.type
+        assert mine.value.expected == theirs.value.expected
+    else:
+        assert mine.value.pos_in_stream == theirs.value.pos_in_stream
+
+
+def test_deep_nesting_needs_no_recursion(parsers):
+    _, ours = parsers
+    depth = 100_000
+    tree = ours.parse("(" * depth + "x" + ")" * depth)
+    assert _tokens(tree) == ("start", ("name", ("NAME", "x", 1, depth + 1)))
+
+
+def test_parsing_imports_neither_lark_nor_numpy():
+    """Start-up cost: the shipped tables make Lark unnecessary on every path of a valid grammar."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gradcli\n"
+            "gradcli.evaluate('u = x*W; (u + b - t)**2', {'x': 2, 'W': 3, 'b': 1, 't': 8})\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in {'lark', 'numpy'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
