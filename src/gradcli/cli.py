@@ -16,6 +16,7 @@ from . import __version__
 from .api import LineOutcome, evaluate, evaluate_lines
 from .check import DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ExitStatus, GradcliError, UsageError
+from .limits import MAX_NODES, max_chars
 from .points import NAME, as_point, parse_assignments
 
 _BINDINGS = "gradcli.bindings"
@@ -118,9 +119,20 @@ def cli() -> None:
               help="Relative tolerance of the check.")
 @click.option("--atol", type=click.FloatRange(min=0), default=DEFAULT_ATOL, show_default=True,
               help="Absolute tolerance of the check.")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=MAX_NODES, show_default=True,
+              help="Refuse a program with more graph nodes (or more than 8 characters per "
+                   "node of text) with a usage error.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
-    ctx.exit(run_eval(ctx, **options))
+    try:
+        ctx.exit(run_eval(ctx, **options))
+    except BrokenPipeError:
+        # Raised past click, which would turn it into status 1 ("check failed").
+        raise ReaderGoneError from None
+
+
+class ReaderGoneError(Exception):
+    """The reader of stdout went away (``| head -1``): main() ends quietly with status 141."""
 
 
 def run_eval(
@@ -132,10 +144,12 @@ def run_eval(
     no_check: bool,
     rtol: float,
     atol: float,
+    max_nodes: int = MAX_NODES,
 ) -> int:
     """Everything ``gradcli eval`` does; returns the exit status."""
     output = Output(as_json)
-    options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol}
+    options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol,
+                               "max_nodes": max_nodes}
     try:
         values = as_point(parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments]))
         if program_file is not None and expr is not None:
@@ -143,7 +157,7 @@ def run_eval(
         if program_file is not None:
             return output.single(program_file.read(), values, options, program_file.name)
         if expr == "-" or (expr is None and not sys.stdin.isatty()):
-            return output.batch(_stdin_lines(), values, options)
+            return output.batch(_stdin_lines(max_chars(max_nodes)), values, options)
         if expr is None:
             raise UsageError("no expression given",
                              hint='try: gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8')
@@ -152,9 +166,22 @@ def run_eval(
     return output.single(expr, values, options)
 
 
-def _stdin_lines() -> Iterator[str]:
-    """Lines of stdin as text; bytes that are not UTF-8 become U+FFFD and then a parse error."""
-    for raw in getattr(sys.stdin, "buffer", sys.stdin):
+def _stdin_lines(max_bytes: int) -> Iterator[str]:
+    """Lines of stdin as text, read one at a time as they arrive (a batch is a stream).
+
+    Bytes that are not UTF-8 become U+FFFD and then a parse error. Of a line longer than
+    ``max_bytes`` only ``max_bytes + 1`` bytes are kept (the rest is read and dropped, so memory
+    stays flat): if the cut falls in the program, that ASCII text is over the length limit and
+    becomes an error record; if it falls in a trailing comment, nothing that matters was lost.
+    """
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    while True:
+        raw = stream.readline(max_bytes + 1)
+        if not raw:
+            return
+        if len(raw) > max_bytes and raw[-1:] not in (b"\n", "\n"):
+            while (rest := stream.readline(1 << 20)) and rest[-1:] not in (b"\n", "\n"):
+                pass
         yield raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
 
 
@@ -233,18 +260,30 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the CLI and maps every way out to a documented exit status."""
     try:
         status = cli.main(args=argv, prog_name="gradcli", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("gradcli: interrupted", err=True)
-        status = ExitStatus.INTERRUPTED
-    except KeyboardInterrupt:
-        click.echo("gradcli: interrupted", err=True)
-        status = ExitStatus.INTERRUPTED
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        status = _interrupted()
     except click.ClickException as error:
         error.show()
         status = error.exit_code
+    except (BrokenPipeError, ReaderGoneError):
+        status = _reader_gone()
+    try:
+        sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
     except BrokenPipeError:
-        # The reader went away (`| head -1`): stop quietly, as Unix tools do.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        status = 141
+        status = _reader_gone()
+    except KeyboardInterrupt:
+        status = _interrupted()
     sys.exit(int(status or 0))
+
+
+def _interrupted() -> int:
+    """Ctrl-C: one line on stderr, the shell's status for SIGINT, no traceback."""
+    click.echo("gradcli: interrupted", err=True)
+    return ExitStatus.INTERRUPTED
+
+
+def _reader_gone() -> int:
+    """Stop quietly, as Unix tools do: later writes and the exit-time flush go to /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141

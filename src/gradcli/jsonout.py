@@ -46,6 +46,7 @@ def check_record(check: CheckReport) -> dict[str, Any]:
         "atol": check.atol,
         "gradients": {name: _gradient_check(g) for name, g in check.gradients.items()},
         "nodes_checked": not check.nodes_skipped,
+        "unchecked": check.unchecked,
     }
 
 
