@@ -39,7 +39,8 @@ Examples:
 
 \b
 Exit status: 0 ok; 1 a finite-difference check failed; 2 usage, parse or name error;
-3 numeric error (domain, overflow, division by zero); batch: the largest status of its lines.
+3 numeric error (domain, overflow, division by zero); batch: the largest status of its lines;
+130 interrupted (Ctrl-C); 141 the reader of stdout went away (| head -1).
 """
 
 
