@@ -97,7 +97,21 @@ def _split_arguments(
     return options, bindings, positional
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class ReaderGoneError(Exception):
+    """The reader of stdout went away (``| head -1``): main() ends quietly with status 141."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        """Every command's BrokenPipeError goes past click (which would exit with 1, "check
+        failed") to main(), which ends with 141."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise ReaderGoneError from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="gradcli")
 def cli() -> None:
     """Differentiate formulas: every node's value and gradient, checked by finite differences.
@@ -125,15 +139,7 @@ def cli() -> None:
                    "node of text) with a usage error.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
-    try:
-        ctx.exit(run_eval(ctx, **options))
-    except BrokenPipeError:
-        # Raised past click, which would turn it into status 1 ("check failed").
-        raise ReaderGoneError from None
-
-
-class ReaderGoneError(Exception):
-    """The reader of stdout went away (``| head -1``): main() ends quietly with status 141."""
+    ctx.exit(run_eval(ctx, **options))
 
 
 def run_eval(
