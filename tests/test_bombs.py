@@ -102,7 +102,7 @@ def test_many_missing_names_give_a_short_message():
 
 
 def test_unchecked_variables_show_in_json_and_for_people():
-    names = [f"v{i}" for i in range(1_500)]
+    names = [f"v{i}" for i in range(800)]
     args = ["+".join(names), *(f"--{n}=1" for n in names)]
     result, record = run_json(*args)
     assert result.exit_code == 0

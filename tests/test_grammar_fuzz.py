@@ -91,7 +91,7 @@ def check_generated_program(source: str, data: st.DataObject) -> None:
 GENERATED = settings(deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@settings(GENERATED, max_examples=20)
+@settings(GENERATED, max_examples=10)
 @given(programs, st.data())
 def test_generated_programs_check_out_or_fail_as_documented(source, data):
     check_generated_program(source, data)
@@ -150,7 +150,7 @@ REGRESSIONS = [
 ]
 
 
-@pytest.mark.parametrize("data", REGRESSIONS)
+@pytest.mark.parametrize("data", REGRESSIONS, ids=range(len(REGRESSIONS)))
 def test_fuzz_regressions(data):
     FUZZ.exercise(data)
 
