@@ -138,39 +138,35 @@ def test_reader_gone_before_the_first_write_is_quiet_too(args):
     assert done.stderr == b""
 
 
-def test_ctrl_c_mid_batch_is_status_130_and_one_line():
-    child = subprocess.Popen([*GRADCLI, "-", "--json", "--x", "2"], stdin=subprocess.PIPE,
+def _interrupt_after_first_record(args: list[str], stdin: bytes) -> tuple[int, str]:
+    """Start a batch, wait for its first record, send SIGINT: the status and stderr."""
+    child = subprocess.Popen([*GRADCLI, "-", *args], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines = _lines_reader(child.stdout)
     try:
-        child.stdin.write(b"x*3\n" + b"-" * 300_000 + b"x\n")  # a slow second line
+        child.stdin.write(stdin)
         child.stdin.flush()
-        assert json.loads(lines.get(timeout=30))["line"] == 1
+        first = lines.get(timeout=30)
+        assert first.startswith((b"line 1", b'{"line": 1')), first
         child.send_signal(signal.SIGINT)
-        status = child.wait(timeout=30)
-        stderr = child.stderr.read().decode()
+        return child.wait(timeout=30), child.stderr.read().decode()
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (["--json", "--x", "2"], b"x*3\n" + b"-" * 300_000 + b"x\n"),  # busy on a slow line
+        (["--x", "2"], b"x\n"),  # waiting for the next line
+    ],
+    ids=["busy", "waiting"],
+)
+def test_ctrl_c_mid_batch_is_status_130_and_one_line(args, stdin):
+    status, stderr = _interrupt_after_first_record(args, stdin)
     assert status == 130
     assert stderr.strip() == "gradcli: interrupted", stderr
-
-
-def test_ctrl_c_while_waiting_for_input():
-    child = subprocess.Popen([*GRADCLI, "-", "--x", "2"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    lines = _lines_reader(child.stdout)
-    try:
-        child.stdin.write(b"x\n")
-        child.stdin.flush()
-        assert lines.get(timeout=30).startswith(b"line 1")
-        child.send_signal(signal.SIGINT)
-        status = child.wait(timeout=30)
-        stderr = child.stderr.read().decode()
-    finally:
-        child.kill()
-        child.wait()
-    assert status == 130 and stderr.strip() == "gradcli: interrupted"
 
 
 def _peak_kib(lines: int, tmp_path) -> tuple[int, list[bytes]]:
