@@ -120,3 +120,15 @@ def test_a_million_node_expression_works():
     assert result.gradients["x"] == -1.0 and result.check.ok
     with pytest.raises(gradcli.UsageError, match="more than 1,000,000 nodes"):
         gradcli.parse("-" + text)
+
+
+@pytest.mark.parametrize(("expression", "value"), [("-" * 101 + "x", -3.0), ("--(x)", 3.0),
+                                                  ("---x**2", -9.0)])
+def test_many_leading_minus_signs_on_the_command_line_are_an_expression(expression, value):
+    result, record = run_json(expression, "--x", "3")
+    assert result.exit_code == 0 and record["value"] == value
+
+
+def test_an_unknown_option_is_still_a_usage_error():
+    result = CliRunner().invoke(cli, ["eval", "x", "--x", "1", "--no-such-flag"])
+    assert result.exit_code == 2 and "--no-such-flag" in result.output

@@ -6,6 +6,7 @@ Rich is imported only on the paths that print for people, so ``--json`` starts f
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
@@ -20,6 +21,8 @@ from .limits import MAX_NODES, max_chars
 from .points import NAME, as_point, parse_assignments
 
 _BINDINGS = "gradcli.bindings"
+# What an option looks like; anything else after `--` (`---x`, `--(x)`) is an expression.
+_OPTION_LIKE = re.compile(r"--[A-Za-z][-A-Za-z0-9_]*")
 
 EVAL_HELP = """Evaluate EXPR and its gradients (one reverse-mode pass), checked by finite
 differences.
@@ -89,7 +92,7 @@ def _split_arguments(
                 value = args[i + 1]
                 i += 1
             bindings.append(f"{flag[2:]}={value}")
-        elif arg.startswith("--") and len(arg) > 2:
+        elif arg.startswith("--") and _OPTION_LIKE.fullmatch(flag):
             options.append(arg)  # click reports it as an unknown option
         else:
             positional.append(arg)
