@@ -135,9 +135,13 @@ def _fuzz_target():
 FUZZ = _fuzz_target()
 
 # Inputs for the fuzz target (first byte: which values the variables get; the rest: the program).
-# Add each crasher the fuzzer finds here; so far it has found none (see fuzz/README.md), so these
-# are the hostile corners it must keep surviving.
+# Add each crasher the fuzzer finds here (see fuzz/README.md), with hostile corners it must keep
+# surviving.
 REGRESSIONS = [
+    # Found by atheris: products of 1e300 and 0; the finite difference overflowed to -inf, the
+    # check passed it (inf <= inf) and --json crashed on the non-finite number.
+    b"\x0ctt*bLL*ratLL**t*bLL*bdtt*bLL*ratbttLL*bd*bLL*ratLL**t*bLL*bdtt*bLL*ratLL*L*t*bLLbd"
+    b"*bLL*ratLL**t*bL*bd",
     b"\x06exp(exp(exp(x)))",  # x = 1e300
     b"\x07pow(pow(x, 1e308), 1e308)",  # x = -1e-300
     b"\x00" + b"-" * 3000 + b"x",
@@ -153,6 +157,19 @@ REGRESSIONS = [
 @pytest.mark.parametrize("data", REGRESSIONS, ids=range(len(REGRESSIONS)))
 def test_fuzz_regressions(data):
     FUZZ.exercise(data)
+
+
+def test_an_overflowing_finite_difference_is_not_a_pass():
+    data = REGRESSIONS[0]
+    program = gradcli.parse(data[1:].decode())
+    values = {name: FUZZ.VALUES[(data[0] + i) % len(FUZZ.VALUES)]
+              for i, name in enumerate(program.variables)}
+    result = gradcli.evaluate(program, values)
+    for check in result.check.checks:
+        assert check.numeric is None or math.isfinite(check.numeric)
+        assert check.ok == (check.numeric is not None and check.abs_error <= check.tolerance)
+    assert not result.check.gradients["bLL"].ok  # no finite difference could verify it
+    assert result.status == gradcli.ExitStatus.CHECK_FAILED
 
 
 def test_fuzz_target_runs_as_a_plain_loop():

@@ -157,6 +157,9 @@ def _difference(nodes: list[Node], node: Node, h: float) -> tuple[float, str, fl
             fb, largest_b = replay(nodes, i, second)
         except NumericError:
             continue
+        estimate = formula(fa, fb)
+        if not math.isfinite(estimate):  # f(v + h) - f(v - h) overflowed (values near 1e308)
+            continue
         largest = max(largest_a, largest_b, abs(f0))
-        return formula(fa, fb), method, largest
+        return estimate, method, largest
     return None
