@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, NODE_CHECK_LIMIT, CheckReport, check_gradients
 from .errors import ExitStatus, GradcliError, UsageError
 from .graph import Program, backward, expression_texts, forward
+from .limits import MAX_LISTED_NAMES, MAX_NODES, listed
 from .parser import parse
 from .points import validate_values
 
@@ -84,18 +85,20 @@ def evaluate(
     check_method: str = "central",
     order: int = 1,
     strict: bool = True,
+    max_nodes: int = MAX_NODES,
 ) -> Result:
     """Value and reverse-mode gradients of ``program`` at ``values``, checked by finite differences.
 
     ``values`` override the program's own ``x = 2`` defaults; names the program does not use are
     ignored (so one set of values can serve a whole batch). ``check_method`` is ``"central"``,
     ``"complex"`` or ``"richardson"`` (``check.METHODS``). Raises ``GradcliError`` subclasses:
-    ``ParseError``, ``GradcliNameError``, ``UsageError`` (a value missing) or ``NumericError``.
-    ``order=2`` adds the Hessian (checked by finite differences of the gradient when ``check``).
-    ``strict=False`` turns missing values into a symbolic result (``Result.symbolic``).
+    ``ParseError``, ``GradcliNameError``, ``UsageError`` (a value missing, a program over
+    ``max_nodes``) or ``NumericError``. ``order=2`` adds the Hessian (checked by finite
+    differences of the gradient when ``check``). ``strict=False`` turns missing values into a
+    symbolic result (``Result.symbolic``).
     """
     if isinstance(program, str):
-        program = parse(program)
+        program = parse(program, max_nodes)
     values = dict(values or {})
     validate_values(values)
     missing = program.unbound(values)
@@ -181,10 +184,9 @@ def evaluate_line(
 
 
 def missing_values_message(names: list[str]) -> str:
-    listed = ", ".join(names)
-    return f"no value for {listed}" if len(names) == 1 else f"no values for {listed}"
+    return f"no value for {names[0]}" if len(names) == 1 else f"no values for {listed(names)}"
 
 
 def missing_values_hint(names: list[str]) -> str:
-    flags = " ".join(f"--{name} VALUE" for name in names)
+    flags = " ".join(f"--{name} VALUE" for name in names[:MAX_LISTED_NAMES])
     return f"pass them as {flags} (or --set NAME=VALUE), or assign them in the program"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -18,11 +19,14 @@ from . import __version__
 from .api import LineOutcome, evaluate, evaluate_lines
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, METHODS
 from .errors import ExitStatus, GradcliError, UsageError
+from .limits import MAX_NODES, max_chars
 from .parser import parse
 from .pictures import DEFAULT_MAX_NODES, FORMATS, prepare, render_with_graphviz, to_dot, to_mermaid
 from .points import NAME, Value, as_point, is_sweep, parse_assignments
 
 _BINDINGS = "gradcli.bindings"
+# What an option looks like; anything else after `--` (`---x`, `--(x)`) is an expression.
+_OPTION_LIKE = re.compile(r"--[A-Za-z][-A-Za-z0-9_]*")
 
 EVAL_HELP = """Evaluate EXPR and its gradients (one reverse-mode pass), checked by finite
 differences.
@@ -43,7 +47,8 @@ Examples:
 
 \b
 Exit status: 0 ok; 1 a finite-difference check failed; 2 usage, parse or name error;
-3 numeric error (domain, overflow, division by zero); batch: the largest status of its lines.
+3 numeric error (domain, overflow, division by zero); batch: the largest status of its lines;
+130 interrupted (Ctrl-C); 141 the reader of stdout went away (| head -1).
 """
 
 
@@ -96,7 +101,7 @@ def _split_arguments(
                 value = args[i + 1]
                 i += 1
             bindings.append(f"{flag[2:]}={value}")
-        elif arg.startswith("--") and len(arg) > 2:
+        elif arg.startswith("--") and _OPTION_LIKE.fullmatch(flag):
             options.append(arg)  # click reports it as an unknown option
         else:
             positional.append(arg)
@@ -104,7 +109,21 @@ def _split_arguments(
     return options, bindings, positional
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class ReaderGoneError(Exception):
+    """The reader of stdout went away (``| head -1``): main() ends quietly with status 141."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        """Every command's BrokenPipeError goes past click (which would exit with 1, "check
+        failed") to main(), which ends with 141."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise ReaderGoneError from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="gradcli")
 def cli() -> None:
     """Differentiate formulas: every node's value and gradient, checked by finite differences.
@@ -139,6 +158,9 @@ def cli() -> None:
 @click.option("--strict", is_flag=True,
               help="Unbound variables are an error (default: value and gradients as "
                    "expressions in them).")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=MAX_NODES, show_default=True,
+              help="Refuse a program with more graph nodes (or more than 8 characters per "
+                   "node of text) with a usage error.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     ctx.exit(run_eval(ctx, **options))
@@ -158,11 +180,12 @@ def run_eval(
     order: int = 1,
     hessian: bool = False,
     strict: bool = False,
+    max_nodes: int = MAX_NODES,
 ) -> int:
     """Everything ``gradcli eval`` does; returns the exit status."""
     output = Output(as_json)
     options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol,
-                               "check_method": check_method}
+                               "check_method": check_method, "max_nodes": max_nodes}
     try:
         given = parse_assignments([*ctx.meta.get(_BINDINGS, []), *assignments])
         if program_file is not None and expr is not None:
@@ -176,7 +199,7 @@ def run_eval(
         if program_file is not None:
             return output.single(program_file.read(), values, options, program_file.name)
         if expr == "-" or (expr is None and not sys.stdin.isatty()):
-            return output.batch(_stdin_lines(), values, options)
+            return output.batch(_stdin_lines(max_chars(max_nodes)), values, options)
         if expr is None:
             raise UsageError("no expression given",
                              hint='try: gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8')
@@ -264,7 +287,7 @@ def run_sweep(output: Output, expr: str | None, program_file: IO[str] | None,
         raise UsageError("sweeps are checked by central differences only",
                          hint="drop --check-method, or evaluate single points")
     try:
-        program = parse(source)
+        program = parse(source, options.pop("max_nodes"))
         sweep = evaluate_sweep(program, sweep_columns(program, values), **options)
     except GradcliError as error:
         return output.error(error, source, name)
@@ -377,9 +400,22 @@ def _with_progress(outcomes: Iterator[Any], total: int, quiet: bool) -> Iterator
             yield outcome
 
 
-def _stdin_lines() -> Iterator[str]:
-    """Lines of stdin as text; bytes that are not UTF-8 become U+FFFD and then a parse error."""
-    for raw in getattr(sys.stdin, "buffer", sys.stdin):
+def _stdin_lines(max_bytes: int) -> Iterator[str]:
+    """Lines of stdin as text, read one at a time as they arrive (a batch is a stream).
+
+    Bytes that are not UTF-8 become U+FFFD and then a parse error. Of a line longer than
+    ``max_bytes`` only ``max_bytes + 1`` bytes are kept (the rest is read and dropped, so memory
+    stays flat): if the cut falls in the program, that ASCII text is over the length limit and
+    becomes an error record; if it falls in a trailing comment, nothing that matters was lost.
+    """
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    while True:
+        raw = stream.readline(max_bytes + 1)
+        if not raw:
+            return
+        if len(raw) > max_bytes and raw[-1:] not in (b"\n", "\n"):
+            while (rest := stream.readline(1 << 20)) and rest[-1:] not in (b"\n", "\n"):
+                pass
         yield raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
 
 
@@ -623,18 +659,30 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the CLI and maps every way out to a documented exit status."""
     try:
         status = cli.main(args=argv, prog_name="gradcli", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("gradcli: interrupted", err=True)
-        status = ExitStatus.INTERRUPTED
-    except KeyboardInterrupt:
-        click.echo("gradcli: interrupted", err=True)
-        status = ExitStatus.INTERRUPTED
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        status = _interrupted()
     except click.ClickException as error:
         error.show()
         status = error.exit_code
+    except (BrokenPipeError, ReaderGoneError):
+        status = _reader_gone()
+    try:
+        sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
     except BrokenPipeError:
-        # The reader went away (`| head -1`): stop quietly, as Unix tools do.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        status = 141
+        status = _reader_gone()
+    except KeyboardInterrupt:
+        status = _interrupted()
     sys.exit(int(status or 0))
+
+
+def _interrupted() -> int:
+    """Ctrl-C: one line on stderr, the shell's status for SIGINT, no traceback."""
+    click.echo("gradcli: interrupted", err=True)
+    return ExitStatus.INTERRUPTED
+
+
+def _reader_gone() -> int:
+    """Stop quietly, as Unix tools do: later writes and the exit-time flush go to /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141

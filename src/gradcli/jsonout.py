@@ -72,6 +72,7 @@ def check_record(check: CheckReport) -> dict[str, Any]:
         "gradients": {name: _gradient_check(g) for name, g in check.gradients.items()},
         "nodes_checked": not check.nodes_skipped,
         "method": check.method,
+        "unchecked": check.unchecked,
     }
 
 

@@ -19,6 +19,7 @@ from .lalr import (
     UnexpectedToken,
     load_tables,
 )
+from .limits import MAX_NODES, max_chars
 from .ops import CONST, CONSTANTS, FUNCTIONS, OPS
 
 
@@ -28,16 +29,27 @@ class _GraphBuilder:
     def __init__(self) -> None:
         self.reset()
 
-    def reset(self) -> None:
+    def reset(self, max_nodes: int = MAX_NODES) -> None:
+        self.max_nodes = max_nodes
+        self.made = 0  # nodes built so far, against ``max_nodes``
         self.variables: dict[str, Node] = {}  # input variables, in order of first appearance
         self.named: dict[str, Node] = {}  # names given by statements: intermediates and inputs
         self.defaults: dict[str, float] = {}  # values that statements give input variables
+
+    def made_node(self, node: Node, token: Token | None = None) -> Node:
+        """Count a new node; past the limit, stop parsing at once with a usage error."""
+        self.made += 1
+        if self.made > self.max_nodes:
+            where = {} if token is None else {"line": token.line, "column": token.column}
+            raise UsageError(f"the program has more than {self.max_nodes:,} nodes",
+                             hint="raise the limit with --max-nodes N", **where)
+        return node
 
     # --- leaves ---------------------------------------------------------------------------
 
     def number(self, children: list[Token]) -> Node:
         token = children[0]
-        node = Node.constant(float(token))
+        node = self.made_node(Node.constant(float(token)), token)
         if node.value == float("inf"):
             raise _error_at(ParseError, token, f"the number {token} is too large for a float")
         return node
@@ -48,9 +60,9 @@ class _GraphBuilder:
         if name in self.named:
             return self.named[name]
         if name in CONSTANTS:
-            return Node(CONST, (), CONSTANTS[name], name)
+            return self.made_node(Node(CONST, (), CONSTANTS[name], name), token)
         if name not in self.variables:
-            self.variables[name] = Node.variable(name)
+            self.variables[name] = self.made_node(Node.variable(name), token)
         return self.variables[name]
 
     # --- operators and functions ----------------------------------------------------------
@@ -59,7 +71,7 @@ class _GraphBuilder:
         (operand,) = children
         if operand.op is CONST and operand.name is None:  # a signed number stays one number
             return Node.constant(-operand.value)
-        return Node(OPS["neg"], (operand,))
+        return self.made_node(Node(OPS["neg"], (operand,)))
 
     def pos(self, children: list[Node]) -> Node:
         return children[0]
@@ -78,7 +90,7 @@ class _GraphBuilder:
             raise _error_at(GradcliNameError, token,
                             f"{op.name} takes {op.arity} argument{plural}, not {len(args)}",
                             hint=f"write it as {_signature(op.name)}")
-        return Node(op, tuple(args))
+        return self.made_node(Node(op, tuple(args)), token)
 
     # --- statements -----------------------------------------------------------------------
 
@@ -111,7 +123,7 @@ def _binary_callback(op_name: str):
     op = OPS[op_name]
 
     def callback(self: _GraphBuilder, children: list[Node]) -> Node:
-        return Node(op, (children[0], children[1]))
+        return self.made_node(Node(op, (children[0], children[1])))
 
     return callback
 
@@ -128,9 +140,13 @@ class _Parser:
         self.lalr = Parser(load_tables(), self.builder)
         self.lock = threading.Lock()
 
-    def parse(self, source: str) -> Program:
+    def parse(self, source: str, max_nodes: int = MAX_NODES) -> Program:
+        if len(source) > max_chars(max_nodes):
+            raise UsageError(f"the program is longer than {max_chars(max_nodes):,} characters",
+                             hint="split it, or raise the limit with --max-nodes N "
+                                  f"(it allows {max_chars(1)} characters per node)")
         with self.lock:
-            self.builder.reset()
+            self.builder.reset(max_nodes)
             try:
                 output = self.lalr.parse(source)
             except UnexpectedInput as error:
@@ -148,12 +164,16 @@ class _Parser:
 _parser: _Parser | None = None
 
 
-def parse(source: str) -> Program:
-    """Parse a gradcli program into a graph; raises ParseError, GradcliNameError or UsageError."""
+def parse(source: str, max_nodes: int = MAX_NODES) -> Program:
+    """Parse a gradcli program into a graph; raises ParseError, GradcliNameError or UsageError.
+
+    A program of more than ``max_nodes`` nodes (or a text too long to hold that many, see
+    ``limits``) is a UsageError, raised as soon as the limit is passed.
+    """
     global _parser
     if _parser is None:
         _parser = _Parser()
-    return _parser.parse(source)
+    return _parser.parse(source, max_nodes)
 
 
 # --- friendly errors ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ typed. Functions here build renderables and never print or exit; the CLI does th
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from typing import Any
@@ -20,11 +21,13 @@ from .api import LineOutcome, Result
 from .check import CheckReport, GradientCheck
 from .errors import GradcliError
 from .graph import format_number
+from .limits import listed
 from .ops import CONST
 from .pictures import DEFAULT_MAX_NODES, GraphPicture, TreeEntry, tree_outline
 from .printers import LATEX_LINE_BREAK
 
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
+MAX_LINE_GRADIENTS = 50  # a batch line shows this many gradients, then how many more
 # How the verdict names each --check-method (central keeps the words it always had).
 _METHOD_WORDS = {
     "central": "finite differences",
@@ -33,11 +36,18 @@ _METHOD_WORDS = {
 }
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """Let the CLI end a closed pipe with its documented status (Rich would exit with 1)."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def make_console(stderr: bool = False) -> Console:
     """A console with colour on a terminal (NO_COLOR respected) and plain text in a pipe."""
     stream = sys.stderr if stderr else sys.stdout
     wide = None if stream.isatty() or "COLUMNS" in os.environ else 200
-    return Console(file=stream, width=wide, highlight=False, soft_wrap=False)
+    return _Console(file=stream, width=wide, highlight=False, soft_wrap=False)
 
 
 def result_view(result: Result, plain: bool = False) -> RenderableType:
@@ -163,7 +173,8 @@ def gradient_table(result: Result, plain: bool = False) -> Table:
         table.add_column(column, justify="right")
     table.add_column("ok")
     checks = result.check.gradients if result.check is not None else {}
-    for name, gradient in result.gradients.items():
+    shown = itertools.islice(result.gradients.items(), MAX_TABLE_ROWS)
+    for name, gradient in shown:
         check = checks.get(name)
         table.add_row(
             Text(name, style="bold"),
@@ -172,6 +183,9 @@ def gradient_table(result: Result, plain: bool = False) -> Table:
             *_check_cells(check),
             _mark(check),
         )
+    if len(result.gradients) > MAX_TABLE_ROWS:
+        hidden = len(result.gradients) - MAX_TABLE_ROWS
+        table.add_row(Text("…", style="dim"), Text(f"{hidden:,} more variables (--json lists all)"))
     return table
 
 
@@ -192,6 +206,9 @@ def verdict(check: CheckReport, what: str = "gradients",
     if check.nodes_skipped and what == "gradients":
         text.append("\nper-node check skipped: the graph is too large; input gradients checked",
                     style="dim")
+    if check.unchecked:
+        text.append(f"\n{len(check.unchecked):,} variables unchecked (not verified): the check's "
+                    f"budget ran out ({listed(check.unchecked)})", style="yellow")
     return text
 
 
@@ -223,8 +240,10 @@ def batch_line(outcome: LineOutcome) -> Text:
             text.append(f"  d/d{name} {gradient}", style="magenta")
         return text
     text.append(f"value {format_number(result.value)}", style="cyan")
-    for name, gradient in result.gradients.items():
+    for name, gradient in itertools.islice(result.gradients.items(), MAX_LINE_GRADIENTS):
         text.append(f"  d/d{name} {format_number(gradient)}", style="magenta")
+    if len(result.gradients) > MAX_LINE_GRADIENTS:
+        text.append(f"  … {len(result.gradients) - MAX_LINE_GRADIENTS:,} more", style="dim")
     if result.hessian is not None:
         for row_name, row in result.hessian.matrix.items():
             entries = ", ".join(format_number(v) for v in row.values())

@@ -1,0 +1,137 @@
+"""Coverage-guided fuzz target: bytes -> parse -> graph -> forward -> backward -> check -> render.
+
+Run with atheris (``pip install atheris``)::
+
+    python fuzz/fuzz_gradcli.py -max_total_time=3600 -max_len=2048 fuzz/corpus
+
+or, where atheris cannot be installed, as a plain loop over random and mutated inputs::
+
+    python fuzz/fuzz_gradcli.py --plain --seconds 600
+
+A crash is any exception other than a documented ``GradcliError``, a JSON record that is not
+strict JSON, a non-finite number in a result, or a raw ESC from the input reaching the Rich
+output. Keep each crasher as a case in ``tests/test_fuzz_regressions.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import gradcli
+from gradcli.jsonout import dumps, error_record, result_record
+
+# Values the variables get: ordinary, tiny, huge, zero, negative -- where domains and overflow bite.
+VALUES = (0.5, -1.25, 2.0, 0.0, 3e-3, -7.0, 1e300, -1e-300, 1.0, math.pi)
+MAX_SOURCE = 4096  # longer inputs only slow the fuzzer down; limits are tested in tests/
+
+
+def exercise(data: bytes) -> None:
+    """Everything gradcli does with one input; raises AssertionError or a crash on a bug."""
+    seed, text = (data[0] if data else 0), data[1:MAX_SOURCE].decode("utf-8", errors="replace")
+    try:
+        program = gradcli.parse(text)
+        values = {name: VALUES[(seed + i) % len(VALUES)]
+                  for i, name in enumerate(program.variables)}
+        result = gradcli.evaluate(program, values, node_check_limit=60)
+    except gradcli.GradcliError as error:
+        _check_error(error, text)
+        return
+    assert math.isfinite(result.value)
+    assert all(math.isfinite(g) for g in result.gradients.values())
+    record = json.loads(dumps(result_record(result, text, line=1)))
+    assert record["value"] == result.value
+    _check_rich(result, error=None)
+
+
+def _check_error(error: gradcli.GradcliError, text: str) -> None:
+    assert error.status in (gradcli.ExitStatus.USAGE, gradcli.ExitStatus.NUMERIC), error
+    assert "\n" not in error.one_line(), repr(error.one_line())
+    json.loads(dumps(error_record(error, text, line=1)))
+    _check_rich(None, error=error)
+
+
+def _check_rich(result: gradcli.Result | None, error: gradcli.GradcliError | None) -> None:
+    """Render to a terminal-like console without colours: any ESC left came from the input."""
+    from rich.console import Console
+
+    from gradcli.api import LineOutcome
+    from gradcli.render import batch_line, error_view, result_view
+
+    console = Console(file=io.StringIO(), force_terminal=True, color_system=None, width=100)
+    if error is not None:
+        console.print(error_view(error))
+        console.print(batch_line(LineOutcome(1, "", error=error)))
+    else:
+        assert result is not None
+        console.print(result_view(result))
+        console.print(batch_line(LineOutcome(1, "", result=result)))
+    output = console.file.getvalue()
+    assert "\x1b" not in output and "\x07" not in output, repr(output[:300])
+
+
+def _seeds() -> list[bytes]:
+    root = Path(__file__).resolve().parents[1]
+    seeds = [b"\x00(x*W+b-t)**2", b"\x01u = x*W; z = u + b; err = z - t; err*err",
+             b"\x02pow(x, y) + atan2(y, x) - min(x, y)*max(x, 2)", b"\x03-x**2^3/sqrt(x)"]
+    for path in (root / "examples").glob("*"):
+        if path.is_file():
+            seeds.append(b"\x00" + path.read_bytes())
+    return seeds
+
+
+def _mutate(data: bytes, rng: random.Random) -> bytes:
+    alphabet = b"xyW()+-*/^,;=.e0123456789 \n\t\r\x00\x1b[]#" + b"sin(exp(log(pow(" + b"\xff"
+    chunk = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        where = rng.randint(0, len(chunk))
+        action = rng.random()
+        if action < 0.4:
+            chunk[where:where] = bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 4)))
+        elif action < 0.6 and chunk:
+            del chunk[where:where + rng.randint(1, 4)]
+        elif action < 0.8:
+            chunk[where:where] = data[rng.randint(0, len(data)):][: rng.randint(1, 16)]
+        else:
+            chunk[where:where] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+    return bytes(chunk[:MAX_SOURCE])
+
+
+def plain_loop(seconds: float, seed: int = 0) -> int:
+    """Random and mutated inputs for ``seconds``; returns how many were run. Stops at a crash."""
+    rng = random.Random(seed)
+    pool = _seeds()
+    runs, deadline = 0, time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        data = _mutate(rng.choice(pool), rng)
+        try:
+            exercise(data)
+        except BaseException:
+            print(f"crasher: {data!r}", file=sys.stderr)
+            raise
+        runs += 1
+        if rng.random() < 0.05 and len(pool) < 5000:
+            pool.append(data)
+    return runs
+
+
+def main() -> None:
+    if "--plain" in sys.argv:
+        flag = "--seconds"
+        seconds = float(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else 60.0
+        print(f"{plain_loop(seconds)} inputs, no crash")
+        return
+    import atheris
+
+    atheris.instrument_all()
+    atheris.Setup(sys.argv, exercise)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""Every size limit gradcli enforces, in one place, so hostile input ends fast with a clear error.
+
+gradcli has no recursion and no quadratic loops over nodes, so the only resources left to bound
+are the size of a program and the finite-difference check, whose cost is (number of variables) x
+(number of nodes downstream of each): a sum of 10^5 distinct variables would take hours.
+
+- ``MAX_NODES``: a program that builds more graph nodes is a usage error (``--max-nodes``).
+- ``CHARS_PER_NODE``: a program text longer than ``CHARS_PER_NODE * max_nodes`` characters is
+  refused before parsing (parsing costs ~10 us per token, so a 10 MB line would otherwise take a
+  minute to reach the node limit); in a batch, the reader keeps at most that many bytes of a line.
+- ``CHECK_BUDGET``: node recomputations the finite-difference check may spend; the first variable
+  is always checked, variables past the budget are reported as unchecked (never as failed).
+  The vectorised first pass gets ``VECTOR_CHECK_FACTOR`` times that budget: it recomputes array
+  elements some 50 times faster than the scalar replay recomputes nodes.
+"""
+
+from __future__ import annotations
+
+MAX_NODES = 1_000_000
+CHARS_PER_NODE = 8
+CHECK_BUDGET = 1_000_000  # about a second
+VECTOR_CHECK_FACTOR = 50
+MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"
+
+
+def max_chars(max_nodes: int = MAX_NODES) -> int:
+    """The longest program text accepted at this node limit."""
+    return CHARS_PER_NODE * max_nodes
+
+
+def listed(names: list[str], limit: int = MAX_LISTED_NAMES) -> str:
+    """``a, b, c`` -- or ``a, b, ... and 99,990 more`` when there are many."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f" and {len(names) - limit:,} more"
