@@ -1,0 +1,10 @@
+"""The command line: reads argv and stdin, prints, picks exit statuses. All logic lives in the API.
+
+One module per command; importing them registers them with the ``cli`` group. Rich is imported
+only on the paths that print for people, so ``--json`` starts fast.
+"""
+
+from . import check_command, diff_command, eval_command, picture_commands  # noqa: F401
+from .base import cli, main
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,178 @@
+"""The command group, how commands read values and stdin, and the entry point's exit statuses."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+import click
+
+from .. import __version__
+from ..errors import ExitStatus, UsageError
+from ..points import NAME, Value, parse_assignments
+
+BINDINGS_KEY = "gradcli.bindings"
+# What an option looks like; anything else after `--` (`---x`, `--(x)`) is an expression.
+_OPTION_LIKE = re.compile(r"--[A-Za-z][-A-Za-z0-9_]*")
+
+class BindingCommand(click.Command):
+    """Lets any ``--NAME VALUE`` bind a variable and lets EXPR start with ``-`` (eval, graph, plot).
+
+    Before click parses, arguments that are not the command's own options are taken out:
+    ``--NAME VALUE`` and ``--NAME=VALUE`` become bindings; anything else is the expression, passed
+    after ``--`` so that ``-x**2`` is never read as a cluster of short options.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value = {
+            flag: not param.is_flag
+            for param in self.get_params(ctx)
+            if isinstance(param, click.Option)
+            for flag in (*param.opts, *param.secondary_opts)
+        }
+        options, bindings, positional = _split_arguments(args, takes_value)
+        ctx.meta[BINDINGS_KEY] = bindings
+        return super().parse_args(ctx, options + (["--", *positional] if positional else []))
+
+
+def _split_arguments(
+    args: list[str], takes_value: dict[str, bool]
+) -> tuple[list[str], list[str], list[str]]:
+    options: list[str] = []
+    bindings: list[str] = []  # NAME=VALUE texts, in the order given
+    positional: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        flag, has_value, value = arg.partition("=")
+        if arg == "--":
+            positional += args[i + 1 :]
+            break
+        if flag in takes_value:
+            options.append(arg)
+            if takes_value[flag] and not has_value and i + 1 < len(args):
+                options.append(args[i + 1])
+                i += 1
+        elif arg.startswith("--") and NAME.fullmatch(flag[2:]):
+            if not has_value:
+                if i + 1 >= len(args):
+                    raise click.UsageError(f"{flag} needs a value: {flag} VALUE")
+                value = args[i + 1]
+                i += 1
+            bindings.append(f"{flag[2:]}={value}")
+        elif arg.startswith("--") and _OPTION_LIKE.fullmatch(flag):
+            options.append(arg)  # click reports it as an unknown option
+        else:
+            positional.append(arg)
+        i += 1
+    return options, bindings, positional
+
+
+class ReaderGoneError(Exception):
+    """The reader of stdout went away (``| head -1``): main() ends quietly with status 141."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        """Every command's BrokenPipeError goes past click (which would exit with 1, "check
+        failed") to main(), which ends with 141."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise ReaderGoneError from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="gradcli")
+def cli() -> None:
+    """Differentiate formulas: every node's value and gradient, checked by finite differences.
+
+    \b
+    Start with:  gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8
+    More:        gradcli eval --help
+    In CI:       gradcli check examples/checks.toml   (gradcli check --help)
+    """
+
+
+def program_arguments(set_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """EXPR, --set NAME=VALUE and -f FILE: how graph and plot are given a program."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = click.option("-f", "--file", "program_file",
+                               type=click.File("r", encoding="utf-8"),
+                               help="Read the program from FILE.")(command)
+        command = click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
+                               help=set_help)(command)
+        return click.argument("expr", required=False)(command)
+
+    return decorate
+
+
+def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> dict[str, Value]:
+    """``--NAME VALUE`` bindings and ``--set NAME=VALUE`` together (ranges allowed)."""
+    return parse_assignments([*ctx.meta.get(BINDINGS_KEY, []), *assignments])
+
+
+def program_source(command: str, expr: str | None, program_file: IO[str] | None) -> str:
+    if program_file is not None and expr is not None:
+        raise UsageError("give either EXPR or -f FILE, not both")
+    if program_file is not None:
+        return program_file.read()
+    if expr is None:
+        raise UsageError("no expression given", hint=f"try: gradcli {command} --help")
+    return expr
+
+
+def stdin_lines(max_bytes: int) -> Iterator[str]:
+    """Lines of stdin as text, read one at a time as they arrive (a batch is a stream).
+
+    Bytes that are not UTF-8 become U+FFFD and then a parse error. Of a line longer than
+    ``max_bytes`` only ``max_bytes + 1`` bytes are kept (the rest is read and dropped, so memory
+    stays flat): if the cut falls in the program, that ASCII text is over the length limit and
+    becomes an error record; if it falls in a trailing comment, nothing that matters was lost.
+    """
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    while True:
+        raw = stream.readline(max_bytes + 1)
+        if not raw:
+            return
+        if len(raw) > max_bytes and raw[-1:] not in (b"\n", "\n"):
+            while (rest := stream.readline(1 << 20)) and rest[-1:] not in (b"\n", "\n"):
+                pass
+        yield raw if isinstance(raw, str) else raw.decode("utf-8", errors="replace")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: runs the CLI and maps every way out to a documented exit status."""
+    try:
+        status = cli.main(args=argv, prog_name="gradcli", standalone_mode=False)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        status = _interrupted()
+    except click.ClickException as error:
+        error.show()
+        status = error.exit_code
+    except (BrokenPipeError, ReaderGoneError):
+        status = _reader_gone()
+    try:
+        sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
+    except BrokenPipeError:
+        status = _reader_gone()
+    except KeyboardInterrupt:
+        status = _interrupted()
+    sys.exit(int(status or 0))
+
+
+def _interrupted() -> int:
+    """Ctrl-C: one line on stderr, the shell's status for SIGINT, no traceback."""
+    click.echo("gradcli: interrupted", err=True)
+    return ExitStatus.INTERRUPTED
+
+
+def _reader_gone() -> int:
+    """Stop quietly, as Unix tools do: later writes and the exit-time flush go to /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141

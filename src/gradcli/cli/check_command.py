@@ -1,0 +1,106 @@
+"""``gradcli check``: formula checks from TOML files, with JUnit XML and GitHub annotations."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from ..errors import ExitStatus, UsageError
+from .base import cli
+from .output import Output
+
+CHECK_HELP = """Run the checks in TOML check FILEs: values, gradients, derivative identities and
+the finite-difference check of every gradient, at points and over sweeps (vectorised).
+
+\b
+Examples:
+  gradcli check examples/checks.toml
+  gradcli check checks/*.toml --junit report.xml -k sigmoid
+  gradcli check examples/checks.toml --json --fail-fast
+
+\b
+Under GitHub Actions (GITHUB_ACTIONS=true) each failure is also printed as an
+::error file=...,line=...:: annotation.
+Exit status: 0 all passed; 1 a check failed; 2 a bad check file or usage; 3 numeric error.
+"""
+
+
+@cli.command("check", help=CHECK_HELP)
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), metavar="PATH",
+              help="Also write a JUnit XML report to PATH.")
+@click.option("--fail-fast", is_flag=True, help="Stop after the first check that does not pass.")
+@click.option("-k", "pattern", metavar="PATTERN",
+              help="Run only checks whose name contains PATTERN (or matches it as a glob).")
+@click.pass_context
+def check_command(ctx: click.Context, **options: Any) -> None:
+    ctx.exit(run_check_command(**options))
+
+
+def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | None,
+                      fail_fast: bool, pattern: str | None) -> int:
+    """Everything ``gradcli check`` does; returns the exit status."""
+    from ..checkfile import load_check_files
+    from ..checkrun import outcome_record, run_checks, select
+    from ..cireport import github_annotations, junit_xml
+
+    specs, errors = load_check_files(files)
+    selected = select(specs, pattern)
+    if not errors and not selected:
+        return Output(as_json).error(UsageError(f"no check matches -k {pattern}"), "")
+    outcomes = [] if errors else list(_with_progress(run_checks(selected, fail_fast),
+                                                     len(selected), as_json))
+    if junit_path is not None:
+        try:
+            with open(junit_path, "w", encoding="utf-8") as report:
+                report.write(junit_xml(outcomes, errors))
+        except OSError as error:
+            failure = UsageError(f"cannot write {junit_path}: {error.strerror}",
+                                 hint="give --junit a path in a writable directory")
+            return Output(as_json).error(failure, "")
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in github_annotations(outcomes, errors):
+            click.echo(line, err=as_json)
+    status = max((o.status for o in outcomes), default=ExitStatus.OK)
+    if errors:
+        status = ExitStatus.USAGE
+    if as_json:
+        from ..jsonout import dumps
+
+        click.echo(dumps({"ok": status == ExitStatus.OK, "status": int(status),
+                          "checks": [outcome_record(o) for o in outcomes],
+                          "errors": [{"file": e.file, "line": e.line, "key": e.key,
+                                      "message": e.message, "hint": e.hint} for e in errors]}))
+        for error in errors:
+            click.echo(f"gradcli: {error.one_line()}", err=True)
+        return status
+    from ..render import error_view, make_console
+    from ..render_sweep import check_view
+
+    for error in errors:
+        make_console(stderr=True).print(error_view(error))
+    if outcomes:
+        console = make_console()
+        console.print(check_view(outcomes, plain=not console.is_terminal))
+    return status
+
+
+def _with_progress(outcomes: Iterator[Any], total: int, quiet: bool) -> Iterator[Any]:
+    """Rich progress on stderr while checks run, only when stderr is a terminal."""
+    if quiet or not sys.stderr.isatty():
+        yield from outcomes
+        return
+    from rich.progress import Progress
+
+    from ..render import make_console
+
+    with Progress(console=make_console(stderr=True), transient=True) as progress:
+        task = progress.add_task("checking", total=total)
+        for outcome in outcomes:
+            progress.advance(task)
+            yield outcome

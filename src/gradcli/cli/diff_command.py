@@ -1,0 +1,76 @@
+"""``gradcli diff``: derivatives as expressions in gradcli's own language."""
+
+from __future__ import annotations
+
+from typing import IO
+
+import click
+
+from ..errors import ExitStatus, GradcliError, UsageError
+from ..points import as_point, parse_assignments
+from .base import BINDINGS_KEY, BindingCommand, cli
+from .output import Output
+
+DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
+subexpressions named once), which `gradcli eval` reads back.
+
+\b
+Values given as --NAME VALUE are substituted after differentiating; --wrt defaults to every
+variable without a value.
+
+\b
+Examples:
+  gradcli diff "(x*W+b-t)**2" --wrt x,W
+  gradcli diff "x*y + sin(x)" --order 2              # the Hessian
+  gradcli diff "sigmoid(w*x)" --wrt w --format python
+  gradcli diff "x**2*y" --json
+
+\b
+Exit status: 0 ok; 2 usage, parse or name error.
+"""
+
+
+@cli.command("diff", cls=BindingCommand, help=DIFF_HELP)
+@click.argument("expr", required=False)
+@click.option("--wrt", metavar="X,Y", help="Variables to differentiate by, comma separated.")
+@click.option("--order", type=click.IntRange(1, 6), default=1, show_default=True,
+              help="Order of the derivatives (2 with several --wrt: the Hessian).")
+@click.option("--format", "fmt", type=click.Choice(["text", "latex", "python"]), default="text",
+              show_default=True, help="How derivatives are printed.")
+@click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
+              help="Substitute a value for a variable (repeatable).")
+@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8"),
+              help="Read the program from FILE.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"expression", "order", "derivatives"}.')
+@click.pass_context
+def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: int, fmt: str,
+                 assignments: tuple[str, ...], program_file: IO[str] | None,
+                 as_json: bool) -> None:
+    from ..derive import differentiate
+
+    output = Output(as_json)
+    source = expr or ""
+    try:
+        values = as_point(parse_assignments([*ctx.meta.get(BINDINGS_KEY, []), *assignments]))
+        if (program_file is None) == (expr is None):
+            raise UsageError("give one of EXPR or -f FILE",
+                             hint='try: gradcli diff "(x*W+b-t)**2" --wrt x')
+        source = program_file.read() if program_file is not None else str(expr)
+        names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
+        derivatives = differentiate(source, names, order, values)
+        printed = derivatives.python() if fmt == "python" else None
+        texts = derivatives.texts("latex" if fmt == "latex" else "text")
+    except GradcliError as error:
+        ctx.exit(output.error(error, source))
+    if as_json:
+        from ..jsonout import diff_record, dumps
+
+        click.echo(dumps(diff_record(source, order, texts, printed)))
+    elif printed is not None:
+        click.echo(printed, nl=False)
+    else:
+        from ..render import derivative_view, make_console
+
+        make_console().print(derivative_view(texts, latex=fmt == "latex"))
+    ctx.exit(ExitStatus.OK)

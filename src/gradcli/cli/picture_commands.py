@@ -1,0 +1,155 @@
+"""``gradcli graph`` and ``gradcli plot``: the graph and the function as pictures."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import IO, Any
+
+import click
+
+from ..errors import ExitStatus, GradcliError, UsageError
+from ..pictures import DEFAULT_MAX_NODES, FORMATS, prepare, render_with_graphviz, to_dot, to_mermaid
+from ..points import as_point
+from .base import BindingCommand, cli, given_values, program_arguments, program_source
+from .output import Output
+
+GRAPH_HELP = """Draw the computational graph of EXPR: values on the nodes, gradients on the edges.
+
+\b
+--format tree   a tree from the output down (the default on a terminal)
+--format dot    Graphviz source (the default in a pipe): gradcli graph ... | dot -Tsvg
+--format mermaid  a Mermaid flowchart (renders in GitHub Markdown)
+--format svg|png  rendered by Graphviz's `dot` program (install graphviz)
+With -o FILE the format follows the suffix (.svg .png .dot .gv .mmd .txt) unless given.
+Without values for every variable the graph shows its structure only.
+
+\b
+Examples:
+  gradcli graph "u = x*W; z = u + b; err = z - t; err*err" --x 2 --W 3 --b 1 --t 8
+  gradcli graph -f examples/seed.grad -o seed.svg
+  gradcli graph "sin(x)*x" --format mermaid
+"""
+
+PLOT_HELP = """Plot EXPR and its derivative along one variable given a range (--x -3:3:200).
+
+\b
+In the terminal by default; -o FILE.svg or FILE.png saves an image (needs matplotlib:
+pip install 'gradcli[plot]'). Points with a numeric error (log of a negative number, overflow)
+are gaps in the curves. The other variables take one value each.
+
+\b
+Examples:
+  gradcli plot "tanh(x)" --x -3:3:200
+  gradcli plot "x*W + b" --x -2:2:50 --W 3 --b 1 -o line.png
+"""
+
+_SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".mmd": "mermaid",
+                   ".txt": "tree"}
+
+
+@cli.command("graph", cls=BindingCommand, help=GRAPH_HELP)
+@program_arguments("Give a variable a value (repeatable).")
+@click.option("--format", "picture_format", type=click.Choice(FORMATS),
+              help="tree, dot, mermaid, svg or png (default: see above).")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
+              help="Write to FILE instead of stdout.")
+@click.option("--max-nodes", type=click.IntRange(min=0), default=DEFAULT_MAX_NODES,
+              show_default=True, help="Draw at most N nodes, nearest the output (0: all).")
+@click.pass_context
+def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
+                  program_file: IO[str] | None, picture_format: str | None,
+                  output_path: str | None, max_nodes: int) -> None:
+    source = ""
+    try:
+        values = as_point(given_values(ctx, assignments))
+        source = program_source("graph", expr, program_file)
+        picture_format = picture_format or _default_format(output_path)
+        picture = prepare(source, values)
+        if picture_format == "tree":
+            _write_tree(picture, max_nodes, output_path)
+            ctx.exit(ExitStatus.OK)
+        dot_or_mermaid = to_mermaid if picture_format == "mermaid" else to_dot
+        text = dot_or_mermaid(picture, max_nodes)
+        if picture_format in ("dot", "mermaid"):
+            _write_bytes(text.encode("utf-8"), output_path)
+        else:
+            if output_path is None and picture_format == "png" and sys.stdout.isatty():
+                raise UsageError("a PNG is binary and stdout is a terminal", hint="add -o FILE.png")
+            _write_bytes(render_with_graphviz(text, picture_format), output_path)
+    except OSError as error:
+        ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
+    except GradcliError as error:
+        ctx.exit(Output(as_json=False).error(error, source))
+
+
+def _cannot_write(path: str | None, error: OSError) -> UsageError:
+    return UsageError(f"cannot write {path}: {error.strerror or error}",
+                      hint="check that the directory exists and is writable")
+
+
+def _default_format(output_path: str | None) -> str:
+    if output_path is not None:
+        suffix = os.path.splitext(output_path)[1].lower()
+        if suffix in _SUFFIX_FORMATS:
+            return _SUFFIX_FORMATS[suffix]
+    return "tree" if sys.stdout.isatty() and output_path is None else "dot"
+
+
+def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
+    from ..render import graph_tree, make_console
+
+    if output_path is None:
+        console = make_console()
+        # Each level indents 4 columns: stop where about 40 columns are left for the text.
+        console.print(graph_tree(picture, max_nodes, max(8, (console.width - 40) // 4)))
+        return
+    from rich.console import Console
+
+    with open(output_path, "w", encoding="utf-8") as stream:
+        Console(file=stream, width=200, no_color=True, highlight=False).print(
+            graph_tree(picture, max_nodes))
+
+
+def _write_bytes(data: bytes, output_path: str | None) -> None:
+    if output_path is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    with open(output_path, "wb") as stream:
+        stream.write(data)
+
+
+@cli.command("plot", cls=BindingCommand, help=PLOT_HELP)
+@program_arguments("Give a variable a value or a range (repeatable).")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
+              help="Save the plot as FILE.svg or FILE.png instead.")
+@click.option("--width", type=click.IntRange(min=20), help="Terminal plot width in columns.")
+@click.option("--height", type=click.IntRange(min=8), default=22, show_default=True,
+              help="Terminal plot height in rows.")
+@click.pass_context
+def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
+                 program_file: IO[str] | None, output_path: str | None, width: int | None,
+                 height: int) -> None:
+    from ..plot import sample, save_plot, terminal_plot
+
+    source = ""
+    try:
+        values = given_values(ctx, assignments)
+        source = program_source("plot", expr, program_file)
+        curve = sample(source, values)
+        gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
+        if output_path is not None:
+            save_plot(curve, output_path)
+            click.echo(f"wrote {output_path} ({curve.xs.size} points{gaps})")
+            ctx.exit(ExitStatus.OK)
+        terminal = sys.stdout.isatty()
+        columns = width or (shutil.get_terminal_size().columns if terminal else 80)
+        colour = terminal and "NO_COLOR" not in os.environ
+        click.echo(terminal_plot(curve, columns, height, colour))
+        click.echo(f"{curve.xs.size} points{gaps}")
+    except OSError as error:
+        ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
+    except GradcliError as error:
+        ctx.exit(Output(as_json=False).error(error, source))
