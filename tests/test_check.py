@@ -82,3 +82,15 @@ def test_large_graphs_skip_the_per_node_check_but_check_inputs():
     assert result.check.gradients["x"].ok
     small = gradcli.evaluate("x*2", {"x": 1.0}, node_check_limit=1)
     assert small.check.nodes_skipped
+
+
+def test_the_noise_allowance_of_a_small_step_never_passes_a_wrong_gradient():
+    # sin(1e8*x): central differences resolve its slope only to ~1e-4 relative (truncation at
+    # larger steps, rounding of 1e8*x at smaller ones), so at rtol 1e-5 the honest verdict is a
+    # failure, at 1e-3 a pass -- and a gradient 1e-2 too large (ten times rtol) fails there.
+    assert not gradcli.evaluate("sin(1e8*x)", {"x": 1.0}).check.ok
+    result = gradcli.evaluate("sin(1e8*x)", {"x": 1.0}, rtol=1e-3)
+    assert result.check.ok
+    result.program.variables["x"].grad *= 1 + 1e-2
+    assert not check_gradients(result.program, rtol=1e-3).ok
+    assert gradcli.evaluate("sin(1e8*x)", {"x": 1.0}, check_method="complex").check.ok

@@ -44,3 +44,12 @@ def test_scalars_and_program_defaults_broadcast():
     program = gradcli.parse("k = 3; k*x + y")
     vector = evaluate_vector(program, {"x": np.array([1.0, 2.0]), "y": 10.0})
     assert vector.output.tolist() == [13.0, 16.0]
+
+
+@pytest.mark.parametrize("text", ["x + 1/0", "0**y + x", "x + y**0.5", "x + log(y - 1)"])
+def test_uniform_values_outside_the_domain_mark_points_instead_of_raising(text):
+    # A constant or a scalar column stays one value; it must fail like an array does.
+    program = gradcli.parse(text)
+    vector = evaluate_vector(program, {"x": np.array([0.0, 1.0]), "y": -8.0 if "**" in text
+                                       else 1.0})
+    assert vector.failed.all()

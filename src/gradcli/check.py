@@ -225,9 +225,12 @@ def check_node(
     tried: list[GradientCheck] = []
     for step in (base / 16.0**k for k in range(SHRINKS + 1)):
         check, noise = _estimate(nodes, node, step, rtol, atol)
-        if check.ok:
+        # A smaller step is only evidence while its noise allowance stays below the user's
+        # tolerance; past that the allowance alone could wave a wrong gradient through.
+        swamped = bool(tried) and noise > check.tolerance - noise
+        if check.ok and not swamped:
             return check
-        if tried and noise > check.tolerance - noise:  # noise would dominate the tolerance
+        if swamped:
             break
         tried.append(check)
     return min(tried, key=lambda c: math.inf if c.abs_error is None else c.abs_error)

@@ -52,6 +52,8 @@ def sweep_summary(sweep: Sweep) -> Text:
     if sweep.checks is None:
         return text.append("finite-difference check skipped (--no-check)", style="dim")
     disagree = int((~sweep.check_ok & ~sweep.failed).sum())
+    if failed == sweep.size:
+        return text.append("no point left to check", style="dim")
     if disagree:
         text.append(f"✗ check failed at {disagree:,} of {_points(sweep.size)} ", style="bold red")
     else:

@@ -181,8 +181,8 @@ def _check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> Gradi
         allowed = tolerance(analytic[rows], numeric, rtol, atol, noise, np.maximum)
         with np.errstate(invalid="ignore"):
             error = np.abs(analytic[rows] - numeric)
-            good = error <= allowed
-            swamped = (shrink > 0) & ~good & (noise > allowed - noise)
+            swamped = (shrink > 0) & (noise > allowed - noise)  # as in check.check_node
+            good = (error <= allowed) & ~swamped
             better = good | (~swamped & (np.nan_to_num(error, nan=np.inf) < result.abs_error[rows]))
         keep = rows[better]
         result.numeric[keep] = numeric[better]

@@ -42,9 +42,11 @@ def evaluate_vector(
     value at all (callers check ``program.unbound`` first).
 
     A value that is the same at every point (a constant, a scalar column, what is computed from
-    those alone) stays one float while computing: NumPy then takes its fast paths (``x ** 2``
-    squares instead of calling pow) and no array is filled with copies. The results are still
-    one (size,) array per node (read-only broadcast views where the value is uniform).
+    those alone) stays one NumPy scalar while computing -- ``np.float64``, never a Python float,
+    so that ``1/0`` or ``0**-1`` give inf and a flag as arrays do, not an exception. NumPy then
+    takes its fast paths (``x ** 2`` squares instead of calling pow) and no array is filled with
+    copies. The results are still one (size,) array per node (read-only broadcast views where
+    the value is uniform).
     """
     np = numpy()
     given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
@@ -61,9 +63,9 @@ def evaluate_vector(
                 value = given.get(str(node.name), program.defaults.get(str(node.name)))
                 if value is None:
                     raise KeyError(node.name)
-                value = float(value) if np.ndim(value) == 0 else value
+                value = np.float64(value) if np.ndim(value) == 0 else value
             elif node.op is CONST:
-                value = node.value
+                value = np.float64(node.value)
             else:
                 value = node.op.apply_vector(*(operands[s.index] for s in node.inputs))
             operands.append(value)
