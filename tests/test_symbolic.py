@@ -238,3 +238,20 @@ def test_hessian_at_a_kink_fails_its_check():
 def test_unknown_wrt_is_a_usage_error():
     with pytest.raises(gradcli.UsageError, match="z is not a variable"):
         differentiate("x*y", ["z"])
+
+
+def test_deep_shared_factors_simplify_without_recursion_errors():
+    # Rewrites nest (a common factor pulled out builds products that are rewritten again);
+    # their nesting is bounded, so 800 levels of shared factors differentiate and print.
+    depth = 800
+
+    def nested(last: str) -> str:
+        return "*(".join(f"x{i}" for i in range(depth)) + f"*({last}" + ")" * depth
+
+    derivatives = gradcli.differentiate(f"{nested('A')} + {nested('B')}", ["A"])
+    text = derivatives.texts("text")["A"]
+    point = {f"x{i}": 1.0 + i / depth for i in range(depth)}
+    expected = 1.0
+    for value in point.values():
+        expected *= value
+    assert gradcli.evaluate(text, point, check=False).value == pytest.approx(expected, rel=1e-9)

@@ -58,11 +58,15 @@ class SymNode(Node):
     __hash__ = object.__hash__
 
 
+MAX_REWRITE_NESTING = 24
+
+
 class Builder:
     """Makes SymNodes: one node per distinct (op, inputs), simplified as it is made."""
 
     def __init__(self) -> None:
         self._table: dict[tuple, SymNode] = {}
+        self._rewriting = 0  # how many rewrites are under way, one inside another
 
     def _intern(self, key: tuple, op: Op, inputs: tuple[SymNode, ...], value: float = 0.0,
                 name: str | None = None) -> SymNode:
@@ -95,7 +99,15 @@ class Builder:
             if folded is not None:
                 return self.constant(folded)
         rewrite = _REWRITES.get(op.name)
-        simpler = rewrite(self, *inputs) if rewrite is not None else None
+        simpler = None
+        # A rewrite builds nodes with make() again; bounding how deep that nests keeps Python's
+        # stack safe on any graph (deeper pieces are built as they are, just less simplified).
+        if rewrite is not None and self._rewriting < MAX_REWRITE_NESTING:
+            self._rewriting += 1
+            try:
+                simpler = rewrite(self, *inputs)
+            finally:
+                self._rewriting -= 1
         if simpler is not None:
             return simpler
         return self._intern((op.name, *(node.seq for node in inputs)), op, inputs)
