@@ -241,3 +241,20 @@ def _colour_codes(env_extra: dict[str, str]) -> int:
 def test_colour_on_a_terminal_and_no_colour_with_no_color():
     assert _colour_codes({}) > 0
     assert _colour_codes({"NO_COLOR": "1"}) == 0
+
+
+@pytest.mark.parametrize("args", [["--atol", "inf"], ["--rtol", "nan"], ["--csv", "--json"],
+                                  ["--hessian", "--y", "1,2"]])
+def test_options_that_cannot_work_together_or_at_all_are_usage_errors(args):
+    result = run("x*y", "--x", "1", "--y", "2", *args) if "--y" not in args else run(
+        "x*y", "--x", "1", *args)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+def test_end_of_input_has_no_grouping_hint_and_a_bom_is_not_a_parse_error(tmp_path):
+    assert "grouping" not in run("x+").stderr
+    path = tmp_path / "bom.grad"
+    path.write_bytes("\ufeffx*2\n".encode())
+    _, (record,) = run_json("-f", str(path), "--x", "2")
+    assert record["value"] == 4.0

@@ -137,3 +137,12 @@ def test_missing_values_are_listed():
     with pytest.raises(gradcli.UsageError, match="no values for b, t") as caught:
         gradcli.evaluate("(x*W+b-t)**2", {"x": 2.0, "W": 3.0})
     assert "--b VALUE --t VALUE" in caught.value.hint
+
+
+def test_a_result_keeps_its_own_point_when_the_program_is_evaluated_again():
+    program = gradcli.parse("x*x")
+    first = gradcli.evaluate(program, {"x": 2.0})
+    second = gradcli.evaluate(program, {"x": 3.0})
+    assert [row.value for row in first.node_rows()] == [2.0, 4.0]
+    assert [row.grad for row in first.node_rows()] == [4.0, 1.0]
+    assert [row.value for row in second.node_rows()] == [3.0, 9.0]

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, NODE_CHECK_LIMIT, CheckReport, check_gradients
@@ -46,6 +46,10 @@ class Result:
     check: CheckReport | None
     hessian: HessianResult | None = None  # with order=2
     symbolic: SymbolicResult | None = None  # free variables: value and gradients are None
+    # Every node's value and gradient when this Result was made: evaluating the same Program
+    # again (another point) rewrites the nodes, never an earlier Result.
+    node_values: list[float] = field(default_factory=list)
+    node_grads: list[float] = field(default_factory=list)
 
     @property
     def status(self) -> ExitStatus:
@@ -60,13 +64,15 @@ class Result:
         nodes = self.program.nodes
         texts = expression_texts(nodes)
         ids = range(len(nodes)) if only is None else only
+        values = self.node_values or [node.value for node in nodes]
+        grads = self.node_grads or [node.grad for node in nodes]
         return [
             NodeRow(
                 id=node.index,
                 op=node.op.name,
                 label=node.name or texts[i],
-                value=node.value,
-                grad=node.grad if node.needs_grad else None,
+                value=values[i],
+                grad=grads[i] if node.needs_grad else None,
                 inputs=[source.index for source in node.inputs],
             )
             for i in ids
@@ -120,6 +126,8 @@ def evaluate(
         gradients={name: node.grad for name, node in program.variables.items()},
         check=report,
         hessian=_hessian(program, point, check, rtol, atol) if order >= 2 else None,
+        node_values=[node.value for node in program.nodes],
+        node_grads=[node.grad for node in program.nodes],
     )
 
 

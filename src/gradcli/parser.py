@@ -233,7 +233,7 @@ def _syntax_hint(text: str, column: int, depth: int, expected: set[str]) -> str 
         return "a '(' is not closed"
     if after.startswith(")") and depth <= 0:
         return "this ')' has no matching '('"
-    if after[:1] in "[{":
+    if after[:1] and after[0] in "[{":
         return "use ( ) for grouping"
     return None
 

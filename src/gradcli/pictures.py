@@ -5,7 +5,8 @@ value (and gradient); solid edges run forward from an operand to its user; dashe
 backward, labelled with the gradient that flows along THAT use -- the user's gradient times the
 op table's local partial for that operand position -- so ``err*err`` draws two edges of -1 that
 sum to err's gradient of -2. A program whose variables are not all given is drawn as structure
-only (no values). Nothing here imports rich: ``render.graph_tree`` turns the outline into a Rich tree.
+only (no values). Nothing here imports rich: ``render.graph_tree`` turns the outline into a
+Rich tree.
 """
 
 from __future__ import annotations

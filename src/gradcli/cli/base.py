@@ -102,7 +102,7 @@ def program_arguments(set_help: str) -> Callable[[Callable[..., Any]], Callable[
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         command = click.option("-f", "--file", "program_file",
-                               type=click.File("r", encoding="utf-8"),
+                               type=click.File("r", encoding="utf-8-sig"),
                                help="Read the program from FILE.")(command)
         command = click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
                                help=set_help)(command)

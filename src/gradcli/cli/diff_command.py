@@ -39,7 +39,7 @@ Exit status: 0 ok; 2 usage, parse or name error.
               show_default=True, help="How derivatives are printed.")
 @click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
               help="Substitute a value for a variable (repeatable).")
-@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8"),
+@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8-sig"),
               help="Read the program from FILE.")
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"expression", "order", "derivatives"}.')

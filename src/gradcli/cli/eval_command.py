@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import sys
 from typing import IO, Any
 
@@ -40,17 +41,36 @@ Exit status: 0 ok; 1 a finite-difference check failed; 2 usage, parse or name er
 """
 
 
+class Tolerance(click.ParamType):
+    """A finite number >= 0 (``inf`` or ``nan`` would make every check pass or fail)."""
+
+    name = "tolerance"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number) or number < 0:
+            self.fail(f"{value!r} is not a finite number >= 0", param, ctx)
+        return number
+
+
+TOLERANCE = Tolerance()
+
+
 @cli.command("eval", cls=BindingCommand, help=EVAL_HELP, no_args_is_help=False)
 @click.argument("expr", required=False)
 @click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
               help="Give a variable a value (repeatable).")
-@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8"),
+@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8-sig"),
               help="Read one program (statements on separate lines, # comments) from FILE.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (JSON Lines for a batch).")
 @click.option("--no-check", is_flag=True, help="Skip the finite-difference check.")
-@click.option("--rtol", type=click.FloatRange(min=0), default=DEFAULT_RTOL, show_default=True,
+@click.option("--rtol", type=TOLERANCE, default=DEFAULT_RTOL, show_default=True,
               help="Relative tolerance of the check.")
-@click.option("--atol", type=click.FloatRange(min=0), default=DEFAULT_ATOL, show_default=True,
+@click.option("--atol", type=TOLERANCE, default=DEFAULT_ATOL, show_default=True,
               help="Absolute tolerance of the check.")
 @click.option("--check-method", type=click.Choice(METHODS), default="central", show_default=True,
               help="central differences, complex step (exact for analytic ops), or Richardson "
@@ -95,7 +115,12 @@ def run_eval(
         given = parse_assignments([*ctx.meta.get(BINDINGS_KEY, []), *assignments])
         if program_file is not None and expr is not None:
             raise UsageError("give either EXPR or -f FILE, not both")
+        if as_csv and as_json:
+            raise UsageError("--csv and --json are two output formats: give one")
         if as_csv or is_sweep(given):
+            if order > 1 or hessian:
+                raise UsageError("sweeps give values and gradients, not Hessians",
+                                 hint="drop --hessian/--order, or evaluate one point")
             return run_sweep(output, expr, program_file, given, options, as_csv)
         values = as_point(given)
         options["strict"] = strict
