@@ -42,3 +42,10 @@ def test_as_point_refuses_sweeps():
     assert as_point({"x": 1.0}) == {"x": 1.0}
     with pytest.raises(UsageError, match="several values"):
         as_point({"x": (1.0, 2.0)})
+
+
+@pytest.mark.parametrize("text", ["1_000", "\u0663", "0x10", "1e5e5", "--2"])
+def test_values_are_numbers_as_the_grammar_writes_them(text):
+    with pytest.raises(UsageError, match="not a number"):
+        parse_value("x", text)
+    assert parse_value("x", "-2.5e3") == -2500.0 and parse_value("x", "+.5") == 0.5

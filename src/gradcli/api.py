@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, NODE_CHECK_LIMIT, CheckReport, check_gradients
 from .errors import ExitStatus, GradcliError, UsageError
@@ -107,11 +107,9 @@ def evaluate(
         program = parse(program, max_nodes)
     values = dict(values or {})
     validate_values(values)
-    missing = program.unbound(values)
-    if missing and not strict:
+    if not strict and program.unbound(values):
         return symbolic_result(program, values)
-    if missing:
-        raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
+    require_values(program, values)
     program.bind(values)
     value = forward(program.nodes)
     backward(program.nodes)
@@ -189,6 +187,14 @@ def evaluate_line(
             error.line = number
         return LineOutcome(number, source, error=error)
     return LineOutcome(number, source, result=result)
+
+
+def require_values(program: Program, values: Mapping[str, Any]) -> None:
+    """A UsageError listing every variable the program needs that ``values`` and its own
+    defaults do not give, and how to pass them."""
+    missing = program.unbound(values)
+    if missing:
+        raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
 
 
 def missing_values_message(names: list[str]) -> str:

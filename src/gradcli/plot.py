@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .api import missing_values_hint, missing_values_message
+from .api import require_values
 from .errors import UsageError
 from .graph import Program, expression_texts
 from .ops import numpy
@@ -59,9 +59,7 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
         used = ", ".join(program.variables) or "none"
         raise UsageError(f"the program does not use {name} (its variables: {used})",
                          hint=f"sweep one of its variables, {example}")
-    missing = program.unbound(values)
-    if missing:
-        raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
+    require_values(program, values)
     np = numpy()
     columns = {key: values[key] for key in program.variables if key in values}
     result = evaluate_vector(program, columns)

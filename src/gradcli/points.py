@@ -85,13 +85,19 @@ def _parse_range(name: str, text: str) -> tuple[float, ...]:
     return (*(start + i * step for i in range(count - 1)), stop)
 
 
+# A number as the grammar writes one (ASCII digits; no `1_000`, no `inf`), with an optional sign.
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
 def _number(name: str, part: str, whole: str) -> float:
-    try:
+    if _NUMBER.fullmatch(part.strip()):
         return float(part)
-    except ValueError:
-        raise UsageError(f"the value of {name} is {whole!r}, not a number",
+    if part.strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
+        raise UsageError(f"the value of {name} is {whole!r}, not a finite number",
+                         hint="give a finite number such as 2, -0.5 or 1e-3")
+    raise UsageError(f"the value of {name} is {whole!r}, not a number",
                          hint=f"write e.g. --{name} 2.5, a range --{name} -2:2:9 "
-                              f"or a list --{name} 1,2,5") from None
+                              f"or a list --{name} 1,2,5")
 
 
 def as_point(values: Mapping[str, Value]) -> dict[str, float]:

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .api import evaluate, missing_values_hint, missing_values_message
+from .api import evaluate, require_values
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, EPS, SHRINKS, noise_allowance, tolerance
 from .errors import ExitStatus, GradcliError, NumericError, UsageError
 from .graph import Node, Program, format_number
@@ -93,9 +93,7 @@ def sweep_columns(program: Program, values: Mapping[str, Value]) -> dict[str, An
     np = numpy()
     validate_values(values)
     used = {name: value for name, value in values.items() if name in program.variables}
-    missing = program.unbound(used)
-    if missing:
-        raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
+    require_values(program, used)
     count = math.prod(len(v) if isinstance(v, tuple) else 1 for v in used.values())
     if count > MAX_SWEEP_POINTS:
         raise UsageError(f"the sweep has {count:,} points; at most {MAX_SWEEP_POINTS:,} fit",

@@ -134,7 +134,7 @@ def run_eval(
             raise UsageError("no expression given",
                              hint='try: gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8')
     except GradcliError as error:
-        return output.error(error, "")
+        return output.error(error, expr if expr not in (None, "-") else "")
     return output.single(expr, values, options)
 
 
