@@ -26,7 +26,7 @@ Examples:
   gradcli diff "x**2*y" --json
 
 \b
-Exit status: 0 ok; 2 usage, parse or name error.
+Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a domain.
 """
 
 

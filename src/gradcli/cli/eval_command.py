@@ -32,6 +32,9 @@ Examples:
   gradcli eval "-x**2" --x 3
   gradcli eval -f examples/seed.grad --json
   gradcli eval "sin(10*x)*exp(x**2)" --x 0.7 --check-method complex
+  gradcli eval "x**2*y" --x -2:2:9 --y 1,2 --csv      # a sweep over a grid
+  gradcli eval "x**3*y" --x 2 --y 1 --hessian
+  gradcli eval "(x*W+b-t)**2" --x 2 --W 3             # b, t free: expressions
   printf 'x*y\\nsin(x)\\n' | gradcli eval - --x 1 --y 2 --json
 
 \b
