@@ -19,7 +19,7 @@ from typing import Any
 from .check import DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ExitStatus, GradcliError, visible
 from .graph import Program
-from .limits import MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
+from .limits import MAX_CHECK_CELLS, MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
 from .parser import parse
 from .points import Value, parse_value
 
@@ -252,6 +252,11 @@ class _CheckReader:
         if points > MAX_CHECK_POINTS:
             raise self.fail("sweep", f"the sweep has {points:,} points; a check may have at "
                             f"most {MAX_CHECK_POINTS:,}", hint="use fewer values per variable")
+        nodes = len(program.nodes)
+        if points * nodes > MAX_CHECK_CELLS:
+            raise self.fail("sweep", f"{points:,} points of a {nodes:,}-node expr are too many "
+                            f"(points x nodes at most {MAX_CHECK_CELLS:,})",
+                            hint="use fewer points, or split the formula into several checks")
         return values
 
     def _sweep_value(self, key: str, variable: str, given: Any) -> Value:

@@ -16,7 +16,9 @@ are the size of a program and the finite-difference check, whose cost is (number
   points in a whole sweep grid (all of a grid's points are held in memory at once).
 - Check files (``gradcli check``): ``MAX_CHECK_FILE_BYTES`` per file, ``MAX_CHECK_NODES`` per
   ``expr`` (a check runs every node at every point, and a formula check is small: a bigger one is
-  a mistake or an attack) and ``MAX_CHECK_POINTS`` points per check.
+  a mistake or an attack), ``MAX_CHECK_POINTS`` points per check, and ``MAX_CHECK_CELLS`` for
+  points x nodes: the sweep holds a column per node (~12 bytes a cell; a 250-node formula over
+  10^6 points took 3.1 GB and 28 s before this limit).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ MAX_RANGE_COUNT = 10_000_000
 MAX_SWEEP_POINTS = 10_000_000
 MAX_CHECK_FILE_BYTES = 4 * 2**20  # tomllib reads ~0.3 MB/s of number arrays
 MAX_CHECK_NODES = 100_000  # ~5 s for a check at one point
-MAX_CHECK_POINTS = 1_000_000  # ~6 s and ~300 MB for a one-variable check
+MAX_CHECK_POINTS = 1_000_000
+MAX_CHECK_CELLS = 30_000_000  # points x nodes: ~400 MB, ~4 s
 MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"
 
 

@@ -158,11 +158,30 @@ def main(argv: list[str] | None = None) -> None:
         status = _reader_gone()
     try:
         sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
+        if status != 141 and _reader_closed():
+            status = _reader_gone()
     except BrokenPipeError:
         status = _reader_gone()
     except KeyboardInterrupt:
         status = _interrupted()
     sys.exit(int(status or 0))
+
+
+def _reader_closed() -> bool:
+    """True when stdout is a pipe whose reader has gone (``| head -1``).
+
+    One large write to a pipe that closes meanwhile returns a short count, not an error, and
+    Python's buffered writer drops the rest silently (a 200 KB check table or an 80 MB DOT file
+    ended with status 0): the pipe's error state, which poll reports, is the only trace left.
+    """
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)  # POLLERR is reported whatever is asked for
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() (Windows), no file (tests)
+        return False
 
 
 def _interrupted() -> int:
