@@ -131,3 +131,13 @@ def test_files_that_cannot_be_read_are_errors_not_crashes(tmp_path):
     specs, errors = load_check_files([str(tmp_path), "/nonexistent\n.toml"])
     assert specs == [] and len(errors) == 2
     assert all("\n" not in e.one_line() for e in errors)
+
+
+def test_a_hostile_file_name_and_expr_whitespace_reach_the_terminal_escaped(tmp_path):
+    path = tmp_path / "a\x1b]0;pwn\x07\nb.toml"
+    path.write_text(check_file('"x*\\r\\f3"'))  # \r and \f are whitespace to the grammar
+    result = CliRunner().invoke(cli, ["check", str(path)])
+    assert result.exit_code == 1
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "a\\x1b]0;pwn\\x07\\nb.toml:5: value" in result.output
+    assert "x*\\r\\x0c3" in result.output
