@@ -141,3 +141,13 @@ def test_a_hostile_file_name_and_expr_whitespace_reach_the_terminal_escaped(tmp_
     assert "\x1b" not in result.output and "\x07" not in result.output
     assert "a\\x1b]0;pwn\\x07\\nb.toml:5: value" in result.output
     assert "x*\\r\\x0c3" in result.output
+
+
+@pytest.mark.parametrize("target", ["/dev/full", "/nonexistent-dir/r\n\x1b[2Jeport.xml"])
+def test_an_unwritable_junit_path_is_one_status_2_line(tmp_path, target):
+    path = tmp_path / "c.toml"
+    path.write_text(check_file())
+    result = CliRunner().invoke(cli, ["check", str(path), "--junit", target])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("error: usage error: cannot write ") and "\x1b" not in result.stderr
