@@ -30,6 +30,14 @@ def first_then_close(args: list[str], take: int | None = None) -> tuple[bytes, i
     return first, child.wait(timeout=120), stderr
 
 
+def balanced(levels: int) -> str:
+    """A sum of 2^levels x's, as shallow as it can be: the tree view draws all of it."""
+    text = "x"
+    for _ in range(levels):
+        text = f"({text}+{text})"
+    return text
+
+
 @pytest.mark.parametrize("command", ["check", "check --json", "graph", "graph mermaid",
                                      "graph tree", "diff"])
 def test_a_closed_reader_ends_every_command_quietly_with_141(command, tmp_path):
@@ -39,10 +47,11 @@ def test_a_closed_reader_ends_every_command_quietly_with_141(command, tmp_path):
         "check --json": ["check", many_checks(tmp_path / "c.toml"), "--json"],
         "graph": ["graph", big_program, "--max-nodes", "0"],
         "graph mermaid": ["graph", big_program, "--max-nodes", "0", "--format", "mermaid"],
-        "graph tree": ["graph", big_program, "--max-nodes", "0", "--format", "tree"],
+        "graph tree": ["graph", balanced(13), "--max-nodes", "0", "--format", "tree"],
         "diff": ["diff", "*".join(f"sin(x{i})" for i in range(150))],  # 220 KB of derivatives
     }[command]
-    first, status, stderr = first_then_close(args, take=1 if command == "diff" else None)
+    one_line = command in ("diff", "check --json")  # --json is one line: read one byte of it
+    first, status, stderr = first_then_close(args, take=1 if one_line else None)
     assert first
     assert status == 141, (status, stderr[-500:])
     assert stderr == b"", stderr.decode(errors="replace")
@@ -68,3 +77,33 @@ def test_ctrl_c_during_a_long_check_is_130_and_one_line(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_large_write_reports_a_reader_that_goes_away_mid_write():
+    """The kernel returns a short count; the remainder must get the EPIPE, not be dropped."""
+    import os
+    import threading
+
+    from gradcli.cli.base import _WholeWrites
+
+    read_end, write_end = os.pipe()
+
+    def read_one_byte_and_go() -> None:
+        os.read(read_end, 1)
+        os.close(read_end)
+
+    reader = threading.Thread(target=read_one_byte_and_go)
+    reader.start()
+    try:
+        with pytest.raises(BrokenPipeError):
+            _WholeWrites(write_end).write(b"x" * 10_000_000)
+    finally:
+        reader.join()
+        os.close(write_end)
+
+
+def test_a_reader_that_takes_everything_sees_status_0():
+    child = subprocess.Popen([*GRADCLI, "eval", "x*2", "--x", "1"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0 and out.startswith(b"value 2") and err == b""

@@ -79,6 +79,8 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
             if output_path is None and picture_format == "png" and sys.stdout.isatty():
                 raise UsageError("a PNG is binary and stdout is a terminal", hint="add -o FILE.png")
             _write_bytes(render_with_graphviz(text, picture_format), output_path)
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: main() ends with 141
     except OSError as error:
         ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
     except GradcliError as error:
@@ -153,6 +155,8 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         colour = terminal and "NO_COLOR" not in os.environ
         click.echo(terminal_plot(curve, columns, height, colour))
         click.echo(f"{curve.xs.size} points{gaps}")
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: main() ends with 141
     except OSError as error:
         ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
     except GradcliError as error:
