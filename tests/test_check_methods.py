@@ -258,3 +258,24 @@ def test_a_bad_method_is_a_usage_error_with_status_2():
     with pytest.raises(SystemExit) as exit_info:
         main(["eval", "x", "--x", "1", "--check-method", "secant"])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize("method", ["complex", "richardson"])
+def test_an_overflowing_estimate_never_passes(method, monkeypatch):
+    """f(v + h) = 1.7e308 and f(v - h) = -1.7e308 (Im f = 1e308 for the complex step): every
+    difference quotient overflows to inf, and inf <= inf once made that a pass, as in central."""
+    import gradcli.check as check_module
+
+    program = gradcli.parse("x*3")
+    gradcli.evaluate(program, {"x": 1.0}, check=False)
+    x = program.nodes[0]
+
+    def overflowing(nodes, index, value, complex_step=False):
+        if complex_step:
+            return complex(0.0, 1e308), 1e308
+        return (1.7e308 if value > x.value else -1.7e308), 1.7e308
+
+    monkeypatch.setattr(check_module, "replay", overflowing)
+    verdict = check_module.check_node(program.nodes, x, 1e-5, 1e-8, method)
+    assert verdict.numeric is None or math.isfinite(verdict.numeric), verdict
+    assert not verdict.ok

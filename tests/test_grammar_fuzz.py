@@ -151,6 +151,16 @@ REGRESSIONS = [
     b"\x00\xff\xfe\x00\r\n(",
     b"\x00pi = 3; pi",
     b"\x00x = 1e999; x",
+    # The check-file entry (first byte >= 0xE0), with what the hostile check-file tests found by
+    # hand: deep nesting (RecursionError), a huge integer (OverflowError), a 10^8-point grid
+    # (a UsageError out of run_check), control characters in names and in the JUnit XML.
+    b"\xf0a = " + b"[" * 5000 + b"]" * 5000,
+    b'\xf0[[check]]\nname = "a"\nexpr = "x"\nat = {x = 1' + b"0" * 400 + b"}\nvalue = 1",
+    b'\xf0[[check]]\nname = "g"\nexpr = "x*y"\nsweep = {x = "0:1:10000", y = "0:1:10000"}\n'
+    b"value = 0",
+    b'\xf0[[check]]\nname = "a\\u0000\\u001b"\nexpr = "x"\nat = {x = 1}\nvalue = 1',
+    b"\xe1x*\r\x0c3 + \x0b",
+    b"\xe3log(x)",
 ]
 
 

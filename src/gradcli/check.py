@@ -305,6 +305,8 @@ def complex_step_check(nodes: list[Node], node: Node, rtol: float, atol: float) 
     except NumericError:  # the complex evaluation overflowed where the real one did not
         return check_node(nodes, node, rtol, atol)  # the verdict says "central" (or one-sided)
     numeric = output.imag / h
+    if not math.isfinite(numeric):  # Im f / h overflowed: no estimate (inf <= inf would pass)
+        return check_node(nodes, node, rtol, atol)
     error = abs(analytic - numeric)
     tolerance = atol + rtol * max(abs(analytic), abs(numeric))
     return GradientCheck(analytic, numeric, error, tolerance, error <= tolerance, "complex", h)
@@ -313,7 +315,7 @@ def complex_step_check(nodes: list[Node], node: Node, rtol: float, atol: float) 
 def richardson_check(nodes: list[Node], node: Node, rtol: float, atol: float) -> GradientCheck:
     """d(output)/d(node) by Richardson extrapolation of central differences (module docstring)."""
     best = richardson_estimate(nodes, node)
-    if best is None:
+    if best is None or not math.isfinite(best[0]):  # an overflowed table is no estimate
         return check_node(nodes, node, rtol, atol)  # the verdict says "forward", "central"...
     numeric, estimate, h, largest = best
     analytic = node.grad
@@ -372,4 +374,7 @@ def _central(nodes: list[Node], node: Node, h: float) -> tuple[float, float] | N
         fb, largest_b = replay(nodes, node.index, node.value - h)
     except NumericError:
         return None
-    return (fa - fb) / (2.0 * h), max(largest_a, largest_b)
+    quotient = (fa - fb) / (2.0 * h)
+    if not math.isfinite(quotient):  # f(v + h) - f(v - h) overflowed, as in _difference
+        return None
+    return quotient, max(largest_a, largest_b)

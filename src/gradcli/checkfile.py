@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .check import DEFAULT_ATOL, DEFAULT_RTOL
-from .errors import ExitStatus, GradcliError
+from .errors import ExitStatus, GradcliError, visible
 from .graph import Program
+from .limits import MAX_CHECK_CELLS, MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
 from .parser import parse
 from .points import Value, parse_value
 
@@ -42,8 +43,9 @@ class CheckFileError(GradcliError):
 
     @property
     def title(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
-        return where + ("" if self.key is None else f": {self.key}")
+        file = visible(self.file)
+        where = file if self.line is None else f"{file}:{self.line}"
+        return where + ("" if self.key is None else f": {visible(self.key)}")
 
 
 @dataclass
@@ -93,7 +95,11 @@ def load_check_file(path: str) -> list[CheckSpec]:
     """Read and validate one check file; raises CheckFileError."""
     try:
         with open(path, "rb") as stream:
-            text = stream.read().decode("utf-8")
+            data = stream.read(MAX_CHECK_FILE_BYTES + 1)
+        if len(data) > MAX_CHECK_FILE_BYTES:
+            raise CheckFileError(f"the file is larger than {MAX_CHECK_FILE_BYTES:,} bytes",
+                                 file=path, hint="split it into several check files")
+        text = data.decode("utf-8")
     except OSError as error:
         raise CheckFileError(f"cannot read the file: {error.strerror}", file=path) from None
     except UnicodeDecodeError:
@@ -108,8 +114,12 @@ def parse_check_file(text: str, file: str = "<checks>") -> list[CheckSpec]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         found = re.search(r"line (\d+)", str(error))
-        raise CheckFileError(f"not valid TOML: {error}", file=file,
+        raise CheckFileError(f"not valid TOML: {visible(str(error))}", file=file,
                              line=int(found.group(1)) if found else None) from None
+    except (RecursionError, ValueError) as error:  # deep nesting; an integer of 4300+ digits
+        what = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise CheckFileError(f"not valid TOML: {what}", file=file,
+                             hint="check files need no nested arrays or tables") from None
     lines = KeyLines(text)
     for key in data:
         if key not in FILE_KEYS:
@@ -152,6 +162,9 @@ class _CheckReader:
                 line = self.lines.key(self.number, key)
                 raise _unknown(key, CHECK_KEYS, self.file, line, "a [[check]]")
         name = self._string("name")
+        if not name.isprintable():
+            raise self.fail("name", f"has a control character: {visible(name)}",
+                            hint="use printable text")
         expr = self._string("expr")
         program = self._parse("expr", expr)
         spec = CheckSpec(name, self.file, self.header, expr, program, self._points(program),
@@ -201,8 +214,11 @@ class _CheckReader:
 
     def _parse(self, key: str, text: str) -> Program:
         try:
-            return parse(text)
+            return parse(text, max_nodes=MAX_CHECK_NODES)
         except GradcliError as error:
+            if "--max-nodes" in (error.hint or ""):  # an option gradcli check does not have
+                raise self.fail(key, error.message, hint="a check's expr may have at most "
+                                f"{MAX_CHECK_NODES:,} nodes") from None
             raise self.fail(key, error.one_line()) from None
 
     def _table(self, key: str, program: Program) -> dict[str, Any]:
@@ -232,6 +248,15 @@ class _CheckReader:
         if missing:
             raise self.fail("expr", f"no value for {', '.join(missing)}",
                             hint="give it in at = {...} or sweep = {...}")
+        points = math.prod(len(v) if isinstance(v, tuple) else 1 for v in values.values())
+        if points > MAX_CHECK_POINTS:
+            raise self.fail("sweep", f"the sweep has {points:,} points; a check may have at "
+                            f"most {MAX_CHECK_POINTS:,}", hint="use fewer values per variable")
+        nodes = len(program.nodes)
+        if points * nodes > MAX_CHECK_CELLS:
+            raise self.fail("sweep", f"{points:,} points of a {nodes:,}-node expr are too many "
+                            f"(points x nodes at most {MAX_CHECK_CELLS:,})",
+                            hint="use fewer points, or split the formula into several checks")
         return values
 
     def _sweep_value(self, key: str, variable: str, given: Any) -> Value:
@@ -318,8 +343,11 @@ def _tolerance(table: dict[str, Any], key: str, file: str, line: int | None,
 
 
 def _is_number(value: Any) -> bool:
-    """A finite TOML integer or float (``true`` is not a number here; ``nan``/``inf`` are not)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite TOML integer or float (``true`` is not a number here; ``nan``/``inf`` are not,
+    nor is an integer too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) if isinstance(value, float) else abs(value) <= 2**1023
 
 
 def _tomllib() -> Any:

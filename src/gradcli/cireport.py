@@ -3,17 +3,30 @@ GitHub Actions workflow commands (``::error file=…,line=…::message``).
 
 GitHub's escaping rules (actions/toolkit, ``command.ts``): in the message ``%``, ``\\r`` and ``\\n``
 become ``%25``, ``%0D`` and ``%0A``; in property values also ``:`` and ``,`` become ``%3A`` and
-``%2C``.
+``%2C``. The title is a property too.
+
+XML 1.0 forbids most control characters (and lone surrogates) anywhere, even escaped, and
+ElementTree writes them as they are: ``xml_text`` replaces each with U+FFFD first, so a report
+stays well-formed whatever a check's name, expression or message holds.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
 from .checkfile import CheckFileError
 from .checkrun import CheckOutcome
 from .errors import ExitStatus
+
+# What XML 1.0 does not allow: C0 controls but tab, LF and CR; lone surrogates; U+FFFE, U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` with every character XML 1.0 forbids replaced by U+FFFD."""
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def junit_xml(outcomes: Iterable[CheckOutcome], errors: Iterable[CheckFileError] = ()) -> str:
@@ -50,6 +63,9 @@ def junit_xml(outcomes: Iterable[CheckOutcome], errors: Iterable[CheckFileError]
         element.set("time", f"{sum(float(c.get('time', 0)) for c in cases):.6f}")
     for total in ("tests", "failures", "errors"):
         root.set(total, str(sum(int(s.get(total, 0)) for s in suites.values())))
+    for element in root.iter():
+        element.attrib = {key: xml_text(value) for key, value in element.attrib.items()}
+        element.text = None if element.text is None else xml_text(element.text)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 

@@ -58,6 +58,15 @@ class GradcliError(Exception):
         return f"{self.title}: {self.message}{hint}"
 
 
+def visible(text: str) -> str:
+    """``text`` with control and other unprintable characters as Python escapes (``\\x1b``,
+    ``\\n``): a file name or key from the input can then neither break a one-line message nor
+    drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class UsageError(GradcliError):
     """Bad command-line use: a missing value, a value bound to a constant, a bad option."""
 

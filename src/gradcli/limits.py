@@ -12,6 +12,13 @@ are the size of a program and the finite-difference check, whose cost is (number
   is always checked, variables past the budget are reported as unchecked (never as failed).
   The vectorised first pass gets ``VECTOR_CHECK_FACTOR`` times that budget: it recomputes array
   elements some 50 times faster than the scalar replay recomputes nodes.
+- ``MAX_RANGE_COUNT`` / ``MAX_SWEEP_POINTS``: values in one ``START:STOP:COUNT`` range, and
+  points in a whole sweep grid (all of a grid's points are held in memory at once).
+- Check files (``gradcli check``): ``MAX_CHECK_FILE_BYTES`` per file, ``MAX_CHECK_NODES`` per
+  ``expr`` (a check runs every node at every point, and a formula check is small: a bigger one is
+  a mistake or an attack), ``MAX_CHECK_POINTS`` points per check, and ``MAX_CHECK_CELLS`` for
+  points x nodes: the sweep holds a column per node (~12 bytes a cell; a 250-node formula over
+  10^6 points took 3.1 GB and 28 s before this limit).
 """
 
 from __future__ import annotations
@@ -20,6 +27,12 @@ MAX_NODES = 1_000_000
 CHARS_PER_NODE = 8
 CHECK_BUDGET = 1_000_000  # about a second
 VECTOR_CHECK_FACTOR = 50
+MAX_RANGE_COUNT = 10_000_000
+MAX_SWEEP_POINTS = 10_000_000
+MAX_CHECK_FILE_BYTES = 4 * 2**20  # tomllib reads ~0.3 MB/s of number arrays
+MAX_CHECK_NODES = 100_000  # ~5 s for a check at one point
+MAX_CHECK_POINTS = 1_000_000
+MAX_CHECK_CELLS = 30_000_000  # points x nodes: ~400 MB, ~4 s
 MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"
 
 

@@ -12,10 +12,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from .errors import UsageError
+from .limits import MAX_RANGE_COUNT
 from .ops import CONSTANTS
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-MAX_RANGE_COUNT = 10_000_000
 
 Value = float | tuple[float, ...]
 

@@ -19,7 +19,7 @@ from rich.tree import Tree
 
 from .api import LineOutcome, Result
 from .check import CheckReport, GradientCheck
-from .errors import GradcliError
+from .errors import GradcliError, visible
 from .graph import format_number
 from .limits import listed
 from .ops import CONST
@@ -215,14 +215,15 @@ def verdict(check: CheckReport, what: str = "gradients",
 def error_view(error: GradcliError, source_name: str = "") -> Text:
     """``error: …`` then, for a position, the source line with a caret under the column."""
     text = Text("error: ", style="bold red")
-    text.append(f"{source_name}{error.title}: {error.message}")
+    # visible(): a file name or path in a message must not drive the terminal (or add lines)
+    text.append(visible(f"{source_name}{error.title}: {error.message}"))
     if error.source_line is not None and error.column is not None:
         line = printable(error.source_line)
         text.append(f"\n  {line}\n  {' ' * (error.column - 1)}")
         text.append("^", style="bold red")
     if error.hint:
         text.append("\n  hint: ", style="yellow")
-        text.append(error.hint)
+        text.append(visible(error.hint))
     return text
 
 
@@ -230,7 +231,7 @@ def batch_line(outcome: LineOutcome) -> Text:
     """One line of human batch output: line number, value, gradients, verdict or the error."""
     text = Text(f"line {outcome.line}: ", style="dim")
     if outcome.error is not None:
-        text.append(outcome.error.one_line(), style="red")
+        text.append(visible(outcome.error.one_line()), style="red")
         return text
     result = outcome.result
     assert result is not None
@@ -319,11 +320,11 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry) -> Text:
     text = Text()
     if entry.repeat:
         text.append("↺ ", style="dim")
-        text.append(picture.label(node), style=_KIND_STYLES[kind])
+        text.append(visible(picture.label(node)), style=_KIND_STYLES[kind])
         text.append(f"  #{node.index}", style="dim")
     else:
         text.append(f"#{node.index} ", style="dim")
-        text.append(picture.label(node), style=_KIND_STYLES[kind])
+        text.append(visible(picture.label(node)), style=_KIND_STYLES[kind])
         if node.op is not CONST:
             text.append(f"  {node.op.name}", style="dim")
         if picture.evaluated and node.op is not CONST:

@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from .checkrun import CheckOutcome, format_point
-from .errors import ExitStatus
+from .errors import ExitStatus, visible
 from .graph import format_number
 from .render import MAX_TABLE_ROWS, titled_table
 from .sweep import Sweep
@@ -89,11 +89,11 @@ def check_view(outcomes: Sequence[CheckOutcome], plain: bool = False) -> Rendera
     for outcome in outcomes:
         if outcome.ok:
             continue
-        spec = outcome.spec
-        parts.append(Text(f"✗ {spec.name} ({spec.file}:{spec.line}): {spec.expr}",
+        spec, file = outcome.spec, visible(outcome.spec.file)  # a path may hold ESC or \n
+        parts.append(Text(f"✗ {spec.name} ({file}:{spec.line}): {visible(spec.expr)}",
                           style="bold red"))
         for finding in outcome.failures:
-            parts.append(Text(f"  {spec.file}:{finding.line}: {finding.describe()}"))
+            parts.append(Text(f"  {file}:{finding.line}: {finding.describe()}"))
     parts.append(check_totals(outcomes))
     return Group(*parts)
 

@@ -24,11 +24,10 @@ from .api import evaluate, require_values
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, EPS, SHRINKS, noise_allowance, tolerance
 from .errors import ExitStatus, GradcliError, NumericError, UsageError
 from .graph import Node, Program, format_number
+from .limits import MAX_SWEEP_POINTS
 from .ops import numpy
 from .points import Value, grid, validate_values
 from .vector import evaluate_vector
-
-MAX_SWEEP_POINTS = 10_000_000  # a grid's points are all held in memory at once
 
 
 @dataclass

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from typing import IO, Any
@@ -147,6 +149,7 @@ def stdin_lines(max_bytes: int) -> Iterator[str]:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the CLI and maps every way out to a documented exit status."""
+    _stdout_with_whole_writes()
     try:
         status = cli.main(args=argv, prog_name="gradcli", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
@@ -163,6 +166,43 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         status = _interrupted()
     sys.exit(int(status or 0))
+
+
+class _WholeWrites(io.RawIOBase):
+    """stdout's file descriptor, written until every byte is out or the write fails.
+
+    One large write to a pipe whose reader goes away (``| head -1``) returns a short count, not
+    an error, and Python's buffered writer then drops the rest silently: a 200 KB check table or
+    an 80 MB DOT file ended with status 0. Writing the rest gets the EPIPE (BrokenPipeError).
+    """
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        done = 0
+        while done < len(view):
+            done += os.write(self.fd, view[done:])
+        return done
+
+
+def _stdout_with_whole_writes() -> None:
+    """When stdout is a pipe, route it through ``_WholeWrites`` (same encoding, same errors)."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(sys.stdout.fileno()).st_mode):
+            return
+    except (AttributeError, OSError, ValueError):  # no real file (tests, embedding)
+        return
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_WholeWrites(sys.stdout.fileno())),
+                                  encoding=sys.stdout.encoding, errors=sys.stdout.errors)
 
 
 def _interrupted() -> int:

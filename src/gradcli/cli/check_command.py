@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..errors import ExitStatus, UsageError
+from ..errors import ExitStatus, UsageError, visible
 from .base import cli
 from .output import Output
 
@@ -60,7 +60,7 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
             with open(junit_path, "w", encoding="utf-8") as report:
                 report.write(junit_xml(outcomes, errors))
         except OSError as error:
-            failure = UsageError(f"cannot write {junit_path}: {error.strerror}",
+            failure = UsageError(f"cannot write {visible(junit_path)}: {error.strerror}",
                                  hint="give --junit a path in a writable directory")
             return Output(as_json).error(failure, "")
     if os.environ.get("GITHUB_ACTIONS") == "true":

@@ -9,7 +9,8 @@ from typing import IO, Any
 
 import click
 
-from ..errors import ExitStatus, GradcliError, UsageError
+from ..errors import ExitStatus, GradcliError, UsageError, visible
+from ..limits import MAX_NODES
 from ..pictures import DEFAULT_MAX_NODES, FORMATS, prepare, render_with_graphviz, to_dot, to_mermaid
 from ..points import as_point
 from .base import BindingCommand, cli, given_values, program_arguments, program_source
@@ -78,14 +79,19 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
             if output_path is None and picture_format == "png" and sys.stdout.isatty():
                 raise UsageError("a PNG is binary and stdout is a terminal", hint="add -o FILE.png")
             _write_bytes(render_with_graphviz(text, picture_format), output_path)
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: main() ends with 141
     except OSError as error:
         ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
     except GradcliError as error:
+        if "--max-nodes" in (error.hint or ""):  # the parser's hint; graph's option draws less
+            error.hint = (f"gradcli graph reads programs of up to {MAX_NODES:,} nodes; its "
+                          "--max-nodes only limits how many are drawn")
         ctx.exit(Output(as_json=False).error(error, source))
 
 
 def _cannot_write(path: str | None, error: OSError) -> UsageError:
-    return UsageError(f"cannot write {path}: {error.strerror or error}",
+    return UsageError(f"cannot write {visible(path or '')}: {error.strerror or error}",
                       hint="check that the directory exists and is writable")
 
 
@@ -142,13 +148,15 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
         if output_path is not None:
             save_plot(curve, output_path)
-            click.echo(f"wrote {output_path} ({curve.xs.size} points{gaps})")
+            click.echo(f"wrote {visible(output_path)} ({curve.xs.size} points{gaps})")
             ctx.exit(ExitStatus.OK)
         terminal = sys.stdout.isatty()
         columns = width or (shutil.get_terminal_size().columns if terminal else 80)
         colour = terminal and "NO_COLOR" not in os.environ
         click.echo(terminal_plot(curve, columns, height, colour))
         click.echo(f"{curve.xs.size} points{gaps}")
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: main() ends with 141
     except OSError as error:
         ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
     except GradcliError as error:
