@@ -8,7 +8,13 @@ from typing import IO, Any
 
 import click
 
-from ..check import DEFAULT_ATOL, DEFAULT_RTOL, METHODS
+from ..check import (
+    BATCH_NODE_CHECK_LIMIT,
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    METHODS,
+    NODE_CHECK_LIMIT,
+)
 from ..errors import GradcliError, UsageError
 from ..limits import MAX_NODES, max_chars
 from ..parser import parse
@@ -48,6 +54,9 @@ Exit status: 0 ok; 1 a finite-difference check failed; 2 usage, parse or name er
               help="Read one program (statements on separate lines, # comments) from FILE.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (JSON Lines for a batch).")
 @click.option("--no-check", is_flag=True, help="Skip the finite-difference check.")
+@click.option("--check-nodes", is_flag=True,
+              help="In a batch, also check every intermediate node's gradient (one program: "
+                   "always done up to 300 nodes). Input gradients are always checked.")
 @click.option("--rtol", type=click.FloatRange(min=0), default=DEFAULT_RTOL, show_default=True,
               help="Relative tolerance of the check.")
 @click.option("--atol", type=click.FloatRange(min=0), default=DEFAULT_ATOL, show_default=True,
@@ -86,6 +95,7 @@ def run_eval(
     hessian: bool = False,
     strict: bool = False,
     max_nodes: int = MAX_NODES,
+    check_nodes: bool = False,
 ) -> int:
     """Everything ``gradcli eval`` does; returns the exit status."""
     output = Output(as_json)
@@ -104,6 +114,8 @@ def run_eval(
         if program_file is not None:
             return output.single(program_file.read(), values, options, program_file.name)
         if expr == "-" or (expr is None and not sys.stdin.isatty()):
+            limit = NODE_CHECK_LIMIT if check_nodes else BATCH_NODE_CHECK_LIMIT
+            options["node_check_limit"] = limit
             return output.batch(stdin_lines(max_chars(max_nodes)), values, options)
         if expr is None:
             raise UsageError("no expression given",
