@@ -130,11 +130,13 @@ def w2(args: argparse.Namespace, folder: Path) -> None:
     source.write_text("\n".join(programs) + "\n", encoding="utf-8")
     flags = [f"--{name}={value}" for name, value in point.items()]
     count = len(programs)
-    for label, extra in (("gradcli eval - --json --no-check", ["--no-check"]),
-                         ("gradcli eval - --json (FD check on)", [])):
+    for label, extra, checked in (
+            ("gradcli eval - --json --no-check", ["--no-check"], ""),
+            ("gradcli eval - --json (FD check on)", [], "; input gradients checked"),
+            ("gradcli eval - --json --check-nodes", ["--check-nodes"], "; every node checked")):
         wall, memory, status = run_process([*GRADCLI, "eval", "-", "--json", *flags, *extra],
                                            source)
-        row("W2", label, wall, count, "programs", memory, f"exit {status}")
+        row("W2", label, wall, count, "programs", memory, f"exit {status}{checked}")
     sample = 50 if args.quick else 200
     for name, make in peers.BATCH.items():
         runner = make()
