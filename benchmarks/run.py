@@ -153,8 +153,10 @@ def w3(args: argparse.Namespace, folder: Path, nodes: int = 100_000, label: str 
     path = folder / f"{label}.grad"
     path.write_text(text, encoding="utf-8")
     point = workloads.wide_point()
-    flags = [f"--{name}={value}" for name, value in point.items()]
-    count = len(gradcli.parse(text).nodes)
+    # XL builds a few more than the default --max-nodes (10^6) allows: raise it for the workload.
+    limit = 2 * nodes
+    flags = [f"--{name}={value}" for name, value in point.items()] + [f"--max-nodes={limit}"]
+    count = len(gradcli.parse(text, limit).nodes)
     outputs = [("gradcli eval -f (table)", [])]
     if label == "W3":
         outputs.append(("gradcli eval -f --json", ["--json"]))
