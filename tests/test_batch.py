@@ -160,3 +160,16 @@ def test_a_batch_checks_input_gradients_and_nodes_only_when_asked(monkeypatch):
         status, (single,) = _cli_records([source, "--json", *point], [])
         assert status == 0
         assert single["nodes"] == slow["nodes"] and single["check"] == slow["check"]
+
+
+def test_a_kink_inside_the_graph_fails_only_the_per_node_check(monkeypatch):
+    """relu(x - x) is 0 for every x: its input gradient 0 passes; the node x - x sits on
+    relu's kink, which --check-nodes reports (as one program does)."""
+    monkeypatch.setenv(batch.JOBS_ENV, "1")
+    status, (record,) = _cli_records(["-", "--json", "--x", "1"], ["relu(x - x)"])
+    assert status == 0 and record["check"]["ok"] and record["gradients"] == {"x": 0.0}
+    status, (record,) = _cli_records(["-", "--json", "--x", "1", "--check-nodes"],
+                                     ["relu(x - x)"])
+    assert status == 1 and not record["check"]["ok"]
+    kink = [(n["label"], n["ok"], n["numeric_grad"]) for n in record["nodes"] if not n["ok"]]
+    assert kink == [("x - x", False, 0.5)]  # central differences across relu's kink: 1/2
