@@ -60,11 +60,15 @@ class Result:
         nodes = self.program.nodes
         texts = expression_texts(nodes)
         ids = range(len(nodes)) if only is None else only
-        # Positional arguments and one loop: a batch builds some 50 rows per program.
         return [
-            NodeRow(i, node.op.name, node.name or texts[i], node.value,
-                    node.grad if node.needs_grad else None,
-                    [source.index for source in node.inputs])
+            NodeRow(
+                id=node.index,
+                op=node.op.name,
+                label=node.name or texts[i],
+                value=node.value,
+                grad=node.grad if node.needs_grad else None,
+                inputs=[source.index for source in node.inputs],
+            )
             for i in ids
             for node in (nodes[i],)
         ]

@@ -54,9 +54,6 @@ Exit status: 0 ok; 1 a finite-difference check failed; 2 usage, parse or name er
               help="Read one program (statements on separate lines, # comments) from FILE.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (JSON Lines for a batch).")
 @click.option("--no-check", is_flag=True, help="Skip the finite-difference check.")
-@click.option("--check-nodes", is_flag=True,
-              help="In a batch, also check every intermediate node's gradient (one program: "
-                   "always done up to 300 nodes). Input gradients are always checked.")
 @click.option("--rtol", type=click.FloatRange(min=0), default=DEFAULT_RTOL, show_default=True,
               help="Relative tolerance of the check.")
 @click.option("--atol", type=click.FloatRange(min=0), default=DEFAULT_ATOL, show_default=True,
@@ -75,6 +72,9 @@ Exit status: 0 ok; 1 a finite-difference check failed; 2 usage, parse or name er
 @click.option("--max-nodes", type=click.IntRange(min=1), default=MAX_NODES, show_default=True,
               help="Refuse a program with more graph nodes (or more than 8 characters per "
                    "node of text) with a usage error.")
+@click.option("--check-nodes", is_flag=True,
+              help="In a batch, also check every intermediate node's gradient (one program: "
+                   "always done up to 300 nodes). Input gradients are always checked.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     ctx.exit(run_eval(ctx, **options))
