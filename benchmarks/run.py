@@ -130,11 +130,13 @@ def w2(args: argparse.Namespace, folder: Path) -> None:
     source.write_text("\n".join(programs) + "\n", encoding="utf-8")
     flags = [f"--{name}={value}" for name, value in point.items()]
     count = len(programs)
-    for label, extra in (("gradcli eval - --json --no-check", ["--no-check"]),
-                         ("gradcli eval - --json (FD check on)", [])):
+    for label, extra, checked in (
+            ("gradcli eval - --json --no-check", ["--no-check"], ""),
+            ("gradcli eval - --json (FD check on)", [], "; input gradients checked"),
+            ("gradcli eval - --json --check-nodes", ["--check-nodes"], "; every node checked")):
         wall, memory, status = run_process([*GRADCLI, "eval", "-", "--json", *flags, *extra],
                                            source)
-        row("W2", label, wall, count, "programs", memory, f"exit {status}")
+        row("W2", label, wall, count, "programs", memory, f"exit {status}{checked}")
     sample = 50 if args.quick else 200
     for name, make in peers.BATCH.items():
         runner = make()
@@ -151,8 +153,10 @@ def w3(args: argparse.Namespace, folder: Path, nodes: int = 100_000, label: str 
     path = folder / f"{label}.grad"
     path.write_text(text, encoding="utf-8")
     point = workloads.wide_point()
-    flags = [f"--{name}={value}" for name, value in point.items()]
-    count = len(gradcli.parse(text).nodes)
+    # XL builds a few more than the default --max-nodes (10^6) allows: raise it for the workload.
+    limit = 2 * nodes
+    flags = [f"--{name}={value}" for name, value in point.items()] + [f"--max-nodes={limit}"]
+    count = len(gradcli.parse(text, limit).nodes)
     outputs = [("gradcli eval -f (table)", [])]
     if label == "W3":
         outputs.append(("gradcli eval -f --json", ["--json"]))

@@ -125,3 +125,51 @@ def test_the_cli_batch_through_the_workers(monkeypatch):
             assert record["error"]["kind"] == "domain"
     assert result.exit_code == 3
     assert result.stderr.count("numeric error") == 6
+
+
+def _cli_records(args, lines):
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    result = CliRunner().invoke(cli, ["eval", *args], input="\n".join(lines) + "\n")
+    return result.exit_code, [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_a_batch_checks_input_gradients_and_nodes_only_when_asked(monkeypatch):
+    """A batch checks input gradients only (nodes_checked false); --check-nodes adds the
+    per-node check, and one program keeps it. Values, gradients and the input checks are the
+    same either way (node entries then say null, as for a graph over 300 nodes); the per-node
+    numbers match a single program's."""
+    monkeypatch.setenv(batch.JOBS_ENV, "1")
+    lines = ["u = x*y; u*u - y + sin(x)", "x/(1 + y*y)", "relu(x - 5) * y"]
+    point = ["--x", "0.7", "--y", "1.3"]
+    _, quick = _cli_records(["-", "--json", *point], lines)
+    _, full = _cli_records(["-", "--json", "--check-nodes", *point], lines)
+    for fast, slow, source in zip(quick, full, lines, strict=True):
+        assert fast["check"]["nodes_checked"] is False and slow["check"]["nodes_checked"]
+        assert fast["check"]["gradients"] == slow["check"]["gradients"]
+        assert fast["check"]["ok"] and slow["check"]["ok"]
+        for key in ("value", "gradients", "point"):
+            assert fast[key] == slow[key]
+        for node, checked in zip(fast["nodes"], slow["nodes"], strict=True):
+            assert node == {**checked, "numeric_grad": None, "ok": None}  # as over 300 nodes
+            if checked["grad"] is not None:
+                assert checked["ok"]
+                assert checked["numeric_grad"] == pytest.approx(checked["grad"], abs=1e-6)
+        status, (single,) = _cli_records([source, "--json", *point], [])
+        assert status == 0
+        assert single["nodes"] == slow["nodes"] and single["check"] == slow["check"]
+
+
+def test_a_kink_inside_the_graph_fails_only_the_per_node_check(monkeypatch):
+    """relu(x - x) is 0 for every x: its input gradient 0 passes; the node x - x sits on
+    relu's kink, which --check-nodes reports (as one program does)."""
+    monkeypatch.setenv(batch.JOBS_ENV, "1")
+    status, (record,) = _cli_records(["-", "--json", "--x", "1"], ["relu(x - x)"])
+    assert status == 0 and record["check"]["ok"] and record["gradients"] == {"x": 0.0}
+    status, (record,) = _cli_records(["-", "--json", "--x", "1", "--check-nodes"],
+                                     ["relu(x - x)"])
+    assert status == 1 and not record["check"]["ok"]
+    kink = [(n["label"], n["ok"], n["numeric_grad"]) for n in record["nodes"] if not n["ok"]]
+    assert kink == [("x - x", False, 0.5)]  # central differences across relu's kink: 1/2

@@ -44,7 +44,12 @@ class Node:
         self.seq = _next_seq()
         # Constants and whatever is computed from constants alone need no gradient; skipping them
         # is also what lets pow(x, 3) accept a negative x (d/dy, which needs log(x), is not asked).
-        self.needs_grad = op is VAR or any(node.needs_grad for node in inputs)
+        needs_grad = op is VAR
+        for node in inputs:  # a loop, not any(...): a batch builds some 50 nodes per program
+            if node.needs_grad:
+                needs_grad = True
+                break
+        self.needs_grad = needs_grad
         self.index = -1  # position in its program's topological order, set by Program
 
     @classmethod
@@ -169,26 +174,26 @@ def replay(
     ``complex_step``, ``value`` is complex and so are the recomputed values (see ``compute``).
     """
     changed = {index: value}
+    get, isfinite = changed.get, math.isfinite
     largest = abs(value)
     for node in _affected(nodes, index):
-        args = [changed.get(source.index, source.value) for source in node.inputs]
-        result = compute(node, args, True) if complex_step else _compute_fast(node, args)
+        args = [get(source.index, source.value) for source in node.inputs]
+        op = node.op
+        if complex_step or op.domain is not None:
+            result = compute(node, args, complex_step)
+        else:  # ``compute`` without its checks in the common case (inlined: the check's loop)
+            try:
+                result = op.forward(*args)
+            except (ArithmeticError, ValueError):
+                result = compute(node, args)  # raises the NumericError that names the node
+            if not isfinite(result):
+                result = compute(node, args)
         changed[node.index] = result
         magnitude = abs(result)
         if magnitude > largest:
             largest = magnitude
     last = nodes[-1]
-    return changed.get(last.index, last.value), largest
-
-
-def _compute_fast(node: Node, args: list[float]) -> float:
-    """``compute`` without its checks in the common case; anything unusual goes through it."""
-    op = node.op
-    try:
-        result = op.forward(*args) if op.domain is None else compute(node, args)
-    except (ArithmeticError, ValueError):
-        return compute(node, args)  # raises the NumericError that names the node
-    return result if math.isfinite(result) else compute(node, args)
+    return get(last.index, last.value), largest
 
 
 # The users of every node of the last graph replayed, and the nodes affected by the last index.
@@ -244,15 +249,22 @@ def backward(nodes: list[Node]) -> None:
     for node in nodes:
         node.grad = 0.0
     nodes[-1].grad = 1.0
+    isfinite = math.isfinite
     for node in reversed(nodes):
         if not node.inputs or not node.needs_grad:
             continue
         args = [source.value for source in node.inputs]
+        rules = node.op.rules
         for position, source in enumerate(node.inputs):
             if source.needs_grad:
-                partial = local_derivative(node, args, position)
+                try:  # local_derivative inlined in the common case (it raises the error)
+                    partial = rules[position](*args, node.value)
+                except (ValueError, ZeroDivisionError, OverflowError):
+                    partial = math.inf
+                if not isfinite(partial):
+                    partial = local_derivative(node, args, position)
                 source.grad += node.grad * partial
-                if not math.isfinite(source.grad):
+                if not isfinite(source.grad):
                     raise numeric_error(node, args, "the gradient overflows")
 
 

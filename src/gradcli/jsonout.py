@@ -31,9 +31,11 @@ def result_record(result: Result, source: str, line: int | None = None) -> dict[
                 "value": row.value,
                 "grad": row.grad,
                 "inputs": row.inputs,
-                **_numeric_fields(node_checks.get(row.id)),
+                "numeric_grad": None if node_check is None else node_check.numeric,
+                "ok": None if node_check is None else node_check.ok,
             }
             for row in result.node_rows()
+            for node_check in (node_checks.get(row.id),)
         ],
         check=None if check is None else check_record(check),
         error=None,
@@ -86,12 +88,6 @@ def _gradient_check(check: GradientCheck) -> dict[str, Any]:
         "method": check.method,
         "error_estimate": check.error_estimate,
     }
-
-
-def _numeric_fields(check: GradientCheck | None) -> dict[str, Any]:
-    if check is None:
-        return {"numeric_grad": None, "ok": None}
-    return {"numeric_grad": check.numeric, "ok": check.ok}
 
 
 def diff_record(source: str, order: int, derivatives: dict[str, Any],

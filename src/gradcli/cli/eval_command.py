@@ -9,7 +9,13 @@ from typing import IO, Any
 
 import click
 
-from ..check import DEFAULT_ATOL, DEFAULT_RTOL, METHODS
+from ..check import (
+    BATCH_NODE_CHECK_LIMIT,
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    METHODS,
+    NODE_CHECK_LIMIT,
+)
 from ..errors import GradcliError, UsageError
 from ..limits import MAX_NODES, max_chars
 from ..parser import parse
@@ -89,6 +95,9 @@ TOLERANCE = Tolerance()
 @click.option("--max-nodes", type=click.IntRange(min=1), default=MAX_NODES, show_default=True,
               help="Refuse a program with more graph nodes (or more than 8 characters per "
                    "node of text) with a usage error.")
+@click.option("--check-nodes", is_flag=True,
+              help="In a batch, also check every intermediate node's gradient (one program: "
+                   "always done up to 300 nodes). Input gradients are always checked.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     ctx.exit(run_eval(ctx, **options))
@@ -109,6 +118,7 @@ def run_eval(
     hessian: bool = False,
     strict: bool = False,
     max_nodes: int = MAX_NODES,
+    check_nodes: bool = False,
 ) -> int:
     """Everything ``gradcli eval`` does; returns the exit status."""
     output = Output(as_json)
@@ -132,6 +142,8 @@ def run_eval(
         if program_file is not None:
             return output.single(program_file.read(), values, options, program_file.name)
         if expr == "-" or (expr is None and not sys.stdin.isatty()):
+            limit = NODE_CHECK_LIMIT if check_nodes else BATCH_NODE_CHECK_LIMIT
+            options["node_check_limit"] = limit
             return output.batch(stdin_lines(max_chars(max_nodes)), values, options)
         if expr is None:
             raise UsageError("no expression given",
