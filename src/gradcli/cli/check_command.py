@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from ..errors import ExitStatus, UsageError, visible
 from .base import cli
-from .output import Output
+from .output import Output, with_progress
 
 CHECK_HELP = """Run the checks in TOML check FILEs: values, gradients, derivative identities and
 the finite-difference check of every gradient, at points and over sweeps (vectorised).
@@ -53,8 +51,8 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
     selected = select(specs, pattern)
     if not errors and not selected:
         return Output(as_json).error(UsageError(f"no check matches -k {pattern}"), "")
-    outcomes = [] if errors else list(_with_progress(run_checks(selected, fail_fast),
-                                                     len(selected), as_json))
+    outcomes = [] if errors else list(with_progress(run_checks(selected, fail_fast),
+                                                     len(selected), "checking", quiet=as_json))
     if junit_path is not None:
         try:
             with open(junit_path, "w", encoding="utf-8") as report:
@@ -88,19 +86,3 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
         console = make_console()
         console.print(check_view(outcomes, plain=not console.is_terminal))
     return status
-
-
-def _with_progress(outcomes: Iterator[Any], total: int, quiet: bool) -> Iterator[Any]:
-    """Rich progress on stderr while checks run, only when stderr is a terminal."""
-    if quiet or not sys.stderr.isatty():
-        yield from outcomes
-        return
-    from rich.progress import Progress
-
-    from ..render import make_console
-
-    with Progress(console=make_console(stderr=True), transient=True) as progress:
-        task = progress.add_task("checking", total=total)
-        for outcome in outcomes:
-            progress.advance(task)
-            yield outcome

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
@@ -53,7 +53,7 @@ class Output:
         if self.as_json:  # records made on every core (batch.py), written here in input order
             from ..batch import json_lines
 
-            for record in json_lines(lines, values, options):
+            for record in with_progress(json_lines(lines, values, options), None, "programs"):
                 sys.stdout.write(record.text + "\n")
                 sys.stdout.flush()
                 if record.error is not None:
@@ -61,7 +61,7 @@ class Output:
                 status = max(status, record.status)
             return status
         emit = self._human_line()
-        for outcome in evaluate_lines(lines, values, **options):
+        for outcome in with_progress(evaluate_lines(lines, values, **options), None, "programs"):
             emit(outcome)
             status = max(status, outcome.status)
         return status
@@ -77,3 +77,25 @@ class Output:
             console.file.flush()
 
         return emit
+
+
+def with_progress(items: Iterator[Any], total: int | None, what: str,
+                  quiet: bool = False) -> Iterator[Any]:
+    """Yield ``items``, showing a transient progress line on stderr while they come -- only when
+    stderr is a terminal that the output itself does not already fill (stdout elsewhere)."""
+    if quiet or not sys.stderr.isatty() or (total is None and sys.stdout.isatty()):
+        yield from items
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from ..render import make_console
+
+    columns = [TextColumn(what), BarColumn(), MofNCompleteColumn()] if total is not None else [
+        TextColumn(what), TextColumn("{task.completed:,}")]
+    # stdout carries the records: never captured; stderr's one-line errors print above the bar.
+    with Progress(*columns, console=make_console(stderr=True), transient=True,
+                  redirect_stdout=False) as progress:
+        task = progress.add_task(what, total=total)
+        for item in items:
+            progress.advance(task)
+            yield item
