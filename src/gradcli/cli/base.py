@@ -7,7 +7,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import IO, Any
 
 import click
@@ -35,13 +35,29 @@ class BindingCommand(click.Command):
             if isinstance(param, click.Option)
             for flag in (*param.opts, *param.secondary_opts)
         }
-        options, bindings, positional = _split_arguments(args, takes_value)
+        options, bindings, positional = _split_arguments(
+            args, takes_value, _flags_of_other_commands(ctx, takes_value))
         ctx.meta[BINDINGS_KEY] = bindings
         return super().parse_args(ctx, options + (["--", *positional] if positional else []))
 
 
+def _flags_of_other_commands(ctx: click.Context, own: dict[str, bool]) -> set[str]:
+    """``--json`` and the like of gradcli's other commands: given to a command that lacks them,
+    they are a mistaken option (click says so), not a variable waiting for a value."""
+    group = ctx.parent.command if ctx.parent is not None else None
+    commands = getattr(group, "commands", {}).values()
+    return {
+        flag
+        for command in commands
+        for param in command.params
+        if isinstance(param, click.Option) and param.is_flag
+        for flag in param.opts
+        if flag.startswith("--") and flag not in own
+    }
+
+
 def _split_arguments(
-    args: list[str], takes_value: dict[str, bool]
+    args: list[str], takes_value: dict[str, bool], foreign_flags: Collection[str] = frozenset()
 ) -> tuple[list[str], list[str], list[str]]:
     options: list[str] = []
     bindings: list[str] = []  # NAME=VALUE texts, in the order given
@@ -58,6 +74,8 @@ def _split_arguments(
             if takes_value[flag] and not has_value and i + 1 < len(args):
                 options.append(args[i + 1])
                 i += 1
+        elif flag in foreign_flags and not has_value:
+            options.append(arg)  # click reports it as an option this command does not have
         elif arg.startswith("--") and NAME.fullmatch(flag[2:]):
             if not has_value:
                 if i + 1 >= len(args):
