@@ -311,8 +311,8 @@ def complex_step_check(nodes: list[Node], node: Node, rtol: float, atol: float) 
     if not math.isfinite(numeric):  # Im f / h overflowed: no estimate (inf <= inf would pass)
         return check_node(nodes, node, rtol, atol)
     error = abs(analytic - numeric)
-    tolerance = atol + rtol * max(abs(analytic), abs(numeric))
-    return GradientCheck(analytic, numeric, error, tolerance, error <= tolerance, "complex", h)
+    allowed = tolerance(analytic, numeric, rtol, atol)
+    return GradientCheck(analytic, numeric, error, allowed, error <= allowed, "complex", h)
 
 
 def richardson_check(nodes: list[Node], node: Node, rtol: float, atol: float) -> GradientCheck:
@@ -323,10 +323,9 @@ def richardson_check(nodes: list[Node], node: Node, rtol: float, atol: float) ->
     numeric, estimate, h, largest = best
     analytic = node.grad
     error = abs(analytic - numeric)
-    noise = _NOISE_FACTOR * EPS * largest / h
-    tolerance = atol + rtol * max(abs(analytic), abs(numeric)) + noise
-    ok = error <= tolerance
-    return GradientCheck(analytic, numeric, error, tolerance, ok, "richardson", h, estimate)
+    allowed = tolerance(analytic, numeric, rtol, atol, noise_allowance(largest, h))
+    return GradientCheck(analytic, numeric, error, allowed, error <= allowed, "richardson", h,
+                         estimate)
 
 
 def richardson_estimate(

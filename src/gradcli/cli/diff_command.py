@@ -6,9 +6,9 @@ from typing import IO
 
 import click
 
-from ..errors import ExitStatus, GradcliError, UsageError
-from ..points import as_point, parse_assignments
-from .base import BINDINGS_KEY, BindingCommand, cli
+from ..errors import ExitStatus, GradcliError
+from ..points import as_point
+from .base import BindingCommand, cli, given_values, program_source
 from .output import Output
 
 DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
@@ -52,11 +52,8 @@ def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: i
     output = Output(as_json)
     source = expr or ""
     try:
-        values = as_point(parse_assignments([*ctx.meta.get(BINDINGS_KEY, []), *assignments]))
-        if (program_file is None) == (expr is None):
-            raise UsageError("give one of EXPR or -f FILE",
-                             hint='try: gradcli diff "(x*W+b-t)**2" --wrt x')
-        source = program_file.read() if program_file is not None else str(expr)
+        values = as_point(given_values(ctx, assignments))
+        source = program_source("diff", expr, program_file)
         names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
         derivatives = differentiate(source, names, order, values)
         printed = derivatives.python() if fmt == "python" else None
