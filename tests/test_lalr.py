@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lark import Lark, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
@@ -45,11 +47,13 @@ def _tokens(value):
     return value
 
 
+_PARSERS = (Lark(lalr.grammar_text(), parser="lalr", lexer="basic", transformer=_Shape()),
+            lalr.Parser(TABLES, _ShapeBuilder()))
+
+
 @pytest.fixture(scope="module")
 def parsers():
-    text = lalr.grammar_text()
-    reference = Lark(text, parser="lalr", lexer="basic", transformer=_Shape())
-    return reference, lalr.Parser(TABLES, _ShapeBuilder())
+    return _PARSERS
 
 
 def test_shipped_tables_match_the_grammar():
@@ -73,7 +77,10 @@ def test_same_tree_as_lark(parsers, program):
 
 @pytest.mark.parametrize("program", BAD)
 def test_same_syntax_error_as_lark(parsers, program):
-    reference, ours = parsers
+    _assert_same_error(*parsers, program)
+
+
+def _assert_same_error(reference, ours, program):
     with pytest.raises((UnexpectedCharacters, UnexpectedToken)) as theirs:
         reference.parse(program)
     with pytest.raises(lalr.UnexpectedInput) as mine:
@@ -85,6 +92,25 @@ def test_same_syntax_error_as_lark(parsers, program):
         assert mine.value.expected == theirs.value.expected
     else:
         assert mine.value.pos_in_stream == theirs.value.pos_in_stream
+
+
+# Texts made of the language's own pieces, spaces and comments included, so that the driver's
+# lexer (which skips ignored text inside the next token's match) meets every boundary case.
+PIECES = ["x", "y1", "2", ".5", "3e-2", "1.", "+", "-", "*", "/", "**", "^", "(", ")", ",", "=",
+          ";", "\n", " ", "\t", "# note", "sin", "$", "\r\n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=14))
+def test_same_result_as_lark_on_generated_text(program_pieces):
+    reference, ours = _PARSERS
+    program = "".join(program_pieces)
+    try:
+        expected = _tokens(reference.parse(program))
+    except (UnexpectedCharacters, UnexpectedToken):
+        _assert_same_error(reference, ours, program)
+        return
+    assert _tokens(ours.parse(program)) == expected
 
 
 def test_deep_nesting_needs_no_recursion(parsers):

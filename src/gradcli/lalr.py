@@ -18,7 +18,6 @@ single-child expansion, ``-> alias`` callbacks) and raises ``UnexpectedCharacter
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import zlib
@@ -69,10 +68,17 @@ class Parser:
 
     def __init__(self, tables: dict[str, Any], builder: object) -> None:
         terminals = tables["terminals"]
-        alternatives = [f"(?P<{name}>{regex})" for name, regex in terminals]
-        self.scanner = re.compile("|".join([*alternatives, rf"(?P<{_ERROR}>.|\n)"]))
-        self.ignore = frozenset(tables["ignore"])
-        self.allowed = {name for name, _ in terminals} - self.ignore
+        ignore = set(tables["ignore"])
+        # Ignored text (spaces, comments) is skipped by the match of the token after it, and
+        # the end of the text is a match of its own (no group: ``$END``), so every token costs
+        # one match. That is safe because no kept terminal can begin with ignored text (a test
+        # compares tokens and errors with Lark's own lexer).
+        skip = "|".join(f"(?:{regex})" for name, regex in terminals if name in ignore)
+        kept = [f"(?P<{name}>{regex})" for name, regex in terminals if name not in ignore]
+        kept.append(f"(?P<{_ERROR}>.|\\n)")
+        prefix = f"(?:{skip})*" if skip else ""
+        self.scanner = re.compile(f"{prefix}(?:{'|'.join(kept)}|\\Z)")
+        self.allowed = {name for name, _ in terminals} - ignore
         self.valued = frozenset(tables["valued"])  # terminals whose text some rule keeps
         self.start, self.end = tables["start"], tables["end"]
         self.steps: list[dict[str, int]] = []  # per state: terminal -> state or ~rule
@@ -83,6 +89,11 @@ class Parser:
             self.gotos.append({symbol: arg for symbol, (_, arg) in state.items()
                                if not symbol.isupper()})
         self.rules = [self._reducer(rule, builder) for rule in tables["rules"]]
+        # Rules that only pass their one child up (``?sum: product``) come in chains (atom ->
+        # power -> unary -> product -> sum): each step replaces the top state and keeps the one
+        # below, so the chain's end depends only on (state below, top state, lookahead) and is
+        # worked out once per such triple.
+        self.units: dict[tuple[int, int, str], int] = {}
 
     @staticmethod
     def _reducer(rule: list, builder: object) -> tuple[int, str, int, Any]:
@@ -122,30 +133,28 @@ class Parser:
         return length, origin, _SPLICE, build
 
     def parse(self, text: str) -> Any:
-        steps, gotos, rules, ignore, valued = (
-            self.steps, self.gotos, self.rules, self.ignore, self.valued)
+        steps, gotos, rules, valued, units = (
+            self.steps, self.gotos, self.rules, self.valued, self.units)
         states: list[int] = [self.start]
         values: list[Any] = []
         line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
         last = None
-        for match in itertools.chain(self.scanner.finditer(text), (None,)):
-            if match is None:
-                kind, value = "$END", None
+        for match in self.scanner.finditer(text):
+            kind = match.lastgroup
+            value = None
+            if kind is None:  # the end of the text
+                kind = "$END"
+            elif kind == _ERROR:
+                raise UnexpectedCharacters(*_position(text, match.start(kind)), set(self.allowed))
             else:
-                kind = match.lastgroup  # type: ignore[assignment]
-                if kind in ignore:
-                    continue
                 last = match
-                if kind == _ERROR:
-                    raise UnexpectedCharacters(*_position(text, match.start()), set(self.allowed))
-                value = None
                 if kind in valued:
-                    pos = match.start()
+                    pos = match.start(kind)
                     if counted < pos and "\n" in text[counted:pos]:
                         line += text.count("\n", counted, pos)
                         line_start = text.rfind("\n", 0, pos) + 1
                     counted = pos
-                    value = Token(kind, match.group(), pos, line, pos - line_start + 1)
+                    value = Token(kind, match.group(kind), pos, line, pos - line_start + 1)
             while True:
                 action = steps[states[-1]].get(kind)
                 if action is None:
@@ -157,8 +166,12 @@ class Parser:
                     values.append(value)
                     break
                 length, origin, how, what = rules[~action]
-                if how == _PASS and length == 1:  # ?sum: product -- the value stays, goto only
-                    states[-1] = gotos[states[-2]][origin]
+                if how == _PASS and length == 1:  # the value stays: only the top state changes
+                    key = (states[-2], states[-1], kind)
+                    top = units.get(key)
+                    if top is None:
+                        top = units[key] = self._unit_chain(key)
+                    states[-1] = top
                     continue
                 popped = values[-length:] if length else []
                 if length:
@@ -172,7 +185,19 @@ class Parser:
                 else:
                     values.append(what(popped))
                 states.append(gotos[states[-1]][origin])
-        raise AssertionError("unreachable: $END either completes the parse or is unexpected")
+        raise AssertionError("unreachable: the text's end either completes the parse or fails")
+
+    def _unit_chain(self, key: tuple[int, int, str]) -> int:
+        """The top state after every pass-through reduction that ``kind`` triggers in turn."""
+        below, top, kind = key
+        while True:
+            action = self.steps[top].get(kind)
+            if action is None or action >= 0:
+                return top
+            length, origin, how, _ = self.rules[~action]
+            if not (how == _PASS and length == 1):
+                return top
+            top = self.gotos[below][origin]
 
 
 def _position(text: str, pos: int) -> tuple[int, int, int]:
@@ -185,7 +210,9 @@ def _token(text: str, kind: str, last: re.Match | None) -> Token:
     """A token for an error message (Lark's ``$END`` borrows the last token's position)."""
     if last is None:
         return Token(kind, "", 0, 1, 1)
-    return Token(kind, "" if kind == "$END" else last.group(), *_position(text, last.start()))
+    group = last.lastgroup  # the token without the ignored text before it
+    text_of = "" if kind == "$END" else last.group(group)
+    return Token(kind, text_of, *_position(text, last.start(group)))
 
 
 def _expected(steps: dict[str, int]) -> set[str]:
