@@ -33,6 +33,8 @@ class NodeRow:
     value: float
     grad: float | None  # None for constants, which need no gradient
     inputs: list[int]
+    numeric_grad: float | None = None  # the per-node check's estimate, when it ran
+    ok: bool | None = None  # the per-node check's verdict, when it ran
 
 
 @dataclass
@@ -66,17 +68,19 @@ class Result:
         ids = range(len(nodes)) if only is None else only
         values = self.node_values or [node.value for node in nodes]
         grads = self.node_grads or [node.grad for node in nodes]
+        checks = self.check.nodes if self.check is not None else {}
         return [
             NodeRow(
-                id=node.index,
-                op=node.op.name,
-                label=node.name or texts[i],
-                value=values[i],
-                grad=grads[i] if node.needs_grad else None,
-                inputs=[source.index for source in node.inputs],
+                node.index,
+                node.op.name,
+                node.name or texts[i],
+                values[i],
+                grads[i] if node.needs_grad else None,
+                [source.index for source in node.inputs],
+                *((check.numeric, check.ok) if check is not None else ()),
             )
             for i in ids
-            for node in (nodes[i],)
+            for node, check in ((nodes[i], checks.get(i)),)
         ]
 
 
