@@ -156,11 +156,29 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     return value
 
 
+def quick_compute(node: Node, args: list[float]) -> float:
+    """``compute`` on floats, with its error handling only where the result needs it.
+
+    The forward pass and every replay of a check call this once per node, so the common case is
+    a domain test, the op and a finiteness test; ``compute`` then names what went wrong.
+    """
+    op = node.op
+    domain = op.domain
+    if domain is None or domain(*args) is None:
+        try:
+            value = op.forward(*args)
+        except (ArithmeticError, ValueError):
+            return compute(node, args)  # raises the NumericError that names the node
+        if math.isfinite(value):
+            return value
+    return compute(node, args)  # raises, as above
+
+
 def forward(nodes: list[Node]) -> float:
     """Compute every node's value in topological order; return the output's (the last node)."""
     for node in nodes:
         if node.inputs:
-            node.value = compute(node, [source.value for source in node.inputs])
+            node.value = quick_compute(node, [source.value for source in node.inputs])
     return nodes[-1].value
 
 
@@ -174,20 +192,11 @@ def replay(
     ``complex_step``, ``value`` is complex and so are the recomputed values (see ``compute``).
     """
     changed = {index: value}
-    get, isfinite = changed.get, math.isfinite
+    get = changed.get
     largest = abs(value)
+    evaluate = (lambda node, args: compute(node, args, True)) if complex_step else quick_compute
     for node in _affected(nodes, index):
-        args = [get(source.index, source.value) for source in node.inputs]
-        op = node.op
-        if complex_step or op.domain is not None:
-            result = compute(node, args, complex_step)
-        else:  # ``compute`` without its checks in the common case (inlined: the check's loop)
-            try:
-                result = op.forward(*args)
-            except (ArithmeticError, ValueError):
-                result = compute(node, args)  # raises the NumericError that names the node
-            if not isfinite(result):
-                result = compute(node, args)
+        result = evaluate(node, [get(source.index, source.value) for source in node.inputs])
         changed[node.index] = result
         magnitude = abs(result)
         if magnitude > largest:

@@ -18,6 +18,7 @@ single-child expansion, ``-> alias`` callbacks) and raises ``UnexpectedCharacter
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import zlib
@@ -100,7 +101,8 @@ class Parser:
         """(length, origin, how, what) for one grammar rule.
 
         ``how`` is _PASS (the value is the popped value at position ``what``: ``?rule`` with one
-        child, ``"(" sum ")"``), _CALL (``what`` is (method, positions) of the kept values) or
+        child, ``"(" sum ")"``), _CALL (``what`` is (method, pick): ``pick`` takes the kept
+        values from the popped ones, None when all are kept) or
         _SPLICE (``what`` builds the children with ``_rule`` inlining, Lark's general case).
         """
         origin, length, callback, expand1, kept = rule
@@ -111,7 +113,14 @@ class Parser:
         if expand1 and plain and len(kept) == 1:
             return length, origin, _PASS, kept[0][0]
         if plain and not origin.startswith("_") and not expand1:
-            return length, origin, _CALL, (method, tuple(index for index, _ in kept))
+            positions = [index for index, _ in kept]
+            if positions == list(range(length)):
+                pick = None
+            elif len(positions) == 1:  # a slice, so that the callback still gets a list
+                pick = operator.itemgetter(slice(positions[0], positions[0] + 1))
+            else:
+                pick = operator.itemgetter(*positions)
+            return length, origin, _CALL, (method, pick)
 
         # A left-recursive list rule (``_x: _x item``) grows its own list in place, as Lark's
         # does: copying it at every item would make a long program quadratic.
@@ -173,6 +182,10 @@ class Parser:
                         top = units[key] = self._unit_chain(key)
                     states[-1] = top
                     continue
+                if how == _CALL and length == 1 and what[1] is None:  # names and numbers
+                    values[-1] = what[0]([values[-1]])
+                    states[-1] = gotos[states[-2]][origin]
+                    continue
                 popped = values[-length:] if length else []
                 if length:
                     del values[-length:]
@@ -180,8 +193,8 @@ class Parser:
                 if how == _PASS:
                     values.append(popped[what])
                 elif how == _CALL:
-                    method, positions = what
-                    values.append(method([popped[i] for i in positions]))
+                    method, pick = what
+                    values.append(method(popped if pick is None else pick(popped)))
                 else:
                     values.append(what(popped))
                 states.append(gotos[states[-1]][origin])
