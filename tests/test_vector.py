@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gradcli
+from gradcli.graph import backward, forward
 from gradcli.vector import evaluate_vector
 
 np = pytest.importorskip("numpy")
@@ -52,4 +53,52 @@ def test_uniform_values_outside_the_domain_mark_points_instead_of_raising(text):
     program = gradcli.parse(text)
     vector = evaluate_vector(program, {"x": np.array([0.0, 1.0]), "y": -8.0 if "**" in text
                                        else 1.0})
+    assert vector.failed.all()
+
+
+# Nodes used more than once (their gradients accumulate), gradients passed through sums unchanged
+# (one array shared by several nodes), uniform parts: the backward pass writes products and sums
+# in place, and must never write into an array that another node or the caller still holds.
+SHARED = [
+    "a = x*y; b = a + x; b*b + a*b + sin(a) + b",
+    "a = exp(x); a + a + a*a - a/y",
+    "u = x + y; v = u*u; (v + u) * (v - u) + 2*v + y",
+    "k = 2; a = k*x; a*a + k + a*y + x",
+    "x*x*x + y",
+]
+
+
+@pytest.mark.parametrize("text", FORMULAS + SHARED)
+def test_every_node_matches_the_scalar_backward_and_the_columns_stay_unchanged(text):
+    program = gradcli.parse(text)
+    rng = np.random.default_rng(4)
+    columns = {name: rng.uniform(-2, 2, 20) for name in program.variables}
+    before = {name: column.copy() for name, column in columns.items()}
+    vector = evaluate_vector(program, columns)
+    for i in range(20):
+        program.bind({name: float(column[i]) for name, column in columns.items()})
+        forward(program.nodes)
+        backward(program.nodes)
+        for node in program.nodes:
+            assert vector.values[node.index][i] == pytest.approx(node.value, rel=1e-12)
+            if node.needs_grad:
+                assert vector.grads[node.index][i] == pytest.approx(
+                    node.grad, rel=1e-12, abs=1e-14), (text, node)
+    for name, column in columns.items():
+        assert np.array_equal(column, before[name])
+
+
+def test_a_gradient_that_overflows_only_when_contributions_are_summed_marks_the_point():
+    # Every value and every contribution is finite; the sum of two contributions is not. The
+    # in-place sums must raise the overflow flag like a new array would.
+    program = gradcli.parse("sin(x)*y + cos(x)*y")  # dx = y*(cos x - sin x): sum in place
+    vector = evaluate_vector(program, {"x": np.array([-0.6, -0.6]), "y": np.array([1.0, 1.5e308])})
+    assert np.isfinite(vector.output).all()
+    assert vector.failed.tolist() == [False, True]
+    program = gradcli.parse("x*y*y")  # dy = x*y + x*y at y = 1: one contribution is an operand
+    vector = evaluate_vector(program, {"x": np.array([1.0, 1e308]), "y": np.array([1.0, 1.0])})
+    assert np.isfinite(vector.output).all()
+    assert vector.failed.tolist() == [False, True]
+    program = gradcli.parse("1e308*x + 1e308*x + y")  # uniform contributions, array x
+    vector = evaluate_vector(program, {"x": np.array([1e-10, 2e-10]), "y": np.array([1.0, 2.0])})
     assert vector.failed.all()

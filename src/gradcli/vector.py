@@ -69,7 +69,7 @@ def evaluate_vector(
             else:
                 value = node.op.apply_vector(*(operands[s.index] for s in node.inputs))
             operands.append(value)
-        grads = _backward_vector(program, operands) if gradients else []
+        grads = _backward_vector(np, program, operands, size) if gradients else []
     ok = np.ones(size, dtype=bool)
     inputs_finite = all(np.isfinite(a).all() for a in given.values())
     for value in (*operands, *grads):  # Python floats raise no flags: always looked at
@@ -78,16 +78,6 @@ def evaluate_vector(
     columns_out = [_column(np, value, size) for value in operands]
     gradients_out = [None if g is None else _column(np, g, size) for g in grads]
     return VectorEvaluation(size, columns_out, gradients_out if gradients else None, ~ok)
-
-
-def _times(grad: Any, partial: Any) -> Any:
-    """grad * partial without a pass over the points when either is exactly 1 (sums, the
-    output's own gradient): arrays are never changed in place, so sharing one is safe."""
-    if type(partial) is float and partial == 1.0:
-        return grad
-    if type(grad) is float and grad == 1.0:
-        return partial
-    return grad * partial
 
 
 def _column(np: Any, value: Any, size: int) -> Any:
@@ -103,23 +93,71 @@ def _mark_finite(np: Any, ok: Any, value: Any) -> None:
         np.logical_and(ok, np.isfinite(value), out=ok)
 
 
-def _backward_vector(program: Program, operands: list[Any]) -> list[Any]:
-    """Per node: its gradient (a float or an array), or None for nodes that need none."""
+def _backward_vector(np: Any, program: Program, operands: list[Any], size: int) -> list[Any]:
+    """Per node: its gradient (a float or an array), or None for nodes that need none.
+
+    Each point costs a pass over memory per array made, and fresh memory costs more than the
+    arithmetic, so products and sums are written into an array that this pass made itself and
+    that nothing else holds (``mine``) whenever there is one; operands, the caller's columns and
+    a gradient passed on unchanged to an input are never written to.
+    """
     nodes = program.nodes
     grads: list[Any] = [None] * len(nodes)  # None: no contribution yet
+    mine = [False] * len(nodes)  # grads[i] is an array of this pass that nothing else holds
     grads[-1] = 1.0
     for node in reversed(nodes):
         if not node.inputs or not node.needs_grad:
             continue
+        out = operands[node.index]
         args = [operands[source.index] for source in node.inputs]
         for position, source in enumerate(node.inputs):
             if source.needs_grad:
-                partial = node.op.rules[position](*args, operands[node.index])
-                term = _times(grads[node.index], partial)
-                i = source.index
-                grads[i] = term if grads[i] is None else grads[i] + term
+                partial = node.op.rules[position](*args, out)
+                # A rule's own result, not an operand it returns (mul's, exp's): ours to write.
+                fresh = (_is_fresh(np, partial, size) and partial is not out
+                         and all(partial is not arg for arg in args))
+                term, fresh = _times(np, grads[node.index], partial, fresh, size)
+                _accumulate(np, grads, mine, source.index, term, fresh, size)
     return [None if not node.needs_grad else (0.0 if g is None else g)
             for node, g in zip(nodes, grads, strict=True)]
+
+
+def _is_fresh(np: Any, value: Any, size: int) -> bool:
+    """A whole (size,) array that owns its memory: writable in place if no one else holds it."""
+    return (type(value) is np.ndarray and value.base is None and value.shape == (size,)
+            and value.dtype == np.float64)
+
+
+def _times(np: Any, grad: Any, partial: Any, fresh: bool, size: int) -> tuple[Any, bool]:
+    """(grad * partial, whether that is an array only the caller holds).
+
+    No pass over the points when either factor is exactly 1 (sums, the output's own gradient):
+    the other factor is shared as it is. A ``fresh`` partial (a rule's own result) takes the
+    product in place."""
+    if type(partial) is float and partial == 1.0:
+        return grad, False
+    if type(grad) is float and grad == 1.0:
+        return partial, fresh
+    if fresh:
+        return np.multiply(partial, grad, out=partial), True
+    product = grad * partial
+    return product, _is_fresh(np, product, size)
+
+
+def _accumulate(np: Any, grads: list[Any], mine: list[bool], i: int, term: Any, fresh: bool,
+                size: int) -> None:
+    """grads[i] += term (a node used more than once gets every contribution), in place in an
+    array that only this pass holds; the first contribution is kept as it is."""
+    if grads[i] is None:
+        grads[i], mine[i] = term, fresh
+    elif mine[i]:
+        np.add(grads[i], term, out=grads[i])
+    elif fresh:  # a whole array: whatever grads[i] is broadcasts into it
+        grads[i] = np.add(term, grads[i], out=term)
+        mine[i] = True
+    else:
+        grads[i] = grads[i] + term
+        mine[i] = _is_fresh(np, grads[i], size)
 
 
 # --- many perturbations at once: the finite-difference check's replays -------------------------
