@@ -74,7 +74,7 @@ def test_every_node_matches_the_scalar_backward_and_the_columns_stay_unchanged(t
     rng = np.random.default_rng(4)
     columns = {name: rng.uniform(-2, 2, 20) for name in program.variables}
     before = {name: column.copy() for name, column in columns.items()}
-    vector = evaluate_vector(program, columns)
+    vector = evaluate_vector(program, columns, every_node=True)
     for i in range(20):
         program.bind({name: float(column[i]) for name, column in columns.items()})
         forward(program.nodes)
@@ -102,3 +102,42 @@ def test_a_gradient_that_overflows_only_when_contributions_are_summed_marks_the_
     program = gradcli.parse("1e308*x + 1e308*x + y")  # uniform contributions, array x
     vector = evaluate_vector(program, {"x": np.array([1e-10, 2e-10]), "y": np.array([1.0, 2.0])})
     assert vector.failed.all()
+
+
+LEAN = [
+    *FORMULAS,
+    *SHARED,
+    "x",  # the output is the variable itself
+    "min(x*y, 1) + x",  # x*y overflows, yet the output and both gradients are finite
+    "log(x) + y",
+    "2**3 + x*y",  # a uniform intermediate
+]
+
+
+@pytest.mark.parametrize("text", LEAN)
+def test_dropping_intermediates_keeps_the_results_and_the_failed_points(text):
+    program = gradcli.parse(text)
+    columns = {name: np.array([1e200, -1.0, 0.0, 0.5, 2.0]) for name in program.variables}
+    every = evaluate_vector(program, columns, every_node=True)
+    lean = evaluate_vector(program, columns)
+    assert np.array_equal(lean.output, every.output, equal_nan=True)
+    assert lean.failed.tolist() == every.failed.tolist()
+    for node in program.nodes:
+        if node.op.name == "var":
+            assert np.array_equal(lean.grads[node.index], every.grads[node.index],
+                                  equal_nan=True)
+            assert np.array_equal(lean.values[node.index], columns[node.name])
+        elif node is not program.nodes[-1]:
+            assert lean.values[node.index] is None and lean.grads[node.index] is None
+    only_values = evaluate_vector(program, columns, gradients=False)
+    assert np.array_equal(only_values.output, every.output, equal_nan=True)
+
+
+def test_an_intermediate_overflow_alone_marks_the_point_in_every_mode():
+    program = gradcli.parse("min(x*y, 1) + x")
+    columns = {"x": np.array([2.0, 1e200]), "y": np.array([3.0, 1e200])}
+    for gradients in (True, False):
+        for every_node in (True, False):
+            run = evaluate_vector(program, columns, gradients, every_node)
+            assert np.isfinite(run.output).all()
+            assert run.failed.tolist() == [False, True]

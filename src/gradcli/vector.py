@@ -10,7 +10,7 @@ message re-evaluate that one point on the scalar path, which names the node.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +20,12 @@ from .ops import CONST, VAR, numpy
 
 @dataclass
 class VectorEvaluation:
-    """Values (and gradients) of every node at ``size`` points, indexed by node index."""
+    """Values (and gradients) at ``size`` points, indexed by node index: of the output and the
+    input variables, or of every node (``evaluate_vector(..., every_node=True)``)."""
 
     size: int
-    values: list[Any]  # one array of shape (size,) per node
-    grads: list[Any] | None  # one array per node (None for nodes that need no gradient)
+    values: list[Any]  # one array of shape (size,) per node (None for a node not kept)
+    grads: list[Any] | None  # the same per node (None also where no gradient is needed)
     failed: Any  # bool array (size,): a value or gradient is not finite at that point
 
     @property
@@ -33,7 +34,8 @@ class VectorEvaluation:
 
 
 def evaluate_vector(
-    program: Program, columns: Mapping[str, Any], gradients: bool = True
+    program: Program, columns: Mapping[str, Any], gradients: bool = True,
+    every_node: bool = False,
 ) -> VectorEvaluation:
     """Evaluate ``program`` at the points whose coordinates are ``columns`` (name -> array).
 
@@ -41,43 +43,89 @@ def evaluate_vector(
     missing from ``columns`` take the program's defaults. Raises KeyError for a variable with no
     value at all (callers check ``program.unbound`` first).
 
+    The results hold the output's value, the input variables' values and (with ``gradients``)
+    their gradients; an intermediate node's value and gradient are dropped once used, so memory
+    follows the live part of the graph (at 10^6 points each array is 8 MB, and fresh memory
+    costs more than the arithmetic on it). ``every_node`` keeps them all. Either way ``failed``
+    covers every value and gradient, dropped or not.
+
     A value that is the same at every point (a constant, a scalar column, what is computed from
     those alone) stays one NumPy scalar while computing -- ``np.float64``, never a Python float,
     so that ``1/0`` or ``0**-1`` give inf and a flag as arrays do, not an exception. NumPy then
     takes its fast paths (``x ** 2`` squares instead of calling pow) and no array is filled with
-    copies. The results are still one (size,) array per node (read-only broadcast views where
-    the value is uniform).
+    copies. The results are (size,) arrays (read-only broadcast views where the value is
+    uniform).
     """
     np = numpy()
     given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
     size = max((a.size for a in given.values() if a.ndim), default=1)
-    operands: list[Any] = []  # per node: a float (the same at every point) or a (size,) array
-    # From finite arrays, NumPy makes a non-finite one only by raising a floating-point flag
-    # (overflow, division by zero, invalid). Collecting the flags instead of testing every
-    # array for finiteness saves a pass over the points per node and per gradient.
-    raised: list[str] = []
+    finite = _Finiteness(np, given, size)
+    drop = None if every_node else finite.settle
     flags = {"divide": "call", "over": "call", "invalid": "call", "under": "ignore"}
-    with np.errstate(**flags, call=lambda kind, flag: raised.append(kind)):
-        for node in program.nodes:
-            if node.op is VAR:
-                value = given.get(str(node.name), program.defaults.get(str(node.name)))
-                if value is None:
-                    raise KeyError(node.name)
-                value = np.float64(value) if np.ndim(value) == 0 else value
-            elif node.op is CONST:
-                value = np.float64(node.value)
-            else:
-                value = node.op.apply_vector(*(operands[s.index] for s in node.inputs))
-            operands.append(value)
-        grads = _backward_vector(np, program, operands, size) if gradients else []
-    ok = np.ones(size, dtype=bool)
-    inputs_finite = all(np.isfinite(a).all() for a in given.values())
-    for value in (*operands, *grads):  # Python floats raise no flags: always looked at
-        if value is not None and (raised or not inputs_finite or np.ndim(value) == 0):
-            _mark_finite(np, ok, value)
-    columns_out = [_column(np, value, size) for value in operands]
+    with np.errstate(**flags, call=lambda kind, flag: finite.raised.append(kind)):
+        operands = _forward_vector(np, program, given, None if gradients else drop)
+        grads = _backward_vector(np, program, operands, size, drop) if gradients else []
+    output = operands[-1]
+    for value in (*operands, *grads):
+        finite.settle(value)
+    if not every_node:  # what the passes left of uniform intermediates goes too
+        nodes = program.nodes
+        operands = [v if node.op is VAR else None for node, v in zip(nodes, operands, strict=True)]
+        operands[-1] = output
+    columns_out = [None if value is None else _column(np, value, size) for value in operands]
     gradients_out = [None if g is None else _column(np, g, size) for g in grads]
-    return VectorEvaluation(size, columns_out, gradients_out if gradients else None, ~ok)
+    return VectorEvaluation(size, columns_out, gradients_out if gradients else None, ~finite.ok)
+
+
+class _Finiteness:
+    """The points where no value or gradient looked at so far is non-finite (``ok``).
+
+    From finite arrays, NumPy makes a non-finite one only by raising a floating-point flag
+    (overflow, division by zero, invalid). Collecting the flags (``raised``) instead of testing
+    every array saves a pass over the points per node and per gradient: an array is looked at
+    only if its inputs were not all finite or a flag was raised before it was let go. Uniform
+    values are always looked at (a Python float raises no flag).
+    """
+
+    def __init__(self, np: Any, given: Mapping[str, Any], size: int) -> None:
+        self.np = np
+        self.ok = np.ones(size, dtype=bool)
+        self.raised: list[str] = []
+        self.inputs_finite = all(np.isfinite(a).all() for a in given.values())
+
+    def settle(self, value: Any) -> None:
+        """Mark the points where ``value`` is not finite, if it may not be."""
+        if value is not None and (
+            self.raised or not self.inputs_finite or self.np.ndim(value) == 0
+        ):
+            _mark_finite(self.np, self.ok, value)
+
+
+def _forward_vector(
+    np: Any, program: Program, given: Mapping[str, Any], drop: Callable[[Any], None] | None
+) -> list[Any]:
+    """Per node: its value, a float (the same at every point) or a (size,) array. With ``drop``
+    (which settles what it is given), an intermediate value is let go after its last use."""
+    nodes = program.nodes
+    last_use = _last_uses(nodes) if drop is not None else []
+    operands: list[Any] = []
+    for node in nodes:
+        if node.op is VAR:
+            value = given.get(str(node.name), program.defaults.get(str(node.name)))
+            if value is None:
+                raise KeyError(node.name)
+            value = np.float64(value) if np.ndim(value) == 0 else value
+        elif node.op is CONST:
+            value = np.float64(node.value)
+        else:
+            value = node.op.apply_vector(*(operands[s.index] for s in node.inputs))
+        operands.append(value)
+        if drop is not None:
+            for source in node.inputs:
+                if last_use[source.index] == node.index and source.op is not VAR:
+                    drop(operands[source.index])
+                    operands[source.index] = None
+    return operands
 
 
 def _column(np: Any, value: Any, size: int) -> Any:
@@ -93,8 +141,13 @@ def _mark_finite(np: Any, ok: Any, value: Any) -> None:
         np.logical_and(ok, np.isfinite(value), out=ok)
 
 
-def _backward_vector(np: Any, program: Program, operands: list[Any], size: int) -> list[Any]:
-    """Per node: its gradient (a float or an array), or None for nodes that need none.
+def _backward_vector(
+    np: Any, program: Program, operands: list[Any], size: int,
+    drop: Callable[[Any], None] | None,
+) -> list[Any]:
+    """Per node: its gradient (a float or an array), or None for nodes that need none. With
+    ``drop`` (which settles what it is given), an intermediate node's value and gradient are let
+    go once the node has passed its gradient on: only the variables' gradients remain.
 
     Each point costs a pass over memory per array made, and fresh memory costs more than the
     arithmetic, so products and sums are written into an array that this pass made itself and
@@ -118,8 +171,12 @@ def _backward_vector(np: Any, program: Program, operands: list[Any], size: int) 
                          and all(partial is not arg for arg in args))
                 term, fresh = _times(np, grads[node.index], partial, fresh, size)
                 _accumulate(np, grads, mine, source.index, term, fresh, size)
-    return [None if not node.needs_grad else (0.0 if g is None else g)
-            for node, g in zip(nodes, grads, strict=True)]
+        if drop is not None and node.index != len(nodes) - 1:
+            drop(operands[node.index])
+            drop(grads[node.index])
+            operands[node.index] = grads[node.index] = None
+    return [None if not node.needs_grad or (drop is not None and node.op is not VAR)
+            else (0.0 if g is None else g) for node, g in zip(nodes, grads, strict=True)]
 
 
 def _is_fresh(np: Any, value: Any, size: int) -> bool:
