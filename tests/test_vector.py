@@ -6,6 +6,7 @@ import pytest
 
 import gradcli
 from gradcli.graph import backward, forward
+from gradcli.ops import OPS
 from gradcli.vector import evaluate_vector
 
 np = pytest.importorskip("numpy")
@@ -141,3 +142,26 @@ def test_an_intermediate_overflow_alone_marks_the_point_in_every_mode():
             run = evaluate_vector(program, columns, gradients, every_node)
             assert np.isfinite(run.output).all()
             assert run.failed.tolist() == [False, True]
+
+
+def _row_formula(op):
+    """A formula where each operand and the result of ``op`` are intermediate nodes."""
+    a, b = "(x*y + 0.5)", "(y*y + 0.25)"
+    if op.arity == 1:
+        inner = f"{op.symbol}{a}" if op.symbol else f"{op.name}({a})"
+    else:
+        inner = f"{a} {op.symbol} {b}" if op.symbol else f"{op.name}({a}, {b})"
+    return f"exp({inner}) * x"
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_row_drops_only_values_its_rules_do_not_read(name):
+    # A value dropped although a rule reads it would reach the rule as None and raise.
+    program = gradcli.parse(_row_formula(OPS[name]))
+    columns = {"x": np.linspace(0.2, 0.9, 7), "y": np.linspace(0.9, 0.3, 7)}
+    every = evaluate_vector(program, columns, every_node=True)
+    lean = evaluate_vector(program, columns)
+    assert np.array_equal(lean.output, every.output)
+    assert lean.failed.tolist() == every.failed.tolist()
+    for node in program.variables.values():
+        assert np.array_equal(lean.grads[node.index], every.grads[node.index])

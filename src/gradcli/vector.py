@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .graph import Program
-from .ops import CONST, VAR, numpy
+from .ops import CONST, VAR, Op, numpy
 
 
 @dataclass
@@ -63,7 +63,8 @@ def evaluate_vector(
     drop = None if every_node else finite.settle
     flags = {"divide": "call", "over": "call", "invalid": "call", "under": "ignore"}
     with np.errstate(**flags, call=lambda kind, flag: finite.raised.append(kind)):
-        operands = _forward_vector(np, program, given, None if gradients else drop)
+        kept = _read_backward(program) if gradients else [False] * len(program.nodes)
+        operands = _forward_vector(np, program, given, drop, kept)
         grads = _backward_vector(np, program, operands, size, drop) if gradients else []
     output = operands[-1]
     for value in (*operands, *grads):
@@ -102,10 +103,12 @@ class _Finiteness:
 
 
 def _forward_vector(
-    np: Any, program: Program, given: Mapping[str, Any], drop: Callable[[Any], None] | None
+    np: Any, program: Program, given: Mapping[str, Any], drop: Callable[[Any], None] | None,
+    kept: list[bool],
 ) -> list[Any]:
     """Per node: its value, a float (the same at every point) or a (size,) array. With ``drop``
-    (which settles what it is given), an intermediate value is let go after its last use."""
+    (which settles what it is given), an intermediate value that is not ``kept`` (for the
+    backward pass) is let go after its last use."""
     nodes = program.nodes
     last_use = _last_uses(nodes) if drop is not None else []
     operands: list[Any] = []
@@ -122,9 +125,10 @@ def _forward_vector(
         operands.append(value)
         if drop is not None:
             for source in node.inputs:
-                if last_use[source.index] == node.index and source.op is not VAR:
-                    drop(operands[source.index])
-                    operands[source.index] = None
+                i = source.index
+                if last_use[i] == node.index and source.op is not VAR and not kept[i]:
+                    drop(operands[i])
+                    operands[i] = None
     return operands
 
 
@@ -177,6 +181,59 @@ def _backward_vector(
             operands[node.index] = grads[node.index] = None
     return [None if not node.needs_grad or (drop is not None and node.op is not VAR)
             else (0.0 if g is None else g) for node, g in zip(nodes, grads, strict=True)]
+
+
+def _read_backward(program: Program) -> list[bool]:
+    """Per node: whether a derivative rule that the backward pass runs reads its value."""
+    read = [False] * len(program.nodes)
+    for node in program.nodes:
+        if not node.needs_grad:
+            continue
+        for position, source in enumerate(node.inputs):
+            if source.needs_grad:
+                *operands, out = _reads(node.op, position)
+                read[node.index] = read[node.index] or out
+                for other, reads in zip(node.inputs, operands, strict=True):
+                    read[other.index] = read[other.index] or reads
+    return read
+
+
+_READS: dict[tuple[str, int], tuple[bool, ...]] = {}
+
+
+def _reads(op: Op, position: int) -> tuple[bool, ...]:
+    """Which of (operands..., out) derivative rule ``position`` of ``op`` reads: found once by
+    running the rule on probes; a rule that a probe cannot run reads everything."""
+    key = (op.name, position)
+    if key not in _READS:
+        probes = [_Probe() for _ in range(op.arity + 1)]
+        try:
+            result = op.rules[position](*probes)
+        except Exception:  # a rule beyond arithmetic and F: keep every value it might read
+            _READS[key] = (True,) * len(probes)
+        else:
+            _READS[key] = tuple(probe.read or result is probe for probe in probes)
+    return _READS[key]
+
+
+class _Probe:
+    """Stands for one argument of a derivative rule. Arithmetic and ``F.name(...)`` (which calls
+    ``apply``) mark the probes they touch as read and give a new probe."""
+
+    def __init__(self) -> None:
+        self.read = False
+
+    def _touch(self, *others: Any) -> _Probe:
+        for probe in (self, *others):
+            if isinstance(probe, _Probe):
+                probe.read = True
+        return _Probe()
+
+    def apply(self, op: Op, *args: Any) -> _Probe:
+        return self._touch(*args)
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _touch
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = _touch
 
 
 def _is_fresh(np: Any, value: Any, size: int) -> bool:
