@@ -92,7 +92,7 @@ def test_sweep_formula_against_its_hand_written_gradient():
 
 def test_uniform_columns_and_constants_broadcast_to_every_point():
     program = gradcli.parse("x*y + 2**3 + y")
-    run = evaluate_vector(program, {"x": np.array([1.0, 2.0, 3.0]), "y": 4.0})
+    run = evaluate_vector(program, {"x": np.array([1.0, 2.0, 3.0]), "y": 4.0}, every_node=True)
     assert run.output.tolist() == [16.0, 20.0, 24.0]
     assert run.grads[program.variables["y"].index].tolist() == [2.0, 3.0, 4.0]
     assert run.grads[program.variables["x"].index].tolist() == [4.0, 4.0, 4.0]

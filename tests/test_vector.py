@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 import gradcli
+from gradcli.graph import backward, forward
+from gradcli.ops import OPS
 from gradcli.vector import evaluate_vector
 
 np = pytest.importorskip("numpy")
@@ -53,3 +55,113 @@ def test_uniform_values_outside_the_domain_mark_points_instead_of_raising(text):
     vector = evaluate_vector(program, {"x": np.array([0.0, 1.0]), "y": -8.0 if "**" in text
                                        else 1.0})
     assert vector.failed.all()
+
+
+# Nodes used more than once (their gradients accumulate), gradients passed through sums unchanged
+# (one array shared by several nodes), uniform parts: the backward pass writes products and sums
+# in place, and must never write into an array that another node or the caller still holds.
+SHARED = [
+    "a = x*y; b = a + x; b*b + a*b + sin(a) + b",
+    "a = exp(x); a + a + a*a - a/y",
+    "u = x + y; v = u*u; (v + u) * (v - u) + 2*v + y",
+    "k = 2; a = k*x; a*a + k + a*y + x",
+    "x*x*x + y",
+]
+
+
+@pytest.mark.parametrize("text", FORMULAS + SHARED)
+def test_every_node_matches_the_scalar_backward_and_the_columns_stay_unchanged(text):
+    program = gradcli.parse(text)
+    rng = np.random.default_rng(4)
+    columns = {name: rng.uniform(-2, 2, 20) for name in program.variables}
+    before = {name: column.copy() for name, column in columns.items()}
+    vector = evaluate_vector(program, columns, every_node=True)
+    for i in range(20):
+        program.bind({name: float(column[i]) for name, column in columns.items()})
+        forward(program.nodes)
+        backward(program.nodes)
+        for node in program.nodes:
+            assert vector.values[node.index][i] == pytest.approx(node.value, rel=1e-12)
+            if node.needs_grad:
+                assert vector.grads[node.index][i] == pytest.approx(
+                    node.grad, rel=1e-12, abs=1e-14), (text, node)
+    for name, column in columns.items():
+        assert np.array_equal(column, before[name])
+
+
+def test_a_gradient_that_overflows_only_when_contributions_are_summed_marks_the_point():
+    # Every value and every contribution is finite; the sum of two contributions is not. The
+    # in-place sums must raise the overflow flag like a new array would.
+    program = gradcli.parse("sin(x)*y + cos(x)*y")  # dx = y*(cos x - sin x): sum in place
+    vector = evaluate_vector(program, {"x": np.array([-0.6, -0.6]), "y": np.array([1.0, 1.5e308])})
+    assert np.isfinite(vector.output).all()
+    assert vector.failed.tolist() == [False, True]
+    program = gradcli.parse("x*y*y")  # dy = x*y + x*y at y = 1: one contribution is an operand
+    vector = evaluate_vector(program, {"x": np.array([1.0, 1e308]), "y": np.array([1.0, 1.0])})
+    assert np.isfinite(vector.output).all()
+    assert vector.failed.tolist() == [False, True]
+    program = gradcli.parse("1e308*x + 1e308*x + y")  # uniform contributions, array x
+    vector = evaluate_vector(program, {"x": np.array([1e-10, 2e-10]), "y": np.array([1.0, 2.0])})
+    assert vector.failed.all()
+
+
+LEAN = [
+    *FORMULAS,
+    *SHARED,
+    "x",  # the output is the variable itself
+    "min(x*y, 1) + x",  # x*y overflows, yet the output and both gradients are finite
+    "log(x) + y",
+    "2**3 + x*y",  # a uniform intermediate
+]
+
+
+@pytest.mark.parametrize("text", LEAN)
+def test_dropping_intermediates_keeps_the_results_and_the_failed_points(text):
+    program = gradcli.parse(text)
+    columns = {name: np.array([1e200, -1.0, 0.0, 0.5, 2.0]) for name in program.variables}
+    every = evaluate_vector(program, columns, every_node=True)
+    lean = evaluate_vector(program, columns)
+    assert np.array_equal(lean.output, every.output, equal_nan=True)
+    assert lean.failed.tolist() == every.failed.tolist()
+    for node in program.nodes:
+        if node.op.name == "var":
+            assert np.array_equal(lean.grads[node.index], every.grads[node.index],
+                                  equal_nan=True)
+            assert np.array_equal(lean.values[node.index], columns[node.name])
+        elif node is not program.nodes[-1]:
+            assert lean.values[node.index] is None and lean.grads[node.index] is None
+    only_values = evaluate_vector(program, columns, gradients=False)
+    assert np.array_equal(only_values.output, every.output, equal_nan=True)
+
+
+def test_an_intermediate_overflow_alone_marks_the_point_in_every_mode():
+    program = gradcli.parse("min(x*y, 1) + x")
+    columns = {"x": np.array([2.0, 1e200]), "y": np.array([3.0, 1e200])}
+    for gradients in (True, False):
+        for every_node in (True, False):
+            run = evaluate_vector(program, columns, gradients, every_node)
+            assert np.isfinite(run.output).all()
+            assert run.failed.tolist() == [False, True]
+
+
+def _row_formula(op):
+    """A formula where each operand and the result of ``op`` are intermediate nodes."""
+    a, b = "(x*y + 0.5)", "(y*y + 0.25)"
+    if op.arity == 1:
+        inner = f"{op.symbol}{a}" if op.symbol else f"{op.name}({a})"
+    else:
+        inner = f"{a} {op.symbol} {b}" if op.symbol else f"{op.name}({a}, {b})"
+    return f"exp({inner}) * x"
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_row_drops_only_values_its_rules_do_not_read(name):
+    # A value dropped although a rule reads it would reach the rule as None and raise.
+    program = gradcli.parse(_row_formula(OPS[name]))
+    columns = {"x": np.linspace(0.2, 0.9, 7), "y": np.linspace(0.9, 0.3, 7)}
+    every = evaluate_vector(program, columns, every_node=True)
+    lean = evaluate_vector(program, columns)
+    assert np.array_equal(lean.output, every.output)
+    assert lean.failed.tolist() == every.failed.tolist()
+    for node in program.variables.values():
+        assert np.array_equal(lean.grads[node.index], every.grads[node.index])

@@ -226,7 +226,7 @@ def _replay(
     np = numpy()
     columns = {key: column[rows] for key, column in sweep.columns.items()}
     columns[name] = moved
-    run = evaluate_vector(sweep.program, columns, gradients=False)
+    run = evaluate_vector(sweep.program, columns, gradients=False, every_node=True)
     largest = np.abs(moved)
     for index in downstream:
         largest = np.maximum(largest, np.abs(run.values[index]))
