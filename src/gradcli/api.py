@@ -68,20 +68,24 @@ class Result:
         ids = range(len(nodes)) if only is None else only
         values = self.node_values or [node.value for node in nodes]
         grads = self.node_grads or [node.grad for node in nodes]
-        checks = self.check.nodes if self.check is not None else {}
-        return [
+        rows = [
             NodeRow(
-                node.index,
+                i,
                 node.op.name,
                 node.name or texts[i],
                 values[i],
                 grads[i] if node.needs_grad else None,
                 [source.index for source in node.inputs],
-                *((check.numeric, check.ok) if check is not None else ()),
             )
             for i in ids
-            for node, check in ((nodes[i], checks.get(i)),)
+            for node in (nodes[i],)
         ]
+        checks = self.check.nodes if self.check is not None else {}
+        for row in rows if checks else ():
+            check = checks.get(row.id)
+            if check is not None:
+                row.numeric_grad, row.ok = check.numeric, check.ok
+        return rows
 
 
 def evaluate(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import cmath
 import itertools
 import math
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,17 +82,20 @@ def topological_order(output: Node) -> list[Node]:
 def nodes_of(outputs: Iterable[Node]) -> list[Node]:
     """Every node the outputs depend on, inputs before users, ordered by creation number."""
     stack = list(outputs)
-    seen = {id(node) for node in stack}
+    seen = set(stack)  # nodes hash by identity
     found = []
     while stack:
         node = stack.pop()
         found.append(node)
         for source in node.inputs:
-            if id(source) not in seen:
-                seen.add(id(source))
+            if source not in seen:
+                seen.add(source)
                 stack.append(source)
-    found.sort(key=lambda node: node.seq)
+    found.sort(key=_by_creation)
     return found
+
+
+_by_creation = operator.attrgetter("seq")
 
 
 @dataclass
@@ -116,8 +120,8 @@ class Program:
         nodes = topological_order(output)
         for index, node in enumerate(nodes):
             node.index = index
-        used = {id(node) for node in nodes}
-        reachable = {v.name: v for v in variables if id(v) in used}
+        used = set(nodes)
+        reachable = {v.name: v for v in variables if v in used}
         return cls(source, output, nodes, reachable, dict(defaults))
 
     def unbound(self, values: Mapping[str, float]) -> list[str]:
@@ -177,8 +181,11 @@ def quick_compute(node: Node, args: list[float]) -> float:
 def forward(nodes: list[Node]) -> float:
     """Compute every node's value in topological order; return the output's (the last node)."""
     for node in nodes:
-        if node.inputs:
-            node.value = quick_compute(node, [source.value for source in node.inputs])
+        inputs = node.inputs
+        if len(inputs) == 2:  # as in replay: no comprehension for the common case
+            node.value = quick_compute(node, [inputs[0].value, inputs[1].value])
+        elif inputs:
+            node.value = quick_compute(node, [source.value for source in inputs])
     return nodes[-1].value
 
 
@@ -196,7 +203,13 @@ def replay(
     largest = abs(value)
     evaluate = (lambda node, args: compute(node, args, True)) if complex_step else quick_compute
     for node in _affected(nodes, index):
-        result = evaluate(node, [get(source.index, source.value) for source in node.inputs])
+        inputs = node.inputs
+        if len(inputs) == 2:  # most nodes: no comprehension (a function call in Python 3.11)
+            a, b = inputs
+            args = [get(a.index, a.value), get(b.index, b.value)]
+        else:
+            args = [get(source.index, source.value) for source in inputs]
+        result = evaluate(node, args)
         changed[node.index] = result
         magnitude = abs(result)
         if magnitude > largest:
@@ -225,28 +238,19 @@ def _affected(nodes: list[Node], index: int) -> list[Node]:
     if cached_nodes is nodes and cached_index == index:
         return affected
     if cached_nodes is not nodes:
-        users = [[] for _ in nodes]
+        users = [[] for _ in nodes]  # per node: the indices of the nodes that use it
         for node in nodes:
             for source in node.inputs:
-                users[source.index].append(node)
-    affected = []
-    at = index
-    while len(users[at]) == 1:  # a chain of single users (most of an expression tree): no sort
-        at = users[at][0].index
-        affected.append(nodes[at])
-    if not users[at]:
-        _last_replayed = (nodes, users, index, affected)
-        return affected
+                users[source.index].append(node.index)
     seen = {index}
     stack = [index]
-    affected = []
     while stack:
         for user in users[stack.pop()]:
-            if user.index not in seen:
-                seen.add(user.index)
-                stack.append(user.index)
-                affected.append(user)
-    affected.sort(key=lambda node: node.index)
+            if user not in seen:
+                seen.add(user)
+                stack.append(user)
+    seen.discard(index)
+    affected = [nodes[i] for i in sorted(seen)]  # users come after what they use
     _last_replayed = (nodes, users, index, affected)
     return affected
 
@@ -340,7 +344,7 @@ def expression_texts(
     size however deep the expression is; ``limit=None`` writes operands out in full (printers
     name shared nodes first, so the full text stays linear in size).
     """
-    position = {id(node): i for i, node in enumerate(nodes)}
+    position = {node: i for i, node in enumerate(nodes)}
     texts: list[str] = []
     precedences: list[int] = []
 
@@ -348,7 +352,7 @@ def expression_texts(
         """Operand text, in parentheses when it binds looser than ``binding`` needs."""
         if source.name is not None:
             return notation.name(source.name)
-        i = position[id(source)]
+        i = position[source]
         if limit is not None and len(texts[i]) > limit:
             return f"#{source.index}"
         if precedences[i] < binding or (tighter and precedences[i] == binding):

@@ -144,6 +144,7 @@ class Parser:
     def parse(self, text: str) -> Any:
         steps, gotos, rules, valued, units = (
             self.steps, self.gotos, self.rules, self.valued, self.units)
+        new_str = str.__new__
         states: list[int] = [self.start]
         values: list[Any] = []
         line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
@@ -163,7 +164,9 @@ class Parser:
                         line += text.count("\n", counted, pos)
                         line_start = text.rfind("\n", 0, pos) + 1
                     counted = pos
-                    value = Token(kind, match.group(kind), pos, line, pos - line_start + 1)
+                    value = new_str(Token, match.group(kind))  # Token(...) inlined
+                    value.type, value.pos_in_stream = kind, pos
+                    value.line, value.column = line, pos - line_start + 1
             while True:
                 action = steps[states[-1]].get(kind)
                 if action is None:
