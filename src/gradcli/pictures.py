@@ -12,8 +12,6 @@ Rich tree.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -267,6 +265,9 @@ def render_with_graphviz(dot_source: str, file_format: str) -> bytes:
 
     A UsageError (with how to install it) when ``dot`` is not on PATH or fails.
     """
+    import shutil  # here, not at the top: every gradcli start imports this module
+    import subprocess
+
     program = shutil.which("dot")
     if program is None:
         raise UsageError(f"--format {file_format} needs the Graphviz program 'dot', which is not "

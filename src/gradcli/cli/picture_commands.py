@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from typing import IO, Any
 
@@ -138,6 +137,8 @@ def _write_bytes(data: bytes, output_path: str | None) -> None:
 def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                  program_file: IO[str] | None, output_path: str | None, width: int | None,
                  height: int) -> None:
+    import shutil  # here, as plot: every gradcli start imports this module
+
     from ..plot import sample, save_plot, terminal_plot
 
     source = ""
