@@ -70,13 +70,14 @@ def test_json_path_does_not_import_rich():
 
 @pytest.mark.parametrize("flags", [[], ["--json"]], ids=["table", "json"])
 def test_eval_starts_without_what_it_does_not_use(flags):
-    """Start-up time of one small `gradcli eval` (workload W1): the Graphviz subprocess machinery,
-    csv, Lark, the expression printers, Rich's tree and emoji table all stay unloaded."""
+    """Start-up time of one small `gradcli eval` (workload W1): graph pictures and Graphviz's
+    subprocess, csv, Lark, the expression printers, Rich's tree and emoji table stay unloaded."""
     modules = _imports_after(
         "from gradcli.cli import cli\n"
         f"cli.main(['eval', 'sin(x)*2', '--x', '1', *{flags!r}], standalone_mode=False)"
     )
-    unused = {"subprocess", "csv", "lark", "gradcli.printers", "rich.tree", "rich._emoji_codes"}
+    unused = {"subprocess", "csv", "lark", "gradcli.pictures", "gradcli.printers", "rich.tree",
+              "rich._emoji_codes"}
     assert ("gradcli.render" in modules) == (not flags)  # the table was rendered with Rich
     assert not unused & modules
 

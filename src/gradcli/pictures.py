@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from .api import evaluate
 from .errors import UsageError
 from .graph import Node, Program, expression_texts, format_number, local_derivative
+from .limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
 from .ops import CONST, VAR
 from .parser import parse
 from .points import validate_values
 
-DEFAULT_MAX_NODES = 300  # 0 means no limit
-FORMATS = ("tree", "dot", "mermaid", "svg", "png")
 GRAPHVIZ_HINT = ("install Graphviz (apt-get install graphviz, brew install graphviz, or "
                  "https://graphviz.org/download/), or use --format dot, which needs nothing")
 

@@ -20,12 +20,13 @@ from .api import LineOutcome, Result
 from .check import CheckReport, GradientCheck
 from .errors import GradcliError, visible
 from .graph import format_number
-from .limits import listed
+from .limits import MAX_DRAWN_NODES, listed
 from .ops import CONST
-from .pictures import DEFAULT_MAX_NODES, GraphPicture, TreeEntry, tree_outline
 
-if TYPE_CHECKING:  # graph trees only: eval's table does not import rich.tree
+if TYPE_CHECKING:  # graph trees only: eval's table imports neither
     from rich.tree import Tree
+
+    from .pictures import GraphPicture, TreeEntry
 
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
 MAX_LINE_GRADIENTS = 50  # a batch line shows this many gradients, then how many more
@@ -294,7 +295,7 @@ def _mark(check: GradientCheck | None) -> Text:
 _KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "output": "bold green"}
 
 
-def graph_tree(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
+def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
                max_depth: int = 30) -> Tree:
     """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges.
 
@@ -302,6 +303,8 @@ def graph_tree(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
     are left out (and counted with the other elided nodes).
     """
     from rich.tree import Tree
+
+    from .pictures import tree_outline
 
     entries, elided = tree_outline(picture, max_nodes, max_depth)
     trees: list[Tree] = []
