@@ -68,6 +68,20 @@ def test_json_path_does_not_import_rich():
     assert "rich" not in modules
 
 
+@pytest.mark.parametrize("flags", [[], ["--json"]], ids=["table", "json"])
+def test_eval_starts_without_what_it_does_not_use(flags):
+    """Start-up time of one small `gradcli eval` (workload W1): graph pictures and Graphviz's
+    subprocess, csv, Lark, the expression printers, Rich's tree and emoji table stay unloaded."""
+    modules = _imports_after(
+        "from gradcli.cli import cli\n"
+        f"cli.main(['eval', 'sin(x)*2', '--x', '1', *{flags!r}], standalone_mode=False)"
+    )
+    unused = {"subprocess", "csv", "lark", "gradcli.pictures", "gradcli.printers", "rich.tree",
+              "rich._emoji_codes"}
+    assert ("gradcli.render" in modules) == (not flags)  # the table was rendered with Rich
+    assert not unused & modules
+
+
 def test_numpy_is_imported_only_for_sweeps_and_checks():
     modules = _imports_after(
         "from gradcli.cli import cli\n"

@@ -19,6 +19,8 @@ are the size of a program and the finite-difference check, whose cost is (number
   a mistake or an attack), ``MAX_CHECK_POINTS`` points per check, and ``MAX_CHECK_CELLS`` for
   points x nodes: the sweep holds a column per node (~12 bytes a cell; a 250-node formula over
   10^6 points took 3.1 GB and 28 s before this limit).
+- ``MAX_DRAWN_NODES``: nodes ``gradcli graph`` draws by default, nearest the output (a larger
+  picture is unreadable; ``--max-nodes 0`` draws all).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ MAX_CHECK_NODES = 100_000  # ~5 s for a check at one point
 MAX_CHECK_POINTS = 1_000_000
 MAX_CHECK_CELLS = 30_000_000  # points x nodes: ~400 MB, ~4 s
 MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"
+MAX_DRAWN_NODES = 300
 
 
 def max_chars(max_nodes: int = MAX_NODES) -> int:

@@ -12,8 +12,6 @@ Rich tree.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,12 +19,11 @@ from dataclasses import dataclass, field
 from .api import evaluate
 from .errors import UsageError
 from .graph import Node, Program, expression_texts, format_number, local_derivative
+from .limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
 from .ops import CONST, VAR
 from .parser import parse
 from .points import validate_values
 
-DEFAULT_MAX_NODES = 300  # 0 means no limit
-FORMATS = ("tree", "dot", "mermaid", "svg", "png")
 GRAPHVIZ_HINT = ("install Graphviz (apt-get install graphviz, brew install graphviz, or "
                  "https://graphviz.org/download/), or use --format dot, which needs nothing")
 
@@ -267,6 +264,9 @@ def render_with_graphviz(dot_source: str, file_format: str) -> bytes:
 
     A UsageError (with how to install it) when ``dot`` is not on PATH or fails.
     """
+    import shutil  # here, not at the top: every gradcli start imports this module
+    import subprocess
+
     program = shutil.which("dot")
     if program is None:
         raise UsageError(f"--format {file_format} needs the Graphviz program 'dot', which is not "

@@ -9,22 +9,24 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-from rich.tree import Tree
 
 from .api import LineOutcome, Result
 from .check import CheckReport, GradientCheck
 from .errors import GradcliError, visible
 from .graph import format_number
-from .limits import listed
+from .limits import MAX_DRAWN_NODES, listed
 from .ops import CONST
-from .pictures import DEFAULT_MAX_NODES, GraphPicture, TreeEntry, tree_outline
-from .printers import LATEX_LINE_BREAK
+
+if TYPE_CHECKING:  # graph trees only: eval's table imports neither
+    from rich.tree import Tree
+
+    from .pictures import GraphPicture, TreeEntry
 
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
 MAX_LINE_GRADIENTS = 50  # a batch line shows this many gradients, then how many more
@@ -44,10 +46,14 @@ class _Console(Console):
 
 
 def make_console(stderr: bool = False) -> Console:
-    """A console with colour on a terminal (NO_COLOR respected) and plain text in a pipe."""
+    """A console with colour on a terminal (NO_COLOR respected) and plain text in a pipe.
+
+    No ``:emoji:`` codes: gradcli's titles and headers have none, and Rich would load its
+    emoji table (a few ms of every start) to look for them.
+    """
     stream = sys.stderr if stderr else sys.stdout
     wide = None if stream.isatty() or "COLUMNS" in os.environ else 200
-    return _Console(file=stream, width=wide, highlight=False, soft_wrap=False)
+    return _Console(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
 
 
 def result_view(result: Result, plain: bool = False) -> RenderableType:
@@ -90,6 +96,8 @@ def hessian_table(result: Result, plain: bool = False) -> Table:
 
 def derivative_view(texts: dict, latex: bool = False) -> Text:
     """One line per derivative: ``d/dx = ...``, ``d2/dx dy = ...`` (or LaTeX's partials)."""
+    from .printers import LATEX_LINE_BREAK  # here: eval's table needs no printers
+
     text = Text()
     lines: list[tuple[tuple[str, ...], Any]] = [((), texts)]
     while any(isinstance(value, dict) for _, value in lines):  # one level per order
@@ -287,13 +295,17 @@ def _mark(check: GradientCheck | None) -> Text:
 _KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "output": "bold green"}
 
 
-def graph_tree(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
+def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
                max_depth: int = 30) -> Tree:
     """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges.
 
     Below ``max_depth`` levels the guides would push the text off the screen, so deeper operands
     are left out (and counted with the other elided nodes).
     """
+    from rich.tree import Tree
+
+    from .pictures import tree_outline
+
     entries, elided = tree_outline(picture, max_nodes, max_depth)
     trees: list[Tree] = []
     for entry in entries:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import math
 import sys
 from typing import IO, Any
@@ -172,6 +171,8 @@ def run_sweep(output: Output, expr: str | None, program_file: IO[str] | None,
     except GradcliError as error:
         return output.error(error, source, name)
     if as_csv:
+        import csv  # here: a single evaluation needs no csv module
+
         csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(sweep))
     elif output.as_json:
         from ..jsonout import dumps

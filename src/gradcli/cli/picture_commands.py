@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from typing import IO, Any
 
 import click
 
 from ..errors import ExitStatus, GradcliError, UsageError, visible
-from ..limits import MAX_NODES
-from ..pictures import DEFAULT_MAX_NODES, FORMATS, prepare, render_with_graphviz, to_dot, to_mermaid
+from ..limits import MAX_DRAWN_NODES, MAX_NODES
 from ..points import as_point
 from .base import BindingCommand, cli, given_values, program_arguments, program_source
 from .output import Output
@@ -46,6 +44,7 @@ Examples:
   gradcli plot "x*W + b" --x -2:2:50 --W 3 --b 1 -o line.png
 """
 
+FORMATS = ("tree", "dot", "mermaid", "svg", "png")  # the tree is render's, the rest pictures'
 _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".mmd": "mermaid",
                    ".txt": "tree"}
 
@@ -56,12 +55,15 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
               help="tree, dot, mermaid, svg or png (default: see above).")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
               help="Write to FILE instead of stdout.")
-@click.option("--max-nodes", type=click.IntRange(min=0), default=DEFAULT_MAX_NODES,
+@click.option("--max-nodes", type=click.IntRange(min=0), default=MAX_DRAWN_NODES,
               show_default=True, help="Draw at most N nodes, nearest the output (0: all).")
 @click.pass_context
 def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                   program_file: IO[str] | None, picture_format: str | None,
                   output_path: str | None, max_nodes: int) -> None:
+    # here, not at the top: every gradcli start (eval too) imports this module
+    from ..pictures import prepare, render_with_graphviz, to_dot, to_mermaid
+
     source = ""
     try:
         values = as_point(given_values(ctx, assignments))
@@ -138,6 +140,8 @@ def _write_bytes(data: bytes, output_path: str | None) -> None:
 def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                  program_file: IO[str] | None, output_path: str | None, width: int | None,
                  height: int) -> None:
+    import shutil  # here, as plot: every gradcli start imports this module
+
     from ..plot import sample, save_plot, terminal_plot
 
     source = ""
