@@ -63,29 +63,29 @@ class Result:
     def node_rows(self, only: Iterable[int] | None = None) -> list[NodeRow]:
         """Every node in topological order with its label, value and gradient (or just the
         nodes with the ids in ``only``: a table that shows 400 rows need not build 10^6)."""
+        return [NodeRow(**record) for record in self.node_records(only)]
+
+    def node_records(self, only: Iterable[int] | None = None) -> Iterator[dict[str, Any]]:
+        """The rows of ``node_rows`` as dicts, one at a time: what ``--json`` writes, a chunk
+        at a time, so that a 10^6-node record never exists whole."""
         nodes = self.program.nodes
         texts = expression_texts(nodes)
-        ids = range(len(nodes)) if only is None else only
         values = self.node_values or [node.value for node in nodes]
         grads = self.node_grads or [node.grad for node in nodes]
-        rows = [
-            NodeRow(
-                i,
-                node.op.name,
-                node.name or texts[i],
-                values[i],
-                grads[i] if node.needs_grad else None,
-                [source.index for source in node.inputs],
-            )
-            for i in ids
-            for node in (nodes[i],)
-        ]
         checks = self.check.nodes if self.check is not None else {}
-        for row in rows if checks else ():
-            check = checks.get(row.id)
-            if check is not None:
-                row.numeric_grad, row.ok = check.numeric, check.ok
-        return rows
+        for i in range(len(nodes)) if only is None else only:
+            node = nodes[i]
+            check = checks.get(i) if checks else None
+            yield {
+                "id": i,
+                "op": node.op.name,
+                "label": node.name or texts[i],
+                "value": values[i],
+                "grad": grads[i] if node.needs_grad else None,
+                "inputs": [source.index for source in node.inputs],
+                "numeric_grad": None if check is None else check.numeric,
+                "ok": None if check is None else check.ok,
+            }
 
 
 def evaluate(

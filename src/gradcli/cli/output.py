@@ -26,9 +26,10 @@ class Output:
         except GradcliError as error:
             return self.error(error, source, name)
         if self.as_json:
-            from ..jsonout import dumps, result_record
+            from ..jsonout import json_pieces, result_record
 
-            click.echo(dumps(result_record(result, source)))
+            sys.stdout.writelines(json_pieces(result_record(result, source)))
+            sys.stdout.write("\n")
         else:
             from ..render import make_console, result_view
 
