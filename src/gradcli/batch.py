@@ -64,6 +64,19 @@ def json_lines(
 
     ``jobs`` worker processes (default: ``$GRADCLI_JOBS`` or the CPUs this process may use).
     """
+    for records in json_runs(lines, values, options, jobs):
+        yield from records
+
+
+def json_runs(
+    lines: Iterable[str],
+    values: Mapping[str, float] | None = None,
+    options: Mapping[str, Any] | None = None,
+    jobs: int | None = None,
+) -> Iterator[list[JsonLine]]:
+    """``json_lines`` in runs of records that are ready together (one record per run while
+    evaluating in this process, a worker's whole chunk after that): a writer that writes and
+    flushes a run at once makes one system call per chunk instead of one per line."""
     values, options = dict(values or {}), dict(options or {})
     numbered = enumerate(lines, start=1)
     yield from _serial(islice(numbered, SERIAL_LINES), values, options)
@@ -83,16 +96,18 @@ def default_jobs() -> int:
     return len(affinity(0)) if affinity else (os.cpu_count() or 1)
 
 
-def _serial(numbered: Iterable[tuple[int, str]], values: dict, options: dict) -> Iterator[JsonLine]:
+def _serial(
+    numbered: Iterable[tuple[int, str]], values: dict, options: dict
+) -> Iterator[list[JsonLine]]:
     for number, raw in numbered:
         outcome = evaluate_line(number, raw, values, **options)
         if outcome is not None:
-            yield json_line(outcome)
+            yield [json_line(outcome)]
 
 
 def _work(chunk: list[tuple[int, str]], values: dict, options: dict) -> list[JsonLine]:
     """A worker's task: the records of a chunk of lines."""
-    return list(_serial(chunk, values, options))
+    return [record for records in _serial(chunk, values, options) for record in records]
 
 
 def _ignore_interrupts() -> None:
@@ -102,7 +117,7 @@ def _ignore_interrupts() -> None:
 
 def _parallel(
     numbered: Iterator[tuple[int, str]], values: dict, options: dict, jobs: int
-) -> Iterator[JsonLine]:
+) -> Iterator[list[JsonLine]]:
     limit = jobs * IN_FLIGHT
     # Fork before the reader thread exists: a child must not inherit a thread mid-read.
     with multiprocessing.get_context("fork").Pool(jobs, initializer=_ignore_interrupts) as pool:
@@ -110,19 +125,19 @@ def _parallel(
         pending: deque = deque()
         while True:
             while pending and pending[0].ready():  # finished, and all before it written
-                yield from pending.popleft().get()
+                yield pending.popleft().get()
             if len(pending) >= limit:
-                yield from pending.popleft().get()
+                yield pending.popleft().get()
                 continue
             chunk = feed.take(CHUNK, wait=INPUT_PAUSE if pending else None)
             if chunk is None:  # no input for a while: write what is done before waiting more
-                yield from pending.popleft().get()
+                yield pending.popleft().get()
                 continue
             if not chunk:
                 break
             pending.append(pool.apply_async(_work, (chunk, values, options)))
         while pending:
-            yield from pending.popleft().get()
+            yield pending.popleft().get()
         if feed.failure is not None:
             raise feed.failure
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import click
@@ -54,14 +54,16 @@ class Output:
         status = ExitStatus.OK
         _collect_rarely()
         if self.as_json:  # records made on every core (batch.py), written here in input order
-            from ..batch import json_lines
+            from ..batch import json_runs
 
-            for record in with_progress(json_lines(lines, values, options), None, "programs"):
-                sys.stdout.write(record.text + "\n")
+            runs = json_runs(lines, values, options)
+            for records in with_progress(runs, None, "programs", size=len):
+                sys.stdout.write("".join([record.text + "\n" for record in records]))
                 sys.stdout.flush()
-                if record.error is not None:
-                    click.echo(f"gradcli: line {record.line}: {record.error}", err=True)
-                status = max(status, record.status)
+                for record in records:
+                    if record.error is not None:
+                        click.echo(f"gradcli: line {record.line}: {record.error}", err=True)
+                    status = max(status, record.status)
             return status
         emit = self._human_line()
         for outcome in with_progress(evaluate_lines(lines, values, **options), None, "programs"):
@@ -93,9 +95,10 @@ def _collect_rarely() -> None:
 
 
 def with_progress(items: Iterator[Any], total: int | None, what: str,
-                  quiet: bool = False) -> Iterator[Any]:
+                  quiet: bool = False, size: Callable[[Any], int] | None = None) -> Iterator[Any]:
     """Yield ``items``, showing a transient progress line on stderr while they come -- only when
-    stderr is a terminal that the output itself does not already fill (stdout elsewhere)."""
+    stderr is a terminal that the output itself does not already fill (stdout elsewhere).
+    ``size(item)`` is how many of ``what`` an item stands for (default 1)."""
     if quiet or not sys.stderr.isatty() or (total is None and sys.stdout.isatty()):
         yield from items
         return
@@ -110,5 +113,5 @@ def with_progress(items: Iterator[Any], total: int | None, what: str,
                   redirect_stdout=False) as progress:
         task = progress.add_task(what, total=total)
         for item in items:
-            progress.advance(task)
+            progress.advance(task, 1 if size is None else size(item))
             yield item
