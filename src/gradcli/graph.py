@@ -264,19 +264,25 @@ def backward(nodes: list[Node]) -> None:
     nodes[-1].grad = 1.0
     isfinite = math.isfinite
     for node in reversed(nodes):
-        if not node.inputs or not node.needs_grad:
+        inputs = node.inputs
+        if not inputs or not node.needs_grad:
             continue
-        args = [source.value for source in node.inputs]
-        rules = node.op.rules
-        for position, source in enumerate(node.inputs):
+        if len(inputs) == 2:  # as in forward: no comprehension for the common case
+            args = [inputs[0].value, inputs[1].value]
+        else:
+            args = [source.value for source in inputs]
+        rules, grad, out = node.op.rules, node.grad, node.value
+        position = -1
+        for source in inputs:
+            position += 1
             if source.needs_grad:
                 try:  # local_derivative inlined in the common case (it raises the error)
-                    partial = rules[position](*args, node.value)
+                    partial = rules[position](*args, out)
                 except (ValueError, ZeroDivisionError, OverflowError):
                     partial = math.inf
                 if not isfinite(partial):
                     partial = local_derivative(node, args, position)
-                source.grad += node.grad * partial
+                source.grad += grad * partial
                 if not isfinite(source.grad):
                     raise numeric_error(node, args, "the gradient overflows")
 
