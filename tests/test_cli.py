@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -46,6 +47,26 @@ def test_json_matches_the_documented_shape():
     assert record["check"]["ok"] is True
     assert set(record["check"]["gradients"]["x"]) >= {"numeric", "abs_error", "ok"}
     assert record["check"]["max_abs_error"] < 1e-9
+
+
+def test_a_record_written_in_pieces_is_the_record(monkeypatch):
+    """Nodes are written a few at a time (jsonout.NODES_PER_PIECE): the text is still one JSON
+    object whose nodes are the rows of node_rows, in order, with the keys in order too."""
+    import gradcli
+    from gradcli import jsonout
+
+    result = gradcli.evaluate("u = x*W; z = u + b; err = z - t; err*err",
+                              {"x": 2, "W": 3, "b": 1, "t": 8})
+    whole = json.loads(jsonout.dumps(jsonout.result_record(result, "s", 7)))
+    monkeypatch.setattr(jsonout, "NODES_PER_PIECE", 2)
+    pieces = list(jsonout.json_pieces(jsonout.result_record(result, "s", 7)))
+    assert len(pieces) == 2 + -(-len(result.program.nodes) // 2)
+    record = json.loads("".join(pieces))
+    assert record == whole and list(record) == list(whole)
+    assert list(record)[:6] == ["line", "expression", "point", "value", "gradients", "nodes"]
+    assert record["nodes"] == [dataclasses.asdict(row) for row in result.node_rows()]
+    assert [n["numeric_grad"] is not None for n in record["nodes"]] == [
+        n.needs_grad for n in result.program.nodes]
 
 
 def test_the_seed_program_with_statements():
