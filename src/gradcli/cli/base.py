@@ -175,8 +175,8 @@ def stdin_lines(max_bytes: int) -> Iterator[str]:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the CLI and maps every way out to a documented exit status."""
-    _stdout_with_whole_writes()
     try:
+        _stdout_with_whole_writes()
         status = cli.main(args=argv, prog_name="gradcli", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt, UserInterruptError):
         status = _interrupted()
