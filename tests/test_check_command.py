@@ -250,3 +250,38 @@ def test_annotation_escaping_follows_github_rules():
     assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
     assert annotation("dir/f,1.toml", 3, "t: x", "m: 1, 2%") == (
         "::error file=dir/f%2C1.toml,line=3,title=t%3A x::m: 1, 2%25")
+
+
+CHECK_DOCUMENT_KEYS = {"ok", "status", "checks", "errors"}
+ERROR_ENTRY_KEYS = {"kind", "file", "line", "key", "message", "hint"}
+
+
+def test_json_when_k_matches_nothing_is_a_check_document_with_status_2(broken):
+    result = check(broken, "--json", "-k", "no such check")
+    assert result.exit_code == 2
+    document = json.loads(result.stdout)  # one document, shaped as every check --json output
+    assert set(document) == CHECK_DOCUMENT_KEYS
+    assert (document["ok"], document["status"], document["checks"]) == (False, 2, [])
+    (error,) = document["errors"]
+    assert set(error) == ERROR_ENTRY_KEYS
+    assert (error["kind"], error["file"], error["message"]) == (
+        "usage", None, "no check matches -k no such check")
+    assert error["hint"] == "the checks: good, wrong derivative, log, x: 100%"
+    assert result.stderr.splitlines() == [f"gradcli: usage error: {error['message']} "
+                                          f"(hint: {error['hint']})"]
+
+
+def test_json_when_the_junit_path_is_unwritable_is_a_check_document(broken, tmp_path):
+    result = check(broken, "--json", "--junit", str(tmp_path / "no" / "dir.xml"))
+    document = json.loads(result.stdout)
+    assert result.exit_code == 2 and set(document) == CHECK_DOCUMENT_KEYS
+    (error,) = document["errors"]
+    assert error["kind"] == "usage" and error["message"].startswith("cannot write ")
+
+
+def test_errors_of_bad_files_name_their_kind(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[check]]\nname = 3\n")
+    (error,) = json.loads(check(str(bad), "--json").stdout)["errors"]
+    assert set(error) == ERROR_ENTRY_KEYS and error["kind"] == "check-file"
+    assert (error["file"], error["line"], error["key"]) == (str(bad), 2, "check.name")

@@ -34,7 +34,8 @@ def test_diff_json_order_two_is_the_hessian():
     result = invoke("diff", "x*y + sin(x)", "--order", "2", "--json")
     record = json.loads(result.stdout)
     assert record == {"expression": "x*y + sin(x)", "order": 2, "derivatives": {
-        "x": {"x": "-sin(x)", "y": "1"}, "y": {"x": "1", "y": "0"}}}
+        "x": {"x": "-sin(x)", "y": "1"}, "y": {"x": "1", "y": "0"}},
+        "values": {}, "kept_defaults": {}}
 
 
 def test_diff_order_one_json_and_expressions_starting_with_minus():
@@ -118,3 +119,52 @@ def test_substituted_values_outside_a_domain_are_numeric_errors_as_in_eval():
     # the numeric path rejects this point as well: d/dy of x**y needs log(x)
     assert invoke("eval", "x**y*z", "--x", "-2", "--y", "3").exit_code == 3
     assert invoke("eval", "x**y*z", "--x", "-2", "--y", "3", "--z", "1").exit_code == 3
+
+
+# --- the program's own values (x = 2) in diff --------------------------------------------------
+
+DEFAULTS_PROGRAM = "a = 1.5; b = 0.5; sin(a*x) + b*x**2"
+
+
+def test_diff_keeps_the_programs_own_values_as_symbols_and_says_so():
+    from gradcli.derive import differentiate
+
+    derivatives = differentiate("x = 2; x**2")
+    assert derivatives.texts() == {"x": "2*x"}  # the formula, not its value at the default
+    assert (derivatives.kept_defaults, derivatives.used_defaults) == ({"x": 2.0}, {})
+    result = invoke("diff", "x = 2; x**2")
+    assert (result.exit_code, result.stdout) == (0, "d/dx = 2*x\n")
+    assert result.stderr == "note: the program's own x = 2 stays a symbol; --defaults " \
+        "substitutes it\n"
+
+
+def test_diff_defaults_substitutes_them_after_differentiating_against_sympy():
+    sympy = pytest.importorskip("sympy")
+    a, b, x = sympy.symbols("a b x")
+    expected = sympy.diff(sympy.sin(a * x) + b * x**2, x).subs({a: 1.5, b: 0.5})
+    result = invoke("diff", DEFAULTS_PROGRAM, "--defaults")
+    assert result.exit_code == 0
+    assert result.stderr == "note: substituted the program's own a = 1.5, b = 0.5\n"
+    (line,) = result.stdout.splitlines()  # a and b have values now: --wrt is x alone
+    name, text = line.split(" = ", 1)
+    assert name == "d/dx" and "a" not in text and "b" not in text
+    for point in (-1.3, 0.0, 0.7, 2.5):
+        assert evaluated(text, x=point) == pytest.approx(float(expected.subs(x, point)),
+                                                         rel=1e-12, abs=1e-12)
+
+
+def test_given_values_override_the_programs_own_with_or_without_defaults():
+    for flags in ([], ["--defaults"]):
+        result = invoke("diff", "x = 2; x*y", "--x", "5", *flags, "--json")
+        record = json.loads(result.stdout)
+        assert record["derivatives"] == {"y": "5"} and record["values"] == {"x": 5.0}
+        assert record["kept_defaults"] == {} and result.stderr == ""
+
+
+def test_diff_json_names_kept_and_substituted_defaults():
+    kept = json.loads(invoke("diff", "x = 2; x*y", "--json").stdout)
+    assert (kept["derivatives"], kept["values"], kept["kept_defaults"]) == (
+        {"x": "y", "y": "x"}, {}, {"x": 2.0})
+    used = json.loads(invoke("diff", "x = 2; x*y", "--json", "--defaults").stdout)
+    assert (used["derivatives"], used["values"], used["kept_defaults"]) == (
+        {"y": "2"}, {"x": 2.0}, {})

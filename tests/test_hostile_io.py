@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -166,7 +167,45 @@ def _interrupt_after_first_record(args: list[str], stdin: bytes) -> tuple[int, s
 def test_ctrl_c_mid_batch_is_status_130_and_one_line(args, stdin):
     status, stderr = _interrupt_after_first_record(args, stdin)
     assert status == 130
-    assert stderr.strip() == "gradcli: interrupted", stderr
+    assert stderr == "gradcli: interrupted\n", repr(stderr)  # no blank line from click
+
+
+# A child whose import of one module blocks (after touching a marker file) until it is
+# interrupted, then runs `python -m gradcli eval ...`: SIGINT arrives while gradcli starts up.
+SLOW_START = """
+import os, runpy, sys, time
+slow, marker = sys.argv[1], sys.argv[2]
+
+class SlowImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == slow:
+            open(marker, "w").close()
+            time.sleep(60)
+        return None
+
+sys.meta_path.insert(0, SlowImport())
+sys.argv = ["gradcli", "eval", "x*2", "--x", "1"]
+runpy.run_module("gradcli", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("slow", ["click", "gradcli.api", "gradcli.parser", "rich"])
+def test_ctrl_c_during_start_up_is_status_130_and_one_line(slow, tmp_path):
+    marker = tmp_path / "importing"
+    child = subprocess.Popen([sys.executable, "-c", SLOW_START, slow, str(marker)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker.exists(), f"{slow} was never imported"
+        child.send_signal(signal.SIGINT)
+        status = child.wait(timeout=30)
+        assert (status, child.stderr.read().decode(), child.stdout.read()) == (
+            130, "gradcli: interrupted\n", b"")
+    finally:
+        child.kill()
+        child.wait()
 
 
 def _peak_kib(lines: int, tmp_path) -> tuple[int, list[bytes]]:

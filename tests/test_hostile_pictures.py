@@ -36,8 +36,8 @@ def test_dot_of_hostile_labels_parses_and_keeps_one_statement_per_line(values):
     assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f]", dot)  # no control character but \n
     (graph,) = pydot.graph_from_dot_data(dot)
     assert len(graph.get_nodes()) >= 4  # the three nodes (and the defaults), none swallowed
-    for line in dot.splitlines()[4:-1]:  # every node or edge statement on its own line
-        assert re.fullmatch(r'  (n\d+|elided)( -> n\d+)? ?(\[.*\])?;', line), line
+    for line in dot.splitlines()[4:-1]:  # every statement on its own line
+        assert re.fullmatch(r'  (n\d+|elided|graph)( -> n\d+)? ?(\[.*\])?;', line), line
     labels = [node.get_label() for node in graph.get_nodes() if node.get_label()]
     assert any(label.startswith('"q\\"b\\\\s{}|<>[]#`&;:,\\n') for label in labels), labels
 

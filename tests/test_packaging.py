@@ -116,3 +116,22 @@ def test_no_eval_exec_or_pickle_anywhere_in_the_package():
         for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
             code = line.split("#", 1)[0]
             assert not forbidden.search(code), f"{path.name}:{number}: {line.strip()}"
+
+
+def test_import_gradcli_loads_nothing_heavy_until_a_name_is_used():
+    """The CLI's Ctrl-C guard starts after `import gradcli`: that import must stay cheap."""
+    modules = _imports_after("import gradcli")
+    assert not {"gradcli.api", "gradcli.graph", "gradcli.parser", "gradcli.ops"} & modules
+    import gradcli
+
+    for name in gradcli.__all__:
+        assert getattr(gradcli, name) is not None, name
+    assert gradcli.parse is gradcli.parser.parse and gradcli.Program is gradcli.graph.Program
+    with pytest.raises(AttributeError):
+        gradcli.no_such_name  # noqa: B018
+
+
+def test_importing_the_cli_leaves_the_ctrl_c_handler_as_it_was():
+    modules = _imports_after("import signal, gradcli.cli\n"
+                             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler")
+    assert "gradcli.cli.startup" in modules

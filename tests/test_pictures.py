@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 import re
 import shutil
 import subprocess
@@ -125,12 +126,47 @@ def test_seed_mermaid_text():
 
 
 def test_structure_only_without_values():
-    picture = prepare(SEED, {"x": 2.0})
-    assert not picture.evaluated and picture.missing == ["W", "b", "t"]
+    picture = prepare(SEED, {})
+    assert not picture.evaluated and picture.missing == ["x", "W", "b", "t"]
     nodes, edges = parse_dot(to_dot(picture))
+    assert nodes.pop("graph") == [picture.note]  # the caption
     assert all(len(lines) == 2 for lines in nodes.values())  # label and op, no values
     assert all("style" not in attrs for _, _, attrs in edges)  # no gradients flow
-    assert "value" not in to_mermaid(picture)
+    assert "value" not in to_mermaid(picture).replace("no values", "")
+    assert picture.note == "structure only: no values for x, W, b, t"
+
+
+def test_some_values_given_show_what_they_decide_and_name_the_missing():
+    # x = 2, W = 3 given: u = x*W = 6 is known; z = u + b, err and the output need b and t.
+    picture = prepare(SEED, {"x": 2.0, "W": 3.0})
+    assert not picture.evaluated and picture.missing == ["b", "t"]
+    nodes, edges = parse_dot(to_dot(picture))
+    assert nodes["n0"] == ["x", "var", "value 2"] and nodes["n1"] == ["W", "var", "value 3"]
+    assert nodes["n2"] == ["u", "mul", "value 6"]
+    assert nodes["n3"] == ["b", "var"] and nodes["n7"] == ["err*err", "mul"]
+    assert all("style" not in attrs for _, _, attrs in edges)  # no gradients without b and t
+    note = "no values for b, t: values where the given ones decide them, no gradients"
+    assert picture.note == note and f'  graph [label="{note}", labelloc=b];' in to_dot(picture)
+    assert '  n2["u<br>mul<br>value 6"]:::intermediate' in to_mermaid(picture).splitlines()
+    assert to_mermaid(picture).endswith(f'  %% "{note}"\n')
+    out = render_tree(picture)
+    assert "#2 u  mul  value 6" in out and "grad " not in out and note in out
+
+
+def test_the_programs_own_values_count_when_others_are_missing():
+    out = render_tree(prepare("x = 2; a = exp(x); a*y", {}))
+    assert f"#1 a  exp  value {math.exp(2)!r}" in out  # the default x = 2 decides a
+    assert "#3 a*y  mul\n" in out and "no values for y" in out
+
+
+def test_a_numeric_error_where_the_given_values_decide_is_raised():
+    with pytest.raises(gradcli.NumericError, match="log"):
+        prepare("log(x)*y", {"x": 0.0})
+
+
+def test_graph_command_keeps_the_given_values():
+    result = CliRunner().invoke(cli, ["graph", SEED, "--x", "2", "--W", "3", "--format", "dot"])
+    assert result.exit_code == 0 and 'n2 [label="u\\nmul\\nvalue 6"' in result.stdout
 
 
 def render_tree(picture, max_nodes: int = 300) -> str:

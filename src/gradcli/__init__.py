@@ -17,8 +17,12 @@ Derivatives as expressions (loaded on first use, so plain evaluation starts as f
     gradcli.evaluate("x*y", {"x": 3}, strict=False).symbolic.value   # '3*y'
 """
 
-from .api import LineOutcome, NodeRow, Result, evaluate, evaluate_lines
-from .check import CheckReport, GradientCheck
+from __future__ import annotations
+
+from importlib import import_module
+from importlib.util import find_spec
+from typing import TYPE_CHECKING
+
 from .errors import (
     ExitStatus,
     GradcliError,
@@ -27,8 +31,13 @@ from .errors import (
     ParseError,
     UsageError,
 )
-from .graph import Node, Program
-from .parser import parse
+
+if TYPE_CHECKING:
+    from .api import LineOutcome, NodeRow, Result, evaluate, evaluate_lines
+    from .check import CheckReport, GradientCheck
+    from .derive import differentiate
+    from .graph import Node, Program
+    from .parser import parse
 
 __version__ = "0.1.0"
 
@@ -53,12 +62,29 @@ __all__ = [
     "parse",
 ]
 
-_SYMBOLIC = {"differentiate", "Derivatives", "HessianResult", "SymbolicResult"}
+# PEP 562: everything else loads on first use, so ``import gradcli`` is almost free. The CLI
+# needs that: its Ctrl-C guard (cli/startup.py) can only be set up once this package is imported,
+# and a Ctrl-C while the parser and the graph core load must not print a traceback.
+_LAZY = {
+    **dict.fromkeys(("LineOutcome", "NodeRow", "Result", "evaluate", "evaluate_lines"), "api"),
+    **dict.fromkeys(("CheckReport", "GradientCheck"), "check"),
+    **dict.fromkeys(("Derivatives", "HessianResult", "SymbolicResult", "differentiate"),
+                    "derive"),
+    **dict.fromkeys(("Node", "Program"), "graph"),
+    "parse": "parser",
+}
 
 
-def __getattr__(name: str) -> object:  # PEP 562: the symbolic side loads on first use
-    if name in _SYMBOLIC:
-        from . import derive
-
-        return getattr(derive, name)
+def __getattr__(name: str) -> object:
+    """An API name from its module, or a submodule (``gradcli.api``), imported on first use."""
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_") and find_spec(f"{__name__}.{name}") is not None:
+        return import_module(f".{name}", __name__)
     raise AttributeError(f"module 'gradcli' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -13,13 +13,13 @@ from __future__ import annotations
 import fnmatch
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .check import tolerance
 from .checkfile import CheckSpec, Expected
-from .errors import ExitStatus
+from .errors import ExitStatus, GradcliError, UsageError
 from .graph import format_number
 from .ops import numpy
 from .sweep import Sweep, evaluate_sweep, sweep_columns
@@ -95,6 +95,14 @@ def select(specs: Iterable[CheckSpec], pattern: str | None) -> list[CheckSpec]:
     """Checks whose name contains ``pattern`` or matches it as a glob (``mse*``); all if None."""
     return [spec for spec in specs if pattern is None or pattern in spec.name
             or fnmatch.fnmatchcase(spec.name, pattern)]
+
+
+def no_match_error(pattern: str, specs: Sequence[CheckSpec]) -> UsageError:
+    """``-k PATTERN`` selected nothing: the error names a few of the checks there are."""
+    names = [spec.name for spec in specs]
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return UsageError(f"no check matches -k {pattern}",
+                      hint=f"the checks: {shown}" if names else "the files hold no checks")
 
 
 def run_checks(specs: Iterable[CheckSpec], fail_fast: bool = False) -> Iterator[CheckOutcome]:
@@ -213,6 +221,27 @@ def outcome_record(outcome: CheckOutcome) -> dict[str, Any]:
             for f in outcome.findings
         ],
     }
+
+
+def report_status(outcomes: Sequence[CheckOutcome],
+                  errors: Sequence[GradcliError] = ()) -> ExitStatus:
+    """The run's exit status: 2 if a file or the usage is bad, else the worst check's."""
+    if errors:
+        return ExitStatus.USAGE
+    return max((outcome.status for outcome in outcomes), default=ExitStatus.OK)
+
+
+def report_record(outcomes: Sequence[CheckOutcome],
+                  errors: Sequence[GradcliError] = ()) -> dict[str, Any]:
+    """The whole run as one JSON-ready document, ``gradcli check --json``: ``ok``, ``status``,
+    ``checks`` and ``errors`` -- a bad check file (with its file, line and key) or a usage
+    error such as a ``-k`` that matches nothing (file, line and key null)."""
+    status = report_status(outcomes, errors)
+    return {"ok": status == ExitStatus.OK, "status": int(status),
+            "checks": [outcome_record(outcome) for outcome in outcomes],
+            "errors": [{"kind": error.kind, "file": getattr(error, "file", None),
+                        "line": error.line, "key": getattr(error, "key", None),
+                        "message": error.message, "hint": error.hint} for error in errors]}
 
 
 def _finite(value: float | None) -> float | None:

@@ -34,6 +34,8 @@ class Derivatives:
     tree: dict[str, Any]  # var -> node (order 1), var -> var -> node (order 2), ...
     first: dict[str, SymNode]  # the first derivatives, whatever the order
     values: dict[str, float]  # the variables substituted by numbers
+    kept_defaults: dict[str, float]  # the program's own ``x = 2`` values left as symbols
+    used_defaults: dict[str, float]  # the program's own values substituted (``defaults=True``)
 
     def texts(self, fmt: str = "text") -> dict[str, Any]:
         """The same nesting with every node printed in ``fmt`` (text or latex)."""
@@ -59,12 +61,21 @@ def differentiate(
     wrt: Sequence[str] | None = None,
     order: int = 1,
     values: Mapping[str, float] | None = None,
+    defaults: bool = False,
 ) -> Derivatives:
     """Symbolic derivatives of ``program`` up to ``order`` with respect to ``wrt`` (default: every
-    variable not given a value); ``values`` are substituted after differentiating."""
+    variable not given a value); ``values`` are substituted after differentiating.
+
+    A derivative is a formula, so the program's own values (``x = 2; x**2``) stay symbols
+    (``2*x``, listed in ``kept_defaults``) unless ``defaults`` asks to substitute them as well;
+    ``values`` override them either way. (``evaluate`` always uses them: it wants numbers.)
+    """
     if isinstance(program, str):
         program = parse(program)
-    values = dict(values or {})
+    own = {name: program.defaults[name] for name in program.variables
+           if name in program.defaults}
+    given = dict(values or {})
+    values = {**(own if defaults else {}), **given}
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {order}")
     unbound = [n for n in program.variables if n not in values]
@@ -92,7 +103,10 @@ def differentiate(
     substituted = substitute(nodes, values)
     return Derivatives(program, order, names, substituted[0],
                        _nest(dict(zip(keys, substituted[1:1 + len(keys)], strict=True))),
-                       dict(zip(names, substituted[1 + len(keys):], strict=True)), values)
+                       dict(zip(names, substituted[1 + len(keys):], strict=True)), values,
+                       {name: value for name, value in own.items() if name not in values},
+                       {name: value for name, value in own.items()
+                        if defaults and name not in given})
 
 
 def _nest(flat: dict[tuple[str, ...], SymNode]) -> dict[str, Any]:

@@ -83,10 +83,13 @@ def _gradient_check(check: GradientCheck) -> dict[str, Any]:
 
 
 def diff_record(source: str, order: int, derivatives: dict[str, Any],
-                python: str | None = None) -> dict[str, Any]:
-    """``{"expression", "order", "derivatives"}`` (nested one level per order), and the
-    ``"python"`` source with ``--format python``."""
-    record: dict[str, Any] = {"expression": source, "order": order, "derivatives": derivatives}
+                python: str | None = None, values: dict[str, float] | None = None,
+                kept_defaults: dict[str, float] | None = None) -> dict[str, Any]:
+    """``{"expression", "order", "derivatives", "values", "kept_defaults"}`` (derivatives nested
+    one level per order; ``values`` substituted, ``kept_defaults`` the program's own values left
+    as symbols), and the ``"python"`` source with ``--format python``."""
+    record: dict[str, Any] = {"expression": source, "order": order, "derivatives": derivatives,
+                              "values": values or {}, "kept_defaults": kept_defaults or {}}
     if python is not None:
         record["python"] = python
     return record

@@ -4,9 +4,10 @@ The style follows the teaching diagrams gradcli comes from: each node shows its 
 value (and gradient); solid edges run forward from an operand to its user; dashed edges run
 backward, labelled with the gradient that flows along THAT use -- the user's gradient times the
 op table's local partial for that operand position -- so ``err*err`` draws two edges of -1 that
-sum to err's gradient of -2. A program whose variables are not all given is drawn as structure
-only (no values). Nothing here imports rich: ``render.graph_tree`` turns the outline into a
-Rich tree.
+sum to err's gradient of -2. A program whose variables are not all given is drawn without
+gradients, with the values that the given ones (and the program's own ``x = 2``) determine; the
+picture says which variables have none. Nothing here imports rich: ``render.graph_tree`` turns
+the outline into a Rich tree.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .api import evaluate
-from .errors import UsageError
-from .graph import Node, Program, expression_texts, format_number, local_derivative
+from .errors import UsageError, visible
+from .graph import Node, Program, compute, expression_texts, format_number, local_derivative
 from .limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
 from .ops import CONST, VAR
 from .parser import parse
@@ -38,11 +39,13 @@ _STYLES = {
 
 @dataclass
 class GraphPicture:
-    """A program ready to draw: evaluated when every variable has a value, else structure only."""
+    """A program ready to draw: evaluated when every variable has a value; else the values the
+    given variables determine (``known``, by node index), and no gradients."""
 
     program: Program
     evaluated: bool
-    missing: list[str] = field(default_factory=list)  # variables with no value (structure only)
+    missing: list[str] = field(default_factory=list)  # variables with no value
+    known: dict[int, float] = field(default_factory=dict)  # when not evaluated
 
     @property
     def nodes(self) -> list[Node]:
@@ -58,12 +61,30 @@ class GraphPicture:
             return "output"
         return {VAR: "input", CONST: "const"}.get(node.op, "intermediate")
 
+    def value_of(self, node: Node) -> float | None:
+        """The node's value, or None when it depends on a variable without one."""
+        return node.value if self.evaluated else self.known.get(node.index)
+
     def facts(self, node: Node) -> str:
-        """``value 2 · grad -6``, or ``""`` for structure only."""
-        if not self.evaluated:
-            return format_number(node.value) if node.op is CONST else ""
-        text = f"value {format_number(node.value)}"
-        return text + (f" · grad {format_number(node.grad)}" if node.needs_grad else "")
+        """``value 2 · grad -6``; without every value, ``value 2`` or ``""``."""
+        if node.op is CONST and not self.evaluated:
+            return format_number(node.value)
+        value = self.value_of(node)
+        if value is None:
+            return ""
+        text = f"value {format_number(value)}"
+        return text + (f" · grad {format_number(node.grad)}"
+                       if self.evaluated and node.needs_grad else "")
+
+    @property
+    def note(self) -> str | None:
+        """What the picture lacks, in one line (None when evaluated)."""
+        if not self.missing:
+            return None
+        names = ", ".join(visible(name) for name in self.missing)
+        given = any(self.program.nodes[i].op is not CONST for i in self.known)
+        return (f"no values for {names}: values where the given ones decide them, no gradients"
+                if given else f"structure only: no values for {names}")
 
     def flow(self, user: Node, position: int) -> float | None:
         """The gradient flowing back from ``user`` into its operand at ``position`` (None: none)."""
@@ -80,17 +101,35 @@ class GraphPicture:
 def prepare(program: str | Program, values: Mapping[str, float] | None = None) -> GraphPicture:
     """Parse and, when every variable has a value, evaluate ``program`` for drawing.
 
-    Missing values are not an error here: the picture shows the structure alone. A numeric error
-    at the given point is raised (``NumericError``), as ``evaluate`` does.
+    Missing values are not an error here: the picture shows the values that the given ones
+    decide, and no gradients. A numeric error at the given point is raised (``NumericError``),
+    as ``evaluate`` does.
     """
     if isinstance(program, str):
         program = parse(program)
     missing = program.unbound(values or {})
     if missing:
         validate_values(values or {})
-        return GraphPicture(program, evaluated=False, missing=missing)
+        return GraphPicture(program, evaluated=False, missing=missing,
+                            known=known_values(program, values or {}))
     evaluate(program, values, check=False)
     return GraphPicture(program, evaluated=True)
+
+
+def known_values(program: Program, values: Mapping[str, float]) -> dict[int, float]:
+    """Node index -> value for every node whose variables all have a value (given, else the
+    program's default), in one pass in topological order."""
+    point = {**program.defaults, **values}
+    known: dict[int, float] = {}
+    for node in program.nodes:
+        if node.op is CONST:
+            known[node.index] = node.value
+        elif node.op is VAR:
+            if node.name in point:
+                known[node.index] = float(point[node.name])
+        elif all(source.index in known for source in node.inputs):
+            known[node.index] = compute(node, [known[source.index] for source in node.inputs])
+    return known
 
 
 def nearest_nodes(program: Program, max_nodes: int) -> tuple[list[Node], int]:
@@ -217,6 +256,8 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
     lines += [f'  {start} -> {end} [style=dashed, color="#b91c1c", fontcolor="#b91c1c", '
               f"constraint=false, label={dot_string(format_number(flow))}];"
               for start, end, flow in sketch.backward]
+    if picture.note is not None:
+        lines.append(f"  graph [label={dot_string(picture.note)}, labelloc=b];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -254,6 +295,8 @@ def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str
               for start, end, flow in sketch.backward]
     for kind, (_, fill, colour, _) in _STYLES.items():
         lines.append(f"  classDef {kind} fill:{fill},stroke:{colour}")
+    if picture.note is not None:  # a comment: Mermaid has no caption for a flowchart
+        lines.append(f"  %% {mermaid_string(picture.note)}")
     return "\n".join(lines) + "\n"
 
 

@@ -316,9 +316,8 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
             tree = trees[entry.parent].add(line)
         trees.append(tree)
     root = trees[0]
-    if picture.missing:
-        root.add(Text(f"structure only: no values for {', '.join(picture.missing)}",
-                      style="yellow"))
+    if picture.note is not None:
+        root.add(Text(picture.note, style="yellow"))
     if elided:
         root.add(Text(f"… {elided:,} more nodes not shown (raise --max-nodes, 0 for all; the tree "
                       f"goes {max_depth} levels deep, --format dot draws every level)",
@@ -339,9 +338,10 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry) -> Text:
         text.append(visible(picture.label(node)), style=_KIND_STYLES[kind])
         if node.op is not CONST:
             text.append(f"  {node.op.name}", style="dim")
-        if picture.evaluated and node.op is not CONST:
-            text.append(f"  value {format_number(node.value)}", style="cyan")
-            if node.needs_grad:
+        value = picture.value_of(node)
+        if value is not None and node.op is not CONST:
+            text.append(f"  value {format_number(value)}", style="cyan")
+            if picture.evaluated and node.needs_grad:
                 text.append(f"  grad {format_number(node.grad)}", style="magenta")
     if entry.flow is not None:
         text.append(f"  ← {format_number(entry.flow)} along this edge", style="red")

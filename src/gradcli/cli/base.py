@@ -96,14 +96,21 @@ class ReaderGoneError(Exception):
     """The reader of stdout went away (``| head -1``): main() ends quietly with status 141."""
 
 
+class UserInterruptError(Exception):
+    """Ctrl-C inside a command: main() prints one line and ends with status 130."""
+
+
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         """Every command's BrokenPipeError goes past click (which would exit with 1, "check
-        failed") to main(), which ends with 141."""
+        failed") to main(), which ends with 141; its KeyboardInterrupt goes past click too
+        (which would print a blank line on stderr first) to main(), which ends with 130."""
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
             raise ReaderGoneError from None
+        except KeyboardInterrupt:
+            raise UserInterruptError from None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -168,10 +175,10 @@ def stdin_lines(max_bytes: int) -> Iterator[str]:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the CLI and maps every way out to a documented exit status."""
-    _stdout_with_whole_writes()
     try:
+        _stdout_with_whole_writes()
         status = cli.main(args=argv, prog_name="gradcli", standalone_mode=False)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (click.exceptions.Abort, KeyboardInterrupt, UserInterruptError):
         status = _interrupted()
     except click.ClickException as error:
         error.show()

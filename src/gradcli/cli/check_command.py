@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from ..errors import ExitStatus, UsageError, visible
+from ..errors import UsageError, visible
 from .base import cli
-from .output import Output, with_progress
+from .output import with_progress
 
 CHECK_HELP = """Run the checks in TOML check FILEs: values, gradients, derivative identities and
 the finite-difference check of every gradient, at points and over sweeps (vectorised).
@@ -44,13 +44,13 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
                       fail_fast: bool, pattern: str | None) -> int:
     """Everything ``gradcli check`` does; returns the exit status."""
     from ..checkfile import load_check_files
-    from ..checkrun import outcome_record, run_checks, select
+    from ..checkrun import no_match_error, run_checks, select
     from ..cireport import github_annotations, junit_xml
 
     specs, errors = load_check_files(files)
     selected = select(specs, pattern)
-    if not errors and not selected:
-        return Output(as_json).error(UsageError(f"no check matches -k {pattern}"), "")
+    if not errors and not selected and pattern is not None:
+        return _report([], [no_match_error(pattern, specs)], as_json)
     outcomes = [] if errors else list(with_progress(run_checks(selected, fail_fast),
                                                      len(selected), "checking", quiet=as_json))
     if junit_path is not None:
@@ -60,23 +60,24 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
         except OSError as error:
             failure = UsageError(f"cannot write {visible(junit_path)}: {error.strerror}",
                                  hint="give --junit a path in a writable directory")
-            return Output(as_json).error(failure, "")
+            return _report([], [failure], as_json)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(outcomes, errors):
             click.echo(line, err=as_json)
-    status = max((o.status for o in outcomes), default=ExitStatus.OK)
-    if errors:
-        status = ExitStatus.USAGE
+    return _report(outcomes, errors, as_json)
+
+
+def _report(outcomes: list[Any], errors: list[Any], as_json: bool) -> int:
+    """Print the errors and the checks' table, or one JSON document; returns the exit status."""
+    from ..checkrun import report_record, report_status
+
     if as_json:
         from ..jsonout import dumps
 
-        click.echo(dumps({"ok": status == ExitStatus.OK, "status": int(status),
-                          "checks": [outcome_record(o) for o in outcomes],
-                          "errors": [{"file": e.file, "line": e.line, "key": e.key,
-                                      "message": e.message, "hint": e.hint} for e in errors]}))
+        click.echo(dumps(report_record(outcomes, errors)))
         for error in errors:
             click.echo(f"gradcli: {error.one_line()}", err=True)
-        return status
+        return report_status(outcomes, errors)
     from ..render import error_view, make_console
     from ..render_sweep import check_view
 
@@ -85,4 +86,4 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
     if outcomes:
         console = make_console()
         console.print(check_view(outcomes, plain=not console.is_terminal))
-    return status
+    return report_status(outcomes, errors)

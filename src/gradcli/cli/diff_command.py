@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -11,12 +11,16 @@ from ..points import as_point
 from .base import BindingCommand, cli, given_values, program_source
 from .output import Output
 
+if TYPE_CHECKING:
+    from ..derive import Derivatives
+
 DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
 subexpressions named once), which `gradcli eval` reads back.
 
 \b
 Values given as --NAME VALUE are substituted after differentiating; --wrt defaults to every
-variable without a value.
+variable without a value. The program's own values (x = 2; ...) stay symbols unless --defaults
+substitutes them; a note on stderr says which.
 
 \b
 Examples:
@@ -42,11 +46,13 @@ Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a
 @click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8-sig"),
               help="Read the program from FILE.")
 @click.option("--json", "as_json", is_flag=True,
-              help='Print {"expression", "order", "derivatives"}.')
+              help='Print {"expression", "order", "derivatives", "values", "kept_defaults"}.')
+@click.option("--defaults", "use_defaults", is_flag=True,
+              help="Substitute the program's own values (x = 2) too.")
 @click.pass_context
 def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: int, fmt: str,
                  assignments: tuple[str, ...], program_file: IO[str] | None,
-                 as_json: bool) -> None:
+                 as_json: bool, use_defaults: bool) -> None:
     from ..derive import differentiate
 
     output = Output(as_json)
@@ -55,7 +61,7 @@ def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: i
         values = as_point(given_values(ctx, assignments))
         source = program_source("diff", expr, program_file)
         names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
-        derivatives = differentiate(source, names, order, values)
+        derivatives = differentiate(source, names, order, values, use_defaults)
         printed = derivatives.python() if fmt == "python" else None
         texts = derivatives.texts("latex" if fmt == "latex" else "text")
     except GradcliError as error:
@@ -63,11 +69,32 @@ def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: i
     if as_json:
         from ..jsonout import diff_record, dumps
 
-        click.echo(dumps(diff_record(source, order, texts, printed)))
-    elif printed is not None:
+        click.echo(dumps(diff_record(source, order, texts, printed, derivatives.values,
+                                     derivatives.kept_defaults)))
+        ctx.exit(ExitStatus.OK)
+    if printed is not None:
         click.echo(printed, nl=False)
     else:
         from ..render import derivative_view, make_console
 
         make_console().print(derivative_view(texts, latex=fmt == "latex"))
+    note = defaults_note(derivatives)
+    if note is not None:
+        click.echo(note, err=True)
     ctx.exit(ExitStatus.OK)
+
+
+def defaults_note(derivatives: Derivatives) -> str | None:
+    """What became of the program's own values (``x = 2``): kept as symbols, or substituted."""
+    from ..graph import format_number
+
+    def listed(values: dict[str, float]) -> str:
+        return ", ".join(f"{name} = {format_number(value)}" for name, value in values.items())
+
+    kept, used = derivatives.kept_defaults, derivatives.used_defaults
+    if kept:
+        verb, them = ("stays a symbol", "it") if len(kept) == 1 else ("stay symbols", "them")
+        return f"note: the program's own {listed(kept)} {verb}; --defaults substitutes {them}"
+    if used:
+        return f"note: substituted the program's own {listed(used)}"
+    return None

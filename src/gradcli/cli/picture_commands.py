@@ -22,7 +22,8 @@ GRAPH_HELP = """Draw the computational graph of EXPR: values on the nodes, gradi
 --format mermaid  a Mermaid flowchart (renders in GitHub Markdown)
 --format svg|png  rendered by Graphviz's `dot` program (install graphviz)
 With -o FILE the format follows the suffix (.svg .png .dot .gv .mmd .txt) unless given.
-Without values for every variable the graph shows its structure only.
+Without values for every variable: no gradients, and values only where the given
+variables decide them; the picture names the variables without values.
 
 \b
 Examples:

@@ -1,0 +1,41 @@
+"""Ctrl-C while gradcli starts up: one line and status 130, as later, never a traceback.
+
+main() turns a KeyboardInterrupt into "gradcli: interrupted" and status 130, but only once it
+runs; before that the CLI spends tens of milliseconds importing click, the parser and the graph
+core, and a Ctrl-C there would end in a KeyboardInterrupt traceback. While those imports run,
+SIGINT ends the process at once instead: nothing has been written yet and nothing needs undoing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import ExitStatus
+
+INTERRUPTED_LINE = "gradcli: interrupted\n"
+
+
+@contextmanager
+def quiet_interrupts() -> Iterator[None]:
+    """Within the block, SIGINT ends the process with ``INTERRUPTED_LINE`` on stderr and status
+    130; the previous handler comes back afterwards (so a program that imports the CLI, such as
+    a test run, keeps its own Ctrl-C)."""
+    try:
+        previous = signal.signal(signal.SIGINT, _exit_interrupted)
+    except ValueError:  # imported outside the main thread, where handlers cannot be set
+        yield
+        return
+    try:
+        yield
+    finally:
+        # None: a handler not set from Python, which only SIG_DFL can stand for here
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+
+def _exit_interrupted(signum: int, frame: Any) -> None:
+    os.write(2, INTERRUPTED_LINE.encode())
+    os._exit(ExitStatus.INTERRUPTED)  # no stack to unwind into a traceback, no buffers to flush
