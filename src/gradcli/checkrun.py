@@ -17,9 +17,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .check import tolerance
 from .checkfile import CheckSpec, Expected
 from .errors import ExitStatus
+from .finite_difference import tolerance
 from .graph import format_number
 from .ops import numpy
 from .sweep import Sweep, evaluate_sweep, sweep_columns
