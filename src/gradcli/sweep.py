@@ -155,12 +155,9 @@ def _explain_failures(sweep: Sweep, limit: int | None) -> None:
 
 
 def _check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> GradientSweepCheck:
-    """Finite differences for one variable at every point, with the scalar check's step policy.
-
-    Points that disagree are retried with a smaller step (``finite_difference.step``) until they
-    agree, the steps run out or the step is swamped; each keeps its closest estimate, as
-    ``check.check_node`` does.
-    """
+    """Finite differences for one variable at every point, with ``check.check_node``'s policy:
+    a point that disagrees is retried with a smaller step until it agrees, the steps run out or
+    the step is swamped, and keeps its closest estimate."""
     np = numpy()
     name = str(node.name)
     size = sweep.size
@@ -189,9 +186,7 @@ def _check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> Gradi
     return result
 
 
-def _difference(
-    sweep: Sweep, name: str, downstream: list[int], rows: Any, h: Any
-) -> tuple[Any, Any]:
+def _difference(sweep: Sweep, name: str, downstream: list[int], rows: Any, h: Any) -> tuple:
     """(estimate, largest magnitude) at ``rows`` by the first stencil that evaluates at each
     point (as ``check._difference``); nan where none does."""
     np = numpy()
