@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -105,3 +106,20 @@ def test_a_wrong_gradient_still_fails_with_the_vector_pass(monkeypatch):
     report = check.check_gradients(program)
     assert not report.gradients["x"].ok and report.gradients["y"].ok
     assert result.value == 18.0
+
+
+def test_an_overflowing_central_difference_is_not_a_pass_in_the_vector_pass(monkeypatch):
+    # f(v + h) and f(v - h) are +-1.2e308: their difference overflows at the base step, and
+    # inf <= inf must not count as agreement; both paths take the next step, 16 times smaller.
+    text, point = "2e13 * (x - 1e300) + y", {"x": 1e300, "y": 3.0}
+    reports = []
+    for always in (10**18, 0):
+        monkeypatch.setattr(check, "_COLUMNS_ALWAYS", always)
+        monkeypatch.setattr(check, "_COLUMNS_IF_LOADED", always)
+        reports.append(gradcli.evaluate(text, point).check)
+    scalar, vector = reports
+    assert vector.gradients == scalar.gradients
+    checked = vector.gradients["x"]
+    assert checked.ok and math.isfinite(checked.numeric)
+    assert checked.step == pytest.approx(6.0554544523933e294 / 16, rel=1e-12)
+    assert checked.numeric == pytest.approx(2e13, rel=1e-9)

@@ -80,6 +80,19 @@ def test_a_wrong_gradient_is_caught_at_every_point():
     assert checked.abs_error == pytest.approx(np.full(11, 1e-3), rel=1e-4)
 
 
+def test_an_overflowing_difference_is_not_a_pass_and_matches_the_scalar_check():
+    # At x = 1e300, f(x +- h) = +-1.2e308: f(x + h) - f(x - h) overflows. inf <= inf must not
+    # count as agreement; like the scalar check, the sweep takes a 16 times smaller step there.
+    text = "2e13 * (x - 1e300) + y"
+    _, sweep = _sweep(text, {"x": "1e300", "y": "3,-2"})
+    checked = sweep.checks["x"]
+    assert checked.ok.all() and np.isfinite(checked.numeric).all()
+    for index in range(sweep.size):
+        scalar = gradcli.evaluate(text, sweep.point(index)).check.gradients["x"]
+        assert checked.numeric[index] == scalar.numeric
+        assert checked.tolerance[index] == scalar.tolerance
+
+
 def test_csv_has_a_header_and_one_row_per_point():
     _, sweep = _sweep("log(x)*y", {"x": "-1:2:4", "y": "1,2"})
     rows = list(csv_rows(sweep))

@@ -1,20 +1,9 @@
 """Finite-difference verification of reverse-mode gradients.
 
-For a node with value v, d(output)/d(node) is estimated by central differences,
-(f(v + h) - f(v - h)) / 2h with h = eps^(1/3) * max(1, |v|) (the step that balances truncation
-error, O(h^2), against rounding error, O(eps/h)). Only the nodes downstream of the perturbed one
-are recomputed (``graph.replay``). Where v - h or v + h leaves the domain (sqrt near 0), a
-second-order one-sided difference is used instead.
-
-A gradient passes when |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|) + noise,
-where noise = 16 * eps * M / h is the rounding error the difference itself can carry (M is the
-largest magnitude among the recomputed values): without it, ``1e8 + x`` would "fail" because the
-difference quotient of numbers near 1e8 cannot resolve 1e-8. If a step disagrees, a step 16 times
-smaller is tried (its truncation error is 256 times smaller; the noise allowance grows with 1/h),
-up to ``SHRINKS`` times and never past the step where the noise allowance alone would exceed the
-user's tolerance (so the allowance can never wave a wrong gradient through). Thus sqrt(x) at
-x = 1e-7 -- a function that changes on a scale far below h -- is not reported as a wrong
-gradient, while a wrong gradient disagrees at every step.
+For a node, d(output)/d(node) is estimated by finite differences with the step policy of
+``finite_difference`` (central differences at h = eps^(1/3) * max(1, |v|), one-sided ones at the
+edge of a domain, smaller steps after a disagreement, a rounding-noise allowance in the tolerance).
+Only the nodes downstream of the perturbed one are recomputed (``graph.replay``).
 
 Two more methods (``method=``, ``--check-method``); each verdict records the one it used:
 
@@ -45,15 +34,25 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .errors import NumericError, UsageError
+from .finite_difference import (
+    CENTRAL,
+    EPS,
+    SHRINKS,
+    STENCILS,
+    Stencil,
+    base_step,
+    judge,
+    noise_allowance,
+    quotient,
+    step,
+    tolerance,
+)
 from .graph import Node, Program, forget_replays, replay
 from .limits import CHECK_BUDGET, VECTOR_CHECK_FACTOR
 
-EPS = sys.float_info.epsilon
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
 # Above this many nodes the per-node check (one replay per node: quadratic) is skipped.
@@ -61,8 +60,6 @@ NODE_CHECK_LIMIT = 300
 # A batch checks input gradients only unless asked (``--check-nodes``): the per-node check is a
 # diagnostic for one program's table and costs ~4 times the rest of a small program's check.
 BATCH_NODE_CHECK_LIMIT = 0
-SHRINKS = 8  # smaller steps tried after a disagreement: down to h / 16**8
-_NOISE_FACTOR = 16.0
 METHODS = ("central", "complex", "richardson")  # the choices of --check-method
 COMPLEX_STEP = 1e-100  # relative to max(1, |v|); see the module docstring
 RICHARDSON_LEVELS = 15  # steps h0 ... h0 / 2^14: from max(1, |v|) / 8 down to ~eps^(1/3)
@@ -196,10 +193,10 @@ def _central_at_once(
         return {}
     from .vector import replay_columns
 
-    steps = [EPS ** (1.0 / 3.0) * max(1.0, abs(node.value)) for node in targets]
-    pinned = [node.index for node in targets] * 2
-    shifted = [node.value + h for node, h in zip(targets, steps, strict=True)]
-    shifted += [node.value - h for node, h in zip(targets, steps, strict=True)]
+    steps = [base_step(node.value) for node in targets]
+    pinned = [node.index for node in targets] * len(CENTRAL.offsets)
+    shifted = [node.value + offset * h for offset in CENTRAL.offsets
+               for node, h in zip(targets, steps, strict=True)]
     replayed = replay_columns(program, pinned, shifted)
     outputs, largest = replayed.output.tolist(), replayed.largest.tolist()
     f0, count, passed = program.nodes[-1].value, len(targets), {}
@@ -207,12 +204,13 @@ def _central_at_once(
         most = max(largest[k], largest[k + count], abs(f0))
         if not math.isfinite(most):
             continue
-        numeric = (outputs[k] - outputs[k + count]) / (2.0 * h)
-        error = abs(node.grad - numeric)
-        allowed = tolerance(node.grad, numeric, rtol, atol, noise_allowance(most, h))
-        if error <= allowed:
+        numeric = quotient(CENTRAL, (outputs[k], outputs[k + count]), h)
+        if not math.isfinite(numeric):  # overflowed: check_node tries the one-sided differences
+            continue
+        error, allowed, agrees, _ = judge(node.grad, numeric, most, h, 0, rtol, atol)
+        if agrees:
             passed[node.index] = GradientCheck(
-                node.grad, numeric, error, allowed, True, "central", h)
+                node.grad, numeric, error, allowed, True, CENTRAL.method, h)
     return passed
 
 
@@ -224,77 +222,52 @@ def check_node(
         return complex_step_check(nodes, node, rtol, atol)
     if method == "richardson":
         return richardson_check(nodes, node, rtol, atol)
-    base = EPS ** (1.0 / 3.0) * max(1.0, abs(node.value))
+    analytic, base = node.grad, base_step(node.value)
     tried: list[GradientCheck] = []
-    for step in (base / 16.0**k for k in range(SHRINKS + 1)):
-        check, noise = _estimate(nodes, node, step, rtol, atol)
-        # A smaller step is only evidence while its noise allowance stays below the user's
-        # tolerance; past that the allowance alone could wave a wrong gradient through.
-        swamped = bool(tried) and noise > check.tolerance - noise
-        if check.ok and not swamped:
-            return check
+    for shrink in range(SHRINKS + 1):
+        h = step(base, shrink)
+        estimate = _difference(nodes, node, h)
+        if estimate is None:
+            tried.append(GradientCheck(analytic, None, None, 0.0, False, "none", h))
+            continue
+        numeric, method, largest = estimate
+        error, allowed, agrees, swamped = judge(analytic, numeric, largest, h, shrink, rtol, atol)
         if swamped:
             break
+        check = GradientCheck(analytic, numeric, error, allowed, agrees, method, h)
+        if agrees:
+            return check
         tried.append(check)
     return min(tried, key=lambda c: math.inf if c.abs_error is None else c.abs_error)
 
 
-def _estimate(
-    nodes: list[Node], node: Node, h: float, rtol: float, atol: float
-) -> tuple[GradientCheck, float]:
-    """The check at step ``h`` and the rounding-noise allowance included in its tolerance."""
-    analytic = node.grad
-    estimate = _difference(nodes, node, h)
-    if estimate is None:
-        return GradientCheck(analytic, None, None, 0.0, False, "none", h), 0.0
-    numeric, method, largest = estimate
-    error = abs(analytic - numeric)
-    noise = noise_allowance(largest, h)
-    allowed = tolerance(analytic, numeric, rtol, atol, noise)
-    return GradientCheck(analytic, numeric, error, allowed, error <= allowed, method, h), noise
-
-
-def noise_allowance(largest: Any, h: Any) -> Any:
-    """Rounding error a difference quotient of values up to ``largest`` at step ``h`` can carry.
-
-    Works on floats and, elementwise, on NumPy arrays (the vectorised sweep uses it too).
-    """
-    return _NOISE_FACTOR * EPS * largest / h
-
-
-def tolerance(
-    analytic: Any, numeric: Any, rtol: float, atol: float, noise: Any = 0.0,
-    maximum: Callable[[Any, Any], Any] = max,
-) -> Any:
-    """atol + rtol * max(|analytic|, |numeric|) + noise: how far apart two gradients may be.
-
-    ``maximum`` is ``max`` for floats and ``numpy.maximum`` for arrays.
-    """
-    return atol + rtol * maximum(abs(analytic), abs(numeric)) + noise
-
-
 def _difference(nodes: list[Node], node: Node, h: float) -> tuple[float, str, float] | None:
-    """(estimate, method, largest recomputed magnitude), or None if no difference evaluates."""
-    v, i = node.value, node.index
-    f0 = nodes[-1].value
-    attempts = (
-        ("central", (v + h, v - h), lambda a, b: (a - b) / (2.0 * h)),
-        # second-order one-sided differences: (-3 f0 + 4 f(v ± h) - f(v ± 2h)) / ±2h
-        ("forward", (v + h, v + 2.0 * h), lambda a, b: (4.0 * a - b - 3.0 * f0) / (2.0 * h)),
-        ("backward", (v - h, v - 2.0 * h), lambda a, b: (3.0 * f0 - 4.0 * a + b) / (2.0 * h)),
-    )
-    for method, (first, second), formula in attempts:
-        try:
-            fa, largest_a = replay(nodes, i, first)
-            fb, largest_b = replay(nodes, i, second)
-        except NumericError:
-            continue
-        estimate = formula(fa, fb)
-        if not math.isfinite(estimate):  # f(v + h) - f(v - h) overflowed (values near 1e308)
-            continue
-        largest = max(largest_a, largest_b, abs(f0))
-        return estimate, method, largest
+    """(estimate, method, largest magnitude) by the first stencil that evaluates, or None."""
+    for stencil in STENCILS:
+        estimate = _apply(nodes, node, stencil, h)
+        if estimate is not None:
+            return estimate[0], stencil.method, estimate[1]
     return None
+
+
+def _apply(nodes: list[Node], node: Node, stencil: Stencil, h: float) -> tuple[float, float] | None:
+    """(estimate, largest magnitude among f(v) and the recomputed values), or None where a
+    shifted point is outside the domain or the estimate is not finite."""
+    v, index = node.value, node.index
+    f0 = nodes[-1].value
+    samples, largest = [], abs(f0)
+    try:
+        for offset in stencil.offsets:
+            if offset:
+                value, reach = replay(nodes, index, v + offset * h)
+                largest = max(largest, reach)
+            else:
+                value = f0
+            samples.append(value)
+    except NumericError:
+        return None
+    estimate = quotient(stencil, samples, h)
+    return (estimate, largest) if math.isfinite(estimate) else None
 
 
 # --- complex step and Richardson extrapolation ---------------------------------------------------
@@ -347,7 +320,7 @@ def richardson_estimate(
     best: tuple[float, float, float, float] | None = None
     largest = abs(nodes[-1].value)
     for _ in range(RICHARDSON_LEVELS):
-        difference = _central(nodes, node, h)
+        difference = _apply(nodes, node, CENTRAL, h)
         if difference is None:
             if previous:
                 break
@@ -367,16 +340,3 @@ def richardson_estimate(
         previous = row
         h /= 2.0
     return best
-
-
-def _central(nodes: list[Node], node: Node, h: float) -> tuple[float, float] | None:
-    """(f(v + h) - f(v - h)) / 2h and the largest recomputed magnitude, or None off the domain."""
-    try:
-        fa, largest_a = replay(nodes, node.index, node.value + h)
-        fb, largest_b = replay(nodes, node.index, node.value - h)
-    except NumericError:
-        return None
-    quotient = (fa - fb) / (2.0 * h)
-    if not math.isfinite(quotient):  # f(v + h) - f(v - h) overflowed, as in _difference
-        return None
-    return quotient, max(largest_a, largest_b)

@@ -3,7 +3,7 @@
 A finding covers every point of its check: how many points fail, and the worst one (largest
 error relative to its tolerance) with its coordinates, the expected and the actual number. Values,
 gradients and derivative identities pass when |actual - expected| <= atol + rtol * max(|actual|,
-|expected|) (``check.tolerance``); the finite-difference check of every gradient always runs with
+|expected|) (``tolerance``); the finite-difference check of every gradient always runs with
 the check's rtol/atol. A point where a value or gradient is not finite is a numeric error (exit
 status 3) unless the check says ``finite = false``, which skips such points instead.
 """
@@ -17,9 +17,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .check import tolerance
 from .checkfile import CheckSpec, Expected
 from .errors import ExitStatus, GradcliError, UsageError
+from .finite_difference import tolerance
 from .graph import format_number
 from .ops import numpy
 from .sweep import Sweep, evaluate_sweep, sweep_columns

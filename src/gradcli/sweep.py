@@ -2,11 +2,10 @@
 
 ``evaluate_sweep`` builds the grid of the given values (``points.grid``: several swept variables
 form every combination), evaluates the value and every reverse-mode gradient at all points with
-``vector.evaluate_vector``, and checks each input gradient against finite differences the way
-``check.py`` does for one point -- central difference with h = eps^(1/3) * max(1, |v|) per point,
-a second-order one-sided difference where the central one leaves the domain, smaller steps for
-points that disagree, and the same tolerance (``check.tolerance``) -- but on whole arrays: each
-variable costs two extra evaluations of the graph for all points, never a Python loop per point.
+``vector.evaluate_vector``, and checks each input gradient against finite differences with the
+step policy ``check.py`` uses for one point (``finite_difference``: its stencils, steps, noise
+allowance and tolerance) -- but on whole arrays: each variable costs two extra evaluations of the
+graph for all points, never a Python loop per point.
 
 A point where a value or gradient is not finite is marked in ``failed``; the exact message (which
 names the node) comes from re-running just that point on the scalar path (``api.evaluate``).
@@ -21,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .api import evaluate, require_values
-from .check import DEFAULT_ATOL, DEFAULT_RTOL, EPS, SHRINKS, noise_allowance, tolerance
+from .check import DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ExitStatus, GradcliError, NumericError, UsageError
+from .finite_difference import SHRINKS, STENCILS, base_step, judge, quotient, step
 from .graph import Node, Program, format_number
 from .limits import MAX_SWEEP_POINTS
 from .ops import numpy
@@ -155,16 +155,14 @@ def _explain_failures(sweep: Sweep, limit: int | None) -> None:
 
 
 def _check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> GradientSweepCheck:
-    """Finite differences for one variable at every point, with the scalar check's step policy.
-
-    Points that disagree are retried with steps 16 times smaller, up to ``SHRINKS`` times, and
-    never once the noise allowance alone would exceed the tolerance (as ``check.check_node``).
-    """
+    """Finite differences for one variable at every point, with ``check.check_node``'s policy:
+    a point that disagrees is retried with a smaller step until it agrees, the steps run out or
+    the step is swamped, and keeps its closest estimate."""
     np = numpy()
     name = str(node.name)
     size = sweep.size
     analytic = sweep.gradients[name]
-    base = math.pow(EPS, 1.0 / 3.0) * np.maximum(1.0, np.abs(sweep.columns[name]))
+    base = base_step(sweep.columns[name], np.maximum)
     result = GradientSweepCheck(np.full(size, np.nan), np.full(size, np.inf),
                                 np.zeros(size), np.zeros(size, dtype=bool))
     downstream = _downstream(sweep.program, node)
@@ -172,14 +170,12 @@ def _check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> Gradi
     for shrink in range(SHRINKS + 1):
         if not rows.size:
             break
-        step = base[rows] / 16.0**shrink
-        numeric, largest = _difference(sweep, name, downstream, rows, step)
-        noise = noise_allowance(largest, step)
-        allowed = tolerance(analytic[rows], numeric, rtol, atol, noise, np.maximum)
+        h = step(base[rows], shrink)
+        numeric, largest = _difference(sweep, name, downstream, rows, h)
         with np.errstate(invalid="ignore"):
-            error = np.abs(analytic[rows] - numeric)
-            swamped = (shrink > 0) & (noise > allowed - noise)  # as in check.check_node
-            good = (error <= allowed) & ~swamped
+            error, allowed, agrees, swamped = judge(
+                analytic[rows], numeric, largest, h, shrink, rtol, atol, np.maximum)
+            good = agrees & ~swamped
             better = good | (~swamped & (np.nan_to_num(error, nan=np.inf) < result.abs_error[rows]))
         keep = rows[better]
         result.numeric[keep] = numeric[better]
@@ -190,31 +186,34 @@ def _check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> Gradi
     return result
 
 
-def _difference(
-    sweep: Sweep, name: str, downstream: list[int], rows: Any, h: Any
-) -> tuple[Any, Any]:
-    """(estimate, largest recomputed magnitude) at ``rows``; nan where no difference evaluates."""
+def _difference(sweep: Sweep, name: str, downstream: list[int], rows: Any, h: Any) -> tuple:
+    """(estimate, largest magnitude) at ``rows`` by the first stencil that evaluates at each
+    point (as ``check._difference``); nan where none does."""
     np = numpy()
     v = sweep.columns[name][rows]
     f0 = sweep.value[rows]
     estimate = np.full(rows.size, np.nan)
     largest = np.abs(f0)
     todo = np.arange(rows.size)
-    attempts = (
-        ((1.0, -1.0), lambda a, b, h, f0: (a - b) / (2.0 * h)),
-        # second-order one-sided differences: (-3 f0 + 4 f(v ± h) - f(v ± 2h)) / ±2h
-        ((1.0, 2.0), lambda a, b, h, f0: (4.0 * a - b - 3.0 * f0) / (2.0 * h)),
-        ((-1.0, -2.0), lambda a, b, h, f0: (3.0 * f0 - 4.0 * a + b) / (2.0 * h)),
-    )
-    for (first, second), formula in attempts:
+    for stencil in STENCILS:
         if not todo.size:
             break
-        fa, la, bad_a = _replay(sweep, name, downstream, rows[todo], v[todo] + first * h[todo])
-        fb, lb, bad_b = _replay(sweep, name, downstream, rows[todo], v[todo] + second * h[todo])
-        done = ~(bad_a | bad_b)
+        samples, reach = [], largest[todo]
+        bad = np.zeros(todo.size, dtype=bool)
+        for offset in stencil.offsets:
+            if offset:
+                value, magnitude, failed = _replay(
+                    sweep, name, downstream, rows[todo], v[todo] + offset * h[todo])
+                reach, bad = np.maximum(reach, magnitude), bad | failed
+            else:
+                value = f0[todo]
+            samples.append(value)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: not finite, not done
+            quotients = quotient(stencil, samples, h[todo])
+        done = ~bad & np.isfinite(quotients)
         at = todo[done]
-        estimate[at] = formula(fa[done], fb[done], h[at], f0[at])
-        largest[at] = np.maximum(largest[at], np.maximum(la[done], lb[done]))
+        estimate[at] = quotients[done]
+        largest[at] = reach[done]
         todo = todo[~done]
     return estimate, largest
 

@@ -1,0 +1,112 @@
+"""The finite-difference step policy, written once for one point (floats) and many (arrays).
+
+For a value v, the derivative is estimated by the central difference (f(v + h) - f(v - h)) / 2h
+with h = eps^(1/3) * max(1, |v|) (the step that balances truncation error, O(h^2), against
+rounding error, O(eps/h)). Where v - h or v + h leaves the domain (sqrt near 0), or the difference
+overflows, a second-order one-sided difference is used instead (``STENCILS``, tried in order).
+
+An estimate passes when |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|) + noise,
+where noise = 16 * eps * M / h is the rounding error the difference itself can carry (M is the
+largest magnitude among the recomputed values): without it, ``1e8 + x`` would "fail" because the
+difference quotient of numbers near 1e8 cannot resolve 1e-8. If a step disagrees, a step 16 times
+smaller is tried (its truncation error is 256 times smaller; the noise allowance grows with 1/h),
+up to ``SHRINKS`` times and never past the step where the noise allowance alone would exceed the
+user's tolerance (the step is "swamped": the allowance could then wave a wrong gradient through).
+Thus sqrt(x) at x = 1e-7 -- a function that changes on a scale far below h -- is not reported as
+a wrong gradient, while a wrong gradient disagrees at every step.
+
+Every function here works on floats and, elementwise, on NumPy arrays (pass ``numpy.maximum`` as
+``maximum``): ``check.check_node`` applies the policy to one node, ``sweep`` to many points at
+once, and the two agree point by point. They differ only in how they evaluate f at the shifted
+points and in how they keep track of which points still need a smaller step.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+EPS = sys.float_info.epsilon
+SHRINKS = 8  # smaller steps tried after a disagreement: down to h / 16**8
+_SHRINK_FACTOR = 16.0
+_NOISE_FACTOR = 16.0
+_CUBE_ROOT_EPS = EPS ** (1.0 / 3.0)
+
+
+class Stencil(NamedTuple):
+    """f'(v) ~ (sum of weight * f(v + offset * h)) / 2h, summed in the order listed.
+
+    An offset of 0 stands for f(v), which is known and not evaluated again. The order of the
+    terms is part of the formula: it fixes the rounding, so every caller gets the same bits.
+    """
+
+    method: str  # the name a verdict reports
+    offsets: tuple[float, ...]
+    weights: tuple[float, ...]
+
+
+CENTRAL = Stencil("central", (1.0, -1.0), (1.0, -1.0))
+STENCILS = (
+    CENTRAL,
+    # second-order one-sided differences: (-3 f(v) + 4 f(v ± h) - f(v ± 2h)) / ±2h
+    Stencil("forward", (1.0, 2.0, 0.0), (4.0, -1.0, -3.0)),
+    Stencil("backward", (0.0, -1.0, -2.0), (3.0, -4.0, 1.0)),
+)
+
+
+def base_step(value: Any, maximum: Callable[[Any, Any], Any] = max) -> Any:
+    """eps^(1/3) * max(1, |value|): the first step tried."""
+    return _CUBE_ROOT_EPS * maximum(1.0, abs(value))
+
+
+def step(base: Any, shrink: int) -> Any:
+    """The step after ``shrink`` disagreements (0 ... ``SHRINKS``): 16 times smaller each."""
+    return base / _SHRINK_FACTOR**shrink
+
+
+def quotient(stencil: Stencil, samples: Sequence[Any], h: Any) -> Any:
+    """The stencil's estimate from ``samples``, f at v + offset * h for each of its offsets.
+
+    A result that is not finite (the difference overflowed, values near 1e308) is no estimate:
+    the caller tries the next stencil, as it does when a shifted point is outside the domain.
+    """
+    weights = stencil.weights
+    total = weights[0] * samples[0]
+    for k in range(1, len(weights)):
+        total = total + weights[k] * samples[k]
+    return total / (2.0 * h)
+
+
+def noise_allowance(largest: Any, h: Any) -> Any:
+    """Rounding error a difference quotient of values up to ``largest`` at step ``h`` can carry."""
+    return _NOISE_FACTOR * EPS * largest / h
+
+
+def tolerance(
+    analytic: Any, numeric: Any, rtol: float, atol: float, noise: Any = 0.0,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> Any:
+    """atol + rtol * max(|analytic|, |numeric|) + noise: how far apart two gradients may be.
+
+    ``maximum`` is ``max`` for floats and ``numpy.maximum`` for arrays.
+    """
+    return atol + rtol * maximum(abs(analytic), abs(numeric)) + noise
+
+
+def judge(
+    analytic: Any, numeric: Any, largest: Any, h: Any, shrink: int, rtol: float, atol: float,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> tuple[Any, Any, Any, Any]:
+    """(error, tolerance, agrees, swamped) of the estimate ``numeric`` at step ``h``.
+
+    ``largest`` is the largest magnitude the difference saw. ``swamped``: a smaller step is only
+    evidence while its noise allowance stays below the user's tolerance; past that the allowance
+    alone could wave a wrong gradient through, so the caller stops shrinking and keeps the
+    closest earlier estimate. The estimate is accepted when it agrees and is not swamped.
+    """
+    error = abs(analytic - numeric)
+    noise = noise_allowance(largest, h)
+    allowed = tolerance(analytic, numeric, rtol, atol, noise, maximum)
+    swamped = (shrink > 0) & (noise > allowed - noise)
+    return error, allowed, error <= allowed, swamped
