@@ -27,7 +27,7 @@ from .jsonout import dumps, error_record, result_record
 
 JOBS_ENV = "GRADCLI_JOBS"
 SERIAL_LINES = 128  # evaluated here before any worker starts
-CHUNK = 64  # lines per task at most (fewer when the input arrives slowly)
+CHUNK = 128  # lines per task at most (fewer when input arrives slowly); 64 took 10% longer
 IN_FLIGHT = 4  # tasks queued per worker
 INPUT_PAUSE = 0.05  # seconds without input after which finished records are written first
 LINE_PAUSE = 0.002  # a pause this long between lines ends a chunk early
