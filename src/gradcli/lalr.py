@@ -95,6 +95,7 @@ class Parser:
         # below, so the chain's end depends only on (state below, top state, lookahead) and is
         # worked out once per such triple.
         self.units: dict[tuple[int, int, str], int] = {}
+        self.landings: dict[tuple[int, str, str], int] = {}  # see _landing
 
     @staticmethod
     def _reducer(rule: list, builder: object) -> tuple[int, str, int, Any]:
@@ -142,8 +143,8 @@ class Parser:
         return length, origin, _SPLICE, build
 
     def parse(self, text: str) -> Any:
-        steps, gotos, rules, valued, units = (
-            self.steps, self.gotos, self.rules, self.valued, self.units)
+        steps, rules, valued, units, landings = (
+            self.steps, self.rules, self.valued, self.units, self.landings)
         new_str = str.__new__
         states: list[int] = [self.start]
         values: list[Any] = []
@@ -187,7 +188,11 @@ class Parser:
                     continue
                 if how == _CALL and length == 1 and what[1] is None:  # names and numbers
                     values[-1] = what[0]([values[-1]])
-                    states[-1] = gotos[states[-2]][origin]
+                    key = (states[-2], origin, kind)
+                    top = landings.get(key)
+                    if top is None:
+                        top = landings[key] = self._landing(key)
+                    states[-1] = top
                     continue
                 popped = values[-length:] if length else []
                 if length:
@@ -200,8 +205,18 @@ class Parser:
                     values.append(method(popped if pick is None else pick(popped)))
                 else:
                     values.append(what(popped))
-                states.append(gotos[states[-1]][origin])
+                key = (states[-1], origin, kind)
+                top = landings.get(key)
+                if top is None:
+                    top = landings[key] = self._landing(key)
+                states.append(top)
         raise AssertionError("unreachable: the text's end either completes the parse or fails")
+
+    def _landing(self, key: tuple[int, str, str]) -> int:
+        """The top state after the goto on a reduced rule and the pass-through reductions that
+        follow it (``units``), from (state below, the rule's name, lookahead)."""
+        below, origin, kind = key
+        return self._unit_chain((below, self.gotos[below][origin], kind))
 
     def _unit_chain(self, key: tuple[int, int, str]) -> int:
         """The top state after every pass-through reduction that ``kind`` triggers in turn."""
