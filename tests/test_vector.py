@@ -165,3 +165,33 @@ def test_every_row_drops_only_values_its_rules_do_not_read(name):
     assert lean.failed.tolist() == every.failed.tolist()
     for node in program.variables.values():
         assert np.array_equal(lean.grads[node.index], every.grads[node.index])
+
+
+@pytest.mark.parametrize("gradients", [True, False])
+def test_blocks_on_threads_give_the_one_block_result(monkeypatch, gradients):
+    """A large evaluation goes a block at a time on every core (vector.BLOCK): the same arrays
+    and the same failed points as in one go, whatever block a point falls in."""
+    from gradcli import vector
+
+    program = gradcli.parse("log(x) * y + sqrt(x + 0.5) + exp(c * x)")
+    x = np.linspace(0.1, 3.0, 1001)
+    y = np.linspace(-2.0, 2.0, 1001)
+    x[[3, 500, 999]] = [-1.0, -0.7, 800.0]  # log(-1), sqrt(-0.2), exp(800): in three blocks
+    given = x.copy()
+    columns = {"x": x, "y": y, "c": 1.0}  # c: a uniform column
+    whole = evaluate_vector(program, columns, gradients)
+    monkeypatch.setattr(vector, "BLOCK", 64)
+    monkeypatch.setenv("GRADCLI_JOBS", "3")
+    blocks = evaluate_vector(program, columns, gradients)
+    assert blocks.size == whole.size == 1001
+    assert np.array_equal(blocks.failed, whole.failed)
+    assert list(np.flatnonzero(whole.failed)) == [3, 500, 999]
+    for ours, theirs in zip(blocks.values, whole.values, strict=True):
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            assert np.array_equal(ours, theirs, equal_nan=True)
+    assert (blocks.grads is None) == (not gradients)
+    for ours, theirs in zip(blocks.grads or (), whole.grads or (), strict=True):
+        if ours is not None:
+            assert np.array_equal(ours, theirs, equal_nan=True)
+    assert np.array_equal(x, given)  # the caller's column is left as it was

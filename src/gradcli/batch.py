@@ -13,7 +13,6 @@ process.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import queue
 import signal
 import threading
@@ -24,8 +23,8 @@ from typing import Any, NamedTuple
 
 from .api import LineOutcome, evaluate_line
 from .jsonout import dumps, error_record, result_record
+from .limits import JOBS_ENV, default_jobs  # noqa: F401 -- part of this module's interface
 
-JOBS_ENV = "GRADCLI_JOBS"
 SERIAL_LINES = 128  # evaluated here before any worker starts
 CHUNK = 128  # lines per task at most (fewer when input arrives slowly); 64 took 10% longer
 IN_FLIGHT = 4  # tasks queued per worker
@@ -85,15 +84,6 @@ def json_runs(
         yield from _serial(numbered, values, options)
     else:
         yield from _parallel(numbered, values, options, jobs)
-
-
-def default_jobs() -> int:
-    """``$GRADCLI_JOBS`` if set, else the number of CPUs this process may run on."""
-    text = os.environ.get(JOBS_ENV, "").strip()
-    if text.isdigit() and int(text) > 0:
-        return int(text)
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity else (os.cpu_count() or 1)
 
 
 def _serial(

@@ -21,9 +21,13 @@ are the size of a program and the finite-difference check, whose cost is (number
   10^6 points took 3.1 GB and 28 s before this limit).
 - ``MAX_DRAWN_NODES``: nodes ``gradcli graph`` draws by default, nearest the output (a larger
   picture is unreadable; ``--max-nodes 0`` draws all).
+- ``default_jobs()``: the processes of a batch and the threads of a large vector evaluation
+  (``$GRADCLI_JOBS``, else the CPUs this process may run on).
 """
 
 from __future__ import annotations
+
+import os
 
 MAX_NODES = 1_000_000
 CHARS_PER_NODE = 8
@@ -37,6 +41,16 @@ MAX_CHECK_POINTS = 1_000_000
 MAX_CHECK_CELLS = 30_000_000  # points x nodes: ~400 MB, ~4 s
 MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"
 MAX_DRAWN_NODES = 300
+JOBS_ENV = "GRADCLI_JOBS"
+
+
+def default_jobs() -> int:
+    """``$GRADCLI_JOBS`` if set, else the number of CPUs this process may run on."""
+    text = os.environ.get(JOBS_ENV, "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else (os.cpu_count() or 1)
 
 
 def max_chars(max_nodes: int = MAX_NODES) -> int:
