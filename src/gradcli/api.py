@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from .check import DEFAULT_ATOL, DEFAULT_RTOL, NODE_CHECK_LIMIT, CheckReport, check_gradients
 from .errors import ExitStatus, GradcliError, UsageError
-from .graph import Program, backward, expression_texts, forward
+from .graph import Program, backward, forward
 from .limits import MAX_LISTED_NAMES, MAX_NODES, listed
+from .notation import expression_texts
 from .parser import parse
 from .points import validate_values
 

@@ -20,7 +20,7 @@ from typing import Any
 from .checkfile import CheckSpec, Expected
 from .errors import ExitStatus, GradcliError, UsageError
 from .finite_difference import tolerance
-from .graph import format_number
+from .notation import format_number
 from .ops import numpy
 from .sweep import Sweep, evaluate_sweep, sweep_columns
 from .vector import evaluate_vector

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 from .api import evaluate
 from .errors import UsageError, visible
-from .graph import Node, Program, compute, expression_texts, format_number, local_derivative
+from .graph import Node, Program, compute, local_derivative
 from .limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
+from .notation import expression_texts, format_number
 from .ops import CONST, VAR
 from .parser import parse
 from .points import validate_values

@@ -15,7 +15,8 @@ from typing import Any
 
 from .api import require_values
 from .errors import UsageError
-from .graph import Program, expression_texts
+from .graph import Program
+from .notation import expression_texts
 from .ops import numpy
 from .parser import parse
 from .points import Value, validate_values

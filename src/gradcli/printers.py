@@ -1,6 +1,6 @@
 """Printed forms of expression graphs: gradcli's language, LaTeX and a Python function.
 
-All three use ``graph.expression_texts`` (one precedence logic) with a ``Notation``. A node used
+All three use ``notation.expression_texts`` (one precedence logic) with a ``Notation``. A node used
 more than once is printed once, as a named statement (``t1 = ...; t1*t1``), so the printed size
 grows linearly with the graph even where writing it out as a tree would grow exponentially. The
 text form parses back into the same numbers; the Python form imports nothing but ``math``.
@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import ops
-from .graph import TEXT, Node, Notation, expression_texts, format_number, nodes_of
+from .graph import Node, nodes_of
+from .notation import TEXT, Notation, expression_texts, format_number
 from .ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
 
 FORMATS = ("text", "latex", "python")

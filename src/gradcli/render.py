@@ -19,8 +19,8 @@ from rich.text import Text
 from .api import LineOutcome, Result
 from .check import CheckReport, GradientCheck
 from .errors import GradcliError, visible
-from .graph import format_number
 from .limits import MAX_DRAWN_NODES, listed
+from .notation import format_number
 from .ops import CONST
 
 if TYPE_CHECKING:  # graph trees only: eval's table imports neither

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from .checkrun import CheckOutcome, format_point
 from .errors import ExitStatus, visible
-from .graph import format_number
+from .notation import format_number
 from .render import MAX_TABLE_ROWS, titled_table
 from .sweep import Sweep
 

@@ -23,8 +23,9 @@ from .api import evaluate, require_values
 from .check import DEFAULT_ATOL, DEFAULT_RTOL
 from .errors import ExitStatus, GradcliError, NumericError, UsageError
 from .finite_difference import SHRINKS, STENCILS, base_step, judge, quotient, step
-from .graph import Node, Program, format_number
+from .graph import Node, Program
 from .limits import MAX_SWEEP_POINTS
+from .notation import format_number
 from .ops import numpy
 from .points import Value, grid, validate_values
 from .vector import evaluate_vector

@@ -86,7 +86,7 @@ def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: i
 
 def defaults_note(derivatives: Derivatives) -> str | None:
     """What became of the program's own values (``x = 2``): kept as symbols, or substituted."""
-    from ..graph import format_number
+    from ..notation import format_number
 
     def listed(values: dict[str, float]) -> str:
         return ", ".join(f"{name} = {format_number(value)}" for name, value in values.items())

@@ -1,0 +1,109 @@
+"""Printed forms of a graph: numbers, and each node's expression in a notation.
+
+One precedence logic for every notation: gradcli's own language here (``TEXT``), LaTeX and Python
+in ``printers``. Node labels in tables and JSON, error messages and symbolic derivatives are all
+written by ``expression_texts``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .ops import CONST, PREC_ATOM, PREC_SUM, PREC_UNARY, VAR, Op
+
+if TYPE_CHECKING:
+    from .graph import Node
+
+
+def format_number(value: float) -> str:
+    """The shortest text that reads back as the same float (``2`` rather than ``2.0``)."""
+    text = repr(float(value))
+    return text.removesuffix(".0")
+
+
+class Notation:
+    """How ``expression_texts`` spells numbers, names, calls and operators.
+
+    The default is gradcli's own language; ``printers`` subclasses it for LaTeX and Python, so
+    every notation shares the one precedence logic below. ``free_operands`` lists the operand
+    positions of an op that never need parentheses (LaTeX's fraction and exponent).
+    """
+
+    def number(self, value: float) -> str:
+        return format_number(value)
+
+    def name(self, name: str) -> str:
+        return name
+
+    def call(self, op: Op, args: list[str]) -> str:
+        return f"{op.name}({', '.join(args)})"
+
+    def prefix(self, op: Op, operand: str) -> str:
+        return f"{op.symbol}{operand}"
+
+    def infix(self, op: Op, left: str, right: str) -> str:
+        return f"{left}{_spaced(op)}{right}"
+
+    def parenthesized(self, text: str) -> str:
+        return f"({text})"
+
+    def free_operands(self, op: Op) -> tuple[int, ...]:
+        return ()
+
+
+TEXT = Notation()
+
+
+def expression_texts(
+    nodes: list[Node], limit: int | None = 48, notation: Notation = TEXT
+) -> list[str]:
+    """Each node's expression with operands shown by name, or as ``#id`` once they grow long.
+
+    ``nodes`` must be in topological order. Capping operand texts keeps this linear in the graph
+    size however deep the expression is; ``limit=None`` writes operands out in full (printers
+    name shared nodes first, so the full text stays linear in size).
+    """
+    position = {node: i for i, node in enumerate(nodes)}
+    texts: list[str] = []
+    precedences: list[int] = []
+
+    def operand(source: Node, binding: int, tighter: bool = False) -> str:
+        """Operand text, in parentheses when it binds looser than ``binding`` needs."""
+        if source.name is not None:
+            return notation.name(source.name)
+        i = position[source]
+        if limit is not None and len(texts[i]) > limit:
+            return f"#{source.index}"
+        if precedences[i] < binding or (tighter and precedences[i] == binding):
+            return notation.parenthesized(texts[i])
+        return texts[i]
+
+    for node in nodes:
+        op = node.op
+        if op is VAR:
+            text, precedence = notation.name(str(node.name)), PREC_ATOM
+        elif op is CONST:
+            text = notation.number(node.value)
+            precedence = PREC_UNARY if text.startswith("-") else PREC_ATOM
+        elif op.symbol is None:
+            args = [operand(source, 0) for source in node.inputs]
+            text, precedence = notation.call(op, args), PREC_ATOM
+        else:
+            free = notation.free_operands(op)
+            if op.arity == 1:
+                inner = operand(node.inputs[0], 0 if 0 in free else op.precedence)
+                text = notation.prefix(op, inner)
+            else:
+                left = operand(node.inputs[0], 0 if 0 in free else op.precedence, op.right_assoc)
+                right = operand(node.inputs[1], 0 if 1 in free else op.precedence,
+                                not op.right_assoc)
+                text = notation.infix(op, left, right)
+            precedence = op.precedence
+        texts.append(text)
+        precedences.append(precedence)
+    return texts
+
+
+def _spaced(op: Op) -> str:
+    # Sums get spaces (x*W + b), tighter operators none, as people write them.
+    return f" {op.symbol} " if op.precedence <= PREC_SUM else str(op.symbol)
