@@ -175,12 +175,13 @@ def test_ctrl_c_mid_batch_is_status_130_and_one_line(args, stdin):
 SLOW_START = """
 import os, runpy, sys, time
 slow, marker = sys.argv[1], sys.argv[2]
+delay = float(sys.argv[3]) if len(sys.argv) > 3 else 60
 
 class SlowImport:
     def find_spec(self, name, path=None, target=None):
         if name == slow:
             open(marker, "w").close()
-            time.sleep(60)
+            time.sleep(delay)
         return None
 
 sys.meta_path.insert(0, SlowImport())
@@ -203,6 +204,27 @@ def test_ctrl_c_during_start_up_is_status_130_and_one_line(slow, tmp_path):
         status = child.wait(timeout=30)
         assert (status, child.stderr.read().decode(), child.stdout.read()) == (
             130, "gradcli: interrupted\n", b"")
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_ctrl_c_stays_ignored_where_the_shell_ignores_it(tmp_path):
+    """Started in the background (`gradcli ... &`: SIGINT ignored), gradcli ignores Ctrl-C, in
+    start-up too: the program still runs to its end."""
+    marker = tmp_path / "importing"
+    child = subprocess.Popen([sys.executable, "-c", SLOW_START, "click", str(marker), "1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker.exists(), "click was never imported"
+        child.send_signal(signal.SIGINT)
+        status = child.wait(timeout=30)
+        assert (status, child.stderr.read()) == (0, b"")
+        assert b"value 2" in child.stdout.read()
     finally:
         child.kill()
         child.wait()

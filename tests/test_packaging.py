@@ -131,7 +131,10 @@ def test_import_gradcli_loads_nothing_heavy_until_a_name_is_used():
         gradcli.no_such_name  # noqa: B018
 
 
-def test_importing_the_cli_leaves_the_ctrl_c_handler_as_it_was():
-    modules = _imports_after("import signal, gradcli.cli\n"
-                             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler")
+@pytest.mark.parametrize("before", ["signal.default_int_handler", "signal.SIG_IGN"])
+def test_importing_the_cli_leaves_the_ctrl_c_handler_as_it_was(before):
+    """Also when Ctrl-C is ignored (a command started in the background): it stays ignored."""
+    modules = _imports_after(f"import signal\nsignal.signal(signal.SIGINT, {before})\n"
+                             "import gradcli.cli\n"
+                             f"assert signal.getsignal(signal.SIGINT) is {before}")
     assert "gradcli.cli.startup" in modules

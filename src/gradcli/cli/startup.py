@@ -24,6 +24,9 @@ def quiet_interrupts() -> Iterator[None]:
     """Within the block, SIGINT ends the process with ``INTERRUPTED_LINE`` on stderr and status
     130; the previous handler comes back afterwards (so a program that imports the CLI, such as
     a test run, keeps its own Ctrl-C)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background (`&`,
+        yield  # nohup): Ctrl-C is not for this process, during start-up or later
+        return
     try:
         previous = signal.signal(signal.SIGINT, _exit_interrupted)
     except ValueError:  # imported outside the main thread, where handlers cannot be set
