@@ -9,8 +9,8 @@ import pytest
 
 import gradcli
 from gradcli import check
+from gradcli.column_replay import replay_columns
 from gradcli.graph import replay
-from gradcli.vector import replay_columns
 
 np = pytest.importorskip("numpy")
 

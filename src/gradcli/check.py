@@ -185,13 +185,13 @@ def _central_at_once(
     program: Program, targets: list[Node], rtol: float, atol: float
 ) -> dict[int, GradientCheck]:
     """The first step of ``check_node`` -- a central difference at the base step -- for every
-    target in one vectorised replay (``vector.replay_columns``); only the checks that pass are
-    returned, so anything else goes through ``check_node`` as before (smaller steps, one-sided
-    differences near a domain edge, the exact scalar message)."""
+    target in one vectorised replay (``column_replay.replay_columns``); only the checks that
+    pass are returned, so anything else goes through ``check_node`` as before (smaller steps,
+    one-sided differences near a domain edge, the exact scalar message)."""
     work = len(targets) * len(program.nodes)
     if work < _COLUMNS_IF_LOADED or (work < _COLUMNS_ALWAYS and "numpy" not in sys.modules):
         return {}
-    from .vector import replay_columns
+    from .column_replay import replay_columns
 
     steps = [base_step(node.value) for node in targets]
     pinned = [node.index for node in targets] * len(CENTRAL.offsets)

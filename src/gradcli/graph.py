@@ -99,6 +99,15 @@ def nodes_of(outputs: Iterable[Node]) -> list[Node]:
 _by_creation = operator.attrgetter("seq")
 
 
+def last_uses(nodes: list) -> list[int]:
+    """For each node, the index of its last user (its own index if it has none)."""
+    last = list(range(len(nodes)))
+    for node in nodes:
+        for source in node.inputs:
+            last[source.index] = node.index
+    return last
+
+
 @dataclass
 class Program:
     """A parsed program: its output node and everything the output depends on.
