@@ -91,10 +91,9 @@ class Parser:
                                if not symbol.isupper()})
         self.rules = [self._reducer(rule, builder) for rule in tables["rules"]]
         # Rules that only pass their one child up (``?sum: product``) come in chains (atom ->
-        # power -> unary -> product -> sum): each step replaces the top state and keeps the one
-        # below, so the chain's end depends only on (state below, top state, lookahead) and is
-        # worked out once per such triple.
-        self.units: dict[tuple[int, int, str], int] = {}
+        # power -> unary -> product -> sum) after a reduction's goto: each step replaces the top
+        # state and keeps the one below, so where a reduction lands depends only on (state
+        # below, the rule reduced, lookahead) and is worked out once per such triple.
         self.landings: dict[tuple[int, str, str], int] = {}  # see _landing
 
     @staticmethod
@@ -143,8 +142,7 @@ class Parser:
         return length, origin, _SPLICE, build
 
     def parse(self, text: str) -> Any:
-        steps, rules, valued, units, landings = (
-            self.steps, self.rules, self.valued, self.units, self.landings)
+        steps, rules, valued, landings = self.steps, self.rules, self.valued, self.landings
         new_str = str.__new__
         states: list[int] = [self.start]
         values: list[Any] = []
@@ -179,12 +177,9 @@ class Parser:
                     values.append(value)
                     break
                 length, origin, how, what = rules[~action]
-                if how == _PASS and length == 1:  # the value stays: only the top state changes
-                    key = (states[-2], states[-1], kind)
-                    top = units.get(key)
-                    if top is None:
-                        top = units[key] = self._unit_chain(key)
-                    states[-1] = top
+                if how == _PASS and length == 1:  # right after a shift (``?x: TERMINAL``);
+                    # after a reduction, the landing has already taken such chains
+                    states[-1] = self._unit_chain((states[-2], states[-1], kind))
                     continue
                 if how == _CALL and length == 1 and what[1] is None:  # names and numbers
                     values[-1] = what[0]([values[-1]])
@@ -214,7 +209,7 @@ class Parser:
 
     def _landing(self, key: tuple[int, str, str]) -> int:
         """The top state after the goto on a reduced rule and the pass-through reductions that
-        follow it (``units``), from (state below, the rule's name, lookahead)."""
+        follow it (``_unit_chain``), from (state below, the rule's name, lookahead)."""
         below, origin, kind = key
         return self._unit_chain((below, self.gotos[below][origin], kind))
 
