@@ -204,7 +204,7 @@ def w4(args: argparse.Namespace, folder: Path) -> None:
 def w5(args: argparse.Namespace) -> None:
     import numpy as np
 
-    from gradcli.vector import evaluate_vector
+    from gradcli.engine.vector import evaluate_vector
 
     size = 1_000_000
     rng = np.random.default_rng(6)

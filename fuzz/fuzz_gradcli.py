@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import gradcli
-from gradcli.jsonout import dumps, error_record, result_record
+from gradcli.output.records import dumps, error_record, result_record
 
 # Values the variables get: ordinary, tiny, huge, zero, negative -- where domains and overflow bite.
 VALUES = (0.5, -1.25, 2.0, 0.0, 3e-3, -7.0, 1e300, -1e-300, 1.0, math.pi)
@@ -74,8 +74,8 @@ def _check_rich(result: gradcli.Result | None, error: gradcli.GradcliError | Non
     """Render to a terminal-like console without colours: any ESC left came from the input."""
     from rich.console import Console
 
-    from gradcli.api import LineOutcome
-    from gradcli.render import batch_line, error_view, result_view
+    from gradcli.gradcheck.evaluation import LineOutcome
+    from gradcli.output.views import batch_line, error_view, result_view
 
     console = Console(file=io.StringIO(), force_terminal=True, color_system=None, width=100)
     if error is not None:
@@ -91,7 +91,7 @@ def _check_rich(result: gradcli.Result | None, error: gradcli.GradcliError | Non
 
 def _check_pictures(program: gradcli.Program, values: dict[str, float]) -> None:
     """DOT and Mermaid of the program: every label quoted and escaped for its format."""
-    from gradcli.pictures import prepare, to_dot, to_mermaid
+    from gradcli.output.pictures import prepare, to_dot, to_mermaid
 
     try:
         picture = prepare(program, values)
@@ -117,9 +117,9 @@ def _check_file_around(expr: str, seed: int) -> str:
 
 def exercise_check_file(text: str) -> None:
     """TOML text -> checks -> outcomes (small sweeps only) -> JUnit XML and annotations."""
-    from gradcli.checkfile import CheckFileError, parse_check_file
-    from gradcli.checkrun import outcome_record, run_checks
-    from gradcli.cireport import github_annotations, junit_xml
+    from gradcli.formulas.files import CheckFileError, parse_check_file
+    from gradcli.formulas.reports import github_annotations, junit_xml
+    from gradcli.formulas.run import outcome_record, run_checks
 
     specs, errors = [], []
     try:

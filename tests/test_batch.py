@@ -9,8 +9,9 @@ import threading
 import pytest
 
 import gradcli
-from gradcli import batch
-from gradcli.api import evaluate_lines
+from gradcli import limits
+from gradcli.gradcheck.evaluation import EvalSettings, evaluate_lines
+from gradcli.output import batch
 
 LINES = [
     "x*y + sin(x)",
@@ -36,7 +37,7 @@ def _serial_reference(lines, values):
 @pytest.mark.parametrize("jobs", [1, 2, 3])
 def test_parallel_records_equal_serial_records_in_order(small_serial_start, jobs):
     values = {"x": 1.5, "y": 2.0}
-    got = list(batch.json_lines(LINES, values, {}, jobs=jobs))
+    got = list(batch.json_lines(LINES, values, jobs=jobs))
     expected = _serial_reference(LINES, values)
     assert got == expected
     numbers = [record.line for record in got]
@@ -48,7 +49,7 @@ def test_parallel_records_equal_serial_records_in_order(small_serial_start, jobs
 
 
 def test_statuses_and_errors_survive_the_workers(small_serial_start):
-    got = list(batch.json_lines(LINES, {"x": 1.5, "y": 2.0}, {"check": False}, jobs=2))
+    got = list(batch.json_lines(LINES, {"x": 1.5, "y": 2.0}, EvalSettings(check=False), jobs=2))
     kinds = {json.loads(r.text)["error"]["kind"] for r in got if r.error is not None}
     assert kinds == {"domain", "parse"}
     assert {r.status for r in got} == {0, 2, 3}
@@ -64,7 +65,7 @@ def test_records_stream_before_the_input_ends(small_serial_start):
         more.wait(timeout=30)  # the consumer must see the first 12 records before this
         yield "x*100"
 
-    records = batch.json_lines(slow_lines(), {"x": 2.0}, {}, jobs=2)
+    records = batch.json_lines(slow_lines(), {"x": 2.0}, jobs=2)
     first = [next(records) for _ in range(12)]
     assert [json.loads(r.text)["value"] for r in first] == [2.0 * k for k in range(12)]
     more.set()
@@ -77,7 +78,7 @@ def test_a_failing_reader_is_raised_after_the_records_before_it(small_serial_sta
         yield from (f"x+{k}" for k in range(20))
         raise OSError("disk gone")
 
-    records = batch.json_lines(broken(), {"x": 1.0}, {}, jobs=2)
+    records = batch.json_lines(broken(), {"x": 1.0}, jobs=2)
     seen = []
     with pytest.raises(OSError, match="disk gone"):
         for record in records:
@@ -86,16 +87,16 @@ def test_a_failing_reader_is_raised_after_the_records_before_it(small_serial_sta
 
 
 def test_default_jobs_follows_the_environment(monkeypatch):
-    monkeypatch.setenv(batch.JOBS_ENV, "3")
+    monkeypatch.setenv(limits.JOBS_ENV, "3")
     assert batch.default_jobs() == 3
-    monkeypatch.setenv(batch.JOBS_ENV, "nonsense")
+    monkeypatch.setenv(limits.JOBS_ENV, "nonsense")
     assert batch.default_jobs() >= 1
 
 
 def test_large_batch_values_are_right(small_serial_start):
     """Every record's value and gradient against the closed form, through the workers."""
     lines = [f"sin({k}*x)*y + x**2" for k in range(300)]
-    got = list(batch.json_lines(lines, {"x": 0.3, "y": 1.7}, {}, jobs=2))
+    got = list(batch.json_lines(lines, {"x": 0.3, "y": 1.7}, jobs=2))
     for k, record in enumerate(got):
         parsed = json.loads(record.text)
         assert parsed["value"] == pytest.approx(math.sin(k * 0.3) * 1.7 + 0.09, rel=1e-12)
@@ -112,7 +113,7 @@ def test_the_cli_batch_through_the_workers(monkeypatch):
 
     from gradcli.cli import cli
 
-    monkeypatch.setenv(batch.JOBS_ENV, "2")
+    monkeypatch.setenv(limits.JOBS_ENV, "2")
     lines = [f"x*{k} + y" if k % 50 else "log(x - 9)" for k in range(300)]
     result = CliRunner().invoke(cli, ["eval", "-", "--json", "--x", "2", "--y", "1"],
                                 input="\n".join(lines) + "\n")
@@ -141,7 +142,7 @@ def test_a_batch_checks_input_gradients_and_nodes_only_when_asked(monkeypatch):
     per-node check, and one program keeps it. Values, gradients and the input checks are the
     same either way (node entries then say null, as for a graph over 300 nodes); the per-node
     numbers match a single program's."""
-    monkeypatch.setenv(batch.JOBS_ENV, "1")
+    monkeypatch.setenv(limits.JOBS_ENV, "1")
     lines = ["u = x*y; u*u - y + sin(x)", "x/(1 + y*y)", "relu(x - 5) * y"]
     point = ["--x", "0.7", "--y", "1.3"]
     _, quick = _cli_records(["-", "--json", *point], lines)
@@ -165,7 +166,7 @@ def test_a_batch_checks_input_gradients_and_nodes_only_when_asked(monkeypatch):
 def test_a_kink_inside_the_graph_fails_only_the_per_node_check(monkeypatch):
     """relu(x - x) is 0 for every x: its input gradient 0 passes; the node x - x sits on
     relu's kink, which --check-nodes reports (as one program does)."""
-    monkeypatch.setenv(batch.JOBS_ENV, "1")
+    monkeypatch.setenv(limits.JOBS_ENV, "1")
     status, (record,) = _cli_records(["-", "--json", "--x", "1"], ["relu(x - x)"])
     assert status == 0 and record["check"]["ok"] and record["gradients"] == {"x": 0.0}
     status, (record,) = _cli_records(["-", "--json", "--x", "1", "--check-nodes"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gradcli
-from gradcli.check import check_gradients
+from gradcli.gradcheck.point import check_gradients
 
 
 def test_seed_check_agrees_to_about_1e_10():

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gradcli.checkfile import parse_check_file
-from gradcli.checkrun import run_check, run_checks, select
-from gradcli.cireport import annotation, escape_data, escape_property
 from gradcli.cli import cli
 from gradcli.errors import ExitStatus
+from gradcli.formulas.files import parse_check_file
+from gradcli.formulas.reports import annotation, escape_data, escape_property
+from gradcli.formulas.run import run_check, run_checks, select
 
 pytest.importorskip("numpy")
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,10 +14,10 @@ from test_ops import X, Y, _cases, _closed, _spelled  # SymPy closed forms of ev
 from test_properties import expressions, points  # generated smooth expressions
 
 import gradcli
-from gradcli.check import METHODS, check_gradients
 from gradcli.cli import cli
-from gradcli.graph import Node, Program, backward, compute, forward
-from gradcli.ops import OPS
+from gradcli.engine.graph import Node, Program, backward, compute, forward
+from gradcli.engine.ops import OPS
+from gradcli.gradcheck.point import METHODS, check_gradients
 
 SEED = "(x*W+b-t)**2"
 SEED_POINT = {"x": 2, "W": 3, "b": 1, "t": 8}
@@ -264,7 +264,7 @@ def test_a_bad_method_is_a_usage_error_with_status_2():
 def test_an_overflowing_estimate_never_passes(method, monkeypatch):
     """f(v + h) = 1.7e308 and f(v - h) = -1.7e308 (Im f = 1e308 for the complex step): every
     difference quotient overflows to inf, and inf <= inf once made that a pass, as in central."""
-    import gradcli.check as check_module
+    import gradcli.gradcheck.point as check_module
 
     program = gradcli.parse("x*3")
     gradcli.evaluate(program, {"x": 1.0}, check=False)

@@ -8,9 +8,9 @@ import random
 import pytest
 
 import gradcli
-from gradcli import check
-from gradcli.column_replay import replay_columns
-from gradcli.graph import replay
+from gradcli.engine.graph import replay
+from gradcli.gradcheck import point as check
+from gradcli.gradcheck.columns import replay_columns
 
 np = pytest.importorskip("numpy")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gradcli.checkfile import CheckFileError, load_check_file, parse_check_file
+from gradcli.formulas.files import CheckFileError, load_check_file, parse_check_file
 
 GOOD = """\
 rtol = 1e-6

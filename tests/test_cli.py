@@ -53,7 +53,7 @@ def test_a_record_written_in_pieces_is_the_record(monkeypatch):
     """Nodes are written a few at a time (jsonout.NODES_PER_PIECE): the text is still one JSON
     object whose nodes are the rows of node_rows, in order, with the keys in order too."""
     import gradcli
-    from gradcli import jsonout
+    from gradcli.output import records as jsonout
 
     result = gradcli.evaluate("u = x*W; z = u + b; err = z - t; err*err",
                               {"x": 2, "W": 3, "b": 1, "t": 8})

@@ -127,7 +127,7 @@ DEFAULTS_PROGRAM = "a = 1.5; b = 0.5; sin(a*x) + b*x**2"
 
 
 def test_diff_keeps_the_programs_own_values_as_symbols_and_says_so():
-    from gradcli.derive import differentiate
+    from gradcli.api import differentiate
 
     derivatives = differentiate("x = 2; x**2")
     assert derivatives.texts() == {"x": "2*x"}  # the formula, not its value at the default

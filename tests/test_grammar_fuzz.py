@@ -1,6 +1,6 @@
 """Programs generated from the project's own grammar file, and random bytes, through the API.
 
-The generator reads ``gradcli.grammar/expr.lark`` exactly as the parser does, so it follows the
+The generator reads ``grammar/expr.lark`` exactly as the parser does, so it follows the
 grammar as it grows. Every generated program either evaluates with gradients that agree with
 finite differences, or ends with one of the documented errors for a documented reason.
 """
@@ -20,10 +20,10 @@ from hypothesis.extra.lark import from_lark
 from lark import Lark
 
 import gradcli
-from gradcli.lalr import GRAMMAR_FILE
-from gradcli.ops import FUNCTIONS
+from gradcli.engine.ops import FUNCTIONS
+from gradcli.language.lalr import GRAMMAR_FILE
 
-GRAMMAR = resources.files("gradcli.grammar").joinpath(GRAMMAR_FILE).read_text("utf-8")
+GRAMMAR = resources.files("gradcli.language.grammar").joinpath(GRAMMAR_FILE).read_text("utf-8")
 # Functions smooth wherever they are defined: at a kink (abs, relu, sign, min, max) or across a
 # branch cut (atan2 at y = 0, x < 0) a finite difference rightly disagrees with the derivative.
 SMOOTH = sorted(set(FUNCTIONS) - {"abs", "relu", "sign", "min", "max", "atan2"})

@@ -8,8 +8,8 @@ import random
 import pytest
 
 import gradcli
-from gradcli.graph import Node, backward, forward, topological_order
-from gradcli.ops import OPS, F
+from gradcli.engine.graph import Node, backward, forward, topological_order
+from gradcli.engine.ops import OPS, F
 
 SEED = "u = x*W; z = u + b; err = z - t; err*err"
 SEED_POINT = {"x": 2.0, "W": 3.0, "b": 1.0, "t": 8.0}

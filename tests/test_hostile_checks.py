@@ -10,10 +10,10 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from gradcli.checkfile import CheckFileError, load_check_files, parse_check_file
-from gradcli.checkrun import run_checks
-from gradcli.cireport import annotation, github_annotations, junit_xml
 from gradcli.cli import cli
+from gradcli.formulas.files import CheckFileError, load_check_files, parse_check_file
+from gradcli.formulas.reports import annotation, github_annotations, junit_xml
+from gradcli.formulas.run import run_checks
 from gradcli.limits import MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
 
 

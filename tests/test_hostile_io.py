@@ -190,7 +190,8 @@ runpy.run_module("gradcli", run_name="__main__", alter_sys=True)
 """
 
 
-@pytest.mark.parametrize("slow", ["click", "gradcli.api", "gradcli.parser", "rich"])
+@pytest.mark.parametrize(
+    "slow", ["click", "gradcli.gradcheck.evaluation", "gradcli.language.parser", "rich"])
 def test_ctrl_c_during_start_up_is_status_130_and_one_line(slow, tmp_path):
     marker = tmp_path / "importing"
     child = subprocess.Popen([sys.executable, "-c", SLOW_START, slow, str(marker)],

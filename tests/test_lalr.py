@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from lark import Lark, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
-from gradcli import lalr
-from gradcli._lalr_tables import TABLES
+from gradcli.language import lalr
+from gradcli.language._lalr_tables import TABLES
 
 PROGRAMS = [
     "x", "2.5e-3", "-x**2", "+-+x", "2**3**-2", "a ^ b ^ c", "x*W + b - t", "(x)", "((x))",
@@ -57,7 +57,7 @@ def parsers():
 
 
 def test_shipped_tables_match_the_grammar():
-    """Regenerate with gradcli.lalr.write_tables() after editing grammar/expr.lark."""
+    """Regenerate with gradcli.language.lalr.write_tables() after editing grammar/expr.lark."""
     assert TABLES["grammar_digest"] == lalr.grammar_digest(lalr.grammar_text())
     assert lalr.load_tables() is TABLES
 

@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 import gradcli
-from gradcli.ops import FUNCTIONS, OPS
+from gradcli.engine.ops import FUNCTIONS, OPS
 
 X, Y = sp.symbols("x y", real=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -10,6 +11,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "src" / "gradcli"
@@ -29,9 +35,9 @@ def test_wheel_built_from_the_sdist_contains_the_grammar(built):
     (wheel,) = built.glob("*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-    assert "gradcli/grammar/expr.lark" in names
+    assert "gradcli/language/grammar/expr.lark" in names
     assert "gradcli/cli/__init__.py" in names
-    assert "gradcli/_lalr_tables.py" in names  # the parse tables: no Lark needed at start-up
+    assert "gradcli/language/_lalr_tables.py" in names  # parse tables: no Lark at start-up
 
 
 def test_sdist_contains_the_top_level_grammar(built):
@@ -44,7 +50,7 @@ def test_sdist_contains_the_top_level_grammar(built):
 def test_installed_package_reads_the_grammar():
     from importlib import resources
 
-    text = resources.files("gradcli.grammar").joinpath("expr.lark").read_text("utf-8")
+    text = resources.files("gradcli.language.grammar").joinpath("expr.lark").read_text("utf-8")
     assert text == (ROOT / "grammar" / "expr.lark").read_text("utf-8")
 
 
@@ -76,9 +82,10 @@ def test_eval_starts_without_what_it_does_not_use(flags):
         "from gradcli.cli import cli\n"
         f"cli.main(['eval', 'sin(x)*2', '--x', '1', *{flags!r}], standalone_mode=False)"
     )
-    unused = {"subprocess", "csv", "lark", "gradcli.pictures", "gradcli.printers", "rich.tree",
+    unused = {"subprocess", "csv", "lark", "gradcli.output.pictures", "gradcli.engine.printing",
+              "rich.tree",
               "rich._emoji_codes"}
-    assert ("gradcli.render" in modules) == (not flags)  # the table was rendered with Rich
+    assert ("gradcli.output.views" in modules) == (not flags)  # the table was rendered with Rich
     assert not unused & modules
 
 
@@ -90,23 +97,59 @@ def test_numpy_is_imported_only_for_sweeps_and_checks():
     assert "numpy" not in modules and "tomllib" not in modules
 
 
+# Each part of the package may import its own modules and the parts of a lower rank, never a
+# higher one: cli -> api -> output -> formulas -> gradcheck -> language -> engine -> errors.
+RANKS = {"errors": 0, "limits": 0, "engine": 1, "language": 2, "gradcheck": 3, "formulas": 4,
+         "output": 5, "api": 6, "cli": 7, "__main__": 7}
+
+
+def _part(module: str) -> str:
+    """``gradcli.engine.graph`` -> ``engine``; ``gradcli`` itself -> ``errors`` (its rank)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "errors"
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module an ``import``/``from`` statement anywhere in the file names (also inside
+    functions: a lazy import is still a dependency)."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import (use gradcli.… paths)"
+            names.append(node.module or "")
+    return names
+
+
 def test_imports_flow_one_way():
-    """cli -> library -> core: the core imports no outer layer, nothing imports the CLI, only the
-    parser's table generator imports lark, and only the CLI and render modules import rich/click."""
-    core = {"ops", "graph", "notation", "errors", "vector", "column_replay", "points",
-            "limits"}
+    """A module imports only its own part of gradcli or lower ones; nothing inside gradcli uses
+    the api facade; click only in cli/, rich only in cli/ and output/, lark only to regenerate
+    the parse tables."""
     for path in SOURCE.rglob("*.py"):
-        text = path.read_text("utf-8")
-        in_cli = path.parent.name == "cli"
-        imported = set(re.findall(r"^from \.+(\w+) import", text, re.MULTILINE))
-        if path.stem in core and not in_cli:
-            assert imported <= core, (path.name, imported - core)
-        if not in_cli and path.stem != "__main__":
-            assert "cli" not in imported, path.name
-        if path.stem not in {"parser", "lalr"}:  # lalr imports lark only to regenerate tables
-            assert not re.search(r"^\s*(from|import) lark", text, re.MULTILINE), path.name
-        if not in_cli and path.stem not in {"render", "render_sweep"}:
-            assert not re.search(r"^\s*(from|import) (rich|click)", text, re.MULTILINE), path.name
+        module = ".".join(path.relative_to(SOURCE.parent).with_suffix("").parts)
+        if path.name == "__init__.py":
+            module = module.rsplit(".", 1)[0]
+        part = _part(module) if module != "gradcli" else "api"  # the package: its facade
+        for imported in _imports(path):
+            top = imported.split(".")[0]
+            if top == "gradcli":
+                target = _part(imported)
+                assert target in RANKS and RANKS[target] <= RANKS[part], (module, imported)
+            if top == "click":
+                assert part == "cli", module
+            if top == "rich":
+                assert part in ("cli", "output"), module
+            if top == "lark":
+                assert module == "gradcli.language.lalr", module
+
+
+def test_every_subpackage_is_ranked_and_shipped():
+    packages = {p.parent.name for p in SOURCE.rglob("__init__.py")} - {"gradcli", "grammar"}
+    assert packages <= set(RANKS)
+    shipped = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    listed = set(shipped["tool"]["setuptools"]["packages"])
+    assert {f"gradcli.{p}" for p in packages} <= listed
 
 
 def test_no_eval_exec_or_pickle_anywhere_in_the_package():
@@ -122,12 +165,15 @@ def test_no_eval_exec_or_pickle_anywhere_in_the_package():
 def test_import_gradcli_loads_nothing_heavy_until_a_name_is_used():
     """The CLI's Ctrl-C guard starts after `import gradcli`: that import must stay cheap."""
     modules = _imports_after("import gradcli")
-    assert not {"gradcli.api", "gradcli.graph", "gradcli.parser", "gradcli.ops"} & modules
+    heavy = {"gradcli.gradcheck.evaluation", "gradcli.engine.graph", "gradcli.language.parser",
+             "gradcli.engine.ops"}
+    assert not heavy & modules
     import gradcli
 
     for name in gradcli.__all__:
         assert getattr(gradcli, name) is not None, name
-    assert gradcli.parse is gradcli.parser.parse and gradcli.Program is gradcli.graph.Program
+    assert gradcli.parse is gradcli.language.parser.parse
+    assert gradcli.Program is gradcli.engine.graph.Program
     with pytest.raises(AttributeError):
         gradcli.no_such_name  # noqa: B018
 

@@ -17,9 +17,9 @@ from rich.console import Console
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.graph import Node, Program
-from gradcli.ops import OPS
-from gradcli.pictures import (
+from gradcli.engine.graph import Node, Program
+from gradcli.engine.ops import OPS
+from gradcli.output.pictures import (
     dot_string,
     mermaid_string,
     nearest_nodes,
@@ -28,7 +28,7 @@ from gradcli.pictures import (
     to_mermaid,
     tree_outline,
 )
-from gradcli.render import graph_tree
+from gradcli.output.views import graph_tree
 
 SEED = "u = x*W; z = u + b; err = z - t; err*err"
 SEED_VALUES = ["--x", "2", "--W", "3", "--b", "1", "--t", "8"]

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from gradcli.cli import cli
 from gradcli.errors import UsageError
-from gradcli.plot import sample, save_plot, segments, terminal_plot, thinned
-from gradcli.points import parse_value
+from gradcli.language.values import parse_value
+from gradcli.output.plot import sample, save_plot, segments, terminal_plot, thinned
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gradcli import UsageError
-from gradcli.points import as_point, grid, parse_assignments, parse_value
+from gradcli.language.values import as_point, grid, parse_assignments, parse_value
 
 
 def test_number_range_and_list():

@@ -9,8 +9,8 @@ import random
 import pytest
 
 import gradcli
-from gradcli.check import check_node
-from gradcli.vector import evaluate_vector
+from gradcli.engine.vector import evaluate_vector
+from gradcli.gradcheck.point import check_node
 
 np = pytest.importorskip("numpy")
 

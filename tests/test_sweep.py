@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 import gradcli
-from gradcli import sweep as sweep_module
 from gradcli.cli import cli
-from gradcli.points import parse_value
-from gradcli.sweep import csv_rows, evaluate_sweep, point_records, sweep_columns
+from gradcli.gradcheck import sweep as sweep_module
+from gradcli.gradcheck.sweep import csv_rows, evaluate_sweep, point_records, sweep_columns
+from gradcli.language.values import parse_value
 
 np = pytest.importorskip("numpy")
 

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from rich.console import Console
 
 import gradcli
-from gradcli.api import LineOutcome
 from gradcli.cli import cli
-from gradcli.render import batch_line, error_view
+from gradcli.gradcheck.evaluation import LineOutcome
+from gradcli.output.views import batch_line, error_view
 
 PAYLOADS = [
     "\x1b[2J\x1b[H",  # CSI: clear the screen

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import gradcli
-from gradcli.graph import backward, forward
-from gradcli.ops import OPS
-from gradcli.vector import evaluate_vector
+from gradcli.engine.graph import backward, forward
+from gradcli.engine.ops import OPS
+from gradcli.engine.vector import evaluate_vector
 
 np = pytest.importorskip("numpy")
 
@@ -171,7 +171,7 @@ def test_every_row_drops_only_values_its_rules_do_not_read(name):
 def test_blocks_on_threads_give_the_one_block_result(monkeypatch, gradients):
     """A large evaluation goes a block at a time on every core (vector.BLOCK): the same arrays
     and the same failed points as in one go, whatever block a point falls in."""
-    from gradcli import vector
+    from gradcli.engine import vector
 
     program = gradcli.parse("log(x) * y + sqrt(x + 0.5) + exp(c * x)")
     x = np.linspace(0.1, 3.0, 1001)

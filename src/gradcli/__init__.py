@@ -23,7 +23,7 @@ from importlib import import_module
 from importlib.util import find_spec
 from typing import TYPE_CHECKING
 
-from .errors import (
+from gradcli.errors import (
     ExitStatus,
     GradcliError,
     GradcliNameError,
@@ -33,20 +33,37 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .api import LineOutcome, NodeRow, Result, evaluate, evaluate_lines
-    from .check import CheckReport, GradientCheck
-    from .derive import differentiate
-    from .graph import Node, Program
-    from .parser import parse
+    from gradcli.api import (
+        CheckReport,
+        Derivatives,
+        EvalSettings,
+        FreeResult,
+        GradientCheck,
+        HessianResult,
+        LineOutcome,
+        Node,
+        NodeRow,
+        Program,
+        Result,
+        SymbolicResult,
+        differentiate,
+        evaluate,
+        evaluate_lines,
+        parse,
+    )
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CheckReport",
+    "Derivatives",
+    "EvalSettings",
     "ExitStatus",
+    "FreeResult",
     "GradcliError",
     "GradcliNameError",
     "GradientCheck",
+    "HessianResult",
     "LineOutcome",
     "Node",
     "NodeRow",
@@ -54,6 +71,7 @@ __all__ = [
     "ParseError",
     "Program",
     "Result",
+    "SymbolicResult",
     "UsageError",
     "__version__",
     "differentiate",
@@ -65,20 +83,17 @@ __all__ = [
 # PEP 562: everything else loads on first use, so ``import gradcli`` is almost free. The CLI
 # needs that: its Ctrl-C guard (cli/startup.py) can only be set up once this package is imported,
 # and a Ctrl-C while the parser and the graph core load must not print a traceback.
-_LAZY = {
-    **dict.fromkeys(("LineOutcome", "NodeRow", "Result", "evaluate", "evaluate_lines"), "api"),
-    **dict.fromkeys(("CheckReport", "GradientCheck"), "check"),
-    **dict.fromkeys(("Derivatives", "HessianResult", "SymbolicResult", "differentiate"),
-                    "derive"),
-    **dict.fromkeys(("Node", "Program"), "graph"),
-    "parse": "parser",
-}
+_API_NAMES = frozenset({
+    "CheckReport", "Derivatives", "EvalSettings", "FreeResult", "GradientCheck",
+    "HessianResult", "LineOutcome", "Node", "NodeRow", "Program", "Result", "SymbolicResult",
+    "differentiate", "evaluate", "evaluate_lines", "parse",
+})
 
 
 def __getattr__(name: str) -> object:
     """An API name from its module, or a submodule (``gradcli.api``), imported on first use."""
-    if name in _LAZY:
-        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    if name in _API_NAMES:
+        value = getattr(import_module(".api", __name__), name)
         globals()[name] = value
         return value
     if not name.startswith("_") and find_spec(f"{__name__}.{name}") is not None:

@@ -1,5 +1,5 @@
 """``python -m gradcli``."""
 
-from .cli import main
+from gradcli.cli import main
 
 main()

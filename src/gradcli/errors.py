@@ -13,6 +13,7 @@ class ExitStatus(IntEnum):
     USAGE = 2  # usage, parse or name error
     NUMERIC = 3  # a value or gradient is not finite (domain error, overflow, division by zero)
     INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+    READER_GONE = 141  # the reader of stdout went away (| head -1), as shells report SIGPIPE
 
 
 class GradcliError(Exception):
@@ -90,3 +91,13 @@ class NumericError(GradcliError):
 
     kind = "domain"
     status = ExitStatus.NUMERIC
+
+
+MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"
+
+
+def listed(names: list[str], limit: int = MAX_LISTED_NAMES) -> str:
+    """``a, b, c`` -- or ``a, b, ... and 99,990 more`` when there are many."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f" and {len(names) - limit:,} more"

@@ -39,7 +39,6 @@ MAX_CHECK_FILE_BYTES = 4 * 2**20  # tomllib reads ~0.3 MB/s of number arrays
 MAX_CHECK_NODES = 100_000  # ~5 s for a check at one point
 MAX_CHECK_POINTS = 1_000_000
 MAX_CHECK_CELLS = 30_000_000  # points x nodes: ~400 MB, ~4 s
-MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"
 MAX_DRAWN_NODES = 300
 JOBS_ENV = "GRADCLI_JOBS"
 
@@ -56,10 +55,3 @@ def default_jobs() -> int:
 def max_chars(max_nodes: int = MAX_NODES) -> int:
     """The longest program text accepted at this node limit."""
     return CHARS_PER_NODE * max_nodes
-
-
-def listed(names: list[str], limit: int = MAX_LISTED_NAMES) -> str:
-    """``a, b, c`` -- or ``a, b, ... and 99,990 more`` when there are many."""
-    if len(names) <= limit:
-        return ", ".join(names)
-    return ", ".join(names[:limit]) + f" and {len(names) - limit:,} more"

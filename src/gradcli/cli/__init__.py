@@ -4,10 +4,10 @@ One module per command; importing them registers them with the ``cli`` group. Ri
 only on the paths that print for people, so ``--json`` starts fast.
 """
 
-from .startup import quiet_interrupts
+from gradcli.cli.startup import quiet_interrupts
 
 with quiet_interrupts():  # the imports of click, the parser and the core: see startup.py
-    from . import check_command, diff_command, eval_command, picture_commands  # noqa: F401
-    from .base import cli, main
+    from gradcli.cli import check_command, diff_command, eval_command, picture_commands  # noqa: F401
+    from gradcli.cli.base import cli, main
 
 __all__ = ["cli", "main"]

@@ -9,13 +9,14 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
 from typing import IO, Any
 
 import click
 
-from .. import __version__
-from ..errors import ExitStatus, UsageError
-from ..points import NAME, Value, parse_assignments
+from gradcli import __version__
+from gradcli.errors import ExitStatus, UsageError
+from gradcli.language.values import NAME, Value, parse_assignments
 
 BINDINGS_KEY = "gradcli.bindings"
 # What an option looks like; anything else after `--` (`---x`, `--(x)`) is an expression.
@@ -144,14 +145,28 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> dict[str, 
     return parse_assignments([*ctx.meta.get(BINDINGS_KEY, []), *assignments])
 
 
-def program_source(command: str, expr: str | None, program_file: IO[str] | None) -> str:
-    if program_file is not None and expr is not None:
-        raise UsageError("give either EXPR or -f FILE, not both")
-    if program_file is not None:
-        return program_file.read()
-    if expr is None:
-        raise UsageError("no expression given", hint=f"try: gradcli {command} --help")
-    return expr
+_EXAMPLES = {"eval": '"(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8'}  # else: try COMMAND --help
+
+
+@dataclass(frozen=True)
+class ProgramText:
+    """A program as given on the command line: EXPR, or the text of ``-f FILE`` and its name."""
+
+    text: str
+    file_name: str = ""  # the file it came from ("" for EXPR): error messages name it
+
+    @classmethod
+    def read(cls, command: str, expr: str | None, program_file: IO[str] | None) -> ProgramText:
+        """EXPR or the file's text; a UsageError when both or neither are given."""
+        if program_file is not None and expr is not None:
+            raise UsageError("give either EXPR or -f FILE, not both")
+        if program_file is not None:
+            return cls(program_file.read(), program_file.name)
+        if expr is None:
+            example = _EXAMPLES.get(command)
+            raise UsageError("no expression given", hint=f"try: gradcli {command} {example}"
+                             if example else f"try: gradcli {command} --help")
+        return cls(expr)
 
 
 def stdin_lines(max_bytes: int) -> Iterator[str]:
@@ -254,4 +269,4 @@ def _reader_gone() -> int:
     """Stop quietly, as Unix tools do: later writes and the exit-time flush go to /dev/null."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    return 141
+    return ExitStatus.READER_GONE

@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from ..errors import UsageError, visible
-from .base import cli
-from .output import with_progress
+from gradcli.cli.base import cli
+from gradcli.cli.show import with_progress
+from gradcli.errors import UsageError, visible
 
 CHECK_HELP = """Run the checks in TOML check FILEs: values, gradients, derivative identities and
 the finite-difference check of every gradient, at points and over sweeps (vectorised).
@@ -43,9 +43,9 @@ def check_command(ctx: click.Context, **options: Any) -> None:
 def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | None,
                       fail_fast: bool, pattern: str | None) -> int:
     """Everything ``gradcli check`` does; returns the exit status."""
-    from ..checkfile import load_check_files
-    from ..checkrun import no_match_error, run_checks, select
-    from ..cireport import github_annotations, junit_xml
+    from gradcli.formulas.files import load_check_files
+    from gradcli.formulas.reports import github_annotations, junit_xml
+    from gradcli.formulas.run import no_match_error, run_checks, select
 
     specs, errors = load_check_files(files)
     selected = select(specs, pattern)
@@ -69,17 +69,17 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
 
 def _report(outcomes: list[Any], errors: list[Any], as_json: bool) -> int:
     """Print the errors and the checks' table, or one JSON document; returns the exit status."""
-    from ..checkrun import report_record, report_status
+    from gradcli.formulas.run import report_record, report_status
 
     if as_json:
-        from ..jsonout import dumps
+        from gradcli.output.records import dumps
 
         click.echo(dumps(report_record(outcomes, errors)))
         for error in errors:
             click.echo(f"gradcli: {error.one_line()}", err=True)
         return report_status(outcomes, errors)
-    from ..render import error_view, make_console
-    from ..render_sweep import check_view
+    from gradcli.output.sweep_views import check_view
+    from gradcli.output.views import error_view, make_console
 
     for error in errors:
         make_console(stderr=True).print(error_view(error))

@@ -6,13 +6,13 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from ..errors import ExitStatus, GradcliError
-from ..points import as_point
-from .base import BindingCommand, cli, given_values, program_source
-from .output import Output
+from gradcli.cli.base import BindingCommand, ProgramText, cli, given_values
+from gradcli.cli.show import show_error
+from gradcli.errors import ExitStatus, GradcliError
+from gradcli.language.values import as_point
 
 if TYPE_CHECKING:
-    from ..derive import Derivatives
+    from gradcli.engine.derivatives import Derivatives
 
 DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
 subexpressions named once), which `gradcli eval` reads back.
@@ -53,21 +53,21 @@ Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a
 def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: int, fmt: str,
                  assignments: tuple[str, ...], program_file: IO[str] | None,
                  as_json: bool, use_defaults: bool) -> None:
-    from ..derive import differentiate
+    from gradcli.engine.derivatives import differentiate
+    from gradcli.language.parser import parse
 
-    output = Output(as_json)
     source = expr or ""
     try:
         values = as_point(given_values(ctx, assignments))
-        source = program_source("diff", expr, program_file)
+        source = ProgramText.read("diff", expr, program_file).text
         names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
-        derivatives = differentiate(source, names, order, values, use_defaults)
+        derivatives = differentiate(parse(source), names, order, values, use_defaults)
         printed = derivatives.python() if fmt == "python" else None
         texts = derivatives.texts("latex" if fmt == "latex" else "text")
     except GradcliError as error:
-        ctx.exit(output.error(error, source))
+        ctx.exit(show_error(error, as_json, source))
     if as_json:
-        from ..jsonout import diff_record, dumps
+        from gradcli.output.records import diff_record, dumps
 
         click.echo(dumps(diff_record(source, order, texts, printed, derivatives.values,
                                      derivatives.kept_defaults)))
@@ -75,7 +75,7 @@ def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: i
     if printed is not None:
         click.echo(printed, nl=False)
     else:
-        from ..render import derivative_view, make_console
+        from gradcli.output.views import derivative_view, make_console
 
         make_console().print(derivative_view(texts, latex=fmt == "latex"))
     note = defaults_note(derivatives)
@@ -86,7 +86,7 @@ def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: i
 
 def defaults_note(derivatives: Derivatives) -> str | None:
     """What became of the program's own values (``x = 2``): kept as symbols, or substituted."""
-    from ..notation import format_number
+    from gradcli.engine.notation import format_number
 
     def listed(values: dict[str, float]) -> str:
         return ", ".join(f"{name} = {format_number(value)}" for name, value in values.items())

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import IO, Any
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
-from ..check import (
+from gradcli.cli.base import BindingCommand, ProgramText, cli, given_values, stdin_lines
+from gradcli.cli.show import show_batch, show_error, show_result
+from gradcli.errors import GradcliError, UsageError
+from gradcli.gradcheck.evaluation import EvalSettings, evaluate
+from gradcli.gradcheck.point import (
     BATCH_NODE_CHECK_LIMIT,
     DEFAULT_ATOL,
     DEFAULT_RTOL,
     METHODS,
     NODE_CHECK_LIMIT,
 )
-from ..errors import GradcliError, UsageError
-from ..limits import MAX_NODES, max_chars
-from ..parser import parse
-from ..points import Value, as_point, is_sweep, parse_assignments
-from .base import BINDINGS_KEY, BindingCommand, cli, stdin_lines
-from .output import Output
+from gradcli.language.parser import parse
+from gradcli.language.values import Value, as_point, is_sweep
+from gradcli.limits import MAX_NODES, max_chars
 
 EVAL_HELP = """Evaluate EXPR and its gradients (one reverse-mode pass), checked by finite
 differences.
@@ -99,89 +101,106 @@ TOLERANCE = Tolerance()
                    "always done up to 300 nodes). Input gradients are always checked.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
-    ctx.exit(run_eval(ctx, **options))
-
-
-def run_eval(
-    ctx: click.Context,
-    expr: str | None,
-    assignments: tuple[str, ...],
-    program_file: IO[str] | None,
-    as_json: bool,
-    no_check: bool,
-    rtol: float,
-    atol: float,
-    check_method: str = "central",
-    as_csv: bool = False,
-    order: int = 1,
-    hessian: bool = False,
-    strict: bool = False,
-    max_nodes: int = MAX_NODES,
-    check_nodes: bool = False,
-) -> int:
-    """Everything ``gradcli eval`` does; returns the exit status."""
-    output = Output(as_json)
-    options: dict[str, Any] = {"check": not no_check, "rtol": rtol, "atol": atol,
-                               "check_method": check_method, "max_nodes": max_nodes}
     try:
-        given = parse_assignments([*ctx.meta.get(BINDINGS_KEY, []), *assignments])
-        if program_file is not None and expr is not None:
-            raise UsageError("give either EXPR or -f FILE, not both")
-        if as_csv and as_json:
-            raise UsageError("--csv and --json are two output formats: give one")
-        if as_csv or is_sweep(given):
-            if order > 1 or hessian:
-                raise UsageError("sweeps give values and gradients, not Hessians",
-                                 hint="drop --hessian/--order, or evaluate one point")
-            return run_sweep(output, expr, program_file, given, options, as_csv)
-        values = as_point(given)
-        options["strict"] = strict
-        if order > 1 or hessian:
-            options["order"] = 2
-        if program_file is not None:
-            return output.single(program_file.read(), values, options, program_file.name)
-        if expr == "-" or (expr is None and not sys.stdin.isatty()):
-            limit = NODE_CHECK_LIMIT if check_nodes else BATCH_NODE_CHECK_LIMIT
-            options["node_check_limit"] = limit
-            return output.batch(stdin_lines(max_chars(max_nodes)), values, options)
-        if expr is None:
-            raise UsageError("no expression given",
-                             hint='try: gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8')
+        request = eval_request(ctx, **options)
     except GradcliError as error:
-        return output.error(error, expr if expr not in (None, "-") else "")
-    return output.single(expr, values, options)
+        ctx.exit(show_error(error, options["as_json"], _shown_source(options["expr"])))
+    ctx.exit(run_eval(request))
 
 
-def run_sweep(output: Output, expr: str | None, program_file: IO[str] | None,
-              values: dict[str, Value], options: dict[str, Any], as_csv: bool) -> int:
-    """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV."""
-    from ..sweep import csv_rows, evaluate_sweep, point_records, sweep_columns
+@dataclass(frozen=True)
+class EvalRequest:
+    """What one ``gradcli eval`` asks for, checked and typed: made from click's options by
+    ``eval_request``, carried out by ``run_eval``."""
 
-    name = program_file.name if program_file is not None else ""
-    source = program_file.read() if program_file is not None else expr
-    if source is None or source == "-":
+    program: ProgramText | None  # None: a batch, one program per line of stdin
+    values: dict[str, Value]  # a range or list for a swept variable
+    settings: EvalSettings
+    output: str  # "table", "json" or "csv"
+
+    @property
+    def is_sweep(self) -> bool:
+        return self.output == "csv" or is_sweep(self.values)
+
+
+def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str, ...],
+                 program_file: Any, as_json: bool, as_csv: bool, **options: Any) -> EvalRequest:
+    """The request behind click's options, or a UsageError for a combination that means nothing."""
+    if as_csv and as_json:
+        raise UsageError("--csv and --json are two output formats: give one")
+    values = given_values(ctx, assignments)
+    batch = program_file is None and (expr == "-" or (expr is None and not sys.stdin.isatty()))
+    program = None if batch else ProgramText.read("eval", expr, program_file)
+    order = 2 if options["hessian"] else options["order"]
+    node_limit = NODE_CHECK_LIMIT if not batch or options["check_nodes"] else (
+        BATCH_NODE_CHECK_LIMIT)
+    settings = EvalSettings(check=not options["no_check"], rtol=options["rtol"],
+                            atol=options["atol"], check_method=options["check_method"],
+                            node_check_limit=node_limit, order=order, strict=options["strict"],
+                            max_nodes=options["max_nodes"])
+    request = EvalRequest(program, values, settings,
+                          "csv" if as_csv else "json" if as_json else "table")
+    if request.is_sweep:
+        _check_sweep(request)
+    return request
+
+
+def _check_sweep(request: EvalRequest) -> None:
+    if request.program is None:
         raise UsageError("a sweep evaluates one program, not a batch from stdin",
                          hint='give the program: gradcli eval "x**2" --x -2:2:9')
-    if options.pop("check_method") != "central":
+    if request.settings.order > 1:
+        raise UsageError("sweeps give values and gradients, not Hessians",
+                         hint="drop --hessian/--order, or evaluate one point")
+    if request.settings.check_method != "central":
         raise UsageError("sweeps are checked by central differences only",
                          hint="drop --check-method, or evaluate single points")
+
+
+def _shown_source(expr: str | None) -> str:
+    return expr if expr not in (None, "-") else ""
+
+
+def run_eval(request: EvalRequest) -> int:
+    """Everything ``gradcli eval`` does after parsing its options; returns the exit status."""
+    as_json = request.output == "json"
+    if request.program is None:
+        lines = stdin_lines(max_chars(request.settings.max_nodes))
+        return show_batch(lines, as_point(request.values), request.settings, as_json)
+    if request.is_sweep:
+        return run_sweep(request)
+    program = request.program
     try:
-        program = parse(source, options.pop("max_nodes"))
-        sweep = evaluate_sweep(program, sweep_columns(program, values), **options)
+        result = evaluate(program.text, as_point(request.values), request.settings)
     except GradcliError as error:
-        return output.error(error, source, name)
-    if as_csv:
-        import csv  # here: a single evaluation needs no csv module
+        return show_error(error, as_json, program.text, program.file_name)
+    return show_result(result, program.text, as_json)
+
+
+def run_sweep(request: EvalRequest) -> int:
+    """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV."""
+    from gradcli.gradcheck.sweep import csv_rows, evaluate_sweep, point_records, sweep_columns
+
+    program, settings = request.program, request.settings
+    assert program is not None
+    try:
+        parsed = parse(program.text, settings.max_nodes)
+        sweep = evaluate_sweep(parsed, sweep_columns(parsed, request.values),
+                               check=settings.check, rtol=settings.rtol, atol=settings.atol)
+    except GradcliError as error:
+        return show_error(error, request.output == "json", program.text, program.file_name)
+    if request.output == "csv":
+        import csv
 
         csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(sweep))
-    elif output.as_json:
-        from ..jsonout import dumps
+    elif request.output == "json":
+        from gradcli.output.records import dumps
 
         for record in point_records(sweep):
-            sys.stdout.write(dumps({"expression": source, **record}) + "\n")
+            sys.stdout.write(dumps({"expression": program.text, **record}) + "\n")
     else:
-        from ..render import make_console
-        from ..render_sweep import sweep_view
+        from gradcli.output.sweep_views import sweep_view
+        from gradcli.output.views import make_console
 
         console = make_console()
         console.print(sweep_view(sweep, plain=not console.is_terminal))

@@ -8,11 +8,11 @@ from typing import IO, Any
 
 import click
 
-from ..errors import ExitStatus, GradcliError, UsageError, visible
-from ..limits import MAX_DRAWN_NODES, MAX_NODES
-from ..points import as_point
-from .base import BindingCommand, cli, given_values, program_arguments, program_source
-from .output import Output
+from gradcli.cli.base import BindingCommand, ProgramText, cli, given_values, program_arguments
+from gradcli.cli.show import show_error
+from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
+from gradcli.language.values import as_point
+from gradcli.limits import MAX_DRAWN_NODES, MAX_NODES
 
 GRAPH_HELP = """Draw the computational graph of EXPR: values on the nodes, gradients on the edges.
 
@@ -63,12 +63,12 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
                   program_file: IO[str] | None, picture_format: str | None,
                   output_path: str | None, max_nodes: int) -> None:
     # here, not at the top: every gradcli start (eval too) imports this module
-    from ..pictures import prepare, render_with_graphviz, to_dot, to_mermaid
+    from gradcli.output.pictures import prepare, render_with_graphviz, to_dot, to_mermaid
 
     source = ""
     try:
         values = as_point(given_values(ctx, assignments))
-        source = program_source("graph", expr, program_file)
+        source = ProgramText.read("graph", expr, program_file).text
         picture_format = picture_format or _default_format(output_path)
         picture = prepare(source, values)
         if picture_format == "tree":
@@ -85,12 +85,12 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
     except BrokenPipeError:
         raise  # the reader of stdout went away: main() ends with 141
     except OSError as error:
-        ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
+        ctx.exit(show_error(_cannot_write(output_path, error), False, source))
     except GradcliError as error:
         if "--max-nodes" in (error.hint or ""):  # the parser's hint; graph's option draws less
             error.hint = (f"gradcli graph reads programs of up to {MAX_NODES:,} nodes; its "
                           "--max-nodes only limits how many are drawn")
-        ctx.exit(Output(as_json=False).error(error, source))
+        ctx.exit(show_error(error, False, source))
 
 
 def _cannot_write(path: str | None, error: OSError) -> UsageError:
@@ -107,7 +107,7 @@ def _default_format(output_path: str | None) -> str:
 
 
 def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
-    from ..render import graph_tree, make_console
+    from gradcli.output.views import graph_tree, make_console
 
     if output_path is None:
         console = make_console()
@@ -143,12 +143,12 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
                  height: int) -> None:
     import shutil  # here, as plot: every gradcli start imports this module
 
-    from ..plot import sample, save_plot, terminal_plot
+    from gradcli.output.plot import sample, save_plot, terminal_plot
 
     source = ""
     try:
         values = given_values(ctx, assignments)
-        source = program_source("plot", expr, program_file)
+        source = ProgramText.read("plot", expr, program_file).text
         curve = sample(source, values)
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
         if output_path is not None:
@@ -163,6 +163,6 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
     except BrokenPipeError:
         raise  # the reader of stdout went away: main() ends with 141
     except OSError as error:
-        ctx.exit(Output(as_json=False).error(_cannot_write(output_path, error), source))
+        ctx.exit(show_error(_cannot_write(output_path, error), False, source))
     except GradcliError as error:
-        ctx.exit(Output(as_json=False).error(error, source))
+        ctx.exit(show_error(error, False, source))

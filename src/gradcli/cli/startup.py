@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import ExitStatus
+from gradcli.errors import ExitStatus
 
 INTERRUPTED_LINE = "gradcli: interrupted\n"
 

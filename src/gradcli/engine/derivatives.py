@@ -1,9 +1,8 @@
 """Derivatives as expressions: ``gradcli diff``, Hessians at a point, and partial evaluation.
 
 Everything here runs the op table's own rules on symbolic nodes (``symbolic.gradients``); the
-printed forms come from ``printers``. A Hessian at a point is the reverse-mode gradient of each
-symbolic first derivative, checked against finite differences of that first derivative with the
-same check as the gradients (``check.check_node``).
+printed forms come from ``printing``. Hessians at a point (``gradcheck.hessian``) are built from
+the same symbolic first derivatives.
 """
 
 from __future__ import annotations
@@ -12,13 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .check import DEFAULT_ATOL, DEFAULT_RTOL, CheckReport, check_node
-from .errors import UsageError
-from .graph import Program, backward, forward, nodes_of
-from .ops import VAR
-from .parser import parse
-from .printers import FORMATS, to_latex, to_python, to_text
-from .symbolic import Builder, SymNode, gradients, substitute
+from gradcli.engine.graph import Program
+from gradcli.engine.printing import FORMATS, to_latex, to_python, to_text
+from gradcli.engine.symbolic import Builder, SymNode, gradients, substitute
+from gradcli.errors import UsageError
 
 MAX_ORDER = 6
 
@@ -57,7 +53,7 @@ class Derivatives:
 
 
 def differentiate(
-    program: str | Program,
+    program: Program,
     wrt: Sequence[str] | None = None,
     order: int = 1,
     values: Mapping[str, float] | None = None,
@@ -70,8 +66,6 @@ def differentiate(
     (``2*x``, listed in ``kept_defaults``) unless ``defaults`` asks to substitute them as well;
     ``values`` override them either way. (``evaluate`` always uses them: it wants numbers.)
     """
-    if isinstance(program, str):
-        program = parse(program)
     own = {name: program.defaults[name] for name in program.variables
            if name in program.defaults}
     given = dict(values or {})
@@ -149,42 +143,3 @@ def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicR
         value=to_text(value),
         gradients={n: to_text(g) for n, g in zip(names, substituted, strict=True)},
     )
-
-
-# --- Hessians at a point ------------------------------------------------------------------------
-
-@dataclass
-class HessianResult:
-    """Second derivatives at a point and their finite-difference check (keys ``"x,y"``)."""
-
-    matrix: dict[str, dict[str, float]]
-    check: CheckReport | None
-
-
-def hessian_at(
-    program: Program,
-    point: Mapping[str, float],
-    check: bool = True,
-    rtol: float = DEFAULT_RTOL,
-    atol: float = DEFAULT_ATOL,
-) -> HessianResult:
-    """H[a][b] = d/db of the symbolic d/da, by reverse mode, checked by FD of d/da."""
-    names = list(program.variables)
-    builder = Builder()
-    (output,) = builder.import_graph([program.output])
-    grads = gradients(output, [builder.variable(n) for n in names])
-    matrix: dict[str, dict[str, float]] = {}
-    report = CheckReport(rtol, atol, nodes_skipped=True) if check else None
-    for name, grad in zip(names, grads, strict=True):
-        variables = [node for node in nodes_of([grad]) if node.op is VAR]
-        gradient_program = Program.build(to_text(grad), grad, variables, {})
-        gradient_program.bind(point)
-        forward(gradient_program.nodes)
-        backward(gradient_program.nodes)
-        row = gradient_program.variables
-        matrix[name] = {other: row[other].grad if other in row else 0.0 for other in names}
-        if report is not None:
-            for other, node in row.items():
-                report.gradients[f"{name},{other}"] = check_node(
-                    gradient_program.nodes, node, rtol, atol)
-    return HessianResult(matrix, report)

@@ -17,14 +17,14 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .api import evaluate
-from .errors import UsageError, visible
-from .graph import Node, Program, compute, local_derivative
-from .limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
-from .notation import expression_texts, format_number
-from .ops import CONST, VAR
-from .parser import parse
-from .points import validate_values
+from gradcli.engine.graph import Node, Program, compute, local_derivative
+from gradcli.engine.notation import expression_texts, format_number
+from gradcli.engine.ops import CONST, VAR
+from gradcli.errors import UsageError, visible
+from gradcli.gradcheck.evaluation import evaluate
+from gradcli.language.parser import parse
+from gradcli.language.values import validate_values
+from gradcli.limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
 
 GRAPHVIZ_HINT = ("install Graphviz (apt-get install graphviz, brew install graphviz, or "
                  "https://graphviz.org/download/), or use --format dot, which needs nothing")

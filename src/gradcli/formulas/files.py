@@ -16,12 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .check import DEFAULT_ATOL, DEFAULT_RTOL
-from .errors import ExitStatus, GradcliError, visible
-from .graph import Program
-from .limits import MAX_CHECK_CELLS, MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
-from .parser import parse
-from .points import Value, parse_value
+from gradcli.engine.graph import Program
+from gradcli.errors import ExitStatus, GradcliError, visible
+from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
+from gradcli.language.parser import parse
+from gradcli.language.values import Value, parse_value
+from gradcli.limits import MAX_CHECK_CELLS, MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
 
 CHECK_KEYS = ("name", "expr", "at", "sweep", "value", "gradients", "derivative", "finite",
               "rtol", "atol")

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from .checkrun import CheckOutcome, format_point
-from .errors import ExitStatus, visible
-from .notation import format_number
-from .render import MAX_TABLE_ROWS, titled_table
-from .sweep import Sweep
+from gradcli.engine.notation import format_number
+from gradcli.errors import ExitStatus, visible
+from gradcli.formulas.run import CheckOutcome, format_point
+from gradcli.gradcheck.sweep import Sweep
+from gradcli.output.views import MAX_TABLE_ROWS, titled_table
 
 
 def sweep_view(sweep: Sweep, plain: bool = False) -> RenderableType:

@@ -20,8 +20,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .graph import Node, compute, nodes_of
-from .ops import CONST, CONSTANTS, OPS, VAR, Op
+from gradcli.engine.graph import Node, compute, nodes_of
+from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR, Op
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
 

@@ -8,20 +8,22 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .api import Result
-from .check import CheckReport, GradientCheck
-from .errors import GradcliError
+from gradcli.errors import GradcliError
+from gradcli.gradcheck.evaluation import FreeResult, Result
+from gradcli.gradcheck.point import CheckReport, GradientCheck
 
 
-def result_record(result: Result, source: str, line: int | None = None) -> dict[str, Any]:
+def result_record(
+    result: Result | FreeResult, source: str, line: int | None = None
+) -> dict[str, Any]:
     """``{"expression", "value", "gradients", "nodes", "check", "error": null}``, plus
     ``"hessian"`` and ``"hessian_check"`` with order 2; with free variables ``"symbolic"``.
 
     ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
     ``json_pieces`` write it; ``list()`` it to look at it."""
     record: dict[str, Any] = {} if line is None else {"line": line}
-    if result.symbolic is not None:
-        return symbolic_record(result, source, record)
+    if isinstance(result, FreeResult):
+        return free_record(result, source, record)
     check = result.check
     record.update(
         expression=source,
@@ -39,10 +41,8 @@ def result_record(result: Result, source: str, line: int | None = None) -> dict[
     return record
 
 
-def symbolic_record(result: Result, source: str, record: dict[str, Any]) -> dict[str, Any]:
+def free_record(result: FreeResult, source: str, record: dict[str, Any]) -> dict[str, Any]:
     """A program with free variables: value and gradients as texts under ``"symbolic"``."""
-    symbolic = result.symbolic
-    assert symbolic is not None
     record.update(
         expression=source,
         point=result.point,
@@ -50,8 +50,7 @@ def symbolic_record(result: Result, source: str, record: dict[str, Any]) -> dict
         gradients=None,
         nodes=None,
         check=None,
-        symbolic={"free": symbolic.free, "value": symbolic.value,
-                  "gradients": symbolic.gradients},
+        symbolic={"free": result.free, "value": result.value, "gradients": result.gradients},
         error=None,
     )
     return record

@@ -17,13 +17,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .checkfile import CheckSpec, Expected
-from .errors import ExitStatus, GradcliError, UsageError
-from .finite_difference import tolerance
-from .notation import format_number
-from .ops import numpy
-from .sweep import Sweep, evaluate_sweep, sweep_columns
-from .vector import evaluate_vector
+from gradcli.engine.notation import format_number
+from gradcli.engine.ops import numpy
+from gradcli.engine.vector import evaluate_vector
+from gradcli.errors import ExitStatus, GradcliError, UsageError
+from gradcli.formulas.files import CheckSpec, Expected
+from gradcli.gradcheck.steps import tolerance
+from gradcli.gradcheck.sweep import Sweep, evaluate_sweep, sweep_columns
 
 
 @dataclass

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .graph import Program, last_uses
-from .ops import numpy
+from gradcli.engine.graph import Program, last_uses
+from gradcli.engine.ops import numpy
 
 
 @dataclass

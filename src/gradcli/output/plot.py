@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .api import require_values
-from .errors import UsageError
-from .graph import Program
-from .notation import expression_texts
-from .ops import numpy
-from .parser import parse
-from .points import Value, validate_values
-from .vector import evaluate_vector
+from gradcli.engine.graph import Program
+from gradcli.engine.notation import expression_texts
+from gradcli.engine.ops import numpy
+from gradcli.engine.vector import evaluate_vector
+from gradcli.errors import UsageError
+from gradcli.gradcheck.evaluation import require_values
+from gradcli.language.parser import parse
+from gradcli.language.values import Value, validate_values
 
 FILE_FORMATS = ("svg", "png")
 PLOT_EXTRA_HINT = "pip install 'gradcli[plot]' (it adds matplotlib)"

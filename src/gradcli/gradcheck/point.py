@@ -36,8 +36,9 @@ import math
 import sys
 from dataclasses import dataclass, field
 
-from .errors import NumericError, UsageError
-from .finite_difference import (
+from gradcli.engine.graph import Node, Program, forget_replays, replay
+from gradcli.errors import NumericError, UsageError
+from gradcli.gradcheck.steps import (
     CENTRAL,
     EPS,
     SHRINKS,
@@ -50,8 +51,7 @@ from .finite_difference import (
     step,
     tolerance,
 )
-from .graph import Node, Program, forget_replays, replay
-from .limits import CHECK_BUDGET, VECTOR_CHECK_FACTOR
+from gradcli.limits import CHECK_BUDGET, VECTOR_CHECK_FACTOR
 
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
@@ -191,7 +191,7 @@ def _central_at_once(
     work = len(targets) * len(program.nodes)
     if work < _COLUMNS_IF_LOADED or (work < _COLUMNS_ALWAYS and "numpy" not in sys.modules):
         return {}
-    from .column_replay import replay_columns
+    from gradcli.gradcheck.columns import replay_columns
 
     steps = [base_step(node.value) for node in targets]
     pinned = [node.index for node in targets] * len(CENTRAL.offsets)

@@ -19,16 +19,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .api import evaluate, require_values
-from .check import DEFAULT_ATOL, DEFAULT_RTOL
-from .errors import ExitStatus, GradcliError, NumericError, UsageError
-from .finite_difference import SHRINKS, STENCILS, base_step, judge, quotient, step
-from .graph import Node, Program
-from .limits import MAX_SWEEP_POINTS
-from .notation import format_number
-from .ops import numpy
-from .points import Value, grid, validate_values
-from .vector import evaluate_vector
+from gradcli.engine.graph import Node, Program
+from gradcli.engine.notation import format_number
+from gradcli.engine.ops import numpy
+from gradcli.engine.vector import evaluate_vector
+from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError
+from gradcli.gradcheck.evaluation import evaluate, require_values
+from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
+from gradcli.gradcheck.steps import SHRINKS, STENCILS, base_step, judge, quotient, step
+from gradcli.language.values import Value, grid, validate_values
+from gradcli.limits import MAX_SWEEP_POINTS
 
 
 @dataclass

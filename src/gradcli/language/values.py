@@ -11,9 +11,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from .errors import UsageError
-from .limits import MAX_RANGE_COUNT
-from .ops import CONSTANTS
+from gradcli.engine.ops import CONSTANTS
+from gradcli.errors import UsageError
+from gradcli.limits import MAX_RANGE_COUNT
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .ops import CONST, PREC_ATOM, PREC_SUM, PREC_UNARY, VAR, Op
+from gradcli.engine.ops import CONST, PREC_ATOM, PREC_SUM, PREC_UNARY, VAR, Op
 
 if TYPE_CHECKING:
-    from .graph import Node
+    from gradcli.engine.graph import Node
 
 
 def format_number(value: float) -> str:

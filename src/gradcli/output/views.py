@@ -16,17 +16,17 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .api import LineOutcome, Result
-from .check import CheckReport, GradientCheck
-from .errors import GradcliError, visible
-from .limits import MAX_DRAWN_NODES, listed
-from .notation import format_number
-from .ops import CONST
+from gradcli.engine.notation import format_number
+from gradcli.engine.ops import CONST
+from gradcli.errors import GradcliError, listed, visible
+from gradcli.gradcheck.evaluation import FreeResult, LineOutcome, Result
+from gradcli.gradcheck.point import CheckReport, GradientCheck
+from gradcli.limits import MAX_DRAWN_NODES
 
 if TYPE_CHECKING:  # graph trees only: eval's table imports neither
     from rich.tree import Tree
 
-    from .pictures import GraphPicture, TreeEntry
+    from gradcli.output.pictures import GraphPicture, TreeEntry
 
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
 MAX_LINE_GRADIENTS = 50  # a batch line shows this many gradients, then how many more
@@ -56,10 +56,10 @@ def make_console(stderr: bool = False) -> Console:
     return _Console(file=stream, width=wide, highlight=False, soft_wrap=False, emoji=False)
 
 
-def result_view(result: Result, plain: bool = False) -> RenderableType:
+def result_view(result: Result | FreeResult, plain: bool = False) -> RenderableType:
     """The node table, the gradient table and the check verdict of one program."""
-    if result.symbolic is not None:
-        return symbolic_view(result, plain)
+    if isinstance(result, FreeResult):
+        return free_view(result, plain)
     parts: list[RenderableType] = [node_table(result, plain), gradient_table(result, plain)]
     if result.check is not None:
         parts.append(verdict(result.check))
@@ -96,7 +96,7 @@ def hessian_table(result: Result, plain: bool = False) -> Table:
 
 def derivative_view(texts: dict, latex: bool = False) -> Text:
     """One line per derivative: ``d/dx = ...``, ``d2/dx dy = ...`` (or LaTeX's partials)."""
-    from .printers import LATEX_LINE_BREAK  # here: eval's table needs no printers
+    from gradcli.engine.printing import LATEX_LINE_BREAK  # here: eval's table needs no printers
 
     text = Text()
     lines: list[tuple[tuple[str, ...], Any]] = [((), texts)]
@@ -125,20 +125,18 @@ def _derivative_label(path: tuple[str, ...], latex: bool) -> str:
     return f"d{order}/" + " ".join(f"d{name}" for name in path)
 
 
-def symbolic_view(result: Result, plain: bool = False) -> RenderableType:
+def free_view(result: FreeResult, plain: bool = False) -> RenderableType:
     """Value and gradients of a program with free variables, as expressions."""
-    symbolic = result.symbolic
-    assert symbolic is not None
-    table = titled_table("value " + symbolic.value, plain)
+    table = titled_table("value " + result.value, plain)
     table.add_column("variable")
     table.add_column("value", justify="right")
     table.add_column("gradient (expression)", overflow="fold")
-    for name, gradient in symbolic.gradients.items():
+    for name, gradient in result.gradients.items():
         bound = result.point.get(name)
         table.add_row(Text(name, style="bold"),
                       Text("free" if bound is None else format_number(bound), style="cyan"),
                       Text(gradient, style="magenta"))
-    note = Text(f"free variables: {', '.join(symbolic.free)} (give them values for numbers; "
+    note = Text(f"free variables: {', '.join(result.free)} (give them values for numbers; "
                 "--strict makes this an error)", style="dim")
     return Group(table, note)
 
@@ -243,9 +241,9 @@ def batch_line(outcome: LineOutcome) -> Text:
         return text
     result = outcome.result
     assert result is not None
-    if result.symbolic is not None:
-        text.append(f"value {result.symbolic.value}", style="cyan")
-        for name, gradient in result.symbolic.gradients.items():
+    if isinstance(result, FreeResult):
+        text.append(f"value {result.value}", style="cyan")
+        for name, gradient in result.gradients.items():
             text.append(f"  d/d{name} {gradient}", style="magenta")
         return text
     text.append(f"value {format_number(result.value)}", style="cyan")
@@ -304,7 +302,7 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
     """
     from rich.tree import Tree
 
-    from .pictures import tree_outline
+    from gradcli.output.pictures import tree_outline
 
     entries, elided = tree_outline(picture, max_nodes, max_depth)
     trees: list[Tree] = []

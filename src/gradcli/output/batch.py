@@ -19,14 +19,14 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from .api import LineOutcome, evaluate_line
-from .jsonout import dumps, error_record, result_record
-from .limits import JOBS_ENV, default_jobs  # noqa: F401 -- part of this module's interface
+from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS, EvalSettings, LineOutcome, evaluate_line
+from gradcli.limits import default_jobs
+from gradcli.output.records import dumps, error_record, result_record
 
 SERIAL_LINES = 128  # evaluated here before any worker starts
-CHUNK = 128  # lines per task at most (fewer when input arrives slowly); 64 took 10% longer
+CHUNK = 128  # lines per task at most (fewer when input arrives slowly)
 IN_FLIGHT = 4  # tasks queued per worker
 INPUT_PAUSE = 0.05  # seconds without input after which finished records are written first
 LINE_PAUSE = 0.002  # a pause this long between lines ends a chunk early
@@ -56,48 +56,48 @@ def json_line(outcome: LineOutcome) -> JsonLine:
 def json_lines(
     lines: Iterable[str],
     values: Mapping[str, float] | None = None,
-    options: Mapping[str, Any] | None = None,
+    settings: EvalSettings = DEFAULT_SETTINGS,
     jobs: int | None = None,
 ) -> Iterator[JsonLine]:
-    """Evaluate each program line (as ``api.evaluate_lines``) into its JSON record, in order.
+    """Evaluate each program line (as ``evaluate_lines``) into its JSON record, in order.
 
     ``jobs`` worker processes (default: ``$GRADCLI_JOBS`` or the CPUs this process may use).
     """
-    for records in json_runs(lines, values, options, jobs):
+    for records in json_runs(lines, values, settings, jobs):
         yield from records
 
 
 def json_runs(
     lines: Iterable[str],
     values: Mapping[str, float] | None = None,
-    options: Mapping[str, Any] | None = None,
+    settings: EvalSettings = DEFAULT_SETTINGS,
     jobs: int | None = None,
 ) -> Iterator[list[JsonLine]]:
     """``json_lines`` in runs of records that are ready together (one record per run while
     evaluating in this process, a worker's whole chunk after that): a writer that writes and
     flushes a run at once makes one system call per chunk instead of one per line."""
-    values, options = dict(values or {}), dict(options or {})
+    values = dict(values or {})
     numbered = enumerate(lines, start=1)
-    yield from _serial(islice(numbered, SERIAL_LINES), values, options)
+    yield from _serial(islice(numbered, SERIAL_LINES), values, settings)
     jobs = default_jobs() if jobs is None else jobs
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from _serial(numbered, values, options)
+        yield from _serial(numbered, values, settings)
     else:
-        yield from _parallel(numbered, values, options, jobs)
+        yield from _parallel(numbered, values, settings, jobs)
 
 
 def _serial(
-    numbered: Iterable[tuple[int, str]], values: dict, options: dict
+    numbered: Iterable[tuple[int, str]], values: dict, settings: EvalSettings
 ) -> Iterator[list[JsonLine]]:
     for number, raw in numbered:
-        outcome = evaluate_line(number, raw, values, **options)
+        outcome = evaluate_line(number, raw, values, settings)
         if outcome is not None:
             yield [json_line(outcome)]
 
 
-def _work(chunk: list[tuple[int, str]], values: dict, options: dict) -> list[JsonLine]:
+def _work(chunk: list[tuple[int, str]], values: dict, settings: EvalSettings) -> list[JsonLine]:
     """A worker's task: the records of a chunk of lines."""
-    return [record for records in _serial(chunk, values, options) for record in records]
+    return [record for records in _serial(chunk, values, settings) for record in records]
 
 
 def _ignore_interrupts() -> None:
@@ -106,7 +106,7 @@ def _ignore_interrupts() -> None:
 
 
 def _parallel(
-    numbered: Iterator[tuple[int, str]], values: dict, options: dict, jobs: int
+    numbered: Iterator[tuple[int, str]], values: dict, settings: EvalSettings, jobs: int
 ) -> Iterator[list[JsonLine]]:
     limit = jobs * IN_FLIGHT
     # Fork before the reader thread exists: a child must not inherit a thread mid-read.
@@ -125,7 +125,7 @@ def _parallel(
                 continue
             if not chunk:
                 break
-            pending.append(pool.apply_async(_work, (chunk, values, options)))
+            pending.append(pool.apply_async(_work, (chunk, values, settings)))
         while pending:
             yield pending.popleft().get()
         if feed.failure is not None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 
-from .errors import GradcliError, GradcliNameError, ParseError, UsageError
-from .graph import Node, Program
-from .lalr import (
+from gradcli.engine.graph import Node, Program
+from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS
+from gradcli.errors import GradcliError, GradcliNameError, ParseError, UsageError
+from gradcli.language.lalr import (
     Parser,
     Token,
     UnexpectedCharacters,
@@ -19,8 +20,7 @@ from .lalr import (
     UnexpectedToken,
     load_tables,
 )
-from .limits import MAX_NODES, max_chars
-from .ops import CONST, CONSTANTS, FUNCTIONS, OPS
+from gradcli.limits import MAX_NODES, max_chars
 
 
 class _GraphBuilder:

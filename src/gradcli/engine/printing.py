@@ -14,10 +14,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import ops
-from .graph import Node, nodes_of
-from .notation import TEXT, Notation, expression_texts, format_number
-from .ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
+from gradcli.engine import ops
+from gradcli.engine.graph import Node, nodes_of
+from gradcli.engine.notation import TEXT, Notation, expression_texts, format_number
+from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
 
 FORMATS = ("text", "latex", "python")
 MUL = OPS["mul"]

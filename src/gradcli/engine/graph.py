@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import NumericError
-from .notation import expression_texts, format_number
-from .ops import CONST, VAR, Op
+from gradcli.engine.notation import expression_texts, format_number
+from gradcli.engine.ops import CONST, VAR, Op
+from gradcli.errors import NumericError
 
 _next_seq = itertools.count().__next__
 

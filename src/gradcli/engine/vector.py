@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .graph import Program, last_uses
-from .limits import default_jobs
-from .ops import CONST, VAR, Op, numpy
+from gradcli.engine.graph import Program, last_uses
+from gradcli.engine.ops import CONST, VAR, Op, numpy
+from gradcli.limits import default_jobs
 
 
 @dataclass

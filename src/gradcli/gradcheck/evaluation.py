@@ -1,0 +1,275 @@
+"""Evaluation at one point: value, reverse-mode gradients of every input, and their check.
+
+``evaluate`` is what ``gradcli eval`` runs for one program and what a batch runs per line. What the
+user asked for travels as one frozen ``EvalSettings``; the answer is a ``Result`` (numbers), or a
+``FreeResult`` when some variables have no value and ``strict`` is off (expressions in them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from gradcli.engine.graph import Program, backward, forward
+from gradcli.engine.notation import expression_texts
+from gradcli.errors import MAX_LISTED_NAMES, ExitStatus, GradcliError, UsageError, listed
+from gradcli.gradcheck.point import (
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    METHODS,
+    NODE_CHECK_LIMIT,
+    CheckReport,
+    check_gradients,
+)
+from gradcli.language.parser import parse
+from gradcli.language.values import validate_values
+from gradcli.limits import MAX_NODES
+
+if TYPE_CHECKING:
+    from gradcli.engine.derivatives import SymbolicResult
+    from gradcli.gradcheck.hessian import HessianResult
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """Everything about how to evaluate, apart from the program and its values.
+
+    The CLI builds one from its options; the Python API from keyword arguments
+    (``evaluate(p, v, check=False)`` is ``evaluate(p, v, EvalSettings(check=False))``).
+    """
+
+    check: bool = True  # run the finite-difference check
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+    check_method: str = "central"  # one of point.METHODS
+    node_check_limit: int = NODE_CHECK_LIMIT  # check every node's gradient up to this size
+    order: int = 1  # 2 adds the Hessian
+    strict: bool = True  # False: variables without a value stay free (a FreeResult)
+    max_nodes: int = MAX_NODES
+
+    def __post_init__(self) -> None:
+        if self.check_method not in METHODS:
+            raise UsageError(f"unknown check method {self.check_method!r}",
+                             hint="use " + ", ".join(METHODS))
+        if self.order not in (1, 2):
+            raise UsageError(f"order must be 1 or 2, not {self.order!r}",
+                             hint="gradcli diff --order N prints higher derivatives")
+
+
+@dataclass(slots=True)  # one per node: no __dict__ keeps a 10^6-node table small
+class NodeRow:
+    """One node of an evaluated graph, as the table and the JSON show it."""
+
+    id: int
+    op: str
+    label: str  # the name a statement gave it, or its expression
+    value: float
+    grad: float | None  # None for constants, which need no gradient
+    inputs: list[int]
+    numeric_grad: float | None = None  # the per-node check's estimate, when it ran
+    ok: bool | None = None  # the per-node check's verdict, when it ran
+
+
+@dataclass
+class Result:
+    """An evaluated program: value, gradients of every input variable, and the check."""
+
+    program: Program
+    point: dict[str, float]  # the value of every input variable
+    value: float
+    gradients: dict[str, float]
+    check: CheckReport | None
+    hessian: HessianResult | None = None  # with order=2
+    # Every node's value and gradient when this Result was made: evaluating the same Program
+    # again (another point) rewrites the nodes, never an earlier Result.
+    node_values: list[float] = field(default_factory=list)
+    node_grads: list[float] = field(default_factory=list)
+
+    @property
+    def status(self) -> ExitStatus:
+        failed = self.check is not None and not self.check.ok
+        hessian = self.hessian.check if self.hessian is not None else None
+        failed = failed or (hessian is not None and not hessian.ok)
+        return ExitStatus.CHECK_FAILED if failed else ExitStatus.OK
+
+    def node_rows(self, only: Iterable[int] | None = None) -> list[NodeRow]:
+        """Every node in topological order with its label, value and gradient (or just the
+        nodes with the ids in ``only``: a table that shows 400 rows need not build 10^6)."""
+        return [NodeRow(**record) for record in self.node_records(only)]
+
+    def node_records(self, only: Iterable[int] | None = None) -> Iterator[dict[str, Any]]:
+        """The rows of ``node_rows`` as dicts, one at a time: what ``--json`` writes, a chunk
+        at a time, so that a 10^6-node record never exists whole."""
+        nodes = self.program.nodes
+        texts = expression_texts(nodes)
+        values = self.node_values or [node.value for node in nodes]
+        grads = self.node_grads or [node.grad for node in nodes]
+        checks = self.check.nodes if self.check is not None else {}
+        for i in range(len(nodes)) if only is None else only:
+            node = nodes[i]
+            check = checks.get(i) if checks else None
+            yield {
+                "id": i,
+                "op": node.op.name,
+                "label": node.name or texts[i],
+                "value": values[i],
+                "grad": grads[i] if node.needs_grad else None,
+                "inputs": [source.index for source in node.inputs],
+                "numeric_grad": None if check is None else check.numeric,
+                "ok": None if check is None else check.ok,
+            }
+
+
+@dataclass
+class FreeResult:
+    """A program with free variables (``strict`` off): its value and gradients as expressions in
+    gradcli's language, with the given values substituted. No numbers, so nothing to check."""
+
+    program: Program
+    point: dict[str, float]  # the variables that do have a value
+    symbolic: SymbolicResult
+
+    @property
+    def free(self) -> list[str]:
+        return self.symbolic.free
+
+    @property
+    def value(self) -> str:
+        return self.symbolic.value
+
+    @property
+    def gradients(self) -> dict[str, str]:
+        return self.symbolic.gradients
+
+    @property
+    def status(self) -> ExitStatus:
+        return ExitStatus.OK
+
+
+def evaluate(
+    program: str | Program,
+    values: Mapping[str, float] | None = None,
+    settings: EvalSettings | None = None,
+    **changes: Any,
+) -> Result | FreeResult:
+    """Value and reverse-mode gradients of ``program`` at ``values``, checked by finite differences.
+
+    ``settings`` (default ``EvalSettings()``) says how; keyword arguments change single fields
+    (``check=False``, ``order=2``, ``strict=False``, ``check_method="complex"``). ``values``
+    override the program's own ``x = 2`` defaults; names the program does not use are ignored (so
+    one set of values can serve a whole batch). Raises ``GradcliError`` subclasses:
+    ``ParseError``, ``GradcliNameError``, ``UsageError`` (a value missing, a program over
+    ``max_nodes``) or ``NumericError``. With ``strict=False`` missing values give a
+    ``FreeResult``.
+    """
+    settings = replace(settings or DEFAULT_SETTINGS, **changes) if changes else (
+        settings or DEFAULT_SETTINGS)
+    if isinstance(program, str):
+        program = parse(program, settings.max_nodes)
+    values = dict(values or {})
+    validate_values(values)
+    if not settings.strict and program.unbound(values):
+        return free_result(program, values)
+    require_values(program, values)
+    program.bind(values)
+    value = forward(program.nodes)
+    backward(program.nodes)
+    report = check_gradients(program, settings.rtol, settings.atol, settings.node_check_limit,
+                             settings.check_method) if settings.check else None
+    point = {name: node.value for name, node in program.variables.items()}
+    return Result(
+        program=program,
+        point=point,
+        value=value,
+        gradients={name: node.grad for name, node in program.variables.items()},
+        check=report,
+        hessian=_hessian(program, point, settings) if settings.order >= 2 else None,
+        node_values=[node.value for node in program.nodes],
+        node_grads=[node.grad for node in program.nodes],
+    )
+
+
+DEFAULT_SETTINGS = EvalSettings()
+
+
+def _hessian(program: Program, point: dict[str, float], settings: EvalSettings) -> HessianResult:
+    from gradcli.gradcheck.hessian import hessian_at
+
+    return hessian_at(program, point, settings.check, settings.rtol, settings.atol)
+
+
+def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:
+    """A program with free variables: texts in ``symbolic``, no numbers."""
+    from gradcli.engine.derivatives import partial_evaluate
+
+    point = {n: float(v) for n, v in {**program.defaults, **values}.items()
+             if n in program.variables}
+    return FreeResult(program, point, partial_evaluate(program, values))
+
+
+@dataclass
+class LineOutcome:
+    """One program of a batch: its physical line number and its result or its error."""
+
+    line: int
+    source: str
+    result: Result | FreeResult | None = None  # exactly one of result and error is set
+    error: GradcliError | None = None
+
+    @property
+    def status(self) -> ExitStatus:
+        if self.error is not None:
+            return self.error.status
+        assert self.result is not None
+        return self.result.status
+
+
+def evaluate_lines(
+    lines: Iterable[str],
+    values: Mapping[str, float] | None = None,
+    settings: EvalSettings | None = None,
+    **changes: Any,
+) -> Iterator[LineOutcome]:
+    """Evaluate each non-blank line not starting with ``#`` as its own program, in order.
+
+    Yields exactly one outcome per such line; an error on one line never stops the others.
+    """
+    settings = replace(settings or DEFAULT_SETTINGS, **changes)
+    for number, raw in enumerate(lines, start=1):
+        outcome = evaluate_line(number, raw, values, settings)
+        if outcome is not None:
+            yield outcome
+
+
+def evaluate_line(
+    number: int, raw: str, values: Mapping[str, float] | None, settings: EvalSettings
+) -> LineOutcome | None:
+    """One line of a batch (physical line ``number``); None for a blank or ``#`` line."""
+    source = raw.rstrip("\r\n")
+    if not source.strip() or source.lstrip().startswith("#"):
+        return None
+    try:
+        result = evaluate(source, values, settings)
+    except GradcliError as error:
+        if error.line is not None:
+            error.line = number
+        return LineOutcome(number, source, error=error)
+    return LineOutcome(number, source, result=result)
+
+
+def require_values(program: Program, values: Mapping[str, Any]) -> None:
+    """A UsageError listing every variable the program needs that ``values`` and its own
+    defaults do not give, and how to pass them."""
+    missing = program.unbound(values)
+    if missing:
+        raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
+
+
+def missing_values_message(names: list[str]) -> str:
+    return f"no value for {names[0]}" if len(names) == 1 else f"no values for {listed(names)}"
+
+
+def missing_values_hint(names: list[str]) -> str:
+    flags = " ".join(f"--{name} VALUE" for name in names[:MAX_LISTED_NAMES])
+    return f"pass them as {flags} (or --set NAME=VALUE), or assign them in the program"
