@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gradcli
+from gradcli.engine.replay import Replayer
 from gradcli.gradcheck.point import check_gradients
 
 
@@ -94,3 +95,16 @@ def test_the_noise_allowance_of_a_small_step_never_passes_a_wrong_gradient():
     result.program.variables["x"].grad *= 1 + 1e-2
     assert not check_gradients(result.program, rtol=1e-3).ok
     assert gradcli.evaluate("sin(1e8*x)", {"x": 1.0}, check_method="complex").check.ok
+
+
+def test_a_replayer_belongs_to_its_graph_and_leaves_node_values_alone():
+    """Replays of two graphs never mix (each check owns its Replayer), and the nodes keep the
+    values of the evaluation."""
+    first = gradcli.evaluate("u = x*x; u + x", {"x": 3.0}, check=False).program
+    second = gradcli.evaluate("u = x*x; u*x", {"x": 3.0}, check=False).program
+    one, two = Replayer(first.nodes), Replayer(second.nodes)
+    x1, x2 = first.variables["x"].index, second.variables["x"].index
+    assert one.replay(x1, 2.0)[0] == 6.0 and two.replay(x2, 2.0)[0] == 8.0
+    assert one.replay(x1, 4.0)[0] == 20.0 and two.replay(x2, 4.0)[0] == 64.0
+    assert [n.value for n in first.nodes] == [3.0, 9.0, 12.0]
+    assert first.nodes[-1].value == 12.0 and second.nodes[-1].value == 27.0

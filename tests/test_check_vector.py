@@ -8,7 +8,7 @@ import random
 import pytest
 
 import gradcli
-from gradcli.engine.graph import replay
+from gradcli.engine.replay import Replayer
 from gradcli.gradcheck import point as check
 from gradcli.gradcheck.columns import replay_columns
 
@@ -85,7 +85,7 @@ def test_replay_columns_equals_replay_and_its_largest_value():
     shifted = [nodes[i].value + 0.25 * (k + 1) for k, i in enumerate(pinned)]
     columns = replay_columns(program, pinned, shifted)
     for k, (index, value) in enumerate(zip(pinned, shifted, strict=True)):
-        assert (columns.output[k], columns.largest[k]) == replay(nodes, index, value)
+        assert (columns.output[k], columns.largest[k]) == Replayer(nodes).replay(index, value)
     assert not columns.failed.any()
 
 

@@ -9,6 +9,7 @@ import random
 import pytest
 
 import gradcli
+from gradcli.engine.replay import Replayer
 from gradcli.engine.vector import evaluate_vector
 from gradcli.gradcheck.point import check_node
 
@@ -51,7 +52,7 @@ def test_wide_program_values_gradients_and_check():
     # The vectorised pass decided these; the scalar check agrees with each of them.
     nodes = result.program.nodes
     for name in ("x0", "x17", "x39"):
-        scalar = check_node(nodes, result.program.variables[name], 1e-5, 1e-8)
+        scalar = check_node(Replayer(nodes), result.program.variables[name], 1e-5, 1e-8)
         got = result.check.gradients[name]
         assert got.ok and scalar.ok
         assert got.numeric == pytest.approx(scalar.numeric, rel=1e-12)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from gradcli.engine.graph import Program, backward, forward, nodes_of
 from gradcli.engine.ops import VAR
 from gradcli.engine.printing import to_text
+from gradcli.engine.replay import Replayer
 from gradcli.engine.symbolic import Builder, gradients
 from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL, CheckReport, check_node
 
@@ -45,7 +46,7 @@ def hessian_at(
         row = gradient_program.variables
         matrix[name] = {other: row[other].grad if other in row else 0.0 for other in names}
         if report is not None:
+            replayer = Replayer(gradient_program.nodes)
             for other, node in row.items():
-                report.gradients[f"{name},{other}"] = check_node(
-                    gradient_program.nodes, node, rtol, atol)
+                report.gradients[f"{name},{other}"] = check_node(replayer, node, rtol, atol)
     return HessianResult(matrix, report)

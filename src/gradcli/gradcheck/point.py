@@ -3,7 +3,7 @@
 For a node, d(output)/d(node) is estimated by finite differences with the step policy of
 ``finite_difference`` (central differences at h = eps^(1/3) * max(1, |v|), one-sided ones at the
 edge of a domain, smaller steps after a disagreement, a rounding-noise allowance in the tolerance).
-Only the nodes downstream of the perturbed one are recomputed (``graph.replay``).
+Only the nodes downstream of the perturbed one are recomputed (a ``replay.Replayer`` per check).
 
 Two more methods (``method=``, ``--check-method``); each verdict records the one it used:
 
@@ -36,7 +36,8 @@ import math
 import sys
 from dataclasses import dataclass, field
 
-from gradcli.engine.graph import Node, Program, forget_replays, replay
+from gradcli.engine.graph import Node, Program
+from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError
 from gradcli.gradcheck.steps import (
     CENTRAL,
@@ -131,6 +132,7 @@ def check_gradients(
         raise UsageError(f"unknown check method {method!r}", hint="use " + ", ".join(METHODS))
     report = CheckReport(rtol, atol, method=method)
     nodes = program.nodes
+    replayer = Replayer(nodes)
     per_node = len(nodes) <= node_check_limit
     targets = [n for n in nodes if n.needs_grad] if per_node else list(program.variables.values())
     passed = {}
@@ -147,16 +149,14 @@ def check_gradients(
             report.unchecked.append(name)
             continue
         spent += cost
-        report.gradients[name] = check_node(nodes, node, rtol, atol, method)
+        report.gradients[name] = check_node(replayer, node, rtol, atol, method)
     if not per_node or report.unchecked:
         report.nodes_skipped = True
-        forget_replays()  # do not keep a large graph alive after its check
         return report
     for node in targets:
         known = report.gradients.get(str(node.name)) if node.is_leaf else None
         report.nodes[node.index] = (
-            known or passed.get(node.index) or check_node(nodes, node, rtol, atol, method))
-    forget_replays()
+            known or passed.get(node.index) or check_node(replayer, node, rtol, atol, method))
     return report
 
 
@@ -215,18 +215,19 @@ def _central_at_once(
 
 
 def check_node(
-    nodes: list[Node], node: Node, rtol: float, atol: float, method: str = "central"
+    replayer: Replayer, node: Node, rtol: float, atol: float, method: str = "central"
 ) -> GradientCheck:
-    """d(output)/d(node) by ``method``, compared with ``node.grad``."""
+    """d(output)/d(node) by ``method``, compared with ``node.grad`` (``replayer`` replays the
+    graph ``node`` belongs to)."""
     if method == "complex":
-        return complex_step_check(nodes, node, rtol, atol)
+        return complex_step_check(replayer, node, rtol, atol)
     if method == "richardson":
-        return richardson_check(nodes, node, rtol, atol)
+        return richardson_check(replayer, node, rtol, atol)
     analytic, base = node.grad, base_step(node.value)
     tried: list[GradientCheck] = []
     for shrink in range(SHRINKS + 1):
         h = step(base, shrink)
-        estimate = _difference(nodes, node, h)
+        estimate = _difference(replayer, node, h)
         if estimate is None:
             tried.append(GradientCheck(analytic, None, None, 0.0, False, "none", h))
             continue
@@ -241,25 +242,27 @@ def check_node(
     return min(tried, key=lambda c: math.inf if c.abs_error is None else c.abs_error)
 
 
-def _difference(nodes: list[Node], node: Node, h: float) -> tuple[float, str, float] | None:
+def _difference(replayer: Replayer, node: Node, h: float) -> tuple[float, str, float] | None:
     """(estimate, method, largest magnitude) by the first stencil that evaluates, or None."""
     for stencil in STENCILS:
-        estimate = _apply(nodes, node, stencil, h)
+        estimate = _apply(replayer, node, stencil, h)
         if estimate is not None:
             return estimate[0], stencil.method, estimate[1]
     return None
 
 
-def _apply(nodes: list[Node], node: Node, stencil: Stencil, h: float) -> tuple[float, float] | None:
+def _apply(
+    replayer: Replayer, node: Node, stencil: Stencil, h: float
+) -> tuple[float, float] | None:
     """(estimate, largest magnitude among f(v) and the recomputed values), or None where a
     shifted point is outside the domain or the estimate is not finite."""
     v, index = node.value, node.index
-    f0 = nodes[-1].value
+    f0 = replayer.nodes[-1].value
     samples, largest = [], abs(f0)
     try:
         for offset in stencil.offsets:
             if offset:
-                value, reach = replay(nodes, index, v + offset * h)
+                value, reach = replayer.replay(index, v + offset * h)
                 largest = max(largest, reach)
             else:
                 value = f0
@@ -272,27 +275,31 @@ def _apply(nodes: list[Node], node: Node, stencil: Stencil, h: float) -> tuple[f
 
 # --- complex step and Richardson extrapolation ---------------------------------------------------
 
-def complex_step_check(nodes: list[Node], node: Node, rtol: float, atol: float) -> GradientCheck:
+def complex_step_check(
+    replayer: Replayer, node: Node, rtol: float, atol: float
+) -> GradientCheck:
     """d(output)/d(node) = Im f(v + ih) / h: no subtraction, so no rounding-noise allowance."""
     analytic = node.grad
     h = COMPLEX_STEP * max(1.0, abs(node.value))
     try:
-        output, _ = replay(nodes, node.index, complex(node.value, h), complex_step=True)
+        output, _ = replayer.replay(node.index, complex(node.value, h), complex_step=True)
     except NumericError:  # the complex evaluation overflowed where the real one did not
-        return check_node(nodes, node, rtol, atol)  # the verdict says "central" (or one-sided)
+        return check_node(replayer, node, rtol, atol)  # the verdict says "central" (or one-sided)
     numeric = output.imag / h
     if not math.isfinite(numeric):  # Im f / h overflowed: no estimate (inf <= inf would pass)
-        return check_node(nodes, node, rtol, atol)
+        return check_node(replayer, node, rtol, atol)
     error = abs(analytic - numeric)
     allowed = tolerance(analytic, numeric, rtol, atol)
     return GradientCheck(analytic, numeric, error, allowed, error <= allowed, "complex", h)
 
 
-def richardson_check(nodes: list[Node], node: Node, rtol: float, atol: float) -> GradientCheck:
+def richardson_check(
+    replayer: Replayer, node: Node, rtol: float, atol: float
+) -> GradientCheck:
     """d(output)/d(node) by Richardson extrapolation of central differences (module docstring)."""
-    best = richardson_estimate(nodes, node)
+    best = richardson_estimate(replayer, node)
     if best is None or not math.isfinite(best[0]):  # an overflowed table is no estimate
-        return check_node(nodes, node, rtol, atol)  # the verdict says "forward", "central"...
+        return check_node(replayer, node, rtol, atol)  # the verdict says "forward", "central"...
     numeric, estimate, h, largest = best
     analytic = node.grad
     error = abs(analytic - numeric)
@@ -302,7 +309,7 @@ def richardson_check(nodes: list[Node], node: Node, rtol: float, atol: float) ->
 
 
 def richardson_estimate(
-    nodes: list[Node], node: Node
+    replayer: Replayer, node: Node
 ) -> tuple[float, float, float, float] | None:
     """(estimate, its error estimate, smallest step used, largest magnitude), or None.
 
@@ -318,9 +325,9 @@ def richardson_estimate(
     h = _RICHARDSON_FIRST_STEP * max(1.0, abs(node.value))
     previous: list[float] = []
     best: tuple[float, float, float, float] | None = None
-    largest = abs(nodes[-1].value)
+    largest = abs(replayer.nodes[-1].value)
     for _ in range(RICHARDSON_LEVELS):
-        difference = _apply(nodes, node, CENTRAL, h)
+        difference = _apply(replayer, node, CENTRAL, h)
         if difference is None:
             if previous:
                 break
