@@ -83,6 +83,11 @@ __all__ = [
 # PEP 562: everything else loads on first use, so ``import gradcli`` is almost free. The CLI
 # needs that: its Ctrl-C guard (cli/startup.py) can only be set up once this package is imported,
 # and a Ctrl-C while the parser and the graph core load must not print a traceback.
+#
+# The same policy holds throughout the package, stated here once: a heavy or rarely used module
+# (NumPy, Rich, orjson, Lark, the symbolic engine and printers, csv, subprocess, plotext,
+# matplotlib) is imported inside the function that needs it, so that a plain scalar
+# ``gradcli eval`` loads none of them; tests/test_packaging.py checks what a small eval loads.
 _API_NAMES = frozenset({
     "CheckReport", "Derivatives", "EvalSettings", "FreeResult", "GradientCheck",
     "HessianResult", "LineOutcome", "Node", "NodeRow", "Program", "Result", "SymbolicResult",

@@ -17,8 +17,8 @@ are the size of a program and the finite-difference check, whose cost is (number
 - Check files (``gradcli check``): ``MAX_CHECK_FILE_BYTES`` per file, ``MAX_CHECK_NODES`` per
   ``expr`` (a check runs every node at every point, and a formula check is small: a bigger one is
   a mistake or an attack), ``MAX_CHECK_POINTS`` points per check, and ``MAX_CHECK_CELLS`` for
-  points x nodes: the sweep holds a column per node (~12 bytes a cell; a 250-node formula over
-  10^6 points took 3.1 GB and 28 s before this limit).
+  points x nodes: the sweep holds a column per node (~12 bytes a cell, so the limit is about
+  400 MB).
 - ``MAX_DRAWN_NODES``: nodes ``gradcli graph`` draws by default, nearest the output (a larger
   picture is unreadable; ``--max-nodes 0`` draws all).
 - ``default_jobs()``: the processes of a batch and the threads of a large vector evaluation

@@ -1,7 +1,7 @@
-"""The command line: reads argv and stdin, prints, picks exit statuses. All logic lives in the API.
+"""The command line: reads argv and stdin, prints, picks exit statuses. The work is done by the
+library below it (engine, language, gradcheck, formulas, output), callable from Python as well.
 
-One module per command; importing them registers them with the ``cli`` group. Rich is imported
-only on the paths that print for people, so ``--json`` starts fast.
+One module per command; importing them registers them with the ``cli`` group.
 """
 
 from gradcli.cli.startup import quiet_interrupts

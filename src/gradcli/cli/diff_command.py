@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -50,38 +51,66 @@ Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a
 @click.option("--defaults", "use_defaults", is_flag=True,
               help="Substitute the program's own values (x = 2) too.")
 @click.pass_context
-def diff_command(ctx: click.Context, expr: str | None, wrt: str | None, order: int, fmt: str,
-                 assignments: tuple[str, ...], program_file: IO[str] | None,
-                 as_json: bool, use_defaults: bool) -> None:
+def diff_command(ctx: click.Context, **options: Any) -> None:
+    try:
+        request = diff_request(ctx, **options)
+    except GradcliError as error:
+        ctx.exit(show_error(error, options["as_json"], options["expr"] or ""))
+    ctx.exit(run_diff(request))
+
+
+@dataclass(frozen=True)
+class DiffRequest:
+    """What one ``gradcli diff`` asks for, checked and typed."""
+
+    program: ProgramText
+    wrt: list[str] | None  # None: every variable without a value
+    order: int
+    values: dict[str, float]  # substituted after differentiating
+    fmt: str  # "text", "latex" or "python"
+    as_json: bool  # one JSON record (with the texts in ``fmt``; python adds its source)
+    use_defaults: bool  # substitute the program's own values (x = 2) too
+
+
+def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order: int, fmt: str,
+                 assignments: tuple[str, ...], program_file: IO[str] | None, as_json: bool,
+                 use_defaults: bool) -> DiffRequest:
+    """The request behind click's options (keyword-only: click passes them by name)."""
+    values = as_point(given_values(ctx, assignments))
+    program = ProgramText.read("diff", expr, program_file)
+    names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
+    return DiffRequest(program, names, order, values, fmt, as_json, use_defaults)
+
+
+def run_diff(request: DiffRequest) -> int:
+    """Everything ``gradcli diff`` does after parsing its options; returns the exit status."""
     from gradcli.engine.derivatives import differentiate
     from gradcli.language.parser import parse
 
-    source = expr or ""
+    source = request.program.text
     try:
-        values = as_point(given_values(ctx, assignments))
-        source = ProgramText.read("diff", expr, program_file).text
-        names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
-        derivatives = differentiate(parse(source), names, order, values, use_defaults)
-        printed = derivatives.python() if fmt == "python" else None
-        texts = derivatives.texts("latex" if fmt == "latex" else "text")
+        derivatives = differentiate(parse(source), request.wrt, request.order, request.values,
+                                    request.use_defaults)
+        printed = derivatives.python() if request.fmt == "python" else None
+        texts = derivatives.texts("latex" if request.fmt == "latex" else "text")
     except GradcliError as error:
-        ctx.exit(show_error(error, as_json, source))
-    if as_json:
+        return show_error(error, request.as_json, source, request.program.file_name)
+    if request.as_json:
         from gradcli.output.records import diff_record, dumps
 
-        click.echo(dumps(diff_record(source, order, texts, printed, derivatives.values,
+        click.echo(dumps(diff_record(source, request.order, texts, printed, derivatives.values,
                                      derivatives.kept_defaults)))
-        ctx.exit(ExitStatus.OK)
+        return ExitStatus.OK
     if printed is not None:
         click.echo(printed, nl=False)
     else:
         from gradcli.output.views import derivative_view, make_console
 
-        make_console().print(derivative_view(texts, latex=fmt == "latex"))
+        make_console().print(derivative_view(texts, latex=request.fmt == "latex"))
     note = defaults_note(derivatives)
     if note is not None:
         click.echo(note, err=True)
-    ctx.exit(ExitStatus.OK)
+    return ExitStatus.OK
 
 
 def defaults_note(derivatives: Derivatives) -> str | None:

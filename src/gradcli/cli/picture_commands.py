@@ -62,7 +62,6 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
 def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                   program_file: IO[str] | None, picture_format: str | None,
                   output_path: str | None, max_nodes: int) -> None:
-    # here, not at the top: every gradcli start (eval too) imports this module
     from gradcli.output.pictures import prepare, render_with_graphviz, to_dot, to_mermaid
 
     source = ""
@@ -141,7 +140,7 @@ def _write_bytes(data: bytes, output_path: str | None) -> None:
 def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                  program_file: IO[str] | None, output_path: str | None, width: int | None,
                  height: int) -> None:
-    import shutil  # here, as plot: every gradcli start imports this module
+    import shutil
 
     from gradcli.output.plot import sample, save_plot, terminal_plot
 

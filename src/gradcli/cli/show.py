@@ -1,8 +1,7 @@
 """Printing for the commands: results, errors and batches as JSON or Rich, to stdout and stderr.
 
 Each function prints what it is given and returns the exit status that goes with it; nothing
-here evaluates. Rich is imported only on the paths that print for people, so ``--json`` starts
-fast.
+here evaluates.
 """
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ class PythonNotation(Notation):
         if getattr(builtins, forward.__name__, None) is forward:
             return forward.__name__
         if module == ops.__name__:
-            import inspect  # only here: the Python printer copies the op's own function
+            import inspect  # the Python printer copies the op's own function
 
             self.helpers[forward.__name__] = inspect.getsource(forward)
             return forward.__name__

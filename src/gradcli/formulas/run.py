@@ -15,7 +15,7 @@ import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gradcli.engine.notation import format_number
 from gradcli.engine.ops import numpy
@@ -162,8 +162,8 @@ def _difference_findings(spec: CheckSpec, sweep: Sweep, usable: Any) -> list[Fin
     assert sweep.checks is not None
     return [
         _finding(spec, sweep, usable, f"finite differences d/d{name}", "expr",
-                 actual=sweep.gradients[name], expected=check.numeric, error=check.abs_error,
-                 allowed=check.tolerance, ok=check.ok)
+                 Comparison(sweep.gradients[name], check.numeric, check.abs_error,
+                            check.tolerance, check.ok))
         for name, check in sweep.checks.items()
     ]
 
@@ -175,13 +175,25 @@ def _compare(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, key: st
         error = np.abs(actual - expected)
         allowed = tolerance(actual, expected, spec.rtol, spec.atol, 0.0, np.maximum)
         ok = error <= allowed
-    return _finding(spec, sweep, usable, assertion, key, actual, expected, error, allowed, ok)
+    return _finding(spec, sweep, usable, assertion, key,
+                    Comparison(actual, expected, error, allowed, ok))
+
+
+class Comparison(NamedTuple):
+    """Actual and expected numbers at every point of a sweep, and how they compare (arrays)."""
+
+    actual: Any
+    expected: Any
+    error: Any
+    allowed: Any
+    ok: Any
 
 
 def _finding(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, key: str,
-             actual: Any, expected: Any, error: Any, allowed: Any, ok: Any) -> Finding:
+             comparison: Comparison) -> Finding:
     """Counts failures among the usable points and picks the worst (largest error/tolerance)."""
     np = numpy()
+    actual, expected, error, allowed, ok = comparison
     rows = np.flatnonzero(usable)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(allowed > 0, error / allowed, np.where(error > 0, np.inf, 0.0))

@@ -318,7 +318,7 @@ def richardson_estimate(
     distance from the two entries it was built from, but never less than the rounding error of
     its row's differences (eps * M / h): otherwise a lucky cancellation at a tiny step would win.
     That floor doubles with each row, so the table stops once it exceeds the best estimate (the
-    answer is the same; a 281-node check took 0.38 s instead of 2 s).
+    answer is the same, and stopping early saves most of the replays).
     Rows start at the first step that evaluates and stop at the first that does not, so a domain
     edge shortens the table.
     """

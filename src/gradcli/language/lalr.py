@@ -137,7 +137,8 @@ class Parser:
                 return children
             if expand1 and len(children) == 1:
                 return children[0]
-            return method(children)  # type: ignore[misc]
+            assert method is not None  # checked above: only _rules and expand1 lack one
+            return method(children)
 
         return length, origin, _SPLICE, build
 
@@ -285,7 +286,7 @@ def load_tables() -> dict[str, Any]:
 
 def generate_tables(text: str) -> dict[str, Any]:
     """Lark's LALR analysis of ``text`` as plain lists, dicts, strings and ints."""
-    from lark import Lark  # only here: regenerating the tables is the one use of Lark
+    from lark import Lark  # regenerating the tables is the one use of Lark
 
     lark = Lark(text, parser="lalr", lexer="basic")
     # Lark's basic lexer tries terminals in this order (an alternation takes the first match).

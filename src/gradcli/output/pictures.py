@@ -308,7 +308,7 @@ def render_with_graphviz(dot_source: str, file_format: str) -> bytes:
 
     A UsageError (with how to install it) when ``dot`` is not on PATH or fails.
     """
-    import shutil  # here, not at the top: every gradcli start imports this module
+    import shutil
     import subprocess
 
     program = shutil.which("dot")

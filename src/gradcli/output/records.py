@@ -148,7 +148,7 @@ def json_pieces(record: dict[str, Any]) -> Iterator[str]:
 
 
 def _text(value: Any) -> str:
-    import orjson  # lazily: only the JSON paths pay for its import
+    import orjson
 
     text = orjson.dumps(value).decode()
     if not text.isascii() or "\x7f" in text:  # only in strings: user text an error quotes

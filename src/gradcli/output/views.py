@@ -96,7 +96,7 @@ def hessian_table(result: Result, plain: bool = False) -> Table:
 
 def derivative_view(texts: dict, latex: bool = False) -> Text:
     """One line per derivative: ``d/dx = ...``, ``d2/dx dy = ...`` (or LaTeX's partials)."""
-    from gradcli.engine.printing import LATEX_LINE_BREAK  # here: eval's table needs no printers
+    from gradcli.engine.printing import LATEX_LINE_BREAK
 
     text = Text()
     lines: list[tuple[tuple[str, ...], Any]] = [((), texts)]
