@@ -1,18 +1,27 @@
 """Printed forms of a graph: numbers, and each node's expression in a notation.
 
 One precedence logic for every notation: gradcli's own language here (``TEXT``), LaTeX and Python
-in ``printers``. Node labels in tables and JSON, error messages and symbolic derivatives are all
-written by ``expression_texts``.
+in ``printing``. Node labels in tables and JSON, error messages and symbolic derivatives are all
+written by ``expression_texts``. It needs only what every graph node has (``Written``), so the
+graph module can name its nodes in messages without this module knowing about graphs.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from gradcli.engine.ops import CONST, PREC_ATOM, PREC_SUM, PREC_UNARY, VAR, Op
 
-if TYPE_CHECKING:
-    from gradcli.engine.graph import Node
+
+class Written(Protocol):
+    """What printing reads of a node (``graph.Node`` and ``symbolic.SymNode`` have it)."""
+
+    op: Op
+    inputs: Sequence[Written]
+    name: str | None
+    value: float
+    index: int
 
 
 def format_number(value: float) -> str:
@@ -24,7 +33,7 @@ def format_number(value: float) -> str:
 class Notation:
     """How ``expression_texts`` spells numbers, names, calls and operators.
 
-    The default is gradcli's own language; ``printers`` subclasses it for LaTeX and Python, so
+    The default is gradcli's own language; ``printing`` subclasses it for LaTeX and Python, so
     every notation shares the one precedence logic below. ``free_operands`` lists the operand
     positions of an op that never need parentheses (LaTeX's fraction and exponent).
     """
@@ -55,7 +64,7 @@ TEXT = Notation()
 
 
 def expression_texts(
-    nodes: list[Node], limit: int | None = 48, notation: Notation = TEXT
+    nodes: Sequence[Written], limit: int | None = 48, notation: Notation = TEXT
 ) -> list[str]:
     """Each node's expression with operands shown by name, or as ``#id`` once they grow long.
 
@@ -67,7 +76,7 @@ def expression_texts(
     texts: list[str] = []
     precedences: list[int] = []
 
-    def operand(source: Node, binding: int, tighter: bool = False) -> str:
+    def operand(source: Written, binding: int, tighter: bool = False) -> str:
         """Operand text, in parentheses when it binds looser than ``binding`` needs."""
         if source.name is not None:
             return notation.name(source.name)
