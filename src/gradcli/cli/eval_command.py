@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -124,7 +124,8 @@ class EvalRequest:
 
 
 def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str, ...],
-                 program_file: Any, as_json: bool, as_csv: bool, **options: Any) -> EvalRequest:
+                 program_file: IO[str] | None, as_json: bool, as_csv: bool,
+                 **options: Any) -> EvalRequest:
     """The request behind click's options, or a UsageError for a combination that means nothing."""
     if as_csv and as_json:
         raise UsageError("--csv and --json are two output formats: give one")
