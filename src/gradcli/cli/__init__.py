@@ -7,7 +7,13 @@ One module per command; importing them registers them with the ``cli`` group.
 from gradcli.cli.startup import quiet_interrupts
 
 with quiet_interrupts():  # the imports of click, the parser and the core: see startup.py
-    from gradcli.cli import check_command, diff_command, eval_command, picture_commands  # noqa: F401
+    from gradcli.cli import (  # noqa: F401
+        check_command,
+        diff_command,
+        eval_command,
+        functions_command,
+        picture_commands,
+    )
     from gradcli.cli.base import cli, main
 
 __all__ = ["cli", "main"]

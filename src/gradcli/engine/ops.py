@@ -1,21 +1,42 @@
 """The op table: every operation gradcli knows, each described once.
 
-A row holds an op's arity, forward function, one derivative rule per operand, domain check and
-printed form. Everything else -- the parser's function names, the graph's forward and backward
-passes, the printer, the tests -- reads this table, so adding a function is one row here plus its
-test points.
+A row holds an op's arity, forward function, one derivative rule per operand, domain check,
+complex and vector forms, printed form and a one-line summary. Everything else -- the parser's
+function names, the graph's forward and backward passes, the printer, ``gradcli functions`` and
+docs/functions.md, the tests -- reads this table, so adding a function is one row here plus its
+test points (and ``python tests/test_op_table.py`` to rewrite docs/functions.md).
 
 A derivative rule receives the operand values and the op's output, ``rule(*operands, out)``, and
 returns the local partial derivative d(out)/d(operand). Receiving ``out`` lets exp, tanh, sqrt and
 sigmoid reuse their result. Rules are written only with arithmetic operators and table functions
 called through ``F`` (``F.cos(x)``), so the same rule works on floats, on complex numbers, on NumPy
-arrays and on anything that implements ``apply`` (graph nodes, for symbolic derivatives).
+arrays and on anything that implements ``apply`` (graph nodes, for symbolic derivatives). The
+operands are named by the first rule's parameters (``atan2(y, x)``) wherever a row is listed.
 
-Besides the float ``forward``, a row may give ``complex`` (the analytic continuation, for
-complex-step differentiation; for ops that are not analytic it follows the real part, so that
-abs/relu/min/max keep the conventions below) and ``vector`` (``vector(np, *arrays)``: NumPy, for
-evaluating many points at once; NumPy is imported only when an array arrives). Where a column is
-missing, ``forward`` itself already works on that kind of number (the arithmetic operators).
+Besides the float ``forward``, every row states two more forms, by keyword and with no default
+(a row that leaves one out fails when the table is built):
+
+- ``complex``: the analytic continuation, for complex-step differentiation (``--check-method
+  complex``); for ops that are not analytic it follows the real part, so that abs/relu/min/max
+  keep the conventions below.
+- ``vector``: ``vector(np, *arrays)``, NumPy, for evaluating many points at once (sweeps, check
+  files, plots, the check's vectorised first pass); NumPy is imported only when an array arrives.
+
+Either may be ``SAME`` -- ``forward`` itself already takes complex numbers and arrays (the
+arithmetic operators) -- or ``NONE``, the row has no such form:
+
+- no ``vector`` form: ``apply_vector`` falls back to ``forward`` point by point
+  (``elementwise``): NaN where the domain check refuses a point, ``forward`` raises or its result
+  is not finite, and NumPy's "invalid" flag raised for those points, as ``np.log(-1)`` would, so
+  that the vector passes mark them failed and callers re-run them on the scalar path for the
+  exact message. The values are the scalar path's, bit for bit (the same float function), and
+  gradients stay vectorised (the rules run on whole arrays through ``F``); only the speed differs
+  (a Python call a point: some ten times slower than a NumPy form), so a row adds a NumPy form
+  when its sweeps get large.
+- no ``complex`` form: ``--check-method complex`` refuses a program where such an op depends on
+  a variable, with a usage error (exit status 2) that names the function and suggests
+  ``--check-method central`` or ``richardson`` (see gradcheck/point.py); ``apply_complex`` raises
+  the same error for any other caller. Nothing else needs complex numbers.
 
 Conventions where mathematicians shrug and peers disagree (JAX says abs'(0)=1, PyTorch 0):
 abs'(0) = 0, relu'(0) = 0, sign' = 0, and min/max at a tie split the gradient equally (1/2 each).
@@ -27,8 +48,10 @@ import cmath
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from gradcli.errors import UsageError
 
 Rule = Callable[..., Any]
 
@@ -36,21 +59,48 @@ Rule = Callable[..., Any]
 PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 9
 
 
+class Form:
+    """What a row gives for a form that is not a function of its own: ``SAME`` or ``NONE``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+SAME = Form("SAME")  # ``forward`` itself takes complex numbers / NumPy arrays
+NONE = Form("NONE")  # the row has no such form (see the module docstring for what happens)
+
+
 @dataclass(frozen=True)
 class Op:
-    """One row of the table."""
+    """One row of the table. ``complex``, ``vector`` and ``summary`` are required keywords."""
 
     name: str
     arity: int
     forward: Callable[..., float]
     rules: tuple[Rule, ...]
     domain: Callable[..., str | None] | None = None
-    complex: Callable[..., complex] | None = None  # None: ``forward`` takes complex numbers
-    vector: Callable[..., Any] | None = None  # vector(np, *arrays); None: ``forward`` takes arrays
     symbol: str | None = None  # infix or prefix symbol; None prints as name(args)
     precedence: int = PREC_ATOM
     right_assoc: bool = False
-    summary: str = ""
+    complex: Callable[..., complex] | Form = field(kw_only=True)  # a function, SAME or NONE
+    vector: Callable[..., Any] | Form = field(kw_only=True)  # vector(np, *arrays), SAME or NONE
+    summary: str = field(kw_only=True)  # one line: what it computes (gradcli functions)
+
+    def __post_init__(self) -> None:
+        for form in ("complex", "vector"):
+            given = getattr(self, form)
+            if not (given is SAME or given is NONE or callable(given)):  # a Form is not
+                raise TypeError(f"op {self.name}: {form}= must be a function, SAME or NONE, "
+                                f"not {given!r}")
+        if len(self.rules) != self.arity:
+            raise TypeError(f"op {self.name}: {self.arity} operands but {len(self.rules)} rules")
+        if not self.summary.strip():
+            raise TypeError(f"op {self.name}: summary= says in one line what it computes")
 
     @property
     def is_function(self) -> bool:
@@ -58,10 +108,61 @@ class Op:
         return self.symbol is None
 
     def apply_complex(self, *args: complex) -> complex:
-        return (self.complex or self.forward)(*args)
+        """The complex form on complex operands (``SAME``: forward; ``NONE``: a UsageError)."""
+        form = self.complex
+        if isinstance(form, Form):
+            if form is NONE:
+                raise self.no_complex_form()
+            return self.forward(*args)
+        return form(*args)
 
     def apply_vector(self, *args: Any) -> Any:
-        return self.forward(*args) if self.vector is None else self.vector(numpy(), *args)
+        """The vector form on arrays (``SAME``: forward; ``NONE``: ``elementwise``)."""
+        form = self.vector
+        if isinstance(form, Form):
+            return elementwise(self, numpy(), *args) if form is NONE else self.forward(*args)
+        return form(numpy(), *args)
+
+    def no_complex_form(self) -> UsageError:
+        """The error for a complex-step evaluation of a row without a complex form."""
+        return UsageError(f"{self.name} has no complex-step form, so --check-method complex "
+                          "cannot check this program",
+                          hint="use --check-method central or --check-method richardson")
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        """The operands' names, as the first derivative rule calls them (``y, x`` for atan2)."""
+        code = getattr(self.rules[0], "__code__", None) if self.rules else None
+        names = code.co_varnames[:self.arity] if code is not None else ()
+        return tuple(names) if len(names) == self.arity else ("x", "y", "z")[:self.arity]
+
+
+def elementwise(op: Op, np: Any, *args: Any) -> Any:
+    """``op`` on arrays (or NumPy scalars) by its float ``forward``, point by point: the vector
+    form of a row that has none (module docstring).
+
+    A point where the domain check refuses, ``forward`` raises or its result is not finite is NaN,
+    and NumPy's "invalid" flag is raised for it: the vector passes learn of non-finite values from
+    the flags (``vector._Finiteness``), as they do from ``np.log(-1)``. A uniform value (NumPy
+    scalars only) stays a NumPy scalar.
+    """
+    forward, domain = op.forward, op.domain
+    isfinite, nan = math.isfinite, math.nan
+
+    def at(*point: float) -> float:
+        if domain is not None and domain(*point) is not None:
+            return nan
+        try:
+            value = forward(*point)
+        except (ArithmeticError, ValueError):
+            return nan
+        return value if isfinite(value) else nan
+
+    out = np.asarray(np.frompyfunc(at, op.arity, 1)(*args), dtype=float)
+    failed = np.isnan(out)
+    if failed.any():
+        np.divide(0.0, 0.0, out=out, where=failed)  # NaN again, but with the flag
+    return out if out.ndim else out[()]
 
 
 def numpy() -> Any:
@@ -206,22 +307,23 @@ def _unary(name: str, forward: Callable[..., float], dx: Rule, **row: Any) -> Op
 _ROWS: list[Op] = [
     # --- arithmetic: the grammar's operators (forward takes complex numbers and arrays too) ----
     _binary("add", operator.add, lambda x, y, out: 1.0, lambda x, y, out: 1.0,
-            symbol="+", precedence=PREC_SUM, summary="x + y"),
+            complex=SAME, vector=SAME, symbol="+", precedence=PREC_SUM, summary="sum"),
     _binary("sub", operator.sub, lambda x, y, out: 1.0, lambda x, y, out: -1.0,
-            symbol="-", precedence=PREC_SUM, summary="x - y"),
+            complex=SAME, vector=SAME, symbol="-", precedence=PREC_SUM, summary="difference"),
     _binary("mul", operator.mul, lambda x, y, out: y, lambda x, y, out: x,
-            symbol="*", precedence=PREC_PRODUCT, summary="x * y"),
+            complex=SAME, vector=SAME, symbol="*", precedence=PREC_PRODUCT, summary="product"),
     _binary("div", operator.truediv, lambda x, y, out: 1.0 / y, lambda x, y, out: -out / y,
-            domain=_nonzero_divisor, symbol="/", precedence=PREC_PRODUCT, summary="x / y"),
+            domain=_nonzero_divisor, complex=SAME, vector=SAME, symbol="/",
+            precedence=PREC_PRODUCT, summary="quotient (division by zero is an error)"),
     _unary("neg", operator.neg, lambda x, out: -1.0,
-           symbol="-", precedence=PREC_UNARY, summary="-x"),
+           complex=SAME, vector=SAME, symbol="-", precedence=PREC_UNARY, summary="negation"),
     # d/dy needs log(x): the backward pass asks for it only when y depends on a variable, so
     # (-2)**3 is fine and (-2)**y is a domain error there.
     _binary("pow", math.pow, lambda x, y, out: y * x ** (y - 1.0),
             lambda x, y, out: out * F.log(x), domain=_power_domain,
             complex=operator.pow, vector=lambda np, x, y: np.power(x, y),
             symbol="**", precedence=PREC_POWER, right_assoc=True,
-            summary="x ** y (also x ^ y and pow(x, y))"),
+            summary="x to the power y (a negative x needs a constant integer y)"),
     # --- exponentials and logarithms --------------------------------------------------------
     _unary("exp", math.exp, lambda x, out: out,
            complex=cmath.exp, vector=lambda np, x: np.exp(x), summary="e ** x"),
@@ -251,7 +353,7 @@ _ROWS: list[Op] = [
     _binary("atan2", math.atan2, lambda y, x, out: x / (x * x + y * y),
             lambda y, x, out: -y / (x * x + y * y),
             complex=_complex_atan2, vector=lambda np, y, x: np.arctan2(y, x),
-            summary="atan2(y, x): angle of the point (x, y), C/Python order"),
+            summary="angle of the point (x, y), in C/Python argument order"),
     _binary("hypot", math.hypot, lambda x, y, out: x / out, lambda x, y, out: y / out,
             complex=_complex_hypot, vector=lambda np, x, y: np.hypot(x, y),
             summary="sqrt(x**2 + y**2) without overflow"),
@@ -294,7 +396,41 @@ FUNCTIONS["pow"] = OPS["pow"]  # pow(x, y) is the function spelling of x ** y
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
 
+SYMBOL_ALIASES = {"**": ("^",)}  # the grammar's other spellings of an operator (expr.lark)
+
+
+def spellings(op: Op) -> list[str]:
+    """How ``op`` is written in the language: ``x ** y``, ``x ^ y``, ``pow(x, y)``."""
+    names = op.operands
+    written = []
+    if op.symbol:
+        for symbol in (op.symbol, *SYMBOL_ALIASES.get(op.symbol, ())):
+            written.append(f"{symbol}{names[0]}" if op.arity == 1
+                           else f" {symbol} ".join(names))
+    written += [f"{name}({', '.join(names)})" for name, row in FUNCTIONS.items() if row is op]
+    return written
+
+
+def table_rows() -> list[dict[str, Any]]:
+    """Every operator and function of the language, in table order: name, how it is written,
+    summary and whether it has complex-step and vector forms (``SAME`` counts: it has them). What
+    ``gradcli functions`` lists and docs/functions.md shows."""
+    return [
+        {
+            "name": op.name,
+            "kind": "function" if op.is_function else "operator",
+            "written": spellings(op),
+            "arity": op.arity,
+            "summary": op.summary,
+            "complex_step": op.complex is not NONE,
+            "vector": op.vector is not NONE,
+        }
+        for op in OPS.values()
+    ]
+
 # The graph's leaves compute nothing: an input variable gets its value from the caller, a
 # constant from the program text.
-VAR = Op("var", 0, float, (), symbol="", summary="an input variable")
-CONST = Op("const", 0, float, (), symbol="", summary="a number written in the program")
+VAR = Op("var", 0, float, (), symbol="", complex=NONE, vector=NONE,
+         summary="an input variable")
+CONST = Op("const", 0, float, (), symbol="", complex=NONE, vector=NONE,
+           summary="a number written in the program")

@@ -18,6 +18,7 @@ from gradcli.engine import ops
 from gradcli.engine.graph import Node, nodes_of
 from gradcli.engine.notation import TEXT, Notation, expression_texts, format_number
 from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
+from gradcli.errors import UsageError
 
 FORMATS = ("text", "latex", "python")
 MUL = OPS["mul"]
@@ -199,19 +200,24 @@ class PythonNotation(Notation):
         return f"{self.function(op)}({', '.join(args)})"
 
     def function(self, op: Op) -> str:
+        """``math.erf``, ``max``, or the name of a helper copied from engine/ops.py; a row whose
+        forward is none of those (a lambda, a function of another module, which may use that
+        module's names) is a UsageError: the generated code imports only ``math``."""
         forward = op.forward
         module = getattr(forward, "__module__", None)
-        if module == "math" or (module is None and getattr(math, forward.__name__, None)
-                                is forward):
-            return f"math.{forward.__name__}"
-        if getattr(builtins, forward.__name__, None) is forward:
-            return forward.__name__
-        if module == ops.__name__:
+        name = getattr(forward, "__name__", "")
+        if module == "math" or (module is None and getattr(math, name, None) is forward):
+            return f"math.{name}"
+        if getattr(builtins, name, None) is forward:
+            return name
+        if module == ops.__name__ and name.isidentifier():
             import inspect  # the Python printer copies the op's own function
 
-            self.helpers[forward.__name__] = inspect.getsource(forward)
-            return forward.__name__
-        raise ValueError(f"no Python form for the op {op.name}")
+            self.helpers[name] = inspect.getsource(forward)
+            return name
+        raise UsageError(f"{op.name} has no Python form: its forward function is neither in "
+                         "math nor a named function of the op table",
+                         hint="use --format text or --format latex")
 
 
 def python_name(name: str, taken: set[str]) -> str:

@@ -8,18 +8,24 @@ Only the nodes downstream of the perturbed one are recomputed (a ``replay.Replay
 Two more methods (``method=``, ``--check-method``); each verdict records the one it used:
 
 - ``complex``: complex-step differentiation, Im f(v + ih) / h, evaluated with the op table's
-  ``complex`` column. No difference of nearby values is taken, so there is no cancellation and no
+  ``complex`` form. No difference of nearby values is taken, so there is no cancellation and no
   rounding-noise allowance: the estimate is exact to machine precision for analytic ops, and the
   tolerance is just atol + rtol * max(|analytic|, |numeric|). The only error is truncation,
   about (h/L)^2 / 6 relative, L the scale on which f changes: invisible for any L above ~1e-92
   with h = 1e-100 * max(1, |v|). h is no smaller so that the imaginary parts h * d(node)/dv
   carried through the graph stay normal floats (they underflow only for derivatives below about
   1e-208, far under any atol). At a kink (abs, relu at 0; min/max at a tie; sign) the complex
-  column follows the real part and gives the documented convention, so complex-step *reproduces*
+  form follows the real part and gives the documented convention, so complex-step *reproduces*
   the convention: it checks the rule on the branch the real values take and cannot flag a point
   where the function is not differentiable (central differences do: relu(x) at 0 gives 1/2).
   Should the complex evaluation overflow where the real one does not, the central check is used
-  and the verdict says so.
+  and the verdict says so. An op whose row has no complex form (``complex=NONE``, see
+  engine/ops.py) is refused instead: if such an op depends on a variable (a complex replay would
+  reach it), ``check_gradients`` raises a UsageError (exit status 2) that names the function and
+  suggests ``--check-method central`` or ``richardson``, before any replay. A refusal rather than
+  a silent fallback: complex was asked for by name, and the missing form is a property of the
+  program, not of a point, so the answer does not change from one point to the next. An op with
+  no complex form that depends only on constants (``erf(2)*x``) is never replayed and is fine.
 - ``richardson``: central differences D(h) at steps h0 / 2^k (h0 = max(1, |v|) / 8, at most
   ``RICHARDSON_LEVELS`` steps) extrapolated column by column, T[k][j] = T[k][j-1] +
   (T[k][j-1] - T[k-1][j-1]) / (4^j - 1), which cancels the h^2, h^4, ... error terms one by one
@@ -37,6 +43,7 @@ import sys
 from dataclasses import dataclass, field
 
 from gradcli.engine.graph import Node, Program
+from gradcli.engine.ops import NONE
 from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError
 from gradcli.gradcheck.steps import (
@@ -130,8 +137,10 @@ def check_gradients(
     """
     if method not in METHODS:
         raise UsageError(f"unknown check method {method!r}", hint="use " + ", ".join(METHODS))
-    report = CheckReport(rtol, atol, method=method)
     nodes = program.nodes
+    if method == "complex":
+        _require_complex_forms(nodes)
+    report = CheckReport(rtol, atol, method=method)
     replayer = Replayer(nodes)
     per_node = len(nodes) <= node_check_limit
     targets = [n for n in nodes if n.needs_grad] if per_node else list(program.variables.values())
@@ -158,6 +167,14 @@ def check_gradients(
         report.nodes[node.index] = (
             known or passed.get(node.index) or check_node(replayer, node, rtol, atol, method))
     return report
+
+
+def _require_complex_forms(nodes: list[Node]) -> None:
+    """A UsageError naming the first op without a complex form that a complex replay would
+    reach (every node that depends on a variable; module docstring)."""
+    for node in nodes:
+        if node.inputs and node.needs_grad and node.op.complex is NONE:
+            raise node.op.no_complex_form()
 
 
 def _replay_cost(nodes: list[Node], node: Node) -> int:
