@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from gradcli.engine.notation import format_number
 from gradcli.engine.ops import numpy
 from gradcli.engine.vector import evaluate_vector
-from gradcli.errors import ExitStatus, GradcliError, UsageError
+from gradcli.errors import ExitStatus, GradcliError, UsageError, listed
 from gradcli.formulas.files import CheckSpec, Expected
 from gradcli.gradcheck.steps import tolerance
 from gradcli.gradcheck.sweep import Sweep, evaluate_sweep, sweep_columns
@@ -100,9 +100,8 @@ def select(specs: Iterable[CheckSpec], pattern: str | None) -> list[CheckSpec]:
 def no_match_error(pattern: str, specs: Sequence[CheckSpec]) -> UsageError:
     """``-k PATTERN`` selected nothing: the error names a few of the checks there are."""
     names = [spec.name for spec in specs]
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     return UsageError(f"no check matches -k {pattern}",
-                      hint=f"the checks: {shown}" if names else "the files hold no checks")
+                      hint=f"the checks: {listed(names)}" if names else "the files hold no checks")
 
 
 def run_checks(specs: Iterable[CheckSpec], fail_fast: bool = False) -> Iterator[CheckOutcome]:
