@@ -19,6 +19,8 @@ are the size of a program and the finite-difference check, whose cost is (number
   a mistake or an attack), ``MAX_CHECK_POINTS`` points per check, and ``MAX_CHECK_CELLS`` for
   points x nodes: the sweep holds a column per node (~12 bytes a cell, so the limit is about
   400 MB).
+- ``MAX_DERIVATIVES``: how many derivatives ``gradcli diff`` prints ((variables)^order); the
+  graphs it builds for them stop at ``MAX_NODES`` nodes (``--max-nodes``).
 - ``MAX_HESSIAN_ENTRIES``: (variables)^2 of ``eval --hessian``; its check shares ``CHECK_BUDGET``
   among the rows (the entries past it are listed as unchecked).
 - ``MAX_DRAWN_NODES``: nodes ``gradcli graph`` draws by default, nearest the output (a larger
@@ -43,6 +45,7 @@ MAX_CHECK_POINTS = 1_000_000
 MAX_CHECK_CELLS = 30_000_000  # points x nodes: ~400 MB, ~4 s
 MAX_DRAWN_NODES = 300
 MAX_HESSIAN_ENTRIES = 1_000_000  # a Hessian of up to 1,000 variables
+MAX_DERIVATIVES = 100_000  # gradcli diff: (variables)^order derivatives
 JOBS_ENV = "GRADCLI_JOBS"
 
 

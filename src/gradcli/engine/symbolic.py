@@ -22,6 +22,8 @@ from typing import Any
 
 from gradcli.engine.graph import Node, compute, nodes_of
 from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR, Op
+from gradcli.errors import UsageError
+from gradcli.limits import MAX_NODES
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
 
@@ -64,14 +66,19 @@ MAX_REWRITE_NESTING = 24
 class Builder:
     """Makes SymNodes: one node per distinct (op, inputs), simplified as it is made."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_nodes: int = MAX_NODES) -> None:
         self._table: dict[tuple, SymNode] = {}
         self._rewriting = 0  # how many rewrites are under way, one inside another
+        self.max_nodes = max_nodes  # derivatives can grow fast: past this, a UsageError
 
     def _intern(self, key: tuple, op: Op, inputs: tuple[SymNode, ...], value: float = 0.0,
                 name: str | None = None) -> SymNode:
         node = self._table.get(key)
         if node is None:
+            if len(self._table) >= self.max_nodes:
+                raise UsageError(
+                    f"the derivatives grow past {self.max_nodes:,} graph nodes",
+                    hint="ask for a lower --order or fewer --wrt variables, or raise --max-nodes")
             node = SymNode(op, inputs, value, name)
             node.builder = self
             self._table[key] = node
