@@ -53,3 +53,8 @@ def test_the_builder_stops_at_its_node_limit_whatever_the_estimate_said():
 def test_a_variable_named_twice_in_wrt_is_a_usage_error_not_a_traceback():
     with pytest.raises(gradcli.UsageError, match="--wrt names x more than once"):
         differentiate("x*y", ["x", "x"])
+
+
+def test_wrt_as_one_string_is_names_separated_by_commas_never_letters():
+    assert differentiate("xy*2 + x*y", "xy").texts() == {"xy": "2"}
+    assert differentiate("xy*2 + x*y", "x, y").texts() == {"x": "y", "y": "x"}

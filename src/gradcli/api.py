@@ -51,13 +51,16 @@ __all__ = [
 
 def differentiate(
     program: str | Program,
-    wrt: Sequence[str] | None = None,
+    wrt: str | Sequence[str] | None = None,
     order: int = 1,
     values: Mapping[str, float] | None = None,
     defaults: bool = False,
 ) -> Derivatives:
     """Symbolic derivatives of ``program`` (text or parsed) up to ``order`` with respect to
-    ``wrt``; see ``engine.derivatives.differentiate``."""
+    ``wrt`` (a list of names, or one string of comma-separated names as ``--wrt`` takes them);
+    see ``engine.derivatives.differentiate``."""
     if isinstance(program, str):
         program = parse(program)
+    if isinstance(wrt, str):  # "xy" is one name, never the letters x and y
+        wrt = [name.strip() for name in wrt.split(",") if name.strip()]
     return _derivatives.differentiate(program, wrt, order, values, defaults)
