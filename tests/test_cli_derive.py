@@ -103,10 +103,16 @@ def test_free_variables_give_expressions_and_strict_restores_the_error():
 
 
 def test_batch_lines_with_free_variables_and_hessians():
+    """Free variables give expressions, but a Hessian is numbers: asked for one (--order 2), a
+    line with a free variable is a usage error on that line, not a silent first-order answer."""
     result = invoke("eval", "-", "--x", "1", "--order", "2", stdin="x*y\nx**3\n")
     lines = result.stdout.splitlines()
-    assert lines[0] == "line 1: value y  d/dx y  d/dy 1"  # x = 1 substituted, y free
+    assert lines[0].startswith("line 1: usage error: the Hessian needs a value for every "
+                               "variable: no value for y")
     assert lines[1] == "line 2: value 1  d/dx 3  d2/dx [6]  ✓"
+    assert result.exit_code == 2
+    free = invoke("eval", "-", "--x", "1", stdin="x*y\n").stdout.splitlines()
+    assert free == ["line 1: value y  d/dx y  d/dy 1"]  # x = 1 substituted, y free
     records = invoke("eval", "-", "--x", "1", "--json", stdin="x*y\n").stdout.splitlines()
     assert json.loads(records[0])["symbolic"]["value"] == "y"
 

@@ -15,8 +15,9 @@ from typing import IO, Any
 import click
 
 from gradcli import __version__
-from gradcli.errors import ExitStatus, UsageError
-from gradcli.language.values import NAME, Value, parse_assignments
+from gradcli.cli.given import Given
+from gradcli.errors import ExitStatus, UsageError, visible
+from gradcli.language.values import NAME
 
 BINDINGS_KEY = "gradcli.bindings"
 # What an option looks like; anything else after `--` (`---x`, `--(x)`) is an expression.
@@ -42,6 +43,11 @@ class BindingCommand(click.Command):
         ctx.meta[BINDINGS_KEY] = bindings
         return super().parse_args(ctx, options + (["--", *positional] if positional else []))
 
+    def long_options(self, ctx: click.Context) -> tuple[str, ...]:
+        """``--rtol``, ``--json``, ...: what a mistyped ``--rtl 1`` may have meant."""
+        return tuple(flag for param in self.get_params(ctx) if isinstance(param, click.Option)
+                     for flag in param.opts if flag.startswith("--") and flag != "--help")
+
 
 def _flags_of_other_commands(ctx: click.Context, own: dict[str, bool]) -> set[str]:
     """``--json`` and the like of gradcli's other commands: given to a command that lacks them,
@@ -62,7 +68,7 @@ def _split_arguments(
     args: list[str], takes_value: dict[str, bool], foreign_flags: Collection[str] = frozenset()
 ) -> tuple[list[str], list[str], list[str]]:
     options: list[str] = []
-    bindings: list[str] = []  # NAME=VALUE texts, in the order given
+    bindings: list[tuple[str, str]] = []  # (NAME=VALUE, as written), in the order given
     positional: list[str] = []
     i = 0
     while i < len(args):
@@ -79,18 +85,30 @@ def _split_arguments(
         elif flag in foreign_flags and not has_value:
             options.append(arg)  # click reports it as an option this command does not have
         elif arg.startswith("--") and NAME.fullmatch(flag[2:]):
+            written = arg
             if not has_value:
                 if i + 1 >= len(args):
-                    raise click.UsageError(f"{flag} needs a value: {flag} VALUE")
+                    raise click.UsageError(f"{flag} needs a value: {flag} VALUE"
+                                           + _meant_option(flag, takes_value))
                 value = args[i + 1]
+                written = f"{flag} {value.strip()}"
                 i += 1
-            bindings.append(f"{flag[2:]}={value}")
+            bindings.append((f"{flag[2:]}={value}", written))
         elif arg.startswith("--") and _OPTION_LIKE.fullmatch(flag):
             options.append(arg)  # click reports it as an unknown option
         else:
             positional.append(arg)
         i += 1
     return options, bindings, positional
+
+
+def _meant_option(flag: str, options: Collection[str]) -> str:
+    """`` (did you mean --json?)`` for a ``--jsno`` at the end of the command line."""
+    import difflib  # only for this message
+
+    close = difflib.get_close_matches(flag.replace("_", "-"), [o for o in options
+                                                               if o.startswith("--")], n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 class ReaderGoneError(Exception):
@@ -140,9 +158,14 @@ def program_arguments(set_help: str) -> Callable[[Callable[..., Any]], Callable[
     return decorate
 
 
-def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> dict[str, Value]:
-    """``--NAME VALUE`` bindings and ``--set NAME=VALUE`` together (ranges allowed)."""
-    return parse_assignments([*ctx.meta.get(BINDINGS_KEY, []), *assignments])
+def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
+    """``--NAME VALUE`` bindings and ``--set NAME=VALUE`` together (ranges allowed), with how
+    each was written and the command's options, for the errors about them (``cli.given``)."""
+    written = [*ctx.meta.get(BINDINGS_KEY, []),
+               *((text, f"--set {text.strip()}") for text in assignments)]
+    command = ctx.command
+    options = command.long_options(ctx) if isinstance(command, BindingCommand) else ()
+    return Given.read(written, options)
 
 
 _EXAMPLES = {"eval": '"(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8'}  # else: try COMMAND --help
@@ -160,13 +183,31 @@ class ProgramText:
         """EXPR or the file's text; a UsageError when both or neither are given."""
         if program_file is not None and expr is not None:
             raise UsageError("give either EXPR or -f FILE, not both")
+        example = _EXAMPLES.get(command)
+        try_this = f"try: gradcli {command} {example}" if example else (
+            f"try: gradcli {command} --help")
         if program_file is not None:
-            return cls(program_file.read(), program_file.name)
+            text = program_file.read()
+            if is_blank(text):
+                what = "is empty" if not text.strip() else "has only comments and blank lines"
+                raise UsageError(f"{visible(program_file.name)} {what}: no program to read",
+                                 hint="put the program in it: one statement per line, the "
+                                      "expression last (u = x*W, then u + b on the next line)")
+            return cls(text, program_file.name)
         if expr is None:
-            example = _EXAMPLES.get(command)
-            raise UsageError("no expression given", hint=f"try: gradcli {command} {example}"
-                             if example else f"try: gradcli {command} --help")
+            raise UsageError("no expression given", hint=try_this)
+        if is_blank(expr):
+            raise UsageError("the expression is empty", hint=try_this)
         return cls(expr)
+
+
+_COMMENTS = re.compile(r"#[^\n]*")
+
+
+def is_blank(text: str) -> bool:
+    """Nothing but whitespace, ``;`` and ``# comments``: no program at all."""
+    start = text.lstrip(" \t\r\n\f\v;")[:1]
+    return not start or (start == "#" and not _COMMENTS.sub("", text).strip(" \t\r\n\f\v;"))
 
 
 def stdin_lines(max_bytes: int) -> Iterator[str]:

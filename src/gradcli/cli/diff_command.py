@@ -8,6 +8,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from gradcli.cli.base import BindingCommand, ProgramText, cli, given_values
+from gradcli.cli.given import Given
 from gradcli.cli.show import show_error
 from gradcli.errors import ExitStatus, GradcliError
 from gradcli.language.values import as_point
@@ -70,16 +71,18 @@ class DiffRequest:
     fmt: str  # "text", "latex" or "python"
     as_json: bool  # one JSON record (with the texts in ``fmt``; python adds its source)
     use_defaults: bool  # substitute the program's own values (x = 2) too
+    given: Given  # how the values were written: for the error about an unused one
 
 
 def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order: int, fmt: str,
                  assignments: tuple[str, ...], program_file: IO[str] | None, as_json: bool,
                  use_defaults: bool) -> DiffRequest:
     """The request behind click's options (keyword-only: click passes them by name)."""
-    values = as_point(given_values(ctx, assignments))
+    given = given_values(ctx, assignments)
+    values = as_point(given.values)
     program = ProgramText.read("diff", expr, program_file)
     names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
-    return DiffRequest(program, names, order, values, fmt, as_json, use_defaults)
+    return DiffRequest(program, names, order, values, fmt, as_json, use_defaults, given)
 
 
 def run_diff(request: DiffRequest) -> int:
@@ -89,7 +92,9 @@ def run_diff(request: DiffRequest) -> int:
 
     source = request.program.text
     try:
-        derivatives = differentiate(parse(source), request.wrt, request.order, request.values,
+        program = parse(source)
+        request.given.check_used(program)
+        derivatives = differentiate(program, request.wrt, request.order, request.values,
                                     request.use_defaults)
         printed = derivatives.python() if request.fmt == "python" else None
         texts = derivatives.texts("latex" if request.fmt == "latex" else "text")

@@ -10,6 +10,7 @@ from typing import IO, Any
 import click
 
 from gradcli.cli.base import BindingCommand, ProgramText, cli, given_values, stdin_lines
+from gradcli.cli.given import Given
 from gradcli.cli.show import show_batch, show_error, show_result
 from gradcli.errors import GradcliError, UsageError
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
@@ -30,7 +31,9 @@ differences.
 \b
 Give values as --NAME VALUE, --NAME=VALUE or --set NAME=VALUE (the last works for names that
 clash with options, such as --set json=1). Values on the command line override `x = 2` in the
-program. EXPR `-`, or no EXPR with stdin not a terminal, reads one program per line from stdin.
+program; a value for a name the program does not use, or a name given twice, is a usage error.
+EXPR `-`, or no EXPR with stdin not a terminal, reads one program per line from stdin (a name
+that no line uses, or no program lines at all, is a usage error after the last record).
 
 \b
 Examples:
@@ -46,7 +49,8 @@ Examples:
 
 \b
 Exit status: 0 ok; 1 a finite-difference check failed; 2 usage, parse or name error;
-3 numeric error (domain, overflow, division by zero); batch: the largest status of its lines;
+3 numeric error (domain, overflow, division by zero); batch: the largest status of its lines
+(a name no line uses counts as a 2);
 130 interrupted (Ctrl-C); 141 the reader of stdout went away (| head -1).
 """
 
@@ -114,9 +118,13 @@ class EvalRequest:
     ``eval_request``, carried out by ``run_eval``."""
 
     program: ProgramText | None  # None: a batch, one program per line of stdin
-    values: dict[str, Value]  # a range or list for a swept variable
+    given: Given  # the values (a range or list for a swept variable) and how they were written
     settings: EvalSettings
     output: str  # "table", "json" or "csv"
+
+    @property
+    def values(self) -> dict[str, Value]:
+        return self.given.values
 
     @property
     def is_sweep(self) -> bool:
@@ -129,7 +137,7 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     """The request behind click's options, or a UsageError for a combination that means nothing."""
     if as_csv and as_json:
         raise UsageError("--csv and --json are two output formats: give one")
-    values = given_values(ctx, assignments)
+    given = given_values(ctx, assignments)
     batch = program_file is None and (expr == "-" or (expr is None and not sys.stdin.isatty()))
     program = None if batch else ProgramText.read("eval", expr, program_file)
     order = 2 if options["hessian"] else options["order"]
@@ -139,7 +147,7 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                             atol=options["atol"], check_method=options["check_method"],
                             node_check_limit=node_limit, order=order, strict=options["strict"],
                             max_nodes=options["max_nodes"])
-    request = EvalRequest(program, values, settings,
+    request = EvalRequest(program, given, settings,
                           "csv" if as_csv else "json" if as_json else "table")
     if request.is_sweep:
         _check_sweep(request)
@@ -167,12 +175,15 @@ def run_eval(request: EvalRequest) -> int:
     as_json = request.output == "json"
     if request.program is None:
         lines = stdin_lines(max_chars(request.settings.max_nodes))
-        return show_batch(lines, as_point(request.values), request.settings, as_json)
+        return show_batch(lines, as_point(request.values), request.settings, as_json,
+                          request.given)
     if request.is_sweep:
         return run_sweep(request)
     program = request.program
     try:
-        result = evaluate(program.text, as_point(request.values), request.settings)
+        parsed = parse(program.text, request.settings.max_nodes)
+        request.given.check_used(parsed)
+        result = evaluate(parsed, as_point(request.values), request.settings)
     except GradcliError as error:
         return show_error(error, as_json, program.text, program.file_name)
     return show_result(result, program.text, as_json)
@@ -186,6 +197,7 @@ def run_sweep(request: EvalRequest) -> int:
     assert program is not None
     try:
         parsed = parse(program.text, settings.max_nodes)
+        request.given.check_used(parsed)
         sweep = evaluate_sweep(parsed, sweep_columns(parsed, request.values),
                                check=settings.check, rtol=settings.rtol, atol=settings.atol)
     except GradcliError as error:

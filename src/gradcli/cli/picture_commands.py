@@ -62,14 +62,18 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
 def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                   program_file: IO[str] | None, picture_format: str | None,
                   output_path: str | None, max_nodes: int) -> None:
+    from gradcli.language.parser import parse
     from gradcli.output.pictures import prepare, render_with_graphviz, to_dot, to_mermaid
 
     source = ""
     try:
-        values = as_point(given_values(ctx, assignments))
+        given = given_values(ctx, assignments)
+        values = as_point(given.values)
         source = ProgramText.read("graph", expr, program_file).text
         picture_format = picture_format or _default_format(output_path)
-        picture = prepare(source, values)
+        program = parse(source)
+        given.check_used(program)
+        picture = prepare(program, values)
         if picture_format == "tree":
             _write_tree(picture, max_nodes, output_path)
             ctx.exit(ExitStatus.OK)
@@ -142,13 +146,16 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
                  height: int) -> None:
     import shutil
 
+    from gradcli.language.parser import parse
     from gradcli.output.plot import sample, save_plot, terminal_plot
 
     source = ""
     try:
-        values = given_values(ctx, assignments)
+        given = given_values(ctx, assignments)
         source = ProgramText.read("plot", expr, program_file).text
-        curve = sample(source, values)
+        program = parse(source)
+        given.check_used(program)
+        curve = sample(program, given.values)
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
         if output_path is not None:
             save_plot(curve, output_path)

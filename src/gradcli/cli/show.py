@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from gradcli.cli.given import Given, check_batch_names
 from gradcli.errors import ExitStatus, GradcliError
 from gradcli.gradcheck.evaluation import (
     EvalSettings,
@@ -53,23 +54,62 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
 
 
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-               as_json: bool) -> int:
-    """One record per program line, in order; returns the largest status among them."""
+               as_json: bool, given: Given | None = None) -> int:
+    """One record per program line, in order; returns the largest status among them.
+
+    After the last record, a batch with no program lines, or given a value (``given``: how it
+    was written) that no line uses, is a usage error on stderr: stdout keeps exactly one record
+    per program line, so the error is not a record of its own.
+    """
     _collect_rarely()
+    uses = _BatchUses(given if given is not None else Given(dict(values)))
     if as_json:
-        return _json_batch(lines, values, settings)
-    from gradcli.output.views import batch_line, make_console
+        status = _json_batch(lines, values, settings, uses)
+    else:
+        from gradcli.output.views import batch_line, make_console
 
-    console = make_console()
-    status = ExitStatus.OK
-    for outcome in with_progress(evaluate_lines(lines, values, settings), None, "programs"):
-        console.print(batch_line(outcome))
-        console.file.flush()
-        status = max(status, outcome.status)
-    return status
+        console = make_console()
+        status = ExitStatus.OK
+        for outcome in with_progress(evaluate_lines(lines, values, settings), None, "programs"):
+            console.print(batch_line(outcome))
+            console.file.flush()
+            uses.saw(outcome.names)
+            status = max(status, outcome.status)
+    error = check_batch_names(uses.given, uses.used, uses.lines, uses.unread)
+    if error is None:
+        return status
+    if as_json:
+        click.echo(f"gradcli: {error.one_line()}", err=True)
+    else:
+        from gradcli.output.views import error_view, make_console
+
+        make_console(stderr=True).print(error_view(error))
+    return max(status, error.status)
 
 
-def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings) -> int:
+class _BatchUses:
+    """Which given names the lines of a batch use, counted as the records come (cheap: once
+    every given name has been seen, a record costs a count and one test)."""
+
+    def __init__(self, given: Given) -> None:
+        self.given = given
+        self.unseen = set(given.values)
+        self.used: set[str] = set()  # the lines' variables, complete while a name is unseen
+        self.lines = 0
+        self.unread = 0  # lines that did not parse: which names they use is not known
+
+    def saw(self, names: Iterable[str] | None) -> None:
+        self.lines += 1
+        if self.unseen:
+            if names is None:
+                self.unread += 1
+                return
+            self.used.update(names)
+            self.unseen.difference_update(names)
+
+
+def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
+                uses: _BatchUses) -> int:
     """Records made on every core (``output.batch``), written here in input order."""
     from gradcli.output.batch import json_runs
 
@@ -84,6 +124,7 @@ def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSe
             if record.error is not None:
                 click.echo(f"gradcli: line {record.line}: {record.error}", err=True)
             status = max(status, record.status)
+            uses.saw(record.names)
     return status
 
 

@@ -158,10 +158,11 @@ def evaluate(
     ``settings`` (default ``EvalSettings()``) says how; keyword arguments change single fields
     (``check=False``, ``order=2``, ``strict=False``, ``check_method="complex"``). ``values``
     override the program's own ``x = 2`` defaults; names the program does not use are ignored (so
-    one set of values can serve a whole batch). Raises ``GradcliError`` subclasses:
-    ``ParseError``, ``GradcliNameError``, ``UsageError`` (a value missing, a program over
-    ``max_nodes``) or ``NumericError``. With ``strict=False`` missing values give a
-    ``FreeResult``.
+    one set of values can serve a whole batch; the CLI, which knows how they were written, makes
+    them a usage error). Raises ``GradcliError`` subclasses: ``ParseError``, ``GradcliNameError``,
+    ``UsageError`` (a value missing, a program over ``max_nodes``) or ``NumericError``. With
+    ``strict=False`` missing values give a ``FreeResult`` -- unless ``order=2`` asks for the
+    Hessian, a matrix of numbers: then they are a UsageError too.
     """
     settings = replace(settings or DEFAULT_SETTINGS, **changes) if changes else (
         settings or DEFAULT_SETTINGS)
@@ -170,6 +171,8 @@ def evaluate(
     values = dict(values or {})
     validate_values(values)
     if not settings.strict and program.unbound(values):
+        if settings.order >= 2:
+            raise hessian_needs_values(program.unbound(values))
         return free_result(program, values)
     require_values(program, values)
     program.bind(values)
@@ -216,6 +219,12 @@ class LineOutcome:
     source: str
     result: Result | FreeResult | None = None  # exactly one of result and error is set
     error: GradcliError | None = None
+    program: Program | None = None  # the parsed program (None: the line did not parse)
+
+    @property
+    def names(self) -> Iterable[str] | None:
+        """The line's input variables (which given values it used); None if it did not parse."""
+        return self.program.variables if self.program is not None else None
 
     @property
     def status(self) -> ExitStatus:
@@ -249,13 +258,15 @@ def evaluate_line(
     source = raw.rstrip("\r\n")
     if not source.strip() or source.lstrip().startswith("#"):
         return None
+    program = None  # kept apart from evaluating: a line that fails later still used its names
     try:
-        result = evaluate(source, values, settings)
+        program = parse(source, settings.max_nodes)
+        result = evaluate(program, values, settings)
     except GradcliError as error:
         if error.line is not None:
             error.line = number
-        return LineOutcome(number, source, error=error)
-    return LineOutcome(number, source, result=result)
+        return LineOutcome(number, source, error=error, program=program)
+    return LineOutcome(number, source, result=result, program=program)
 
 
 def require_values(program: Program, values: Mapping[str, Any]) -> None:
@@ -264,6 +275,15 @@ def require_values(program: Program, values: Mapping[str, Any]) -> None:
     missing = program.unbound(values)
     if missing:
         raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
+
+
+def hessian_needs_values(missing: list[str]) -> UsageError:
+    """order=2 with free variables: the Hessian is numbers, so every variable needs a value."""
+    flags = " ".join(f"--{name} VALUE" for name in missing[:MAX_LISTED_NAMES])
+    return UsageError(f"the Hessian needs a value for every variable: "
+                      f"{missing_values_message(missing)}",
+                      hint=f"pass {flags}; gradcli diff --order 2 gives the Hessian as "
+                           "expressions")
 
 
 def missing_values_message(names: list[str]) -> str:

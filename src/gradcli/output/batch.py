@@ -33,12 +33,15 @@ LINE_PAUSE = 0.002  # a pause this long between lines ends a chunk early
 
 
 class JsonLine(NamedTuple):
-    """One finished record: its line number, exit status, JSON text and error message if any."""
+    """One finished record: its line number, exit status, JSON text, error message if any, and
+    the line's input variables (made where the line was evaluated, often a worker: the parent
+    learns which given values the batch used without parsing a line again)."""
 
     line: int
     status: int
     text: str  # one JSON object, no newline
     error: str | None  # the error on one line (for stderr), or None
+    names: tuple[str, ...] | None = None  # the line's input variables; None: it did not parse
 
 
 def json_line(outcome: LineOutcome) -> JsonLine:
@@ -50,7 +53,8 @@ def json_line(outcome: LineOutcome) -> JsonLine:
         assert outcome.result is not None
         record = result_record(outcome.result, outcome.source, outcome.line)
         message = None
-    return JsonLine(outcome.line, int(outcome.status), dumps(record), message)
+    names = None if outcome.program is None else tuple(outcome.program.variables)
+    return JsonLine(outcome.line, int(outcome.status), dumps(record), message, names)
 
 
 def json_lines(

@@ -1,0 +1,159 @@
+"""Values given on the command line, and the usage errors about them that gradcli never keeps quiet.
+
+A value is given once, and it is given for a name the program uses: a ``--w 3`` for a program in
+``W``, a ``--rtl 1`` meant as ``--rtol``, a ``--u 3`` for a name the program computes would
+otherwise be dropped without a word while the command still exits 0. Each is a usage error that
+names the value and suggests what was probably meant (a variable of the program, or an option of
+the command). A batch (``gradcli eval -``) gives one set of values to many programs: there, a
+name that no line uses is the error, reported after every line has its record.
+
+The Python API (``evaluate``, ``evaluate_lines``) still ignores names a program does not use; the
+check lives here, where it is known how each value was written and which options the command has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gradcli.errors import MAX_LISTED_NAMES, UsageError, listed, visible
+from gradcli.language.values import Value, parse_assignments
+
+if TYPE_CHECKING:
+    from gradcli.engine.graph import Program
+
+
+@dataclass(frozen=True)
+class Given:
+    """The values of ``--NAME VALUE`` and ``--set NAME=VALUE``, and how each was written."""
+
+    values: dict[str, Value] = field(default_factory=dict)
+    spelled: dict[str, str] = field(default_factory=dict)  # name -> "--w 3" or "--set w=3"
+    options: tuple[str, ...] = ()  # the command's own long options: `--rtl 1` meant `--rtol`
+
+    @classmethod
+    def read(cls, written: Iterable[tuple[str, str]], options: Iterable[str] = ()) -> Given:
+        """``(NAME=VALUE, as written)`` pairs, in the order given; a UsageError names a value
+        given twice (``--x 1 --x=5``, ``--set W=3 --W 4``: which one was meant is a guess)."""
+        spelled: dict[str, str] = {}
+        values: dict[str, Value] = {}
+        given = cls(values, spelled, tuple(options))
+        for text, as_written in written:
+            name = text.partition("=")[0].strip()
+            if name in spelled:
+                raise UsageError(
+                    f"{name} is given twice: {visible(spelled[name])} and {visible(as_written)}",
+                    hint=f"give {name} one value (several values for a sweep: --{name} 1,2,5 "
+                         f"or --{name} -2:2:9)")
+            spelled[name] = as_written
+            try:
+                values.update(parse_assignments([text]))
+            except UsageError as error:  # `--check_method central`: an option, not a variable
+                option = None if as_written.startswith("--set") else given._closest_option(name)
+                if option is not None:
+                    error.hint = f"did you mean the option {option[0]}?"
+                raise
+        return given
+
+    def check_used(self, program: Program) -> None:
+        """A UsageError when a value is given for a name that ``program``'s result does not
+        depend on (a value for a name the program assigns a number, ``x = 2``, overrides it)."""
+        if not self.values:
+            return
+        inputs = program.variables
+        unused = [name for name in self.values if name not in inputs]
+        if unused:
+            raise self.unused_error(unused, inputs, program)
+
+    def unused(self, used: Collection[str]) -> list[str]:
+        """The given names that are not in ``used``, in the order given."""
+        return [name for name in self.values if name not in used]
+
+    def unused_error(self, unused: list[str], inputs: Collection[str],
+                     program: Program | None = None, unread: int = 0) -> UsageError:
+        """The error for values given for ``unused`` names: ``program`` is the one program they
+        were given to, or None for a batch, where ``inputs`` are the variables of all its lines
+        (but ``unread`` lines, which did not parse)."""
+        shown = ", ".join(visible(self.spelled.get(name, f"--{name}"))
+                          for name in unused[:MAX_LISTED_NAMES])
+        if program is not None:
+            message = (_why_unused(unused[0], shown, program) if len(unused) == 1 else
+                       f"the program does not use {listed(unused)} ({shown})")
+            known = f"its variables: {listed(list(inputs))}" if inputs else "it has no variables"
+        else:
+            message = f"no program line uses {listed(unused)} ({shown})"
+            if unread:
+                message = (message.replace("line uses", "line that parsed uses") +
+                           f"; {unread:,} {'line' if unread == 1 else 'lines'} did not parse")
+            known = f"the lines' variables: {listed(list(inputs))}" if inputs else (
+                "no line has variables")
+        guesses = [(name, guess) for name in unused[:MAX_LISTED_NAMES]
+                   if (guess := self._closest(name, inputs)) is not None]
+        if not guesses:
+            return UsageError(message, hint=known)
+        if len(unused) == 1:
+            return UsageError(message, hint=f"did you mean {guesses[0][1]}? {known}")
+        meant = ", ".join(f"{guess} for --{name}" for name, guess in guesses)
+        return UsageError(message, hint=f"did you mean {meant}? {known}")
+
+    def _closest(self, name: str, inputs: Collection[str]) -> str | None:
+        """``--W`` for ``w`` (case first), else the nearest variable or option by edit distance;
+        a variable that already has a value is not a guess."""
+        import difflib  # only for this message
+
+        free = [n for n in inputs if n not in self.values]
+        lower = name.lower()
+        by_lower: dict[str, str] = {}
+        for candidate in free:
+            if candidate.lower() == lower:
+                return f"--{candidate}"
+            by_lower.setdefault(candidate.lower(), candidate)
+        variable = difflib.get_close_matches(lower, by_lower, n=1)
+        option = self._closest_option(name)
+        if option is not None and (not variable or option[1] > difflib.SequenceMatcher(
+                None, lower, variable[0]).ratio()):
+            return f"the option {option[0]}"
+        return f"--{by_lower[variable[0]]}" if variable else None
+
+    def _closest_option(self, name: str) -> tuple[str, float] | None:
+        """The command's option nearest ``name`` and how near (difflib's ratio), if near enough;
+        compared as options are written: --check_method meant --check-method."""
+        import difflib
+
+        key = name.lower().replace("_", "-")
+        options = {option[2:].lower(): option for option in self.options}
+        close = difflib.get_close_matches(key, options, n=1)
+        if not close:
+            return None
+        return options[close[0]], difflib.SequenceMatcher(None, key, close[0]).ratio()
+
+
+# A name in program text (not a digit's exponent as in 1e5, not a function as in sin(x)).
+_WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*\b(?!\s*\()")
+_COMMENT = re.compile(r"#[^\n]*")
+
+
+def _why_unused(name: str, shown: str, program: Program) -> str:
+    """Why ``program`` does not use ``name``: it computes it (``u = x*W``), its result does not
+    depend on it (``x = 2; y**2``, or a statement nothing uses), or the name is not in it."""
+    if any(node.name == name for node in program.nodes):
+        return f"{name} is computed by the program, not an input, so {shown} would be ignored"
+    if name in program.defaults or name in _WORD.findall(_COMMENT.sub("", program.source)):
+        return f"the program's result does not depend on {name}, so {shown} would be ignored"
+    return f"the program has no variable {name} ({shown})"
+
+
+def check_batch_names(given: Given, used: Collection[str], lines: int,
+                      unread: int = 0) -> UsageError | None:
+    """After a batch: the error for no program lines at all, or for a given name that no line
+    uses (``used``: the variables of every line that parsed; ``unread`` lines did not), or None."""
+    if lines == 0:
+        return UsageError("no programs on stdin",
+                          hint="give one program per line (blank lines and # comments are "
+                               "skipped), or the program as EXPR: gradcli eval \"x**2\" --x 3")
+    unused = given.unused(used)
+    if not unused:
+        return None
+    return given.unused_error(unused, sorted(used, key=str.lower), unread=unread)
