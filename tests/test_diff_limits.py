@@ -58,3 +58,19 @@ def test_a_variable_named_twice_in_wrt_is_a_usage_error_not_a_traceback():
 def test_wrt_as_one_string_is_names_separated_by_commas_never_letters():
     assert differentiate("xy*2 + x*y", "xy").texts() == {"xy": "2"}
     assert differentiate("xy*2 + x*y", "x, y").texts() == {"x": "y", "y": "x"}
+
+
+def test_the_cli_refuses_with_the_size_and_max_nodes_raises_the_limit():
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    runner = CliRunner()
+    refused = runner.invoke(cli, ["diff", "sin(x)*x", "--order", "2", "--max-nodes", "10"])
+    assert refused.exit_code == 2 and "about 27 graph nodes" in refused.output
+    assert "raise --max-nodes" in refused.output
+    allowed = runner.invoke(cli, ["diff", "sin(x)*x", "--order", "2", "--max-nodes", "100"])
+    assert allowed.exit_code == 0, allowed.output
+    repeated = runner.invoke(cli, ["diff", "x*y", "--wrt", "x,x", "--json"])
+    assert repeated.exit_code == 2 and '"--wrt names x more than once"' in repeated.output
+    assert "Traceback" not in repeated.output

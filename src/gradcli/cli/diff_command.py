@@ -12,6 +12,7 @@ from gradcli.cli.given import Given
 from gradcli.cli.show import show_error
 from gradcli.errors import ExitStatus, GradcliError
 from gradcli.language.values import as_point
+from gradcli.limits import MAX_NODES
 
 if TYPE_CHECKING:
     from gradcli.engine.derivatives import Derivatives
@@ -51,6 +52,8 @@ Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a
               help='Print {"expression", "order", "derivatives", "values", "kept_defaults"}.')
 @click.option("--defaults", "use_defaults", is_flag=True,
               help="Substitute the program's own values (x = 2) too.")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=MAX_NODES, show_default=True,
+              help="Refuse a program, or derivatives, of more graph nodes (usage error).")
 @click.pass_context
 def diff_command(ctx: click.Context, **options: Any) -> None:
     try:
@@ -71,18 +74,20 @@ class DiffRequest:
     fmt: str  # "text", "latex" or "python"
     as_json: bool  # one JSON record (with the texts in ``fmt``; python adds its source)
     use_defaults: bool  # substitute the program's own values (x = 2) too
+    max_nodes: int  # of the program and of the derivatives' graphs
     given: Given  # how the values were written: for the error about an unused one
 
 
 def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order: int, fmt: str,
                  assignments: tuple[str, ...], program_file: IO[str] | None, as_json: bool,
-                 use_defaults: bool) -> DiffRequest:
+                 use_defaults: bool, max_nodes: int) -> DiffRequest:
     """The request behind click's options (keyword-only: click passes them by name)."""
     given = given_values(ctx, assignments)
     values = as_point(given.values)
     program = ProgramText.read("diff", expr, program_file)
     names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
-    return DiffRequest(program, names, order, values, fmt, as_json, use_defaults, given)
+    return DiffRequest(program, names, order, values, fmt, as_json, use_defaults, max_nodes,
+                       given)
 
 
 def run_diff(request: DiffRequest) -> int:
@@ -92,10 +97,10 @@ def run_diff(request: DiffRequest) -> int:
 
     source = request.program.text
     try:
-        program = parse(source)
+        program = parse(source, request.max_nodes)
         request.given.check_used(program)
         derivatives = differentiate(program, request.wrt, request.order, request.values,
-                                    request.use_defaults)
+                                    request.use_defaults, request.max_nodes)
         printed = derivatives.python() if request.fmt == "python" else None
         texts = derivatives.texts("latex" if request.fmt == "latex" else "text")
     except GradcliError as error:
