@@ -59,8 +59,8 @@ def test_long_sweeps_are_thinned_for_the_terminal_keeping_gaps():
 
 
 @pytest.mark.parametrize(("values", "message"), [
-    ({"x": 1.0}, "no variable were given several values"),
-    ({"x": (1.0, 2.0), "y": (1.0, 2.0)}, "2 variables (x, y)"),
+    ({"x": 1.0}, "no variable was given several values"),
+    ({"x": (1.0, 2.0), "y": (1.0, 2.0)}, "2 variables (x, y) were given several values"),
     ({"z": (1.0, 2.0), "x": 1.0, "y": 2.0}, "does not use z"),
     ({"x": (1.0, 2.0)}, "no value for y"),
 ])

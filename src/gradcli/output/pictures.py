@@ -224,7 +224,7 @@ def drawing(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Drawin
         parts = (picture.label(node), _op_text(node), picture.facts(node))
         boxes.append((f"n{node.index}", "\n".join(p for p in parts if p), picture.kind(node)))
     if elided:
-        boxes.append(("elided", f"… {elided:,} more nodes", "elided"))
+        boxes.append(("elided", f"… {elided:,} more node{'' if elided == 1 else 's'}", "elided"))
     forward, backward = [], []
     for node in shown:
         for position, source in enumerate(node.inputs):

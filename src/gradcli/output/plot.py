@@ -52,8 +52,9 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
     swept = [name for name, value in values.items() if isinstance(value, tuple)]
     example = 'e.g. --x -3:3:200 (START:STOP:COUNT) or --x 0,0.5,1'
     if len(swept) != 1:
-        what = "no variable" if not swept else f"{len(swept)} variables ({', '.join(swept)})"
-        raise UsageError(f"plot sweeps exactly one variable, and {what} were given several values",
+        what = ("no variable was" if not swept
+                else f"{len(swept)} variables ({', '.join(swept)}) were")
+        raise UsageError(f"plot sweeps exactly one variable, and {what} given several values",
                          hint=f"give one variable a range, {example}")
     name = swept[0]
     if name not in program.variables:
