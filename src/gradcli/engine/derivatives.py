@@ -11,9 +11,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gradcli.engine.graph import Program
+from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.printing import FORMATS, to_latex, to_python, to_text
-from gradcli.engine.symbolic import Builder, SymNode, gradients, substitute
+from gradcli.engine.symbolic import (
+    Builder,
+    SymNode,
+    bound_values,
+    check_folded,
+    check_local_derivatives,
+    gradients,
+    gradients_at,
+    substitute,
+)
 from gradcli.errors import UsageError, listed
 from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
 
@@ -62,7 +71,12 @@ def differentiate(
     max_nodes: int = MAX_NODES,
 ) -> Derivatives:
     """Symbolic derivatives of ``program`` up to ``order`` with respect to ``wrt`` (default: every
-    variable not given a value); ``values`` are substituted after differentiating.
+    variable not given a value).
+
+    Given ``values``, the derivatives are taken at that point the way ``eval`` takes them
+    (``_at_point``): the same NumericErrors for the bound part of the program, and, when every
+    variable has a value, exactly ``eval``'s gradients (order 1) and Hessian entries (order 2).
+    With free variables left, the answers are expressions in them.
 
     A derivative is a formula, so the program's own values (``x = 2; x**2``) stay symbols
     (``2*x``, listed in ``kept_defaults``) unless ``defaults`` asks to substitute them as well;
@@ -88,25 +102,74 @@ def differentiate(
                          hint=f"its variables: {known}")
     _refuse_repeats_and_size(names, order)
     _refuse_growth(len(program.nodes), order, max_nodes)
-    builder = Builder(max_nodes)
+    if any(name in values for name in program.variables):
+        output, first, flat = _at_point(program, names, order, values, max_nodes)
+    else:  # a formula: the symbolic derivatives, simplified (docs/derivatives.md lists how)
+        levels = _levels(program, names, order, Builder(max_nodes))
+        nodes = [levels[0][()], *levels[-1].values(), *levels[1].values()]
+        output, *rest = substitute(nodes, values)
+        flat = dict(zip(levels[-1], rest[:len(levels[-1])], strict=True))
+        first = dict(zip(names, rest[len(levels[-1]):], strict=True))
+    return Derivatives(program, order, names, output, _nest(flat), first, values,
+                       {name: value for name, value in own.items() if name not in values},
+                       {name: value for name, value in own.items()
+                        if defaults and name not in given})
+
+
+def _levels(program: Program, names: list[str], order: int,
+            builder: Builder) -> list[dict[tuple[str, ...], SymNode]]:
+    """The symbolic derivatives of each order up to ``order``: ``levels[k][(a, b, ...)]`` is
+    d^k/da db ... (``levels[0][()]`` the program itself), built in ``builder``."""
     (output,) = builder.import_graph([program.output])
     variables = [builder.variable(name) for name in names]
-    levels = [{(): output}]
+    levels: list[dict[tuple[str, ...], SymNode]] = [{(): output}]
     for _ in range(order):
         level = {}
         for path, node in levels[-1].items():
             for name, grad in zip(names, gradients(node, variables), strict=True):
                 level[(*path, name)] = grad
         levels.append(level)
+    return levels
+
+
+def _at_point(
+    program: Program, names: list[str], order: int, values: Mapping[str, float], max_nodes: int
+) -> tuple[SymNode, dict[str, SymNode], dict[tuple[str, ...], SymNode]]:
+    """The value, first derivatives and order-``order`` derivatives at a point that gives some
+    (or all) variables a value, computed the way ``eval`` computes them.
+
+    Order 1 is ``eval``'s forward and backward pass over the program (``gradients_at``): the
+    nodes that depend only on bound variables are eval's numbers, errors included, and at a
+    full point the derivatives are exactly eval's gradients. Order 2 is the same pass over each
+    symbolic first derivative d/da, built as ``eval --hessian`` builds it (``hessian_at``), so
+    at a full point row a is eval's Hessian row. Higher orders check every order's graphs at the
+    point the same way (values and local derivatives of the bound nodes) and then substitute
+    the numbers into the symbolic derivatives.
+    """
+    point = {name: float(values[name]) for name in program.variables if name in values}
+    result = Builder(max_nodes)
+    value, grads = gradients_at(program.nodes, point, result, names)
+    first = dict(zip(names, grads, strict=True))
+    if order == 1:
+        check_folded([value, *grads])
+        return value, first, {(name,): grad for name, grad in first.items()}
+    levels = _levels(program, names, order if order > 2 else 1, Builder(max_nodes))
+    if order == 2:
+        tree = {}
+        for (name,), grad in levels[1].items():
+            nodes = nodes_of([grad])
+            for index, node in enumerate(nodes):  # numbered as Program.build numbers a row,
+                node.index = index  # so that an error names the node as eval --hessian does
+            _, row = gradients_at(nodes, point, result, names)
+            tree.update({(name, other): entry for other, entry in zip(names, row, strict=True)})
+        check_folded([value, *grads, *tree.values()])
+        return value, first, tree
+    check_folded([value, *grads])
+    for level in levels[1:-1]:
+        nodes = nodes_of(level.values())
+        check_local_derivatives(nodes, bound_values(nodes, point))
     keys = [*levels[-1]]
-    nodes = [output, *levels[-1].values(), *levels[1].values()]
-    substituted = substitute(nodes, values)
-    return Derivatives(program, order, names, substituted[0],
-                       _nest(dict(zip(keys, substituted[1:1 + len(keys)], strict=True))),
-                       dict(zip(names, substituted[1 + len(keys):], strict=True)), values,
-                       {name: value for name, value in own.items() if name not in values},
-                       {name: value for name, value in own.items()
-                        if defaults and name not in given})
+    return value, first, dict(zip(keys, substitute([*levels[-1].values()], point), strict=True))
 
 
 def _refuse_repeats_and_size(names: list[str], order: int) -> None:
@@ -165,14 +228,15 @@ class SymbolicResult:
 
 
 def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicResult:
-    """Substitute the bound variables (given or program defaults), keep the free ones symbolic."""
+    """The value and gradients with the bound variables (given or program defaults) as numbers
+    and the free ones symbolic: ``gradients_at``, so every node that depends only on bound
+    variables is computed (and fails) as ``eval`` computes it, and the printed expressions at
+    any values of the free variables agree with ``eval`` there."""
     point = {**program.defaults, **values}
     bound = {n: float(point[n]) for n in program.variables if n in point}
     names = list(program.variables)
-    builder = Builder()
-    (output,) = builder.import_graph([program.output])
-    grads = gradients(output, [builder.variable(n) for n in names])
-    value, *substituted = substitute([output, *grads], bound)
+    value, substituted = gradients_at(program.nodes, bound, Builder(), names)
+    check_folded([value, *substituted])
     return SymbolicResult(
         free=[n for n in names if n not in bound],
         value=to_text(value),

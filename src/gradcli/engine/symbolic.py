@@ -12,15 +12,29 @@ constant folding (with the table's own forward functions, so folded numbers are 
 numeric path computes), x*1, x+0, x*0, x-x, --x, x**1, like terms gathered (2*x + x -> 3*x),
 powers of the same base gathered (x * x**2 -> x**3) and common factors pulled (a*b + a*c ->
 a*(b + c)). Rewrites only look a fixed number of levels down, so building stays linear.
+
+Some rewrites assume the expression they drop is defined (``x - x -> 0`` whatever x is, even
+log(-1)), which is right for a formula but not at a point. So derivatives at a point do not
+substitute numbers into the simplified graph: ``gradients_at`` runs ``eval``'s own forward and
+backward passes on every node that depends only on bound variables (same numbers, same
+NumericErrors) and the rules on SymNodes only where a free variable is involved.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gradcli.engine.graph import Node, compute, nodes_of
+from gradcli.engine.graph import (
+    Node,
+    compute,
+    local_derivative,
+    nodes_of,
+    numeric_error,
+    quick_compute,
+)
 from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR, Op
 from gradcli.errors import UsageError
 from gradcli.limits import MAX_NODES
@@ -152,10 +166,16 @@ def substitute(outputs: Sequence[Node], values: Mapping[str, float]) -> list[Sym
     that evaluating it would raise, naming that piece, rather than being printed as if fine.
     """
     result = Builder().import_graph(outputs, values)
-    for node in nodes_of(result):
+    check_folded(result)
+    return result
+
+
+def check_folded(outputs: Sequence[Node]) -> None:
+    """Raise the NumericError of the first piece of ``outputs`` that is all numbers yet did not
+    fold (log(-1) once x = -1), naming that piece, rather than print it as if fine."""
+    for node in nodes_of(outputs):
         if node.inputs and all(source.op is CONST for source in node.inputs):
             compute(node, [source.value for source in node.inputs])
-    return result
 
 
 def fold(op: Op, values: list[float]) -> float | None:
@@ -186,6 +206,96 @@ def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
                 grads[id(source)] = (contribution if before is None
                                      else builder.make(ADD, (before, contribution)))
     return [grads.get(id(node), builder.zero()) for node in wrt]
+
+
+# --- at a point: eval's passes on the bound nodes, the rules on SymNodes for the rest -----------
+
+def bound_values(nodes: Sequence[Node], values: Mapping[str, float]) -> dict[Node, float]:
+    """The value of every node of ``nodes`` (a topological order) that depends only on constants
+    and the variables in ``values``, computed as ``eval``'s forward pass computes it
+    (``quick_compute``, in the same order), so a node outside its domain raises the NumericError
+    ``eval`` raises, naming it -- before any rewrite could drop it. Sets those nodes' ``value``
+    (as ``eval`` does: ``local_derivative`` reads it)."""
+    numbers: dict[Node, float] = {}
+    for node in nodes:
+        op = node.op
+        if op is VAR:
+            if node.name in values:
+                numbers[node] = float(values[str(node.name)])
+        elif op is CONST:
+            numbers[node] = node.value
+        else:
+            inputs = node.inputs
+            if all(source in numbers for source in inputs):
+                node.value = quick_compute(node, [numbers[source] for source in inputs])
+                numbers[node] = node.value
+    return numbers
+
+
+def check_local_derivatives(nodes: Sequence[Node], numbers: Mapping[Node, float]) -> None:
+    """Raise what ``eval``'s backward pass raises for a bound node whose local derivative is not
+    finite ("the derivative of sqrt is not finite here"), in the same (reverse) order."""
+    for node in reversed(nodes):
+        if node.inputs and node.needs_grad and node in numbers:
+            args = [numbers[source] for source in node.inputs]
+            for position, source in enumerate(node.inputs):
+                if source.needs_grad:
+                    local_derivative(node, args, position)
+
+
+def gradients_at(
+    nodes: Sequence[Node], values: Mapping[str, float], builder: Builder, wrt: Sequence[str]
+) -> tuple[SymNode, list[SymNode]]:
+    """The output (the last of ``nodes``, a topological order) and its derivatives by ``wrt`` at
+    a point that gives some variables ``values``, made in ``builder``.
+
+    Every node that depends only on bound variables is a number computed by ``eval``'s forward
+    pass, and its local derivatives are ``eval``'s numbers (``local_derivative``), errors
+    included; the op table's rules run on SymNodes only for nodes that involve a free variable.
+    The contributions are summed in ``eval``'s order (reverse topological, starting from 0), so
+    when every variable is bound the answers are exactly ``eval``'s gradients, and a gradient
+    that overflows raises as there.
+    """
+    numbers = bound_values(nodes, values)
+    images: dict[Node, SymNode] = {}
+    variables: dict[str, Node] = {}
+    for node in nodes:
+        if node in numbers:
+            keep = node.name if node.op is CONST and node.name in CONSTANTS else None
+            images[node] = builder.constant(numbers[node], keep)
+            if node.op is VAR:
+                variables[str(node.name)] = node
+        elif node.op is VAR:
+            images[node] = builder.variable(str(node.name))
+            variables[str(node.name)] = node
+        else:
+            images[node] = builder.make(node.op, [images[source] for source in node.inputs])
+    output = nodes[-1]
+    zero = builder.zero()
+    grads: dict[Node, SymNode] = {output: builder.constant(1.0)}
+    for node in reversed(nodes):
+        inputs = node.inputs
+        if not inputs or not node.needs_grad:
+            continue
+        grad = grads.get(node, zero)
+        bound = node in numbers
+        args = [numbers[source] for source in inputs] if bound else []
+        for position, source in enumerate(inputs):
+            if not source.needs_grad:
+                continue
+            before = grads.get(source, zero)
+            if bound:
+                number = local_derivative(node, args, position)
+                if grad.op is CONST and before.op is CONST and not math.isfinite(
+                        before.value + grad.value * number):
+                    raise numeric_error(node, args, "the gradient overflows")
+                partial = builder.constant(number)
+            else:
+                partial = builder.lift(node.op.rules[position](
+                    *(images[source] for source in inputs), images[node]))
+            grads[source] = builder.make(ADD, (before, builder.make(MUL, (grad, partial))))
+    return images[output], [grads.get(variables[name], zero) if name in variables else zero
+                            for name in wrt]
 
 
 # --- local rewrites: each returns a simpler node, or None to keep the node as it is ------------
@@ -308,10 +418,23 @@ def _mul(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
     if x.op is MUL and _const(x.inputs[0]) and not _const(y):
         return b.make(MUL, (x.inputs[0], b.make(MUL, (x.inputs[1], y))))
     if x.op is DIV:
-        return b.make(DIV, (b.make(MUL, (x.inputs[0], y)), x.inputs[1]))
+        numerator = _moved_product(b, x.inputs[0], y)
+        return None if numerator is None else b.make(DIV, (numerator, x.inputs[1]))
     if y.op is DIV:
-        return b.make(DIV, (b.make(MUL, (x, y.inputs[0])), y.inputs[1]))
+        numerator = _moved_product(b, x, y.inputs[0])
+        return None if numerator is None else b.make(DIV, (numerator, y.inputs[1]))
     return _gather_powers(b, x, y)
+
+
+def _moved_product(b: Builder, p: SymNode, q: SymNode) -> SymNode | None:
+    """p*q for a rewrite that moves a factor across a division, or None (no rewrite) when p and q
+    are numbers whose product is not a normal float: (a/1e200)/1e200 is a number, while
+    a/(1e200*1e200) would divide by an overflow and a/(1e-200*1e-200) by an underflowed 0."""
+    if _const(p) and _const(q) and p.value != 0.0 and q.value != 0.0:
+        product = fold(MUL, [p.value, q.value])
+        if product is None or abs(product) < sys.float_info.min:
+            return None
+    return b.make(MUL, (p, q))
 
 
 def _gather_powers(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
@@ -344,9 +467,11 @@ def _div(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
     if y.op is NEG:
         return b.make(NEG, (b.make(DIV, (x, y.inputs[0])),))
     if x.op is DIV:
-        return b.make(DIV, (x.inputs[0], b.make(MUL, (x.inputs[1], y))))
+        divisor = _moved_product(b, x.inputs[1], y)
+        return None if divisor is None else b.make(DIV, (x.inputs[0], divisor))
     if y.op is DIV:
-        return b.make(DIV, (b.make(MUL, (x, y.inputs[1])), y.inputs[0]))
+        numerator = _moved_product(b, x, y.inputs[1])
+        return None if numerator is None else b.make(DIV, (numerator, y.inputs[0]))
     if x.op is MUL and y in x.inputs:
         return _other_operand(x, y)  # (p*y)/y -> p
     (bx, ex), (by, ey) = _power(x), _power(y)

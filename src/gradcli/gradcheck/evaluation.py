@@ -203,7 +203,12 @@ def _hessian(program: Program, point: dict[str, float], settings: EvalSettings) 
 
 
 def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:
-    """A program with free variables: texts in ``symbolic``, no numbers."""
+    """A program with free variables: texts in ``symbolic``, no numbers.
+
+    The nodes that depend only on bound variables are computed by eval's own passes first
+    (``partial_evaluate``), so a bound part outside its domain is the NumericError that ``eval``
+    raises at every completion of the point, naming the same node; the cost is one forward pass
+    over those nodes."""
     from gradcli.engine.derivatives import partial_evaluate
 
     point = {n: float(v) for n, v in {**program.defaults, **values}.items()
