@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
+from typing import ClassVar
 
 
 class ExitStatus(IntEnum):
@@ -42,16 +44,23 @@ class GradcliError(Exception):
         self.source_line = source_line  # the text of the offending line, for a caret display
 
     def __str__(self) -> str:
-        return self.message
+        """``line 1, column 2: unexpected name x; ...``: the message and where (a traceback's
+        last line); the CLI and JSON records print ``title``, ``message`` and ``hint`` instead."""
+        where = self.where
+        return f"{where}: {self.message}" if where else self.message
+
+    @property
+    def where(self) -> str:
+        """``line 1, column 2``, ``line 3``, or empty when the error has no position."""
+        if self.line is None:
+            return ""
+        return f"line {self.line}" + ("" if self.column is None else f", column {self.column}")
 
     @property
     def title(self) -> str:
         """``parse error at line 1, column 2``: what kind of error and where."""
         what = "numeric error" if self.kind == "domain" else f"{self.kind} error"
-        if self.line is None:
-            return what
-        where = f"line {self.line}" + ("" if self.column is None else f", column {self.column}")
-        return f"{what} at {where}"
+        return f"{what} at {self.where}" if self.line is not None else what
 
     def one_line(self) -> str:
         """The whole error on one line: what, where, and the hint."""
@@ -84,6 +93,57 @@ class GradcliNameError(GradcliError):
     """An unknown function, a wrong number of arguments, a name assigned twice."""
 
     kind = "name"
+
+
+@dataclass
+class Note:
+    """A program that parses but may not say what was meant: in ``PI*x``, ``PI`` is a variable
+    of its own, while the constant is ``pi``.
+
+    Not an error: ``PI`` (or ``E``) may well be a variable (``--E 3``), and then all is well. The
+    surprise comes when such a name gets no value and the answer is in a free variable ``PI``,
+    so ``Program.notes`` lists them and the caller decides: show each note whose ``name`` gets no
+    value, or refuse with ``note.error()``. The fields are a ``GradcliError``'s (``title``,
+    ``message``, a caret under ``column`` of ``source_line``, ``hint``, ``one_line()``), so one
+    display serves both.
+    """
+
+    kind: ClassVar[str] = "note"
+    name: str  # the name as written: "PI"
+    meant: str  # the constant or function it differs from only by case: "pi"
+    what: str  # "constant" or "function"
+    line: int | None = None
+    column: int | None = None
+    source_line: str | None = None
+
+    @property
+    def message(self) -> str:
+        """``PI is a variable, not the constant pi``."""
+        return f"{self.name} is a variable, not the {self.what} {self.meant}"
+
+    @property
+    def hint(self) -> str:
+        use = f"{self.meant}(...)" if self.what == "function" else self.meant
+        return (f"names are case-sensitive: write {use} for the {self.what}, or give "
+                f"{self.name} a value if it is a variable")
+
+    @property
+    def title(self) -> str:
+        """``note at line 1, column 1``."""
+        if self.line is None:
+            return "note"
+        return f"note at line {self.line}" + (
+            "" if self.column is None else f", column {self.column}")
+
+    def one_line(self) -> str:
+        return f"{self.title}: {self.message} (hint: {self.hint})"
+
+    def error(self) -> GradcliNameError:
+        """The note as an error, for a caller that refuses such a name when it gets no value:
+        ``PI has no value; did you mean the constant pi?``."""
+        return GradcliNameError(
+            f"{self.name} has no value; did you mean the {self.what} {self.meant}?",
+            line=self.line, column=self.column, hint=self.hint, source_line=self.source_line)
 
 
 class NumericError(GradcliError):

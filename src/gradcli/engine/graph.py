@@ -21,7 +21,7 @@ from typing import Any
 
 from gradcli.engine.notation import expression_texts, format_number
 from gradcli.engine.ops import CONST, VAR, Op
-from gradcli.errors import NumericError
+from gradcli.errors import Note, NumericError
 
 _next_seq = itertools.count().__next__
 
@@ -114,7 +114,9 @@ class Program:
 
     ``nodes`` is in topological order with ``node.index`` equal to the position; ``variables``
     maps each input variable the output depends on to its node, in order of first appearance in
-    the text; ``defaults`` holds the values that the program itself assigns (``x = 2``).
+    the text; ``defaults`` holds the values that the program itself assigns (``x = 2``);
+    ``notes`` are variables whose names differ from a constant or a function only by case
+    (``PI``: see ``errors.Note``), set by the parser.
     """
 
     source: str
@@ -122,6 +124,7 @@ class Program:
     nodes: list[Node] = field(default_factory=list)
     variables: dict[str, Node] = field(default_factory=dict)
     defaults: dict[str, float] = field(default_factory=dict)
+    notes: list[Note] = field(default_factory=list)
 
     @classmethod
     def build(

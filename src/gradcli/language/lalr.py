@@ -14,6 +14,8 @@ rewrites the module.
 The driver applies Lark's tree-shaping rules (filtered punctuation, ``_rule`` inlining, ``?rule``
 single-child expansion, ``-> alias`` callbacks) and raises ``UnexpectedCharacters`` /
 ``UnexpectedToken`` with the same fields as Lark's, in the same order (the lexer runs lazily).
+One rule is the driver's own, as a postlexer's would be in Lark: a newline separator inside open
+parentheses is dropped, so that a formula continues on the next line (see the grammar's header).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ import zlib
 from typing import Any
 
 GRAMMAR_FILE = "expr.lark"
+# Inside open parentheses a newline does not end a statement (see the grammar): the driver
+# drops a newline separator token while more OPEN than CLOSE tokens have been read.
+OPEN, CLOSE, SEPARATOR = "LPAR", "RPAR", "_SEP"
 _SHIFT, _REDUCE = 0, 1  # action kinds in the tables
 _PASS, _CALL, _SPLICE = 0, 1, 2  # how a reduction makes its value
 _ERROR = "__ERROR"
@@ -53,10 +58,13 @@ class UnexpectedCharacters(UnexpectedInput):
 
 
 class UnexpectedToken(UnexpectedInput):
-    def __init__(self, token: Token, expected: set[str]) -> None:
+    def __init__(self, token: Token, expected: set[str], values: list | None = None) -> None:
         super().__init__(f"unexpected token {token.type} at line {token.line}")
         self.token, self.expected = token, expected
         self.line, self.column = token.line, token.column
+        # The parser's value stack when it stopped (ours only, not Lark's): what was read so
+        # far, for a message such as "the program ends with the statement f = ...".
+        self.values = values if values is not None else []
 
 
 class Parser:
@@ -81,6 +89,13 @@ class Parser:
         self.scanner = re.compile(f"{prefix}(?:{'|'.join(kept)}|\\Z)")
         self.allowed = {name for name, _ in terminals} - ignore
         self.valued = frozenset(tables["valued"])  # terminals whose text some rule keeps
+        patterns = dict(terminals)
+        if not (re.fullmatch(patterns.get(OPEN, "$^"), "(")
+                and re.fullmatch(patterns.get(CLOSE, "$^"), ")")
+                and re.fullmatch(patterns.get(SEPARATOR, "$^"), "\n")):
+            raise ValueError(f"the grammar has no terminals {OPEN} '(', {CLOSE} ')' and "
+                             f"{SEPARATOR} matching a newline, which line breaks rely on")
+        self.brackets = frozenset((OPEN, CLOSE, SEPARATOR))
         self.start, self.end = tables["start"], tables["end"]
         self.steps: list[dict[str, int]] = []  # per state: terminal -> state or ~rule
         self.gotos: list[dict[str, int]] = []  # per state: rule name -> state
@@ -144,10 +159,13 @@ class Parser:
 
     def parse(self, text: str) -> Any:
         steps, rules, valued, landings = self.steps, self.rules, self.valued, self.landings
+        brackets = self.brackets
+        multiline = "\n" in text  # else no newline to drop: skip the counting (a batch's lines)
         new_str = str.__new__
         states: list[int] = [self.start]
         values: list[Any] = []
         line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
+        depth = 0  # ( read and not yet closed
         last = None
         for match in self.scanner.finditer(text):
             kind = match.lastgroup
@@ -157,7 +175,6 @@ class Parser:
             elif kind == _ERROR:
                 raise UnexpectedCharacters(*_position(text, match.start(kind)), set(self.allowed))
             else:
-                last = match
                 if kind in valued:
                     pos = match.start(kind)
                     if counted < pos and "\n" in text[counted:pos]:
@@ -167,12 +184,21 @@ class Parser:
                     value = new_str(Token, match.group(kind))  # Token(...) inlined
                     value.type, value.pos_in_stream = kind, pos
                     value.line, value.column = line, pos - line_start + 1
+                elif multiline and kind in brackets:
+                    if kind == OPEN:
+                        depth += 1
+                    elif kind == CLOSE:
+                        depth -= 1
+                    elif depth > 0 and text[match.start(kind)] == "\n":
+                        continue  # a line break inside ( ): the statement goes on
+                last = match
             while True:
                 action = steps[states[-1]].get(kind)
                 if action is None:
                     if kind == "$END" and states[-1] == self.end:
                         return values[-1]
-                    raise UnexpectedToken(_token(text, kind, last), _expected(steps[states[-1]]))
+                    raise UnexpectedToken(_token(text, kind, last), _expected(steps[states[-1]]),
+                                          values)
                 if action >= 0:
                     states.append(action)
                     values.append(value)

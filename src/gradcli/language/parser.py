@@ -3,6 +3,17 @@ are built while parsing (no parse tree, no recursion: 10^5 nesting levels are on
 list), and syntax errors become ``ParseError``s with a line, a column and a hint. The parse tables
 are Lark's, computed from grammar/expr.lark and shipped as literals (see ``lalr.py``), so starting
 gradcli neither imports Lark nor rebuilds the tables.
+
+Every mistake gets a message that says what to write instead: a function used as a name
+(``exp + x``), a function gradcli spells otherwise (``ln``, ``arctan``), a program that ends with a
+statement, a decimal comma, and non-ASCII look-alikes. The language is ASCII, and that stays so:
+the minus sign U+2212, the multiplication sign and dot operators, the division sign, superscript
+digits, fullwidth or Arabic-Indic digits and no-break spaces are refused, each with the exact
+ASCII to write (``write x**2 for x`` + superscript two) -- accepting them would make pasted text
+mean something its author may not have checked, and a CI tool should rather stop.
+A name that differs from a constant or a function only by case (``PI``, ``E``) stays a variable
+of its own, and is listed in ``Program.notes``. One leading byte-order mark (U+FEFF, as editors
+on Windows write) is dropped.
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ import threading
 
 from gradcli.engine.graph import Node, Program
 from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS
-from gradcli.errors import GradcliError, GradcliNameError, ParseError, UsageError
+from gradcli.errors import GradcliError, GradcliNameError, Note, ParseError, UsageError
 from gradcli.language.lalr import (
     Parser,
     Token,
@@ -35,6 +46,7 @@ class _GraphBuilder:
         self.variables: dict[str, Node] = {}  # input variables, in order of first appearance
         self.named: dict[str, Node] = {}  # names given by statements: intermediates and inputs
         self.defaults: dict[str, float] = {}  # values that statements give input variables
+        self.notes: list[Note] = []  # variables named like a constant or function: PI, Exp
 
     def made_node(self, node: Node, token: Token | None = None) -> Node:
         """Count a new node; past the limit, stop parsing at once with a usage error."""
@@ -62,7 +74,15 @@ class _GraphBuilder:
         if name in CONSTANTS:
             return self.made_node(Node(CONST, (), CONSTANTS[name], name), token)
         if name not in self.variables:
+            if name in FUNCTIONS:
+                raise _error_at(GradcliNameError, token,
+                                f"{name} is a function: call it as {_signature(name)}",
+                                hint=f"function names are reserved; for a variable pick another "
+                                     f"name, e.g. {name}_")
             self.variables[name] = self.made_node(Node.variable(name), token)
+            lookalike = _LOOKALIKES.get(name.lower())
+            if lookalike is not None:
+                self.notes.append(Note(name, *lookalike, line=token.line, column=token.column))
         return self.variables[name]
 
     # --- operators and functions ----------------------------------------------------------
@@ -80,16 +100,22 @@ class _GraphBuilder:
         token, args = children[0], children[1:]
         op = FUNCTIONS.get(str(token))
         if op is None:
-            if str(token) in self.variables or str(token) in self.named:
-                hint = f"{token!s} is a variable: did you mean {token!s}*(...)?"
+            name = str(token)
+            if name in self.variables or name in self.named:
+                hint = f"{name} is a variable: did you mean {name}*(...)?"
+            elif name in CONSTANTS:
+                hint = f"{name} is a constant: did you mean {name}*(...)?"
             else:
-                hint = _function_hint(str(token))
-            raise _error_at(GradcliNameError, token, f"unknown function {token!s}", hint=hint)
+                hint = _function_hint(name)
+            raise _error_at(GradcliNameError, token, f"unknown function {name}", hint=hint)
         if len(args) != op.arity:
             plural = "s" if op.arity > 1 else ""
+            hint = f"write it as {_signature(op.name)}"
+            if op.name == "log" and len(args) == 2:
+                hint += ", the natural logarithm; in base b: log(x)/log(b), log2(x), log10(x)"
             raise _error_at(GradcliNameError, token,
                             f"{op.name} takes {op.arity} argument{plural}, not {len(args)}",
-                            hint=f"write it as {_signature(op.name)}")
+                            hint=hint)
         return self.made_node(Node(op, tuple(args)), token)
 
     # --- statements -----------------------------------------------------------------------
@@ -100,6 +126,10 @@ class _GraphBuilder:
         if name in CONSTANTS:
             raise _error_at(UsageError, token, f"{name} is a constant and cannot be assigned",
                             hint="pick another name")
+        if name in FUNCTIONS:
+            raise _error_at(GradcliNameError, token, f"{name} is a function and cannot be "
+                            "assigned", hint=f"function names are reserved; pick another name, "
+                                             f"e.g. {name}_")
         if name in self.named:
             raise _error_at(GradcliNameError, token, f"{name} is assigned twice",
                             hint="each name can be assigned once")
@@ -145,20 +175,29 @@ class _Parser:
             raise UsageError(f"the program is longer than {max_chars(max_nodes):,} characters",
                              hint="split it, or raise the limit with --max-nodes N "
                                   f"(it allows {max_chars(1)} characters per node)")
+        if source[:1] == "\ufeff":  # a byte-order mark, as some editors start a file
+            source = source[1:]
         with self.lock:
             self.builder.reset(max_nodes)
             try:
                 output = self.lalr.parse(source)
             except UnexpectedInput as error:
-                raise _syntax_error(source, error) from None
+                raise _syntax_error(source, error, self.builder.named) from None
             except GradcliError as error:
                 if error.line is not None and error.source_line is None:
                     error.source_line = source.split("\n")[error.line - 1]
                 raise
             finally:
-                variables, defaults = self.builder.variables, self.builder.defaults
-                self.builder.reset()
-        return Program.build(source, output, variables.values(), defaults)
+                builder = self.builder
+                variables, defaults, notes = builder.variables, builder.defaults, builder.notes
+                builder.reset()
+        program = Program.build(source, output, variables.values(), defaults)
+        if notes:
+            lines = source.split("\n")
+            program.notes = [note for note in notes if note.name in program.variables]
+            for note in program.notes:
+                note.source_line = lines[note.line - 1] if note.line else None
+        return program
 
 
 _parser: _Parser | None = None
@@ -179,29 +218,103 @@ def parse(source: str, max_nodes: int = MAX_NODES) -> Program:
 # --- friendly errors ---------------------------------------------------------------------------
 
 _OPERAND_START = {"NUMBER", "NAME"}
+_PROGRAM_END = {"_SEP", "$END"}
+_NOT_CLOSED = "a '(' is not closed"
+
+# Names that differ from a constant or a function only by case: lower case -> (name, what).
+_LOOKALIKES = {**{name.lower(): (name, "function") for name in FUNCTIONS},
+               **{name.lower(): (name, "constant") for name in CONSTANTS}}
 
 
-def _syntax_error(source: str, error: UnexpectedInput) -> ParseError:
+def _syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) -> ParseError:
     lines = source.split("\n")
     line = max(error.line, 1) if isinstance(error.line, int) else len(lines)
     column = error.column if isinstance(error.column, int) and error.column > 0 else 1
     text = lines[line - 1] if line <= len(lines) else ""
+    hint = None
+    token = None
     if isinstance(error, UnexpectedCharacters):
-        char = source[error.pos_in_stream] if error.pos_in_stream < len(source) else ""
+        pos = error.pos_in_stream
+        char = source[pos] if pos < len(source) else ""
         what = f"unexpected character {char!r}"
         expected = set(error.allowed or ())
+        hint = _character_hint(source, pos)
     else:
         token = error.token if isinstance(error, UnexpectedToken) else None
+        expected = set(getattr(error, "expected", ()) or ())
         if token is None or token.type == "$END":
-            what, column = "unexpected end of input", len(text.rstrip()) + 1
+            what, column = "unexpected end of input", _end_column(text)
+            last = _last_statement(error, expected, named)
+            if last is not None:
+                while line > 1 and _end_column(text) == 1:  # back to the last line of code
+                    line -= 1
+                    text = lines[line - 1]
+                column = _end_column(text)
+                example = f"a last line {last}" if "\n" in source.strip() else f"'...; {last}'"
+                return ParseError(
+                    f"the program ends with the statement {last} = ..., not with an expression "
+                    "to evaluate", line=line, column=column, source_line=text,
+                    hint=f"add the expression to evaluate after the statements, e.g. {example}")
         else:
             what = f"unexpected {_describe_token(token)}"
-        expected = set(getattr(error, "expected", ()) or ())
-    text_before = "\n".join([*lines[:line - 1], text[:column - 1]])
-    depth = text_before.count("(") - text_before.count(")")
+    depth, innermost = _open_parentheses(source, _offset(lines, line, column))
     message = f"{what}; expected {_describe_expected(expected, depth)}"
-    hint = _syntax_hint(text, column, depth, expected)
+    if hint is None:
+        hint = _syntax_hint(text, column, depth, expected, token)
+    if innermost and innermost[0] < line and (hint is None or hint == _NOT_CLOSED):
+        open_line, open_column = innermost
+        hint = (f"the '(' at line {open_line}, column {open_column} is not closed (inside "
+                "parentheses a formula goes on over line breaks)")
     return ParseError(message, line=line, column=column, hint=hint, source_line=text)
+
+
+def _last_statement(error: UnexpectedInput, expected: set[str],
+                    named: dict[str, Node]) -> str | None:
+    """The name the program's last statement assigns, when the program ends right after it."""
+    values = getattr(error, "values", None) or []
+    if "_SEP" not in expected or "$END" in expected:
+        return None
+    if (len(values) >= 3 and isinstance(values[-3], Token) and values[-3].type == "NAME"
+            and values[-2] is None and isinstance(values[-1], Node)):
+        return str(values[-3])  # right after `name = expr`
+    if named and not any(isinstance(value, (Node, Token)) for value in values):
+        return next(reversed(named))  # the stack holds statements and separators only
+    return None
+
+
+def _end_column(text: str) -> int:
+    """The column just after the code of a line (before a trailing comment)."""
+    return len(text.split("#", 1)[0].rstrip()) + 1
+
+
+def _offset(lines: list[str], line: int, column: int) -> int:
+    return sum(len(text) + 1 for text in lines[: line - 1]) + column - 1
+
+
+def _open_parentheses(source: str, end: int) -> tuple[int, tuple[int, int] | None]:
+    """How many '(' are still open at ``end`` (comments skipped), and the (line, column) of the
+    innermost one.
+
+    Only on the way to an error message, but a program may be megabytes: C-speed string
+    methods do the scanning, and Python only loops over the parentheses themselves.
+    """
+    import re  # only for this message
+
+    code = source[:end]
+    if "#" in code:  # blank comments out, keeping every position
+        code = re.sub(r"#[^\n]*", lambda comment: " " * len(comment.group()), code)
+    if code.count("(") == code.count(")"):
+        return 0, None
+    opened: list[int] = []
+    for paren in re.finditer(r"[()]", code):
+        if paren.group() == "(":
+            opened.append(paren.start())
+        elif opened:
+            opened.pop()
+    if not opened:
+        return 0, None
+    pos = opened[-1]
+    return len(opened), (code.count("\n", 0, pos) + 1, pos - code.rfind("\n", 0, pos))
 
 
 def _describe_token(token: Token) -> str:
@@ -217,20 +330,36 @@ def _describe_token(token: Token) -> str:
 def _describe_expected(expected: set[str], depth: int) -> str:
     if expected & _OPERAND_START:
         return "a number, a name, a function call or '('"
+    if expected and expected <= _PROGRAM_END:
+        return "the end of the program"
     closing = " or ')'" if depth > 0 else ""
     return f"an operator (+ - * / **){closing}"
 
 
-def _syntax_hint(text: str, column: int, depth: int, expected: set[str]) -> str | None:
+def _syntax_hint(text: str, column: int, depth: int, expected: set[str],
+                 token: Token | None) -> str | None:
     before, after = text[: column - 1].rstrip(), text[column - 1:]
+    if token is not None and token.type == "COMMA":
+        number, digits = _trailing_number(before), _take_digits(after[1:])
+        if number and digits and before.endswith(number) and "." not in number:
+            return f"did you mean {number}.{digits}? gradcli writes decimals with a point"
+        return "a ',' only separates a function's arguments, as in max(x, y)"
+    if expected and expected <= _PROGRAM_END:
+        return ("only the program's last part is an expression to evaluate: make the one "
+                "before a statement (name = ...) or remove it")
+    if token is not None and token.type == "_SEP" and str(token) == "\n" and depth == 0:
+        return ("the line ends the statement: to go on on the next line, end this one with "
+                "'\\' or put the formula in ( )")
     if before and (before[-1].isalnum() or before[-1] in "_)") and after[:1].isalnum():
         left = before.split()[-1].split("(")[-1] if before.split() else before
         right = "".join(c for c in _take_word(after))
+        if left in FUNCTIONS:
+            return f"did you mean {left}({right})? a function's argument goes in parentheses"
         return f"did you mean {left}*{right}? gradcli needs * between factors"
     if "==" in text:
         return "gradcli has no comparisons; '=' assigns a name: x = 2"
-    if depth > 0 and not after.strip():
-        return "a '(' is not closed"
+    if depth > 0 and not after.split("#", 1)[0].strip():
+        return _NOT_CLOSED
     if after.startswith(")") and depth <= 0:
         return "this ')' has no matching '('"
     if after[:1] and after[0] in "[{":
@@ -247,17 +376,138 @@ def _take_word(text: str) -> str:
     return "".join(word)
 
 
+def _take_digits(text: str) -> str:
+    end = 0
+    while end < len(text) and text[end] in "0123456789":
+        end += 1
+    return text[:end]
+
+
+def _trailing_number(text: str) -> str:
+    """The ASCII number that ``text`` ends with (``1`` of ``x*1``), if it is one."""
+    start = len(text)
+    while start > 0 and text[start - 1] in "0123456789.":
+        start -= 1
+    number = text[start:]
+    if not number or (start > 0 and (text[start - 1].isalpha() or text[start - 1] == "_")):
+        return ""  # part of a name such as x1
+    return number
+
+
+# --- characters the language does not have -----------------------------------------------------
+
+# Look-alikes of the ASCII operators, as word processors, PDFs and math notation write them.
+_ASCII_FOR = {
+    **dict.fromkeys("\u2212\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d", "-"),
+    **dict.fromkeys("\u00d7\u00b7\u22c5\u2217\u2219\u2715\u2716\uff0a", "*"),
+    **dict.fromkeys("\u00f7\u2215\u2044\uff0f", "/"),
+    **dict.fromkeys("\uff0b\u2795", "+"),
+    "\uff08": "(", "\uff09": ")", "\uff1d": "=", "\uff0c": ",", "\uff1b": ";",
+    "\u3001": ",",
+}
+_SUPERSCRIPTS = dict(zip("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a",
+                         "0123456789-+", strict=True))
+
+
+def _character_hint(source: str, pos: int) -> str | None:
+    """What to write instead of the character at ``pos``, which the language does not have."""
+    import unicodedata  # only for this message
+
+    char = source[pos] if pos < len(source) else ""
+    if not char or (char.isascii() and char.isprintable() and char != "\\"):
+        return None
+    code = f"U+{ord(char):04X}"
+    described = f"{code} {unicodedata.name(char, '')}".rstrip()
+    if char == "\\":
+        if not source[pos + 1:].split("\n", 1)[0].strip(" \t\f\r"):
+            return ("a '\\' at the end of a line continues the statement on the next line, "
+                    "and there is none")
+        return "a '\\' continues a line only at its end: nothing may follow it on that line"
+    if char in _SUPERSCRIPTS:
+        end = pos
+        while end < len(source) and source[end] in _SUPERSCRIPTS:
+            end += 1
+        run = source[pos:end]
+        left = _take_word(source[:pos][::-1])[::-1]
+        power = "".join(_SUPERSCRIPTS[c] for c in run)
+        return f"write {left}**{power} for {left}{run}: gradcli's operators are ASCII"
+    if char in _ASCII_FOR:
+        ascii_char = _ASCII_FOR[char]
+        return (f"write {ascii_char} (U+{ord(ascii_char):04X}) for {char} ({described}): "
+                "gradcli's operators are ASCII")
+    if char == "\u03c0":
+        return "write pi for \u03c0: names are ASCII"
+    if char == "\u221a":
+        return "write sqrt(x) for \u221ax: names are ASCII"
+    if pos == 0 and char == "\ufeff":
+        return None  # unreachable: the parser drops a leading byte-order mark
+    category = unicodedata.category(char)
+    if category == "Zs":
+        return f"write a plain space for {described}"
+    if category in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs"):
+        return f"delete the invisible character {described}"
+    digit = unicodedata.decimal(char, None)
+    if digit is not None:
+        return f"write {digit} for {char} ({described}): gradcli's numbers are ASCII digits"
+    if char.isalpha() or category.startswith("M"):
+        spelled = _greek_name(described)
+        if spelled:
+            return f"write {spelled} for {char}: names are ASCII letters, digits and _"
+        return f"names are ASCII letters, digits and _; {char} is {described}"
+    return None
+
+
+def _greek_name(described: str) -> str | None:
+    """``alpha`` for ``U+03B1 GREEK SMALL LETTER ALPHA`` (a name to write instead)."""
+    for prefix in ("GREEK SMALL LETTER ", "GREEK CAPITAL LETTER "):
+        if prefix in described:
+            word = described.split(prefix, 1)[1]
+            if " " in word:
+                return None
+            word = "lambda" if word == "LAMDA" else word
+            return word.lower() if "SMALL" in prefix else word.capitalize()
+    return None
+
+
 def _error_at(cls: type, token: Token, message: str, hint: str | None = None):
     return cls(message, line=token.line, column=token.column, hint=hint)
 
 
+# Other libraries' names for gradcli's functions, and formulas for functions gradcli lacks.
+_SPELLED_OTHERWISE = {
+    "ln": "log", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+    "fabs": "abs", "absolute": "abs", "power": "pow", "lg": "log10",
+    "sgn": "sign", "signum": "sign", "logistic": "sigmoid", "expit": "sigmoid",
+    "maximum": "max", "minimum": "min", "fmax": "max", "fmin": "min", "tg": "tan",
+}
+_FORMULAS = {
+    **dict.fromkeys(("asinh", "arcsinh", "arsinh"), "log(x + sqrt(x**2 + 1))"),
+    **dict.fromkeys(("acosh", "arccosh", "arcosh"), "log(x + sqrt(x**2 - 1))"),
+    **dict.fromkeys(("atanh", "arctanh", "artanh"), "0.5*log((1 + x)/(1 - x))"),
+    "log1p": "log(1 + x)", "expm1": "exp(x) - 1", "exp2": "2**x", "square": "x**2",
+    "sqr": "x**2", "cbrt": "sign(x)*abs(x)**(1/3)", "sec": "1/cos(x)", "csc": "1/sin(x)",
+    "cot": "1/tan(x)", "sech": "1/cosh(x)", "csch": "1/sinh(x)", "coth": "1/tanh(x)",
+    "silu": "x*sigmoid(x)", "swish": "x*sigmoid(x)", "softsign": "x/(1 + abs(x))",
+}
+
+
 def _function_hint(name: str) -> str:
+    """How to write a call of a function gradcli does not have under that name."""
+    listed = "gradcli functions lists them all"
+    meant = _SPELLED_OTHERWISE.get(name)
+    if meant is not None:
+        return f"did you mean {meant}? gradcli's name for {name} is {meant}"
+    if name in _FORMULAS:
+        return f"gradcli has no {name}; write {_FORMULAS[name]} for {name}(x)"
+    lower = _LOOKALIKES.get(name.lower())
+    if lower is not None and lower[1] == "function":
+        return f"did you mean {lower[0]}? names are case-sensitive"
     import difflib  # only for this message
 
     close = difflib.get_close_matches(name, FUNCTIONS, n=1)
-    known = ", ".join(sorted(FUNCTIONS))
-    guess = f"did you mean {close[0]}? " if close else f"for a product write {name}*(...); "
-    return f"{guess}functions: {known}"
+    if close:
+        return f"did you mean {close[0]}? {listed}"
+    return f"{listed}; for a product write {name}*(...)"
 
 
 def _signature(name: str) -> str:
