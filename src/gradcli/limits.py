@@ -13,7 +13,14 @@ are the size of a program and the finite-difference check, whose cost is (number
   The vectorised first pass gets ``VECTOR_CHECK_FACTOR`` times that budget: it recomputes array
   elements some 50 times faster than the scalar replay recomputes nodes.
 - ``MAX_RANGE_COUNT`` / ``MAX_SWEEP_POINTS``: values in one ``START:STOP:COUNT`` range, and
-  points in a whole sweep grid (all of a grid's points are held in memory at once).
+  points in a whole sweep grid (its output: 10^7 CSV rows are about a GB).
+- ``MAX_SWEEP_CELLS``: points x nodes of one ``eval`` sweep (its time: a cell is one node at
+  one point, and the sweep evaluates each some ten times with its check). A sweep streams, a
+  block of at most ``SWEEP_BLOCK_POINTS`` points and ``SWEEP_BLOCK_CELLS`` points x nodes at a
+  time (the check keeps every node's value of a block: 16 MB), on up to ``SWEEP_THREADS``
+  threads, so its memory does not grow with its points. ``SWEEP_RECHECK_BUDGET``: node
+  computations a sweep may spend re-evaluating, on the scalar path, points where NumPy's
+  rounding could make it disagree with one point (``gradcheck/sweep.py``), about a second.
 - Check files (``gradcli check``): ``MAX_CHECK_FILE_BYTES`` per file, ``MAX_CHECK_NODES`` per
   ``expr`` (a check runs every node at every point, and a formula check is small: a bigger one is
   a mistake or an attack), ``MAX_CHECK_POINTS`` points per check, and ``MAX_CHECK_CELLS`` for
@@ -39,6 +46,11 @@ CHECK_BUDGET = 1_000_000  # about a second
 VECTOR_CHECK_FACTOR = 50
 MAX_RANGE_COUNT = 10_000_000
 MAX_SWEEP_POINTS = 10_000_000
+MAX_SWEEP_CELLS = 3_000_000_000  # points x nodes: 10^7 points of a 300-node program
+SWEEP_BLOCK_POINTS = 2**16
+SWEEP_BLOCK_CELLS = 2**21
+SWEEP_THREADS = 8  # at most (fewer with fewer CPUs or $GRADCLI_JOBS): blocks in memory at once
+SWEEP_RECHECK_BUDGET = 500_000
 MAX_CHECK_FILE_BYTES = 4 * 2**20  # tomllib reads ~0.3 MB/s of number arrays
 MAX_CHECK_NODES = 100_000  # ~5 s for a check at one point
 MAX_CHECK_POINTS = 1_000_000

@@ -190,31 +190,66 @@ def run_eval(request: EvalRequest) -> int:
 
 
 def run_sweep(request: EvalRequest) -> int:
-    """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV."""
-    from gradcli.gradcheck.sweep import csv_rows, evaluate_sweep, point_records, sweep_columns
+    """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV.
+
+    The grid is evaluated a block at a time (``stream_sweep``); CSV and JSON Lines are written
+    block by block, in grid order, and the table is made from a ``SweepSummary`` (its first rows
+    and counts), so memory does not grow with the number of points."""
+    from contextlib import closing
+
+    from gradcli.gradcheck.sweep import (
+        AGREEMENT,
+        SweepSummary,
+        csv_body,
+        csv_header,
+        point_records,
+        stream_sweep,
+    )
 
     program, settings = request.program, request.settings
     assert program is not None
     try:
         parsed = parse(program.text, settings.max_nodes)
         request.given.check_used(parsed)
-        sweep = evaluate_sweep(parsed, sweep_columns(parsed, request.values),
-                               check=settings.check, rtol=settings.rtol, atol=settings.atol)
+        blocks = stream_sweep(parsed, request.values, check=settings.check, rtol=settings.rtol,
+                              atol=settings.atol)
     except GradcliError as error:
         return show_error(error, request.output == "json", program.text, program.file_name)
-    if request.output == "csv":
-        import csv
+    keep = 0
+    if request.output == "table":
+        from gradcli.output.views import MAX_TABLE_ROWS
 
-        csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(sweep))
-    elif request.output == "json":
-        from gradcli.output.records import dumps
+        keep = MAX_TABLE_ROWS
+    summary = SweepSummary(keep)
+    with closing(blocks):
+        if request.output == "csv":
+            import csv
 
-        for record in point_records(sweep):
-            sys.stdout.write(dumps({"expression": program.text, **record}) + "\n")
-    else:
+            writer = csv.writer(sys.stdout, lineterminator="\n")
+            writer.writerow(csv_header(list(parsed.variables)))
+            for sweep in blocks:
+                writer.writerows(csv_body(sweep))
+                summary.add(sweep)
+        elif request.output == "json":
+            from gradcli.output.records import dumps
+
+            for sweep in blocks:
+                for record in point_records(sweep):
+                    sys.stdout.write(dumps({"expression": program.text, **record}) + "\n")
+                summary.add(sweep)
+        else:
+            for sweep in blocks:
+                summary.add(sweep)
+    if request.output == "table":
         from gradcli.output.sweep_views import sweep_view
         from gradcli.output.views import make_console
 
         console = make_console()
-        console.print(sweep_view(sweep, plain=not console.is_terminal))
-    return sweep.status
+        console.print(sweep_view(summary, plain=not console.is_terminal))
+    if summary.unsettled:
+        click.echo(f"note: NumPy's rounding may change the results at {summary.unsettled:,} "
+                   f"of {summary.size:,} points by more than a relative "
+                   f"{AGREEMENT:g}; only {summary.rechecked:,} such points could be "
+                   "re-evaluated on the scalar path (evaluate the others one at a time for "
+                   "exactly what one point gives)", err=True)
+    return summary.status

@@ -5,17 +5,24 @@ for all points with the op's ``vector`` column, and each derivative rule runs on
 (rules are written with ``F``, which dispatches arrays to NumPy). A point where some value or
 gradient is not finite is marked in ``failed`` instead of raising; callers that need the exact
 message re-evaluate that one point on the scalar path, which names the node.
+
+NumPy's transcendental functions are not libm's: they may round differently, a few units in the
+last place (``SAME_BITS`` lists the ops that give the scalar path's bits exactly). A
+``Perturbation`` makes every other result (and every derivative rule that calls one) a little
+wrong on purpose, reproducibly, so that a caller can see how much such differences change the
+output at each point (``gradcheck/sweep.py`` re-runs the points where they matter on the scalar
+path).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine.graph import Program, last_uses
-from gradcli.engine.ops import CONST, VAR, Op, numpy
+from gradcli.engine.ops import CONST, NONE, OPS, VAR, Op, numpy
 from gradcli.limits import default_jobs
 
 
@@ -36,7 +43,7 @@ class VectorEvaluation:
 
 def evaluate_vector(
     program: Program, columns: Mapping[str, Any], gradients: bool = True,
-    every_node: bool = False,
+    every_node: bool = False, perturbation: Perturbation | None = None,
 ) -> VectorEvaluation:
     """Evaluate ``program`` at the points whose coordinates are ``columns`` (name -> array).
 
@@ -56,12 +63,15 @@ def evaluate_vector(
     takes its fast paths (``x ** 2`` squares instead of calling pow) and no array is filled with
     copies. The results are (size,) arrays (read-only broadcast views where the value is
     uniform).
+
+    With a ``perturbation`` (of the same number of points), every value and derivative that
+    NumPy may round differently from the scalar path is perturbed by it (see ``Perturbation``).
     """
     np = numpy()
     given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
     size = max((a.size for a in given.values() if a.ndim), default=1)
-    if every_node or size < 2 * BLOCK:
-        return _evaluate(np, program, given, size, gradients, every_node)
+    if every_node or size < 2 * BLOCK or perturbation is not None:
+        return _evaluate(np, program, given, size, gradients, every_node, perturbation)
     return _evaluate_in_blocks(np, program, given, size, gradients)
 
 
@@ -110,7 +120,7 @@ def _whole(np: Any, piece: Any, size: int) -> Any:
 
 def _evaluate(
     np: Any, program: Program, given: Mapping[str, Any], size: int, gradients: bool,
-    every_node: bool,
+    every_node: bool, perturbation: Perturbation | None = None,
 ) -> VectorEvaluation:
     """``evaluate_vector`` of one block of points."""
     finite = _Finiteness(np, given, size)
@@ -118,8 +128,9 @@ def _evaluate(
     flags = {"divide": "call", "over": "call", "invalid": "call", "under": "ignore"}
     with np.errstate(**flags, call=lambda kind, flag: finite.raised.append(kind)):
         kept = _read_backward(program) if gradients else [False] * len(program.nodes)
-        operands = _forward_vector(np, program, given, drop, kept)
-        grads = _backward_vector(np, program, operands, size, drop) if gradients else []
+        operands = _forward_vector(np, program, given, drop, kept, perturbation)
+        grads = (_backward_vector(np, program, operands, size, drop, perturbation)
+                 if gradients else [])
     output = operands[-1]
     for value in (*operands, *grads):
         finite.settle(value)
@@ -158,11 +169,12 @@ class _Finiteness:
 
 def _forward_vector(
     np: Any, program: Program, given: Mapping[str, Any], drop: Callable[[Any], None] | None,
-    kept: list[bool],
+    kept: list[bool], perturbation: Perturbation | None = None,
 ) -> list[Any]:
     """Per node: its value, a float (the same at every point) or a (size,) array. With ``drop``
     (which settles what it is given), an intermediate value that is not ``kept`` (for the
-    backward pass) is let go after its last use."""
+    backward pass) is let go after its last use. With a ``perturbation``, the value of an op
+    that is not in ``SAME_BITS`` is perturbed."""
     nodes = program.nodes
     last_use = last_uses(nodes) if drop is not None else []
     operands: list[Any] = []
@@ -175,7 +187,11 @@ def _forward_vector(
         elif node.op is CONST:
             value = np.float64(node.value)
         else:
-            value = node.op.apply_vector(*(operands[s.index] for s in node.inputs))
+            args = [operands[s.index] for s in node.inputs]
+            value = node.op.apply_vector(*args)
+            if (perturbation is not None and not same_bits(node.op)
+                    and perturbation.covers(node.index)):
+                value = perturbation(value, node.index, amplitude(np, node.op, args))
         operands.append(value)
         if drop is not None:
             for source in node.inputs:
@@ -201,7 +217,7 @@ def _mark_finite(np: Any, ok: Any, value: Any) -> None:
 
 def _backward_vector(
     np: Any, program: Program, operands: list[Any], size: int,
-    drop: Callable[[Any], None] | None,
+    drop: Callable[[Any], None] | None, perturbation: Perturbation | None = None,
 ) -> list[Any]:
     """Per node: its gradient (a float or an array), or None for nodes that need none. With
     ``drop`` (which settles what it is given), an intermediate node's value and gradient are let
@@ -211,8 +227,12 @@ def _backward_vector(
     arithmetic, so products and sums are written into an array that this pass made itself and
     that nothing else holds (``mine``) whenever there is one; operands, the caller's columns and
     a gradient passed on unchanged to an input are never written to.
+
+    With a ``perturbation``, the result of a derivative rule that computes what NumPy may round
+    differently (``_inexact_calls``) is perturbed.
     """
     nodes = program.nodes
+    places = len(nodes)
     grads: list[Any] = [None] * len(nodes)  # None: no contribution yet
     mine = [False] * len(nodes)  # grads[i] is an array of this pass that nothing else holds
     grads[-1] = 1.0
@@ -224,6 +244,11 @@ def _backward_vector(
         for position, source in enumerate(node.inputs):
             if source.needs_grad:
                 partial = node.op.rules[position](*args, out)
+                if perturbation is not None and perturbation.covers(node.index):
+                    calls = _inexact_calls(node.op, position)
+                    if calls:
+                        partial = perturbation(partial, places * (position + 1) + node.index,
+                                               calls * amplitude(np, node.op, args))
                 # A rule's own result, not an operand it returns (mul's, exp's): ours to write.
                 fresh = (_is_fresh(np, partial, size) and partial is not out
                          and all(partial is not arg for arg in args))
@@ -253,6 +278,7 @@ def _read_backward(program: Program) -> list[bool]:
 
 
 _READS: dict[tuple[str, int], tuple[bool, ...]] = {}
+_CALLS: dict[tuple[str, int], tuple[str, ...] | None] = {}
 
 
 def _reads(op: Op, position: int) -> tuple[bool, ...]:
@@ -260,34 +286,57 @@ def _reads(op: Op, position: int) -> tuple[bool, ...]:
     running the rule on probes; a rule that a probe cannot run reads everything."""
     key = (op.name, position)
     if key not in _READS:
-        probes = [_Probe() for _ in range(op.arity + 1)]
+        calls: list[str] = []
+        probes = [_Probe(calls) for _ in range(op.arity + 1)]
         try:
             result = op.rules[position](*probes)
         except Exception:  # a rule beyond arithmetic and F: keep every value it might read
-            _READS[key] = (True,) * len(probes)
+            reads, called = (True,) * len(probes), None
         else:
-            _READS[key] = tuple(probe.read or result is probe for probe in probes)
+            reads = tuple(probe.read or result is probe for probe in probes)
+            called = tuple(calls)
+        _CALLS[key] = called  # first: once _READS has the key, another thread reads both
+        _READS[key] = reads
     return _READS[key]
+
+
+def _inexact_calls(op: Op, position: int) -> int:
+    """How many results that NumPy may round differently from the scalar path derivative rule
+    ``position`` of ``op`` computes from its arguments (table functions not in ``SAME_BITS``,
+    and ``**``); a rule the probes cannot follow counts as one."""
+    _reads(op, position)
+    calls = _CALLS[(op.name, position)]
+    if calls is None:
+        return 1
+    return sum(1 for name in calls if name == "pow" or not same_bits(OPS[name]))
 
 
 class _Probe:
     """Stands for one argument of a derivative rule. Arithmetic and ``F.name(...)`` (which calls
-    ``apply``) mark the probes they touch as read and give a new probe."""
+    ``apply``) mark the probes they touch as read and give a new probe; ``F.name`` and ``**``
+    are also listed in ``calls`` (shared by the probes of one rule)."""
 
-    def __init__(self) -> None:
+    def __init__(self, calls: list[str]) -> None:
         self.read = False
+        self.calls = calls
 
     def _touch(self, *others: Any) -> _Probe:
         for probe in (self, *others):
             if isinstance(probe, _Probe):
                 probe.read = True
-        return _Probe()
+        return _Probe(self.calls)
 
     def apply(self, op: Op, *args: Any) -> _Probe:
+        self.calls.append(op.name)
         return self._touch(*args)
 
+    def _power(self, *others: Any) -> _Probe:
+        self.calls.append("pow")
+        return self._touch(*others)
+
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _touch
-    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = _touch
+    __truediv__ = __rtruediv__ = __neg__ = __pos__ = __abs__ = _touch
+    __pow__ = __rpow__ = _power
 
 
 def _is_fresh(np: Any, value: Any, size: int) -> bool:
@@ -326,3 +375,74 @@ def _accumulate(np: Any, grads: list[Any], mine: list[bool], i: int, term: Any, 
     else:
         grads[i] = grads[i] + term
         mine[i] = _is_fresh(np, grads[i], size)
+
+
+# --- how far NumPy's results may be from the scalar path's ----------------------------------------
+
+# Ops whose NumPy form gives exactly the scalar path's bits from the same operands: IEEE 754
+# rounds + - * / and sqrt correctly in both, and the others are exact. (An op without a vector
+# form runs its float function point by point: the same bits too.)
+SAME_BITS = frozenset({"add", "sub", "mul", "div", "neg", "sqrt", "abs", "sign", "relu", "min",
+                       "max", "var", "const"})
+# How far apart NumPy's and libm's results of one other op may be, relative, in units of eps
+# (2**-52; an ulp of a result is at most eps times it). NumPy's SIMD functions (SVML on AVX-512)
+# are within 4 ulp, glibc's within 1 or 2; measured differences are at most 2. NumPy's sigmoid is
+# another formula, exp(-logaddexp(0, -x)): rounding logaddexp's result to a float costs up to
+# half an ulp of |x|, |x| / 2 eps relative after exp, where |x| < 40 (measured: 17 eps at -33).
+DISAGREEMENT = 8.0
+_WIDER = {"sigmoid", "softplus"}  # softplus's derivative is the sigmoid
+EPS_UNITS = 2.0**-52  # amplitudes are in units of eps
+
+
+def same_bits(op: Op) -> bool:
+    """Whether NumPy computes ``op`` with exactly the scalar path's rounding."""
+    return op.name in SAME_BITS or op.vector is NONE
+
+
+def amplitude(np: Any, op: Op, args: list[Any]) -> Any:
+    """How far (relative, in eps) NumPy's result of ``op`` at ``args`` may be from libm's."""
+    if op.name in _WIDER:
+        x = args[0]
+        return DISAGREEMENT + (20.0 if x is None else np.minimum(np.abs(x), 40.0) / 2.0)
+    return DISAGREEMENT
+
+
+class Perturbation:
+    """Each result it is given, times 1 + s * amplitude * eps with s = +1 or -1, s pseudo-random
+    per point and per place (node, or derivative rule) but a function of the point's
+    coordinates and ``run`` alone: the same point is perturbed the same way in any sweep.
+
+    Running a program with perturbations of the size by which NumPy and libm may differ, and
+    comparing with the plain run, shows how much those differences can change each output
+    (Monte Carlo arithmetic, D. S. Parker 1997): a difference of a few ulp that the program
+    amplifies a millionfold shows up as a millionfold change.
+    """
+
+    def __init__(self, np: Any, columns: Mapping[str, Any], size: int, run: int = 0,
+                 nodes: Collection[int] | None = None) -> None:
+        self.np = np
+        self.nodes = None if nodes is None else frozenset(nodes)  # None: every node
+        seeds = _mix(np, np.full(size, 0x9E3779B97F4A7C15 * (run + 1) % 2**64, dtype=np.uint64))
+        for name in sorted(columns):
+            bits = np.ascontiguousarray(np.broadcast_to(
+                np.asarray(columns[name], dtype=float), (size,))).view(np.uint64)
+            seeds = _mix(np, seeds ^ bits)
+        self.seeds = seeds
+
+    def covers(self, node: int) -> bool:
+        """Whether results of node ``node`` (its value, its derivative rules) are perturbed."""
+        return self.nodes is None or node in self.nodes
+
+    def __call__(self, value: Any, place: int, amplitude: Any) -> Any:
+        np = self.np
+        odd = np.uint64((2 * place + 1) * 0xD1B54A32D192ED03 % 2**64)
+        sign = (self.seeds * odd) >> np.uint64(63)  # 0 or 1
+        factor = 1.0 + (1.0 - 2.0 * sign) * (amplitude * EPS_UNITS)
+        return value * factor
+
+
+def _mix(np: Any, z: Any) -> Any:
+    """SplitMix64's finaliser: every bit of the result depends on every bit of ``z``."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))

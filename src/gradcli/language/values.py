@@ -81,8 +81,14 @@ def _parse_range(name: str, text: str) -> tuple[float, ...]:
                          f"{MAX_RANGE_COUNT:,}", hint="write START:STOP:COUNT, e.g. -2:2:9")
     if count == 1:
         return (start,)
-    step = (stop - start) / (count - 1)
-    return (*(start + i * step for i in range(count - 1)), stop)
+    intervals = count - 1
+    step = (stop - start) / intervals
+    if math.isfinite(step):
+        return (*(start + i * step for i in range(intervals)), stop)
+    # stop - start overflows (-1e308:1e308:3): weigh the ends instead. start and stop have
+    # opposite signs here, so neither product nor their sum can overflow.
+    return (*(start * (1.0 - i / intervals) + stop * (i / intervals) for i in range(intervals)),
+            stop)
 
 
 # A number as the grammar writes one (ASCII digits; no `1_000`, no `inf`), with an optional sign.
