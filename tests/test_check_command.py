@@ -214,9 +214,11 @@ def test_junit_xml_parses_and_counts(broken, tmp_path):
     assert cases["wrong derivative"].get("line") == "7"
 
 
-def test_an_unwritable_junit_path_is_a_usage_error(broken, tmp_path):
+def test_an_unwritable_junit_path_is_a_usage_error_after_the_results(broken, tmp_path):
     result = check(broken, "--junit", str(tmp_path / "no" / "such" / "dir.xml"))
-    assert result.exit_code == 2 and "cannot write" in result.stderr
+    # the checks' own status (3: a numeric error) outranks the report's 2
+    assert result.exit_code == 3 and "cannot write" in result.stderr
+    assert "wrong derivative" in result.stdout
 
 
 def test_a_check_without_variables_is_one_point():
@@ -274,7 +276,8 @@ def test_json_when_k_matches_nothing_is_a_check_document_with_status_2(broken):
 def test_json_when_the_junit_path_is_unwritable_is_a_check_document(broken, tmp_path):
     result = check(broken, "--json", "--junit", str(tmp_path / "no" / "dir.xml"))
     document = json.loads(result.stdout)
-    assert result.exit_code == 2 and set(document) == CHECK_DOCUMENT_KEYS
+    assert result.exit_code == 3 and set(document) == CHECK_DOCUMENT_KEYS
+    assert document["status"] == 3 and len(document["checks"]) == 3
     (error,) = document["errors"]
     assert error["kind"] == "usage" and error["message"].startswith("cannot write ")
 

@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from gradcli.limits import MAX_CHECK_CELLS
+from gradcli.formulas.files import parse_check_file
+from gradcli.formulas.run import check_cells
+from gradcli.limits import MAX_CHECK_CELLS, MAX_RUN_CELLS
 
 GRADCLI = [sys.executable, "-m", "gradcli"]
 
@@ -61,14 +63,19 @@ def test_ctrl_c_during_a_long_check_is_130_and_one_line(tmp_path):
     nodes = 40  # sin(x*k)*exp(-x*x/k) terms: ~10 nodes each
     points = MAX_CHECK_CELLS // (nodes * 10)
     expr = "+".join(f"sin(x*{k})*exp(-x*x/{k})" for k in range(1, 5))
+
+    def check(i: int) -> str:
+        return f'[[check]]\nname = "long{i}"\nexpr = "{expr}"\nsweep = {{x = "-3:3:{points}"}}\n' \
+            "finite = true\n"
+
+    # as many as one run may have (MAX_RUN_CELLS): a few seconds on a quiet machine
+    count = MAX_RUN_CELLS // check_cells(parse_check_file(check(0))[0])
     path = tmp_path / "long.toml"
-    path.write_text("".join(f'[[check]]\nname = "long{i}"\nexpr = "{expr}"\n'
-                              f'sweep = {{x = "-3:3:{points}"}}\nfinite = true\n'
-                              for i in range(30)))
+    path.write_text("".join(check(i) for i in range(count)))
     child = subprocess.Popen([*GRADCLI, "check", str(path), "-k", "long"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        time.sleep(2.0)  # imported and into the checks (they take ~15 s in all)
+        time.sleep(1.0)  # imported and into the checks (Ctrl-C while starting is 130 too)
         assert child.poll() is None, "the checks ended before Ctrl-C"
         child.send_signal(signal.SIGINT)
         status = child.wait(timeout=30)

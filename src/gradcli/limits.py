@@ -24,8 +24,16 @@ are the size of a program and the finite-difference check, whose cost is (number
 - Check files (``gradcli check``): ``MAX_CHECK_FILE_BYTES`` per file, ``MAX_CHECK_NODES`` per
   ``expr`` (a check runs every node at every point, and a formula check is small: a bigger one is
   a mistake or an attack), ``MAX_CHECK_POINTS`` points per check, and ``MAX_CHECK_CELLS`` for
-  points x nodes: the sweep holds a column per node (~12 bytes a cell, so the limit is about
-  400 MB).
+  points x nodes (~4 s). A check runs ``CHECK_BLOCK_POINTS`` points at a time, fewer when
+  points x nodes (its expr's and its expected expressions') would pass ``CHECK_BLOCK_CELLS``, so
+  its memory does not grow with its points; a ``START:STOP:COUNT`` sweep is kept as text until
+  its check runs, so loading takes memory and time in proportion to the file.
+- ``MAX_RUN_CELLS``: the estimated size of all the checks of one ``gradcli check`` run (every
+  file, after ``-k``), refused before anything runs. A check's size in cells (one node at one
+  point) is nodes x points x passes -- two passes for the value and gradients, two per variable
+  for finite differences, one per expected expression --, where each block of points counts
+  ``CHECK_BLOCK_OVERHEAD`` points more (a node costs as much at one point as at that many) and
+  each check ``CHECK_FIXED_CELLS`` more. A cell takes ~20-40 ns, so a run ends in about 30 s.
 - ``MAX_DERIVATIVES``: how many derivatives ``gradcli diff`` prints ((variables)^order); the
   graphs it builds for them stop at ``MAX_NODES`` nodes (``--max-nodes``).
 - ``MAX_HESSIAN_ENTRIES``: (variables)^2 of ``eval --hessian``; its check shares ``CHECK_BUDGET``
@@ -54,7 +62,12 @@ SWEEP_RECHECK_BUDGET = 500_000
 MAX_CHECK_FILE_BYTES = 4 * 2**20  # tomllib reads ~0.3 MB/s of number arrays
 MAX_CHECK_NODES = 100_000  # ~5 s for a check at one point
 MAX_CHECK_POINTS = 1_000_000
-MAX_CHECK_CELLS = 30_000_000  # points x nodes: ~400 MB, ~4 s
+MAX_CHECK_CELLS = 30_000_000  # points x nodes: ~4 s
+CHECK_BLOCK_POINTS = 2**16  # points of a check evaluated at a time
+CHECK_BLOCK_CELLS = 2**23  # points x nodes evaluated at a time: ~70 MB
+CHECK_BLOCK_OVERHEAD = 512  # a node at one point costs as much as at 512 (a NumPy call)
+CHECK_FIXED_CELLS = 2**16  # what a check costs beyond its nodes (~2 ms), in cells
+MAX_RUN_CELLS = 10**9  # nodes x points x passes in one gradcli check run: ~30 s
 MAX_DRAWN_NODES = 300
 MAX_HESSIAN_ENTRIES = 1_000_000  # a Hessian of up to 1,000 variables
 MAX_DERIVATIVES = 100_000  # gradcli diff: (variables)^order derivatives

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from gradcli.cli.base import cli
+from gradcli.cli.files import write_atomically
 from gradcli.cli.show import with_progress
 from gradcli.errors import UsageError, visible
 
@@ -42,42 +43,57 @@ def check_command(ctx: click.Context, **options: Any) -> None:
 
 def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | None,
                       fail_fast: bool, pattern: str | None) -> int:
-    """Everything ``gradcli check`` does; returns the exit status."""
+    """Everything ``gradcli check`` does; returns the exit status.
+
+    Nothing runs if a file is bad, ``-k`` selects nothing, ``--junit`` is empty or the checks are
+    too large for one run (``run_budget_error``). A JUnit report that cannot be written does not
+    hide the results: they are reported, then the error, and the status is at least 2.
+    """
     from gradcli.formulas.files import load_check_files
     from gradcli.formulas.reports import github_annotations, junit_xml
-    from gradcli.formulas.run import no_match_error, run_checks, select
+    from gradcli.formulas.run import no_match_error, run_budget_error, run_checks, select
 
+    if junit_path == "":
+        return _report([], [UsageError("--junit was given an empty path",
+                                       hint="give --junit the file to write, e.g. report.xml")],
+                       as_json)
     specs, errors = load_check_files(files)
     selected = select(specs, pattern)
     if not errors and not selected and pattern is not None:
         return _report([], [no_match_error(pattern, specs)], as_json)
+    too_large = None if errors else run_budget_error(selected)
+    if too_large is not None:
+        return _report([], [too_large], as_json)
     outcomes = [] if errors else list(with_progress(run_checks(selected, fail_fast),
                                                      len(selected), "checking", quiet=as_json))
+    late: list[UsageError] = []
     if junit_path is not None:
         try:
-            with open(junit_path, "w", encoding="utf-8") as report:
-                report.write(junit_xml(outcomes, errors))
+            write_atomically(junit_path, junit_xml(outcomes, errors).encode("utf-8"))
         except OSError as error:
-            failure = UsageError(f"cannot write {visible(junit_path)}: {error.strerror}",
-                                 hint="give --junit a path in a writable directory")
-            return _report([], [failure], as_json)
+            late.append(UsageError(f"cannot write the JUnit report {visible(junit_path)}: "
+                                   f"{error.strerror or error}",
+                                   hint="give --junit a path in a writable directory"))
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(outcomes, errors):
             click.echo(line, err=as_json)
-    return _report(outcomes, errors, as_json)
+    return _report(outcomes, errors, as_json, late)
 
 
-def _report(outcomes: list[Any], errors: list[Any], as_json: bool) -> int:
-    """Print the errors and the checks' table, or one JSON document; returns the exit status."""
+def _report(outcomes: list[Any], errors: list[Any], as_json: bool,
+            late: list[Any] | None = None) -> int:
+    """Print the errors and the checks' table, then the ``late`` errors (of writing the
+    report), or one JSON document; returns the exit status."""
     from gradcli.formulas.run import report_record, report_status
 
+    late = late or []
     if as_json:
         from gradcli.output.records import dumps
 
-        click.echo(dumps(report_record(outcomes, errors)))
-        for error in errors:
+        click.echo(dumps(report_record(outcomes, errors + late)))
+        for error in errors + late:
             click.echo(f"gradcli: {error.one_line()}", err=True)
-        return report_status(outcomes, errors)
+        return report_status(outcomes, errors + late)
     from gradcli.output.sweep_views import check_view
     from gradcli.output.views import error_view, make_console
 
@@ -86,4 +102,6 @@ def _report(outcomes: list[Any], errors: list[Any], as_json: bool) -> int:
     if outcomes:
         console = make_console()
         console.print(check_view(outcomes, plain=not console.is_terminal))
-    return report_status(outcomes, errors)
+    for error in late:
+        make_console(stderr=True).print(error_view(error))
+    return report_status(outcomes, errors + late)

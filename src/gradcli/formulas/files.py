@@ -5,10 +5,15 @@ expression that does not parse -- is a ``CheckFileError`` that names the file, t
 key. ``tomllib`` reports no positions for keys, so ``KeyLines`` finds a key's line in the text:
 the n-th ``[[check]]`` header starts the n-th check's block, and a key is the first line of that
 block that assigns it (``key =``, ``key.sub =`` or a ``[check.key]`` sub-table).
+
+Loading takes time linear in the file: ``KeyLines`` reads the text once into an index (for every
+key, the lines that assign it), so finding a line is a binary search, never a scan; a file of
+32,000 checks loads in seconds. A UTF-8 byte order mark at the start is ignored.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import sys
@@ -21,7 +26,13 @@ from gradcli.errors import ExitStatus, GradcliError, visible
 from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
 from gradcli.language.values import Value, parse_value
-from gradcli.limits import MAX_CHECK_CELLS, MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
+from gradcli.limits import (
+    MAX_CHECK_CELLS,
+    MAX_CHECK_FILE_BYTES,
+    MAX_CHECK_NODES,
+    MAX_CHECK_POINTS,
+    MAX_RANGE_COUNT,
+)
 
 CHECK_KEYS = ("name", "expr", "at", "sweep", "value", "gradients", "derivative", "finite",
               "rtol", "atol")
@@ -57,6 +68,27 @@ class Expected:
     program: Program | None = None
 
 
+@dataclass(frozen=True)
+class Range:
+    """A sweep ``"START:STOP:COUNT"``, validated but kept as text until its check runs: eight
+    bytes of a check file can ask for a million values, and a run holds every check at once."""
+
+    variable: str
+    text: str
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def expand(self) -> tuple[float, ...]:
+        """The values, exactly as ``parse_value`` gives them."""
+        values = parse_value(self.variable, self.text)
+        return values if isinstance(values, tuple) else (values,)
+
+
+Axis = float | tuple[float, ...] | Range  # a variable's value in a check: one, a list, a range
+
+
 @dataclass
 class CheckSpec:
     """One ``[[check]]`` table, validated."""
@@ -66,7 +98,7 @@ class CheckSpec:
     line: int  # the line of its ``[[check]]`` header
     expr: str
     program: Program
-    values: dict[str, Value]  # ``at`` and ``sweep`` together: a grid over the swept ones
+    values: dict[str, Axis]  # ``at`` and ``sweep`` together: a grid over the swept ones
     value: Expected | None = None
     gradients: dict[str, float] = field(default_factory=dict)
     derivative: dict[str, Expected] = field(default_factory=dict)
@@ -77,6 +109,11 @@ class CheckSpec:
 
     def line_of(self, key: str) -> int:
         return self.key_lines.get(key, self.line)
+
+    @property
+    def points(self) -> int:
+        """Every combination of the swept values."""
+        return math.prod(1 if isinstance(v, float) else len(v) for v in self.values.values())
 
 
 def load_check_files(paths: Iterable[str]) -> tuple[list[CheckSpec], list[CheckFileError]]:
@@ -110,6 +147,7 @@ def load_check_file(path: str) -> list[CheckSpec]:
 def parse_check_file(text: str, file: str = "<checks>") -> list[CheckSpec]:
     """Validate the text of a check file (``file`` is the name its errors show)."""
     tomllib = _tomllib()
+    text = text.removeprefix("\ufeff")  # a byte order mark, as some Windows editors write
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -127,20 +165,24 @@ def parse_check_file(text: str, file: str = "<checks>") -> list[CheckSpec]:
     defaults = {key: _tolerance(data, key, file, lines.top(key), DEFAULT) for key, DEFAULT in
                 (("rtol", DEFAULT_RTOL), ("atol", DEFAULT_ATOL))}
     checks = data.get("check")
-    if not isinstance(checks, list) or not checks:
+    if "check" in data and not (isinstance(checks, list)
+                                and all(isinstance(table, dict) for table in checks)):
+        raise CheckFileError("`check` must be an array of tables: write each check as [[check]]",
+                             file=file, line=lines.top("check"), key="check",
+                             hint="start each check with a [[check]] line (double brackets), "
+                                  "then its name, expr and points")
+    if not checks:
         raise CheckFileError("no checks in the file", file=file, line=lines.top("check"),
                              key="check", hint="add [[check]] tables with name, expr and points")
-    specs: list[CheckSpec] = []
+    specs: dict[str, CheckSpec] = {}
     for number, table in enumerate(checks):
-        if not isinstance(table, dict):
-            raise CheckFileError("must be a table ([[check]])", file=file, key="check")
         spec = _CheckReader(table, number, file, lines, defaults).read()
-        if any(other.name == spec.name for other in specs):
+        if spec.name in specs:
             raise CheckFileError(f"a second check named {spec.name!r}", file=file,
                                  line=spec.line_of("name"), key="name",
                                  hint="give every check its own name")
-        specs.append(spec)
-    return specs
+        specs[spec.name] = spec
+    return list(specs.values())
 
 
 class _CheckReader:
@@ -232,8 +274,8 @@ class _CheckReader:
                                 hint=f"its variables: {', '.join(program.variables) or 'none'}")
         return table
 
-    def _points(self, program: Program) -> dict[str, Value]:
-        values: dict[str, Value] = {}
+    def _points(self, program: Program) -> dict[str, Axis]:
+        values: dict[str, Axis] = {}
         for variable, given in self._table("at", program).items():
             if not _is_number(given):
                 raise self.fail(f"at.{variable}", "must be a number",
@@ -248,7 +290,7 @@ class _CheckReader:
         if missing:
             raise self.fail("expr", f"no value for {', '.join(missing)}",
                             hint="give it in at = {...} or sweep = {...}")
-        points = math.prod(len(v) if isinstance(v, tuple) else 1 for v in values.values())
+        points = math.prod(1 if isinstance(v, float) else len(v) for v in values.values())
         if points > MAX_CHECK_POINTS:
             raise self.fail("sweep", f"the sweep has {points:,} points; a check may have at "
                             f"most {MAX_CHECK_POINTS:,}", hint="use fewer values per variable")
@@ -259,10 +301,10 @@ class _CheckReader:
                             hint="use fewer points, or split the formula into several checks")
         return values
 
-    def _sweep_value(self, key: str, variable: str, given: Any) -> Value:
+    def _sweep_value(self, key: str, variable: str, given: Any) -> Axis:
         if isinstance(given, str):
             try:
-                return parse_value(variable, given)
+                return _range(variable, given) if ":" in given else parse_value(variable, given)
             except GradcliError as error:
                 raise self.fail(key, error.message, hint=error.hint) from None
         if _is_number(given):
@@ -285,45 +327,88 @@ class _CheckReader:
 
 
 class KeyLines:
-    """Finds the line of a key in a check file's text (1-based), simply: see the module doc."""
+    """Finds the line of a key in a check file's text (1-based), simply: see the module doc.
+
+    The text is read once: for every key, the lines that assign it at the start of a line
+    (``key =``, ``key.sub =``, ``[check.key]``, ``[key]``) and the lines where it is assigned
+    anywhere (``{key = ...}``, ``.key =``), each list in order; a look-up is then a binary search
+    of one list, so a whole file's keys take linear time, whatever the number of checks or keys.
+    """
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
-        header = re.compile(r"\s*\[\[\s*check\s*\]\]")
-        self.headers = [i for i, line in enumerate(self.lines) if header.match(line)]
+        self.count = 0
+        self.headers: list[int] = []  # 0-based lines of the [[check]] headers
+        self.leading: dict[str, list[int]] = {}
+        self.inner: dict[str, list[int]] = {}
+        for number, line in enumerate(text.split("\n")):  # TOML ends lines with LF (or CR LF)
+            self.count += 1
+            if _HEADER.match(line):
+                self.headers.append(number)
+                continue
+            found = _LEADING.match(line)
+            if found:
+                key = _unquoted(found.group(1) or found.group(2) or found.group(3))
+                self.leading.setdefault(key, []).append(number)
+            for found in _INNER.finditer(line):
+                key = _unquoted(found.group(1))
+                lines = self.inner.setdefault(key, [])
+                if not lines or lines[-1] != number:
+                    lines.append(number)
 
     def header(self, number: int) -> int:
         return self.headers[number] + 1 if number < len(self.headers) else 1
 
     def top(self, key: str) -> int | None:
-        end = self.headers[0] if self.headers else len(self.lines)
-        return self._find(_assigns(key), 0, end)
+        end = self.headers[0] if self.headers else self.count
+        return _first(self.leading.get(key), 0, end)
 
     def key(self, number: int, *path: str) -> int:
         """The line of ``path`` (``("gradients", "x")``) in the ``number``-th check's block."""
         start = self.headers[number] if number < len(self.headers) else 0
-        end = self.headers[number + 1] if number + 1 < len(self.headers) else len(self.lines)
-        found = self._find(_assigns(path[0]), start, end) or self.header(number)
+        end = self.headers[number + 1] if number + 1 < len(self.headers) else self.count
+        found = _first(self.leading.get(path[0]), start, end) or self.header(number)
         for part in path[1:]:
-            inner = re.compile(rf"(^|[{{,\s.]){_quoted(part)}\s*=")
-            found = self._find(inner, found - 1, end) or found
+            found = _first(self.inner.get(part), found - 1, end) or found
         return found
 
-    def _find(self, pattern: re.Pattern[str], start: int, end: int) -> int | None:
-        for i in range(start, end):
-            if pattern.search(self.lines[i]):
-                return i + 1
+
+def _first(lines: list[int] | None, start: int, end: int) -> int | None:
+    """The first of ``lines`` (sorted, 0-based) in ``start`` ... ``end - 1``, 1-based."""
+    if not lines:
         return None
+    at = bisect.bisect_left(lines, start)
+    return lines[at] + 1 if at < len(lines) and lines[at] < end else None
 
 
-def _assigns(key: str) -> re.Pattern[str]:
-    """``key = ``, ``key.sub = `` or a ``[check.key]`` sub-table header."""
-    return re.compile(rf"^\s*({_quoted(key)}\s*[=.]|\[\s*check\s*\.\s*{_quoted(key)}\s*\])")
+_KEY = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""  # bare, "quoted" or 'literal'
+_HEADER = re.compile(r"\s*\[\[\s*check\s*\]\]")
+# ``key = ``, ``key.sub = ``, a ``[check.key]`` sub-table or a ``[key]`` table
+_LEADING = re.compile(rf"\s*(?:({_KEY})\s*[=.]|\[\s*check\s*\.\s*({_KEY})\s*\]|\[\s*({_KEY})\s*\])")
+# ``key =`` anywhere: at the start, or after ``{``, ``,``, a space or a dot
+_INNER = re.compile(rf"(?:^|(?<=[{{,\s.]))({_KEY})\s*=")
 
 
-def _quoted(key: str) -> str:
-    escaped = re.escape(key)
-    return f"(?:{escaped}|\"{escaped}\"|'{escaped}')"
+def _unquoted(key: str) -> str:
+    return key[1:-1] if key[:1] in "\"'" and len(key) >= 2 else key
+
+
+def _range(variable: str, text: str) -> Value | Range:
+    """``"START:STOP:COUNT"`` checked as ``parse_value`` checks it, without making the values:
+    START and STOP are read from the same range with a count of 1; any other mistake is left to
+    ``parse_value``, which finds it before making any value (and raises the same error)."""
+    parts = text.strip().split(":")
+    try:
+        count = int(parts[2]) if len(parts) == 3 else 0
+    except ValueError:
+        count = 0
+    if 1 <= count <= MAX_RANGE_COUNT:
+        try:
+            parse_value(variable, f"{parts[0]}:{parts[1]}:1")
+        except GradcliError:
+            pass  # the whole text gives the error, with the whole text in it
+        else:
+            return Range(variable, text, count)
+    return parse_value(variable, text)
 
 
 def _unknown(key: str, known: tuple[str, ...], file: str, line: int | None,

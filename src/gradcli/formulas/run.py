@@ -1,4 +1,11 @@
-"""Running checks: each ``CheckSpec`` is one vectorised sweep, then one ``Finding`` per assertion.
+"""Running checks: each ``CheckSpec`` is a vectorised sweep, then one ``Finding`` per assertion.
+
+A check's points are evaluated a block at a time (``check_blocks``: at most
+``CHECK_BLOCK_POINTS`` points and ``CHECK_BLOCK_CELLS`` points x nodes in a block), so the memory
+a check takes does not grow with its number of points; the findings of the blocks are combined
+(failures add up, the worst point is the worst of all blocks, the first numeric error is the
+first of all). Before anything runs, ``run_budget_error`` refuses a run whose estimated size
+(``check_cells``) is past ``MAX_RUN_CELLS``.
 
 A finding covers every point of its check: how many points fail, and the worst one (largest
 error relative to its tolerance) with its coordinates, the expected and the actual number. Values,
@@ -14,16 +21,25 @@ import fnmatch
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from gradcli.engine.notation import format_number
 from gradcli.engine.ops import numpy
 from gradcli.engine.vector import evaluate_vector
-from gradcli.errors import ExitStatus, GradcliError, UsageError, listed
-from gradcli.formulas.files import CheckSpec, Expected
+from gradcli.errors import ExitStatus, GradcliError, UsageError, listed, visible
+from gradcli.formulas.files import CheckSpec, Expected, Range
+from gradcli.gradcheck.evaluation import require_values
 from gradcli.gradcheck.steps import tolerance
-from gradcli.gradcheck.sweep import Sweep, evaluate_sweep, sweep_columns
+from gradcli.gradcheck.sweep import Sweep, evaluate_sweep
+from gradcli.language.values import validate_values
+from gradcli.limits import (
+    CHECK_BLOCK_CELLS,
+    CHECK_BLOCK_OVERHEAD,
+    CHECK_BLOCK_POINTS,
+    CHECK_FIXED_CELLS,
+    MAX_RUN_CELLS,
+)
 
 
 @dataclass
@@ -114,49 +130,163 @@ def run_checks(specs: Iterable[CheckSpec], fail_fast: bool = False) -> Iterator[
 
 
 def run_check(spec: CheckSpec) -> CheckOutcome:
-    """Evaluate one check at all its points (vectorised) and judge every assertion."""
+    """Evaluate one check at all its points (vectorised, a block at a time) and judge every
+    assertion."""
     started = time.perf_counter()
-    np = numpy()
-    sweep = evaluate_sweep(spec.program, sweep_columns(spec.program, spec.values),
-                           rtol=spec.rtol, atol=spec.atol, explain_limit=1)
-    usable = ~sweep.failed
-    findings = _numeric_findings(spec, sweep)
-    skipped = int(sweep.failed.sum()) if spec.finite is False else 0
-    if usable.any():
-        if spec.value is not None:
-            findings.append(_compare(spec, sweep, usable, "value", "value", sweep.value,
-                                     _expected_values(spec.value, sweep)))
-        for name, number in spec.gradients.items():
-            findings.append(_compare(spec, sweep, usable, f"gradient d/d{name}",
-                                     f"gradients.{name}", sweep.gradients[name],
-                                     np.full(sweep.size, number)))
-        for name, expected in spec.derivative.items():
-            findings.append(_compare(spec, sweep, usable, f"derivative d/d{name}",
-                                     f"derivative.{name}", sweep.gradients[name],
-                                     _expected_values(expected, sweep)))
-        findings += _difference_findings(spec, sweep, usable)
-    return CheckOutcome(spec, sweep.size, findings, skipped, time.perf_counter() - started)
+    numeric = _NumericTally()
+    judged: dict[str, tuple[Finding, float]] = {}  # by assertion, in the order first judged
+    size = 0
+    for columns in check_blocks(spec):
+        sweep = evaluate_sweep(spec.program, columns, rtol=spec.rtol, atol=spec.atol,
+                               explain_limit=0 if numeric.first is not None else 1)
+        size += sweep.size
+        numeric.add(sweep)
+        usable = ~sweep.failed
+        if usable.any():
+            for finding, ratio in _block_findings(spec, sweep, usable):
+                earlier = judged.get(finding.assertion)
+                judged[finding.assertion] = (finding, ratio) if earlier is None else \
+                    _combined(earlier, (finding, ratio))
+    findings = numeric.findings(spec, size) + [finding for finding, _ in judged.values()]
+    skipped = numeric.failed if spec.finite is False else 0
+    return CheckOutcome(spec, size, findings, skipped, time.perf_counter() - started)
 
 
-def _numeric_findings(spec: CheckSpec, sweep: Sweep) -> list[Finding]:
-    """``finite``: a failure (status 3) if any point has a numeric error, unless finite = false."""
+def block_points(spec: CheckSpec) -> int:
+    """Points of ``spec`` evaluated at a time: at most ``CHECK_BLOCK_POINTS``, and at most
+    ``CHECK_BLOCK_CELLS`` points x nodes (its expr's and its expected expressions')."""
+    nodes = len(spec.program.nodes) + _expected_nodes(spec)
+    return max(1, min(CHECK_BLOCK_POINTS, CHECK_BLOCK_CELLS // nodes))
+
+
+def check_blocks(spec: CheckSpec) -> Iterator[dict[str, Any]]:
+    """The points of a check's grid (the first variable varies slowest, as ``values.grid``), a
+    block of ``block_points`` at a time: one array per input variable of its program."""
     np = numpy()
-    failed = np.flatnonzero(sweep.failed)
-    everywhere = failed.size == sweep.size
-    if spec.finite is False and not everywhere:
-        return []
-    if not failed.size:
-        if spec.finite is not True:
+    program = spec.program
+    values = {name: value.expand() if isinstance(value, Range) else value
+              for name, value in spec.values.items() if name in program.variables}
+    validate_values(values)
+    require_values(program, values)
+    axes = {name: np.asarray(value, dtype=float) for name, value in values.items()
+            if isinstance(value, tuple)}
+    fixed = {name: value for name, value in values.items() if not isinstance(value, tuple)}
+    del values  # the arrays are enough: a million Python floats take 32 MB
+    total = math.prod(axis.size for axis in axes.values())
+    step = block_points(spec)
+    for start in range(0, total, step):
+        size = min(total, start + step) - start
+        given = {}
+        rest = np.arange(start, start + size)
+        for name, axis in reversed(axes.items()):  # the last one varies fastest
+            rest, at = np.divmod(rest, axis.size)
+            given[name] = axis[at]
+        yield {name: given[name] if name in given
+               else np.full(size, fixed.get(name, program.defaults.get(name)), dtype=float)
+               for name in program.variables}
+
+
+def check_cells(spec: CheckSpec) -> int:
+    """A check's estimated size in cells, one node evaluated at one point: nodes x points x
+    passes. Its expr is evaluated twice for the value and gradients (forward and backward) and
+    twice more per variable for the finite differences; each expected expression once. Every
+    block of points also counts ``CHECK_BLOCK_OVERHEAD`` points more: a node costs as much at
+    one point as at that many (NumPy's cost per call), and every check ``CHECK_FIXED_CELLS``
+    more (what it costs beyond its nodes: ~2 ms)."""
+    passes = 2 + 2 * len(spec.program.variables)
+    points = spec.points
+    blocks = -(-points // block_points(spec))
+    return ((passes * len(spec.program.nodes) + _expected_nodes(spec))
+            * (points + CHECK_BLOCK_OVERHEAD * blocks) + CHECK_FIXED_CELLS)
+
+
+def _expected_nodes(spec: CheckSpec) -> int:
+    expected = [spec.value, *spec.derivative.values()]
+    return sum(len(e.program.nodes) for e in expected if e is not None and e.program is not None)
+
+
+def run_budget_error(specs: Sequence[CheckSpec], limit: int = MAX_RUN_CELLS) -> UsageError | None:
+    """A UsageError if the checks of one run are estimated past ``limit`` cells (``check_cells``),
+    else None: it states the estimate and the limit, and how to split the run."""
+    sizes = [check_cells(spec) for spec in specs]
+    total = sum(sizes)
+    if total <= limit:
+        return None
+    largest, spec = max(zip(sizes, specs, strict=True), key=lambda pair: pair[0])
+    cells = "cells (nodes x points x passes)"
+    if largest > limit:
+        return UsageError(
+            f"check {spec.name!r} ({visible(spec.file)}:{spec.line}) is too large to run: an "
+            f"estimated {largest:,} {cells}, and a run may have at most {limit:,}",
+            hint="give it fewer points, or split its formula into several checks")
+    files = len({spec.file for spec in specs})
+    return UsageError(
+        f"the {len(specs):,} checks of {files:,} file{'s' if files > 1 else ''} are too large "
+        f"for one run: an estimated {total:,} {cells}, and a run may have at most {limit:,}",
+        hint=f"run fewer files at a time, or some of the checks with -k PATTERN (the largest: "
+             f"{spec.name!r}, {largest:,})")
+
+
+class _NumericTally:
+    """The points where a value or gradient is not finite, over all blocks."""
+
+    def __init__(self) -> None:
+        self.failed = 0
+        self.first: tuple[dict[str, float], str] | None = None  # its point and message
+
+    def add(self, sweep: Sweep) -> None:
+        failed = numpy().flatnonzero(sweep.failed)
+        if failed.size and self.first is None:
+            index = int(failed[0])
+            self.first = (sweep.point(index), sweep.error_message(index))
+        self.failed += int(failed.size)
+
+    def findings(self, spec: CheckSpec, size: int) -> list[Finding]:
+        """``finite``: a failure (status 3) if any point has a numeric error, unless
+        finite = false (and some point has none)."""
+        everywhere = self.failed == size
+        if spec.finite is False and not everywhere:
             return []
-        return [Finding("finite", "finite", spec.line_of("finite"), sweep.size, 0)]
-    first = int(failed[0])
-    return [Finding("finite", "finite" if spec.finite is not None else "expr",
-                    spec.line_of("finite" if spec.finite is not None else "expr"), sweep.size,
-                    int(failed.size), worst_point=sweep.point(first),
-                    message=sweep.error_message(first), status=ExitStatus.NUMERIC)]
+        if self.first is None:
+            if spec.finite is not True:
+                return []
+            return [Finding("finite", "finite", spec.line_of("finite"), size, 0)]
+        key = "finite" if spec.finite is not None else "expr"
+        point, message = self.first
+        return [Finding("finite", key, spec.line_of(key), size, self.failed, worst_point=point,
+                        message=message, status=ExitStatus.NUMERIC)]
 
 
-def _difference_findings(spec: CheckSpec, sweep: Sweep, usable: Any) -> list[Finding]:
+def _block_findings(spec: CheckSpec, sweep: Sweep, usable: Any) -> list[tuple[Finding, float]]:
+    """Every assertion judged at the usable points of one block, with its worst ratio."""
+    np = numpy()
+    judged = []
+    if spec.value is not None:
+        judged.append(_compare(spec, sweep, usable, "value", "value", sweep.value,
+                               _expected_values(spec.value, sweep)))
+    for name, number in spec.gradients.items():
+        judged.append(_compare(spec, sweep, usable, f"gradient d/d{name}", f"gradients.{name}",
+                               sweep.gradients[name], np.full(sweep.size, number)))
+    for name, expected in spec.derivative.items():
+        judged.append(_compare(spec, sweep, usable, f"derivative d/d{name}",
+                               f"derivative.{name}", sweep.gradients[name],
+                               _expected_values(expected, sweep)))
+    return judged + _difference_findings(spec, sweep, usable)
+
+
+def _combined(first: tuple[Finding, float], second: tuple[Finding, float]
+              ) -> tuple[Finding, float]:
+    """One assertion over two blocks: failures add up; the worst point is the worse one (the
+    earlier on a tie, as ``argmax`` picks within a block)."""
+    (a, a_ratio), (b, b_ratio) = first, second
+    worse, ratio = (b, b_ratio) if b_ratio > a_ratio else (a, a_ratio)
+    failures = a.failures + b.failures
+    return replace(worse, points=a.points + b.points, failures=failures,
+                   status=ExitStatus.CHECK_FAILED if failures else ExitStatus.OK), ratio
+
+
+def _difference_findings(spec: CheckSpec, sweep: Sweep, usable: Any
+                         ) -> list[tuple[Finding, float]]:
     """The finite-difference check of every input gradient, always run."""
     assert sweep.checks is not None
     return [
@@ -168,7 +298,7 @@ def _difference_findings(spec: CheckSpec, sweep: Sweep, usable: Any) -> list[Fin
 
 
 def _compare(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, key: str,
-             actual: Any, expected: Any) -> Finding:
+             actual: Any, expected: Any) -> tuple[Finding, float]:
     np = numpy()
     with np.errstate(invalid="ignore"):
         error = np.abs(actual - expected)
@@ -189,15 +319,18 @@ class Comparison(NamedTuple):
 
 
 def _finding(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, key: str,
-             comparison: Comparison) -> Finding:
-    """Counts failures among the usable points and picks the worst (largest error/tolerance)."""
+             comparison: Comparison) -> tuple[Finding, float]:
+    """Counts failures among the usable points and picks the worst (largest error/tolerance);
+    returns the finding and that largest ratio."""
     np = numpy()
     actual, expected, error, allowed, ok = comparison
     rows = np.flatnonzero(usable)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(allowed > 0, error / allowed, np.where(error > 0, np.inf, 0.0))
         ratio = np.where(ok, ratio, np.maximum(ratio, 1.0))  # nan errors compare as failures
-    worst = int(rows[np.argmax(np.nan_to_num(ratio[rows], nan=np.inf))])
+    ratios = np.nan_to_num(ratio[rows], nan=np.inf)
+    at = int(np.argmax(ratios))
+    worst = int(rows[at])
     failures = int((~ok[rows]).sum())
     return Finding(
         assertion, key, spec.line_of(key), int(rows.size), failures,
@@ -205,7 +338,7 @@ def _finding(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, key: st
         expected=float(expected[worst]), actual=float(actual[worst]),
         tolerance=float(allowed[worst]),
         status=ExitStatus.CHECK_FAILED if failures else ExitStatus.OK,
-    )
+    ), float(ratios[at])
 
 
 def _expected_values(expected: Expected, sweep: Sweep) -> Any:
@@ -236,10 +369,10 @@ def outcome_record(outcome: CheckOutcome) -> dict[str, Any]:
 
 def report_status(outcomes: Sequence[CheckOutcome],
                   errors: Sequence[GradcliError] = ()) -> ExitStatus:
-    """The run's exit status: 2 if a file or the usage is bad, else the worst check's."""
-    if errors:
-        return ExitStatus.USAGE
-    return max((outcome.status for outcome in outcomes), default=ExitStatus.OK)
+    """The run's exit status: the worst check's, and at least 2 if a file or the usage is bad
+    (no check runs then) or the JUnit report could not be written (3 stays 3)."""
+    worst = max((outcome.status for outcome in outcomes), default=ExitStatus.OK)
+    return max(worst, ExitStatus.USAGE) if errors else worst
 
 
 def report_record(outcomes: Sequence[CheckOutcome],
