@@ -7,8 +7,12 @@ here evaluates.
 from __future__ import annotations
 
 import gc
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import click
@@ -60,21 +64,22 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     After the last record, a batch with no program lines, or given a value (``given``: how it
     was written) that no line uses, is a usage error on stderr: stdout keeps exactly one record
     per program line, so the error is not a record of its own.
+
+    Ctrl-C, SIGTERM and SIGHUP stop the batch between records (``_Stops``): Ctrl-C ends with
+    130 (main() says "interrupted"), SIGTERM and SIGHUP here, with "gradcli: terminated" and
+    128 + the signal's number, as shells report it (143, 129).
     """
     _collect_rarely()
     uses = _BatchUses(given if given is not None else Given(dict(values)))
-    if as_json:
-        status = _json_batch(lines, values, settings, uses)
-    else:
-        from gradcli.output.views import batch_line, make_console
-
-        console = make_console()
-        status = ExitStatus.OK
-        for outcome in with_progress(evaluate_lines(lines, values, settings), None, "programs"):
-            console.print(batch_line(outcome))
-            console.file.flush()
-            uses.saw(outcome.names)
-            status = max(status, outcome.status)
+    with _Stops() as stops:
+        try:
+            if as_json:
+                status = _json_batch(lines, values, settings, uses, stops)
+            else:
+                status = _table_batch(lines, values, settings, uses, stops)
+        except _TerminatedError as stop:
+            _say("gradcli: terminated")
+            return 128 + stop.signum
     error = check_batch_names(uses.given, uses.used, uses.lines, uses.unread)
     if error is None:
         return status
@@ -85,6 +90,21 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
 
         make_console(stderr=True).print(error_view(error))
     return max(status, error.status)
+
+
+def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
+                 uses: _BatchUses, stops: _Stops) -> int:
+    from gradcli.output.views import batch_line, make_console
+
+    console = make_console()
+    status = ExitStatus.OK
+    for outcome in with_progress(evaluate_lines(lines, values, settings), None, "programs"):
+        with stops.writing():
+            console.print(batch_line(outcome))
+            console.file.flush()
+        uses.saw(outcome.names)
+        status = max(status, outcome.status)
+    return status
 
 
 class _BatchUses:
@@ -109,23 +129,109 @@ class _BatchUses:
 
 
 def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-                uses: _BatchUses) -> int:
-    """Records made on every core (``output.batch``), written here in input order."""
+                uses: _BatchUses, stops: _Stops) -> int:
+    """Records made on every core (``output.batch``), written here in input order, a run at a
+    time: a run is written whole, or (stopped before it) not at all. If the workers cannot go on
+    (``output.workers``), one error line follows the last complete record."""
     from gradcli.output.batch import json_runs
 
     status = ExitStatus.OK
     write = sys.stdout.write
-    for records in with_progress(json_runs(lines, values, settings), None, "programs", size=len):
-        for record in records:  # a write each: joining them first costs more (a large
-            write(record.text)  # temporary string is fresh memory, page by page)
-            write("\n")
-        sys.stdout.flush()
-        for record in records:
-            if record.error is not None:
-                click.echo(f"gradcli: line {record.line}: {record.error}", err=True)
-            status = max(status, record.status)
-            uses.saw(record.names)
+    runs = json_runs(lines, values, settings)
+    try:
+        for records in with_progress(runs, None, "programs", size=len):
+            with stops.writing():
+                for record in records:  # a write each: joining them first costs more (a
+                    write(record.text)  # large temporary string is fresh memory, page by page)
+                    write("\n")
+                sys.stdout.flush()
+                for record in records:
+                    if record.error is not None:
+                        click.echo(f"gradcli: line {record.line}: {record.error}", err=True)
+            for record in records:
+                status = max(status, record.status)
+                uses.saw(record.names)
+    except GradcliError as error:
+        click.echo(f"gradcli: {error.one_line()}", err=True)
+        return max(status, error.status)
+    finally:
+        runs.close()  # stops the workers now, whatever ended the loop
     return status
+
+
+class _TerminatedError(Exception):
+    """SIGTERM or SIGHUP during a batch."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Stops:
+    """Ctrl-C, SIGTERM and SIGHUP during a batch, acted on between records, so that the output
+    never ends in half a record: a signal that comes while a run of records is being written
+    waits until the run is out (``writing``). A second one while that write is still blocked
+    (nobody reads the output) stops at once and drops what was not written. A signal that was
+    ignored when gradcli started (``nohup``, ``&``) stays ignored."""
+
+    NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.busy = False
+        self.pending: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Stops:
+        if threading.current_thread() is not threading.main_thread():
+            return self  # handlers can only be set in the main thread
+        for name in self.NAMES:
+            number = getattr(signal, name, None)
+            if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
+                self.previous[number] = signal.signal(number, self._caught)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self.previous.items():
+            # None: a handler not set from Python, which only SIG_DFL can stand for here
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+
+    def _caught(self, signum: int, frame: Any) -> None:
+        if self.busy:
+            if self.pending is None:
+                self.pending = signum
+                return
+            _drop_output()
+        _stop(signum)
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """A signal that comes inside the block acts once the block is done."""
+        self.busy = True
+        try:
+            yield
+        finally:
+            self.busy = False
+        if self.pending is not None:
+            _stop(self.pending)
+
+
+def _stop(signum: int) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise _TerminatedError(signum)
+
+
+def _drop_output() -> None:
+    """Send what is left of stdout to /dev/null: its reader stopped in the middle of a write."""
+    with suppress(OSError, ValueError, AttributeError):  # no real file (tests)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _say(line: str) -> None:
+    with suppress(OSError):  # the terminal is gone (SIGHUP)
+        click.echo(line, err=True)
 
 
 def _collect_rarely() -> None:

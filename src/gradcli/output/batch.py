@@ -1,33 +1,46 @@
 """A batch as JSON Lines on every core: one record per program line, in input order, streamed.
 
 The first ``SERIAL_LINES`` lines are evaluated in this process, so a small batch never starts a
-worker. After that, lines go in chunks to a pool of forked workers, which parse, evaluate, check
-and turn each line into its finished JSON text; this process only writes them, oldest chunk
-first, so the order is the input's. Memory stays bounded (at most ``IN_FLIGHT`` chunks per worker
-are queued, and a reader thread holds at most as many lines again), and output stays prompt: a
-chunk is sent as soon as the input pauses, and finished records are written before this process
-waits more than ``INPUT_PAUSE`` for input. ``GRADCLI_JOBS=1`` keeps everything in one
-process.
+worker. After that, lines go in chunks to forked workers (``output.workers``), which parse,
+evaluate, check and turn each line into its finished JSON text; this process only writes them,
+oldest chunk first, so the order is the input's. Memory stays bounded: a chunk is at most
+``CHUNK`` lines and about ``CHUNK_CHARS`` characters, a worker holds at most ``IN_FLIGHT``
+chunks and ``IN_FLIGHT_CHARS`` characters of them, a reader thread holds at most as many lines
+again and ``FEED_CHARS``, and records come back a piece at a time. Output stays prompt: a chunk
+is sent as soon as the input pauses, and finished records are written before this process waits
+more than ``INPUT_PAUSE`` for input. ``GRADCLI_JOBS=1`` keeps everything in one process.
+
+Nothing is lost: a line that runs out of memory gets a ``resource`` error record, and a worker
+that dies (killed, or by the OOM killer) is replaced and its lines evaluated again, so the output
+is the same as if it had not died; a line that kills its worker twice gets a ``resource`` error
+record instead.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import queue
-import signal
+import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from itertools import islice
 from typing import NamedTuple
 
+from gradcli.engine.ops import numpy
+from gradcli.errors import GradcliError
 from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS, EvalSettings, LineOutcome, evaluate_line
 from gradcli.limits import default_jobs
 from gradcli.output.records import dumps, error_record, result_record
+from gradcli.output.workers import Chunk, PoolError, WorkerPool
 
 SERIAL_LINES = 128  # evaluated here before any worker starts
-CHUNK = 128  # lines per task at most (fewer when input arrives slowly)
-IN_FLIGHT = 4  # tasks queued per worker
+CHUNK = 128  # lines per chunk at most (fewer when input arrives slowly)
+CHUNK_CHARS = 1 << 16  # a chunk ends once its lines have this many characters
+IN_FLIGHT = 4  # chunks a worker holds at most
+IN_FLIGHT_CHARS = 1 << 21  # characters a worker holds at most (but for one long line)
+FEED_CHARS = 1 << 24  # characters read ahead at most (but for one long line)
 INPUT_PAUSE = 0.05  # seconds without input after which finished records are written first
 LINE_PAUSE = 0.002  # a pause this long between lines ends a chunk early
 
@@ -81,7 +94,7 @@ def json_runs(
     evaluating in this process, a worker's whole chunk after that): a writer that writes and
     flushes a run at once makes one system call per chunk instead of one per line."""
     values = dict(values or {})
-    numbered = enumerate(lines, start=1)
+    numbered: Iterator[tuple[int, str]] = enumerate(lines, start=1)
     yield from _serial(islice(numbered, SERIAL_LINES), values, settings)
     jobs = default_jobs() if jobs is None else jobs
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
@@ -94,87 +107,184 @@ def _serial(
     numbered: Iterable[tuple[int, str]], values: dict, settings: EvalSettings
 ) -> Iterator[list[JsonLine]]:
     for number, raw in numbered:
-        outcome = evaluate_line(number, raw, values, settings)
-        if outcome is not None:
-            yield [json_line(outcome)]
+        record = line_record(number, raw, values, settings)
+        if record is not None:
+            yield [record]
 
 
-def _work(chunk: list[tuple[int, str]], values: dict, settings: EvalSettings) -> list[JsonLine]:
-    """A worker's task: the records of a chunk of lines."""
-    return [record for records in _serial(chunk, values, settings) for record in records]
+class ResourceError(GradcliError):
+    """A line that needs more memory than gradcli may use, or whose worker process died: a
+    usage error (status 2), like a program over ``--max-nodes``."""
+
+    kind = "resource"
 
 
-def _ignore_interrupts() -> None:
-    # Ctrl-C is handled once, by the parent, which then stops the workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+OUT_OF_MEMORY = "not enough memory to evaluate this program"
+RESOURCE_HINT = ("it may need more memory than gradcli may use here: evaluate it on its own, or "
+                 "refuse such programs early with a smaller --max-nodes")
+
+
+def line_record(number: int, raw: str, values: Mapping[str, float],
+                settings: EvalSettings) -> JsonLine | None:
+    """The record of one line (None for a blank or comment line); a MemoryError while making it
+    becomes its error record, made once the memory of the attempt is free again."""
+    try:
+        return _record(number, raw, values, settings)
+    except MemoryError:
+        pass
+    return failed_record(number, raw, OUT_OF_MEMORY)
+
+
+def _record(number: int, raw: str, values: Mapping[str, float],
+            settings: EvalSettings) -> JsonLine | None:
+    if settings.check and len(raw) > NUMPY_FIRST_CHARS and "numpy" not in sys.modules:
+        _load_numpy()  # before the program takes the memory
+    outcome = evaluate_line(number, raw, values, settings)
+    return None if outcome is None else json_line(outcome)
+
+
+# A line this long loads NumPy (which the check of a large program uses) before it is parsed:
+# OpenBLAS ends the whole process, with no exception to catch, if it cannot get its buffers,
+# as when a large program has already taken the memory that a limit allows.
+NUMPY_FIRST_CHARS = 1 << 16
+
+
+def _load_numpy() -> None:
+    """Import NumPy with one BLAS thread unless told otherwise: the check uses only elementwise
+    operations, and each BLAS thread reserves tens of MB of address space, which a limit such as
+    ``prlimit --as`` counts."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        numpy()
+
+
+def failed_record(number: int, raw: str, why: str) -> JsonLine | None:
+    """The ``resource`` error record of a program line that could not be evaluated."""
+    if not is_program(raw):
+        return None
+    error = ResourceError(why, hint=RESOURCE_HINT)
+    return json_line(LineOutcome(number, raw.rstrip("\r\n"), error=error))
+
+
+def is_program(raw: str) -> bool:
+    """Whether a line is a program (gets a record): not blank, not a ``#`` comment."""
+    source = raw.rstrip("\r\n")
+    return bool(source.strip()) and not source.lstrip().startswith("#")
 
 
 def _parallel(
     numbered: Iterator[tuple[int, str]], values: dict, settings: EvalSettings, jobs: int
 ) -> Iterator[list[JsonLine]]:
-    limit = jobs * IN_FLIGHT
-    # Fork before the reader thread exists: a child must not inherit a thread mid-read.
-    with multiprocessing.get_context("fork").Pool(jobs, initializer=_ignore_interrupts) as pool:
-        feed = _Feed(numbered, limit * CHUNK)
-        pending: deque = deque()
+    work = partial(line_record, values=values, settings=settings)
+    try:  # fork before the reader thread exists: a child must not inherit a thread mid-read
+        pool = WorkerPool(jobs, work, failed_record, is_program)
+    except PoolError:  # no process to be had: evaluate here
+        yield from _serial(numbered, values, settings)
+        return
+    try:
+        feed = _Feed(numbered, jobs * IN_FLIGHT * CHUNK, FEED_CHARS)
+        order: deque[Chunk] = deque()  # given to the workers, not yet written; oldest first
         while True:
-            while pending and pending[0].ready():  # finished, and all before it written
-                yield pending.popleft().get()
-            if len(pending) >= limit:
-                yield pending.popleft().get()
+            while order and (records := _next(pool, order, 0)) is not None:
+                if records:  # finished, and all before it written
+                    yield records
+            if not pool.room(IN_FLIGHT, IN_FLIGHT_CHARS):
+                if records := _next(pool, order, None):
+                    yield records
                 continue
-            chunk = feed.take(CHUNK, wait=INPUT_PAUSE if pending else None)
-            if chunk is None:  # no input for a while: write what is done before waiting more
-                yield pending.popleft().get()
+            lines = feed.take(CHUNK, CHUNK_CHARS, wait=INPUT_PAUSE if order else None)
+            if lines is None:  # no input for a while: write what is done before waiting more
+                if records := _next(pool, order, None):
+                    yield records
                 continue
-            if not chunk:
+            if not lines:
                 break
-            pending.append(pool.apply_async(_work, (chunk, values, settings)))
-        while pending:
-            yield pending.popleft().get()
+            chunk = Chunk(lines, sum(len(raw) for _, raw in lines))
+            pool.submit(chunk)
+            order.append(chunk)
+        while order:
+            if records := _next(pool, order, None):
+                yield records
         if feed.failure is not None:
             raise feed.failure
+    except BaseException:  # also GeneratorExit: the reader went away, Ctrl-C, SIGTERM
+        pool.close(abort=True)
+        raise
+    pool.close()
+
+
+def _next(pool: WorkerPool, order: deque[Chunk], timeout: float | None) -> list | None:
+    """The next records of the oldest chunk (None: none within ``timeout`` seconds)."""
+    records = pool.receive(order[0], timeout)
+    if order[0].finished:
+        order.popleft()
+    return records
 
 
 _END = object()
 
 
 class _Feed:
-    """Reads the lines on a thread into a bounded queue, so that the parent can see whether more
+    """Reads the lines on a thread into a bounded queue (at most ``most_lines`` lines and, but
+    for one long line, ``most_chars`` characters), so that the parent can see whether more
     input is waiting (send a chunk now) or not (write what is finished first)."""
 
-    def __init__(self, numbered: Iterator[tuple[int, str]], size: int) -> None:
-        self.queue: queue.Queue = queue.Queue(maxsize=size)
+    def __init__(self, numbered: Iterator[tuple[int, str]], most_lines: int,
+                 most_chars: int) -> None:
+        self.items: deque = deque()
+        self.chars = 0
+        self.changed = threading.Condition()
         self.ended = False
         self.failure: BaseException | None = None
-        threading.Thread(target=self._read, args=(numbered,), daemon=True).start()
+        threading.Thread(target=self._read, args=(numbered, most_lines, most_chars),
+                         daemon=True).start()
 
-    def _read(self, numbered: Iterator[tuple[int, str]]) -> None:
+    def _read(self, numbered: Iterator[tuple[int, str]], most_lines: int,
+              most_chars: int) -> None:
         try:
             for item in numbered:
-                self.queue.put(item)
+                with self.changed:
+                    while self.items and (len(self.items) >= most_lines
+                                          or self.chars >= most_chars):
+                        self.changed.wait()
+                    self.items.append(item)
+                    self.chars += len(item[1])
+                    self.changed.notify()
         except BaseException as error:
             self.failure = error
         finally:
-            self.queue.put(_END)
+            with self.changed:
+                self.items.append((0, _END))
+                self.changed.notify()
 
-    def take(self, most: int, wait: float | None = None) -> list[tuple[int, str]] | None:
-        """Up to ``most`` lines: the first waited for (at most ``wait`` seconds: None if none
-        came), then those that follow without a pause; [] at the end of the input."""
+    def _get(self, timeout: float | None) -> tuple[int, object] | None:
+        with self.changed:
+            if not self.items and not self.changed.wait_for(lambda: self.items, timeout):
+                return None
+            item = self.items.popleft()
+            self.chars -= len(item[1]) if item[1] is not _END else 0
+            self.changed.notify()
+            return item
+
+    def take(self, most: int, most_chars: int,
+             wait: float | None = None) -> list[tuple[int, str]] | None:
+        """Up to ``most`` lines and about ``most_chars`` characters: the first waited for (at
+        most ``wait`` seconds: None if none came), then those that follow without a pause; []
+        at the end of the input."""
         if self.ended:
             return []
-        try:
-            item = self.queue.get(timeout=wait)
-        except queue.Empty:
+        item = self._get(wait)
+        if item is None:
             return None
         chunk: list[tuple[int, str]] = []
-        while item is not _END:
-            chunk.append(item)
-            if len(chunk) >= most:
+        chars = 0
+        while item[1] is not _END:
+            chunk.append(item)  # type: ignore[arg-type]
+            chars += len(item[1])  # type: ignore[arg-type]
+            if len(chunk) >= most or chars >= most_chars:
                 return chunk
-            try:
-                item = self.queue.get(timeout=LINE_PAUSE)
-            except queue.Empty:
+            item = self._get(LINE_PAUSE)
+            if item is None:
                 return chunk
         self.ended = True
         return chunk
