@@ -284,6 +284,6 @@ def test_end_of_input_has_no_grouping_hint_and_a_bom_is_not_a_parse_error(tmp_pa
 def test_another_commands_flag_is_an_unknown_option_not_a_variable():
     result = CliRunner().invoke(cli, ["graph", "x*2", "--x", "1", "--json"])
     assert result.exit_code == 2
-    assert "No such option '--json'" in result.output
+    assert "error: usage error: no such option --json" in result.output
     drawn = CliRunner().invoke(cli, ["graph", "json*2", "--set", "json=1", "--format", "dot"])
     assert drawn.exit_code == 0 and "digraph" in drawn.stdout

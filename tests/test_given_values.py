@@ -107,10 +107,9 @@ def test_a_value_overrides_the_programs_own_and_free_variables_stay_free():
 
 def test_an_option_typo_that_cannot_be_a_value_suggests_the_option():
     usage_error(invoke("eval", "x", "--x", "1", "--check_method", "complex"),
-                "the value of check_method is 'complex', not a number",
-                "hint: did you mean the option --check-method?")
+                "no such option --check_method", "hint: did you mean --check-method?")
     result = invoke("eval", "x", "--x", "1", "--jsno")
-    assert result.exit_code == 2 and "(did you mean --json?)" in result.output
+    assert result.exit_code == 2 and "hint: did you mean --json?" in result.output
 
 
 def test_program_files_and_sweeps(tmp_path):

@@ -14,6 +14,7 @@ class ExitStatus(IntEnum):
     CHECK_FAILED = 1  # a finite-difference check disagreed with the reverse-mode gradient
     USAGE = 2  # usage, parse or name error
     NUMERIC = 3  # a value or gradient is not finite (domain error, overflow, division by zero)
+    OUTPUT_FAILED = 4  # stdout could not be written (a full disk, a closed descriptor, EIO)
     INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
     READER_GONE = 141  # the reader of stdout went away (| head -1), as shells report SIGPIPE
 

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
-import io
 import os
 import re
 import stat
 import sys
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 import click
 
 from gradcli import __version__
-from gradcli.cli.given import Given
-from gradcli.errors import ExitStatus, UsageError, visible
+from gradcli.cli import streams
+from gradcli.cli.given import Given, closest_option
+from gradcli.cli.streams import (
+    OutputFailedError,
+    _WholeWrites,  # noqa: F401 (tests reach it here)
+)
+from gradcli.cli.usage import shown
+from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import NAME
+from gradcli.limits import CHARS_PER_NODE, MAX_NODES, max_chars
 
 BINDINGS_KEY = "gradcli.bindings"
 # What an option looks like; anything else after `--` (`---x`, `--(x)`) is an expression.
@@ -79,7 +86,9 @@ def _split_arguments(
             break
         if flag in takes_value:
             options.append(arg)
-            if takes_value[flag] and not has_value and i + 1 < len(args):
+            if takes_value[flag] and not has_value:
+                if i + 1 >= len(args) or _is_option(args[i + 1], takes_value, foreign_flags):
+                    raise UsageError(f"{flag} needs a value", hint=f"write {flag} VALUE")
                 options.append(args[i + 1])
                 i += 1
         elif flag in foreign_flags and not has_value:
@@ -87,10 +96,10 @@ def _split_arguments(
         elif arg.startswith("--") and NAME.fullmatch(flag[2:]):
             written = arg
             if not has_value:
-                if i + 1 >= len(args):
-                    raise click.UsageError(f"{flag} needs a value: {flag} VALUE"
-                                           + _meant_option(flag, takes_value))
-                value = args[i + 1]
+                following = args[i + 1] if i + 1 < len(args) else None
+                if following is None or _is_option(following, takes_value, foreign_flags):
+                    raise _needs_a_value(flag, takes_value)
+                value = following
                 written = f"{flag} {value.strip()}"
                 i += 1
             bindings.append((f"{flag[2:]}={value}", written))
@@ -102,13 +111,20 @@ def _split_arguments(
     return options, bindings, positional
 
 
-def _meant_option(flag: str, options: Collection[str]) -> str:
-    """`` (did you mean --json?)`` for a ``--jsno`` at the end of the command line."""
-    import difflib  # only for this message
+def _is_option(arg: str, takes_value: Collection[str], foreign_flags: Collection[str]) -> bool:
+    """``--b``, ``--json``, ``-f``: an option, not the value of the ``--W`` before it."""
+    flag = arg.partition("=")[0]
+    return flag in takes_value or flag in foreign_flags or bool(_OPTION_LIKE.fullmatch(flag))
 
-    close = difflib.get_close_matches(flag.replace("_", "-"), [o for o in options
-                                                               if o.startswith("--")], n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+
+def _needs_a_value(flag: str, options: Collection[str]) -> UsageError:
+    """``--W`` with nothing after it (or an option): a variable without its value -- or, when
+    it is close to an option (``--hesian``), that option misspelt."""
+    meant = closest_option(flag[2:], [o for o in options if o.startswith("--") and o != "--help"])
+    if meant is not None:
+        return UsageError(f"no such option {visible(flag)}", hint=f"did you mean {meant[0]}?")
+    return UsageError(f"{visible(flag)} needs a value",
+                      hint=f"write {visible(flag)} VALUE, e.g. {visible(flag)} 2")
 
 
 class ReaderGoneError(Exception):
@@ -119,17 +135,43 @@ class UserInterruptError(Exception):
     """Ctrl-C inside a command: main() prints one line and ends with status 130."""
 
 
+ARGS_KEY = "gradcli.args"
+
+
 class _Group(click.Group):
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        """Parsing gradcli's own options (``--help`` and ``--version`` print here): a usage
+        error in gradcli's style, and a reader that went away is 141, not click's 1."""
+        given = list(args)
+        try:
+            ctx = super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError:
+            raise ReaderGoneError from None
+        except _NO_ARGS:
+            raise  # `gradcli` alone: the help, on stderr, status 2
+        except click.ClickException as error:
+            raise shown(error, given, self) from None
+        ctx.meta[ARGS_KEY] = given
+        return ctx
+
     def invoke(self, ctx: click.Context) -> Any:
         """Every command's BrokenPipeError goes past click (which would exit with 1, "check
         failed") to main(), which ends with 141; its KeyboardInterrupt goes past click too
-        (which would print a blank line on stderr first) to main(), which ends with 130."""
+        (which would print a blank line on stderr first) to main(), which ends with 130.
+        click's usage errors (and a UsageError from splitting the command line) are shown in
+        gradcli's style (``cli.usage``)."""
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
             raise ReaderGoneError from None
         except KeyboardInterrupt:
             raise UserInterruptError from None
+        except (click.ClickException, GradcliError) as error:
+            raise shown(error, ctx.meta.get(ARGS_KEY, []), self) from None
+
+
+_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -144,18 +186,26 @@ def cli() -> None:
     """
 
 
+# The largest --max-nodes (8 GB of program text): a larger number is a usage error, never an
+# OverflowError where a size must fit a machine word.
+MAX_NODES_OPTION = 10**9
+
+
 def program_arguments(set_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """EXPR, --set NAME=VALUE and -f FILE: how graph and plot are given a program."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        command = click.option("-f", "--file", "program_file",
-                               type=click.File("r", encoding="utf-8-sig"),
-                               help="Read the program from FILE.")(command)
+        command = file_option("Read the program from FILE (- for stdin).")(command)
         command = click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
                                help=set_help)(command)
         return click.argument("expr", required=False)(command)
 
     return decorate
+
+
+def file_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-f FILE``: a path, read by ``ProgramText.read`` (gradcli's errors, its size limit)."""
+    return click.option("-f", "--file", "program_file", metavar="FILE", help=help_text)
 
 
 def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
@@ -169,6 +219,8 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
 
 
 _EXAMPLES = {"eval": '"(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8'}  # else: try COMMAND --help
+# The commands whose --max-nodes limits the program (graph's limits the drawing).
+_NODE_OPTION = {"eval", "diff"}
 
 
 @dataclass(frozen=True)
@@ -179,26 +231,93 @@ class ProgramText:
     file_name: str = ""  # the file it came from ("" for EXPR): error messages name it
 
     @classmethod
-    def read(cls, command: str, expr: str | None, program_file: IO[str] | None) -> ProgramText:
-        """EXPR or the file's text; a UsageError when both or neither are given."""
+    def read(cls, command: str, expr: str | None, program_file: str | None,
+             max_nodes: int = MAX_NODES) -> ProgramText:
+        """EXPR or the file's text; a UsageError when both or neither are given, or when the
+        file cannot be read, is larger than a program of ``max_nodes`` nodes or not UTF-8."""
         if program_file is not None and expr is not None:
             raise UsageError("give either EXPR or -f FILE, not both")
         example = _EXAMPLES.get(command)
         try_this = f"try: gradcli {command} {example}" if example else (
             f"try: gradcli {command} --help")
         if program_file is not None:
-            text = program_file.read()
+            name = "<stdin>" if program_file == "-" else program_file
+            text = read_program_file(program_file, max_nodes, command in _NODE_OPTION)
             if is_blank(text):
                 what = "is empty" if not text.strip() else "has only comments and blank lines"
-                raise UsageError(f"{visible(program_file.name)} {what}: no program to read",
+                raise UsageError(f"{visible(name)} {what}: no program to read",
                                  hint="put the program in it: one statement per line, the "
                                       "expression last (u = x*W, then u + b on the next line)")
-            return cls(text, program_file.name)
+            return cls(text, name)
         if expr is None:
             raise UsageError("no expression given", hint=try_this)
         if is_blank(expr):
             raise UsageError("the expression is empty", hint=try_this)
         return cls(expr)
+
+
+def read_program_file(path: str, max_nodes: int = MAX_NODES, node_option: bool = True) -> str:
+    """The text of ``-f FILE`` (``-``: stdin), as UTF-8 (a BOM is dropped).
+
+    The size is checked before the text is read: a file larger than the longest program of
+    ``max_nodes`` nodes (``limits.max_chars``) is refused with both sizes, and of a stream no
+    more than that (plus one byte) is read. Bytes that are not UTF-8 are a usage error that says
+    where (a batch on stdin reads them as U+FFFD instead: there each line is its own record).
+    """
+    if path == "":
+        raise UsageError("-f was given an empty path", hint="give -f the file to read, e.g. "
+                                                            "examples/seed.grad")
+    name = "<stdin>" if path == "-" else visible(path)
+    limit = max_chars(max_nodes)
+    raise_limit = (f"raise the limit with --max-nodes N (it allows {CHARS_PER_NODE} characters "
+                   "per node)" if node_option else
+                   f"a program may have up to {MAX_NODES:,} nodes here")
+    too_large = f"a program may have at most {limit:,} characters"
+    try:
+        with contextlib.ExitStack() as stack:
+            stream = streams.binary_stdin() if path == "-" else stack.enter_context(
+                open(path, "rb"))
+            size = _file_size(stream)
+            if size is not None and size > limit:
+                raise UsageError(f"{name} has {size:,} bytes; {too_large}",
+                                 hint=f"split it, or {raise_limit}")
+            data = _read_at_most(stream, limit + 1)
+    except OSError as error:
+        raise UsageError(f"cannot read {name}: {error.strerror or error}",
+                         hint="check the path and that the file is readable") from None
+    if len(data) > limit:
+        raise UsageError(f"{name} has more than {limit:,} bytes; {too_large}",
+                         hint=f"split it, or {raise_limit}")
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        at = bom + error.start
+        line = data.count(b"\n", 0, at) + 1
+        utf16 = data[:2] in (b"\xff\xfe", b"\xfe\xff")
+        hint = ("it starts like UTF-16 text: convert it, e.g. iconv -f UTF-16 -t UTF-8"
+                if utf16 else "save it as UTF-8 (iconv -f ENCODING -t UTF-8 converts it)")
+        raise UsageError(f"{name} is not UTF-8 at byte {at:,} (0x{data[at]:02x}, on line "
+                         f"{line:,})", hint=hint) from None
+
+
+def _file_size(stream: Any) -> int | None:
+    """The size of a regular file (None for a pipe, a terminal, a device)."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+def _read_at_most(stream: Any, size: int) -> bytes:
+    """Up to ``size`` bytes: all of a smaller file or stream, in pieces (a pipe gives a little
+    at a time)."""
+    pieces, left = [], size
+    while left > 0 and (piece := stream.read(min(left, 1 << 20))):
+        pieces.append(piece)
+        left -= len(piece)
+    return b"".join(pieces)
 
 
 _COMMENTS = re.compile(r"#[^\n]*")
@@ -230,21 +349,30 @@ def stdin_lines(max_bytes: int) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: runs the CLI and maps every way out to a documented exit status."""
+    """Entry point: runs the CLI and maps every way out to a documented exit status.
+
+    The standard streams are settled first (``cli.streams``): closed descriptors, a stdout
+    that fails, a stderr that fails, an encoding without gradcli's marks."""
+    streams.settle()
+    status: int = ExitStatus.OK
     try:
-        _stdout_with_whole_writes()
-        status = cli.main(args=argv, prog_name="gradcli", standalone_mode=False)
+        try:
+            status = cli.main(args=argv, prog_name="gradcli", standalone_mode=False) or 0
+        except click.ClickException as error:
+            error.show()  # gradcli's style (cli.usage); `gradcli` alone: click's help
+            status = error.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt, UserInterruptError):
         status = _interrupted()
-    except click.ClickException as error:
-        error.show()
-        status = error.exit_code
     except (BrokenPipeError, ReaderGoneError):
         status = _reader_gone()
+    except OutputFailedError as error:
+        status = _output_failed(error)
     try:
         sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
-    except BrokenPipeError:
+    except (BrokenPipeError, ReaderGoneError):
         status = _reader_gone()
+    except OutputFailedError as error:
+        status = _output_failed(error)
     except KeyboardInterrupt:
         status = _interrupted()
     if argv is None:  # the process ends here (console script, python -m gradcli)
@@ -263,43 +391,6 @@ def _skip_the_last_collection() -> None:
     gc.freeze()
 
 
-class _WholeWrites(io.RawIOBase):
-    """stdout's file descriptor, written until every byte is out or the write fails.
-
-    One large write to a pipe whose reader goes away (``| head -1``) returns a short count, not
-    an error, and Python's buffered writer then drops the rest silently: a 200 KB check table or
-    an 80 MB DOT file ended with status 0. Writing the rest gets the EPIPE (BrokenPipeError).
-    """
-
-    def __init__(self, fd: int) -> None:
-        super().__init__()
-        self.fd = fd
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self.fd
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data).cast("B")
-        done = 0
-        while done < len(view):
-            done += os.write(self.fd, view[done:])
-        return done
-
-
-def _stdout_with_whole_writes() -> None:
-    """When stdout is a pipe, route it through ``_WholeWrites`` (same encoding, same errors)."""
-    try:
-        if not stat.S_ISFIFO(os.fstat(sys.stdout.fileno()).st_mode):
-            return
-    except (AttributeError, OSError, ValueError):  # no real file (tests, embedding)
-        return
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_WholeWrites(sys.stdout.fileno())),
-                                  encoding=sys.stdout.encoding, errors=sys.stdout.errors)
-
-
 def _interrupted() -> int:
     """Ctrl-C: one line on stderr, the shell's status for SIGINT, no traceback."""
     click.echo("gradcli: interrupted", err=True)
@@ -307,7 +398,13 @@ def _interrupted() -> int:
 
 
 def _reader_gone() -> int:
-    """Stop quietly, as Unix tools do: later writes and the exit-time flush go to /dev/null."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    """Stop quietly, as Unix tools do: later writes and the exit-time flush go nowhere."""
+    streams.silence_stdout()
     return ExitStatus.READER_GONE
+
+
+def _output_failed(error: OutputFailedError) -> int:
+    """stdout failed (a full disk, a closed descriptor): one line on stderr, and its status."""
+    streams.silence_stdout()
+    click.echo(f"gradcli: cannot write to stdout: {error.reason}", err=True)
+    return ExitStatus.OUTPUT_FAILED

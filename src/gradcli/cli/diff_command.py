@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from gradcli.cli.base import BindingCommand, ProgramText, cli, given_values
+from gradcli.cli.base import (
+    MAX_NODES_OPTION,
+    BindingCommand,
+    ProgramText,
+    cli,
+    file_option,
+    given_values,
+)
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_error
 from gradcli.errors import ExitStatus, GradcliError
@@ -33,7 +40,8 @@ Examples:
   gradcli diff "x**2*y" --json
 
 \b
-Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a domain.
+Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a domain;
+4 stdout could not be written.
 """
 
 
@@ -46,13 +54,13 @@ Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a
               show_default=True, help="How derivatives are printed.")
 @click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
               help="Substitute a value for a variable (repeatable).")
-@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8-sig"),
-              help="Read the program from FILE.")
+@file_option("Read the program from FILE (- for stdin).")
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"expression", "order", "derivatives", "values", "kept_defaults"}.')
 @click.option("--defaults", "use_defaults", is_flag=True,
               help="Substitute the program's own values (x = 2) too.")
-@click.option("--max-nodes", type=click.IntRange(min=1), default=MAX_NODES, show_default=True,
+@click.option("--max-nodes", type=click.IntRange(1, MAX_NODES_OPTION), default=MAX_NODES,
+              show_default=True,
               help="Refuse a program, or derivatives, of more graph nodes (usage error).")
 @click.pass_context
 def diff_command(ctx: click.Context, **options: Any) -> None:
@@ -79,12 +87,12 @@ class DiffRequest:
 
 
 def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order: int, fmt: str,
-                 assignments: tuple[str, ...], program_file: IO[str] | None, as_json: bool,
+                 assignments: tuple[str, ...], program_file: str | None, as_json: bool,
                  use_defaults: bool, max_nodes: int) -> DiffRequest:
     """The request behind click's options (keyword-only: click passes them by name)."""
     given = given_values(ctx, assignments)
     values = as_point(given.values)
-    program = ProgramText.read("diff", expr, program_file)
+    program = ProgramText.read("diff", expr, program_file, max_nodes)
     names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
     return DiffRequest(program, names, order, values, fmt, as_json, use_defaults, max_nodes,
                        given)

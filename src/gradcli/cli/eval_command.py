@@ -5,11 +5,20 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 import click
 
-from gradcli.cli.base import BindingCommand, ProgramText, cli, given_values, stdin_lines
+from gradcli.cli import streams
+from gradcli.cli.base import (
+    MAX_NODES_OPTION,
+    BindingCommand,
+    ProgramText,
+    cli,
+    file_option,
+    given_values,
+    stdin_lines,
+)
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_batch, show_error, show_result
 from gradcli.errors import GradcliError, UsageError
@@ -49,9 +58,9 @@ Examples:
 
 \b
 Exit status: 0 ok; 1 a finite-difference check failed; 2 usage, parse or name error;
-3 numeric error (domain, overflow, division by zero); batch: the largest status of its lines
-(a name no line uses counts as a 2);
-130 interrupted (Ctrl-C); 141 the reader of stdout went away (| head -1).
+3 numeric error (domain, overflow, division by zero); 4 stdout could not be written (a full
+disk, a closed descriptor); batch: the largest status of its lines (a name no line uses counts
+as a 2); 130 interrupted (Ctrl-C); 141 the reader of stdout went away (| head -1).
 """
 
 
@@ -78,8 +87,8 @@ TOLERANCE = Tolerance()
 @click.argument("expr", required=False)
 @click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
               help="Give a variable a value (repeatable).")
-@click.option("-f", "--file", "program_file", type=click.File("r", encoding="utf-8-sig"),
-              help="Read one program (statements on separate lines, # comments) from FILE.")
+@file_option("Read one program (statements on separate lines, # comments) from FILE "
+             "(- for stdin).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (JSON Lines for a batch).")
 @click.option("--no-check", is_flag=True, help="Skip the finite-difference check.")
 @click.option("--rtol", type=TOLERANCE, default=DEFAULT_RTOL, show_default=True,
@@ -97,7 +106,8 @@ TOLERANCE = Tolerance()
 @click.option("--strict", is_flag=True,
               help="Unbound variables are an error (default: value and gradients as "
                    "expressions in them).")
-@click.option("--max-nodes", type=click.IntRange(min=1), default=MAX_NODES, show_default=True,
+@click.option("--max-nodes", type=click.IntRange(1, MAX_NODES_OPTION), default=MAX_NODES,
+              show_default=True,
               help="Refuse a program with more graph nodes (or more than 8 characters per "
                    "node of text) with a usage error.")
 @click.option("--check-nodes", is_flag=True,
@@ -132,14 +142,18 @@ class EvalRequest:
 
 
 def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str, ...],
-                 program_file: IO[str] | None, as_json: bool, as_csv: bool,
+                 program_file: str | None, as_json: bool, as_csv: bool,
                  **options: Any) -> EvalRequest:
     """The request behind click's options, or a UsageError for a combination that means nothing."""
     if as_csv and as_json:
         raise UsageError("--csv and --json are two output formats: give one")
     given = given_values(ctx, assignments)
     batch = program_file is None and (expr == "-" or (expr is None and not sys.stdin.isatty()))
-    program = None if batch else ProgramText.read("eval", expr, program_file)
+    if batch and streams.stdin_closed:
+        raise UsageError("no programs on stdin: stdin is closed",
+                         hint='give the program as EXPR: gradcli eval "x**2" --x 3')
+    program = None if batch else ProgramText.read("eval", expr, program_file,
+                                                  options["max_nodes"])
     order = 2 if options["hessian"] else options["order"]
     node_limit = NODE_CHECK_LIMIT if not batch or options["check_nodes"] else (
         BATCH_NODE_CHECK_LIMIT)

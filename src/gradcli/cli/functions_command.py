@@ -17,7 +17,7 @@ Examples:
   gradcli functions --json          # a JSON list of objects
 
 \b
-Exit status: 0.
+Exit status: 0; 4 stdout could not be written.
 """
 
 

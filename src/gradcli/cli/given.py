@@ -50,10 +50,11 @@ class Given:
             spelled[name] = as_written
             try:
                 values.update(parse_assignments([text]))
-            except UsageError as error:  # `--check_method central`: an option, not a variable
+            except UsageError:  # `--check_method central`: an option, not a variable
                 option = None if as_written.startswith("--set") else given._closest_option(name)
                 if option is not None:
-                    error.hint = f"did you mean the option {option[0]}?"
+                    raise UsageError(f"no such option --{visible(name)}",
+                                     hint=f"did you mean {option[0]}?") from None
                 raise
         return given
 
@@ -118,16 +119,20 @@ class Given:
         return f"--{by_lower[variable[0]]}" if variable else None
 
     def _closest_option(self, name: str) -> tuple[str, float] | None:
-        """The command's option nearest ``name`` and how near (difflib's ratio), if near enough;
-        compared as options are written: --check_method meant --check-method."""
-        import difflib
+        return closest_option(name, self.options)
 
-        key = name.lower().replace("_", "-")
-        options = {option[2:].lower(): option for option in self.options}
-        close = difflib.get_close_matches(key, options, n=1)
-        if not close:
-            return None
-        return options[close[0]], difflib.SequenceMatcher(None, key, close[0]).ratio()
+
+def closest_option(name: str, options: Iterable[str]) -> tuple[str, float] | None:
+    """The option (``--check-method``) nearest the name ``name`` and how near (difflib's
+    ratio), if near enough; compared as options are written: check_method meant check-method."""
+    import difflib  # only for this message
+
+    key = name.lower().replace("_", "-")
+    by_name = {option[2:].lower(): option for option in options}
+    close = difflib.get_close_matches(key, by_name, n=1)
+    if not close:
+        return None
+    return by_name[close[0]], difflib.SequenceMatcher(None, key, close[0]).ratio()
 
 
 # A name in program text (not a digit's exponent as in 1e5, not a function as in sin(x)).

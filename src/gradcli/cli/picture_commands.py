@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Any
+from typing import Any
 
 import click
 
-from gradcli.cli.base import BindingCommand, ProgramText, cli, given_values, program_arguments
+from gradcli.cli.base import (
+    MAX_NODES_OPTION,
+    BindingCommand,
+    ProgramText,
+    cli,
+    given_values,
+    program_arguments,
+)
+from gradcli.cli.files import write_atomically
 from gradcli.cli.show import show_error
+from gradcli.cli.streams import binary_stdout, can_encode
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import as_point
 from gradcli.limits import MAX_DRAWN_NODES, MAX_NODES
@@ -45,6 +54,8 @@ Examples:
   gradcli plot "x*W + b" --x -2:2:50 --W 3 --b 1 -o line.png
 """
 
+MIN_PLOT_WIDTH, MAX_PLOT_WIDTH = 20, 1000  # --width: honoured, also past the terminal's width
+MIN_PLOT_HEIGHT, MAX_PLOT_HEIGHT = 8, 1000
 FORMATS = ("tree", "dot", "mermaid", "svg", "png")  # the tree is render's, the rest pictures'
 _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".mmd": "mermaid",
                    ".txt": "tree"}
@@ -54,19 +65,20 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
 @program_arguments("Give a variable a value (repeatable).")
 @click.option("--format", "picture_format", type=click.Choice(FORMATS),
               help="tree, dot, mermaid, svg or png (default: see above).")
-@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
-              help="Write to FILE instead of stdout.")
-@click.option("--max-nodes", type=click.IntRange(min=0), default=MAX_DRAWN_NODES,
+@click.option("-o", "--output", "output_path", metavar="FILE",
+              help="Write to FILE instead of stdout (all of it or nothing).")
+@click.option("--max-nodes", type=click.IntRange(0, MAX_NODES_OPTION), default=MAX_DRAWN_NODES,
               show_default=True, help="Draw at most N nodes, nearest the output (0: all).")
 @click.pass_context
 def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
-                  program_file: IO[str] | None, picture_format: str | None,
+                  program_file: str | None, picture_format: str | None,
                   output_path: str | None, max_nodes: int) -> None:
     from gradcli.language.parser import parse
     from gradcli.output.pictures import prepare, render_with_graphviz, to_dot, to_mermaid
 
     source = ""
     try:
+        _check_output_path(output_path, "graph.svg")
         given = given_values(ctx, assignments)
         values = as_point(given.values)
         source = ProgramText.read("graph", expr, program_file).text
@@ -85,10 +97,6 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
             if output_path is None and picture_format == "png" and sys.stdout.isatty():
                 raise UsageError("a PNG is binary and stdout is a terminal", hint="add -o FILE.png")
             _write_bytes(render_with_graphviz(text, picture_format), output_path)
-    except BrokenPipeError:
-        raise  # the reader of stdout went away: main() ends with 141
-    except OSError as error:
-        ctx.exit(show_error(_cannot_write(output_path, error), False, source))
     except GradcliError as error:
         if "--max-nodes" in (error.hint or ""):  # the parser's hint; graph's option draws less
             error.hint = (f"gradcli graph reads programs of up to {MAX_NODES:,} nodes; its "
@@ -96,8 +104,18 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
         ctx.exit(show_error(error, False, source))
 
 
-def _cannot_write(path: str | None, error: OSError) -> UsageError:
-    return UsageError(f"cannot write {visible(path or '')}: {error.strerror or error}",
+def _check_output_path(path: str | None, example: str) -> None:
+    """``-o ""`` or ``-o DIR``: a usage error before any work (not ``cannot write : ...``)."""
+    if path == "":
+        raise UsageError("-o was given an empty path",
+                         hint=f"give -o the file to write, e.g. -o {example}")
+    if path is not None and os.path.isdir(path):
+        raise UsageError(f"cannot write {visible(path)}: it is a directory",
+                         hint=f"give -o a file in it: -o {os.path.join(visible(path), example)}")
+
+
+def _cannot_write(path: str, error: OSError) -> UsageError:
+    return UsageError(f"cannot write {visible(path)}: {error.strerror or error}",
                       hint="check that the directory exists and is writable")
 
 
@@ -117,58 +135,67 @@ def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
         # Each level indents 4 columns: stop where about 40 columns are left for the text.
         console.print(graph_tree(picture, max_nodes, max(8, (console.width - 40) // 4)))
         return
+    import io
+
     from rich.console import Console
 
-    with open(output_path, "w", encoding="utf-8") as stream:
-        Console(file=stream, width=200, no_color=True, highlight=False).print(
-            graph_tree(picture, max_nodes))
+    text = io.StringIO()
+    Console(file=text, width=200, no_color=True, highlight=False).print(
+        graph_tree(picture, max_nodes))
+    _write_bytes(text.getvalue().encode("utf-8"), output_path)
 
 
 def _write_bytes(data: bytes, output_path: str | None) -> None:
+    """``data`` to stdout, or to the file ``output_path``: whole, or not at all (a failure
+    leaves the file as it was) -- a UsageError naming the file if it cannot be written."""
     if output_path is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    with open(output_path, "wb") as stream:
+        stream = binary_stdout()
         stream.write(data)
+        stream.flush()
+        return
+    try:
+        write_atomically(output_path, data)
+    except OSError as error:
+        raise _cannot_write(output_path, error) from None
 
 
 @cli.command("plot", cls=BindingCommand, help=PLOT_HELP)
 @program_arguments("Give a variable a value or a range (repeatable).")
-@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False),
-              help="Save the plot as FILE.svg or FILE.png instead.")
-@click.option("--width", type=click.IntRange(min=20), help="Terminal plot width in columns.")
-@click.option("--height", type=click.IntRange(min=8), default=22, show_default=True,
-              help="Terminal plot height in rows.")
+@click.option("-o", "--output", "output_path", metavar="FILE",
+              help="Save the plot as FILE.svg or FILE.png instead (all of it or nothing).")
+@click.option("--width", type=click.IntRange(MIN_PLOT_WIDTH, MAX_PLOT_WIDTH),
+              help="Terminal plot width in columns (default: the terminal's, 80 in a pipe).")
+@click.option("--height", type=click.IntRange(MIN_PLOT_HEIGHT, MAX_PLOT_HEIGHT), default=22,
+              show_default=True, help="Terminal plot height in rows.")
 @click.pass_context
 def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
-                 program_file: IO[str] | None, output_path: str | None, width: int | None,
+                 program_file: str | None, output_path: str | None, width: int | None,
                  height: int) -> None:
     import shutil
 
     from gradcli.language.parser import parse
-    from gradcli.output.plot import sample, save_plot, terminal_plot
+    from gradcli.output.plot import image_format, plot_image, sample, terminal_plot
 
     source = ""
     try:
+        _check_output_path(output_path, "plot.svg")
+        file_format = None if output_path is None else image_format(output_path)
         given = given_values(ctx, assignments)
         source = ProgramText.read("plot", expr, program_file).text
         program = parse(source)
         given.check_used(program)
         curve = sample(program, given.values)
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
-        if output_path is not None:
-            save_plot(curve, output_path)
+        if output_path is not None and file_format is not None:
+            _write_bytes(plot_image(curve, file_format), output_path)
             click.echo(f"wrote {visible(output_path)} ({curve.xs.size} points{gaps})")
             ctx.exit(ExitStatus.OK)
         terminal = sys.stdout.isatty()
         columns = width or (shutil.get_terminal_size().columns if terminal else 80)
+        columns = min(max(columns, MIN_PLOT_WIDTH), MAX_PLOT_WIDTH)
         colour = terminal and "NO_COLOR" not in os.environ
-        click.echo(terminal_plot(curve, columns, height, colour))
+        ascii_only = not can_encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+        click.echo(terminal_plot(curve, columns, height, colour, ascii_only))
         click.echo(f"{curve.xs.size} points{gaps}")
-    except BrokenPipeError:
-        raise  # the reader of stdout went away: main() ends with 141
-    except OSError as error:
-        ctx.exit(show_error(_cannot_write(output_path, error), False, source))
     except GradcliError as error:
         ctx.exit(show_error(error, False, source))

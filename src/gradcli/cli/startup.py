@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from gradcli.errors import ExitStatus
@@ -40,5 +40,6 @@ def quiet_interrupts() -> Iterator[None]:
 
 
 def _exit_interrupted(signum: int, frame: Any) -> None:
-    os.write(2, INTERRUPTED_LINE.encode())
+    with suppress(OSError):  # stderr closed or full: the status still says it
+        os.write(2, INTERRUPTED_LINE.encode())
     os._exit(ExitStatus.INTERRUPTED)  # no stack to unwind into a traceback, no buffers to flush

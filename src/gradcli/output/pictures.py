@@ -315,8 +315,14 @@ def render_with_graphviz(dot_source: str, file_format: str) -> bytes:
     if program is None:
         raise UsageError(f"--format {file_format} needs the Graphviz program 'dot', which is not "
                          "installed", hint=GRAPHVIZ_HINT)
-    completed = subprocess.run([program, f"-T{file_format}"], input=dot_source.encode("utf-8"),
-                               capture_output=True, check=False, timeout=600)
+    try:
+        completed = subprocess.run([program, f"-T{file_format}"],
+                                   input=dot_source.encode("utf-8"), capture_output=True,
+                                   check=False, timeout=600)
+    except (OSError, subprocess.SubprocessError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise UsageError(f"could not run Graphviz 'dot' ({visible(program)}): {reason}",
+                         hint="try --format dot and render it yourself") from None
     if completed.returncode != 0:
         problem = completed.stderr.decode("utf-8", "replace").strip().splitlines()
         raise UsageError(f"Graphviz 'dot' failed: {problem[0] if problem else 'no message'}",

@@ -8,6 +8,9 @@ never a crash. plotext and matplotlib are imported only when a picture is drawn.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,7 @@ from gradcli.language.values import Value, validate_values
 
 FILE_FORMATS = ("svg", "png")
 PLOT_EXTRA_HINT = "pip install 'gradcli[plot]' (it adds matplotlib)"
+MAX_IMAGE_POINTS = 20_000  # a picture 700 pixels wide shows no more; an SVG stays a few MB
 
 
 @dataclass
@@ -108,8 +112,10 @@ def thinned(curve: Curve, most: int) -> Curve:
     return Curve(curve.name, curve.title, xs, pieces[0], pieces[1], curve.gaps)
 
 
-def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool = True) -> str:
-    """The curve and its derivative as text for a terminal (plotext), ANSI colours optional.
+def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool = True,
+                  ascii_only: bool = False) -> str:
+    """The curve and its derivative as text for a terminal (plotext), ANSI colours optional;
+    ``ascii_only`` marks the points with ``#`` and ``*`` (for a stdout that cannot encode more).
 
     A terminal shows about two dots per column, so a long sweep is thinned to 8 points per column
     first (plotext's time grows with the number of points).
@@ -120,12 +126,15 @@ def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool 
 
     figure = plotext.figure
     figure.clear()
+    plotext.terminal.limit(False, False)  # the size asked for, even past the terminal's
     figure.theme("simple" if colour else "colorless")  # simple: no background colour
     figure.plot_size(width, height)
     # No legend box (it covers the curves): the title names each line by its marker, which
     # tells them apart without colour too.
-    figure.title(f"{curve.title}:  ▀ value   • d/d{curve.name}")
-    lines = ((curve.values, "hd", "blue+"), (curve.derivative, "•", "red+"))
+    value_mark, slope_mark = ("#", "*") if ascii_only else ("▀", "•")
+    figure.title(f"{curve.title}:  {value_mark} value   {slope_mark} d/d{curve.name}")
+    lines = ((curve.values, "#" if ascii_only else "hd", "blue+"),
+             (curve.derivative, slope_mark, "red+"))
     for ys, symbol, colour_name in lines:
         for run_x, run_y in segments(curve, ys):
             marker = plotext.marker(symbol, colour_name)
@@ -134,31 +143,97 @@ def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool 
         figure.ruler(axis=0).lim(float(curve.xs.min()), float(curve.xs.max()))
     text = str(figure.build())
     figure.clear()
+    plotext.terminal.limit()
     if colour:
         return text
     return "\n".join(line.rstrip() for line in plotext.uncolorize(text).splitlines())
 
 
-def save_plot(curve: Curve, path: str | Path, file_format: str | None = None) -> None:
-    """Write the curve and its derivative to ``path`` as SVG or PNG (matplotlib, lazily)."""
+def image_format(path: str | Path, file_format: str | None = None) -> str:
+    """``svg`` or ``png``: ``file_format``, else the suffix of ``path``; a UsageError for any
+    other."""
     file_format = file_format or Path(path).suffix.lstrip(".").lower()
     if file_format not in FILE_FORMATS:
         raise UsageError(f"cannot save a plot as {file_format or 'a file without a suffix'!r}",
                          hint="name the file .svg or .png")
+    return file_format
+
+
+def save_plot(curve: Curve, path: str | Path, file_format: str | None = None) -> None:
+    """Write the curve and its derivative to ``path`` as SVG or PNG (matplotlib, lazily)."""
+    data = plot_image(curve, image_format(path, file_format))
+    Path(path).write_bytes(data)
+
+
+def plot_image(curve: Curve, file_format: str) -> bytes:
+    """The curve and its derivative as an SVG or PNG file's bytes (matplotlib, lazily).
+
+    A long sweep is thinned to ``MAX_IMAGE_POINTS`` first. matplotlib says nothing on stderr:
+    its warnings (a slow legend, overflow in its tick arithmetic for huge values) are silenced,
+    and a home directory it cannot write to gets a temporary configuration directory instead of
+    a warning (``_matplotlib_home``).
+    """
+    import io
+    import logging
+    import warnings
+
+    _matplotlib_home()
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
+        except ImportError:
+            raise UsageError("saving a plot needs matplotlib, which is not installed",
+                             hint=PLOT_EXTRA_HINT + "; without -o the plot prints in the terminal"
+                             ) from None
+        curve = thinned(curve, MAX_IMAGE_POINTS)
+        figure = Figure(figsize=(7, 4.2), layout="constrained")
+        axes = figure.subplots()
+        axes.plot(curve.xs, curve.values, label="value", color="#1d4ed8")
+        axes.plot(curve.xs, curve.derivative, label=f"d/d{curve.name}", color="#b91c1c",
+                  linestyle="--")
+        axes.axhline(0, color="#9ca3af", linewidth=0.6)
+        axes.set_xlabel(curve.name)
+        axes.set_title(curve.title.replace("$", r"\$"), fontsize=10)  # no mathtext
+        axes.legend()
+        axes.grid(alpha=0.3)
+        image = io.BytesIO()
+        figure.savefig(image, format=file_format)
+    return image.getvalue()
+
+
+def _matplotlib_home() -> None:
+    """Point ``MPLCONFIGDIR`` at a temporary directory (removed at exit) when matplotlib's own
+    directories cannot be written -- a read-only or missing home -- before it is imported:
+    matplotlib would make one itself, but with a warning on stderr."""
+    if "MPLCONFIGDIR" in os.environ or "matplotlib" in sys.modules:
+        return
     try:
-        from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
-    except ImportError:
-        raise UsageError("saving a plot needs matplotlib, which is not installed",
-                         hint=PLOT_EXTRA_HINT + "; without -o the plot prints in the terminal"
-                         ) from None
-    figure = Figure(figsize=(7, 4.2), layout="constrained")
-    axes = figure.subplots()
-    axes.plot(curve.xs, curve.values, label="value", color="#1d4ed8")
-    axes.plot(curve.xs, curve.derivative, label=f"d/d{curve.name}", color="#b91c1c",
-              linestyle="--")
-    axes.axhline(0, color="#9ca3af", linewidth=0.6)
-    axes.set_xlabel(curve.name)
-    axes.set_title(curve.title.replace("$", r"\$"), fontsize=10)  # no mathtext
-    axes.legend()
-    axes.grid(alpha=0.3)
-    figure.savefig(path, format=file_format)
+        home = Path.home()
+    except (RuntimeError, KeyError):
+        home = None
+    if sys.platform.startswith(("linux", "freebsd")):
+        bases = [os.environ.get("XDG_CONFIG_HOME") or (home and home / ".config"),
+                 os.environ.get("XDG_CACHE_HOME") or (home and home / ".cache")]
+        wanted = [Path(base, "matplotlib") if base else None for base in bases]
+    else:
+        wanted = [home / ".matplotlib" if home else None]
+    if all(path is not None and _writable_directory(path) for path in wanted):
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="gradcli-matplotlib-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    os.environ["MPLCONFIGDIR"] = directory
+
+
+def _writable_directory(path: Path) -> bool:
+    with contextlib.suppress(OSError):
+        path.mkdir(parents=True, exist_ok=True)
+    try:
+        return path.is_dir() and os.access(path, os.W_OK)
+    except OSError:
+        return False

@@ -150,11 +150,33 @@ def json_pieces(record: dict[str, Any]) -> Iterator[str]:
 def _text(value: Any) -> str:
     import orjson
 
-    text = orjson.dumps(value).decode()
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:  # a lone surrogate: argv bytes that were not UTF-8 (`gradcli eval $'\xff'`)
+        text = orjson.dumps(_without_surrogates(value)).decode()
     if not text.isascii() or "\x7f" in text:  # only in strings: user text an error quotes
         text = _NOT_PRINTABLE.sub(_escaped, text)
     return text
 
+
+def _without_surrogates(value: Any) -> Any:
+    """``value`` with each string's undecodable bytes (Python keeps them as lone surrogates,
+    U+DC80 to U+DCFF) read as U+FFFD, as a batch reads bytes that are not UTF-8 on stdin."""
+    if isinstance(value, str):
+        if not _SURROGATE.search(value):
+            return value
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:  # a surrogate that stands for no byte
+            return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(key): _without_surrogates(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_surrogates(item) for item in value]
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # The output stays printable ASCII, as the json module's is: a U+2028 or NEL left raw inside a
 # string would split the record for readers that use str.splitlines, and DEL reaches terminals.

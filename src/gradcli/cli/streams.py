@@ -1,0 +1,275 @@
+"""stdin, stdout and stderr in whatever state the shell hands them over, like a Unix tool.
+
+``settle()`` runs first thing in ``main()``:
+
+- A closed descriptor (``>&-``, ``<&-``, ``2>&-``) gets ``/dev/null`` in its place, so that no
+  file gradcli opens later lands on 0, 1 or 2. A closed stdin reads as empty (a batch then has
+  no programs: a usage error); a closed stderr swallows what is written to it; writing to a
+  closed stdout fails like any other write to it (below).
+- stdout writes every byte or fails (``_WholeWrites``): a short write to a pipe is finished,
+  not dropped; a reader that went away is a ``BrokenPipeError`` (main() ends with 141); any
+  other failure -- a full disk (``> /dev/full``), a closed descriptor, an I/O error -- is an
+  ``OutputFailedError``, which no ``except OSError`` in a command mistakes for a file of its own:
+  main() says ``gradcli: cannot write to stdout: No space left on device`` and ends with
+  ``ExitStatus.OUTPUT_FAILED``.
+- stderr never changes the outcome (``_QuietText``): if it is full or gone, messages are lost,
+  and the exit status is the one the command chose.
+- A stream whose encoding cannot write gradcli's marks (``PYTHONIOENCODING=ascii``, ``LC_ALL=C``
+  without UTF-8 mode) gets ASCII stand-ins: ``✓`` ok, ``✗`` FAIL, ``—`` -, ``…`` ...; any other
+  character it cannot encode becomes ``?``. Rich sees the encoding and draws ASCII boxes.
+
+Only the interpreter's own streams are replaced: a program or a test that has put its own
+``sys.stdout`` in place (pytest, ``CliRunner``) keeps it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import errno
+import io
+import os
+import sys
+from typing import IO, Any
+
+# The characters gradcli prints that a non-UTF encoding may lack, and what stands in for them.
+ASCII_STAND_INS = {
+    "✓": "ok", "✗": "FAIL", "—": "-", "\u2013": "-", "…": "...", "·": "|", "•": "*", "↺": "^",
+    "←": "<-", "→": "->", "±": "+-", "▀": "#", "━": "-", "─": "-", "│": "|", "┃": "|",
+    "╭": "+", "╮": "+", "╰": "+", "╯": "+", "┌": "+", "┐": "+", "└": "+", "┘": "+", "├": "+",
+    "┤": "+", "┬": "+", "┴": "+", "┼": "+", "\ufeff": "",
+}
+_ASCII_ERRORS = "gradcli-ascii"
+_MARKS = "✓✗—│"
+
+
+class OutputFailedError(Exception):
+    """stdout could not be written (not a reader that went away: that is a BrokenPipeError)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error)
+        self.error = error
+
+    @property
+    def reason(self) -> str:
+        """``No space left on device``: what went wrong, as the OS says it."""
+        return self.error.strerror or str(self.error)
+
+
+class _WholeWrites(io.RawIOBase):
+    """stdout's file descriptor, written until every byte is out or the write fails.
+
+    One large write to a pipe whose reader goes away (``| head -1``) returns a short count, not
+    an error, and Python's buffered writer then drops the rest silently: a 200 KB check table or
+    an 80 MB DOT file ended with status 0. Writing the rest gets the EPIPE (BrokenPipeError).
+    Any other error is an ``OutputFailedError``; a descriptor that was closed when gradcli
+    started (``closed``) fails every write with EBADF.
+    """
+
+    def __init__(self, fd: int, closed: bool = False) -> None:
+        super().__init__()
+        self.fd = fd
+        self.closed_at_start = closed
+        self.discard = False  # after the failure was reported: later writes go nowhere
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return not self.closed_at_start and os.isatty(self.fd)
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        if self.discard:
+            return len(view)
+        if self.closed_at_start:
+            raise OutputFailedError(OSError(errno.EBADF, os.strerror(errno.EBADF)))
+        done = 0
+        while done < len(view):
+            try:
+                done += os.write(self.fd, view[done:])
+            except BrokenPipeError:
+                raise
+            except BlockingIOError:  # a non-blocking stdout that is full for now: wait
+                _wait_writable(self.fd)
+            except OSError as error:
+                raise OutputFailedError(error) from None
+        return done
+
+
+class _QuietText:
+    """stderr: a write or flush that fails puts ``/dev/null`` in its place, so that the messages
+    are lost and nothing else changes (the exit status is the command's).
+
+    The stream below writes through, with no buffer (``_text_stream``'s ``unbuffered``).
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError:
+            self._lost()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError:
+            self._lost()
+
+    def _lost(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            _occupy(2, os.O_WRONLY, always=True)
+            self.stream.flush()  # what was buffered goes to /dev/null now
+
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno, ...: the stream's
+        return getattr(self.stream, name)
+
+
+def _wait_writable(fd: int) -> None:
+    import select
+
+    select.select([], [fd], [], 1.0)
+
+
+class _AsciiText(io.TextIOWrapper):
+    """A text stream in an encoding without gradcli's marks. It hides ``buffer``: click would
+    otherwise see an ASCII stream as misconfigured and write UTF-8 bytes to it behind its back;
+    binary output goes to ``binary`` (``binary_stdout()``)."""
+
+    binary: IO[bytes]
+
+    @property
+    def buffer(self) -> Any:  # type: ignore[override]
+        raise AttributeError("buffer")
+
+
+stdin_closed = False  # stdin was closed when gradcli started (`<&-`): it reads as empty
+
+
+def settle() -> None:
+    """Put the standard streams in the state described in the module docstring."""
+    global stdin_closed
+    closed = [_occupy(fd, os.O_RDONLY if fd == 0 else os.O_WRONLY) for fd in (0, 1, 2)]
+    if sys.stdin is None or (closed[0] and sys.stdin is sys.__stdin__):
+        stdin_closed = True
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "rb", closefd=False), encoding="utf-8")
+    if sys.stdout is None or sys.stdout is sys.__stdout__:
+        shut = sys.stdout is None or closed[1]
+        sys.stdout = _text_stream(io.BufferedWriter(_WholeWrites(1, closed=shut)), sys.stdout)
+    if sys.stderr is None or sys.stderr is sys.__stderr__:
+        sys.stderr = _QuietText(_text_stream(io.FileIO(2, "wb", closefd=False), sys.stderr,
+                                             unbuffered=True))
+
+
+def _occupy(fd: int, flags: int, always: bool = False) -> bool:
+    """True if ``fd`` was closed; it is then ``/dev/null``, so that no file opened later
+    takes its number (and receives what is meant for stdout or stderr). ``always``: put
+    ``/dev/null`` in its place whatever it was."""
+    try:
+        os.fstat(fd)
+        if not always:
+            return False
+    except OSError:
+        pass
+    try:
+        spare = os.open(os.devnull, flags)
+    except OSError:
+        return True
+    if spare != fd:
+        os.dup2(spare, fd)
+        os.close(spare)
+    return True
+
+
+def _text_stream(binary: Any, old: IO[str] | None, unbuffered: bool = False) -> IO[str]:
+    """A text stream over ``binary`` with ``old``'s encoding and buffering, or ASCII stand-ins
+    where that encoding lacks gradcli's marks. ``unbuffered`` (stderr): each write goes straight
+    to the descriptor, so that no buffer's lock is ever held by a thread (Rich's progress
+    refresh) that interpreter exit cannot wait for -- a fatal error, SIGABRT, if it does."""
+    encoding = getattr(old, "encoding", None) or "utf-8"
+    line_buffering = bool(getattr(old, "line_buffering", True))
+    if can_encode(encoding):
+        errors = getattr(old, "errors", None) or "strict"
+        errors = "backslashreplace" if unbuffered else (
+            "replace" if errors == "strict" else errors)
+        return io.TextIOWrapper(binary, encoding=encoding, errors=errors,
+                                line_buffering=line_buffering, write_through=unbuffered)
+    _register_stand_ins()
+    stream = _AsciiText(binary, encoding=encoding, errors=_ASCII_ERRORS,
+                        line_buffering=line_buffering, write_through=unbuffered)
+    stream.binary = binary
+    return stream
+
+
+def can_encode(encoding: str) -> bool:
+    """Whether ``encoding`` writes ✓ ✗ — │ as they are."""
+    try:
+        _MARKS.encode(encoding)
+    except (UnicodeError, LookupError):
+        return False
+    return True
+
+
+def _register_stand_ins() -> None:
+    try:
+        codecs.lookup_error(_ASCII_ERRORS)
+    except LookupError:
+        codecs.register_error(_ASCII_ERRORS, _stand_in)
+
+
+def _stand_in(error: UnicodeError) -> tuple[str, int]:
+    """The ASCII for the characters ``error`` could not encode. A stand-in wider than its
+    character (``ok`` for ``✓``) takes the room from the spaces after it, if more than one
+    follows (a table cell's padding), so that a table's columns stay in line."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text, end = error.object, error.end
+    stand_in = "".join(ASCII_STAND_INS.get(c, "?") for c in text[error.start:end])
+    wider = len(stand_in) - (end - error.start)
+    if wider > 0:
+        run = 0  # spaces after it (counted up to one more than needed)
+        while run <= wider and end + run < len(text) and text[end + run] == " ":
+            run += 1
+        ends_line = end + run >= len(text) or text[end + run] == "\n"
+        end += max(0, min(wider, run if ends_line else run - 1))
+    return stand_in, end
+
+
+def binary_stdout() -> IO[bytes]:
+    """Where bytes for stdout go (a PNG, DOT source), after what was written as text."""
+    sys.stdout.flush()
+    binary = getattr(sys.stdout, "binary", None) or getattr(sys.stdout, "buffer", None)
+    if binary is None:
+        raise OutputFailedError(OSError(errno.EBADF, "stdout takes no bytes"))
+    return binary
+
+
+def binary_stdin() -> IO[bytes]:
+    """stdin as bytes (``-f -``)."""
+    return getattr(sys.stdin, "buffer", None) or sys.stdin  # type: ignore[return-value]
+
+
+def silence_stdout() -> None:
+    """After stdout failed or its reader went away: what is still buffered, and anything
+    written later (the flush at exit), goes nowhere instead of failing again."""
+    raw = _raw(sys.stdout)
+    if isinstance(raw, _WholeWrites):
+        raw.discard = True
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # no descriptor (tests, embedding)
+        pass
+
+
+def _raw(stream: Any) -> Any:
+    binary = getattr(stream, "binary", None) or getattr(stream, "buffer", None)
+    return getattr(binary, "raw", None)

@@ -1,0 +1,175 @@
+"""click's own usage errors in gradcli's style, so that every command has one error style.
+
+An unknown option, a bad value, a missing argument or an unknown command is shown as gradcli
+shows its own usage errors -- ``error: usage error: no such option --hesian`` and ``hint: did
+you mean --hessian?`` on stderr, status 2 -- and with ``--json`` as a JSON error record on stdout
+(the shape of ``output.records.error_record``; ``gradcli check`` prints its report) plus one line
+on stderr, never click's ``Usage: ... Error: ...``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import IO, Any
+
+import click
+
+from gradcli.errors import GradcliError, UsageError, visible
+
+
+class ShownError(click.ClickException):
+    """A usage error on its way out, shown in gradcli's style by click's ``show()`` call (in
+    main(), and in click's standalone mode, as under ``CliRunner``)."""
+
+    def __init__(self, error: GradcliError, as_json: bool = False, command: str = "") -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.as_json = as_json
+        self.command = command
+        self.exit_code = int(error.status)
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        if self.as_json and self.command == "check":
+            from gradcli.formulas.run import report_record
+            from gradcli.output.records import dumps
+
+            click.echo(dumps(report_record([], [self.error])))
+            click.echo(f"gradcli: {self.error.one_line()}", err=True)
+            return
+        from gradcli.cli.show import show_error
+
+        show_error(self.error, self.as_json)
+
+
+def shown(error: Exception, args: Sequence[str], group: click.Group) -> ShownError:
+    """``error`` (click's, or a gradcli UsageError from parsing the command line) as gradcli
+    shows it; ``args`` is the command line after ``gradcli``: it says which command ran and
+    whether ``--json`` was asked for."""
+    if isinstance(error, ShownError):
+        return error
+    name = _command_name(args)
+    command = group.commands.get(name or "")
+    as_json = command is not None and "--json" in _options(args) and any(
+        "--json" in param.opts for param in command.params if isinstance(param, click.Option))
+    usage = error if isinstance(error, GradcliError) else from_click(error, args, group)
+    return ShownError(usage, as_json, name or "")
+
+
+def from_click(error: Exception, args: Sequence[str], group: click.Group) -> UsageError:
+    """click's exception as a gradcli UsageError: message and hint."""
+    ctx = getattr(error, "ctx", None)
+    see = f"see {_command_path(ctx)} --help"
+    if isinstance(error, click.NoSuchOption):
+        close = error.possibilities or []
+        return UsageError(f"no such option {visible(error.option_name)}",
+                          hint=f"did you mean {close[0]}?" if close else see)
+    if isinstance(error, click.BadOptionUsage):
+        name = visible(error.option_name)
+        if "requires an argument" in error.message:
+            return UsageError(f"{name} needs a value", hint=f"write {name} VALUE; {see}")
+        if "does not take a value" in error.message:
+            return UsageError(f"{name} does not take a value", hint=f"write {name} alone")
+        return UsageError(_sentence(error.message), hint=see)
+    if isinstance(error, click.MissingParameter):
+        param = error.param
+        what = "argument" if isinstance(param, click.Argument) else "option"
+        named = _param_name(param) if param is not None else ""
+        return UsageError(f"missing {what} {named}".rstrip(), hint=see)
+    if isinstance(error, click.BadParameter):
+        named = _param_name(error.param) if error.param is not None else (error.param_hint or "")
+        return UsageError(f"invalid value for {named}: {_sentence(error.message)}",
+                          hint=_choice_hint(error) or see)
+    if isinstance(error, click.FileError):
+        return UsageError(f"cannot read {visible(error.ui_filename)}: "
+                          f"{_sentence(error.message)}", hint=see)
+    if isinstance(error, click.UsageError):
+        if error.message.startswith("No such command"):
+            return _no_such_command(args, group)
+        extra = re.fullmatch(r"Got unexpected extra arguments? \((.*)\)", error.message, re.S)
+        if extra is not None:
+            return UsageError(f"unexpected extra arguments: {visible(extra.group(1))}",
+                              hint=_extra_hint(ctx) or see)
+    message = error.format_message() if isinstance(error, click.ClickException) else str(error)
+    return UsageError(_sentence(message), hint=see)
+
+
+def _sentence(message: str) -> str:
+    """click's ``Invalid value.`` as gradcli writes messages: lower case, no full stop."""
+    message = message.strip().rstrip(".")
+    if message[:1].isupper() and not message[1:2].isupper():
+        message = message[:1].lower() + message[1:]
+    return visible(message)
+
+
+def _param_name(param: click.Parameter) -> str:
+    """``--rtol`` for an option (its long name), ``FILES`` for an argument."""
+    if isinstance(param, click.Option):
+        long = [opt for opt in param.opts if opt.startswith("--")]
+        return (long or param.opts)[0]
+    return param.human_readable_name
+
+
+def _choice_hint(error: click.BadParameter) -> str | None:
+    """``did you mean 'central'?`` for ``--check-method centrl``."""
+    param = error.param
+    if param is None or not isinstance(param.type, click.Choice):
+        return None
+    import difflib  # only for this message
+
+    given = re.match(r"'(.*?)' is not", error.message)
+    choices = [str(choice) for choice in param.type.choices]
+    close = difflib.get_close_matches(given.group(1), choices, n=1) if given else []
+    return f"did you mean {close[0]}?" if close else f"choose one of: {', '.join(choices)}"
+
+
+def _command_path(ctx: click.Context | None) -> str:
+    """``gradcli eval``: the command as typed (whatever name the program was run by)."""
+    if ctx is None:
+        return "gradcli"
+    return " ".join(["gradcli", *ctx.command_path.split()[1:]])
+
+
+def _extra_hint(ctx: click.Context | None) -> str | None:
+    if ctx is None or not any(isinstance(p, click.Argument) for p in ctx.command.params):
+        return None if ctx is None else f"{_command_path(ctx)} takes no arguments"
+    return f'give EXPR as one argument, in quotes: {_command_path(ctx)} "x + y" --x 1 --y 2'
+
+
+
+def _no_such_command(args: Sequence[str], group: click.Group) -> UsageError:
+    """``gradcli "x*2" --x 2``: an expression where the command goes; ``gradcli evl``: a typo."""
+    import difflib  # only for this message
+
+    name = _command_name(args) or ""
+    at = list(args).index(name) if name in args else 0
+    commands = ", ".join(sorted(group.commands))
+    close = difflib.get_close_matches(name, list(group.commands), n=1)
+    rest = " ".join(_shell_word(arg) for arg in args[at + 1:])
+    evaluate = f"gradcli eval {_shell_word(name)} {rest}".rstrip()
+    if close:
+        hint = f"did you mean {close[0]}? the commands: {commands}"
+    elif re.fullmatch(r"[A-Za-z_]\w*", name):  # a word: a command, or a one-name expression
+        hint = f"the commands: {commands}; to evaluate an expression: {evaluate}"
+    else:
+        hint = f"to evaluate an expression: {evaluate}"
+    return UsageError(f"no such command {visible(name)}", hint=hint)
+
+
+def _shell_word(arg: str) -> str:
+    """``arg`` as one shell word: as it is when that is safe, else in double quotes."""
+    if re.fullmatch(r"[\w@%+=:,./-]+", arg):
+        return visible(arg)
+    return visible('"' + re.sub(r'([\\"$`])', r"\\\1", arg) + '"')
+
+
+def _command_name(args: Sequence[str]) -> str | None:
+    """The command: the first argument that is not an option (gradcli's own options take no
+    values)."""
+    return next((arg for arg in _options(args) if not arg.startswith("-")), None)
+
+
+def _options(args: Sequence[str]) -> list[str]:
+    """The arguments before ``--`` (after it, ``--json`` is an expression's text)."""
+    args = list(args)
+    return args[:args.index("--")] if "--" in args else args
