@@ -15,8 +15,10 @@ class ExitStatus(IntEnum):
     USAGE = 2  # usage, parse or name error
     NUMERIC = 3  # a value or gradient is not finite (domain error, overflow, division by zero)
     OUTPUT_FAILED = 4  # stdout could not be written (a full disk, a closed descriptor, EIO)
+    HANGUP = 129  # SIGHUP during a batch, as shells report it
     INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
     READER_GONE = 141  # the reader of stdout went away (| head -1), as shells report SIGPIPE
+    TERMINATED = 143  # SIGTERM during a batch, as shells report it
 
 
 class GradcliError(Exception):
@@ -162,3 +164,8 @@ def listed(names: list[str], limit: int = MAX_LISTED_NAMES) -> str:
     if len(names) <= limit:
         return ", ".join(names)
     return ", ".join(names[:limit]) + f" and {len(names) - limit:,} more"
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 point``, ``2 points``, ``1,000 points`` (``nouns``: an irregular plural)."""
+    return f"{count:,} " + (noun if count == 1 else nouns or noun + "s")

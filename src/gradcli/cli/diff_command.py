@@ -28,9 +28,10 @@ DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (s
 subexpressions named once), which `gradcli eval` reads back.
 
 \b
-Values given as --NAME VALUE are substituted after differentiating; --wrt defaults to every
-variable without a value. The program's own values (x = 2; ...) stay symbols unless --defaults
-substitutes them; a note on stderr says which.
+Values given as --NAME VALUE give the derivatives at that point, as `gradcli eval` computes
+them (the same numbers, the same errors); --wrt defaults to every variable without a value.
+The program's own values (x = 2; ...) stay symbols unless --defaults substitutes them; a note
+on stderr says which.
 
 \b
 Examples:
@@ -78,7 +79,7 @@ class DiffRequest:
     program: ProgramText
     wrt: list[str] | None  # None: every variable without a value
     order: int
-    values: dict[str, float]  # substituted after differentiating
+    values: dict[str, float]  # the point (all or some variables) the derivatives are taken at
     fmt: str  # "text", "latex" or "python"
     as_json: bool  # one JSON record (with the texts in ``fmt``; python adds its source)
     use_defaults: bool  # substitute the program's own values (x = 2) too

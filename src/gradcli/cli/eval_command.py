@@ -113,6 +113,9 @@ TOLERANCE = Tolerance()
 @click.option("--check-nodes", is_flag=True,
               help="In a batch, also check every intermediate node's gradient (one program: "
                    "always done up to 300 nodes). Input gradients are always checked.")
+@click.option("--digits", type=click.IntRange(1, 17), metavar="N",
+              help="Tables print numbers with N significant digits (default: every digit, the "
+                   "shortest form that reads back as the same float). JSON and CSV keep them all.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     try:
@@ -131,6 +134,7 @@ class EvalRequest:
     given: Given  # the values (a range or list for a swept variable) and how they were written
     settings: EvalSettings
     output: str  # "table", "json" or "csv"
+    digits: int | None = None  # significant digits in tables (None: every digit)
 
     @property
     def values(self) -> dict[str, Value]:
@@ -162,7 +166,7 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                             node_check_limit=node_limit, order=order, strict=options["strict"],
                             max_nodes=options["max_nodes"])
     request = EvalRequest(program, given, settings,
-                          "csv" if as_csv else "json" if as_json else "table")
+                          "csv" if as_csv else "json" if as_json else "table", options["digits"])
     if request.is_sweep:
         _check_sweep(request)
     return request
@@ -190,7 +194,7 @@ def run_eval(request: EvalRequest) -> int:
     if request.program is None:
         lines = stdin_lines(max_chars(request.settings.max_nodes))
         return show_batch(lines, as_point(request.values), request.settings, as_json,
-                          request.given)
+                          request.given, request.digits)
     if request.is_sweep:
         return run_sweep(request)
     program = request.program
@@ -200,7 +204,7 @@ def run_eval(request: EvalRequest) -> int:
         result = evaluate(parsed, as_point(request.values), request.settings)
     except GradcliError as error:
         return show_error(error, as_json, program.text, program.file_name)
-    return show_result(result, program.text, as_json)
+    return show_result(result, program.text, as_json, request.digits)
 
 
 def run_sweep(request: EvalRequest) -> int:
@@ -259,7 +263,7 @@ def run_sweep(request: EvalRequest) -> int:
         from gradcli.output.views import make_console
 
         console = make_console()
-        console.print(sweep_view(summary, plain=not console.is_terminal))
+        console.print(sweep_view(summary, plain=not console.is_terminal, digits=request.digits))
     if summary.unsettled:
         click.echo(f"note: NumPy's rounding may change the results at {summary.unsettled:,} "
                    f"of {summary.size:,} points by more than a relative "

@@ -19,7 +19,7 @@ from gradcli.cli.base import (
 from gradcli.cli.files import write_atomically
 from gradcli.cli.show import show_error
 from gradcli.cli.streams import binary_stdout, can_encode
-from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
+from gradcli.errors import ExitStatus, GradcliError, UsageError, plural, visible
 from gradcli.language.values import as_point
 from gradcli.limits import MAX_DRAWN_NODES, MAX_NODES
 
@@ -188,7 +188,7 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
         if output_path is not None and file_format is not None:
             _write_bytes(plot_image(curve, file_format), output_path)
-            click.echo(f"wrote {visible(output_path)} ({curve.xs.size} points{gaps})")
+            click.echo(f"wrote {visible(output_path)} ({plural(curve.xs.size, 'point')}{gaps})")
             ctx.exit(ExitStatus.OK)
         terminal = sys.stdout.isatty()
         columns = width or (shutil.get_terminal_size().columns if terminal else 80)
@@ -196,6 +196,6 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         colour = terminal and "NO_COLOR" not in os.environ
         ascii_only = not can_encode(getattr(sys.stdout, "encoding", None) or "utf-8")
         click.echo(terminal_plot(curve, columns, height, colour, ascii_only))
-        click.echo(f"{curve.xs.size} points{gaps}")
+        click.echo(f"{plural(curve.xs.size, 'point')}{gaps}")
     except GradcliError as error:
         ctx.exit(show_error(error, False, source))

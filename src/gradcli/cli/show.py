@@ -27,7 +27,8 @@ from gradcli.gradcheck.evaluation import (
 )
 
 
-def show_result(result: Result | FreeResult, source: str, as_json: bool) -> int:
+def show_result(result: Result | FreeResult, source: str, as_json: bool,
+                digits: int | None = None) -> int:
     """One evaluated program: the JSON record, or the node table, gradients and verdict."""
     if as_json:
         from gradcli.output.records import json_pieces, result_record
@@ -38,7 +39,7 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool) -> int:
         from gradcli.output.views import make_console, result_view
 
         console = make_console()
-        console.print(result_view(result, plain=not console.is_terminal))
+        console.print(result_view(result, plain=not console.is_terminal, digits=digits))
     return result.status
 
 
@@ -58,7 +59,7 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
 
 
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-               as_json: bool, given: Given | None = None) -> int:
+               as_json: bool, given: Given | None = None, digits: int | None = None) -> int:
     """One record per program line, in order; returns the largest status among them.
 
     After the last record, a batch with no program lines, or given a value (``given``: how it
@@ -76,10 +77,10 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
             if as_json:
                 status = _json_batch(lines, values, settings, uses, stops)
             else:
-                status = _table_batch(lines, values, settings, uses, stops)
+                status = _table_batch(lines, values, settings, uses, stops, digits)
         except _TerminatedError as stop:
             _say("gradcli: terminated")
-            return 128 + stop.signum
+            return ExitStatus.HANGUP if stop.signum == signal.SIGHUP else ExitStatus.TERMINATED
     error = check_batch_names(uses.given, uses.used, uses.lines, uses.unread)
     if error is None:
         return status
@@ -93,14 +94,14 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
 
 
 def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-                 uses: _BatchUses, stops: _Stops) -> int:
+                 uses: _BatchUses, stops: _Stops, digits: int | None) -> int:
     from gradcli.output.views import batch_line, make_console
 
     console = make_console()
     status = ExitStatus.OK
     for outcome in with_progress(evaluate_lines(lines, values, settings), None, "programs"):
         with stops.writing():
-            console.print(batch_line(outcome))
+            console.print(batch_line(outcome, digits=digits))
             console.file.flush()
         uses.saw(outcome.names)
         status = max(status, outcome.status)

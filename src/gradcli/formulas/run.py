@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from gradcli.engine.notation import format_number
 from gradcli.engine.ops import numpy
 from gradcli.engine.vector import evaluate_vector
-from gradcli.errors import ExitStatus, GradcliError, UsageError, listed, visible
+from gradcli.errors import ExitStatus, GradcliError, UsageError, listed, plural, visible
 from gradcli.formulas.files import CheckSpec, Expected, Range
 from gradcli.gradcheck.evaluation import require_values
 from gradcli.gradcheck.steps import tolerance
@@ -66,7 +66,7 @@ class Finding:
     def describe(self) -> str:
         """One line: what failed, where, expected and actual numbers."""
         if self.ok:
-            return f"{self.assertion}: ok at {self.points} points"
+            return f"{self.assertion}: ok at {plural(self.points, 'point')}"
         where = "" if self.worst_point is None else " at " + format_point(self.worst_point)
         count = f" ({self.failures} of {self.points} points fail)" if self.points > 1 else ""
         if self.message is not None:

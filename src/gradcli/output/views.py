@@ -28,7 +28,7 @@ from rich.text import Text
 
 from gradcli.engine.notation import format_number
 from gradcli.engine.ops import CONST
-from gradcli.errors import GradcliError, listed, visible
+from gradcli.errors import GradcliError, listed, plural, visible
 from gradcli.gradcheck.evaluation import FreeResult, LineOutcome, NodeRow, Result
 from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.limits import MAX_DRAWN_NODES
@@ -140,11 +140,6 @@ def checked_digits(digits: int | None) -> int | None:
         raise ValueError(f"digits must be 1 to {MAX_DIGITS} (or None for every digit), "
                          f"not {digits!r}")
     return digits
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """``1 point``, ``2 points``, ``1,000 points`` (``nouns``: an irregular plural)."""
-    return f"{count:,} " + (noun if count == 1 else nouns or noun + "s")
 
 
 # --- tables that never cut a number ---------------------------------------------------------
