@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
@@ -39,6 +40,7 @@ class GradcliError(Exception):
         hint: str | None = None,
         source_line: str | None = None,
     ) -> None:
+        message, hint = shortened(message), None if hint is None else shortened(hint)
         super().__init__(message)
         self.message = message
         self.line = line
@@ -169,3 +171,23 @@ def listed(names: list[str], limit: int = MAX_LISTED_NAMES) -> str:
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
     """``1 point``, ``2 points``, ``1,000 points`` (``nouns``: an irregular plural)."""
     return f"{count:,} " + (noun if count == 1 else nouns or noun + "s")
+
+
+LONGEST_ECHO = 80  # characters of one word of the input that a message repeats
+
+
+def shortened(text: str, longest: int = LONGEST_ECHO) -> str:
+    """``text`` with every word longer than ``longest`` characters cut to its start and end and
+    its length (``99999…99999 (1,000,000 characters)``): a message that echoes the input stays
+    one readable line, however long the number or name it quotes."""
+    if len(text) <= longest:
+        return text
+    return _LONG_WORD.sub(_elided, text) if _LONG_WORD.search(text) else text
+
+
+def _elided(match: re.Match[str]) -> str:
+    word = match.group(0)
+    return f"{word[:40]}…{word[-20:]} ({len(word):,} characters)"
+
+
+_LONG_WORD = re.compile(rf"\S{{{LONGEST_ECHO + 1},}}")

@@ -92,7 +92,9 @@ def _parse_range(name: str, text: str) -> tuple[float, ...]:
 
 
 # A number as the grammar writes one (ASCII digits; no `1_000`, no `inf`), with an optional sign.
-_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+# Each digit can belong to one place only, so a long non-number fails in linear time (a pattern
+# like [0-9]+\.?[0-9]* backtracks quadratically on 10^5 digits and a letter).
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _number(name: str, part: str, whole: str) -> float:

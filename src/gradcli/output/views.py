@@ -523,13 +523,27 @@ def error_view(error: GradcliError, source_name: str = "") -> Text:
     # visible(): a file name or path in a message must not drive the terminal (or add lines)
     text.append(visible(f"{source_name}{error.title}: {error.message}"))
     if error.source_line is not None and error.column is not None:
-        line = printable(error.source_line)
-        text.append(f"\n  {line}\n  {' ' * (error.column - 1)}")
+        line, column = _window(printable(error.source_line), error.column)
+        text.append(f"\n  {line}\n  {' ' * (column - 1)}")
         text.append("^", style="bold red")
     if error.hint:
         text.append("\n  hint: ", style="yellow")
         text.append(visible(error.hint))
     return text
+
+
+SOURCE_WINDOW = 60  # characters of the source line shown on each side of the caret
+
+
+def _window(line: str, column: int) -> tuple[str, int]:
+    """The part of a long source line around ``column`` (marked ``…`` where cut) and the caret's
+    column in it: a 10^6-character line is not echoed whole."""
+    start = max(0, column - 1 - SOURCE_WINDOW)
+    end = column - 1 + SOURCE_WINDOW
+    if start == 0 and end >= len(line):
+        return line, column
+    head = "…" if start else ""
+    return head + line[start:end] + ("…" if end < len(line) else ""), column - start + len(head)
 
 
 def batch_line(outcome: LineOutcome, digits: int | None = None) -> Text:

@@ -1,0 +1,39 @@
+"""A message that quotes the input stays one readable line, however long the quoted word."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+import gradcli
+from gradcli.cli import cli
+from gradcli.errors import shortened
+
+
+def test_a_long_word_is_cut_to_its_ends_and_its_length():
+    text = shortened("the number " + "9" * 100_000 + " is too large")
+    assert text.startswith("the number 9999") and text.endswith(" is too large")
+    assert "(100,000 characters)" in text and len(text) < 150
+    assert shortened("short words stay as they are") == "short words stay as they are"
+
+
+def test_cli_errors_echo_a_window_of_a_huge_line_not_all_of_it():
+    big = "9" * 100_000
+    for args in (["eval", f"x*{big}x", "--x", "1"], ["eval", "x", "--x", f"{big}q"],
+                 ["eval", f"{big}e9999"]):
+        done = CliRunner().invoke(cli, args)
+        assert done.exit_code == 2, done.output
+        assert len(done.output) < 1_000 and "characters" in done.output, done.output[:300]
+
+
+def test_the_caret_stays_under_the_column_in_a_window():
+    done = CliRunner().invoke(cli, ["eval", "y + " * 200 + "2x", "--y", "1"])
+    lines = done.output.splitlines()
+    source, caret = lines[1], lines[2]
+    assert source.startswith("  …") and caret.index("^") == source.index("x")
+
+
+def test_the_api_error_is_shortened_too():
+    try:
+        gradcli.parse("1" * 1_000 + "e999999")
+    except gradcli.ParseError as error:
+        assert len(error.message) < 200
