@@ -37,3 +37,19 @@ def test_the_api_error_is_shortened_too():
         gradcli.parse("1" * 1_000 + "e999999")
     except gradcli.ParseError as error:
         assert len(error.message) < 200
+
+
+def test_a_trailing_comment_past_the_length_limit_keeps_a_valid_line_valid():
+    assert gradcli.evaluate("x*2  # " + "c" * 9_000_000, {"x": 3}).value == 6.0
+    done = CliRunner().invoke(cli, ["eval", "-", "--x", "3", "--json"],
+                              input="x*2 # " + "c" * 9_000_000 + "\nx+1\n")
+    assert done.exit_code == 0 and done.output.count('"error":null') == 2
+
+
+def test_program_text_past_the_limit_is_still_refused():
+    try:
+        gradcli.parse("x+" * 4_000_001 + "x")
+    except gradcli.UsageError as error:
+        assert "longer than 8,000,000 characters" in error.message
+    else:
+        raise AssertionError("not refused")

@@ -18,6 +18,7 @@ on Windows write) is dropped.
 
 from __future__ import annotations
 
+import re
 import threading
 
 from gradcli.engine.graph import Node, Program
@@ -172,6 +173,10 @@ class _Parser:
 
     def parse(self, source: str, max_nodes: int = MAX_NODES) -> Program:
         if len(source) > max_chars(max_nodes):
+            # Comments cost nothing to parse: only the program's own text counts (a batch keeps
+            # the first max_chars + 1 characters of a long line, cut inside its comment).
+            source = _COMMENT.sub("", source)
+        if len(source) > max_chars(max_nodes):
             raise UsageError(f"the program is longer than {max_chars(max_nodes):,} characters",
                              hint="split it, or raise the limit with --max-nodes N "
                                   f"(it allows {max_chars(1)} characters per node)")
@@ -201,6 +206,9 @@ class _Parser:
 
 
 _parser: _Parser | None = None
+
+
+_COMMENT = re.compile(r"#[^\n]*")
 
 
 def parse(source: str, max_nodes: int = MAX_NODES) -> Program:
