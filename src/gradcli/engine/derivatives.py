@@ -7,6 +7,7 @@ the same symbolic first derivatives.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -173,7 +174,7 @@ def _at_point(
 
 
 def _refuse_repeats_and_size(names: list[str], order: int) -> None:
-    repeated = sorted({name for name in names if names.count(name) > 1})
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
     if repeated:
         raise UsageError(f"--wrt names {listed(repeated)} more than once",
                          hint="name each variable once; --order 2 gives the mixed derivatives")
