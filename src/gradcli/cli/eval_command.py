@@ -173,6 +173,10 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
 
 
 def _check_sweep(request: EvalRequest) -> None:
+    if request.program is None and not is_sweep(request.values):
+        raise UsageError("--csv writes a sweep's table, and a batch from stdin is not a sweep",
+                         hint="drop --csv: a batch prints one line per program, or JSON Lines "
+                              "with --json")
     if request.program is None:
         raise UsageError("a sweep evaluates one program, not a batch from stdin",
                          hint='give the program: gradcli eval "x**2" --x -2:2:9')

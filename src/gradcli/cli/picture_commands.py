@@ -120,11 +120,19 @@ def _cannot_write(path: str, error: OSError) -> UsageError:
 
 
 def _default_format(output_path: str | None) -> str:
-    if output_path is not None:
-        suffix = os.path.splitext(output_path)[1].lower()
-        if suffix in _SUFFIX_FORMATS:
-            return _SUFFIX_FORMATS[suffix]
-    return "tree" if sys.stdout.isatty() and output_path is None else "dot"
+    """The format -o's suffix names; a suffix that names none is refused (``-o g.pdf`` must not
+    quietly get DOT text)."""
+    if output_path is None:
+        return "tree" if sys.stdout.isatty() else "dot"
+    suffix = os.path.splitext(output_path)[1].lower()
+    if not suffix and os.path.exists(output_path) and not os.path.isfile(output_path):
+        return "dot"  # /dev/stdout, a FIFO: a stream, as when stdout is piped
+    if suffix not in _SUFFIX_FORMATS:
+        what = f"a {visible(suffix)} file" if suffix else "a file without a suffix"
+        raise UsageError(f"gradcli graph cannot write {what} ({visible(output_path)})",
+                         hint="name the file " + ", ".join(_SUFFIX_FORMATS)
+                         + ", or give --format " + "|".join(FORMATS))
+    return _SUFFIX_FORMATS[suffix]
 
 
 def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from gradcli.cli.given import Given, check_batch_names
-from gradcli.errors import ExitStatus, GradcliError
+from gradcli.errors import ExitStatus, GradcliError, visible
 from gradcli.gradcheck.evaluation import (
     EvalSettings,
     FreeResult,
@@ -98,11 +98,16 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
     from gradcli.output.views import batch_line, make_console
 
     console = make_console()
+    # Piped, the records go to a file or a program: a failed line is said on stderr too, so a
+    # person watching the terminal sees it (on a terminal it is already there, in red).
+    echo_errors = not console.is_terminal
     status = ExitStatus.OK
     for outcome in with_progress(evaluate_lines(lines, values, settings), None, "programs"):
         with stops.writing():
             console.print(batch_line(outcome, digits=digits))
             console.file.flush()
+        if echo_errors and outcome.error is not None:
+            _say(f"gradcli: line {outcome.line}: {visible(outcome.error.one_line())}")
         uses.saw(outcome.names)
         status = max(status, outcome.status)
     return status

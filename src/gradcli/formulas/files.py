@@ -138,7 +138,8 @@ def load_check_file(path: str) -> list[CheckSpec]:
                                  file=path, hint="split it into several check files")
         text = data.decode("utf-8")
     except OSError as error:
-        raise CheckFileError(f"cannot read the file: {error.strerror}", file=path) from None
+        raise CheckFileError(f"cannot read the file: {error.strerror or error}", file=path,
+                             hint="check the path and that the file is readable") from None
     except UnicodeDecodeError:
         raise CheckFileError("the file is not UTF-8 text", file=path) from None
     return parse_check_file(text, path)

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from gradcli.engine.graph import Program, backward, forward
 from gradcli.engine.notation import expression_texts
-from gradcli.errors import MAX_LISTED_NAMES, ExitStatus, GradcliError, UsageError, listed
+from gradcli.errors import (
+    MAX_LISTED_NAMES,
+    ExitStatus,
+    GradcliError,
+    Note,
+    UsageError,
+    listed,
+)
 from gradcli.gradcheck.point import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
@@ -143,6 +150,11 @@ class FreeResult:
         return self.symbolic.gradients
 
     @property
+    def notes(self) -> list[Note]:
+        """Free variables named like a constant or function (``PI``): probably not meant."""
+        return [note for note in self.program.notes if note.name in self.free]
+
+    @property
     def status(self) -> ExitStatus:
         return ExitStatus.OK
 
@@ -172,7 +184,8 @@ def evaluate(
     validate_values(values)
     if not settings.strict and program.unbound(values):
         if settings.order >= 2:
-            raise hessian_needs_values(program.unbound(values))
+            raise _lookalike(program, program.unbound(values)) or hessian_needs_values(
+                program.unbound(values))
         return free_result(program, values)
     require_values(program, values)
     program.bind(values)
@@ -279,7 +292,15 @@ def require_values(program: Program, values: Mapping[str, Any]) -> None:
     defaults do not give, and how to pass them."""
     missing = program.unbound(values)
     if missing:
-        raise UsageError(missing_values_message(missing), hint=missing_values_hint(missing))
+        raise _lookalike(program, missing) or UsageError(missing_values_message(missing),
+                                                         hint=missing_values_hint(missing))
+
+
+def _lookalike(program: Program, missing: list[str]) -> GradcliError | None:
+    """``PI has no value; did you mean the constant pi?`` when a name without a value differs
+    from a constant or function only by case: that, not a forgotten --PI, is the likely slip."""
+    notes = [note for note in program.notes if note.name in missing]
+    return notes[0].error() if notes else None
 
 
 def hessian_needs_values(missing: list[str]) -> UsageError:

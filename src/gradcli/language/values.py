@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -50,6 +51,9 @@ def validate_values(values: Mapping[str, Value]) -> None:
             raise UsageError(f"{name} is a constant and cannot be given a value",
                              hint="rename the variable in the program")
         for number in value if isinstance(value, tuple) else (value,):
+            if isinstance(number, bool) or not isinstance(number, numbers.Real):
+                raise UsageError(f"the value of {name} is {number!r}, not a number",
+                                 hint="give a number such as 2 or -0.5 (not a string or bool)")
             if not math.isfinite(number):
                 raise UsageError(f"the value of {name} is {number}, not a finite number",
                                  hint="give a finite number such as 2, -0.5 or 1e-3")

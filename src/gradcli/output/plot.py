@@ -20,8 +20,8 @@ from gradcli.engine.graph import Program
 from gradcli.engine.notation import expression_texts
 from gradcli.engine.ops import numpy
 from gradcli.engine.vector import evaluate_vector
-from gradcli.errors import UsageError
-from gradcli.gradcheck.evaluation import require_values
+from gradcli.errors import GradcliError, NumericError, UsageError
+from gradcli.gradcheck.evaluation import evaluate, require_values
 from gradcli.language.parser import parse
 from gradcli.language.values import Value, validate_values
 
@@ -76,7 +76,26 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
     output[result.failed] = np.nan
     derivative[result.failed] = np.nan
     title = expression_texts(program.nodes)[-1]
+    if result.failed.all():
+        raise _nothing_to_draw(program, values, name, title, xs)
     return Curve(name, title, xs, output, derivative, int(result.failed.sum()))
+
+
+def _nothing_to_draw(program: Program, values: Mapping[str, Value], name: str, title: str,
+                     xs: Any) -> NumericError:
+    """Every point is a numeric error: an empty frame would look like a plot. The error says
+    so, with the reason at the first point (the scalar path's exact message)."""
+    first = {key: value[0] if isinstance(value, tuple) else value
+             for key, value in values.items() if key in program.variables}
+    reason = ""
+    try:
+        evaluate(program, first, check=False)
+    except GradcliError as error:
+        reason = f"; at {name} = {first[name]!r}: {error.message}"
+    return NumericError(
+        f"{title} has no finite value or derivative at any of the {xs.size:,} points "
+        f"{name} = {float(xs.min())!r} … {float(xs.max())!r}{reason}",
+        hint=f"plot a range of {name} inside the function's domain")
 
 
 def segments(curve: Curve, ys: Any) -> Iterator[tuple[list[float], list[float]]]:

@@ -50,7 +50,8 @@ def free_record(result: FreeResult, source: str, record: dict[str, Any]) -> dict
         gradients=None,
         nodes=None,
         check=None,
-        symbolic={"free": result.free, "value": result.value, "gradients": result.gradients},
+        symbolic={"free": result.free, "value": result.value, "gradients": result.gradients,
+                  "notes": [note.one_line() for note in result.notes]},
         error=None,
     )
     return record

@@ -427,7 +427,8 @@ def free_view(result: FreeResult, plain: bool = False,
                       Text(gradient))
     note = Text(f"free variables: {', '.join(result.free)} (give them values for numbers; "
                 "--strict makes this an error)", style="dim")
-    return Group(table, note)
+    return Group(table, note, *(Text(f"note: {n.message}; {n.hint}", style="yellow")
+                                for n in result.notes))
 
 
 _NUMBER_COLUMNS = ("value", "gradient", "numeric", "error")
@@ -491,6 +492,20 @@ def gradient_table(result: Result, plain: bool = False, digits: int | None = Non
     return table
 
 
+POLE_GRADIENT = 1e12  # a gradient this large is a pole's, not a formula's mistake
+
+
+def _likely_cause(failed: list[GradientCheck]) -> str:
+    """What else makes a correct gradient fail: a pole (a huge gradient no step can follow) or a
+    kink; a wrong gradient is what the check exists to catch, so both are only "may be"."""
+    largest = max(abs(check.analytic) for check in failed)
+    if largest >= POLE_GRADIENT:
+        return (f"a gradient of {largest:.1e} means the point is at or next to a "
+                "pole (tan at pi/2, 1/x at 0), where finite differences cannot converge")
+    return ("a point where the function is not differentiable (relu or abs at 0, min/max at "
+            "a tie) fails this way too")
+
+
 def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"),
             against: str | None = None) -> Text:
     """``✓ check passed: 5 gradients agree with ...`` or ``✗ check failed: 1 of 5 gradients
@@ -506,8 +521,7 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
     else:
         text = Text("✗ check failed: ", style="bold red")
         text.append(f"{len(failed):,} of {things} {'disagrees' if len(failed) == 1 else 'disagree'}"
-                    f" with {against} ({tolerances}); a point where the function is not "
-                    "differentiable (relu or abs at 0, min/max at a tie) fails this way too")
+                    f" with {against} ({tolerances}); {_likely_cause(failed)}")
     if check.nodes_skipped and what[1] == "gradients":
         text.append("\nper-node check skipped: the graph is too large; input gradients checked",
                     style="dim")
@@ -560,6 +574,9 @@ def batch_line(outcome: LineOutcome, digits: int | None = None) -> Text:
         text.append(f"value {result.value}", style="cyan")
         for name, gradient in result.gradients.items():
             text.append(f"  d/d{name} {gradient}", style="magenta")
+        text.append(f"  (free: {listed(result.free)})", style="yellow")
+        for note in result.notes:
+            text.append(f"  ({note.message})", style="yellow")
         return text
     text.append(f"value {number_text(result.value, digits)}", style="cyan")
     for name, gradient in itertools.islice(result.gradients.items(), MAX_LINE_GRADIENTS):

@@ -1,0 +1,161 @@
+"""Issue 12's last cases: outputs that would mislead by omission are refused or explained.
+
+Each test runs the command a person would type and checks the status and the words that tell
+them what happened (the status alone would let a wrong message pass).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import gradcli
+from gradcli.cli import cli
+from gradcli.errors import GradcliNameError, UsageError
+
+
+def invoke(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(cli, list(args), input=stdin)
+
+
+# --- the Python API refuses values that are not numbers ----------------------------------------
+
+@pytest.mark.parametrize("value", ["2", True, None])
+def test_a_value_that_is_not_a_number_is_a_usage_error(value):
+    with pytest.raises(UsageError, match=r"value of x is .* not a number"):
+        gradcli.evaluate("x*2", {"x": value})
+
+
+@pytest.mark.parametrize("value", [2, 2.0, np.float64(2), np.float32(2), np.int64(2)])
+def test_numbers_of_any_real_type_are_taken(value):
+    result = gradcli.evaluate("x*2", {"x": value})
+    assert (result.value, result.gradients["x"]) == (4.0, 2.0)
+
+
+# --- graph -o: the suffix names the format, or the file is refused -----------------------------
+
+@pytest.mark.parametrize("name", ["g.pdf", "g", "g.jpeg"])
+def test_graph_refuses_a_file_whose_suffix_names_no_format(tmp_path, name):
+    path = tmp_path / name
+    result = invoke("graph", "x*y", "--x", "1", "--y", "2", "-o", str(path))
+    assert result.exit_code == 2
+    assert "gradcli graph cannot write" in result.stderr
+    assert ".svg, .png, .dot, .gv, .mmd, .txt" in result.stderr and "--format" in result.stderr
+    assert not path.exists()
+
+
+def test_graph_with_an_explicit_format_writes_any_name(tmp_path):
+    path = tmp_path / "g.pdf"
+    result = invoke("graph", "x*y", "--x", "1", "--y", "2", "-o", str(path), "--format", "dot")
+    assert result.exit_code == 0
+    assert path.read_text().startswith("digraph")
+
+
+def test_graph_to_a_device_without_suffix_is_a_stream_of_dot():
+    result = invoke("graph", "x*y", "--x", "1", "--y", "2", "-o", "/dev/null")
+    assert result.exit_code == 0, result.output
+
+
+# --- plot: no finite point is a numeric error, not an empty frame ------------------------------
+
+def test_a_plot_with_no_finite_point_exits_3_and_says_why(tmp_path):
+    result = invoke("plot", "log(x)", "--x", "-3:-1:50")
+    assert result.exit_code == 3
+    assert result.stdout == ""
+    assert "no finite value or derivative at any of the 50 points" in result.stderr
+    assert "logarithm of a non-positive number" in result.stderr
+    image = tmp_path / "p.svg"
+    assert invoke("plot", "log(x)", "--x", "-3:-1:50", "-o", str(image)).exit_code == 3
+    assert not image.exists()
+
+
+def test_a_plot_with_some_finite_points_still_draws_and_counts_gaps():
+    result = invoke("plot", "log(x)", "--x", "-3:1:50")
+    assert result.exit_code == 0
+    assert "50 points; 37 with a numeric error left as gaps" in result.stdout
+
+
+# --- messages that named the wrong cause ------------------------------------------------------
+
+def test_csv_on_a_batch_names_csv_not_a_sweep():
+    result = invoke("eval", "-", "--csv", stdin="x*y\n")
+    assert result.exit_code == 2
+    assert "--csv writes a sweep's table" in result.stderr and "--json" in result.stderr
+
+
+def test_a_failed_check_at_a_pole_blames_the_pole():
+    result = invoke("eval", "tan(x)", "--x", repr(np.pi / 2))
+    assert result.exit_code == 1
+    assert "pole" in result.stdout and "relu" not in result.stdout
+
+
+@pytest.mark.parametrize("gradient, cause", [(1.0, "relu or abs at 0"), (3e15, "pole")])
+def test_a_failed_checks_verdict_names_the_likely_cause(gradient, cause):
+    from gradcli.gradcheck.point import CheckReport, GradientCheck
+    from gradcli.output.views import verdict
+
+    failed = GradientCheck(gradient, 0.5, abs(gradient - 0.5), 1e-5, False, "central", 1e-6)
+    text = verdict(CheckReport(1e-5, 1e-8, {"x": failed})).plain
+    assert text.startswith("✗ check failed: 1 of 1 gradient disagrees")
+    assert cause in text and ("pole" in text) == (cause == "pole")
+
+
+def test_a_missing_check_file_says_what_to_do(tmp_path):
+    result = invoke("check", str(tmp_path / "missing.toml"))
+    assert result.exit_code == 2
+    assert "cannot read the file: No such file or directory" in result.stderr
+    assert "hint: check the path" in result.stderr
+
+
+# --- free variables say so, and lookalikes of constants get a "did you mean" --------------------
+
+def test_a_constant_written_in_the_wrong_case_gets_a_note_in_every_output():
+    table = invoke("eval", "PI*x", "--x", "1")
+    assert table.exit_code == 0
+    assert "note: PI is a variable, not the constant pi" in table.stdout
+    record = json.loads(invoke("eval", "PI*x", "--x", "1", "--json").stdout)
+    assert record["symbolic"]["free"] == ["PI"]
+    assert "not the constant pi" in record["symbolic"]["notes"][0]
+    line = invoke("eval", "-", "--x", "1", stdin="E*x\n").stdout
+    assert "(free: E)" in line and "(E is a variable, not the constant e)" in line
+
+
+def test_a_value_for_the_lookalike_silences_the_note():
+    result = invoke("eval", "PI*x", "--x", "1", "--PI", "3")
+    assert result.exit_code == 0
+    assert "note" not in result.stdout and result.stdout.startswith("value 3")
+
+
+@pytest.mark.parametrize("extra", ["--strict", "--hessian"])
+def test_where_a_value_is_required_the_lookalike_is_the_error(extra):
+    result = invoke("eval", "PI*x", "--x", "1", extra)
+    assert result.exit_code == 2
+    assert "PI has no value; did you mean the constant pi?" in result.stderr
+    with pytest.raises(GradcliNameError, match="did you mean the constant pi"):
+        gradcli.evaluate("PI*x", {"x": 1})
+
+
+def test_a_batch_line_with_free_variables_is_marked():
+    lines = invoke("eval", "-", "--x", "1", stdin="x*2\nx*y\n").stdout.splitlines()
+    assert "(free" not in lines[0]
+    assert lines[1].endswith("(free: y)")
+
+
+# --- a piped text batch says its errors on stderr too -----------------------------------------
+
+def test_piped_batch_errors_are_echoed_on_stderr_and_records_stay_one_per_line():
+    done = subprocess.run([sys.executable, "-m", "gradcli", "eval", "-", "--x", "-1"],
+                          input="x*2\nlog(x)\nx*(\n", capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 3
+    records = done.stdout.splitlines()
+    assert [r.split(":")[0] for r in records] == ["line 1", "line 2", "line 3"]
+    said = done.stderr.splitlines()
+    assert said[0].startswith("gradcli: line 2: numeric error: logarithm")
+    assert said[1].startswith("gradcli: line 3: parse error")
+    assert len(said) == 2
