@@ -22,6 +22,12 @@ from gradcli.cli.streams import (
     _WholeWrites,  # noqa: F401 (tests reach it here)
 )
 from gradcli.cli.usage import shown
+from gradcli.cli.values_file import (
+    ALLOW_UNUSED_KEY,
+    VALUES_FILE_KEY,
+    values_file_options,
+    with_file_values,
+)
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import NAME
 from gradcli.limits import CHARS_PER_NODE, MAX_NODES, max_chars
@@ -195,6 +201,7 @@ def program_arguments(set_help: str) -> Callable[[Callable[..., Any]], Callable[
     """EXPR, --set NAME=VALUE and -f FILE: how graph and plot are given a program."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = values_file_options(command)
         command = file_option("Read the program from FILE (- for stdin).")(command)
         command = click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
                                help=set_help)(command)
@@ -215,7 +222,10 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
                *((text, f"--set {text.strip()}") for text in assignments)]
     command = ctx.command
     options = command.long_options(ctx) if isinstance(command, BindingCommand) else ()
-    return Given.read(written, options)
+    given = Given.read(written, options)
+    if ctx.meta.get(VALUES_FILE_KEY) is None:
+        return given
+    return with_file_values(given, ctx.meta[VALUES_FILE_KEY], ctx.meta.get(ALLOW_UNUSED_KEY, False))
 
 
 _EXAMPLES = {"eval": '"(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8'}  # else: try COMMAND --help

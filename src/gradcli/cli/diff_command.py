@@ -17,6 +17,7 @@ from gradcli.cli.base import (
 )
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_error
+from gradcli.cli.values_file import values_file_options
 from gradcli.errors import ExitStatus, GradcliError
 from gradcli.language.values import as_point
 from gradcli.limits import MAX_NODES
@@ -56,6 +57,7 @@ Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a
 @click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
               help="Substitute a value for a variable (repeatable).")
 @file_option("Read the program from FILE (- for stdin).")
+@values_file_options
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"expression", "order", "derivatives", "values", "kept_defaults"}.')
 @click.option("--defaults", "use_defaults", is_flag=True,

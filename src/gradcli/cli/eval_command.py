@@ -21,6 +21,7 @@ from gradcli.cli.base import (
 )
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_batch, show_error, show_result
+from gradcli.cli.values_file import values_file_options
 from gradcli.errors import GradcliError, UsageError
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
 from gradcli.gradcheck.point import (
@@ -89,6 +90,7 @@ TOLERANCE = Tolerance()
               help="Give a variable a value (repeatable).")
 @file_option("Read one program (statements on separate lines, # comments) from FILE "
              "(- for stdin).")
+@values_file_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (JSON Lines for a batch).")
 @click.option("--no-check", is_flag=True, help="Skip the finite-difference check.")
 @click.option("--rtol", type=TOLERANCE, default=DEFAULT_RTOL, show_default=True,

@@ -32,6 +32,7 @@ class Given:
     values: dict[str, Value] = field(default_factory=dict)
     spelled: dict[str, str] = field(default_factory=dict)  # name -> "--w 3" or "--set w=3"
     options: tuple[str, ...] = ()  # the command's own long options: `--rtl 1` meant `--rtol`
+    optional: frozenset[str] = frozenset()  # may go unused (--values FILE --allow-unused)
 
     @classmethod
     def read(cls, written: Iterable[tuple[str, str]], options: Iterable[str] = ()) -> Given:
@@ -64,13 +65,13 @@ class Given:
         if not self.values:
             return
         inputs = program.variables
-        unused = [name for name in self.values if name not in inputs]
+        unused = self.unused(inputs)
         if unused:
             raise self.unused_error(unused, inputs, program)
 
     def unused(self, used: Collection[str]) -> list[str]:
-        """The given names that are not in ``used``, in the order given."""
-        return [name for name in self.values if name not in used]
+        """The given names that are not in ``used`` (nor allowed to be unused), in order."""
+        return [name for name in self.values if name not in used and name not in self.optional]
 
     def unused_error(self, unused: list[str], inputs: Collection[str],
                      program: Program | None = None, unread: int = 0) -> UsageError:

@@ -1,0 +1,95 @@
+"""``--values FILE`` and ``--allow-unused``: many values at once, from a shared point file.
+
+The file's values come first and ``--NAME VALUE`` options override them one by one. A name in
+the file that the program does not use is the same usage error as an unused ``--NAME`` (a typo
+in a point file is as silent as one on the command line), unless ``--allow-unused`` says the
+file is shared by programs that use different names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from gradcli.cli.given import Given
+from gradcli.errors import UsageError, visible
+from gradcli.language.values import Value
+
+if TYPE_CHECKING:
+    from gradcli.language.values_file import FileValue
+
+
+VALUES_FILE_KEY = "gradcli.values_file"  # ctx.meta: the path given to --values, or absent
+ALLOW_UNUSED_KEY = "gradcli.allow_unused"
+
+
+def values_file_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds ``--values FILE`` and ``--allow-unused`` to a command that takes ``--NAME VALUE``.
+
+    They are read by ``cli.base.given_values`` from ``ctx.meta``, so a command's own signature
+    does not change."""
+    command = click.option(
+        "--allow-unused", is_flag=True, expose_value=False, callback=_remember(ALLOW_UNUSED_KEY),
+        help="Names in --values FILE that the program does not use are ignored (a shared "
+             "point file), not an error.")(command)
+    return click.option(
+        "--values", metavar="FILE", expose_value=False, callback=_remember(VALUES_FILE_KEY),
+        shell_complete=_complete_files,
+        help="Read values from FILE: a JSON or TOML object of name -> number (- for stdin); "
+             "--NAME VALUE overrides them.")(command)
+
+
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None:
+            ctx.meta[key] = value
+
+    return callback
+
+
+def _complete_files(ctx: click.Context, param: click.Parameter,
+                    incomplete: str) -> list[click.shell_completion.CompletionItem]:
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="file")]
+
+
+def with_file_values(given: Given, path: str, allow_unused: bool = False) -> Given:
+    """``given`` (the command line's values) on top of the values of the file at ``path``."""
+    from gradcli.cli.base import read_program_file  # the file's size limit and UTF-8 errors
+    from gradcli.language.values_file import kind_of, parse_values_text
+
+    file_name = "<stdin>" if path == "-" else path
+    entries = parse_values_text(read_program_file(path, node_option=False), file_name,
+                                kind_of(path))
+    if not entries:
+        raise UsageError(f"{visible(file_name)} has no values",
+                         hint='write name = number lines (TOML) or {"x": 2, ...} (JSON)')
+    values: dict[str, Value] = {}
+    spelled: dict[str, str] = {}
+    for entry in entries:
+        if entry.name in given.values:
+            continue  # --NAME VALUE overrides the file
+        values[entry.name] = _number(entry, file_name)
+        spelled[entry.name] = f"{entry.name} = {_shown(entry.value)} in {entry.where(file_name)}"
+    optional = frozenset(values) if allow_unused else frozenset()
+    return Given({**values, **given.values}, {**spelled, **given.spelled}, given.options,
+                 given.optional | optional)
+
+
+def _number(entry: FileValue, file_name: str) -> float:
+    if entry.is_array:
+        raise UsageError(f"{visible(entry.where(file_name))}: {visible(entry.name)} is an "
+                         "array; gradcli's variables take one number each",
+                         hint=f"give {visible(entry.name)} one number (several values for a "
+                              f"sweep: --{visible(entry.name)} 1,2,5)")
+    assert isinstance(entry.value, float)
+    return entry.value
+
+
+def _shown(value: Any) -> str:
+    from gradcli.engine.notation import format_number
+
+    return format_number(value) if isinstance(value, float) else "[...]"

@@ -1,0 +1,225 @@
+"""Values from a file (``--values point.json``): a JSON or TOML object of name -> number.
+
+A shared point file is read the way ``--NAME VALUE`` options are: names as the language writes
+them, finite numbers, no constants. An array (a list, or nested lists of equal length) is read
+and checked here too, so that array values can slot in when the language has them; until then
+the command line refuses it with its own message (``FileValue.is_array``).
+
+Every problem is a UsageError that names the file and, where it can be found, the line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Union
+
+from gradcli.errors import UsageError, visible
+from gradcli.language.values import NAME, validate_values
+
+# A number, or an array of them: nested tuples, every level rectangular.
+FileNumber = Union[float, "tuple[FileNumber, ...]"]
+
+
+@dataclass(frozen=True)
+class FileValue:
+    """One ``name = value`` of a values file, and the line it is on (None: not found)."""
+
+    name: str
+    value: FileNumber
+    line: int | None
+
+    @property
+    def is_array(self) -> bool:
+        return isinstance(self.value, tuple)
+
+    def where(self, file_name: str) -> str:
+        """``point.json:3`` (or just the file's name when the line is not known)."""
+        return f"{file_name}:{self.line}" if self.line is not None else file_name
+
+
+def parse_values_text(text: str, file_name: str, kind: str | None = None) -> list[FileValue]:
+    """The values in ``text``, in the file's order. ``kind`` is "json" or "toml"; None guesses
+    from the text (a JSON object starts with ``{``, a TOML file never does)."""
+    if kind is None:
+        kind = _guessed_kind(text)
+    pairs = _json_pairs(text, file_name) if kind == "json" else _toml_pairs(text, file_name)
+    values = []
+    for occurrence, (name, raw) in _numbered(pairs):
+        line = _line_of(name, text, kind, occurrence)
+        where = visible(file_name) if line is None else f"{visible(file_name)}:{line}"
+        values.append(FileValue(name, _checked(name, raw, where, kind), line))
+    validate_values({v.name: v.value for v in values if not v.is_array})
+    return values
+
+
+def _guessed_kind(text: str) -> str:
+    """JSON for text starting with ``{``, or with ``[`` when it parses as JSON (a TOML table
+    header also starts with ``[``); else TOML."""
+    start = text.lstrip()[:1]
+    if start == "[":
+        try:
+            json.loads(text)
+        except ValueError:
+            return "toml"
+        return "json"
+    return "json" if start == "{" else "toml"
+
+
+def kind_of(path: str) -> str | None:
+    """"json" or "toml" from the file's suffix; None (guess from the text) for others and stdin."""
+    lowered = path.lower()
+    return "json" if lowered.endswith(".json") else "toml" if lowered.endswith(".toml") else None
+
+
+class _Pairs(list):
+    """A JSON object as its (key, value) pairs in order: duplicates are kept, to be reported."""
+
+
+def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+    def refuse_constant(word: str) -> Any:
+        line = text.count("\n", 0, max(text.find(word), 0)) + 1
+        raise UsageError(f"{visible(file_name)}:{line}: {word} is not a finite number",
+                         hint="give finite numbers such as 2, -0.5 or 1e-3")
+
+    try:
+        document = json.loads(text, object_pairs_hook=_Pairs, parse_constant=refuse_constant)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{visible(file_name)}:{error.lineno}: not valid JSON: {error.msg} "
+                         f"(column {error.colno})",
+                         hint='write one object of name: number, e.g. {"x": 2, "W": 3}') from None
+    if not isinstance(document, _Pairs):
+        raise UsageError(f"{visible(file_name)} holds {_json_kind(document)} of JSON, not an "
+                         "object of name: number", hint='write e.g. {"x": 2, "W": 3}')
+    _refuse_duplicates(document, text, file_name, "json")
+    return list(document)
+
+
+def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:  # its message ends "(at line 2, column 5)"
+        _refuse_duplicates(_toml_keys(text), text, file_name, "toml")
+        raise UsageError(f"{visible(file_name)}: not valid TOML: {error}",
+                         hint="write one name = number per line, e.g. x = 2") from None
+    return list(document.items())  # TOML itself refuses a key given twice
+
+
+_TOML_KEY = re.compile(r"^[ \t]*([A-Za-z0-9_-]+)[ \t]*=", re.MULTILINE)
+
+
+def _toml_keys(text: str) -> list[tuple[str, Any]]:
+    """The bare keys at the starts of lines: enough to find the line of a key given twice
+    (tomllib says only that a value cannot be overwritten)."""
+    return [(match.group(1), None) for match in _TOML_KEY.finditer(text)]
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]], text: str, file_name: str,
+                       kind: str) -> None:
+    seen: set[str] = set()
+    for occurrence, (name, _) in _numbered(pairs):
+        if name in seen:
+            line = _line_of(name, text, kind, occurrence)
+            where = f"{visible(file_name)}:{line}" if line is not None else visible(file_name)
+            raise UsageError(f"{where}: {visible(name)} is given twice in the file",
+                             hint=f"give {visible(name)} one value")
+        seen.add(name)
+
+
+def _numbered(pairs: list[tuple[str, Any]]) -> list[tuple[int, tuple[str, Any]]]:
+    """Each pair with how many times its name came before it (0 for the first): which
+    occurrence in the text to find its line from."""
+    counts: dict[str, int] = {}
+    numbered = []
+    for name, value in pairs:
+        numbered.append((counts.get(name, 0), (name, value)))
+        counts[name] = counts.get(name, 0) + 1
+    return numbered
+
+
+def _line_of(name: str, text: str, kind: str, occurrence: int) -> int | None:
+    """The line of the ``occurrence``-th key ``name`` in the text, if it can be found."""
+    quoted = re.escape(json.dumps(name))
+    if kind == "json":
+        pattern = quoted + r"\s*:"
+    else:  # x = 1, "x" = 1 or 'x' = 1 at the start of a line
+        pattern = rf"^[ \t]*(?:{re.escape(name)}|{quoted}|'{re.escape(name)}')[ \t]*="
+    matches = list(re.finditer(pattern, text, re.MULTILINE))
+    if occurrence >= len(matches):
+        return None
+    return text.count("\n", 0, matches[occurrence].start()) + 1
+
+
+def _checked(name: str, raw: Any, where: str, kind: str) -> FileNumber:
+    """A finite float, or nested tuples of them (rectangular); a UsageError names the problem
+    and ``where`` it is (``point.json:3``)."""
+    shown = f"{where}: the value of {visible(name)}"
+    if not NAME.fullmatch(name):
+        raise UsageError(f"{where}: {visible(name)} is not a variable name",
+                         hint="names are letters, digits and _, not starting with a digit")
+    return _number_or_array(raw, shown, kind)
+
+
+def _number_or_array(raw: Any, shown: str, kind: str) -> FileNumber:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, list)):
+        raise UsageError(f"{shown} is {_kind(raw, kind)}, not a number",
+                         hint="give a number such as 2, -0.5 or 1e-3")
+    if isinstance(raw, list):
+        return _array(raw, shown, kind)
+    try:
+        number = float(raw)
+    except OverflowError:  # a JSON integer of 400 digits
+        number = math.inf
+    if not math.isfinite(number):
+        raise UsageError(f"{shown} is {number}, not a finite number",
+                         hint="give a finite number such as 2, -0.5 or 1e-3")
+    return number
+
+
+def _array(raw: list, shown: str, kind: str) -> tuple[FileNumber, ...]:
+    """Nested lists as nested tuples, checked level by level without recursion."""
+    # Convert bottom-up: collect the lists in order, then build tuples from the deepest first.
+    lists, stack = [], [raw]
+    while stack:
+        current = stack.pop()
+        lists.append(current)
+        stack += [item for item in current if isinstance(item, list)]
+    built: dict[int, tuple[FileNumber, ...]] = {}
+    for current in reversed(lists):
+        if not current:
+            raise UsageError(f"{shown} has an empty list", hint="give numbers")
+        items = [built[id(item)] if isinstance(item, list) else
+                 _number_or_array(item, shown, kind) for item in current]
+        shapes = {_shape(item) for item in items}
+        if len(shapes) != 1:
+            raise UsageError(f"{shown} is a ragged list (rows of different shapes)",
+                             hint="every row of an array has the same length")
+        built[id(current)] = tuple(items)
+    return built[id(raw)]
+
+
+def _shape(value: FileNumber) -> tuple[int, ...]:
+    shape = []
+    while isinstance(value, tuple):
+        shape.append(len(value))
+        value = value[0]
+    return tuple(shape)
+
+
+def _kind(raw: Any, kind: str) -> str:
+    return _json_kind(raw) if kind == "json" else {
+        str: "a string", bool: "a boolean", dict: "a table"}.get(type(raw), "a date or time")
+
+
+def _json_kind(raw: Any) -> str:
+    if isinstance(raw, bool):
+        return "a boolean"
+    if isinstance(raw, _Pairs):
+        return "an object"
+    return {str: "a string", list: "an array", type(None): "null"}.get(type(raw), "a number")

@@ -1,0 +1,142 @@
+"""``--values FILE`` (issue 19): a JSON or TOML point file gives what ``--NAME VALUE`` options
+give -- the same numbers, the same errors for unused names -- and every problem in the file is a
+usage error that names the file and the line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from gradcli.cli import cli
+from gradcli.errors import UsageError
+from gradcli.language.values_file import parse_values_text
+
+SEED = "(x*W+b-t)**2"
+POINT = {"x": 2, "W": 3, "b": 1, "t": 8}
+
+
+def invoke(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(cli, list(args), input=stdin)
+
+
+def usage_error(result, *texts: str) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert result.stdout == "" or '"error"' in result.stdout
+    assert "Traceback" not in result.output
+    for text in texts:
+        assert text in result.stderr, (text, result.stderr)
+    return result.stderr
+
+
+def json_record(*args: str, stdin: str | None = None) -> dict:
+    result = invoke(*args, "--json", stdin=stdin)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def options(point: dict) -> list[str]:
+    return [text for name, value in point.items() for text in (f"--{name}", str(value))]
+
+
+@pytest.fixture
+def point_files(tmp_path):
+    as_json = tmp_path / "point.json"
+    as_json.write_text(json.dumps(POINT, indent=1))
+    as_toml = tmp_path / "point.toml"
+    as_toml.write_text("".join(f"{name} = {value}\n" for name, value in POINT.items()))
+    return as_json, as_toml
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["json", "toml"])
+def test_a_values_file_gives_what_the_options_give(point_files, which):
+    from_options = json_record("eval", SEED, *options(POINT))
+    from_file = json_record("eval", SEED, "--values", str(point_files[which]))
+    assert from_file == from_options
+    # the closed form: (x*W+b-t)**2 at 2, 3, 1, 8 is 1; d/dx = 2*(x*W+b-t)*W = -6
+    assert from_file["value"] == 1.0 and from_file["gradients"]["x"] == -6.0
+
+
+def test_stdin_and_a_guessed_format(point_files):
+    text = point_files[1].read_text()
+    assert json_record("eval", SEED, "--values", "-", stdin=text)["value"] == 1.0
+    assert json_record("eval", SEED, "--values", "-", stdin=json.dumps(POINT))["value"] == 1.0
+
+
+def test_a_later_option_overrides_the_file(point_files):
+    record = json_record("eval", SEED, "--values", str(point_files[0]), "--x", "3")
+    expected = json_record("eval", SEED, *options({**POINT, "x": 3}))
+    assert record == expected and record["value"] == (3 * 3 + 1 - 8) ** 2
+
+
+def test_diff_graph_and_plot_take_a_values_file(point_files):
+    path = str(point_files[0])
+    assert invoke("diff", "x*W + b - t", "--values", path, "--wrt", "x").stdout.strip() == (
+        "d/dx = 3")
+    tree = invoke("graph", "x*W + b - t", "--values", path, "--format", "tree")
+    assert tree.exit_code == 0 and "value 6" in tree.stdout  # x*W at 2, 3
+    plot = invoke("plot", "x*W", "--values", path, "--x", "-1:1:5", "--allow-unused")
+    assert plot.exit_code == 0, plot.output
+
+
+def test_an_unused_name_in_the_file_is_the_unused_option_error(point_files):
+    path = str(point_files[1])
+    stderr = usage_error(invoke("eval", "x*W", "--values", path),
+                         "the program does not use b, t")
+    assert f"b = 1 in {path}:3" in stderr and f"t = 8 in {path}:4" in stderr
+    record = json_record("eval", "x*W", "--values", path, "--allow-unused")
+    assert record["value"] == 6.0 and record["gradients"] == {"x": 3.0, "W": 2.0}
+    # --allow-unused is for the file only: an unused --NAME stays an error
+    usage_error(invoke("eval", "x*W", "--values", path, "--allow-unused", "--q", "1"),
+                "the program has no variable q (--q 1)")
+
+
+def test_a_batch_reads_the_file_once_for_every_line(point_files):
+    result = invoke("eval", "-", "--values", str(point_files[0]), "--allow-unused", "--json",
+                    stdin="x*W\nb - t\n")
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [record["value"] for record in records] == [6.0, -7.0]
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"x": 1,\n "x": 2}', "<stdin>:2: x is given twice in the file"),
+        ("x = 1\ny = 2\nx = 3\n", "<stdin>:3: x is given twice in the file"),
+        ('{"x": 1,\n "y": 2,}', "<stdin>:2: not valid JSON"),
+        ("x = = 1", "not valid TOML"),
+        ('{"x": 1,\n "y": "two"}', "<stdin>:2: the value of y is a string, not a number"),
+        ('{"x": true}', "the value of x is a boolean, not a number"),
+        ('{"x": NaN}', "<stdin>:1: NaN is not a finite number"),
+        ("x = inf", "<stdin>:1: the value of x is inf, not a finite number"),
+        ('{"x": 1e999}', "the value of x is inf, not a finite number"),
+        ('{"pi": 3}', "pi is a constant"),
+        ('{"2x": 3}', "2x is not a variable name"),
+        ("[1, 2]", "holds an array of JSON, not an object"),
+        ('{"x": [[1, 2], [3]]}', "the value of x is a ragged list"),
+        ('{"x": [1, 2]}', "<stdin>:1: x is an array; gradcli's variables take one number each"),
+        ("", "<stdin> has no values"),
+        ("{}", "<stdin> has no values"),
+    ],
+)
+def test_a_bad_file_is_a_usage_error_with_the_file_and_line(text, message):
+    usage_error(invoke("eval", "x", "--values", "-", stdin=text), message)
+
+
+def test_a_file_that_cannot_be_read_is_a_usage_error(tmp_path):
+    usage_error(invoke("eval", "x", "--values", str(tmp_path / "missing.json")), "cannot read")
+
+
+def test_the_loader_keeps_arrays_for_when_the_language_has_them():
+    """Nested lists come back as nested tuples with the line they are on."""
+    (entry, matrix) = parse_values_text('{"x": 2,\n "A": [[1, 2], [3, 4.5]]}', "m.json")
+    assert (entry.name, entry.value, entry.line, entry.is_array) == ("x", 2.0, 1, False)
+    assert matrix.value == ((1.0, 2.0), (3.0, 4.5)) and matrix.line == 2 and matrix.is_array
+    deep = parse_values_text("A = " + "[" * 200 + "1" + "]" * 200, "deep.toml")[0].value
+    for _ in range(200):  # no recursion limit on the way in
+        deep = deep[0]
+    assert deep == 1.0
+    with pytest.raises(UsageError, match="empty list"):
+        parse_values_text('{"A": [[], []]}', "m.json")
