@@ -9,6 +9,7 @@ from gradcli.cli.startup import quiet_interrupts
 with quiet_interrupts():  # the imports of click, the parser and the core: see startup.py
     from gradcli.cli import (  # noqa: F401
         check_command,
+        completion,
         diff_command,
         eval_command,
         functions_command,

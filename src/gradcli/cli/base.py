@@ -25,6 +25,7 @@ from gradcli.cli.usage import shown
 from gradcli.cli.values_file import (
     ALLOW_UNUSED_KEY,
     VALUES_FILE_KEY,
+    complete_files,
     values_file_options,
     with_file_values,
 )
@@ -51,10 +52,22 @@ class BindingCommand(click.Command):
             if isinstance(param, click.Option)
             for flag in (*param.opts, *param.secondary_opts)
         }
-        options, bindings, positional = _split_arguments(
-            args, takes_value, _flags_of_other_commands(ctx, takes_value))
+        foreign = _flags_of_other_commands(ctx, takes_value)
+        try:
+            options, bindings, positional = _split_arguments(args, takes_value, foreign)
+        except UsageError:
+            if not ctx.resilient_parsing or not args:
+                raise
+            # Shell completion of `... --W <Tab>`: what comes before the unfinished binding.
+            options, bindings, positional = _split_arguments(args[:-1], takes_value, foreign)
         ctx.meta[BINDINGS_KEY] = bindings
         return super().parse_args(ctx, options + (["--", *positional] if positional else []))
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        """The program's own variables (``--x --W``) before the options (``cli.completion``)."""
+        from gradcli.cli.completion import variable_options
+
+        return [*variable_options(ctx, incomplete), *super().shell_complete(ctx, incomplete)]
 
     def long_options(self, ctx: click.Context) -> tuple[str, ...]:
         """``--rtol``, ``--json``, ...: what a mistyped ``--rtl 1`` may have meant."""
@@ -212,7 +225,8 @@ def program_arguments(set_help: str) -> Callable[[Callable[..., Any]], Callable[
 
 def file_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``-f FILE``: a path, read by ``ProgramText.read`` (gradcli's errors, its size limit)."""
-    return click.option("-f", "--file", "program_file", metavar="FILE", help=help_text)
+    return click.option("-f", "--file", "program_file", metavar="FILE", help=help_text,
+                        shell_complete=complete_files)
 
 
 def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:

@@ -15,6 +15,7 @@ from gradcli.cli.base import (
     file_option,
     given_values,
 )
+from gradcli.cli.completion import complete_wrt
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_error
 from gradcli.cli.values_file import values_file_options
@@ -49,7 +50,8 @@ Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a
 
 @cli.command("diff", cls=BindingCommand, help=DIFF_HELP)
 @click.argument("expr", required=False)
-@click.option("--wrt", metavar="X,Y", help="Variables to differentiate by, comma separated.")
+@click.option("--wrt", metavar="X,Y", shell_complete=complete_wrt,
+              help="Variables to differentiate by, comma separated.")
 @click.option("--order", type=click.IntRange(1, 6), default=1, show_default=True,
               help="Order of the derivatives (2 with several --wrt: the Hessian).")
 @click.option("--format", "fmt", type=click.Choice(["text", "latex", "python"]), default="text",

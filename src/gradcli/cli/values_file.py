@@ -36,7 +36,7 @@ def values_file_options(command: Callable[..., Any]) -> Callable[..., Any]:
              "point file), not an error.")(command)
     return click.option(
         "--values", metavar="FILE", expose_value=False, callback=_remember(VALUES_FILE_KEY),
-        shell_complete=_complete_files,
+        shell_complete=complete_files,
         help="Read values from FILE: a JSON or TOML object of name -> number (- for stdin); "
              "--NAME VALUE overrides them.")(command)
 
@@ -49,8 +49,9 @@ def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]
     return callback
 
 
-def _complete_files(ctx: click.Context, param: click.Parameter,
+def complete_files(ctx: click.Context, param: click.Parameter,
                     incomplete: str) -> list[click.shell_completion.CompletionItem]:
+    """A path: the shell completes it (Tab after -f, --values)."""
     from click.shell_completion import CompletionItem
 
     return [CompletionItem(incomplete, type="file")]

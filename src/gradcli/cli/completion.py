@@ -1,0 +1,112 @@
+"""Shell completion that knows the formula: ``gradcli completion bash|zsh|fish`` prints the
+script (click's machinery), and the commands that take ``--NAME VALUE`` offer the program's own
+variables first.
+
+After ``gradcli eval "(x*W+b-t)**2" --``, Tab offers ``--x --W --b --t`` (those not given yet)
+and then the command's options; ``--wrt`` offers the variables (after a comma too: ``x,``
+offers ``x,W``...). The program is read from EXPR or ``-f FILE`` as they stand on the command
+line; one that does not parse yet still offers the names written in it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import click
+
+from gradcli.cli.base import BINDINGS_KEY, cli
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+SHELLS = ("bash", "zsh", "fish")
+COMPLETE_VAR = "_GRADCLI_COMPLETE"
+# The line for each shell's start-up file (documented in --help and docs/interactive.md).
+START_UP = {
+    "bash": ('~/.bashrc', 'eval "$(gradcli completion bash)"'),
+    "zsh": ("~/.zshrc", 'eval "$(gradcli completion zsh)"'),
+    "fish": ("~/.config/fish/config.fish", "gradcli completion fish | source"),
+}
+
+COMPLETION_HELP = """Print the shell completion script for SHELL (bash, zsh or fish).
+
+\b
+Add one line to your shell's start-up file:
+""" + "\n".join(f"  {line:<42} # {shell}: {path}" for shell, (path, line) in START_UP.items()) + """
+
+\b
+Tab then completes commands and options, and offers a formula's own variables first:
+  gradcli eval "(x*W+b-t)**2" --<Tab>      --x --W --b --t, then the options
+  gradcli diff "x*y + z" --wrt <Tab>       x y z
+"""
+
+
+@cli.command("completion", help=COMPLETION_HELP)
+@click.argument("shell", type=click.Choice(SHELLS))
+def completion_command(shell: str) -> None:
+    from click.shell_completion import get_completion_class
+
+    completion_class = get_completion_class(shell)
+    assert completion_class is not None  # click knows all three
+    click.echo(completion_class(cli, {}, "gradcli", COMPLETE_VAR).source())
+
+
+# A name in a formula that does not parse yet; functions are left out by the caller.
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
+def program_variables(ctx: click.Context) -> list[str]:
+    """The variables of the program on the command line (EXPR or ``-f FILE``), in order."""
+    text = _program_text(ctx)
+    if not text:
+        return []
+    from gradcli.errors import GradcliError
+    from gradcli.language.parser import parse
+
+    try:
+        return list(parse(text).variables)
+    except GradcliError:  # half-typed: the names written in it, but functions and constants
+        from gradcli.engine.ops import CONSTANTS, FUNCTIONS
+
+        names = dict.fromkeys(_NAME.findall(re.sub(r"#[^\n]*", "", text)))
+        assigned = set(re.findall(r"([A-Za-z_]\w*)\s*=(?!=)", text))
+        return [name for name in names
+                if name not in FUNCTIONS and name not in CONSTANTS and name not in assigned]
+
+
+def _program_text(ctx: click.Context) -> str:
+    path = ctx.params.get("program_file")
+    if path and path != "-":
+        try:
+            with open(path, encoding="utf-8", errors="replace") as file:
+                return file.read(1 << 20)
+        except OSError:
+            return ""
+    expr = ctx.params.get("expr")
+    return expr if isinstance(expr, str) and expr != "-" else ""
+
+
+def variable_options(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+    """``--x``, ``--W``...: the program's variables that have no value yet, matching
+    ``incomplete`` (only when it starts an option: ``-`` or ``--``)."""
+    from click.shell_completion import CompletionItem
+
+    if not incomplete.startswith("-") or incomplete.startswith("---"):
+        return []
+    given = {text.partition("=")[0] for text, _ in ctx.meta.get(BINDINGS_KEY, [])}
+    return [CompletionItem(f"--{name}", help="a variable of the program")
+            for name in program_variables(ctx)
+            if name not in given and f"--{name}".startswith(incomplete)]
+
+
+def complete_wrt(ctx: click.Context, param: click.Parameter,
+                 incomplete: str) -> list[CompletionItem]:
+    """``--wrt``'s values: the program's variables, also after a comma (``x,`` -> ``x,W``)."""
+    from click.shell_completion import CompletionItem
+
+    done, _, start = incomplete.rpartition(",")
+    listed = set(done.split(",")) if done else set()
+    prefix = f"{done}," if done else ""
+    return [CompletionItem(prefix + name) for name in program_variables(ctx)
+            if name.startswith(start) and name not in listed]
