@@ -84,7 +84,8 @@ def test_eval_starts_without_what_it_does_not_use(flags):
     )
     unused = {"subprocess", "csv", "lark", "gradcli.output.pictures", "gradcli.engine.printing",
               "rich.tree",
-              "rich._emoji_codes"}
+              "rich._emoji_codes", "prompt_toolkit", "gradcli.cli.session",
+              "gradcli.language.values_file"}
     assert ("gradcli.output.views" in modules) == (not flags)  # the table was rendered with Rich
     assert not unused & modules
 

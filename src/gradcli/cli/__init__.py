@@ -14,6 +14,7 @@ with quiet_interrupts():  # the imports of click, the parser and the core: see s
         eval_command,
         functions_command,
         picture_commands,
+        repl,
     )
     from gradcli.cli.base import cli, main
 

@@ -163,6 +163,8 @@ class _Group(click.Group):
         """Parsing gradcli's own options (``--help`` and ``--version`` print here): a usage
         error in gradcli's style, and a reader that went away is 141, not click's 1."""
         given = list(args)
+        if not args and sys.stdin.isatty() and sys.stdout.isatty():
+            args = ["repl"]  # `gradcli` alone on a terminal: a session (in a pipe: the help)
         try:
             ctx = super().make_context(info_name, args, parent, **extra)
         except BrokenPipeError:

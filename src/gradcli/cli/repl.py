@@ -1,0 +1,77 @@
+"""``gradcli repl`` (and ``gradcli`` alone on a terminal): an interactive session.
+
+On a terminal the session reads with prompt_toolkit (``cli.terminal``: history, Tab completion,
+an open parenthesis continues the line); from a pipe or a file it reads lines as they come, with
+no prompt, and ends with the largest status of its entries, so a session can be scripted. This
+module is imported at every start of gradcli and imports nothing heavy itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import click
+
+from gradcli.cli.base import cli
+from gradcli.errors import ExitStatus
+
+if TYPE_CHECKING:
+    from gradcli.cli.session import Session
+
+REPL_HELP = """Start an interactive session: definitions persist, each expression prints its
+value, gradients and finite-difference check as `gradcli eval` does.
+
+\b
+  gradcli> W = 3
+  gradcli> u = x*W
+  gradcli> (u - 2)**2 + sin(x)         # x free: value and gradients as expressions
+  gradcli> x = 1.5                     # now numbers, checked
+  gradcli> :diff x                     # :help lists the commands
+\b
+History is kept in $XDG_STATE_HOME/gradcli/history (~/.local/state/gradcli/history).
+With stdin not a terminal, entries are read one per line (a line with an open parenthesis
+continues on the next), nothing is prompted, and the exit status is the largest of the
+entries' (2 usage, parse or name error; 3 numeric error; 1 a check failed).
+"""
+
+
+@cli.command("repl", help=REPL_HELP)
+def repl_command() -> None:
+    from gradcli.cli.session import Session
+
+    session = Session()
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        from gradcli.cli.terminal import run_on_terminal
+
+        run_on_terminal(session)
+        raise click.exceptions.Exit(ExitStatus.OK)
+    raise click.exceptions.Exit(run_lines(session, sys.stdin))
+
+
+def run_lines(session: Session, lines: Iterable[str]) -> int:
+    """Entries from a stream, a line at a time (joined while a parenthesis is open); returns
+    the largest status among them."""
+    status: int = ExitStatus.OK
+    pending = ""
+    for line in lines:
+        pending += line
+        if open_parentheses(pending) > 0:
+            continue
+        status = max(status, session.run(pending))
+        pending = ""
+        if session.quit:
+            return status
+    if pending.strip():
+        status = max(status, session.run(pending))
+    return status
+
+
+def open_parentheses(text: str) -> int:
+    """How many ``(`` are not closed yet (comments ignored): the entry goes on."""
+    depth = 0
+    for line in text.splitlines():
+        for char in line.partition("#")[0]:
+            depth += (char == "(") - (char == ")")
+    return depth

@@ -1,0 +1,258 @@
+"""The interactive session behind ``gradcli repl``: definitions that persist, expressions that
+print what ``gradcli eval`` prints, and ``:commands`` about the last expression.
+
+A session is a program being written one entry at a time. ``W = 3`` and ``u = x*W`` are kept
+(a name defined again replaces its definition); an expression is evaluated as the last line of
+a program made of the definitions it needs, put in an order where each name is defined before
+it is used (the language requires it), so ``u = x*W`` may come before ``x = 2``. This module
+reads no terminal: ``cli.terminal`` (prompt_toolkit) or a plain stream feeds it entries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from gradcli.errors import ExitStatus, GradcliError, UsageError
+
+# `name = ...` but not `name == ...` (which the language does not have, and parses as an error).
+_DEFINITION = re.compile(r"\s*([A-Za-z_]\w*)\s*=(?!=)(.*)", re.DOTALL)
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()")  # a name, not a function call
+_COMMENT = re.compile(r"#[^\n]*")
+
+COMMANDS = {  # name -> what it does (the order of :help)
+    ":diff": ":diff [x,y]     derivatives of the last expression as expressions",
+    ":hessian": ":hessian        the last expression with its Hessian, checked",
+    ":graph": ":graph          the last expression's graph as a tree",
+    ":json": ":json           the last expression's result as a JSON record",
+    ":vars": ":vars           the definitions of this session",
+    ":del": ":del NAME       forget a definition",
+    ":reset": ":reset          forget every definition",
+    ":help": ":help           this list",
+    ":quit": ":quit           leave (Ctrl-D too)",
+}
+ALIASES = {":q": ":quit", ":exit": ":quit", ":h": ":help", ":?": ":help"}
+
+HELP = """Type definitions and expressions:
+  W = 3                a variable with a value (an input of the expressions that use it)
+  u = x*W              a named node (x without a value stays free: results are expressions)
+  (u + b - t)**2       value, every node's gradient, and the finite-difference check
+An open ( continues on the next line; Ctrl-C cancels the line; Ctrl-D leaves.
+Commands:
+""" + "\n".join(f"  {line}" for line in COMMANDS.values())
+
+
+@dataclass
+class Session:
+    """The definitions typed so far and the last expression; ``run`` takes one entry."""
+
+    definitions: dict[str, str] = field(default_factory=dict)  # name -> its expression text
+    last: str | None = None  # the last expression evaluated (what :diff, :graph... are about)
+    quit: bool = False
+
+    def run(self, entry: str) -> int:
+        """One entry (a command, or definitions and at most one expression, split by ``;`` or
+        newlines); prints what it gives and returns its status (errors are printed too)."""
+        from gradcli.cli.show import show_error
+
+        text = entry.strip()
+        if not text:
+            return ExitStatus.OK
+        try:
+            if text.startswith(":"):
+                return self.command(text)
+            return self.program(text)
+        except GradcliError as error:
+            return show_error(error, False)
+
+    # --- definitions and expressions -------------------------------------------------------
+
+    def program(self, text: str) -> int:
+        items = [item.strip() for item in _items(_COMMENT.sub("", text))]
+        items = [item for item in items if item]
+        status: int = ExitStatus.OK
+        for number, item in enumerate(items, start=1):
+            match = _DEFINITION.fullmatch(item)
+            if match is not None:
+                self.define(match.group(1), match.group(2).strip())
+            elif number < len(items):
+                raise UsageError(f"{item!r} is an expression before the end of the entry",
+                                 hint="only the last part of an entry can be an expression")
+            else:
+                status = self.evaluate(item)
+        return status
+
+    def define(self, name: str, expression: str) -> None:
+        """Keep ``name = expression`` if the session's program still parses with it."""
+        from gradcli.language.parser import parse
+
+        if not expression:
+            raise UsageError(f"{name} = needs an expression", hint=f"e.g. {name} = 2")
+        parse(f"{name} = {expression}\n{name}")  # its own errors, at line 1
+        trial = {**self.definitions, name: expression}
+        parse(self.source(name, trial))
+        self.definitions = trial
+
+    def evaluate(self, expression: str, order: int = 1) -> int:
+        from gradcli.cli.show import show_result
+        from gradcli.gradcheck.evaluation import EvalSettings, evaluate
+
+        result = evaluate(self.parsed(expression), {}, EvalSettings(order=order, strict=False))
+        self.last = expression
+        return show_result(result, expression, False)
+
+    def parsed(self, expression: str):  # -> Program
+        """The program of ``expression`` and the definitions it needs; an error in the
+        expression itself points into the expression."""
+        from gradcli.language.parser import parse
+
+        parse(expression)  # syntax errors at line 1 of what was typed
+        return parse(self.source(expression))
+
+    def source(self, expression: str, definitions: dict[str, str] | None = None) -> str:
+        """The definitions ``expression`` needs, each after those it uses, then the expression."""
+        definitions = self.definitions if definitions is None else definitions
+        ordered = _definition_order(expression, definitions)
+        return "".join(f"{name} = {definitions[name]}\n" for name in ordered) + expression
+
+    # --- :commands ------------------------------------------------------------------------
+
+    def command(self, text: str) -> int:
+        name, _, argument = text.partition(" ")
+        name = ALIASES.get(name, name)
+        action: Callable[[str], int] | None = getattr(self, f"_{name[1:]}", None)
+        if name not in COMMANDS or action is None:
+            from gradcli.cli.given import closest_option
+
+            near = closest_option(name[1:], [f"--{c[1:]}" for c in COMMANDS])
+            raise UsageError(f"no such command {name}",
+                             hint=(f"did you mean :{near[0][2:]}? " if near else "")
+                             + ":help lists the commands")
+        return action(argument.strip())
+
+    def _help(self, argument: str) -> int:
+        _say(HELP)
+        return ExitStatus.OK
+
+    def _quit(self, argument: str) -> int:
+        self.quit = True
+        return ExitStatus.OK
+
+    def _vars(self, argument: str) -> int:
+        if not self.definitions:
+            _say("no definitions yet (W = 3 defines one)")
+        for name in _definition_order(" ".join(self.definitions), self.definitions):
+            _say(f"{name} = {self.definitions[name]}")
+        return ExitStatus.OK
+
+    def _reset(self, argument: str) -> int:
+        self.definitions, self.last = {}, None
+        _say("forgot every definition")
+        return ExitStatus.OK
+
+    def _del(self, argument: str) -> int:
+        if argument not in self.definitions:
+            raise UsageError(f"{argument or 'NAME'} is not defined",
+                             hint=":vars lists the definitions; :del NAME forgets one")
+        users = [name for name, text in self.definitions.items()
+                 if argument in _names(text) and name != argument]
+        if users:
+            raise UsageError(f"{', '.join(users)} {'uses' if len(users) == 1 else 'use'} "
+                             f"{argument}", hint="forget or redefine them first")
+        del self.definitions[argument]
+        return ExitStatus.OK
+
+    def _hessian(self, argument: str) -> int:
+        return self.evaluate(self._last(argument), order=2)
+
+    def _json(self, argument: str) -> int:
+        from gradcli.cli.show import show_result
+        from gradcli.gradcheck.evaluation import EvalSettings, evaluate
+
+        expression = self._last(argument)
+        result = evaluate(self.parsed(expression), {}, EvalSettings(strict=False))
+        return show_result(result, self.source(expression), True)
+
+    def _graph(self, argument: str) -> int:
+        from gradcli.limits import MAX_DRAWN_NODES
+        from gradcli.output.pictures import prepare
+        from gradcli.output.views import graph_tree, make_console
+
+        picture = prepare(self.parsed(self._last(argument)), {})
+        console = make_console()
+        # Each level indents 4 columns: stop where about 40 columns are left for the text.
+        console.print(graph_tree(picture, MAX_DRAWN_NODES, max(8, (console.width - 40) // 4)))
+        return ExitStatus.OK
+
+    def _diff(self, argument: str) -> int:
+        """Derivatives as expressions in the session's names (its values stay symbols: the
+        numbers at the point are in the table the expression printed)."""
+        from gradcli.engine.derivatives import differentiate
+        from gradcli.output.views import derivative_view, make_console
+
+        names = [name.strip() for name in argument.split(",") if name.strip()] or None
+        derivatives = differentiate(self.parsed(self._last("")), names, 1, {}, False)
+        make_console().print(derivative_view(derivatives.texts("text")))
+        return ExitStatus.OK
+
+    def _last(self, argument: str) -> str:
+        """``:graph EXPR`` is about EXPR; ``:graph`` about the last expression."""
+        if argument:
+            return argument
+        if self.last is None:
+            raise UsageError("no expression yet", hint="type one first, e.g. x**2 + W")
+        return self.last
+
+
+def _say(text: str) -> None:
+    import click
+
+    click.echo(text)
+
+
+def _items(text: str) -> list[str]:
+    """The entry split at ``;`` and line ends outside parentheses (inside them a line end
+    only continues the expression)."""
+    items, depth, start = [], 0, 0
+    for position, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if char in ";\n" and depth <= 0:
+            items.append(text[start:position])
+            start = position + 1
+    return [*items, text[start:]]
+
+
+def _names(text: str) -> set[str]:
+    return set(_NAME.findall(_COMMENT.sub("", text)))
+
+
+def _definition_order(expression: str, definitions: dict[str, str]) -> list[str]:
+    """The definitions ``expression`` needs, each after the ones it uses (a depth-first order
+    with an explicit stack); a UsageError for definitions that use each other in a circle."""
+    order: list[str] = []
+    state: dict[str, int] = {}  # 1: being visited, 2: done
+    position = {name: number for number, name in enumerate(definitions)}
+
+    def uses(name: str) -> Iterator[str]:
+        return iter(sorted(_names(definitions[name]) & position.keys(), key=position.get))
+
+    for root in sorted(_names(expression) & position.keys(), key=position.get):
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, uses(root))]
+        while stack:
+            name, pending = stack[-1]
+            following = next(pending, None)
+            if following is None:
+                stack.pop()
+                state[name] = 2
+                order.append(name)
+            elif state.get(following) == 1:
+                raise UsageError(f"{name} and {following} are defined in terms of each other",
+                                 hint=f"redefine one of them (:del {following} forgets it)")
+            elif following not in state:
+                state[following] = 1
+                stack.append((following, uses(following)))
+    return order

@@ -1,0 +1,243 @@
+"""``gradcli repl`` (issue 19) as a person uses it: the real program on a pseudo-terminal
+(pexpect), keys typed, and the screen read back through a terminal emulator (pyte) -- plus the
+piped mode, where a session is a script."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+pyte = pytest.importorskip("pyte")
+
+ROWS, COLUMNS = 50, 110
+
+
+class Terminal:
+    """gradcli on a pseudo-terminal, its output kept on an emulated screen."""
+
+    def __init__(self, tmp_path, *args: str, **env: str) -> None:
+        self.screen = pyte.Screen(COLUMNS, ROWS)
+        self.stream = pyte.Stream(self.screen)
+        environment = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "TERM": "xterm",
+                       "PROMPT_TOOLKIT_NO_CPR": "1", "COLUMNS": str(COLUMNS), **env}
+        environment.pop("NO_COLOR", None) if "NO_COLOR" not in env else None
+        self.child = pexpect.spawn(sys.executable, ["-m", "gradcli", *args], env=environment,
+                                   encoding="utf-8", dimensions=(ROWS, COLUMNS), timeout=30)
+        self.raw = ""
+
+    def read(self) -> None:
+        while True:
+            try:
+                chunk = self.child.read_nonblocking(100_000, timeout=0.05)
+            except (pexpect.TIMEOUT, pexpect.EOF):
+                return
+            self.raw += chunk
+            self.stream.feed(chunk)
+
+    def text(self) -> str:
+        return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def wait_for(self, text: str, timeout: float = 30) -> str:
+        """Read until ``text`` is on the screen; the screen."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.read()
+            if text in self.text():
+                return self.text()
+            if not self.child.isalive():
+                self.read()
+                break
+        raise AssertionError(f"{text!r} not on the screen:\n{self.text()}")
+
+    def type(self, keys: str) -> None:
+        self.child.send(keys)
+
+    def at_prompt(self) -> bool:
+        """The cursor is on an empty prompt line: the program waits for the next entry."""
+        return self.screen.display[self.screen.cursor.y].rstrip() == "gradcli>"
+
+    def enter(self, line: str) -> str:
+        """Type a line and Enter; the screen once the next empty prompt is up."""
+        seen = len(self.raw)
+        self.type(line + "\r")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            self.read()
+            if len(self.raw) > seen and self.at_prompt():
+                return self.text()
+        raise AssertionError(f"no prompt after {line!r}:\n{self.text()}")
+
+    def close(self) -> int:
+        self.type("\x04")  # Ctrl-D
+        self.child.expect(pexpect.EOF)
+        self.child.close()
+        return self.child.exitstatus
+
+
+def table_rows(screen: str, title: str) -> list[list[str]]:
+    """The cells of the table under ``title`` (its header row first), as drawn with boxes."""
+    rows = []
+    for line in screen[screen.index(title):].splitlines()[1:]:
+        if "│" not in line:
+            if rows and not line.strip("─┼├┤└┘┴ "):
+                continue
+            if rows:
+                break
+            continue
+        rows.append([cell.strip() for cell in line.split("│") if cell.strip()])
+    return rows
+
+
+@pytest.fixture
+def terminal(tmp_path):
+    opened = []
+
+    def open_terminal(*args: str, **env: str) -> Terminal:
+        opened.append(Terminal(tmp_path, *args, **env))
+        opened[-1].wait_for("gradcli>")
+        return opened[-1]
+
+    yield open_terminal
+    for each in opened:
+        if each.child.isalive():
+            each.child.terminate(force=True)
+
+
+def test_definitions_persist_and_an_expression_prints_what_eval_prints(terminal):
+    term = terminal("repl", NO_COLOR="1")
+    term.enter("W = 3; b = 1; t = 8")
+    term.enter("u = x*W")
+    screen = term.enter("x = 2")
+    assert "error:" not in screen
+    screen = term.enter("(u + b - t)**2")
+    # the seed example's numbers, by hand: (2*3 + 1 - 8)**2 = 1, d/dx = 2*(-1)*3 = -6
+    assert "value 1" in screen and "✓ check passed" in screen
+    gradients = {row[0]: row[1:3] for row in table_rows(screen, "gradients of the output")[1:]}
+    assert gradients == {"W": ["3", "-4"], "b": ["1", "-2"], "t": ["8", "2"], "x": ["2", "-6"]}
+    assert "\x1b[3" not in term.raw.partition("value 1")[2]  # NO_COLOR: no colours
+    assert term.close() == 0
+
+
+def test_commands_about_the_last_expression(terminal):
+    term = terminal("repl")
+    term.enter("y = 2")
+    term.enter("x**3*y")
+    screen = term.enter(":diff x")
+    assert "d/dx = 3*y*x**2" in screen  # d/dx x**3*y, by hand
+    screen = term.enter("x = 1")
+    term.type("\x0c")  # Ctrl-L: a clean screen for the next output
+    screen = term.enter(":hessian")
+    assert "Hessian of the output" in screen  # d2/dx2 = 6*x*y = 12 at x = 1, y = 2
+    header, *rows = table_rows(screen, "Hessian of the output")
+    hessian = {(row[0], name): cell
+               for row in rows for name, cell in zip(header, row[1:], strict=True)}
+    # by hand: d2/dx2 = 6*x*y = 12, d2/dx dy = 3*x**2 = 3, d2/dy2 = 0
+    assert hessian[("x", "x")] == "12 ✓" and hessian[("x", "y")] == "3 ✓"
+    assert hessian[("y", "y")] == "0"
+    term.type("\x0c")
+    assert "#2 x" in term.enter(":graph") or "x**3" in term.text()
+    screen = term.enter(":vars")
+    assert "y = 2" in screen and "x = 1" in screen
+    screen = term.enter(":nope")
+    assert "no such command :nope" in screen and ":help lists the commands" in screen
+    screen = term.enter(":help")
+    assert all(command in screen for command in (":diff", ":hessian", ":graph", ":json",
+                                                 ":vars", ":reset", ":quit"))
+    term.enter(":reset")
+    screen = term.enter(":vars")
+    assert "no definitions yet" in screen
+    term.type(":quit\r")
+    term.child.expect(pexpect.EOF)
+
+
+def test_errors_print_and_the_session_goes_on(terminal):
+    term = terminal("repl")
+    term.type("sqrt(x\r")
+    screen = term.wait_for("\n........")  # an open parenthesis continues the entry
+    assert "error:" not in screen
+    screen = term.enter(" - 1)*2 + log(x)")
+    assert "free variables: x" in screen  # one entry of two lines: sqrt(x - 1)*2 + log(x)
+    screen = term.enter("x = 0.5")
+    assert "error:" not in screen
+    screen = term.enter("sqrt(x - 1)")
+    assert "numeric error: square root of a negative number" in screen
+    screen = term.enter("2 +* 3")
+    assert "parse error" in screen and "^" in screen
+    screen = term.enter("1 + 1")
+    assert "value 2" in screen
+    assert term.close() == 0
+
+
+def test_ctrl_c_cancels_the_line_and_tab_completes(terminal, tmp_path):
+    term = terminal()  # `gradcli` alone on a terminal opens the session
+    term.enter("weight = 3")
+    term.type("sqr")
+    term.type("\t")
+    term.wait_for("sqrt")
+    term.type("(wei\t")
+    term.wait_for("sqrt(weight")
+    term.type(")\r")
+    screen = term.wait_for("value 1.73205")
+    term.type("1 + 2 + 3")
+    term.type("\x03")  # Ctrl-C: the line is dropped
+    screen = term.enter("")
+    assert "value 6" not in screen
+    term.type(":he\t")
+    term.wait_for(":help")
+    term.type("\x03")
+    assert term.close() == 0
+    history = (tmp_path / "state" / "gradcli" / "history").read_text()
+    assert "weight = 3" in history and "sqrt(weight)" in history
+
+
+def test_history_is_kept_between_sessions(terminal):
+    first = terminal("repl")
+    first.enter("q = 41")
+    assert first.close() == 0
+    second = terminal("repl")
+    second.type("\x1b[A")  # the up arrow: the last entry of the earlier session
+    second.wait_for("q = 41")
+    second.type("\r")
+    assert second.close() == 0
+
+
+def test_a_piped_session_is_a_script():
+    script = "W = 3\nu = x*W\nx = 2\n(u +\n 1)**2\n:diff x\nlog(-x)\n"
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=script,
+                          capture_output=True, text=True, check=False)
+    assert "value 49" in done.stdout  # (2*3 + 1)**2
+    assert "d/dx = 2*(x*W + 1)*W" in done.stdout
+    assert "logarithm of a non-positive number" in done.stderr
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+
+
+def test_bare_gradcli_in_a_pipe_still_prints_the_help():
+    done = subprocess.run([sys.executable, "-m", "gradcli"], input="", capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 2 and "Usage: gradcli" in done.stderr + done.stdout
+
+
+def test_the_session_s_definitions_are_ordered_by_use():
+    """Definitions may come in any order; one defined again replaces the old; a circle is
+    refused and the session keeps what it had."""
+    from gradcli.cli.session import Session
+    from gradcli.errors import UsageError
+
+    session = Session()
+    session.define("u", "x*W")
+    session.define("W", "3")
+    session.define("x", "2")
+    assert session.source("u + 1") == "W = 3\nx = 2\nu = x*W\nu + 1"
+    session.define("W", "4")
+    assert session.source("u") == "W = 4\nx = 2\nu = x*W\nu"
+    with pytest.raises(UsageError, match="in terms of each other"):
+        session.define("x", "u*2")
+    assert session.definitions == {"u": "x*W", "W": "4", "x": "2"}
+    # a chain 3000 deep, defined last-first: an explicit stack, no recursion limit
+    chain = Session({f"v{n}": f"v{n - 1} + 1" for n in range(3000, 1, -1)} | {"v1": "1"})
+    assert chain.source("v3000").splitlines()[:2] == ["v1 = 1", "v2 = v1 + 1"]
