@@ -28,6 +28,7 @@ from gradcli.gradcheck.evaluation import (
 from gradcli.gradcheck.hessian import HessianResult
 from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.language.parser import parse
+from gradcli.output.notebook import show_in_notebooks
 
 __all__ = [
     "CheckReport",
@@ -47,6 +48,8 @@ __all__ = [
     "evaluate_lines",
     "parse",
 ]
+
+show_in_notebooks(Result, FreeResult)  # the eval table in Jupyter and IPython
 
 
 def differentiate(

@@ -7,6 +7,7 @@ user asked for travels as one frozen ``EvalSettings``; the answer is a ``Result`
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -93,6 +94,15 @@ class Result:
     node_values: list[float] = field(default_factory=list)
     node_grads: list[float] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        """Short, for a Python prompt: value, gradients and the verdict (the whole table is
+        ``_repr_html_``/``_repr_pretty_`` in Jupyter and IPython, ``output.notebook``)."""
+        verdict = ("not checked" if self.check is None else
+                   "passed" if self.check.ok else "FAILED")
+        hessian = "" if self.hessian is None else ", hessian=..."
+        return (f"Result(value={self.value!r}, gradients={_short_dict(self.gradients)}, "
+                f"check={verdict}{hessian}, nodes={len(self.program.nodes)})")
+
     @property
     def status(self) -> ExitStatus:
         failed = self.check is not None and not self.check.ok
@@ -137,6 +147,10 @@ class FreeResult:
     point: dict[str, float]  # the variables that do have a value
     symbolic: SymbolicResult
 
+    def __repr__(self) -> str:
+        return (f"FreeResult(value={self.value!r}, gradients={_short_dict(self.gradients)}, "
+                f"free={self.free!r})")
+
     @property
     def free(self) -> list[str]:
         return self.symbolic.free
@@ -157,6 +171,16 @@ class FreeResult:
     @property
     def status(self) -> ExitStatus:
         return ExitStatus.OK
+
+
+SHORT_REPR_ITEMS = 8  # a repr lists this many gradients, then how many more
+
+
+def _short_dict(items: dict[str, Any]) -> str:
+    shown = ", ".join(f"{name!r}: {value!r}"
+                      for name, value in itertools.islice(items.items(), SHORT_REPR_ITEMS))
+    more = len(items) - SHORT_REPR_ITEMS
+    return "{" + shown + (f", ... {more} more" if more > 0 else "") + "}"
 
 
 def evaluate(

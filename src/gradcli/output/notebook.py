@@ -1,0 +1,63 @@
+"""Results where people already look: Jupyter and IPython show a ``Result`` as the table
+``gradcli eval`` prints.
+
+IPython and Jupyter ask an object for ``_repr_html_`` (a notebook cell) and ``_repr_pretty_``
+(the IPython terminal); a plain Python prompt uses ``__repr__``, which stays short (it lives with
+the class, in ``gradcheck.evaluation``). The result classes sit below ``output`` and may not
+import it, so ``api`` (the facade, loaded with ``import gradcli``'s names) attaches these two
+methods with ``show_in_notebooks``. Rich is imported when a result is first displayed, never by
+``import gradcli``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NOTEBOOK_WIDTH = 120  # columns of the notebook table (Jupyter's output area scrolls wider ones)
+_PRE = ('<pre style="white-space: pre; overflow-x: auto; line-height: normal; '
+        "font-family: Menlo, 'DejaVu Sans Mono', consolas, 'Courier New', monospace\">"
+        "<code>{code}</code></pre>")
+
+
+def result_console(width: int = NOTEBOOK_WIDTH, color: bool = True) -> Any:
+    """A Rich console that records what it prints, in memory: the notebook's page."""
+    import io
+
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), record=True, width=width, force_terminal=color,
+                   no_color=not color, color_system="truecolor" if color else None,
+                   highlight=False, emoji=False, force_jupyter=False)
+
+
+def result_html(result: Any) -> str:
+    """The result's tables and verdict as HTML with inline styles (a notebook cell)."""
+    from gradcli.output.views import result_view
+
+    console = result_console()
+    console.print(result_view(result))
+    return console.export_html(inline_styles=True, code_format=_PRE)
+
+
+def result_text(result: Any, width: int = NOTEBOOK_WIDTH) -> str:
+    """The same tables as plain text (the IPython terminal)."""
+    from gradcli.output.views import result_view
+
+    console = result_console(width, color=False)
+    console.print(result_view(result))
+    return console.export_text().rstrip("\n")
+
+
+def _repr_html_(self: Any) -> str:
+    return result_html(self)
+
+
+def _repr_pretty_(self: Any, printer: Any, cycle: bool) -> None:
+    printer.text(repr(self) if cycle else result_text(self))
+
+
+def show_in_notebooks(*classes: type) -> None:
+    """Give ``classes`` (``Result``, ``FreeResult``) the methods IPython and Jupyter look for."""
+    for cls in classes:
+        cls._repr_html_ = _repr_html_  # type: ignore[attr-defined]
+        cls._repr_pretty_ = _repr_pretty_  # type: ignore[attr-defined]
