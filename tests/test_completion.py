@@ -64,7 +64,7 @@ def test_files_choices_commands_and_an_unfinished_value():
     assert values('gradcli diff "x*y" --format ') == ["text", "latex", "python"]
     assert values("gradcli graph x --format m") == ["mermaid"]
     assert values("gradcli completion ") == ["bash", "zsh", "fish"]
-    assert {"eval", "diff", "check", "completion", "repl"} <= set(values("gradcli "))
+    assert {"eval", "diff", "check", "completion", "repl", "man"} <= set(values("gradcli "))
     assert values(f"gradcli eval {SEED} --W ") == []  # a number is typed, not guessed
 
 

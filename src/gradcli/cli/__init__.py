@@ -13,6 +13,7 @@ with quiet_interrupts():  # the imports of click, the parser and the core: see s
         diff_command,
         eval_command,
         functions_command,
+        manpage,
         picture_commands,
         repl,
     )

@@ -201,9 +201,12 @@ def cli() -> None:
     """Differentiate formulas: every node's value and gradient, checked by finite differences.
 
     \b
-    Start with:  gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8
-    More:        gradcli eval --help
-    In CI:       gradcli check examples/checks.toml   (gradcli check --help)
+    Start with:   gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8
+    More:         gradcli eval --help
+    Functions:    gradcli functions   (every operator and function of the language)
+    Interactive:  gradcli repl        (or gradcli alone, on a terminal)
+    In CI:        gradcli check examples/checks.toml   (gradcli check --help)
+    Manual:       gradcli man | man -l -
     """
 
 

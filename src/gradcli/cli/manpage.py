@@ -1,0 +1,106 @@
+"""``gradcli man``: the manual page ``gradcli.1``, made from the click commands themselves.
+
+Every command's help, usage and options come from the same objects that print ``--help``, so
+the page cannot drift from the program, and no generated copy has to be kept in step with the
+help texts. ``gradcli man | man -l -`` reads it; ``gradcli man > DIR/man1/gradcli.1`` with DIR
+on the MANPATH (``~/.local/share/man``) makes ``man gradcli`` work.
+"""
+
+from __future__ import annotations
+
+import click
+
+from gradcli import __version__
+from gradcli.cli.base import cli
+
+MAN_HELP = """Print gradcli's manual page (roff), made from the commands' own help.
+
+\b
+  gradcli man | man -l -          # read it now
+  gradcli man > ~/.local/share/man/man1/gradcli.1   # then: man gradcli
+"""
+
+SUMMARY = "differentiate formulas: values, reverse-mode gradients, finite-difference checks"
+
+_ENVIRONMENT = [
+    ("NO_COLOR", "When set (to anything), no colours on a terminal, also in the repl."),
+    ("COLUMNS", "The width tables are laid out for (default: the terminal's; 200 in a pipe)."),
+    ("XDG_STATE_HOME", "The repl keeps its history in $XDG_STATE_HOME/gradcli/history "
+                       "(default ~/.local/state/gradcli/history)."),
+    ("GITHUB_ACTIONS", "When true, gradcli check also prints failures as GitHub annotations."),
+    ("_GRADCLI_COMPLETE", "Set by the shell completion scripts (gradcli completion SHELL)."),
+]
+_EXIT_STATUS = [
+    ("0", "ok"), ("1", "a finite-difference check failed"),
+    ("2", "usage, parse or name error"),
+    ("3", "numeric error: domain, overflow, division by zero, an infinite derivative"),
+    ("4", "stdout could not be written"), ("130", "interrupted (Ctrl-C)"),
+    ("141", "the reader of stdout went away"),
+]
+
+
+@cli.command("man", help=MAN_HELP)
+def man_command() -> None:
+    click.echo(manual_page(), nl=False)
+
+
+def manual_page() -> str:
+    """The whole page in roff's man macros."""
+    root = click.Context(cli, info_name="gradcli")
+    lines = [f'.TH GRADCLI 1 "" "gradcli {__version__}" "User Commands"', ".SH NAME",
+             rf"gradcli \- {roff(SUMMARY)}", ".SH SYNOPSIS",
+             r".B gradcli", r"\fICOMMAND\fR [\fIOPTIONS\fR] [\fIARGS\fR]...", ".br",
+             ".B gradcli", "(alone on a terminal: an interactive session, see",
+             ".BR repl )", ".SH DESCRIPTION", *help_text(cli.help or ""),
+             ".PP", "The language's operators and functions:", ".B gradcli functions",
+             ".SH COMMANDS"]
+    assert isinstance(cli, click.Group)
+    for name in cli.list_commands(root):
+        command = cli.commands[name]
+        if command.hidden:
+            continue
+        ctx = click.Context(command, info_name=name, parent=root)
+        usage = " ".join(command.collect_usage_pieces(ctx))
+        lines += [f'.SS "gradcli {name} {roff(usage)}"', *help_text(command.help or "")]
+        lines += option_entries(command, ctx)
+    lines += [".SH EXIT STATUS", *definitions(_EXIT_STATUS), ".SH ENVIRONMENT",
+              *definitions(_ENVIRONMENT), ".SH FILES", r".TP", r"\fI~/.local/state/gradcli/"
+              r"history\fR", "The repl's history (see XDG_STATE_HOME).", ".SH SEE ALSO",
+              "Every command's --help; the documentation in the source repository's docs/."]
+    return "\n".join(lines) + "\n"
+
+
+def option_entries(command: click.Command, ctx: click.Context) -> list[str]:
+    lines = []
+    for param in command.get_params(ctx):
+        if not isinstance(param, click.Option):
+            continue  # arguments are in the usage line and the help
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        flags, text = record
+        lines += [".TP", rf"\fB{roff(flags)}\fR", roff(text) or "."]
+    return lines
+
+
+def definitions(pairs: list[tuple[str, str]]) -> list[str]:
+    return [line for term, text in pairs for line in (".TP", rf"\fB{roff(term)}\fR", roff(text))]
+
+
+def help_text(text: str) -> list[str]:
+    """click's help as roff: paragraphs are filled, a ``\\b`` paragraph keeps its lines."""
+    lines: list[str] = []
+    for paragraph in text.strip().split("\n\n"):
+        raw = paragraph.split("\n")
+        if raw and raw[0].strip() == "\b":
+            lines += [".PP", ".nf", *(roff(line) for line in raw[1:]), ".fi"]
+        else:
+            lines += [".PP", roff(" ".join(line.strip() for line in raw))]
+    return lines
+
+
+def roff(text: str) -> str:
+    r"""Text that roff prints as written: ``\`` as ``\e``, ``-`` as ``\-`` (a real minus, which
+    man pages use in options), no line starting with a control character."""
+    text = text.replace("\\", r"\e").replace("-", r"\-")
+    return r"\&" + text if text[:1] in (".", "'") else text
