@@ -52,8 +52,8 @@ def completion_command(shell: str) -> None:
     click.echo(completion_class(cli, {}, "gradcli", COMPLETE_VAR).source())
 
 
-# A name in a formula that does not parse yet; functions are left out by the caller.
-_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+# A name in a formula that does not parse yet (functions are left out where it is used).
+_NAME = r"(?<![\w.])[A-Za-z_]\w*"
 
 
 def program_variables(ctx: click.Context) -> list[str]:
@@ -69,7 +69,7 @@ def program_variables(ctx: click.Context) -> list[str]:
     except GradcliError:  # half-typed: the names written in it, but functions and constants
         from gradcli.engine.ops import CONSTANTS, FUNCTIONS
 
-        names = dict.fromkeys(_NAME.findall(re.sub(r"#[^\n]*", "", text)))
+        names = dict.fromkeys(re.findall(_NAME, re.sub(r"#[^\n]*", "", text)))
         assigned = set(re.findall(r"([A-Za-z_]\w*)\s*=(?!=)", text))
         return [name for name in names
                 if name not in FUNCTIONS and name not in CONSTANTS and name not in assigned]
