@@ -5,6 +5,7 @@ piped mode, where a session is a script."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -119,8 +120,28 @@ def test_definitions_persist_and_an_expression_prints_what_eval_prints(terminal)
     assert "value 1" in screen and "✓ check passed" in screen
     gradients = {row[0]: row[1:3] for row in table_rows(screen, "gradients of the output")[1:]}
     assert gradients == {"W": ["3", "-4"], "b": ["1", "-2"], "t": ["8", "2"], "x": ["2", "-6"]}
-    assert "\x1b[3" not in term.raw.partition("value 1")[2]  # NO_COLOR: no colours
+    assert not colours(term.raw)  # NO_COLOR: neither the prompt nor the tables have colours
     assert term.close() == 0
+
+
+def test_without_no_color_the_tables_have_colours(terminal):
+    term = terminal("repl")
+    screen = term.enter("x = 2; x**2")
+    assert "value 4" in screen and colours(term.raw)
+
+
+def colours(raw: str) -> set[str]:
+    """The colour codes among the SGR sequences (ESC [ ... m) a program wrote: 30-38, 40-48,
+    90-97, 100-107 (bold, underline and resets are not colours)."""
+    found = set()
+    for params in re.findall(r"\x1b\[([0-9;]*)m", raw):
+        for code in params.split(";"):
+            if code.isdigit() and (30 <= int(code) <= 38 or 40 <= int(code) <= 48
+                                   or 90 <= int(code) <= 107):
+                found.add(code)
+                if code in ("38", "48"):
+                    break  # the numbers after it are the colour's own
+    return found
 
 
 def test_commands_about_the_last_expression(terminal):

@@ -125,6 +125,12 @@ def test_a_bad_file_is_a_usage_error_with_the_file_and_line(text, message):
     usage_error(invoke("eval", "x", "--values", "-", stdin=text), message)
 
 
+@pytest.mark.parametrize("program", [["-"], ["-f", "-"], []], ids=["batch", "file", "implicit"])
+def test_values_and_the_program_cannot_both_come_from_stdin(program):
+    usage_error(invoke("eval", *program, "--values", "-", stdin="x*W\n"),
+                "--values - and the program both read stdin")
+
+
 def test_a_file_that_cannot_be_read_is_a_usage_error(tmp_path):
     usage_error(invoke("eval", "x", "--values", str(tmp_path / "missing.json")), "cannot read")
 
@@ -140,3 +146,22 @@ def test_the_loader_keeps_arrays_for_when_the_language_has_them():
     assert deep == 1.0
     with pytest.raises(UsageError, match="empty list"):
         parse_values_text('{"A": [[], []]}', "m.json")
+
+
+def test_many_names_each_with_its_line():
+    """A shared point file of 20,000 names: every name found on its own line (one pass over
+    the text), in JSON and in TOML."""
+    names = [f"v{i}" for i in range(20_000)]
+    as_json = "{\n" + ",\n".join(f'  "{name}": {i}' for i, name in enumerate(names)) + "\n}"
+    as_toml = "".join(f"{name} = {i}\n" for i, name in enumerate(names))
+    for text, first_line in ((as_json, 2), (as_toml, 1)):
+        entries = parse_values_text(text, "many")
+        assert [e.line for e in entries] == list(range(first_line, first_line + len(names)))
+        assert [e.value for e in entries] == [float(i) for i in range(len(names))]
+
+
+def test_a_quoted_key_is_found_too():
+    (entry,) = parse_values_text('"x" = 1\n', "q.toml", "toml")
+    assert entry.line == 1
+    with pytest.raises(UsageError, match=r"^q\.json:3: .* is not a variable name"):
+        parse_values_text('{\n "x": 1,\n "a\\"b": 2}', "q.json")

@@ -242,9 +242,21 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
     command = ctx.command
     options = command.long_options(ctx) if isinstance(command, BindingCommand) else ()
     given = Given.read(written, options)
-    if ctx.meta.get(VALUES_FILE_KEY) is None:
+    path = ctx.meta.get(VALUES_FILE_KEY)
+    if path is None:
         return given
-    return with_file_values(given, ctx.meta[VALUES_FILE_KEY], ctx.meta.get(ALLOW_UNUSED_KEY, False))
+    if path == "-" and _program_on_stdin(ctx):
+        raise UsageError("--values - and the program both read stdin",
+                         hint="give the values as a file (--values point.toml) or the program "
+                              "as EXPR")
+    return with_file_values(given, path, ctx.meta.get(ALLOW_UNUSED_KEY, False))
+
+
+def _program_on_stdin(ctx: click.Context) -> bool:
+    """``-f -``, EXPR ``-``, or (eval's batch) neither EXPR nor -f with stdin not a terminal."""
+    expr, path = ctx.params.get("expr"), ctx.params.get("program_file")
+    implicit = ctx.info_name == "eval" and expr is None and path is None
+    return "-" in (expr, path) or (implicit and not sys.stdin.isatty())
 
 
 _EXAMPLES = {"eval": '"(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8'}  # else: try COMMAND --help

@@ -13,8 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gradcli.errors import ExitStatus, GradcliError, UsageError
+
+if TYPE_CHECKING:
+    from gradcli.engine.graph import Program
 
 # `name = ...` but not `name == ...` (which the language does not have, and parses as an error).
 _DEFINITION = re.compile(r"\s*([A-Za-z_]\w*)\s*=(?!=)(.*)", re.DOTALL)
@@ -102,7 +106,7 @@ class Session:
         self.last = expression
         return show_result(result, expression, False)
 
-    def parsed(self, expression: str):  # -> Program
+    def parsed(self, expression: str) -> Program:
         """The program of ``expression`` and the definitions it needs; an error in the
         expression itself points into the expression."""
         from gradcli.language.parser import parse

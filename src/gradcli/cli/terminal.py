@@ -12,7 +12,6 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import click
 from prompt_toolkit import PromptSession
@@ -110,5 +109,6 @@ def run_on_terminal(session: Session) -> None:
             click.echo("interrupted", err=True)
 
 
-def _continuation(width: int, line_number: int, wrap_count: int) -> Any:
+def _continuation(width: int, line_number: int, wrap_count: int) -> str:
+    """``........ `` under ``gradcli> ``: the entry goes on (a parenthesis is open)."""
     return "." * (width - 1) + " "

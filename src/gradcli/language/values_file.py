@@ -46,9 +46,10 @@ def parse_values_text(text: str, file_name: str, kind: str | None = None) -> lis
     if kind is None:
         kind = _guessed_kind(text)
     pairs = _json_pairs(text, file_name) if kind == "json" else _toml_pairs(text, file_name)
+    lines = _key_lines(text, kind)
     values = []
     for occurrence, (name, raw) in _numbered(pairs):
-        line = _line_of(name, text, kind, occurrence)
+        line = _line_of(lines, name, occurrence)
         where = visible(file_name) if line is None else f"{visible(file_name)}:{line}"
         values.append(FileValue(name, _checked(name, raw, where, kind), line))
     validate_values({v.name: v.value for v in values if not v.is_array})
@@ -93,7 +94,7 @@ def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
     if not isinstance(document, _Pairs):
         raise UsageError(f"{visible(file_name)} holds {_json_kind(document)} of JSON, not an "
                          "object of name: number", hint='write e.g. {"x": 2, "W": 3}')
-    _refuse_duplicates(document, text, file_name, "json")
+    _refuse_duplicates(document, _key_lines(text, "json"), file_name)
     return list(document)
 
 
@@ -105,13 +106,19 @@ def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:  # its message ends "(at line 2, column 5)"
-        _refuse_duplicates(_toml_keys(text), text, file_name, "toml")
+        _refuse_duplicates(_toml_keys(text), _key_lines(text, "toml"), file_name)
         raise UsageError(f"{visible(file_name)}: not valid TOML: {error}",
                          hint="write one name = number per line, e.g. x = 2") from None
     return list(document.items())  # TOML itself refuses a key given twice
 
 
 _TOML_KEY = re.compile(r"^[ \t]*([A-Za-z0-9_-]+)[ \t]*=", re.MULTILINE)
+# Where keys stand: "x": in JSON; x =, "x" = or 'x' = at the start of a line in TOML.
+_KEY_PATTERNS = {
+    "json": re.compile(r'("(?:[^"\\]|\\.)*")\s*:'),
+    "toml": re.compile(r"""^[ \t]*([A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^'\n]*')[ \t]*=""",
+                       re.MULTILINE),
+}
 
 
 def _toml_keys(text: str) -> list[tuple[str, Any]]:
@@ -120,12 +127,38 @@ def _toml_keys(text: str) -> list[tuple[str, Any]]:
     return [(match.group(1), None) for match in _TOML_KEY.finditer(text)]
 
 
-def _refuse_duplicates(pairs: list[tuple[str, Any]], text: str, file_name: str,
-                       kind: str) -> None:
+def _key_lines(text: str, kind: str) -> dict[str, list[int]]:
+    """Each key's lines, in the order its occurrences stand, found in one pass over the text
+    (a file of many names costs a pass, not a pass per name)."""
+    lines: dict[str, list[int]] = {}
+    line, counted = 1, 0
+    for match in _KEY_PATTERNS[kind].finditer(text):
+        line += text.count("\n", counted, match.start())
+        counted = match.start()
+        key = match.group(1)
+        if key[:1] == '"':
+            try:
+                key = json.loads(key)
+            except ValueError:
+                continue
+        elif key[:1] == "'":
+            key = key[1:-1]
+        lines.setdefault(key, []).append(line)
+    return lines
+
+
+def _line_of(lines: dict[str, list[int]], name: str, occurrence: int) -> int | None:
+    """The line of the ``occurrence``-th key ``name`` (0: the first), if it was found."""
+    found = lines.get(name, [])
+    return found[occurrence] if occurrence < len(found) else None
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]], lines: dict[str, list[int]],
+                       file_name: str) -> None:
     seen: set[str] = set()
     for occurrence, (name, _) in _numbered(pairs):
         if name in seen:
-            line = _line_of(name, text, kind, occurrence)
+            line = _line_of(lines, name, occurrence)
             where = f"{visible(file_name)}:{line}" if line is not None else visible(file_name)
             raise UsageError(f"{where}: {visible(name)} is given twice in the file",
                              hint=f"give {visible(name)} one value")
@@ -141,19 +174,6 @@ def _numbered(pairs: list[tuple[str, Any]]) -> list[tuple[int, tuple[str, Any]]]
         numbered.append((counts.get(name, 0), (name, value)))
         counts[name] = counts.get(name, 0) + 1
     return numbered
-
-
-def _line_of(name: str, text: str, kind: str, occurrence: int) -> int | None:
-    """The line of the ``occurrence``-th key ``name`` in the text, if it can be found."""
-    quoted = re.escape(json.dumps(name))
-    if kind == "json":
-        pattern = quoted + r"\s*:"
-    else:  # x = 1, "x" = 1 or 'x' = 1 at the start of a line
-        pattern = rf"^[ \t]*(?:{re.escape(name)}|{quoted}|'{re.escape(name)}')[ \t]*="
-    matches = list(re.finditer(pattern, text, re.MULTILINE))
-    if occurrence >= len(matches):
-        return None
-    return text.count("\n", 0, matches[occurrence].start()) + 1
 
 
 def _checked(name: str, raw: Any, where: str, kind: str) -> FileNumber:
