@@ -216,6 +216,29 @@ def test_ctrl_c_cancels_the_line_and_tab_completes(terminal, tmp_path):
     assert "weight = 3" in history and "sqrt(weight)" in history
 
 
+def test_ctrl_c_stops_an_evaluation_and_the_session_goes_on(terminal):
+    """A Hessian of 250 variables takes seconds: Ctrl-C stops it, the definitions stay."""
+    term = terminal("repl")
+    term.enter("; ".join(f"x{i} = {i % 7 + 1}" for i in range(250)))
+    term.type("\x0c")
+    time.sleep(0.5)
+    term.read()  # the redrawn screen, with its own bracketed-paste codes
+    seen = len(term.raw)
+    term.type(":hessian " + " + ".join(f"sin(x{i}*x{i + 1})" for i in range(249)) + "\r")
+    # Ctrl-C once the line is accepted: prompt_toolkit has left raw mode (bracketed paste off),
+    # so the key is a SIGINT, not a character of the next line
+    while "\x1b[?2004l" not in term.raw[seen:]:
+        term.read()
+    time.sleep(0.3)
+    term.type("\x03")
+    screen = term.wait_for("interrupted")
+    assert "Hessian of the output" not in screen
+    term.type("\x0c")
+    screen = term.enter("x3 + 1")
+    assert "value 5" in screen  # x3 = 3 % 7 + 1 = 4
+    assert term.close() == 0
+
+
 def test_history_is_kept_between_sessions(terminal):
     first = terminal("repl")
     first.enter("q = 41")
