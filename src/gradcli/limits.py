@@ -40,6 +40,12 @@ are the size of a program and the finite-difference check, whose cost is (number
   among the rows (the entries past it are listed as unchecked).
 - ``MAX_DRAWN_NODES``: nodes ``gradcli graph`` draws by default, nearest the output (a larger
   picture is unreadable; ``--max-nodes 0`` draws all).
+- Arrays (docs/arrays.md): ``MAX_ARRAY_ELEMENTS`` elements in one value (a literal, ``eye(n)``,
+  any node: 2^25 doubles are 256 MB). The check of an array program perturbs one element at a
+  time and replays what depends on it: it checks every element of each gradient up to
+  ``ARRAY_CHECK_ELEMENTS`` per node, and a deterministic, evenly spread sample beyond, fewer when
+  the replays would pass ``ARRAY_CHECK_BUDGET`` array elements recomputed (about a second), but
+  never fewer than ``ARRAY_CHECK_MIN``; the verdict says how many were checked.
 - ``default_jobs()``: the processes of a batch and the threads of a large vector evaluation
   (``$GRADCLI_JOBS``, else the CPUs this process may run on).
 """
@@ -69,6 +75,10 @@ CHECK_BLOCK_OVERHEAD = 512  # a node at one point costs as much as at 512 (a Num
 CHECK_FIXED_CELLS = 2**16  # what a check costs beyond its nodes (~2 ms), in cells
 MAX_RUN_CELLS = 10**9  # nodes x points x passes in one gradcli check run: ~30 s
 MAX_DRAWN_NODES = 300
+MAX_ARRAY_ELEMENTS = 2**25
+ARRAY_CHECK_ELEMENTS = 10_000
+ARRAY_CHECK_BUDGET = 200_000_000
+ARRAY_CHECK_MIN = 20
 MAX_HESSIAN_ENTRIES = 1_000_000  # a Hessian of up to 1,000 variables
 MAX_DERIVATIVES = 100_000  # gradcli diff: (variables)^order derivatives
 JOBS_ENV = "GRADCLI_JOBS"

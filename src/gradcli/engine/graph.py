@@ -116,7 +116,8 @@ class Program:
     maps each input variable the output depends on to its node, in order of first appearance in
     the text; ``defaults`` holds the values that the program itself assigns (``x = 2``);
     ``notes`` are variables whose names differ from a constant or a function only by case
-    (``PI``: see ``errors.Note``), set by the parser.
+    (``PI``: see ``errors.Note``), set by the parser. ``arrays`` is True when the text has an
+    array in it (a literal, an array op): such a program runs on engine/arrays.py.
     """
 
     source: str
@@ -125,6 +126,7 @@ class Program:
     variables: dict[str, Node] = field(default_factory=dict)
     defaults: dict[str, float] = field(default_factory=dict)
     notes: list[Note] = field(default_factory=list)
+    arrays: bool = False
 
     @classmethod
     def build(

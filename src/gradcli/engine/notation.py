@@ -9,7 +9,7 @@ graph module can name its nodes in messages without this module knowing about gr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from gradcli.engine.ops import CONST, PREC_ATOM, PREC_SUM, PREC_UNARY, VAR, Op
 
@@ -28,6 +28,14 @@ def format_number(value: float) -> str:
     """The shortest text that reads back as the same float (``2`` rather than ``2.0``)."""
     text = repr(float(value))
     return text.removesuffix(".0")
+
+
+def array_text(value: Any, limit: int = 12) -> str:
+    """An array constant as the language writes it (``[1, 2]``), or ``[...]`` with its shape when
+    it has more than ``limit`` elements (a label, not a value to read back)."""
+    if value.size > limit:
+        return "[... " + "x".join(map(str, value.shape)) + "]"
+    return str(value.tolist()).replace(".0,", ",").replace(".0]", "]")
 
 
 class Notation:
@@ -92,8 +100,16 @@ def expression_texts(
         if op is VAR:
             text, precedence = notation.name(str(node.name)), PREC_ATOM
         elif op is CONST:
-            text = notation.number(node.value)
-            precedence = PREC_UNARY if text.startswith("-") else PREC_ATOM
+            if type(node.value) is not float and getattr(node.value, "ndim", 0):  # [1, 2]
+                text, precedence = array_text(node.value), PREC_ATOM
+            else:
+                text = notation.number(node.value)
+                precedence = PREC_UNARY if text.startswith("-") else PREC_ATOM
+        elif type(op) is not Op and op.postfix is not None:  # an array op: x', x[1:3]
+            text, precedence = operand(node.inputs[0], PREC_ATOM) + op.postfix, PREC_ATOM
+        elif type(op) is not Op and op.name == "array":  # [a, b]
+            args = [operand(source, 0) for source in node.inputs]
+            text, precedence = "[" + ", ".join(args) + "]", PREC_ATOM
         elif op.symbol is None:
             args = [operand(source, 0) for source in node.inputs]
             text, precedence = notation.call(op, args), PREC_ATOM

@@ -131,6 +131,8 @@ class Parser:
             positions = [index for index, _ in kept]
             if positions == list(range(length)):
                 pick = None
+            elif not positions:  # nothing kept (x[:]): the callback gets an empty list
+                pick = _keep_nothing
             elif len(positions) == 1:  # a slice, so that the callback still gets a list
                 pick = operator.itemgetter(slice(positions[0], positions[0] + 1))
             else:
@@ -296,6 +298,10 @@ def grammar_digest(text: str) -> str:
     CRC is enough, and zlib is far cheaper to import at start-up than hashlib.
     """
     return f"crc32:{zlib.crc32(text.encode('utf-8')):08x}:{len(text)}"
+
+
+def _keep_nothing(values: list) -> list:
+    return []
 
 
 def load_tables() -> dict[str, Any]:

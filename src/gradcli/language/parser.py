@@ -22,8 +22,10 @@ import re
 import threading
 
 from gradcli.engine.graph import Node, Program
+from gradcli.engine.array_ops import ARRAY_FUNCTIONS, ARRAY_OPS
 from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS
 from gradcli.errors import GradcliError, GradcliNameError, Note, ParseError, UsageError
+from gradcli.language.arrays import array_call, array_literal, subscript
 from gradcli.language.lalr import (
     Parser,
     Token,
@@ -48,6 +50,7 @@ class _GraphBuilder:
         self.named: dict[str, Node] = {}  # names given by statements: intermediates and inputs
         self.defaults: dict[str, float] = {}  # values that statements give input variables
         self.notes: list[Note] = []  # variables named like a constant or function: PI, Exp
+        self.arrays = False  # an array literal or array op was built (docs/arrays.md)
 
     def made_node(self, node: Node, token: Token | None = None) -> Node:
         """Count a new node; past the limit, stop parsing at once with a usage error."""
@@ -100,6 +103,8 @@ class _GraphBuilder:
     def call(self, children: list) -> Node:
         token, args = children[0], children[1:]
         op = FUNCTIONS.get(str(token))
+        if str(token) in ARRAY_FUNCTIONS and (op is None or len(args) != op.arity):
+            return self.made_node(array_call(self, token, args), token)
         if op is None:
             name = str(token)
             if name in self.variables or name in self.named:
@@ -149,6 +154,34 @@ class _GraphBuilder:
     def start(self, children: list) -> Node:
         return children[-1]
 
+    # --- arrays (language/arrays.py builds the nodes) ---------------------------------------
+
+    def array(self, children: list[Node]) -> Node:
+        return self.made_node(array_literal(self, children))
+
+    def matmul(self, children: list[Node]) -> Node:
+        self.arrays = True
+        return self.made_node(Node(ARRAY_OPS["matmul"], (children[0], children[1])))
+
+    def transpose(self, children: list[Node]) -> Node:
+        self.arrays = True
+        return self.made_node(Node(ARRAY_OPS["transpose"], (children[0],)))
+
+    def subscript(self, children: list) -> Node:
+        return self.made_node(subscript(self, children[0], children[1:]))
+
+    def slice_both(self, children: list[Node]) -> tuple:
+        return ("slice", children[0], children[1])
+
+    def slice_from(self, children: list[Node]) -> tuple:
+        return ("slice", children[0], None)
+
+    def slice_to(self, children: list[Node]) -> tuple:
+        return ("slice", None, children[0])
+
+    def slice_all(self, children: list[Node]) -> tuple:
+        return ("slice", None, None)
+
 
 def _binary_callback(op_name: str):
     op = OPS[op_name]
@@ -195,8 +228,10 @@ class _Parser:
             finally:
                 builder = self.builder
                 variables, defaults, notes = builder.variables, builder.defaults, builder.notes
+                arrays = builder.arrays
                 builder.reset()
         program = Program.build(source, output, variables.values(), defaults)
+        program.arrays = arrays
         if notes:
             lines = source.split("\n")
             program.notes = [note for note in notes if note.name in program.variables]

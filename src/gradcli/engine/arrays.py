@@ -1,0 +1,259 @@
+"""Forward and backward passes of array programs: NumPy values, broadcasting, VJPs.
+
+A program enters this path only when it has an array in it (a literal, an array op, or an array
+value given for a variable); scalar programs never import this module (engine/graph.py stays
+their path). The nodes are the same ``graph.Node`` objects and the order is the same topological
+order; only the values are NumPy arrays (0-d for scalars).
+
+Element-wise ops are the scalar table's rows (engine/ops.py): their ``vector`` forms broadcast as
+NumPy does, and their derivative rules, written with ``F``, run on arrays; the gradient of an
+operand that was broadcast is summed over the broadcast axes (``unbroadcast``). Array ops are the
+rows of engine/array_ops.py, each with one vector-Jacobian product per operand. Gradients
+accumulate with ``+``, so a node used twice receives both contributions, as on floats.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gradcli.engine.array_ops import ArrayOp
+from gradcli.engine.graph import Node, Program, describe, node_text
+from gradcli.engine.notation import format_number
+from gradcli.engine.ops import CONST, NONE, SAME, Op
+from gradcli.errors import NumericError, UsageError
+from gradcli.limits import MAX_ARRAY_ELEMENTS
+
+
+def numpy() -> Any:
+    import numpy as np
+
+    return np
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    """``3``, ``2x3``; ``scalar`` for the empty shape (how messages and tables write shapes)."""
+    return "x".join(str(n) for n in shape) or "scalar"
+
+
+def index_text(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(i) for i in index) + "]" if index else ""
+
+
+def is_array_value(value: Any) -> bool:
+    """A value that makes the program an array program: a list or an array of any dimension."""
+    return isinstance(value, list) or getattr(value, "ndim", 0) > 0
+
+
+def as_array(name: str, value: Any) -> Any:
+    """A variable's value as a float array; a UsageError says what is wrong with it."""
+    np = numpy()
+    try:
+        array = np.asarray(value, dtype=float)
+    except (ValueError, TypeError):
+        raise UsageError(f"the value of {name} is not a rectangular array of numbers",
+                         hint="every row needs the same length, e.g. [[1, 2], [3, 4]]") from None
+    if array.size > MAX_ARRAY_ELEMENTS:
+        raise UsageError(f"the value of {name} has {array.size:,} elements, more than "
+                         f"{MAX_ARRAY_ELEMENTS:,}", hint="use a smaller array")
+    if not np.all(np.isfinite(array)):
+        raise UsageError(f"the value of {name} has an element that is not a finite number",
+                         hint="give finite numbers such as 2, -0.5 or 1e-3")
+    return array
+
+
+def bind(program: Program, values: dict[str, Any]) -> None:
+    """Every variable from ``values`` or the program's defaults, every leaf as a float array."""
+    for node in program.nodes:
+        if node.inputs:
+            continue
+        if node.name in program.variables and node is program.variables[node.name]:
+            given = values[node.name] if node.name in values else program.defaults[node.name]
+            node.value = as_array(node.name, given)
+        else:
+            node.value = numpy().asarray(node.value, dtype=float)
+
+
+# --- forward ------------------------------------------------------------------------------------
+
+def forward(nodes: list[Node]) -> Any:
+    """Every node's value in topological order; the output's value (the last node)."""
+    for node in nodes:
+        if node.inputs:
+            node.value = compute(node, [source.value for source in node.inputs])
+    return nodes[-1].value
+
+
+def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
+    """``node``'s op on array ``args``; errors name the node (shapes, domains, singularity)."""
+    np = numpy()
+    op = node.op
+    with np.errstate(all="ignore"):
+        if isinstance(op, ArrayOp):
+            value = _array_op(node, op, args, complex_step)
+        else:
+            value = _elementwise(node, op, args, complex_step)
+        value = np.asarray(value)
+        if value.size > MAX_ARRAY_ELEMENTS:
+            raise UsageError(f"{describe(node)} has {value.size:,} elements (shape "
+                             f"{shape_text(value.shape)}), more than {MAX_ARRAY_ELEMENTS:,}",
+                             hint="use smaller arrays")
+        if not np.all(np.isfinite(value)):
+            raise _not_finite(node, op, args, value)
+    return value
+
+
+def _array_op(node: Node, op: ArrayOp, args: list[Any], complex_step: bool) -> Any:
+    np = numpy()
+    problem = op.domain(np, *args) if op.domain is not None else None
+    if problem is not None:
+        shapes = " and ".join(shape_text(np.shape(arg)) for arg in args)
+        raise NumericError(f"{op.name} {problem} in {describe(node)} (shape {shapes})")
+    try:
+        return op.apply_complex(np, *args) if complex_step else op.forward(np, *args)
+    except IndexError:
+        raise UsageError(f"index out of range in {describe(node)}: "
+                         f"{node_text(node.inputs[0])} has shape {shape_text(args[0].shape)}",
+                         hint="indices count from 0; -1 is the last element") from None
+    except ValueError as error:
+        raise shape_error(node, args, str(error)) from None
+    except np.linalg.LinAlgError:
+        raise NumericError(f"the matrix is singular in {describe(node)}") from None
+
+
+def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
+    np = numpy()
+    try:
+        np.broadcast_shapes(*(np.shape(arg) for arg in args))
+    except ValueError:
+        raise shape_error(node, args) from None
+    if not complex_step:
+        return op.apply_vector(*args)
+    if op.domain is not None:  # the real parts decide the domain, as on the scalar path
+        reals = [arg.real for arg in args]
+        real = np.asarray(op.apply_vector(*reals))
+        if not np.all(np.isfinite(real)):
+            raise _not_finite(node, op, reals, real)
+    form = op.complex
+    if form is SAME:
+        return op.forward(*args)
+    if form is NONE:
+        raise op.no_complex_form()
+    return np.frompyfunc(form, op.arity, 1)(*args).astype(complex)
+
+
+def shape_error(node: Node, args: list[Any], detail: str = "") -> UsageError:
+    """Shapes that do not fit: the node, the operator and every operand's shape."""
+    np = numpy()
+    op = node.op
+    written = op.symbol or (op.postfix if isinstance(op, ArrayOp) and op.postfix else op.name)
+    shapes = " and ".join(shape_text(np.shape(arg)) for arg in args)
+    if isinstance(op, ArrayOp) and op.name == "array":
+        problem = detail or "the elements have different shapes"
+        return UsageError(f"{problem} in {describe(node)}",
+                          hint="every element of [a, b, ...] needs the same shape")
+    if isinstance(op, ArrayOp) and op.name == "matmul":
+        hint = "@ needs the columns of the left operand to match the rows of the right one"
+    elif isinstance(op, ArrayOp):
+        hint = f"see gradcli functions for what {op.name} takes"
+    else:
+        hint = ("element-wise operations broadcast as NumPy does: shapes must be equal, or 1 "
+                "where they differ (a missing leading axis counts as 1)")
+    return UsageError(f"shape mismatch in {describe(node)}: {written} of shapes {shapes}",
+                      hint=hint)
+
+
+def _not_finite(node: Node, op: Any, args: list[Any], value: Any) -> NumericError:
+    """The first element where the value is not finite: the scalar path's message, with the
+    element's index and the operands' values there."""
+    np = numpy()
+    index = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0]) if value.ndim else ()
+    if isinstance(op, ArrayOp):
+        return NumericError(f"overflow: the result is not finite in {describe(node)} "
+                            f"(at {index_text(index) or 'the value'})")
+    points = [np.broadcast_to(arg, value.shape)[index] if value.ndim else arg for arg in args]
+    reals = [float(np.real(point)) for point in points]
+    problem = op.domain(*reals) if op.domain is not None else None
+    return NumericError(f"{problem or 'overflow: the result is not a finite float'} in "
+                        f"{describe(node)}{_operands(node, args, reals, index)}")
+
+
+def _operands(node: Node, args: list[Any], reals: list[float], index: tuple[int, ...]) -> str:
+    parts = []
+    for source, arg, real in zip(node.inputs, args, reals, strict=False):
+        if source.op is CONST and not numpy().ndim(arg):
+            continue
+        where = index_text(index[len(index) - numpy().ndim(arg):]) if numpy().ndim(arg) else ""
+        parts.append(f"{node_text(source)}{where} = {format_number(real)}")
+    return ", where " + ", ".join(parts) if parts else ""
+
+
+def require_scalar_output(program: Program) -> None:
+    """Gradients are of a scalar output; an array output is a clear error (Jacobians: later)."""
+    output = program.nodes[-1]
+    shape = numpy().shape(output.value)
+    if shape:
+        raise UsageError(f"the output {describe(output)} is an array of shape "
+                         f"{shape_text(shape)}; gradients need a scalar output",
+                         hint="reduce it to one number, e.g. sum(...), mean(...) or x[0]")
+
+
+# --- backward -----------------------------------------------------------------------------------
+
+def backward(nodes: list[Node]) -> None:
+    """Reverse-mode gradients of the scalar output into every node that needs one: each node's
+    gradient has the node's shape."""
+    np = numpy()
+    grads: dict[int, Any] = {len(nodes) - 1: np.ones(np.shape(nodes[-1].value))}
+    for node in reversed(nodes):
+        g = grads.get(node.index)
+        if g is None or not node.inputs or not node.needs_grad:
+            continue
+        args = [source.value for source in node.inputs]
+        with np.errstate(all="ignore"):
+            for position, source in enumerate(node.inputs):
+                if not source.needs_grad:
+                    continue
+                part = _contribution(node, args, position, g)
+                if not np.all(np.isfinite(part)):
+                    raise _derivative_error(node, args, position, part)
+                known = grads.get(source.index)
+                grads[source.index] = part if known is None else known + part
+    for node in nodes:
+        found = grads.get(node.index)
+        node.grad = found if found is not None else np.zeros(np.shape(node.value))
+
+
+def _contribution(node: Node, args: list[Any], position: int, g: Any) -> Any:
+    """The gradient that ``node`` passes to its operand ``position`` (the operand's shape)."""
+    np = numpy()
+    op = node.op
+    if isinstance(op, ArrayOp):
+        return np.asarray(op.vjps[position](g, node.value, *args), dtype=float)
+    try:
+        partial = op.rules[position](*args, node.value)
+    except (ValueError, ZeroDivisionError, OverflowError, ArithmeticError):
+        partial = np.full(np.shape(node.value), np.inf)
+    return unbroadcast(np.asarray(g * partial, dtype=float), np.shape(args[position]))
+
+
+def unbroadcast(grad: Any, shape: tuple[int, ...]) -> Any:
+    """Sum ``grad`` over the axes that broadcasting added or stretched, back to ``shape``."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra > 0:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad.reshape(shape)
+
+
+def _derivative_error(node: Node, args: list[Any], position: int, part: Any) -> NumericError:
+    np = numpy()
+    index = tuple(int(i) for i in np.argwhere(~np.isfinite(part))[0]) if part.ndim else ()
+    op = node.op
+    wrt = "" if op.arity == 1 else f" with respect to operand {position + 1}"
+    where = f" at {node_text(node.inputs[position])}{index_text(index)}" if index else ""
+    return NumericError(f"the derivative of {op.name}{wrt} is not finite{where} in "
+                        f"{describe(node)}")
