@@ -118,6 +118,9 @@ TOLERANCE = Tolerance()
 @click.option("--digits", type=click.IntRange(1, 17), metavar="N",
               help="Tables print numbers with N significant digits (default: every digit, the "
                    "shortest form that reads back as the same float). JSON and CSV keep them all.")
+@click.option("--full", is_flag=True,
+              help="Tables print every element of large arrays (default: shape, min, max and "
+                   "a few entries).")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     try:
@@ -137,6 +140,7 @@ class EvalRequest:
     settings: EvalSettings
     output: str  # "table", "json" or "csv"
     digits: int | None = None  # significant digits in tables (None: every digit)
+    full: bool = False  # tables print every element of large arrays
 
     @property
     def values(self) -> dict[str, Value]:
@@ -168,7 +172,8 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                             node_check_limit=node_limit, order=order, strict=options["strict"],
                             max_nodes=options["max_nodes"])
     request = EvalRequest(program, given, settings,
-                          "csv" if as_csv else "json" if as_json else "table", options["digits"])
+                          "csv" if as_csv else "json" if as_json else "table", options["digits"],
+                          options["full"])
     if request.is_sweep:
         _check_sweep(request)
     return request
@@ -179,6 +184,12 @@ def _check_sweep(request: EvalRequest) -> None:
         raise UsageError("--csv writes a sweep's table, and a batch from stdin is not a sweep",
                          hint="drop --csv: a batch prints one line per program, or JSON Lines "
                               "with --json")
+    arrays = [name for name, value in request.values.items() if hasattr(value, "ndim")]
+    if arrays:
+        raise UsageError(f"a sweep varies scalar variables, and {arrays[0]} is an array: "
+                         "sweeps of array programs are not supported",
+                         hint="evaluate one point at a time (a batch: gradcli eval - with one "
+                              "program per line)")
     if request.program is None:
         raise UsageError("a sweep evaluates one program, not a batch from stdin",
                          hint='give the program: gradcli eval "x**2" --x -2:2:9')
@@ -210,7 +221,7 @@ def run_eval(request: EvalRequest) -> int:
         result = evaluate(parsed, as_point(request.values), request.settings)
     except GradcliError as error:
         return show_error(error, as_json, program.text, program.file_name)
-    return show_result(result, program.text, as_json, request.digits)
+    return show_result(result, program.text, as_json, request.digits, request.full)
 
 
 def run_sweep(request: EvalRequest) -> int:

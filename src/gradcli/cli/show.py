@@ -28,7 +28,7 @@ from gradcli.gradcheck.evaluation import (
 
 
 def show_result(result: Result | FreeResult, source: str, as_json: bool,
-                digits: int | None = None) -> int:
+                digits: int | None = None, full: bool = False) -> int:
     """One evaluated program: the JSON record, or the node table, gradients and verdict."""
     if as_json:
         from gradcli.output.records import json_pieces, result_record
@@ -39,7 +39,8 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         from gradcli.output.views import make_console, result_view
 
         console = make_console()
-        console.print(result_view(result, plain=not console.is_terminal, digits=digits))
+        console.print(result_view(result, plain=not console.is_terminal, digits=digits,
+                                  full=full))
     return result.status
 
 

@@ -77,6 +77,7 @@ class NodeRow:
     inputs: list[int]
     numeric_grad: float | None = None  # the per-node check's estimate, when it ran
     ok: bool | None = None  # the per-node check's verdict, when it ran
+    shape: list[int] | None = None  # array programs: the shape of value and gradient
 
 
 @dataclass
@@ -123,10 +124,11 @@ class Result:
         values = self.node_values or [node.value for node in nodes]
         grads = self.node_grads or [node.grad for node in nodes]
         checks = self.check.nodes if self.check is not None else {}
+        arrays = self.program.arrays
         for i in range(len(nodes)) if only is None else only:
             node = nodes[i]
             check = checks.get(i) if checks else None
-            yield {
+            record = {
                 "id": i,
                 "op": node.op.name,
                 "label": node.name or texts[i],
@@ -136,6 +138,10 @@ class Result:
                 "numeric_grad": None if check is None else check.numeric,
                 "ok": None if check is None else check.ok,
             }
+            if arrays:  # the shape of value and gradient ([] for a scalar); the check's worst
+                record["shape"] = list(getattr(values[i], "shape", ()))  # element, and where
+                record["where"] = None if check is None else list(getattr(check, "where", ()))
+            yield record
 
 
 @dataclass
@@ -205,6 +211,10 @@ def evaluate(
     if isinstance(program, str):
         program = parse(program, settings.max_nodes)
     values = dict(values or {})
+    if program.arrays or _has_arrays(values):
+        from gradcli.gradcheck.array_check import evaluate_arrays
+
+        return evaluate_arrays(program, values, settings)
     validate_values(values)
     if not settings.strict and program.unbound(values):
         if settings.order >= 2:
@@ -231,6 +241,17 @@ def evaluate(
 
 
 DEFAULT_SETTINGS = EvalSettings()
+
+
+def _has_arrays(values: Mapping[str, Any]) -> bool:
+    """A list or an array among the values: the program runs on arrays (docs/arrays.md)."""
+    for value in values.values():
+        if type(value) is not float and type(value) is not int and not isinstance(value, tuple):
+            from gradcli.engine.arrays import is_array_value
+
+            if is_array_value(value):
+                return True
+    return False
 
 
 def _hessian(program: Program, point: dict[str, float], settings: EvalSettings) -> HessianResult:

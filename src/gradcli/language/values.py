@@ -2,15 +2,19 @@
 
 ``--x 2`` is a point; ``--x -2:2:9`` is 9 evenly spaced values from -2 to 2 (both included);
 ``--x 1,2,5`` is those three values. Several swept variables form a grid (every combination).
+``--x "[1, 2, 3]"`` and ``--W "[[1, 2], [3, 4]]"`` are arrays (docs/arrays.md): one value, not a
+sweep, read by ``parse_array`` (brackets as in JSON, numbers as the language writes them).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import deque
 import math
 import numbers
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from gradcli.engine.ops import CONSTANTS
 from gradcli.errors import UsageError
@@ -18,12 +22,14 @@ from gradcli.limits import MAX_RANGE_COUNT
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-Value = float | tuple[float, ...]
+Value = Any  # a float, a tuple of floats (a sweep) or a NumPy array
 
 
 def parse_value(name: str, text: str) -> Value:
     """``"2"`` -> 2.0, ``"-2:2:5"`` -> (-2, -1, 0, 1, 2), ``"1,2"`` -> (1.0, 2.0)."""
     text = text.strip()
+    if text.startswith("["):
+        return parse_array(name, text)
     if ":" in text:
         return _parse_range(name, text)
     if "," in text:
@@ -50,6 +56,8 @@ def validate_values(values: Mapping[str, Value]) -> None:
         if name in CONSTANTS:
             raise UsageError(f"{name} is a constant and cannot be given a value",
                              hint="rename the variable in the program")
+        if hasattr(value, "ndim") or isinstance(value, list):
+            continue  # an array: engine/arrays.py checks its elements
         for number in value if isinstance(value, tuple) else (value,):
             if isinstance(number, bool) or not isinstance(number, numbers.Real):
                 raise UsageError(f"the value of {name} is {number!r}, not a number",
@@ -57,6 +65,86 @@ def validate_values(values: Mapping[str, Value]) -> None:
             if not math.isfinite(number):
                 raise UsageError(f"the value of {name} is {number}, not a finite number",
                                  hint="give a finite number such as 2, -0.5 or 1e-3")
+
+
+_MAX_DIMENSIONS = 32
+_ARRAY_TOKEN = re.compile(r"\s*(?:([\[\],])|([^\s\[\],]+))")
+
+
+def parse_array(name: str, text: str) -> Any:
+    """``[1, 2]``, ``[[1, 2], [3, 4]]`` -> a float array; a UsageError says where it is wrong
+    (a token that is not a number, a bracket not closed, rows of different lengths)."""
+    stack: list[list[Any]] = []
+    done: Any = None
+    expect_item = True
+    for match in _ARRAY_TOKEN.finditer(text):
+        symbol, word = match.group(1), match.group(2)
+        where = f"at character {match.start(1 if symbol else 2) + 1}"
+        if done is not None:
+            raise _array_error(name, text, f"{where}: text after the closing ']'")
+        if symbol == "[" and expect_item:
+            if len(stack) == _MAX_DIMENSIONS:
+                raise _array_error(name, text, f"more than {_MAX_DIMENSIONS} dimensions")
+            stack.append([])
+        elif symbol == "]" and stack and (not expect_item or not stack[-1]):
+            row = stack.pop()
+            if stack:
+                stack[-1].append(row)
+                expect_item = False
+            else:
+                done = row
+        elif symbol == "," and stack and not expect_item:
+            expect_item = True
+        elif word is not None and stack and expect_item:
+            if not _NUMBER.fullmatch(word):
+                raise _array_error(name, text, f"{where}: {word!r} is not a number")
+            stack[-1].append(float(word))
+            expect_item = False
+        else:
+            raise _array_error(name, text, f"{where}: unexpected {(symbol or word)!r}")
+    if done is None:
+        raise _array_error(name, text, "a '[' is not closed")
+    return _rectangular(name, text, done)
+
+
+def _rectangular(name: str, text: str, rows: list[Any]) -> Any:
+    """Nested lists -> an array; a UsageError names the first row whose shape differs."""
+    import numpy as np
+
+    def shape(item: Any) -> tuple[int, ...]:
+        dims = []
+        while isinstance(item, list):
+            dims.append(len(item))
+            if not item:
+                break
+            item = item[0]
+        return tuple(dims)
+
+    pending = deque([(rows, "")])
+    while pending:  # breadth-first, iterative: the first ragged row by depth
+        items, path = pending.popleft()
+        if not items:
+            raise _array_error(name, text, f"the array{path and ' at ' + path} is empty")
+        first = shape(items[0])
+        for i, item in enumerate(items):
+            if shape(item) != first:
+                raise _array_error(name, text, f"element {path}[{i}] has shape "
+                                   f"{_shape_words(shape(item))}, element {path}[0] has "
+                                   f"{_shape_words(first)}")
+            if not isinstance(item, float):
+                pending.append((item, f"{path}[{i}]"))
+    return np.array(rows, dtype=float)
+
+
+def _shape_words(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) if shape else "scalar"
+
+
+def _array_error(name: str, text: str, problem: str) -> UsageError:
+    from gradcli.errors import shortened
+
+    return UsageError(f"cannot read the array {shortened(text)!r} for {name}: {problem}",
+                      hint=f"write e.g. --{name} \"[1, 2, 3]\" or --{name} \"[[1, 2], [3, 4]]\"")
 
 
 def is_sweep(values: Mapping[str, Value]) -> bool:

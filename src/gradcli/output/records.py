@@ -25,12 +25,14 @@ def result_record(
     if isinstance(result, FreeResult):
         return free_record(result, source, record)
     check = result.check
+    arrays = result.program.arrays  # arrays as nested lists, and every node's shape
     record.update(
         expression=source,
-        point=result.point,
+        point=_lists(result.point) if arrays else result.point,
         value=result.value,
-        gradients=result.gradients,
-        nodes=result.node_records(),  # an iterator: dumps and json_pieces write it in chunks
+        gradients=_lists(result.gradients) if arrays else result.gradients,
+        # an iterator: dumps and json_pieces write it in chunks
+        nodes=map(_listed_node, result.node_records()) if arrays else result.node_records(),
         check=None if check is None else check_record(check),
         error=None,
     )
@@ -38,6 +40,21 @@ def result_record(
         hessian_check = result.hessian.check
         record["hessian"] = result.hessian.matrix
         record["hessian_check"] = None if hessian_check is None else check_record(hessian_check)
+    return record
+
+
+def _lists(values: dict[str, Any]) -> dict[str, Any]:
+    return {name: _listed(value) for name, value in values.items()}
+
+
+def _listed(value: Any) -> Any:
+    """An array as nested lists (a 0-d array as a number)."""
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def _listed_node(record: dict[str, Any]) -> dict[str, Any]:
+    record["value"] = _listed(record["value"])
+    record["grad"] = _listed(record["grad"])
     return record
 
 
@@ -71,7 +88,9 @@ def check_record(check: CheckReport) -> dict[str, Any]:
 
 
 def _gradient_check(check: GradientCheck) -> dict[str, Any]:
-    return {
+    """One gradient's check; an array's (``ArrayGradientCheck``) adds how many elements were
+    checked and failed, and where the worst one is (its numbers are that element's)."""
+    record = {
         "analytic": check.analytic,
         "numeric": check.numeric,
         "abs_error": check.abs_error,
@@ -80,6 +99,10 @@ def _gradient_check(check: GradientCheck) -> dict[str, Any]:
         "method": check.method,
         "error_estimate": check.error_estimate,
     }
+    if hasattr(check, "where"):
+        record.update(checked=check.checked, size=check.size, failed=check.failed,
+                      where=list(check.where))
+    return record
 
 
 def diff_record(source: str, order: int, derivatives: dict[str, Any],

@@ -337,7 +337,7 @@ def _block(head: Text, fields: list[tuple[str, Column, Text]], width: int) -> Te
 
 
 def result_view(result: Result | FreeResult, plain: bool = False,
-                digits: int | None = None) -> RenderableType:
+                digits: int | None = None, full: bool = False) -> RenderableType:
     """The node table, the gradient table and the check verdict of one program.
 
     ``digits``: print values and gradients rounded to that many significant digits (1 to
@@ -346,6 +346,10 @@ def result_view(result: Result | FreeResult, plain: bool = False,
     digits = checked_digits(digits)
     if isinstance(result, FreeResult):
         return free_view(result, plain, digits)
+    if result.program.arrays:  # ``full``: every element of large arrays
+        from gradcli.output.array_views import array_result_view
+
+        return array_result_view(result, plain, digits, full)
     parts: list[RenderableType] = [node_table(result, plain, digits),
                                    gradient_table(result, plain, digits)]
     if result.check is not None:

@@ -1,0 +1,192 @@
+"""Array programs at one point: value, gradients of every input, and a per-element check.
+
+The check perturbs one element of one node at a time and replays the nodes downstream of it on
+arrays (``ArrayReplayer``), with the scalar check's own step policies (``point.check_node``:
+central differences with smaller steps and one-sided ones at a domain edge, complex step,
+Richardson): an element is a ``_Probe`` that looks like a scalar node to them. Every element of
+a gradient is checked up to ``ARRAY_CHECK_ELEMENTS`` per node, an evenly spread, deterministic
+sample beyond (fewer when the replays would pass ``ARRAY_CHECK_BUDGET``); each node's verdict is
+an ``ArrayGradientCheck``: how many elements were checked, how many failed, and the worst one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gradcli.engine import arrays
+from gradcli.engine.array_ops import ArrayOp
+from gradcli.engine.graph import Node, Program
+from gradcli.engine.ops import NONE
+from gradcli.errors import UsageError
+from gradcli.gradcheck.evaluation import EvalSettings, Result, require_values
+from gradcli.gradcheck.point import METHODS, CheckReport, GradientCheck, check_node
+from gradcli.limits import ARRAY_CHECK_BUDGET, ARRAY_CHECK_ELEMENTS, ARRAY_CHECK_MIN
+
+# A node costs as much to recompute as this many array elements (NumPy's per-call overhead).
+_NODE_OVERHEAD = 2_000
+
+
+@dataclass
+class ArrayGradientCheck(GradientCheck):
+    """The check of every sampled element of one node's gradient; the scalar fields describe
+    the worst element (the first failure with the largest error, else the largest error)."""
+
+    checked: int = 1  # elements checked
+    size: int = 1  # elements in the gradient
+    failed: int = 0  # elements that disagree
+    where: tuple[int, ...] = ()  # the worst element's index ([] for a scalar)
+
+
+class _Probe:
+    """One element of a node, as ``check_node`` reads a node: value, gradient, index."""
+
+    __slots__ = ("grad", "index", "value")
+
+    def __init__(self, value: float, grad: float, index: int) -> None:
+        self.value, self.grad, self.index = value, grad, index
+
+
+class ArrayReplayer:
+    """The output's value if one element of one node had another value (``point.Replayer``'s
+    interface: ``replay(index, value, complex_step)`` and ``nodes``)."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.nodes = nodes
+        self.users: list[list[int]] = [[] for _ in nodes]
+        for node in nodes:
+            for source in node.inputs:
+                self.users[source.index].append(node.index)
+        self.target: Node = nodes[-1]
+        self.element = 0
+        self.downstream: list[Node] = []
+
+    def aim(self, node: Node) -> int:
+        """Perturb elements of ``node`` from now on; returns the elements recomputed a replay."""
+        seen, stack = {node.index}, [node.index]
+        while stack:
+            for user in self.users[stack.pop()]:
+                if user not in seen:
+                    seen.add(user)
+                    stack.append(user)
+        seen.discard(node.index)
+        self.target, self.downstream = node, [self.nodes[i] for i in sorted(seen)]
+        return sum(arrays.numpy().size(n.value) + _NODE_OVERHEAD for n in self.downstream)
+
+    def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
+        np = arrays.numpy()
+        node = self.target
+        moved = np.array(node.value, dtype=complex if complex_step else float)
+        moved.flat[index] = value
+        changed = {node.index: moved}
+        largest = abs(value)
+        for user in self.downstream:
+            args = [changed.get(source.index, source.value) for source in user.inputs]
+            result = arrays.compute(user, args, complex_step)
+            changed[user.index] = result
+            if result.size:
+                largest = max(largest, float(np.max(np.abs(result))))
+        last = self.nodes[-1]
+        output = changed.get(last.index, last.value)
+        return output.item() if hasattr(output, "item") else output, largest
+
+
+def sample(size: int, count: int) -> list[int]:
+    """``count`` flat indices spread evenly over ``size`` elements, first and last included."""
+    if count >= size:
+        return list(range(size))
+    np = arrays.numpy()
+    return sorted(set(np.linspace(0, size - 1, count).round().astype(int).tolist()))
+
+
+def check_node_elements(replayer: ArrayReplayer, node: Node, rtol: float, atol: float,
+                        method: str, budget: float) -> tuple[ArrayGradientCheck, float]:
+    """The per-element check of ``node``'s gradient; returns it and the budget spent."""
+    np = arrays.numpy()
+    cost = replayer.aim(node)
+    size = int(np.size(node.value))
+    affordable = int(budget // (2 * max(cost, 1)))
+    count = min(size, ARRAY_CHECK_ELEMENTS, max(ARRAY_CHECK_MIN, affordable))
+    values, grads = np.ravel(node.value), np.ravel(node.grad)
+    worst: tuple[float, int, GradientCheck] | None = None
+    failed = 0
+    for flat in sample(size, count):
+        probe = _Probe(float(values[flat]), float(grads[flat]), flat)
+        verdict = check_node(replayer, probe, rtol, atol, method)  # type: ignore[arg-type]
+        failed += not verdict.ok
+        badness = (0.0 if verdict.ok else 1.0, verdict.abs_error or 0.0)
+        if worst is None or badness > worst[0]:
+            worst = (badness, flat, verdict)
+    assert worst is not None
+    _, flat, verdict = worst
+    where = tuple(int(i) for i in np.unravel_index(flat, np.shape(node.value)))
+    check = ArrayGradientCheck(**vars(verdict), checked=count, size=size, failed=failed,
+                               where=where)
+    check.ok = failed == 0
+    return check, 2 * cost * count
+
+
+def check_arrays(program: Program, settings: EvalSettings) -> CheckReport:
+    """Every input's gradient element by element, then every node's when the graph is small."""
+    method = settings.check_method
+    if method not in METHODS:
+        raise UsageError(f"unknown check method {method!r}", hint="use " + ", ".join(METHODS))
+    nodes = program.nodes
+    if method == "complex":
+        for node in nodes:
+            if node.inputs and node.needs_grad and node.op.complex is NONE:
+                op = node.op
+                raise op.no_complex_form() if not isinstance(op, ArrayOp) else (
+                    op.apply_complex(arrays.numpy()))
+    report = CheckReport(settings.rtol, settings.atol, method=method)
+    replayer = ArrayReplayer(nodes)
+    budget = float(ARRAY_CHECK_BUDGET)
+    for name, node in program.variables.items():
+        report.gradients[name], spent = check_node_elements(
+            replayer, node, settings.rtol, settings.atol, method, budget)
+        budget -= spent
+    if len(nodes) > settings.node_check_limit:
+        report.nodes_skipped = True
+        return report
+    for node in nodes:
+        if not node.needs_grad:
+            continue
+        known = report.gradients.get(str(node.name)) if node.is_leaf else None
+        if known is None:
+            known, spent = check_node_elements(
+                replayer, node, settings.rtol, settings.atol, method, budget)
+            budget -= spent
+        report.nodes[node.index] = known
+    return report
+
+
+def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSettings) -> Result:
+    """``evaluation.evaluate`` for a program with arrays in it (docs/arrays.md)."""
+    if settings.order >= 2:
+        raise UsageError("Hessians of array programs are not supported yet",
+                         hint="drop --hessian/--order 2")
+    if not settings.strict and program.unbound(values):
+        raise UsageError("an array program needs a value for every variable (free variables "
+                         "give expressions, which exist for scalar programs only)",
+                         hint="give every variable a value")
+    require_values(program, values)
+    program.arrays = True
+    arrays.bind(program, values)
+    value = arrays.forward(program.nodes)
+    arrays.require_scalar_output(program)
+    arrays.backward(program.nodes)
+    report = check_arrays(program, settings) if settings.check else None
+    return Result(
+        program=program,
+        point={name: _plain(node.value) for name, node in program.variables.items()},
+        value=float(value),
+        gradients={name: _plain(node.grad) for name, node in program.variables.items()},
+        check=report,
+        node_values=[node.value for node in program.nodes],
+        node_grads=[node.grad for node in program.nodes],
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A 0-d array as a float (a scalar variable of an array program stays a number)."""
+    return float(value) if not arrays.numpy().ndim(value) else value
