@@ -158,7 +158,7 @@ def _invertible(np: Any, x: Any) -> str | None:
         return problem
     real = x.real
     if not np.all(np.isfinite(real)) or np.linalg.cond(real) > 1e15:
-        return "the matrix is singular (not invertible)"
+        return "singular matrix (not invertible)"
     return None
 
 

@@ -105,9 +105,11 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
 def _array_op(node: Node, op: ArrayOp, args: list[Any], complex_step: bool) -> Any:
     np = numpy()
     problem = op.domain(np, *args) if op.domain is not None else None
+    if problem is not None and problem.startswith("needs "):  # a shape the op cannot take
+        raise UsageError(f"{op.name} {problem} in {describe(node)}",
+                         hint=f"gradcli functions says what {op.name} takes")
     if problem is not None:
-        shapes = " and ".join(shape_text(np.shape(arg)) for arg in args)
-        raise NumericError(f"{op.name} {problem} in {describe(node)} (shape {shapes})")
+        raise NumericError(f"{problem} in {describe(node)}")
     try:
         return op.apply_complex(np, *args) if complex_step else op.forward(np, *args)
     except IndexError:
@@ -168,8 +170,9 @@ def _not_finite(node: Node, op: Any, args: list[Any], value: Any) -> NumericErro
     np = numpy()
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0]) if value.ndim else ()
     if isinstance(op, ArrayOp):
-        return NumericError(f"overflow: the result is not finite in {describe(node)} "
-                            f"(at {index_text(index) or 'the value'})")
+        at = f" at {index_text(index)}" if index else ""
+        return NumericError(f"overflow: the result is not a finite float{at} in "
+                            f"{describe(node)}")
     points = [np.broadcast_to(arg, value.shape)[index] if value.ndim else arg for arg in args]
     reals = [float(np.real(point)) for point in points]
     problem = op.domain(*reals) if op.domain is not None else None

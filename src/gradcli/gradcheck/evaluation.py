@@ -78,6 +78,7 @@ class NodeRow:
     numeric_grad: float | None = None  # the per-node check's estimate, when it ran
     ok: bool | None = None  # the per-node check's verdict, when it ran
     shape: list[int] | None = None  # array programs: the shape of value and gradient
+    where: list[int] | None = None  # array programs: the element the check found worst
 
 
 @dataclass
