@@ -96,7 +96,7 @@ def test_names_are_case_sensitive():
         ("1 ? 2", 1, 3, "unexpected character '?'", None),
         ("x == 2", 1, 4, "unexpected '='", "no comparisons"),
         ("a = 1\nb = a +* 2\nb", 2, 8, "unexpected '*'", None),
-        ("x[0]", 1, 2, "unexpected character '['", "( ) for grouping"),
+        ("x{0}", 1, 2, "unexpected character '{'", "( ) for grouping"),
     ],
 )
 def test_syntax_errors_say_where_and_what(text, line, column, message, hint):

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 import threading
 
-from gradcli.engine.graph import Node, Program
 from gradcli.engine.array_ops import ARRAY_FUNCTIONS, ARRAY_OPS
+from gradcli.engine.graph import Node, Program
 from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS
 from gradcli.errors import GradcliError, GradcliNameError, Note, ParseError, UsageError
 from gradcli.language.arrays import array_call, array_literal, subscript

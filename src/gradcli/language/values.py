@@ -9,10 +9,10 @@ sweep, read by ``parse_array`` (brackets as in JSON, numbers as the language wri
 from __future__ import annotations
 
 import itertools
-from collections import deque
 import math
 import numbers
 import re
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 

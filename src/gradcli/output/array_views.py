@@ -18,10 +18,10 @@ from gradcli.errors import plural
 from gradcli.gradcheck.evaluation import NodeRow, Result
 from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.output.views import (
+    _METHOD_WORDS,
     MAX_TABLE_ROWS,
     Column,
     FittedTable,
-    _METHOD_WORDS,
     number_text,
 )
 
