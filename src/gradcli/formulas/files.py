@@ -100,7 +100,7 @@ class CheckSpec:
     program: Program
     values: dict[str, Axis]  # ``at`` and ``sweep`` together: a grid over the swept ones
     value: Expected | None = None
-    gradients: dict[str, float] = field(default_factory=dict)
+    gradients: dict[str, Any] = field(default_factory=dict)  # a number, or an array
     derivative: dict[str, Expected] = field(default_factory=dict)
     finite: bool | None = None
     rtol: float = DEFAULT_RTOL
@@ -113,7 +113,13 @@ class CheckSpec:
     @property
     def points(self) -> int:
         """Every combination of the swept values."""
-        return math.prod(1 if isinstance(v, float) else len(v) for v in self.values.values())
+        return math.prod(len(v) if isinstance(v, (tuple, Range)) else 1
+                         for v in self.values.values())
+
+    @property
+    def arrays(self) -> bool:
+        """An array program, or array values: run a point at a time (formulas/array_run.py)."""
+        return self.program.arrays or any(hasattr(v, "ndim") for v in self.values.values())
 
 
 def load_check_files(paths: Iterable[str]) -> tuple[list[CheckSpec], list[CheckFileError]]:
@@ -215,6 +221,9 @@ class _CheckReader:
         if "value" in self.table:
             spec.value = self._expected("value", self.table["value"], program)
         for variable, given in self._table("gradients", program).items():
+            if isinstance(given, list):  # an array program's gradient (docs/arrays.md)
+                spec.gradients[variable] = self._array(f"gradients.{variable}", given)
+                continue
             if not _is_number(given):
                 raise self.fail(f"gradients.{variable}", "must be a number")
             spec.gradients[variable] = float(given)
@@ -278,6 +287,9 @@ class _CheckReader:
     def _points(self, program: Program) -> dict[str, Axis]:
         values: dict[str, Axis] = {}
         for variable, given in self._table("at", program).items():
+            if isinstance(given, list):  # an array: at = {x = [1, 2, 3]}
+                values[variable] = self._array(f"at.{variable}", given)
+                continue
             if not _is_number(given):
                 raise self.fail(f"at.{variable}", "must be a number",
                                 hint="sweeps go in sweep = {x = \"-5:5:101\"}")
@@ -291,7 +303,8 @@ class _CheckReader:
         if missing:
             raise self.fail("expr", f"no value for {', '.join(missing)}",
                             hint="give it in at = {...} or sweep = {...}")
-        points = math.prod(1 if isinstance(v, float) else len(v) for v in values.values())
+        points = math.prod(len(v) if isinstance(v, (tuple, Range)) else 1
+                           for v in values.values())
         if points > MAX_CHECK_POINTS:
             raise self.fail("sweep", f"the sweep has {points:,} points; a check may have at "
                             f"most {MAX_CHECK_POINTS:,}", hint="use fewer values per variable")
@@ -301,6 +314,25 @@ class _CheckReader:
                             f"(points x nodes at most {MAX_CHECK_CELLS:,})",
                             hint="use fewer points, or split the formula into several checks")
         return values
+
+    def _array(self, key: str, given: list) -> Any:
+        """A TOML array of numbers (nested for a matrix) as a NumPy array; rows of different
+        lengths or something else than numbers in it are errors at its line."""
+        from gradcli.language.values import parse_array
+
+        pending = [given]
+        while pending:  # iterative: TOML nests as deep as the file likes
+            item = pending.pop()
+            if isinstance(item, list):
+                pending.extend(item)
+            elif not _is_number(item):
+                raise self.fail(key, f"an array holds numbers, not {visible(repr(item))}")
+        try:
+            return parse_array(key, str(given).replace("'", ""))
+        except GradcliError as error:
+            raise self.fail(key, error.message.split(": ", 1)[-1],
+                            hint="every row needs the same length, e.g. [[1, 2], [3, 4]]"
+                            ) from None
 
     def _sweep_value(self, key: str, variable: str, given: Any) -> Axis:
         if isinstance(given, str):

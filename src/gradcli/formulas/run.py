@@ -132,6 +132,10 @@ def run_checks(specs: Iterable[CheckSpec], fail_fast: bool = False) -> Iterator[
 def run_check(spec: CheckSpec) -> CheckOutcome:
     """Evaluate one check at all its points (vectorised, a block at a time) and judge every
     assertion."""
+    if spec.arrays:  # a point at a time, element by element
+        from gradcli.formulas.array_run import run_array_check
+
+        return run_array_check(spec, CheckOutcome, Finding)
     started = time.perf_counter()
     numeric = _NumericTally()
     judged: dict[str, tuple[Finding, float]] = {}  # by assertion, in the order first judged
