@@ -216,7 +216,7 @@ def backward(nodes: list[Node]) -> None:
             for position, source in enumerate(node.inputs):
                 if not source.needs_grad:
                     continue
-                part = _contribution(node, args, position, g)
+                part = contribution(node, args, position, g)
                 if not np.all(np.isfinite(part)):
                     raise _derivative_error(node, args, position, part)
                 known = grads.get(source.index)
@@ -226,7 +226,7 @@ def backward(nodes: list[Node]) -> None:
         node.grad = found if found is not None else np.zeros(np.shape(node.value))
 
 
-def _contribution(node: Node, args: list[Any], position: int, g: Any) -> Any:
+def contribution(node: Node, args: list[Any], position: int, g: Any) -> Any:
     """The gradient that ``node`` passes to its operand ``position`` (the operand's shape)."""
     np = numpy()
     op = node.op

@@ -85,6 +85,7 @@ def differentiate(
     There are len(wrt)^order derivatives, at most ``MAX_DERIVATIVES``, and building them may
     make at most ``max_nodes`` graph nodes; past either, a UsageError says so.
     """
+    refuse_arrays(program, values, "gradcli diff")
     own = {name: program.defaults[name] for name in program.variables
            if name in program.defaults}
     given = dict(values or {})
@@ -228,11 +229,20 @@ class SymbolicResult:
     gradients: dict[str, str]
 
 
+def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str) -> None:
+    """Symbolic derivatives are of scalar programs: an array program is a clear UsageError."""
+    if program.arrays or any(hasattr(v, "ndim") or isinstance(v, list)
+                             for v in (values or {}).values()):
+        raise UsageError(f"{what} works on scalar programs; this one has arrays",
+                         hint="gradcli eval gives an array program's value and gradients")
+
+
 def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicResult:
     """The value and gradients with the bound variables (given or program defaults) as numbers
     and the free ones symbolic: ``gradients_at``, so every node that depends only on bound
     variables is computed (and fails) as ``eval`` computes it, and the printed expressions at
     any values of the free variables agree with ``eval`` there."""
+    refuse_arrays(program, values, "free variables")
     point = {**program.defaults, **values}
     bound = {n: float(point[n]) for n in program.variables if n in point}
     names = list(program.variables)

@@ -25,7 +25,10 @@ class Written(Protocol):
 
 
 def format_number(value: float) -> str:
-    """The shortest text that reads back as the same float (``2`` rather than ``2.0``)."""
+    """The shortest text that reads back as the same float (``2`` rather than ``2.0``); an
+    array's elements so (``array_text``)."""
+    if type(value) is not float and getattr(value, "ndim", 0):
+        return array_text(value)
     text = repr(float(value))
     return text.removesuffix(".0")
 
@@ -35,7 +38,18 @@ def array_text(value: Any, limit: int = 12) -> str:
     it has more than ``limit`` elements (a label, not a value to read back)."""
     if value.size > limit:
         return "[... " + "x".join(map(str, value.shape)) + "]"
-    return str(value.tolist()).replace(".0,", ",").replace(".0]", "]")
+    rows = [value]
+    while rows[0].ndim > 1:  # iterative: down to the vectors, then _nest brackets them
+        rows = [row for block in rows for row in block]
+    texts = ["[" + ", ".join(format_number(float(v)) for v in row) + "]" for row in rows]
+    return _nest(texts, value.shape)
+
+
+def _nest(texts: list[str], shape: tuple[int, ...]) -> str:
+    """Vectors' texts grouped into brackets by the leading dimensions of ``shape``."""
+    for count in reversed(shape[:-1]):
+        texts = ["[" + ", ".join(texts[i:i + count]) + "]" for i in range(0, len(texts), count)]
+    return texts[0]
 
 
 class Notation:

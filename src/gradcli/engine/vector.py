@@ -23,6 +23,7 @@ from typing import Any
 
 from gradcli.engine.graph import Program, last_uses
 from gradcli.engine.ops import CONST, NONE, OPS, VAR, Op, numpy
+from gradcli.errors import UsageError
 from gradcli.limits import default_jobs
 
 
@@ -67,6 +68,9 @@ def evaluate_vector(
     With a ``perturbation`` (of the same number of points), every value and derivative that
     NumPy may round differently from the scalar path is perturbed by it (see ``Perturbation``).
     """
+    if program.arrays or any(getattr(column, "ndim", 0) > 1 for column in columns.values()):
+        raise UsageError("sweeps and plots evaluate scalar programs at many points; this one "
+                         "has arrays", hint="evaluate an array program one point at a time")
     np = numpy()
     given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
     size = max((a.size for a in given.values() if a.ndim), default=1)

@@ -119,8 +119,8 @@ class _Judge:
         kept, worst = earlier
         kept.points += 1
         kept.failures += found.failures
-        if found.failures and kept.status == ExitStatus.OK or ratio > worst and (
-                bool(found.failures) >= bool(kept.failures - found.failures)):
+        if (found.failures and kept.status == ExitStatus.OK) or (ratio > worst and (
+                bool(found.failures) >= bool(kept.failures - found.failures))):
             for field in ("worst_error", "worst_point", "expected", "actual", "tolerance"):
                 setattr(kept, field, getattr(found, field))
             self.judged[assertion] = (kept, ratio)

@@ -177,6 +177,10 @@ def sweep_plan(program: Program, values: Mapping[str, Value]) -> SweepPlan:
     """
     np = numpy()
     validate_values(values)
+    if program.arrays or any(hasattr(value, "ndim") for value in values.values()):
+        raise UsageError("sweeps vary scalar programs; this one has arrays",
+                         hint="evaluate an array program one point at a time (a batch: "
+                              "gradcli eval - with one program per line)")
     used = {name: value for name, value in values.items() if name in program.variables}
     require_values(program, used)
     count = math.prod(len(v) if isinstance(v, tuple) else 1 for v in used.values())

@@ -74,6 +74,8 @@ class GraphPicture:
         if value is None:
             return ""
         text = f"value {format_number(value)}"
+        if self.program.arrays:
+            text = f"shape {self.shape(node)} · {text}"
         return text + (f" · grad {format_number(node.grad)}"
                        if self.evaluated and node.needs_grad else "")
 
@@ -87,12 +89,23 @@ class GraphPicture:
         return (f"no values for {names}: values where the given ones decide them, no gradients"
                 if given else f"structure only: no values for {names}")
 
+    def shape(self, node: Node) -> str:
+        """An array program's node's shape: ``2x3``, ``scalar``; "" when it has no value."""
+        from gradcli.engine.arrays import numpy, shape_text
+
+        value = self.value_of(node)
+        return "" if value is None else shape_text(numpy().shape(value))
+
     def flow(self, user: Node, position: int) -> float | None:
         """The gradient flowing back from ``user`` into its operand at ``position`` (None: none)."""
         source = user.inputs[position]
         if not self.evaluated or not source.needs_grad:
             return None
         args = [operand.value for operand in user.inputs]
+        if self.program.arrays:  # the operand's shape (the array path's VJP or rule)
+            from gradcli.engine.arrays import contribution
+
+            return contribution(user, args, position, user.grad)
         return user.grad * local_derivative(user, args, position)
 
     def __post_init__(self) -> None:
@@ -109,6 +122,9 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None) -
     if isinstance(program, str):
         program = parse(program)
     missing = program.unbound(values or {})
+    if missing and (program.arrays or any(hasattr(v, "ndim") for v in (values or {}).values())):
+        return GraphPicture(program, evaluated=False, missing=missing,  # structure only
+                            known={n.index: n.value for n in program.nodes if n.op is CONST})
     if missing:
         validate_values(values or {})
         return GraphPicture(program, evaluated=False, missing=missing,

@@ -53,6 +53,9 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
     if isinstance(program, str):
         program = parse(program)
     validate_values(values)
+    if program.arrays or any(hasattr(value, "ndim") for value in values.values()):
+        raise UsageError("plot draws scalar programs; this one has arrays",
+                         hint="gradcli eval gives an array program's value and gradients")
     swept = [name for name, value in values.items() if isinstance(value, tuple)]
     example = 'e.g. --x -3:3:200 (START:STOP:COUNT) or --x 0,0.5,1'
     if len(swept) != 1:

@@ -128,8 +128,8 @@ def make_console(stderr: bool = False) -> Console:
 def number_text(value: float, digits: int | None = None) -> str:
     """``value`` in full (its shortest text that reads back as the same float, ``2`` rather than
     ``2.0``), or rounded to ``digits`` significant digits (``f"{value:.{digits}g}"``)."""
-    if digits is None:
-        return format_number(value)
+    if digits is None or (type(value) is not float and getattr(value, "ndim", 0)):
+        return format_number(value)  # an array: as the language writes it (graph trees)
     return f"{float(value):.{digits}g}"
 
 
@@ -687,6 +687,8 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> 
         text.append(visible(picture.label(node)), style=_KIND_STYLES[kind])
         if node.op is not CONST:
             text.append(f"  {node.op.name}", style="dim")
+        if picture.program.arrays and picture.shape(node):
+            text.append(f"  shape {picture.shape(node)}", style="dim")
         value = picture.value_of(node)
         if value is not None and node.op is not CONST:
             text.append(f"  value {number_text(value, digits)}", style="cyan")
