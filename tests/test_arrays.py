@@ -38,12 +38,12 @@ def close(actual, expected, rtol=1e-10, atol=1e-12):
 # --- each op: value and gradient against a closed form ---------------------------------------
 
 def test_matmul_matrix_vector():
-    W, x = RNG.normal(size=(4, 3)), RNG.normal(size=3)
+    w, x = RNG.normal(size=(4, 3)), RNG.normal(size=3)
     c = RNG.normal(size=4)
-    r = run("sum((W@x)*c)", W=W, x=x, c=c)
-    close(r.value, c @ (W @ x))
+    r = run("sum((W@x)*c)", W=w, x=x, c=c)
+    close(r.value, c @ (w @ x))
     close(r.gradients["W"], np.outer(c, x))
-    close(r.gradients["x"], W.T @ c)
+    close(r.gradients["x"], w.T @ c)
 
 
 def test_matmul_vector_matrix_and_matrix_matrix():
@@ -133,9 +133,9 @@ def test_softmax_and_log_softmax_along_the_last_axis():
     r = run("sum(log_softmax(x)*c)", x=X3, c=C3)
     close(r.value, np.log(s) @ C3)
     close(r.gradients["x"], C3 - s * np.sum(C3))
-    Z = RNG.normal(size=(2, 3))
-    rows = np.exp(Z) / np.exp(Z).sum(axis=1, keepdims=True)
-    r = run("sum(softmax(Z)*M)", Z=Z, M=B.T)
+    z = RNG.normal(size=(2, 3))
+    rows = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    r = run("sum(softmax(Z)*M)", Z=z, M=B.T)
     close(r.value, np.sum(rows * B.T))
     expected = np.stack([(np.diag(p) - np.outer(p, p)) @ m for p, m in zip(rows, B.T,
                                                                          strict=True)])
@@ -153,19 +153,19 @@ def test_linear_algebra_closed_forms():
     r = run("logdet(A)", A=A)
     close(r.value, np.log(np.linalg.det(A)))
     close(r.gradients["A"], inv.T)
-    r = run("sum(inv(A)*G)", A=A, G=C3[:, None] * np.ones(3))
-    G = C3[:, None] * np.ones(3)
-    close(r.value, np.sum(inv * G))
-    close(r.gradients["A"], -inv.T @ G @ inv.T)
+    g = C3[:, None] * np.ones(3)
+    r = run("sum(inv(A)*G)", A=A, G=g)
+    close(r.value, np.sum(inv * g))
+    close(r.gradients["A"], -inv.T @ g @ inv.T)
 
 
 def test_linear_algebra_against_sympy_matrices():
     symbols = sp.symbols("a0:9")
-    M = sp.Matrix(3, 3, symbols)
+    m = sp.Matrix(3, 3, symbols)
     at = dict(zip(symbols, A.ravel(), strict=True))
-    for program, expr in [("det(A)", M.det()), ("logdet(A)", sp.log(M.det())),
-                          ("tr(inv(A))", M.inv().trace()),
-                          ("sum(inv(A)@A@A)", sum(M.inv() @ M @ M))]:
+    for program, expr in [("det(A)", m.det()), ("logdet(A)", sp.log(m.det())),
+                          ("tr(inv(A))", m.inv().trace()),
+                          ("sum(inv(A)@A@A)", sum(m.inv() @ m @ m))]:
         r = run(program, A=A)
         close(r.value, float(expr.subs(at)), rtol=1e-9)
         expected = [float(sp.diff(expr, s).subs(at)) for s in symbols]
@@ -173,10 +173,10 @@ def test_linear_algebra_against_sympy_matrices():
 
 
 def test_indexing_slices_and_constructors():
-    W = np.arange(1.0, 7.0).reshape(2, 3)
-    r = run("W[1, 0]*W[0, 2] + sum(W[:, 1]) + sum(W[1, 1:])", W=W)
-    close(r.value, W[1, 0] * W[0, 2] + W[:, 1].sum() + W[1, 1:].sum())
-    close(r.gradients["W"], [[0, 1, W[1, 0]], [W[0, 2], 2, 1]])
+    w = np.arange(1.0, 7.0).reshape(2, 3)
+    r = run("W[1, 0]*W[0, 2] + sum(W[:, 1]) + sum(W[1, 1:])", W=w)
+    close(r.value, w[1, 0] * w[0, 2] + w[:, 1].sum() + w[1, 1:].sum())
+    close(r.gradients["W"], [[0, 1, w[1, 0]], [w[0, 2], 2, 1]])
     r = run("x[-1] + sum(x[1:3]) + sum(x[:1])", x=X3)
     close(r.gradients["x"], [1, 1, 2])
     r = run("sum((eye(3) + ones(3)*2 + zeros(3))@x)", x=X3)
@@ -215,14 +215,14 @@ def _sum_to(grad, shape):
 
 
 def test_seed_loss_over_a_batch_matches_hand_written_numpy():
-    W, x = RNG.normal(size=(5, 4)), RNG.normal(size=4)
+    w, x = RNG.normal(size=(5, 4)), RNG.normal(size=4)
     b, t = RNG.normal(size=5), RNG.normal(size=5)
-    r = run("mean((W@x + b - t)**2)", W=W, x=x, b=b, t=t)
-    residual = W @ x + b - t
+    r = run("mean((W@x + b - t)**2)", W=w, x=x, b=b, t=t)
+    residual = w @ x + b - t
     close(r.value, np.mean(residual**2))
     g = 2 * residual / residual.size
     close(r.gradients["W"], np.outer(g, x))
-    close(r.gradients["x"], W.T @ g)
+    close(r.gradients["x"], w.T @ g)
     close(r.gradients["b"], g)
     close(r.gradients["t"], -g)
 
