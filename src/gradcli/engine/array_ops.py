@@ -78,8 +78,10 @@ def _np() -> Any:
 
 # --- helpers: what several rows need -----------------------------------------------------------
 
-def _ones_like(x: Any) -> Any:
-    return _np().ones(_np().shape(x))
+def _spread(g: Any, x: Any, scale: float = 1.0) -> Any:
+    """A reduction's gradient: ``g`` (times ``scale``) at every element of ``x`` (a read-only
+    broadcast view: no new array)."""
+    return _np().broadcast_to(g * scale if scale != 1.0 else g, _np().shape(x))
 
 
 def _matmul_vjps() -> tuple[Vjp, Vjp]:
@@ -225,9 +227,9 @@ _ROWS: list[ArrayOp] = [
     ArrayOp("transpose", 1, lambda np, x: x.T, (lambda g, out, x: g.T,), postfix="'",
             complex=SAME, summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
-    ArrayOp("sum", 1, lambda np, x: np.sum(x), (lambda g, out, x: g * _ones_like(x),),
+    ArrayOp("sum", 1, lambda np, x: np.sum(x), (lambda g, out, x: _spread(g, x),),
             complex=SAME, summary="sum of the elements"),
-    ArrayOp("mean", 1, lambda np, x: np.mean(x), (lambda g, out, x: g * _ones_like(x) / x.size,),
+    ArrayOp("mean", 1, lambda np, x: np.mean(x), (lambda g, out, x: _spread(g, x, 1.0 / x.size),),
             complex=SAME, summary="mean of the elements"),
     ArrayOp("prod", 1, lambda np, x: np.prod(x), (_prod_vjp,),
             complex=SAME, summary="product of the elements"),

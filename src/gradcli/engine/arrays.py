@@ -14,6 +14,7 @@ accumulate with ``+``, so a node used twice receives both contributions, as on f
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gradcli.engine.array_ops import ArrayOp
@@ -55,7 +56,9 @@ def as_array(name: str, value: Any) -> Any:
     if array.size > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"the value of {name} has {array.size:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use a smaller array")
-    if not np.all(np.isfinite(array)):
+    # A finite sum has no inf or nan in it: one reduction, no array of flags (the sum of large
+    # finite elements may overflow: then each element is looked at).
+    if not math.isfinite(array.sum()) and not np.all(np.isfinite(array)):
         raise UsageError(f"the value of {name} has an element that is not a finite number",
                          hint="give finite numbers such as 2, -0.5 or 1e-3")
     return array
@@ -84,21 +87,44 @@ def forward(nodes: list[Node]) -> Any:
 
 
 def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
-    """``node``'s op on array ``args``; errors name the node (shapes, domains, singularity)."""
+    """``node``'s op on array ``args``; errors name the node (shapes, domains, singularity).
+
+    The operands are finite (values are checked when bound), so a value that is not finite
+    raises one of NumPy's floating-point flags on its way: the fast path runs with those flags
+    raising (``_RAISE``) and checks nothing else; a flag sends it to the careful path, which
+    recomputes with them off and names the first element that is not finite (or accepts the
+    value if it is finite after all). Complex-step replays always take the careful path.
+    """
     np = numpy()
-    op = node.op
+    if not complex_step:
+        try:
+            with np.errstate(**_RAISE):
+                return _sized(node, _apply(node, args, False))
+        except FloatingPointError:
+            pass
     with np.errstate(all="ignore"):
-        if isinstance(op, ArrayOp):
-            value = _array_op(node, op, args, complex_step)
-        else:
-            value = _elementwise(node, op, args, complex_step)
-        value = np.asarray(value)
-        if value.size > MAX_ARRAY_ELEMENTS:
-            raise UsageError(f"{describe(node)} has {value.size:,} elements (shape "
-                             f"{shape_text(value.shape)}), more than {MAX_ARRAY_ELEMENTS:,}",
-                             hint="use smaller arrays")
+        value = _sized(node, _apply(node, args, complex_step))
         if not np.all(np.isfinite(value)):
-            raise _not_finite(node, op, args, value)
+            raise _not_finite(node, node.op, args, value)
+    return value
+
+
+_RAISE = {"over": "raise", "divide": "raise", "invalid": "raise", "under": "ignore"}
+
+
+def _apply(node: Node, args: list[Any], complex_step: bool) -> Any:
+    op = node.op
+    if isinstance(op, ArrayOp):
+        return _array_op(node, op, args, complex_step)
+    return _elementwise(node, op, args, complex_step)
+
+
+def _sized(node: Node, value: Any) -> Any:
+    value = numpy().asarray(value)
+    if value.size > MAX_ARRAY_ELEMENTS:
+        raise UsageError(f"{describe(node)} has {value.size:,} elements (shape "
+                         f"{shape_text(value.shape)}), more than {MAX_ARRAY_ELEMENTS:,}",
+                         hint="use smaller arrays")
     return value
 
 
@@ -140,7 +166,10 @@ def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any
         return op.forward(*args)
     if form is NONE:
         raise op.no_complex_form()
-    return np.frompyfunc(form, op.arity, 1)(*args).astype(complex)
+    try:
+        return np.frompyfunc(form, op.arity, 1)(*args).astype(complex)
+    except (ArithmeticError, ValueError):  # cmath's overflow: no finite complex value
+        return np.full(np.broadcast_shapes(*(np.shape(a) for a in args)), complex(np.nan))
 
 
 def shape_error(node: Node, args: list[Any], detail: str = "") -> UsageError:
@@ -204,26 +233,40 @@ def require_scalar_output(program: Program) -> None:
 
 def backward(nodes: list[Node]) -> None:
     """Reverse-mode gradients of the scalar output into every node that needs one: each node's
-    gradient has the node's shape."""
+    gradient has the node's shape. As in ``compute``, floating-point flags raise on the fast
+    path, and only a flag leads to the careful path that names the element."""
     np = numpy()
     grads: dict[int, Any] = {len(nodes) - 1: np.ones(np.shape(nodes[-1].value))}
-    for node in reversed(nodes):
-        g = grads.get(node.index)
-        if g is None or not node.inputs or not node.needs_grad:
-            continue
-        args = [source.value for source in node.inputs]
-        with np.errstate(all="ignore"):
+    with np.errstate(**_RAISE):
+        for node in reversed(nodes):
+            g = grads.get(node.index)
+            if g is None or not node.inputs or not node.needs_grad:
+                continue
+            args = [source.value for source in node.inputs]
             for position, source in enumerate(node.inputs):
-                if not source.needs_grad:
-                    continue
-                part = contribution(node, args, position, g)
-                if not np.all(np.isfinite(part)):
-                    raise _derivative_error(node, args, position, part)
-                known = grads.get(source.index)
-                grads[source.index] = part if known is None else known + part
+                if source.needs_grad:
+                    known = grads.get(source.index)
+                    try:
+                        part = contribution(node, args, position, g)
+                        grads[source.index] = part if known is None else known + part
+                    except FloatingPointError:
+                        grads[source.index] = _careful(node, args, position, g, known)
     for node in nodes:
         found = grads.get(node.index)
         node.grad = found if found is not None else np.zeros(np.shape(node.value))
+
+
+def _careful(node: Node, args: list[Any], position: int, g: Any, known: Any) -> Any:
+    """One contribution with the flags off, checked element by element."""
+    np = numpy()
+    with np.errstate(all="ignore"):
+        part = contribution(node, args, position, g)
+        if not np.all(np.isfinite(part)):
+            raise _derivative_error(node, args, position, part)
+        total = part if known is None else known + part
+        if not np.all(np.isfinite(total)):
+            raise NumericError(f"the gradient overflows in {describe(node.inputs[position])}")
+    return total
 
 
 def contribution(node: Node, args: list[Any], position: int, g: Any) -> Any:
@@ -232,9 +275,9 @@ def contribution(node: Node, args: list[Any], position: int, g: Any) -> Any:
     op = node.op
     if isinstance(op, ArrayOp):
         return np.asarray(op.vjps[position](g, node.value, *args), dtype=float)
-    try:
+    try:  # FloatingPointError is not caught: backward's careful path handles it
         partial = op.rules[position](*args, node.value)
-    except (ValueError, ZeroDivisionError, OverflowError, ArithmeticError):
+    except (ValueError, ZeroDivisionError, OverflowError):
         partial = np.full(np.shape(node.value), np.inf)
     return unbroadcast(np.asarray(g * partial, dtype=float), np.shape(args[position]))
 

@@ -188,5 +188,8 @@ def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSett
 
 
 def _plain(value: Any) -> Any:
-    """A 0-d array as a float (a scalar variable of an array program stays a number)."""
-    return float(value) if not arrays.numpy().ndim(value) else value
+    """A 0-d array as a float (a scalar variable of an array program stays a number); an array
+    the caller may write to (a reduction's gradient is a read-only broadcast view)."""
+    if not arrays.numpy().ndim(value):
+        return float(value)
+    return value if value.flags.writeable else value.copy()
