@@ -368,3 +368,56 @@ SWEEP: dict[str, Callable[[], Callable | None]] = {
     "PyTorch (float64)": torch_sweep,
     "HIPS autograd (elementwise_grad)": autograd_sweep,
 }
+
+
+# --- arrays (issue 16): value and every input's gradient ------------------------------------------
+
+def batch_loss_by_hand(np: Any, W: Any, x: Any, b: Any, t: Any) -> tuple:  # noqa: N803
+    """mean((W@x + b - t)**2) and its gradients in W, x, b, t, as one writes them in NumPy."""
+    residual = W @ x + b - t
+    g = 2.0 * residual / residual.size
+    return np.mean(residual**2), np.outer(g, x), W.T @ g, g, -g
+
+
+def cross_entropy_by_hand(np: Any, z: Any, y: Any) -> tuple:
+    """-sum(y*log_softmax(z)) and its gradients in z and y, the max subtracted."""
+    shifted = z - z.max()
+    log_softmax = shifted - np.log(np.sum(np.exp(shifted)))
+    return -np.sum(y * log_softmax), np.exp(log_softmax) * np.sum(y) - y, -log_softmax
+
+
+def array_peers(name: str, values: dict[str, Any]) -> dict[str, Callable[[], object]]:
+    """PyTorch and JAX (CPU, no jit) on the same array workload, when installed."""
+    peers: dict[str, Callable[[], object]] = {}
+    if _have("torch"):
+        import torch
+
+        def by_torch() -> object:
+            inputs = {k: torch.tensor(v, requires_grad=True) for k, v in values.items()}
+            out = _TORCH_FORMULAS[name](torch, **inputs)
+            out.backward()
+            return [t.grad for t in inputs.values()]
+
+        peers["PyTorch (CPU)"] = by_torch
+    if _have("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        gradient = jax.value_and_grad(lambda v: _JAX_FORMULAS[name](jnp, **v))
+        peers["JAX (CPU, no jit)"] = lambda: jax.block_until_ready(gradient(values))
+    return peers
+
+
+_TORCH_FORMULAS = {
+    "batch_loss": lambda torch, W, x, b, t: torch.mean((W @ x + b - t) ** 2),  # noqa: N803
+    "cross_entropy": lambda torch, z, y: -torch.sum(y * torch.log_softmax(z, dim=-1)),
+}
+_JAX_FORMULAS = {
+    "batch_loss": lambda jnp, W, x, b, t: jnp.mean((W @ x + b - t) ** 2),  # noqa: N803
+    "cross_entropy": lambda jnp, z, y: -jnp.sum(y * (z - jax_logsumexp(jnp, z))),
+}
+
+
+def jax_logsumexp(jnp: Any, z: Any) -> Any:
+    top = jnp.max(z)
+    return top + jnp.log(jnp.sum(jnp.exp(z - top)))

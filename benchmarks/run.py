@@ -3,6 +3,7 @@
     python benchmarks/run.py            # everything (several minutes)
     python benchmarks/run.py --quick    # fewer repetitions and smaller peer samples
     python benchmarks/run.py --only W1,W5
+    python benchmarks/run.py --only A1,A2  # arrays: issue 16
 
 gradcli runs as a user runs it: a separate process, ``gradcli eval`` on the workload's text
 (W5, whose CLI command is another issue's, calls ``vector.evaluate_vector``). Peers run in this
@@ -227,6 +228,61 @@ def w5(args: argparse.Namespace) -> None:
             row("W5", name, seconds, size, "points", memory, "median")
 
 
+# --- arrays (issue 16): value and every gradient, gradcli.evaluate against NumPy by hand ----------
+
+def interleaved(actions: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """Median seconds of each action, the actions taking turns (a noisy machine slows them
+    alike), after one untimed warm-up run each."""
+    times: dict[str, list[float]] = {name: [] for name in actions}
+    for _ in range(runs + 1):
+        for name, action in actions.items():
+            start = time.perf_counter()
+            action()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(spent[1:]) for name, spent in times.items()}
+
+
+def a1(args: argparse.Namespace) -> None:
+    """The seed example's loss over a batch, W 1000x1000: mean((W@x + b - t)**2)."""
+    import numpy as np
+
+    n = 1000
+    rng = np.random.default_rng(16)
+    values = {"W": rng.normal(size=(n, n)), "x": rng.normal(size=n), "b": rng.normal(size=n),
+              "t": rng.normal(size=n)}
+    program = gradcli.parse(workloads.BATCH_LOSS)
+    actions = {"gradcli evaluate (check off)":
+               lambda: gradcli.evaluate(program, values, check=False),
+               "hand-written NumPy": lambda: peers.batch_loss_by_hand(np, **values)}
+    actions.update(peers.array_peers("batch_loss", values))
+    _array_rows("A1", actions, n * n + 3 * n, args)
+
+
+def a2(args: argparse.Namespace) -> None:
+    """Softmax cross-entropy over 10^5 classes: -sum(y*log_softmax(z))."""
+    import numpy as np
+
+    n = 100_000
+    rng = np.random.default_rng(16)
+    y = np.zeros(n)
+    y[rng.integers(n)] = 1.0
+    values = {"z": rng.normal(size=n), "y": y}
+    program = gradcli.parse(workloads.CROSS_ENTROPY)
+    actions = {"gradcli evaluate (check off)":
+               lambda: gradcli.evaluate(program, values, check=False),
+               "hand-written NumPy": lambda: peers.cross_entropy_by_hand(np, **values)}
+    actions.update(peers.array_peers("cross_entropy", values))
+    _array_rows("A2", actions, 2 * n, args)
+
+
+def _array_rows(workload: str, actions: dict[str, Callable[[], object]], elements: int,
+                args: argparse.Namespace) -> None:
+    medians = interleaved(actions, 5 if args.quick else 21)
+    for name, seconds in medians.items():
+        row(workload, name, seconds, elements, "input elements", None,
+            "median, runs interleaved; value and every gradient; goal <= 1.5x NumPy")
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 def table() -> str:
@@ -267,7 +323,8 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs, smaller peer samples")
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,XL", help="comma-separated workloads")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,A1,A2,XL",
+                        help="comma-separated workloads")
     args = parser.parse_args()
     chosen = set(args.only.upper().split(","))
     print(f"machine: {machine()}", file=sys.stderr)
@@ -283,6 +340,10 @@ def main() -> None:
             w4(args, folder)
         if "W5" in chosen:
             w5(args)
+        if "A1" in chosen:
+            a1(args)
+        if "A2" in chosen:
+            a2(args)
         if "XL" in chosen:
             w3(args, folder, 1_000_000, "XL")
     finally:

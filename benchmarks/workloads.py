@@ -95,3 +95,9 @@ def deep_program(levels: int) -> str:
 
 
 SWEEP_FORMULA = "sin(x)*exp(-y**2) + log(1+x**2*y**2)"
+
+
+# --- arrays (issue 16) ---------------------------------------------------------------------------
+
+BATCH_LOSS = "mean((W@x + b - t)**2)"  # the seed example over a batch: W is 1000x1000
+CROSS_ENTROPY = "-sum(y*log_softmax(z))"  # softmax cross-entropy: z and y have 10^5 elements

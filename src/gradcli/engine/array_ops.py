@@ -138,9 +138,17 @@ def _logsumexp(np: Any, x: Any) -> Any:
 
 
 def _log_softmax(np: Any, x: Any) -> Any:
-    top = x.real.max(axis=-1, keepdims=True)
-    shifted = x - top
-    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+    shifted = x - x.real.max(axis=-1, keepdims=True)  # exp never overflows
+    shifted -= np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))  # in place: one array
+    return shifted
+
+
+def _log_softmax_vjp(g: Any, out: Any, x: Any) -> Any:
+    """g - softmax(x) * sum(g) along the last axis, in one new array."""
+    np = _np()
+    grad = np.exp(out)
+    grad *= np.sum(g, axis=-1, keepdims=True)
+    return np.subtract(g, grad, out=grad)
 
 
 def _softmax(np: Any, x: Any) -> Any:
@@ -250,7 +258,7 @@ _ROWS: list[ArrayOp] = [
             (lambda g, out, x: out * (g - _np().sum(g * out, axis=-1, keepdims=True)),),
             complex=SAME, summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
     ArrayOp("log_softmax", 1, _log_softmax,
-            (lambda g, out, x: g - _np().exp(out) * _np().sum(g, axis=-1, keepdims=True),),
+            (_log_softmax_vjp,),
             complex=SAME, summary="x - logsumexp(x) along the last axis (rows)"),
     # --- linear algebra -------------------------------------------------------------------
     ArrayOp("tr", 1, lambda np, x: np.trace(x), (lambda g, out, x: g * _np().eye(len(x)),),

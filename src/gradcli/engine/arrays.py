@@ -150,12 +150,15 @@ def _array_op(node: Node, op: ArrayOp, args: list[Any], complex_step: bool) -> A
 
 def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
     np = numpy()
+    if not complex_step:
+        try:
+            return op.apply_vector(*args)
+        except ValueError:  # NumPy's "could not be broadcast together"
+            raise shape_error(node, args) from None
     try:
         np.broadcast_shapes(*(np.shape(arg) for arg in args))
     except ValueError:
         raise shape_error(node, args) from None
-    if not complex_step:
-        return op.apply_vector(*args)
     if op.domain is not None:  # the real parts decide the domain, as on the scalar path
         reals = [arg.real for arg in args]
         real = np.asarray(op.apply_vector(*reals))
