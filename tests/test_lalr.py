@@ -18,6 +18,8 @@ PROGRAMS = [
     # line breaks: inside open parentheses, and after a backslash
     "u = (x\n  + y)\nv = max(u,\n # a comment\n\n w)\n(u\n)*v", "x + \\\n y", "x \\ \t\r\n* y",
     "a = ((\n1)\n)\n\\\n a",
+    # arrays: literals over several lines, subscripts, slices, @ and the transpose
+    "W = [[1, 2],\n     [3, 4]]\nsum(W@x')", "x[0] + W[1, 0] + sum(x[1:3]) + x[:2]@x[1:] + x[:]",
 ]
 BAD = ["2x", "x +", "(x", "x)", "x == 2", "x = ", "$", "x = 2\ny = @", "f(,)", ";", "", "x\n\n)",
        "(x\n", "(x;\ny)", "(x))\n+ y", "x +\ny", "x \\", "x \\ y", "x # \\\n+ y", "((x)\n"]
@@ -32,9 +34,9 @@ class ParenNewlines:
     def process(self, stream):
         depth = 0
         for token in stream:
-            if token.type == lalr.OPEN:
+            if token.type in (lalr.OPEN, lalr.SQUARE_OPEN):
                 depth += 1
-            elif token.type == lalr.CLOSE:
+            elif token.type in (lalr.CLOSE, lalr.SQUARE_CLOSE):
                 depth -= 1
             elif token.type == lalr.SEPARATOR and depth > 0 and str(token) == "\n":
                 continue

@@ -28,8 +28,10 @@ from typing import Any
 
 GRAMMAR_FILE = "expr.lark"
 # Inside open parentheses a newline does not end a statement (see the grammar): the driver
-# drops a newline separator token while more OPEN than CLOSE tokens have been read.
+# drops a newline separator token while more OPEN than CLOSE tokens have been read. Square
+# brackets (array literals, subscripts) count as parentheses: a matrix may span lines.
 OPEN, CLOSE, SEPARATOR = "LPAR", "RPAR", "_SEP"
+SQUARE_OPEN, SQUARE_CLOSE = "LSQB", "RSQB"
 _SHIFT, _REDUCE = 0, 1  # action kinds in the tables
 _PASS, _CALL, _SPLICE = 0, 1, 2  # how a reduction makes its value
 _ERROR = "__ERROR"
@@ -95,7 +97,7 @@ class Parser:
                 and re.fullmatch(patterns.get(SEPARATOR, "$^"), "\n")):
             raise ValueError(f"the grammar has no terminals {OPEN} '(', {CLOSE} ')' and "
                              f"{SEPARATOR} matching a newline, which line breaks rely on")
-        self.brackets = frozenset((OPEN, CLOSE, SEPARATOR))
+        self.brackets = frozenset((OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR))
         self.start, self.end = tables["start"], tables["end"]
         self.steps: list[dict[str, int]] = []  # per state: terminal -> state or ~rule
         self.gotos: list[dict[str, int]] = []  # per state: rule name -> state
@@ -187,9 +189,9 @@ class Parser:
                     value.type, value.pos_in_stream = kind, pos
                     value.line, value.column = line, pos - line_start + 1
                 elif multiline and kind in brackets:
-                    if kind == OPEN:
+                    if kind == OPEN or kind == SQUARE_OPEN:
                         depth += 1
-                    elif kind == CLOSE:
+                    elif kind == CLOSE or kind == SQUARE_CLOSE:
                         depth -= 1
                     elif depth > 0 and text[match.start(kind)] == "\n":
                         continue  # a line break inside ( ): the statement goes on
