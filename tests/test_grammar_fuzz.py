@@ -38,7 +38,11 @@ VALUES = st.one_of(st.just(0.0), st.floats(1e-3, 3), st.floats(-3, -1e-3))
 EXPECTED = {
     gradcli.GradcliNameError: r"unknown function|takes \d argument|assigned twice|used before|"
                               r"is a function",
-    gradcli.UsageError: r"is a constant and cannot be assigned",
+    gradcli.UsageError: r"is a constant and cannot be assigned|"
+                        # arrays (docs/arrays.md): shapes that do not fit, constant subscripts
+                        r"index out of range|shape mismatch|is an array of shape|needs a square "
+                        r"matrix|needs two arrays|different shapes|constant whole number|"
+                        r"more than [\d,]+ elements|whole number from 1",
     gradcli.ParseError: r"too large for a float",
     gradcli.NumericError: r".",
 }

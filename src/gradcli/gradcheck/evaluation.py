@@ -77,8 +77,9 @@ class NodeRow:
     inputs: list[int]
     numeric_grad: float | None = None  # the per-node check's estimate, when it ran
     ok: bool | None = None  # the per-node check's verdict, when it ran
-    shape: list[int] | None = None  # array programs: the shape of value and gradient
-    where: list[int] | None = None  # array programs: the element the check found worst
+
+
+_ROW_FIELDS = NodeRow.__dataclass_fields__.keys()
 
 
 @dataclass
@@ -115,6 +116,9 @@ class Result:
     def node_rows(self, only: Iterable[int] | None = None) -> list[NodeRow]:
         """Every node in topological order with its label, value and gradient (or just the
         nodes with the ids in ``only``: a table that shows 400 rows need not build 10^6)."""
+        if self.program.arrays:  # shape and where are for the array tables and JSON only
+            return [NodeRow(**{key: record[key] for key in _ROW_FIELDS})
+                    for record in self.node_records(only)]
         return [NodeRow(**record) for record in self.node_records(only)]
 
     def node_records(self, only: Iterable[int] | None = None) -> Iterator[dict[str, Any]]:

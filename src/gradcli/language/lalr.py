@@ -189,9 +189,9 @@ class Parser:
                     value.type, value.pos_in_stream = kind, pos
                     value.line, value.column = line, pos - line_start + 1
                 elif multiline and kind in brackets:
-                    if kind == OPEN or kind == SQUARE_OPEN:
+                    if kind in (OPEN, SQUARE_OPEN):
                         depth += 1
-                    elif kind == CLOSE or kind == SQUARE_CLOSE:
+                    elif kind in (CLOSE, SQUARE_CLOSE):
                         depth -= 1
                     elif depth > 0 and text[match.start(kind)] == "\n":
                         continue  # a line break inside ( ): the statement goes on

@@ -393,7 +393,7 @@ def _syntax_hint(text: str, column: int, depth: int, expected: set[str],
     if token is not None and token.type == "_SEP" and str(token) == "\n" and depth == 0:
         return ("the line ends the statement: to go on on the next line, end this one with "
                 "'\\' or put the formula in ( )")
-    if before and (before[-1].isalnum() or before[-1] in "_)") and after[:1].isalnum():
+    if before and (before[-1].isalnum() or before[-1] in "_)]") and after[:1].isalnum():
         left = before.split()[-1].split("(")[-1] if before.split() else before
         right = "".join(c for c in _take_word(after))
         if left in FUNCTIONS:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from gradcli.engine.notation import format_number
 from gradcli.errors import plural
-from gradcli.gradcheck.evaluation import NodeRow, Result
+from gradcli.gradcheck.evaluation import Result
 from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.output.views import (
     _METHOD_WORDS,
@@ -90,24 +90,26 @@ def array_node_table(result: Result, plain: bool = False, digits: int | None = N
         Column("max error", justify="right"), Column("checked", justify="right")], plain)
     count = len(result.program.nodes)
     wanted = None if count <= MAX_TABLE_ROWS else [*range(MAX_TABLE_ROWS // 2), count - 1]
-    for row in result.node_rows(wanted):
-        table.add_row(*_node_cells(row, checks.get(row.id), digits, full))
+    for row in result.node_records(wanted):
+        table.add_row(*_node_cells(row, checks.get(row["id"]), digits, full))
     if count > MAX_TABLE_ROWS:
         table.add_note(Text(f"{plural(count - MAX_TABLE_ROWS // 2 - 1, 'more node')} "
                             "(--json lists all)"))
     return table
 
 
-def _node_cells(row: NodeRow, check: GradientCheck | None, digits: int | None,
+def _node_cells(row: dict[str, Any], check: GradientCheck | None, digits: int | None,
                 full: bool) -> list[Text]:
+    """A node record (``Result.node_records``: with its shape) as table cells."""
+    grad = row["grad"]
     return [
-        Text(f"#{row.id}"),
-        Text(row.label, style="bold" if row.op == "var" else ""),
-        Text(row.op),
-        Text(shape_text(row.shape or ())),
-        Text(" ".join(f"#{i}" for i in row.inputs)),
-        Text(array_text(row.value, digits, full)),
-        Text("—", style="dim") if row.grad is None else Text(array_text(row.grad, digits, full)),
+        Text(f"#{row['id']}"),
+        Text(row["label"], style="bold" if row["op"] == "var" else ""),
+        Text(row["op"]),
+        Text(shape_text(row["shape"])),
+        Text(" ".join(f"#{i}" for i in row["inputs"])),
+        Text(array_text(row["value"], digits, full)),
+        Text("—", style="dim") if grad is None else Text(array_text(grad, digits, full)),
         *_check_cells(check),
     ]
 
