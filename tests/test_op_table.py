@@ -148,7 +148,9 @@ def test_functions_command_lists_the_table():
     listed = invoke("functions", "--json")
     assert listed.exit_code == 0
     rows = json.loads(listed.stdout)
-    assert rows == ops.table_rows()
+    from gradcli.engine import array_ops
+
+    assert rows == ops.table_rows() + array_ops.table_rows()
     assert set(rows[0]) == {"name", "kind", "written", "arity", "summary", "complex_step",
                             "vector"}
     human = invoke("functions")

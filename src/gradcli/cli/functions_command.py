@@ -27,9 +27,9 @@ Exit status: 0; 4 stdout could not be written.
                    '"complex_step", "vector"}.')
 @click.pass_context
 def functions_command(ctx: click.Context, as_json: bool) -> None:
-    from gradcli.engine.ops import table_rows
+    from gradcli.output.functions import listing_rows
 
-    rows = table_rows()
+    rows = listing_rows()
     if as_json:
         import json
 

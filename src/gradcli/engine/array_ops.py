@@ -146,13 +146,17 @@ def _log_softmax(np: Any, x: Any) -> Any:
 def _log_softmax_vjp(g: Any, out: Any, x: Any) -> Any:
     """g - softmax(x) * sum(g) along the last axis, in one new array."""
     np = _np()
-    grad = np.exp(out)
+    grad = np.asarray(np.exp(out))
     grad *= np.sum(g, axis=-1, keepdims=True)
     return np.subtract(g, grad, out=grad)
 
 
 def _softmax(np: Any, x: Any) -> Any:
     return np.exp(_log_softmax(np, x))
+
+
+def _has_axis(np: Any, x: Any) -> str | None:
+    return None if x.ndim else "needs a vector or a matrix (along its last axis), not a number"
 
 
 def _square(np: Any, x: Any) -> str | None:
@@ -256,10 +260,12 @@ _ROWS: list[ArrayOp] = [
     # --- along the last axis --------------------------------------------------------------
     ArrayOp("softmax", 1, _softmax,
             (lambda g, out, x: out * (g - _np().sum(g * out, axis=-1, keepdims=True)),),
-            complex=SAME, summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
+            domain=_has_axis, complex=SAME,
+            summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
     ArrayOp("log_softmax", 1, _log_softmax,
             (_log_softmax_vjp,),
-            complex=SAME, summary="x - logsumexp(x) along the last axis (rows)"),
+            domain=_has_axis, complex=SAME,
+            summary="x - logsumexp(x) along the last axis (rows)"),
     # --- linear algebra -------------------------------------------------------------------
     ArrayOp("tr", 1, lambda np, x: np.trace(x), (lambda g, out, x: g * _np().eye(len(x)),),
             domain=_square, complex=SAME, summary="trace of a square matrix"),
@@ -283,6 +289,33 @@ _ROWS: list[ArrayOp] = [
 ARRAY_OPS: dict[str, ArrayOp] = {op.name: op for op in _ROWS}
 # Called by name; max/min with two arguments stay the element-wise rows of ops.py.
 ARRAY_FUNCTIONS: dict[str, ArrayOp] = {op.name: op for op in _ROWS if op.is_function}
+
+
+def table_rows() -> list[dict[str, Any]]:
+    """The array ops as ``ops.table_rows`` lists the scalar ones (``gradcli functions``,
+    docs/functions.md), with the subscripts and array literals that are made per use."""
+    rows = []
+    for op in _ROWS:
+        names = ("n",) if op.constant_args else ("x", "y")[:op.arity]
+        if op.symbol:
+            written = [f" {op.symbol} ".join(names)]
+        elif op.postfix:
+            written = [f"x{op.postfix}"]
+        else:
+            written = [f"{op.name}({', '.join(names)})"]
+        rows.append(_row(op.name, "array " + ("function" if op.is_function else "operator"),
+                         written, op.arity, op.summary, op.complex is not NONE))
+    rows.append(_row("index", "array operator", ["x[0]", "W[1, 0]", "x[1:3]", "W[:, 0]"], 1,
+                     "indexing and slicing by constant whole numbers (-1: the last)", True))
+    rows.append(_row("array", "array literal", ["[1, 2]", "[[1, 2], [3, 4]]", "[x, y]"], 0,
+                     "an array of numbers, or of the values of expressions of one shape", True))
+    return rows
+
+
+def _row(name: str, kind: str, written: list[str], arity: int, summary: str,
+         complex_step: bool) -> dict[str, Any]:
+    return {"name": name, "kind": kind, "written": written, "arity": arity, "summary": summary,
+            "complex_step": complex_step, "vector": True}
 
 
 # --- ops made per use: a subscript, an array of expressions ------------------------------------

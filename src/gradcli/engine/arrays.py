@@ -138,12 +138,12 @@ def _array_op(node: Node, op: ArrayOp, args: list[Any], complex_step: bool) -> A
         raise NumericError(f"{problem} in {describe(node)}")
     try:
         return op.apply_complex(np, *args) if complex_step else op.forward(np, *args)
+    except ValueError as error:  # before IndexError: NumPy's AxisError is both
+        raise shape_error(node, args, str(error)) from None
     except IndexError:
         raise UsageError(f"index out of range in {describe(node)}: "
                          f"{node_text(node.inputs[0])} has shape {shape_text(args[0].shape)}",
                          hint="indices count from 0; -1 is the last element") from None
-    except ValueError as error:
-        raise shape_error(node, args, str(error)) from None
     except np.linalg.LinAlgError:
         raise NumericError(f"the matrix is singular in {describe(node)}") from None
 

@@ -1,9 +1,10 @@
 """Tables of array programs (docs/arrays.md): a shape column, arrays whole or summarised.
 
 An array of up to ``SHOWN_ELEMENTS`` elements is printed whole, as the language writes it
-(``[[1, 2], [3, 4]]``); a larger one as its shape, minimum, maximum and first and last entries
-(``--full`` prints every element). The check columns summarise each node's per-element check:
-the largest error, the element where it is, and how many elements were checked.
+(``[[1, 2], [3, 4]]``); a larger one as its first and last entries, minimum and maximum (its
+shape is in the shape column; ``--full`` prints every element). The check columns summarise
+each node's per-element check: the largest error, the element where it is, and how many
+elements were checked.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ def array_text(value: Any, digits: int | None = None, full: bool = False) -> str
     flat = array.ravel()
     ends = [number_text(v, digits) for v in flat[:_EDGE].tolist()]
     ends += ["…"] + [number_text(v, digits) for v in flat[-_EDGE:].tolist()]
-    return (f"{shape_text(array.shape)} min {number_text(float(flat.min()), digits)} max "
-            f"{number_text(float(flat.max()), digits)} [{', '.join(ends)}]")
+    return (f"[{', '.join(ends)}] min {number_text(float(flat.min()), digits)}, max "
+            f"{number_text(float(flat.max()), digits)}")
 
 
 def _nested(items: Any, digits: int | None) -> str:

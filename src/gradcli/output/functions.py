@@ -12,7 +12,13 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from gradcli.engine import array_ops
 from gradcli.engine.ops import CONSTANTS, table_rows
+
+
+def listing_rows() -> list[dict[str, Any]]:
+    """What ``gradcli functions`` lists: the scalar op table, then the array ops."""
+    return table_rows() + array_ops.table_rows()
 
 COMPLEX_WORDS = {True: "yes", False: "no: --check-method complex refuses it"}
 VECTOR_WORDS = {True: "NumPy", False: "no: point by point (slower)"}
@@ -21,8 +27,9 @@ _INTRO = """\
 # Functions and operators
 
 Every operator and function of gradcli's language, from the op table
-(`src/gradcli/engine/ops.py`). `gradcli functions` prints the same list, and
-`gradcli functions --json` gives it as JSON.
+(`src/gradcli/engine/ops.py`) and the array op table (`src/gradcli/engine/array_ops.py`, see
+[arrays](arrays.md)). `gradcli functions` prints the same list, and `gradcli functions --json`
+gives it as JSON.
 
 - **complex step**: whether `--check-method complex` can check a program that uses it (without
   it, use `--check-method central` or `richardson`).
@@ -40,7 +47,7 @@ def markdown(rows: list[dict[str, Any]] | None = None) -> str:
     """docs/functions.md: an introduction and one table row per operator or function."""
     lines = ["| name | written | what it computes | complex step | vector |",
              "| --- | --- | --- | --- | --- |"]
-    for row in table_rows() if rows is None else rows:
+    for row in listing_rows() if rows is None else rows:
         written = ", ".join(f"`{_cell(text)}`" for text in row["written"])
         cells = [row["name"], written, _cell(_plain(row["summary"])),
                  COMPLEX_WORDS[row["complex_step"]], VECTOR_WORDS[row["vector"]]]
@@ -68,7 +75,7 @@ def functions_table(rows: list[dict[str, Any]] | None = None, plain: bool = Fals
     table = titled_table("functions and operators", plain)
     for column in ("name", "written", "what it computes", "complex step", "vector"):
         table.add_column(column)
-    for row in table_rows() if rows is None else rows:
+    for row in listing_rows() if rows is None else rows:
         table.add_row(
             Text(row["name"], style="bold"),
             Text(", ".join(row["written"]), style="cyan"),
