@@ -58,11 +58,13 @@ class ArrayReplayer:
             for source in node.inputs:
                 self.users[source.index].append(node.index)
         self.target: Node = nodes[-1]
-        self.element = 0
         self.downstream: list[Node] = []
+        self.moved: dict[bool, Any] = {}  # the target's value, real and complex, perturbed
 
     def aim(self, node: Node) -> int:
-        """Perturb elements of ``node`` from now on; returns the elements recomputed a replay."""
+        """Perturb elements of ``node`` from now on; returns what a replay costs, in array
+        elements read and written (a matrix product reads all of its matrix)."""
+        np = arrays.numpy()
         seen, stack = {node.index}, [node.index]
         while stack:
             for user in self.users[stack.pop()]:
@@ -71,15 +73,28 @@ class ArrayReplayer:
                     stack.append(user)
         seen.discard(node.index)
         self.target, self.downstream = node, [self.nodes[i] for i in sorted(seen)]
-        return sum(arrays.numpy().size(n.value) + _NODE_OVERHEAD for n in self.downstream)
+        # The replays perturb an element of a private copy in place, and put it back.
+        self.moved = {False: np.array(node.value, dtype=float, order="C"), True: None}
+        return sum(np.size(n.value) + sum(np.size(s.value) for s in n.inputs) + _NODE_OVERHEAD
+                   for n in self.downstream)
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         np = arrays.numpy()
         node = self.target
-        moved = np.array(node.value, dtype=complex if complex_step else float)
-        moved.flat[index] = value
-        changed = {node.index: moved}
-        largest = abs(value)
+        moved = self.moved[complex_step]
+        if moved is None:
+            moved = self.moved[True] = np.array(node.value, dtype=complex, order="C")
+        flat = moved.reshape(-1)  # a view: the copy itself changes
+        kept = flat[index]
+        flat[index] = value
+        try:
+            return self._replay_from(moved, abs(value), complex_step)
+        finally:
+            flat[index] = kept
+
+    def _replay_from(self, moved: Any, largest: float, complex_step: bool) -> tuple[Any, float]:
+        np = arrays.numpy()
+        changed = {self.target.index: moved}
         for user in self.downstream:
             args = [changed.get(source.index, source.value) for source in user.inputs]
             result = arrays.compute(user, args, complex_step)
