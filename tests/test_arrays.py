@@ -238,6 +238,10 @@ def test_seed_loss_over_a_batch_matches_hand_written_numpy():
     ("x*2", {"x": [1, 2]}, ["output", "shape 2", "scalar output"]),
     ("dot(x, y)", {"x": [1, 2], "y": [1, 2, 3]}, ["dot", "2 and 3"]),
     ("sum(x)", {"x": [[1, 2], [3]]}, ["rectangular"]),
+    ("sum(x)", {"x": [True, 2]}, ["rectangular array of numbers"]),
+    ("sum(x)", {"x": ["1", "2"]}, ["rectangular array of numbers"]),
+    ("sum(x)*y", {"x": [1, 2], "y": True}, ["not a number"]),
+    ("sum(x)*pi", {"x": [1, 2], "pi": 3}, ["constant"]),
 ])
 def test_shape_errors_name_the_node_the_shapes_and_the_operator(program, values, words):
     with pytest.raises(UsageError) as caught:

@@ -48,11 +48,17 @@ def is_array_value(value: Any) -> bool:
 def as_array(name: str, value: Any) -> Any:
     """A variable's value as a float array; a UsageError says what is wrong with it."""
     np = numpy()
-    try:
-        array = np.asarray(value, dtype=float)
-    except (ValueError, TypeError):
+    if isinstance(value, list) and not _numbers_only(value):
         raise UsageError(f"the value of {name} is not a rectangular array of numbers",
-                         hint="every row needs the same length, e.g. [[1, 2], [3, 4]]") from None
+                         hint="give numbers (not strings or bools), e.g. [[1, 2], [3, 4]]")
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError):
+        array = None
+    if array is None or array.dtype.kind not in "iuf":  # ragged, or strings, bools, objects
+        raise UsageError(f"the value of {name} is not a rectangular array of numbers",
+                         hint="every row needs the same length, e.g. [[1, 2], [3, 4]]")
+    array = array.astype(float, copy=False)
     if array.size > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"the value of {name} has {array.size:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use a smaller array")
@@ -62,6 +68,19 @@ def as_array(name: str, value: Any) -> Any:
         raise UsageError(f"the value of {name} has an element that is not a finite number",
                          hint="give finite numbers such as 2, -0.5 or 1e-3")
     return array
+
+
+def _numbers_only(items: list) -> bool:
+    """Nested lists of ints and floats only (NumPy would read True as 1), looked at without
+    recursion."""
+    pending = [items]
+    while pending:
+        for item in pending.pop():
+            if isinstance(item, list):
+                pending.append(item)
+            elif isinstance(item, bool) or not isinstance(item, (int, float)):
+                return False
+    return True
 
 
 def bind(program: Program, values: dict[str, Any]) -> None:

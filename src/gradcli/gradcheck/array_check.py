@@ -21,6 +21,7 @@ from gradcli.engine.ops import NONE
 from gradcli.errors import UsageError
 from gradcli.gradcheck.evaluation import EvalSettings, Result, require_values
 from gradcli.gradcheck.point import METHODS, CheckReport, GradientCheck, check_node
+from gradcli.language.values import validate_values
 from gradcli.limits import ARRAY_CHECK_BUDGET, ARRAY_CHECK_ELEMENTS, ARRAY_CHECK_MIN
 
 # A node costs as much to recompute as this many array elements (NumPy's per-call overhead).
@@ -177,6 +178,7 @@ def check_arrays(program: Program, settings: EvalSettings) -> CheckReport:
 
 def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSettings) -> Result:
     """``evaluation.evaluate`` for a program with arrays in it (docs/arrays.md)."""
+    validate_values(values)  # no constants, and scalars that are numbers (arrays: bind)
     if settings.order >= 2:
         raise UsageError("Hessians of array programs are not supported yet",
                          hint="drop --hessian/--order 2")
