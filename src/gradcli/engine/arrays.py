@@ -15,6 +15,7 @@ accumulate with ``+``, so a node used twice receives both contributions, as on f
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from gradcli.engine.array_ops import ArrayOp
@@ -78,7 +79,7 @@ def _numbers_only(items: list) -> bool:
         for item in pending.pop():
             if isinstance(item, list):
                 pending.append(item)
-            elif isinstance(item, bool) or not isinstance(item, (int, float)):
+            elif isinstance(item, bool) or not isinstance(item, numbers.Real):
                 return False
     return True
 
