@@ -5,14 +5,14 @@ the ops are the rows of engine/array_ops.py. A literal of numbers is one constan
 NumPy array (so ``x = [1, 2, 3]`` is an input with a default, like ``x = 2``); a literal with
 expressions in it stacks their values (``[x, 2*y]``). Subscripts and the sizes of ``zeros(n)``,
 ``ones(n)`` and ``eye(n)`` are constant whole numbers, known when the program is parsed.
-NumPy is imported only when a program has an array in it.
+The parser imports this module (and NumPy) only when a program has an array in it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gradcli.engine.array_ops import ARRAY_FUNCTIONS, index_op, stack_op
+from gradcli.engine.array_ops import ARRAY_FUNCTIONS, ARRAY_OPS, index_op, stack_op
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import CONST
 from gradcli.errors import GradcliNameError, UsageError
@@ -47,6 +47,16 @@ def array_literal(builder: Any, children: list[Node]) -> Node:
                              hint="pass large arrays as values (--x), not in the text")
         return Node(CONST, (), stacked)
     return Node(stack_op(len(children)), tuple(children))
+
+
+def is_array_function(name: str) -> bool:
+    return name in ARRAY_FUNCTIONS
+
+
+def array_op_node(builder: Any, name: str, operands: list[Node]) -> Node:
+    """``a@b``, ``x'``: a node of the array op ``name``."""
+    builder.arrays = True
+    return Node(ARRAY_OPS[name], tuple(operands))
 
 
 def array_call(builder: Any, token: Token, args: list[Node]) -> Node:

@@ -21,11 +21,9 @@ from __future__ import annotations
 import re
 import threading
 
-from gradcli.engine.array_ops import ARRAY_FUNCTIONS, ARRAY_OPS
 from gradcli.engine.graph import Node, Program
 from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS
 from gradcli.errors import GradcliError, GradcliNameError, Note, ParseError, UsageError
-from gradcli.language.arrays import array_call, array_literal, subscript
 from gradcli.language.lalr import (
     Parser,
     Token,
@@ -103,8 +101,11 @@ class _GraphBuilder:
     def call(self, children: list) -> Node:
         token, args = children[0], children[1:]
         op = FUNCTIONS.get(str(token))
-        if str(token) in ARRAY_FUNCTIONS and (op is None or len(args) != op.arity):
-            return self.made_node(array_call(self, token, args), token)
+        if op is None or len(args) != op.arity:  # sum(x), max(x): an array function?
+            from gradcli.language import arrays  # only then: scalar programs never load it
+
+            if arrays.is_array_function(str(token)):
+                return self.made_node(arrays.array_call(self, token, args), token)
         if op is None:
             name = str(token)
             if name in self.variables or name in self.named:
@@ -154,21 +155,27 @@ class _GraphBuilder:
     def start(self, children: list) -> Node:
         return children[-1]
 
-    # --- arrays (language/arrays.py builds the nodes) ---------------------------------------
+    # --- arrays: language/arrays.py builds the nodes (imported only when a program has them) -
 
     def array(self, children: list[Node]) -> Node:
-        return self.made_node(array_literal(self, children))
+        from gradcli.language import arrays
+
+        return self.made_node(arrays.array_literal(self, children))
 
     def matmul(self, children: list[Node]) -> Node:
-        self.arrays = True
-        return self.made_node(Node(ARRAY_OPS["matmul"], (children[0], children[1])))
+        from gradcli.language import arrays
+
+        return self.made_node(arrays.array_op_node(self, "matmul", children))
 
     def transpose(self, children: list[Node]) -> Node:
-        self.arrays = True
-        return self.made_node(Node(ARRAY_OPS["transpose"], (children[0],)))
+        from gradcli.language import arrays
+
+        return self.made_node(arrays.array_op_node(self, "transpose", children))
 
     def subscript(self, children: list) -> Node:
-        return self.made_node(subscript(self, children[0], children[1:]))
+        from gradcli.language import arrays
+
+        return self.made_node(arrays.subscript(self, children[0], children[1:]))
 
     def slice_both(self, children: list[Node]) -> tuple:
         return ("slice", children[0], children[1])
