@@ -156,23 +156,22 @@ def check_arrays(program: Program, settings: EvalSettings) -> CheckReport:
                     op.apply_complex(arrays.numpy()))
     report = CheckReport(settings.rtol, settings.atol, method=method)
     replayer = ArrayReplayer(nodes)
+    per_node = len(nodes) <= settings.node_check_limit
+    report.nodes_skipped = not per_node
+    variables = list(program.variables.values())
+    others = [n for n in nodes if n.needs_grad and not n.is_leaf] if per_node else []
+    targets = variables + others
     budget = float(ARRAY_CHECK_BUDGET)
-    for name, node in program.variables.items():
-        report.gradients[name], spent = check_node_elements(
-            replayer, node, settings.rtol, settings.atol, method, budget)
+    checks: dict[int, ArrayGradientCheck] = {}
+    for done, node in enumerate(targets):  # each gets a fair share of what is left
+        share = budget / (len(targets) - done)
+        checks[node.index], spent = check_node_elements(
+            replayer, node, settings.rtol, settings.atol, method, share)
         budget -= spent
-    if len(nodes) > settings.node_check_limit:
-        report.nodes_skipped = True
-        return report
-    for node in nodes:
-        if not node.needs_grad:
-            continue
-        known = report.gradients.get(str(node.name)) if node.is_leaf else None
-        if known is None:
-            known, spent = check_node_elements(
-                replayer, node, settings.rtol, settings.atol, method, budget)
-            budget -= spent
-        report.nodes[node.index] = known
+    report.gradients = {name: checks[node.index] for name, node in program.variables.items()}
+    if per_node:
+        report.nodes = {node.index: checks[node.index] for node in nodes
+                        if node.needs_grad and node.index in checks}
     return report
 
 
