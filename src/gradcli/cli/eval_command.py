@@ -55,6 +55,7 @@ Examples:
   gradcli eval "x**2*y" --x -2:2:9 --y 1,2 --csv      # a sweep over a grid
   gradcli eval "x**3*y" --x 2 --y 1 --hessian
   gradcli eval "(x*W+b-t)**2" --x 2 --W 3             # b, t free: expressions
+  gradcli eval "mean((W@x - t)**2)" --W "[[1, 2], [3, 4]]" --x "[1, 1]" --t "[0, 1]"
   printf 'x*y\\nsin(x)\\n' | gradcli eval - --x 1 --y 2 --json
 
 \b
