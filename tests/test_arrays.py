@@ -323,3 +323,15 @@ def test_scalar_programs_keep_the_scalar_path():
     assert type(r.value) is float and r.gradients == {"x": -6.0, "W": -4.0, "b": -2.0,
                                                        "t": 2.0}
     assert not program.arrays
+
+
+def test_complex_step_on_element_wise_functions_of_arrays():
+    x = np.array([0.3, 1.2, 2.0])
+    program = "sum(sin(x)*exp(x) + log(x) + sigmoid(x)*relu(x) + abs(x - 1))"
+    r = gradcli.evaluate(program, {"x": x}, check_method="complex")
+    assert r.check.ok and r.check.gradients["x"].method == "complex"
+    s = 1 / (1 + np.exp(-x))
+    expected = (np.cos(x) + np.sin(x)) * np.exp(x) + 1 / x + s * (1 - s) * x + s + np.sign(x - 1)
+    close(r.gradients["x"], expected)
+    with pytest.raises(NumericError, match="logarithm"):
+        gradcli.evaluate("sum(log(x))", {"x": [1.0, -1.0]}, check_method="complex")
