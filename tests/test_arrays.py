@@ -335,3 +335,34 @@ def test_complex_step_on_element_wise_functions_of_arrays():
     close(r.gradients["x"], expected)
     with pytest.raises(NumericError, match="logarithm"):
         gradcli.evaluate("sum(log(x))", {"x": [1.0, -1.0]}, check_method="complex")
+
+
+@pytest.mark.parametrize("program", [
+    "mean((W@x + b - t)**2)", "sum(x@W)*x[0] + dot(x[0:2], x[1:3])", "x@x + norm1(W'@x)",
+    "logsumexp(W@x) + max(x) + prod(x) + sum(softmax(W)*W) + mean(log_softmax(x))",
+    "logdet(W@W' + eye(3)) + tr(inv(W + 3*eye(3))) + det(W) + sum(outer(x, x)) + norm(x)",
+    "v = [x[0], sum(x), x[2]*x[1]]; sum(v*v) + sum(W[:, 1:])",
+])
+def test_columns_replayed_together_agree_with_one_element_at_a_time(program):
+    from gradcli.gradcheck.array_check import ArrayReplayer, _Probe
+    from gradcli.gradcheck.array_columns import central_columns, replayable
+    from gradcli.gradcheck.point import check_node
+
+    result = gradcli.evaluate(program, {"W": A, "x": X3, "b": Y3, "t": C3}, check=False)
+    nodes = result.program.nodes
+    replayer = ArrayReplayer(nodes)
+    compared = 0
+    for node in (n for n in nodes if n.needs_grad):
+        replayer.aim(node)
+        assert replayable(replayer.downstream)
+        flats = list(range(np.size(node.value)))
+        together = central_columns(node, replayer.downstream, nodes[-1], flats, 1e-5, 1e-8)
+        assert len(together) == len(flats)  # all pass at the first step
+        for flat, check in together.items():
+            probe = _Probe(float(np.ravel(node.value)[flat]), float(np.ravel(node.grad)[flat]),
+                           flat)
+            alone = check_node(replayer, probe, 1e-5, 1e-8)
+            assert alone.step == check.step
+            close(check.numeric, alone.numeric, rtol=1e-9, atol=1e-12)
+            compared += 1
+    assert compared >= 9
