@@ -142,7 +142,7 @@ def broken(tmp_path):
 def test_the_shipped_examples_pass():
     result = check(str(ROOT / "examples" / "checks.toml"))
     assert result.exit_code == 0, result.output
-    assert "6 checks passed" in result.stdout
+    assert "11 checks passed" in result.stdout  # 6 scalar, 5 array checks
 
 
 def test_the_shipped_broken_example_fails_as_the_docs_show():
