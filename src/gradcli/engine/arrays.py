@@ -60,6 +60,9 @@ def as_array(name: str, value: Any) -> Any:
         raise UsageError(f"the value of {name} is not a rectangular array of numbers",
                          hint="every row needs the same length, e.g. [[1, 2], [3, 4]]")
     array = array.astype(float, copy=False)
+    if not array.size:
+        raise UsageError(f"the value of {name} is an empty array",
+                         hint="arrays have at least one element, e.g. [1, 2, 3]")
     if array.size > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"the value of {name} has {array.size:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use a smaller array")
@@ -141,6 +144,9 @@ def _apply(node: Node, args: list[Any], complex_step: bool) -> Any:
 
 def _sized(node: Node, value: Any) -> Any:
     value = numpy().asarray(value)
+    if not value.size:  # an empty slice: every reduction of it would be a convention
+        raise UsageError(f"{describe(node)} is empty (shape {shape_text(value.shape)})",
+                         hint="arrays have at least one element: check the slice's ends")
     if value.size > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"{describe(node)} has {value.size:,} elements (shape "
                          f"{shape_text(value.shape)}), more than {MAX_ARRAY_ELEMENTS:,}",
