@@ -243,6 +243,8 @@ def test_seed_loss_over_a_batch_matches_hand_written_numpy():
     ("sum(x)*y", {"x": [1, 2], "y": True}, ["not a number"]),
     ("sum(x)*pi", {"x": [1, 2], "pi": 3}, ["constant"]),
     ("sum(x)", {"x": []}, ["empty array"]),
+    ("sum(outer(x, x))", {"x": np.ones(10**5)}, ["#1 outer(x, x) would have", "elements"]),
+    ("sum(x + y)", {"x": np.ones((10**5, 1)), "y": np.ones(10**5)}, ["would have"]),
     ("sum(x[2:1]) + x[0]", {"x": [1, 2, 3]}, ["#1 x[2:1] is empty", "shape 0"]),
 ])
 def test_shape_errors_name_the_node_the_shapes_and_the_operator(program, values, words):

@@ -137,9 +137,35 @@ _RAISE = {"over": "raise", "divide": "raise", "invalid": "raise", "under": "igno
 
 def _apply(node: Node, args: list[Any], complex_step: bool) -> Any:
     op = node.op
+    _guard_size(node, args)
     if isinstance(op, ArrayOp):
         return _array_op(node, op, args, complex_step)
     return _elementwise(node, op, args, complex_step)
+
+
+def _guard_size(node: Node, args: list[Any]) -> None:
+    """Refuse, before computing it, a value larger than ``MAX_ARRAY_ELEMENTS``: the ops whose
+    result can be larger than their operands (broadcasting, outer, @, [a, b]) are sized first,
+    so that ``outer(x, x)`` of a long x is a usage error, not memory exhausted."""
+    np = numpy()
+    op = node.op
+    sizes = [np.size(arg) for arg in args]
+    if not isinstance(op, ArrayOp):
+        try:
+            elements = math.prod(np.broadcast_shapes(*(np.shape(arg) for arg in args)))
+        except ValueError:
+            return  # the op raises the shape error
+    elif op.name == "outer":
+        elements = sizes[0] * sizes[1]
+    elif op.name == "matmul":
+        elements = math.prod(np.shape(args[0])[:-1]) * math.prod(np.shape(args[1])[1:])
+    elif op.name == "array":
+        elements = sum(sizes)
+    else:
+        return
+    if elements > MAX_ARRAY_ELEMENTS:
+        raise UsageError(f"{describe(node)} would have {elements:,} elements, more than "
+                         f"{MAX_ARRAY_ELEMENTS:,}", hint="use smaller arrays")
 
 
 def _sized(node: Node, value: Any) -> Any:

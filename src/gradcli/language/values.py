@@ -56,7 +56,7 @@ def validate_values(values: Mapping[str, Value]) -> None:
         if name in CONSTANTS:
             raise UsageError(f"{name} is a constant and cannot be given a value",
                              hint="rename the variable in the program")
-        if hasattr(value, "ndim") or isinstance(value, list):
+        if type(value) is not float and (hasattr(value, "ndim") or isinstance(value, list)):
             continue  # an array: engine/arrays.py checks its elements
         for number in value if isinstance(value, tuple) else (value,):
             if isinstance(number, bool) or not isinstance(number, numbers.Real):
