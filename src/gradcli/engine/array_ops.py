@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine.ops import NONE, PREC_ATOM, PREC_PRODUCT, SAME, Form
+from gradcli.errors import UsageError
 
 Vjp = Callable[..., Any]
 
@@ -60,14 +61,16 @@ class ArrayOp:
         return self.symbol is None and self.postfix is None
 
     def apply_complex(self, np: Any, *args: Any) -> Any:
+        """The complex-step form on complex arrays (``NONE``: the UsageError below)."""
         if self.complex is NONE:
-            from gradcli.errors import UsageError
-
-            raise UsageError(f"{self.name} has no complex-step form, so --check-method complex "
-                             "cannot check this program",
-                             hint="use --check-method central or --check-method richardson")
+            raise self.no_complex_form()
         form = self.forward if self.complex is SAME else self.complex
         return form(np, *args)
+
+    def no_complex_form(self) -> UsageError:
+        return UsageError(f"{self.name} has no complex-step form, so --check-method complex "
+                          "cannot check this program",
+                          hint="use --check-method central or --check-method richardson")
 
 
 def _np() -> Any:

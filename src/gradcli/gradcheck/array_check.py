@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine import arrays
-from gradcli.engine.array_ops import ArrayOp
 from gradcli.engine.graph import Node, Program
 from gradcli.engine.ops import NONE
 from gradcli.errors import UsageError
@@ -146,8 +145,8 @@ def check_node_elements(replayer: ArrayReplayer, node: Node, rtol: float, atol: 
     failed = 0
     for flat in flats:
         probe = _Probe(float(values[flat]), float(grads[flat]), flat)
-        verdict = passed.get(flat) or check_node(
-            replayer, probe, rtol, atol, method)  # type: ignore[arg-type]
+        verdict = passed.get(flat) or check_node(replayer, probe,  # type: ignore[arg-type]
+                                                 rtol, atol, method)
         failed += not verdict.ok
         badness = (0.0 if verdict.ok else 1.0, verdict.abs_error or 0.0)
         if worst is None or badness > worst[0]:
@@ -155,7 +154,7 @@ def check_node_elements(replayer: ArrayReplayer, node: Node, rtol: float, atol: 
     assert worst is not None
     _, flat, verdict = worst
     where = tuple(int(i) for i in np.unravel_index(flat, np.shape(node.value)))
-    check = ArrayGradientCheck(**vars(verdict), checked=count, size=size, failed=failed,
+    check = ArrayGradientCheck(**vars(verdict), checked=len(flats), size=size, failed=failed,
                                where=where)
     check.ok = failed == 0
     return check, 2 * cost * count / (ARRAY_COLUMN_FACTOR if columns else 1)
@@ -170,9 +169,7 @@ def check_arrays(program: Program, settings: EvalSettings) -> CheckReport:
     if method == "complex":
         for node in nodes:
             if node.inputs and node.needs_grad and node.op.complex is NONE:
-                op = node.op
-                raise op.no_complex_form() if not isinstance(op, ArrayOp) else (
-                    op.apply_complex(arrays.numpy()))
+                raise node.op.no_complex_form()
     report = CheckReport(settings.rtol, settings.atol, method=method)
     replayer = ArrayReplayer(nodes)
     per_node = len(nodes) <= settings.node_check_limit
