@@ -116,7 +116,7 @@ def test_a_batch_reads_the_file_once_for_every_line(point_files):
         ('{"2x": 3}', "2x is not a variable name"),
         ("[1, 2]", "holds an array of JSON, not an object"),
         ('{"x": [[1, 2], [3]]}', "the value of x is a ragged list"),
-        ('{"x": [1, 2]}', "<stdin>:1: x is an array; gradcli's variables take one number each"),
+        ('{"x": [1, 2]}', "the output #0 x is an array of shape 2"),  # arrays: issue 16
         ("", "<stdin> has no values"),
         ("{}", "<stdin> has no values"),
     ],
@@ -133,6 +133,15 @@ def test_values_and_the_program_cannot_both_come_from_stdin(program):
 
 def test_a_file_that_cannot_be_read_is_a_usage_error(tmp_path):
     usage_error(invoke("eval", "x", "--values", str(tmp_path / "missing.json")), "cannot read")
+
+
+def test_arrays_from_a_values_file_are_array_values(tmp_path):
+    point = tmp_path / "point.toml"
+    point.write_text("W = [[1, 2],\n     [3, 4]]\nx = [1, 1]\n")
+    result = invoke("eval", "sum(W@x)", "--values", str(point), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["gradients"] == {"W": [[1.0, 1.0], [1.0, 1.0]],
+                                                      "x": [4.0, 6.0]}
 
 
 def test_the_loader_keeps_arrays_for_when_the_language_has_them():

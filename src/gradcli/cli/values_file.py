@@ -80,12 +80,12 @@ def with_file_values(given: Given, path: str, allow_unused: bool = False) -> Giv
                  given.optional | optional)
 
 
-def _number(entry: FileValue, file_name: str) -> float:
+def _number(entry: FileValue, file_name: str) -> Value:
+    """A number, or an array (docs/arrays.md) as a NumPy array: a tuple would be a sweep."""
     if entry.is_array:
-        raise UsageError(f"{visible(entry.where(file_name))}: {visible(entry.name)} is an "
-                         "array; gradcli's variables take one number each",
-                         hint=f"give {visible(entry.name)} one number (several values for a "
-                              f"sweep: --{visible(entry.name)} 1,2,5)")
+        import numpy as np
+
+        return np.array(entry.value, dtype=float)
     assert isinstance(entry.value, float)
     return entry.value
 

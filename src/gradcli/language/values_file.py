@@ -2,8 +2,8 @@
 
 A shared point file is read the way ``--NAME VALUE`` options are: names as the language writes
 them, finite numbers, no constants. An array (a list, or nested lists of equal length) is read
-and checked here too, so that array values can slot in when the language has them; until then
-the command line refuses it with its own message (``FileValue.is_array``).
+and checked here too, and the command line gives it to the program as an array
+(docs/arrays.md).
 
 Every problem is a UsageError that names the file and, where it can be found, the line.
 """
