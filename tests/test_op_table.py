@@ -84,10 +84,11 @@ def test_the_forms_and_the_summary_have_no_default():
 
 
 def _row_calls() -> list[ast.Call]:
-    """The calls that build rows in engine/ops.py: Op(...), _unary(...), _binary(...)."""
+    """The calls that build rows in engine/ops.py: Op(...), _unary(...), _binary(...), _op(...)."""
     tree = ast.parse(Path(ops.__file__).read_text("utf-8"))
     return [node for node in ast.walk(tree) if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name) and node.func.id in ("Op", "_unary", "_binary")
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("Op", "_unary", "_binary", "_op")
             and node.args and isinstance(node.args[0], ast.Constant)]
 
 
@@ -139,7 +140,9 @@ def test_every_spelling_in_the_listing_parses_to_its_op():
         assert row["summary"] and row["written"]
         for text in row["written"]:
             assert gradcli.parse(text).output.op is OPS[row["name"]], text
-    assert next(r for r in rows if r["name"] == "atan2")["written"] == ["atan2(y, x)"]
+    assert next(r for r in rows if r["name"] == "atan2")["written"] == [
+        "atan2(y, x)", "arctan2(y, x)"]
+    assert next(r for r in rows if r["name"] == "log")["aliases"] == ["ln"]
     assert next(r for r in rows if r["name"] == "pow")["written"] == [
         "x ** y", "x ^ y", "pow(x, y)"]
 
@@ -151,8 +154,9 @@ def test_functions_command_lists_the_table():
     from gradcli.engine import array_ops
 
     assert rows == ops.table_rows() + array_ops.table_rows()
-    assert set(rows[0]) == {"name", "kind", "written", "arity", "summary", "complex_step",
-                            "vector"}
+    assert set(rows[0]) == {"name", "kind", "written", "aliases", "arity", "summary",
+                            "complex_step", "vector"}
+    assert all(set(row) == set(rows[0]) for row in rows)
     human = invoke("functions")
     assert human.exit_code == 0
     for op in OPS.values():
@@ -163,7 +167,8 @@ def test_functions_command_lists_the_table():
 def test_functions_command_shows_a_row_without_forms(added_rows):
     rows = json.loads(invoke("functions", "--json").stdout)
     erf = next(row for row in rows if row["name"] == "erf")
-    assert erf == {"name": "erf", "kind": "function", "written": ["erf(x)"], "arity": 1,
+    assert erf == {"name": "erf", "kind": "function", "written": ["erf(x)"], "aliases": [],
+                   "arity": 1,
                    "summary": "error function (a test row)", "complex_step": False,
                    "vector": False}
     from gradcli.output.functions import markdown

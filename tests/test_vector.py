@@ -146,12 +146,19 @@ def test_an_intermediate_overflow_alone_marks_the_point_in_every_mode():
 
 def _row_formula(op):
     """A formula where each operand and the result of ``op`` are intermediate nodes."""
-    a, b = "(x*y + 0.5)", "(y*y + 0.25)"
+    a, b, c = "(x*y + 0.5)", "(y*y + 0.25)", "(x + 2)"
+    a = INSIDE_THE_DOMAIN.get(op.name, a)
     if op.arity == 1:
         inner = f"{op.symbol}{a}" if op.symbol else f"{op.name}({a})"
-    else:
+    elif op.arity == 2:
         inner = f"{a} {op.symbol} {b}" if op.symbol else f"{op.name}({a}, {b})"
+    else:
+        inner = f"{op.name}({a}, {b}, {c})"
     return f"exp({inner}) * x"
+
+
+# First operands of _row_formula that the generic one, (x*y + 0.5), would put outside the domain.
+INSIDE_THE_DOMAIN = {"acosh": "(x*y + 1.5)", "polygamma": "floor(x*y + 1.5)"}
 
 
 @pytest.mark.parametrize("name", sorted(OPS))

@@ -317,8 +317,8 @@ def table_rows() -> list[dict[str, Any]]:
 
 def _row(name: str, kind: str, written: list[str], arity: int, summary: str,
          complex_step: bool) -> dict[str, Any]:
-    return {"name": name, "kind": kind, "written": written, "arity": arity, "summary": summary,
-            "complex_step": complex_step, "vector": True}
+    return {"name": name, "kind": kind, "written": written, "aliases": [], "arity": arity,
+            "summary": summary, "complex_step": complex_step, "vector": True}
 
 
 # --- ops made per use: a subscript, an array of expressions ------------------------------------

@@ -112,9 +112,10 @@ def last_uses(nodes: list) -> list[int]:
 class Program:
     """A parsed program: its output node and everything the output depends on.
 
-    ``nodes`` is in topological order with ``node.index`` equal to the position; ``variables``
-    maps each input variable the output depends on to its node, in order of first appearance in
-    the text; ``defaults`` holds the values that the program itself assigns (``x = 2``);
+    ``nodes`` is in topological order with ``node.index`` equal to the position, the output
+    last; ``variables`` maps each input variable to its node, in order of first appearance in
+    the text: those the output depends on and those the program declares (``y = 2``) whether
+    used or not (an unused one is a leaf at the front of ``nodes``, with gradient 0); ``defaults`` holds the values that the program itself assigns (``x = 2``);
     ``notes`` are variables whose names differ from a constant or a function only by case
     (``PI``: see ``errors.Note``), set by the parser. ``arrays`` is True when the text has an
     array in it (a literal, an array op): such a program runs on engine/arrays.py.
@@ -133,11 +134,14 @@ class Program:
         cls, source: str, output: Node, variables: Iterable[Node], defaults: Mapping[str, float]
     ) -> Program:
         nodes = topological_order(output)
+        used = set(nodes)
+        # An input the program declares (``y = 2``) but the output does not use is still an
+        # input, with gradient 0 (as JAX reports it): a leaf at the front of the order.
+        inputs = [v for v in variables if v in used or v.name in defaults]
+        nodes = [v for v in inputs if v not in used] + nodes
         for index, node in enumerate(nodes):
             node.index = index
-        used = set(nodes)
-        reachable = {v.name: v for v in variables if v in used}
-        return cls(source, output, nodes, reachable, dict(defaults))
+        return cls(source, output, nodes, {v.name: v for v in inputs}, dict(defaults))
 
     def unbound(self, values: Mapping[str, float]) -> list[str]:
         """Variables the output needs that neither ``values`` nor the program's defaults give."""

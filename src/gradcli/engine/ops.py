@@ -51,6 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gradcli.engine import forms, special
 from gradcli.errors import UsageError
 
 Rule = Callable[..., Any]
@@ -90,6 +91,7 @@ class Op:
     complex: Callable[..., complex] | Form = field(kw_only=True)  # a function, SAME or NONE
     vector: Callable[..., Any] | Form = field(kw_only=True)  # vector(np, *arrays), SAME or NONE
     summary: str = field(kw_only=True)  # one line: what it computes (gradcli functions)
+    aliases: tuple[str, ...] = field(default=(), kw_only=True)  # other names people type: ln
 
     def __post_init__(self) -> None:
         for form in ("complex", "vector"):
@@ -221,83 +223,42 @@ def _relu(x: float) -> float:
     return max(0.0, x)
 
 
-# --- complex forms: analytic continuations; non-analytic ops follow the real part --------------
+# --- derivative rules that need more than one expression ------------------------------------
 
-def _complex_sigmoid(x: complex) -> complex:
-    if x.real >= 0.0:
-        return 1.0 / (1.0 + cmath.exp(-x))
-    z = cmath.exp(x)
-    return z / (1.0 + z)
+def _above(x: Any) -> Any:
+    """1 where x > 0, else 0 -- relu's kink convention: at 0 the left side's slope."""
+    return F.sign(F.relu(x))
 
 
-def _complex_softplus(x: complex) -> complex:
-    if x.real > 0.0:
-        return x + cmath.log(1.0 + cmath.exp(-x))
-    return cmath.log(1.0 + cmath.exp(x))
+GELU_TANH_SCALE = 1.5957691216057308  # 2 sqrt(2/pi): gelu_tanh(x) = x sigmoid(scale (x + c x^3))
+SELU_SCALE, SELU_ALPHA = 1.0507009873554805, 1.6732632423543772
+LN2 = math.log(2.0)
+TWO_OVER_ROOT_PI = 2.0 / math.sqrt(math.pi)
+INV_ROOT_TWO_PI = 1.0 / math.sqrt(2.0 * math.pi)
+SQRT_HALF = math.sqrt(0.5)
 
 
-def _complex_atan2(y: complex, x: complex) -> complex:
-    # atan(y/x) plus the constant branch offset that the real parts pick (0 or ±pi).
-    if x.real != 0.0:
-        return cmath.atan(y / x) + (math.atan2(y.real, x.real) - math.atan(y.real / x.real))
-    return math.copysign(math.pi / 2.0, y.real) - cmath.atan(x / y)
+def _gelu_tanh_slope(x: Any, out: Any) -> Any:
+    s = F.sigmoid(GELU_TANH_SCALE * (x + 0.044715 * x * x * x))
+    return s + x * s * (1.0 - s) * GELU_TANH_SCALE * (1.0 + 0.134145 * x * x)
 
 
-def _complex_hypot(x: complex, y: complex) -> complex:
-    # Scaled like math.hypot, so that hypot(1e200, 1) does not overflow in x * x.
-    scale = max(abs(x.real), abs(y.real)) or 1.0
-    x, y = x / scale, y / scale
-    return scale * cmath.sqrt(x * x + y * y)
+def _mish_slope(x: Any, out: Any) -> Any:
+    t = F.tanh(F.softplus(x))
+    return t + x * (1.0 - t * t) * F.sigmoid(x)
 
 
-def _complex_abs(x: complex) -> complex:
-    return x if x.real > 0.0 else (-x if x.real < 0.0 else 0j)
-
-
-def _complex_relu(x: complex) -> complex:
-    return x if x.real > 0.0 else 0j
-
-
-def _complex_min(x: complex, y: complex) -> complex:
-    return x if x.real < y.real else (y if y.real < x.real else (x + y) / 2.0)
-
-
-def _complex_max(x: complex, y: complex) -> complex:
-    return x if x.real > y.real else (y if y.real > x.real else (x + y) / 2.0)
-
-
-def _is_integer(y: float) -> bool:
-    return y == math.floor(y)
-
-
-# --- domain checks: return a message when the operands are outside the op's domain -------------
-
-def _positive(x: float) -> str | None:
-    return None if x > 0.0 else "logarithm of a non-positive number"
-
-
-def _non_negative(x: float) -> str | None:
-    return None if x >= 0.0 else "square root of a negative number"
-
-
-def _unit_interval(x: float) -> str | None:
-    return None if -1.0 <= x <= 1.0 else "argument outside [-1, 1]"
-
-
-def _nonzero_divisor(x: float, y: float) -> str | None:
-    return None if y != 0.0 else "division by zero"
-
-
-def _power_domain(x: float, y: float) -> str | None:
-    if x < 0.0 and not _is_integer(y):
-        return "negative base with a non-integer exponent"
-    if x == 0.0 and y < 0.0:
-        return "zero raised to a negative power"
-    return None
+def _selu_slope(x: Any, out: Any) -> Any:
+    inside = _above(x)
+    return SELU_SCALE * (inside + (1.0 - inside) * SELU_ALPHA * F.exp(F.min(x, 0.0)))
 
 
 def _binary(name: str, forward: Callable[..., float], dx: Rule, dy: Rule, **row: Any) -> Op:
     return Op(name, 2, forward, (dx, dy), **row)
+
+
+def _op(name: str, forward: Callable[..., float], rules: tuple[Rule, ...], **row: Any) -> Op:
+    return Op(name, len(rules), forward, rules, **row)
 
 
 def _unary(name: str, forward: Callable[..., float], dx: Rule, **row: Any) -> Op:
@@ -313,30 +274,64 @@ _ROWS: list[Op] = [
     _binary("mul", operator.mul, lambda x, y, out: y, lambda x, y, out: x,
             complex=SAME, vector=SAME, symbol="*", precedence=PREC_PRODUCT, summary="product"),
     _binary("div", operator.truediv, lambda x, y, out: 1.0 / y, lambda x, y, out: -out / y,
-            domain=_nonzero_divisor, complex=SAME, vector=SAME, symbol="/",
+            domain=forms.nonzero_divisor, complex=SAME, vector=SAME, symbol="/",
             precedence=PREC_PRODUCT, summary="quotient (division by zero is an error)"),
     _unary("neg", operator.neg, lambda x, out: -1.0,
            complex=SAME, vector=SAME, symbol="-", precedence=PREC_UNARY, summary="negation"),
     # d/dy needs log(x): the backward pass asks for it only when y depends on a variable, so
-    # (-2)**3 is fine and (-2)**y is a domain error there.
-    _binary("pow", math.pow, lambda x, y, out: y * x ** (y - 1.0),
-            lambda x, y, out: out * F.log(x), domain=_power_domain,
-            complex=operator.pow, vector=lambda np, x, y: np.power(x, y),
+    # (-2)**3 is fine and (-2)**y is a domain error there. At a zero base the peers' limits
+    # (HIPS autograd, PyTorch, JAX): 0**0 = 1, d/dx x**0 = 0 (the exponent y - 1 becomes 0
+    # where y = 0: abs(sign(y)) is 1 elsewhere) and d/dy 0**y = xlogy(0, 0) = 0 for y > 0.
+    _binary("pow", math.pow, lambda x, y, out: y * x ** (y - F.abs(F.sign(y))),
+            lambda x, y, out: F.xlogy(out, x), domain=forms.power_domain,
+            complex=forms.complex_pow, vector=lambda np, x, y: np.power(x, y),
             symbol="**", precedence=PREC_POWER, right_assoc=True,
             summary="x to the power y (a negative x needs a constant integer y)"),
     # --- exponentials and logarithms --------------------------------------------------------
     _unary("exp", math.exp, lambda x, out: out,
            complex=cmath.exp, vector=lambda np, x: np.exp(x), summary="e ** x"),
-    _unary("log", math.log, lambda x, out: 1.0 / x, domain=_positive,
-           complex=cmath.log, vector=lambda np, x: np.log(x), summary="natural logarithm"),
-    _unary("log2", math.log2, lambda x, out: 1.0 / (x * F.log(2.0)), domain=_positive,
+    _unary("log", math.log, lambda x, out: 1.0 / x, domain=forms.positive,
+           complex=cmath.log, vector=lambda np, x: np.log(x), summary="natural logarithm",
+           aliases=("ln",)),
+    _unary("log2", math.log2, lambda x, out: 1.0 / (x * F.log(2.0)), domain=forms.positive,
            complex=lambda x: cmath.log(x) / math.log(2.0), vector=lambda np, x: np.log2(x),
            summary="base-2 logarithm"),
-    _unary("log10", math.log10, lambda x, out: 1.0 / (x * F.log(10.0)), domain=_positive,
+    _unary("log10", math.log10, lambda x, out: 1.0 / (x * F.log(10.0)), domain=forms.positive,
            complex=cmath.log10, vector=lambda np, x: np.log10(x), summary="base-10 logarithm"),
-    _unary("sqrt", math.sqrt, lambda x, out: 0.5 / out, domain=_non_negative,
+    _unary("log1p", math.log1p, lambda x, out: 1.0 / (1.0 + x), domain=forms.above_minus_one,
+           complex=forms.complex_log1p, vector=lambda np, x: np.log1p(x),
+           summary="log(1 + x), accurate for small x"),
+    _unary("expm1", math.expm1, lambda x, out: F.exp(x),
+           complex=forms.complex_expm1, vector=lambda np, x: np.expm1(x),
+           summary="e ** x - 1, accurate for small x"),
+    _unary("exp2", special._exp2, lambda x, out: out * LN2,
+           complex=lambda x: cmath.exp(x * LN2), vector=lambda np, x: np.exp2(x),
+           summary="2 ** x"),
+    _binary("logaddexp", special._logaddexp, lambda x, y, out: F.sigmoid(x - y),
+            lambda x, y, out: F.sigmoid(y - x),
+            complex=forms.complex_logaddexp, vector=lambda np, x, y: np.logaddexp(x, y),
+            summary="log(e ** x + e ** y) without overflow"),
+    _binary("logaddexp2", special._logaddexp2, lambda x, y, out: F.sigmoid((x - y) * LN2),
+            lambda x, y, out: F.sigmoid((y - x) * LN2),
+            complex=lambda x, y: forms.complex_logaddexp(x * LN2, y * LN2) / LN2,
+            vector=lambda np, x, y: np.logaddexp2(x, y),
+            summary="log2(2 ** x + 2 ** y) without overflow"),
+    _binary("xlogy", special._xlogy, lambda x, y, out: F.log(y), lambda x, y, out: x / y,
+            domain=forms.log_of_y, complex=forms.complex_xlogy, vector=forms.vector_xlogy,
+            summary="x * log(y), and 0 where x = 0 (pow's d/dy at a zero base)"),
+    _unary("sqrt", math.sqrt, lambda x, out: 0.5 / out, domain=forms.non_negative,
            complex=cmath.sqrt, vector=lambda np, x: np.sqrt(x),
            summary="square root (its derivative at 0 is infinite: an error)"),
+    _unary("cbrt", special._cbrt, lambda x, out: 1.0 / (3.0 * out * out),
+           complex=forms.complex_cbrt, vector=lambda np, x: np.cbrt(x),
+           summary="real cube root, negative for negative x (derivative at 0: an error)"),
+    _unary("rsqrt", special._rsqrt, lambda x, out: -0.5 * out / x, domain=forms.positive_root,
+           complex=lambda x: 1.0 / cmath.sqrt(x), vector=lambda np, x: 1.0 / np.sqrt(x),
+           summary="1 / sqrt(x)"),
+    _unary("square", special._square, lambda x, out: 2.0 * x,
+           complex=SAME, vector=SAME, summary="x * x"),
+    _unary("reciprocal", special._reciprocal, lambda x, out: -out * out, domain=forms.nonzero,
+           complex=SAME, vector=SAME, summary="1 / x (x = 0 is an error)"),
     # --- trigonometry -------------------------------------------------------------------------
     _unary("sin", math.sin, lambda x, out: F.cos(x),
            complex=cmath.sin, vector=lambda np, x: np.sin(x), summary="sine (radians)"),
@@ -344,19 +339,29 @@ _ROWS: list[Op] = [
            complex=cmath.cos, vector=lambda np, x: np.cos(x), summary="cosine (radians)"),
     _unary("tan", math.tan, lambda x, out: 1.0 + out * out,
            complex=cmath.tan, vector=lambda np, x: np.tan(x), summary="tangent (radians)"),
-    _unary("asin", math.asin, lambda x, out: 1.0 / F.sqrt(1.0 - x * x), domain=_unit_interval,
-           complex=cmath.asin, vector=lambda np, x: np.arcsin(x), summary="arc sine"),
-    _unary("acos", math.acos, lambda x, out: -1.0 / F.sqrt(1.0 - x * x), domain=_unit_interval,
-           complex=cmath.acos, vector=lambda np, x: np.arccos(x), summary="arc cosine"),
+    _unary("asin", math.asin, lambda x, out: 1.0 / F.sqrt(1.0 - x * x), domain=forms.unit_interval,
+           complex=cmath.asin, vector=lambda np, x: np.arcsin(x), summary="arc sine",
+           aliases=("arcsin",)),
+    _unary("acos", math.acos, lambda x, out: -1.0 / F.sqrt(1.0 - x * x), domain=forms.unit_interval,
+           complex=cmath.acos, vector=lambda np, x: np.arccos(x), summary="arc cosine",
+           aliases=("arccos",)),
     _unary("atan", math.atan, lambda x, out: 1.0 / (1.0 + x * x),
-           complex=cmath.atan, vector=lambda np, x: np.arctan(x), summary="arc tangent"),
+           complex=cmath.atan, vector=lambda np, x: np.arctan(x), summary="arc tangent",
+           aliases=("arctan",)),
     _binary("atan2", math.atan2, lambda y, x, out: x / (x * x + y * y),
             lambda y, x, out: -y / (x * x + y * y),
-            complex=_complex_atan2, vector=lambda np, y, x: np.arctan2(y, x),
-            summary="angle of the point (x, y), in C/Python argument order"),
+            complex=forms.complex_atan2, vector=lambda np, y, x: np.arctan2(y, x),
+            summary="angle of the point (x, y), in C/Python argument order",
+            aliases=("arctan2",)),
     _binary("hypot", math.hypot, lambda x, y, out: x / out, lambda x, y, out: y / out,
-            complex=_complex_hypot, vector=lambda np, x, y: np.hypot(x, y),
+            complex=forms.complex_hypot, vector=lambda np, x, y: np.hypot(x, y),
             summary="sqrt(x**2 + y**2) without overflow"),
+    _unary("deg2rad", math.radians, lambda x, out: math.pi / 180.0,
+           complex=lambda x: x * (math.pi / 180.0), vector=lambda np, x: np.deg2rad(x),
+           summary="degrees to radians: x * pi / 180"),
+    _unary("rad2deg", math.degrees, lambda x, out: 180.0 / math.pi,
+           complex=lambda x: x * (180.0 / math.pi), vector=lambda np, x: np.rad2deg(x),
+           summary="radians to degrees: x * 180 / pi"),
     # --- hyperbolic ----------------------------------------------------------------------------
     _unary("sinh", math.sinh, lambda x, out: F.cosh(x),
            complex=cmath.sinh, vector=lambda np, x: np.sinh(x), summary="hyperbolic sine"),
@@ -364,35 +369,144 @@ _ROWS: list[Op] = [
            complex=cmath.cosh, vector=lambda np, x: np.cosh(x), summary="hyperbolic cosine"),
     _unary("tanh", math.tanh, lambda x, out: 1.0 - out * out,
            complex=cmath.tanh, vector=lambda np, x: np.tanh(x), summary="hyperbolic tangent"),
+    _unary("asinh", math.asinh, lambda x, out: 1.0 / F.sqrt(x * x + 1.0),
+           complex=cmath.asinh, vector=lambda np, x: np.arcsinh(x),
+           summary="inverse hyperbolic sine", aliases=("arcsinh",)),
+    _unary("acosh", math.acosh, lambda x, out: 1.0 / F.sqrt((x - 1.0) * (x + 1.0)),
+           domain=forms.at_least_one, complex=cmath.acosh, vector=lambda np, x: np.arccosh(x),
+           summary="inverse hyperbolic cosine, x >= 1 (derivative at 1: an error)",
+           aliases=("arccosh",)),
+    _unary("atanh", math.atanh, lambda x, out: 1.0 / ((1.0 - x) * (1.0 + x)),
+           domain=forms.open_unit_interval, complex=cmath.atanh, vector=lambda np, x: np.arctanh(x),
+           summary="inverse hyperbolic tangent, -1 < x < 1", aliases=("arctanh",)),
+    # --- special functions: no complex form (math has none to continue); NumPy has none
+    # either, so their sweeps call the float function point by point ------------------------
+    _unary("erf", math.erf, lambda x, out: TWO_OVER_ROOT_PI * F.exp(-x * x),
+           complex=NONE, vector=NONE, summary="error function"),
+    _unary("erfc", math.erfc, lambda x, out: -TWO_OVER_ROOT_PI * F.exp(-x * x),
+           complex=NONE, vector=NONE, summary="1 - erf(x), accurate where erf(x) is near 1"),
+    _unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,
+           domain=forms.open_unit_interval, complex=NONE, vector=NONE,
+           summary="inverse of erf, -1 < x < 1"),
+    _unary("gamma", math.gamma, lambda x, out: out * F.digamma(x), domain=forms.not_a_pole,
+           complex=NONE, vector=NONE,
+           summary="gamma function (0 and the negative integers are poles: an error)"),
+    _unary("lgamma", math.lgamma, lambda x, out: F.digamma(x), domain=forms.not_a_pole,
+           complex=NONE, vector=NONE, summary="log |gamma(x)|"),
+    _unary("digamma", special._digamma, lambda x, out: F.polygamma(1.0, x),
+           domain=forms.not_a_pole, complex=NONE, vector=NONE,
+           summary="d/dx lgamma(x), the psi function"),
+    # The order n changes only in whole steps: d/dn is 0, as for floor (a constant n is usual).
+    _binary("polygamma", special._polygamma, lambda n, x, out: 0.0,
+            lambda n, x, out: F.polygamma(n + 1.0, x), domain=forms.polygamma_domain,
+            complex=NONE, vector=NONE,
+            summary="n-th derivative of digamma, n a whole number from 0 to 100"),
+    _binary("beta", special._beta, lambda a, b, out: out * (F.digamma(a) - F.digamma(a + b)),
+            lambda a, b, out: out * (F.digamma(b) - F.digamma(a + b)), domain=forms.positive_pair,
+            complex=NONE, vector=NONE,
+            summary="beta function gamma(a) gamma(b) / gamma(a + b), a, b > 0"),
+    _binary("lbeta", special._lbeta, lambda a, b, out: F.digamma(a) - F.digamma(a + b),
+            lambda a, b, out: F.digamma(b) - F.digamma(a + b), domain=forms.positive_pair,
+            complex=NONE, vector=NONE, summary="log of beta(a, b), a, b > 0"),
     # --- activations and pieces ------------------------------------------------------------
     _unary("sigmoid", _sigmoid, lambda x, out: out * (1.0 - out),
-           complex=_complex_sigmoid, vector=lambda np, x: np.exp(-np.logaddexp(0.0, -x)),
+           complex=forms.complex_sigmoid, vector=lambda np, x: np.exp(-np.logaddexp(0.0, -x)),
            summary="1 / (1 + e ** -x)"),
     _unary("relu", _relu, lambda x, out: F.sign(out),
-           complex=_complex_relu, vector=lambda np, x: np.maximum(x, 0.0),
+           complex=forms.complex_relu, vector=lambda np, x: np.maximum(x, 0.0),
            summary="max(x, 0); relu'(0) = 0"),
     _unary("softplus", _softplus, lambda x, out: F.sigmoid(x),
-           complex=_complex_softplus, vector=lambda np, x: np.logaddexp(0.0, x),
+           complex=forms.complex_softplus, vector=lambda np, x: np.logaddexp(0.0, x),
            summary="log(1 + e ** x)"),
+    _unary("logit", special._logit, lambda x, out: 1.0 / (x * (1.0 - x)), domain=forms.probability,
+           complex=forms.complex_logit, vector=forms.vector_logit,
+           summary="log(x / (1 - x)), the inverse of sigmoid, 0 < x < 1"),
+    _unary("silu", special._silu, lambda x, out: F.sigmoid(x) * (1.0 + x * (1.0 - F.sigmoid(x))),
+           complex=lambda x: x * forms.complex_sigmoid(x),
+           vector=lambda np, x: x * forms.vector_sigmoid(np, x),
+           summary="x * sigmoid(x)", aliases=("swish",)),
+    _unary("gelu", special._gelu,
+           lambda x, out: 0.5 * F.erfc(-x * SQRT_HALF) + x * INV_ROOT_TWO_PI * F.exp(-0.5 * x * x),
+           complex=NONE, vector=NONE,
+           summary="x * Phi(x), Phi the normal distribution function (the exact, erf form)"),
+    _unary("gelu_tanh", special._gelu_tanh, _gelu_tanh_slope,
+           complex=lambda x: x * forms.complex_sigmoid(
+               GELU_TANH_SCALE * (x + 0.044715 * x * x * x)),
+           vector=lambda np, x: x * forms.vector_sigmoid(
+               np, GELU_TANH_SCALE * (x + 0.044715 * x * x * x)),
+           summary="gelu's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))"),
+    _unary("elu", special._elu, lambda x, out: F.exp(F.min(x, 0.0)),
+           complex=lambda x: x if x.real > 0.0 else forms.complex_expm1(x), vector=forms.vector_elu,
+           summary="x for x > 0, else e ** x - 1"),
+    _unary("selu", special._selu, _selu_slope,
+           complex=lambda x: SELU_SCALE * (
+               x if x.real > 0.0 else SELU_ALPHA * forms.complex_expm1(x)),
+           vector=lambda np, x: SELU_SCALE * np.where(
+               x > 0.0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0.0))),
+           summary="scale * elu with alpha (Klambauer et al.); selu'(0) is the left slope"),
+    _binary("leaky_relu", special._leaky_relu, lambda x, a, out: _above(x) + (1.0 - _above(x)) * a,
+            lambda x, a, out: F.min(x, 0.0),
+            complex=lambda x, a: x if x.real > 0.0 else a * x,
+            vector=lambda np, x, a: np.where(x > 0.0, x, a * x),
+            summary="x for x > 0, else a * x; at 0 the slope is a (as relu's)"),
+    _unary("softsign", special._softsign,
+           lambda x, out: 1.0 / ((1.0 + F.abs(x)) * (1.0 + F.abs(x))),
+           complex=lambda x: x / (1.0 + forms.complex_abs(x)),
+           vector=lambda np, x: x / (1.0 + np.abs(x)), summary="x / (1 + |x|)"),
+    _unary("mish", special._mish, _mish_slope,
+           complex=lambda x: x * cmath.tanh(forms.complex_softplus(x)),
+           vector=lambda np, x: x * np.tanh(np.logaddexp(0.0, x)),
+           summary="x * tanh(softplus(x))"),
+    _unary("hardtanh", special._hardtanh,
+           lambda x, out: (1.0 + F.sign(x + 1.0)) * (1.0 - F.sign(x - 1.0)) / 4.0,
+           complex=lambda x: forms.complex_clip(x, -1.0, 1.0),
+           vector=lambda np, x: np.minimum(np.maximum(x, -1.0), 1.0),
+           summary="clip(x, -1, 1); at -1 and 1 the slope is 1/2, as min and max at a tie"),
     _unary("abs", math.fabs, lambda x, out: F.sign(x),
-           complex=_complex_abs, vector=lambda np, x: np.abs(x), summary="|x|; abs'(0) = 0"),
+           complex=forms.complex_abs, vector=lambda np, x: np.abs(x), summary="|x|; abs'(0) = 0"),
     _unary("sign", _sign, lambda x, out: 0.0,
            complex=lambda x: complex(_sign(x.real)), vector=lambda np, x: np.sign(x),
            summary="-1, 0 or 1; its derivative is 0"),
     _binary("min", min, lambda x, y, out: (1.0 - F.sign(x - y)) / 2.0,
             lambda x, y, out: (1.0 + F.sign(x - y)) / 2.0,
-            complex=_complex_min, vector=lambda np, x, y: np.minimum(x, y),
+            complex=forms.complex_min, vector=lambda np, x, y: np.minimum(x, y),
             summary="smaller of x and y; a tie splits the gradient equally"),
     _binary("max", max, lambda x, y, out: (1.0 + F.sign(x - y)) / 2.0,
             lambda x, y, out: (1.0 - F.sign(x - y)) / 2.0,
-            complex=_complex_max, vector=lambda np, x, y: np.maximum(x, y),
+            complex=forms.complex_max, vector=lambda np, x, y: np.maximum(x, y),
             summary="larger of x and y; a tie splits the gradient equally"),
+    _op("clip", special._clip, (
+        lambda x, lo, hi, out: (1.0 + F.sign(x - lo)) * (1.0 - F.sign(x - hi)) / 4.0,
+        lambda x, lo, hi, out: (1.0 - F.sign(x - lo)) * (1.0 - F.sign(F.max(x, lo) - hi)) / 4.0,
+        lambda x, lo, hi, out: (1.0 + F.sign(F.max(x, lo) - hi)) / 2.0),
+        domain=forms.ordered_bounds, complex=forms.complex_clip,
+        vector=lambda np, x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+        summary="min(max(x, lo), hi), lo <= hi; at a bound the gradient splits as at a tie"),
+    # --- steps: derivative 0, at a jump too (as sign's); the check flags a jump -------------
+    _unary("floor", special._floor, lambda x, out: 0.0,
+           complex=forms.complex_of_step(special._floor),
+           vector=lambda np, x: np.floor(x), summary="largest whole number <= x; slope 0"),
+    _unary("ceil", special._ceil, lambda x, out: 0.0,
+           complex=forms.complex_of_step(special._ceil),
+           vector=lambda np, x: np.ceil(x), summary="smallest whole number >= x; slope 0"),
+    _unary("round", special._round, lambda x, out: 0.0,
+           complex=forms.complex_of_step(special._round),
+           vector=lambda np, x: np.round(x),
+           summary="nearest whole number, halves to even (as Python); slope 0"),
+    _unary("trunc", special._trunc, lambda x, out: 0.0,
+           complex=forms.complex_of_step(special._trunc),
+           vector=lambda np, x: np.trunc(x), summary="x without its fraction; slope 0"),
+    _binary("mod", special._mod, lambda x, y, out: 1.0, lambda x, y, out: -F.floor(x / y),
+            domain=forms.nonzero_divisor, complex=forms.complex_mod,
+            vector=lambda np, x, y: np.mod(x, y),
+            summary="x - y * floor(x / y), the sign of y (as Python's %)"),
 ]
 
 OPS: dict[str, Op] = {row.name: row for row in _ROWS}
 
 FUNCTIONS: dict[str, Op] = {op.name: op for op in OPS.values() if op.is_function}
 FUNCTIONS["pow"] = OPS["pow"]  # pow(x, y) is the function spelling of x ** y
+FUNCTIONS.update({alias: op for op in OPS.values() for alias in op.aliases})
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
 
@@ -420,6 +534,7 @@ def table_rows() -> list[dict[str, Any]]:
             "name": op.name,
             "kind": "function" if op.is_function else "operator",
             "written": spellings(op),
+            "aliases": list(op.aliases),
             "arity": op.arity,
             "summary": op.summary,
             "complex_step": op.complex is not NONE,

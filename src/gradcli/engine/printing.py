@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gradcli.engine import ops
+from gradcli.engine import ops, special
 from gradcli.engine.graph import Node, nodes_of
 from gradcli.engine.notation import TEXT, Notation, expression_texts, format_number
 from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
@@ -200,7 +200,8 @@ class PythonNotation(Notation):
         return f"{self.function(op)}({', '.join(args)})"
 
     def function(self, op: Op) -> str:
-        """``math.erf``, ``max``, or the name of a helper copied from engine/ops.py; a row whose
+        """``math.erf``, ``max``, or the name of a helper copied from engine/ops.py or
+        engine/special.py (each written against ``math`` alone); a row whose
         forward is none of those (a lambda, a function of another module, which may use that
         module's names) is a UsageError: the generated code imports only ``math``."""
         forward = op.forward
@@ -210,7 +211,7 @@ class PythonNotation(Notation):
             return f"math.{name}"
         if getattr(builtins, name, None) is forward:
             return name
-        if module == ops.__name__ and name.isidentifier():
+        if module in (ops.__name__, special.__name__) and name.isidentifier():
             import inspect  # the Python printer copies the op's own function
 
             self.helpers[name] = inspect.getsource(forward)

@@ -523,21 +523,19 @@ def _error_at(cls: type, token: Token, message: str, hint: str | None = None):
     return cls(message, line=token.line, column=token.column, hint=hint)
 
 
-# Other libraries' names for gradcli's functions, and formulas for functions gradcli lacks.
+# Other libraries' names for gradcli's functions (the ones people type most are aliases in the op
+# table: ln, arcsin, ...), and formulas for functions gradcli lacks.
 _SPELLED_OTHERWISE = {
-    "ln": "log", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
-    "fabs": "abs", "absolute": "abs", "power": "pow", "lg": "log10",
-    "sgn": "sign", "signum": "sign", "logistic": "sigmoid", "expit": "sigmoid",
-    "maximum": "max", "minimum": "min", "fmax": "max", "fmin": "min", "tg": "tan",
+    "fabs": "abs", "absolute": "abs", "power": "pow", "lg": "log10", "sgn": "sign",
+    "signum": "sign", "logistic": "sigmoid", "expit": "sigmoid", "maximum": "max",
+    "minimum": "min", "fmax": "max", "fmin": "min", "tg": "tan", "arsinh": "asinh",
+    "arcosh": "acosh", "artanh": "atanh", "sqr": "square", "clamp": "clip", "fmod": "mod",
+    "remainder": "mod", "rint": "round", "radians": "deg2rad", "degrees": "rad2deg",
+    "gammaln": "lgamma", "loggamma": "lgamma", "psi": "digamma", "hard_tanh": "hardtanh",
 }
 _FORMULAS = {
-    **dict.fromkeys(("asinh", "arcsinh", "arsinh"), "log(x + sqrt(x**2 + 1))"),
-    **dict.fromkeys(("acosh", "arccosh", "arcosh"), "log(x + sqrt(x**2 - 1))"),
-    **dict.fromkeys(("atanh", "arctanh", "artanh"), "0.5*log((1 + x)/(1 - x))"),
-    "log1p": "log(1 + x)", "expm1": "exp(x) - 1", "exp2": "2**x", "square": "x**2",
-    "sqr": "x**2", "cbrt": "sign(x)*abs(x)**(1/3)", "sec": "1/cos(x)", "csc": "1/sin(x)",
-    "cot": "1/tan(x)", "sech": "1/cosh(x)", "csch": "1/sinh(x)", "coth": "1/tanh(x)",
-    "silu": "x*sigmoid(x)", "swish": "x*sigmoid(x)", "softsign": "x/(1 + abs(x))",
+    "sec": "1/cos(x)", "csc": "1/sin(x)", "cot": "1/tan(x)", "sech": "1/cosh(x)",
+    "csch": "1/sinh(x)", "coth": "1/tanh(x)",
 }
 
 
@@ -561,6 +559,4 @@ def _function_hint(name: str) -> str:
 
 
 def _signature(name: str) -> str:
-    op = FUNCTIONS[name]
-    args = "x" if op.arity == 1 else ("y, x" if name == "atan2" else "x, y")
-    return f"{name}({args})"
+    return f"{name}({', '.join(FUNCTIONS[name].operands)})"

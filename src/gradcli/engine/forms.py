@@ -1,0 +1,233 @@
+"""The complex and vector forms and the domain checks of the op table's rows, where they need
+more than one expression (engine/ops.py holds the rows themselves, which name these).
+
+Complex forms are analytic continuations, for complex-step differentiation; an op that is not
+analytic follows its real part, so that its kink conventions hold. Vector forms take NumPy as
+their first argument (``vector(np, *arrays)``). A domain check returns what is wrong with its
+operands, or None.
+"""
+
+from __future__ import annotations
+
+import cmath
+import math
+from collections.abc import Callable
+from typing import Any
+
+# --- complex forms: analytic continuations; non-analytic ops follow the real part --------------
+
+def complex_sigmoid(x: complex) -> complex:
+    if x.real >= 0.0:
+        return 1.0 / (1.0 + cmath.exp(-x))
+    z = cmath.exp(x)
+    return z / (1.0 + z)
+
+
+def complex_softplus(x: complex) -> complex:
+    if x.real > 0.0:
+        return x + cmath.log(1.0 + cmath.exp(-x))
+    return cmath.log(1.0 + cmath.exp(x))
+
+
+def complex_atan2(y: complex, x: complex) -> complex:
+    # atan(y/x) plus the constant branch offset that the real parts pick (0 or ±pi).
+    if x.real != 0.0:
+        return cmath.atan(y / x) + (math.atan2(y.real, x.real) - math.atan(y.real / x.real))
+    return math.copysign(math.pi / 2.0, y.real) - cmath.atan(x / y)
+
+
+def complex_hypot(x: complex, y: complex) -> complex:
+    # Scaled like math.hypot, so that hypot(1e200, 1) does not overflow in x * x.
+    scale = max(abs(x.real), abs(y.real)) or 1.0
+    x, y = x / scale, y / scale
+    return scale * cmath.sqrt(x * x + y * y)
+
+
+def complex_abs(x: complex) -> complex:
+    return x if x.real > 0.0 else (-x if x.real < 0.0 else 0j)
+
+
+def complex_relu(x: complex) -> complex:
+    return x if x.real > 0.0 else 0j
+
+
+def complex_min(x: complex, y: complex) -> complex:
+    return x if x.real < y.real else (y if y.real < x.real else (x + y) / 2.0)
+
+
+def complex_max(x: complex, y: complex) -> complex:
+    return x if x.real > y.real else (y if y.real > x.real else (x + y) / 2.0)
+
+
+def is_integer(y: float) -> bool:
+    return y == math.floor(y)
+
+
+# --- domain checks: return a message when the operands are outside the op's domain -------------
+
+def positive(x: float) -> str | None:
+    return None if x > 0.0 else "logarithm of a non-positive number"
+
+
+def non_negative(x: float) -> str | None:
+    return None if x >= 0.0 else "square root of a negative number"
+
+
+def unit_interval(x: float) -> str | None:
+    return None if -1.0 <= x <= 1.0 else "argument outside [-1, 1]"
+
+
+def nonzero_divisor(x: float, y: float) -> str | None:
+    return None if y != 0.0 else "division by zero"
+
+
+def power_domain(x: float, y: float) -> str | None:
+    if x < 0.0 and not is_integer(y):
+        return "negative base with a non-integer exponent"
+    if x == 0.0 and y < 0.0:
+        return "zero raised to a negative power"
+    return None
+
+
+def complex_pow(x: complex, y: complex) -> complex:
+    # Python refuses 0 to a complex power; the real path's limits: 0**0 = 1, 0**y = 0 for y > 0.
+    if x == 0:
+        if y == 0:
+            return 1 + 0j
+        if y.real > 0.0:
+            return 0j
+    return x ** y
+
+
+def complex_log1p(x: complex) -> complex:
+    # log(1 + x), its real part log|1 + x| without cancellation: log1p(a (2 + a) + b^2) / 2 for
+    # small a, log(hypot(1 + a, b)) elsewhere (where 1 + a loses nothing that matters).
+    a, b = complex(x).real, complex(x).imag
+    real = (0.5 * math.log1p(a * (2.0 + a) + b * b) if abs(a) < 0.5
+            else math.log(math.hypot(1.0 + a, b)))
+    return complex(real, math.atan2(b, 1.0 + a))
+
+
+def complex_expm1(x: complex) -> complex:
+    # e^x - 1, its real part as expm1(a) cos b - 2 sin^2(b/2): no cancellation.
+    a, b = complex(x).real, complex(x).imag
+    return complex(math.expm1(a) * math.cos(b) - 2.0 * math.sin(b / 2.0) ** 2,
+                   math.exp(a) * math.sin(b))
+
+
+def complex_cbrt(x: complex) -> complex:
+    # The real cube root continued: the principal root right of 0, its mirror image left of it.
+    x = complex(x)
+    return x ** (1.0 / 3.0) if x.real >= 0.0 else -((-x) ** (1.0 / 3.0))
+
+
+def complex_logaddexp(x: complex, y: complex) -> complex:
+    x, y = complex(x), complex(y)
+    if x.real < y.real:
+        x, y = y, x
+    return x + complex_log1p(cmath.exp(y - x))
+
+
+def complex_logit(x: complex) -> complex:
+    x = complex(x)
+    if 0.25 <= x.real <= 0.75:
+        return complex_log1p((2.0 * x - 1.0) / (1.0 - x))
+    return cmath.log(x / (1.0 - x))
+
+
+def complex_xlogy(x: complex, y: complex) -> complex:
+    return 0j if x == 0 else x * cmath.log(y)
+
+
+def complex_clip(x: complex, lo: complex, hi: complex) -> complex:
+    return complex_min(complex_max(x, lo), hi)
+
+
+def complex_mod(x: complex, y: complex) -> complex:
+    # x - q y with the integer q of the real parts: the real part is x % y, bit for bit.
+    x, y = complex(x), complex(y)
+    rest = x.real % y.real
+    quotient = round((x.real - rest) / y.real)
+    return complex(rest, x.imag - y.imag * quotient)
+
+
+def complex_of_step(function: Callable[[float], float]) -> Callable[[complex], complex]:
+    """The complex form of a step function (floor...): the real part's value, derivative 0."""
+    return lambda x: complex(function(complex(x).real))
+
+
+# --- vector forms that need more than one NumPy call ----------------------------------------
+
+def vector_xlogy(np: Any, x: Any, y: Any) -> Any:
+    # log(y) only where x != 0: no flag (and no failed point) for 0 * log(0).
+    shape = np.broadcast(x, y).shape
+    logs = np.zeros(shape)
+    np.log(y, out=logs, where=np.broadcast_to(x != 0.0, shape))
+    product = x * logs
+    return product if np.ndim(product) else product[()]
+
+
+def vector_logit(np: Any, x: Any) -> Any:
+    middle = np.abs(x - 0.5) <= 0.25
+    return np.where(middle, np.log1p((2.0 * x - 1.0) / (1.0 - x)), np.log(x / (1.0 - x)))
+
+
+def vector_sigmoid(np: Any, x: Any) -> Any:
+    return np.exp(-np.logaddexp(0.0, -x))
+
+
+def vector_elu(np: Any, x: Any) -> Any:
+    return np.where(x > 0.0, x, np.expm1(np.minimum(x, 0.0)))
+
+
+# --- domain checks of the rows below ----------------------------------------------------------
+
+def above_minus_one(x: float) -> str | None:
+    return None if x > -1.0 else "logarithm of a non-positive number (1 + x <= 0)"
+
+
+def positive_root(x: float) -> str | None:
+    return None if x > 0.0 else "reciprocal square root of a non-positive number"
+
+
+def nonzero(x: float) -> str | None:
+    return None if x != 0.0 else "division by zero"
+
+
+def at_least_one(x: float) -> str | None:
+    return None if x >= 1.0 else "argument below 1"
+
+
+def open_unit_interval(x: float) -> str | None:
+    return None if -1.0 < x < 1.0 else "argument outside (-1, 1)"
+
+
+def probability(x: float) -> str | None:
+    return None if 0.0 < x < 1.0 else "argument outside (0, 1)"
+
+
+def log_of_y(x: float, y: float) -> str | None:
+    return None if x == 0.0 or y > 0.0 else "logarithm of a non-positive number"
+
+
+def not_a_pole(x: float) -> str | None:
+    if x <= 0.0 and is_integer(x):
+        return "a pole of the gamma function (zero or a negative integer)"
+    return None
+
+
+def polygamma_domain(n: float, x: float) -> str | None:
+    if not (0.0 <= n <= MAX_POLYGAMMA_ORDER and is_integer(n)):
+        return f"the order n of polygamma(n, x) must be an integer from 0 to {MAX_POLYGAMMA_ORDER}"
+    return not_a_pole(x)
+
+
+MAX_POLYGAMMA_ORDER = 100  # the series' cost grows with n, and its values overflow beyond
+
+
+def positive_pair(a: float, b: float) -> str | None:
+    return None if a > 0.0 and b > 0.0 else "beta needs positive arguments"
+
+
+def ordered_bounds(x: float, lo: float, hi: float) -> str | None:
+    return None if lo <= hi else "clip's lower bound is above its upper bound"

@@ -1,0 +1,245 @@
+"""Float functions behind the op table's special rows: digamma and polygamma, the inverse error
+function, and the accurate forms of cbrt, logit, logaddexp and the activations.
+
+Only the float ``forward`` of a row lives here; its derivative rules, domain check and other
+forms stay in its row of engine/ops.py (the table is one table). Each function is written
+against ``math`` alone and calls no other function of this module, because ``gradcli diff
+--format python`` copies a row's forward verbatim into code that imports only ``math``. The
+accuracy of each one is tested against mpmath in tests/test_special.py.
+
+SciPy would be the natural source of several of them, but it costs some 0.3 s to import and a
+large install; the standard library has erf, erfc, gamma and lgamma, and the rest are short.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def _cbrt(x: float) -> float:
+    # A real cube root (negative for negative x): x ** (1/3) of |x| is within an ulp or two, and
+    # one Newton step, written so that nothing overflows, rounds it as well as math.cbrt does.
+    if x == 0.0 or not math.isfinite(x):
+        return x
+    y = math.copysign(math.fabs(x) ** (1.0 / 3.0), x)
+    return y - (y - x / (y * y)) / 3.0
+
+
+def _exp2(x: float) -> float:
+    return 2.0 ** x
+
+
+def _logit(x: float) -> float:
+    # log(x / (1 - x)): near x = 1/2 the quotient is close to 1 and its log loses the digits,
+    # so there log1p((2x - 1) / (1 - x)), whose numerator is exact.
+    if 0.25 <= x <= 0.75:
+        return math.log1p((2.0 * x - 1.0) / (1.0 - x))
+    return math.log(x / (1.0 - x))
+
+
+def _logaddexp(x: float, y: float) -> float:
+    # log(e**x + e**y) = max + log1p(e**-|x - y|): no overflow, exact for far-apart arguments.
+    return max(x, y) + math.log1p(math.exp(-math.fabs(x - y)))
+
+
+def _logaddexp2(x: float, y: float) -> float:
+    # log2(2**x + 2**y), as _logaddexp.
+    return max(x, y) + math.log1p(2.0 ** -math.fabs(x - y)) / math.log(2.0)
+
+
+def _xlogy(x: float, y: float) -> float:
+    # x * log(y), and 0 wherever x is 0 (whatever y): the convention of scipy.special.xlogy,
+    # torch.xlogy and jax's, which makes d/dy of 0**y zero.
+    if x == 0.0:
+        return 0.0
+    return x * math.log(y)
+
+
+def _erfinv(x: float) -> float:
+    # Giles's single-precision approximation (2010) as a first guess, then two Halley steps on
+    # erf(y) = |x| -- on erfc(y) = 1 - |x| from |x| = 1/2 on, where 1 - |x| is exact and erf(y)
+    # would have lost the digits that matter. Each step triples the correct digits.
+    a = math.fabs(x)
+    if a == 0.0:
+        return x
+    w = -math.log((1.0 - a) * (1.0 + a))
+    if w < 5.0:
+        w -= 2.5
+        p = 2.81022636e-08
+        for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941):
+            p = c + p * w
+    else:
+        w = math.sqrt(w) - 3.0
+        p = -0.000200214257
+        for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                  -0.0076224613, 0.00943887047, 1.00167406, 2.83297682):
+            p = c + p * w
+    y = p * a
+    for _ in range(2):
+        residual = math.erf(y) - a if a < 0.5 else (1.0 - a) - math.erfc(y)
+        step = residual / (1.1283791670955126 * math.exp(-y * y))  # / erf'(y)
+        y -= step / (1.0 + y * step)
+    return math.copysign(y, x)
+
+
+def _digamma(x: float) -> float:
+    # psi(x): reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 0, the recurrence
+    # psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
+    # log x - 1/(2x) - sum B_2k / (2k x**2k), whose terms past the seventh are below 1e-17 there.
+    result = 0.0
+    if x < 0.0:
+        result = -math.pi / math.tan(math.pi * (x - math.floor(x)))
+        x = 1.0 - x
+    while x < 10.0:
+        result -= 1.0 / x
+        x += 1.0
+    t = 1.0 / (x * x)
+    series = t * (1.0 / 12 - t * (1.0 / 120 - t * (1.0 / 252 - t * (
+        1.0 / 240 - t * (1.0 / 132 - t * (691.0 / 32760 - t / 12.0))))))
+    return result + math.log(x) - 0.5 / x - series
+
+
+def _polygamma(n: float, x: float) -> float:
+    # psi^(n)(x), the n-th derivative of digamma, for an integer n >= 0 (the domain check):
+    # for x < 0 the reflection psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi^(n+1) cot^(n)(pi x), with
+    # cot^(n) a polynomial in cot (P_0 = c, P_k+1 = -(1 + c^2) P_k'); then the recurrence
+    # psi^(n)(x) = psi^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1) up to x >= n + 15, and the
+    # asymptotic series (-1)^(n+1) [(n-1)!/x^n + n!/(2 x^(n+1))
+    #                               + sum B_2k (2k+n-1)! / ((2k)! x^(2k+n))].
+    n = int(n)
+    result, sign = 0.0, 1.0
+    if x < 0.0:
+        poly = [0.0, 1.0]
+        for _ in range(n):
+            derived = [k * poly[k] for k in range(1, len(poly))] + [0.0, 0.0]
+            poly = [-derived[k] - (derived[k - 2] if k >= 2 else 0.0)
+                    for k in range(len(derived))]
+        c = 1.0 / math.tan(math.pi * (x - math.floor(x)))
+        cot = 0.0
+        for coefficient in reversed(poly):
+            cot = cot * c + coefficient
+        result = -math.pi ** (n + 1) * cot
+        sign = -1.0 if n % 2 else 1.0
+        x = 1.0 - x
+    factorial = float(math.factorial(n))
+    odd = 1.0 if n % 2 else -1.0  # (-1)^(n+1)
+    total = 0.0
+    while x < n + 15.0:
+        total += odd * factorial / x ** (n + 1)
+        x += 1.0
+    bernoulli = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6,
+                 -3617.0 / 510, 43867.0 / 798, -174611.0 / 330)
+    if n == 0:
+        total += math.log(x) - 0.5 / x
+        for k, b in enumerate(bernoulli, 1):
+            total -= b / (2 * k * x ** (2 * k))
+    else:
+        series = math.factorial(n - 1) / x ** n + factorial / (2.0 * x ** (n + 1))
+        for k, b in enumerate(bernoulli, 1):
+            series += (b * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
+                       / x ** (2 * k + n))
+        total += odd * series
+    return result + sign * total
+
+
+def _gelu(x: float) -> float:
+    # x * Phi(x), Phi the normal CDF, as 0.5 x erfc(-x / sqrt 2): no 1 + erf cancellation.
+    return 0.5 * x * math.erfc(-x * 0.7071067811865476)
+
+
+def _gelu_tanh(x: float) -> float:
+    # 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): no cancellation.
+    u = 1.5957691216057308 * (x + 0.044715 * x * x * x)
+    if u >= 0.0:
+        return x / (1.0 + math.exp(-u))
+    z = math.exp(u)
+    return x * z / (1.0 + z)
+
+
+def _silu(x: float) -> float:
+    # x * sigmoid(x), the sigmoid in two branches so that exp never overflows.
+    if x >= 0.0:
+        return x / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return x * z / (1.0 + z)
+
+
+def _mish(x: float) -> float:
+    # x * tanh(softplus(x)), softplus as max(x, 0) + log1p(e**-|x|).
+    return x * math.tanh(max(x, 0.0) + math.log1p(math.exp(-math.fabs(x))))
+
+
+def _elu(x: float) -> float:
+    return x if x > 0.0 else math.expm1(x)
+
+
+def _selu(x: float) -> float:
+    # The self-normalising constants of Klambauer et al. (2017), as PyTorch and JAX have them.
+    if x > 0.0:
+        return 1.0507009873554805 * x
+    return 1.0507009873554805 * 1.6732632423543772 * math.expm1(x)
+
+
+def _leaky_relu(x: float, a: float) -> float:
+    return x if x > 0.0 else a * x
+
+
+def _softsign(x: float) -> float:
+    return x / (1.0 + math.fabs(x))
+
+
+def _clip(x: float, lo: float, hi: float) -> float:
+    return min(max(x, lo), hi)
+
+
+def _hardtanh(x: float) -> float:
+    return min(max(x, -1.0), 1.0)
+
+
+def _floor(x: float) -> float:
+    return float(math.floor(x))
+
+
+def _ceil(x: float) -> float:
+    return float(math.ceil(x))
+
+
+def _round(x: float) -> float:
+    return float(round(x))  # half to even, as Python and NumPy round
+
+
+def _trunc(x: float) -> float:
+    return float(math.trunc(x))
+
+
+def _mod(x: float, y: float) -> float:
+    return x % y  # the sign of y, as Python, NumPy's mod and PyTorch's remainder
+
+
+def _rsqrt(x: float) -> float:
+    return 1.0 / math.sqrt(x)
+
+
+def _square(x: float) -> float:
+    return x * x
+
+
+def _reciprocal(x: float) -> float:
+    return 1.0 / x
+
+
+def _beta(a: float, b: float) -> float:
+    # Gamma(a) (Gamma(b) / Gamma(a + b)), a <= b, while the gammas are floats (the quotient
+    # stays moderate); beyond, exp(lbeta).
+    a, b = min(a, b), max(a, b)
+    if a + b < 170.0:
+        return math.gamma(a) * (math.gamma(b) / math.gamma(a + b))
+    return math.exp(math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b))
+
+
+def _lbeta(a: float, b: float) -> float:
+    a, b = min(a, b), max(a, b)
+    if a + b < 170.0:
+        return math.log(math.gamma(a) * (math.gamma(b) / math.gamma(a + b)))
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
