@@ -10,7 +10,16 @@ import pytest
 import sympy as sp
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
-from test_ops import WITH_COMPLEX_FORMS, X, Y, Z, _cases, _closed, _exact, _spelled  # SymPy closed forms of every op row
+from test_ops import (  # SymPy closed forms of every op row
+    WITH_COMPLEX_FORMS,
+    X,
+    Y,
+    Z,
+    _cases,
+    _closed,
+    _exact,
+    _spelled,
+)
 from test_properties import expressions, points  # generated smooth expressions
 
 import gradcli

@@ -110,15 +110,16 @@ def last_uses(nodes: list) -> list[int]:
 
 @dataclass
 class Program:
-    """A parsed program: its output node and everything the output depends on.
+    """A parsed program: its output node, everything the output depends on, and its inputs.
 
     ``nodes`` is in topological order with ``node.index`` equal to the position, the output
     last; ``variables`` maps each input variable to its node, in order of first appearance in
     the text: those the output depends on and those the program declares (``y = 2``) whether
-    used or not (an unused one is a leaf at the front of ``nodes``, with gradient 0); ``defaults`` holds the values that the program itself assigns (``x = 2``);
-    ``notes`` are variables whose names differ from a constant or a function only by case
-    (``PI``: see ``errors.Note``), set by the parser. ``arrays`` is True when the text has an
-    array in it (a literal, an array op): such a program runs on engine/arrays.py.
+    used or not (an unused one is a leaf at the front of ``nodes``, with gradient 0);
+    ``defaults`` holds the values that the program itself assigns (``x = 2``); ``notes`` are
+    variables whose names differ from a constant or a function only by case (``PI``: see
+    ``errors.Note``), set by the parser. ``arrays`` is True when the text has an array in it (a
+    literal, an array op): such a program runs on engine/arrays.py.
     """
 
     source: str

@@ -56,9 +56,10 @@ def _xlogy(x: float, y: float) -> float:
 
 
 def _erfinv(x: float) -> float:
-    # Giles's single-precision approximation (2010) as a first guess, then two Halley steps on
-    # erf(y) = |x| -- on erfc(y) = 1 - |x| from |x| = 1/2 on, where 1 - |x| is exact and erf(y)
-    # would have lost the digits that matter. Each step triples the correct digits.
+    # Giles's single-precision approximation (2010) as a first guess, then Halley steps on
+    # erf(y) = |x| below |x| = 1/2, and Newton steps on log erfc(y) = log(1 - |x|) from there on:
+    # 1 - |x| is exact where erf(y) would have lost the digits that matter, and the log keeps
+    # the steps good where the guess is poor (|x| within 1e-12 of 1).
     a = math.fabs(x)
     if a == 0.0:
         return x
@@ -76,10 +77,18 @@ def _erfinv(x: float) -> float:
                   -0.0076224613, 0.00943887047, 1.00167406, 2.83297682):
             p = c + p * w
     y = p * a
-    for _ in range(2):
-        residual = math.erf(y) - a if a < 0.5 else (1.0 - a) - math.erfc(y)
-        step = residual / (1.1283791670955126 * math.exp(-y * y))  # / erf'(y)
-        y -= step / (1.0 + y * step)
+    for _ in range(10):
+        slope = 1.1283791670955126 * math.exp(-y * y)  # erf'(y)
+        if a < 0.5:
+            step = (math.erf(y) - a) / slope
+            step /= 1.0 + y * step
+            y -= step
+        else:
+            tail = math.erfc(y)
+            step = (math.log(tail) - math.log1p(-a)) * tail / slope
+            y += step
+        if math.fabs(step) <= 1e-17 * y:
+            break
     return math.copysign(y, x)
 
 
@@ -88,8 +97,8 @@ def _digamma(x: float) -> float:
     # psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
     # log x - 1/(2x) - sum B_2k / (2k x**2k), whose terms past the seventh are below 1e-17 there.
     result = 0.0
-    if x < 0.0:
-        result = -math.pi / math.tan(math.pi * (x - math.floor(x)))
+    if x < 0.0:  # tan has period pi: x - round(x) keeps its argument small and exact
+        result = -math.pi / math.tan(math.pi * (x - round(x)))
         x = 1.0 - x
     while x < 10.0:
         result -= 1.0 / x
@@ -115,7 +124,7 @@ def _polygamma(n: float, x: float) -> float:
             derived = [k * poly[k] for k in range(1, len(poly))] + [0.0, 0.0]
             poly = [-derived[k] - (derived[k - 2] if k >= 2 else 0.0)
                     for k in range(len(derived))]
-        c = 1.0 / math.tan(math.pi * (x - math.floor(x)))
+        c = 1.0 / math.tan(math.pi * (x - round(x)))  # cot(pi x), as in _digamma
         cot = 0.0
         for coefficient in reversed(poly):
             cot = cot * c + coefficient

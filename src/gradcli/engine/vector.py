@@ -387,7 +387,9 @@ def _accumulate(np: Any, grads: list[Any], mine: list[bool], i: int, term: Any, 
 # rounds + - * / and sqrt correctly in both, and the others are exact. (An op without a vector
 # form runs its float function point by point: the same bits too.)
 SAME_BITS = frozenset({"add", "sub", "mul", "div", "neg", "sqrt", "abs", "sign", "relu", "min",
-                       "max", "var", "const"})
+                       "max", "var", "const", "square", "reciprocal", "rsqrt", "softsign",
+                       "deg2rad", "rad2deg", "floor", "ceil", "round", "trunc", "mod", "clip",
+                       "hardtanh", "leaky_relu"})
 # How far apart NumPy's and libm's results of one other op may be, relative, in units of eps
 # (2**-52; an ulp of a result is at most eps times it). NumPy's SIMD functions (SVML on AVX-512)
 # are within 4 ulp, glibc's within 1 or 2; measured differences are at most 2. NumPy's sigmoid is
