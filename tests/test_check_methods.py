@@ -20,7 +20,11 @@ from test_ops import (  # SymPy closed forms of every op row
     _exact,
     _spelled,
 )
-from test_properties import expressions, points  # generated smooth expressions
+from test_properties import (  # generated smooth expressions
+    analytic_expressions,
+    expressions,
+    points,
+)
 
 import gradcli
 from gradcli.cli import cli
@@ -86,7 +90,7 @@ def test_complex_step_allows_tolerances_central_differences_cannot_meet():
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(expressions, points)
+@given(analytic_expressions, points)
 def test_complex_step_equals_reverse_mode_on_generated_expressions(expression, point):
     text, _ = expression
     try:

@@ -24,9 +24,12 @@ from gradcli.engine.ops import FUNCTIONS
 from gradcli.language.lalr import GRAMMAR_FILE
 
 GRAMMAR = resources.files("gradcli.language.grammar").joinpath(GRAMMAR_FILE).read_text("utf-8")
-# Functions smooth wherever they are defined: at a kink (abs, relu, sign, min, max) or across a
-# branch cut (atan2 at y = 0, x < 0) a finite difference rightly disagrees with the derivative.
-SMOOTH = sorted(set(FUNCTIONS) - {"abs", "relu", "sign", "min", "max", "atan2"})
+# Functions smooth wherever they are defined: at a kink (abs, relu, sign, min, max, clip, selu...),
+# a jump (floor, mod...) or across a branch cut (atan2 at y = 0, x < 0) a finite difference
+# rightly disagrees with the derivative, and polygamma's order has no neighbours to difference.
+NOT_SMOOTH = {"abs", "relu", "sign", "min", "max", "atan2", "arctan2", "clip", "hardtanh",
+              "leaky_relu", "selu", "floor", "ceil", "round", "trunc", "mod", "polygamma"}
+SMOOTH = sorted(set(FUNCTIONS) - NOT_SMOOTH)
 VARIABLES = ["x", "y", "z", "pi", "e"]  # constants too: assigning them is a documented error
 
 # Values for the variables. Not within 1e-3 of 0 (except 0 itself): there sqrt(x) and x**0.5
