@@ -38,8 +38,22 @@ arithmetic operators) -- or ``NONE``, the row has no such form:
   ``--check-method central`` or ``richardson`` (see gradcheck/point.py); ``apply_complex`` raises
   the same error for any other caller. Nothing else needs complex numbers.
 
+The float functions of rows that need more than one expression live in engine/special.py
+(written against ``math`` alone: ``diff --format python`` copies them), their complex and vector
+forms and domain checks in engine/forms.py; the rows, one table, are here, grouped by section.
+A row's ``aliases`` are other names people type (``ln`` for log): the parser accepts them, and
+everything prints the row's own name.
+
 Conventions where mathematicians shrug and peers disagree (JAX says abs'(0)=1, PyTorch 0):
-abs'(0) = 0, relu'(0) = 0, sign' = 0, and min/max at a tie split the gradient equally (1/2 each).
+
+- kinks: abs'(0) = 0; relu, leaky_relu and selu take the slope of their left side at 0
+  (relu'(0) = 0, leaky_relu'(0) = a), as PyTorch and JAX; min/max at a tie split the gradient
+  equally (1/2 each), and so do clip and hardtanh at a bound (they are min and max).
+- jumps: sign, floor, ceil, round and trunc have slope 0 everywhere, at a jump too; mod's slopes
+  are 1 and -floor(x / y) everywhere. The finite-difference check flags a jump.
+- pow at a zero base (HIPS autograd, PyTorch, JAX): 0**0 = 1, d/dx x**0 = 0 at x = 0, and
+  d/dy 0**y = 0 for y > 0 (xlogy); d/dy at 0**0 is an error (0**y jumps there).
+- polygamma(n, x): the order n takes whole values only; d/dn is 0, as JAX has it.
 """
 
 from __future__ import annotations

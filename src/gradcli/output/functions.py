@@ -36,6 +36,10 @@ gives it as JSON.
 - **vector**: how sweeps, check files, plots and large checks evaluate it at many points at once:
   with NumPy, or with the float function point by point (the same numbers, only slower).
 
+A function's aliases (`ln` for `log`, `arcsin` for `asin`, ...) are among its spellings: they are
+accepted wherever the function is, and printed under its name. Conventions at kinks, jumps and
+poles: [the language](language.md#conventions-and-domains).
+
 The constants are {constants}.
 
 <!-- Generated from the op table by `python tests/test_op_table.py`: do not edit by hand. -->
