@@ -196,19 +196,28 @@ class _TableFunctions:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         op = OPS[name]
+        forward = op.forward
 
         def call(*args: Any) -> Any:
-            if all(type(arg) is float or type(arg) is int for arg in args):
-                return op.forward(*args)
+            # Floats first, in a plain loop: the scalar backward pass calls this in its rules.
             for arg in args:
-                if hasattr(arg, "apply"):
-                    return arg.apply(op, *args)
-            if any(isinstance(arg, complex) for arg in args):
-                return op.apply_complex(*args)
-            return op.apply_vector(*args)
+                kind = type(arg)
+                if kind is not float and kind is not int:
+                    return _apply_to_values(op, args)
+            return forward(*args)
 
         setattr(self, name, call)  # cache: the next lookup is a plain attribute
         return call
+
+
+def _apply_to_values(op: Op, args: tuple[Any, ...]) -> Any:
+    """``op`` on operands that are not all floats: graph nodes, complex numbers or arrays."""
+    for arg in args:
+        if hasattr(arg, "apply"):
+            return arg.apply(op, *args)
+    if any(isinstance(arg, complex) for arg in args):
+        return op.apply_complex(*args)
+    return op.apply_vector(*args)
 
 
 F = _TableFunctions()
@@ -250,6 +259,15 @@ LN2 = math.log(2.0)
 TWO_OVER_ROOT_PI = 2.0 / math.sqrt(math.pi)
 INV_ROOT_TWO_PI = 1.0 / math.sqrt(2.0 * math.pi)
 SQRT_HALF = math.sqrt(0.5)
+
+
+def _pow_slope(x: Any, y: Any, out: Any) -> Any:
+    """d/dx x**y = y x**(y - 1), and 0 where y = 0 (x**0 is 1 everywhere, at x = 0 too): the
+    exponent is y - abs(sign(y)). A float y other than 0 -- every x**2 of the scalar backward
+    pass -- skips the two table calls that only matter at 0."""
+    if type(y) is float and y != 0.0:
+        return y * x ** (y - 1.0)
+    return y * x ** (y - F.abs(F.sign(y)))
 
 
 def _gelu_tanh_slope(x: Any, out: Any) -> Any:
@@ -294,9 +312,9 @@ _ROWS: list[Op] = [
            complex=SAME, vector=SAME, symbol="-", precedence=PREC_UNARY, summary="negation"),
     # d/dy needs log(x): the backward pass asks for it only when y depends on a variable, so
     # (-2)**3 is fine and (-2)**y is a domain error there. At a zero base the peers' limits
-    # (HIPS autograd, PyTorch, JAX): 0**0 = 1, d/dx x**0 = 0 (the exponent y - 1 becomes 0
-    # where y = 0: abs(sign(y)) is 1 elsewhere) and d/dy 0**y = xlogy(0, 0) = 0 for y > 0.
-    _binary("pow", math.pow, lambda x, y, out: y * x ** (y - F.abs(F.sign(y))),
+    # (HIPS autograd, PyTorch, JAX): 0**0 = 1, d/dx x**0 = 0 (_pow_slope) and
+    # d/dy 0**y = xlogy(0, 0) = 0 for y > 0.
+    _binary("pow", math.pow, _pow_slope,
             lambda x, y, out: F.xlogy(out, x), domain=forms.power_domain,
             complex=forms.complex_pow, vector=lambda np, x, y: np.power(x, y),
             symbol="**", precedence=PREC_POWER, right_assoc=True,
