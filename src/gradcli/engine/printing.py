@@ -125,7 +125,8 @@ def to_text(output: Node) -> str:
 # --- LaTeX -----------------------------------------------------------------------------------
 
 _LATEX_FUNCTIONS = {"asin": r"\arcsin", "acos": r"\arccos", "atan": r"\arctan",
-                    "log2": r"\log_{2}", "log10": r"\log_{10}"}
+                    "log2": r"\log_{2}", "log10": r"\log_{10}", "gamma": r"\Gamma",
+                    "digamma": r"\psi"}
 _LATEX_NAMED = {"sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log"}
 
 
