@@ -89,8 +89,10 @@ def test_a_variable_that_already_has_a_value_is_not_suggested():
 def test_names_the_program_computes_or_does_not_depend_on():
     usage_error(invoke("eval", "u = x*W; u + b", "--x", "1", "--W", "2", "--b", "0", "--u", "3"),
                 "u is computed by the program, not an input, so --u 3 would be ignored")
-    usage_error(invoke("eval", "x = 2; y**2", "--y", "1", "--x", "3"),
-                "the program's result does not depend on x, so --x 3 would be ignored")
+    # x = 2 declares an input: the result does not use it, and its gradient is 0 (issue 15)
+    declared = invoke("eval", "x = 2; y**2", "--y", "1", "--x", "3", "--json")
+    assert declared.exit_code == 0
+    assert json.loads(declared.stdout)["gradients"] == {"x": 0.0, "y": 2.0}
     usage_error(invoke("eval", "u = x*W; y**2", "--y", "1", "--x", "3"),
                 "does not depend on x")
     usage_error(invoke("eval", "sin(y)", "--y", "1", "--sin", "3"), "no variable sin (--sin 3)")

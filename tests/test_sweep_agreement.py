@@ -155,7 +155,10 @@ def test_past_its_budget_a_sweep_says_how_many_points_it_left(monkeypatch):
 
 _RANGES = {"log": (1e-3, 50), "log2": (1e-3, 50), "log10": (1e-3, 50), "sqrt": (0, 50),
            "asin": (-1, 1), "acos": (-1, 1), "exp": (-700, 700), "sinh": (-700, 700),
-           "cosh": (-700, 700), "sigmoid": (-60, 60), "softplus": (-60, 60)}
+           "cosh": (-700, 700), "sigmoid": (-60, 60), "softplus": (-60, 60),
+           "acosh": (1, 50), "atanh": (-1, 1), "log1p": (-1, 50), "logit": (0, 1),
+           "rsqrt": (1e-3, 50), "xlogy": (1e-3, 50), "silu": (-60, 60), "mish": (-60, 60),
+           "expm1": (-700, 700), "exp2": (-1000, 1000)}
 
 
 @pytest.mark.parametrize("name", sorted(name for name, op in OPS.items()

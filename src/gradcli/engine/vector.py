@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine.graph import Program, last_uses
-from gradcli.engine.ops import CONST, NONE, OPS, VAR, Op, numpy
+from gradcli.engine.ops import CONST, GELU_TANH_SCALE, NONE, OPS, VAR, Op, numpy
 from gradcli.errors import UsageError
 from gradcli.limits import default_jobs
 
@@ -396,7 +396,12 @@ SAME_BITS = frozenset({"add", "sub", "mul", "div", "neg", "sqrt", "abs", "sign",
 # another formula, exp(-logaddexp(0, -x)): rounding logaddexp's result to a float costs up to
 # half an ulp of |x|, |x| / 2 eps relative after exp, where |x| < 40 (measured: 17 eps at -33).
 DISAGREEMENT = 8.0
-_WIDER = {"sigmoid", "softplus"}  # softplus's derivative is the sigmoid
+# Ops whose NumPy form goes through that sigmoid or softplus (softplus's derivative is the
+# sigmoid), and gelu_tanh, whose sigmoid's argument is scale * (x + 0.044715 x**3).
+_WIDER = {"sigmoid", "softplus", "silu", "mish", "gelu_tanh"}
+# max(x, y) + a log1p term: the term's few ulps, relative to a sum that may be far smaller (the
+# two cancel where the result is near 0); their derivatives are sigmoids of x - y.
+_SUMS = {"logaddexp", "logaddexp2"}
 EPS_UNITS = 2.0**-52  # amplitudes are in units of eps
 
 
@@ -409,7 +414,19 @@ def amplitude(np: Any, op: Op, args: list[Any]) -> Any:
     """How far (relative, in eps) NumPy's result of ``op`` at ``args`` may be from libm's."""
     if op.name in _WIDER:
         x = args[0]
-        return DISAGREEMENT + (20.0 if x is None else np.minimum(np.abs(x), 40.0) / 2.0)
+        if x is None:
+            return DISAGREEMENT + 20.0
+        if op.name == "gelu_tanh":
+            x = GELU_TANH_SCALE * (x + 0.044715 * x * x * x)
+        return DISAGREEMENT + np.minimum(np.abs(x), 40.0) / 2.0
+    if op.name in _SUMS:
+        x, y = args
+        if x is None or y is None:  # not kept: as if the sum had cancelled to a millionth
+            return DISAGREEMENT * 1e6
+        result = op.apply_vector(x, y)
+        term = np.abs(result - np.maximum(x, y))
+        wider = np.minimum(np.abs(x - y), 40.0) / 2.0
+        return DISAGREEMENT * (1.0 + term / np.maximum(np.abs(result), 1e-300)) + wider
     return DISAGREEMENT
 
 
