@@ -160,6 +160,8 @@ def test_steps_have_slope_zero_also_at_a_jump_and_the_check_says_so():
         jump = gradcli.evaluate(f"{name}(x)", {"x": 2.5 if name == "round" else 2.0})
         assert jump.gradients == {"x": 0.0}
         assert not jump.check.ok  # the difference quotient across a jump is not 0
+    verdict = invoke("eval", "floor(x)", "--x", "2")
+    assert verdict.exit_code == 1 and "jumps (floor or round at a whole number)" in verdict.stdout
     assert gradcli.evaluate("round(x)", {"x": 2.5}).value == 2.0  # halves to even
 
 

@@ -507,7 +507,7 @@ def _likely_cause(failed: list[GradientCheck]) -> str:
         return (f"a gradient of {largest:.1e} means the point is at or next to a "
                 "pole (tan at pi/2, 1/x at 0), where finite differences cannot converge")
     return ("a point where the function is not differentiable (relu or abs at 0, min/max at "
-            "a tie) fails this way too")
+            "a tie) or jumps (floor or round at a whole number) fails this way too")
 
 
 def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"),
