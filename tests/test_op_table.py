@@ -6,7 +6,9 @@ After changing the op table, rewrite docs/functions.md with ``python tests/test_
 
 The paths are exercised with rows added for the duration of a test (``added_rows``): ``erf``
 (math.erf, d/dx = 2/sqrt(pi) exp(-x^2)) and ``ln`` (math.log with no domain check, so that the
-float function itself raises), both with ``complex=NONE, vector=NONE``.
+float function itself raises), both with ``complex=NONE, vector=NONE``. They stand in for the
+table's own erf (which has neither form either) and for the alias ln, so that these tests keep
+exercising a row of their own making whatever the table holds.
 """
 
 from __future__ import annotations
