@@ -139,15 +139,16 @@ def _polygamma(n: float, x: float) -> float:
         x += 1.0
     bernoulli = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6,
                  -3617.0 / 510, 43867.0 / 798, -174611.0 / 330)
+    inverse = 1.0 / x  # powers of 1/x underflow to 0 where powers of x would overflow
     if n == 0:
-        total += math.log(x) - 0.5 / x
+        total += math.log(x) - 0.5 * inverse
         for k, b in enumerate(bernoulli, 1):
-            total -= b / (2 * k * x ** (2 * k))
+            total -= b / (2 * k) * inverse ** (2 * k)
     else:
-        series = math.factorial(n - 1) / x ** n + factorial / (2.0 * x ** (n + 1))
+        series = math.factorial(n - 1) * inverse ** n + factorial / 2.0 * inverse ** (n + 1)
         for k, b in enumerate(bernoulli, 1):
             series += (b * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
-                       / x ** (2 * k + n))
+                       * inverse ** (2 * k + n))
         total += odd * series
     return result + sign * total
 
