@@ -145,6 +145,15 @@ def test_an_unused_input_in_json_csv_sweeps_and_diff():
     assert gradcli.differentiate("y = 2; x*3", ["y"]).texts() == {"y": "0"}
 
 
+def test_the_graph_of_a_program_with_an_unused_input():
+    tree = invoke("graph", "y = 2; x*3", "--x", "1", "--format", "tree")
+    assert tree.exit_code == 0
+    assert "inputs the output does not use (gradient 0): y" in tree.stdout
+    assert "not shown" not in tree.stdout  # y is no elided part of the output's tree
+    dot = invoke("graph", "y = 2; x*3", "--x", "1", "--format", "dot")
+    assert dot.exit_code == 0 and "grad 0" in dot.stdout
+
+
 def test_a_name_in_an_unused_statement_is_not_an_input():
     """Only declared inputs (``y = 2``) are kept; ``u = z*2`` unused names no input z."""
     result = gradcli.evaluate("u = z*2; x*3", {"x": 1.0})

@@ -188,7 +188,8 @@ def tree_outline(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
 
     A node reached again is a ``repeat`` entry with no children, so a DAG stays as large as its
     edge count. Stops after ``max_nodes`` entries and does not go below ``max_depth`` levels
-    (0: no limit); returns the entries and how many graph nodes were never drawn.
+    (0: no limit); returns the entries and how many nodes below the output were never drawn
+    (an input the output does not use is in no tree: see ``unused_inputs``).
     """
     entries: list[TreeEntry] = []
     drawn: set[int] = set()
@@ -205,7 +206,16 @@ def tree_outline(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
         here = len(entries) - 1
         for position in reversed(range(0 if cut else len(node.inputs))):
             stack.append((node.inputs[position], here, picture.flow(node, position), depth + 1))
-    return entries, len(picture.nodes) - len(drawn)
+    return entries, len(picture.nodes) - len(unused_inputs(picture)) - len(drawn)
+
+
+def unused_inputs(picture: GraphPicture) -> list[Node]:
+    """The inputs a program declares (``y = 2``) that its output does not use: leaves at the
+    front of its nodes, with no user (``Program.build``)."""
+    used = {source.index for node in picture.nodes for source in node.inputs}
+    output = picture.program.output
+    return [node for node in picture.nodes
+            if node.op is VAR and node.index not in used and node is not output]
 
 
 # --- DOT -----------------------------------------------------------------------------------------

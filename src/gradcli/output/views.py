@@ -641,7 +641,7 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
     """
     from rich.tree import Tree
 
-    from gradcli.output.pictures import tree_outline
+    from gradcli.output.pictures import tree_outline, unused_inputs
 
     class WholeLines(Tree):
         """Where lines do not wrap (a pipe), each node's line is printed whole: Rich would cut
@@ -667,6 +667,10 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
     root = trees[0]
     if picture.note is not None:
         root.add(Text(picture.note, style="yellow"))
+    unused = unused_inputs(picture)
+    if unused:
+        names = ", ".join(visible(picture.label(node)) for node in unused)
+        root.add(Text(f"inputs the output does not use (gradient 0): {names}", style="dim"))
     if elided:
         root.add(Text(f"… {plural(elided, 'more node')} not shown (raise --max-nodes, 0 for all; "
                       f"the tree goes {max_depth} levels deep, --format dot draws every level)",
