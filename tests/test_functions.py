@@ -145,6 +145,12 @@ def test_an_unused_input_in_json_csv_sweeps_and_diff():
     assert gradcli.differentiate("y = 2; x*3", ["y"]).texts() == {"y": "0"}
 
 
+def test_an_unused_input_of_an_array_program():
+    record = json.loads(invoke("eval", "y = 2; sum(x*3)", "--x", "[1, 2]", "--json").stdout)
+    assert record["gradients"] == {"y": 0.0, "x": [3.0, 3.0]}
+    assert record["check"]["ok"] is True
+
+
 def test_the_graph_of_a_program_with_an_unused_input():
     tree = invoke("graph", "y = 2; x*3", "--x", "1", "--format", "tree")
     assert tree.exit_code == 0

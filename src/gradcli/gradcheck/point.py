@@ -275,7 +275,7 @@ def _apply(
     shifted point is outside the domain or the estimate is not finite."""
     v, index = node.value, node.index
     f0 = replayer.nodes[-1].value
-    samples, largest = [], abs(f0)
+    samples, largest = [], float(abs(f0))  # a float also where an array program's sum is NumPy's
     try:
         for offset in stencil.offsets:
             if offset:
