@@ -1,5 +1,7 @@
-"""``python -m gradcli``."""
+"""``python -m gradcli``. Guarded: a local Dask cluster's worker processes (``--cluster
+local``) start by importing the main module, and must not run the command again."""
 
-from gradcli.cli import main
+if __name__ == "__main__":
+    from gradcli.cli import main
 
-main()
+    main()

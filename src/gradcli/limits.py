@@ -21,6 +21,9 @@ are the size of a program and the finite-difference check, whose cost is (number
   threads, so its memory does not grow with its points. ``SWEEP_RECHECK_BUDGET``: node
   computations a sweep may spend re-evaluating, on the scalar path, points where NumPy's
   rounding could make it disagree with one point (``gradcheck/sweep.py``), about a second.
+- ``MAX_CLUSTER_SWEEP_POINTS`` / ``MAX_CLUSTER_SWEEP_CELLS``: the same for a sweep on a Dask
+  cluster (``--cluster``), whose time is spread over its workers; its memory is a few blocks
+  per process whatever the size (``output/cluster.py``).
 - Check files (``gradcli check``): ``MAX_CHECK_FILE_BYTES`` per file, ``MAX_CHECK_NODES`` per
   ``expr`` (a check runs every node at every point, and a formula check is small: a bigger one is
   a mistake or an attack), ``MAX_CHECK_POINTS`` points per check, and ``MAX_CHECK_CELLS`` for
@@ -63,6 +66,8 @@ VECTOR_CHECK_FACTOR = 50
 MAX_RANGE_COUNT = 10_000_000
 MAX_SWEEP_POINTS = 10_000_000
 MAX_SWEEP_CELLS = 3_000_000_000  # points x nodes: 10^7 points of a 300-node program
+MAX_CLUSTER_SWEEP_POINTS = 10**12
+MAX_CLUSTER_SWEEP_CELLS = 10**14
 SWEEP_BLOCK_POINTS = 2**16
 SWEEP_BLOCK_CELLS = 2**21
 SWEEP_THREADS = 8  # at most (fewer with fewer CPUs or $GRADCLI_JOBS): blocks in memory at once

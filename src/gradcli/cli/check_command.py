@@ -8,9 +8,10 @@ from typing import Any
 import click
 
 from gradcli.cli.base import cli
+from gradcli.cli.cluster import checks_on, cluster_address, cluster_option
 from gradcli.cli.files import write_atomically
 from gradcli.cli.show import with_progress
-from gradcli.errors import UsageError, visible
+from gradcli.errors import GradcliError, UsageError, visible
 
 CHECK_HELP = """Run the checks in TOML check FILEs: values, gradients, derivative identities and
 the finite-difference check of every gradient, at points and over sweeps (vectorised).
@@ -20,6 +21,7 @@ Examples:
   gradcli check examples/checks.toml
   gradcli check checks/*.toml --junit report.xml -k sigmoid
   gradcli check examples/checks.toml --json --fail-fast
+  gradcli check checks/*.toml --cluster tcp://10.0.0.5:8786   # on a Dask cluster
 
 \b
 Under GitHub Actions (GITHUB_ACTIONS=true) each failure is also printed as an
@@ -36,13 +38,18 @@ Exit status: 0 all passed; 1 a check failed; 2 a bad check file or usage; 3 nume
 @click.option("--fail-fast", is_flag=True, help="Stop after the first check that does not pass.")
 @click.option("-k", "pattern", metavar="PATTERN",
               help="Run only checks whose name contains PATTERN (or matches it as a glob).")
+@cluster_option
 @click.pass_context
-def check_command(ctx: click.Context, **options: Any) -> None:
-    ctx.exit(run_check_command(**options))
+def check_command(ctx: click.Context, cluster: str | None, **options: Any) -> None:
+    try:
+        address = cluster_address(ctx, cluster, True)
+    except UsageError as error:
+        ctx.exit(_report([], [error], options["as_json"]))
+    ctx.exit(run_check_command(**options, cluster=address))
 
 
 def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | None,
-                      fail_fast: bool, pattern: str | None) -> int:
+                      fail_fast: bool, pattern: str | None, cluster: Any = None) -> int:
     """Everything ``gradcli check`` does; returns the exit status.
 
     Nothing runs if a file is bad, ``-k`` selects nothing, ``--junit`` is empty or the checks are
@@ -64,8 +71,13 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
     too_large = None if errors else run_budget_error(selected)
     if too_large is not None:
         return _report([], [too_large], as_json)
-    outcomes = [] if errors else list(with_progress(run_checks(selected, fail_fast),
-                                                     len(selected), "checking", quiet=as_json))
+    try:
+        runs = run_checks(selected, fail_fast) if errors or cluster is None else checks_on(
+            cluster, selected, fail_fast)
+        outcomes = [] if errors else list(with_progress(runs, len(selected), "checking",
+                                                        quiet=as_json))
+    except GradcliError as error:  # the cluster: unreachable, or lost
+        return _report([], [error], as_json)
     late: list[UsageError] = []
     if junit_path is not None:
         try:

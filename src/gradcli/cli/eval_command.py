@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +20,7 @@ from gradcli.cli.base import (
     given_values,
     stdin_lines,
 )
+from gradcli.cli.cluster import batch_on, cluster_address, cluster_option, skip_option, sweep_on
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
@@ -34,6 +36,9 @@ from gradcli.gradcheck.point import (
 from gradcli.language.parser import parse
 from gradcli.language.values import Value, as_point, is_sweep
 from gradcli.limits import MAX_NODES, max_chars
+
+if TYPE_CHECKING:
+    from gradcli.output.cluster import ClusterAddress
 
 EVAL_HELP = """Evaluate EXPR and its gradients (one reverse-mode pass), checked by finite
 differences.
@@ -57,6 +62,7 @@ Examples:
   gradcli eval "(x*W+b-t)**2" --x 2 --W 3             # b, t free: expressions
   gradcli eval "mean((W@x - t)**2)" --W "[[1, 2], [3, 4]]" --x "[1, 1]" --t "[0, 1]"
   printf 'x*y\\nsin(x)\\n' | gradcli eval - --x 1 --y 2 --json
+  gradcli eval - --json --cluster tcp://10.0.0.5:8786 < programs.txt   # on a Dask cluster
 
 \b
 Exit status: 0 ok; 1 a finite-difference check failed; 2 usage, parse or name error;
@@ -122,6 +128,8 @@ TOLERANCE = Tolerance()
 @click.option("--full", is_flag=True,
               help="Tables print every element of large arrays (default: shape, min, max and "
                    "a few entries).")
+@cluster_option
+@skip_option
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     try:
@@ -142,6 +150,8 @@ class EvalRequest:
     output: str  # "table", "json" or "csv"
     digits: int | None = None  # significant digits in tables (None: every digit)
     full: bool = False  # tables print every element of large arrays
+    cluster: ClusterAddress | None = None  # where batches and sweeps run (None: here)
+    skip: int = 0  # stdin lines a batch skips (--skip)
 
     @property
     def values(self) -> dict[str, Value]:
@@ -177,7 +187,22 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                           options["full"])
     if request.is_sweep:
         _check_sweep(request)
-    return request
+    return _with_cluster(ctx, request, options["cluster"], options["skip"])
+
+
+def _with_cluster(ctx: click.Context, request: EvalRequest, cluster: str | None,
+                  skip: int) -> EvalRequest:
+    """``--cluster`` and ``--skip``, checked: both need a batch in JSON Lines (or a sweep,
+    for ``--cluster``)."""
+    batch = request.program is None
+    address = cluster_address(ctx, cluster, batch or request.is_sweep)
+    if batch and request.output != "json" and (address is not None or skip):
+        what = "--cluster" if address is not None else "--skip"
+        raise UsageError(f"{what} needs a batch in JSON Lines", hint="add --json")
+    if skip and not batch:
+        raise UsageError("--skip skips lines of a batch on stdin",
+                         hint="give the programs on stdin: gradcli eval - --json --skip N")
+    return replace(request, cluster=address, skip=skip)
 
 
 def _check_sweep(request: EvalRequest) -> None:
@@ -211,6 +236,10 @@ def run_eval(request: EvalRequest) -> int:
     as_json = request.output == "json"
     if request.program is None:
         lines = stdin_lines(max_chars(request.settings.max_nodes))
+        if request.cluster is not None or request.skip:
+            return batch_on(request.cluster, request.skip, lines, partial(
+                show_batch, values=as_point(request.values), settings=request.settings,
+                as_json=as_json, given=request.given))
         return show_batch(lines, as_point(request.values), request.settings, as_json,
                           request.given, request.digits)
     if request.is_sweep:
@@ -247,8 +276,10 @@ def run_sweep(request: EvalRequest) -> int:
     try:
         parsed = parse(program.text, settings.max_nodes)
         request.given.check_used(parsed)
-        blocks = stream_sweep(parsed, request.values, check=settings.check, rtol=settings.rtol,
-                              atol=settings.atol)
+        options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol)
+        blocks = (stream_sweep(parsed, request.values, **options) if request.cluster is None
+                  else sweep_on(request.cluster, program.text, settings.max_nodes, parsed,
+                                request.values, {**options, "reconcile": True}))
     except GradcliError as error:
         return show_error(error, request.output == "json", program.text, program.file_name)
     keep = 0

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -60,12 +61,16 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
 
 
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-               as_json: bool, given: Given | None = None, digits: int | None = None) -> int:
+               as_json: bool, given: Given | None = None, digits: int | None = None,
+               runs: Callable[..., Iterator[Any]] | None = None) -> int:
     """One record per program line, in order; returns the largest status among them.
 
     After the last record, a batch with no program lines, or given a value (``given``: how it
     was written) that no line uses, is a usage error on stderr: stdout keeps exactly one record
     per program line, so the error is not a record of its own.
+
+    ``runs(lines, values, settings)`` makes the JSON records a run at a time (default
+    ``output.batch.json_runs``; a cluster's ``output.cluster.ClusterRuns``).
 
     Ctrl-C, SIGTERM and SIGHUP stop the batch between records (``_Stops``): Ctrl-C ends with
     130 (main() says "interrupted"), SIGTERM and SIGHUP here, with "gradcli: terminated" and
@@ -76,7 +81,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     with _Stops() as stops:
         try:
             if as_json:
-                status = _json_batch(lines, values, settings, uses, stops)
+                status = _json_batch(lines, values, settings, uses, stops, runs)
             else:
                 status = _table_batch(lines, values, settings, uses, stops, digits)
         except _TerminatedError as stop:
@@ -136,7 +141,8 @@ class _BatchUses:
 
 
 def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-                uses: _BatchUses, stops: _Stops) -> int:
+                uses: _BatchUses, stops: _Stops,
+                make_runs: Callable[..., Iterator[Any]] | None = None) -> int:
     """Records made on every core (``output.batch``), written here in input order, a run at a
     time: a run is written whole, or (stopped before it) not at all. If the workers cannot go on
     (``output.workers``), one error line follows the last complete record."""
@@ -144,9 +150,10 @@ def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSe
 
     status = ExitStatus.OK
     write = sys.stdout.write
-    runs = json_runs(lines, values, settings)
+    runs = (make_runs or json_runs)(lines, values, settings)
     try:
-        for records in with_progress(runs, None, "programs", size=len):
+        for records in with_progress(runs, None, "programs", size=len,
+                                     detail=getattr(runs, "detail", None)):
             with stops.writing():
                 for record in records:  # a write each: joining them first costs more (a
                     write(record.text)  # large temporary string is fresh memory, page by page)
@@ -252,10 +259,12 @@ def _collect_rarely() -> None:
 
 
 def with_progress(items: Iterator[Any], total: int | None, what: str,
-                  quiet: bool = False, size: Callable[[Any], int] | None = None) -> Iterator[Any]:
+                  quiet: bool = False, size: Callable[[Any], int] | None = None,
+                  detail: Callable[[], str] | None = None) -> Iterator[Any]:
     """Yield ``items``, showing a transient progress line on stderr while they come -- only when
     stderr is a terminal that the output itself does not already fill (stdout elsewhere).
-    ``size(item)`` is how many of ``what`` an item stands for (default 1)."""
+    ``size(item)`` is how many of ``what`` an item stands for (default 1); with ``detail``
+    (a cluster's workers), the line also shows the rate and ``detail()``."""
     if quiet or not sys.stderr.isatty() or (total is None and sys.stdout.isatty()):
         yield from items
         return
@@ -265,10 +274,17 @@ def with_progress(items: Iterator[Any], total: int | None, what: str,
 
     columns = [TextColumn(what), BarColumn(), MofNCompleteColumn()] if total is not None else [
         TextColumn(what), TextColumn("{task.completed:,}")]
+    if detail is not None:
+        columns.append(TextColumn("{task.fields[rate]}  {task.fields[detail]}"))
     # stdout carries the records: never captured; stderr's one-line errors print above the bar.
     with Progress(*columns, console=make_console(stderr=True), transient=True,
                   redirect_stdout=False) as progress:
-        task = progress.add_task(what, total=total)
+        task = progress.add_task(what, total=total, rate="", detail="")
+        started = time.monotonic()
         for item in items:
             progress.advance(task, 1 if size is None else size(item))
+            if detail is not None:
+                done, seconds = progress.tasks[0].completed, time.monotonic() - started
+                progress.update(task, rate=f"{done / max(seconds, 1e-3):,.0f}/s",
+                                detail=detail())
             yield item

@@ -168,10 +168,11 @@ class SweepPlan:
                    for name in self.program.variables}
 
 
-def sweep_plan(program: Program, values: Mapping[str, Value]) -> SweepPlan:
+def sweep_plan(program: Program, values: Mapping[str, Value], *,
+               max_points: int = MAX_SWEEP_POINTS, max_cells: int = MAX_SWEEP_CELLS) -> SweepPlan:
     """The grid of ``values`` for ``program``, checked: a UsageError for a value that is not a
-    finite number, a variable with no value, or a grid past ``MAX_SWEEP_POINTS`` points or
-    ``MAX_SWEEP_CELLS`` points x nodes (the message states the size).
+    finite number, a variable with no value, or a grid past ``max_points`` points or
+    ``max_cells`` points x nodes (the message states the size; a cluster allows more).
 
     Values of names the program does not use are ignored, as ``evaluate`` does.
     """
@@ -184,14 +185,14 @@ def sweep_plan(program: Program, values: Mapping[str, Value]) -> SweepPlan:
     used = {name: value for name, value in values.items() if name in program.variables}
     require_values(program, used)
     count = math.prod(len(v) if isinstance(v, tuple) else 1 for v in used.values())
-    if count > MAX_SWEEP_POINTS:
-        raise UsageError(f"the sweep has {count:,} points; at most {MAX_SWEEP_POINTS:,} fit",
+    if count > max_points:
+        raise UsageError(f"the sweep has {count:,} points; at most {max_points:,} fit",
                          hint="use fewer values per variable")
     nodes = len(program.nodes)
-    if count * nodes > MAX_SWEEP_CELLS:
+    if count * nodes > max_cells:
         raise UsageError(
             f"the sweep has {count:,} points of a {nodes:,}-node program: {count * nodes:,} "
-            f"cells (points x nodes); at most {MAX_SWEEP_CELLS:,} fit",
+            f"cells (points x nodes); at most {max_cells:,} fit",
             hint="use fewer values per variable, or sweep a smaller program")
     axes = {name: np.asarray(value, dtype=float) for name, value in used.items()
             if isinstance(value, tuple)}

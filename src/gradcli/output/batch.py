@@ -89,12 +89,14 @@ def json_runs(
     values: Mapping[str, float] | None = None,
     settings: EvalSettings = DEFAULT_SETTINGS,
     jobs: int | None = None,
+    first: int = 1,
 ) -> Iterator[list[JsonLine]]:
     """``json_lines`` in runs of records that are ready together (one record per run while
     evaluating in this process, a worker's whole chunk after that): a writer that writes and
-    flushes a run at once makes one system call per chunk instead of one per line."""
+    flushes a run at once makes one system call per chunk instead of one per line. ``first``
+    is the number of the first line (``--skip``: lines before it were given earlier)."""
     values = dict(values or {})
-    numbered: Iterator[tuple[int, str]] = enumerate(lines, start=1)
+    numbered: Iterator[tuple[int, str]] = enumerate(lines, start=first)
     yield from _serial(islice(numbered, SERIAL_LINES), values, settings)
     jobs = default_jobs() if jobs is None else jobs
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():

@@ -1,0 +1,133 @@
+"""``--cluster ADDRESS`` and ``--skip N``: batches, sweeps and check files on a Dask cluster.
+
+The options and the glue between click and ``output.cluster``; nothing here imports Dask (or
+``output.cluster``) unless a cluster is asked for, so a command without ``--cluster`` runs as
+before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import suppress
+from functools import partial
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from gradcli.errors import GradcliError, UsageError
+
+if TYPE_CHECKING:
+    from gradcli.output.cluster import Cluster, ClusterAddress
+
+CLUSTER_HELP = ("Run on the Dask scheduler at ADDRESS (tcp://HOST:8786, a scheduler .json file, "
+                "or local:N for N local worker processes); env GRADCLI_CLUSTER. Needs "
+                "gradcli[cluster]. Batches (with --json), sweeps and gradcli check.")
+SKIP_HELP = ("Skip the first N lines of stdin (a batch that stopped after line N goes on from "
+             "line N+1; records keep their line numbers).")
+
+
+def cluster_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--cluster ADDRESS``, also read from ``$GRADCLI_CLUSTER``."""
+    return click.option("--cluster", metavar="ADDRESS", envvar="GRADCLI_CLUSTER",
+                        help=CLUSTER_HELP)(command)
+
+
+def skip_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--skip", type=click.IntRange(0), default=0, metavar="N",
+                        help=SKIP_HELP)(command)
+
+
+def cluster_address(ctx: click.Context, text: str | None,
+                    applies: bool) -> ClusterAddress | None:
+    """The ``--cluster`` address, checked; None without one. Where a cluster does not apply
+    (``applies`` False: one program at one point), ``--cluster`` is a usage error, while
+    ``$GRADCLI_CLUSTER`` is ignored: it is set for a whole session."""
+    if not text:
+        return None
+    from_env = ctx.get_parameter_source("cluster") == click.core.ParameterSource.ENVIRONMENT
+    if not applies:
+        if from_env:
+            return None
+        raise UsageError("--cluster runs batches and sweeps: one program at one point is "
+                         "evaluated here", hint="drop --cluster, or give a batch on stdin "
+                                                "(gradcli eval - --json) or a sweep (--x 0:1:100)")
+    from gradcli.output.cluster import parse_address
+
+    return parse_address(text)
+
+
+def connect(address: ClusterAddress) -> Cluster:
+    from gradcli.output.cluster import connect as connect_to
+
+    return connect_to(address)
+
+
+def say_error(error: GradcliError) -> int:
+    """A batch's error that belongs to no line: on stderr (stdout keeps one record per line)."""
+    from gradcli.cli.show import show_error
+
+    return show_error(error, False)
+
+
+def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
+             show: Callable[..., int]) -> int:
+    """Run ``show(lines, runs=...)`` (``show_batch``) on the cluster at ``address`` (or here when
+    None), from input line ``skip + 1``."""
+    if skip:
+        lines = islice(lines, skip, None)
+    if address is None:
+        from gradcli.output.batch import json_runs
+
+        return show(lines, runs=partial(json_runs, first=skip + 1))
+    try:
+        cluster = connect(address)
+    except GradcliError as error:
+        return say_error(error)
+    from gradcli.output.cluster import ClusterRuns
+
+    try:
+        return show(lines, runs=lambda lines, values, settings: ClusterRuns(
+            cluster, lines, values, settings, first=skip + 1))
+    finally:
+        cluster.close()
+
+
+def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
+             values: Mapping[str, Any], options: Mapping[str, Any]) -> Iterator[Any]:
+    """The blocks of a sweep evaluated on the cluster, in grid order (``stream_sweep``'s):
+    the grid is checked (against the cluster's larger limits) and the cluster reached before
+    this returns, so that errors come at the call."""
+    from gradcli.gradcheck.sweep import sweep_plan
+    from gradcli.limits import MAX_CLUSTER_SWEEP_CELLS, MAX_CLUSTER_SWEEP_POINTS
+    from gradcli.output.cluster import cluster_sweep
+
+    plan = sweep_plan(program, values, max_points=MAX_CLUSTER_SWEEP_POINTS,
+                      max_cells=MAX_CLUSTER_SWEEP_CELLS)
+    cluster = connect(address)
+    return _closing_after(cluster_sweep(cluster, text, max_nodes, plan, options), cluster)
+
+
+def checks_on(address: ClusterAddress, specs: list[Any], fail_fast: bool) -> Iterator[Any]:
+    """``run_checks`` on the cluster: the check files are read again here, and their text sent
+    (a worker need not see this machine's files)."""
+    from gradcli.output.cluster import ClusterError, cluster_checks
+
+    texts = {}
+    for path in dict.fromkeys(spec.file for spec in specs):
+        try:
+            with open(path, encoding="utf-8") as stream:
+                texts[path] = stream.read()
+        except (OSError, UnicodeDecodeError) as error:
+            raise ClusterError(f"cannot read {path} again to send it: {error}") from None
+    cluster = connect(address)
+    return _closing_after(cluster_checks(cluster, specs, texts, fail_fast), cluster)
+
+
+def _closing_after(items: Iterator[Any], cluster: Cluster) -> Iterator[Any]:
+    try:
+        yield from items
+    finally:
+        with suppress(Exception):
+            items.close()  # type: ignore[attr-defined]
+        cluster.close()

@@ -1,0 +1,495 @@
+"""Batches, sweeps and check files on a Dask cluster (``--cluster ADDRESS``): nothing lost.
+
+This process stays the writer: it reads the input, cuts it into chunks (batch lines) or blocks
+(sweep points), hands them to the scheduler as tasks, and writes the results oldest first, so the
+output is in input order and byte for byte what a local run writes. At most ``in_flight`` tasks
+are out at a time (two per worker and two more), so neither side ever holds more than a few
+chunks, whatever the size of the input; a slow reader of stdout slows the cluster down.
+
+What travels: the call of a gradcli function named by reference (workers need the same gradcli
+installed; ``connect`` compares versions) with plain data -- program lines, program text, values,
+settings, arrays of coordinates -- and records or arrays back. Never a user's code, never a
+parsed graph: a worker parses the program text itself.
+
+Nothing lost, nothing twice: a worker that dies mid-task (SIGKILL, the OOM killer) is noticed by
+the scheduler, which runs its tasks again on another worker; a task is a pure function of its
+input, so the rerun gives the same records. A chunk that keeps killing its workers (the
+scheduler gives up with ``KilledWorker``) is run again a line at a time, and a line that still
+kills its worker gets a ``resource`` error record, as in a local batch. The scheduler lost
+mid-run: the records written so far are whole chunks, ``ClusterLostError`` says after which input
+line, and ``--skip N`` resumes there.
+
+Dask is imported only here, and only when a cluster is asked for: ``gradcli[cluster]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
+from gradcli.gradcheck.evaluation import EvalSettings
+from gradcli.output.batch import (
+    CHUNK_CHARS,
+    FEED_CHARS,
+    INPUT_PAUSE,
+    JsonLine,
+    _Feed,
+    failed_record,
+    line_record,
+)
+
+CLUSTER_ENV = "GRADCLI_CLUSTER"
+CHUNK_LINES = 256  # batch lines per task: ~0.1-0.2 s of work, far above the ~1 ms a task costs
+CONNECT_SECONDS = 5.0  # an unreachable scheduler is an error after this long
+POLL_SECONDS = 0.25  # how often a wait looks at the scheduler connection
+INSTALL_HINT = "pip install 'gradcli[cluster]' (Dask's distributed scheduler)"
+
+
+class ClusterError(GradcliError):
+    """The cluster cannot be used: Dask missing, the scheduler unreachable or lost, workers
+    without gradcli. A usage error (status 2): nothing was evaluated wrongly."""
+
+    kind = "cluster"
+    status = ExitStatus.USAGE
+
+
+class ClusterLostError(ClusterError):
+    """The scheduler went away mid-run; ``done`` input lines have all their records written."""
+
+    def __init__(self, address: str, done: int) -> None:
+        super().__init__(
+            f"lost the Dask scheduler at {address}; the records of the first {done:,} input "
+            f"lines are written", hint=f"when the scheduler is back, feed the same input with "
+                                       f"--skip {done} to go on from line {done + 1}")
+        self.done = done
+
+
+# --- where the cluster is ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClusterAddress:
+    """Where to run: a scheduler's address (``tcp://host:8786``, ``tls://...``, ``host:8786``),
+    a scheduler file (``dask scheduler --scheduler-file``, as Slurm jobs share it), or ``local``
+    with ``workers`` processes started here (None: one per CPU)."""
+
+    text: str
+    local: bool = False
+    workers: int | None = None
+    scheduler_file: str | None = None
+
+
+def parse_address(text: str) -> ClusterAddress:
+    """``local``, ``local:4``, a scheduler address or a ``.json`` scheduler file; a UsageError
+    for anything else (checked before Dask is imported)."""
+    text = text.strip()
+    if text == "local" or text.startswith("local:"):
+        count = text.partition(":")[2]
+        if text == "local":
+            return ClusterAddress(text, local=True)
+        if count.isdigit() and 1 <= int(count) <= 1024:
+            return ClusterAddress(text, local=True, workers=int(count))
+        raise UsageError(f"cannot read --cluster {visible(text)}: local:N needs a worker count "
+                         "from 1 to 1024", hint="write --cluster local:2")
+    if text.endswith(".json"):
+        return ClusterAddress(text, scheduler_file=text)
+    host = text.partition("://")[2] if "://" in text else text
+    if not host or any(c.isspace() for c in text):
+        raise UsageError(f"cannot read --cluster {visible(text)}",
+                         hint="give the scheduler's address, e.g. tcp://10.0.0.5:8786, a "
+                              "scheduler file (.json), or local:2")
+    return ClusterAddress(text)
+
+
+def load_distributed() -> Any:
+    """``dask.distributed``, or a UsageError that says how to install it. Its log lines are
+    silenced here: gradcli says itself, in one line, what went wrong."""
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError("--cluster needs Dask, which is not installed",
+                         hint=INSTALL_HINT) from None
+    import logging
+
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return distributed
+
+
+class Cluster:
+    """A client connected to a scheduler (and the LocalCluster behind it for ``local``).
+    ``in_flight``: tasks given out at a time, fixed when it connects."""
+
+    def __init__(self, address: ClusterAddress, client: Any, local: Any = None) -> None:
+        self.address, self.client, self.local = address, client, local
+        self.in_flight = 2 * max(1, self.workers()) + 2
+        self._counted = (time.monotonic(), self.workers())
+
+    def workers(self) -> int:
+        """The workers the scheduler knows now (the client's view, updated as they come)."""
+        info = self.client.scheduler_info() or {}
+        return len(info.get("workers", {}))
+
+    def workers_now(self) -> int:
+        """``workers()``, asked again at most once a second (for a progress line)."""
+        at, count = self._counted
+        if time.monotonic() - at > 1.0:
+            with contextlib.suppress(Exception):
+                count = len(self.client.nthreads())
+            self._counted = (time.monotonic(), count)
+        return self._counted[1]
+
+    def is_connected(self) -> bool:
+        return self.client.status == "running"
+
+    def close(self) -> None:
+        """Let go of the scheduler (and stop a local cluster); never raises."""
+        with contextlib.suppress(Exception):
+            self.client.close(timeout=2)
+        if self.local is not None:
+            with contextlib.suppress(Exception):
+                self.local.close(timeout=5)
+
+
+def connect(address: ClusterAddress) -> Cluster:
+    """Connect to the scheduler (or start a local cluster), and make sure the workers run this
+    gradcli: a ClusterError naming the address within ``CONNECT_SECONDS`` if it cannot."""
+    distributed = load_distributed()
+    local = None
+    try:
+        if address.local:
+            local = distributed.LocalCluster(
+                n_workers=address.workers or _cpus(), threads_per_worker=1, processes=True,
+                dashboard_address=None, silence_logs=50, scheduler_port=0)
+            client = distributed.Client(local, timeout=CONNECT_SECONDS)
+        elif address.scheduler_file is not None:
+            client = distributed.Client(scheduler_file=address.scheduler_file,
+                                        timeout=CONNECT_SECONDS)
+        else:
+            client = distributed.Client(address.text, timeout=CONNECT_SECONDS)
+    except (OSError, TimeoutError, ValueError, RuntimeError) as error:
+        if local is not None:
+            local.close()
+        raise ClusterError(f"cannot reach the Dask scheduler at {visible(address.text)}: "
+                           f"{_reason(error)}",
+                           hint="start it (dask scheduler) or give its address: "
+                                "--cluster tcp://HOST:8786") from None
+    cluster = Cluster(address, client, local)
+    try:
+        _same_gradcli(cluster)
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
+
+
+def _cpus() -> int:
+    from gradcli.limits import default_jobs
+
+    return default_jobs()
+
+
+def _reason(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return visible(text[:200])
+
+
+def gradcli_version() -> str:
+    """What a worker runs (called on every worker by ``connect``)."""
+    import gradcli
+
+    return gradcli.__version__
+
+
+def _same_gradcli(cluster: Cluster) -> None:
+    import gradcli
+
+    try:
+        versions = cluster.client.run(gradcli_version)
+    except Exception as error:
+        raise ClusterError(f"the workers at {visible(cluster.address.text)} cannot run "
+                           f"gradcli: {_reason(error)}",
+                           hint="install the same gradcli on every worker") from None
+    other = sorted({v for v in versions.values() if v != gradcli.__version__})
+    if other:
+        raise ClusterError(f"the workers at {visible(cluster.address.text)} run gradcli "
+                           f"{', '.join(other)}, this is {gradcli.__version__}",
+                           hint="install the same gradcli on every worker")
+
+
+# --- tasks in input order, a fixed number at a time ----------------------------------------------
+
+class Tasks:
+    """Futures in the order of their input, oldest first: ``add`` one, ``next_done`` waits for
+    the oldest. A wait notices a lost scheduler (``lost``: raise what the caller says)."""
+
+    def __init__(self, cluster: Cluster, lost: Callable[[], BaseException]) -> None:
+        self.cluster, self.lost = cluster, lost
+        self.order: deque[tuple[Any, Any]] = deque()  # (what it was given, future)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def full(self) -> bool:
+        return len(self.order) >= self.cluster.in_flight
+
+    def add(self, given: Any, function: Callable[..., Any], *args: Any, priority: int) -> None:
+        future = self.cluster.client.submit(function, *args, pure=False, priority=priority)
+        self.order.append((given, future))
+
+    def oldest_done(self) -> bool:
+        return bool(self.order) and self.order[0][1].done()
+
+    def next_done(self) -> tuple[Any, Any, BaseException | None]:
+        """The oldest task's input, result (or the error a worker loss left), waiting for it."""
+        given, future = self.order[0]
+        while True:
+            try:
+                result = future.result(timeout=POLL_SECONDS)
+                break
+            except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11 on
+                if not self.cluster.is_connected():
+                    raise self.lost() from None
+            except Exception as error:  # KilledWorker, cancelled, a bug in a task
+                if not self.cluster.is_connected() or _cancelled(error):
+                    raise self.lost() from None
+                self.order.popleft()
+                return given, None, error
+        self.order.popleft()
+        return given, result, None
+
+    def cancel(self) -> None:
+        futures = [future for _, future in self.order]
+        self.order.clear()
+        with contextlib.suppress(Exception):
+            self.cluster.client.cancel(futures)
+
+
+def _cancelled(error: BaseException) -> bool:
+    import concurrent.futures
+
+    return isinstance(error, concurrent.futures.CancelledError) or "cancelled" in \
+        type(error).__name__.lower()
+
+
+def _killed(error: BaseException) -> bool:
+    return type(error).__name__ == "KilledWorker"
+
+
+class TaskError(ClusterError):
+    """A task raised something other than a worker's loss (a worker without NumPy, out of
+    memory, a bug): one line with the worker's message, the records before it kept."""
+
+
+# --- batches -------------------------------------------------------------------------------------
+
+class ClusterRuns:
+    """``batch.json_runs`` on a cluster: runs of records, one run per chunk, in input order.
+
+    Iterate it once; ``done`` is the last input line whose record (if any) has been handed out,
+    ``detail()`` says how many workers there are (for a progress line). ``close()`` stops the
+    tasks still out, as ``json_runs``' close stops the local workers."""
+
+    def __init__(self, cluster: Cluster, lines: Iterable[str], values: Mapping[str, float],
+                 settings: EvalSettings, first: int = 1) -> None:
+        self.cluster, self.values, self.settings = cluster, dict(values), settings
+        self.numbered = enumerate(lines, start=first)
+        self.done = first - 1
+        self._runs = self._generate()
+
+    def __iter__(self) -> ClusterRuns:
+        return self
+
+    def __next__(self) -> list[JsonLine]:
+        return next(self._runs)
+
+    def close(self) -> None:
+        self._runs.close()
+
+    def detail(self) -> str:
+        count = self.cluster.workers_now()
+        return f"{count} worker" + ("" if count == 1 else "s")
+
+    def _generate(self) -> Iterator[list[JsonLine]]:
+        tasks = Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text, self.done))
+        feed = _Feed(self.numbered, self.cluster.in_flight * CHUNK_LINES, FEED_CHARS)
+        try:
+            while True:
+                while tasks.oldest_done():
+                    yield self._finished(tasks)
+                if tasks.full():
+                    yield self._finished(tasks)
+                    continue
+                lines = feed.take(CHUNK_LINES, CHUNK_CHARS, wait=INPUT_PAUSE if tasks else None)
+                if lines is None:  # the input pauses: write what is done, then wait again
+                    continue
+                if not lines:
+                    break
+                tasks.add(lines, evaluate_chunk, lines, self.values, self.settings,
+                          priority=-lines[0][0])
+            while tasks:
+                yield self._finished(tasks)
+            if feed.failure is not None:
+                raise feed.failure
+        finally:
+            tasks.cancel()
+
+    def _finished(self, tasks: Tasks) -> list[JsonLine]:
+        lines, records, error = tasks.next_done()
+        if error is not None:
+            records = self._again(lines, error)
+        self.done = lines[-1][0]
+        return records
+
+    def _again(self, lines: list[tuple[int, str]], error: BaseException) -> list[JsonLine]:
+        """A chunk whose workers kept dying: each line on its own, and a line that still kills
+        its worker gets a ``resource`` record."""
+        if not _killed(error):
+            raise TaskError(f"a cluster task failed: {_reason(error)}")
+        tasks = Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text,
+                                                             self.done))
+        for number, raw in lines:
+            tasks.add((number, raw), evaluate_chunk, [(number, raw)], self.values,
+                      self.settings, priority=-number)
+        records: list[JsonLine] = []
+        try:
+            while tasks:
+                (number, raw), result, failure = tasks.next_done()
+                if failure is not None and not _killed(failure):
+                    raise TaskError(f"a cluster task failed: {_reason(failure)}")
+                if failure is not None:
+                    result = [r for r in [failed_record(
+                        number, raw, "the worker evaluating this line died, several times")] if r]
+                records += result
+        finally:
+            tasks.cancel()
+        return records
+
+
+def evaluate_chunk(lines: list[tuple[int, str]], values: dict[str, float],
+                   settings: EvalSettings) -> list[JsonLine]:
+    """A worker's task: the records of a chunk of batch lines (blank and comment lines give
+    none), exactly as a local batch makes them."""
+    _one_blas_thread()
+    records = []
+    for number, raw in lines:
+        record = line_record(number, raw, values, settings)
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def _one_blas_thread() -> None:
+    """A worker evaluates one task at a time per thread: more BLAS threads only compete."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+# --- sweeps --------------------------------------------------------------------------------------
+
+def cluster_sweep(cluster: Cluster, text: str, max_nodes: int, plan: Any,
+                  options: Mapping[str, Any]) -> Iterator[Any]:
+    """``sweep.stream_sweep`` on a cluster: the grid's blocks (the same blocks as a local
+    sweep) evaluated by workers with the vectorised code, finished here in grid order.
+
+    A worker gets the program text and a block's coordinates and returns the NumPy half of the
+    block (``vector_sweep``); the scalar half (``finish_sweep``: unsure points re-evaluated
+    within one budget shared by the blocks in order, failed points explained) runs here, as in
+    a local sweep, so the numbers are the same bit for bit."""
+    from gradcli.gradcheck.sweep import RecheckBudget, block_points, finish_sweep
+
+    budget = RecheckBudget()
+    tasks = Tasks(cluster, lambda: ClusterError(
+        f"lost the Dask scheduler at {visible(cluster.address.text)} during the sweep",
+        hint="run the sweep again when the scheduler is back"))
+    options = dict(options)
+    try:
+        for index, columns in enumerate(plan.blocks(block_points(plan.program))):
+            tasks.add(None, sweep_block, text, max_nodes, columns, options, priority=-index)
+            while tasks.full() or tasks.oldest_done():
+                yield _finished_block(tasks, plan.program, budget, finish_sweep)
+        while tasks:
+            yield _finished_block(tasks, plan.program, budget, finish_sweep)
+    finally:
+        tasks.cancel()
+
+
+def _finished_block(tasks: Tasks, program: Any, budget: Any, finish: Callable) -> Any:
+    _, sweep, error = tasks.next_done()
+    if error is not None:
+        raise TaskError(f"a cluster task failed: {_reason(error)}")
+    sweep.program = program
+    finish(sweep, None, budget)
+    return sweep
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str, max_nodes: int) -> Any:
+    from gradcli.language.parser import parse
+
+    return parse(text, max_nodes)
+
+
+def sweep_block(text: str, max_nodes: int, columns: dict[str, Any],
+                options: dict[str, Any]) -> Any:
+    """A worker's task: the NumPy half of one sweep block, without the parsed program (the
+    client has its own): values, gradients, check and the unsure points."""
+    from gradcli.gradcheck.sweep import vector_sweep
+
+    _one_blas_thread()
+    program = _parsed(text, max_nodes)
+    sweep = vector_sweep(program, columns, **options)
+    return replace(sweep, program=None)
+
+
+# --- check files ---------------------------------------------------------------------------------
+
+def cluster_checks(cluster: Cluster, specs: Iterable[Any], texts: Mapping[str, str],
+                   fail_fast: bool = False) -> Iterator[Any]:
+    """``formulas.run.run_checks`` on a cluster: each check a task (the text of its file and its
+    name travel; a worker reads the file text itself), the outcomes in the order of the checks.
+    With ``fail_fast``, the tasks after the first check that does not pass are cancelled."""
+    tasks = Tasks(cluster, lambda: ClusterError(
+        f"lost the Dask scheduler at {visible(cluster.address.text)} during the checks",
+        hint="run the checks again when the scheduler is back"))
+    pending = enumerate(specs)
+    try:
+        while True:
+            while not tasks.full() and (item := next(pending, None)) is not None:
+                index, spec = item
+                tasks.add(spec, run_check_task, texts[spec.file], spec.file, spec.name,
+                          priority=-index)
+            if not tasks:
+                return
+            spec, outcome, error = tasks.next_done()
+            if error is not None:
+                raise TaskError(f"a cluster task failed: {_reason(error)}")
+            outcome = replace(outcome, spec=spec)
+            yield outcome
+            if fail_fast and not outcome.ok:
+                return
+    finally:
+        tasks.cancel()
+
+
+def run_check_task(text: str, file: str, name: str) -> Any:
+    """A worker's task: one check of a check file's text, run as ``gradcli check`` runs it
+    (the outcome without its spec: the client has its own)."""
+    from gradcli.formulas.run import run_check
+
+    _one_blas_thread()
+    spec = next(spec for spec in _checks(text, file) if spec.name == name)
+    return replace(run_check(spec), spec=None)
+
+
+@functools.lru_cache(maxsize=4)
+def _checks(text: str, file: str) -> list[Any]:
+    from gradcli.formulas.files import parse_check_file
+
+    return parse_check_file(text, file)
