@@ -116,11 +116,21 @@ def load_distributed() -> Any:
     except ImportError:
         raise UsageError("--cluster needs Dask, which is not installed",
                          hint=INSTALL_HINT) from None
+    _quiet_logs()
+    return distributed
+
+
+def _quiet_logs() -> None:
+    """Dask's loggers (some with levels of their own, from its configuration) say nothing
+    below CRITICAL: a lost scheduler would otherwise print tracebacks of its reconnections."""
     import logging
 
-    for name in ("distributed", "tornado", "asyncio"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    return distributed
+    parts = ("distributed", "tornado", "asyncio", "dask")
+    for name in [*parts, *logging.root.manager.loggerDict]:
+        if name.split(".")[0] in parts:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+    for handler in logging.getLogger("distributed").handlers:
+        handler.setLevel(logging.CRITICAL)
 
 
 class Cluster:

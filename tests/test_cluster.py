@@ -1,0 +1,346 @@
+"""Batches, sweeps and check files on a Dask cluster (issue 18): the same bytes as a local run.
+
+Every expected output here is gradcli's own local run (``output.batch``'s forked workers, the
+threaded sweep, ``gradcli check`` in one process), itself tested against closed forms, SymPy
+and finite differences elsewhere; the cluster must not change one byte of it, whatever happens
+to its workers. The cluster is real: a ``dask scheduler`` and two ``dask worker`` processes on
+127.0.0.1, started once for the module (a test that kills one starts another), and one run
+through ``--cluster local:1`` (a LocalCluster of spawned processes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gradcli.errors import UsageError
+from gradcli.output.cluster import parse_address
+
+distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
+
+GRADCLI = [sys.executable, "-m", "gradcli"]
+DASK = str(Path(sys.executable).with_name("dask"))
+ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "GRADCLI_CLUSTER": ""}
+POINT = ["--x", "0.75", "--y", "1.25"]
+TEMPLATES = ["x*{k} + sin(y)", "", "# a comment", "log(x - {k})", "2x", "u = x*y; u*u - {k}*y",
+             "sqrt(y)*exp(-x/{k}) + tanh(x*y)", "atan2(y, x + {k})**2 / (1 + x*x)"]
+
+
+def batch_lines(count: int) -> bytes:
+    """``count`` mixed lines: values, domain errors, parse errors, blanks and comments."""
+    lines = [TEMPLATES[i % len(TEMPLATES)].format(k=1 + i % 7) for i in range(count)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def run(args: list[str], stdin: bytes = b"", env: dict | None = None,
+        timeout: float = 120) -> tuple[int, bytes, bytes]:
+    done = subprocess.run([*GRADCLI, *args], input=stdin, capture_output=True,
+                          env=env or ENV, timeout=timeout)
+    return done.returncode, done.stdout, done.stderr
+
+
+class Scheduler:
+    """A ``dask scheduler`` on 127.0.0.1 and its ``dask worker`` processes (no nanny: a killed
+    worker stays dead, and the scheduler must give its tasks to the other)."""
+
+    def __init__(self, folder: Path, workers: int = 2) -> None:
+        info = folder / f"scheduler-{time.monotonic_ns()}.json"
+        self.process = subprocess.Popen(
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+             "--scheduler-file", str(info)], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env=ENV)
+        self.workers: list[subprocess.Popen] = []
+        deadline = time.monotonic() + 60
+        while not info.exists() or not info.read_text().strip():
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.05)
+        self.address = json.loads(info.read_text())["address"]
+        for _ in range(workers):
+            self.add_worker()
+        self.wait_for_workers(workers)
+
+    def add_worker(self) -> subprocess.Popen:
+        worker = subprocess.Popen(
+            [DASK, "worker", self.address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
+             "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=ENV)
+        self.workers.append(worker)
+        return worker
+
+    def wait_for_workers(self, count: int) -> None:
+        with distributed.Client(self.address, timeout=30) as client:
+            client.wait_for_workers(count, timeout=60)
+
+    def live_workers(self) -> list[subprocess.Popen]:
+        return [worker for worker in self.workers if worker.poll() is None]
+
+    def stop(self) -> None:
+        for process in [*self.workers, self.process]:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    started = Scheduler(tmp_path_factory.mktemp("dask"))
+    yield started
+    started.stop()
+
+
+def _whole_records(out: bytes) -> list[dict]:
+    """Each line of ``out`` a complete JSON record (no half line at the end)."""
+    assert not out or out.endswith(b"\n")
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def _wait_for_lines(path: Path, count: int, child: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while path.read_bytes().count(b"\n") < count:
+        assert child.poll() is None, "the batch ended before the fault came"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+# --- no cluster, no Dask -------------------------------------------------------------------------
+
+def _modules_after(code: str, hide_dask: bool = False) -> tuple[set[str], str]:
+    hide = "import sys; sys.modules['distributed'] = None; sys.modules['dask'] = None\n"
+    probe = ((hide if hide_dask else "") +
+             "import sys\nfrom click.testing import CliRunner\nfrom gradcli.cli import cli\n"
+             f"result = CliRunner().invoke(cli, {code})\n"
+             "print(result.exit_code, '|', result.output.replace(chr(10), ' '), '|', "
+             "' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env=ENV, check=True, timeout=60)
+    status, output, modules = done.stdout.rsplit(" | ", 2)
+    return set(modules.split()), f"{status} {output}"
+
+
+@pytest.mark.parametrize("args", [
+    "['eval', '-', '--json', '--x', '1'], input='x*2\\nsin(x)\\n'",
+    "['eval', 'x**2', '--x', '0:1:5', '--csv']",
+    "['check', 'examples/checks.toml', '-k', 'sigmoid']",
+])
+def test_without_cluster_dask_is_never_imported(args):
+    modules, outcome = _modules_after(args)
+    assert outcome.startswith("0 ")
+    assert not {"dask", "distributed", "gradcli.output.cluster"} & modules
+
+
+def test_without_the_extra_a_cluster_is_a_usage_error_that_says_how_to_install():
+    _, outcome = _modules_after(
+        "['eval', '-', '--json', '--cluster', 'local:2'], input='x*2\\n'", hide_dask=True)
+    assert outcome.startswith("2 ")
+    assert "--cluster needs Dask" in outcome and "pip install 'gradcli[cluster]'" in outcome
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("local", (True, None, None)), ("local:3", (True, 3, None)),
+    ("tcp://10.0.0.5:8786", (False, None, None)), ("sched.json", (False, None, "sched.json")),
+])
+def test_addresses(text, expected):
+    address = parse_address(text)
+    assert (address.local, address.workers, address.scheduler_file) == expected
+
+
+@pytest.mark.parametrize("text", ["local:0", "local:x", "tcp://", "two words"])
+def test_bad_addresses_are_usage_errors(text):
+    with pytest.raises(UsageError, match="--cluster"):
+        parse_address(text)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "x*2", "--x", "1", "--cluster", "local:2"], "one program at one point"),
+    (["eval", "-", "--cluster", "local:2"], "--cluster needs a batch in JSON Lines"),
+    (["eval", "-", "--skip", "2"], "--skip needs a batch in JSON Lines"),
+    (["eval", "x*2", "--x", "0:1:3", "--skip", "2"], "--skip skips lines of a batch"),
+])
+def test_options_that_mean_nothing_are_usage_errors(args, message):
+    status, _, err = run(args, b"x*2\n")
+    assert status == 2 and message in err.decode()
+
+
+def test_the_environment_variable_is_ignored_where_no_cluster_applies():
+    status, out, _ = run(["eval", "x*2", "--x", "1", "--json"],
+                           env={**ENV, "GRADCLI_CLUSTER": "tcp://127.0.0.1:9"})
+    assert status == 0 and json.loads(out)["value"] == 2.0
+
+
+def test_skip_goes_on_from_the_next_line_without_duplicates():
+    lines = batch_lines(300)
+    _, whole, _ = run(["eval", "-", "--json", *POINT], lines)
+    _, first, _ = run(["eval", "-", "--json", *POINT], b"".join(lines.splitlines(True)[:120]))
+    status, rest, _ = run(["eval", "-", "--json", "--skip", "120", *POINT], lines)
+    assert status == 3 and first + rest == whole
+    assert json.loads(rest.splitlines()[0])["line"] > 120
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_an_unreachable_scheduler_is_status_2_in_seconds_naming_it():
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    started = time.monotonic()
+    status, out, err = run(["eval", "-", "--json", *POINT], b"x*y\n",
+                           env={**ENV, "GRADCLI_CLUSTER": address})
+    assert status == 2 and out == b""
+    assert f"cannot reach the Dask scheduler at {address}" in err.decode()
+    assert "hint:" in err.decode() and "Traceback" not in err.decode()
+    assert time.monotonic() - started < 30
+
+
+# --- a real scheduler and two workers ------------------------------------------------------------
+
+def test_a_batch_on_the_cluster_is_byte_identical_to_a_local_run(scheduler):
+    lines = batch_lines(2000)
+    expected = run(["eval", "-", "--json", *POINT], lines)
+    assert expected[0] == 3  # the domain errors
+    assert run(["eval", "-", "--json", *POINT, "--cluster", scheduler.address], lines) == expected
+
+
+def test_the_environment_variable_names_the_cluster(scheduler):
+    lines = batch_lines(50)
+    expected = run(["eval", "-", "--json", *POINT], lines)
+    env = {**ENV, "GRADCLI_CLUSTER": scheduler.address}
+    assert run(["eval", "-", "--json", *POINT], lines, env=env) == expected
+
+
+@pytest.mark.parametrize("output", [["--csv"], ["--json"], []])
+def test_a_sweep_on_the_cluster_is_bit_identical_to_a_local_run(scheduler, output):
+    sweep = ["eval", "sin(x)*exp(-y*y) + log(1 + x*x)*y", "--x", "-3:3:201", "--y",
+             "-1:1:401", *output]  # 80,601 points: two blocks
+    expected = run(sweep)
+    assert expected[0] == 0
+    assert run([*sweep, "--cluster", scheduler.address]) == expected
+
+
+@pytest.mark.slow
+def test_a_sweep_past_the_local_limit_runs_on_the_cluster(scheduler):
+    sweep = ["eval", "x*y", "--x", "0:1:5000", "--y", "0:1:2001", "--no-check"]
+    status, _, err = run(sweep)
+    assert status == 2 and "10,005,000 points" in err.decode()
+    status, out, _ = run([*sweep, "--cluster", scheduler.address])
+    assert status == 0 and "10,005,000 points" in out.decode()
+
+
+def test_check_files_on_the_cluster_report_as_locally(scheduler):
+    def report(*extra):
+        status, out, err = run(["check", "examples/checks.toml", "--json", *extra])
+        record = json.loads(out)
+        for check in record["checks"]:
+            check.pop("seconds", None)
+        return status, record, err
+
+    assert report("--cluster", scheduler.address) == report()
+
+
+def test_a_worker_killed_mid_batch_changes_no_byte(scheduler, tmp_path):
+    """4,000 lines; one worker SIGKILLed while it evaluates a chunk: the scheduler gives the
+    chunk to the other worker, and stdout, stderr and the status are the local run's."""
+    lines = batch_lines(4000)
+    expected = run(["eval", "-", "--json", *POINT], lines)
+    (tmp_path / "in").write_bytes(lines)
+    out = tmp_path / "out"
+    with (tmp_path / "in").open("rb") as source, out.open("wb") as sink:
+        child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
+                                  scheduler.address], stdin=source, stdout=sink,
+                                 stderr=subprocess.PIPE, env=ENV)
+        try:
+            _wait_for_lines(out, 600, child)
+            victim = scheduler.live_workers()[0]
+            victim.send_signal(signal.SIGKILL)
+            _, err = child.communicate(timeout=120)
+        finally:
+            child.kill()
+            child.wait()
+    assert victim.wait() == -signal.SIGKILL
+    assert (child.returncode, out.read_bytes(), err) == expected
+    scheduler.add_worker()
+    scheduler.wait_for_workers(2)
+
+
+def test_ctrl_c_stops_a_cluster_batch_with_130_and_whole_records(scheduler, tmp_path):
+    (tmp_path / "in").write_bytes(batch_lines(20_000))
+    out = tmp_path / "out"
+    with (tmp_path / "in").open("rb") as source, out.open("wb") as sink:
+        child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
+                                  scheduler.address], stdin=source, stdout=sink,
+                                 stderr=subprocess.PIPE, env=ENV)
+        try:
+            _wait_for_lines(out, 300, child)
+            child.send_signal(signal.SIGINT)
+            _, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+            child.wait()
+    assert child.returncode == 130 and err.endswith(b"\ngradcli: interrupted\n")
+    assert b"Traceback" not in err
+    records = _whole_records(out.read_bytes())
+    assert 300 <= len(records) < 17_500
+
+
+def test_a_reader_that_goes_away_ends_a_cluster_batch_with_141(scheduler):
+    child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
+                              scheduler.address], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    try:
+        child.stdin.write(batch_lines(3000))
+        child.stdin.close()
+        assert json.loads(child.stdout.readline())["line"] == 1
+        child.stdout.close()
+        assert child.wait(timeout=60) == 141
+        assert child.stderr.read() == b""
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_lost_scheduler_keeps_whole_records_and_skip_resumes_them(tmp_path):
+    """The scheduler killed mid-batch: status 2, complete records of lines 1..N, a message that
+    names N; ``--skip N`` (here on the local workers) gives the rest, and both together are
+    the whole local run."""
+    lines = batch_lines(6000)
+    expected = run(["eval", "-", "--json", *POINT], lines)
+    own = Scheduler(tmp_path, workers=1)
+    (tmp_path / "in").write_bytes(lines)
+    out = tmp_path / "out"
+    try:
+        with (tmp_path / "in").open("rb") as source, out.open("wb") as sink:
+            child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
+                                      own.address], stdin=source, stdout=sink,
+                                     stderr=subprocess.PIPE, env=ENV)
+            try:
+                _wait_for_lines(out, 300, child)
+                own.process.kill()
+                _, err = child.communicate(timeout=60)
+            finally:
+                child.kill()
+                child.wait()
+    finally:
+        own.stop()
+    message = err.decode().splitlines()[-1]  # after the records' own error lines
+    assert child.returncode == 3 and "Traceback" not in err.decode()  # records' largest
+    assert message.startswith(f"gradcli: cluster error: lost the Dask scheduler at {own.address}")
+    done = int(message.split("--skip ")[1].split()[0])
+    written = out.read_bytes()
+    records = _whole_records(written)
+    assert records and records[-1]["line"] <= done < 6000
+    status, rest, _ = run(["eval", "-", "--json", *POINT, "--skip", str(done)], lines)
+    assert status == 3 and written + rest == expected[1]
+
+
+def test_a_local_cluster_of_spawned_workers_gives_the_same_records():
+    lines = batch_lines(300)
+    expected = run(["eval", "-", "--json", *POINT], lines)
+    assert run(["eval", "-", "--json", *POINT, "--cluster", "local:1"], lines) == expected
