@@ -216,7 +216,7 @@ def test_the_environment_variable_names_the_cluster(scheduler):
     assert run(["eval", "-", "--json", *POINT], lines, env=env) == expected
 
 
-@pytest.mark.parametrize("output", [["--csv"], ["--json"], []])
+@pytest.mark.parametrize("output", [["--csv"], []])  # JSON Lines: the same blocks as CSV
 def test_a_sweep_on_the_cluster_is_bit_identical_to_a_local_run(scheduler, output):
     sweep = ["eval", "sin(x)*exp(-y*y) + log(1 + x*x)*y", "--x", "-3:3:201", "--y",
              "-1:1:401", *output]  # 80,601 points: two blocks
@@ -340,7 +340,26 @@ def test_a_lost_scheduler_keeps_whole_records_and_skip_resumes_them(tmp_path):
     assert status == 3 and written + rest == expected[1]
 
 
-def test_a_local_cluster_of_spawned_workers_gives_the_same_records():
-    lines = batch_lines(300)
-    expected = run(["eval", "-", "--json", *POINT], lines)
-    assert run(["eval", "-", "--json", *POINT, "--cluster", "local:1"], lines) == expected
+def test_ctrl_c_in_a_terminal_stops_a_local_cluster_quietly(tmp_path):
+    """``--cluster local:1`` (a spawned worker under a nanny), and SIGINT to the whole process
+    group, as a terminal sends it: 130, one line, no worker's traceback; the records written
+    are the first records of the local run, whole."""
+    lines = batch_lines(20_000)
+    expected = run(["eval", "-", "--json", *POINT], lines)[1]
+    (tmp_path / "in").write_bytes(lines)
+    out = tmp_path / "out"
+    with (tmp_path / "in").open("rb") as source, out.open("wb") as sink:
+        child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
+                                  "local:1"], stdin=source, stdout=sink,
+                                 stderr=subprocess.PIPE, env=ENV, start_new_session=True)
+        try:
+            _wait_for_lines(out, 300, child)
+            os.killpg(child.pid, signal.SIGINT)
+            _, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+            child.wait()
+    assert child.returncode == 130 and err.endswith(b"\ngradcli: interrupted\n"), err[-2000:]
+    assert b"Traceback" not in err and b"Worker" not in err, err[-2000:]
+    written = out.read_bytes()
+    assert len(_whole_records(written)) >= 300 and expected.startswith(written)

@@ -175,9 +175,11 @@ def connect(address: ClusterAddress) -> Cluster:
     local = None
     try:
         if address.local:
-            local = distributed.LocalCluster(
-                n_workers=address.workers or _cpus(), threads_per_worker=1, processes=True,
-                dashboard_address=None, silence_logs=50, scheduler_port=0)
+            with _interrupts_held():
+                local = distributed.LocalCluster(  # reachable from this machine only
+                    n_workers=address.workers or _cpus(), threads_per_worker=1,
+                    processes=True, host="127.0.0.1", scheduler_port=0,
+                    dashboard_address="127.0.0.1:0", silence_logs=50)
             client = distributed.Client(local, timeout=CONNECT_SECONDS)
         elif address.scheduler_file is not None:
             client = distributed.Client(scheduler_file=address.scheduler_file,
@@ -198,6 +200,25 @@ def connect(address: ClusterAddress) -> Cluster:
         cluster.close()
         raise
     return cluster
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """SIGINT blocked while a local cluster starts: the thread that Dask starts for it, and the
+    worker processes that thread spawns (now and to replace a dead one), inherit the blocked
+    signal, so Ctrl-C in a terminal (sent to every process of the group) reaches this process
+    alone, which stops them cleanly. A Ctrl-C meanwhile is delivered when this block ends."""
+    import signal
+
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None:
+        yield
+        return
+    block(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        block(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _cpus() -> int:
