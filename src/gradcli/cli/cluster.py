@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gradcli.errors import GradcliError, UsageError
+from gradcli.errors import GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
     from gradcli.output.cluster import Cluster, ClusterAddress
@@ -58,9 +58,15 @@ def cluster_address(ctx: click.Context, text: str | None,
 
 
 def connect(address: ClusterAddress) -> Cluster:
+    """The cluster at ``address``; a note on stderr if it has no workers yet (the tasks wait
+    for them, as Dask jobs do)."""
     from gradcli.output.cluster import connect as connect_to
 
-    return connect_to(address)
+    cluster = connect_to(address)
+    if not cluster.workers():
+        click.echo(f"gradcli: note: the Dask scheduler at {visible(address.text)} has no "
+                   "workers yet; the work waits for them", err=True)
+    return cluster
 
 
 def say_error(error: GradcliError) -> int:

@@ -47,7 +47,9 @@ from gradcli.output.batch import (
 )
 
 CLUSTER_ENV = "GRADCLI_CLUSTER"
-CHUNK_LINES = 256  # batch lines per task: ~0.1-0.2 s of work, far above the ~1 ms a task costs
+CHUNK_LINES = 256  # batch lines per task at least: ~0.2 s of work, far above a task's ~1 ms
+LINES_PER_WORKER = 2  # ... and at least this many per worker (``chunk_lines``)
+FEED_LINES = 1 << 16  # lines read ahead at most (and FEED_CHARS characters)
 CONNECT_SECONDS = 5.0  # an unreachable scheduler is an error after this long
 POLL_SECONDS = 0.25  # how often a wait looks at the scheduler connection
 INSTALL_HINT = "pip install 'gradcli[cluster]' (Dask's distributed scheduler)"
@@ -134,13 +136,18 @@ def _quiet_logs() -> None:
 
 
 class Cluster:
-    """A client connected to a scheduler (and the LocalCluster behind it for ``local``).
-    ``in_flight``: tasks given out at a time, fixed when it connects."""
+    """A client connected to a scheduler (and the LocalCluster behind it for ``local``)."""
 
     def __init__(self, address: ClusterAddress, client: Any, local: Any = None) -> None:
         self.address, self.client, self.local = address, client, local
-        self.in_flight = 2 * max(1, self.workers()) + 2
         self._counted = (time.monotonic(), self.workers())
+
+    @property
+    def in_flight(self) -> int:
+        """Tasks given out at a time: two per worker (one running, one on its way) and two
+        more, so that every worker is busy and each holds at most two chunks; it follows the
+        workers as they come and go (an adaptive cluster, a Slurm job that starts later)."""
+        return 2 * max(1, self.workers_now()) + 2
 
     def workers(self) -> int:
         """The workers the scheduler knows now (the client's view, updated as they come)."""
@@ -350,7 +357,7 @@ class ClusterRuns:
 
     def _generate(self) -> Iterator[list[JsonLine]]:
         tasks = Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text, self.done))
-        feed = _Feed(self.numbered, self.cluster.in_flight * CHUNK_LINES, FEED_CHARS)
+        feed = _Feed(self.numbered, FEED_LINES, FEED_CHARS)
         try:
             while True:
                 while tasks.oldest_done():
@@ -358,7 +365,9 @@ class ClusterRuns:
                 if tasks.full():
                     yield self._finished(tasks)
                     continue
-                lines = feed.take(CHUNK_LINES, CHUNK_CHARS, wait=INPUT_PAUSE if tasks else None)
+                most = chunk_lines(self.cluster.workers_now())
+                lines = feed.take(most, CHUNK_CHARS * most // CHUNK_LINES,
+                                  wait=INPUT_PAUSE if tasks else None)
                 if lines is None:  # the input pauses: write what is done, then wait again
                     continue
                 if not lines:
@@ -402,6 +411,14 @@ class ClusterRuns:
         finally:
             tasks.cancel()
         return records
+
+
+def chunk_lines(workers: int) -> int:
+    """Lines per task: ``CHUNK_LINES``, or ``LINES_PER_WORKER`` per worker on a large cluster.
+    Then a task lasts at least twice a line's time times the workers, so the scheduler handles
+    at most about 1 / (2 x a line's time) tasks a second however many workers there are
+    (~700 for W2's programs), well below the few thousand a Dask scheduler can."""
+    return max(CHUNK_LINES, LINES_PER_WORKER * workers)
 
 
 def evaluate_chunk(lines: list[tuple[int, str]], values: dict[str, float],
@@ -470,13 +487,14 @@ def _parsed(text: str, max_nodes: int) -> Any:
 def sweep_block(text: str, max_nodes: int, columns: dict[str, Any],
                 options: dict[str, Any]) -> Any:
     """A worker's task: the NumPy half of one sweep block, without the parsed program (the
-    client has its own): values, gradients, check and the unsure points."""
+    client has its own) and the spreads (used up by the check): values, gradients, check and
+    the unsure points."""
     from gradcli.gradcheck.sweep import vector_sweep
 
     _one_blas_thread()
     program = _parsed(text, max_nodes)
     sweep = vector_sweep(program, columns, **options)
-    return replace(sweep, program=None)
+    return replace(sweep, program=None, value_spread=None, gradient_spreads=None)
 
 
 # --- check files ---------------------------------------------------------------------------------
