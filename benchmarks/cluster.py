@@ -140,7 +140,7 @@ def _watch(child: subprocess.Popen, peaks: dict[int, tuple[str, int]]) -> None:
             fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
             peak = int(fields.get("VmHWM", "0 kB").split()[0]) * 1024
             name = "gradcli" if pid == child.pid else (
-                "worker" if b"from multiprocessing" in b" ".join(cmdline) else "other")
+                "resource tracker" if b"resource_tracker" in b" ".join(cmdline) else "worker")
             peaks[pid] = (name, max(peak, peaks.get(pid, ("", 0))[1]))
         time.sleep(0.5)
 

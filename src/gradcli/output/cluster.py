@@ -140,6 +140,7 @@ class Cluster:
 
     def __init__(self, address: ClusterAddress, client: Any, local: Any = None) -> None:
         self.address, self.client, self.local = address, client, local
+        self.distributed = load_distributed()
         self._counted = (time.monotonic(), self.workers())
 
     @property
@@ -288,26 +289,31 @@ class Tasks:
     def next_done(self) -> tuple[Any, Any, BaseException | None]:
         """The oldest task's input, result (or the error a worker loss left), waiting for it."""
         given, future = self.order[0]
-        while True:
+        while True:  # wait first: a result() that times out can cancel a transfer midway
             try:
-                result = future.result(timeout=POLL_SECONDS)
+                self.cluster.distributed.wait(future, timeout=POLL_SECONDS)
                 break
             except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11 on
                 if not self.cluster.is_connected():
                     raise self.lost() from None
-            except Exception as error:  # KilledWorker, cancelled, a bug in a task
-                if not self.cluster.is_connected() or _cancelled(error):
-                    raise self.lost() from None
-                self.order.popleft()
-                return given, None, error
         self.order.popleft()
-        return given, result, None
+        try:
+            return given, future.result(), None
+        except Exception as error:  # KilledWorker, cancelled, a bug in a task
+            if not self.cluster.is_connected() or _cancelled(error):
+                raise self.lost() from None
+            return given, None, error
 
     def cancel(self) -> None:
         futures = [future for _, future in self.order]
         self.order.clear()
         with contextlib.suppress(Exception):
             self.cluster.client.cancel(futures)
+
+
+def task_failed(error: BaseException) -> TaskError:
+    """The error a task raised on its worker, as one line: its type and message."""
+    return TaskError(f"a cluster task failed: {type(error).__name__}: {_reason(error)}")
 
 
 def _cancelled(error: BaseException) -> bool:
@@ -392,7 +398,7 @@ class ClusterRuns:
         """A chunk whose workers kept dying: each line on its own, and a line that still kills
         its worker gets a ``resource`` record."""
         if not _killed(error):
-            raise TaskError(f"a cluster task failed: {_reason(error)}")
+            raise task_failed(error)
         tasks = Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text,
                                                              self.done))
         for number, raw in lines:
@@ -403,7 +409,7 @@ class ClusterRuns:
             while tasks:
                 (number, raw), result, failure = tasks.next_done()
                 if failure is not None and not _killed(failure):
-                    raise TaskError(f"a cluster task failed: {_reason(failure)}")
+                    raise task_failed(failure)
                 if failure is not None:
                     result = [r for r in [failed_record(
                         number, raw, "the worker evaluating this line died, several times")] if r]
@@ -471,7 +477,7 @@ def cluster_sweep(cluster: Cluster, text: str, max_nodes: int, plan: Any,
 def _finished_block(tasks: Tasks, program: Any, budget: Any, finish: Callable) -> Any:
     _, sweep, error = tasks.next_done()
     if error is not None:
-        raise TaskError(f"a cluster task failed: {_reason(error)}")
+        raise task_failed(error)
     sweep.program = program
     finish(sweep, None, budget)
     return sweep
@@ -518,7 +524,7 @@ def cluster_checks(cluster: Cluster, specs: Iterable[Any], texts: Mapping[str, s
                 return
             spec, outcome, error = tasks.next_done()
             if error is not None:
-                raise TaskError(f"a cluster task failed: {_reason(error)}")
+                raise task_failed(error)
             outcome = replace(outcome, spec=spec)
             yield outcome
             if fail_fast and not outcome.ok:
