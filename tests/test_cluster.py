@@ -168,10 +168,12 @@ def test_options_that_mean_nothing_are_usage_errors(args, message):
     assert status == 2 and message in err.decode()
 
 
-def test_the_environment_variable_is_ignored_where_no_cluster_applies():
-    status, out, _ = run(["eval", "x*2", "--x", "1", "--json"],
-                           env={**ENV, "GRADCLI_CLUSTER": "tcp://127.0.0.1:9"})
-    assert status == 0 and json.loads(out)["value"] == 2.0
+@pytest.mark.parametrize("args, stdin", [(["eval", "x*2", "--x", "1", "--json"], b""),
+                                         (["eval", "-", "--x", "1"], b"x*2\n")])
+def test_the_environment_variable_is_ignored_where_no_cluster_applies(args, stdin):
+    """One program at one point, a batch of tables: evaluated here, as without the variable."""
+    env = {**ENV, "GRADCLI_CLUSTER": "tcp://127.0.0.1:9"}
+    assert run(args, stdin, env=env) == run(args, stdin)
 
 
 def test_skip_goes_on_from_the_next_line_without_duplicates():

@@ -42,7 +42,7 @@ Exit status: 0 all passed; 1 a check failed; 2 a bad check file or usage; 3 nume
 @click.pass_context
 def check_command(ctx: click.Context, cluster: str | None, **options: Any) -> None:
     try:
-        address = cluster_address(ctx, cluster, True)
+        address = cluster_address(ctx, cluster)
     except UsageError as error:
         ctx.exit(_report([], [error], options["as_json"]))
     ctx.exit(run_check_command(**options, cluster=address))

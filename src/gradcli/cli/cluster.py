@@ -39,22 +39,25 @@ def skip_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def cluster_address(ctx: click.Context, text: str | None,
-                    applies: bool) -> ClusterAddress | None:
+                    refused: UsageError | None = None) -> ClusterAddress | None:
     """The ``--cluster`` address, checked; None without one. Where a cluster does not apply
-    (``applies`` False: one program at one point), ``--cluster`` is a usage error, while
-    ``$GRADCLI_CLUSTER`` is ignored: it is set for a whole session."""
+    (``refused``: why not), ``--cluster`` is that usage error, while ``$GRADCLI_CLUSTER`` is
+    ignored: it is set for a whole session, and such a run is made here."""
     if not text:
         return None
-    from_env = ctx.get_parameter_source("cluster") == click.core.ParameterSource.ENVIRONMENT
-    if not applies:
-        if from_env:
+    if refused is not None:
+        if ctx.get_parameter_source("cluster") == click.core.ParameterSource.ENVIRONMENT:
             return None
-        raise UsageError("--cluster runs batches and sweeps: one program at one point is "
-                         "evaluated here", hint="drop --cluster, or give a batch on stdin "
-                                                "(gradcli eval - --json) or a sweep (--x 0:1:100)")
+        raise refused
     from gradcli.output.cluster import parse_address
 
     return parse_address(text)
+
+
+ONE_POINT = UsageError("--cluster runs batches and sweeps: one program at one point is "
+                       "evaluated here", hint="drop --cluster, or give a batch on stdin "
+                                              "(gradcli eval - --json) or a sweep (--x 0:1:100)")
+TABLE_BATCH = UsageError("--cluster needs a batch in JSON Lines", hint="add --json")
 
 
 def connect(address: ClusterAddress) -> Cluster:

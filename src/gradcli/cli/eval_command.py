@@ -20,7 +20,15 @@ from gradcli.cli.base import (
     given_values,
     stdin_lines,
 )
-from gradcli.cli.cluster import batch_on, cluster_address, cluster_option, skip_option, sweep_on
+from gradcli.cli.cluster import (
+    ONE_POINT,
+    TABLE_BATCH,
+    batch_on,
+    cluster_address,
+    cluster_option,
+    skip_option,
+    sweep_on,
+)
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
@@ -195,10 +203,11 @@ def _with_cluster(ctx: click.Context, request: EvalRequest, cluster: str | None,
     """``--cluster`` and ``--skip``, checked: both need a batch in JSON Lines (or a sweep,
     for ``--cluster``)."""
     batch = request.program is None
-    address = cluster_address(ctx, cluster, batch or request.is_sweep)
-    if batch and request.output != "json" and (address is not None or skip):
-        what = "--cluster" if address is not None else "--skip"
-        raise UsageError(f"{what} needs a batch in JSON Lines", hint="add --json")
+    refused = (TABLE_BATCH if request.output != "json" else None) if batch else (
+        None if request.is_sweep else ONE_POINT)
+    address = cluster_address(ctx, cluster, refused)
+    if batch and request.output != "json" and skip:
+        raise UsageError("--skip needs a batch in JSON Lines", hint="add --json")
     if skip and not batch:
         raise UsageError("--skip skips lines of a batch on stdin",
                          hint="give the programs on stdin: gradcli eval - --json --skip N")

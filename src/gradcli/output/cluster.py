@@ -48,7 +48,7 @@ from gradcli.output.batch import (
 
 CLUSTER_ENV = "GRADCLI_CLUSTER"
 CHUNK_LINES = 256  # batch lines per task at least: ~0.2 s of work, far above a task's ~1 ms
-LINES_PER_WORKER = 2  # ... and at least this many per worker (``chunk_lines``)
+LINES_PER_WORKER = 4  # ... and at least this many per worker (``chunk_lines``)
 FEED_LINES = 1 << 16  # lines read ahead at most (and FEED_CHARS characters)
 CONNECT_SECONDS = 5.0  # an unreachable scheduler is an error after this long
 POLL_SECONDS = 0.25  # how often a wait looks at the scheduler connection
@@ -421,9 +421,9 @@ class ClusterRuns:
 
 def chunk_lines(workers: int) -> int:
     """Lines per task: ``CHUNK_LINES``, or ``LINES_PER_WORKER`` per worker on a large cluster.
-    Then a task lasts at least twice a line's time times the workers, so the scheduler handles
-    at most about 1 / (2 x a line's time) tasks a second however many workers there are
-    (~700 for W2's programs), well below the few thousand a Dask scheduler can."""
+    Then the scheduler handles at most workers / (lines x a line's time) = 1 / (4 x a line's
+    time) tasks a second however many workers there are (~370 for W2's programs), well below
+    the thousand or more a Dask scheduler can (docs/performance.md, on a cluster)."""
     return max(CHUNK_LINES, LINES_PER_WORKER * workers)
 
 
