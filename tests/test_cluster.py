@@ -202,6 +202,64 @@ def test_an_unreachable_scheduler_is_status_2_in_seconds_naming_it():
     assert time.monotonic() - started < 30
 
 
+class _Deadly:
+    """A stand-in for a Dask client whose tasks die (``KilledWorker``) whenever a chunk holds
+    one of the ``deadly`` lines: what a line that kills its worker does on a real cluster."""
+
+    status = "running"
+
+    def __init__(self, deadly: set[int]) -> None:
+        self.deadly = deadly
+        self.submitted: list[list[int]] = []
+
+    def submit(self, function, lines, *args, pure, priority):
+        numbers = [number for number, _ in lines]
+        self.submitted.append(numbers)
+        client = self
+
+        class Done:
+            def done(self):
+                return True
+
+            def result(self):
+                if client.deadly & set(numbers):
+                    raise distributed.KilledWorker("chunk", "worker", 3)
+                return function(lines, *args)
+
+        return Done()
+
+    def cancel(self, futures):
+        pass
+
+    def scheduler_info(self):
+        return {"workers": {"a": {}, "b": {}}}
+
+    nthreads = scheduler_info
+
+
+def test_a_line_that_keeps_killing_workers_gets_a_resource_record_and_no_other_changes():
+    from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS
+    from gradcli.output import cluster as cluster_module
+    from gradcli.output.batch import failed_record, line_record
+
+    lines = batch_lines(600).decode().splitlines(True)
+    client = _Deadly({7, 400})
+    fake = cluster_module.Cluster.__new__(cluster_module.Cluster)
+    fake.address, fake.client, fake.local = parse_address("tcp://fake:1"), client, None
+    fake.distributed = type("Distributed", (), {"wait": staticmethod(lambda f, timeout: None)})
+    fake._counted = (time.monotonic(), 2)
+    records = [r for run in cluster_module.ClusterRuns(fake, lines, {"x": 0.75, "y": 1.25},
+                                                       DEFAULT_SETTINGS) for r in run]
+    expected = [failed_record(n, raw, "the worker evaluating this line died, several times")
+                if n in client.deadly else line_record(n, raw, {"x": 0.75, "y": 1.25},
+                                                       DEFAULT_SETTINGS)
+                for n, raw in enumerate(lines, start=1)]
+    assert records == [r for r in expected if r is not None]
+    killer = next(record for record in records if record.line == 7)
+    assert killer.status == 2 and '"kind":"resource"' in killer.text
+    assert [7] in client.submitted and [400] in client.submitted  # retried alone
+
+
 # --- a real scheduler and two workers ------------------------------------------------------------
 
 def test_a_batch_on_the_cluster_is_byte_identical_to_a_local_run(scheduler):
