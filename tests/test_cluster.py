@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -328,6 +329,37 @@ def test_a_worker_killed_mid_batch_changes_no_byte(scheduler, tmp_path):
     assert (child.returncode, out.read_bytes(), err) == expected
     scheduler.add_worker()
     scheduler.wait_for_workers(2)
+
+
+def test_progress_on_a_terminal_shows_lines_rate_and_workers(scheduler):
+    """stderr a pseudo-terminal, stdout a pipe: a live line with the programs done, the rate
+    and the workers; the records on stdout are the local run's."""
+    lines = batch_lines(3000)
+    expected = run(["eval", "-", "--json", *POINT], lines)[1]
+    master, slave = os.openpty()
+    child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
+                              scheduler.address], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=slave, env=ENV)
+    os.close(slave)
+    terminal = bytearray()
+    reader = threading.Thread(target=_read_all, args=(master, terminal))
+    reader.start()
+    out, _ = child.communicate(lines, timeout=120)
+    reader.join()
+    os.close(master)
+    assert child.returncode == 3 and out == expected
+    assert b"programs" in terminal and b"/s" in terminal and b"2 workers" in terminal
+
+
+def _read_all(fd: int, into: bytearray) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the child closed its end
+            return
+        if not chunk:
+            return
+        into += chunk
 
 
 def test_ctrl_c_stops_a_cluster_batch_with_130_and_whole_records(scheduler, tmp_path):
