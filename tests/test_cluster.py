@@ -133,7 +133,8 @@ def _modules_after(code: str, hide_dask: bool = False) -> tuple[set[str], str]:
 def test_without_cluster_dask_is_never_imported(args):
     modules, outcome = _modules_after(args)
     assert outcome.startswith("0 ")
-    assert not {"dask", "distributed", "gradcli.output.cluster"} & modules
+    assert not {"dask", "distributed", "gradcli.output.cluster",
+                "gradcli.output.cluster_runs"} & modules
 
 
 def test_without_the_extra_a_cluster_is_a_usage_error_that_says_how_to_install():
@@ -242,6 +243,7 @@ def test_a_line_that_keeps_killing_workers_gets_a_resource_record_and_no_other_c
     from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS
     from gradcli.output import cluster as cluster_module
     from gradcli.output.batch import failed_record, line_record
+    from gradcli.output.cluster_runs import ClusterRuns
 
     lines = batch_lines(600).decode().splitlines(True)
     client = _Deadly({7, 400})
@@ -249,7 +251,7 @@ def test_a_line_that_keeps_killing_workers_gets_a_resource_record_and_no_other_c
     fake.address, fake.client, fake.local = parse_address("tcp://fake:1"), client, None
     fake.distributed = type("Distributed", (), {"wait": staticmethod(lambda f, timeout: None)})
     fake._counted = (time.monotonic(), 2)
-    records = [r for run in cluster_module.ClusterRuns(fake, lines, {"x": 0.75, "y": 1.25},
+    records = [r for run in ClusterRuns(fake, lines, {"x": 0.75, "y": 1.25},
                                                        DEFAULT_SETTINGS) for r in run]
     expected = [failed_record(n, raw, "the worker evaluating this line died, several times")
                 if n in client.deadly else line_record(n, raw, {"x": 0.75, "y": 1.25},

@@ -1,8 +1,8 @@
 """``--cluster ADDRESS`` and ``--skip N``: batches, sweeps and check files on a Dask cluster.
 
-The options and the glue between click and ``output.cluster``; nothing here imports Dask (or
-``output.cluster``) unless a cluster is asked for, so a command without ``--cluster`` runs as
-before.
+The options and the glue between click and ``output.cluster`` (the connection) and
+``output.cluster_runs`` (the work); nothing here imports Dask or those modules unless a cluster
+is asked for, so a command without ``--cluster`` runs as before.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
         cluster = connect(address)
     except GradcliError as error:
         return say_error(error)
-    from gradcli.output.cluster import ClusterRuns
+    from gradcli.output.cluster_runs import ClusterRuns
 
     try:
         return show(lines, runs=lambda lines, values, settings: ClusterRuns(
@@ -109,7 +109,7 @@ def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
     this returns, so that errors come at the call."""
     from gradcli.gradcheck.sweep import sweep_plan
     from gradcli.limits import MAX_CLUSTER_SWEEP_CELLS, MAX_CLUSTER_SWEEP_POINTS
-    from gradcli.output.cluster import cluster_sweep
+    from gradcli.output.cluster_runs import cluster_sweep
 
     plan = sweep_plan(program, values, max_points=MAX_CLUSTER_SWEEP_POINTS,
                       max_cells=MAX_CLUSTER_SWEEP_CELLS)
@@ -120,7 +120,8 @@ def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
 def checks_on(address: ClusterAddress, specs: list[Any], fail_fast: bool) -> Iterator[Any]:
     """``run_checks`` on the cluster: the check files are read again here, and their text sent
     (a worker need not see this machine's files)."""
-    from gradcli.output.cluster import ClusterError, cluster_checks
+    from gradcli.output.cluster import ClusterError
+    from gradcli.output.cluster_runs import cluster_checks
 
     texts = {}
     for path in dict.fromkeys(spec.file for spec in specs):

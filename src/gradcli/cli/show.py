@@ -70,7 +70,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     per program line, so the error is not a record of its own.
 
     ``runs(lines, values, settings)`` makes the JSON records a run at a time (default
-    ``output.batch.json_runs``; a cluster's ``output.cluster.ClusterRuns``).
+    ``output.batch.json_runs``; a cluster's ``output.cluster_runs.ClusterRuns``).
 
     Ctrl-C, SIGTERM and SIGHUP stop the batch between records (``_Stops``): Ctrl-C ends with
     130 (main() says "interrupted"), SIGTERM and SIGHUP here, with "gradcli: terminated" and

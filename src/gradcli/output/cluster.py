@@ -19,37 +19,24 @@ kills its worker gets a ``resource`` error record, as in a local batch. The sche
 mid-run: the records written so far are whole chunks, ``ClusterLostError`` says after which input
 line, and ``--skip N`` resumes there.
 
-Dask is imported only here, and only when a cluster is asked for: ``gradcli[cluster]``.
+This module is the connection (``connect``, ``Cluster``) and the tasks in flight (``Tasks``);
+what the tasks are is ``output.cluster_runs``. Dask is imported only here, and only when a
+cluster is asked for: ``gradcli[cluster]``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
-from gradcli.gradcheck.evaluation import EvalSettings
-from gradcli.output.batch import (
-    CHUNK_CHARS,
-    FEED_CHARS,
-    INPUT_PAUSE,
-    JsonLine,
-    _Feed,
-    failed_record,
-    line_record,
-)
 
 CLUSTER_ENV = "GRADCLI_CLUSTER"
-CHUNK_LINES = 256  # batch lines per task at least: ~0.2 s of work, far above a task's ~1 ms
-LINES_PER_WORKER = 4  # ... and at least this many per worker (``chunk_lines``)
-FEED_LINES = 1 << 16  # lines read ahead at most (and FEED_CHARS characters)
 CONNECT_SECONDS = 5.0  # an unreachable scheduler is an error after this long
 POLL_SECONDS = 0.25  # how often a wait looks at the scheduler connection
 INSTALL_HINT = "pip install 'gradcli[cluster]' (Dask's distributed scheduler)"
@@ -292,10 +279,13 @@ class Tasks:
         while True:  # wait first: a result() that times out can cancel a transfer midway
             try:
                 self.cluster.distributed.wait(future, timeout=POLL_SECONDS)
-                break
             except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11 on
                 if not self.cluster.is_connected():
                     raise self.lost() from None
+                continue
+            except Exception:  # cancelled (the scheduler lost): result() tells what happened
+                pass
+            break
         self.order.popleft()
         try:
             return given, future.result(), None
@@ -323,228 +313,10 @@ def _cancelled(error: BaseException) -> bool:
         type(error).__name__.lower()
 
 
-def _killed(error: BaseException) -> bool:
+def killed(error: BaseException) -> bool:
     return type(error).__name__ == "KilledWorker"
 
 
 class TaskError(ClusterError):
     """A task raised something other than a worker's loss (a worker without NumPy, out of
     memory, a bug): one line with the worker's message, the records before it kept."""
-
-
-# --- batches -------------------------------------------------------------------------------------
-
-class ClusterRuns:
-    """``batch.json_runs`` on a cluster: runs of records, one run per chunk, in input order.
-
-    Iterate it once; ``done`` is the last input line whose record (if any) has been handed out,
-    ``detail()`` says how many workers there are (for a progress line). ``close()`` stops the
-    tasks still out, as ``json_runs``' close stops the local workers."""
-
-    def __init__(self, cluster: Cluster, lines: Iterable[str], values: Mapping[str, float],
-                 settings: EvalSettings, first: int = 1) -> None:
-        self.cluster, self.values, self.settings = cluster, dict(values), settings
-        self.numbered = enumerate(lines, start=first)
-        self.done = first - 1
-        self._runs = self._generate()
-
-    def __iter__(self) -> ClusterRuns:
-        return self
-
-    def __next__(self) -> list[JsonLine]:
-        return next(self._runs)
-
-    def close(self) -> None:
-        self._runs.close()
-
-    def detail(self) -> str:
-        count = self.cluster.workers_now()
-        return f"{count} worker" + ("" if count == 1 else "s")
-
-    def _generate(self) -> Iterator[list[JsonLine]]:
-        tasks = Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text, self.done))
-        feed = _Feed(self.numbered, FEED_LINES, FEED_CHARS)
-        try:
-            while True:
-                while tasks.oldest_done():
-                    yield self._finished(tasks)
-                if tasks.full():
-                    yield self._finished(tasks)
-                    continue
-                most = chunk_lines(self.cluster.workers_now())
-                lines = feed.take(most, CHUNK_CHARS * most // CHUNK_LINES,
-                                  wait=INPUT_PAUSE if tasks else None)
-                if lines is None:  # the input pauses: write what is done, then wait again
-                    continue
-                if not lines:
-                    break
-                tasks.add(lines, evaluate_chunk, lines, self.values, self.settings,
-                          priority=-lines[0][0])
-            while tasks:
-                yield self._finished(tasks)
-            if feed.failure is not None:
-                raise feed.failure
-        finally:
-            tasks.cancel()
-
-    def _finished(self, tasks: Tasks) -> list[JsonLine]:
-        lines, records, error = tasks.next_done()
-        if error is not None:
-            records = self._again(lines, error)
-        self.done = lines[-1][0]
-        return records
-
-    def _again(self, lines: list[tuple[int, str]], error: BaseException) -> list[JsonLine]:
-        """A chunk whose workers kept dying: each line on its own, and a line that still kills
-        its worker gets a ``resource`` record."""
-        if not _killed(error):
-            raise task_failed(error)
-        tasks = Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text,
-                                                             self.done))
-        for number, raw in lines:
-            tasks.add((number, raw), evaluate_chunk, [(number, raw)], self.values,
-                      self.settings, priority=-number)
-        records: list[JsonLine] = []
-        try:
-            while tasks:
-                (number, raw), result, failure = tasks.next_done()
-                if failure is not None and not _killed(failure):
-                    raise task_failed(failure)
-                if failure is not None:
-                    result = [r for r in [failed_record(
-                        number, raw, "the worker evaluating this line died, several times")] if r]
-                records += result
-        finally:
-            tasks.cancel()
-        return records
-
-
-def chunk_lines(workers: int) -> int:
-    """Lines per task: ``CHUNK_LINES``, or ``LINES_PER_WORKER`` per worker on a large cluster.
-    Then the scheduler handles at most workers / (lines x a line's time) = 1 / (4 x a line's
-    time) tasks a second however many workers there are (~370 for W2's programs), well below
-    the thousand or more a Dask scheduler can (docs/performance.md, on a cluster)."""
-    return max(CHUNK_LINES, LINES_PER_WORKER * workers)
-
-
-def evaluate_chunk(lines: list[tuple[int, str]], values: dict[str, float],
-                   settings: EvalSettings) -> list[JsonLine]:
-    """A worker's task: the records of a chunk of batch lines (blank and comment lines give
-    none), exactly as a local batch makes them."""
-    _one_blas_thread()
-    records = []
-    for number, raw in lines:
-        record = line_record(number, raw, values, settings)
-        if record is not None:
-            records.append(record)
-    return records
-
-
-def _one_blas_thread() -> None:
-    """A worker evaluates one task at a time per thread: more BLAS threads only compete."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-
-# --- sweeps --------------------------------------------------------------------------------------
-
-def cluster_sweep(cluster: Cluster, text: str, max_nodes: int, plan: Any,
-                  options: Mapping[str, Any]) -> Iterator[Any]:
-    """``sweep.stream_sweep`` on a cluster: the grid's blocks (the same blocks as a local
-    sweep) evaluated by workers with the vectorised code, finished here in grid order.
-
-    A worker gets the program text and a block's coordinates and returns the NumPy half of the
-    block (``vector_sweep``); the scalar half (``finish_sweep``: unsure points re-evaluated
-    within one budget shared by the blocks in order, failed points explained) runs here, as in
-    a local sweep, so the numbers are the same bit for bit."""
-    from gradcli.gradcheck.sweep import RecheckBudget, block_points, finish_sweep
-
-    budget = RecheckBudget()
-    tasks = Tasks(cluster, lambda: ClusterError(
-        f"lost the Dask scheduler at {visible(cluster.address.text)} during the sweep",
-        hint="run the sweep again when the scheduler is back"))
-    options = dict(options)
-    try:
-        for index, columns in enumerate(plan.blocks(block_points(plan.program))):
-            tasks.add(None, sweep_block, text, max_nodes, columns, options, priority=-index)
-            while tasks.full() or tasks.oldest_done():
-                yield _finished_block(tasks, plan.program, budget, finish_sweep)
-        while tasks:
-            yield _finished_block(tasks, plan.program, budget, finish_sweep)
-    finally:
-        tasks.cancel()
-
-
-def _finished_block(tasks: Tasks, program: Any, budget: Any, finish: Callable) -> Any:
-    _, sweep, error = tasks.next_done()
-    if error is not None:
-        raise task_failed(error)
-    sweep.program = program
-    finish(sweep, None, budget)
-    return sweep
-
-
-@functools.lru_cache(maxsize=8)
-def _parsed(text: str, max_nodes: int) -> Any:
-    from gradcli.language.parser import parse
-
-    return parse(text, max_nodes)
-
-
-def sweep_block(text: str, max_nodes: int, columns: dict[str, Any],
-                options: dict[str, Any]) -> Any:
-    """A worker's task: the NumPy half of one sweep block, without the parsed program (the
-    client has its own) and the spreads (used up by the check): values, gradients, check and
-    the unsure points."""
-    from gradcli.gradcheck.sweep import vector_sweep
-
-    _one_blas_thread()
-    program = _parsed(text, max_nodes)
-    sweep = vector_sweep(program, columns, **options)
-    return replace(sweep, program=None, value_spread=None, gradient_spreads=None)
-
-
-# --- check files ---------------------------------------------------------------------------------
-
-def cluster_checks(cluster: Cluster, specs: Iterable[Any], texts: Mapping[str, str],
-                   fail_fast: bool = False) -> Iterator[Any]:
-    """``formulas.run.run_checks`` on a cluster: each check a task (the text of its file and its
-    name travel; a worker reads the file text itself), the outcomes in the order of the checks.
-    With ``fail_fast``, the tasks after the first check that does not pass are cancelled."""
-    tasks = Tasks(cluster, lambda: ClusterError(
-        f"lost the Dask scheduler at {visible(cluster.address.text)} during the checks",
-        hint="run the checks again when the scheduler is back"))
-    pending = enumerate(specs)
-    try:
-        while True:
-            while not tasks.full() and (item := next(pending, None)) is not None:
-                index, spec = item
-                tasks.add(spec, run_check_task, texts[spec.file], spec.file, spec.name,
-                          priority=-index)
-            if not tasks:
-                return
-            spec, outcome, error = tasks.next_done()
-            if error is not None:
-                raise task_failed(error)
-            outcome = replace(outcome, spec=spec)
-            yield outcome
-            if fail_fast and not outcome.ok:
-                return
-    finally:
-        tasks.cancel()
-
-
-def run_check_task(text: str, file: str, name: str) -> Any:
-    """A worker's task: one check of a check file's text, run as ``gradcli check`` runs it
-    (the outcome without its spec: the client has its own)."""
-    from gradcli.formulas.run import run_check
-
-    _one_blas_thread()
-    spec = next(spec for spec in _checks(text, file) if spec.name == name)
-    return replace(run_check(spec), spec=None)
-
-
-@functools.lru_cache(maxsize=4)
-def _checks(text: str, file: str) -> list[Any]:
-    from gradcli.formulas.files import parse_check_file
-
-    return parse_check_file(text, file)
