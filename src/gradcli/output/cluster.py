@@ -174,7 +174,8 @@ def connect(address: ClusterAddress) -> Cluster:
                 local = distributed.LocalCluster(  # reachable from this machine only
                     n_workers=address.workers or _cpus(), threads_per_worker=1,
                     processes=True, host="127.0.0.1", scheduler_port=0,
-                    dashboard_address="127.0.0.1:0", silence_logs=50)
+                    dashboard_address="127.0.0.1:0", silence_logs=50,
+                    preload=["gradcli.output.cluster"])  # dask_setup, in each worker
             client = distributed.Client(local, timeout=CONNECT_SECONDS)
         elif address.scheduler_file is not None:
             client = distributed.Client(scheduler_file=address.scheduler_file,
@@ -214,6 +215,17 @@ def _interrupts_held() -> Iterator[None]:
         yield
     finally:
         block(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def dask_setup(worker: Any) -> None:
+    """Run by each worker of a local cluster as it starts (Dask's ``preload``): Ctrl-C in a
+    terminal reaches every process of the group, and is gradcli's to handle (it stops them),
+    so a worker ignores it, as ``_interrupts_held`` makes it do until then."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _cpus() -> int:
