@@ -434,6 +434,31 @@ def test_a_lost_scheduler_keeps_whole_records_and_skip_resumes_them(tmp_path):
     assert status == 3 and written + rest == expected[1]
 
 
+def test_a_sweep_that_loses_its_scheduler_ends_after_whole_rows(tmp_path):
+    own = Scheduler(tmp_path, workers=1)
+    out = tmp_path / "out.csv"
+    sweep = ["eval", "sin(x)*y", "--x", "0:1:3000", "--y", "0:1:1000", "--csv"]
+    try:
+        with out.open("wb") as sink:
+            child = subprocess.Popen([*GRADCLI, *sweep, "--cluster", own.address],
+                                     stdout=sink, stderr=subprocess.PIPE, env=ENV)
+            try:
+                _wait_for_lines(out, 70_000, child)
+                own.process.kill()
+                _, err = child.communicate(timeout=60)
+            finally:
+                child.kill()
+                child.wait()
+    finally:
+        own.stop()
+    assert child.returncode == 2
+    assert err.decode().startswith(f"error: cluster error: lost the Dask scheduler at "
+                                   f"{own.address} during the sweep\n")
+    rows = out.read_bytes()
+    assert rows.endswith(b"\n") and 65_536 < rows.count(b"\n") < 3_000_001
+    assert (rows.count(b"\n") - 1) % 65_536 == 0  # the header, then whole blocks
+
+
 def test_ctrl_c_in_a_terminal_stops_a_local_cluster_quietly(tmp_path):
     """``--cluster local:1`` (a spawned worker under a nanny), and SIGINT to the whole process
     group, as a terminal sends it: 130, one line, no worker's traceback; the records written
