@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +12,9 @@ from gradcli.cli.cluster import checks_on, cluster_address, cluster_option
 from gradcli.cli.files import write_atomically
 from gradcli.cli.show import with_progress
 from gradcli.errors import GradcliError, UsageError, visible
+
+if TYPE_CHECKING:
+    from gradcli.output.cluster import ClusterAddress
 
 CHECK_HELP = """Run the checks in TOML check FILEs: values, gradients, derivative identities and
 the finite-difference check of every gradient, at points and over sweeps (vectorised).
@@ -49,7 +52,8 @@ def check_command(ctx: click.Context, cluster: str | None, **options: Any) -> No
 
 
 def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | None,
-                      fail_fast: bool, pattern: str | None, cluster: Any = None) -> int:
+                      fail_fast: bool, pattern: str | None,
+                      cluster: ClusterAddress | None = None) -> int:
     """Everything ``gradcli check`` does; returns the exit status.
 
     Nothing runs if a file is bad, ``-k`` selects nothing, ``--junit`` is empty or the checks are

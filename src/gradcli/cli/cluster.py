@@ -60,6 +60,21 @@ ONE_POINT = UsageError("--cluster runs batches and sweeps: one program at one po
 TABLE_BATCH = UsageError("--cluster needs a batch in JSON Lines", hint="add --json")
 
 
+def placement(ctx: click.Context, cluster: str | None, skip: int, *, batch: bool,
+              json_lines: bool, sweep: bool) -> ClusterAddress | None:
+    """Where ``gradcli eval`` runs (None: here), with ``--skip`` checked: a cluster takes a
+    batch in JSON Lines or a sweep; ``--skip`` a batch in JSON Lines."""
+    refused = (None if json_lines else TABLE_BATCH) if batch else (
+        None if sweep else ONE_POINT)
+    address = cluster_address(ctx, cluster, refused)
+    if skip and not batch:
+        raise UsageError("--skip skips lines of a batch on stdin",
+                         hint="give the programs on stdin: gradcli eval - --json --skip N")
+    if skip and not json_lines:
+        raise UsageError("--skip needs a batch in JSON Lines", hint="add --json")
+    return address
+
+
 def connect(address: ClusterAddress) -> Cluster:
     """The cluster at ``address``; a note on stderr if it has no workers yet (the tasks wait
     for them, as Dask jobs do)."""

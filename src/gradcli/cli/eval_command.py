@@ -20,15 +20,7 @@ from gradcli.cli.base import (
     given_values,
     stdin_lines,
 )
-from gradcli.cli.cluster import (
-    ONE_POINT,
-    TABLE_BATCH,
-    batch_on,
-    cluster_address,
-    cluster_option,
-    skip_option,
-    sweep_on,
-)
+from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option, sweep_on
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
@@ -195,23 +187,9 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                           options["full"])
     if request.is_sweep:
         _check_sweep(request)
-    return _with_cluster(ctx, request, options["cluster"], options["skip"])
-
-
-def _with_cluster(ctx: click.Context, request: EvalRequest, cluster: str | None,
-                  skip: int) -> EvalRequest:
-    """``--cluster`` and ``--skip``, checked: both need a batch in JSON Lines (or a sweep,
-    for ``--cluster``)."""
-    batch = request.program is None
-    refused = (TABLE_BATCH if request.output != "json" else None) if batch else (
-        None if request.is_sweep else ONE_POINT)
-    address = cluster_address(ctx, cluster, refused)
-    if batch and request.output != "json" and skip:
-        raise UsageError("--skip needs a batch in JSON Lines", hint="add --json")
-    if skip and not batch:
-        raise UsageError("--skip skips lines of a batch on stdin",
-                         hint="give the programs on stdin: gradcli eval - --json --skip N")
-    return replace(request, cluster=address, skip=skip)
+    address = placement(ctx, options["cluster"], options["skip"], batch=program is None,
+                        json_lines=as_json, sweep=request.is_sweep)
+    return replace(request, cluster=address, skip=options["skip"])
 
 
 def _check_sweep(request: EvalRequest) -> None:
