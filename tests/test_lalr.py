@@ -20,8 +20,16 @@ PROGRAMS = [
     "a = ((\n1)\n)\n\\\n a",
     # arrays: literals over several lines, subscripts, slices, @ and the transpose
     "W = [[1, 2],\n     [3, 4]]\nsum(W@x')", "x[0] + W[1, 0] + sum(x[1:3]) + x[:2]@x[1:] + x[:]",
+    # piecewise (issue 15): comparisons, logic, the conditional, keywords inside names
+    "x == 2", "x < y", "-x**2 <= 3*y", "a != b", "x > 0 and y >= 0 or not z",
+    "not not x", "x if x > 0 else 0.01*x", "a if b else c if d else e", "where(x > 0, x, 0)",
+    "(a if b else c) + 1", "android + order + notice + iffy + elsewhere + not_", "x if(y)else(z)",
+    # functions of the program's own
+    "f(a, b) = a*b + 1; f(x, y) + f(y, x)", "g() = 2\ng()", "h(a) = a if a > 0 else -a\nh(x)",
 ]
-BAD = ["2x", "x +", "(x", "x)", "x == 2", "x = ", "$", "x = 2\ny = @", "f(,)", ";", "", "x\n\n)",
+BAD = ["2x", "x +", "(x", "x)", "x = ", "x < y < z", "x if y", "not", "x and", "if x else y",
+       "x == y == z", "f(a) =", "f(a) = 1", "x = y if", "x or or y", "else", "$", "x = 2\ny = @",
+       "f(,)", ";", "", "x\n\n)",
        "(x\n", "(x;\ny)", "(x))\n+ y", "x +\ny", "x \\", "x \\ y", "x # \\\n+ y", "((x)\n"]
 
 
@@ -122,7 +130,9 @@ def _assert_same_error(reference, ours, program):
 # Texts made of the language's own pieces, spaces and comments included, so that the driver's
 # lexer (which skips ignored text inside the next token's match) meets every boundary case.
 PIECES = ["x", "y1", "2", ".5", "3e-2", "1.", "+", "-", "*", "/", "**", "^", "(", ")", ",", "=",
-          ";", "\n", " ", "\t", "# note", "sin", "$", "\r\n", "\\", "\\\n", "\\ \r\n", "\ufeff"]
+          ";", "\n", " ", "\t", "# note", "sin", "$", "<", "<=", "==", "!=", ">",
+          "and", "or", "not", "if", "else", "f(a)", "orb", "\r\n", "\\", "\\\n", "\\ \r\n",
+          "\ufeff"]
 
 
 @settings(max_examples=400, deadline=None)

@@ -98,6 +98,7 @@ UNARY = {
     "ceil": _step("Ceil", math.ceil)(X),
     "round": _step("Round", round)(X),
     "trunc": _step("Trunc", math.trunc)(X),
+    "logical_not": sp.Piecewise((1, sp.Eq(X, 0)), (0, True)),
 }
 BINARY = {
     "add": X + Y,
@@ -117,8 +118,18 @@ BINARY = {
     "lbeta": sp.log(sp.gamma(X) * sp.gamma(Y) / sp.gamma(X + Y)),
     "leaky_relu": sp.Piecewise((X, X > 0), (Y * X, True)),
     "mod": X - Y * FLOOR(X / Y),
+    # piecewise (issue 15): truth values 1 and 0, as SymPy's Piecewise writes them
+    "lt": sp.Piecewise((1, X < Y), (0, True)),
+    "le": sp.Piecewise((1, X <= Y), (0, True)),
+    "gt": sp.Piecewise((1, X > Y), (0, True)),
+    "ge": sp.Piecewise((1, X >= Y), (0, True)),
+    "eq": sp.Piecewise((1, sp.Eq(X, Y)), (0, True)),
+    "ne": sp.Piecewise((1, sp.Ne(X, Y)), (0, True)),
+    "logical_and": sp.Piecewise((1, sp.And(sp.Ne(X, 0), sp.Ne(Y, 0))), (0, True)),
+    "logical_or": sp.Piecewise((1, sp.Or(sp.Ne(X, 0), sp.Ne(Y, 0))), (0, True)),
 }
-TERNARY = {"clip": sp.Min(sp.Max(X, Y), Z)}
+TERNARY = {"clip": sp.Min(sp.Max(X, Y), Z),
+           "where": sp.Piecewise((Y, sp.Ne(X, 0)), (Z, True))}
 # Points inside each op's domain, away from kinks (the conventions at kinks are tested below).
 GENERAL = [-2.3, -0.7, 0.4, 1.9, 3.1]
 UNARY_POINTS = {
@@ -160,13 +171,17 @@ SPECIAL_POINTS = {
     "mod": [(5.5, 2.0), (-5.5, 2.0), (5.5, -2.0), (0.7, 0.3), (7.25, 1.5)],
     "leaky_relu": [(1.5, 0.1), (-2.0, 0.01), (0.7, -1.3), (-0.4, 0.3)],
     "clip": [(0.5, -1.0, 1.0), (-2.0, -1.0, 1.0), (3.0, -1.0, 2.0), (0.3, 0.5, 0.9)],
+    # a condition away from its switching point (0): the check would mix both branches there
+    "where": [(1.0, 2.5, -0.7), (-3.0, 0.4, 1.9), (0.5, -1.2, 8.0)],
 }
 BINARY_POINTS = [(1.5, 0.5), (-2.0, 3.0), (0.7, -1.3), (2.5, 2.0), (-0.4, -0.9)]
 POW_POINTS = [(1.5, 0.5), (2.0, -1.5), (0.7, 3.0), (3.0, 2.2)]
 
 
 SPELLING = {"add": "x + y", "sub": "x - y", "mul": "x * y", "div": "x / y", "pow": "x ** y",
-            "neg": "-x"}
+            "neg": "-x", "lt": "x < y", "le": "x <= y", "gt": "x > y", "ge": "x >= y",
+            "eq": "x == y", "ne": "x != y", "logical_and": "x and y", "logical_or": "x or y",
+            "logical_not": "not x"}
 
 
 def test_every_op_has_an_independent_answer():

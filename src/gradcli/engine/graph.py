@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine.notation import expression_texts, format_number
-from gradcli.engine.ops import CONST, VAR, Op
+from gradcli.engine.ops import CONDITIONAL, CONST, VAR, Op
 from gradcli.errors import Note, NumericError
 
 _next_seq = itertools.count().__next__
@@ -119,7 +119,10 @@ class Program:
     ``defaults`` holds the values that the program itself assigns (``x = 2``); ``notes`` are
     variables whose names differ from a constant or a function only by case (``PI``: see
     ``errors.Note``), set by the parser. ``arrays`` is True when the text has an array in it (a
-    literal, an array op): such a program runs on engine/arrays.py.
+    literal, an array op): such a program runs on engine/arrays.py. ``parameters`` maps the
+    parameter names of the program's own functions to the function's name. ``masked`` is True
+    when the output depends on a conditional (``where``), whose branch not taken is not
+    evaluated (``forward_masked``).
     """
 
     source: str
@@ -129,11 +132,15 @@ class Program:
     defaults: dict[str, float] = field(default_factory=dict)
     notes: list[Note] = field(default_factory=list)
     arrays: bool = False
+    parameters: dict[str, str] = field(default_factory=dict)
+    masked: bool = False
 
     @classmethod
     def build(
-        cls, source: str, output: Node, variables: Iterable[Node], defaults: Mapping[str, float]
+        cls, source: str, output: Node, variables: Iterable[Node], defaults: Mapping[str, float],
+        conditional: bool = False,
     ) -> Program:
+        """The program of ``output``; ``conditional``: a where(...) may be among its nodes."""
         nodes = topological_order(output)
         used = set(nodes)
         # An input the program declares (``y = 2``) but the output does not use is still an
@@ -142,7 +149,9 @@ class Program:
         nodes = [v for v in inputs if v not in used] + nodes
         for index, node in enumerate(nodes):
             node.index = index
-        return cls(source, output, nodes, {v.name: v for v in inputs}, dict(defaults))
+        masked = conditional and is_masked(nodes)
+        return cls(source, output, nodes, {v.name: v for v in inputs}, dict(defaults),
+                   masked=masked)
 
     def unbound(self, values: Mapping[str, float]) -> list[str]:
         """Variables the output needs that neither ``values`` nor the program's defaults give."""
@@ -209,10 +218,80 @@ def forward(nodes: list[Node]) -> float:
     return nodes[-1].value
 
 
+# --- piecewise: the branch not taken is not evaluated ---------------------------------------------
+# In where(c, a, b) only the branch that c picks counts: a node is *live* at a point if the
+# output depends on it through taken branches only. A dead node's value does not matter, so its
+# errors are not errors (log(x) in where(x > 0, log(x), 0) at x = -1) and it passes no gradient
+# on. Programs without a conditional never come here (``Program.masked``).
+
+def is_masked(nodes: Iterable[Node]) -> bool:
+    """Whether a conditional is among ``nodes`` (then evaluation goes through liveness)."""
+    return any(node.op is CONDITIONAL for node in nodes)
+
+
+def liveness(nodes: list[Node], value_of: Any = None) -> list[bool]:
+    """Per node (``nodes`` in topological order, ``node.index`` its position): whether the output
+    depends on it through taken branches only. ``value_of(node)`` gives a condition's value
+    (default: ``node.value``); a condition that is NaN (it failed) takes neither branch."""
+    live = [False] * len(nodes)
+    live[-1] = True
+    for node in reversed(nodes):
+        if not live[node.index]:
+            continue
+        if node.op is CONDITIONAL:
+            condition, taken, other = node.inputs
+            live[condition.index] = True
+            value = condition.value if value_of is None else value_of(condition)
+            value = value.real if isinstance(value, complex) else value
+            if value == value:  # not NaN
+                live[(taken if value else other).index] = True
+        else:
+            for source in node.inputs:
+                live[source.index] = True
+    return live
+
+
+def forward_masked(nodes: list[Node]) -> tuple[float, list[bool]]:
+    """``forward`` for a program with conditionals: every node is computed, a failure only
+    remembered (its value NaN); then the first failure among the live nodes raises its error
+    (the first in topological order is where the trouble starts). Returns the output value and
+    the liveness (``liveness``) for ``backward``."""
+    failed = []
+    nan = math.nan
+    for node in nodes:
+        inputs = node.inputs
+        if inputs:
+            try:
+                node.value = quick_compute(node, [source.value for source in inputs])
+            except NumericError:
+                node.value = nan
+                failed.append(node)
+    live = liveness(nodes)
+    for node in failed:
+        if live[node.index]:
+            quick_compute(node, [source.value for source in node.inputs])  # raises its error
+    return nodes[-1].value, live
+
+
+def values_and_gradients(program: Program) -> float:
+    """Forward and backward at the point bound in ``program``'s variables; the output value.
+    Programs with a conditional mask the branches not taken (``forward_masked``)."""
+    if program.masked:
+        value, live = forward_masked(program.nodes)
+        backward(program.nodes, live)
+        return value
+    value = forward(program.nodes)
+    backward(program.nodes)
+    return value
+
+
 # --- backward ------------------------------------------------------------------------------------
 
-def backward(nodes: list[Node]) -> None:
-    """Reverse-mode gradients of the output (the last node) into every node that needs one."""
+def backward(nodes: list[Node], live: list[bool] | None = None) -> None:
+    """Reverse-mode gradients of the output (the last node) into every node that needs one.
+
+    With ``live`` (from ``forward_masked``), a dead node passes nothing on: its gradient is 0.
+    """
     for node in nodes:
         node.grad = 0.0
     nodes[-1].grad = 1.0
@@ -220,6 +299,8 @@ def backward(nodes: list[Node]) -> None:
     for node in reversed(nodes):
         inputs = node.inputs
         if not inputs or not node.needs_grad:
+            continue
+        if live is not None and not live[node.index]:
             continue
         if len(inputs) == 2:  # as in forward: no comprehension for the common case
             args = [inputs[0].value, inputs[1].value]

@@ -8,9 +8,11 @@ affected by the last perturbed node, and goes away with the check.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from gradcli.engine.graph import Node, compute, quick_compute
+from gradcli.engine.graph import Node, compute, is_masked, liveness, quick_compute
+from gradcli.errors import NumericError
 
 
 class Replayer:
@@ -21,6 +23,7 @@ class Replayer:
         self._users: list[list[int]] | None = None  # per node: the indices of its users
         self._index = -1  # the node whose affected nodes are in ``_affected``
         self._affected: list[Node] = []
+        self.masked = is_masked(nodes)  # a conditional: see replay_masked
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         """The output's value if node ``index`` had ``value``; node values stay untouched.
@@ -29,6 +32,8 @@ class Replayer:
         much rounding noise a finite difference of them can carry). With ``complex_step``,
         ``value`` is complex and so are the recomputed values (see ``graph.compute``).
         """
+        if self.masked:
+            return self.replay_masked(index, value, complex_step)
         changed = {index: value}
         get = changed.get
         largest = abs(value)
@@ -45,6 +50,35 @@ class Replayer:
             magnitude = abs(result)
             if magnitude > largest:
                 largest = magnitude
+        last = self.nodes[-1]
+        return get(last.index, last.value), largest
+
+    def replay_masked(self, index: int, value: Any, complex_step: bool = False
+                      ) -> tuple[Any, float]:
+        """``replay`` of a program with conditionals: a node that fails is remembered (NaN),
+        and raises only if it is live with the replayed values (``graph.liveness``; O(nodes),
+        paid only by replays in which some node failed)."""
+        changed = {index: value}
+        get = changed.get
+        largest = abs(value)
+        evaluate = _complex_compute if complex_step else quick_compute
+        failed = []
+        for node in self.affected(index):
+            args = [get(source.index, source.value) for source in node.inputs]
+            try:
+                result = evaluate(node, args)
+            except NumericError:
+                failed.append((node, args))
+                result = math.nan
+            changed[node.index] = result
+            magnitude = abs(result)
+            if magnitude > largest:
+                largest = magnitude
+        if failed:
+            live = liveness(self.nodes, lambda node: get(node.index, node.value))
+            for node, args in failed:
+                if live[node.index]:
+                    evaluate(node, args)  # raises its error
         last = self.nodes[-1]
         return get(last.index, last.value), largest
 

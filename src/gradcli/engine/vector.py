@@ -74,6 +74,10 @@ def evaluate_vector(
     np = numpy()
     given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
     size = max((a.size for a in given.values() if a.ndim), default=1)
+    if program.masked:  # conditionals: the branches not taken are masked point by point
+        from gradcli.engine.piecewise import evaluate_masked
+
+        return evaluate_masked(np, program, given, size, gradients, every_node, perturbation)
     if every_node or size < 2 * BLOCK or perturbation is not None:
         return _evaluate(np, program, given, size, gradients, every_node, perturbation)
     return _evaluate_in_blocks(np, program, given, size, gradients)
@@ -390,6 +394,8 @@ SAME_BITS = frozenset({"add", "sub", "mul", "div", "neg", "sqrt", "abs", "sign",
                        "max", "var", "const", "square", "reciprocal", "rsqrt", "softsign",
                        "deg2rad", "rad2deg", "floor", "ceil", "round", "trunc", "mod", "clip",
                        "hardtanh", "leaky_relu"})
+SAME_BITS |= {"lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not",
+              "where"}  # piecewise (issue 15): exact
 # How far apart NumPy's and libm's results of one other op may be, relative, in units of eps
 # (2**-52; an ulp of a result is at most eps times it). NumPy's SIMD functions (SVML on AVX-512)
 # are within 4 ulp, glibc's within 1 or 2; measured differences are at most 2. NumPy's sigmoid is

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gradcli.engine.graph import Program, backward, forward
+from gradcli.engine.graph import Program, values_and_gradients
 from gradcli.engine.notation import expression_texts
 from gradcli.errors import (
     MAX_LISTED_NAMES,
@@ -72,7 +72,7 @@ class NodeRow:
     id: int
     op: str
     label: str  # the name a statement gave it, or its expression
-    value: float
+    value: float | None  # None: in a branch not taken, and undefined there (log(-1))
     grad: float | None  # None for constants, which need no gradient
     inputs: list[int]
     numeric_grad: float | None = None  # the per-node check's estimate, when it ran
@@ -137,7 +137,7 @@ class Result:
                 "id": i,
                 "op": node.op.name,
                 "label": node.name or texts[i],
-                "value": values[i],
+                "value": values[i] if values[i] == values[i] else None,  # NaN: not taken
                 "grad": grads[i] if node.needs_grad else None,
                 "inputs": [source.index for source in node.inputs],
                 "numeric_grad": None if check is None else check.numeric,
@@ -228,8 +228,7 @@ def evaluate(
         return free_result(program, values)
     require_values(program, values)
     program.bind(values)
-    value = forward(program.nodes)
-    backward(program.nodes)
+    value = values_and_gradients(program)
     report = check_gradients(program, settings.rtol, settings.atol, settings.node_check_limit,
                              settings.check_method) if settings.check else None
     point = {name: node.value for name, node in program.variables.items()}

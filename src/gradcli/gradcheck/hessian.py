@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gradcli.engine.graph import Program, backward, forward, nodes_of
+from gradcli.engine.graph import Program, is_masked, nodes_of, values_and_gradients
 from gradcli.engine.ops import VAR
 from gradcli.engine.printing import to_text
 from gradcli.engine.replay import Replayer
@@ -54,10 +54,10 @@ def hessian_at(
     report = CheckReport(rtol, atol, nodes_skipped=True) if check else None
     for name, grad in zip(names, grads, strict=True):
         variables = [node for node in nodes_of([grad]) if node.op is VAR]
-        gradient_program = Program.build(to_text(grad), grad, variables, {})
+        nodes = nodes_of([grad])
+        gradient_program = Program.build(to_text(grad), grad, variables, {}, is_masked(nodes))
         gradient_program.bind(point)
-        forward(gradient_program.nodes)
-        backward(gradient_program.nodes)
+        values_and_gradients(gradient_program)
         row = gradient_program.variables
         matrix[name] = {other: row[other].grad if other in row else 0.0 for other in names}
         if report is not None:

@@ -42,8 +42,8 @@ import math
 import sys
 from dataclasses import dataclass, field
 
-from gradcli.engine.graph import Node, Program
-from gradcli.engine.ops import NONE
+from gradcli.engine.graph import Node, Program, liveness
+from gradcli.engine.ops import LOGICAL, NONE
 from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError
 from gradcli.gradcheck.steps import (
@@ -99,6 +99,9 @@ class CheckReport:
     nodes_skipped: bool = False  # True when the graph was too large for the per-node check
     method: str = "central"  # the method asked for; each GradientCheck says which one it used
     unchecked: list[str] = field(default_factory=list)  # variables past the check's budget
+    # Comparisons that the point sits on (x > 0 at x = 0): where a condition switches, the
+    # pieces meet and a finite difference mixes both, as at relu's kink (``at_boundaries``).
+    boundaries: list[str] = field(default_factory=list)
 
     @property
     def checks(self) -> list[GradientCheck]:
@@ -145,7 +148,13 @@ def check_gradients(
     per_node = len(nodes) <= node_check_limit
     targets = [n for n in nodes if n.needs_grad] if per_node else list(program.variables.values())
     passed = {}
-    if method == "central":
+    if program.masked:  # a truth value's or a dead node's difference quotient means nothing
+        live = liveness(nodes)
+        targets = [n for n in targets if live[n.index] and n.op.name not in LOGICAL]
+        method_at_once = None
+    else:
+        method_at_once = method
+    if method_at_once == "central":
         affordable = _affordable(targets, nodes, budget * VECTOR_CHECK_FACTOR)
         passed = _central_at_once(program, affordable, rtol, atol)
     spent = 0
@@ -161,12 +170,28 @@ def check_gradients(
         report.gradients[name] = check_node(replayer, node, rtol, atol, method)
     if not per_node or report.unchecked:
         report.nodes_skipped = True
-        return report
-    for node in targets:
-        known = report.gradients.get(str(node.name)) if node.is_leaf else None
-        report.nodes[node.index] = (
-            known or passed.get(node.index) or check_node(replayer, node, rtol, atol, method))
+    else:
+        for node in targets:
+            known = report.gradients.get(str(node.name)) if node.is_leaf else None
+            report.nodes[node.index] = (
+                known or passed.get(node.index) or check_node(replayer, node, rtol, atol, method))
+    if program.masked and not report.ok:
+        report.boundaries = at_boundaries(nodes, liveness(nodes))
     return report
+
+
+def at_boundaries(nodes: list[Node], live: list[bool]) -> list[str]:
+    """The live comparisons whose two sides are within a finite-difference step of each other:
+    the point is on a condition's switching point (reported with a failed check)."""
+    from gradcli.engine.graph import node_text  # only for this message
+
+    found = []
+    for node in nodes:
+        if live[node.index] and node.op.name in LOGICAL and len(node.inputs) == 2:
+            left, right = (source.value for source in node.inputs)
+            if abs(left - right) <= 2.0 * base_step(max(abs(left), abs(right))):
+                found.append(node_text(node))
+    return found
 
 
 def _require_complex_forms(nodes: list[Node]) -> None:

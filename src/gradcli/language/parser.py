@@ -22,8 +22,15 @@ import re
 import threading
 
 from gradcli.engine.graph import Node, Program
-from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS
+from gradcli.engine.ops import CONDITIONAL, CONST, CONSTANTS, FUNCTIONS, OPS
 from gradcli.errors import GradcliError, GradcliNameError, Note, ParseError, UsageError
+from gradcli.language.functions import (
+    Function,
+    Head,
+    call_label,
+    defined_later,
+    name_error,
+)
 from gradcli.language.lalr import (
     Parser,
     Token,
@@ -49,6 +56,12 @@ class _GraphBuilder:
         self.defaults: dict[str, float] = {}  # values that statements give input variables
         self.notes: list[Note] = []  # variables named like a constant or function: PI, Exp
         self.arrays = False  # an array literal or array op was built (docs/arrays.md)
+        self.functions: dict[str, Function] = {}  # the program's own, in order of definition
+        self.parameters: dict[str, str] = {}  # every parameter name -> its function's name
+        self.defining: Head | None = None  # the definition whose body is being read
+        self.statement_start = 0  # len(variables) when the current statement began
+        self.masked = False  # a where(...) was built: the program needs masking (graph.py)
+        self.source = ""
 
     def made_node(self, node: Node, token: Token | None = None) -> Node:
         """Count a new node; past the limit, stop parsing at once with a usage error."""
@@ -76,9 +89,9 @@ class _GraphBuilder:
         if name in CONSTANTS:
             return self.made_node(Node(CONST, (), CONSTANTS[name], name), token)
         if name not in self.variables:
-            if name in FUNCTIONS:
+            if name in FUNCTIONS or name in self.functions:
                 raise _error_at(GradcliNameError, token,
-                                f"{name} is a function: call it as {_signature(name)}",
+                                f"{name} is a function: call it as {self._signature(name)}",
                                 hint=f"function names are reserved; for a variable pick another "
                                      f"name, e.g. {name}_")
             self.variables[name] = self.made_node(Node.variable(name), token)
@@ -108,6 +121,20 @@ class _GraphBuilder:
                 return self.made_node(arrays.array_call(self, token, args), token)
         if op is None:
             name = str(token)
+            if name in self.functions:
+                return self.call_defined(self.functions[name], token, args)
+            if self.defining is not None and name == str(self.defining.token):
+                raise _error_at(GradcliNameError, token, f"{name} calls itself",
+                                hint="a function cannot be recursive: each call is written out "
+                                     "in place, so it would never end")
+            later = defined_later(self.source, name, token.pos_in_stream)
+            if later is not None:
+                where = (f"{self.defining.token} calls {name}" if self.defining is not None
+                         else f"{name} is called")
+                raise _error_at(GradcliNameError, token,
+                                f"{where} before its definition (line {later})",
+                                hint="define a function before its first use (so no function "
+                                     "can call itself, even through others)")
             if name in self.variables or name in self.named:
                 hint = f"{name} is a variable: did you mean {name}*(...)?"
             elif name in CONSTANTS:
@@ -123,13 +150,40 @@ class _GraphBuilder:
             raise _error_at(GradcliNameError, token,
                             f"{op.name} takes {op.arity} argument{plural}, not {len(args)}",
                             hint=hint)
+        if op is CONDITIONAL:
+            self.masked = True
         return self.made_node(Node(op, tuple(args)), token)
+
+    def call_defined(self, function: Function, token: Token, args: list[Node]) -> Node:
+        """A call of the program's own function: its body inlined with ``args``."""
+        if len(args) != len(function.parameters):
+            count = len(function.parameters)
+            raise _error_at(GradcliNameError, token,
+                            f"{function.name} takes {count} argument{'s' * (count != 1)}, "
+                            f"not {len(args)}",
+                            hint=f"it is defined as {function.signature} on line "
+                                 f"{function.line}")
+        if any(node.op is CONDITIONAL for node in function.template):
+            self.masked = True
+        return function.inline(args, self.made_node, call_label(self.source, token))
+
+    def conditional(self, children: list[Node]) -> Node:
+        """``a if c else b``, the same node as ``where(c, a, b)``."""
+        a, c, b = children
+        self.masked = True
+        return self.made_node(Node(CONDITIONAL, (c, a, b)))
+
+    def logical_not(self, children: list[Node]) -> Node:
+        return self.made_node(Node(OPS["logical_not"], (children[0],)))
 
     # --- statements -----------------------------------------------------------------------
 
     def assign(self, children: list) -> None:
         token, value = children
         name = str(token)
+        if name in self.functions:
+            raise _error_at(GradcliNameError, token, f"{name} is a function of the program "
+                            "and cannot be assigned", hint="pick another name")
         if name in CONSTANTS:
             raise _error_at(UsageError, token, f"{name} is a constant and cannot be assigned",
                             hint="pick another name")
@@ -151,6 +205,77 @@ class _GraphBuilder:
             if value.name is None:
                 value.name = name
             self.named[name] = value
+        self.statement_start = len(self.variables)
+
+    def signature(self, children: list) -> Head:
+        """``f(a, b)`` before ``=``: its arguments were read as names (the ``=`` comes after
+        them), so the variables they made are taken back and become parameters."""
+        token, args = children[0], children[1:]
+        name = str(token)
+        self._check_function_name(token)
+        fresh = list(self.variables)[self.statement_start:]
+        parameters: dict[str, Node] = {}
+        for arg in args:
+            parameter = self._parameter(token, arg, fresh)
+            if parameter in parameters:
+                raise name_error(token, f"the parameter {parameter} of {name} is listed twice",
+                                 hint="give each parameter its own name")
+            parameters[parameter] = Node.variable(parameter)
+        for parameter in fresh:
+            del self.variables[parameter]
+            self.made -= 1
+            self.parameters[parameter] = name
+        self.notes = [note for note in self.notes if note.name not in fresh]
+        self.named.update(parameters)  # the body reads them; define() takes them out again
+        head = Head(token, parameters)
+        self.defining = head
+        return head
+
+    def _check_function_name(self, token: Token) -> None:
+        name = str(token)
+        if name in FUNCTIONS:
+            raise name_error(token, f"{name} is a built-in function and cannot be redefined",
+                             hint=f"pick another name, e.g. {name}_ or my_{name}")
+        if name in CONSTANTS:
+            raise name_error(token, f"{name} is a constant, not a function name",
+                             hint="pick another name")
+        if name in self.functions:
+            raise name_error(token, f"{name} is defined twice (first on line "
+                             f"{self.functions[name].line})",
+                             hint="each function can be defined once; pick another name")
+        if name in self.named or name in list(self.variables)[:self.statement_start]:
+            raise name_error(token, f"{name} is a variable of the program and cannot also be "
+                             "a function", hint="pick another name")
+
+    def _parameter(self, token: Token, arg: Node, fresh: list[str]) -> str:
+        """The parameter name that the argument ``arg`` of a definition's head stands for."""
+        name = arg.name
+        if arg.op is CONST and name in CONSTANTS:
+            raise name_error(token, f"{name} is a constant and cannot be a parameter of {token}",
+                             hint="pick another name")
+        if name is None or (arg.inputs and name not in self.named):
+            raise name_error(token, f"the parameters of {token} must be names",
+                             hint=f"write the definition as {token}(a, b) = ..., with the "
+                                  "expressions in its calls")
+        if name not in fresh:
+            raise name_error(token, f"the parameter {name} of {token} has the name of a "
+                             "variable of the program",
+                             hint=f"rename the parameter: {name} in the body would be ambiguous")
+        return str(name)
+
+    def define(self, children: list) -> None:
+        head, body = children
+        for parameter in head.parameters:
+            del self.named[parameter]
+        function = Function.define(head, body)
+        self.functions[function.name] = function
+        self.defining = None
+        self.statement_start = len(self.variables)
+
+    def _signature(self, name: str) -> str:
+        if name in self.functions:
+            return self.functions[name].signature
+        return _signature(name)
 
     def start(self, children: list) -> Node:
         return children[-1]
@@ -199,7 +324,8 @@ def _binary_callback(op_name: str):
     return callback
 
 
-for _name in ("add", "sub", "mul", "div", "pow"):
+for _name in ("add", "sub", "mul", "div", "pow", "lt", "le", "gt", "ge", "eq", "ne",
+              "logical_and", "logical_or"):
     setattr(_GraphBuilder, _name, _binary_callback(_name))
 
 
@@ -224,6 +350,7 @@ class _Parser:
             source = source[1:]
         with self.lock:
             self.builder.reset(max_nodes)
+            self.builder.source = source
             try:
                 output = self.lalr.parse(source)
             except UnexpectedInput as error:
@@ -235,10 +362,10 @@ class _Parser:
             finally:
                 builder = self.builder
                 variables, defaults, notes = builder.variables, builder.defaults, builder.notes
-                arrays = builder.arrays
+                arrays, masked, parameters = builder.arrays, builder.masked, builder.parameters
                 builder.reset()
-        program = Program.build(source, output, variables.values(), defaults)
-        program.arrays = arrays
+        program = Program.build(source, output, variables.values(), defaults, masked)
+        program.arrays, program.parameters = arrays, parameters
         if notes:
             lines = source.split("\n")
             program.notes = [note for note in notes if note.name in program.variables]
@@ -270,6 +397,7 @@ def parse(source: str, max_nodes: int = MAX_NODES) -> Program:
 _OPERAND_START = {"NUMBER", "NAME"}
 _PROGRAM_END = {"_SEP", "$END"}
 _NOT_CLOSED = "a '(' is not closed"
+_COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
 
 # Names that differ from a constant or a function only by case: lower case -> (name, what).
 _LOOKALIKES = {**{name.lower(): (name, "function") for name in FUNCTIONS},
@@ -324,6 +452,8 @@ def _last_statement(error: UnexpectedInput, expected: set[str],
     values = getattr(error, "values", None) or []
     if "_SEP" not in expected or "$END" in expected:
         return None
+    if len(values) >= 3 and isinstance(values[-3], Head) and isinstance(values[-1], Node):
+        return f"{values[-3].token}(...)"  # right after `f(a) = expr`
     if (len(values) >= 3 and isinstance(values[-3], Token) and values[-3].type == "NAME"
             and values[-2] is None and isinstance(values[-1], Node)):
         return str(values[-3])  # right after `name = expr`
@@ -406,8 +536,12 @@ def _syntax_hint(text: str, column: int, depth: int, expected: set[str],
         if left in FUNCTIONS:
             return f"did you mean {left}({right})? a function's argument goes in parentheses"
         return f"did you mean {left}*{right}? gradcli needs * between factors"
-    if "==" in text:
-        return "gradcli has no comparisons; '=' assigns a name: x = 2"
+    if re.search(r"\bif\b", text) and not re.search(r"\belse\b", text):
+        return "a conditional is written a if c else b, with its else"
+    if token is not None and str(token) in _COMPARISONS:
+        return "comparisons do not chain: write a < b and b < c"
+    if token is not None and token.type == "EQUAL":
+        return "'=' gives a name a value (x = 2) at the start of a statement; to compare, write =="
     if depth > 0 and not after.split("#", 1)[0].strip():
         return _NOT_CLOSED
     if after.startswith(")") and depth <= 0:

@@ -466,7 +466,8 @@ def _node_cells(row: NodeRow, check: GradientCheck | None, digits: int | None) -
         Text(row.label, style="bold" if row.op == "var" else ""),
         Text(row.op),
         Text(" ".join(f"#{i}" for i in row.inputs)),
-        Text(number_text(row.value, digits), style="cyan"),
+        Text("not taken" if row.value is None else number_text(row.value, digits),
+             style="cyan"),
         Text("—", style="dim") if row.grad is None else Text(number_text(row.grad, digits),
                                                              style="magenta"),
         *_check_cells(check, digits),
@@ -499,9 +500,13 @@ def gradient_table(result: Result, plain: bool = False, digits: int | None = Non
 POLE_GRADIENT = 1e12  # a gradient this large is a pole's, not a formula's mistake
 
 
-def _likely_cause(failed: list[GradientCheck]) -> str:
-    """What else makes a correct gradient fail: a pole (a huge gradient no step can follow) or a
-    kink; a wrong gradient is what the check exists to catch, so both are only "may be"."""
+def _likely_cause(failed: list[GradientCheck], boundaries: list[str] | None = None) -> str:
+    """What else makes a correct gradient fail: a condition that switched (``boundaries``), a
+    pole (a huge gradient no step can follow) or a kink; a wrong gradient is what the check
+    exists to catch, so these are only "may be"."""
+    if boundaries:
+        return (f"the point is on the switching point of {listed(boundaries)}, where the "
+                "pieces meet: the finite difference mixes both sides there, as at relu's kink")
     largest = max(abs(check.analytic) for check in failed)
     if largest >= POLE_GRADIENT:
         return (f"a gradient of {largest:.1e} means the point is at or next to a "
@@ -525,7 +530,8 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
     else:
         text = Text("✗ check failed: ", style="bold red")
         text.append(f"{len(failed):,} of {things} {'disagrees' if len(failed) == 1 else 'disagree'}"
-                    f" with {against} ({tolerances}); {_likely_cause(failed)}")
+                    f" with {against} ({tolerances}); "
+                    f"{_likely_cause(failed, check.boundaries)}")
     if check.nodes_skipped and what[1] == "gradients":
         text.append("\nper-node check skipped: the graph is too large; input gradients checked",
                     style="dim")
