@@ -232,7 +232,8 @@ def is_masked(nodes: Iterable[Node]) -> bool:
 def liveness(nodes: list[Node], value_of: Any = None) -> list[bool]:
     """Per node (``nodes`` in topological order, ``node.index`` its position): whether the output
     depends on it through taken branches only. ``value_of(node)`` gives a condition's value
-    (default: ``node.value``); a condition that is NaN (it failed) takes neither branch."""
+    (default: ``node.value``); a condition that is NaN (it failed) takes neither branch, and
+    one whose value is None (not known: a free variable) takes both."""
     live = [False] * len(nodes)
     live[-1] = True
     for node in reversed(nodes):
@@ -243,7 +244,9 @@ def liveness(nodes: list[Node], value_of: Any = None) -> list[bool]:
             live[condition.index] = True
             value = condition.value if value_of is None else value_of(condition)
             value = value.real if isinstance(value, complex) else value
-            if value == value:  # not NaN
+            if value is None:
+                live[taken.index] = live[other.index] = True
+            elif value == value:  # not NaN
                 live[(taken if value else other).index] = True
         else:
             for source in node.inputs:

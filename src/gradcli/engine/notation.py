@@ -11,7 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gradcli.engine.ops import CONST, PREC_ATOM, PREC_SUM, PREC_UNARY, VAR, Op
+from gradcli.engine.ops import (
+    CONST,
+    PREC_ATOM,
+    PREC_COMPARE,
+    PREC_NONE,
+    PREC_SUM,
+    PREC_UNARY,
+    VAR,
+    Op,
+)
 
 
 class Written(Protocol):
@@ -125,16 +134,19 @@ def expression_texts(
             args = [operand(source, 0) for source in node.inputs]
             text, precedence = "[" + ", ".join(args) + "]", PREC_ATOM
         elif op.symbol is None:
-            args = [operand(source, 0) for source in node.inputs]
+            args = [operand(source, PREC_NONE) for source in node.inputs]
             text, precedence = notation.call(op, args), PREC_ATOM
         else:
             free = notation.free_operands(op)
+            # Comparisons do not chain: (a < b) < c keeps its parentheses on either side.
+            chained = op.precedence == PREC_COMPARE
             if op.arity == 1:
-                inner = operand(node.inputs[0], 0 if 0 in free else op.precedence)
+                inner = operand(node.inputs[0], PREC_NONE if 0 in free else op.precedence)
                 text = notation.prefix(op, inner)
             else:
-                left = operand(node.inputs[0], 0 if 0 in free else op.precedence, op.right_assoc)
-                right = operand(node.inputs[1], 0 if 1 in free else op.precedence,
+                left = operand(node.inputs[0], PREC_NONE if 0 in free else op.precedence,
+                               op.right_assoc or chained)
+                right = operand(node.inputs[1], PREC_NONE if 1 in free else op.precedence,
                                 not op.right_assoc)
                 text = notation.infix(op, left, right)
             precedence = op.precedence

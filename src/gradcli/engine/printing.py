@@ -21,7 +21,7 @@ from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
 from gradcli.errors import UsageError
 
 FORMATS = ("text", "latex", "python")
-MUL = OPS["mul"]
+MUL, WHERE = OPS["mul"], OPS["where"]
 LATEX_LINE_BREAK = " \\\\\n"
 LONG = 400  # an expression longer than this (roughly, in characters) becomes a statement
 
@@ -40,15 +40,22 @@ class Printed:
 
 
 def print_shared(
-    outputs: Sequence[Node], notation: Notation = TEXT, reserved: set[str] | frozenset = frozenset()
+    outputs: Sequence[Node], notation: Notation = TEXT, reserved: set[str] | frozenset = frozenset(),
+    lazy: bool = False,
 ) -> Printed:
-    """Print ``outputs`` together, naming every non-leaf node that is used more than once."""
+    """Print ``outputs`` together, naming every non-leaf node that is used more than once.
+
+    With ``lazy`` (Python, which computes its statements whether a branch is taken or not), a
+    node inside a branch of a conditional is never made a statement: it is written out where it
+    is used, inside the branch (``_in_branches_only``)."""
     outputs = presented(outputs)
     nodes = nodes_of(outputs)
     uses = _uses(nodes, outputs)
     taken = {str(n.name) for n in nodes if n.name is not None} | set(reserved)
     taken |= set(CONSTANTS) | set(FUNCTIONS)
-    shared = _statements(nodes, uses, {id(node) for node in outputs})
+    inline = _in_branches_only(nodes, outputs) if lazy else set()
+    shared = [node for node in _statements(nodes, uses, {id(node) for node in outputs})
+              if id(node) not in inline]
     counter = 0
     for node in shared:
         counter += 1
@@ -63,6 +70,22 @@ def print_shared(
     printed = [notation.name(str(n.name)) if id(n) in named else texts[position[id(n)]]
                for n in outputs]
     return Printed(statements, printed)
+
+
+def _in_branches_only(nodes: list[Node], outputs: Sequence[Node]) -> set[int]:
+    """The ids of the nodes that every output reaches only through a branch of a conditional
+    (an explicit stack: no recursion)."""
+    if not any(node.op is WHERE for node in nodes):
+        return set()
+    always: set[int] = set()
+    stack = list(outputs)
+    while stack:
+        node = stack.pop()
+        if id(node) in always:
+            continue
+        always.add(id(node))
+        stack.extend(node.inputs[:1] if node.op is WHERE else node.inputs)
+    return {id(node) for node in nodes} - always
 
 
 def _uses(nodes: list[Node], outputs: Sequence[Node]) -> dict[int, int]:
@@ -128,6 +151,8 @@ _LATEX_FUNCTIONS = {"asin": r"\arcsin", "acos": r"\arccos", "atan": r"\arctan",
                     "log2": r"\log_{2}", "log10": r"\log_{10}", "gamma": r"\Gamma",
                     "digamma": r"\psi"}
 _LATEX_NAMED = {"sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log"}
+_LATEX_SYMBOLS = {"le": r"\le", "ge": r"\ge", "eq": "=", "ne": r"\ne", "logical_and": r"\land",
+                  "logical_or": r"\lor"}
 
 
 class LatexNotation(Notation):
@@ -145,6 +170,10 @@ class LatexNotation(Notation):
         return name if len(name) == 1 else rf"\mathrm{{{escaped}}}"
 
     def call(self, op: Op, args: list[str]) -> str:
+        if op is WHERE:
+            condition, taken, other = args
+            return (rf"\begin{{cases}} {taken} & \text{{if }} {condition} \\ "
+                    rf"{other} & \text{{otherwise}} \end{{cases}}")
         if op.name == "sqrt":
             return rf"\sqrt{{{args[0]}}}"
         if op.name == "abs":
@@ -155,7 +184,14 @@ class LatexNotation(Notation):
             head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{op.name}}}")
         return rf"{head}\left({', '.join(args)}\right)"
 
+    def prefix(self, op: Op, operand: str) -> str:
+        if op.name == "logical_not":
+            return rf"\lnot {operand}"
+        return super().prefix(op, operand)
+
     def infix(self, op: Op, left: str, right: str) -> str:
+        if op.name in _LATEX_SYMBOLS:
+            return f"{left} {_LATEX_SYMBOLS[op.name]} {right}"
         if op.name == "div":
             return rf"\frac{{{left}}}{{{right}}}"
         if op.name == "pow":
@@ -198,6 +234,9 @@ class PythonNotation(Notation):
         return self.renames.get(name, name)
 
     def call(self, op: Op, args: list[str]) -> str:
+        if op is WHERE:  # Python's conditional evaluates the branch taken only
+            condition, taken, other = args
+            return f"({taken} if {condition} else {other})"
         return f"{self.function(op)}({', '.join(args)})"
 
     def function(self, op: Op) -> str:
@@ -242,7 +281,7 @@ def to_python(
         renames[name] = python_name(name, reserved | set(renames.values()))
     notation = PythonNotation(renames)
     outputs = [value, *gradient, *(entry for row in hessian or () for entry in row)]
-    printed = print_shared(outputs, notation, reserved | set(renames.values()))
+    printed = print_shared(outputs, notation, reserved | set(renames.values()), lazy=True)
     texts = printed.outputs
     n = len(wrt)
     returned = [texts[0], _tuple(texts[1:1 + n])]

@@ -13,6 +13,12 @@ numeric path computes), x*1, x+0, x*0, x-x, --x, x**1, like terms gathered (2*x 
 powers of the same base gathered (x * x**2 -> x**3) and common factors pulled (a*b + a*c ->
 a*(b + c)). Rewrites only look a fixed number of levels down, so building stays linear.
 
+A conditional keeps its branches apart: a factor, a sign or a sum of two conditionals on the same
+condition moves into the branches (g*where(c, a, b) -> where(c, g*a, g*b)), so that the
+derivative of where(x > 0, log(x), 0) is where(x > 0, 1/x, 0) -- which, like the program, is 0
+at x = 0 -- and not where(x > 0, 1, 0)/x, which divides by zero there. Nothing moves out of a
+branch, and a condition is folded only when it is a number.
+
 Some rewrites assume the expression they drop is defined (``x - x -> 0`` whatever x is, even
 log(-1)), which is right for a formula but not at a point. So derivatives at a point do not
 substitute numbers into the simplified graph: ``gradients_at`` runs ``eval``'s own forward and
@@ -30,17 +36,20 @@ from typing import Any
 from gradcli.engine.graph import (
     Node,
     compute,
+    is_masked,
+    liveness,
     local_derivative,
     nodes_of,
     numeric_error,
     quick_compute,
 )
 from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR, Op
-from gradcli.errors import UsageError
+from gradcli.errors import NumericError, UsageError
 from gradcli.limits import MAX_NODES
 
 ADD, SUB, MUL, DIV, NEG, POW, LOG = (
     OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow", "log"))
+WHERE = OPS["where"]
 
 
 def _operator(op: Op, reflected: bool = False) -> Any:
@@ -217,7 +226,9 @@ def bound_values(nodes: Sequence[Node], values: Mapping[str, float]) -> dict[Nod
     (``quick_compute``, in the same order), so a node outside its domain raises the NumericError
     ``eval`` raises, naming it -- before any rewrite could drop it. Sets those nodes' ``value``
     (as ``eval`` does: ``local_derivative`` reads it)."""
+    masked = is_masked(nodes)
     numbers: dict[Node, float] = {}
+    failed: list[Node] = []
     for node in nodes:
         op = node.op
         if op is VAR:
@@ -228,9 +239,28 @@ def bound_values(nodes: Sequence[Node], values: Mapping[str, float]) -> dict[Nod
         else:
             inputs = node.inputs
             if all(source in numbers for source in inputs):
-                node.value = quick_compute(node, [numbers[source] for source in inputs])
+                args = [numbers[source] for source in inputs]
+                try:
+                    node.value = quick_compute(node, args)
+                except NumericError:
+                    if not masked:
+                        raise
+                    node.value = math.nan
+                    failed.append(node)
                 numbers[node] = node.value
-    return numbers
+    return _live_numbers(nodes, numbers, failed) if masked else numbers
+
+
+def _live_numbers(nodes: Sequence[Node], numbers: dict[Node, float],
+                  failed: list[Node]) -> dict[Node, float]:
+    """``numbers`` without the nodes in a branch not taken (a condition with a free variable
+    takes both): those are left to the symbolic rules, where the conditional's folding drops
+    them. A live node in ``failed`` raises its error (the first one in topological order)."""
+    live = liveness(list(nodes), lambda node: numbers.get(node))
+    for node in failed:
+        if live[node.index]:
+            quick_compute(node, [numbers[source] for source in node.inputs])  # raises
+    return {node: value for node, value in numbers.items() if live[node.index]}
 
 
 def check_local_derivatives(nodes: Sequence[Node], numbers: Mapping[Node, float]) -> None:
@@ -238,7 +268,7 @@ def check_local_derivatives(nodes: Sequence[Node], numbers: Mapping[Node, float]
     finite ("the derivative of sqrt is not finite here"), in the same (reverse) order."""
     for node in reversed(nodes):
         if node.inputs and node.needs_grad and node in numbers:
-            args = [numbers[source] for source in node.inputs]
+            args = [numbers.get(source, math.nan) for source in node.inputs]
             for position, source in enumerate(node.inputs):
                 if source.needs_grad:
                     local_derivative(node, args, position)
@@ -280,7 +310,8 @@ def gradients_at(
             continue
         grad = grads.get(node, zero)
         bound = node in numbers
-        args = [numbers[source] for source in inputs] if bound else []
+        # a branch not taken is not in numbers: NaN, which where's rules never read
+        args = [numbers.get(source, math.nan) for source in inputs] if bound else []
         for position, source in enumerate(inputs):
             if not source.needs_grad:
                 continue
@@ -364,6 +395,8 @@ def _add(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
         return y
     if _is(y, 0.0):
         return x
+    if _same_condition(x, y):
+        return _into_branches(b, ADD, x, y)
     if y.op is NEG:
         return b.make(SUB, (x, y.inputs[0]))
     if x.op is NEG:
@@ -383,6 +416,8 @@ def _sub(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
         return b.make(NEG, (y,))
     if x is y:
         return b.zero()
+    if _same_condition(x, y):
+        return _into_branches(b, SUB, x, y)
     if y.op is NEG:
         return b.make(ADD, (x, y.inputs[0]))
     if _const(y) and y.value < 0.0:
@@ -402,6 +437,8 @@ def _mul(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
         return y
     if _is(y, 1.0):
         return x
+    if x.op is WHERE or y.op is WHERE:
+        return _into_branches(b, MUL, x, y)
     if _is(x, -1.0):
         return b.make(NEG, (y,))
     if _is(y, -1.0):
@@ -457,6 +494,8 @@ def _gather_powers(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
 def _div(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
     if _is(y, 1.0):
         return x
+    if x.op is WHERE:
+        return _into_branches(b, DIV, x, y)
     if _is(y, -1.0):
         return b.make(NEG, (x,))
     if _is(x, 0.0):
@@ -484,6 +523,9 @@ def _div(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
 def _neg(b: Builder, x: SymNode) -> SymNode | None:
     if x.op is NEG:
         return x.inputs[0]
+    if x.op is WHERE:
+        condition, taken, other = x.inputs
+        return b.make(WHERE, (condition, b.make(NEG, (taken,)), b.make(NEG, (other,))))
     if x.op is SUB:
         return b.make(SUB, (x.inputs[1], x.inputs[0]))
     if x.op is MUL and _const(x.inputs[0]):
@@ -511,5 +553,37 @@ def _xlogy(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
     return None
 
 
+
+def _where(b: Builder, c: SymNode, x: SymNode, y: SymNode) -> SymNode | None:
+    if _const(c):
+        return x if c.value else y
+    if x is y:
+        return x
+    if x.op is WHERE and x.inputs[0] is c:  # where(c, where(c, p, q), y) -> where(c, p, y)
+        return b.make(WHERE, (c, x.inputs[1], y))
+    if y.op is WHERE and y.inputs[0] is c:
+        return b.make(WHERE, (c, x, y.inputs[2]))
+    return None
+
+
+def _same_condition(x: SymNode, y: SymNode) -> bool:
+    return x.op is WHERE and y.op is WHERE and x.inputs[0] is y.inputs[0]
+
+
+def _into_branches(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode:
+    """``op`` of x and y with the conditional among them (x's if both are) taken apart:
+    g*where(c, p, q) -> where(c, g*p, g*q); where(c, p, q) + where(c, r, s) -> where(c, p + r,
+    q + s). Each branch keeps what it had, so nothing is computed where it was not."""
+    split = x if x.op is WHERE else y
+    condition, taken, other = split.inputs
+
+    def branch(pick: int) -> SymNode:
+        left = x.inputs[pick] if x.op is WHERE and x.inputs[0] is condition else x
+        right = y.inputs[pick] if y.op is WHERE and y.inputs[0] is condition else y
+        return b.make(op, (left, right))
+
+    return b.make(WHERE, (condition, branch(1), branch(2)))
+
+
 _REWRITES = {"add": _add, "sub": _sub, "mul": _mul, "div": _div, "neg": _neg, "pow": _pow,
-             "xlogy": _xlogy}
+             "xlogy": _xlogy, "where": _where}
