@@ -144,6 +144,9 @@ _COMMENT = re.compile(r"#[^\n]*")
 def _why_unused(name: str, shown: str, program: Program) -> str:
     """Why ``program`` does not use ``name``: it computes it (``u = x*W``), its result does not
     depend on it (``x = 2; y**2``, or a statement nothing uses), or the name is not in it."""
+    if name in program.parameters:
+        return (f"{name} is a parameter of the program's function {program.parameters[name]}, "
+                f"not an input, so {shown} would be ignored")
     if any(node.name == name for node in program.nodes):
         return f"{name} is computed by the program, not an input, so {shown} would be ignored"
     if name in program.defaults or name in _WORD.findall(_COMMENT.sub("", program.source)):

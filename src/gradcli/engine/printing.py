@@ -40,8 +40,8 @@ class Printed:
 
 
 def print_shared(
-    outputs: Sequence[Node], notation: Notation = TEXT, reserved: set[str] | frozenset = frozenset(),
-    lazy: bool = False,
+    outputs: Sequence[Node], notation: Notation = TEXT,
+    reserved: set[str] | frozenset = frozenset(), lazy: bool = False,
 ) -> Printed:
     """Print ``outputs`` together, naming every non-leaf node that is used more than once.
 

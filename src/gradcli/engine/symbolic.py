@@ -575,7 +575,7 @@ def _into_branches(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode:
     g*where(c, p, q) -> where(c, g*p, g*q); where(c, p, q) + where(c, r, s) -> where(c, p + r,
     q + s). Each branch keeps what it had, so nothing is computed where it was not."""
     split = x if x.op is WHERE else y
-    condition, taken, other = split.inputs
+    condition = split.inputs[0]
 
     def branch(pick: int) -> SymNode:
         left = x.inputs[pick] if x.op is WHERE and x.inputs[0] is condition else x
