@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradcli.engine.graph import Node, compute, is_masked, liveness, quick_compute
+from gradcli.engine.graph import Node, compute, liveness, quick_compute
+from gradcli.engine.ops import CONDITIONAL, LOGICAL
 from gradcli.errors import NumericError
 
 
@@ -23,7 +24,10 @@ class Replayer:
         self._users: list[list[int]] | None = None  # per node: the indices of its users
         self._index = -1  # the node whose affected nodes are in ``_affected``
         self._affected: list[Node] = []
-        self.masked = is_masked(nodes)  # a conditional: see replay_masked
+        # Conditionals or truth values: replay_masked, which also notes the conditions that
+        # a replay switched (``switched``: a finite difference across a piece's boundary).
+        self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
+        self.switched: set[int] = set()
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         """The output's value if node ``index`` had ``value``; node values stay untouched.
@@ -74,6 +78,7 @@ class Replayer:
             magnitude = abs(result)
             if magnitude > largest:
                 largest = magnitude
+            self._note_switch(node, args, result)
         if failed:
             live = liveness(self.nodes, lambda node: get(node.index, node.value))
             for node, args in failed:
@@ -81,6 +86,16 @@ class Replayer:
                     evaluate(node, args)  # raises its error
         last = self.nodes[-1]
         return get(last.index, last.value), largest
+
+    def _note_switch(self, node: Node, args: list[Any], result: Any) -> None:
+        """Note a truth value or a condition that this replay turned over."""
+        if node.op.name in LOGICAL:
+            if (result != 0) != (node.value != 0):
+                self.switched.add(node.index)
+        elif node.op is CONDITIONAL:
+            condition = node.inputs[0]
+            if (args[0] != 0) != (condition.value != 0):
+                self.switched.add(condition.index)
 
     def affected(self, index: int) -> list[Node]:
         """The nodes after ``nodes[index]`` that depend on it, in topological order (iterative)."""

@@ -99,8 +99,8 @@ class CheckReport:
     nodes_skipped: bool = False  # True when the graph was too large for the per-node check
     method: str = "central"  # the method asked for; each GradientCheck says which one it used
     unchecked: list[str] = field(default_factory=list)  # variables past the check's budget
-    # Comparisons that the point sits on (x > 0 at x = 0): where a condition switches, the
-    # pieces meet and a finite difference mixes both, as at relu's kink (``at_boundaries``).
+    # Conditions that a finite difference turned over (x > 0 at x = 0, replay.Replayer): where
+    # a condition switches, the pieces meet and a difference mixes both, as at relu's kink.
     boundaries: list[str] = field(default_factory=list)
 
     @property
@@ -175,23 +175,11 @@ def check_gradients(
             known = report.gradients.get(str(node.name)) if node.is_leaf else None
             report.nodes[node.index] = (
                 known or passed.get(node.index) or check_node(replayer, node, rtol, atol, method))
-    if program.masked and not report.ok:
-        report.boundaries = at_boundaries(nodes, liveness(nodes))
+    if replayer.switched and not report.ok:
+        from gradcli.engine.graph import node_text  # only for this message
+
+        report.boundaries = [node_text(nodes[i]) for i in sorted(replayer.switched)]
     return report
-
-
-def at_boundaries(nodes: list[Node], live: list[bool]) -> list[str]:
-    """The live comparisons whose two sides are within a finite-difference step of each other:
-    the point is on a condition's switching point (reported with a failed check)."""
-    from gradcli.engine.graph import node_text  # only for this message
-
-    found = []
-    for node in nodes:
-        if live[node.index] and node.op.name in LOGICAL and len(node.inputs) == 2:
-            left, right = (source.value for source in node.inputs)
-            if abs(left - right) <= 2.0 * base_step(max(abs(left), abs(right))):
-                found.append(node_text(node))
-    return found
 
 
 def _require_complex_forms(nodes: list[Node]) -> None:

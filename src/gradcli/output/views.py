@@ -505,8 +505,9 @@ def _likely_cause(failed: list[GradientCheck], boundaries: list[str] | None = No
     pole (a huge gradient no step can follow) or a kink; a wrong gradient is what the check
     exists to catch, so these are only "may be"."""
     if boundaries:
-        return (f"the point is on the switching point of {listed(boundaries)}, where the "
-                "pieces meet: the finite difference mixes both sides there, as at relu's kink")
+        return (f"the condition {listed(boundaries)} switches within a finite-difference "
+                "step of this point: the pieces meet here and the difference mixes both, as at "
+                "relu's kink (the gradient is that of the piece the condition picks)")
     largest = max(abs(check.analytic) for check in failed)
     if largest >= POLE_GRADIENT:
         return (f"a gradient of {largest:.1e} means the point is at or next to a "
