@@ -29,6 +29,7 @@ GRAMMAR = resources.files("gradcli.language.grammar").joinpath(GRAMMAR_FILE).rea
 # rightly disagrees with the derivative, and polygamma's order has no neighbours to difference.
 NOT_SMOOTH = {"abs", "relu", "sign", "min", "max", "atan2", "arctan2", "clip", "hardtanh",
               "leaky_relu", "selu", "floor", "ceil", "round", "trunc", "mod", "polygamma"}
+# A conditional (where) is smooth but at its condition's switch, which the check names.
 SMOOTH = sorted(set(FUNCTIONS) - NOT_SMOOTH)
 VARIABLES = ["x", "y", "z", "pi", "e"]  # constants too: assigning them is a documented error
 
@@ -40,7 +41,10 @@ VALUES = st.one_of(st.just(0.0), st.floats(1e-3, 3), st.floats(-3, -1e-3))
 # What a generated program may legitimately end with, by error class.
 EXPECTED = {
     gradcli.GradcliNameError: r"unknown function|takes \d argument|assigned twice|used before|"
-                              r"is a function",
+                              r"is a function|built-in function|must be names|listed twice|"
+                              r"defined twice|calls itself|before its definition|"
+                              r"name of a variable|cannot also be a function|"
+                              r"constant and cannot be a parameter|constant, not a function",
     gradcli.UsageError: r"is a constant and cannot be assigned|"
                         # arrays (docs/arrays.md): shapes that do not fit, constant subscripts
                         r"index out of range|shape mismatch|is an array of shape|needs a square "
@@ -66,6 +70,9 @@ TERMINALS = {
     "LINE_CONTINUATION": st.sampled_from(["\\\n", "\\ \n", "\\\r\n", "\\\t \r\n"]),
     "NAME": st.sampled_from(VARIABLES + SMOOTH),
     "NUMBER": NUMBERS,
+    # Keywords with the spaces that keep them apart from a neighbouring name or number (the
+    # generator joins terminals as they come: `0and0` would be 0 and a name and0).
+    **{f"_{word.upper()}": st.just(f" {word} ") for word in ("and", "or", "not", "if", "else")},
 }
 GRAMMAR_LARK = Lark(GRAMMAR, parser="lalr", lexer="basic")
 grammar_programs = from_lark(GRAMMAR_LARK, explicit=TERMINALS)
@@ -97,7 +104,7 @@ def test_terminal_strategies_follow_the_grammar(data):
     for name, strategy in TERMINALS.items():
         text = data.draw(strategy, label=name)
         if text or name not in ("COMMENT", "__IGNORE_0"):
-            assert re.fullmatch(patterns[name], text), (name, text)
+            assert re.fullmatch(patterns[name], text.strip(" ")), (name, text)
 
 
 def check_generated_program(source: str, data: st.DataObject) -> None:
@@ -113,7 +120,9 @@ def check_generated_program(source: str, data: st.DataObject) -> None:
     assert math.isfinite(result.value)
     assert result.check is not None
     failed = {name: c for name, c in result.check.gradients.items() if not c.ok}
-    assert result.check.ok, (source, values, failed)
+    # A finite difference across a condition's switch (x > 0 at x = 0) disagrees, as at a kink:
+    # the check then names the condition (CheckReport.boundaries).
+    assert result.check.ok or result.check.boundaries, (source, values, failed)
 
 
 GENERATED = settings(deadline=None, suppress_health_check=list(HealthCheck))

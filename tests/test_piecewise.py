@@ -1,0 +1,237 @@
+"""Piecewise definitions (issue 15): comparisons, and/or/not, where(c, a, b) and a if c else b.
+
+Values and gradients against SymPy's Piecewise; the branch not taken masked on every path (one
+point, sweeps, the check's replays, Hessians, diff) without a warning; the check at a boundary
+says so; printed derivatives parse back, and the Python form runs.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import sympy as sp
+from click.testing import CliRunner
+
+import gradcli
+from gradcli.api import differentiate
+from gradcli.cli.base import cli
+from gradcli.engine.vector import evaluate_vector
+from gradcli.gradcheck.sweep import evaluate_sweep
+
+X, Y = sp.symbols("x y", real=True)
+
+# program -> the same function as a SymPy Piecewise, written independently
+PROGRAMS = {
+    "x**2 if x > 0 else 0.01*x": sp.Piecewise((X**2, X > 0), (0.01 * X, True)),
+    "where(x >= 1, log(x), where(x > -1, x**3, -exp(x)))":
+        sp.Piecewise((sp.log(X), X >= 1), (X**3, X > -1), (-sp.exp(X), True)),
+    "where(x > 0 and y < 1, x*y, sin(y))": sp.Piecewise((X * Y, (X > 0) & (Y < 1)),
+                                                       (sp.sin(Y), True)),
+    "where(not x < y or x == 2, hypot(x, y), x - y)":
+        sp.Piecewise((sp.sqrt(X**2 + Y**2), (X >= Y) | sp.Eq(X, 2)), (X - Y, True)),
+    "(x > y)*x + (x <= y)*y": sp.Max(X, Y),
+    "x*y if x != y else 0": sp.Piecewise((X * Y, sp.Ne(X, Y)), (0, True)),
+}
+# Points away from every switching point (at a switch, the check rightly disagrees: see below).
+POINTS = [(-2.5, 0.5), (-0.5, 3.0), (0.25, 0.75), (1.5, -1.0), (2.2, 2.6), (3.0, 0.2)]
+
+
+def _sympy(expr, point):
+    return float(sp.N(expr.subs({X: point[0], Y: point[1]}), 30))
+
+
+@pytest.mark.parametrize("text", sorted(PROGRAMS))
+def test_values_and_gradients_match_sympy_piecewise(text):
+    closed = PROGRAMS[text]
+    for point in POINTS:
+        values = {"x": point[0], "y": point[1]}
+        result = gradcli.evaluate(text, values)
+        assert result.value == pytest.approx(_sympy(closed, point), rel=1e-12, abs=1e-12)
+        for name, symbol in (("x", X), ("y", Y)):
+            expected = _sympy(sp.diff(closed, symbol), point)
+            assert result.gradients.get(name, 0.0) == pytest.approx(expected, rel=1e-10,
+                                                                    abs=1e-12), (text, point)
+        assert result.check.ok, (text, point)
+
+
+@pytest.mark.parametrize("text", sorted(PROGRAMS))
+def test_printed_derivatives_parse_back_to_sympys(text):
+    closed = PROGRAMS[text]
+    names = list(gradcli.parse(text).variables)
+    texts = differentiate(text, names).texts()
+    for point in POINTS:
+        values = {"x": point[0], "y": point[1]}
+        for name, symbol in (("x", X), ("y", Y))[:len(names)]:
+            got = gradcli.evaluate(texts[name], values, check=False).value
+            assert got == pytest.approx(_sympy(sp.diff(closed, symbol), point), rel=1e-10,
+                                        abs=1e-12), (text, name, point)
+
+
+def test_the_branch_not_taken_is_not_an_error_at_one_point():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = gradcli.evaluate("where(x > 0, log(x), 0)", {"x": -1.0})
+    assert (result.value, result.gradients, result.check.ok) == (0.0, {"x": 0.0}, True)
+    rows = {row.label: row for row in result.node_rows()}
+    assert rows["log(x)"].value is None and rows["log(x)"].grad == 0.0  # not taken
+    taken = gradcli.evaluate("where(x > 0, log(x), 0)", {"x": math.e})
+    assert taken.value == pytest.approx(1.0) and taken.gradients["x"] == pytest.approx(1 / math.e)
+
+
+def test_an_error_in_the_branch_taken_is_still_named():
+    with pytest.raises(gradcli.NumericError, match=r"logarithm .* in #\d+ log\(-x\)"):
+        gradcli.evaluate("where(x > 0, log(-x), 0)", {"x": 1.0})
+    with pytest.raises(gradcli.NumericError, match="sqrt"):  # an infinite derivative, taken
+        gradcli.evaluate("where(x >= 0, sqrt(x), 0)", {"x": 0.0})
+    assert gradcli.evaluate("where(x > 0, sqrt(x), 0)", {"x": 0.0}).gradients == {"x": 0.0}
+
+
+def test_a_condition_that_fails_is_an_error():
+    with pytest.raises(gradcli.NumericError, match="log"):
+        gradcli.evaluate("where(log(x) > 0, 1, 2)", {"x": -1.0})
+
+
+def test_vector_path_masks_the_branch_not_taken_without_warnings_or_nan():
+    program = gradcli.parse("where(x > 0, log(x), 0) + (1/x if x != 0 else 5) + sqrt(x + 2)")
+    x = np.array([-3.0, -1.0, 0.0, 0.5, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = evaluate_vector(program, {"x": x})
+    grad = run.grads[program.variables["x"].index]
+    assert run.failed.tolist() == [True, False, False, False, False]  # sqrt(-1) is taken
+    for i in range(1, 5):
+        one = gradcli.evaluate(program.source, {"x": x[i]}, check=False)
+        assert run.output[i] == one.value and grad[i] == one.gradients["x"]
+    assert np.isfinite(run.output[1:]).all() and np.isfinite(grad[1:]).all()
+
+
+def test_sweep_is_checked_point_by_point_and_the_boundary_alone_fails():
+    program = gradcli.parse("where(x > 0, log(x), 0)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sweep = evaluate_sweep(program, {"x": np.linspace(-2, 2, 9)})
+    assert not sweep.failed.any()
+    ok = sweep.checks["x"].ok.tolist()
+    assert ok == [True] * 4 + [False] + [True] * 4  # x = 0: the pieces meet there
+
+
+def test_the_check_at_a_boundary_names_the_condition():
+    result = gradcli.evaluate("x**2 if x > 0 else 0.01*x", {"x": 0.0})
+    assert not result.check.ok and result.check.boundaries == ["x > 0"]
+    assert result.gradients == {"x": 0.01}  # the piece the condition picks
+    complex_step = gradcli.evaluate("x**2 if x > 0 else 0.01*x", {"x": 0.0},
+                                    check_method="complex")
+    assert complex_step.check.ok  # follows the branch the real value takes, as at relu's kink
+    away = gradcli.evaluate("x**2 if x > 0 else 0.01*x", {"x": 0.5})
+    assert away.check.ok and away.check.boundaries == []
+
+
+def test_hessian_masks_the_branch_not_taken():
+    closed = sp.Piecewise((sp.log(X) * Y, X > 0), (X**3 * Y, True))
+    for x in (-1.5, 2.0):
+        result = gradcli.evaluate("where(x > 0, log(x)*y, x**3*y)", {"x": x, "y": 0.5}, order=2)
+        for a, sa in (("x", X), ("y", Y)):
+            for b, sb in (("x", X), ("y", Y)):
+                expected = _sympy(sp.diff(closed, sa, sb), (x, 0.5))
+                assert result.hessian.matrix[a][b] == pytest.approx(expected, rel=1e-10,
+                                                                    abs=1e-12)
+        assert result.hessian.check.ok
+
+
+def test_derivatives_stay_inside_their_branch():
+    texts = differentiate("where(x > 0, log(x), 0)", ["x"]).texts()
+    assert texts["x"] == "where(x > 0, 1/x, 0)"
+    assert gradcli.evaluate(texts["x"], {"x": 0.0}, check=False).value == 0.0
+    assert differentiate("where(x > 0, x, x)", ["x"]).texts()["x"] == "1"
+    at_zero = differentiate("where(x > 0, sqrt(x), 0)*y", ["x", "y"], values={"x": 0.0})
+    assert at_zero.texts() == {"x": "0", "y": "0"}
+
+
+def test_python_form_runs_and_evaluates_only_the_branch_taken():
+    code = differentiate("where(x > 0, log(x)*log(x), x*y) + y", ["x", "y"]).python()
+    namespace: dict = {}
+    exec(compile(code, "<diff>", "exec"), namespace)  # the printed source, as a user runs it
+    for x, y in [(-1.0, 2.0), (0.0, 1.0), (2.5, -0.5)]:
+        value, grads = namespace["f"](x, y)
+        reference = gradcli.evaluate("where(x > 0, log(x)*log(x), x*y) + y", {"x": x, "y": y})
+        assert value == pytest.approx(reference.value)
+        assert grads == pytest.approx((reference.gradients["x"], reference.gradients["y"]))
+
+
+def test_latex_form_uses_cases():
+    latex = differentiate("x**2 if x > 0 and y <= 1 else -x", ["x"]).texts("latex")["x"]
+    assert r"\begin{cases} 2 \cdot x & \text{if } x > 0 \land y \le 1" in latex
+    assert r"-1 & \text{otherwise} \end{cases}" in latex
+
+
+@pytest.mark.parametrize(("text", "python"), [
+    ("not x > 0 and y", "(not x > 0) and y"),
+    ("x or y and not z", "x or (y and (not z))"),
+    ("1 if x else 2 if y else 3", "1 if x else (2 if y else 3)"),
+    ("-x**2 < 1 - y == 0", None),  # comparisons do not chain: a syntax error
+    ("x + 1 > y * 2", "(x + 1) > (y * 2)"),
+    ("(x < y) == (y < z)", "(x < y) == (y < z)"),
+])
+def test_precedence_is_pythons(text, python):
+    point = {"x": 0.0, "y": 2.0, "z": 0.0}
+    if python is None:
+        with pytest.raises(gradcli.ParseError, match="unexpected"):
+            gradcli.parse(text)
+        return
+    expected = float(bool(eval(python, {}, dict(point)))) if " if " not in python else float(
+        eval(python, {}, dict(point)))
+    assert gradcli.evaluate(text, point, check=False).value == expected
+
+
+def test_keywords_are_reserved_but_not_inside_names():
+    assert gradcli.evaluate("android + order + iffy", {"android": 1, "order": 2, "iffy": 3},
+                            check=False).value == 6.0
+    with pytest.raises(gradcli.ParseError):
+        gradcli.parse("and = 2; and")
+
+
+def invoke(*args: str, stdin: str | None = None):
+    result = CliRunner().invoke(cli, list(args), input=stdin)
+    assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def test_cli_eval_batch_and_json():
+    lines = "where(x > 0, log(x), 0)\nx if x > y else y\nwhere(x < 0, log(x), 0)\n"
+    done = invoke("eval", "-", "--x", "-1", "--y", "2", "--json", stdin=lines)
+    import json
+
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["value"] for r in records[:2]] == [0.0, 2.0]
+    assert records[0]["nodes"][3]["value"] is None  # log(x), not taken: null, never NaN
+    assert records[2]["error"]["kind"] == "domain"
+    assert done.exit_code == 3
+
+
+def test_cli_sweep_csv_and_diff_formats():
+    done = invoke("eval", "where(x > 0, log(x), 0)", "--x", "-2:2:5", "--csv")
+    assert done.stdout.splitlines()[1:3] == ["-2,0,0,true,", "-1,0,0,true,"]
+    assert invoke("diff", "x if x > 0 else -x", "--wrt", "x").stdout == (
+        "d/dx = where(x > 0, 1, -1)\n")
+    python = invoke("diff", "x if x > 0 else -x", "--wrt", "x", "--format", "python").stdout
+    assert "t1 = x > 0" in python and "return (x if t1 else -x), ((1 if t1 else -1),)" in python
+    assert r"\begin{cases}" in invoke("diff", "x if x > 0 else -x", "--wrt", "x",
+                                      "--format", "latex").stdout
+
+
+def test_check_file_with_piecewise_and_functions(tmp_path):
+    checks = tmp_path / "pw.toml"
+    checks.write_text(
+        '[[check]]\nname = "leaky"\n'
+        'expr = "leaky(v, a) = v if v > 0 else a*v; leaky(x, 0.01) + leaky(-x, 0.02)"\n'
+        'sweep = {x = "-3:3:60"}\nvalue = "where(x > 0, 0.98*x, -0.99*x)"\n'
+        'derivative = {x = "where(x > 0, 0.98, -0.99)"}\nfinite = true\n\n'
+        '[[check]]\nname = "log where defined"\nexpr = "where(x > 0, log(x), 0)"\n'
+        'sweep = {x = "-2:2:40"}\nderivative = {x = "where(x > 0, 1/x, 0)"}\nfinite = true\n',
+        encoding="utf-8")
+    done = invoke("check", str(checks))
+    assert done.exit_code == 0, done.stdout
+    assert "2 checks passed" in done.stdout
