@@ -148,7 +148,11 @@ def _seeds() -> list[bytes]:
     root = Path(__file__).resolve().parents[1]
     seeds = [b"\x00(x*W+b-t)**2", b"\x01u = x*W; z = u + b; err = z - t; err*err",
              b"\x02pow(x, y) + atan2(y, x) - min(x, y)*max(x, 2)", b"\x03-x**2^3/sqrt(x)",
-             b"\xe1x*x + log(x)", b"\xe2sin(x)/x"]
+             b"\xe1x*x + log(x)", b"\xe2sin(x)/x",
+             # issue 15: piecewise definitions and the program's own functions
+             b"\x04where(x > 0, log(x), 0) + (x if x <= y and not y == 2 else -x)",
+             b"\x05f(a, b) = a*b + 1; g(a) = f(a, a) if a != 0 else 1; g(x) + f(y, x)",
+             b"\xe3leaky(v) = v if v > 0 else 0.01*v; leaky(x)"]
     for path in (root / "examples").glob("*"):
         if path.is_file():
             seeds.append(b"\x00" + path.read_bytes())
