@@ -72,9 +72,9 @@ TERMINALS = {
     "NUMBER": NUMBERS,
     # Keywords with the spaces that keep them apart from a neighbouring name or number (the
     # generator joins terminals as they come: `0and0` would be 0 and a name and0).
-    **{f"_{word.upper()}": st.just(f" {word} ") for word in ("and", "or", "not", "if", "else")},
+    **{word.upper(): st.just(f" {word} ") for word in ("and", "or", "not", "if", "else")},
 }
-KEYWORDS = {"_AND", "_OR", "_NOT", "_IF", "_ELSE"}
+KEYWORDS = {"AND", "OR", "NOT", "IF", "ELSE"}
 GRAMMAR_LARK = Lark(GRAMMAR, parser="lalr", lexer="basic")
 grammar_programs = from_lark(GRAMMAR_LARK, explicit=TERMINALS)
 

@@ -16,6 +16,9 @@ single-child expansion, ``-> alias`` callbacks) and raises ``UnexpectedCharacter
 ``UnexpectedToken`` with the same fields as Lark's, in the same order (the lexer runs lazily).
 One rule is the driver's own, as a postlexer's would be in Lark: a newline separator inside open
 parentheses is dropped, so that a formula continues on the next line (see the grammar's header).
+A keyword (a string such as ``"and"`` that the NAME pattern also matches) is lexed as a name and
+then given its own type, as Lark's basic lexer does (its ``UnlessCallback``): the scanner tries
+no alternative for it.
 """
 
 from __future__ import annotations
@@ -91,6 +94,9 @@ class Parser:
         self.scanner = re.compile(f"{prefix}(?:{'|'.join(kept)}|\\Z)")
         self.allowed = {name for name, _ in terminals} - ignore
         self.valued = frozenset(tables["valued"])  # terminals whose text some rule keeps
+        # keywords: (pattern terminal, {text: keyword terminal}), e.g. ("NAME", {"and": "AND"})
+        retype = tables.get("retype") or {}
+        (self.named, self.keywords), = retype.items() if len(retype) == 1 else ((None, {}),)
         patterns = dict(terminals)
         if not (re.fullmatch(patterns.get(OPEN, "$^"), "(")
                 and re.fullmatch(patterns.get(CLOSE, "$^"), ")")
@@ -163,6 +169,7 @@ class Parser:
 
     def parse(self, text: str) -> Any:
         steps, rules, valued, landings = self.steps, self.rules, self.valued, self.landings
+        named, keywords = self.named, self.keywords
         brackets = self.brackets
         multiline = "\n" in text  # else no newline to drop: skip the counting (a batch's lines)
         new_str = str.__new__
@@ -180,14 +187,18 @@ class Parser:
                 raise UnexpectedCharacters(*_position(text, match.start(kind)), set(self.allowed))
             else:
                 if kind in valued:
-                    pos = match.start(kind)
-                    if counted < pos and "\n" in text[counted:pos]:
-                        line += text.count("\n", counted, pos)
-                        line_start = text.rfind("\n", 0, pos) + 1
-                    counted = pos
-                    value = new_str(Token, match.group(kind))  # Token(...) inlined
-                    value.type, value.pos_in_stream = kind, pos
-                    value.line, value.column = line, pos - line_start + 1
+                    word = match.group(kind)
+                    if word in keywords and kind == named:
+                        kind = keywords[word]  # a keyword (not valued), not a name
+                    else:
+                        pos = match.start(kind)
+                        if counted < pos and "\n" in text[counted:pos]:
+                            line += text.count("\n", counted, pos)
+                            line_start = text.rfind("\n", 0, pos) + 1
+                        counted = pos
+                        value = new_str(Token, word)  # Token(...) inlined
+                        value.type, value.pos_in_stream = kind, pos
+                        value.line, value.column = line, pos - line_start + 1
                 elif multiline and kind in brackets:
                     if kind in (OPEN, SQUARE_OPEN):
                         depth += 1
@@ -323,8 +334,10 @@ def generate_tables(text: str) -> dict[str, Any]:
     from lark import Lark  # regenerating the tables is the one use of Lark
 
     lark = Lark(text, parser="lalr", lexer="basic")
+    retype = _keywords(lark.terminals)
+    kept_out = {name for words in retype.values() for name in words.values()}
     # Lark's basic lexer tries terminals in this order (an alternation takes the first match).
-    terminals = sorted(lark.terminals, key=lambda t: (
+    terminals = sorted((t for t in lark.terminals if t.name not in kept_out), key=lambda t: (
         -t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
     table = lark.parser.parser.parser.parse_table
     rules = list(dict.fromkeys(
@@ -354,6 +367,7 @@ def generate_tables(text: str) -> dict[str, Any]:
     return {
         "grammar_digest": grammar_digest(text),
         "terminals": [[t.name, t.pattern.to_regexp()] for t in terminals],
+        "retype": retype,
         "ignore": sorted(lark.ignore_tokens),
         "valued": sorted(valued),
         "start": table.start_states["start"],
@@ -361,6 +375,23 @@ def generate_tables(text: str) -> dict[str, Any]:
         "rules": kept_rules,
         "actions": actions,
     }
+
+
+def _keywords(terminals: list) -> dict[str, dict[str, str]]:
+    """Strings that a pattern terminal of the same priority also matches whole (``"and"`` and
+    NAME), as Lark's ``_create_unless`` finds them: {pattern terminal: {text: string terminal}}.
+    The driver supports one such pattern (the grammar's NAME)."""
+    found: dict[str, dict[str, str]] = {}
+    for string in terminals:
+        if string.pattern.type != "str":
+            continue
+        for pattern in terminals:
+            if (pattern.pattern.type == "re" and pattern.priority == string.priority
+                    and re.fullmatch(pattern.pattern.to_regexp(), string.pattern.value)):
+                found.setdefault(pattern.name, {})[string.pattern.value] = string.name
+    if len(found) > 1:
+        raise ValueError(f"keywords of more than one pattern terminal: {sorted(found)}")
+    return found
 
 
 def tables_source(tables: dict[str, Any]) -> str:

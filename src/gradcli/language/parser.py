@@ -173,6 +173,11 @@ class _GraphBuilder:
         self.masked = True
         return self.made_node(Node(CONDITIONAL, (c, a, b)))
 
+    def compare(self, children: list) -> Node:
+        """``a < b`` and the other comparisons: one grammar rule, the op by the operator."""
+        left, operator, right = children
+        return self.made_node(Node(_COMPARISON_OPS[str(operator)], (left, right)))
+
     def logical_not(self, children: list[Node]) -> Node:
         return self.made_node(Node(OPS["logical_not"], (children[0],)))
 
@@ -324,8 +329,7 @@ def _binary_callback(op_name: str):
     return callback
 
 
-for _name in ("add", "sub", "mul", "div", "pow", "lt", "le", "gt", "ge", "eq", "ne",
-              "logical_and", "logical_or"):
+for _name in ("add", "sub", "mul", "div", "pow", "logical_and", "logical_or"):
     setattr(_GraphBuilder, _name, _binary_callback(_name))
 
 
@@ -397,7 +401,9 @@ def parse(source: str, max_nodes: int = MAX_NODES) -> Program:
 _OPERAND_START = {"NUMBER", "NAME"}
 _PROGRAM_END = {"_SEP", "$END"}
 _NOT_CLOSED = "a '(' is not closed"
-_COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
+_COMPARISON_OPS = {"<": OPS["lt"], "<=": OPS["le"], ">": OPS["gt"], ">=": OPS["ge"],
+                   "==": OPS["eq"], "!=": OPS["ne"]}
+_COMPARISONS = set(_COMPARISON_OPS)
 
 # Names that differ from a constant or a function only by case: lower case -> (name, what).
 _LOOKALIKES = {**{name.lower(): (name, "function") for name in FUNCTIONS},
