@@ -8,11 +8,12 @@ user asked for travels as one frozen ``EvalSettings``; the answer is a ``Result`
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gradcli.engine.graph import Program, values_and_gradients
+from gradcli.engine.graph import Program, liveness, values_and_gradients
 from gradcli.engine.notation import expression_texts
 from gradcli.errors import (
     MAX_LISTED_NAMES,
@@ -239,7 +240,7 @@ def evaluate(
         gradients={name: node.grad for name, node in program.variables.items()},
         check=report,
         hessian=_hessian(program, point, settings) if settings.order >= 2 else None,
-        node_values=[node.value for node in program.nodes],
+        node_values=_taken_values(program),
         node_grads=[node.grad for node in program.nodes],
     )
 
@@ -256,6 +257,15 @@ def _has_arrays(values: Mapping[str, Any]) -> bool:
             if is_array_value(value):
                 return True
     return False
+
+
+def _taken_values(program: Program) -> list[float]:
+    """Every node's value, NaN for a node in a branch not taken (shown as "not taken")."""
+    if not program.masked:
+        return [node.value for node in program.nodes]
+    live = liveness(program.nodes)
+    return [node.value if taken else math.nan
+            for node, taken in zip(program.nodes, live, strict=True)]
 
 
 def _hessian(program: Program, point: dict[str, float], settings: EvalSettings) -> HessianResult:
