@@ -259,3 +259,15 @@ def test_simplification_never_moves_a_term_out_of_its_branch(text):
             for name in names:
                 got = gradcli.evaluate(texts[name], point, check=False).value
                 assert got == pytest.approx(expected[name], rel=1e-12, abs=1e-300), (name, point)
+
+
+def test_pictures_show_the_branch_not_taken_and_draw_no_flow_through_it():
+    tree = invoke("graph", "where(x > 0, sqrt(x), 0)", "--x", "0", "--format", "tree").stdout
+    assert "#3 sqrt(x)  sqrt  not taken  ← 0 along this edge" in tree
+    mermaid = invoke("graph", "where(x > 0, log(x), 0)", "--x", "-1", "--format", "mermaid")
+    assert mermaid.exit_code == 0 and "log(x)<br>log<br>not taken" in mermaid.stdout
+    partial = invoke("graph", "where(x > 0, log(x), 0)*y", "--x", "-1", "--format", "tree")
+    assert partial.exit_code == 0  # y has no value: log(-1) is still known to be not taken
+    assert "#5 where(x > 0, log(x), 0)  where  value 0" in partial.stdout
+    taken = invoke("graph", "where(x < 0, log(x), 0)*y", "--x", "-1", "--format", "tree")
+    assert taken.exit_code == 3 and "logarithm" in taken.stderr

@@ -17,10 +17,10 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gradcli.engine.graph import Node, Program, compute, local_derivative
+from gradcli.engine.graph import Node, Program, compute, liveness, local_derivative
 from gradcli.engine.notation import expression_texts, format_number
-from gradcli.engine.ops import CONST, VAR
-from gradcli.errors import UsageError, visible
+from gradcli.engine.ops import CONDITIONAL, CONST, VAR
+from gradcli.errors import NumericError, UsageError, visible
 from gradcli.gradcheck.evaluation import evaluate
 from gradcli.language.parser import parse
 from gradcli.language.values import validate_values
@@ -73,6 +73,8 @@ class GraphPicture:
         value = self.value_of(node)
         if value is None:
             return ""
+        if not self.taken(node):
+            return "not taken"
         text = f"value {format_number(value)}"
         if self.program.arrays:
             text = f"shape {self.shape(node)} · {text}"
@@ -99,7 +101,7 @@ class GraphPicture:
     def flow(self, user: Node, position: int) -> float | None:
         """The gradient flowing back from ``user`` into its operand at ``position`` (None: none)."""
         source = user.inputs[position]
-        if not self.evaluated or not source.needs_grad:
+        if not self.evaluated or not source.needs_grad or not self.taken(user):
             return None
         args = [operand.value for operand in user.inputs]
         if self.program.arrays:  # the operand's shape (the array path's VJP or rule)
@@ -108,8 +110,14 @@ class GraphPicture:
             return contribution(user, args, position, user.grad)
         return user.grad * local_derivative(user, args, position)
 
+    def taken(self, node: Node) -> bool:
+        """False for a node in a branch not taken (a where's), whose value means nothing."""
+        return self._live is None or self._live[node.index]
+
     def __post_init__(self) -> None:
         self._texts = expression_texts(self.program.nodes)
+        self._live = liveness(self.program.nodes) if (
+            self.evaluated and self.program.masked) else None
 
 
 def prepare(program: str | Program, values: Mapping[str, float] | None = None) -> GraphPicture:
@@ -138,14 +146,30 @@ def known_values(program: Program, values: Mapping[str, float]) -> dict[int, flo
     program's default), in one pass in topological order."""
     point = {**program.defaults, **values}
     known: dict[int, float] = {}
+    failed: list[Node] = []
     for node in program.nodes:
         if node.op is CONST:
             known[node.index] = node.value
         elif node.op is VAR:
             if node.name in point:
                 known[node.index] = float(point[node.name])
+        elif node.op is CONDITIONAL and node.inputs[0].index in known:
+            condition, taken, other = node.inputs
+            chosen = taken if known[condition.index] else other
+            if chosen.index in known:  # the branch not taken need not be known
+                known[node.index] = known[chosen.index]
         elif all(source.index in known for source in node.inputs):
-            known[node.index] = compute(node, [known[source.index] for source in node.inputs])
+            try:
+                known[node.index] = compute(node, [known[s.index] for s in node.inputs])
+            except NumericError:
+                if not program.masked:
+                    raise
+                failed.append(node)  # an error only if its branch is taken (or may be)
+    if failed:
+        live = liveness(program.nodes, lambda node: known.get(node.index))
+        for node in failed:
+            if live[node.index]:
+                compute(node, [known[s.index] for s in node.inputs])  # raises its error
     return known
 
 

@@ -701,7 +701,9 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> 
         if picture.program.arrays and picture.shape(node):
             text.append(f"  shape {picture.shape(node)}", style="dim")
         value = picture.value_of(node)
-        if value is not None and node.op is not CONST:
+        if value is not None and node.op is not CONST and not picture.taken(node):
+            text.append("  not taken", style="cyan")  # a branch not taken (a where's)
+        elif value is not None and node.op is not CONST:
             text.append(f"  value {number_text(value, digits)}", style="cyan")
             if picture.evaluated and node.needs_grad:
                 text.append(f"  grad {number_text(node.grad, digits)}", style="magenta")
