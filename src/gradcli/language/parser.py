@@ -24,13 +24,7 @@ import threading
 from gradcli.engine.graph import Node, Program
 from gradcli.engine.ops import CONDITIONAL, CONST, CONSTANTS, FUNCTIONS, OPS
 from gradcli.errors import GradcliError, GradcliNameError, Note, ParseError, UsageError
-from gradcli.language.functions import (
-    Function,
-    Head,
-    call_label,
-    defined_later,
-    name_error,
-)
+from gradcli.language.functions import Definitions, Function, Head, defined_later
 from gradcli.language.lalr import (
     Parser,
     Token,
@@ -42,7 +36,7 @@ from gradcli.language.lalr import (
 from gradcli.limits import MAX_NODES, max_chars
 
 
-class _GraphBuilder:
+class _GraphBuilder(Definitions):
     """Parser callbacks: one per grammar alias, each returning the node for that piece of text."""
 
     def __init__(self) -> None:
@@ -154,19 +148,6 @@ class _GraphBuilder:
             self.masked = True
         return self.made_node(Node(op, tuple(args)), token)
 
-    def call_defined(self, function: Function, token: Token, args: list[Node]) -> Node:
-        """A call of the program's own function: its body inlined with ``args``."""
-        if len(args) != len(function.parameters):
-            count = len(function.parameters)
-            raise _error_at(GradcliNameError, token,
-                            f"{function.name} takes {count} argument{'s' * (count != 1)}, "
-                            f"not {len(args)}",
-                            hint=f"it is defined as {function.signature} on line "
-                                 f"{function.line}")
-        if any(node.op is CONDITIONAL for node in function.template):
-            self.masked = True
-        return function.inline(args, self.made_node, call_label(self.source, token))
-
     def conditional(self, children: list[Node]) -> Node:
         """``a if c else b``, the same node as ``where(c, a, b)``."""
         a, c, b = children
@@ -210,71 +191,6 @@ class _GraphBuilder:
             if value.name is None:
                 value.name = name
             self.named[name] = value
-        self.statement_start = len(self.variables)
-
-    def signature(self, children: list) -> Head:
-        """``f(a, b)`` before ``=``: its arguments were read as names (the ``=`` comes after
-        them), so the variables they made are taken back and become parameters."""
-        token, args = children[0], children[1:]
-        name = str(token)
-        self._check_function_name(token)
-        fresh = list(self.variables)[self.statement_start:]
-        parameters: dict[str, Node] = {}
-        for arg in args:
-            parameter = self._parameter(token, arg, fresh)
-            if parameter in parameters:
-                raise name_error(token, f"the parameter {parameter} of {name} is listed twice",
-                                 hint="give each parameter its own name")
-            parameters[parameter] = Node.variable(parameter)
-        for parameter in fresh:
-            del self.variables[parameter]
-            self.made -= 1
-            self.parameters[parameter] = name
-        self.notes = [note for note in self.notes if note.name not in fresh]
-        self.named.update(parameters)  # the body reads them; define() takes them out again
-        head = Head(token, parameters)
-        self.defining = head
-        return head
-
-    def _check_function_name(self, token: Token) -> None:
-        name = str(token)
-        if name in FUNCTIONS:
-            raise name_error(token, f"{name} is a built-in function and cannot be redefined",
-                             hint=f"pick another name, e.g. {name}_ or my_{name}")
-        if name in CONSTANTS:
-            raise name_error(token, f"{name} is a constant, not a function name",
-                             hint="pick another name")
-        if name in self.functions:
-            raise name_error(token, f"{name} is defined twice (first on line "
-                             f"{self.functions[name].line})",
-                             hint="each function can be defined once; pick another name")
-        if name in self.named or name in list(self.variables)[:self.statement_start]:
-            raise name_error(token, f"{name} is a variable of the program and cannot also be "
-                             "a function", hint="pick another name")
-
-    def _parameter(self, token: Token, arg: Node, fresh: list[str]) -> str:
-        """The parameter name that the argument ``arg`` of a definition's head stands for."""
-        name = arg.name
-        if arg.op is CONST and name in CONSTANTS:
-            raise name_error(token, f"{name} is a constant and cannot be a parameter of {token}",
-                             hint="pick another name")
-        if name is None or (arg.inputs and name not in self.named):
-            raise name_error(token, f"the parameters of {token} must be names",
-                             hint=f"write the definition as {token}(a, b) = ..., with the "
-                                  "expressions in its calls")
-        if name not in fresh:
-            raise name_error(token, f"the parameter {name} of {token} has the name of a "
-                             "variable of the program",
-                             hint=f"rename the parameter: {name} in the body would be ambiguous")
-        return str(name)
-
-    def define(self, children: list) -> None:
-        head, body = children
-        for parameter in head.parameters:
-            del self.named[parameter]
-        function = Function.define(head, body)
-        self.functions[function.name] = function
-        self.defining = None
         self.statement_start = len(self.variables)
 
     def _signature(self, name: str) -> str:
