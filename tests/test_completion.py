@@ -102,3 +102,14 @@ def test_the_help_gives_the_start_up_line():
                           capture_output=True, text=True, check=True)
     assert 'eval "$(gradcli completion bash)"' in done.stdout
     assert "gradcli completion fish | source" in done.stdout
+
+
+def test_a_function_s_parameters_and_the_keywords_are_not_offered():
+    """Issue 15: ``f(a, b) = ...`` defines parameters, not inputs, parsed or half-typed."""
+    program = '"f(a, b) = a*b + 1; f(x, y) if x > 0 and not y else z"'
+    assert values(f"gradcli eval {program} --")[:3] == ["--x", "--y", "--z"]
+    assert "--a" not in values(f"gradcli eval {program} --")
+    half = '"f(a, b) = a*b + 1; f(x, y) if x > 0 and not y else (z"'
+    offered = values(f"gradcli eval {half} --")
+    assert offered[:3] == ["--x", "--y", "--z"]
+    assert not {"--a", "--b", "--f", "--and", "--not", "--if", "--else"} & set(offered)

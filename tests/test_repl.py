@@ -285,3 +285,17 @@ def test_the_session_s_definitions_are_ordered_by_use():
     # a chain 3000 deep, defined last-first: an explicit stack, no recursion limit
     chain = Session({f"v{n}": f"v{n - 1} + 1" for n in range(3000, 1, -1)} | {"v1": "1"})
     assert chain.source("v3000").splitlines()[:2] == ["v1 = 1", "v2 = v1 + 1"]
+
+
+def test_a_session_keeps_its_functions_and_piecewise_definitions():
+    """Issue 15: ``f(a) = ...`` persists like a definition; calls pull it (and what it calls)
+    into the program; its parameters are not the session's names."""
+    script = ("f(a) = a*2\nsq(b) = f(b)*b\nx = 3\nsq(x) + f(x) if x > 0 else 0\n:vars\n"
+              ":diff\n:del f\nf(a) = a*3\nsq(x)\n")
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=script,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert "Traceback" not in done.stderr
+    assert "value 24" in done.stdout and "value 27" in done.stdout  # 2*3*3 + 6, then 3*3*3
+    assert "f(a) = a*2\nsq(b) = f(b)*b\nx = 3\n" in done.stdout
+    assert "d/dx = where(x > 0, 4*x + 2, 0)" in done.stdout
+    assert "sq uses f" in done.stderr

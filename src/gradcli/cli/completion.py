@@ -56,6 +56,9 @@ def completion_command(shell: str) -> None:
 _NAME = r"(?<![\w.])[A-Za-z_]\w*"
 
 
+_KEYWORDS = frozenset({"if", "else", "and", "or", "not"})
+
+
 def program_variables(ctx: click.Context) -> list[str]:
     """The variables of the program on the command line (EXPR or ``-f FILE``), in order."""
     text = _program_text(ctx)
@@ -71,8 +74,12 @@ def program_variables(ctx: click.Context) -> list[str]:
 
         names = dict.fromkeys(re.findall(_NAME, re.sub(r"#[^\n]*", "", text)))
         assigned = set(re.findall(r"([A-Za-z_]\w*)\s*=(?!=)", text))
-        return [name for name in names
-                if name not in FUNCTIONS and name not in CONSTANTS and name not in assigned]
+        # a definition's parameters (f(a, b) = ...) and the keywords are not variables either
+        for head in re.findall(r"[A-Za-z_]\w*\s*\(([^()]*)\)\s*=(?!=)", text):
+            assigned.update(part.strip() for part in head.split(","))
+        assigned.update(re.findall(r"([A-Za-z_]\w*)\s*\(", text))  # called: a function
+        return [name for name in names if name not in FUNCTIONS and name not in CONSTANTS
+                and name not in assigned and name not in _KEYWORDS]
 
 
 def _program_text(ctx: click.Context) -> str:

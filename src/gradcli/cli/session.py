@@ -20,9 +20,12 @@ from gradcli.errors import ExitStatus, GradcliError, UsageError
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
 
-# `name = ...` but not `name == ...` (which the language does not have, and parses as an error).
+# `name = ...` but not `name == ...` (a comparison).
 _DEFINITION = re.compile(r"\s*([A-Za-z_]\w*)\s*=(?!=)(.*)", re.DOTALL)
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()")  # a name, not a function call
+# `f(a, b) = ...`: a function of the session (issue 15); its calls are uses of it.
+_FUNCTION = re.compile(r"\s*([A-Za-z_]\w*)\s*\(([^()]*)\)\s*=(?!=)(.*)", re.DOTALL)
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
 _COMMENT = re.compile(r"#[^\n]*")
 
 COMMANDS = {  # name -> what it does (the order of :help)
@@ -41,6 +44,7 @@ ALIASES = {":q": ":quit", ":exit": ":quit", ":h": ":help", ":?": ":help"}
 HELP = """Type definitions and expressions:
   W = 3                a variable with a value (an input of the expressions that use it)
   u = x*W              a named node (x without a value stays free: results are expressions)
+  f(a, b) = a*b + 1    a function of your own, written out where it is called
   (u + b - t)**2       value, every node's gradient, and the finite-difference check
 An open ( continues on the next line; Ctrl-C cancels the line; Ctrl-D leaves.
 Commands:
@@ -52,6 +56,7 @@ class Session:
     """The definitions typed so far and the last expression; ``run`` takes one entry."""
 
     definitions: dict[str, str] = field(default_factory=dict)  # name -> its expression text
+    parameters: dict[str, str] = field(default_factory=dict)  # a function's name -> "a, b"
     last: str | None = None  # the last expression evaluated (what :diff, :graph... are about)
     quit: bool = False
 
@@ -78,7 +83,11 @@ class Session:
         status: int = ExitStatus.OK
         for number, item in enumerate(items, start=1):
             match = _DEFINITION.fullmatch(item)
-            if match is not None:
+            function = _FUNCTION.fullmatch(item)
+            if function is not None:
+                self.define_function(function.group(1), function.group(2).strip(),
+                                     function.group(3).strip())
+            elif match is not None:
                 self.define(match.group(1), match.group(2).strip())
             elif number < len(items):
                 raise UsageError(f"{item!r} is an expression before the end of the entry",
@@ -97,6 +106,34 @@ class Session:
         trial = {**self.definitions, name: expression}
         parse(self.source(name, trial))
         self.definitions = trial
+        self.parameters.pop(name, None)
+
+    def define_function(self, name: str, parameters: str, expression: str) -> None:
+        """Keep ``name(parameters) = expression`` if the session's program parses with it."""
+        from gradcli.language.parser import parse
+
+        if not expression:
+            raise UsageError(f"{name}({parameters}) = needs an expression",
+                             hint=f"e.g. {name}({parameters}) = 2*{parameters or 1}")
+        trial = {**self.definitions, name: expression}
+        before = self.parameters.get(name)
+        self.parameters[name] = parameters
+        arguments = ", ".join("0" for part in parameters.split(",") if part.strip())
+        try:
+            parse(self.source(f"{name}({arguments})", trial))
+        except GradcliError:
+            if before is None:
+                del self.parameters[name]
+            else:
+                self.parameters[name] = before
+            raise
+        self.definitions = trial
+
+    def statement(self, name: str, definitions: dict[str, str] | None = None) -> str:
+        """``name = ...`` or, for a function, ``name(a, b) = ...``."""
+        text = (self.definitions if definitions is None else definitions)[name]
+        head = f"{name}({self.parameters[name]})" if name in self.parameters else name
+        return f"{head} = {text}"
 
     def evaluate(self, expression: str, order: int = 1) -> int:
         from gradcli.cli.show import show_result
@@ -111,14 +148,15 @@ class Session:
         expression itself points into the expression."""
         from gradcli.language.parser import parse
 
-        parse(expression)  # syntax errors at line 1 of what was typed
+        if not set(_CALL.findall(expression)) & self.parameters.keys():
+            parse(expression)  # errors at line 1 of what was typed (alone, it knows no f(...))
         return parse(self.source(expression))
 
     def source(self, expression: str, definitions: dict[str, str] | None = None) -> str:
         """The definitions ``expression`` needs, each after those it uses, then the expression."""
         definitions = self.definitions if definitions is None else definitions
-        ordered = _definition_order(expression, definitions)
-        return "".join(f"{name} = {definitions[name]}\n" for name in ordered) + expression
+        ordered = _definition_order(expression, definitions, self.parameters)
+        return "".join(f"{self.statement(name, definitions)}\n" for name in ordered) + expression
 
     # --- :commands ------------------------------------------------------------------------
 
@@ -146,12 +184,14 @@ class Session:
     def _vars(self, argument: str) -> int:
         if not self.definitions:
             _say("no definitions yet (W = 3 defines one)")
-        for name in _definition_order(" ".join(self.definitions), self.definitions):
-            _say(f"{name} = {self.definitions[name]}")
+        for name in _definition_order(" ".join(f"{n}()" if n in self.parameters else n
+                                               for n in self.definitions),
+                                      self.definitions, self.parameters):
+            _say(self.statement(name))
         return ExitStatus.OK
 
     def _reset(self, argument: str) -> int:
-        self.definitions, self.last = {}, None
+        self.definitions, self.parameters, self.last = {}, {}, None
         _say("forgot every definition")
         return ExitStatus.OK
 
@@ -165,6 +205,7 @@ class Session:
             raise UsageError(f"{', '.join(users)} {'uses' if len(users) == 1 else 'use'} "
                              f"{argument}", hint="forget or redefine them first")
         del self.definitions[argument]
+        self.parameters.pop(argument, None)
         return ExitStatus.OK
 
     def _hessian(self, argument: str) -> int:
@@ -228,18 +269,24 @@ def _items(text: str) -> list[str]:
 
 
 def _names(text: str) -> set[str]:
-    return set(_NAME.findall(_COMMENT.sub("", text)))
+    """The names ``text`` uses: variables, and the functions it calls."""
+    code = _COMMENT.sub("", text)
+    return set(_NAME.findall(code)) | set(_CALL.findall(code))
 
 
-def _definition_order(expression: str, definitions: dict[str, str]) -> list[str]:
+def _definition_order(expression: str, definitions: dict[str, str],
+                      parameters: dict[str, str] | None = None) -> list[str]:
     """The definitions ``expression`` needs, each after the ones it uses (a depth-first order
-    with an explicit stack); a UsageError for definitions that use each other in a circle."""
+    with an explicit stack); a UsageError for definitions that use each other in a circle.
+    A function's ``parameters`` are its own names, not uses of definitions."""
     order: list[str] = []
     state: dict[str, int] = {}  # 1: being visited, 2: done
     position = {name: number for number, name in enumerate(definitions)}
+    own = {name: {p.strip() for p in text.split(",")} for name, text in (parameters or {}).items()}
 
     def uses(name: str) -> Iterator[str]:
-        return iter(sorted(_names(definitions[name]) & position.keys(), key=position.get))
+        used = _names(definitions[name]) - own.get(name, set())
+        return iter(sorted(used & position.keys(), key=position.get))
 
     for root in sorted(_names(expression) & position.keys(), key=position.get):
         if root in state:
