@@ -7,6 +7,7 @@ says so; printed derivatives parse back, and the Python form runs.
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -271,3 +272,16 @@ def test_pictures_show_the_branch_not_taken_and_draw_no_flow_through_it():
     assert "#5 where(x > 0, log(x), 0)  where  value 0" in partial.stdout
     taken = invoke("graph", "where(x < 0, log(x), 0)*y", "--x", "-1", "--format", "tree")
     assert taken.exit_code == 3 and "logarithm" in taken.stderr
+
+
+def test_array_programs_take_comparisons_where_and_functions_elementwise():
+    """With arrays (docs/arrays.md) the pieces work element by element; masking a branch not
+    taken is the scalar engine's: in an array program a domain error in either branch is named
+    (exit status 3), never a traceback."""
+    result = gradcli.evaluate("x = [-1, 2, 3]; f(a) = a*a; sum(where(x > 0, f(x), -x))", {})
+    assert result.value == 1 + 4 + 9
+    assert [row.value for row in result.node_rows()][-1] == 14.0
+    done = invoke("eval", "x = [-1, 2, 3]; sum(x if x > 0 else -x)", "--json")
+    assert done.exit_code == 0 and json.loads(done.stdout)["value"] == 6.0
+    failed = invoke("eval", "x = [-1, 2, 3]; sum(where(x > 0, log(x), 0))")
+    assert failed.exit_code == 3 and "logarithm" in failed.stderr

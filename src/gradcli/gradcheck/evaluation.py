@@ -138,7 +138,7 @@ class Result:
                 "id": i,
                 "op": node.op.name,
                 "label": node.name or texts[i],
-                "value": values[i] if values[i] == values[i] else None,  # NaN: not taken
+                "value": None if _not_taken(values[i]) else values[i],
                 "grad": grads[i] if node.needs_grad else None,
                 "inputs": [source.index for source in node.inputs],
                 "numeric_grad": None if check is None else check.numeric,
@@ -257,6 +257,11 @@ def _has_arrays(values: Mapping[str, Any]) -> bool:
             if is_array_value(value):
                 return True
     return False
+
+
+def _not_taken(value: Any) -> bool:
+    """A node in a branch not taken: NaN in ``node_values`` (``_taken_values``)."""
+    return type(value) is float and value != value
 
 
 def _taken_values(program: Program) -> list[float]:
