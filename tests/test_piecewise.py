@@ -203,8 +203,6 @@ def invoke(*args: str, stdin: str | None = None):
 def test_cli_eval_batch_and_json():
     lines = "where(x > 0, log(x), 0)\nx if x > y else y\nwhere(x < 0, log(x), 0)\n"
     done = invoke("eval", "-", "--x", "-1", "--y", "2", "--json", stdin=lines)
-    import json
-
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["value"] for r in records[:2]] == [0.0, 2.0]
     assert records[0]["nodes"][3]["value"] is None  # log(x), not taken: null, never NaN
