@@ -283,3 +283,10 @@ def test_array_programs_take_comparisons_where_and_functions_elementwise():
     assert done.exit_code == 0 and json.loads(done.stdout)["value"] == 6.0
     failed = invoke("eval", "x = [-1, 2, 3]; sum(where(x > 0, log(x), 0))")
     assert failed.exit_code == 3 and "logarithm" in failed.stderr
+
+
+def test_an_unused_declared_input_keeps_its_value_beside_a_branch_not_taken():
+    result = gradcli.evaluate("y = 2; where(x > 0, log(x), 0)", {"x": -1.0})
+    rows = {row.label: row for row in result.node_rows()}
+    assert rows["y"].value == 2.0 and rows["x"].value == -1.0 and rows["log(x)"].value is None
+    assert result.gradients == {"y": 0.0, "x": 0.0} and result.check.ok

@@ -269,7 +269,7 @@ def _taken_values(program: Program) -> list[float]:
     if not program.masked:
         return [node.value for node in program.nodes]
     live = liveness(program.nodes)
-    return [node.value if taken else math.nan
+    return [node.value if taken or not node.inputs else math.nan  # inputs keep their values
             for node, taken in zip(program.nodes, live, strict=True)]
 
 

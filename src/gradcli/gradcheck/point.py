@@ -150,7 +150,8 @@ def check_gradients(
     passed = {}
     if program.masked:  # a truth value's or a dead node's difference quotient means nothing
         live = liveness(nodes)
-        targets = [n for n in targets if live[n.index] and n.op.name not in LOGICAL]
+        targets = [n for n in targets
+                   if (live[n.index] or n.is_leaf) and n.op.name not in LOGICAL]
         method_at_once = None
     else:
         method_at_once = method

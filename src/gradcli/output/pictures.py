@@ -112,7 +112,7 @@ class GraphPicture:
 
     def taken(self, node: Node) -> bool:
         """False for a node in a branch not taken (a where's), whose value means nothing."""
-        return self._live is None or self._live[node.index]
+        return self._live is None or self._live[node.index] or not node.inputs
 
     def __post_init__(self) -> None:
         self._texts = expression_texts(self.program.nodes)
