@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gradcli.engine.canonical import canonical
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.printing import FORMATS, to_latex, to_python, to_text
 from gradcli.engine.symbolic import (
@@ -107,15 +108,27 @@ def differentiate(
     if any(name in values for name in program.variables):
         output, first, flat = _at_point(program, names, order, values, max_nodes)
     else:  # a formula: the symbolic derivatives, simplified (docs/derivatives.md lists how)
-        levels = _levels(program, names, order, Builder(max_nodes))
-        nodes = [levels[0][()], *levels[-1].values(), *levels[1].values()]
-        output, *rest = substitute(nodes, values)
-        flat = dict(zip(levels[-1], rest[:len(levels[-1])], strict=True))
-        first = dict(zip(names, rest[len(levels[-1]):], strict=True))
+        levels = _levels(program, names, order, Builder(max_nodes, exact_constants=True))
+        flat, first = levels[-1], {path[0]: node for path, node in levels[1].items()}
+        output = levels[0][()]
+        check_folded([output, *flat.values(), *first.values()])
+    output, first, flat = _canonical(output, first, flat, named=not values)
     return Derivatives(program, order, names, output, _nest(flat), first, values,
                        {name: value for name, value in own.items() if name not in values},
                        {name: value for name, value in own.items()
                         if defaults and name not in given})
+
+
+def _canonical(
+    output: SymNode, first: dict[str, SymNode], flat: dict[tuple[str, ...], SymNode],
+    named: bool,
+) -> tuple[SymNode, dict[str, SymNode], dict[tuple[str, ...], SymNode]]:
+    """The value, first derivatives and derivatives of the asked order in canonical form
+    (``canonical``: one printed form for equal sums and products), made together so that what
+    they share stays shared."""
+    made = canonical([output, *first.values(), *flat.values()], named)
+    first = dict(zip(first, made[1:1 + len(first)], strict=True))
+    return made[0], first, dict(zip(flat, made[1 + len(first):], strict=True))
 
 
 def _levels(program: Program, names: list[str], order: int,
@@ -149,7 +162,7 @@ def _at_point(
     the numbers into the symbolic derivatives.
     """
     point = {name: float(values[name]) for name in program.variables if name in values}
-    result = Builder(max_nodes)
+    result = Builder(max_nodes, exact_constants=True)
     value, grads = gradients_at(program.nodes, point, result, names)
     first = dict(zip(names, grads, strict=True))
     if order == 1:
@@ -246,8 +259,9 @@ def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicR
     point = {**program.defaults, **values}
     bound = {n: float(point[n]) for n in program.variables if n in point}
     names = list(program.variables)
-    value, substituted = gradients_at(program.nodes, bound, Builder(), names)
+    value, substituted = gradients_at(program.nodes, bound, Builder(exact_constants=True), names)
     check_folded([value, *substituted])
+    value, *substituted = canonical([value, *substituted])
     return SymbolicResult(
         free=[n for n in names if n not in bound],
         value=to_text(value),

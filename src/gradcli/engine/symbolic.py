@@ -90,10 +90,12 @@ MAX_REWRITE_NESTING = 24
 class Builder:
     """Makes SymNodes: one node per distinct (op, inputs), simplified as it is made."""
 
-    def __init__(self, max_nodes: int = MAX_NODES) -> None:
+    def __init__(self, max_nodes: int = MAX_NODES, exact_constants: bool = False) -> None:
         self._table: dict[tuple, SymNode] = {}
         self._rewriting = 0  # how many rewrites are under way, one inside another
         self.max_nodes = max_nodes  # derivatives can grow fast: past this, a UsageError
+        # A formula keeps log(2) as log(2) (``fold_constants``); a point wants its digits.
+        self.exact_constants = exact_constants
 
     def _intern(self, key: tuple, op: Op, inputs: tuple[SymNode, ...], value: float = 0.0,
                 name: str | None = None) -> SymNode:
@@ -126,7 +128,7 @@ class Builder:
         """The node for ``op`` applied to ``args`` (nodes or numbers), simplified."""
         inputs = tuple(self.lift(arg) for arg in args)
         if all(node.op is CONST for node in inputs):
-            folded = fold(op, [node.value for node in inputs])
+            folded = fold_constants(op, [node.value for node in inputs], self.exact_constants)
             if folded is not None:
                 return self.constant(folded)
         rewrite = _REWRITES.get(op.name)
@@ -141,6 +143,11 @@ class Builder:
                 self._rewriting -= 1
         if simpler is not None:
             return simpler
+        return self._intern((op.name, *(node.seq for node in inputs)), op, inputs)
+
+    def raw(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
+        """The node ``op(inputs)`` exactly as given: no folding, no rewrite (shared all the
+        same). For callers that built a simplified form themselves (``canonical``)."""
         return self._intern((op.name, *(node.seq for node in inputs)), op, inputs)
 
     def zero(self) -> SymNode:
@@ -198,6 +205,24 @@ def fold(op: Op, values: list[float]) -> float | None:
     except (ValueError, ZeroDivisionError, OverflowError):
         return None
     return float(result) if math.isfinite(result) else None
+
+
+# Ops whose value on numbers is written as a number: arithmetic, and the piecewise functions whose
+# results are their operands or small integers. Other functions of numbers (log(2), sqrt(3))
+# stay calls in a formula unless the result is an integer (log(1) is 0, sqrt(4) is 2).
+_ALWAYS_FOLDED = frozenset({"add", "sub", "mul", "div", "neg", "abs", "sign", "relu", "min",
+                            "max"})
+
+
+def fold_constants(op: Op, values: list[float], exact_constants: bool) -> float | None:
+    """``fold``, except that with ``exact_constants`` a function of numbers whose value is not
+    an integer (log(2), 2**0.5) is left as written: a derivative rule's log(2) stays log(2)."""
+    folded = fold(op, values)
+    if folded is None or not exact_constants or op.name in _ALWAYS_FOLDED:
+        return folded
+    if op.name == "pow" and values[1] == math.floor(values[1]):
+        return folded
+    return folded if folded == math.floor(folded) else None
 
 
 def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:

@@ -1,0 +1,540 @@
+"""The canonical form of a derivative: sums and products flattened, sorted and collected.
+
+The builder (``symbolic``) simplifies locally while a derivative is built, looking a fixed number
+of levels down. This pass runs once on the finished graphs, in one topological walk, and gives
+every sum and product one written form whatever order the rules produced it in:
+
+- a sum is a number plus terms with numeric coefficients, like terms collected
+  (``2*sin(x)*cos(x) - 2*cos(x)*sin(x)`` is 0), nested sums flattened;
+- a product is a numeric coefficient times bases raised to exponents, powers of one base merged
+  (``x*x**(x - 1)`` is ``x**x``, ``t**2/t**6`` is ``t**-4``), exponents added as sums;
+- terms and factors are written in one order (by their text), a positive term first and the
+  number last; negative exponents as division (``1/t**4``); the sign goes in front of the
+  quotient (``-3*x/(y - 2)**4``); a factor that every term of a sum shares is pulled out
+  (``x**x*(log(x) + 1)``), and the most common factor of several terms too.
+
+Every rewrite is an identity for real numbers where the original is defined; the ones that
+extend the domain (``x/x`` -> 1, ``x**a*x**b`` -> ``x**(a + b)``) are those docs/derivatives.md
+lists. Never done: ``sqrt(x**2)`` -> x, ``(x*y)**0.5`` -> ``x**0.5*y**0.5``, ``(x**2)**0.5`` ->
+x (only integer powers are distributed). Numbers are folded with the op table's float functions
+(a sum's terms are reassociated, so values agree with the unsimplified graph up to rounding).
+
+The pass is linear: a sum or product used more than once is merged into its users only while it
+is small (else it stays one shared term, printed once as ``t1 = ...``), merges copy at most
+``MERGE_LIMIT`` entries, and a ``size`` and ``seconds`` cap make it give up and return the
+graphs it was given (correct, just less simplified).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+from gradcli.engine.graph import nodes_of
+from gradcli.engine.notation import format_number
+from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR
+from gradcli.engine.symbolic import Builder, SymNode, fold_constants
+
+ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
+SUMS, PRODUCTS = {"add", "sub", "neg"}, {"mul", "div"}
+
+MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by its users
+SHARED_MERGE_LIMIT = 2  # ... and one used more than once (a number times one term, 2*x)
+FACTORING_DEPTH = 12  # common factors are pulled out of a sum at most this many levels deep
+SIZE_FACTOR, SIZE_EXTRA = 4, 2_000  # give up past SIZE_FACTOR * input nodes + SIZE_EXTRA
+SECONDS = 1.0  # ... or past this time
+SIGNATURE = 60  # characters of a node's text that decide its place in a sum or product
+
+
+class TooLarge(Exception):  # noqa: N818 (not an error: a reason to stop)
+    """The canonical form grew too large, took too long or met a number that does not fold."""
+
+
+class Sum:
+    """const + sum(coefficient * term); terms are canonical nodes that are not sums."""
+
+    __slots__ = ("const", "terms")
+
+    def __init__(self, const: float, terms: dict[SymNode, float]) -> None:
+        self.const = const
+        self.terms = terms
+
+
+class Product:
+    """coefficient * prod(base ** exponent); an exponent is a float or a canonical node."""
+
+    __slots__ = ("coefficient", "factors")
+
+    def __init__(self, coefficient: float, factors: dict[SymNode, float | SymNode]) -> None:
+        self.coefficient = coefficient
+        self.factors = factors
+
+
+Form = float | SymNode | Sum | Product
+
+
+# The numbers the op table's rules compute from constants (log2's rule divides by log(2)): in a
+# formula, a number equal to one of them to the last bit is written as the call.
+NAMED = {math.log(2.0): ("log", 2.0), math.log(10.0): ("log", 10.0)}
+
+
+def canonical(outputs: Sequence[SymNode], named: bool = False,
+              seconds: float = SECONDS) -> list[SymNode]:
+    """``outputs`` in canonical form, in a new builder; ``outputs`` themselves if it gives up.
+    ``named`` writes the numbers of ``NAMED`` as calls (for formulas, not for points)."""
+    nodes = nodes_of(list(dict.fromkeys(outputs)))  # an output listed twice is one node
+    limit = SIZE_FACTOR * len(nodes) + SIZE_EXTRA
+    builder = Builder(max_nodes=limit + 1, exact_constants=True)
+    try:
+        work = Canonical(builder, limit, time.perf_counter() + seconds, named)
+        return work.run(nodes, outputs)
+    except TooLarge:
+        return list(outputs)
+
+
+class Canonical:
+    """One canonicalization: the forms of the nodes of a graph and the nodes they make."""
+
+    def __init__(self, builder: Builder, limit: int, deadline: float, named: bool) -> None:
+        self.builder = builder
+        self.named = named
+        self.limit = limit
+        self.deadline = deadline
+        self.views: dict[SymNode, Sum | Product] = {}  # made node -> the form it was made from
+        self.signatures: dict[SymNode, str] = {}
+        self.made: dict[int, SymNode] = {}  # id(form) -> its node
+        self.forms: list[Form] = []  # keeps every form alive while ``made`` holds its id
+        self.opaque: set[SymNode] = set()  # nodes used as one term or factor, never reopened
+
+    def run(self, nodes: list, outputs: Sequence[SymNode]) -> list[SymNode]:
+        forms: dict[int, Form] = {}
+        uses = _uses(outputs)
+        for count, node in enumerate(nodes):
+            if count % 256 == 255:
+                self.check()
+            args = [self.shared(forms[id(s)], uses[id(s)]) for s in node.inputs]
+            forms[id(node)] = self.form(node, args)
+        return [self.node(forms[id(node)]) for node in outputs]
+
+    def check(self) -> None:
+        if len(self.builder._table) > self.limit or time.perf_counter() > self.deadline:
+            raise TooLarge
+
+    def shared(self, form: Form, uses: int) -> Form:
+        """A form used more than once merges into its users only while small."""
+        if _entries(form) > (SHARED_MERGE_LIMIT if uses > 1 else MERGE_LIMIT):
+            node = self.node(form)
+            self.opaque.add(node)
+            return node
+        return form
+
+    # --- the forms of a node -------------------------------------------------------------------
+
+    def form(self, node: SymNode, args: list[Form]) -> Form:
+        op = node.op
+        if op is VAR:
+            return self.leaf(self.builder.variable(str(node.name)))
+        if op is CONST:
+            if node.name in CONSTANTS:
+                return self.leaf(self.builder.constant(node.value, str(node.name)))
+            if self.named and node.value in NAMED:
+                function, argument = NAMED[node.value]
+                return self.make(OPS[function], (self.node(argument),))
+            return node.value
+        name = op.name
+        if name == "add":
+            return self.add(self.as_sum(args[0]), self.as_sum(args[1]), 1.0)
+        if name == "sub":
+            return self.add(self.as_sum(args[0]), self.as_sum(args[1]), -1.0)
+        if name == "neg":
+            return self.scaled(args[0], -1.0)
+        if name == "mul":
+            return self.multiply(args[0], args[1], 1.0)
+        if name == "div":
+            return self.multiply(args[0], args[1], -1.0)
+        if name == "pow":
+            return self.power(args[0], args[1])
+        return self.call(op, args)
+
+    def leaf(self, node: SymNode) -> SymNode:
+        if node not in self.signatures:
+            self.signatures[node] = (str(node.name) if node.name is not None
+                                     else "~" + format_number(node.value))
+        return node
+
+    def call(self, op, args: list[Form]) -> Form:
+        if all(isinstance(arg, float) for arg in args):
+            folded = fold_constants(op, args, self.builder.exact_constants)
+            if folded is not None:
+                return folded
+        return self.make(op, tuple(self.node(arg) for arg in args))
+
+    def as_sum(self, form: Form) -> Sum:
+        if isinstance(form, Sum):
+            return form
+        if isinstance(form, float):
+            return Sum(form, {})
+        if isinstance(form, Product):
+            term = self.node(Product(1.0, form.factors)) if form.factors else None
+            if term is None:
+                return Sum(form.coefficient, {})
+            return Sum(0.0, {term: form.coefficient})
+        view = None if form in self.opaque else self.views.get(form)
+        if isinstance(view, Sum):
+            return view
+        if isinstance(view, Product):
+            return self.as_sum(view)
+        return Sum(0.0, {form: 1.0})
+
+    def as_product(self, form: Form) -> Product:
+        if isinstance(form, Product):
+            return form
+        if isinstance(form, float):
+            return Product(form, {})
+        if isinstance(form, Sum):
+            if form.const == 0.0 and len(form.terms) == 1:
+                ((term, coefficient),) = form.terms.items()
+                inner = self.as_product(term)
+                return Product(_times(coefficient, inner.coefficient), inner.factors)
+            return Product(1.0, {self.node(form): 1.0})
+        view = None if form in self.opaque else self.views.get(form)
+        if isinstance(view, Product):
+            return view
+        if isinstance(view, Sum):
+            return self.as_product(view)
+        return Product(1.0, {form: 1.0})
+
+    def add(self, left: Sum, right: Sum, sign: float) -> Sum:
+        const = _plus(left.const, _times(sign, right.const))
+        if sign == 1.0 and len(right.terms) > len(left.terms):
+            left, right = right, left
+        terms = dict(left.terms)
+        for term, coefficient in right.terms.items():
+            terms[term] = _plus(terms.get(term, 0.0), _times(sign, coefficient))
+        return Sum(const, terms)
+
+    def scaled(self, form: Form, factor: float) -> Form:
+        """factor * form: a number times a sum goes into its terms (collected, then pulled out
+        again when written, so 2*(a + b) prints as it reads)."""
+        if isinstance(form, float):
+            return _times(factor, form)
+        if isinstance(form, Sum):
+            return Sum(_times(factor, form.const),
+                       {term: _times(factor, c) for term, c in form.terms.items()})
+        product = self.as_product(form)
+        return Product(_times(factor, product.coefficient), product.factors)
+
+    def multiply(self, left: Form, right: Form, sign: float) -> Form:
+        """left * right (sign 1) or left / right (sign -1)."""
+        if isinstance(right, float):
+            if sign == 1.0:
+                return self.scaled(left, right)
+            quotient = _short_quotient(1.0, right)
+            if quotient is not None:
+                return self.scaled(left, quotient)
+        if isinstance(left, float) and sign == 1.0:
+            return self.scaled(right, left)
+        a, b = self.as_product(left), self.as_product(right)
+        if sign == 1.0 and len(b.factors) > len(a.factors):
+            a, b = b, a
+        coefficient = a.coefficient
+        if sign == 1.0:
+            coefficient = _times(coefficient, b.coefficient)
+        else:
+            quotient = _short_quotient(coefficient, b.coefficient)
+            if quotient is None:
+                factors = dict(a.factors)
+                self.merge(factors, self.node(abs(b.coefficient)), -1.0)
+                coefficient = math.copysign(coefficient, coefficient * b.coefficient)
+                a = Product(coefficient, factors)
+            else:
+                coefficient = quotient
+        factors = dict(a.factors)
+        for base, exponent in b.factors.items():
+            self.merge(factors, base, exponent if sign == 1.0 else self.negated(exponent))
+        return Product(coefficient, factors)
+
+    def merge(self, factors: dict, base: SymNode, exponent: float | SymNode) -> None:
+        before = factors.get(base)
+        if before is None:
+            factors[base] = exponent
+        elif isinstance(before, float) and isinstance(exponent, float):
+            factors[base] = before + exponent
+        else:
+            factors[base] = self.exponent(self.add(self.as_sum(before), self.as_sum(exponent),
+                                                   1.0))
+
+    def exponent(self, form: Form) -> float | SymNode:
+        node = self.node(form)
+        return node.value if node.op is CONST and node.name is None else node
+
+    def negated(self, exponent: float | SymNode) -> float | SymNode:
+        if isinstance(exponent, float):
+            return -exponent
+        return self.exponent(self.scaled(exponent, -1.0))
+
+    def power(self, base: Form, exponent: Form) -> Form:
+        if isinstance(exponent, float):
+            if isinstance(base, float):
+                folded = fold_constants(POW, [base, exponent], self.builder.exact_constants)
+                if folded is not None:
+                    return folded
+                return self.make(POW, (self.node(base), self.node(exponent)))
+            if exponent == 0.0:
+                return 1.0
+            if exponent == 1.0:
+                return base
+            if exponent == math.floor(exponent):  # (a*b)**n = a**n * b**n for integers n
+                product = self.as_product(base)
+                coefficient = fold_constants(POW, [product.coefficient, exponent], False)
+                if coefficient is not None and all(isinstance(e, float)
+                                                   for e in product.factors.values()):
+                    return Product(coefficient, {b: e * exponent
+                                                 for b, e in product.factors.items()})
+        return Product(1.0, {self.node(base): self.exponent(exponent)})
+
+    # --- writing forms as nodes ---------------------------------------------------------------
+
+    def node(self, form: Form) -> SymNode:
+        if isinstance(form, SymNode):
+            return form
+        if isinstance(form, float):
+            return self.leaf(self.builder.constant(form))
+        made = self.made.get(id(form))
+        if made is None:
+            made = self.write_sum(form) if isinstance(form, Sum) else self.write_product(form)
+            self.made[id(form)] = made
+            self.forms.append(form)
+            self.views.setdefault(made, form)
+        return made
+
+    def make(self, op, inputs: tuple[SymNode, ...]) -> SymNode:
+        """The node op(inputs), as it is (the canonical forms are already simplified)."""
+        node = self.builder.raw(op, inputs)
+        if node not in self.signatures:
+            self.signatures[node] = _signature(op, [self.signatures[s] for s in inputs],
+                                               node.needs_grad)
+        return node
+
+    def order(self, nodes) -> list[SymNode]:
+        """Terms or factors in the written order: by text, sums (in parentheses) last."""
+        return sorted(nodes, key=lambda node: (node.op is ADD or node.op is SUB,
+                                               self.signatures[node], node.seq))
+
+    def write_sum(self, form: Sum, depth: int = 0) -> SymNode:
+        node = self._write_sum(form, depth)
+        if node.op is not CONST:
+            self.views.setdefault(node, form)
+        return node
+
+    def _write_sum(self, form: Sum, depth: int) -> SymNode:
+        terms = {t: c for t, c in form.terms.items() if c != 0.0}
+        if not terms:
+            return self.node(form.const)
+        if form.const == 0.0 and len(terms) == 1:
+            ((term, coefficient),) = terms.items()
+            return self.node(self.scaled(term, coefficient))
+        ordered = self.order(terms)
+        common = _common_coefficient(terms[ordered[0]], terms.values(), form.const)
+        if common is not None:  # 6*b - 6*t + 36 -> 6*(b - t + 6), -2*a + 2*b -> -2*(a - b)
+            inner = Sum(form.const / common, {t: c / common for t, c in terms.items()})
+            return self.write_product(Product(common, {self.write_sum(inner, depth): 1.0}))
+        if depth < FACTORING_DEPTH and len(terms) > 1:
+            factored = self.factored(form.const, terms, depth)
+            if factored is not None:
+                return factored
+        first = next((t for t in ordered if terms[t] > 0.0), None)
+        if first is None and form.const > 0.0:  # 14 - 4*W rather than -4*W + 14
+            result, const = self.node(form.const), 0.0
+        else:
+            first = ordered[0] if first is None else first
+            ordered.remove(first)
+            result, const = self.node(self.scaled(first, terms[first])), form.const
+        for term in ordered:
+            coefficient = terms[term]
+            op = ADD if coefficient > 0.0 else SUB
+            result = self.make(op, (result, self.node(self.scaled(term, abs(coefficient)))))
+        if const != 0.0:
+            op = ADD if const > 0.0 else SUB
+            result = self.make(op, (result, self.node(abs(const))))
+        return result
+
+    def factored(self, const: float, terms: dict[SymNode, float], depth: int) -> SymNode | None:
+        """The sum with the factor most of its terms share pulled out of them, or None when no
+        factor is in two terms: a*b + a*c + d -> a*(b + c) + d."""
+        counts: dict[SymNode, int] = {}
+        products = {term: self.as_product(term) for term in terms}
+        for product in products.values():
+            for base in product.factors:
+                counts[base] = counts.get(base, 0) + 1
+        best = max(counts.items(), key=lambda item: item[1], default=(None, 0))
+        if best[1] < 2:
+            return None
+        candidates = [b for b, n in counts.items() if n == best[1]]
+        base = self.order(candidates)[0]
+        sharing = [t for t in terms if base in products[t].factors]
+        exponents = [products[t].factors[base] for t in sharing]
+        exponent = _shared_exponent(exponents)
+        if exponent is None:
+            return None
+        inner: dict[SymNode, float] = {}
+        inner_const = 0.0
+        for term in sharing:
+            product = products[term]
+            factors = dict(product.factors)
+            self.merge(factors, base, self.negated(exponent))
+            reduced = self.as_sum(Product(_times(product.coefficient, terms[term]), {
+                b: e for b, e in factors.items() if e != 0.0}))
+            inner_const = _plus(inner_const, reduced.const)
+            for t, c in reduced.terms.items():
+                inner[t] = _plus(inner.get(t, 0.0), c)
+        inside = self.write_sum(Sum(inner_const, inner), depth + 1)
+        grouped = self.node(Product(1.0, {base: exponent, inside: 1.0}))
+        if len(sharing) == len(terms) and const == 0.0:
+            return grouped
+        rest = {t: c for t, c in terms.items() if t not in sharing}
+        rest[grouped] = _plus(rest.get(grouped, 0.0), 1.0)
+        return self.write_sum(Sum(const, rest), depth + 1)
+
+    def write_product(self, form: Product) -> SymNode:
+        coefficient = form.coefficient
+        if coefficient == 0.0:
+            return self.node(0.0)
+        up, down = [], []
+        for base in self.order(form.factors):
+            exponent = form.factors[base]
+            if isinstance(exponent, float):
+                if exponent > 0.0:
+                    up.append(self.raised(base, exponent))
+                elif exponent < 0.0:
+                    down.append(self.raised(base, -exponent))
+            else:
+                up.append(self.raised(base, exponent))
+        if not up and not down:
+            return self.node(coefficient)
+        if up:
+            if abs(coefficient) != 1.0:  # the sign goes on the first factor: -3*x*y, -x*y
+                numerator, rest = self.node(coefficient), up
+            elif coefficient < 0.0:
+                numerator, rest = self.make(NEG, (up[0],)), up[1:]
+            else:
+                numerator, rest = up[0], up[1:]
+            for factor in rest:
+                numerator = self.make(MUL, (numerator, factor))
+        else:
+            numerator = self.node(coefficient)
+        if not down:
+            return numerator
+        denominator = down[0]
+        for factor in down[1:]:
+            denominator = self.make(MUL, (denominator, factor))
+        return self.make(DIV, (numerator, denominator))
+
+    def raised(self, base: SymNode, exponent: float | SymNode) -> SymNode:
+        if isinstance(exponent, float):
+            if exponent == 1.0:
+                return base
+            return self.make(POW, (base, self.node(exponent)))
+        return self.make(POW, (base, exponent))
+
+
+def _uses(outputs: Sequence[SymNode]) -> dict[int, int]:
+    """How often each node is an operand within one output, the most over the outputs: what
+    the printer names a statement (each output is printed on its own), O(outputs * nodes)."""
+    most: dict[int, int] = {}
+    for output in dict.fromkeys(outputs):
+        uses: dict[int, int] = {}
+        stack, seen = [output], {output}
+        while stack:
+            for source in stack.pop().inputs:
+                uses[id(source)] = uses.get(id(source), 0) + 1
+                if source not in seen:
+                    seen.add(source)
+                    stack.append(source)
+        for key, count in uses.items():
+            if count > most.get(key, 0):
+                most[key] = count
+    return most
+
+
+def _entries(form: Form) -> int:
+    if isinstance(form, Sum):
+        return len(form.terms) + 1
+    if isinstance(form, Product):
+        return len(form.factors) + 1
+    return 0
+
+
+def _plus(a: float, b: float) -> float:
+    result = a + b
+    if not math.isfinite(result):
+        raise TooLarge
+    return result
+
+
+def _times(a: float, b: float) -> float:
+    result = a * b
+    if not math.isfinite(result) or (result == 0.0 and a != 0.0 and b != 0.0):
+        raise TooLarge
+    return result
+
+
+def _short_quotient(a: float, b: float) -> float | None:
+    """a / b when it is a short number (x/4 -> 0.25*x), None to keep the division (x/3)."""
+    if b == 0.0:
+        raise TooLarge  # x/0 stays as written: the unsimplified graph reports it when evaluated
+    quotient = a / b
+    if not math.isfinite(quotient) or (quotient == 0.0 and a != 0.0):
+        raise TooLarge
+    if len(format_number(quotient)) <= max(len(format_number(a)), len(format_number(b))) + 2:
+        return quotient
+    return None
+
+
+def _common_coefficient(first: float, coefficients, const: float) -> float | None:
+    """The number to pull out of a sum, signed as its first term, when that writes fewer
+    multiplications (2*a - 2*b -> 2*(a - b), but not 8*W - 28 -> 4*(2*W - 7)); or None.
+    It divides every coefficient and the constant into integers: their greatest common
+    divisor if they are integers, else the smallest coefficient."""
+    numbers = [*coefficients, const] if const else [*coefficients]
+    if all(n == math.floor(n) and abs(n) < 2.0**53 for n in numbers):
+        common = float(math.gcd(*(int(n) for n in numbers)))
+    else:
+        common = min(abs(c) for c in coefficients)
+    if common == 1.0:
+        return None
+    for number in numbers:
+        quotient = number / common
+        if quotient != math.floor(quotient) or quotient * common != number:
+            return None
+    before = sum(abs(c) != 1.0 for c in coefficients)
+    after = 1 + sum(abs(c) != common for c in coefficients)
+    return math.copysign(common, first) if after < before else None
+
+
+def _shared_exponent(exponents: list[float | SymNode]) -> float | SymNode | None:
+    """The power of a base that several terms share: the smallest of positive numbers (the
+    largest of negative ones), or one symbolic exponent they all have."""
+    if all(isinstance(e, float) for e in exponents):
+        if all(e > 0.0 for e in exponents):
+            return min(exponents)
+        if all(e < 0.0 for e in exponents):
+            return max(exponents)
+        return None
+    first = exponents[0]
+    return first if all(e is first for e in exponents) else None
+
+
+def _signature(op, inputs: list[str], needs_grad: bool) -> str:
+    """The text that orders a node among terms and factors, cut to ``SIGNATURE`` characters;
+    numbers and functions of numbers (log(2)) come after what depends on a variable."""
+    if op.symbol is None:
+        text = f"{op.name}({','.join(inputs)})"
+    elif op.arity == 1:
+        text = f"{op.symbol}{inputs[0]}"
+    else:
+        text = f"{inputs[0]}{op.symbol}{inputs[1]}"
+    if not needs_grad and not text.startswith("~"):
+        text = "~" + text
+    return text[:SIGNATURE]
