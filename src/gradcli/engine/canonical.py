@@ -40,7 +40,7 @@ ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "ne
 SUMS, PRODUCTS = {"add", "sub", "neg"}, {"mul", "div"}
 
 MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by its users
-SHARED_MERGE_LIMIT = 2  # ... and one used more than once (a number times one term, 2*x)
+SHARED_MERGE_LIMIT = 3  # ... and one used more than once (a number times one term, 2*x)
 FACTORING_DEPTH = 12  # common factors are pulled out of a sum at most this many levels deep
 SIZE_FACTOR, SIZE_EXTRA = 4, 2_000  # give up past SIZE_FACTOR * input nodes + SIZE_EXTRA
 SECONDS = 1.0  # ... or past this time
@@ -51,27 +51,31 @@ class TooLarge(Exception):  # noqa: N818 (not an error: a reason to stop)
     """The canonical form grew too large, took too long or met a number that does not fold."""
 
 
+Factors = dict  # base node -> exponent (a float, or a node)
+Term = frozenset  # the (base, exponent) pairs of a product whose coefficient is 1
+
+
 class Sum:
-    """const + sum(coefficient * term); terms are canonical nodes that are not sums."""
+    """const + sum(coefficient * term)."""
 
     __slots__ = ("const", "terms")
 
-    def __init__(self, const: float, terms: dict[SymNode, float]) -> None:
+    def __init__(self, const: float, terms: dict[Term, float]) -> None:
         self.const = const
         self.terms = terms
 
 
 class Product:
-    """coefficient * prod(base ** exponent); an exponent is a float or a canonical node."""
+    """coefficient * prod(base ** exponent)."""
 
     __slots__ = ("coefficient", "factors")
 
-    def __init__(self, coefficient: float, factors: dict[SymNode, float | SymNode]) -> None:
+    def __init__(self, coefficient: float, factors: Factors) -> None:
         self.coefficient = coefficient
         self.factors = factors
 
 
-Form = float | SymNode | Sum | Product
+Form = float | SymNode | Sum | Product  # a node is an atom: a variable, a call, a shared piece
 
 
 # The numbers the op table's rules compute from constants (log2's rule divides by log(2)): in a
@@ -98,22 +102,25 @@ class Canonical:
 
     def __init__(self, builder: Builder, limit: int, deadline: float, named: bool) -> None:
         self.builder = builder
-        self.named = named
         self.limit = limit
         self.deadline = deadline
-        self.views: dict[SymNode, Sum | Product] = {}  # made node -> the form it was made from
-        self.signatures: dict[SymNode, str] = {}
+        self.named = named
+        self.sums: dict[SymNode, Sum] = {}  # node written from a sum -> that sum (exponents)
+        self.keys: dict[SymNode, tuple] = {}  # node -> its place among factors: (sum?, text)
         self.made: dict[int, SymNode] = {}  # id(form) -> its node
         self.forms: list[Form] = []  # keeps every form alive while ``made`` holds its id
-        self.opaque: set[SymNode] = set()  # nodes used as one term or factor, never reopened
+        self.atoms: dict[SymNode, Term] = {}
+        self.term_keys: dict[Term, tuple] = {}
+        self.signs: dict[SymNode, int] = {}  # POSITIVE or NON_NEGATIVE where that is plain
 
     def run(self, nodes: list, outputs: Sequence[SymNode]) -> list[SymNode]:
         forms: dict[int, Form] = {}
         uses = _uses(outputs)
+        shared = self.shared
         for count, node in enumerate(nodes):
             if count % 256 == 255:
                 self.check()
-            args = [self.shared(forms[id(s)], uses[id(s)]) for s in node.inputs]
+            args = [shared(forms[id(s)], uses[id(s)]) for s in node.inputs]
             forms[id(node)] = self.form(node, args)
         return [self.node(forms[id(node)]) for node in outputs]
 
@@ -122,12 +129,14 @@ class Canonical:
             raise TooLarge
 
     def shared(self, form: Form, uses: int) -> Form:
-        """A form used more than once merges into its users only while small."""
-        if _entries(form) > (SHARED_MERGE_LIMIT if uses > 1 else MERGE_LIMIT):
-            node = self.node(form)
-            self.opaque.add(node)
-            return node
-        return form
+        """A form merges into its users while it is small (a number times one term, 2*x, when it
+        is used more than once in an output: else it is one term, printed as a statement)."""
+        if not isinstance(form, (Sum, Product)) or _entries(form) <= (
+                SHARED_MERGE_LIMIT if uses > 1 else MERGE_LIMIT):
+            return form
+        if isinstance(form, Product) and form.coefficient != 1.0:  # 2*t1: the 2 still folds
+            return Product(form.coefficient, {self.node(Product(1.0, form.factors)): 1.0})
+        return self.node(form)
 
     # --- the forms of a node -------------------------------------------------------------------
 
@@ -158,9 +167,11 @@ class Canonical:
         return self.call(op, args)
 
     def leaf(self, node: SymNode) -> SymNode:
-        if node not in self.signatures:
-            self.signatures[node] = (str(node.name) if node.name is not None
-                                     else "~" + format_number(node.value))
+        if node not in self.keys:
+            text = str(node.name) if node.name is not None else "~" + format_number(node.value)
+            self.keys[node] = (False, text, node.seq)
+            if node.op is CONST:
+                self.signs[node] = self.sign(node.value)
         return node
 
     def call(self, op, args: list[Form]) -> Form:
@@ -168,7 +179,42 @@ class Canonical:
             folded = fold_constants(op, args, self.builder.exact_constants)
             if folded is not None:
                 return folded
+        if op.name in _ON_SIGNS and self.sign(args[0]) >= NON_NEGATIVE:
+            # sign(u) = 1 for u > 0; relu(u) = abs(u) = u for u >= 0
+            if op.name != "sign":
+                return args[0]
+            if self.sign(args[0]) == POSITIVE:
+                return 1.0
         return self.make(op, tuple(self.node(arg) for arg in args))
+
+    def sign(self, form: Form) -> int:
+        """POSITIVE or NON_NEGATIVE where the form's own shape shows it (x**2 + 0.5, exp(x),
+        relu(x)), else UNKNOWN: a look at its terms and factors, never deeper."""
+        if isinstance(form, float):
+            return POSITIVE if form > 0.0 else NON_NEGATIVE if form == 0.0 else UNKNOWN
+        if isinstance(form, Sum):  # non-negative terms, one of them positive
+            signs = [self.sign(form.const)]
+            signs += [self.term_sign(t) if c > 0.0 else UNKNOWN for t, c in form.terms.items()]
+            if min(signs) == UNKNOWN:
+                return UNKNOWN
+            return max(signs)
+        if isinstance(form, Product):
+            if form.coefficient < 0.0:
+                return UNKNOWN
+            return min(self.sign(form.coefficient), self.term_sign(form.factors.items()))
+        return self.signs.get(form, UNKNOWN)
+
+    def term_sign(self, factors) -> int:
+        least = POSITIVE
+        for base, exponent in factors:
+            least = min(least, _power_sign(self.signs.get(base, UNKNOWN), exponent))
+        return least
+
+    def atom(self, node: SymNode) -> Term:
+        term = self.atoms.get(node)
+        if term is None:
+            term = self.atoms[node] = frozenset(((node, 1.0),))
+        return term
 
     def as_sum(self, form: Form) -> Sum:
         if isinstance(form, Sum):
@@ -176,16 +222,10 @@ class Canonical:
         if isinstance(form, float):
             return Sum(form, {})
         if isinstance(form, Product):
-            term = self.node(Product(1.0, form.factors)) if form.factors else None
-            if term is None:
+            if not form.factors:
                 return Sum(form.coefficient, {})
-            return Sum(0.0, {term: form.coefficient})
-        view = None if form in self.opaque else self.views.get(form)
-        if isinstance(view, Sum):
-            return view
-        if isinstance(view, Product):
-            return self.as_sum(view)
-        return Sum(0.0, {form: 1.0})
+            return Sum(0.0, {frozenset(form.factors.items()): form.coefficient})
+        return Sum(0.0, {self.atom(form): 1.0})
 
     def as_product(self, form: Form) -> Product:
         if isinstance(form, Product):
@@ -193,16 +233,12 @@ class Canonical:
         if isinstance(form, float):
             return Product(form, {})
         if isinstance(form, Sum):
+            if not form.terms:
+                return Product(form.const, {})
             if form.const == 0.0 and len(form.terms) == 1:
                 ((term, coefficient),) = form.terms.items()
-                inner = self.as_product(term)
-                return Product(_times(coefficient, inner.coefficient), inner.factors)
+                return Product(coefficient, dict(term))
             return Product(1.0, {self.node(form): 1.0})
-        view = None if form in self.opaque else self.views.get(form)
-        if isinstance(view, Product):
-            return view
-        if isinstance(view, Sum):
-            return self.as_product(view)
         return Product(1.0, {form: 1.0})
 
     def add(self, left: Sum, right: Sum, sign: float) -> Sum:
@@ -211,7 +247,11 @@ class Canonical:
             left, right = right, left
         terms = dict(left.terms)
         for term, coefficient in right.terms.items():
-            terms[term] = _plus(terms.get(term, 0.0), _times(sign, coefficient))
+            total = _plus(terms.get(term, 0.0), _times(sign, coefficient))
+            if total == 0.0:
+                terms.pop(term, None)
+            else:
+                terms[term] = total
         return Sum(const, terms)
 
     def scaled(self, form: Form, factor: float) -> Form:
@@ -238,41 +278,47 @@ class Canonical:
         a, b = self.as_product(left), self.as_product(right)
         if sign == 1.0 and len(b.factors) > len(a.factors):
             a, b = b, a
-        coefficient = a.coefficient
-        if sign == 1.0:
-            coefficient = _times(coefficient, b.coefficient)
-        else:
-            quotient = _short_quotient(coefficient, b.coefficient)
-            if quotient is None:
-                factors = dict(a.factors)
-                self.merge(factors, self.node(abs(b.coefficient)), -1.0)
-                coefficient = math.copysign(coefficient, coefficient * b.coefficient)
-                a = Product(coefficient, factors)
-            else:
-                coefficient = quotient
         factors = dict(a.factors)
+        if sign == 1.0:
+            coefficient = _times(a.coefficient, b.coefficient)
+        else:
+            coefficient = _short_quotient(a.coefficient, b.coefficient)
+            if coefficient is None:  # x/3 stays a division by 3
+                self.merge(factors, self.node(abs(b.coefficient)), -1.0)
+                coefficient = math.copysign(a.coefficient, a.coefficient * b.coefficient)
         for base, exponent in b.factors.items():
             self.merge(factors, base, exponent if sign == 1.0 else self.negated(exponent))
         return Product(coefficient, factors)
 
-    def merge(self, factors: dict, base: SymNode, exponent: float | SymNode) -> None:
+    def merge(self, factors: Factors, base: SymNode, exponent: float | SymNode) -> None:
+        """factors * base**exponent: x**a * x**b -> x**(a + b)."""
         before = factors.get(base)
         if before is None:
             factors[base] = exponent
-        elif isinstance(before, float) and isinstance(exponent, float):
-            factors[base] = before + exponent
+            return
+        if isinstance(before, float) and isinstance(exponent, float):
+            total = before + exponent
         else:
-            factors[base] = self.exponent(self.add(self.as_sum(before), self.as_sum(exponent),
-                                                   1.0))
+            total = self.exponent(self.add(self.exponent_sum(before),
+                                           self.exponent_sum(exponent), 1.0))
+        if total == 0.0:  # x/x -> 1 (docs/derivatives.md: the formula, not the program)
+            del factors[base]
+        else:
+            factors[base] = total
 
     def exponent(self, form: Form) -> float | SymNode:
         node = self.node(form)
         return node.value if node.op is CONST and node.name is None else node
 
+    def exponent_sum(self, exponent: float | SymNode) -> Sum:
+        if isinstance(exponent, float):
+            return Sum(exponent, {})
+        return self.sums.get(exponent) or self.as_sum(exponent)
+
     def negated(self, exponent: float | SymNode) -> float | SymNode:
         if isinstance(exponent, float):
             return -exponent
-        return self.exponent(self.scaled(exponent, -1.0))
+        return self.exponent(self.scaled(self.exponent_sum(exponent), -1.0))
 
     def power(self, base: Form, exponent: Form) -> Form:
         if isinstance(exponent, float):
@@ -292,7 +338,10 @@ class Canonical:
                                                    for e in product.factors.values()):
                     return Product(coefficient, {b: e * exponent
                                                  for b, e in product.factors.items()})
-        return Product(1.0, {self.node(base): self.exponent(exponent)})
+        exponent = self.exponent(exponent)
+        if exponent == 0.0:
+            return 1.0
+        return Product(1.0, {self.node(base): exponent})
 
     # --- writing forms as nodes ---------------------------------------------------------------
 
@@ -306,26 +355,34 @@ class Canonical:
             made = self.write_sum(form) if isinstance(form, Sum) else self.write_product(form)
             self.made[id(form)] = made
             self.forms.append(form)
-            self.views.setdefault(made, form)
         return made
 
     def make(self, op, inputs: tuple[SymNode, ...]) -> SymNode:
         """The node op(inputs), as it is (the canonical forms are already simplified)."""
         node = self.builder.raw(op, inputs)
-        if node not in self.signatures:
-            self.signatures[node] = _signature(op, [self.signatures[s] for s in inputs],
-                                               node.needs_grad)
+        if node not in self.keys:
+            keys = self.keys
+            text = _signature(op, [keys[s][1] for s in inputs], node.needs_grad)
+            self.keys[node] = (op is ADD or op is SUB, text, node.seq)
+            self.signs[node] = _node_sign(op, [self.signs.get(s, UNKNOWN) for s in inputs],
+                                          inputs)
         return node
 
-    def order(self, nodes) -> list[SymNode]:
-        """Terms or factors in the written order: by text, sums (in parentheses) last."""
-        return sorted(nodes, key=lambda node: (node.op is ADD or node.op is SUB,
-                                               self.signatures[node], node.seq))
+    def term_key(self, term: Term) -> tuple:
+        """A term's place in a sum: by its text, with ``keys``' order of its factors."""
+        key = self.term_keys.get(term)
+        if key is None:
+            keys = self.keys
+            parts = sorted((keys[base], exponent if isinstance(exponent, float) else
+                            keys[exponent][1]) for base, exponent in term)
+            text = "*".join(f"{k[1]}**{e}" for k, e in parts)[:SIGNATURE]
+            key = self.term_keys[term] = (text, min(k[2] for k, _ in parts))
+        return key
 
     def write_sum(self, form: Sum, depth: int = 0) -> SymNode:
         node = self._write_sum(form, depth)
-        if node.op is not CONST:
-            self.views.setdefault(node, form)
+        if node.inputs:
+            self.sums.setdefault(node, form)
         return node
 
     def _write_sum(self, form: Sum, depth: int) -> SymNode:
@@ -334,8 +391,8 @@ class Canonical:
             return self.node(form.const)
         if form.const == 0.0 and len(terms) == 1:
             ((term, coefficient),) = terms.items()
-            return self.node(self.scaled(term, coefficient))
-        ordered = self.order(terms)
+            return self.write_product(Product(coefficient, dict(term)))
+        ordered = sorted(terms, key=self.term_key)
         common = _common_coefficient(terms[ordered[0]], terms.values(), form.const)
         if common is not None:  # 6*b - 6*t + 36 -> 6*(b - t + 6), -2*a + 2*b -> -2*(a - b)
             inner = Sum(form.const / common, {t: c / common for t, c in terms.items()})
@@ -350,59 +407,69 @@ class Canonical:
         else:
             first = ordered[0] if first is None else first
             ordered.remove(first)
-            result, const = self.node(self.scaled(first, terms[first])), form.const
+            result = self.write_product(Product(terms[first], dict(first)))
+            const = form.const
         for term in ordered:
             coefficient = terms[term]
             op = ADD if coefficient > 0.0 else SUB
-            result = self.make(op, (result, self.node(self.scaled(term, abs(coefficient)))))
+            addend = self.write_product(Product(abs(coefficient), dict(term)))
+            result = self.make(op, (result, addend))
         if const != 0.0:
             op = ADD if const > 0.0 else SUB
             result = self.make(op, (result, self.node(abs(const))))
         return result
 
-    def factored(self, const: float, terms: dict[SymNode, float], depth: int) -> SymNode | None:
+    def factored(self, const: float, terms: dict[Term, float], depth: int) -> SymNode | None:
         """The sum with the factor most of its terms share pulled out of them, or None when no
         factor is in two terms: a*b + a*c + d -> a*(b + c) + d."""
         counts: dict[SymNode, int] = {}
-        products = {term: self.as_product(term) for term in terms}
-        for product in products.values():
-            for base in product.factors:
+        for term in terms:
+            for base, _ in term:
                 counts[base] = counts.get(base, 0) + 1
-        best = max(counts.items(), key=lambda item: item[1], default=(None, 0))
-        if best[1] < 2:
+        most = max(counts.values())
+        if most < 2:
             return None
-        candidates = [b for b, n in counts.items() if n == best[1]]
-        base = self.order(candidates)[0]
-        sharing = [t for t in terms if base in products[t].factors]
-        exponents = [products[t].factors[base] for t in sharing]
+        base = min((b for b, n in counts.items() if n == most), key=self.keys.__getitem__)
+        sharing = [t for t in terms if any(b is base for b, _ in t)]
+        exponents = [e for t in sharing for b, e in t if b is base]
         exponent = _shared_exponent(exponents)
         if exponent is None:
             return None
-        inner: dict[SymNode, float] = {}
+        negated = self.negated(exponent)
+        inner: dict[Term, float] = {}
         inner_const = 0.0
         for term in sharing:
-            product = products[term]
-            factors = dict(product.factors)
-            self.merge(factors, base, self.negated(exponent))
-            reduced = self.as_sum(Product(_times(product.coefficient, terms[term]), {
-                b: e for b, e in factors.items() if e != 0.0}))
-            inner_const = _plus(inner_const, reduced.const)
-            for t, c in reduced.terms.items():
-                inner[t] = _plus(inner.get(t, 0.0), c)
-        inside = self.write_sum(Sum(inner_const, inner), depth + 1)
-        grouped = self.node(Product(1.0, {base: exponent, inside: 1.0}))
+            factors = dict(term)
+            self.merge(factors, base, negated)
+            rest = frozenset(factors.items())
+            if rest:
+                inner[rest] = _plus(inner.get(rest, 0.0), terms[term])
+            else:
+                inner_const = _plus(inner_const, terms[term])
+        inside = Sum(inner_const, inner)
+        ordered = sorted(inner, key=self.term_key)
+        common = _common_coefficient(inner[ordered[0]], inner.values(), inner_const) or 1.0
+        if common != 1.0:
+            inside = Sum(inner_const / common, {t: c / common for t, c in inner.items()})
+        grouped = {base: exponent}
+        inner_node = self.write_sum(inside, depth + 1)
+        if inner_node.op is CONST and inner_node.name is None:
+            common = _times(common, inner_node.value)
+        else:
+            grouped[inner_node] = 1.0
         if len(sharing) == len(terms) and const == 0.0:
-            return grouped
-        rest = {t: c for t, c in terms.items() if t not in sharing}
-        rest[grouped] = _plus(rest.get(grouped, 0.0), 1.0)
-        return self.write_sum(Sum(const, rest), depth + 1)
+            return self.write_product(Product(common, grouped))
+        rest_terms = {t: c for t, c in terms.items() if t not in sharing}
+        rest_terms[frozenset(grouped.items())] = common
+        return self.write_sum(Sum(const, rest_terms), depth + 1)
 
     def write_product(self, form: Product) -> SymNode:
         coefficient = form.coefficient
         if coefficient == 0.0:
             return self.node(0.0)
         up, down = [], []
-        for base in self.order(form.factors):
+        keys = self.keys
+        for base in sorted(form.factors, key=keys.__getitem__):
             exponent = form.factors[base]
             if isinstance(exponent, float):
                 if exponent > 0.0:
@@ -411,8 +478,6 @@ class Canonical:
                     down.append(self.raised(base, -exponent))
             else:
                 up.append(self.raised(base, exponent))
-        if not up and not down:
-            return self.node(coefficient)
         if up:
             if abs(coefficient) != 1.0:  # the sign goes on the first factor: -3*x*y, -x*y
                 numerator, rest = self.node(coefficient), up
@@ -437,6 +502,39 @@ class Canonical:
                 return base
             return self.make(POW, (base, self.node(exponent)))
         return self.make(POW, (base, exponent))
+
+
+UNKNOWN, NON_NEGATIVE, POSITIVE = 0, 1, 2
+_ON_SIGNS = {"sign", "relu", "abs"}
+_POSITIVE_CALLS = {"exp", "cosh", "sigmoid", "softplus"}
+_NON_NEGATIVE_CALLS = {"relu", "abs", "sqrt", "hypot"}
+
+
+def _power_sign(base: int, exponent: float | SymNode) -> int:
+    """The sign of base**exponent from the base's: an even power is at least non-negative."""
+    if base == POSITIVE:
+        return POSITIVE
+    if isinstance(exponent, float):
+        if base == NON_NEGATIVE and exponent > 0.0:
+            return NON_NEGATIVE
+        if exponent % 2.0 == 0.0:
+            return NON_NEGATIVE
+    return UNKNOWN
+
+
+def _node_sign(op, signs: list[int], inputs: tuple[SymNode, ...]) -> int:
+    """The sign of a node made of inputs of these signs, where it is plain."""
+    name = op.name
+    if name in _POSITIVE_CALLS:
+        return POSITIVE
+    if name in _NON_NEGATIVE_CALLS:
+        return NON_NEGATIVE
+    if name in ("add", "mul", "div") and min(signs) >= NON_NEGATIVE:
+        return max(signs) if name == "add" else min(signs)
+    if name == "pow":
+        exponent = inputs[1]
+        return _power_sign(signs[0], exponent.value if exponent.op is CONST else exponent)
+    return UNKNOWN
 
 
 def _uses(outputs: Sequence[SymNode]) -> dict[int, int]:
