@@ -67,6 +67,7 @@ UNARY = {
     "softplus": sp.log(1 + sp.exp(X)),
     "abs": sp.Abs(X),
     "sign": sp.sign(X),
+    "heaviside": sp.Heaviside(X, 0),
     "log1p": sp.log(1 + X),
     "expm1": sp.exp(X) - 1,
     "exp2": 2**X,

@@ -180,8 +180,8 @@ class Canonical:
             if folded is not None:
                 return folded
         if op.name in _ON_SIGNS and self.sign(args[0]) >= NON_NEGATIVE:
-            # sign(u) = 1 for u > 0; relu(u) = abs(u) = u for u >= 0
-            if op.name != "sign":
+            # sign(u) = heaviside(u) = 1 for u > 0; relu(u) = abs(u) = u for u >= 0
+            if op.name in ("relu", "abs"):
                 return args[0]
             if self.sign(args[0]) == POSITIVE:
                 return 1.0
@@ -288,7 +288,24 @@ class Canonical:
                 coefficient = math.copysign(a.coefficient, a.coefficient * b.coefficient)
         for base, exponent in b.factors.items():
             self.merge(factors, base, exponent if sign == 1.0 else self.negated(exponent))
+            if sign == -1.0 and exponent == 1.0:
+                self.logistic(factors, base)
         return Product(coefficient, factors)
+
+    def logistic(self, factors: Factors, divisor: SymNode) -> None:
+        """exp(u)/(exp(u) + 1) -> sigmoid(u), in place: the identity that makes the derivative
+        of log(1 + exp(x)) the derivative of softplus(x)."""
+        form = self.sums.get(divisor)
+        if form is None or form.const != 1.0 or len(form.terms) != 1:
+            return
+        ((term, coefficient),) = form.terms.items()
+        if coefficient != 1.0 or len(term) != 1:
+            return
+        ((power, exponent),) = term
+        if exponent == 1.0 and power.op.name == "exp" and factors.get(power) == 1.0 and (
+                factors.get(divisor) == -1.0):
+            del factors[power], factors[divisor]
+            self.merge(factors, self.make(OPS["sigmoid"], power.inputs), 1.0)
 
     def merge(self, factors: Factors, base: SymNode, exponent: float | SymNode) -> None:
         """factors * base**exponent: x**a * x**b -> x**(a + b)."""
@@ -505,9 +522,9 @@ class Canonical:
 
 
 UNKNOWN, NON_NEGATIVE, POSITIVE = 0, 1, 2
-_ON_SIGNS = {"sign", "relu", "abs"}
+_ON_SIGNS = {"sign", "heaviside", "relu", "abs"}
 _POSITIVE_CALLS = {"exp", "cosh", "sigmoid", "softplus"}
-_NON_NEGATIVE_CALLS = {"relu", "abs", "sqrt", "hypot"}
+_NON_NEGATIVE_CALLS = {"relu", "abs", "sqrt", "hypot", "heaviside"}
 
 
 def _power_sign(base: int, exponent: float | SymNode) -> int:

@@ -249,11 +249,15 @@ def _relu(x: float) -> float:
     return max(0.0, x)
 
 
+def _heaviside(x: float) -> float:
+    return 1.0 if x > 0.0 else 0.0
+
+
 # --- derivative rules that need more than one expression ------------------------------------
 
 def _above(x: Any) -> Any:
     """1 where x > 0, else 0 -- relu's kink convention: at 0 the left side's slope."""
-    return F.sign(F.relu(x))
+    return F.heaviside(x)
 
 
 GELU_TANH_SCALE = 1.5957691216057308  # 2 sqrt(2/pi): gelu_tanh(x) = x sigmoid(scale (x + c x^3))
@@ -447,7 +451,7 @@ _ROWS: list[Op] = [
     _unary("sigmoid", _sigmoid, lambda x, out: out * (1.0 - out),
            complex=forms.complex_sigmoid, vector=lambda np, x: np.exp(-np.logaddexp(0.0, -x)),
            summary="1 / (1 + e ** -x)"),
-    _unary("relu", _relu, lambda x, out: F.sign(out),
+    _unary("relu", _relu, lambda x, out: F.heaviside(x),
            complex=forms.complex_relu, vector=lambda np, x: np.maximum(x, 0.0),
            summary="max(x, 0); relu'(0) = 0"),
     _unary("softplus", _softplus, lambda x, out: F.sigmoid(x),
@@ -502,6 +506,10 @@ _ROWS: list[Op] = [
     _unary("sign", _sign, lambda x, out: 0.0,
            complex=lambda x: complex(_sign(x.real)), vector=lambda np, x: np.sign(x),
            summary="-1, 0 or 1; its derivative is 0"),
+    _unary("heaviside", _heaviside, lambda x, out: 0.0,
+           complex=lambda x: complex(_heaviside(x.real)),
+           vector=lambda np, x: np.heaviside(x, 0.0),
+           summary="1 for x > 0, else 0 (relu's derivative); its derivative is 0"),
     _binary("min", min, lambda x, y, out: (1.0 - F.sign(x - y)) / 2.0,
             lambda x, y, out: (1.0 + F.sign(x - y)) / 2.0,
             complex=forms.complex_min, vector=lambda np, x, y: np.minimum(x, y),
