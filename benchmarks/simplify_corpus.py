@@ -49,7 +49,8 @@ _SYMPY = {
     "hypot": lambda a, b: sp.sqrt(a**2 + b**2), "sinh": sp.sinh, "cosh": sp.cosh,
     "tanh": sp.tanh, "sigmoid": lambda a: 1 / (1 + sp.exp(-a)),
     "relu": lambda a: sp.Max(a, 0), "softplus": lambda a: sp.log(1 + sp.exp(a)),
-    "abs": sp.Abs, "sign": sp.sign, "heaviside": lambda a: sp.Heaviside(a, 0), "min": sp.Min, "max": sp.Max,
+    "abs": sp.Abs, "sign": sp.sign, "heaviside": lambda a: sp.Heaviside(a, 0),
+    "min": sp.Min, "max": sp.Max,
 }
 
 

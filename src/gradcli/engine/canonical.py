@@ -40,9 +40,11 @@ ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "ne
 SUMS, PRODUCTS = {"add", "sub", "neg"}, {"mul", "div"}
 
 MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by its users
-SHARED_MERGE_LIMIT = 3  # ... and one used more than once (a number times one term, 2*x)
+# ... and one used more than once in an output, past these (a product merged into a product, or a
+# sum into a sum, is written out again; used as a factor or a term it stays one shared node)
+SHARED_SUM_LIMIT, SHARED_PRODUCT_LIMIT = 8, 3
 FACTORING_DEPTH = 12  # common factors are pulled out of a sum at most this many levels deep
-SIZE_FACTOR, SIZE_EXTRA = 4, 2_000  # give up past SIZE_FACTOR * input nodes + SIZE_EXTRA
+SIZE_FACTOR, SIZE_EXTRA = 4, 2_000  # stop past SIZE_FACTOR * input nodes + SIZE_EXTRA made
 SECONDS = 1.0  # ... or past this time
 SIGNATURE = 60  # characters of a node's text that decide its place in a sum or product
 
@@ -92,9 +94,14 @@ def canonical(outputs: Sequence[SymNode], named: bool = False,
     builder = Builder(max_nodes=limit + 1, exact_constants=True)
     try:
         work = Canonical(builder, limit, time.perf_counter() + seconds, named)
-        return work.run(nodes, outputs)
+        result = work.run(nodes, outputs)
     except TooLarge:
         return list(outputs)
+    # The canonical form is written out, never factored in: on graphs it cannot flatten (nested
+    # functions' high derivatives) it may be larger. Then the graphs given are the answer.
+    if len(builder._table) > len(nodes) and len(nodes_of(result)) > len(nodes):
+        return list(outputs)
+    return result
 
 
 class Canonical:
@@ -131,8 +138,10 @@ class Canonical:
     def shared(self, form: Form, uses: int) -> Form:
         """A form merges into its users while it is small (a number times one term, 2*x, when it
         is used more than once in an output: else it is one term, printed as a statement)."""
-        if not isinstance(form, (Sum, Product)) or _entries(form) <= (
-                SHARED_MERGE_LIMIT if uses > 1 else MERGE_LIMIT):
+        if not isinstance(form, (Sum, Product)):
+            return form
+        shared = SHARED_SUM_LIMIT if isinstance(form, Sum) else SHARED_PRODUCT_LIMIT
+        if _entries(form) <= (shared if uses > 1 else MERGE_LIMIT):
             return form
         if isinstance(form, Product) and form.coefficient != 1.0:  # 2*t1: the 2 still folds
             return Product(form.coefficient, {self.node(Product(1.0, form.factors)): 1.0})
