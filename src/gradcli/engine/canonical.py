@@ -43,7 +43,7 @@ MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by it
 # ... and one used more than once in an output, past these (a product merged into a product, or a
 # sum into a sum, is written out again; used as a factor or a term it stays one shared node)
 SHARED_SUM_LIMIT, SHARED_PRODUCT_LIMIT = 8, 3
-FACTORING_DEPTH = 12  # common factors are pulled out of a sum at most this many levels deep
+FACTORING_DEPTH = 4  # common factors are pulled out of a sum at most this many levels deep
 SIZE_FACTOR, SIZE_EXTRA = 4, 2_000  # stop past SIZE_FACTOR * input nodes + SIZE_EXTRA made
 SECONDS = 1.0  # ... or past this time
 SIGNATURE = 60  # characters of a node's text that decide its place in a sum or product
@@ -446,48 +446,44 @@ class Canonical:
         return result
 
     def factored(self, const: float, terms: dict[Term, float], depth: int) -> SymNode | None:
-        """The sum with the factor most of its terms share pulled out of them, or None when no
-        factor is in two terms: a*b + a*c + d -> a*(b + c) + d."""
-        counts: dict[SymNode, int] = {}
+        """The sum with a factor that all its terms share pulled out, or None when they share
+        none: x**x*log(x) + x**x -> x**x*(log(x) + 1), a/x + b/x -> (a + b)/x. (Pulling a
+        factor out of some of the terms is not done: it rarely pays for its search.)"""
+        if const != 0.0:
+            return None
+        smallest = min(terms, key=len)
+        bases = {base for base, _ in smallest}
         for term in terms:
-            for base, _ in term:
-                counts[base] = counts.get(base, 0) + 1
-        most = max(counts.values())
-        if most < 2:
-            return None
-        base = min((b for b, n in counts.items() if n == most), key=self.keys.__getitem__)
-        sharing = [t for t in terms if any(b is base for b, _ in t)]
-        exponents = [e for t in sharing for b, e in t if b is base]
-        exponent = _shared_exponent(exponents)
-        if exponent is None:
-            return None
+            bases.intersection_update(base for base, _ in term)
+            if not bases:
+                return None
+        for base in sorted(bases, key=self.keys.__getitem__):
+            exponent = _shared_exponent([e for t in terms for b, e in t if b is base])
+            if exponent is not None:
+                return self.pulled(terms, base, exponent, depth)
+        return None
+
+    def pulled(self, terms: dict[Term, float], base: SymNode, exponent: float | SymNode,
+               depth: int) -> SymNode:
+        """base**exponent * (the sum of ``terms`` divided by it)."""
         negated = self.negated(exponent)
         inner: dict[Term, float] = {}
         inner_const = 0.0
-        for term in sharing:
+        for term, coefficient in terms.items():
             factors = dict(term)
             self.merge(factors, base, negated)
-            rest = frozenset(factors.items())
-            if rest:
-                inner[rest] = _plus(inner.get(rest, 0.0), terms[term])
+            if factors:
+                rest = frozenset(factors.items())
+                inner[rest] = _plus(inner.get(rest, 0.0), coefficient)
             else:
-                inner_const = _plus(inner_const, terms[term])
+                inner_const = _plus(inner_const, coefficient)
         inside = Sum(inner_const, inner)
         ordered = sorted(inner, key=self.term_key)
         common = _common_coefficient(inner[ordered[0]], inner.values(), inner_const) or 1.0
         if common != 1.0:
             inside = Sum(inner_const / common, {t: c / common for t, c in inner.items()})
-        grouped = {base: exponent}
-        inner_node = self.write_sum(inside, depth + 1)
-        if inner_node.op is CONST and inner_node.name is None:
-            common = _times(common, inner_node.value)
-        else:
-            grouped[inner_node] = 1.0
-        if len(sharing) == len(terms) and const == 0.0:
-            return self.write_product(Product(common, grouped))
-        rest_terms = {t: c for t, c in terms.items() if t not in sharing}
-        rest_terms[frozenset(grouped.items())] = common
-        return self.write_sum(Sum(const, rest_terms), depth + 1)
+        return self.write_product(Product(common, {base: exponent,
+                                                    self.write_sum(inside, depth + 1): 1.0}))
 
     def write_product(self, form: Product) -> SymNode:
         coefficient = form.coefficient

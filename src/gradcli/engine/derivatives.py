@@ -33,7 +33,10 @@ MAX_ORDER = 6
 
 @dataclass
 class Derivatives:
-    """d^order(output)/d(wrt)... as graphs; ``tree`` nests one dict level per order."""
+    """d^order(output)/d(wrt)... as graphs; ``tree`` nests one dict level per order.
+
+    The graphs are the builder's (simplified locally, correct, shared); what is printed is
+    their canonical form (``canonical``), made when it is printed, for just what is printed."""
 
     program: Program
     order: int
@@ -44,13 +47,20 @@ class Derivatives:
     values: dict[str, float]  # the variables substituted by numbers
     kept_defaults: dict[str, float]  # the program's own ``x = 2`` values left as symbols
     used_defaults: dict[str, float]  # the program's own values substituted (``defaults=True``)
+    named: bool = False  # write log(2) for the rules' numbers (a formula, not a point)
+
+    def canonical(self) -> dict[str, Any]:
+        """``tree`` in canonical form: one written form for equal sums and products."""
+        paths = _paths(self.tree)
+        made = canonical([node for _, node in paths], self.named)
+        return _nest({path: node for (path, _), node in zip(paths, made, strict=True)})
 
     def texts(self, fmt: str = "text") -> dict[str, Any]:
         """The same nesting with every node printed in ``fmt`` (text or latex)."""
         if fmt not in ("text", "latex"):
             raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
         printer = to_text if fmt == "text" else to_latex
-        return _map_tree(self.tree, printer)
+        return _map_tree(self.canonical(), printer)
 
     def python(self) -> str:
         """A Python function of the variables returning the value and the derivatives."""
@@ -58,10 +68,14 @@ class Derivatives:
             raise UsageError("--format python supports --order 1 and 2",
                              hint="use --format text for higher orders")
         first = [self.first[name] for name in self.wrt]
-        hessian = ([[self.tree[a][b] for b in self.wrt] for a in self.wrt]
-                   if self.order == 2 else None)
+        hessian = ([self.tree[a][b] for a in self.wrt for b in self.wrt]
+                   if self.order == 2 else [])
+        value, *made = canonical([self.value, *first, *hessian], self.named)
+        n = len(self.wrt)
+        rows = ([made[n + n * i:n + n * (i + 1)] for i in range(n)] if self.order == 2
+                else None)
         parameters = [n for n in self.program.variables if n not in self.values]
-        return to_python(self.value, parameters, self.wrt, first, hessian)
+        return to_python(value, parameters, self.wrt, made[:n], rows)
 
 
 def differentiate(
@@ -112,23 +126,10 @@ def differentiate(
         flat, first = levels[-1], {path[0]: node for path, node in levels[1].items()}
         output = levels[0][()]
         check_folded([output, *flat.values(), *first.values()])
-    output, first, flat = _canonical(output, first, flat, named=not values)
     return Derivatives(program, order, names, output, _nest(flat), first, values,
                        {name: value for name, value in own.items() if name not in values},
                        {name: value for name, value in own.items()
-                        if defaults and name not in given})
-
-
-def _canonical(
-    output: SymNode, first: dict[str, SymNode], flat: dict[tuple[str, ...], SymNode],
-    named: bool,
-) -> tuple[SymNode, dict[str, SymNode], dict[tuple[str, ...], SymNode]]:
-    """The value, first derivatives and derivatives of the asked order in canonical form
-    (``canonical``: one printed form for equal sums and products), made together so that what
-    they share stays shared."""
-    made = canonical([output, *first.values(), *flat.values()], named)
-    first = dict(zip(first, made[1:1 + len(first)], strict=True))
-    return made[0], first, dict(zip(flat, made[1 + len(first):], strict=True))
+                        if defaults and name not in given}, named=not values)
 
 
 def _levels(program: Program, names: list[str], order: int,
@@ -224,6 +225,17 @@ def _nest(flat: dict[tuple[str, ...], SymNode]) -> dict[str, Any]:
             level = level.setdefault(name, {})
         level[path[-1]] = node
     return tree
+
+
+def _paths(tree: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[tuple, SymNode]]:
+    """(path, node) for every leaf of ``tree``, in order (depth at most ``MAX_ORDER``)."""
+    found: list[tuple[tuple, SymNode]] = []
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            found += _paths(value, (*path, key))
+        else:
+            found.append(((*path, key), value))
+    return found
 
 
 def _map_tree(tree: dict[str, Any], function: Any) -> dict[str, Any]:

@@ -48,20 +48,27 @@ def print_shared(
     With ``lazy`` (Python, which computes its statements whether a branch is taken or not), a
     node inside a branch of a conditional is never made a statement: it is written out where it
     is used, inside the branch (``_in_branches_only``)."""
-    outputs = presented(outputs)
-    nodes = nodes_of(outputs)
-    uses = _uses(nodes, outputs)
+    outputs, nodes, uses = _presented(outputs)
     taken = {str(n.name) for n in nodes if n.name is not None} | set(reserved)
     taken |= set(CONSTANTS) | set(FUNCTIONS)
     inline = _in_branches_only(nodes, outputs) if lazy else set()
     shared = [node for node in _statements(nodes, uses, {id(node) for node in outputs})
               if id(node) not in inline]
     counter = 0
-    for node in shared:
+    for node in shared:  # named while printed (the graph may be printed again, differently)
         counter += 1
         while f"t{counter}" in taken:
             counter += 1
         node.name = f"t{counter}"
+    try:
+        return _printed(outputs, nodes, shared, notation)
+    finally:
+        for node in shared:
+            node.name = None
+
+
+def _printed(outputs: Sequence[Node], nodes: list[Node], shared: list[Node],
+             notation: Notation) -> Printed:
     texts = expression_texts(nodes, limit=None, notation=notation)
     position = {id(node): i for i, node in enumerate(nodes)}
     statements = [(notation.name(str(n.name)), texts[position[id(n)]]) for n in shared]
@@ -103,22 +110,38 @@ def presented(outputs: Sequence[Node]) -> list[Node]:
     """The graph as it is printed: ``c*(p*q)`` regrouped as ``c*p*q`` where ``p*q`` is used only
     there. The builder keeps numbers on the left of one product (so that 2*x + 3*x gathers);
     regrouping saves the parentheses. The printed text parses back to exactly this graph."""
+    return _presented(outputs)[0]
+
+
+def _presented(outputs: Sequence[Node]) -> tuple[list[Node], list[Node], dict[int, int]]:
+    """``presented``, with its nodes in topological order and their uses."""
     nodes = nodes_of(outputs)
     uses = _uses(nodes, outputs)
+    if not any(_regrouped(node, uses) for node in nodes):
+        return list(outputs), nodes, uses  # nothing to regroup (canonical forms never need it)
     made: dict[int, Node] = {}
     for node in nodes:
         if not node.inputs:
             made[id(node)] = node
             continue
         inputs = tuple(made[id(source)] for source in node.inputs)
-        left, right = node.inputs[0], node.inputs[-1]
-        if (node.op is MUL and left.op is CONST and right.op is MUL
-                and uses.get(id(right)) == 1 and right.name is None):
-            inner = made[id(right)]
+        if _regrouped(node, uses):
+            inner = made[id(node.inputs[1])]
             made[id(node)] = Node(MUL, (Node(MUL, (inputs[0], inner.inputs[0])), inner.inputs[1]))
         else:
             made[id(node)] = Node(node.op, inputs, node.value, node.name)
-    return [made[id(node)] for node in outputs]
+    shown = [made[id(node)] for node in outputs]
+    nodes = nodes_of(shown)
+    return shown, nodes, _uses(nodes, shown)
+
+
+def _regrouped(node: Node, uses: dict[int, int]) -> bool:
+    """Whether ``node`` is ``c*(p*q)`` with ``p*q`` used only there (``presented``)."""
+    if node.op is not MUL:
+        return False
+    left, right = node.inputs
+    return (left.op is CONST and right.op is MUL and uses.get(id(right)) == 1
+            and right.name is None)
 
 
 def _statements(nodes: list[Node], uses: dict[int, int], outputs: set[int]) -> list[Node]:

@@ -92,6 +92,7 @@ class Builder:
 
     def __init__(self, max_nodes: int = MAX_NODES, exact_constants: bool = False) -> None:
         self._table: dict[tuple, SymNode] = {}
+        self._numbers: dict[float, SymNode] = {}  # nonzero unnamed constants by value
         self._rewriting = 0  # how many rewrites are under way, one inside another
         self.max_nodes = max_nodes  # derivatives can grow fast: past this, a UsageError
         # A formula keeps log(2) as log(2) (``fold_constants``); a point wants its digits.
@@ -112,6 +113,12 @@ class Builder:
 
     def constant(self, value: float, name: str | None = None) -> SymNode:
         value = float(value)
+        if name is None and value:  # the common case, by value (0.0 and -0.0 are two nodes)
+            node = self._numbers.get(value)
+            if node is None:
+                node = self._numbers[value] = self._intern(("const", value.hex(), None), CONST,
+                                                           (), value)
+            return node
         return self._intern(("const", value.hex(), name), CONST, (), value, name)
 
     def variable(self, name: str) -> SymNode:
@@ -126,8 +133,12 @@ class Builder:
 
     def make(self, op: Op, args: Sequence[Any]) -> SymNode:
         """The node for ``op`` applied to ``args`` (nodes or numbers), simplified."""
-        inputs = tuple(self.lift(arg) for arg in args)
-        if all(node.op is CONST for node in inputs):
+        inputs = tuple(arg if type(arg) is SymNode and arg.builder is self else self.lift(arg)
+                       for arg in args)
+        for node in inputs:
+            if node.op is not CONST:
+                break
+        else:
             folded = fold_constants(op, [node.value for node in inputs], self.exact_constants)
             if folded is not None:
                 return self.constant(folded)
@@ -143,7 +154,10 @@ class Builder:
                 self._rewriting -= 1
         if simpler is not None:
             return simpler
-        return self._intern((op.name, *(node.seq for node in inputs)), op, inputs)
+        key = ((op.name, inputs[0].seq, inputs[1].seq) if len(inputs) == 2
+               else (op.name, *(node.seq for node in inputs)))
+        node = self._table.get(key)
+        return node if node is not None else self._intern(key, op, inputs)
 
     def raw(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
         """The node ``op(inputs)`` exactly as given: no folding, no rewrite (shared all the
