@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from gradcli.engine.graph import nodes_of
 from gradcli.engine.notation import format_number
 from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR
-from gradcli.engine.symbolic import Builder, SymNode, fold_constants
+from gradcli.engine.symbolic import Builder, SymNode, fold_constants, is_short
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
 SUMS, PRODUCTS = {"add", "sub", "neg"}, {"mul", "div"}
@@ -43,9 +43,11 @@ MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by it
 # ... and one used more than once in an output, past these (a product merged into a product, or a
 # sum into a sum, is written out again; used as a factor or a term it stays one shared node)
 SHARED_SUM_LIMIT, SHARED_PRODUCT_LIMIT = 8, 3
+EXPANDED_TERMS = 3  # sums of at most this many terms are multiplied out when that cancels
 FACTORING_DEPTH = 4  # common factors are pulled out of a sum at most this many levels deep
 SIZE_FACTOR, SIZE_EXTRA = 4, 2_000  # stop past SIZE_FACTOR * input nodes + SIZE_EXTRA made
 SECONDS = 1.0  # ... or past this time
+GROWTH, GROWTH_EXTRA = 1.25, 8  # a canonical form larger than this keeps the graphs given
 SIGNATURE = 60  # characters of a node's text that decide its place in a sum or product
 
 
@@ -99,7 +101,8 @@ def canonical(outputs: Sequence[SymNode], named: bool = False,
         return list(outputs)
     # The canonical form is written out, never factored in: on graphs it cannot flatten (nested
     # functions' high derivatives) it may be larger. Then the graphs given are the answer.
-    if len(builder._table) > len(nodes) and len(nodes_of(result)) > len(nodes):
+    larger = GROWTH * len(nodes) + GROWTH_EXTRA
+    if len(builder._table) > larger and len(nodes_of(result)) > larger:
         return list(outputs)
     return result
 
@@ -122,7 +125,10 @@ class Canonical:
 
     def run(self, nodes: list, outputs: Sequence[SymNode]) -> list[SymNode]:
         forms: dict[int, Form] = {}
-        uses = _uses(outputs)
+        uses: dict[int, int] = {}  # operand uses over all outputs (as the printer counts them
+        for node in nodes:  # for one output, or fewer: a piece may be named needlessly)
+            for source in node.inputs:
+                uses[id(source)] = uses.get(id(source), 0) + 1
         shared = self.shared
         for count, node in enumerate(nodes):
             if count % 256 == 255:
@@ -233,6 +239,10 @@ class Canonical:
         if isinstance(form, Product):
             if not form.factors:
                 return Sum(form.coefficient, {})
+            if len(form.factors) == 1:  # c*(a + b) in a sum is c*a + c*b
+                ((base, exponent),) = form.factors.items()
+                if exponent == 1.0 and base in self.sums:
+                    return self.scaled(self.sums[base], form.coefficient)
             return Sum(0.0, {frozenset(form.factors.items()): form.coefficient})
         return Sum(0.0, {self.atom(form): 1.0})
 
@@ -413,6 +423,8 @@ class Canonical:
 
     def _write_sum(self, form: Sum, depth: int) -> SymNode:
         terms = {t: c for t, c in form.terms.items() if c != 0.0}
+        if depth == 0 and len(terms) > 1:
+            terms = self.expanded(terms)
         if not terms:
             return self.node(form.const)
         if form.const == 0.0 and len(terms) == 1:
@@ -444,6 +456,35 @@ class Canonical:
             op = ADD if const > 0.0 else SUB
             result = self.make(op, (result, self.node(abs(const))))
         return result
+
+    def expanded(self, terms: dict[Term, float]) -> dict[Term, float]:
+        """The terms with small sums among their factors multiplied out, when that cancels
+        terms: t/y + (x/y - 1/y**2)*t*y -> t*x. Else the terms as they are (multiplying out
+        lengthens what does not cancel)."""
+        result: dict[Term, float] = {}
+        changed = False
+        for term, coefficient in terms.items():
+            inner = next((self.sums[b] for b, e in term if e == 1.0 and b in self.sums
+                          and len(self.sums[b].terms) <= EXPANDED_TERMS), None)
+            if inner is None or len(term) > EXPANDED_TERMS:
+                result[term] = _plus(result.get(term, 0.0), coefficient)
+                continue
+            changed = True
+            rest = Product(coefficient, {b: e for b, e in term if b not in self.sums
+                                         or self.sums[b] is not inner})
+            for part in (*inner.terms.items(), (None, inner.const)):
+                piece, c = part
+                if c == 0.0:
+                    continue
+                factors = dict(rest.factors)
+                for base, exponent in piece or ():
+                    self.merge(factors, base, exponent)
+                key = frozenset(factors.items())
+                result[key] = _plus(result.get(key, 0.0), _times(rest.coefficient, c))
+        if not changed:
+            return terms
+        result = {t: c for t, c in result.items() if c != 0.0}
+        return result if len(result) < len(terms) and frozenset() not in result else terms
 
     def factored(self, const: float, terms: dict[Term, float], depth: int) -> SymNode | None:
         """The sum with a factor that all its terms share pulled out, or None when they share
@@ -559,25 +600,6 @@ def _node_sign(op, signs: list[int], inputs: tuple[SymNode, ...]) -> int:
     return UNKNOWN
 
 
-def _uses(outputs: Sequence[SymNode]) -> dict[int, int]:
-    """How often each node is an operand within one output, the most over the outputs: what
-    the printer names a statement (each output is printed on its own), O(outputs * nodes)."""
-    most: dict[int, int] = {}
-    for output in dict.fromkeys(outputs):
-        uses: dict[int, int] = {}
-        stack, seen = [output], {output}
-        while stack:
-            for source in stack.pop().inputs:
-                uses[id(source)] = uses.get(id(source), 0) + 1
-                if source not in seen:
-                    seen.add(source)
-                    stack.append(source)
-        for key, count in uses.items():
-            if count > most.get(key, 0):
-                most[key] = count
-    return most
-
-
 def _entries(form: Form) -> int:
     if isinstance(form, Sum):
         return len(form.terms) + 1
@@ -607,9 +629,7 @@ def _short_quotient(a: float, b: float) -> float | None:
     quotient = a / b
     if not math.isfinite(quotient) or (quotient == 0.0 and a != 0.0):
         raise TooLarge
-    if len(format_number(quotient)) <= max(len(format_number(a)), len(format_number(b))) + 2:
-        return quotient
-    return None
+    return quotient if is_short(quotient, a, b) else None
 
 
 def _common_coefficient(first: float, coefficients, const: float) -> float | None:

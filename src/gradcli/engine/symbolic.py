@@ -43,6 +43,7 @@ from gradcli.engine.graph import (
     numeric_error,
     quick_compute,
 )
+from gradcli.engine.notation import format_number
 from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR, Op
 from gradcli.errors import NumericError, UsageError
 from gradcli.limits import MAX_NODES
@@ -136,8 +137,8 @@ class Builder:
         inputs = tuple(arg if type(arg) is SymNode and arg.builder is self else self.lift(arg)
                        for arg in args)
         for node in inputs:
-            if node.op is not CONST:
-                break
+            if node.op is not CONST or (node.name is not None and self.exact_constants):
+                break  # a formula keeps pi and e as names
         else:
             folded = fold_constants(op, [node.value for node in inputs], self.exact_constants)
             if folded is not None:
@@ -230,13 +231,25 @@ _ALWAYS_FOLDED = frozenset({"add", "sub", "mul", "div", "neg", "abs", "sign", "r
 
 def fold_constants(op: Op, values: list[float], exact_constants: bool) -> float | None:
     """``fold``, except that with ``exact_constants`` a function of numbers whose value is not
-    an integer (log(2), 2**0.5) is left as written: a derivative rule's log(2) stays log(2)."""
+    an integer (log(2), 2**0.5) and a quotient that is no short number (1/3) are left as
+    written: a derivative rule's log(2) stays log(2)."""
     folded = fold(op, values)
-    if folded is None or not exact_constants or op.name in _ALWAYS_FOLDED:
+    if folded is None or not exact_constants:
+        return folded
+    if op.name == "div":  # 1/4 is 0.25, but 1/3 stays 1/3
+        return folded if is_short(folded, *values) else None
+    if op.name in _ALWAYS_FOLDED:
         return folded
     if op.name == "pow" and values[1] == math.floor(values[1]):
         return folded
     return folded if folded == math.floor(folded) else None
+
+
+def is_short(quotient: float, numerator: float, divisor: float) -> bool:
+    """Whether a quotient of numbers reads as well as the division does: 0.25, not 1/4; but 1/3
+    rather than 0.3333333333333333."""
+    return len(format_number(quotient)) <= max(len(format_number(numerator)),
+                                               len(format_number(divisor))) + 3
 
 
 def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
@@ -379,9 +392,14 @@ def _const(node: Node) -> bool:
     return node.op is CONST
 
 
+def _number(node: Node) -> bool:
+    """A number that may be folded into a coefficient (pi and e are names: they stay)."""
+    return node.op is CONST and node.name is None
+
+
 def _term(node: SymNode) -> tuple[float, SymNode]:
     """``node`` as coefficient * rest: 3*x -> (3, x), -x -> (-1, x), x -> (1, x)."""
-    if node.op is MUL and _const(node.inputs[0]):
+    if node.op is MUL and _number(node.inputs[0]):
         return node.inputs[0].value, node.inputs[1]
     if node.op is NEG:
         return -1.0, node.inputs[0]
@@ -488,11 +506,11 @@ def _mul(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
         return b.make(NEG, (b.make(MUL, (x.inputs[0], y)),))
     if y.op is NEG:
         return b.make(NEG, (b.make(MUL, (x, y.inputs[0])),))
-    if y.op is MUL and _const(y.inputs[0]):
-        if _const(x):
+    if y.op is MUL and _number(y.inputs[0]):
+        if _number(x):
             return _scaled(b, fold(MUL, [x.value, y.inputs[0].value]), y.inputs[1])
         return b.make(MUL, (y.inputs[0], b.make(MUL, (x, y.inputs[1]))))
-    if x.op is MUL and _const(x.inputs[0]) and not _const(y):
+    if x.op is MUL and _number(x.inputs[0]) and not _const(y):
         return b.make(MUL, (x.inputs[0], b.make(MUL, (x.inputs[1], y))))
     if x.op is DIV:
         numerator = _moved_product(b, x.inputs[0], y)
@@ -567,7 +585,7 @@ def _neg(b: Builder, x: SymNode) -> SymNode | None:
         return b.make(WHERE, (condition, b.make(NEG, (taken,)), b.make(NEG, (other,))))
     if x.op is SUB:
         return b.make(SUB, (x.inputs[1], x.inputs[0]))
-    if x.op is MUL and _const(x.inputs[0]):
+    if x.op is MUL and _number(x.inputs[0]):
         return b.make(MUL, (-x.inputs[0].value, x.inputs[1]))
     return None
 
