@@ -43,6 +43,8 @@ MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by it
 # ... and one used more than once in an output, past these (a product merged into a product, or a
 # sum into a sum, is written out again; used as a factor or a term it stays one shared node)
 SHARED_SUM_LIMIT, SHARED_PRODUCT_LIMIT = 8, 3
+DISTRIBUTED_TERMS = 2  # a number multiplies out a sum of at most this many terms
+OPENED_LEVELS = 4  # shared products within shared products multiplied out in a term
 EXPANDED_TERMS = 3  # sums of at most this many terms are multiplied out when that cancels
 FACTORING_DEPTH = 4  # common factors are pulled out of a sum at most this many levels deep
 SIZE_FACTOR, SIZE_EXTRA = 4, 2_000  # stop past SIZE_FACTOR * input nodes + SIZE_EXTRA made
@@ -121,6 +123,7 @@ class Canonical:
         self.forms: list[Form] = []  # keeps every form alive while ``made`` holds its id
         self.atoms: dict[SymNode, Term] = {}
         self.term_keys: dict[Term, tuple] = {}
+        self.products: dict[SymNode, Factors] = {}  # shared product -> its factors
         self.signs: dict[SymNode, int] = {}  # POSITIVE or NON_NEGATIVE where that is plain
 
     def run(self, nodes: list, outputs: Sequence[SymNode]) -> list[SymNode]:
@@ -149,8 +152,10 @@ class Canonical:
         shared = SHARED_SUM_LIMIT if isinstance(form, Sum) else SHARED_PRODUCT_LIMIT
         if _entries(form) <= (shared if uses > 1 else MERGE_LIMIT):
             return form
-        if isinstance(form, Product) and form.coefficient != 1.0:  # 2*t1: the 2 still folds
-            return Product(form.coefficient, {self.node(Product(1.0, form.factors)): 1.0})
+        if isinstance(form, Product):  # 2*t1: the 2 still folds
+            piece = self.node(Product(1.0, form.factors))
+            self.products[piece] = form.factors  # in a sum, its term is its factors
+            return piece if form.coefficient == 1.0 else Product(form.coefficient, {piece: 1.0})
         return self.node(form)
 
     # --- the forms of a node -------------------------------------------------------------------
@@ -239,12 +244,34 @@ class Canonical:
         if isinstance(form, Product):
             if not form.factors:
                 return Sum(form.coefficient, {})
-            if len(form.factors) == 1:  # c*(a + b) in a sum is c*a + c*b
-                ((base, exponent),) = form.factors.items()
+            if len(form.factors) == 1 and abs(form.coefficient) == 1.0:
+                ((base, exponent),) = form.factors.items()  # a + (b - c) is a + b - c
                 if exponent == 1.0 and base in self.sums:
                     return self.scaled(self.sums[base], form.coefficient)
-            return Sum(0.0, {frozenset(form.factors.items()): form.coefficient})
+            return Sum(0.0, {self.term(form.factors): form.coefficient})
+        if form in self.products:  # a shared product: the same term as its factors
+            return Sum(0.0, {frozenset(self.products[form].items()): 1.0})
         return Sum(0.0, {self.atom(form): 1.0})
+
+    def term(self, factors: Factors) -> Term:
+        """The factors as a term of a sum, shared products among them multiplied out: in a sum,
+        w*x*y*z and t1*x with t1 = w*y*z are one term (written back, it is the same node)."""
+        if not any(base in self.products for base in factors):
+            return frozenset(factors.items())
+        factors = dict(factors)
+        for _ in range(OPENED_LEVELS):  # a shared product may hold shared products
+            pieces = [b for b in factors if b in self.products]
+            if not pieces:
+                break
+            for piece in pieces:
+                exponent = factors[piece]
+                inner = self.products[piece]
+                if isinstance(exponent, float) and all(isinstance(e, float)
+                                                       for e in inner.values()):
+                    del factors[piece]
+                    for base, power in inner.items():
+                        self.merge(factors, base, power * exponent)
+        return frozenset(factors.items())
 
     def as_product(self, form: Form) -> Product:
         if isinstance(form, Product):
@@ -284,16 +311,23 @@ class Canonical:
         product = self.as_product(form)
         return Product(_times(factor, product.coefficient), product.factors)
 
+    def times(self, form: Form, factor: float) -> Form:
+        """factor * form as a product: a number goes into a sum's terms when they are few
+        (-(a - b) is b - a), else it multiplies the sum (2*(x + y - z**2) stays as written)."""
+        if isinstance(form, Sum) and len(form.terms) > DISTRIBUTED_TERMS and factor != -1.0:
+            return Product(factor, {self.node(form): 1.0})
+        return self.scaled(form, factor)
+
     def multiply(self, left: Form, right: Form, sign: float) -> Form:
         """left * right (sign 1) or left / right (sign -1)."""
         if isinstance(right, float):
             if sign == 1.0:
-                return self.scaled(left, right)
+                return self.times(left, right)
             quotient = _short_quotient(1.0, right)
             if quotient is not None:
-                return self.scaled(left, quotient)
+                return self.times(left, quotient)
         if isinstance(left, float) and sign == 1.0:
-            return self.scaled(right, left)
+            return self.times(right, left)
         a, b = self.as_product(left), self.as_product(right)
         if sign == 1.0 and len(b.factors) > len(a.factors):
             a, b = b, a
@@ -309,7 +343,24 @@ class Canonical:
             self.merge(factors, base, exponent if sign == 1.0 else self.negated(exponent))
             if sign == -1.0 and exponent == 1.0:
                 self.logistic(factors, base)
+        for piece in [b for b in factors if b in self.products]:
+            self.opened(factors, piece)
         return Product(coefficient, factors)
+
+    def opened(self, factors: Factors, piece: SymNode) -> None:
+        """A shared product among factors is multiplied out, in place, where it shares a base
+        with them (t1*z with t1 = x*z is x*z**2): else it stays one factor."""
+        inner = self.products[piece]
+        exponent = factors.get(piece)
+        if not isinstance(exponent, float) or not any(b in factors for b in inner):
+            return
+        del factors[piece]
+        for base, power in inner.items():
+            if isinstance(power, float):
+                self.merge(factors, base, power * exponent)
+            else:
+                factors[piece] = exponent  # a symbolic power: leave it as it was
+                return
 
     def logistic(self, factors: Factors, divisor: SymNode) -> None:
         """exp(u)/(exp(u) + 1) -> sigmoid(u), in place: the identity that makes the derivative
