@@ -11,7 +11,10 @@ every sum and product one written form whatever order the rules produced it in:
 - terms and factors are written in one order (by their text), a positive term first and the
   number last; negative exponents as division (``1/t**4``); the sign goes in front of the
   quotient (``-3*x/(y - 2)**4``); a factor that every term of a sum shares is pulled out
-  (``x**x*(log(x) + 1)``), and the most common factor of several terms too.
+  (``x**x*(log(x) + 1)``), and so is a number when that saves multiplications;
+- plain signs are used (relu of a visibly positive sum is the sum, its heaviside 1), and
+  ``exp(u)/(exp(u) + 1)`` is ``sigmoid(u)``; a small sum in a product is multiplied out where
+  that cancels terms.
 
 Every rewrite is an identity for real numbers where the original is defined; the ones that
 extend the domain (``x/x`` -> 1, ``x**a*x**b`` -> ``x**(a + b)``) are those docs/derivatives.md
@@ -21,8 +24,8 @@ x (only integer powers are distributed). Numbers are folded with the op table's 
 
 The pass is linear: a sum or product used more than once is merged into its users only while it
 is small (else it stays one shared term, printed once as ``t1 = ...``), merges copy at most
-``MERGE_LIMIT`` entries, and a ``size`` and ``seconds`` cap make it give up and return the
-graphs it was given (correct, just less simplified).
+``MERGE_LIMIT`` entries, and caps on size and time (``SIZE_FACTOR``, ``SECONDS``, ``GROWTH``)
+make it give up and return the graphs it was given (correct, just less simplified).
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR
 from gradcli.engine.symbolic import Builder, SymNode, fold_constants, is_short
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
-SUMS, PRODUCTS = {"add", "sub", "neg"}, {"mul", "div"}
 
 MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by its users
 # ... and one used more than once in an output, past these (a product merged into a product, or a
