@@ -11,7 +11,9 @@ subexpressions stay shared and printed sizes stay linear) and simplifies locally
 constant folding (with the table's own forward functions, so folded numbers are the floats the
 numeric path computes), x*1, x+0, x*0, x-x, --x, x**1, like terms gathered (2*x + x -> 3*x),
 powers of the same base gathered (x * x**2 -> x**3) and common factors pulled (a*b + a*c ->
-a*(b + c)). Rewrites only look a fixed number of levels down, so building stays linear.
+a*(b + c)). Rewrites only look a fixed number of levels down, so building stays linear. What is
+printed is the canonical form of the finished graph (``canonical``); a builder for a formula
+(``exact_constants``) keeps log(2), 1/3, pi and e as written instead of folding their digits.
 
 A conditional keeps its branches apart: a factor, a sign or a sum of two conditionals on the same
 condition moves into the branches (g*where(c, a, b) -> where(c, g*a, g*b)), so that the
