@@ -267,7 +267,7 @@ def test_with_free_variables_the_answer_agrees_with_eval(split, point):
                 assert isinstance(expected, NumericError), (text, full, str(raised))
             continue
         assert error is None, (text, bound, error)
-    if isinstance(expected, NumericError):
+    if isinstance(expected, NumericError) or _zero_base(text, full):
         return
     scale = _scale(expected)
     for answer in answers:
@@ -287,6 +287,7 @@ def test_hessian_with_free_variables_agrees_with_eval(split, point):
     bound = {name: point[name] for name in program.variables if name in names}
     remaining = {name: point[name] for name in program.variables if name not in names}
     expected = _eval(parse(text), {**bound, **remaining}, order=2)
+    assume(not _zero_base(text, {**bound, **remaining}))
     try:
         derivatives = differentiate(program, list(program.variables), 2, bound)
     except NumericError as raised:
@@ -301,3 +302,15 @@ def test_hessian_with_free_variables_agrees_with_eval(split, point):
             # second derivatives cancel terms of the gradient's graph, whose sizes the scale
             # does not see: a looser allowance for rounding
             _agrees(entry, remaining, expected.hessian.matrix[a][b], scale, rounding=1e-9)
+
+
+def _zero_base(text: str, point: dict[str, float]) -> bool:
+    """A power with base 0 at ``point``: there eval takes pow's limits (0**0 = 1, d/dx x**0 =
+    0), which printed formulas leave out (``x**(y - 1)*y``, as SymPy: docs/language.md)."""
+    program = parse(text)
+    program.bind(point)
+    try:
+        forward(program.nodes)
+    except NumericError:
+        return False
+    return any(node.op.name == "pow" and node.inputs[0].value == 0.0 for node in program.nodes)

@@ -271,10 +271,28 @@ SQRT_HALF = math.sqrt(0.5)
 def _pow_slope(x: Any, y: Any, out: Any) -> Any:
     """d/dx x**y = y x**(y - 1), and 0 where y = 0 (x**0 is 1 everywhere, at x = 0 too): the
     exponent is y - abs(sign(y)). A float y other than 0 -- every x**2 of the scalar backward
-    pass -- skips the two table calls that only matter at 0."""
-    if type(y) is float and y != 0.0:
+    pass -- skips the two table calls that only matter at 0; so does a formula (``_written``)."""
+    if (type(y) is float and y != 0.0) or _written(y):
         return y * x ** (y - 1.0)
     return y * x ** (y - F.abs(F.sign(y)))
+
+
+def _pow_log_slope(x: Any, y: Any, out: Any) -> Any:
+    """d/dy x**y = x**y log(x), and 0 at a zero base (xlogy) -- written plainly in a formula."""
+    return out * F.log(x) if _written(x) and not _is_zero(x) else F.xlogy(out, x)
+
+
+def _written(value: Any) -> bool:
+    """A graph node: the rule is building a printed derivative (``gradcli diff``). There the
+    zero-base limits are left out, so that d/dx x**y prints as ``y*x**(y - 1)`` and d/dy as
+    ``x**y*log(x)``, as SymPy and a person write them; they differ from the numbers ``eval``
+    computes only at x = 0 (docs/derivatives.md), where the printed forms are undefined."""
+    return hasattr(value, "apply")
+
+
+def _is_zero(node: Any) -> bool:
+    """The constant 0 in a formula (``0**y``): its limit is the formula, not log(0)."""
+    return node.op.name == "const" and node.value == 0.0
 
 
 def _gelu_tanh_slope(x: Any, out: Any) -> Any:
@@ -321,8 +339,7 @@ _ROWS: list[Op] = [
     # (-2)**3 is fine and (-2)**y is a domain error there. At a zero base the peers' limits
     # (HIPS autograd, PyTorch, JAX): 0**0 = 1, d/dx x**0 = 0 (_pow_slope) and
     # d/dy 0**y = xlogy(0, 0) = 0 for y > 0.
-    _binary("pow", math.pow, _pow_slope,
-            lambda x, y, out: F.xlogy(out, x), domain=forms.power_domain,
+    _binary("pow", math.pow, _pow_slope, _pow_log_slope, domain=forms.power_domain,
             complex=forms.complex_pow, vector=lambda np, x, y: np.power(x, y),
             symbol="**", precedence=PREC_POWER, right_assoc=True,
             summary="x to the power y (a negative x needs a constant integer y)"),
