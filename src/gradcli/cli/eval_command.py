@@ -125,6 +125,11 @@ TOLERANCE = Tolerance()
 @click.option("--digits", type=click.IntRange(1, 17), metavar="N",
               help="Tables print numbers with N significant digits (default: every digit, the "
                    "shortest form that reads back as the same float). JSON and CSV keep them all.")
+@click.option("--mode", type=click.Choice(("auto", "forward", "reverse")), default="auto",
+              show_default=True,
+              help="How a program with several outputs (f, g) or an array output computes its "
+                   "Jacobian: one reverse pass per output element, or one forward pass per "
+                   "input element; auto takes the one with fewer passes.")
 @click.option("--full", is_flag=True,
               help="Tables print every element of large arrays (default: shape, min, max and "
                    "a few entries).")
@@ -181,7 +186,7 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     settings = EvalSettings(check=not options["no_check"], rtol=options["rtol"],
                             atol=options["atol"], check_method=options["check_method"],
                             node_check_limit=node_limit, order=order, strict=options["strict"],
-                            max_nodes=options["max_nodes"])
+                            max_nodes=options["max_nodes"], mode=options["mode"])
     request = EvalRequest(program, given, settings,
                           "csv" if as_csv else "json" if as_json else "table", options["digits"],
                           options["full"])

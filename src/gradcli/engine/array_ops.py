@@ -7,10 +7,12 @@ arrays: products, reductions, linear algebra, indexing and constructors.
 
 A row is HIPS autograd's ``defvjp`` line: ``forward(np, *args)`` and one vector-Jacobian product
 per operand, ``vjp(g, out, *args)``, which receives the gradient ``g`` of the output (the shape of
-``out``) and returns the gradient of that operand (the operand's shape). ``complex`` is the form
-the complex-step check replays (``SAME``: ``forward`` is analytic on complex arrays; ``NONE``:
-``--check-method complex`` refuses a program where it depends on a variable). NumPy is imported
-only when an array program runs, so none of this costs a scalar program anything.
+``out``) and returns the gradient of that operand (the operand's shape); an op whose value is an
+array also has its ``defjvp``, ``jvp(np, tangents, out, *args)``, for forward mode. ``complex``
+is the form the complex-step check replays (``SAME``: ``forward`` is analytic on complex
+arrays; ``NONE``: ``--check-method complex`` refuses a program where it depends on a variable).
+NumPy is imported only when an array program runs, so none of this costs a scalar program
+anything.
 
 Conventions (docs/arrays.md): reductions (``sum``, ``mean``, ``prod``, ``max``, ``min``, ``norm``,
 ``norm1``, ``logsumexp``) reduce every element to a scalar; ``softmax`` and ``log_softmax`` work
@@ -50,6 +52,10 @@ class ArrayOp:
     right_assoc: bool = False
     constant_args: bool = False  # zeros(n): operands are constant whole numbers
     key: Any = None  # the subscript of an index op
+    # The Jacobian-vector product for forward mode (engine/jacobian.py): jvp(np, tangents, out,
+    # *arrays), ``tangents`` one per operand (None: zero). None here: the op's value is a number,
+    # and its JVP is the sum over operands of vjp(1) * tangent (the VJP of 1 is the gradient).
+    jvp: Callable[..., Any] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if len(self.vjps) != self.arity:
@@ -224,12 +230,47 @@ def _no_gradient(g: Any, out: Any, n: Any) -> Any:
     return 0.0
 
 
+def _linear(apply: Callable[..., Any]) -> Callable[..., Any]:
+    """The JVP of a linear op of one operand: the op applied to the tangent."""
+    return lambda np, tangents, out, x: apply(np, tangents[0])
+
+
+def _product_jvp(product: Callable[..., Any]) -> Callable[..., Any]:
+    """The JVP of a bilinear op (``@``, ``outer``): product(ta, b) + product(a, tb)."""
+
+    def jvp(np: Any, tangents: list[Any], out: Any, a: Any, b: Any) -> Any:
+        ta, tb = tangents
+        parts = ([product(np, ta, b)] if ta is not None else []) + (
+            [product(np, a, tb)] if tb is not None else [])
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+    return jvp
+
+
+def _softmax_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
+    t = tangents[0]
+    return out * (t - np.sum(out * t, axis=-1, keepdims=True))
+
+
+def _log_softmax_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
+    t = tangents[0]
+    return t - np.sum(np.exp(out) * t, axis=-1, keepdims=True)
+
+
+def _inv_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
+    return -(out @ tangents[0] @ out)
+
+
+def _constant_jvp(np: Any, tangents: list[Any], out: Any, n: Any) -> Any:
+    return np.zeros(np.shape(out))
+
+
 _da, _db = _matmul_vjps()
 
 _ROWS: list[ArrayOp] = [
     # --- products --------------------------------------------------------------------------
     ArrayOp("matmul", 2, _matmul, (_da, _db), complex=SAME, symbol="@",
-            precedence=PREC_PRODUCT,
+            precedence=PREC_PRODUCT, jvp=_product_jvp(_matmul),
             summary="matrix product; vector @ vector is the dot product"),
     ArrayOp("dot", 2, lambda np, x, y: np.sum(x * y),
             (lambda g, out, x, y: g * y, lambda g, out, x, y: g * x),
@@ -238,9 +279,11 @@ _ROWS: list[ArrayOp] = [
     ArrayOp("outer", 2, lambda np, x, y: np.outer(x, y),
             (lambda g, out, x, y: (g @ y.ravel()).reshape(x.shape),
              lambda g, out, x, y: (x.ravel() @ g).reshape(y.shape)),
-            complex=SAME, summary="outer product of two vectors: a matrix"),
+            complex=SAME, jvp=_product_jvp(lambda np, x, y: np.outer(x, y)),
+            summary="outer product of two vectors: a matrix"),
     ArrayOp("transpose", 1, lambda np, x: x.T, (lambda g, out, x: g.T,), postfix="'",
-            complex=SAME, summary="transpose, written x'; a vector stays a vector"),
+            complex=SAME, jvp=_linear(lambda np, t: t.T),
+            summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
     ArrayOp("sum", 1, lambda np, x: np.sum(x), (lambda g, out, x: _spread(g, x),),
             complex=SAME, summary="sum of the elements"),
@@ -263,11 +306,11 @@ _ROWS: list[ArrayOp] = [
     # --- along the last axis --------------------------------------------------------------
     ArrayOp("softmax", 1, _softmax,
             (lambda g, out, x: out * (g - _np().sum(g * out, axis=-1, keepdims=True)),),
-            domain=_has_axis, complex=SAME,
+            domain=_has_axis, complex=SAME, jvp=_softmax_jvp,
             summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
     ArrayOp("log_softmax", 1, _log_softmax,
             (_log_softmax_vjp,),
-            domain=_has_axis, complex=SAME,
+            domain=_has_axis, complex=SAME, jvp=_log_softmax_jvp,
             summary="x - logsumexp(x) along the last axis (rows)"),
     # --- linear algebra -------------------------------------------------------------------
     ArrayOp("tr", 1, lambda np, x: np.trace(x), (lambda g, out, x: g * _np().eye(len(x)),),
@@ -279,14 +322,15 @@ _ROWS: list[ArrayOp] = [
             domain=_positive_determinant, complex=SAME,
             summary="log(det(x)) by slogdet; the determinant must be positive"),
     ArrayOp("inv", 1, lambda np, x: np.linalg.inv(x), (_inv_vjp,), domain=_invertible,
-            complex=SAME, summary="matrix inverse (a singular matrix is an error)"),
+            complex=SAME, jvp=_inv_jvp, summary="matrix inverse (a singular matrix is an error)"),
     # --- constructors: a constant whole number n ------------------------------------------
     ArrayOp("zeros", 1, _constant(lambda np, n: np.zeros(n)), (_no_gradient,),
-            constant_args=True, complex=SAME, summary="a vector of n zeros"),
+            constant_args=True, complex=SAME, jvp=_constant_jvp, summary="a vector of n zeros"),
     ArrayOp("ones", 1, _constant(lambda np, n: np.ones(n)), (_no_gradient,),
-            constant_args=True, complex=SAME, summary="a vector of n ones"),
+            constant_args=True, complex=SAME, jvp=_constant_jvp, summary="a vector of n ones"),
     ArrayOp("eye", 1, _constant(lambda np, n: np.eye(n)), (_no_gradient,),
-            constant_args=True, complex=SAME, summary="the n x n identity matrix"),
+            constant_args=True, complex=SAME, jvp=_constant_jvp,
+            summary="the n x n identity matrix"),
 ]
 
 ARRAY_OPS: dict[str, ArrayOp] = {op.name: op for op in _ROWS}
@@ -338,6 +382,7 @@ def index_op(key: tuple[Any, ...], text: str) -> ArrayOp:
         return grad
 
     return ArrayOp("index", 1, forward, (vjp,), postfix=text, key=key, complex=SAME,
+                   jvp=lambda np, tangents, out, x: forward(np, tangents[0]),
                    summary="indexing and slicing by constant integers")
 
 
@@ -355,5 +400,9 @@ def stack_op(count: int) -> ArrayOp:
             raise ValueError(f"the elements of an array have different shapes: {listed}")
         return np.stack(args)
 
+    def jvp(np: Any, tangents: list[Any], out: Any, *args: Any) -> Any:
+        return np.stack([np.zeros(np.shape(arg)) if t is None else t
+                         for t, arg in zip(tangents, args, strict=True)])
+
     return ArrayOp("array", count, forward, tuple(vjp_for(i) for i in range(count)),
-                   complex=SAME, summary="an array of expressions")
+                   complex=SAME, jvp=jvp, summary="an array of expressions")

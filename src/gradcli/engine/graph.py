@@ -134,6 +134,9 @@ class Program:
     arrays: bool = False
     parameters: dict[str, str] = field(default_factory=dict)
     masked: bool = False
+    # Several outputs (``f, g`` at the end of the program, docs/matrix-calculus.md); empty for
+    # the usual one output. Such a program runs on the array path, as a Jacobian.
+    outputs: list[Node] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -152,6 +155,20 @@ class Program:
         masked = conditional and is_masked(nodes)
         return cls(source, output, nodes, {v.name: v for v in inputs}, dict(defaults),
                    masked=masked)
+
+    @classmethod
+    def build_outputs(cls, source: str, outputs: list[Node], variables: Iterable[Node],
+                      defaults: Mapping[str, float], conditional: bool = False) -> Program:
+        """A program with several outputs: every node any of them depends on (and, as in
+        ``build``, the declared inputs none of them uses, first)."""
+        nodes = nodes_of(outputs)
+        used = set(nodes)
+        inputs = [v for v in variables if v in used or v.name in defaults]
+        nodes = [v for v in inputs if v not in used] + nodes
+        for index, node in enumerate(nodes):
+            node.index = index
+        return cls(source, outputs[-1], nodes, {v.name: v for v in inputs}, dict(defaults),
+                   masked=conditional and is_masked(nodes), outputs=list(outputs))
 
     def unbound(self, values: Mapping[str, float]) -> list[str]:
         """Variables the output needs that neither ``values`` nor the program's defaults give."""

@@ -191,8 +191,9 @@ def check_arrays(program: Program, settings: EvalSettings) -> CheckReport:
     return report
 
 
-def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSettings) -> Result:
-    """``evaluation.evaluate`` for a program with arrays in it (docs/arrays.md)."""
+def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSettings) -> Any:
+    """``evaluation.evaluate`` for a program with arrays in it (docs/arrays.md): a Result, or a
+    ``JacobianResult`` for several outputs or an array output."""
     validate_values(values)  # no constants, and scalars that are numbers (arrays: bind)
     if settings.order >= 2:
         raise UsageError("Hessians of array programs are not supported yet",
@@ -205,7 +206,10 @@ def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSett
     program.arrays = True
     arrays.bind(program, values)
     value = arrays.forward(program.nodes)
-    arrays.require_scalar_output(program)
+    if program.outputs or arrays.numpy().ndim(value):  # a Jacobian (docs/matrix-calculus.md)
+        from gradcli.gradcheck.jacobian_check import evaluate_jacobian
+
+        return evaluate_jacobian(program, settings)
     arrays.backward(program.nodes)
     report = check_arrays(program, settings) if settings.check else None
     return Result(

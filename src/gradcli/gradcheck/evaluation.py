@@ -56,8 +56,13 @@ class EvalSettings:
     order: int = 1  # 2 adds the Hessian
     strict: bool = True  # False: variables without a value stay free (a FreeResult)
     max_nodes: int = MAX_NODES
+    # A Jacobian (several outputs, or an array output): "forward", "reverse", or "auto" (the
+    # one with fewer passes; docs/matrix-calculus.md)
+    mode: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.mode not in ("auto", "forward", "reverse"):
+            raise UsageError(f"unknown mode {self.mode!r}", hint="use auto, forward or reverse")
         if self.check_method not in METHODS:
             raise UsageError(f"unknown check method {self.check_method!r}",
                              hint="use " + ", ".join(METHODS))

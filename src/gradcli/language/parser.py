@@ -198,7 +198,12 @@ class _GraphBuilder(Definitions):
             return self.functions[name].signature
         return _signature(name)
 
-    def start(self, children: list) -> Node:
+    def start(self, children: list) -> Node | list[Node]:
+        """The output; a list of the outputs when the program ends with ``f, g``."""
+        if len(children) > 1 and children[-2] is not None:  # statements give None
+            outputs = [child for child in children if child is not None]
+            self.arrays = True  # several outputs are a Jacobian: the array path
+            return outputs
         return children[-1]
 
     # --- arrays: language/arrays.py builds the nodes (imported only when a program has them) -
@@ -284,7 +289,11 @@ class _Parser:
                 variables, defaults, notes = builder.variables, builder.defaults, builder.notes
                 arrays, masked, parameters = builder.arrays, builder.masked, builder.parameters
                 builder.reset()
-        program = Program.build(source, output, variables.values(), defaults, masked)
+        if isinstance(output, list):
+            program = Program.build_outputs(source, output, variables.values(), defaults,
+                                            masked)
+        else:
+            program = Program.build(source, output, variables.values(), defaults, masked)
         program.arrays, program.parameters = arrays, parameters
         if notes:
             lines = source.split("\n")

@@ -21,6 +21,8 @@ def result_record(
 
     ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
     ``json_pieces`` write it; ``list()`` it to look at it."""
+    if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
+        return jacobian_record(result, source, line)
     record: dict[str, Any] = {} if line is None else {"line": line}
     if isinstance(result, FreeResult):
         return free_record(result, source, record)
@@ -209,3 +211,36 @@ _NOT_PRINTABLE = re.compile(r"[^\x00-\x7e]")
 
 def _escaped(match: re.Match) -> str:
     return json.dumps(match.group())[1:-1]  # \uXXXX, a surrogate pair above U+FFFF
+
+
+def jacobian_record(result: Any, source: str,
+                    line: int | None = None) -> dict[str, Any]:
+    """``{"expression", "point", "outputs", "jacobian": {output: {input: nested lists}},
+    "mode", "passes", "check", "error": null}``."""
+    record: dict[str, Any] = {} if line is None else {"line": line}
+    record.update(
+        expression=source,
+        point={name: _listed(value) for name, value in result.point.items()},
+        outputs={label: _listed(value) for label, value in result.values.items()},
+        jacobian={label: {name: _listed(block) for name, block in row.items()}
+                  for label, row in result.jacobian.items()},
+        mode=result.mode,
+        passes=result.passes,
+        check=None if result.check is None else jacobian_check_record(result.check),
+        error=None,
+    )
+    return record
+
+
+def jacobian_check_record(check: Any) -> dict[str, Any]:
+    return {
+        "ok": check.ok, "max_abs_error": check.max_error, "rtol": check.rtol,
+        "atol": check.atol, "checked": check.checked, "failed": check.failed,
+        "perturbed": check.columns, "inputs": check.inputs, "method": "central",
+        "blocks": {label: {name: {"checked": entry.checked, "size": entry.size,
+                                  "failed": entry.failed, "max_abs_error": entry.max_error,
+                                  "where": list(entry.where), "analytic": entry.analytic,
+                                  "numeric": entry.numeric}
+                           for name, entry in row.items()}
+                   for label, row in check.blocks.items()},
+    }

@@ -346,6 +346,10 @@ def result_view(result: Result | FreeResult, plain: bool = False,
     digits = checked_digits(digits)
     if isinstance(result, FreeResult):
         return free_view(result, plain, digits)
+    if not isinstance(result, Result):  # several outputs or an array output: a Jacobian
+        from gradcli.output.jacobian_views import jacobian_view
+
+        return jacobian_view(result, plain, digits, full)
     if result.program.arrays:  # ``full``: every element of large arrays
         from gradcli.output.array_views import array_result_view
 

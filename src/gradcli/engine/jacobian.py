@@ -1,0 +1,150 @@
+"""Jacobians of programs with several outputs, or an array output (docs/matrix-calculus.md).
+
+Layout: the Jacobian of an output ``f`` (shape ``F``) with respect to an input ``x`` (shape
+``X``) is an array of shape ``F + X``: entry ``[i..., j...]`` is d f[i...] / d x[j...]. For a
+scalar output this is the gradient, with the input's shape.
+
+Two ways, both on the rules of the op tables and nothing else:
+
+- reverse mode: one backward pass per output element, seeded with that element's unit vector
+  (the array VJPs of engine/array_ops.py and the scalar table's partials); it gives a row of
+  the Jacobian: that element's gradient with respect to every input at once;
+- forward mode: one tangent pass per input element (the scalar table's rules are local
+  partials, so an element-wise node's tangent is the sum of partial * operand tangent; array
+  ops have their JVP in their row); it gives a column: every output at once.
+
+``choose_mode`` takes the one with fewer passes, as ``jax.jacfwd``/``jacrev`` advice goes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gradcli.engine import arrays
+from gradcli.engine.array_ops import ArrayOp
+from gradcli.engine.graph import Node, describe
+from gradcli.errors import NumericError
+
+MODES = ("auto", "forward", "reverse")
+
+
+def choose_mode(outputs: list[Node], inputs: list[Node], mode: str = "auto") -> str:
+    """``forward`` when the inputs have fewer elements than the outputs (fewer passes), else
+    ``reverse``; a mode other than ``auto`` is kept."""
+    if mode != "auto":
+        return mode
+    out_size = sum(math.prod(arrays.numpy().shape(node.value)) for node in outputs)
+    in_size = sum(math.prod(arrays.numpy().shape(node.value)) for node in inputs)
+    return "forward" if in_size < out_size else "reverse"
+
+
+def jacobian(nodes: list[Node], outputs: list[Node], inputs: list[Node],
+             mode: str) -> dict[int, dict[int, Any]]:
+    """``{output index: {input index: array of shape out + in}}``, with the values already
+    computed (``arrays.forward``); ``mode`` is ``forward`` or ``reverse``."""
+    np = arrays.numpy()
+    with np.errstate(all="ignore"):
+        found = (_forward_mode if mode == "forward" else _reverse_mode)(nodes, outputs, inputs)
+    for out, row in found.items():
+        for source, block in row.items():
+            if not np.all(np.isfinite(block)):
+                raise NumericError(f"the Jacobian of {describe(nodes[out])} with respect to "
+                                   f"{nodes[source].name} is not finite")
+    return found
+
+
+def passes(outputs: list[Node], inputs: list[Node], mode: str) -> int:
+    """How many passes ``mode`` makes: output elements (reverse) or input elements (forward)."""
+    chosen = inputs if mode == "forward" else outputs
+    return sum(math.prod(arrays.numpy().shape(node.value)) for node in chosen)
+
+
+# --- reverse mode -------------------------------------------------------------------------------
+
+def _reverse_mode(nodes: list[Node], outputs: list[Node],
+                  inputs: list[Node]) -> dict[int, dict[int, Any]]:
+    np = arrays.numpy()
+    found: dict[int, dict[int, Any]] = {}
+    for output in outputs:
+        shape = np.shape(output.value)
+        blocks = {v.index: np.zeros(shape + np.shape(v.value)) for v in inputs}
+        for element in np.ndindex(*shape):
+            seed = np.zeros(shape)
+            seed[element] = 1.0
+            grads = backward_from(nodes, output, seed)
+            for v in inputs:
+                grad = grads.get(v.index)
+                if grad is not None:
+                    blocks[v.index][element] = grad
+        found[output.index] = blocks
+    return found
+
+
+def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
+    """One reverse pass from ``output`` seeded with ``seed`` (the output's shape): the
+    gradient of ``sum(seed * output)`` for every node upstream of it that needs one."""
+    grads: dict[int, Any] = {output.index: seed}
+    for node in reversed(nodes[:output.index + 1]):
+        g = grads.get(node.index)
+        if g is None or not node.inputs or not node.needs_grad:
+            continue
+        args = [source.value for source in node.inputs]
+        for position, source in enumerate(node.inputs):
+            if source.needs_grad:
+                part = arrays.contribution(node, args, position, g)
+                known = grads.get(source.index)
+                grads[source.index] = part if known is None else known + part
+    return grads
+
+
+# --- forward mode -------------------------------------------------------------------------------
+
+def _forward_mode(nodes: list[Node], outputs: list[Node],
+                  inputs: list[Node]) -> dict[int, dict[int, Any]]:
+    np = arrays.numpy()
+    found = {out.index: {v.index: np.zeros(np.shape(out.value) + np.shape(v.value))
+                         for v in inputs} for out in outputs}
+    for v in inputs:
+        shape = np.shape(v.value)
+        for element in np.ndindex(*shape):
+            direction = np.zeros(shape)
+            direction[element] = 1.0
+            tangents = tangents_from(nodes, v, direction)
+            for out in outputs:
+                tangent = tangents.get(out.index)
+                if tangent is not None:
+                    found[out.index][v.index][(Ellipsis, *element)] = tangent
+    return found
+
+
+def tangents_from(nodes: list[Node], source: Node, direction: Any) -> dict[int, Any]:
+    """One forward (tangent) pass: the derivative of every node downstream of ``source`` along
+    ``direction`` (the source's shape); nodes it does not reach have no entry."""
+    tangents: dict[int, Any] = {source.index: direction}
+    for node in nodes[source.index + 1:]:
+        inputs = [tangents.get(s.index) for s in node.inputs]
+        if any(t is not None for t in inputs):
+            tangents[node.index] = jvp(node, [s.value for s in node.inputs], inputs)
+    return tangents
+
+
+def jvp(node: Node, args: list[Any], tangents: list[Any]) -> Any:
+    """The tangent of ``node`` from its operands' tangents (None: zero)."""
+    np = arrays.numpy()
+    op = node.op
+    if isinstance(op, ArrayOp):
+        if op.jvp is not None:
+            return np.asarray(op.jvp(np, tangents, node.value, *args), dtype=float)
+        total = 0.0  # the op's value is a number: its gradient (VJP of 1) dotted with t
+        for position, t in enumerate(tangents):
+            if t is not None:
+                total = total + np.sum(op.vjps[position](1.0, node.value, *args) * t)
+        return np.asarray(total, dtype=float)
+    total = None
+    for position, t in enumerate(tangents):
+        if t is None:
+            continue
+        part = op.rules[position](*args, node.value) * t
+        total = part if total is None else total + part
+    return np.broadcast_to(np.asarray(total, dtype=float), np.shape(node.value))

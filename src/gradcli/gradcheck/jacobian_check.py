@@ -1,0 +1,224 @@
+"""Programs with several outputs or an array output: the Jacobian, checked by finite differences.
+
+``evaluate_jacobian`` is what ``evaluate`` runs for ``f, g`` or for ``W@x``: every output's value,
+the Jacobian of every output with respect to every input (engine/jacobian.py: reverse or forward
+mode), and a check of every entry. One perturbed evaluation gives a whole column of the
+Jacobian (every output at once), so the check costs two forward passes per input element:
+``x[j] + h`` and ``x[j] - h``, the central difference ``(f(x + h) - f(x - h)) / 2h`` for every
+output element. Past ``ARRAY_CHECK_ELEMENTS`` input elements, an evenly spread sample of them is
+perturbed, and the verdict says how many.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcli.engine import arrays, jacobian
+from gradcli.engine.graph import Node, Program
+from gradcli.engine.notation import expression_texts
+from gradcli.errors import ExitStatus, NumericError, UsageError
+from gradcli.limits import ARRAY_CHECK_ELEMENTS
+
+_STEP = 6e-6  # about the cube root of the float epsilon: central differences' best step
+
+
+@dataclass
+class EntryCheck:
+    """The check of one block of the Jacobian (one output, one input)."""
+
+    checked: int  # entries compared (all outputs' elements times the perturbed input elements)
+    size: int  # entries in the block
+    failed: int
+    max_error: float
+    where: tuple[int, ...]  # the worst entry: output index then input index
+    analytic: float
+    numeric: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+@dataclass
+class JacobianCheck:
+    """Every block's check, and the tolerances they were held to."""
+
+    blocks: dict[str, dict[str, EntryCheck]]
+    rtol: float
+    atol: float
+    columns: int  # input elements perturbed
+    inputs: int  # input elements
+
+    @property
+    def ok(self) -> bool:
+        return all(entry.ok for row in self.blocks.values() for entry in row.values())
+
+    @property
+    def checked(self) -> int:
+        return sum(entry.checked for row in self.blocks.values() for entry in row.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(entry.failed for row in self.blocks.values() for entry in row.values())
+
+    @property
+    def max_error(self) -> float:
+        return max((entry.max_error for row in self.blocks.values() for entry in row.values()),
+                   default=0.0)
+
+
+@dataclass
+class JacobianResult:
+    """A program with several outputs (or an array output) evaluated at one point."""
+
+    program: Program
+    point: dict[str, Any]  # every input variable's value
+    values: dict[str, Any]  # every output's value, by its label
+    jacobian: dict[str, dict[str, Any]]  # output label -> input name -> shape out + in
+    mode: str  # "forward" or "reverse": which ran
+    passes: int  # how many passes it made
+    check: JacobianCheck | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> ExitStatus:
+        failed = self.check is not None and not self.check.ok
+        return ExitStatus.CHECK_FAILED if failed else ExitStatus.OK
+
+    @property
+    def value(self) -> Any:
+        """The value of the only output (the last one when there are several)."""
+        return list(self.values.values())[-1]
+
+
+def output_labels(program: Program) -> list[str]:
+    """Each output's name (``f``) or its expression (``W@x``); a repeated one gets ``#id``."""
+    outputs = program.outputs or [program.nodes[-1]]
+    texts = expression_texts(program.nodes)
+    labels: list[str] = []
+    for node in outputs:
+        label = node.name or texts[node.index]
+        labels.append(label if label not in labels else f"{label} #{node.index}")
+    return labels
+
+
+def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
+    """Values, Jacobian and its check; the values are bound and computed (``arrays.forward``)."""
+    np = arrays.numpy()
+    if settings.order >= 2:
+        raise UsageError("the Hessian is of a program with one scalar output; this one has "
+                         "several outputs or an array output",
+                         hint="drop --hessian/--order 2, or reduce the output to one number")
+    if settings.check and settings.check_method != "central":
+        raise UsageError("Jacobians are checked by central differences only",
+                         hint="drop --check-method (or use --no-check)")
+    outputs = program.outputs or [program.nodes[-1]]
+    inputs = [node for node in program.variables.values()]
+    mode = jacobian.choose_mode(outputs, inputs, settings.mode)
+    found = jacobian.jacobian(program.nodes, outputs, inputs, mode)
+    labels = output_labels(program)
+    blocks = {label: {v.name: _plain(found[out.index][v.index]) for v in inputs}
+              for label, out in zip(labels, outputs, strict=True)}
+    point = {name: _plain(node.value) for name, node in program.variables.items()}
+    values = {label: _plain(np.array(out.value)) for label, out in zip(labels, outputs,
+                                                                        strict=True)}
+    result = JacobianResult(program, point, values, blocks, mode,
+                            jacobian.passes(outputs, inputs, mode))
+    if settings.check:
+        result.check = check_jacobian(program, outputs, labels, blocks, settings.rtol,
+                                      settings.atol)
+    return result
+
+
+def _plain(value: Any) -> Any:
+    """A 0-d array as a float, an array as a copy of its own."""
+    np = arrays.numpy()
+    return float(value) if not np.ndim(value) else np.array(value, dtype=float)
+
+
+def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
+                   blocks: dict[str, dict[str, Any]], rtol: float,
+                   atol: float) -> JacobianCheck:
+    """Central differences, one column (every output) per perturbed input element."""
+    np = arrays.numpy()
+    inputs = list(program.variables.values())
+    total = sum(int(np.size(v.value)) for v in inputs)
+    share = max(1, ARRAY_CHECK_ELEMENTS // max(1, len(inputs)))
+    numeric = {label: {} for label in labels}
+    perturbed = 0
+    for v in inputs:
+        elements = _sample(int(np.size(v.value)), share)
+        perturbed += len(elements)
+        columns = _columns(program, outputs, v, elements)
+        for label, out in zip(labels, outputs, strict=True):
+            numeric[label][v.name] = (elements, columns[out.index])
+    checks = {label: {name: _compare(np.asarray(blocks[label][name]), *numeric[label][name],
+                                     np.shape(program.variables[name].value), rtol, atol)
+                      for name in blocks[label]} for label in labels}
+    return JacobianCheck(checks, rtol, atol, perturbed, total)
+
+
+def _sample(size: int, limit: int) -> list[int]:
+    """Every flat index up to ``limit`` of them, else an evenly spread sample with both ends."""
+    if size <= max(limit, 2):
+        return list(range(size))
+    step = (size - 1) / (limit - 1)
+    return sorted({round(i * step) for i in range(limit)})
+
+
+def _columns(program: Program, outputs: list[Node], v: Node,
+             elements: list[int]) -> dict[int, Any]:
+    """For each output, the central differences along ``elements`` of ``v``: an array of shape
+    ``out + (len(elements),)``."""
+    np = arrays.numpy()
+    original = v.value
+    found: dict[int, list[Any]] = {out.index: [] for out in outputs}
+    try:
+        for flat in elements:
+            x = float(original.flat[flat]) if np.ndim(original) else float(original)
+            h = _STEP * max(1.0, abs(x))
+            ups = _outputs_at(program, outputs, v, original, flat, x + h)
+            downs = _outputs_at(program, outputs, v, original, flat, x - h)
+            for out in outputs:
+                found[out.index].append((ups[out.index] - downs[out.index]) / (2 * h))
+    finally:
+        v.value = original
+        arrays.forward(program.nodes)
+    return {index: np.moveaxis(np.array(cols), 0, -1) for index, cols in found.items()}
+
+
+def _outputs_at(program: Program, outputs: list[Node], v: Node, original: Any, flat: int,
+                moved: float) -> dict[int, Any]:
+    np = arrays.numpy()
+    value = np.array(original, dtype=float)
+    if value.ndim:
+        value.flat[flat] = moved
+    else:
+        value = np.asarray(moved)
+    v.value = value
+    try:
+        arrays.forward(program.nodes)
+    except NumericError:  # a step outside the domain: this column cannot be checked
+        return {out.index: np.full(np.shape(out.value), np.nan) for out in outputs}
+    return {out.index: np.array(out.value, dtype=float) for out in outputs}
+
+
+def _compare(analytic: Any, elements: list[int], numeric: Any, in_shape: tuple[int, ...],
+             rtol: float, atol: float) -> EntryCheck:
+    """The analytic block's columns at ``elements`` against the central differences."""
+    np = arrays.numpy()
+    out_shape = analytic.shape[:analytic.ndim - len(in_shape)]
+    flat = analytic.reshape((*out_shape, -1))[..., elements]
+    allowed = atol + rtol * np.maximum(np.abs(flat), np.abs(numeric))
+    error = np.abs(flat - numeric)
+    bad = ~(error <= allowed)  # nan (a column outside the domain) fails
+    ratio = np.where(np.isnan(error), np.inf, error / allowed)
+    worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if ratio.ndim else ()
+    column = elements[worst[-1]] if worst else 0
+    where = tuple(int(i) for i in worst[:-1]) + tuple(
+        int(i) for i in np.unravel_index(column, in_shape)) if worst else ()
+    return EntryCheck(checked=int(flat.size), size=int(analytic.size),
+                      failed=int(np.count_nonzero(bad)),
+                      max_error=float(np.nanmax(error)) if error.size else 0.0, where=where,
+                      analytic=float(flat[worst]), numeric=float(numeric[worst]))

@@ -1,0 +1,98 @@
+"""Tables and JSON of Jacobians (docs/matrix-calculus.md): outputs, blocks, and the check.
+
+A ``JacobianResult`` prints as the outputs' values, then one row per (output, input) block of
+the Jacobian (shape ``out x in``, the block as the language writes an array), the check's worst
+error in it, and a verdict that says which mode ran and how many passes it made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from gradcli.engine.notation import format_number
+from gradcli.errors import plural
+from gradcli.gradcheck.jacobian_check import EntryCheck, JacobianCheck, JacobianResult
+from gradcli.output.array_views import array_text, shape_text
+from gradcli.output.views import Column, FittedTable
+
+_MODE_WORDS = {"reverse": "reverse mode, one pass per output element",
+               "forward": "forward mode, one pass per input element"}
+
+
+def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | None = None,
+                  full: bool = False) -> RenderableType:
+    """The outputs, the Jacobian's blocks, and the verdict."""
+    np = _np()
+    outputs = FittedTable("outputs", [
+        Column("output", fold=True, head=True, style="bold"), Column("shape"),
+        Column("value", fold=True, words=True, justify="right", style="cyan")], plain)
+    for label, value in result.values.items():
+        outputs.add_row(Text(label), Text(shape_text(np.shape(value))),
+                        Text(array_text(value, digits, full)))
+    title = (f"Jacobian ({_MODE_WORDS[result.mode]}: "
+             f"{plural(result.passes, 'pass', 'passes')})")
+    blocks = FittedTable(title, [
+        Column("output", fold=True, head=True, style="bold"), Column("input", style="bold"),
+        Column("shape"), Column("jacobian", fold=True, words=True, justify="right",
+                                style="magenta"),
+        Column("max error", justify="right"), Column("checked", justify="right"),
+        Column("ok")], plain)
+    for label, row in result.jacobian.items():
+        for name, block in row.items():
+            check = result.check.blocks[label][name] if result.check is not None else None
+            blocks.add_row(Text(label), Text(name), Text(_block_shape(result, label, name)),
+                           Text(array_text(block, digits, full)), *_check_cells(check))
+    parts: list[RenderableType] = [outputs, blocks]
+    if result.check is not None:
+        parts.append(jacobian_verdict(result.check))
+    else:
+        parts.append(Text("finite-difference check skipped (--no-check)", style="dim"))
+    return Group(*parts)
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+def _block_shape(result: JacobianResult, label: str, name: str) -> str:
+    """``3 x 2x2``: the output's shape, then the input's (a scalar's is left out)."""
+    np = _np()
+    out, into = np.shape(result.values[label]), np.shape(result.point[name])
+    parts = [shape_text(shape) for shape in (out, into) if shape]
+    return " x ".join(parts) or "scalar"
+
+
+def _check_cells(check: EntryCheck | None) -> list[Text]:
+    if check is None:
+        return [Text("—", style="dim")] * 3
+    style = "green" if check.ok else "bold red"
+    at = f" at [{', '.join(map(str, check.where))}]" if check.where else ""
+    count = f"{check.checked:,}" if check.checked == check.size else (
+        f"{check.checked:,} of {check.size:,}")
+    return [Text(f"{check.max_error:.1e}{at}", style=style), Text(count, style="dim"),
+            Text("✓", style="green") if check.ok else Text("✗", style="bold red")]
+
+
+def jacobian_verdict(check: JacobianCheck) -> Text:
+    """``✓ check passed: 12 Jacobian entries agree with central differences ...``."""
+    tolerances = f"rtol {format_number(check.rtol)}, atol {format_number(check.atol)}"
+    things = plural(check.checked, "Jacobian entry", "Jacobian entries")
+    columns = plural(check.columns, "perturbed input element")
+    if check.ok:
+        text = Text("✓ check passed: ", style="bold green")
+        text.append(f"{things} agree with central differences ({columns}, each giving every "
+                    f"output; max abs error {check.max_error:.1e}; {tolerances})")
+    else:
+        text = Text("✗ check failed: ", style="bold red")
+        text.append(f"{check.failed:,} of {things} disagree with central differences "
+                    f"({tolerances}); a point where the function is not differentiable "
+                    "fails this way too")
+    if check.columns < check.inputs:
+        text.append(f"\nperturbed {check.columns:,} of {check.inputs:,} input elements (an "
+                    "evenly spread sample)", style="yellow")
+    return text
