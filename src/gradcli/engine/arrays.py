@@ -274,16 +274,6 @@ def _operands(node: Node, args: list[Any], reals: list[float], index: tuple[int,
     return ", where " + ", ".join(parts) if parts else ""
 
 
-def require_scalar_output(program: Program) -> None:
-    """Gradients are of a scalar output; an array output is a clear error (Jacobians: later)."""
-    output = program.nodes[-1]
-    shape = numpy().shape(output.value)
-    if shape:
-        raise UsageError(f"the output {describe(output)} is an array of shape "
-                         f"{shape_text(shape)}; gradients need a scalar output",
-                         hint="reduce it to one number, e.g. sum(...), mean(...) or x[0]")
-
-
 # --- backward -----------------------------------------------------------------------------------
 
 def backward(nodes: list[Node]) -> None:

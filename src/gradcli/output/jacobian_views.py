@@ -96,3 +96,18 @@ def jacobian_verdict(check: JacobianCheck) -> Text:
         text.append(f"\nperturbed {check.columns:,} of {check.inputs:,} input elements (an "
                     "evenly spread sample)", style="yellow")
     return text
+
+
+def jacobian_line(text: Text, result: JacobianResult, digits: int | None = None) -> Text:
+    """A batch line: ``f 6, g 5  df/dx 3  df/dy 2 ...  ✓`` (large arrays summarised)."""
+    values = ", ".join(f"{label} {array_text(value, digits)}"
+                       for label, value in result.values.items())
+    text.append(f"outputs {values}", style="cyan")
+    for label, row in result.jacobian.items():
+        for name, block in row.items():
+            top = label if label.isidentifier() else f"({label})"
+            text.append(f"  d{top}/d{name} {array_text(block, digits)}", style="magenta")
+    if result.check is not None:
+        text.append("  ✓" if result.status == 0 else "  ✗ check failed",
+                    style="green" if result.status == 0 else "bold red")
+    return text

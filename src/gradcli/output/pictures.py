@@ -21,7 +21,7 @@ from gradcli.engine.graph import Node, Program, compute, liveness, local_derivat
 from gradcli.engine.notation import expression_texts, format_number
 from gradcli.engine.ops import CONDITIONAL, CONST, VAR
 from gradcli.errors import NumericError, UsageError, visible
-from gradcli.gradcheck.evaluation import evaluate
+from gradcli.gradcheck.evaluation import Result, evaluate
 from gradcli.language.parser import parse
 from gradcli.language.values import validate_values
 from gradcli.limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
@@ -137,7 +137,11 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None) -
         validate_values(values or {})
         return GraphPicture(program, evaluated=False, missing=missing,
                             known=known_values(program, values or {}))
-    evaluate(program, values, check=False)
+    if not isinstance(evaluate(program, values, check=False), Result):
+        raise UsageError("gradcli graph draws the gradient of one scalar output; this program "
+                         "has several outputs or an array output",
+                         hint="gradcli eval gives its Jacobian; reduce it to one number "
+                              "(e.g. sum(...)) to draw its graph")
     return GraphPicture(program, evaluated=True)
 
 

@@ -593,6 +593,10 @@ def batch_line(outcome: LineOutcome, digits: int | None = None) -> Text:
         for note in result.notes:
             text.append(f"  ({note.message})", style="yellow")
         return text
+    if not isinstance(result, Result):  # several outputs: values and the Jacobian's blocks
+        from gradcli.output.jacobian_views import jacobian_line
+
+        return jacobian_line(text, result, digits)
     text.append(f"value {number_text(result.value, digits)}", style="cyan")
     for name, gradient in itertools.islice(result.gradients.items(), MAX_LINE_GRADIENTS):
         text.append(f"  d/d{name} {number_text(gradient, digits)}", style="magenta")

@@ -1,0 +1,160 @@
+"""Jacobians of programs with several outputs or an array output (issue 17): closed forms
+written here by hand, forward mode against reverse mode, both against central differences
+computed here with NumPy (independently of gradcli's own check), the mode chosen by size, and
+the command line's table, JSON, batch lines and refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import gradcli
+from gradcli.cli import cli
+from gradcli.gradcheck.evaluation import Result
+from gradcli.gradcheck.jacobian_check import JacobianResult
+
+RNG = np.random.default_rng(17)
+W = RNG.normal(size=(3, 2))
+X = RNG.normal(size=2)
+A = RNG.normal(size=(3, 3)) + 3 * np.eye(3)
+
+
+def invoke(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(cli, list(args), input=stdin)
+
+
+def numeric_jacobian(program: str, values: dict, output: int, wrt: str) -> np.ndarray:
+    """Central differences of output number ``output`` by evaluating the program here (each
+    output's value with check=False), one input element at a time: shape out + in."""
+    base = {name: np.array(value, dtype=float) for name, value in values.items()}
+
+    def outputs(point: dict) -> np.ndarray:
+        found = gradcli.evaluate(program, point, check=False)
+        return np.asarray(list(found.values.values())[output], dtype=float)
+
+    x = base[wrt]
+    columns = []
+    for flat in range(x.size):
+        h = 1e-6 * max(1.0, abs(float(x.flat[flat])))
+        up, down = x.copy(), x.copy()
+        up.flat[flat] += h
+        down.flat[flat] -= h
+        columns.append((outputs({**base, wrt: up}) - outputs({**base, wrt: down})) / (2 * h))
+    stacked = np.moveaxis(np.array(columns), 0, -1)
+    return stacked.reshape(np.shape(outputs(base)) + x.shape)
+
+
+def test_two_scalar_outputs_are_a_two_by_two_jacobian():
+    result = gradcli.evaluate("f = x*y; g = x + y; f, g", {"x": 2, "y": 3})
+    assert isinstance(result, JacobianResult)
+    assert result.values == {"f": 6.0, "g": 5.0}
+    assert result.jacobian == {"f": {"x": 3.0, "y": 2.0}, "g": {"x": 1.0, "y": 1.0}}
+    assert result.check.ok and result.check.checked == 4
+
+
+def test_matrix_vector_product_closed_forms():
+    result = gradcli.evaluate("W@x", {"W": W, "x": X})
+    jac = result.jacobian["W@x"]
+    np.testing.assert_allclose(jac["x"], W)  # d(Wx)/dx = W
+    expected = np.einsum("ik,l->ikl", np.eye(3), X)  # d(Wx)_i/dW_kl = delta_ik x_l
+    np.testing.assert_allclose(jac["W"], expected)
+    assert jac["W"].shape == (3, 3, 2)  # out-shape x in-shape
+
+
+def test_softmax_jacobian_is_diag_s_minus_ss():
+    x = np.array([0.5, -1.0, 2.0, 0.0])
+    result = gradcli.evaluate("softmax(x)", {"x": x})
+    s = np.exp(x) / np.exp(x).sum()
+    np.testing.assert_allclose(result.jacobian["softmax(x)"]["x"], np.diag(s) - np.outer(s, s),
+                               atol=1e-15)
+
+
+def test_inverse_jacobian_is_minus_inv_e_inv():
+    result = gradcli.evaluate("inv(A)", {"A": A})
+    inv = np.linalg.inv(A)
+    expected = -np.einsum("ik,lj->ijkl", inv, inv)  # d(A^-1)_ij / dA_kl
+    np.testing.assert_allclose(result.jacobian["inv(A)"]["A"], expected, atol=1e-12)
+
+
+PROGRAMS = [
+    ("softmax(W@x)*2, sum(inv(A)), outer(x, x)'[0], [x[0], det(A)]", {"W": W, "x": X, "A": A}),
+    ("tanh(W@x + 1)", {"W": W, "x": X}),
+    ("log_softmax(W)", {"W": W}),
+    ("r = A@A' - eye(3); r[1:], norm(r), logdet(A@A')", {"A": A}),
+    ("u = exp(x)*y; u/sum(u), y**2", {"x": X, "y": 0.7}),
+    ("W'@W, mean(W, ), W[:, 0]*x[1]".replace(", )", ")"), {"W": W, "x": X}),
+]
+
+
+@pytest.mark.parametrize(("program", "values"), PROGRAMS)
+def test_forward_and_reverse_modes_agree_with_numpy_differences(program, values):
+    forward = gradcli.evaluate(program, values, mode="forward")
+    reverse = gradcli.evaluate(program, values, mode="reverse")
+    assert forward.mode == "forward" and reverse.mode == "reverse"
+    assert forward.check.ok and reverse.check.ok
+    for number, label in enumerate(reverse.jacobian):
+        for name in values:
+            np.testing.assert_allclose(forward.jacobian[label][name],
+                                       reverse.jacobian[label][name], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(reverse.jacobian[label][name],
+                                       numeric_jacobian(program, values, number, name),
+                                       rtol=1e-6, atol=1e-7)
+
+
+def test_the_mode_with_fewer_passes_is_chosen():
+    wide = gradcli.evaluate("x*ones(6)", {"x": 2.0})  # 1 input element, 6 outputs
+    assert (wide.mode, wide.passes) == ("forward", 1)
+    tall = gradcli.evaluate("W@x", {"W": W, "x": X})  # 8 input elements, 3 outputs
+    assert (tall.mode, tall.passes) == ("reverse", 3)
+
+
+def test_one_scalar_output_is_still_a_gradient():
+    assert isinstance(gradcli.evaluate("x*y", {"x": 2, "y": 3}), Result)
+    assert isinstance(gradcli.evaluate("sum(W@x)", {"W": W, "x": X}), Result)
+
+
+def test_table_says_which_mode_ran_and_the_check():
+    done = invoke("eval", "f = x*y; g = x + y; f, g", "--x", "2", "--y", "3", "--mode", "forward")
+    assert done.exit_code == 0, done.output
+    assert "forward mode, one pass per input element: 2 passes" in done.output
+    assert "✓ check passed: 4 Jacobian entries agree with central differences" in done.output
+
+
+def test_json_has_the_jacobian_as_nested_lists():
+    done = invoke("eval", "W@x", "--W", "[[1, 2], [3, 4]]", "--x", "[1, 1]", "--json")
+    record = json.loads(done.output)
+    assert record["outputs"] == {"W@x": [3.0, 7.0]}
+    assert record["jacobian"]["W@x"]["x"] == [[1.0, 2.0], [3.0, 4.0]]
+    assert record["jacobian"]["W@x"]["W"] == [[[1.0, 1.0], [0.0, 0.0]], [[0.0, 0.0], [1.0, 1.0]]]
+    assert record["mode"] == "reverse" and record["check"]["ok"] is True
+    assert record["check"]["checked"] == 12
+
+
+def test_batch_lines_stay_one_per_program():
+    done = invoke("eval", "-", "--x", "[1, 2]", stdin="x*2\nsum(x)\nf = x[0]; f, 2*f\n")
+    lines = done.output.strip().split("\n")
+    assert len(lines) == 3, done.output
+    assert "d(x*2)/dx [[2, 0], [0, 2]]" in lines[0] and "d/dx [1, 1]" in lines[1]
+    assert "df/dx [1, 0]" in lines[2]
+
+
+def test_a_kink_fails_the_check_with_status_1():
+    done = invoke("eval", "relu(x)", "--x", "[0, 1]")
+    assert done.exit_code == 1
+    assert "✗ check failed" in done.output
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["eval", "x*y, x", "--x", "1", "--y", "2", "--hessian"], "Hessian"),
+    (["eval", "x*y, x", "--x", "1", "--y", "2", "--check-method", "complex"], "central"),
+    (["graph", "W@x", "--W", "[[1, 2], [3, 4]]", "--x", "[1, 2]"], "gradcli eval gives its"),
+    (["eval", "x, ", "--x", "1"], "error"),
+])
+def test_what_jacobians_do_not_do_is_a_usage_error(args, words):
+    done = invoke(*args)
+    assert done.exit_code == 2, done.output
+    assert words in done.output
+    assert "Traceback" not in done.output
