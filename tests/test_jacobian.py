@@ -158,3 +158,45 @@ def test_what_jacobians_do_not_do_is_a_usage_error(args, words):
     assert done.exit_code == 2, done.output
     assert words in done.output
     assert "Traceback" not in done.output
+
+
+CHECKS = '''
+[[check]]
+name = "two outputs"
+expr = "f = x*y; g = x + y; f, g"
+at = {x = 2, y = 3}
+jacobian = {f = {x = "y", y = 2}, g = {x = 1, y = 1}}
+
+[[check]]
+name = "matrix times vector"
+expr = "W@x"
+at = {W = [[1, 2], [3, 4]], x = [1, 1]}
+jacobian = {"W@x" = {x = "W"}}
+'''
+
+
+def test_check_files_assert_jacobians(tmp_path):
+    path = tmp_path / "jacobians.toml"
+    path.write_text(CHECKS)
+    passed = invoke("check", str(path))
+    assert passed.exit_code == 0, passed.output
+    assert "d(W@x)/dx" in passed.output
+    wrong = CHECKS.replace('x = "W"', "x = [[1, 2], [3, 5]]")
+    path.write_text(wrong)
+    failed = invoke("check", str(path))
+    assert failed.exit_code == 1, failed.output
+    assert "expected 5, got 4" in failed.output
+
+
+@pytest.mark.parametrize(("assertion", "words"), [
+    ('jacobian = {h = {x = 1}}', "expr has no output h"),
+    ('jacobian = {f = {z = 1}}', "expr has no variable z"),
+    ('gradients = {x = 1}', "gradients and derivative are of one scalar output"),
+])
+def test_check_file_jacobian_mistakes_are_usage_errors(tmp_path, assertion, words):
+    path = tmp_path / "bad.toml"
+    path.write_text('[[check]]\nname = "a"\nexpr = "f = x*y; f, x"\nat = {x = 1, y = 2}\n'
+                    f'{assertion}\n')
+    done = invoke("check", str(path))
+    assert done.exit_code == 2, done.output
+    assert words in done.output

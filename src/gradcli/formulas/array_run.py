@@ -16,7 +16,7 @@ from gradcli.engine import arrays
 from gradcli.engine.graph import Program
 from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError
 from gradcli.formulas.files import CheckSpec, Expected, Range
-from gradcli.gradcheck.evaluation import EvalSettings, evaluate
+from gradcli.gradcheck.evaluation import EvalSettings, Result, evaluate
 from gradcli.language.values import grid
 
 MAX_ARRAY_CHECK_POINTS = 1_000  # each point is a whole evaluation with its per-element check
@@ -71,6 +71,9 @@ class _Judge:
 
     def point(self, point: dict[str, Any], result: Any) -> None:
         spec = self.spec
+        if not isinstance(result, Result):  # several outputs or an array output: a Jacobian
+            self._jacobian(point, result)
+            return
         for name, check in (result.check.gradients.items() if result.check else ()):
             where = getattr(check, "where", ())
             actual = check.numeric if check.numeric is not None else float("nan")
@@ -85,6 +88,28 @@ class _Judge:
         for name, expected in spec.derivative.items():
             self._compare(f"derivative d/d{name}", f"derivative.{name}", point, name,
                           _expected(expected, point), result.gradients[name])
+
+    def _jacobian(self, point: dict[str, Any], result: Any) -> None:
+        """The Jacobian's check (every block), ``value`` (the last output) and ``jacobian``."""
+        spec = self.spec
+        if spec.gradients or spec.derivative:
+            raise UsageError(f"check {spec.name!r}: gradients and derivative are of one scalar "
+                             "output; this expr has several outputs or an array output",
+                             hint="assert its Jacobian: jacobian = {f = {x = ...}}")
+        for label, row in (result.check.blocks.items() if result.check else ()):
+            for name, entry in row.items():
+                allowed = spec.atol + spec.rtol * max(abs(entry.analytic), abs(entry.numeric))
+                self._add(f"finite differences {_d(label, name)}", "jacobian", point, None, (),
+                          entry.analytic, entry.numeric, allowed, entry.failed)
+        if spec.value is not None:
+            self._compare("value", "value", point, None, _expected(spec.value, point),
+                          result.value)
+        for label, row in spec.jacobian.items():
+            for name, expected in row.items():
+                if isinstance(expected, Expected):
+                    expected = _expected(expected, point)
+                self._compare(f"jacobian {_d(label, name)}", f"jacobian.{label}", point, None,
+                              expected, result.jacobian[label][name])
 
     def _compare(self, assertion: str, key: str, point: dict[str, Any], name: str | None,
                  expected: Any, actual: Any) -> None:
@@ -133,6 +158,11 @@ class _Judge:
     def findings(self) -> list[Any]:
         errors = [self.error] if self.error is not None else []
         return errors + [found for found, _ in self.judged.values()]
+
+
+def _d(label: str, name: str) -> str:
+    """``df/dx``, ``d(W@x)/dx``: a Jacobian block's name."""
+    return f"d{label}/d{name}" if label.isidentifier() else f"d({label})/d{name}"
 
 
 def _scalars(point: dict[str, Any]) -> dict[str, float]:

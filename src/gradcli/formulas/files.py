@@ -34,10 +34,10 @@ from gradcli.limits import (
     MAX_RANGE_COUNT,
 )
 
-CHECK_KEYS = ("name", "expr", "at", "sweep", "value", "gradients", "derivative", "finite",
-              "rtol", "atol")
+CHECK_KEYS = ("name", "expr", "at", "sweep", "value", "gradients", "derivative", "jacobian",
+              "finite", "rtol", "atol")
 FILE_KEYS = ("check", "rtol", "atol")
-ASSERTION_KEYS = ("value", "gradients", "derivative", "finite")
+ASSERTION_KEYS = ("value", "gradients", "derivative", "jacobian", "finite")
 
 
 class CheckFileError(GradcliError):
@@ -102,6 +102,9 @@ class CheckSpec:
     value: Expected | None = None
     gradients: dict[str, Any] = field(default_factory=dict)  # a number, or an array
     derivative: dict[str, Expected] = field(default_factory=dict)
+    # output -> input -> the Jacobian's block: an Expected (a number, or an expression), or an
+    # array (docs/matrix-calculus.md)
+    jacobian: dict[str, dict[str, Any]] = field(default_factory=dict)
     finite: bool | None = None
     rtol: float = DEFAULT_RTOL
     atol: float = DEFAULT_ATOL
@@ -230,6 +233,8 @@ class _CheckReader:
         for variable, given in self._table("derivative", program).items():
             spec.derivative[variable] = self._expected(f"derivative.{variable}", given, program,
                                                        numbers=False)
+        if "jacobian" in self.table:
+            spec.jacobian = self._jacobian(program)
         if "finite" in self.table:
             if not isinstance(self.table["finite"], bool):
                 raise self.fail("finite", "must be true or false")
@@ -253,7 +258,36 @@ class _CheckReader:
         keys = list(self.table)
         for key in ("gradients", "derivative", "at", "sweep"):
             keys += [f"{key}.{sub}" for sub in self.table.get(key, {})]
+        for output in self.table.get("jacobian", {}):
+            keys.append(f"jacobian.{output}")
         return keys
+
+    def _jacobian(self, program: Program) -> dict[str, dict[str, Any]]:
+        """``jacobian = {f = {x = 3, y = "x"}, "W@x" = {x = [[1, 2], [3, 4]]}}``: each output
+        (its name, or its expression as the table prints it) to each input's block."""
+        from gradcli.gradcheck.jacobian_check import output_labels
+
+        table = self.table["jacobian"]
+        if not isinstance(table, dict):
+            raise self.fail("jacobian", "must be a table such as {f = {x = 1}}")
+        labels = output_labels(program)
+        found: dict[str, dict[str, Any]] = {}
+        for output, blocks in table.items():
+            key = f"jacobian.{output}"
+            if output not in labels:
+                raise self.fail(key, f"expr has no output {output}",
+                                hint=f"its outputs: {', '.join(labels)}")
+            if not isinstance(blocks, dict):
+                raise self.fail(key, "must be a table of the inputs, such as {x = 1}")
+            found[output] = {}
+            for variable, given in blocks.items():
+                if variable not in program.variables:
+                    raise self.fail(key, f"expr has no variable {variable}",
+                                    hint=f"its variables: {', '.join(program.variables)}")
+                found[output][variable] = (
+                    self._array(key, given) if isinstance(given, list)
+                    else self._expected(key, given, program))
+        return found
 
     def _string(self, key: str) -> str:
         if key not in self.table:
