@@ -421,3 +421,41 @@ _JAX_FORMULAS = {
 def jax_logsumexp(jnp: Any, z: Any) -> Any:
     top = jnp.max(z)
     return top + jnp.log(jnp.sum(jnp.exp(z - top)))
+
+
+def jacobian_by_hand(np: Any, x: Any) -> Any:
+    """J1's Jacobian written out: diag((1 - tanh^2) s) + tanh (diag(s) - s s') + diag(x)."""
+    s = np.exp(x - x.max())
+    s /= s.sum()
+    y = np.tanh(x)
+    jac = y[:, None] * (np.diag(s) - np.outer(s, s))
+    jac[np.diag_indices(len(x))] += (1 - y * y) * s + x
+    return y * s + x * x / 2, jac
+
+
+def jacobian_peers(x: Any) -> dict[str, Callable[[], object]]:
+    """J1 by ``jax.jacrev`` (CPU, no jit) and ``torch.autograd.functional.jacobian``, when
+    installed: the value and the 100x100 Jacobian."""
+    found: dict[str, Callable[[], object]] = {}
+    if _have("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        def f(v: Any) -> Any:
+            return jnp.tanh(v) * jax.nn.softmax(v) + v**2 / 2
+
+        jacobian = jax.jacrev(f)
+        found["jax.jacrev (CPU, no jit)"] = lambda: jax.block_until_ready(jacobian(x))
+        forward = jax.jacfwd(f)
+        found["jax.jacfwd (CPU, no jit)"] = lambda: jax.block_until_ready(forward(x))
+    if _have("torch"):
+        import torch
+
+        t = torch.tensor(x)
+
+        def g(v: Any) -> Any:
+            return torch.tanh(v) * torch.softmax(v, dim=-1) + v**2 / 2
+
+        found["torch.autograd.functional.jacobian"] = (
+            lambda: torch.autograd.functional.jacobian(g, t))
+    return found

@@ -4,6 +4,7 @@
     python benchmarks/run.py --quick    # fewer repetitions and smaller peer samples
     python benchmarks/run.py --only W1,W5
     python benchmarks/run.py --only A1,A2  # arrays: issue 16
+    python benchmarks/run.py --only J1     # a 100x100 Jacobian: issue 17
 
 gradcli runs as a user runs it: a separate process, ``gradcli eval`` on the workload's text
 (W5, whose CLI command is another issue's, calls ``vector.evaluate_vector``). Peers run in this
@@ -275,6 +276,31 @@ def a2(args: argparse.Namespace) -> None:
     _array_rows("A2", actions, 2 * n, args)
 
 
+def j1(args: argparse.Namespace) -> None:
+    """A Jacobian with 100 outputs and 100 inputs (issue 17), value and Jacobian, check off:
+    gradcli in reverse mode (100 backward passes) and forward mode (100 tangent passes)."""
+    import numpy as np
+
+    x = np.random.default_rng(17).normal(size=100)
+    program = gradcli.parse(workloads.JACOBIAN)
+    actions = {
+        "gradcli evaluate, reverse mode (check off)":
+            lambda: gradcli.evaluate(program, {"x": x}, check=False, mode="reverse"),
+        "gradcli evaluate, forward mode (check off)":
+            lambda: gradcli.evaluate(program, {"x": x}, check=False, mode="forward"),
+        "hand-written NumPy (closed form)": lambda: peers.jacobian_by_hand(np, x),
+    }
+    actions.update(peers.jacobian_peers(x))
+    medians = interleaved(actions, 5 if args.quick else 21)
+    for name, seconds in medians.items():
+        row("J1", name, seconds, 100 * 100, "entries", None,
+            "median, runs interleaved; value and the 100x100 Jacobian; goal <= 1.5x the "
+            "faster of jax.jacrev and torch")
+    checked = lambda: gradcli.evaluate(program, {"x": x})  # noqa: E731
+    row("J1", "gradcli evaluate with its check (200 forward passes)",
+        interleaved({"checked": checked}, 3)["checked"], 100 * 100, "entries", None, "median")
+
+
 def _array_rows(workload: str, actions: dict[str, Callable[[], object]], elements: int,
                 args: argparse.Namespace) -> None:
     medians = interleaved(actions, 5 if args.quick else 21)
@@ -323,7 +349,7 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs, smaller peer samples")
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,A1,A2,XL",
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,A1,A2,J1,XL",
                         help="comma-separated workloads")
     args = parser.parse_args()
     chosen = set(args.only.upper().split(","))
@@ -344,6 +370,8 @@ def main() -> None:
             a1(args)
         if "A2" in chosen:
             a2(args)
+        if "J1" in chosen:
+            j1(args)
         if "XL" in chosen:
             w3(args, folder, 1_000_000, "XL")
     finally:

@@ -101,3 +101,5 @@ SWEEP_FORMULA = "sin(x)*exp(-y**2) + log(1+x**2*y**2)"
 
 BATCH_LOSS = "mean((W@x + b - t)**2)"  # the seed example over a batch: W is 1000x1000
 CROSS_ENTROPY = "-sum(y*log_softmax(z))"  # softmax cross-entropy: z and y have 10^5 elements
+# J1 (issue 17): a Jacobian with 100 outputs and 100 inputs (x has 100 elements)
+JACOBIAN = "y = tanh(x); y*softmax(x) + x**2/2"

@@ -383,8 +383,11 @@ def test_no_operator_look_alike_is_accepted():
         ("1,5*x", 2, "did you mean 1.5? gradcli writes decimals with a point"),
         ("x*12,25", 5, "did you mean 12.25? gradcli writes decimals with a point"),
         ("(0,5 + x)", 3, "did you mean 0.5? gradcli writes decimals with a point"),
-        ("x, y", 2, "a ',' only separates a function's arguments, as in max(x, y)"),
-        ("x1,5", 3, "a ',' only separates a function's arguments, as in max(x, y)"),
+        ("x1,5", 3, "a ',' separates a function's arguments, as in max(x, y), or the "
+                    "program's outputs, as in f, g; a number is not an output"),
+        ("(x), 3 # a, b", 4, "a ',' separates a function's arguments, as in max(x, y), "
+                                  "or the program's outputs, as in f, g; a number is not an "
+                                  "output"),
     ],
 )
 def test_a_comma_outside_a_call(text, column, hint):

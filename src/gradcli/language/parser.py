@@ -202,6 +202,9 @@ class _GraphBuilder(Definitions):
         """The output; a list of the outputs when the program ends with ``f, g``."""
         if len(children) > 1 and children[-2] is not None:  # statements give None
             outputs = [child for child in children if child is not None]
+            for number, output in enumerate(outputs):
+                if output.op is CONST and output.name is None and type(output.value) is float:
+                    raise _NumberOutput(number)  # parse() says where: `1,5` is a slip
             self.arrays = True  # several outputs are a Jacobian: the array path
             return outputs
         return children[-1]
@@ -280,6 +283,8 @@ class _Parser:
                 output = self.lalr.parse(source)
             except UnexpectedInput as error:
                 raise _syntax_error(source, error, self.builder.named) from None
+            except _NumberOutput as error:
+                raise _number_output(source, error.number) from None
             except GradcliError as error:
                 if error.line is not None and error.source_line is None:
                     error.source_line = source.split("\n")[error.line - 1]
@@ -333,6 +338,50 @@ _COMPARISONS = set(_COMPARISON_OPS)
 # Names that differ from a constant or a function only by case: lower case -> (name, what).
 _LOOKALIKES = {**{name.lower(): (name, "function") for name in FUNCTIONS},
                **{name.lower(): (name, "constant") for name in CONSTANTS}}
+
+
+class _NumberOutput(Exception):
+    """An output of ``f, g`` is a plain number: ``1,5`` meant 1.5, or a slip (number ``number``
+    of the outputs)."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def _number_output(source: str, number: int) -> ParseError:
+    """The comma next to the number output: a decimal comma's hint, or what a comma does."""
+    commas = _top_level_commas(source)
+    position = commas[max(number - 1, 0)]
+    line = source.count("\n", 0, position) + 1
+    start = source.rfind("\n", 0, position) + 1
+    text = source.split("\n")[line - 1]
+    before, after = source[start:position].rstrip(), source[position + 1:]
+    found, digits = _trailing_number(before), _take_digits(after)
+    if found and digits and before.endswith(found) and "." not in found:
+        hint = f"did you mean {found}.{digits}? gradcli writes decimals with a point"
+    else:
+        hint = ("a ',' separates a function's arguments, as in max(x, y), or the program's "
+                "outputs, as in f, g; a number is not an output")
+    return ParseError("unexpected ','", line=line, column=position - start + 1,
+                      source_line=text, hint=hint)
+
+
+def _top_level_commas(source: str) -> list[int]:
+    """Positions of the commas outside parentheses and brackets (comments skipped)."""
+    found, depth, comment = [], 0, False
+    for position, char in enumerate(source):
+        if comment:
+            comment = char != "\n"
+        elif char == "#":
+            comment = True
+        elif char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            found.append(position)
+    return found
 
 
 def _syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) -> ParseError:
