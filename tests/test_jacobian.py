@@ -200,3 +200,39 @@ def test_check_file_jacobian_mistakes_are_usage_errors(tmp_path, assertion, word
     done = invoke("check", str(path))
     assert done.exit_code == 2, done.output
     assert words in done.output
+
+
+DIFF_PROGRAMS = [
+    ("f = x*y; g = x + sin(y); f, g", "x*y", "x + sin(y)"),
+    ("u = exp(x*y); u/(1 + y**2), log(1 + x**2)*u, atan2(y, x)",
+     "exp(x*y)/(1 + y**2)", "log(1 + x**2)*exp(x*y)", "atan2(y, x)"),
+]
+
+
+@pytest.mark.parametrize("case", DIFF_PROGRAMS)
+def test_diff_of_several_outputs_prints_the_jacobian_entries_sympy_agrees(case):
+    import sympy
+
+    program, *formulas = case
+    done = invoke("diff", program, "--json")
+    assert done.exit_code == 0, done.output
+    rows = json.loads(done.output)["jacobian"]
+    assert len(rows) == len(formulas)
+    x, y = sympy.symbols("x y")
+    point = {x: 0.7, y: -0.4}
+    for row, formula in zip(rows.values(), formulas, strict=True):
+        expected = sympy.sympify(formula)
+        for name, symbol in (("x", x), ("y", y)):
+            printed = gradcli.evaluate(row[name], {"x": 0.7, "y": -0.4}, check=False).value \
+                if row[name] not in ("0",) else 0.0
+            exact = float(sympy.diff(expected, symbol).subs(point))
+            assert printed == pytest.approx(exact, rel=1e-12, abs=1e-12), (row, name)
+
+
+def test_diff_of_several_outputs_text_and_latex():
+    text = invoke("diff", "f = x*y; g = 2*x; f, g")
+    assert text.output.split("\n")[:4] == ["df/dx = y", "df/dy = x", "dg/dx = 2", "dg/dy = 0"]
+    latex = invoke("diff", "f = x*y; g = 2*x; f, g", "--format", "latex")
+    assert r"\frac{\partial g}{\partial x} = 2" in latex.output
+    refused = invoke("diff", "f = x*y; f, x", "--format", "python")
+    assert refused.exit_code == 2 and "Jacobian" in refused.output

@@ -19,7 +19,7 @@ from gradcli.cli.completion import complete_wrt
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_error
 from gradcli.cli.values_file import values_file_options
-from gradcli.errors import ExitStatus, GradcliError
+from gradcli.errors import ExitStatus, GradcliError, UsageError
 from gradcli.language.values import as_point
 from gradcli.limits import MAX_NODES
 
@@ -112,6 +112,8 @@ def run_diff(request: DiffRequest) -> int:
     try:
         program = parse(source, request.max_nodes)
         request.given.check_used(program)
+        if program.outputs:  # f, g: the Jacobian's entries (docs/matrix-calculus.md)
+            return _diff_outputs(request, program)
         derivatives = differentiate(program, request.wrt, request.order, request.values,
                                     request.use_defaults, request.max_nodes)
         printed = derivatives.python() if request.fmt == "python" else None
@@ -133,6 +135,30 @@ def run_diff(request: DiffRequest) -> int:
     note = defaults_note(derivatives)
     if note is not None:
         click.echo(note, err=True)
+    return ExitStatus.OK
+
+
+def _diff_outputs(request: DiffRequest, program: Any) -> int:
+    """``gradcli diff "f = x*y; g = x + y; f, g"``: one line per entry, ``df/dx = y``."""
+    from gradcli.engine.derivatives import jacobian_texts
+
+    if request.order != 1 or request.fmt == "python":
+        raise UsageError("a program with several outputs has a Jacobian: --order 1 with "
+                         "--format text or latex",
+                         hint="differentiate one output at a time for higher orders or Python")
+    rows = jacobian_texts(program, request.wrt, request.values, request.use_defaults,
+                          request.max_nodes, "latex" if request.fmt == "latex" else "text")
+    if request.as_json:
+        from gradcli.output.records import dumps
+
+        click.echo(dumps({"expression": request.program.text, "order": 1, "jacobian": rows,
+                          "values": request.values}))
+        return ExitStatus.OK
+    from gradcli.output.views import derivative_view, make_console
+
+    console = make_console()
+    for label, texts in rows.items():
+        console.print(derivative_view(texts, latex=request.fmt == "latex", of=label))
     return ExitStatus.OK
 
 

@@ -180,6 +180,17 @@ class Program:
             node.value = float(values[name] if name in values else self.defaults[name])
 
 
+def output_labels(program: Program) -> list[str]:
+    """Each output's name (``f``) or its expression (``W@x``); a repeated one gets ``#id``."""
+    outputs = program.outputs or [program.nodes[-1]]
+    texts = expression_texts(program.nodes)
+    labels: list[str] = []
+    for node in outputs:
+        label = node.name or texts[node.index]
+        labels.append(label if label not in labels else f"{label} #{node.index}")
+    return labels
+
+
 # --- forward -------------------------------------------------------------------------------------
 
 def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:

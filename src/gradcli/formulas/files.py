@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradcli.engine.graph import Program
+from gradcli.engine.graph import Program, output_labels
 from gradcli.errors import ExitStatus, GradcliError, visible
 from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
@@ -265,8 +265,6 @@ class _CheckReader:
     def _jacobian(self, program: Program) -> dict[str, dict[str, Any]]:
         """``jacobian = {f = {x = 3, y = "x"}, "W@x" = {x = [[1, 2], [3, 4]]}}``: each output
         (its name, or its expression as the table prints it) to each input's block."""
-        from gradcli.gradcheck.jacobian_check import output_labels
-
         table = self.table["jacobian"]
         if not isinstance(table, dict):
             raise self.fail("jacobian", "must be a table such as {f = {x = 1}}")

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine import arrays, jacobian
-from gradcli.engine.graph import Node, Program
-from gradcli.engine.notation import expression_texts
+from gradcli.engine.graph import Node, Program, output_labels
 from gradcli.errors import ExitStatus, NumericError, UsageError
 from gradcli.limits import ARRAY_CHECK_ELEMENTS
 
@@ -90,17 +89,6 @@ class JacobianResult:
     def value(self) -> Any:
         """The value of the only output (the last one when there are several)."""
         return list(self.values.values())[-1]
-
-
-def output_labels(program: Program) -> list[str]:
-    """Each output's name (``f``) or its expression (``W@x``); a repeated one gets ``#id``."""
-    outputs = program.outputs or [program.nodes[-1]]
-    texts = expression_texts(program.nodes)
-    labels: list[str] = []
-    for node in outputs:
-        label = node.name or texts[node.index]
-        labels.append(label if label not in labels else f"{label} #{node.index}")
-    return labels
 
 
 def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:

@@ -204,7 +204,7 @@ class _GraphBuilder(Definitions):
             outputs = [child for child in children if child is not None]
             for number, output in enumerate(outputs):
                 if output.op is CONST and output.name is None and type(output.value) is float:
-                    raise _NumberOutput(number)  # parse() says where: `1,5` is a slip
+                    raise _NumberOutputError(number)  # parse() says where: `1,5` is a slip
             self.arrays = True  # several outputs are a Jacobian: the array path
             return outputs
         return children[-1]
@@ -283,7 +283,7 @@ class _Parser:
                 output = self.lalr.parse(source)
             except UnexpectedInput as error:
                 raise _syntax_error(source, error, self.builder.named) from None
-            except _NumberOutput as error:
+            except _NumberOutputError as error:
                 raise _number_output(source, error.number) from None
             except GradcliError as error:
                 if error.line is not None and error.source_line is None:
@@ -340,7 +340,7 @@ _LOOKALIKES = {**{name.lower(): (name, "function") for name in FUNCTIONS},
                **{name.lower(): (name, "constant") for name in CONSTANTS}}
 
 
-class _NumberOutput(Exception):
+class _NumberOutputError(Exception):
     """An output of ``f, g`` is a plain number: ``1,5`` meant 1.5, or a slip (number ``number``
     of the outputs)."""
 

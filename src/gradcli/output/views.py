@@ -390,8 +390,9 @@ def hessian_table(result: Result, plain: bool = False, digits: int | None = None
     return table
 
 
-def derivative_view(texts: dict, latex: bool = False) -> Text:
-    """One line per derivative: ``d/dx = ...``, ``d2/dx dy = ...`` (or LaTeX's partials)."""
+def derivative_view(texts: dict, latex: bool = False, of: str | None = None) -> Text:
+    """One line per derivative: ``d/dx = ...``, ``d2/dx dy = ...`` (or LaTeX's partials);
+    ``of`` names the output (``df/dx``) of a program with several."""
     from gradcli.engine.printing import LATEX_LINE_BREAK
 
     text = Text()
@@ -401,7 +402,7 @@ def derivative_view(texts: dict, latex: bool = False) -> Text:
     for path, expression in lines:
         if text:
             text.append("\n")
-        label = _derivative_label(path, latex)
+        label = _derivative_label(path, latex, of)
         if latex:  # statements (t_{1} = ...) on their own lines, the derivative last
             *statements, expression = expression.split(LATEX_LINE_BREAK)
             text.append("".join(line + LATEX_LINE_BREAK for line in statements))
@@ -412,13 +413,14 @@ def derivative_view(texts: dict, latex: bool = False) -> Text:
     return text
 
 
-def _derivative_label(path: tuple[str, ...], latex: bool) -> str:
+def _derivative_label(path: tuple[str, ...], latex: bool, of: str | None = None) -> str:
     order = "" if len(path) == 1 else str(len(path))
+    top = "" if of is None else of if of.isidentifier() else f"({of})"
     if latex:
         power = "" if len(path) == 1 else f"^{{{len(path)}}}"
         below = " ".join(rf"\partial {name}" for name in path)
-        return rf"\frac{{\partial{power} f}}{{{below}}}"
-    return f"d{order}/" + " ".join(f"d{name}" for name in path)
+        return rf"\frac{{\partial{power} {top or 'f'}}}{{{below}}}"
+    return f"d{order}{top}/" + " ".join(f"d{name}" for name in path)
 
 
 def free_view(result: FreeResult, plain: bool = False,
