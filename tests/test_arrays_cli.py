@@ -75,7 +75,7 @@ def test_batch_lines_are_records_in_order():
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["line"] for r in records] == [1, 2, 3]
     assert records[0]["gradients"]["x"] == [2.0, 4.0]
-    assert records[1]["error"]["kind"] == "usage"
+    assert records[1]["jacobian"]["x*2"]["x"] == [[2.0, 0.0], [0.0, 2.0]]  # issue 17
     assert records[2]["value"] == 2.0
 
 
