@@ -152,6 +152,9 @@ def test_a_kink_fails_the_check_with_status_1():
     (["eval", "x*y, x", "--x", "1", "--y", "2", "--check-method", "complex"], "central"),
     (["graph", "W@x", "--W", "[[1, 2], [3, 4]]", "--x", "[1, 2]"], "gradcli eval gives its"),
     (["eval", "x, ", "--x", "1"], "error"),
+    (["eval", "x*y, x", "--x", "1:2:3", "--y", "1"], "this one has several outputs"),
+    (["plot", "x*y, x", "--x", "-1:1:3", "--y", "1"], "this one has several outputs"),
+    (["eval", "f = x; f, 2", "--x", "1"], "a number is not an output"),
 ])
 def test_what_jacobians_do_not_do_is_a_usage_error(args, words):
     done = invoke(*args)

@@ -292,7 +292,8 @@ def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str)
     """Symbolic derivatives are of scalar programs: an array program is a clear UsageError."""
     if program.arrays or any(hasattr(v, "ndim") or isinstance(v, list)
                              for v in (values or {}).values()):
-        raise UsageError(f"{what} works on scalar programs; this one has arrays",
+        raise UsageError(f"{what} works on scalar programs; this one has arrays"
+                         + (" in an output" if program.outputs else ""),
                          hint="gradcli eval gives an array program's value and gradients")
 
 

@@ -179,7 +179,8 @@ def sweep_plan(program: Program, values: Mapping[str, Value], *,
     np = numpy()
     validate_values(values)
     if program.arrays or any(hasattr(value, "ndim") for value in values.values()):
-        raise UsageError("sweeps vary scalar programs; this one has arrays",
+        what = "several outputs" if program.outputs else "arrays"
+        raise UsageError(f"sweeps vary scalar programs; this one has {what}",
                          hint="evaluate an array program one point at a time (a batch: "
                               "gradcli eval - with one program per line)")
     used = {name: value for name, value in values.items() if name in program.variables}

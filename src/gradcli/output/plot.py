@@ -54,7 +54,8 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
         program = parse(program)
     validate_values(values)
     if program.arrays or any(hasattr(value, "ndim") for value in values.values()):
-        raise UsageError("plot draws scalar programs; this one has arrays",
+        what = "several outputs" if program.outputs else "arrays"
+        raise UsageError(f"plot draws scalar programs; this one has {what}",
                          hint="gradcli eval gives an array program's value and gradients")
     swept = [name for name, value in values.items() if isinstance(value, tuple)]
     example = 'e.g. --x -3:3:200 (START:STOP:COUNT) or --x 0,0.5,1'
