@@ -174,8 +174,8 @@ def test_bad_file_is_status_2_with_file_line_and_key(tmp_path, broken):
     assert as_json.exit_code == 2 and document["status"] == 2 and document["checks"] == []
     assert document["errors"][0]["line"] == 5 and document["errors"][0]["key"] == "valu"
     assert as_json.stderr.strip() == f"gradcli: {bad}:5: valu: unknown key in a [[check]] " \
-        "(hint: known keys: name, expr, at, sweep, value, gradients, derivative, finite, " \
-        "rtol, atol)"
+        "(hint: known keys: name, expr, at, sweep, value, gradients, derivative, jacobian, " \
+        "finite, rtol, atol)"
 
 
 def test_human_output_shows_summary_and_failure_details(broken):
