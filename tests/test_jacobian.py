@@ -239,3 +239,16 @@ def test_diff_of_several_outputs_text_and_latex():
     assert r"\frac{\partial g}{\partial x} = 2" in latex.output
     refused = invoke("diff", "f = x*y; f, x", "--format", "python")
     assert refused.exit_code == 2 and "Jacobian" in refused.output
+
+
+def test_the_benchmark_jacobian_matches_its_closed_form():
+    """J1 of benchmarks/run.py: 100 outputs, 100 inputs, both modes against the formula."""
+    x = np.random.default_rng(5).normal(size=100)
+    s = np.exp(x) / np.exp(x).sum()
+    y = np.tanh(x)
+    expected = y[:, None] * (np.diag(s) - np.outer(s, s)) + np.diag((1 - y * y) * s + x)
+    for mode in ("forward", "reverse"):
+        result = gradcli.evaluate("y = tanh(x); y*softmax(x) + x**2/2", {"x": x}, mode=mode,
+                                  check=False)
+        np.testing.assert_allclose(result.jacobian["y*softmax(x) + x**2/2"]["x"], expected,
+                                   rtol=1e-12, atol=1e-15)
