@@ -60,6 +60,10 @@ Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a
               help="Substitute a value for a variable (repeatable).")
 @file_option("Read the program from FILE (- for stdin).")
 @values_file_options
+@click.option("--shape", "shapes", multiple=True, metavar="NAME=SHAPE",
+              help="The shape of an array variable (3, 3x2, or scalar), for the vectorized "
+                   "derivatives of an array program (repeatable; a given array value gives "
+                   "its shape too).")
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"expression", "order", "derivatives", "values", "kept_defaults"}.')
 @click.option("--defaults", "use_defaults", is_flag=True,
@@ -89,18 +93,36 @@ class DiffRequest:
     use_defaults: bool  # substitute the program's own values (x = 2) too
     max_nodes: int  # of the program and of the derivatives' graphs
     given: Given  # how the values were written: for the error about an unused one
+    shapes: dict[str, tuple[int, ...]] | None = None  # --shape: an array program's shapes
 
 
 def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order: int, fmt: str,
                  assignments: tuple[str, ...], program_file: str | None, as_json: bool,
-                 use_defaults: bool, max_nodes: int) -> DiffRequest:
+                 use_defaults: bool, max_nodes: int, shapes: tuple[str, ...] = ()
+                 ) -> DiffRequest:
     """The request behind click's options (keyword-only: click passes them by name)."""
     given = given_values(ctx, assignments)
     values = as_point(given.values)
     program = ProgramText.read("diff", expr, program_file, max_nodes)
     names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
     return DiffRequest(program, names, order, values, fmt, as_json, use_defaults, max_nodes,
-                       given)
+                       given, _shapes(shapes))
+
+
+def _shapes(texts: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """``--shape W=3x2`` as {"W": (3, 2)}."""
+    if not texts:
+        return {}
+    from gradcli.engine.array_diff import read_shape
+
+    shapes = {}
+    for text in texts:
+        name, sign, shape = text.partition("=")
+        if not sign or not name.strip().isidentifier():
+            raise UsageError(f"--shape {text!r} is not NAME=SHAPE",
+                             hint="write e.g. --shape W=3x2")
+        shapes[name.strip()] = read_shape(name.strip(), shape)
+    return shapes
 
 
 def run_diff(request: DiffRequest) -> int:
@@ -114,6 +136,8 @@ def run_diff(request: DiffRequest) -> int:
         request.given.check_used(program)
         if program.outputs:  # f, g: the Jacobian's entries (docs/matrix-calculus.md)
             return _diff_outputs(request, program)
+        if program.arrays or request.shapes or _has_arrays(request.values):
+            return _diff_arrays(request, program)
         derivatives = differentiate(program, request.wrt, request.order, request.values,
                                     request.use_defaults, request.max_nodes)
         printed = derivatives.python() if request.fmt == "python" else None
@@ -135,6 +159,34 @@ def run_diff(request: DiffRequest) -> int:
     note = defaults_note(derivatives)
     if note is not None:
         click.echo(note, err=True)
+    return ExitStatus.OK
+
+
+def _has_arrays(values: dict[str, Any]) -> bool:
+    return any(hasattr(value, "ndim") or isinstance(value, list) for value in values.values())
+
+
+def _diff_arrays(request: DiffRequest, program: Any) -> int:
+    """``gradcli diff "sum((W@x - t)**2)" --shape W=3x2 ...``: vectorized gradients, as
+    expressions with no indices (docs/matrix-calculus.md)."""
+    from gradcli.engine.array_diff import array_derivatives, program_shapes
+
+    if request.order != 1 or request.fmt == "python":
+        raise UsageError("the derivatives of an array program are printed at order 1, as "
+                         "text or LaTeX", hint="drop --order and --format python")
+    shapes = program_shapes(program, request.shapes or {}, request.values)
+    texts = array_derivatives(program, shapes, request.wrt, request.max_nodes,
+                              "latex" if request.fmt == "latex" else "text")
+    if request.as_json:
+        from gradcli.output.records import dumps
+
+        click.echo(dumps({"expression": request.program.text, "order": 1,
+                          "derivatives": texts,
+                          "shapes": {name: list(shape) for name, shape in shapes.items()}}))
+        return ExitStatus.OK
+    from gradcli.output.views import derivative_view, make_console
+
+    make_console().print(derivative_view(texts, latex=request.fmt == "latex"))
     return ExitStatus.OK
 
 

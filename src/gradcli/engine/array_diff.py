@@ -1,0 +1,377 @@
+"""Vectorized derivatives of array programs as expressions (``gradcli diff`` of issue 17).
+
+The backward pass runs on symbolic nodes, as the scalar ``diff`` does (engine/symbolic.py):
+element-wise ops use the scalar table's own rules (written with ``F``) on ``SymNode``s, the
+gradient of a broadcast operand is summed back (``sum(...)`` to a number, ``ones(m)@G`` to a
+row), and array ops use the symbolic forms of their VJPs below (the numeric VJPs of
+engine/array_ops.py, written with the language's own operations: ``g@b'``, ``outer(g, b)``,
+``a'@g``...). The result is an expression in gradcli's language, with no indices.
+
+Every symbolic node also carries its numeric value at one point of the given shapes (random,
+seeded): that gives every node's shape (which VJP form applies: vector or matrix), and it is
+how a test compares the printed gradient with ``eval``'s. Simplifications: the scalar
+builder's (x*1, x+0, like terms, ...), plus ``(x')' -> x``, ``x' -> x`` for a vector,
+``eye(n)@A -> A`` and a gradient of ones spread only when a shape needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gradcli.engine import arrays
+from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp
+from gradcli.engine.graph import Program, nodes_of
+from gradcli.engine.ops import CONST, OPS, VAR
+from gradcli.engine.symbolic import Builder, SymNode
+from gradcli.errors import NumericError, UsageError
+
+MUL, ADD = OPS["mul"], OPS["add"]
+
+
+class ArrayBuilder(Builder):
+    """The scalar builder, with a value (at the sample point) on every node it makes."""
+
+    def __init__(self, point: Mapping[str, Any], max_nodes: int) -> None:
+        super().__init__(max_nodes)
+        self.point = point
+
+    def variable(self, name: str) -> SymNode:
+        node = super().variable(name)
+        node.value = self.point[name]
+        return node
+
+    def constant(self, value: Any, name: str | None = None) -> SymNode:
+        if getattr(value, "ndim", 0):  # an array literal: one node per distinct array
+            key = ("array", value.shape, value.tobytes())
+            return self._intern(key, CONST, (), value, name)
+        return super().constant(value, name)
+
+    def make(self, op: Any, args: Sequence[Any]) -> SymNode:
+        inputs = tuple(self.lift(arg) for arg in args)
+        if isinstance(op, ArrayOp):
+            simpler = _array_rewrite(self, op, inputs)
+            node = simpler if simpler is not None else self._intern(
+                (op.name, op.key, *(node.seq for node in inputs)), op, inputs)
+        elif all(node.op is CONST for node in inputs) and any(
+                getattr(node.value, "ndim", 0) for node in inputs):
+            node = self._intern((op.name, *(node.seq for node in inputs)), op, inputs)
+        else:  # the scalar builder's folding and rewrites (element-wise, so they hold here)
+            node = super().make(op, inputs)
+        if node.inputs:
+            node.value = arrays.compute(node, [source.value for source in node.inputs])
+        return node
+
+    def lift(self, value: Any) -> SymNode:
+        if isinstance(value, SymNode) and value.builder is self:
+            return value
+        if isinstance(value, (int, float)):
+            return self.constant(value)
+        raise TypeError(f"cannot use {value!r} in a symbolic expression")
+
+
+def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) -> SymNode | None:
+    """(x')' -> x; x' -> x for a vector or a number; eye(n)@A -> A; A@eye(n) -> A."""
+    if op.name == "transpose":
+        (x,) = inputs
+        if x.op is ARRAY_OPS["transpose"]:
+            return x.inputs[0]
+        if arrays.numpy().ndim(x.value) < 2:
+            return x
+        if x.op is ARRAY_OPS["outer"]:  # outer(a, b)' -> outer(b, a)
+            return _a(b, "outer", x.inputs[1], x.inputs[0])
+        inner = x.op is ARRAY_OPS["matmul"] and x.inputs
+        if inner and any(part.op is ARRAY_OPS["transpose"] for part in inner):
+            left, right = inner  # (a'@b)' -> b'@a: the transposes cancel
+            return _a(b, "matmul", _a(b, "transpose", right), _a(b, "transpose", left))
+    if op.name == "matmul":
+        left, right = inputs
+        if left.op is ARRAY_OPS["eye"]:
+            return right
+        if right.op is ARRAY_OPS["eye"]:
+            return left
+        if arrays.numpy().ndim(left.value) == 1 and arrays.numpy().ndim(right.value) == 2:
+            return _a(b, "matmul", _a(b, "transpose", right), left)  # x@A is written A'@x
+    return None
+
+
+def _shape(node: SymNode) -> tuple[int, ...]:
+    return tuple(arrays.numpy().shape(node.value))
+
+
+def _a(b: ArrayBuilder, name: str, *args: SymNode) -> SymNode:
+    return b.make(ARRAY_OPS[name], args)
+
+
+def _ones(b: ArrayBuilder, n: int) -> SymNode:
+    return _a(b, "ones", b.constant(float(n)))
+
+
+def spread(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:
+    """``g`` with ``shape``: a number times ones (a vector), or outer(ones, ones) (a matrix)."""
+    if _shape(g) == shape:
+        return g
+    if len(shape) == 1:
+        return b.make(MUL, (g, _ones(b, shape[0])))
+    if len(shape) == 2:
+        return b.make(MUL, (g, _a(b, "outer", _ones(b, shape[0]), _ones(b, shape[1]))))
+    raise UsageError("gradcli diff handles numbers, vectors and matrices")
+
+
+def unbroadcast(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:
+    """The gradient of an operand that broadcasting stretched, summed back to ``shape``."""
+    have = _shape(g)
+    if have == shape:
+        return g
+    if not shape:
+        return _a(b, "sum", g)
+    if len(shape) == 1 and len(have) == 2 and have[1] == shape[0]:
+        return _a(b, "matmul", _ones(b, have[0]), g)  # ones(m)@G sums the rows
+    if len(have) < len(shape):  # a number or a row used where the operand is larger
+        return spread(b, g, shape)
+    raise UsageError(f"gradcli diff cannot yet sum a gradient of shape {have} back to {shape}",
+                     hint="gradcli eval gives its numeric gradient")
+
+
+def _matmul(b: ArrayBuilder, g: SymNode, out: SymNode, x: SymNode, y: SymNode,
+            position: int) -> SymNode:
+    one_x, one_y = len(_shape(x)) == 1, len(_shape(y)) == 1
+    if position == 0:
+        if one_y:
+            return b.make(MUL, (g, y)) if one_x else _a(b, "outer", g, y)
+        return _a(b, "matmul", y, g) if one_x else _a(b, "matmul", g, _a(b, "transpose", y))
+    if one_x:
+        return b.make(MUL, (g, x)) if one_y else _a(b, "outer", x, g)
+    return _a(b, "matmul", _a(b, "transpose", x), g)
+
+
+def _inv_t(b: ArrayBuilder, x: SymNode) -> SymNode:
+    return _a(b, "transpose", _a(b, "inv", x))
+
+
+# Symbolic VJPs: (builder, g, out, *operands, position) -> the operand's gradient.
+_VJPS: dict[str, Callable[..., SymNode]] = {
+    "matmul": _matmul,
+    "dot": lambda b, g, out, x, y, p: b.make(MUL, (g, y if p == 0 else x)),
+    "outer": lambda b, g, out, x, y, p: (_a(b, "matmul", g, y) if p == 0
+                                         else _a(b, "matmul", _a(b, "transpose", g), x)),
+    "transpose": lambda b, g, out, x, p: _a(b, "transpose", g),
+    # A reduction's gradient is spread over its operand only where a shape needs it (an
+    # element-wise product broadcasts it already): ``sum(x**2)`` gives ``2*x``, not ones.
+    "sum": lambda b, g, out, x, p: g,
+    "mean": lambda b, g, out, x, p: b.make(OPS["div"], (g, float(arrays.numpy().size(x.value)))),
+    "norm": lambda b, g, out, x, p: b.make(MUL, (g, b.make(OPS["div"], (x, out)))),
+    "norm1": lambda b, g, out, x, p: b.make(MUL, (g, b.make(OPS["sign"], (x,)))),
+    "logsumexp": lambda b, g, out, x, p: b.make(MUL, (g, _a(b, "softmax", x))),
+    "tr": lambda b, g, out, x, p: b.make(MUL, (g, _a(b, "eye", b.constant(_shape(x)[0])))),
+    "det": lambda b, g, out, x, p: b.make(MUL, (b.make(MUL, (g, out)), _inv_t(b, x))),
+    "logdet": lambda b, g, out, x, p: b.make(MUL, (g, _inv_t(b, x))),
+    "inv": lambda b, g, out, x, p: b.make(OPS["neg"], (_a(b, "matmul", _a(
+        b, "matmul", _a(b, "transpose", out), g), _a(b, "transpose", out)),)),
+}
+
+
+def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
+              max_nodes: int, seed: int = 17) -> tuple[dict[str, SymNode], dict[str, Any]]:
+    """d(output)/d(each of ``wrt``) as expressions, and the sample point they carry values at.
+
+    ``shapes`` gives every variable's shape (``()`` for a number). The output must be a scalar.
+    """
+    np = arrays.numpy()
+    rng = np.random.default_rng(seed)
+    point = {name: (rng.uniform(0.5, 1.5, size=shapes[name]) if shapes[name]
+                    else float(rng.uniform(0.5, 1.5))) for name in program.variables}
+    for name, value in point.items():  # square matrices: invertible, positive determinant
+        if np.ndim(value) == 2 and value.shape[0] == value.shape[1]:
+            point[name] = value + len(value) * np.eye(len(value))
+    b = ArrayBuilder({n: np.asarray(v, dtype=float) for n, v in point.items()}, max_nodes)
+    made: dict[int, SymNode] = {}
+    for node in nodes_of([program.output]):
+        if node.op is VAR:
+            made[id(node)] = b.variable(str(node.name))
+        elif node.op is CONST:
+            made[id(node)] = b.constant(node.value)
+        else:
+            made[id(node)] = b.make(node.op, [made[id(s)] for s in node.inputs])
+    output = made[id(program.output)]
+    if _shape(output):
+        raise UsageError(f"gradcli diff of an array program needs a scalar output, not shape "
+                         f"{'x'.join(map(str, _shape(output)))}",
+                         hint="gradcli eval gives the Jacobian of an array output")
+    grads = _backward(b, output)
+    found = {}
+    for name in wrt:
+        variable = b.variable(name)
+        grad = grads.get(id(variable))
+        found[name] = b.constant(0.0) if grad is None else unbroadcast(b, grad, shapes[name])
+    return found, point
+
+
+def _backward(b: ArrayBuilder, output: SymNode) -> dict[int, SymNode]:
+    grads: dict[int, SymNode] = {id(output): b.constant(1.0)}
+    for node in reversed(nodes_of([output])):
+        g = grads.get(id(node))
+        if g is None or not node.inputs or not node.needs_grad:
+            continue
+        for position, source in enumerate(node.inputs):
+            if not source.needs_grad:
+                continue
+            part = _contribution(b, node, position, g)
+            before = grads.get(id(source))
+            grads[id(source)] = part if before is None else b.make(ADD, (before, part))
+    return grads
+
+
+def _contribution(b: ArrayBuilder, node: SymNode, position: int, g: SymNode) -> SymNode:
+    op = node.op
+    source = node.inputs[position]
+    if isinstance(op, ArrayOp):
+        rule = _VJPS.get(op.name)
+        if rule is None:
+            raise UsageError(f"gradcli diff has no vectorized form for {op.name} yet",
+                             hint="gradcli eval gives its numeric gradient")
+        if op.name in ("matmul", "outer", "transpose", "inv"):
+            g = spread(b, g, _shape(node))
+        return rule(b, g, node, *node.inputs, position)
+    part = b.make(MUL, (g, op.rules[position](*node.inputs, node)))
+    if len(_shape(part)) < len(_shape(source)):  # a number or a row: broadcasting spreads it
+        return part
+    return unbroadcast(b, part, _shape(source))
+
+
+# --- shapes, and the derivatives printed --------------------------------------------------------
+
+def read_shape(name: str, text: str) -> tuple[int, ...]:
+    """``3x2`` -> (3, 2), ``4`` -> (4,), ``scalar`` -> (); anything else a UsageError."""
+    text = text.strip().lower()
+    if text in ("scalar", "()", ""):
+        return ()
+    parts = text.split("x")
+    if len(parts) > 2 or not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise UsageError(f"cannot read the shape {text!r} of {name}",
+                         hint=f"write e.g. --shape {name}=3 (a vector), {name}=3x2 (a matrix) "
+                              f"or {name}=scalar")
+    return tuple(int(part) for part in parts)
+
+
+def program_shapes(program: Program, given: Mapping[str, tuple[int, ...]],
+                   values: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Every variable's shape: ``--shape``, else a given value's, else the program's default;
+    a variable with none of them is a UsageError naming it."""
+    np = arrays.numpy()
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name in program.variables:
+        if name in given:
+            shapes[name] = given[name]
+        elif name in values:
+            shapes[name] = tuple(np.shape(np.asarray(values[name], dtype=float)))
+        elif name in program.defaults:
+            shapes[name] = tuple(np.shape(program.defaults[name]))
+        else:
+            raise UsageError(f"no shape for {name}",
+                             hint=f"give it: --shape {name}=3x2 (or =3 for a vector, =scalar "
+                                  f"for a number), or a value --{name} \"[1, 2, 3]\"")
+    unknown = [name for name in given if name not in program.variables]
+    if unknown:
+        raise UsageError(f"--shape {unknown[0]}: the program has no variable {unknown[0]}",
+                         hint=f"its variables: {', '.join(program.variables)}")
+    return shapes
+
+
+def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                      wrt: Sequence[str] | None, max_nodes: int,
+                      fmt: str = "text") -> dict[str, str]:
+    """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
+    from gradcli.engine.printing import to_text
+
+    names = list(wrt) if wrt else list(program.variables)
+    unknown = [name for name in names if name not in program.variables]
+    if unknown:
+        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
+                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
+    found, _ = _sampled(program, shapes, names, max_nodes)
+    printer = to_text if fmt == "text" else to_latex
+    return {name: printer(node) for name, node in found.items()}
+
+
+def _sampled(program: Program, shapes: Mapping[str, tuple[int, ...]], names: list[str],
+             max_nodes: int) -> tuple[dict[str, SymNode], dict[str, Any]]:
+    """``gradients`` at a sample point where the program is defined: the values only give
+    shapes, so a point outside a domain (``log(x - 2)`` at x = 1) is retried elsewhere."""
+    for seed in range(17, 21):
+        try:
+            return gradients(program, shapes, names, max_nodes, seed)
+        except NumericError as error:
+            failure = error
+    raise UsageError(f"no sample point found where the program is defined ({failure.message})",
+                     hint="gradcli diff evaluates the program at random points of the given "
+                          "shapes, between 0.5 and 1.5, to learn each node's shape")
+
+
+_LATEX_CALLS = {"tr": r"\operatorname{tr}", "det": r"\det", "logdet": r"\log\det",
+                "sum": r"\operatorname{sum}", "mean": r"\operatorname{mean}",
+                "softmax": r"\operatorname{softmax}", "logsumexp": r"\operatorname{logsumexp}",
+                "log_softmax": r"\operatorname{log\_softmax}", "sign": r"\operatorname{sign}"}
+
+
+def to_latex(output: SymNode) -> str:
+    """Matrix notation: ``A^\\top``, ``\\odot`` between arrays, ``\\otimes`` for outer, a
+    product of matrices side by side, ``X^{-1}``, ``\\operatorname{tr}``, ``\\mathbf{1}_{n}``,
+    ``I_{n}``; operands in full (each node's text once per use)."""
+    from gradcli.engine.printing import LATEX
+
+    # id -> (text, how tightly it binds: 0 a sum, 1 a product, 2 a power, 3 an atom)
+    texts: dict[int, tuple[str, int]] = {}
+
+    def arg(node: SymNode, at_least: int) -> str:
+        text, precedence = texts[id(node)]
+        return text if precedence >= at_least else rf"\left({text}\right)"
+
+    for node in nodes_of([output]):
+        op = node.op
+        if op is VAR:
+            texts[id(node)] = (str(node.name), 3)
+        elif op is CONST:
+            text = LATEX.number(node.value) if not getattr(node.value, "ndim", 0) else (
+                str(node.value.tolist()))
+            texts[id(node)] = (text, 3 if not text.startswith("-") else 0)
+        else:
+            texts[id(node)] = _latex_node(node, arg, LATEX)
+    return texts[id(output)][0]
+
+
+def _latex_node(node: SymNode, arg: Callable[[SymNode, int], str], latex: Any) -> tuple[str, int]:
+    op, inputs = node.op, node.inputs
+    name = op.name
+    array = [bool(getattr(source.value, "ndim", 0)) for source in inputs]
+    if name in ("add", "sub"):
+        return f"{arg(inputs[0], 0)} {'+' if name == 'add' else '-'} {arg(inputs[1], 1)}", 0
+    if name == "mul":
+        joint = r" \odot " if all(array) else r" \cdot "
+        return arg(inputs[0], 1) + joint + arg(inputs[1], 2 if all(array) else 1), 1
+    if name == "div":
+        return rf"\frac{{{arg(inputs[0], 0)}}}{{{arg(inputs[1], 0)}}}", 2
+    if name == "neg":
+        return f"-{arg(inputs[0], 1)}", 0
+    if name == "pow":
+        hadamard = r"\circ " if array[0] else ""
+        return f"{arg(inputs[0], 3)}^{{{hadamard}{arg(inputs[1], 0)}}}", 2
+    if name == "matmul":
+        return f"{arg(inputs[0], 1)} {arg(inputs[1], 2)}", 1
+    if name == "transpose":
+        return arg(inputs[0], 3) + r"^\top", 2
+    if name == "outer":
+        return rf"{arg(inputs[0], 2)} \otimes {arg(inputs[1], 2)}", 1
+    if name == "inv":
+        return arg(inputs[0], 3) + "^{-1}", 2
+    if name in ("ones", "eye"):
+        size = latex.number(inputs[0].value)
+        return (rf"\mathbf{{1}}_{{{size}}}" if name == "ones" else f"I_{{{size}}}"), 3
+    if name in ("norm", "norm1"):
+        return rf"\left\lVert {arg(inputs[0], 0)} \right\rVert_{{{1 if name == 'norm1' else 2}}}", 3
+    if name == "dot":
+        return rf"\left\langle {arg(inputs[0], 0)}, {arg(inputs[1], 0)} \right\rangle", 3
+    if name in _LATEX_CALLS:
+        return rf"{_LATEX_CALLS[name]}\left({arg(inputs[0], 0)}\right)", 3
+    texts = [arg(source, 0) for source in inputs]
+    return latex.call(op, texts), 3
