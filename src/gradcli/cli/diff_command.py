@@ -171,10 +171,15 @@ def _diff_arrays(request: DiffRequest, program: Any) -> int:
     expressions with no indices (docs/matrix-calculus.md)."""
     from gradcli.engine.array_diff import array_derivatives, program_shapes
 
-    if request.order != 1 or request.fmt == "python":
-        raise UsageError("the derivatives of an array program are printed at order 1, as "
-                         "text or LaTeX", hint="drop --order and --format python")
+    if request.order != 1:
+        raise UsageError("the derivatives of an array program are printed at order 1",
+                         hint="drop --order")
     shapes = program_shapes(program, request.shapes or {}, request.values)
+    if request.fmt == "python" and not request.as_json:
+        from gradcli.engine.array_diff import to_numpy
+
+        click.echo(to_numpy(program, shapes, request.wrt, request.max_nodes), nl=False)
+        return ExitStatus.OK
     texts = array_derivatives(program, shapes, request.wrt, request.max_nodes,
                               "latex" if request.fmt == "latex" else "text")
     if request.as_json:
