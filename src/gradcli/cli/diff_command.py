@@ -41,6 +41,8 @@ Examples:
   gradcli diff "x*y + sin(x)" --order 2              # the Hessian
   gradcli diff "sigmoid(w*x)" --wrt w --format python
   gradcli diff "x**2*y" --json
+  gradcli diff "sum((W@x - t)**2)" --shape W=3x2 --shape x=2 --shape t=3   # arrays
+  gradcli diff "f = x*y; g = x + y; f, g"            # a Jacobian
 
 \b
 Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a domain;
