@@ -4,7 +4,7 @@
     python benchmarks/run.py --quick    # fewer repetitions and smaller peer samples
     python benchmarks/run.py --only W1,W5
     python benchmarks/run.py --only A1,A2  # arrays: issue 16
-    python benchmarks/run.py --only J1     # a 100x100 Jacobian: issue 17
+    python benchmarks/run.py --only J1,J2  # a 100x100 Jacobian, diff of identities: issue 17
 
 gradcli runs as a user runs it: a separate process, ``gradcli eval`` on the workload's text
 (W5, whose CLI command is another issue's, calls ``vector.evaluate_vector``). Peers run in this
@@ -301,6 +301,18 @@ def j1(args: argparse.Namespace) -> None:
         interleaved({"checked": checked}, 3)["checked"], 100 * 100, "entries", None, "median")
 
 
+def j2(args: argparse.Namespace) -> None:
+    """``gradcli diff`` of the reference identities (issue 17): each in at most 0.2 s."""
+    from gradcli.engine.array_diff import array_derivatives
+
+    for program, shapes in workloads.IDENTITIES:
+        parsed = gradcli.parse(program)
+        seconds = interleaved({"diff": lambda p=parsed, s=shapes: array_derivatives(
+            p, s, None, 100_000)}, 3 if args.quick else 11)["diff"]
+        row("J2", f"gradcli diff {program}", seconds, 1, "derivatives", None,
+            "median, in process; goal <= 0.2 s")
+
+
 def _array_rows(workload: str, actions: dict[str, Callable[[], object]], elements: int,
                 args: argparse.Namespace) -> None:
     medians = interleaved(actions, 5 if args.quick else 21)
@@ -349,7 +361,7 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs, smaller peer samples")
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,A1,A2,J1,XL",
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,A1,A2,J1,J2,XL",
                         help="comma-separated workloads")
     args = parser.parse_args()
     chosen = set(args.only.upper().split(","))
@@ -372,6 +384,8 @@ def main() -> None:
             a2(args)
         if "J1" in chosen:
             j1(args)
+        if "J2" in chosen:
+            j2(args)
         if "XL" in chosen:
             w3(args, folder, 1_000_000, "XL")
     finally:

@@ -103,3 +103,16 @@ BATCH_LOSS = "mean((W@x + b - t)**2)"  # the seed example over a batch: W is 100
 CROSS_ENTROPY = "-sum(y*log_softmax(z))"  # softmax cross-entropy: z and y have 10^5 elements
 # J1 (issue 17): a Jacobian with 100 outputs and 100 inputs (x has 100 elements)
 JACOBIAN = "y = tanh(x); y*softmax(x) + x**2/2"
+# J2 (issue 17): gradcli diff of reference identities (Matrix Cookbook 2.4-2.5), with shapes
+IDENTITIES = [
+    ("a'@x", {"a": (3,), "x": (3,)}), ("x'@A@x", {"A": (3, 3), "x": (3,)}),
+    ("a'@X@b", {"a": (3,), "X": (3, 2), "b": (2,)}), ("tr(A@X)", {"A": (3, 3), "X": (3, 3)}),
+    ("tr(X'@A@X)", {"A": (3, 3), "X": (3, 2)}), ("tr(A@X@B)", {"A": (2, 3), "X": (3, 2),
+                                                             "B": (2, 2)}),
+    ("logdet(X)", {"X": (3, 3)}), ("det(X)", {"X": (3, 3)}),
+    ("a'@inv(X)@b", {"a": (3,), "X": (3, 3), "b": (3,)}), ("norm(x)", {"x": (3,)}),
+    ("norm(X)**2", {"X": (3, 2)}), ("logsumexp(x)", {"x": (3,)}),
+    ("sum((W@x + b - t)**2)", {"W": (3, 2), "x": (2,), "b": (3,), "t": (3,)}),
+    ("mean((W@x + b - t)**2)", {"W": (1000, 1000), "x": (1000,), "b": (1000,),
+                                "t": (1000,)}),
+]
