@@ -116,13 +116,19 @@ def test_a_batch_reads_the_file_once_for_every_line(point_files):
         ('{"2x": 3}', "2x is not a variable name"),
         ("[1, 2]", "holds an array of JSON, not an object"),
         ('{"x": [[1, 2], [3]]}', "the value of x is a ragged list"),
-        ('{"x": [1, 2]}', "the output #0 x is an array of shape 2"),  # arrays: issue 16
         ("", "<stdin> has no values"),
         ("{}", "<stdin> has no values"),
     ],
 )
 def test_a_bad_file_is_a_usage_error_with_the_file_and_line(text, message):
     usage_error(invoke("eval", "x", "--values", "-", stdin=text), message)
+
+
+def test_an_array_in_the_file_is_an_array_value():
+    """x = [1, 2] from the file: the output x is an array, whose Jacobian is eye(2) (issue 17)."""
+    result = invoke("eval", "x", "--values", "-", "--json", stdin='{"x": [1, 2]}')
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["jacobian"]["x"]["x"] == [[1.0, 0.0], [0.0, 1.0]]
 
 
 @pytest.mark.parametrize("program", [["-"], ["-f", "-"], []], ids=["batch", "file", "implicit"])
