@@ -252,3 +252,10 @@ def test_the_benchmark_jacobian_matches_its_closed_form():
                                   check=False)
         np.testing.assert_allclose(result.jacobian["y*softmax(x) + x**2/2"]["x"], expected,
                                    rtol=1e-12, atol=1e-15)
+
+
+def test_a_declared_input_no_output_uses_has_a_zero_block():
+    """As for one output (issue 15): x = [1, 2] is an input of every output, with zeros."""
+    result = gradcli.evaluate("x = [1, 2]; y*3, y", {"y": 1.0})
+    assert result.jacobian["y*3"]["x"].tolist() == [0.0, 0.0]
+    assert result.jacobian["y*3"]["y"] == 3.0 and result.check.ok
