@@ -168,3 +168,16 @@ def test_printed_canonical_derivatives_equal_the_graph_the_gradient_and_mpmath(e
         assert shown == pytest.approx(gradient, rel=1e-8, abs=1e-8), (text, name, printed[name])
         expected = _mpmath_derivative(reference, point, name)
         assert shown == pytest.approx(expected, rel=1e-6, abs=1e-6), (text, name, printed[name])
+
+
+def test_a_shared_product_with_a_symbolic_power_is_never_half_opened():
+    """Found by the free-variable Hessian property test: in sqrt(1/x**z) at x = 2 the four
+    second derivatives share a product with a power 2**z inside; multiplying it out stopped
+    at that power with the first factors already merged, so they counted twice."""
+    text = "sqrt(1/(x**z))"
+    expected = gradcli.evaluate(text, {"x": 2.0, "z": 1.0}, order=2).hessian.matrix
+    printed = gradcli.differentiate(text, ["x", "z"], order=2, values={"x": 2.0}).texts()
+    for a, row in printed.items():
+        for b, formula in row.items():
+            value = gradcli.evaluate(formula, {"z": 1.0}, check=False).value
+            assert value == pytest.approx(expected[a][b], rel=1e-12), (a, b, formula)

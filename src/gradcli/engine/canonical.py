@@ -356,13 +356,11 @@ class Canonical:
         exponent = factors.get(piece)
         if not isinstance(exponent, float) or not any(b in factors for b in inner):
             return
+        if not all(isinstance(power, float) for power in inner.values()):
+            return  # a symbolic power inside: the piece stays one factor (never half-opened)
         del factors[piece]
         for base, power in inner.items():
-            if isinstance(power, float):
-                self.merge(factors, base, power * exponent)
-            else:
-                factors[piece] = exponent  # a symbolic power: leave it as it was
-                return
+            self.merge(factors, base, power * exponent)
 
     def logistic(self, factors: Factors, divisor: SymNode) -> None:
         """exp(u)/(exp(u) + 1) -> sigmoid(u), in place: the identity that makes the derivative
