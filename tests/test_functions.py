@@ -320,3 +320,22 @@ def test_diff_as_python_runs_and_gives_eval_s_numbers(name):
     assert value == pytest.approx(expected.value, rel=1e-15)
     for got, name_ in zip(gradient, names, strict=True):
         assert got == pytest.approx(expected.gradients[name_], rel=1e-13, abs=1e-15), name_
+
+
+# --- sinc: NumPy's normalized sinc, its derivative exact near 0 ---------------------------------
+
+def test_sinc_at_zero_and_its_derivative_near_zero_against_mpmath():
+    import mpmath as mp
+
+    result = gradcli.evaluate("sinc(x)", {"x": 0.0})
+    assert (result.value, result.gradients["x"], result.check.ok) == (1.0, 0.0, True)
+    mp.mp.dps = 40
+    exact = lambda a: mp.diff(lambda t: mp.sinc(mp.pi * t), mp.mpf(a))  # noqa: E731
+    for x in (1e-9, -3e-5, 0.003, 0.0999, 0.1001, 0.7, -2.6):
+        gradient = gradcli.evaluate("sinc(x)", {"x": x}, check=False).gradients["x"]
+        assert gradient == pytest.approx(float(exact(x)), rel=1e-13), x
+    xs = np.array([0.0, 1e-9, 0.5, -2.0])
+    values = evaluate_vector(gradcli.parse("sinc(x)"), {"x": xs}, gradients=False)
+    assert values.output.tolist() == np.sinc(xs).tolist()
+    with pytest.raises(gradcli.NumericError):  # sinc'' at 0 itself divides by x (documented)
+        gradcli.evaluate("sinc(x)", {"x": 0.0}, order=2)

@@ -82,6 +82,8 @@ UNARY = {
     "atanh": sp.atanh(X),
     "erf": sp.erf(X),
     "erfc": sp.erfc(X),
+    "sinc": sp.sin(sp.pi * X) / (sp.pi * X),
+    "dsinc": sp.diff(sp.sin(sp.pi * X) / (sp.pi * X), X),
     "erfinv": sp.erfinv(X),
     "gamma": sp.gamma(X),
     "lgamma": LogAbsGamma(X),
@@ -153,6 +155,8 @@ UNARY_POINTS = {
     "atanh": [-0.999999, -0.7, 1e-9, 0.4, 0.9999],
     "erf": [-4.0, -2.3, -1e-9, 0.4, 1.9, 5.0],
     "erfc": [-2.3, -0.7, 0.4, 3.1, 8.0, 20.0],
+    "sinc": [-2.3, -0.7, -1e-7, 0.003, 0.4, 1.0, 3.1, 250.5],  # 0 itself: test_sinc_at_zero
+    "dsinc": [-2.3, -0.7, -1e-7, 0.003, 0.0999, 0.4, 3.1, 250.5],
     "erfinv": [-0.999999, -0.9, -0.3, 1e-10, 0.5, 0.97, 0.999999999],
     "gamma": [-2.3, -0.7, 1e-6, 0.4, 1.9, 3.1, 25.5],
     "lgamma": [-4.7, -2.3, -0.7, 1e-6, 0.4, 1.9, 1000.5],

@@ -44,6 +44,7 @@ UNARY = {
     "cbrt": ("cbrt(2 + sin({}))", lambda a: mp.cbrt(2 + mp.sin(a))),
     "erf": ("erf({})", mp.erf),
     "erfc": ("erfc({})", mp.erfc),
+    "sinc": ("sinc({})", lambda a: mp.sinc(mp.pi * a)),
     "erfinv": ("erfinv(tanh({}) / 2)", lambda a: mp.erfinv(mp.tanh(a) / 2)),
     "gamma": ("gamma(1 + sigmoid({}))", lambda a: mp.gamma(1 + 1 / (1 + mp.exp(-a)))),
     "lgamma": ("lgamma(0.5 + ({})**2)", lambda a: mp.loggamma(0.5 + a**2)),

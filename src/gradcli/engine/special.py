@@ -25,6 +25,26 @@ def _cbrt(x: float) -> float:
     return y - (y - x / (y * y)) / 3.0
 
 
+def _sinc(x: float) -> float:
+    # The normalized sinc of NumPy: sin(pi x)/(pi x), and 1 at 0.
+    if x == 0.0:
+        return 1.0
+    return math.sin(math.pi * x) / (math.pi * x)
+
+
+def _dsinc(x: float) -> float:
+    # sinc'(x) = (cos(pi x) - sinc(x))/x loses all its digits near 0, where both terms are 1;
+    # below |x| = 0.1 the series -pi^2 x/3 + pi^4 x^3/30 - ... (its terms shrink fast) is exact.
+    if abs(x) < 0.1:
+        pi_x_squared = (math.pi * x) ** 2
+        total, term = 0.0, -math.pi * math.pi * x / 3.0  # (-1)^k 2k pi^2k x^(2k-1)/(2k+1)!
+        for k in range(1, 13):  # term_k+1 / term_k = -(pi x)^2 / (2k (2k + 3)): < 0.01
+            total += term
+            term *= -pi_x_squared / (2 * k * (2 * k + 3))
+        return total
+    return (math.cos(math.pi * x) - _sinc(x)) / x
+
+
 def _exp2(x: float) -> float:
     return 2.0 ** x
 
