@@ -62,13 +62,6 @@ class ArrayBuilder(Builder):
             node.value = arrays.compute(node, [source.value for source in node.inputs])
         return node
 
-    def lift(self, value: Any) -> SymNode:
-        if isinstance(value, SymNode) and value.builder is self:
-            return value
-        if isinstance(value, (int, float)):
-            return self.constant(value)
-        raise TypeError(f"cannot use {value!r} in a symbolic expression")
-
 
 def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) -> SymNode | None:
     """(x')' -> x; x' -> x for a vector or a number; eye(n)@A -> A; A@eye(n) -> A."""

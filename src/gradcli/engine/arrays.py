@@ -278,12 +278,23 @@ def _operands(node: Node, args: list[Any], reals: list[float], index: tuple[int,
 
 def backward(nodes: list[Node]) -> None:
     """Reverse-mode gradients of the scalar output into every node that needs one: each node's
-    gradient has the node's shape. As in ``compute``, floating-point flags raise on the fast
-    path, and only a flag leads to the careful path that names the element."""
+    gradient has the node's shape."""
     np = numpy()
-    grads: dict[int, Any] = {len(nodes) - 1: np.ones(np.shape(nodes[-1].value))}
+    grads = backward_from(nodes, nodes[-1], np.ones(np.shape(nodes[-1].value)))
+    for node in nodes:
+        found = grads.get(node.index)
+        node.grad = found if found is not None else np.zeros(np.shape(node.value))
+
+
+def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
+    """One reverse pass from ``output`` seeded with ``seed`` (the output's shape): the gradient
+    of ``sum(seed * output)`` for every node upstream of it that needs one, by node index. As in
+    ``compute``, floating-point flags raise on the fast path, and only a flag leads to the
+    careful path that names the element."""
+    np = numpy()
+    grads: dict[int, Any] = {output.index: seed}
     with np.errstate(**_RAISE):
-        for node in reversed(nodes):
+        for node in reversed(nodes[:output.index + 1]):
             g = grads.get(node.index)
             if g is None or not node.inputs or not node.needs_grad:
                 continue
@@ -296,9 +307,7 @@ def backward(nodes: list[Node]) -> None:
                         grads[source.index] = part if known is None else known + part
                     except FloatingPointError:
                         grads[source.index] = _careful(node, args, position, g, known)
-    for node in nodes:
-        found = grads.get(node.index)
-        node.grad = found if found is not None else np.zeros(np.shape(node.value))
+    return grads
 
 
 def _careful(node: Node, args: list[Any], position: int, g: Any, known: Any) -> Any:

@@ -72,30 +72,13 @@ def _reverse_mode(nodes: list[Node], outputs: list[Node],
         for element in np.ndindex(*shape):
             seed = np.zeros(shape)
             seed[element] = 1.0
-            grads = backward_from(nodes, output, seed)
+            grads = arrays.backward_from(nodes, output, seed)
             for v in inputs:
                 grad = grads.get(v.index)
                 if grad is not None:
                     blocks[v.index][element] = grad
         found[output.index] = blocks
     return found
-
-
-def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
-    """One reverse pass from ``output`` seeded with ``seed`` (the output's shape): the
-    gradient of ``sum(seed * output)`` for every node upstream of it that needs one."""
-    grads: dict[int, Any] = {output.index: seed}
-    for node in reversed(nodes[:output.index + 1]):
-        g = grads.get(node.index)
-        if g is None or not node.inputs or not node.needs_grad:
-            continue
-        args = [source.value for source in node.inputs]
-        for position, source in enumerate(node.inputs):
-            if source.needs_grad:
-                part = arrays.contribution(node, args, position, g)
-                known = grads.get(source.index)
-                grads[source.index] = part if known is None else known + part
-    return grads
 
 
 # --- forward mode -------------------------------------------------------------------------------

@@ -14,16 +14,18 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from gradcli.engine.notation import format_number
 from gradcli.errors import plural
 from gradcli.gradcheck.evaluation import Result
 from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.output.views import (
     _METHOD_WORDS,
+    KINK_CAUSE,
     MAX_TABLE_ROWS,
     Column,
     FittedTable,
+    check_verdict,
     number_text,
+    tolerances,
 )
 
 SHOWN_ELEMENTS = 12  # larger arrays are summarised unless --full
@@ -143,18 +145,13 @@ def array_verdict(check: CheckReport) -> Text:
     checked = sum(getattr(c, "checked", 1) for c in checks)
     size = sum(getattr(c, "size", 1) for c in checks)
     failed = sum(getattr(c, "failed", not c.ok) for c in checks)
-    tolerances = f"rtol {format_number(check.rtol)}, atol {format_number(check.atol)}"
     things = f"{plural(checked, 'gradient element')} of {plural(len(checks), 'node')}"
     against = _METHOD_WORDS[check.method]
-    if not failed:
-        text = Text("✓ check passed: ", style="bold green")
-        text.append(f"{things} agree with {against} (max abs error "
-                    f"{check.max_abs_error:.1e}; {tolerances})")
-    else:
-        text = Text("✗ check failed: ", style="bold red")
-        text.append(f"{failed:,} of {things} disagree with {against} ({tolerances}); a point "
-                    "where the function is not differentiable (relu or abs at 0, a tie in "
-                    "max/min) fails this way too")
+    text = check_verdict(
+        not failed,
+        f"{things} agree with {against} (max abs error {check.max_abs_error:.1e}; "
+        f"{tolerances(check)})",
+        f"{failed:,} of {things} disagree with {against} ({tolerances(check)}); {KINK_CAUSE}")
     if check.nodes_skipped:
         text.append("\nper-node check skipped: the graph is too large; input gradients checked",
                     style="dim")

@@ -12,11 +12,10 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from gradcli.engine.notation import format_number
 from gradcli.errors import plural
 from gradcli.gradcheck.jacobian_check import EntryCheck, JacobianCheck, JacobianResult
 from gradcli.output.array_views import array_text, shape_text
-from gradcli.output.views import Column, FittedTable
+from gradcli.output.views import KINK_CAUSE, Column, FittedTable, check_verdict, tolerances
 
 _MODE_WORDS = {"reverse": "reverse mode, one pass per output element",
                "forward": "forward mode, one pass per input element"}
@@ -80,18 +79,14 @@ def _check_cells(check: EntryCheck | None) -> list[Text]:
 
 def jacobian_verdict(check: JacobianCheck) -> Text:
     """``✓ check passed: 12 Jacobian entries agree with central differences ...``."""
-    tolerances = f"rtol {format_number(check.rtol)}, atol {format_number(check.atol)}"
     things = plural(check.checked, "Jacobian entry", "Jacobian entries")
     columns = plural(check.columns, "perturbed input element")
-    if check.ok:
-        text = Text("✓ check passed: ", style="bold green")
-        text.append(f"{things} agree with central differences ({columns}, each giving every "
-                    f"output; max abs error {check.max_error:.1e}; {tolerances})")
-    else:
-        text = Text("✗ check failed: ", style="bold red")
-        text.append(f"{check.failed:,} of {things} disagree with central differences "
-                    f"({tolerances}); a point where the function is not differentiable "
-                    "fails this way too")
+    text = check_verdict(
+        check.ok,
+        f"{things} agree with central differences ({columns}, each giving every output; max "
+        f"abs error {check.max_error:.1e}; {tolerances(check)})",
+        f"{check.failed:,} of {things} disagree with central differences "
+        f"({tolerances(check)}); {KINK_CAUSE}")
     if check.columns < check.inputs:
         text.append(f"\nperturbed {check.columns:,} of {check.inputs:,} input elements (an "
                     "evenly spread sample)", style="yellow")

@@ -518,8 +518,22 @@ def _likely_cause(failed: list[GradientCheck], boundaries: list[str] | None = No
     if largest >= POLE_GRADIENT:
         return (f"a gradient of {largest:.1e} means the point is at or next to a "
                 "pole (tan at pi/2, 1/x at 0), where finite differences cannot converge")
-    return ("a point where the function is not differentiable (relu or abs at 0, min/max at "
-            "a tie) or jumps (floor or round at a whole number) fails this way too")
+    return KINK_CAUSE
+
+
+KINK_CAUSE = ("a point where the function is not differentiable (relu or abs at 0, min/max at a "
+              "tie) or jumps (floor or round at a whole number) fails this way too")
+
+
+def tolerances(check: Any) -> str:
+    return f"rtol {format_number(check.rtol)}, atol {format_number(check.atol)}"
+
+
+def check_verdict(ok: bool, agreement: str, disagreement: str) -> Text:
+    """``✓ check passed: …`` or ``✗ check failed: …``: every check's verdict looks alike."""
+    if ok:
+        return Text("✓ check passed: ", style="bold green").append(agreement)
+    return Text("✗ check failed: ", style="bold red").append(disagreement)
 
 
 def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"),
@@ -529,16 +543,13 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
     count, failed = len(check.checks), check.failures
     against = against or _METHOD_WORDS[check.method]
     things = plural(count, *what)
-    tolerances = f"rtol {format_number(check.rtol)}, atol {format_number(check.atol)}"
-    if not failed:
-        text = Text("✓ check passed: ", style="bold green")
-        text.append(f"{things} {'agrees' if count == 1 else 'agree'} with {against} "
-                    f"(max abs error {check.max_abs_error:.1e}; {tolerances})")
-    else:
-        text = Text("✗ check failed: ", style="bold red")
-        text.append(f"{len(failed):,} of {things} {'disagrees' if len(failed) == 1 else 'disagree'}"
-                    f" with {against} ({tolerances}); "
-                    f"{_likely_cause(failed, check.boundaries)}")
+    text = check_verdict(
+        not failed,
+        f"{things} {'agrees' if count == 1 else 'agree'} with {against} "
+        f"(max abs error {check.max_abs_error:.1e}; {tolerances(check)})",
+        f"{len(failed):,} of {things} {'disagrees' if len(failed) == 1 else 'disagree'} with "
+        f"{against} ({tolerances(check)}); "
+        + (_likely_cause(failed, check.boundaries) if failed else ""))
     if check.nodes_skipped and what[1] == "gradients":
         text.append("\nper-node check skipped: the graph is too large; input gradients checked",
                     style="dim")
