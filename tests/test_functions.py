@@ -336,6 +336,9 @@ def test_sinc_at_zero_and_its_derivative_near_zero_against_mpmath():
         assert gradient == pytest.approx(float(exact(x)), rel=1e-13), x
     xs = np.array([0.0, 1e-9, 0.5, -2.0])
     values = evaluate_vector(gradcli.parse("sinc(x)"), {"x": xs}, gradients=False)
-    assert values.output.tolist() == np.sinc(xs).tolist()
+    assert values.output == pytest.approx(np.sinc(xs), rel=1e-15)
+    far = gradcli.evaluate("sinc(x)", {"x": 250.5}, check=False)  # argument reduced exactly
+    assert far.value == pytest.approx(float(mp.sinc(mp.pi * 250.5)), rel=1e-15)
+    assert far.gradients["x"] == pytest.approx(float(exact(250.5)), rel=1e-13)
     with pytest.raises(gradcli.NumericError):  # sinc'' at 0 itself divides by x (documented)
         gradcli.evaluate("sinc(x)", {"x": 0.0}, order=2)

@@ -236,11 +236,17 @@ def ordered_bounds(x: float, lo: float, hi: float) -> str | None:
 def complex_sinc(z: complex) -> complex:
     """sin(pi z)/(pi z) on complex z: near 0 by its series, where the quotient's imaginary part
     (what the complex step reads) would cancel."""
-    if abs(z) >= 0.1:
-        return cmath.sin(math.pi * z) / (math.pi * z)
+    if abs(z) >= 0.1:  # sin has period 2 in pi z: reduce the real part exactly, as _sinc does
+        return cmath.sin(math.pi * complex(math.fmod(z.real, 2.0), z.imag)) / (math.pi * z)
     square = -(math.pi * z) ** 2
     total, term = 0j, 1 + 0j
     for k in range(1, 13):  # (pi z)^2k / (2k + 1)!, alternating
         total += term
         term *= square / ((2 * k) * (2 * k + 1))
     return total
+
+
+def vector_sinc(np: Any, x: Any) -> Any:
+    """_sinc on arrays: the argument reduced exactly (fmod), 1 at 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(x == 0.0, 1.0, np.sin(np.pi * np.fmod(x, 2.0)) / (np.pi * x))

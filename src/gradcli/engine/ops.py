@@ -441,10 +441,11 @@ _ROWS: list[Op] = [
            complex=NONE, vector=NONE, summary="error function"),
     _unary("sinc", special._sinc, lambda x, out: F.dsinc(x),
            complex=forms.complex_sinc,
-           vector=lambda np, x: np.sinc(x), summary="sin(pi*x)/(pi*x), 1 at 0 (NumPy's sinc)"),
+           vector=forms.vector_sinc, summary="sin(pi*x)/(pi*x), 1 at 0 (NumPy's sinc)"),
     _unary("dsinc", special._dsinc,
            lambda x, out: -(math.pi * math.pi) * F.sinc(x) - 2.0 * out / x, complex=NONE,
-           vector=NONE, summary="sinc's derivative, accurate near 0 (its own: not at 0 itself)"),
+           vector=NONE, summary="sinc's derivative, exact near 0 (and so is its own, but "
+                                "not at 0 itself; higher orders lose digits near 0)"),
     _unary("erfc", math.erfc, lambda x, out: -TWO_OVER_ROOT_PI * F.exp(-x * x),
            complex=NONE, vector=NONE, summary="1 - erf(x), accurate where erf(x) is near 1"),
     _unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,

@@ -26,10 +26,11 @@ def _cbrt(x: float) -> float:
 
 
 def _sinc(x: float) -> float:
-    # The normalized sinc of NumPy: sin(pi x)/(pi x), and 1 at 0.
+    # The normalized sinc of NumPy: sin(pi x)/(pi x), and 1 at 0. The sine's argument is reduced
+    # exactly first (period 2: fmod is exact), so sinc(250.5) keeps all its digits.
     if x == 0.0:
         return 1.0
-    return math.sin(math.pi * x) / (math.pi * x)
+    return math.sin(math.pi * math.fmod(x, 2.0)) / (math.pi * x)
 
 
 def _dsinc(x: float) -> float:
@@ -42,7 +43,7 @@ def _dsinc(x: float) -> float:
             total += term
             term *= -pi_x_squared / (2 * k * (2 * k + 3))
         return total
-    return (math.cos(math.pi * x) - _sinc(x)) / x
+    return (math.cos(math.pi * math.fmod(x, 2.0)) - _sinc(x)) / x
 
 
 def _exp2(x: float) -> float:
