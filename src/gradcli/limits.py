@@ -41,6 +41,9 @@ are the size of a program and the finite-difference check, whose cost is (number
   graphs it builds for them stop at ``MAX_NODES`` nodes (``--max-nodes``).
 - ``MAX_HESSIAN_ENTRIES``: (variables)^2 of ``eval --hessian``; its check shares ``CHECK_BUDGET``
   among the rows (the entries past it are listed as unchecked).
+- ``MAX_ARRAY_HESSIAN_INPUTS``: input elements of an array program's ``eval --hessian`` (one
+  Hessian-vector product per element, and as many perturbed gradients for its check); above it
+  ``--hvp`` gives H·v for one direction at the cost of a few gradients.
 - ``MAX_DRAWN_NODES``: nodes ``gradcli graph`` draws by default, nearest the output (a larger
   picture is unreadable; ``--max-nodes 0`` draws all).
 - Arrays (docs/arrays.md): ``MAX_ARRAY_ELEMENTS`` elements in one value (a literal, ``eye(n)``,
@@ -88,6 +91,7 @@ ARRAY_CHECK_BUDGET = 50_000_000
 ARRAY_CHECK_MIN = 20
 ARRAY_COLUMN_FACTOR = 20
 MAX_HESSIAN_ENTRIES = 1_000_000  # a Hessian of up to 1,000 variables
+MAX_ARRAY_HESSIAN_INPUTS = 500  # input elements of an array program's --hessian
 MAX_DERIVATIVES = 100_000  # gradcli diff: (variables)^order derivatives
 JOBS_ENV = "GRADCLI_JOBS"
 

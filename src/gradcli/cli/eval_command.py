@@ -34,7 +34,7 @@ from gradcli.gradcheck.point import (
     NODE_CHECK_LIMIT,
 )
 from gradcli.language.parser import parse
-from gradcli.language.values import Value, as_point, is_sweep
+from gradcli.language.values import Value, as_point, is_sweep, parse_assignments
 from gradcli.limits import MAX_NODES, max_chars
 
 if TYPE_CHECKING:
@@ -112,6 +112,10 @@ TOLERANCE = Tolerance()
 @click.option("--order", type=click.IntRange(1, 2), default=1, show_default=True,
               help="2 adds the Hessian, checked by finite differences of the gradient.")
 @click.option("--hessian", is_flag=True, help="Same as --order 2.")
+@click.option("--hvp", "hvp", multiple=True, metavar="NAME=ARRAY",
+              help="The Hessian-vector product H·v of a scalar-output program along the "
+                   "direction v (one NAME=ARRAY per input, the input's shape; inputs not "
+                   "named move by 0), checked by a difference of gradients along v.")
 @click.option("--strict", is_flag=True,
               help="Unbound variables are an error (default: value and gradients as "
                    "expressions in them).")
@@ -186,7 +190,8 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     settings = EvalSettings(check=not options["no_check"], rtol=options["rtol"],
                             atol=options["atol"], check_method=options["check_method"],
                             node_check_limit=node_limit, order=order, strict=options["strict"],
-                            max_nodes=options["max_nodes"], mode=options["mode"])
+                            max_nodes=options["max_nodes"], mode=options["mode"],
+                            hvp=hvp_direction(options["hvp"]))
     request = EvalRequest(program, given, settings,
                           "csv" if as_csv else "json" if as_json else "table", options["digits"],
                           options["full"])
@@ -195,6 +200,18 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     address = placement(ctx, options["cluster"], options["skip"], batch=program is None,
                         json_lines=as_json, sweep=request.is_sweep)
     return replace(request, cluster=address, skip=options["skip"])
+
+
+def hvp_direction(assignments: tuple[str, ...]) -> dict[str, Any] | None:
+    """``--hvp x=[1, 0]`` texts -> {name: number or array}; None when none was given."""
+    if not assignments:
+        return None
+    direction = parse_assignments(assignments)
+    ranges = [name for name, value in direction.items() if isinstance(value, tuple)]
+    if ranges:
+        raise UsageError(f"--hvp {ranges[0]}: a direction is one number or one array, not a "
+                         "range or a list of values", hint='write e.g. --hvp x="[1, 0, 0]"')
+    return direction
 
 
 def _check_sweep(request: EvalRequest) -> None:
@@ -211,9 +228,9 @@ def _check_sweep(request: EvalRequest) -> None:
     if request.program is None:
         raise UsageError("a sweep evaluates one program, not a batch from stdin",
                          hint='give the program: gradcli eval "x**2" --x -2:2:9')
-    if request.settings.order > 1:
+    if request.settings.order > 1 or request.settings.hvp:
         raise UsageError("sweeps give values and gradients, not Hessians",
-                         hint="drop --hessian/--order, or evaluate one point")
+                         hint="drop --hessian/--order/--hvp, or evaluate one point")
     if request.settings.check_method != "central":
         raise UsageError("sweeps are checked by central differences only",
                          hint="drop --check-method, or evaluate single points")

@@ -164,6 +164,11 @@ _VJPS: dict[str, Callable[..., SymNode]] = {
 }
 
 
+def has_vjp_form(op_name: str) -> bool:
+    """Whether the array op's gradient can be built as a graph (second derivatives need it)."""
+    return op_name in _VJPS
+
+
 def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
               max_nodes: int, seed: int = 17,
               keep_value: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:

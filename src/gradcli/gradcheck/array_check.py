@@ -195,9 +195,6 @@ def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSett
     """``evaluation.evaluate`` for a program with arrays in it (docs/arrays.md): a Result, or a
     ``JacobianResult`` for several outputs or an array output."""
     validate_values(values)  # no constants, and scalars that are numbers (arrays: bind)
-    if settings.order >= 2:
-        raise UsageError("Hessians of array programs are not supported yet",
-                         hint="drop --hessian/--order 2")
     if not settings.strict and program.unbound(values):
         raise UsageError("an array program needs a value for every variable (free variables "
                          "give expressions, which exist for scalar programs only)",
@@ -209,9 +206,16 @@ def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSett
     if program.outputs or arrays.numpy().ndim(value):  # a Jacobian (docs/matrix-calculus.md)
         from gradcli.gradcheck.jacobian_check import evaluate_jacobian
 
+        if settings.order >= 2 or settings.hvp:
+            raise UsageError("Hessians (--hessian, --hvp) are of programs with one scalar "
+                             "output, and this one has several outputs or an array output",
+                             hint="reduce the output to a number, e.g. sum(...), or drop "
+                                  "--hessian/--hvp for the Jacobian")
+
         return evaluate_jacobian(program, settings)
     arrays.backward(program.nodes)
     report = check_arrays(program, settings) if settings.check else None
+    hessian, hvp = second_derivatives(program, settings)
     return Result(
         program=program,
         point={name: _plain(node.value) for name, node in program.variables.items()},
@@ -220,7 +224,22 @@ def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSett
         check=report,
         node_values=[node.value for node in program.nodes],
         node_grads=[node.grad for node in program.nodes],
+        hessian=hessian,
+        hvp=hvp,
     )
+
+
+def second_derivatives(program: Program, settings: EvalSettings) -> tuple[Any, Any]:
+    """The Hessian (order 2) and H·v (``settings.hvp``) of the evaluated program, if asked."""
+    if settings.order < 2 and not settings.hvp:
+        return None, None
+    from gradcli.gradcheck.array_hessian import array_hessian, array_hvp
+
+    options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol,
+                   max_nodes=settings.max_nodes)
+    hessian = array_hessian(program, **options) if settings.order >= 2 else None
+    hvp = array_hvp(program, settings.hvp, **options) if settings.hvp else None
+    return hessian, hvp
 
 
 def _plain(value: Any) -> Any:

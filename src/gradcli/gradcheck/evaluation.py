@@ -37,6 +37,7 @@ from gradcli.limits import MAX_NODES
 
 if TYPE_CHECKING:
     from gradcli.engine.derivatives import SymbolicResult
+    from gradcli.gradcheck.array_hessian import HvpResult
     from gradcli.gradcheck.hessian import HessianResult
 
 
@@ -59,6 +60,9 @@ class EvalSettings:
     # A Jacobian (several outputs, or an array output): "forward", "reverse", or "auto" (the
     # one with fewer passes; docs/matrix-calculus.md)
     mode: str = "auto"
+    # A direction per input (name -> array): the Hessian-vector product of an array program
+    # (gradcheck/array_hessian.py); None: none asked for
+    hvp: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "forward", "reverse"):
@@ -102,6 +106,7 @@ class Result:
     # again (another point) rewrites the nodes, never an earlier Result.
     node_values: list[float] = field(default_factory=list)
     node_grads: list[float] = field(default_factory=list)
+    hvp: HvpResult | None = None  # an array program's H·v, with EvalSettings.hvp
 
     def __repr__(self) -> str:
         """Short, for a Python prompt: value, gradients and the verdict (the whole table is
@@ -117,6 +122,8 @@ class Result:
         failed = self.check is not None and not self.check.ok
         hessian = self.hessian.check if self.hessian is not None else None
         failed = failed or (hessian is not None and not hessian.ok)
+        hvp = self.hvp.check if self.hvp is not None else None
+        failed = failed or (hvp is not None and not hvp.ok)
         return ExitStatus.CHECK_FAILED if failed else ExitStatus.OK
 
     def node_rows(self, only: Iterable[int] | None = None) -> list[NodeRow]:
@@ -222,7 +229,7 @@ def evaluate(
     if isinstance(program, str):
         program = parse(program, settings.max_nodes)
     values = dict(values or {})
-    if program.arrays or _has_arrays(values):
+    if program.arrays or _has_arrays(values) or settings.hvp:  # H·v runs on the array path
         from gradcli.gradcheck.array_check import evaluate_arrays
 
         return evaluate_arrays(program, values, settings)

@@ -169,4 +169,69 @@ def array_result_view(result: Result, plain: bool = False, digits: int | None = 
         parts.append(array_verdict(result.check))
     else:
         parts.append(Text("finite-difference check skipped (--no-check)", style="dim"))
+    if result.hessian is not None:
+        parts += [Text(""), array_hessian_table(result, plain, digits, full)]
+        parts.append(second_verdict(result.hessian.check, "Hessian block"))
+    if result.hvp is not None:
+        parts += [Text(""), hvp_table(result, plain, digits, full)]
+        parts.append(second_verdict(result.hvp.check, "Hessian-vector product"))
     return Group(*parts)
+
+
+def array_hessian_table(result: Result, plain: bool = False, digits: int | None = None,
+                        full: bool = False) -> FittedTable:
+    """One row per pair of inputs: the block d²f/da db (shape of a, then of b) and its check."""
+    import numpy as np
+
+    assert result.hessian is not None
+    checks = result.hessian.check.gradients if result.hessian.check is not None else {}
+    table = FittedTable("Hessian of the output", [
+        Column("block", fold=True, head=True, style="bold"), Column("shape"),
+        Column("second derivatives", fold=True, words=True, justify="right", style="magenta"),
+        Column("max error", justify="right"), Column("checked", justify="right"),
+        Column("ok")], plain)
+    for a, row in result.hessian.matrix.items():
+        for b, block in row.items():
+            check = checks.get(f"{a},{b}")
+            table.add_row(Text(f"d²/d{a} d{b}"), Text(shape_text(np.shape(block))),
+                          Text(array_text(block, digits, full)), *_check_cells(check),
+                          _mark(check))
+    return table
+
+
+def hvp_table(result: Result, plain: bool = False, digits: int | None = None,
+              full: bool = False) -> FittedTable:
+    """One row per input: the direction v and (H·v) for that input, and its check."""
+    import numpy as np
+
+    assert result.hvp is not None
+    checks = result.hvp.check.gradients if result.hvp.check is not None else {}
+    table = FittedTable("Hessian-vector product H·v", [
+        Column("variable", fold=True, head=True, style="bold"), Column("shape"),
+        Column("v", fold=True, words=True, justify="right", style="cyan"),
+        Column("H·v", fold=True, words=True, justify="right", style="magenta"),
+        Column("max error", justify="right"), Column("checked", justify="right"),
+        Column("ok")], plain)
+    for name, product in result.hvp.product.items():
+        check = checks.get(name)
+        table.add_row(Text(name), Text(shape_text(np.shape(product))),
+                      Text(array_text(result.hvp.direction[name], digits, full)),
+                      Text(array_text(product, digits, full)), *_check_cells(check),
+                      _mark(check))
+    return table
+
+
+def second_verdict(check: CheckReport | None, what: str) -> Text:
+    """The check of second derivatives against central differences of the gradient."""
+    if check is None:
+        return Text("finite-difference check skipped (--no-check)", style="dim")
+    checks = check.checks
+    checked = sum(getattr(c, "checked", 1) for c in checks)
+    failed = sum(getattr(c, "failed", not c.ok) for c in checks)
+    things = f"{plural(checked, 'second derivative')} ({plural(len(checks), what)})"
+    against = "central differences of the gradient"
+    return check_verdict(
+        not failed,
+        f"{things} agree with {against} (max abs error {check.max_abs_error:.1e}; "
+        f"{tolerances(check)})",
+        f"{failed:,} of {things} disagree with {against} ({tolerances(check)}); {KINK_CAUSE}")

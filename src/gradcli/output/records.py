@@ -17,7 +17,9 @@ def result_record(
     result: Result | FreeResult, source: str, line: int | None = None
 ) -> dict[str, Any]:
     """``{"expression", "value", "gradients", "nodes", "check", "error": null}``, plus
-    ``"hessian"`` and ``"hessian_check"`` with order 2; with free variables ``"symbolic"``.
+    ``"hessian"`` and ``"hessian_check"`` with order 2 (an array program's blocks as nested
+    lists), ``"hvp"``, ``"hvp_direction"`` and ``"hvp_check"`` with ``--hvp``; with free
+    variables ``"symbolic"``.
 
     ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
     ``json_pieces`` write it; ``list()`` it to look at it."""
@@ -40,8 +42,14 @@ def result_record(
     )
     if result.hessian is not None:
         hessian_check = result.hessian.check
-        record["hessian"] = result.hessian.matrix
+        matrix = result.hessian.matrix
+        record["hessian"] = ({a: _lists(row) for a, row in matrix.items()} if arrays
+                             else matrix)
         record["hessian_check"] = None if hessian_check is None else check_record(hessian_check)
+    if result.hvp is not None:  # an array program's H·v (gradcheck/array_hessian.py)
+        record["hvp"] = _lists(result.hvp.product)
+        record["hvp_direction"] = _lists(result.hvp.direction)
+        record["hvp_check"] = None if result.hvp.check is None else check_record(result.hvp.check)
     return record
 
 
