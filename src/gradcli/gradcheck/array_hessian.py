@@ -207,5 +207,6 @@ def compare(analytic: Any, numeric: Any, rtol: float, atol: float,
 
 
 def _plain(value: Any) -> Any:
+    """A 0-d array as a float; + 0.0 turns the -0.0 of products with zero into 0.0."""
     np = arrays.numpy()
-    return float(value) if not np.ndim(value) else np.asarray(value, dtype=float)
+    return float(value) + 0.0 if not np.ndim(value) else np.asarray(value, dtype=float) + 0.0
