@@ -85,13 +85,15 @@ def nodes_of(outputs: Iterable[Node]) -> list[Node]:
     stack = list(outputs)
     seen = set(stack)  # nodes hash by identity
     found = []
+    # Bound methods in locals: this walk runs several times per derivative printed.
+    pop, push, keep, mark = stack.pop, stack.append, found.append, seen.add
     while stack:
-        node = stack.pop()
-        found.append(node)
+        node = pop()
+        keep(node)
         for source in node.inputs:
             if source not in seen:
-                seen.add(source)
-                stack.append(source)
+                mark(source)
+                push(source)
     found.sort(key=_by_creation)
     return found
 

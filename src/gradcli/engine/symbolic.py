@@ -104,14 +104,18 @@ class Builder:
     def _intern(self, key: tuple, op: Op, inputs: tuple[SymNode, ...], value: float = 0.0,
                 name: str | None = None) -> SymNode:
         node = self._table.get(key)
-        if node is None:
-            if len(self._table) >= self.max_nodes:
-                raise UsageError(
-                    f"the derivatives grow past {self.max_nodes:,} graph nodes",
-                    hint="ask for a lower --order or fewer --wrt variables, or raise --max-nodes")
-            node = SymNode(op, inputs, value, name)
-            node.builder = self
-            self._table[key] = node
+        return node if node is not None else self._create(key, op, inputs, value, name)
+
+    def _create(self, key: tuple, op: Op, inputs: tuple[SymNode, ...], value: float = 0.0,
+                name: str | None = None) -> SymNode:
+        """A new node under ``key`` (which the table does not hold yet)."""
+        if len(self._table) >= self.max_nodes:
+            raise UsageError(
+                f"the derivatives grow past {self.max_nodes:,} graph nodes",
+                hint="ask for a lower --order or fewer --wrt variables, or raise --max-nodes")
+        node = SymNode(op, inputs, value, name)
+        node.builder = self
+        self._table[key] = node
         return node
 
     def constant(self, value: float, name: str | None = None) -> SymNode:
@@ -136,8 +140,16 @@ class Builder:
 
     def make(self, op: Op, args: Sequence[Any]) -> SymNode:
         """The node for ``op`` applied to ``args`` (nodes or numbers), simplified."""
-        inputs = tuple(arg if type(arg) is SymNode and arg.builder is self else self.lift(arg)
-                       for arg in args)
+        if len(args) == 2:  # the common case, without a generator (this is the hot path)
+            first, second = args
+            if type(first) is not SymNode or first.builder is not self:
+                first = self.lift(first)
+            if type(second) is not SymNode or second.builder is not self:
+                second = self.lift(second)
+            inputs: tuple[SymNode, ...] = (first, second)
+        else:
+            inputs = tuple([arg if type(arg) is SymNode and arg.builder is self
+                            else self.lift(arg) for arg in args])
         for node in inputs:
             if node.op is not CONST or (node.name is not None and self.exact_constants):
                 break  # a formula keeps pi and e as names
@@ -160,7 +172,7 @@ class Builder:
         key = ((op.name, inputs[0].seq, inputs[1].seq) if len(inputs) == 2
                else (op.name, *(node.seq for node in inputs)))
         node = self._table.get(key)
-        return node if node is not None else self._intern(key, op, inputs)
+        return node if node is not None else self._create(key, op, inputs)
 
     def raw(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
         """The node ``op(inputs)`` exactly as given: no folding, no rewrite (shared all the
@@ -207,9 +219,27 @@ def substitute(outputs: Sequence[Node], values: Mapping[str, float]) -> list[Sym
 def check_folded(outputs: Sequence[Node]) -> None:
     """Raise the NumericError of the first piece of ``outputs`` that is all numbers yet did not
     fold (log(-1) once x = -1), naming that piece, rather than print it as if fine."""
+    if not _any_unfolded(outputs):  # the usual case: no need to order the nodes
+        return
     for node in nodes_of(outputs):
         if node.inputs and all(source.op is CONST for source in node.inputs):
             compute(node, [source.value for source in node.inputs])
+
+
+def _any_unfolded(outputs: Sequence[Node]) -> bool:
+    """Whether some node of ``outputs`` has only constant operands (a walk in no order)."""
+    stack = list(outputs)
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        inputs = node.inputs
+        if inputs and all(source.op is CONST for source in inputs):
+            return True
+        for source in inputs:
+            if source not in seen:
+                seen.add(source)
+                stack.append(source)
+    return False
 
 
 def fold(op: Op, values: list[float]) -> float | None:
