@@ -134,12 +134,12 @@ class Canonical:
         for node in nodes:  # for one output, or fewer: a piece may be named needlessly)
             for source in node.inputs:
                 uses[id(source)] = uses.get(id(source), 0) + 1
-        shared = self.shared
+        shared, form = self.shared, self.form
         for count, node in enumerate(nodes):
             if count % 256 == 255:
                 self.check()
             args = [shared(forms[id(s)], uses[id(s)]) for s in node.inputs]
-            forms[id(node)] = self.form(node, args)
+            forms[id(node)] = form(node, args)
         return [self.node(forms[id(node)]) for node in outputs]
 
     def check(self) -> None:

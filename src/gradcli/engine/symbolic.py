@@ -177,7 +177,9 @@ class Builder:
     def raw(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
         """The node ``op(inputs)`` exactly as given: no folding, no rewrite (shared all the
         same). For callers that built a simplified form themselves (``canonical``)."""
-        return self._intern((op.name, *(node.seq for node in inputs)), op, inputs)
+        key = ((op.name, inputs[0].seq, inputs[1].seq) if len(inputs) == 2  # as make keys it
+               else (op.name, *[node.seq for node in inputs]))
+        return self._intern(key, op, inputs)
 
     def zero(self) -> SymNode:
         return self.constant(0.0)
