@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import mpmath as mp
 import pytest
@@ -181,3 +182,15 @@ def test_a_shared_product_with_a_symbolic_power_is_never_half_opened():
         for b, formula in row.items():
             value = gradcli.evaluate(formula, {"z": 1.0}, check=False).value
             assert value == pytest.approx(expected[a][b], rel=1e-12), (a, b, formula)
+
+
+def test_printed_derivatives_do_not_depend_on_where_nodes_live_in_memory():
+    """Terms are frozensets of (node, exponent) pairs, whose order follows the nodes' addresses:
+    a choice made in that order printed examples/logistic.grad's second derivatives in one of
+    two forms from run to run. Other objects allocated in between move the nodes."""
+    text = (Path(__file__).parent.parent / "examples" / "logistic.grad").read_text()
+    first = gradcli.differentiate(text, order=2).texts()
+    for size in range(1, 40):
+        ballast = [object() for _ in range(size * 37)]  # shifts where the next nodes live
+        assert gradcli.differentiate(text, order=2).texts() == first, size
+        del ballast

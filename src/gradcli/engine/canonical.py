@@ -508,6 +508,12 @@ class Canonical:
             result = self.make(op, (result, self.node(abs(const))))
         return result
 
+    def in_order(self, term: Term) -> list:
+        """A term's (base, exponent) pairs in the order of ``keys``: a frozenset's own order
+        follows the nodes' hashes (their addresses), which differ from run to run."""
+        keys = self.keys
+        return sorted(term, key=lambda pair: keys[pair[0]])
+
     def expanded(self, terms: dict[Term, float]) -> dict[Term, float]:
         """The terms with small sums among their factors multiplied out, when that cancels
         terms: t/y + (x/y - 1/y**2)*t*y -> t*x. Else the terms as they are (multiplying out
@@ -515,8 +521,9 @@ class Canonical:
         result: dict[Term, float] = {}
         changed = False
         for term, coefficient in terms.items():
-            inner = next((self.sums[b] for b, e in term if e == 1.0 and b in self.sums
-                          and len(self.sums[b].terms) <= EXPANDED_TERMS), None)
+            inner = next((self.sums[b] for b, e in self.in_order(term) if e == 1.0
+                          and b in self.sums and len(self.sums[b].terms) <= EXPANDED_TERMS),
+                         None)
             if inner is None or len(term) > EXPANDED_TERMS:
                 result[term] = _plus(result.get(term, 0.0), coefficient)
                 continue
@@ -528,7 +535,7 @@ class Canonical:
                 if c == 0.0:
                     continue
                 factors = dict(rest.factors)
-                for base, exponent in piece or ():
+                for base, exponent in self.in_order(piece or ()):
                     self.merge(factors, base, exponent)
                 key = frozenset(factors.items())
                 result[key] = _plus(result.get(key, 0.0), _times(rest.coefficient, c))
