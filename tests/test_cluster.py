@@ -434,6 +434,36 @@ def test_a_lost_scheduler_keeps_whole_records_and_skip_resumes_them(tmp_path):
     assert status == 3 and written + rest == expected[1]
 
 
+def test_a_result_lost_with_its_connection_is_a_lost_scheduler_not_a_failed_task():
+    """The race CI once lost: the scheduler killed while a result travels, ``result()`` raises
+    CommClosedError before the client knows it is disconnected. That is the scheduler lost
+    (resumable with --skip), never a task failure written as the line's record."""
+    from distributed.comm.core import CommClosedError
+
+    from gradcli.output.cluster import Tasks
+
+    class LostError(Exception):
+        pass
+
+    class Future:
+        def done(self):
+            return True
+
+        def result(self):
+            raise CommClosedError("in <TCP (closed) ConnectionPool.gather>: reset by peer")
+
+    class Cluster:
+        distributed = type("D", (), {"wait": staticmethod(lambda future, timeout: None)})
+
+        def is_connected(self):
+            return True  # not yet noticed
+
+    tasks = Tasks(Cluster(), lambda: LostError())
+    tasks.order.append(("line 1", Future()))
+    with pytest.raises(LostError):
+        tasks.next_done()
+
+
 def test_a_sweep_that_loses_its_scheduler_ends_after_whole_rows(tmp_path):
     own = Scheduler(tmp_path, workers=1)
     out = tmp_path / "out.csv"

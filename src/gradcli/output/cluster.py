@@ -302,7 +302,7 @@ class Tasks:
         try:
             return given, future.result(), None
         except Exception as error:  # KilledWorker, cancelled, a bug in a task
-            if not self.cluster.is_connected() or _cancelled(error):
+            if _scheduler_gone(error) or not self.cluster.is_connected():
                 raise self.lost() from None
             return given, None, error
 
@@ -318,11 +318,16 @@ def task_failed(error: BaseException) -> TaskError:
     return TaskError(f"a cluster task failed: {type(error).__name__}: {_reason(error)}")
 
 
-def _cancelled(error: BaseException) -> bool:
+def _scheduler_gone(error: BaseException) -> bool:
+    """Whether ``result()`` failed because the scheduler went away, not because of the task: the
+    futures cancelled, or the connection that gathers the result closed (CommClosedError, an
+    OSError, can come before the client notices that it is disconnected)."""
     import concurrent.futures
 
-    return isinstance(error, concurrent.futures.CancelledError) or "cancelled" in \
-        type(error).__name__.lower()
+    if isinstance(error, concurrent.futures.CancelledError) or "cancelled" in \
+            type(error).__name__.lower():
+        return True
+    return type(error).__name__ == "CommClosedError" or isinstance(error, ConnectionError)
 
 
 def killed(error: BaseException) -> bool:
