@@ -163,10 +163,12 @@ def test_the_graph_of_a_program_with_an_unused_input():
     assert dot.exit_code == 0 and "grad 0" in dot.stdout
 
 
-def test_a_name_in_an_unused_statement_is_not_an_input():
-    """Only declared inputs (``y = 2``) are kept; ``u = z*2`` unused names no input z."""
-    result = gradcli.evaluate("u = z*2; x*3", {"x": 1.0})
-    assert result.gradients == {"x": 3.0}
+def test_an_unused_statement_is_an_error_not_an_input():
+    """Only declared inputs (``y = 2``) may go unused; ``u = z*2`` unused is a slip, refused
+    at its statement (rather than a program that silently drops it, or asks a value of z)."""
+    with pytest.raises(gradcli.UsageError, match="u is assigned but the output never uses it"):
+        gradcli.evaluate("u = z*2; x*3", {"x": 1.0})
+    assert gradcli.evaluate("y = 2; x*3", {"x": 1.0}).gradients == {"y": 0.0, "x": 3.0}
 
 
 # --- conventions at kinks and jumps ----------------------------------------------------------

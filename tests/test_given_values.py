@@ -94,7 +94,9 @@ def test_names_the_program_computes_or_does_not_depend_on():
     assert declared.exit_code == 0
     assert json.loads(declared.stdout)["gradients"] == {"x": 0.0, "y": 2.0}
     usage_error(invoke("eval", "u = x*W; y**2", "--y", "1", "--x", "3"),
-                "does not depend on x")
+                "u is assigned but the output never uses it")  # the slip itself, first
+    usage_error(invoke("eval", "x**2 + 0*sin(y)", "--y", "1", "--x", "3", "--z", "2"),
+                "no variable z")
     usage_error(invoke("eval", "sin(y)", "--y", "1", "--sin", "3"), "no variable sin (--sin 3)")
 
 

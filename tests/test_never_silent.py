@@ -159,3 +159,40 @@ def test_piped_batch_errors_are_echoed_on_stderr_and_records_stay_one_per_line()
     assert said[0].startswith("gradcli: line 2: numeric error: logarithm")
     assert said[1].startswith("gradcli: line 3: parse error")
     assert len(said) == 2
+
+
+# --- a statement the output never reaches is a slip, not dead code to ignore ---------------------
+
+@pytest.mark.parametrize("program, message, column", [
+    ("u = x*3; x + 1", "u is assigned but the output never uses it", 1),
+    ("u = x*y; v = u*2; u", "v is assigned but the output never uses it", 10),
+    ("f(a) = a*a; x + 1", "f is defined but never called", 1),
+    ("f(a, b) = a*2; f(x, 1)", "the parameter b of f is never used in its body", 1),
+])
+def test_an_unused_statement_is_an_error_at_its_place(program, message, column):
+    result = invoke("eval", program, "--x", "2", "--y", "3")
+    assert result.exit_code == 2
+    first = result.stderr.splitlines()[0]
+    assert first.endswith(f"column {column}: {message}")
+    assert result.stderr.splitlines()[2].index("^") == column + 1  # under the statement
+    with pytest.raises((UsageError, GradcliNameError), match=message):
+        gradcli.parse(program)
+
+
+@pytest.mark.parametrize("program", [
+    "u = x*3; u + 1",  # used
+    "y = 2; x + 1",  # an input declared with a default: reported with gradient 0
+    "f(a) = a*a; g(b) = f(b) + 1; g(x)",  # f is called by g, g by the output
+    "u = x*y; v = u*2; u, v",  # several outputs use both
+])
+def test_statements_the_output_reaches_are_not_refused(program):
+    assert gradcli.parse(program).nodes
+
+
+def test_an_unused_statement_in_a_batch_is_that_lines_error_record():
+    result = invoke("eval", "-", "--json", "--x", "2", stdin="x*2\nu = x; x + 1\nx + 1\n")
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["line"] for r in records] == [1, 2, 3]
+    assert records[0]["error"] is None and records[2]["error"] is None
+    assert records[1]["error"]["message"] == "u is assigned but the output never uses it"
+    assert result.exit_code == 2

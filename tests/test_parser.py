@@ -189,7 +189,7 @@ def test_notes_for_functions_and_only_for_free_variables_the_result_uses():
     assert "write exp(...) for the function" in note.hint
     assert [n.name for n in gradcli.parse("E*x + e + E").notes] == ["E"]  # once per name
     assert gradcli.parse("E = 3; E*x").notes == []  # the program gives E its value
-    assert gradcli.parse("u = PI*2; x").notes == []  # the result does not use PI
+    assert gradcli.parse("PI = 2; x").notes == []  # the program gives PI its value
     assert gradcli.parse("x*pi + e").notes == []
 
 

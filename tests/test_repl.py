@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+import gradcli
+
 pexpect = pytest.importorskip("pexpect")
 pyte = pytest.importorskip("pyte")
 
@@ -299,3 +301,17 @@ def test_a_session_keeps_its_functions_and_piecewise_definitions():
     assert "f(a) = a*2\nsq(b) = f(b)*b\nx = 3\n" in done.stdout
     assert "d/dx = where(x > 0, 4*x + 2, 0)" in done.stdout
     assert "sq uses f" in done.stderr
+
+
+def test_free_variables_are_explained_in_the_session_s_own_terms():
+    """A session has no --strict and no --y: its note says how to bind a name there (as the
+    notebook's says how in Python), never a command-line option it cannot take."""
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input="x*y\n",
+                          capture_output=True, text=True, check=False)
+    assert "free variables: x, y (define them, as y = 2, for numbers)" in done.stdout
+    assert "--strict" not in done.stdout
+    from gradcli.output.notebook import result_text
+
+    shown = result_text(gradcli.evaluate("x*y", {"x": 2}, strict=False))
+    assert "free variables: y (give them values for numbers; strict=True makes this an error)" \
+        in shown

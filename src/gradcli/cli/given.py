@@ -13,7 +13,6 @@ check lives here, where it is known how each value was written and which options
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -136,21 +135,15 @@ def closest_option(name: str, options: Iterable[str]) -> tuple[str, float] | Non
     return by_name[close[0]], difflib.SequenceMatcher(None, key, close[0]).ratio()
 
 
-# A name in program text (not a digit's exponent as in 1e5, not a function as in sin(x)).
-_WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*\b(?!\s*\()")
-_COMMENT = re.compile(r"#[^\n]*")
-
-
 def _why_unused(name: str, shown: str, program: Program) -> str:
-    """Why ``program`` does not use ``name``: it computes it (``u = x*W``), its result does not
-    depend on it (``x = 2; y**2``, or a statement nothing uses), or the name is not in it."""
+    """Why ``program`` does not use ``name``: it computes it (``u = x*W``), it is a parameter of
+    one of its functions, or the name is not in it (a statement that nothing reads, where it
+    could hide, is an error of its own: language/parser.py)."""
     if name in program.parameters:
         return (f"{name} is a parameter of the program's function {program.parameters[name]}, "
                 f"not an input, so {shown} would be ignored")
     if any(node.name == name for node in program.nodes):
         return f"{name} is computed by the program, not an input, so {shown} would be ignored"
-    if name in program.defaults or name in _WORD.findall(_COMMENT.sub("", program.source)):
-        return f"the program's result does not depend on {name}, so {shown} would be ignored"
     return f"the program has no variable {name} ({shown})"
 
 

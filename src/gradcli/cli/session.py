@@ -141,7 +141,8 @@ class Session:
 
         result = evaluate(self.parsed(expression), {}, EvalSettings(order=order, strict=False))
         self.last = expression
-        return show_result(result, expression, False)
+        return show_result(result, expression, False,
+                           free_hint="define them, as y = 2, for numbers")
 
     def parsed(self, expression: str) -> Program:
         """The program of ``expression`` and the definitions it needs; an error in the

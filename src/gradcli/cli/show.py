@@ -29,8 +29,10 @@ from gradcli.gradcheck.evaluation import (
 
 
 def show_result(result: Result | FreeResult, source: str, as_json: bool,
-                digits: int | None = None, full: bool = False) -> int:
-    """One evaluated program: the JSON record, or the node table, gradients and verdict."""
+                digits: int | None = None, full: bool = False,
+                free_hint: str | None = None) -> int:
+    """One evaluated program: the JSON record, or the node table, gradients and verdict
+    (``free_hint``: how to bind free variables, where that is not the command line's way)."""
     if as_json:
         from gradcli.output.records import json_pieces, result_record
 
@@ -40,8 +42,9 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         from gradcli.output.views import make_console, result_view
 
         console = make_console()
+        hint = {} if free_hint is None else {"free_hint": free_hint}
         console.print(result_view(result, plain=not console.is_terminal, digits=digits,
-                                  full=full))
+                                  full=full, **hint))
     return result.status
 
 

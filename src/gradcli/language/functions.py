@@ -41,19 +41,30 @@ class Function:
     parameters: tuple[Node, ...]
     body: Node
     template: list[Node]  # the body's nodes that depend on a parameter, in creation order
-    line: int
+    token: Token  # the name in its definition
+
+    @property
+    def line(self) -> int:
+        return self.token.line
 
     @classmethod
     def define(cls, head: Head, body: Node) -> Function:
         placeholders = set(head.parameters.values())
         depends: set[Node] = set(placeholders)
         template = []
+        read: set[Node] = {body} & placeholders
         for node in nodes_of([body]):
             if any(source in depends for source in node.inputs):
                 depends.add(node)
                 template.append(node)
+                read.update(placeholders.intersection(node.inputs))
+        for name, placeholder in head.parameters.items():
+            if placeholder not in read:
+                raise name_error(head.token, f"the parameter {name} of {head.token} is never "
+                                 "used in its body", hint=f"use {name} in the body, or take it "
+                                 f"out of {head.token}(...) and out of its calls")
         return cls(str(head.token), tuple(head.parameters.values()), body, template,
-                   head.token.line)
+                   head.token)
 
     @property
     def signature(self) -> str:
@@ -80,6 +91,7 @@ class Definitions:
     named: dict[str, Node]
     notes: list
     functions: dict[str, Function]
+    called: set[str]  # the functions some statement calls
     parameters: dict[str, str]
     defining: Head | None
     statement_start: int
@@ -98,6 +110,7 @@ class Definitions:
                                   f"{function.line}")
         if any(node.op is CONDITIONAL for node in function.template):
             self.masked = True
+        self.called.add(function.name)
         return function.inline(args, self.made_node, call_label(self.source, token))
 
     def signature(self, children: list) -> Head:

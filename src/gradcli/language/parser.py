@@ -47,10 +47,13 @@ class _GraphBuilder(Definitions):
         self.made = 0  # nodes built so far, against ``max_nodes``
         self.variables: dict[str, Node] = {}  # input variables, in order of first appearance
         self.named: dict[str, Node] = {}  # names given by statements: intermediates and inputs
+        self.assigned: dict[str, Token] = {}  # intermediates' names, where they are assigned
+        self.read: set[str] = set()  # the names some expression reads
         self.defaults: dict[str, float] = {}  # values that statements give input variables
         self.notes: list[Note] = []  # variables named like a constant or function: PI, Exp
         self.arrays = False  # an array literal or array op was built (docs/arrays.md)
         self.functions: dict[str, Function] = {}  # the program's own, in order of definition
+        self.called: set[str] = set()  # the functions some statement calls
         self.parameters: dict[str, str] = {}  # every parameter name -> its function's name
         self.defining: Head | None = None  # the definition whose body is being read
         self.statement_start = 0  # len(variables) when the current statement began
@@ -79,6 +82,7 @@ class _GraphBuilder(Definitions):
         token = children[0]
         name = str(token)
         if name in self.named:
+            self.read.add(name)
             return self.named[name]
         if name in CONSTANTS:
             return self.made_node(Node(CONST, (), CONSTANTS[name], name), token)
@@ -191,6 +195,7 @@ class _GraphBuilder(Definitions):
             if value.name is None:
                 value.name = name
             self.named[name] = value
+            self.assigned[name] = token
         self.statement_start = len(self.variables)
 
     def _signature(self, name: str) -> str:
@@ -293,6 +298,8 @@ class _Parser:
                 builder = self.builder
                 variables, defaults, notes = builder.variables, builder.defaults, builder.notes
                 arrays, masked, parameters = builder.arrays, builder.masked, builder.parameters
+                assigned, read = builder.assigned, builder.read
+                functions, called = builder.functions, builder.called
                 builder.reset()
         if isinstance(output, list):
             program = Program.build_outputs(source, output, variables.values(), defaults,
@@ -300,12 +307,35 @@ class _Parser:
         else:
             program = Program.build(source, output, variables.values(), defaults, masked)
         program.arrays, program.parameters = arrays, parameters
+        _refuse_unused(source, assigned, read, functions, called)
         if notes:
             lines = source.split("\n")
             program.notes = [note for note in notes if note.name in program.variables]
             for note in program.notes:
                 note.source_line = lines[note.line - 1] if note.line else None
         return program
+
+
+def _refuse_unused(source: str, assigned: dict[str, Token], read: set[str],
+                   functions: dict, called: set[str]) -> None:
+    """An intermediate that nothing reads, or a function never called, is a slip (the output
+    names the wrong thing, or a statement was left behind): a usage error at its statement.
+    One read only by an unused statement is not reported: that statement is, first."""
+    for name, token in assigned.items():
+        if name not in read:
+            raise _unused(source, token, f"{name} is assigned but the output never uses it",
+                          f"use {name} in the output, or delete the statement '{name} = ...'")
+    for name, function in functions.items():
+        if name not in called:
+            raise _unused(source, function.token, f"{name} is defined but never called",
+                          f"call it in the output, as {function.signature}, or delete its "
+                          "definition")
+
+
+def _unused(source: str, token: Token, message: str, hint: str) -> UsageError:
+    error = _error_at(UsageError, token, message, hint)
+    error.source_line = source.split("\n")[token.line - 1]
+    return error
 
 
 _parser: _Parser | None = None

@@ -30,12 +30,15 @@ def result_console(width: int = NOTEBOOK_WIDTH, color: bool = True) -> Any:
                    highlight=False, emoji=False, force_jupyter=False)
 
 
+PYTHON_FREE_HINT = "give them values for numbers; strict=True makes this an error"
+
+
 def result_html(result: Any) -> str:
     """The result's tables and verdict as HTML with inline styles (a notebook cell)."""
     from gradcli.output.views import result_view
 
     console = result_console()
-    console.print(result_view(result))
+    console.print(result_view(result, free_hint=PYTHON_FREE_HINT))
     return console.export_html(inline_styles=True, code_format=_PRE)
 
 
@@ -44,7 +47,7 @@ def result_text(result: Any, width: int = NOTEBOOK_WIDTH) -> str:
     from gradcli.output.views import result_view
 
     console = result_console(width, color=False)
-    console.print(result_view(result))
+    console.print(result_view(result, free_hint=PYTHON_FREE_HINT))
     return console.export_text().rstrip("\n")
 
 

@@ -336,16 +336,22 @@ def _block(head: Text, fields: list[tuple[str, Column, Text]], width: int) -> Te
     return block
 
 
+FREE_HINT = "give them values for numbers; --strict makes this an error"
+
+
 def result_view(result: Result | FreeResult, plain: bool = False,
-                digits: int | None = None, full: bool = False) -> RenderableType:
+                digits: int | None = None, full: bool = False,
+                free_hint: str = FREE_HINT) -> RenderableType:
     """The node table, the gradient table and the check verdict of one program.
 
     ``digits``: print values and gradients rounded to that many significant digits (1 to
     ``MAX_DIGITS``); None prints every number in full (its shortest round-trip text).
+    ``free_hint``: how to give free variables values where the result is shown (the command
+    line, an interactive session, Python).
     """
     digits = checked_digits(digits)
     if isinstance(result, FreeResult):
-        return free_view(result, plain, digits)
+        return free_view(result, plain, digits, free_hint)
     if not isinstance(result, Result):  # several outputs or an array output: a Jacobian
         from gradcli.output.jacobian_views import jacobian_view
 
@@ -424,7 +430,7 @@ def _derivative_label(path: tuple[str, ...], latex: bool, of: str | None = None)
 
 
 def free_view(result: FreeResult, plain: bool = False,
-              digits: int | None = None) -> RenderableType:
+              digits: int | None = None, free_hint: str = FREE_HINT) -> RenderableType:
     """Value and gradients of a program with free variables, as expressions."""
     digits = checked_digits(digits)
     table = FittedTable("value " + result.value, [
@@ -435,8 +441,7 @@ def free_view(result: FreeResult, plain: bool = False,
         bound = result.point.get(name)
         table.add_row(Text(name), Text("free" if bound is None else number_text(bound, digits)),
                       Text(gradient))
-    note = Text(f"free variables: {', '.join(result.free)} (give them values for numbers; "
-                "--strict makes this an error)", style="dim")
+    note = Text(f"free variables: {', '.join(result.free)} ({free_hint})", style="dim")
     return Group(table, note, *(Text(f"note: {n.message}; {n.hint}", style="yellow")
                                 for n in result.notes))
 
