@@ -100,6 +100,23 @@ def test_names_the_program_computes_or_does_not_depend_on():
     usage_error(invoke("eval", "sin(y)", "--y", "1", "--sin", "3"), "no variable sin (--sin 3)")
 
 
+@pytest.mark.parametrize("args, message, hint", [
+    (["eval", "x*2", "--x", "1", "--wrt", "x"], "gradcli eval has no option --wrt",
+     "--wrt is an option of gradcli diff"),  # the value is not a number
+    (["diff", "x*y", "--x", "2", "--y", "3", "--rtol", "1e-3"],
+     "gradcli diff has no option --rtol", "--rtol is an option of gradcli eval"),  # it is
+    (["eval", "x*2", "--x", "1", "--format", "latex"], "gradcli eval has no option --format",
+     "--format is an option of gradcli diff and gradcli graph"),
+])
+def test_another_commands_option_is_named_as_such_not_taken_for_a_variable(args, message, hint):
+    usage_error(invoke(*args), f"error: usage error: {message}", f"hint: {hint}")
+
+
+def test_a_variable_named_like_another_commands_option_is_still_a_variable():
+    assert json.loads(invoke("eval", "x*wrt", "--x", "1", "--wrt", "2", "--json").stdout)[
+        "gradients"] == {"x": 2.0, "wrt": 1.0}
+
+
 def test_a_value_overrides_the_programs_own_and_free_variables_stay_free():
     result = invoke("eval", "x = 2; x**2", "--x", "3", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["value"] == 9.0

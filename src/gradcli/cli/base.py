@@ -8,7 +8,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +73,20 @@ class BindingCommand(click.Command):
         """``--rtol``, ``--json``, ...: what a mistyped ``--rtl 1`` may have meant."""
         return tuple(flag for param in self.get_params(ctx) if isinstance(param, click.Option)
                      for flag in param.opts if flag.startswith("--") and flag != "--help")
+
+
+def _options_of_other_commands(ctx: click.Context, own: Iterable[str]) -> dict[str, str]:
+    """Each long option of gradcli's other commands that this one lacks, with its commands
+    (``--wrt`` -> ``gradcli diff``): the words of the error for ``gradcli eval ... --wrt y``."""
+    group = ctx.parent.command if ctx.parent is not None else None
+    owners: dict[str, list[str]] = {}
+    for name, command in getattr(group, "commands", {}).items():
+        for param in command.params:
+            if isinstance(param, click.Option):
+                for flag in param.opts:
+                    if flag.startswith("--") and flag not in own and flag != "--help":
+                        owners.setdefault(flag, []).append(f"gradcli {name}")
+    return {flag: " and ".join(names) for flag, names in owners.items()}
 
 
 def _flags_of_other_commands(ctx: click.Context, own: dict[str, bool]) -> set[str]:
@@ -241,7 +255,8 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
                *((text, f"--set {text.strip()}") for text in assignments)]
     command = ctx.command
     options = command.long_options(ctx) if isinstance(command, BindingCommand) else ()
-    given = Given.read(written, options)
+    given = Given.read(written, options, _options_of_other_commands(ctx, options),
+                       f"gradcli {ctx.info_name}")
     path = ctx.meta.get(VALUES_FILE_KEY)
     if path is None:
         return given

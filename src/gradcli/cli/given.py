@@ -32,14 +32,19 @@ class Given:
     spelled: dict[str, str] = field(default_factory=dict)  # name -> "--w 3" or "--set w=3"
     options: tuple[str, ...] = ()  # the command's own long options: `--rtl 1` meant `--rtol`
     optional: frozenset[str] = frozenset()  # may go unused (--values FILE --allow-unused)
+    # Other commands' options, and whose (``--wrt`` -> "gradcli diff"), with this command's name:
+    # ``gradcli eval ... --wrt y`` is an option of the wrong command, not a variable wrt.
+    elsewhere: dict[str, str] = field(default_factory=dict)
+    command: str = "this command"
 
     @classmethod
-    def read(cls, written: Iterable[tuple[str, str]], options: Iterable[str] = ()) -> Given:
+    def read(cls, written: Iterable[tuple[str, str]], options: Iterable[str] = (),
+             elsewhere: dict[str, str] | None = None, command: str = "this command") -> Given:
         """``(NAME=VALUE, as written)`` pairs, in the order given; a UsageError names a value
         given twice (``--x 1 --x=5``, ``--set W=3 --W 4``: which one was meant is a guess)."""
         spelled: dict[str, str] = {}
         values: dict[str, Value] = {}
-        given = cls(values, spelled, tuple(options))
+        given = cls(values, spelled, tuple(options), elsewhere=elsewhere or {}, command=command)
         for text, as_written in written:
             name = text.partition("=")[0].strip()
             if name in spelled:
@@ -55,8 +60,20 @@ class Given:
                 if option is not None:
                     raise UsageError(f"no such option --{visible(name)}",
                                      hint=f"did you mean {option[0]}?") from None
+                foreign = given.foreign_option(name)
+                if foreign is not None:
+                    raise foreign from None
                 raise
         return given
+
+    def foreign_option(self, name: str) -> UsageError | None:
+        """The error for ``--name``, an option of gradcli's other commands but not of this one
+        (and not a variable of the program), or None if it is no command's option."""
+        owners = self.elsewhere.get(f"--{name}")
+        if owners is None or f"--{name}" in self.options:
+            return None
+        return UsageError(f"{self.command} has no option --{name}",
+                          hint=f"--{name} is an option of {owners}")
 
     def check_used(self, program: Program) -> None:
         """A UsageError when a value is given for a name that ``program``'s result does not
@@ -79,6 +96,9 @@ class Given:
         (but ``unread`` lines, which did not parse)."""
         shown = ", ".join(visible(self.spelled.get(name, f"--{name}"))
                           for name in unused[:MAX_LISTED_NAMES])
+        foreign = self.foreign_option(unused[0]) if len(unused) == 1 else None
+        if foreign is not None and (program is None or unused[0] not in program.parameters):
+            return foreign
         if program is not None:
             message = (_why_unused(unused[0], shown, program) if len(unused) == 1 else
                        f"the program does not use {listed(unused)} ({shown})")
