@@ -210,6 +210,24 @@ def test_mod_follows_python_and_its_quotient_is_the_slope_in_y():
     assert result.check.ok
 
 
+@pytest.mark.parametrize("text", [
+    "x % y", "-x % y", "x % y * 3", "x * 3 % y", "x % y ** 2", "2 + x % y - 1", "x % -y",
+    "x / y % 2", "(x % y) % 0.7",
+])
+def test_the_percent_operator_is_mod_with_pythons_precedence(text):
+    """``%`` is ``mod`` (the same row: value, rule, printed as ``mod(a, b)``), binding like
+    ``*`` and ``/`` and looser than unary minus and ``**``, as in Python, whose own ``%`` gives
+    the expected values here."""
+    for x, y in [(-7.5, 2.0), (7.5, 2.0), (5.25, -1.5), (0.3, 0.7)]:
+        python = eval(text, {}, {"x": x, "y": y})
+        result = gradcli.evaluate(text, {"x": x, "y": y})
+        assert result.value == pytest.approx(python, rel=1e-15, abs=1e-15)
+        assert result.check.ok
+    program = gradcli.parse("x % y")
+    assert program.nodes[-1].op.name == "mod"
+    assert gradcli.differentiate("x % y", "y").texts() == {"y": "-floor(x/y)"}
+
+
 # --- domains -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -566,7 +566,7 @@ _ROWS: list[Op] = [
     _binary("mod", special._mod, lambda x, y, out: 1.0, lambda x, y, out: -F.floor(x / y),
             domain=forms.nonzero_divisor, complex=forms.complex_mod,
             vector=lambda np, x, y: np.mod(x, y),
-            summary="x - y * floor(x / y), the sign of y (as Python's %)"),
+            summary="x - y * floor(x / y), the sign of y; also written x % y, as in Python"),
 ]
 
 # --- piecewise definitions (issue 15): comparisons, logic and the conditional ------------------

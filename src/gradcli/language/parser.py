@@ -258,7 +258,7 @@ def _binary_callback(op_name: str):
     return callback
 
 
-for _name in ("add", "sub", "mul", "div", "pow", "logical_and", "logical_or"):
+for _name in ("add", "sub", "mul", "div", "mod", "pow", "logical_and", "logical_or"):
     setattr(_GraphBuilder, _name, _binary_callback(_name))
 
 
