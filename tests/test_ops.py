@@ -102,6 +102,8 @@ UNARY = {
     "round": _step("Round", round)(X),
     "trunc": _step("Trunc", math.trunc)(X),
     "logical_not": sp.Piecewise((1, sp.Eq(X, 0)), (0, True)),
+    "i0e": sp.exp(-sp.Abs(X)) * sp.besseli(0, X),
+    "i1e": sp.exp(-sp.Abs(X)) * sp.besseli(1, X),
 }
 BINARY = {
     "add": X + Y,
@@ -117,6 +119,7 @@ BINARY = {
     "logaddexp2": sp.log(2**X + 2**Y, 2),
     "xlogy": X * sp.log(Y),
     "polygamma": sp.polygamma(_step("Whole", int)(X), Y),
+    "ive": sp.exp(-sp.Abs(Y)) * sp.besseli(_step("Order", int)(X), Y),
     "beta": sp.gamma(X) * sp.gamma(Y) / sp.gamma(X + Y),
     "lbeta": sp.log(sp.gamma(X) * sp.gamma(Y) / sp.gamma(X + Y)),
     "leaky_relu": sp.Piecewise((X, X > 0), (Y * X, True)),
@@ -167,10 +170,15 @@ UNARY_POINTS = {
     "ceil": [-2.3, -0.7, 0.4, 3.1],
     "round": [-2.3, -0.7, 0.4, 3.1],
     "trunc": [-2.3, -0.7, 0.4, 3.1],
+    # both of _ive's series and the switch between them at |x| = 60, small and large |x|
+    "i0e": [-700.0, -59.9, -2.3, -1e-7, 1e-7, 0.4, 3.1, 59.9, 60.1, 1e4],
+    "i1e": [-700.0, -59.9, -2.3, -1e-7, 1e-7, 0.4, 3.1, 59.9, 60.1, 1e4],
 }
 SPECIAL_POINTS = {
     "xlogy": [(1.5, 0.5), (-2.0, 3.0), (0.7, 1e-6), (2.5, 2.0)],
     "polygamma": [(0.0, 0.4), (1.0, -2.3), (1.0, 1.9), (2.0, 0.7), (3.0, -0.7), (4.0, 30.0)],
+    "ive": [(0.0, -3.1), (1.0, 0.4), (2.0, 1e-3), (5.0, -7.5), (12.0, 35.0), (20.0, 99.0),
+            (20.0, 101.0), (3.0, 250.0), (7.0, -1e5)],
     "beta": [(1.5, 0.5), (0.3, 2.0), (2.5, 7.0), (0.01, 3.0), (100.0, 80.0)],
     "lbeta": [(1.5, 0.5), (0.3, 2.0), (2.5, 7.0), (0.01, 3.0), (100.0, 80.0)],
     "mod": [(5.5, 2.0), (-5.5, 2.0), (5.5, -2.0), (0.7, 0.3), (7.25, 1.5)],
@@ -231,7 +239,7 @@ def test_binary_value_and_derivatives(name):
         _close(result.value, closed.subs(at))
         _close(result.gradients["x"], dx.subs(at))
         _close(result.gradients["y"], dy.subs(at))
-        if name == "polygamma":  # the order takes whole values only: no difference to take
+        if name in ("polygamma", "ive"):  # whole orders only: no difference to take
             assert result.check.gradients["x"].numeric is None
             assert result.check.gradients["y"].ok, (x, y)
             continue

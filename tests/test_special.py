@@ -166,3 +166,22 @@ def test_step_functions_follow_python():
         assert type(special._round(x)) is float
     assert [special._round(x) for x in (0.5, 1.5, 2.5, -0.5)] == [0.0, 2.0, 2.0, -0.0]
     assert special._mod(-5.5, 2.0) == 0.5 and special._mod(5.5, -2.0) == -0.5
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 12, 20, 30])
+def test_scaled_bessel_functions_are_accurate_on_both_series_and_across_their_switch(rng, n):
+    """exp(-|x|) I_n(x) against mpmath's besseli, relative: tiny, moderate and huge |x|, both
+    signs, and around where _ive switches from the power series to the asymptotic one."""
+    switch = max(60.0, n * n / 4.0)
+    magnitudes = (_logarithmic(rng, -6, 6, 150) + _uniform(rng, 0, 2 * switch, 150)
+                  + [switch * (1 - 1e-12), switch * (1 + 1e-12), 1e15])
+    points = [sign * x for x in magnitudes for sign in (1.0, -1.0)]
+    points = [x for x in points if n * math.log10(abs(x)) > -280]  # I_n(x) ~ (x/2)^n/n!: normal
+
+    def reference(x):
+        return mp.besseli(n, x) * mp.exp(-abs(x))
+
+    error, where = _worst(lambda x: special._ive(n, x), reference, points)
+    assert error < 64, where  # 1.4e-14: the asymptotic series' terms cancel a little near n^2/4
+    assert special._i0e(0.0) == 1.0 and special._i1e(0.0) == 0.0
+    assert special._i0e(-2.5) == special._i0e(2.5) and special._i1e(-2.5) == -special._i1e(2.5)

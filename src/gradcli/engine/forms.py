@@ -225,6 +225,15 @@ def polygamma_domain(n: float, x: float) -> str | None:
 MAX_POLYGAMMA_ORDER = 100  # the series' cost grows with n, and its values overflow beyond
 
 
+def ive_domain(n: float, x: float) -> str | None:
+    if not (0.0 <= n <= MAX_IVE_ORDER and is_integer(n)):
+        return f"the order n of ive(n, x) must be an integer from 0 to {MAX_IVE_ORDER}"
+    return None
+
+
+MAX_IVE_ORDER = 30  # above, both of _ive's series would lose digits near |x| = n^2/4
+
+
 def positive_pair(a: float, b: float) -> str | None:
     return None if a > 0.0 and b > 0.0 else "beta needs positive arguments"
 

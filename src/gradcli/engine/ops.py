@@ -464,6 +464,18 @@ _ROWS: list[Op] = [
             lambda n, x, out: F.polygamma(n + 1.0, x), domain=forms.polygamma_domain,
             complex=NONE, vector=NONE,
             summary="n-th derivative of digamma, n a whole number from 0 to 100"),
+    # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
+    # factor exp(-|x|) adds -sign(x) times the function (a kink at 0 for even n: slope 0 there,
+    # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
+    _unary("i0e", special._i0e, lambda x, out: F.i1e(x) - F.sign(x) * out, complex=NONE,
+           vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0"),
+    _unary("i1e", special._i1e,
+           lambda x, out: 0.5 * (F.i0e(x) + F.ive(2.0, x)) - F.sign(x) * out, complex=NONE,
+           vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1"),
+    _binary("ive", special._ive, lambda n, x, out: 0.0,
+            lambda n, x, out: 0.5 * (F.ive(F.abs(n - 1.0), x) + F.ive(n + 1.0, x))
+            - F.sign(x) * out, domain=forms.ive_domain, complex=NONE, vector=NONE,
+            summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
     _binary("beta", special._beta, lambda a, b, out: out * (F.digamma(a) - F.digamma(a + b)),
             lambda a, b, out: out * (F.digamma(b) - F.digamma(a + b)), domain=forms.positive_pair,
             complex=NONE, vector=NONE,

@@ -11,7 +11,9 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
-from collections.abc import Sequence
+import re
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gradcli.engine import ops, special
@@ -275,13 +277,29 @@ class PythonNotation(Notation):
         if getattr(builtins, name, None) is forward:
             return name
         if module in (ops.__name__, special.__name__) and name.isidentifier():
-            import inspect  # the Python printer copies the op's own function
-
-            self.helpers[name] = inspect.getsource(forward)
+            self._copy(forward)
             return name
         raise UsageError(f"{op.name} has no Python form: its forward function is neither in "
                          "math nor a named function of the op table",
                          hint="use --format text or --format latex")
+
+
+    def _copy(self, forward: Callable[..., float]) -> None:
+        """Copy the op's own function, and the helpers of its module that it calls (``_i0e``
+        calls ``_ive``), each once."""
+        import inspect  # the Python printer copies the op's own function
+
+        waiting = [forward]
+        while waiting:
+            function = waiting.pop()
+            if function.__name__ in self.helpers:
+                continue
+            source = self.helpers[function.__name__] = inspect.getsource(function)
+            module = sys.modules[function.__module__]
+            for called in dict.fromkeys(re.findall(r"\b(_[a-z]\w*)\(", source)):
+                helper = getattr(module, called, None)
+                if inspect.isfunction(helper) and called != function.__name__:
+                    waiting.append(helper)
 
 
 def python_name(name: str, taken: set[str]) -> str:
