@@ -127,7 +127,8 @@ def test_above_the_limit_is_a_usage_error_naming_the_size():
     (["sum(x)", "--x", "[1, 2]", "--hvp", "x=[1, 2, 3]"], "has shape 3"),
     (["sum(x)", "--x", "[1, 2]", "--hvp", "z=[1, 2]"], "no variable z"),
     (["sum(x)", "--x", "[1, 2]", "--hvp", "x=0:1:3"], "not a range"),
-    (["max(x)", "--x", "[1, 2]", "--hessian"], "no second derivatives of max"),
+    (["sum(outer(X, x))", "--X", "[[1, 2], [3, 4]]", "--x", "[1, 2]", "--hessian"],
+     "outer of operands that are not vectors has no form made of array operations"),
     (["sum(x)", "--x", "[1, 2]", "--y", "1:2:3", "--hvp", "x=[1, 0]"], "sweep"),
 ])
 def test_refusals(args, words):

@@ -3,15 +3,23 @@
 The backward pass runs on symbolic nodes, as the scalar ``diff`` does (engine/symbolic.py):
 element-wise ops use the scalar table's own rules (written with ``F``) on ``SymNode``s, the
 gradient of a broadcast operand is summed back (``sum(...)`` to a number, ``ones(m)@G`` to a
-row), and array ops use the symbolic forms of their VJPs below (the numeric VJPs of
-engine/array_ops.py, written with the language's own operations: ``g@b'``, ``outer(g, b)``,
-``a'@g``...). The result is an expression in gradcli's language, with no indices.
+row), and array ops run their rows' own VJP rules (engine/array_ops.py) on ``GraphArrays``,
+the graph form of the rules' namespace: ``xp.matmul`` makes an ``@`` node, ``xp.transpose`` a
+``'``, ``xp.eq`` an ``==``. The rules that give numeric gradients give these, so there is no
+second list of derivatives. The result is an expression in gradcli's language, with no
+indices.
 
 Every symbolic node also carries its numeric value at one point of the given shapes (random,
 seeded): that gives every node's shape (which VJP form applies: vector or matrix), and it is
 how a test compares the printed gradient with ``eval``'s. Simplifications: the scalar
 builder's (x*1, x+0, like terms, ...), plus ``(x')' -> x``, ``x' -> x`` for a vector,
-``eye(n)@A -> A`` and a gradient of ones spread only when a shape needs it.
+``eye(n)@A -> A``, ``exp(log_softmax(x)) -> softmax(x)``, ``exp(x - logsumexp(x)) ->
+softmax(x)`` for a vector, and a gradient of ones spread only when a shape needs it.
+
+A builder for printing (``gradcli diff``) writes prod's gradient as ``prod(x)/x``, as a person
+does (undefined where an element is 0, like the scalar diff's ``y*x**(y - 1)``); one for second
+derivatives (``exact=True``: ``--hessian``, ``--hvp``) builds the longer form that is exact at
+zero elements too.
 """
 
 from __future__ import annotations
@@ -20,21 +28,22 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gradcli.engine import arrays
-from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp
+from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.ops import CONST, OPS, VAR
 from gradcli.engine.symbolic import Builder, SymNode
 from gradcli.errors import NumericError, UsageError
 
-MUL, ADD = OPS["mul"], OPS["add"]
+MUL, ADD, SUB, EXP, EQ = (OPS[name] for name in ("mul", "add", "sub", "exp", "eq"))
 
 
 class ArrayBuilder(Builder):
     """The scalar builder, with a value (at the sample point) on every node it makes."""
 
-    def __init__(self, point: Mapping[str, Any], max_nodes: int) -> None:
+    def __init__(self, point: Mapping[str, Any], max_nodes: int, exact: bool = False) -> None:
         super().__init__(max_nodes)
         self.point = point
+        self.arrays = GraphArrays(self, exact)  # the VJP rules' namespace on these nodes
 
     def variable(self, name: str) -> SymNode:
         node = super().variable(name)
@@ -53,9 +62,12 @@ class ArrayBuilder(Builder):
             simpler = _array_rewrite(self, op, inputs)
             node = simpler if simpler is not None else self._intern(
                 (op.name, op.key, *(node.seq for node in inputs)), op, inputs)
-        elif all(node.op is CONST for node in inputs) and any(
-                getattr(node.value, "ndim", 0) for node in inputs):
-            node = self._intern((op.name, *(node.seq for node in inputs)), op, inputs)
+        elif any(node.op is CONST and getattr(node.value, "ndim", 0) for node in inputs):
+            # an array literal: the scalar rewrites compare constants with numbers
+            node = _times_one(op, inputs) or self._intern(
+                (op.name, *(node.seq for node in inputs)), op, inputs)
+        elif op is EXP and _softmax_of(inputs[0]) is not None:
+            node = _a(self, "softmax", _softmax_of(inputs[0]))
         else:  # the scalar builder's folding and rewrites (element-wise, so they hold here)
             node = super().make(op, inputs)
         if node.inputs:
@@ -64,7 +76,8 @@ class ArrayBuilder(Builder):
 
 
 def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) -> SymNode | None:
-    """(x')' -> x; x' -> x for a vector or a number; eye(n)@A -> A; A@eye(n) -> A."""
+    """(x')' -> x; x' -> x for a vector or a number; eye(n)@A -> A; A@eye(n) -> A;
+    ones(n)[k] -> 1."""
     if op.name == "transpose":
         (x,) = inputs
         if x.op is ARRAY_OPS["transpose"]:
@@ -77,6 +90,9 @@ def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) ->
         if inner and any(part.op is ARRAY_OPS["transpose"] for part in inner):
             left, right = inner  # (a'@b)' -> b'@a: the transposes cancel
             return _a(b, "matmul", _a(b, "transpose", right), _a(b, "transpose", left))
+    if op.name == "index" and inputs[0].op is ARRAY_OPS["ones"] and all(
+            isinstance(part, int) for part in op.key):
+        return b.constant(1.0)  # ones(n)[k]: a stacked operand's share of a spread gradient
     if op.name == "matmul":
         left, right = inputs
         if left.op is ARRAY_OPS["eye"]:
@@ -85,6 +101,27 @@ def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) ->
             return left
         if arrays.numpy().ndim(left.value) == 1 and arrays.numpy().ndim(right.value) == 2:
             return _a(b, "matmul", _a(b, "transpose", right), left)  # x@A is written A'@x
+    return None
+
+
+def _times_one(op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:
+    """1*a and a*1 -> a, for an array literal a (an index's gradient of 1)."""
+    if op is MUL:
+        for one, other in (inputs, inputs[::-1]):
+            if one.op is CONST and not getattr(one.value, "ndim", 0) and one.value == 1.0:
+                return other
+    return None
+
+
+def _softmax_of(node: SymNode) -> SymNode | None:
+    """``x`` when exp(node) is softmax(x): node is log_softmax(x), or x - logsumexp(x) with x
+    a vector (a matrix's logsumexp is of every element, its softmax along rows)."""
+    if node.op is ARRAY_OPS["log_softmax"]:
+        return node.inputs[0]
+    if node.op is SUB and node.inputs[1].op is ARRAY_OPS["logsumexp"]:
+        x = node.inputs[0]
+        if node.inputs[1].inputs[0] is x and len(_shape(x)) == 1:
+            return x
     return None
 
 
@@ -126,56 +163,151 @@ def unbroadcast(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:
                      hint="gradcli eval gives its numeric gradient")
 
 
-def _matmul(b: ArrayBuilder, g: SymNode, out: SymNode, x: SymNode, y: SymNode,
-            position: int) -> SymNode:
-    one_x, one_y = len(_shape(x)) == 1, len(_shape(y)) == 1
-    if position == 0:
-        if one_y:
-            return b.make(MUL, (g, y)) if one_x else _a(b, "outer", g, y)
-        return _a(b, "matmul", y, g) if one_x else _a(b, "matmul", g, _a(b, "transpose", y))
-    if one_x:
-        return b.make(MUL, (g, x)) if one_y else _a(b, "outer", x, g)
-    return _a(b, "matmul", _a(b, "transpose", x), g)
+class GraphArrays:
+    """The VJP rules' namespace (engine/array_ops.py's ``Arrays``) on graph nodes: each name
+    makes the array program's own nodes, so a rule run here builds its operand's gradient as an
+    expression. What the language cannot write is a UsageError naming it."""
+
+    def __init__(self, b: ArrayBuilder, exact: bool) -> None:
+        self.b = b
+        self.exact = exact
+
+    def shape(self, x: SymNode) -> tuple[int, ...]:
+        return _shape(x)
+
+    def _op(self, name: str, *args: Any) -> SymNode:
+        return self.b.make(ARRAY_OPS[name], args)
+
+    def matmul(self, a: SymNode, b: SymNode) -> SymNode:
+        return self._op("matmul", a, b)
+
+    def outer(self, a: SymNode, b: SymNode) -> SymNode:
+        return self._op("outer", a, b)
+
+    def transpose(self, x: SymNode) -> SymNode:
+        return self._op("transpose", x)
+
+    def inv(self, x: SymNode) -> SymNode:
+        return self._op("inv", x)
+
+    def eye(self, n: int) -> SymNode:
+        return self._op("eye", self.b.constant(float(n)))
+
+    def exp(self, x: SymNode) -> SymNode:
+        return self.b.make(EXP, (x,))
+
+    def sign(self, x: SymNode) -> SymNode:
+        return self.b.make(OPS["sign"], (x,))
+
+    def eq(self, x: Any, y: Any) -> SymNode:
+        return self.b.make(EQ, (x, y))
+
+    def sum(self, x: SymNode) -> SymNode:
+        return self._op("sum", x)
+
+    def sum_last(self, x: SymNode) -> SymNode:
+        """A vector's sum (a number broadcasts as a length-1 axis); a matrix's row sums
+        ``x@ones(m)``, spread back over the columns as ``outer(x@ones(m), ones(m))``."""
+        shape = _shape(x)
+        if len(shape) < 2:
+            return self.sum(x) if shape else x
+        ones = _ones(self.b, shape[1])
+        return self.outer(self.matmul(x, ones), ones)
+
+    def spread(self, g: SymNode, x: SymNode) -> SymNode:
+        return g  # broadcasting spreads it; ``spread()`` below where a shape needs it
+
+    def vector(self, x: SymNode) -> SymNode:
+        if len(_shape(x)) != 1:
+            raise _no_form("outer of operands that are not vectors")
+        return x
+
+    def reshape_as(self, v: SymNode, x: SymNode) -> SymNode:
+        if _shape(v) != _shape(x):
+            raise _no_form("outer of operands that are not vectors")
+        return v
+
+    def others_product(self, x: SymNode, out: SymNode) -> SymNode:
+        """``prod(x)/x`` to print; exact (``self.exact``): with z = (x == 0) and safe = x with
+        its zeros replaced by 1, ``(1 - z)*prod(x)/safe`` where x is not 0, and at a zero
+        ``prod(safe)`` when it is the only zero, times the other zero's value when there are
+        two (0 with derivative 1 along it): every first and second derivative is exact."""
+        b = self.b
+        if not self.exact:
+            return b.make(OPS["div"], (out, x))
+        zero = self.eq(x, 0.0)
+        nonzero = b.make(SUB, (1.0, zero))
+        safe = b.make(ADD, (b.make(MUL, (x, nonzero)), zero))
+        rest = self._op("prod", safe)
+        zeros = self.sum(zero)
+        other_zero = b.make(SUB, (self.sum(b.make(MUL, (zero, x))), x))
+        count = b.make(ADD, (self.eq(zeros, 1.0),
+                             b.make(MUL, (self.eq(zeros, 2.0), other_zero))))
+        at_zero = b.make(MUL, (b.make(MUL, (zero, rest)), count))
+        elsewhere = b.make(OPS["div"], (b.make(MUL, (nonzero, out)), safe))
+        return b.make(ADD, (elsewhere, at_zero))
+
+    def scatter(self, g: SymNode, key: tuple[Any, ...], x: SymNode) -> SymNode:
+        """``g`` placed at ``x[key]`` with constant 0/1 arrays: a one-hot vector ``e`` for a
+        whole-number index, a selection matrix ``S`` (``S'@g`` puts a slice back) for a slice."""
+        return _scatter(self, g, key, _shape(x))
+
+    def take(self, g: SymNode, position: int) -> SymNode:
+        return self.b.make(index_op((position,), f"[{position}]"), (g,))
 
 
-def _inv_t(b: ArrayBuilder, x: SymNode) -> SymNode:
-    return _a(b, "transpose", _a(b, "inv", x))
+def _no_form(what: str) -> UsageError:
+    return UsageError(f"the gradient of {what} has no form made of array operations",
+                      hint="gradcli eval without --hessian/--hvp gives its numeric gradient")
 
 
-# Symbolic VJPs: (builder, g, out, *operands, position) -> the operand's gradient.
-_VJPS: dict[str, Callable[..., SymNode]] = {
-    "matmul": _matmul,
-    "dot": lambda b, g, out, x, y, p: b.make(MUL, (g, y if p == 0 else x)),
-    "outer": lambda b, g, out, x, y, p: (_a(b, "matmul", g, y) if p == 0
-                                         else _a(b, "matmul", _a(b, "transpose", g), x)),
-    "transpose": lambda b, g, out, x, p: _a(b, "transpose", g),
-    # A reduction's gradient is spread over its operand only where a shape needs it (an
-    # element-wise product broadcasts it already): ``sum(x**2)`` gives ``2*x``, not ones.
-    "sum": lambda b, g, out, x, p: g,
-    "mean": lambda b, g, out, x, p: b.make(OPS["div"], (g, float(arrays.numpy().size(x.value)))),
-    "norm": lambda b, g, out, x, p: b.make(MUL, (g, b.make(OPS["div"], (x, out)))),
-    "norm1": lambda b, g, out, x, p: b.make(MUL, (g, b.make(OPS["sign"], (x,)))),
-    "logsumexp": lambda b, g, out, x, p: b.make(MUL, (g, _a(b, "softmax", x))),
-    "tr": lambda b, g, out, x, p: b.make(MUL, (g, _a(b, "eye", b.constant(_shape(x)[0])))),
-    "det": lambda b, g, out, x, p: b.make(MUL, (b.make(MUL, (g, out)), _inv_t(b, x))),
-    "logdet": lambda b, g, out, x, p: b.make(MUL, (g, _inv_t(b, x))),
-    "inv": lambda b, g, out, x, p: b.make(OPS["neg"], (_a(b, "matmul", _a(
-        b, "matmul", _a(b, "transpose", out), g), _a(b, "transpose", out)),)),
-}
+def _scatter(xp: GraphArrays, g: SymNode, key: tuple[Any, ...],
+             shape: tuple[int, ...]) -> SymNode:
+    np = arrays.numpy()
+    if not 1 <= len(shape) <= 2:
+        raise _no_form("an index of an array of more than 2 dimensions")
+    parts = list(key) + [(None, None)] * (len(shape) - len(key))
+    axes = []  # per axis: ("one", e) for an index, ("some", S') or ("all", None) for a slice
+    for part, n in zip(parts, shape, strict=True):
+        if isinstance(part, tuple):
+            chosen = range(n)[slice(*part)]
+            if len(chosen) == n:
+                axes.append(("all", None))
+            else:
+                picks = np.zeros((n, len(chosen)))
+                picks[list(chosen), range(len(chosen))] = 1.0
+                axes.append(("some", xp.b.constant(picks)))
+        else:
+            one = np.zeros(n)
+            one[part] = 1.0
+            axes.append(("one", xp.b.constant(one)))
 
+    def put(axis: tuple[str, Any], v: SymNode) -> SymNode:
+        return v if axis[0] == "all" else xp.matmul(axis[1], v)
 
-def has_vjp_form(op_name: str) -> bool:
-    """Whether the array op's gradient can be built as a graph (second derivatives need it)."""
-    return op_name in _VJPS
+    if len(shape) == 1:
+        kind, array = axes[0]
+        return xp.b.make(MUL, (g, array)) if kind == "one" else put(axes[0], g)
+    (row_kind, rows), (column_kind, columns) = axes
+    if row_kind == "one" and column_kind == "one":
+        return xp.b.make(MUL, (g, xp.outer(rows, columns)))
+    if row_kind == "one":
+        return xp.outer(rows, put(axes[1], g))
+    if column_kind == "one":
+        return xp.outer(put(axes[0], g), columns)
+    spread_rows = put(axes[0], g)
+    return spread_rows if column_kind == "all" else xp.matmul(spread_rows,
+                                                             xp.transpose(columns))
 
 
 def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
-              max_nodes: int, seed: int = 17,
-              keep_value: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:
+              max_nodes: int, seed: int = 17, keep_value: bool = False, *,
+              exact: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:
     """d(output)/d(each of ``wrt``) as expressions, and the sample point they carry values at.
 
     ``shapes`` gives every variable's shape (``()`` for a number). The output must be a scalar.
-    ``keep_value`` adds the output itself as ``"__value__"``.
+    ``keep_value`` adds the output itself as ``"__value__"``; ``exact`` builds forms exact at
+    every point, for second derivatives (``GraphArrays.others_product``).
     """
     np = arrays.numpy()
     rng = np.random.default_rng(seed)
@@ -184,7 +316,8 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
     for name, value in point.items():  # square matrices: invertible, positive determinant
         if np.ndim(value) == 2 and value.shape[0] == value.shape[1]:
             point[name] = value + len(value) * np.eye(len(value))
-    b = ArrayBuilder({n: np.asarray(v, dtype=float) for n, v in point.items()}, max_nodes)
+    b = ArrayBuilder({n: np.asarray(v, dtype=float) for n, v in point.items()}, max_nodes,
+                     exact)
     made: dict[int, SymNode] = {}
     for node in nodes_of([program.output]):
         if node.op is VAR:
@@ -225,14 +358,10 @@ def _backward(b: ArrayBuilder, output: SymNode) -> dict[int, SymNode]:
 def _contribution(b: ArrayBuilder, node: SymNode, position: int, g: SymNode) -> SymNode:
     op = node.op
     source = node.inputs[position]
-    if isinstance(op, ArrayOp):
-        rule = _VJPS.get(op.name)
-        if rule is None:
-            raise UsageError(f"gradcli diff has no vectorized form for {op.name} yet",
-                             hint="gradcli eval gives its numeric gradient")
-        if op.name in ("matmul", "outer", "transpose", "inv"):
-            g = spread(b, g, _shape(node))
-        return rule(b, g, node, *node.inputs, position)
+    if isinstance(op, ArrayOp):  # the row's own rule; an array's gradient given whole
+        shape = _shape(node)
+        return op.rules[position](b.arrays, spread(b, g, shape) if shape else g, node,
+                                  *node.inputs)
     part = b.make(MUL, (g, op.rules[position](*node.inputs, node)))
     if len(_shape(part)) < len(_shape(source)):  # a number or a row: broadcasting spreads it
         return part
@@ -365,6 +494,10 @@ def _latex_node(node: SymNode, arg: Callable[[SymNode, int], str], latex: Any) -
         return rf"{arg(inputs[0], 2)} \otimes {arg(inputs[1], 2)}", 1
     if name == "inv":
         return arg(inputs[0], 3) + "^{-1}", 2
+    if name == "index":
+        return f"{arg(inputs[0], 3)}_{{{op.postfix[1:-1]}}}", 3
+    if name == "eq":  # Iverson's bracket: 1 where it holds
+        return rf"\left[{arg(inputs[0], 1)} = {arg(inputs[1], 1)}\right]", 3
     if name in ("ones", "eye"):
         size = latex.number(inputs[0].value)
         return (rf"\mathbf{{1}}_{{{size}}}" if name == "ones" else f"I_{{{size}}}"), 3
@@ -396,6 +529,7 @@ _NUMPY_FORMS = {
                "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True)",
     "log_softmax": "{0} - np.max({0}, axis=-1, keepdims=True) - np.log(np.sum(np.exp({0} - "
                    "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True))",
+    "eq": "({0} == {1}) * 1.0",
     "zeros": "np.zeros(int({0}))", "ones": "np.ones(int({0}))", "eye": "np.eye(int({0}))",
 }
 

@@ -6,9 +6,14 @@ engine/arrays.py applies them with NumPy broadcasting. This table holds what onl
 arrays: products, reductions, linear algebra, indexing and constructors.
 
 A row is HIPS autograd's ``defvjp`` line: ``forward(np, *args)`` and one vector-Jacobian product
-per operand, ``vjp(g, out, *args)``, which receives the gradient ``g`` of the output (the shape of
-``out``) and returns the gradient of that operand (the operand's shape); an op whose value is an
-array also has its ``defjvp``, ``jvp(np, tangents, out, *args)``, for forward mode. ``complex``
+per operand, ``rule(xp, g, out, *args)``, which receives the gradient ``g`` of the output (the
+shape of ``out``) and returns the gradient of that operand (the operand's shape). A rule is
+written once, with arithmetic operators and the few array operations of the namespace ``xp``
+(``Arrays`` below: ``xp.matmul``, ``xp.transpose``, ``xp.sum_last``, ...), as the scalar table's
+rules are written with ``F``: ``NUMPY`` runs it on arrays (the numeric gradient), and
+engine/array_diff.py's graph namespace runs the very same rule on graph nodes, building the
+gradient as an array program (``gradcli diff``, ``--hessian``, ``--hvp``). An op whose value is
+an array also has its ``defjvp``, ``jvp(np, tangents, out, *args)``, for forward mode. ``complex``
 is the form the complex-step check replays (``SAME``: ``forward`` is analytic on complex
 arrays; ``NONE``: ``--check-method complex`` refuses a program where it depends on a variable).
 NumPy is imported only when an array program runs, so none of this costs a scalar program
@@ -25,14 +30,82 @@ between the tied elements; ``dot(x, y)`` is ``sum(x*y)`` of two arrays of one sh
 from __future__ import annotations
 
 import functools
+import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gradcli.engine.ops import NONE, PREC_ATOM, PREC_PRODUCT, SAME, Form
 from gradcli.errors import UsageError
 
-Vjp = Callable[..., Any]
+Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradient
+
+
+class Arrays(Protocol):
+    """What a VJP rule may call besides ``+ - * /`` and unary ``-``: the same names on NumPy
+    arrays (``NUMPY``) and on graph nodes (engine/array_diff.py's ``GraphArrays``, which makes
+    the array program's own nodes: ``matmul`` is ``a@b``, ``eq`` is ``x == y``)."""
+
+    def shape(self, x: Any) -> tuple[int, ...]: ...
+    def matmul(self, a: Any, b: Any) -> Any: ...
+    def outer(self, a: Any, b: Any) -> Any: ...
+    def transpose(self, x: Any) -> Any: ...
+    def inv(self, x: Any) -> Any: ...
+    def eye(self, n: int) -> Any: ...
+    def exp(self, x: Any) -> Any: ...
+    def sign(self, x: Any) -> Any: ...
+    def eq(self, x: Any, y: Any) -> Any: ...  # 1 where x == y, else 0 (its derivative is 0)
+    def sum(self, x: Any) -> Any: ...  # of every element: a number
+
+    def sum_last(self, x: Any) -> Any:
+        """Sums along the last axis, kept as an axis of length 1 (broadcasts back over it)."""
+
+    def spread(self, g: Any, x: Any) -> Any:
+        """A reduction's gradient ``g`` (a number) at every element of ``x``; the graph form
+        leaves it a number, since broadcasting spreads it where a shape needs it."""
+
+    def vector(self, x: Any) -> Any:
+        """The elements of ``x`` as a vector (NumPy's ravel); ``reshape_as`` goes back."""
+
+    def reshape_as(self, v: Any, x: Any) -> Any: ...
+
+    def others_product(self, x: Any, out: Any) -> Any:
+        """At each element, the product of all the other elements (prod's gradient), exact
+        where elements are zero: no division by them."""
+
+    def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any:
+        """Zeros of the shape of ``x`` with ``g`` at ``x[key]`` (an index's gradient)."""
+
+    def take(self, g: Any, position: int) -> Any:
+        """``g[position]`` along the first axis."""
+
+
+class _NumPyArrays:
+    """The ``Arrays`` namespace on NumPy arrays: the numeric gradients (NumPy is imported only
+    when the first array program runs, as everywhere on this path)."""
+
+    def __getattr__(self, name: str) -> Any:
+        np = _np()
+        found = {
+            "shape": operator.attrgetter("shape"), "matmul": np.matmul, "outer": np.outer,
+            "transpose": np.transpose, "inv": np.linalg.inv, "eye": np.eye, "exp": np.exp,
+            "sign": np.sign, "sum": np.sum,
+            "eq": lambda x, y: (x == y).astype(float),
+            # a vector's sum as a number: NumPy reuses a temporary array fast with a number,
+            # slowly with a length-1 array
+            "sum_last": lambda x: np.sum(x, axis=-1, keepdims=True) if x.ndim > 1 else x.sum(),
+            "spread": lambda g, x: np.broadcast_to(g, np.shape(x)),  # a view: no new array
+            "vector": np.ravel,
+            "reshape_as": lambda v, x: np.reshape(v, np.shape(x)),
+            "others_product": _others_product, "scatter": _scatter,
+            "take": lambda g, position: g[position],
+        }[name]
+        setattr(self, name, found)  # cache: the next lookup is a plain attribute
+        return found
+
+
+NUMPY: Arrays = _NumPyArrays()  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,7 +115,7 @@ class ArrayOp:
     name: str
     arity: int
     forward: Callable[..., Any]  # forward(np, *arrays)
-    vjps: tuple[Vjp, ...]  # vjp(g, out, *arrays), one per operand
+    rules: tuple[Vjp, ...]  # rule(xp, g, out, *operands), one per operand
     complex: Callable[..., Any] | Form = field(kw_only=True)
     summary: str = field(kw_only=True)
     domain: Callable[..., str | None] | None = None  # domain(np, *arrays): a message or None
@@ -58,9 +131,14 @@ class ArrayOp:
     jvp: Callable[..., Any] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
-        if len(self.vjps) != self.arity:
+        if len(self.rules) != self.arity:
             raise TypeError(f"array op {self.name}: {self.arity} operands but "
-                            f"{len(self.vjps)} VJPs")
+                            f"{len(self.rules)} VJPs")
+
+    @functools.cached_property
+    def vjps(self) -> tuple[Callable[..., Any], ...]:
+        """The rules on NumPy arrays, ``vjp(g, out, *arrays)``: the numeric gradients."""
+        return tuple(functools.partial(rule, NUMPY) for rule in self.rules)
 
     @property
     def is_function(self) -> bool:
@@ -87,28 +165,17 @@ def _np() -> Any:
 
 # --- helpers: what several rows need -----------------------------------------------------------
 
-def _spread(g: Any, x: Any, scale: float = 1.0) -> Any:
-    """A reduction's gradient: ``g`` (times ``scale``) at every element of ``x`` (a read-only
-    broadcast view: no new array)."""
-    return _np().broadcast_to(g * scale if scale != 1.0 else g, _np().shape(x))
+def _matmul_left(xp: Arrays, g: Any, out: Any, a: Any, b: Any) -> Any:
+    """d(a@b)/da: vector.vector is the dot product, matrix.vector and vector.matrix as NumPy."""
+    if len(xp.shape(b)) == 1:
+        return g * b if len(xp.shape(a)) == 1 else xp.outer(g, b)
+    return xp.matmul(b, g) if len(xp.shape(a)) == 1 else xp.matmul(g, xp.transpose(b))
 
 
-def _matmul_vjps() -> tuple[Vjp, Vjp]:
-    """d(a@b): vector.vector is the dot product, matrix.vector and vector.matrix as NumPy."""
-
-    def da(g: Any, out: Any, a: Any, b: Any) -> Any:
-        np = _np()
-        if b.ndim == 1:
-            return g * b if a.ndim == 1 else np.outer(g, b)
-        return b @ g if a.ndim == 1 else g @ b.T
-
-    def db(g: Any, out: Any, a: Any, b: Any) -> Any:
-        np = _np()
-        if a.ndim == 1:
-            return g * a if b.ndim == 1 else np.outer(a, g)
-        return a.T @ g
-
-    return da, db
+def _matmul_right(xp: Arrays, g: Any, out: Any, a: Any, b: Any) -> Any:
+    if len(xp.shape(a)) == 1:
+        return g * a if len(xp.shape(b)) == 1 else xp.outer(a, g)
+    return xp.matmul(xp.transpose(a), g)
 
 
 def _matmul(np: Any, a: Any, b: Any) -> Any:
@@ -117,10 +184,10 @@ def _matmul(np: Any, a: Any, b: Any) -> Any:
     return np.matmul(a, b)
 
 
-def _extreme_vjp(g: Any, out: Any, x: Any) -> Any:
+def _extreme_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
     """max/min reductions: the tied elements share the gradient equally."""
-    hits = (x == out).astype(float)
-    return g * hits / hits.sum()
+    hits = xp.eq(x, out)
+    return g * hits / xp.sum(hits)
 
 
 def _pick(np: Any, x: Any, largest: bool) -> Any:
@@ -131,14 +198,26 @@ def _pick(np: Any, x: Any, largest: bool) -> Any:
     return x[hits].mean()
 
 
-def _prod_vjp(g: Any, out: Any, x: Any) -> Any:
-    """d prod / d x_i = the product of the others: exclusive cumulative products from both
-    sides, so that a zero element needs no division."""
+def _others_product(x: Any, out: Any) -> Any:
+    """The product of the other elements: exclusive cumulative products from both sides, so
+    that a zero element needs no division."""
     np = _np()
     flat = x.ravel()
     left = np.concatenate(([1.0], np.cumprod(flat[:-1])))
     right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1.0]))
-    return (g * left * right).reshape(x.shape)
+    return (left * right).reshape(x.shape)
+
+
+def _scatter(g: Any, key: tuple[Any, ...], x: Any) -> Any:
+    np = _np()
+    grad = np.zeros(x.shape, dtype=np.result_type(g, float))
+    grad[subscript_of(key)] = g
+    return grad
+
+
+def subscript_of(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An index op's key as a NumPy subscript: ``(start, stop)`` pairs are slices."""
+    return tuple(slice(*part) if isinstance(part, tuple) else part for part in key)
 
 
 def _logsumexp(np: Any, x: Any) -> Any:
@@ -150,14 +229,6 @@ def _log_softmax(np: Any, x: Any) -> Any:
     shifted = x - x.real.max(axis=-1, keepdims=True)  # exp never overflows
     shifted -= np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))  # in place: one array
     return shifted
-
-
-def _log_softmax_vjp(g: Any, out: Any, x: Any) -> Any:
-    """g - softmax(x) * sum(g) along the last axis, in one new array."""
-    np = _np()
-    grad = np.asarray(np.exp(out))
-    grad *= np.sum(g, axis=-1, keepdims=True)
-    return np.subtract(g, grad, out=grad)
 
 
 def _softmax(np: Any, x: Any) -> Any:
@@ -208,8 +279,10 @@ def _shape(x: Any) -> str:
     return "x".join(map(str, x.shape)) or "scalar"
 
 
-def _inv_vjp(g: Any, out: Any, x: Any) -> Any:
-    return -(out.T @ g @ out.T)
+def _inv_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
+    """-X^-T g X^-T."""
+    inverse_t = xp.transpose(out)
+    return -xp.matmul(xp.matmul(inverse_t, g), inverse_t)
 
 
 def _det(np: Any, x: Any) -> Any:
@@ -226,7 +299,7 @@ def _constant(make: Callable[..., Any]) -> Callable[..., Any]:
     return lambda np, n: make(np, int(n.real))
 
 
-def _no_gradient(g: Any, out: Any, n: Any) -> Any:
+def _no_gradient(xp: Arrays, g: Any, out: Any, n: Any) -> Any:
     return 0.0
 
 
@@ -265,60 +338,62 @@ def _constant_jvp(np: Any, tangents: list[Any], out: Any, n: Any) -> Any:
     return np.zeros(np.shape(out))
 
 
-_da, _db = _matmul_vjps()
-
 _ROWS: list[ArrayOp] = [
     # --- products --------------------------------------------------------------------------
-    ArrayOp("matmul", 2, _matmul, (_da, _db), complex=SAME, symbol="@",
+    ArrayOp("matmul", 2, _matmul, (_matmul_left, _matmul_right), complex=SAME, symbol="@",
             precedence=PREC_PRODUCT, jvp=_product_jvp(_matmul),
             summary="matrix product; vector @ vector is the dot product"),
     ArrayOp("dot", 2, lambda np, x, y: np.sum(x * y),
-            (lambda g, out, x, y: g * y, lambda g, out, x, y: g * x),
+            (lambda xp, g, out, x, y: g * y, lambda xp, g, out, x, y: g * x),
             domain=_same_shapes, complex=SAME,
             summary="sum(x*y) of two arrays of one shape (NumPy's vdot)"),
     ArrayOp("outer", 2, lambda np, x, y: np.outer(x, y),
-            (lambda g, out, x, y: (g @ y.ravel()).reshape(x.shape),
-             lambda g, out, x, y: (x.ravel() @ g).reshape(y.shape)),
+            (lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(g, xp.vector(y)), x),
+             lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(xp.transpose(g), xp.vector(x)), y)),
             complex=SAME, jvp=_product_jvp(lambda np, x, y: np.outer(x, y)),
             summary="outer product of two vectors: a matrix"),
-    ArrayOp("transpose", 1, lambda np, x: x.T, (lambda g, out, x: g.T,), postfix="'",
-            complex=SAME, jvp=_linear(lambda np, t: t.T),
+    ArrayOp("transpose", 1, lambda np, x: x.T, (lambda xp, g, out, x: xp.transpose(g),),
+            postfix="'", complex=SAME, jvp=_linear(lambda np, t: t.T),
             summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
-    ArrayOp("sum", 1, lambda np, x: np.sum(x), (lambda g, out, x: _spread(g, x),),
+    ArrayOp("sum", 1, lambda np, x: np.sum(x), (lambda xp, g, out, x: xp.spread(g, x),),
             complex=SAME, summary="sum of the elements"),
-    ArrayOp("mean", 1, lambda np, x: np.mean(x), (lambda g, out, x: _spread(g, x, 1.0 / x.size),),
+    ArrayOp("mean", 1, lambda np, x: np.mean(x),
+            (lambda xp, g, out, x: xp.spread(g / math.prod(xp.shape(x)), x),),
             complex=SAME, summary="mean of the elements"),
-    ArrayOp("prod", 1, lambda np, x: np.prod(x), (_prod_vjp,),
+    ArrayOp("prod", 1, lambda np, x: np.prod(x),
+            (lambda xp, g, out, x: g * xp.others_product(x, out),),
             complex=SAME, summary="product of the elements"),
     ArrayOp("max", 1, lambda np, x: _pick(np, x, True), (_extreme_vjp,),
             complex=SAME, summary="largest element; tied elements share the gradient equally"),
     ArrayOp("min", 1, lambda np, x: _pick(np, x, False), (_extreme_vjp,),
             complex=SAME, summary="smallest element; tied elements share the gradient equally"),
-    ArrayOp("norm", 1, lambda np, x: np.sqrt(np.sum(x * x)), (lambda g, out, x: g * x / out,),
-            domain=_nonzero_norm, complex=SAME,
+    ArrayOp("norm", 1, lambda np, x: np.sqrt(np.sum(x * x)),
+            (lambda xp, g, out, x: g * (x / out),), domain=_nonzero_norm, complex=SAME,
             summary="2-norm of a vector, Frobenius norm of a matrix"),
     ArrayOp("norm1", 1, lambda np, x: np.sum(np.where(x.real < 0, -x, x)),
-            (lambda g, out, x: g * _np().sign(x),), complex=SAME,
+            (lambda xp, g, out, x: g * xp.sign(x),), complex=SAME,
             summary="sum of absolute values; its derivative at 0 is 0, as abs'"),
-    ArrayOp("logsumexp", 1, _logsumexp, (lambda g, out, x: g * _np().exp(x - out),),
+    ArrayOp("logsumexp", 1, _logsumexp, (lambda xp, g, out, x: g * xp.exp(x - out),),
             complex=SAME, summary="log(sum(exp(x))) with the max subtracted (no overflow)"),
     # --- along the last axis --------------------------------------------------------------
     ArrayOp("softmax", 1, _softmax,
-            (lambda g, out, x: out * (g - _np().sum(g * out, axis=-1, keepdims=True)),),
+            (lambda xp, g, out, x: out * (g - xp.sum_last(g * out)),),
             domain=_has_axis, complex=SAME, jvp=_softmax_jvp,
             summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
     ArrayOp("log_softmax", 1, _log_softmax,
-            (_log_softmax_vjp,),
+            # g - softmax(x)*sum(g), written so that NumPy reuses its temporary arrays
+            (lambda xp, g, out, x: xp.exp(out) * -xp.sum_last(g) + g,),
             domain=_has_axis, complex=SAME, jvp=_log_softmax_jvp,
             summary="x - logsumexp(x) along the last axis (rows)"),
     # --- linear algebra -------------------------------------------------------------------
-    ArrayOp("tr", 1, lambda np, x: np.trace(x), (lambda g, out, x: g * _np().eye(len(x)),),
+    ArrayOp("tr", 1, lambda np, x: np.trace(x),
+            (lambda xp, g, out, x: g * xp.eye(xp.shape(x)[0]),),
             domain=_square, complex=SAME, summary="trace of a square matrix"),
-    ArrayOp("det", 1, _det, (lambda g, out, x: g * out * _np().linalg.inv(x).T,),
+    ArrayOp("det", 1, _det, (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
             domain=_invertible, complex=SAME,
             summary="determinant (a singular matrix is an error)"),
-    ArrayOp("logdet", 1, _logdet, (lambda g, out, x: g * _np().linalg.inv(x).T,),
+    ArrayOp("logdet", 1, _logdet, (lambda xp, g, out, x: g * xp.transpose(xp.inv(x)),),
             domain=_positive_determinant, complex=SAME,
             summary="log(det(x)) by slogdet; the determinant must be positive"),
     ArrayOp("inv", 1, lambda np, x: np.linalg.inv(x), (_inv_vjp,), domain=_invertible,
@@ -371,15 +446,13 @@ def _row(name: str, kind: str, written: list[str], arity: int, summary: str,
 def index_op(key: tuple[Any, ...], text: str) -> ArrayOp:
     """``x[key]``: basic NumPy indexing by constant integers and slices (``text`` is how it is
     written, ``[1:3]``). The gradient scatters ``g`` back into zeros of the operand's shape."""
-    subscript = tuple(slice(*part) if isinstance(part, tuple) else part for part in key)
+    subscript = subscript_of(key)
 
     def forward(np: Any, x: Any) -> Any:
         return np.array(x[subscript])
 
-    def vjp(g: Any, out: Any, x: Any) -> Any:
-        grad = _np().zeros(x.shape, dtype=_np().result_type(g, float))
-        grad[subscript] = g
-        return grad
+    def vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
+        return xp.scatter(g, key, x)
 
     return ArrayOp("index", 1, forward, (vjp,), postfix=text, key=key, complex=SAME,
                    jvp=lambda np, tangents, out, x: forward(np, tangents[0]),
@@ -391,7 +464,7 @@ def stack_op(count: int) -> ArrayOp:
     """``[a, b, c]`` with expressions inside: their values stacked into a new first axis."""
 
     def vjp_for(position: int) -> Vjp:
-        return lambda g, out, *args: g[position]
+        return lambda xp, g, out, *args: xp.take(g, position)
 
     def forward(np: Any, *args: Any) -> Any:
         shapes = {np.shape(arg) for arg in args}

@@ -1,10 +1,11 @@
 """Hessians and Hessian-vector products of scalar-output array programs (issue 17).
 
 Exact second derivatives come from reverse mode run twice: engine/array_diff.py builds each
-input's gradient as a graph of array ops (the same VJP rules that give numeric gradients, on
-symbolic nodes), and reverse passes of those gradient graphs seeded with a direction ``v`` (one
-cotangent per input, engine/arrays.py's ``backward_from``) give J(grad)' v = H v, since the
-Hessian is symmetric. The full Hessian is one such product per input element (a column each);
+input's gradient as a graph of array ops (the array ops' own VJP rules, the ones that give
+numeric gradients, run on graph nodes, in forms exact at every point: ``exact=True``), and
+reverse passes of those gradient graphs seeded with a direction ``v`` (one cotangent per
+input, engine/arrays.py's ``backward_from``) give J(grad)' v = H v, since the Hessian is
+symmetric. The full Hessian is one such product per input element (a column each);
 ``--hvp`` is one product.
 
 The check is independent of those rules: central differences of the numeric gradient
@@ -19,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine import arrays
-from gradcli.engine.array_diff import gradients, has_vjp_form, program_shapes
-from gradcli.engine.array_ops import ArrayOp
+from gradcli.engine.array_diff import gradients, program_shapes
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.ops import VAR
 from gradcli.errors import UsageError
@@ -49,9 +49,8 @@ class GradientGraphs:
         self.program = program
         self.names = list(program.variables)
         self.point = {n: node.value for n, node in program.variables.items()}
-        _require_rules(program)
         shapes = program_shapes(program, {}, self.point)
-        found, _ = gradients(program, shapes, self.names, max_nodes)
+        found, _ = gradients(program, shapes, self.names, max_nodes, exact=True)
         outputs = [found[name] for name in self.names]
         leaves = [node for node in nodes_of(outputs) if node.op is VAR]
         self.graph = Program.build_outputs("hessian", outputs, leaves, {})
@@ -96,15 +95,6 @@ class GradientGraphs:
         step = _STEP * max(1.0, reach) / size
         ahead, behind = self.gradient_at(direction, step), self.gradient_at(direction, -step)
         return {n: (ahead[n] - behind[n]) / (2 * step) for n in self.names}, step
-
-
-def _require_rules(program: Program) -> None:
-    """Every op an input reaches has a symbolic VJP (the gradient graph is built of them)."""
-    for node in program.nodes:
-        if isinstance(node.op, ArrayOp) and node.needs_grad and not has_vjp_form(node.op.name):
-            raise UsageError(f"--hessian and --hvp have no second derivatives of {node.op.name} "
-                             "yet (its gradient has no form made of array ops)",
-                             hint="gradcli eval without --hessian/--hvp gives its gradient")
 
 
 def hessian_size_error(elements: int) -> UsageError:
