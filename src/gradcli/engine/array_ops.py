@@ -347,6 +347,8 @@ _ROWS: list[ArrayOp] = [
             (lambda xp, g, out, x, y: g * y, lambda xp, g, out, x, y: g * x),
             domain=_same_shapes, complex=SAME,
             summary="sum(x*y) of two arrays of one shape (NumPy's vdot)"),
+    # NumPy flattens matrices given to outer (xp.vector); the language cannot, so the graph
+    # form of these rules refuses them (a usage error), and their numeric gradient remains
     ArrayOp("outer", 2, lambda np, x, y: np.outer(x, y),
             (lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(g, xp.vector(y)), x),
              lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(xp.transpose(g), xp.vector(x)), y)),
