@@ -216,6 +216,23 @@ def test_python_format_is_a_function_that_imports_only_math():
         assert hessian[i] == pytest.approx(tuple(result.hessian.matrix[a][b] for b in "wx"))
 
 
+def test_python_hessian_names_each_shared_piece_once():
+    # The mixed entries d2f/dxdy and d2f/dydx are one node listed twice: it is one statement,
+    # named once (not two identical statements, with the names between them skipped).
+    text = "x**3*y**2*z + x*y*z"
+    source = differentiate(text, order=2).python()
+    names = [line.split("=")[0].strip() for line in source.splitlines()
+             if line.startswith("    t") and " = " in line]
+    assert names == [f"t{i}" for i in range(1, len(names) + 1)]
+    namespace: dict = {}
+    exec(source, namespace)  # the test runs it; gradcli never does
+    point = {"x": 0.7, "y": -1.3, "z": 1.9}
+    _, _, hessian = namespace["f"](**point)
+    result = gradcli.evaluate(text, point, order=2)
+    for i, a in enumerate("xyz"):
+        assert hessian[i] == pytest.approx(tuple(result.hessian.matrix[a][b] for b in "xyz"))
+
+
 def test_python_names_that_are_keywords_are_renamed():
     source = differentiate("lambda*math", ["lambda"]).python()
     namespace: dict = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
+import operator
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from gradcli.errors import UsageError
 FORMATS = ("text", "latex", "python")
 MUL, WHERE = OPS["mul"], OPS["where"]
 LATEX_LINE_BREAK = " \\\\\n"
+_BY_CREATION = operator.attrgetter("seq")  # a topological order (graph.nodes_of)
 LONG = 400  # an expression longer than this (roughly, in characters) becomes a statement
 
 
@@ -108,6 +110,29 @@ def _uses(nodes: list[Node], outputs: Sequence[Node]) -> dict[int, int]:
     return uses
 
 
+def _nodes_and_uses(outputs: Sequence[Node]) -> tuple[list[Node], dict[int, int]]:
+    """``nodes_of`` and ``_uses`` in one walk: each node's operands are looked at once."""
+    stack = list(dict.fromkeys(outputs))
+    uses = {id(node): 0 for node in stack}
+    found = []
+    pop, push, keep = stack.pop, stack.append, found.append
+    while stack:
+        node = pop()
+        keep(node)
+        for source in node.inputs:
+            key = id(source)
+            count = uses.get(key)
+            if count is None:
+                uses[key] = 1
+                push(source)
+            else:
+                uses[key] = count + 1
+    for node in outputs:
+        uses[id(node)] += 1
+    found.sort(key=_BY_CREATION)
+    return found, uses
+
+
 def presented(outputs: Sequence[Node]) -> list[Node]:
     """The graph as it is printed: ``c*(p*q)`` regrouped as ``c*p*q`` where ``p*q`` is used only
     there. The builder keeps numbers on the left of one product (so that 2*x + 3*x gathers);
@@ -117,8 +142,7 @@ def presented(outputs: Sequence[Node]) -> list[Node]:
 
 def _presented(outputs: Sequence[Node]) -> tuple[list[Node], list[Node], dict[int, int]]:
     """``presented``, with its nodes in topological order and their uses."""
-    nodes = nodes_of(outputs)
-    uses = _uses(nodes, outputs)
+    nodes, uses = _nodes_and_uses(outputs)
     if not any(_regrouped(node, uses) for node in nodes):
         return list(outputs), nodes, uses  # nothing to regroup (canonical forms never need it)
     made: dict[int, Node] = {}

@@ -98,6 +98,9 @@ class Builder:
         self._numbers: dict[float, SymNode] = {}  # nonzero unnamed constants by value
         self._rewriting = 0  # how many rewrites are under way, one inside another
         self.max_nodes = max_nodes  # derivatives can grow fast: past this, a UsageError
+        # Whether some node made here has only constant operands (a piece that did not fold,
+        # such as log(-1) or log(2)): only then need ``check_folded`` look at the graphs.
+        self.constant_operands = False
         # A formula keeps log(2) as log(2) (``fold_constants``); a point wants its digits.
         self.exact_constants = exact_constants
 
@@ -115,6 +118,8 @@ class Builder:
                 hint="ask for a lower --order or fewer --wrt variables, or raise --max-nodes")
         node = SymNode(op, inputs, value, name)
         node.builder = self
+        if inputs and inputs[0].op is CONST and all(s.op is CONST for s in inputs):
+            self.constant_operands = True
         self._table[key] = node
         return node
 
@@ -221,7 +226,9 @@ def substitute(outputs: Sequence[Node], values: Mapping[str, float]) -> list[Sym
 def check_folded(outputs: Sequence[Node]) -> None:
     """Raise the NumericError of the first piece of ``outputs`` that is all numbers yet did not
     fold (log(-1) once x = -1), naming that piece, rather than print it as if fine."""
-    if not _any_unfolded(outputs):  # the usual case: no need to order the nodes
+    if all(type(node) is SymNode and not node.builder.constant_operands for node in outputs):
+        return  # the usual case: their builders made no such piece, so none is in the graphs
+    if not _any_unfolded(outputs):  # no need to order the nodes
         return
     for node in nodes_of(outputs):
         if node.inputs and all(source.op is CONST for source in node.inputs):
