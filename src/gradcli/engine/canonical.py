@@ -120,13 +120,13 @@ class Canonical:
         self.deadline = deadline
         self.named = named
         self.sums: dict[SymNode, Sum] = {}  # node written from a sum -> that sum (exponents)
-        self.keys: dict[SymNode, tuple] = {}  # node -> its place among factors: (sum?, text)
+        self.keys = Places()  # node -> its place among factors: (sum?, text, seq)
         self.made: dict[int, SymNode] = {}  # id(form) -> its node
         self.forms: list[Form] = []  # keeps every form alive while ``made`` holds its id
         self.atoms: dict[SymNode, Term] = {}
         self.term_keys: dict[Term, tuple] = {}
         self.products: dict[SymNode, Factors] = {}  # shared product -> its factors
-        self.signs: dict[SymNode, int] = {}  # POSITIVE or NON_NEGATIVE where that is plain
+        self.signs = Signs()  # POSITIVE or NON_NEGATIVE where that is plain
 
     def run(self, nodes: list, outputs: Sequence[SymNode]) -> list[SymNode]:
         forms: dict[int, Form] = {}
@@ -189,12 +189,7 @@ class Canonical:
         return self.call(op, args)
 
     def leaf(self, node: SymNode) -> SymNode:
-        if node not in self.keys:
-            text = str(node.name) if node.name is not None else "~" + format_number(node.value)
-            self.keys[node] = (False, text, node.seq)
-            if node.op is CONST:
-                self.signs[node] = self.sign(node.value)
-        return node
+        return node  # its place and sign are worked out when asked for (``Places``, ``Signs``)
 
     def call(self, op, args: list[Form]) -> Form:
         if all(isinstance(arg, float) for arg in args):
@@ -213,7 +208,7 @@ class Canonical:
         """POSITIVE or NON_NEGATIVE where the form's own shape shows it (x**2 + 0.5, exp(x),
         relu(x)), else UNKNOWN: a look at its terms and factors, never deeper."""
         if isinstance(form, float):
-            return POSITIVE if form > 0.0 else NON_NEGATIVE if form == 0.0 else UNKNOWN
+            return _number_sign(form)
         if isinstance(form, Sum):  # non-negative terms, one of them positive
             signs = [self.sign(form.const)]
             signs += [self.term_sign(t) if c > 0.0 else UNKNOWN for t, c in form.terms.items()]
@@ -224,12 +219,13 @@ class Canonical:
             if form.coefficient < 0.0:
                 return UNKNOWN
             return min(self.sign(form.coefficient), self.term_sign(form.factors.items()))
-        return self.signs.get(form, UNKNOWN)
+        return self.signs[form]
 
     def term_sign(self, factors) -> int:
         least = POSITIVE
+        signs = self.signs
         for base, exponent in factors:
-            least = min(least, _power_sign(self.signs.get(base, UNKNOWN), exponent))
+            least = min(least, _power_sign(signs[base], exponent))
         return least
 
     def atom(self, node: SymNode) -> Term:
@@ -446,14 +442,7 @@ class Canonical:
 
     def make(self, op, inputs: tuple[SymNode, ...]) -> SymNode:
         """The node op(inputs), as it is (the canonical forms are already simplified)."""
-        node = self.builder.raw(op, inputs)
-        if node not in self.keys:
-            keys = self.keys
-            text = _signature(op, [keys[s][1] for s in inputs], node.needs_grad)
-            self.keys[node] = (op is ADD or op is SUB, text, node.seq)
-            self.signs[node] = _node_sign(op, [self.signs.get(s, UNKNOWN) for s in inputs],
-                                          inputs)
-        return node
+        return self.builder.raw(op, inputs)
 
     def term_key(self, term: Term) -> tuple:
         """A term's place in a sum: by its text, with ``keys``' order of its factors."""
@@ -625,10 +614,66 @@ class Canonical:
         return self.make(POW, (base, exponent))
 
 
+class _ByInputs(dict):
+    """A property of nodes computed from their inputs' (``of``), the first time it is asked for:
+    most nodes a canonical form writes are never sorted nor asked their sign. An explicit
+    stack, so any depth is safe."""
+
+    __slots__ = ()
+
+    def __missing__(self, node: SymNode):
+        stack = [node]
+        while stack:
+            top = stack[-1]
+            missing = [source for source in top.inputs if source not in self]
+            if missing:
+                stack += missing
+                continue
+            stack.pop()
+            if top not in self:
+                self[top] = self.of(top)
+        return self[node]
+
+    def of(self, node: SymNode):
+        raise NotImplementedError
+
+
+class Places(_ByInputs):
+    """node -> (is a sum, its text cut to ``SIGNATURE``, seq): its place among terms and
+    factors (by text, then by creation: deterministic)."""
+
+    __slots__ = ()
+
+    def of(self, node: SymNode) -> tuple:
+        op = node.op
+        if not node.inputs:
+            text = str(node.name) if node.name is not None else "~" + format_number(node.value)
+            return (False, text, node.seq)
+        text = _signature(op, [self[s][1] for s in node.inputs], node.needs_grad)
+        return (op is ADD or op is SUB, text, node.seq)
+
+
+class Signs(_ByInputs):
+    """node -> POSITIVE, NON_NEGATIVE or UNKNOWN, where its shape shows it (``_node_sign``)."""
+
+    __slots__ = ()
+
+    def of(self, node: SymNode) -> int:
+        if node.op is CONST:
+            return _number_sign(node.value)
+        if not node.inputs:
+            return UNKNOWN
+        return _node_sign(node.op, [self[s] for s in node.inputs], node.inputs)
+
+
 UNKNOWN, NON_NEGATIVE, POSITIVE = 0, 1, 2
 _ON_SIGNS = {"sign", "heaviside", "relu", "abs"}
 _POSITIVE_CALLS = {"exp", "cosh", "sigmoid", "softplus"}
 _NON_NEGATIVE_CALLS = {"relu", "abs", "sqrt", "hypot", "heaviside"}
+
+
+def _number_sign(value: float) -> int:
+    return POSITIVE if value > 0.0 else NON_NEGATIVE if value == 0.0 else UNKNOWN
 
 
 def _power_sign(base: int, exponent: float | SymNode) -> int:
