@@ -53,11 +53,14 @@ def print_shared(
     node inside a branch of a conditional is never made a statement: it is written out where it
     is used, inside the branch (``_in_branches_only``)."""
     outputs, nodes, uses = _presented(outputs)
+    shared = _statements(nodes, uses, set(outputs))
+    if shared and lazy:
+        inline = _in_branches_only(nodes, outputs)
+        shared = [node for node in shared if node not in inline]
+    if not shared:
+        return _printed(outputs, nodes, shared, notation)
     taken = {str(n.name) for n in nodes if n.name is not None} | set(reserved)
     taken |= set(CONSTANTS) | set(FUNCTIONS)
-    inline = _in_branches_only(nodes, outputs) if lazy else set()
-    shared = [node for node in _statements(nodes, uses, {id(node) for node in outputs})
-              if id(node) not in inline]
     counter = 0
     for node in shared:  # named while printed (the graph may be printed again, differently)
         counter += 1
@@ -74,61 +77,50 @@ def print_shared(
 def _printed(outputs: Sequence[Node], nodes: list[Node], shared: list[Node],
              notation: Notation) -> Printed:
     texts = expression_texts(nodes, limit=None, notation=notation)
-    position = {id(node): i for i, node in enumerate(nodes)}
-    statements = [(notation.name(str(n.name)), texts[position[id(n)]]) for n in shared]
+    position = {node: i for i, node in enumerate(nodes)}
+    statements = [(notation.name(str(n.name)), texts[position[n]]) for n in shared]
     # An output that is also used by another output prints as its statement's name.
-    named = {id(node) for node in shared}
-    printed = [notation.name(str(n.name)) if id(n) in named else texts[position[id(n)]]
+    named = set(shared)
+    printed = [notation.name(str(n.name)) if n in named else texts[position[n]]
                for n in outputs]
     return Printed(statements, printed)
 
 
-def _in_branches_only(nodes: list[Node], outputs: Sequence[Node]) -> set[int]:
-    """The ids of the nodes that every output reaches only through a branch of a conditional
-    (an explicit stack: no recursion)."""
+def _in_branches_only(nodes: list[Node], outputs: Sequence[Node]) -> set[Node]:
+    """The nodes that every output reaches only through a branch of a conditional (an explicit
+    stack: no recursion)."""
     if not any(node.op is WHERE for node in nodes):
         return set()
-    always: set[int] = set()
+    always: set[Node] = set()
     stack = list(outputs)
     while stack:
         node = stack.pop()
-        if id(node) in always:
+        if node in always:
             continue
-        always.add(id(node))
+        always.add(node)
         stack.extend(node.inputs[:1] if node.op is WHERE else node.inputs)
-    return {id(node) for node in nodes} - always
+    return set(nodes) - always
 
 
-def _uses(nodes: list[Node], outputs: Sequence[Node]) -> dict[int, int]:
-    """How often each node is an operand or an output (a statement pays off from two)."""
-    uses: dict[int, int] = {}
-    for node in nodes:
-        for source in node.inputs:
-            uses[id(source)] = uses.get(id(source), 0) + 1
-    for node in outputs:
-        uses[id(node)] = uses.get(id(node), 0) + 1
-    return uses
-
-
-def _nodes_and_uses(outputs: Sequence[Node]) -> tuple[list[Node], dict[int, int]]:
-    """``nodes_of`` and ``_uses`` in one walk: each node's operands are looked at once."""
+def _nodes_and_uses(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, int]]:
+    """The nodes of ``outputs`` in topological order (``nodes_of``) and how often each is an
+    operand or an output (a statement pays off from two), in one walk."""
     stack = list(dict.fromkeys(outputs))
-    uses = {id(node): 0 for node in stack}
+    uses = dict.fromkeys(stack, 0)
     found = []
-    pop, push, keep = stack.pop, stack.append, found.append
+    pop, push, keep, get = stack.pop, stack.append, found.append, uses.get
     while stack:
         node = pop()
         keep(node)
         for source in node.inputs:
-            key = id(source)
-            count = uses.get(key)
+            count = get(source)
             if count is None:
-                uses[key] = 1
+                uses[source] = 1
                 push(source)
             else:
-                uses[key] = count + 1
+                uses[source] = count + 1
     for node in outputs:
-        uses[id(node)] += 1
+        uses[node] += 1
     found.sort(key=_BY_CREATION)
     return found, uses
 
@@ -140,52 +132,55 @@ def presented(outputs: Sequence[Node]) -> list[Node]:
     return _presented(outputs)[0]
 
 
-def _presented(outputs: Sequence[Node]) -> tuple[list[Node], list[Node], dict[int, int]]:
+def _presented(outputs: Sequence[Node]) -> tuple[list[Node], list[Node], dict[Node, int]]:
     """``presented``, with its nodes in topological order and their uses."""
     nodes, uses = _nodes_and_uses(outputs)
     if not any(_regrouped(node, uses) for node in nodes):
         return list(outputs), nodes, uses  # nothing to regroup (canonical forms never need it)
-    made: dict[int, Node] = {}
+    made: dict[Node, Node] = {}
     for node in nodes:
         if not node.inputs:
-            made[id(node)] = node
+            made[node] = node
             continue
-        inputs = tuple(made[id(source)] for source in node.inputs)
+        inputs = tuple(made[source] for source in node.inputs)
         if _regrouped(node, uses):
-            inner = made[id(node.inputs[1])]
-            made[id(node)] = Node(MUL, (Node(MUL, (inputs[0], inner.inputs[0])), inner.inputs[1]))
+            inner = made[node.inputs[1]]
+            made[node] = Node(MUL, (Node(MUL, (inputs[0], inner.inputs[0])), inner.inputs[1]))
         else:
-            made[id(node)] = Node(node.op, inputs, node.value, node.name)
-    shown = [made[id(node)] for node in outputs]
-    nodes = nodes_of(shown)
-    return shown, nodes, _uses(nodes, shown)
+            made[node] = Node(node.op, inputs, node.value, node.name)
+    shown = [made[node] for node in outputs]
+    nodes, uses = _nodes_and_uses(shown)
+    return shown, nodes, uses
 
 
-def _regrouped(node: Node, uses: dict[int, int]) -> bool:
+def _regrouped(node: Node, uses: dict[Node, int]) -> bool:
     """Whether ``node`` is ``c*(p*q)`` with ``p*q`` used only there (``presented``)."""
     if node.op is not MUL:
         return False
     left, right = node.inputs
-    return (left.op is CONST and right.op is MUL and uses.get(id(right)) == 1
+    return (left.op is CONST and right.op is MUL and uses.get(right) == 1
             and right.name is None)
 
 
-def _statements(nodes: list[Node], uses: dict[int, int], outputs: set[int]) -> list[Node]:
+def _statements(nodes: list[Node], uses: dict[Node, int], outputs: set[Node]) -> list[Node]:
     """The nodes to print as statements: those used twice, and those whose text would grow past
     ``LONG`` characters (so that no text is long and printing stays linear on deep graphs)."""
     named: list[Node] = []
-    size: dict[int, int] = {}
+    size: dict[Node, int] = {}
     for node in nodes:
-        if not node.inputs:
-            size[id(node)] = len(node.name or format_number(node.value))
+        inputs = node.inputs
+        if not inputs:
+            size[node] = len(node.name or format_number(node.value))
             continue
-        size[id(node)] = len(node.op.name) + 4 + sum(size[id(s)] for s in node.inputs)
+        total = len(node.op.name) + 4
+        for source in inputs:
+            total += size[source]
+        size[node] = total
         if node.name is not None:
             continue
-        reused = uses.get(id(node), 0) > 1
-        if reused or (size[id(node)] > LONG and id(node) not in outputs):
+        if uses[node] > 1 or (total > LONG and node not in outputs):
             named.append(node)
-            size[id(node)] = 4
+            size[node] = 4
     return named
 
 
