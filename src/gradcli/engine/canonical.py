@@ -34,7 +34,7 @@ import math
 import time
 from collections.abc import Sequence
 
-from gradcli.engine.graph import nodes_of
+from gradcli.engine.graph import nodes_and_uses, nodes_of
 from gradcli.engine.notation import format_number
 from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR
 from gradcli.engine.symbolic import Builder, SymNode, fold_constants, is_short
@@ -95,12 +95,12 @@ def canonical(outputs: Sequence[SymNode], named: bool = False,
               seconds: float = SECONDS) -> list[SymNode]:
     """``outputs`` in canonical form, in a new builder; ``outputs`` themselves if it gives up.
     ``named`` writes the numbers of ``NAMED`` as calls (for formulas, not for points)."""
-    nodes = nodes_of(list(dict.fromkeys(outputs)))  # an output listed twice is one node
+    nodes, uses = nodes_and_uses(outputs)  # an output listed twice is one node
     limit = SIZE_FACTOR * len(nodes) + SIZE_EXTRA
     builder = Builder(max_nodes=limit + 1, exact_constants=True)
     try:
         work = Canonical(builder, limit, time.process_time() + seconds, named)
-        result = work.run(nodes, outputs)
+        result = work.run(nodes, uses, outputs)
     except TooLarge:
         return list(outputs)
     # The canonical form is written out, never factored in: on graphs it cannot flatten (nested
@@ -121,26 +121,24 @@ class Canonical:
         self.named = named
         self.sums: dict[SymNode, Sum] = {}  # node written from a sum -> that sum (exponents)
         self.keys = Places()  # node -> its place among factors: (sum?, text, seq)
-        self.made: dict[int, SymNode] = {}  # id(form) -> its node
-        self.forms: list[Form] = []  # keeps every form alive while ``made`` holds its id
+        self.made: dict[Sum | Product, SymNode] = {}  # form (by identity) -> its node
         self.atoms: dict[SymNode, Term] = {}
         self.term_keys: dict[Term, tuple] = {}
         self.products: dict[SymNode, Factors] = {}  # shared product -> its factors
         self.signs = Signs()  # POSITIVE or NON_NEGATIVE where that is plain
 
-    def run(self, nodes: list, outputs: Sequence[SymNode]) -> list[SymNode]:
-        forms: dict[int, Form] = {}
-        uses: dict[int, int] = {}  # operand uses over all outputs (as the printer counts them
-        for node in nodes:  # for one output, or fewer: a piece may be named needlessly)
-            for source in node.inputs:
-                uses[id(source)] = uses.get(id(source), 0) + 1
+    def run(self, nodes: list, uses: dict[SymNode, int],
+            outputs: Sequence[SymNode]) -> list[SymNode]:
+        """The canonical forms of ``nodes`` (a topological order), given how often each is an
+        operand over all outputs (as the printer counts them for one output, or fewer: a piece
+        may be named needlessly), written out for ``outputs``."""
+        forms: dict[SymNode, Form] = {}
         shared, form = self.shared, self.form
         for count, node in enumerate(nodes):
             if count % 256 == 255:
                 self.check()
-            args = [shared(forms[id(s)], uses[id(s)]) for s in node.inputs]
-            forms[id(node)] = form(node, args)
-        return [self.node(forms[id(node)]) for node in outputs]
+            forms[node] = form(node, [shared(forms[s], uses[s]) for s in node.inputs])
+        return [self.node(forms[node]) for node in outputs]
 
     def check(self) -> None:
         if len(self.builder._table) > self.limit or time.process_time() > self.deadline:
@@ -433,11 +431,10 @@ class Canonical:
             return form
         if isinstance(form, float):
             return self.leaf(self.builder.constant(form))
-        made = self.made.get(id(form))
+        made = self.made.get(form)
         if made is None:
             made = self.write_sum(form) if isinstance(form, Sum) else self.write_product(form)
-            self.made[id(form)] = made
-            self.forms.append(form)
+            self.made[form] = made
         return made
 
     def make(self, op, inputs: tuple[SymNode, ...]) -> SymNode:

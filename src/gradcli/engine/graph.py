@@ -101,6 +101,27 @@ def nodes_of(outputs: Iterable[Node]) -> list[Node]:
 _by_creation = operator.attrgetter("seq")
 
 
+def nodes_and_uses(outputs: Iterable[Node]) -> tuple[list[Node], dict[Node, int]]:
+    """``nodes_of`` and, in the same walk, how often each node is an operand (0 for an output
+    that is no other node's operand): each node's operands are looked at once."""
+    stack = list(dict.fromkeys(outputs))
+    uses = dict.fromkeys(stack, 0)
+    found = []
+    pop, push, keep, get = stack.pop, stack.append, found.append, uses.get
+    while stack:
+        node = pop()
+        keep(node)
+        for source in node.inputs:
+            count = get(source)
+            if count is None:
+                uses[source] = 1
+                push(source)
+            else:
+                uses[source] = count + 1
+    found.sort(key=_by_creation)
+    return found, uses
+
+
 def last_uses(nodes: list) -> list[int]:
     """For each node, the index of its last user (its own index if it has none)."""
     last = list(range(len(nodes)))

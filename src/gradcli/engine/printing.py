@@ -11,14 +11,13 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
-import operator
 import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gradcli.engine import ops, special
-from gradcli.engine.graph import Node, nodes_of
+from gradcli.engine.graph import Node, nodes_and_uses
 from gradcli.engine.notation import TEXT, Notation, expression_texts, format_number
 from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
 from gradcli.errors import UsageError
@@ -26,7 +25,6 @@ from gradcli.errors import UsageError
 FORMATS = ("text", "latex", "python")
 MUL, WHERE = OPS["mul"], OPS["where"]
 LATEX_LINE_BREAK = " \\\\\n"
-_BY_CREATION = operator.attrgetter("seq")  # a topological order (graph.nodes_of)
 LONG = 400  # an expression longer than this (roughly, in characters) becomes a statement
 
 
@@ -103,26 +101,12 @@ def _in_branches_only(nodes: list[Node], outputs: Sequence[Node]) -> set[Node]:
 
 
 def _nodes_and_uses(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, int]]:
-    """The nodes of ``outputs`` in topological order (``nodes_of``) and how often each is an
-    operand or an output (a statement pays off from two), in one walk."""
-    stack = list(dict.fromkeys(outputs))
-    uses = dict.fromkeys(stack, 0)
-    found = []
-    pop, push, keep, get = stack.pop, stack.append, found.append, uses.get
-    while stack:
-        node = pop()
-        keep(node)
-        for source in node.inputs:
-            count = get(source)
-            if count is None:
-                uses[source] = 1
-                push(source)
-            else:
-                uses[source] = count + 1
+    """The nodes of ``outputs`` in topological order and how often each is an operand or an
+    output (a statement pays off from two)."""
+    nodes, uses = nodes_and_uses(outputs)
     for node in outputs:
         uses[node] += 1
-    found.sort(key=_BY_CREATION)
-    return found, uses
+    return nodes, uses
 
 
 def presented(outputs: Sequence[Node]) -> list[Node]:

@@ -198,18 +198,20 @@ class Builder:
         folded again: this is how bound variables are substituted.
         """
         values = values or {}
-        made: dict[int, SymNode] = {}
+        made: dict[Node, SymNode] = {}
+        make = self.make
         for node in nodes_of(outputs):
-            if node.op is VAR:
+            op = node.op
+            if op is VAR:
                 name = str(node.name)
                 new = self.constant(values[name]) if name in values else self.variable(name)
-            elif node.op is CONST:
+            elif op is CONST:
                 keep = node.name if node.name in CONSTANTS else None
                 new = self.constant(node.value, keep)
             else:
-                new = self.make(node.op, [made[id(source)] for source in node.inputs])
-            made[id(node)] = new
-        return [made[id(node)] for node in outputs]
+                new = make(op, [made[source] for source in node.inputs])
+            made[node] = new
+        return [made[node] for node in outputs]
 
 
 def substitute(outputs: Sequence[Node], values: Mapping[str, float]) -> list[SymNode]:
@@ -296,19 +298,21 @@ def is_short(quotient: float, numerator: float, divisor: float) -> bool:
 def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
     """d(output)/d(each of ``wrt``) as SymNodes: reverse mode with the op table's rules."""
     builder = output.builder
-    grads: dict[int, SymNode] = {id(output): builder.constant(1.0)}
+    make = builder.make
+    grads: dict[Node, SymNode] = {output: builder.constant(1.0)}
     for node in reversed(nodes_of([output])):
-        grad = grads.get(id(node))
-        if grad is None or not node.inputs or not node.needs_grad:
+        grad = grads.get(node)
+        inputs = node.inputs
+        if grad is None or not inputs or not node.needs_grad:
             continue
-        for position, source in enumerate(node.inputs):
+        rules = node.op.rules
+        for position, source in enumerate(inputs):
             if source.needs_grad:
-                partial = node.op.rules[position](*node.inputs, node)
-                contribution = builder.make(MUL, (grad, partial))
-                before = grads.get(id(source))
-                grads[id(source)] = (contribution if before is None
-                                     else builder.make(ADD, (before, contribution)))
-    return [grads.get(id(node), builder.zero()) for node in wrt]
+                contribution = make(MUL, (grad, rules[position](*inputs, node)))
+                before = grads.get(source)
+                grads[source] = (contribution if before is None
+                                 else make(ADD, (before, contribution)))
+    return [grads.get(node, builder.zero()) for node in wrt]
 
 
 # --- at a point: eval's passes on the bound nodes, the rules on SymNodes for the rest -----------
