@@ -97,6 +97,10 @@ class Builder:
         self._table: dict[tuple, SymNode] = {}
         self._numbers: dict[float, SymNode] = {}  # nonzero unnamed constants by value
         self._rewriting = 0  # how many rewrites are under way, one inside another
+        # What make() gave for each (op, inputs) outside any rewrite: the same again (the rules
+        # ask for the same products and sums many times; a rewrite's answer depends only on the
+        # inputs and on how deep it runs, so the answer is reused rather than worked out again).
+        self._made: dict[tuple, SymNode] = {}
         self.max_nodes = max_nodes  # derivatives can grow fast: past this, a UsageError
         # Whether some node made here has only constant operands (a piece that did not fold,
         # such as log(-1) or log(2)): only then need ``check_folded`` look at the graphs.
@@ -155,6 +159,17 @@ class Builder:
         else:
             inputs = tuple([arg if type(arg) is SymNode and arg.builder is self
                             else self.lift(arg) for arg in args])
+        key = ((op.name, inputs[0].seq, inputs[1].seq) if len(inputs) == 2
+               else (op.name, *[node.seq for node in inputs]))
+        if self._rewriting:  # inside a rewrite, what it makes depends on how deep it is
+            return self._simplified(key, op, inputs)
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = self._simplified(key, op, inputs)
+        return made
+
+    def _simplified(self, key: tuple, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
+        """op(inputs), folded or rewritten where a local rule applies, else the node itself."""
         for node in inputs:
             if node.op is not CONST or (node.name is not None and self.exact_constants):
                 break  # a formula keeps pi and e as names
@@ -174,8 +189,6 @@ class Builder:
                 self._rewriting -= 1
         if simpler is not None:
             return simpler
-        key = ((op.name, inputs[0].seq, inputs[1].seq) if len(inputs) == 2
-               else (op.name, *(node.seq for node in inputs)))
         node = self._table.get(key)
         return node if node is not None else self._create(key, op, inputs)
 
