@@ -500,6 +500,16 @@ class Canonical:
         keys = self.keys
         return sorted(term, key=lambda pair: keys[pair[0]])
 
+    def small_sum(self, term: Term) -> Sum | None:
+        """The first factor of ``term`` (in the order of ``keys``) that is a sum of at most
+        ``EXPANDED_TERMS`` terms to the power 1, or None."""
+        sums = self.sums
+        found = [b for b, e in term if e == 1.0 and b in sums
+                 and len(sums[b].terms) <= EXPANDED_TERMS]
+        if not found:
+            return None
+        return sums[found[0] if len(found) == 1 else min(found, key=self.keys.__getitem__)]
+
     def expanded(self, terms: dict[Term, float]) -> dict[Term, float]:
         """The terms with small sums among their factors multiplied out, when that cancels
         terms: t/y + (x/y - 1/y**2)*t*y -> t*x. Else the terms as they are (multiplying out
@@ -507,10 +517,8 @@ class Canonical:
         result: dict[Term, float] = {}
         changed = False
         for term, coefficient in terms.items():
-            inner = next((self.sums[b] for b, e in self.in_order(term) if e == 1.0
-                          and b in self.sums and len(self.sums[b].terms) <= EXPANDED_TERMS),
-                         None)
-            if inner is None or len(term) > EXPANDED_TERMS:
+            inner = self.small_sum(term) if len(term) <= EXPANDED_TERMS else None
+            if inner is None:
                 result[term] = _plus(result.get(term, 0.0), coefficient)
                 continue
             changed = True
@@ -737,6 +745,8 @@ def _common_coefficient(first: float, coefficients, const: float) -> float | Non
     multiplications (2*a - 2*b -> 2*(a - b), but not 8*W - 28 -> 4*(2*W - 7)); or None.
     It divides every coefficient and the constant into integers: their greatest common
     divisor if they are integers, else the smallest coefficient."""
+    if all(abs(c) == 1.0 for c in coefficients):
+        return None  # no multiplication to save
     numbers = [*coefficients, const] if const else [*coefficients]
     if all(n == math.floor(n) and abs(n) < 2.0**53 for n in numbers):
         common = float(math.gcd(*(int(n) for n in numbers)))
