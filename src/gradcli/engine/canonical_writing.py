@@ -1,0 +1,293 @@
+"""Writing canonical forms as graph nodes: the part of ``Canonical`` (engine/canonical.py) that
+turns a sum or a product into nodes -- terms in one order (by their text), a positive term first
+and the number last, negative exponents as division, the sign in front of a quotient, a factor
+every term shares pulled out, a small sum multiplied out where that cancels terms.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gradcli.engine.canonical_forms import (
+    ADD,
+    DIV,
+    EXPANDED_TERMS,
+    FACTORING_DEPTH,
+    MUL,
+    NEG,
+    POW,
+    SIGNATURE,
+    SUB,
+    Factors,
+    Form,
+    Places,
+    Product,
+    Signs,
+    Sum,
+    Term,
+    add_numbers,
+    multiply_numbers,
+)
+from gradcli.engine.symbolic import Builder, SymNode
+
+
+class Writer:
+    """The state of one canonicalization and the writing of its forms as nodes. The forms'
+    arithmetic it uses (``merge``, ``negated``) is its subclass ``Arithmetic``'s."""
+
+    def __init__(self, builder: Builder, limit: int, deadline: float, named: bool) -> None:
+        self.builder = builder
+        self.limit = limit
+        self.deadline = deadline
+        self.named = named
+        self.sums: dict[SymNode, Sum] = {}  # node written from a sum -> that sum (exponents)
+        self.keys = Places()  # node -> its place among factors: (sum?, text, seq)
+        self.made: dict[Sum | Product, SymNode] = {}  # form (by identity) -> its node
+        self.atoms: dict[SymNode, Term] = {}
+        self.term_keys: dict[Term, tuple] = {}
+        self.products: dict[SymNode, Factors] = {}  # shared product -> its factors
+        self.signs = Signs()  # POSITIVE or NON_NEGATIVE where that is plain
+
+
+    def node(self, form: Form) -> SymNode:
+        if isinstance(form, SymNode):
+            return form
+        if isinstance(form, float):
+            return self.leaf(self.builder.constant(form))
+        made = self.made.get(form)
+        if made is None:
+            made = self.write_sum(form) if isinstance(form, Sum) else self.write_product(form)
+            self.made[form] = made
+        return made
+
+
+    def make(self, op, inputs: tuple[SymNode, ...]) -> SymNode:
+        """The node op(inputs), as it is (the canonical forms are already simplified)."""
+        return self.builder.raw(op, inputs)
+
+
+    def term_key(self, term: Term) -> tuple:
+        """A term's place in a sum: by its text, with ``keys``' order of its factors."""
+        key = self.term_keys.get(term)
+        if key is None:
+            keys = self.keys
+            parts = sorted((keys[base], exponent if isinstance(exponent, float) else
+                            keys[exponent][1]) for base, exponent in term)
+            text = "*".join(f"{k[1]}**{e}" for k, e in parts)[:SIGNATURE]
+            key = self.term_keys[term] = (text, min(k[2] for k, _ in parts))
+        return key
+
+
+    def write_sum(self, form: Sum, depth: int = 0) -> SymNode:
+        node = self._write_sum(form, depth)
+        if node.inputs:
+            self.sums.setdefault(node, form)
+        return node
+
+
+    def _write_sum(self, form: Sum, depth: int) -> SymNode:
+        terms = {t: c for t, c in form.terms.items() if c != 0.0}
+        if depth == 0 and len(terms) > 1:
+            terms = self.expanded(terms)
+        if not terms:
+            return self.node(form.const)
+        if form.const == 0.0 and len(terms) == 1:
+            ((term, coefficient),) = terms.items()
+            return self.write_product(Product(coefficient, dict(term)))
+        ordered = sorted(terms, key=self.term_key)
+        common = _common_coefficient(terms[ordered[0]], terms.values(), form.const)
+        if common is not None:  # 6*b - 6*t + 36 -> 6*(b - t + 6), -2*a + 2*b -> -2*(a - b)
+            inner = Sum(form.const / common, {t: c / common for t, c in terms.items()})
+            return self.write_product(Product(common, {self.write_sum(inner, depth): 1.0}))
+        if depth < FACTORING_DEPTH and len(terms) > 1:
+            factored = self.factored(form.const, terms, depth)
+            if factored is not None:
+                return factored
+        first = next((t for t in ordered if terms[t] > 0.0), None)
+        if first is None and form.const > 0.0:  # 14 - 4*W rather than -4*W + 14
+            result, const = self.node(form.const), 0.0
+        else:
+            first = ordered[0] if first is None else first
+            ordered.remove(first)
+            result = self.write_product(Product(terms[first], dict(first)))
+            const = form.const
+        for term in ordered:
+            coefficient = terms[term]
+            op = ADD if coefficient > 0.0 else SUB
+            addend = self.write_product(Product(abs(coefficient), dict(term)))
+            result = self.make(op, (result, addend))
+        if const != 0.0:
+            op = ADD if const > 0.0 else SUB
+            result = self.make(op, (result, self.node(abs(const))))
+        return result
+
+
+    def in_order(self, term: Term) -> list:
+        """A term's (base, exponent) pairs in the order of ``keys``: a frozenset's own order
+        follows the nodes' hashes (their addresses), which differ from run to run."""
+        keys = self.keys
+        return sorted(term, key=lambda pair: keys[pair[0]])
+
+
+    def small_sum(self, term: Term) -> Sum | None:
+        """The first factor of ``term`` (in the order of ``keys``) that is a sum of at most
+        ``EXPANDED_TERMS`` terms to the power 1, or None."""
+        sums = self.sums
+        found = [b for b, e in term if e == 1.0 and b in sums
+                 and len(sums[b].terms) <= EXPANDED_TERMS]
+        if not found:
+            return None
+        return sums[found[0] if len(found) == 1 else min(found, key=self.keys.__getitem__)]
+
+
+    def expanded(self, terms: dict[Term, float]) -> dict[Term, float]:
+        """The terms with small sums among their factors multiplied out, when that cancels
+        terms: t/y + (x/y - 1/y**2)*t*y -> t*x. Else the terms as they are (multiplying out
+        lengthens what does not cancel)."""
+        result: dict[Term, float] = {}
+        changed = False
+        for term, coefficient in terms.items():
+            inner = self.small_sum(term) if len(term) <= EXPANDED_TERMS else None
+            if inner is None:
+                result[term] = add_numbers(result.get(term, 0.0), coefficient)
+                continue
+            changed = True
+            rest = Product(coefficient, {b: e for b, e in term if b not in self.sums
+                                         or self.sums[b] is not inner})
+            for part in (*inner.terms.items(), (None, inner.const)):
+                piece, c = part
+                if c == 0.0:
+                    continue
+                factors = dict(rest.factors)
+                for base, exponent in self.in_order(piece or ()):
+                    self.merge(factors, base, exponent)
+                key = frozenset(factors.items())
+                result[key] = add_numbers(result.get(key, 0.0),
+                                          multiply_numbers(rest.coefficient, c))
+        if not changed:
+            return terms
+        result = {t: c for t, c in result.items() if c != 0.0}
+        return result if len(result) < len(terms) and frozenset() not in result else terms
+
+
+    def factored(self, const: float, terms: dict[Term, float], depth: int) -> SymNode | None:
+        """The sum with a factor that all its terms share pulled out, or None when they share
+        none: x**x*log(x) + x**x -> x**x*(log(x) + 1), a/x + b/x -> (a + b)/x. (Pulling a
+        factor out of some of the terms is not done: it rarely pays for its search.)"""
+        if const != 0.0:
+            return None
+        smallest = min(terms, key=len)
+        bases = {base for base, _ in smallest}
+        for term in terms:
+            bases.intersection_update(base for base, _ in term)
+            if not bases:
+                return None
+        for base in sorted(bases, key=self.keys.__getitem__):
+            exponent = _shared_exponent([e for t in terms for b, e in t if b is base])
+            if exponent is not None:
+                return self.pulled(terms, base, exponent, depth)
+        return None
+
+
+    def pulled(self, terms: dict[Term, float], base: SymNode, exponent: float | SymNode,
+               depth: int) -> SymNode:
+        """base**exponent * (the sum of ``terms`` divided by it)."""
+        negated = self.negated(exponent)
+        inner: dict[Term, float] = {}
+        inner_const = 0.0
+        for term, coefficient in terms.items():
+            factors = dict(term)
+            self.merge(factors, base, negated)
+            if factors:
+                rest = frozenset(factors.items())
+                inner[rest] = add_numbers(inner.get(rest, 0.0), coefficient)
+            else:
+                inner_const = add_numbers(inner_const, coefficient)
+        inside = Sum(inner_const, inner)
+        ordered = sorted(inner, key=self.term_key)
+        common = _common_coefficient(inner[ordered[0]], inner.values(), inner_const) or 1.0
+        if common != 1.0:
+            inside = Sum(inner_const / common, {t: c / common for t, c in inner.items()})
+        return self.write_product(Product(common, {base: exponent,
+                                                    self.write_sum(inside, depth + 1): 1.0}))
+
+
+    def write_product(self, form: Product) -> SymNode:
+        coefficient = form.coefficient
+        if coefficient == 0.0:
+            return self.node(0.0)
+        up, down = [], []
+        keys = self.keys
+        for base in sorted(form.factors, key=keys.__getitem__):
+            exponent = form.factors[base]
+            if isinstance(exponent, float):
+                if exponent > 0.0:
+                    up.append(self.raised(base, exponent))
+                elif exponent < 0.0:
+                    down.append(self.raised(base, -exponent))
+            else:
+                up.append(self.raised(base, exponent))
+        if up:
+            if abs(coefficient) != 1.0:  # the sign goes on the first factor: -3*x*y, -x*y
+                numerator, rest = self.node(coefficient), up
+            elif coefficient < 0.0:
+                numerator, rest = self.make(NEG, (up[0],)), up[1:]
+            else:
+                numerator, rest = up[0], up[1:]
+            for factor in rest:
+                numerator = self.make(MUL, (numerator, factor))
+        else:
+            numerator = self.node(coefficient)
+        if not down:
+            return numerator
+        denominator = down[0]
+        for factor in down[1:]:
+            denominator = self.make(MUL, (denominator, factor))
+        return self.make(DIV, (numerator, denominator))
+
+
+    def raised(self, base: SymNode, exponent: float | SymNode) -> SymNode:
+        if isinstance(exponent, float):
+            if exponent == 1.0:
+                return base
+            return self.make(POW, (base, self.node(exponent)))
+        return self.make(POW, (base, exponent))
+
+
+
+def _common_coefficient(first: float, coefficients, const: float) -> float | None:
+    """The number to pull out of a sum, signed as its first term, when that writes fewer
+    multiplications (2*a - 2*b -> 2*(a - b), but not 8*W - 28 -> 4*(2*W - 7)); or None.
+    It divides every coefficient and the constant into integers: their greatest common
+    divisor if they are integers, else the smallest coefficient."""
+    if all(abs(c) == 1.0 for c in coefficients):
+        return None  # no multiplication to save
+    numbers = [*coefficients, const] if const else [*coefficients]
+    if all(n == math.floor(n) and abs(n) < 2.0**53 for n in numbers):
+        common = float(math.gcd(*(int(n) for n in numbers)))
+    else:
+        common = min(abs(c) for c in coefficients)
+    if common == 1.0:
+        return None
+    for number in numbers:
+        quotient = number / common
+        if quotient != math.floor(quotient) or quotient * common != number:
+            return None
+    before = sum(abs(c) != 1.0 for c in coefficients)
+    after = 1 + sum(abs(c) != common for c in coefficients)
+    return math.copysign(common, first) if after < before else None
+
+
+
+def _shared_exponent(exponents: list[float | SymNode]) -> float | SymNode | None:
+    """The power of a base that several terms share: the smallest of positive numbers (the
+    largest of negative ones), or one symbolic exponent they all have."""
+    if all(isinstance(e, float) for e in exponents):
+        if all(e > 0.0 for e in exponents):
+            return min(exponents)
+        if all(e < 0.0 for e in exponents):
+            return max(exponents)
+        return None
+    first = exponents[0]
+    return first if all(e is first for e in exponents) else None
+
