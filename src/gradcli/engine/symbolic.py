@@ -506,10 +506,11 @@ def _common_factor(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode | None
 
 
 def _add(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
-    if _is(x, 0.0):
-        return y
-    if _is(y, 0.0):
-        return x
+    if x.op is CONST or y.op is CONST:
+        if _is(x, 0.0):
+            return y
+        if _is(y, 0.0):
+            return x
     if _same_condition(x, y):
         return _into_branches(b, ADD, x, y)
     if y.op is NEG:
@@ -546,20 +547,23 @@ def _sub(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
 
 
 def _mul(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
-    if _is(x, 0.0) or _is(y, 0.0):
-        return b.zero()
-    if _is(x, 1.0):
-        return y
-    if _is(y, 1.0):
-        return x
+    number = x.op is CONST or y.op is CONST  # the rules on numbers are tried only then
+    if number:
+        if _is(x, 0.0) or _is(y, 0.0):
+            return b.zero()
+        if _is(x, 1.0):
+            return y
+        if _is(y, 1.0):
+            return x
     if x.op is WHERE or y.op is WHERE:
         return _into_branches(b, MUL, x, y)
-    if _is(x, -1.0):
-        return b.make(NEG, (y,))
-    if _is(y, -1.0):
-        return b.make(NEG, (x,))
-    if _const(y) and not _const(x):
-        return b.make(MUL, (y, x))  # numbers first: 2*x
+    if number:
+        if _is(x, -1.0):
+            return b.make(NEG, (y,))
+        if _is(y, -1.0):
+            return b.make(NEG, (x,))
+        if _const(y) and not _const(x):
+            return b.make(MUL, (y, x))  # numbers first: 2*x
     if x.op is NEG:
         return b.make(NEG, (b.make(MUL, (x.inputs[0], y)),))
     if y.op is NEG:
