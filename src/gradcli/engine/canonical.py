@@ -88,7 +88,6 @@ def canonical(outputs: Sequence[SymNode], named: bool = False,
     return result
 
 
-
 class Canonical(Arithmetic):
     """One canonicalization: the forms of the nodes of a graph (a sum, a product, a number or an
     atom each), made in one topological walk; ``Writer`` writes them as nodes."""
@@ -106,11 +105,9 @@ class Canonical(Arithmetic):
             forms[node] = form(node, [shared(forms[s], uses[s]) for s in node.inputs])
         return [self.node(forms[node]) for node in outputs]
 
-
     def check(self) -> None:
         if len(self.builder._table) > self.limit or time.process_time() > self.deadline:
             raise TooLarge
-
 
     def shared(self, form: Form, uses: int) -> Form:
         """A form merges into its users while it is small (a number times one term, 2*x, when it
@@ -125,7 +122,6 @@ class Canonical(Arithmetic):
             self.products[piece] = form.factors  # in a sum, its term is its factors
             return piece if form.coefficient == 1.0 else Product(form.coefficient, {piece: 1.0})
         return self.node(form)
-
 
     def form(self, node: SymNode, args: list[Form]) -> Form:
         op = node.op
@@ -153,10 +149,8 @@ class Canonical(Arithmetic):
             return self.power(args[0], args[1])
         return self.call(op, args)
 
-
     def leaf(self, node: SymNode) -> SymNode:
         return node  # its place and sign are worked out when asked for (``Places``, ``Signs``)
-
 
     def call(self, op, args: list[Form]) -> Form:
         if all(isinstance(arg, float) for arg in args):
@@ -170,7 +164,6 @@ class Canonical(Arithmetic):
             if self.sign(args[0]) == POSITIVE:
                 return 1.0
         return self.make(op, tuple(self.node(arg) for arg in args))
-
 
 
 
@@ -210,7 +203,6 @@ class Canonical(Arithmetic):
             self.opened(factors, piece)
         return Product(coefficient, factors)
 
-
     def opened(self, factors: Factors, piece: SymNode) -> None:
         """A shared product among factors is multiplied out, in place, where it shares a base
         with them (t1*z with t1 = x*z is x*z**2): else it stays one factor."""
@@ -223,7 +215,6 @@ class Canonical(Arithmetic):
         del factors[piece]
         for base, power in inner.items():
             self.merge(factors, base, power * exponent)
-
 
     def logistic(self, factors: Factors, divisor: SymNode) -> None:
         """exp(u)/(exp(u) + 1) -> sigmoid(u), in place: the identity that makes the derivative
@@ -239,7 +230,6 @@ class Canonical(Arithmetic):
                 factors.get(divisor) == -1.0):
             del factors[power], factors[divisor]
             self.merge(factors, self.make(OPS["sigmoid"], power.inputs), 1.0)
-
 
 
 

@@ -37,7 +37,6 @@ Factors = dict  # base node -> exponent (a float, or a node)
 Term = frozenset  # the (base, exponent) pairs of a product whose coefficient is 1
 
 
-
 class Sum:
     """const + sum(coefficient * term)."""
 
@@ -46,7 +45,6 @@ class Sum:
     def __init__(self, const: float, terms: dict[Term, float]) -> None:
         self.const = const
         self.terms = terms
-
 
 
 class Product:
@@ -69,7 +67,6 @@ Form = float | SymNode | Sum | Product  # a node is an atom: a variable, a call,
 NAMED = {math.log(2.0): ("log", 2.0), math.log(10.0): ("log", 10.0)}
 
 
-
 # --- numbers: folded only while they stay finite and normal ------------------------------------
 
 def add_numbers(a: float, b: float) -> float:
@@ -79,13 +76,11 @@ def add_numbers(a: float, b: float) -> float:
     return result
 
 
-
 def multiply_numbers(a: float, b: float) -> float:
     result = a * b
     if not math.isfinite(result) or (result == 0.0 and a != 0.0 and b != 0.0):
         raise TooLarge
     return result
-
 
 
 def short_quotient(a: float, b: float) -> float | None:
@@ -98,14 +93,12 @@ def short_quotient(a: float, b: float) -> float | None:
     return quotient if is_short(quotient, a, b) else None
 
 
-
 def entries(form: Form) -> int:
     if isinstance(form, Sum):
         return len(form.terms) + 1
     if isinstance(form, Product):
         return len(form.factors) + 1
     return 0
-
 
 
 # --- what a node's inputs tell: its place among terms and factors, its sign ---------------------
@@ -134,7 +127,6 @@ class _ByInputs(dict):
         raise NotImplementedError
 
 
-
 class Places(_ByInputs):
     """node -> (is a sum, its text cut to ``SIGNATURE``, seq): its place among terms and
     factors (by text, then by creation: deterministic)."""
@@ -148,7 +140,6 @@ class Places(_ByInputs):
             return (False, text, node.seq)
         text = signature(op, [self[s][1] for s in node.inputs], node.needs_grad)
         return (op is ADD or op is SUB, text, node.seq)
-
 
 
 class Signs(_ByInputs):
@@ -173,10 +164,8 @@ _POSITIVE_CALLS = {"exp", "cosh", "sigmoid", "softplus"}
 _NON_NEGATIVE_CALLS = {"relu", "abs", "sqrt", "hypot", "heaviside"}
 
 
-
 def number_sign(value: float) -> int:
     return POSITIVE if value > 0.0 else NON_NEGATIVE if value == 0.0 else UNKNOWN
-
 
 
 def power_sign(base: int, exponent: float | SymNode) -> int:
@@ -189,7 +178,6 @@ def power_sign(base: int, exponent: float | SymNode) -> int:
         if exponent % 2.0 == 0.0:
             return NON_NEGATIVE
     return UNKNOWN
-
 
 
 def node_sign(op, signs: list[int], inputs: tuple[SymNode, ...]) -> int:
@@ -205,7 +193,6 @@ def node_sign(op, signs: list[int], inputs: tuple[SymNode, ...]) -> int:
         exponent = inputs[1]
         return power_sign(signs[0], exponent.value if exponent.op is CONST else exponent)
     return UNKNOWN
-
 
 
 def signature(op, inputs: list[str], needs_grad: bool) -> str:

@@ -48,7 +48,6 @@ class Writer:
         self.products: dict[SymNode, Factors] = {}  # shared product -> its factors
         self.signs = Signs()  # POSITIVE or NON_NEGATIVE where that is plain
 
-
     def node(self, form: Form) -> SymNode:
         if isinstance(form, SymNode):
             return form
@@ -60,11 +59,9 @@ class Writer:
             self.made[form] = made
         return made
 
-
     def make(self, op, inputs: tuple[SymNode, ...]) -> SymNode:
         """The node op(inputs), as it is (the canonical forms are already simplified)."""
         return self.builder.raw(op, inputs)
-
 
     def term_key(self, term: Term) -> tuple:
         """A term's place in a sum: by its text, with ``keys``' order of its factors."""
@@ -77,13 +74,11 @@ class Writer:
             key = self.term_keys[term] = (text, min(k[2] for k, _ in parts))
         return key
 
-
     def write_sum(self, form: Sum, depth: int = 0) -> SymNode:
         node = self._write_sum(form, depth)
         if node.inputs:
             self.sums.setdefault(node, form)
         return node
-
 
     def _write_sum(self, form: Sum, depth: int) -> SymNode:
         terms = {t: c for t, c in form.terms.items() if c != 0.0}
@@ -121,13 +116,11 @@ class Writer:
             result = self.make(op, (result, self.node(abs(const))))
         return result
 
-
     def in_order(self, term: Term) -> list:
         """A term's (base, exponent) pairs in the order of ``keys``: a frozenset's own order
         follows the nodes' hashes (their addresses), which differ from run to run."""
         keys = self.keys
         return sorted(term, key=lambda pair: keys[pair[0]])
-
 
     def small_sum(self, term: Term) -> Sum | None:
         """The first factor of ``term`` (in the order of ``keys``) that is a sum of at most
@@ -138,7 +131,6 @@ class Writer:
         if not found:
             return None
         return sums[found[0] if len(found) == 1 else min(found, key=self.keys.__getitem__)]
-
 
     def expanded(self, terms: dict[Term, float]) -> dict[Term, float]:
         """The terms with small sums among their factors multiplied out, when that cancels
@@ -169,7 +161,6 @@ class Writer:
         result = {t: c for t, c in result.items() if c != 0.0}
         return result if len(result) < len(terms) and frozenset() not in result else terms
 
-
     def factored(self, const: float, terms: dict[Term, float], depth: int) -> SymNode | None:
         """The sum with a factor that all its terms share pulled out, or None when they share
         none: x**x*log(x) + x**x -> x**x*(log(x) + 1), a/x + b/x -> (a + b)/x. (Pulling a
@@ -187,7 +178,6 @@ class Writer:
             if exponent is not None:
                 return self.pulled(terms, base, exponent, depth)
         return None
-
 
     def pulled(self, terms: dict[Term, float], base: SymNode, exponent: float | SymNode,
                depth: int) -> SymNode:
@@ -211,11 +201,14 @@ class Writer:
         return self.write_product(Product(common, {base: exponent,
                                                     self.write_sum(inside, depth + 1): 1.0}))
 
-
     def write_product(self, form: Product) -> SymNode:
         coefficient = form.coefficient
         if coefficient == 0.0:
             return self.node(0.0)
+        if coefficient == 1.0 and len(form.factors) == 1:  # the usual term: one base
+            ((base, exponent),) = form.factors.items()
+            if exponent.__class__ is float and exponent > 0.0:
+                return self.raised(base, exponent)
         up, down = [], []
         keys = self.keys
         for base in sorted(form.factors, key=keys.__getitem__):
@@ -245,14 +238,12 @@ class Writer:
             denominator = self.make(MUL, (denominator, factor))
         return self.make(DIV, (numerator, denominator))
 
-
     def raised(self, base: SymNode, exponent: float | SymNode) -> SymNode:
         if isinstance(exponent, float):
             if exponent == 1.0:
                 return base
             return self.make(POW, (base, self.node(exponent)))
         return self.make(POW, (base, exponent))
-
 
 
 def _common_coefficient(first: float, coefficients, const: float) -> float | None:
@@ -276,7 +267,6 @@ def _common_coefficient(first: float, coefficients, const: float) -> float | Non
     before = sum(abs(c) != 1.0 for c in coefficients)
     after = 1 + sum(abs(c) != common for c in coefficients)
     return math.copysign(common, first) if after < before else None
-
 
 
 def _shared_exponent(exponents: list[float | SymNode]) -> float | SymNode | None:

@@ -119,7 +119,10 @@ def presented(outputs: Sequence[Node]) -> list[Node]:
 def _presented(outputs: Sequence[Node]) -> tuple[list[Node], list[Node], dict[Node, int]]:
     """``presented``, with its nodes in topological order and their uses."""
     nodes, uses = _nodes_and_uses(outputs)
-    if not any(_regrouped(node, uses) for node in nodes):
+    for node in nodes:  # (a loop, not any(): printing runs once per derivative)
+        if node.op is MUL and _regrouped(node, uses):
+            break
+    else:
         return list(outputs), nodes, uses  # nothing to regroup (canonical forms never need it)
     made: dict[Node, Node] = {}
     for node in nodes:
