@@ -110,12 +110,14 @@ class Arithmetic(Writer):
         return Product(1.0, {form: 1.0})
 
     def add(self, left: Sum, right: Sum, sign: float) -> Sum:
-        const = add_numbers(left.const, multiply_numbers(sign, right.const))
+        """left + sign * right, for a sign of 1 or -1 (which never overflows a number, so only
+        the sums are checked: ``add_numbers``)."""
+        const = add_numbers(left.const, sign * right.const)
         if sign == 1.0 and len(right.terms) > len(left.terms):
             left, right = right, left
         terms = dict(left.terms)
         for term, coefficient in right.terms.items():
-            total = add_numbers(terms.get(term, 0.0), multiply_numbers(sign, coefficient))
+            total = add_numbers(terms.get(term, 0.0), sign * coefficient)
             if total == 0.0:
                 terms.pop(term, None)
             else:

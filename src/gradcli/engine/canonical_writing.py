@@ -66,7 +66,12 @@ class Writer:
     def term_key(self, term: Term) -> tuple:
         """A term's place in a sum: by its text, with ``keys``' order of its factors."""
         key = self.term_keys.get(term)
-        if key is None:
+        if key is None and len(term) == 1:  # the usual term: one base, nothing to sort
+            ((base, exponent),) = term
+            place = self.keys[base]
+            power = exponent if isinstance(exponent, float) else self.keys[exponent][1]
+            key = self.term_keys[term] = (f"{place[1]}**{power}"[:SIGNATURE], place[2])
+        elif key is None:
             keys = self.keys
             parts = sorted((keys[base], exponent if isinstance(exponent, float) else
                             keys[exponent][1]) for base, exponent in term)
