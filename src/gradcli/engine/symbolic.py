@@ -495,6 +495,8 @@ def _factors(node: SymNode) -> tuple[SymNode, SymNode | None]:
 
 def _common_factor(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode | None:
     """p*q ± p*s -> p*(q ± s) (any pairing); p ± p*s -> p*(1 ± s)."""
+    if x.op is not MUL and y.op is not MUL:
+        return None  # only x ± x would pair, and like terms are gathered before
     (p, q), (r, s) = _factors(x), _factors(y)
     for left, right, other_x, other_y in ((p, r, q, s), (p, s, q, r), (q, r, p, s), (q, s, p, r)):
         if left is not None and left is right and not _const(left):
