@@ -18,7 +18,7 @@ from test_properties import expressions, points
 import gradcli
 from gradcli.api import differentiate
 from gradcli.engine.derivatives import partial_evaluate
-from gradcli.engine.graph import Program, forward, nodes_of
+from gradcli.engine.graph import Program, forward, nodes_and_uses, nodes_of
 from gradcli.engine.ops import OPS
 from gradcli.engine.printing import presented, print_shared, to_text
 from gradcli.engine.symbolic import Builder, gradients
@@ -177,6 +177,46 @@ def test_printed_derivatives_parse_back_to_the_reverse_mode_gradient(expression,
         assert reparsed == forward(direct.nodes)  # the printer is exact: same graph, same floats
         assert math.isclose(reparsed, numeric.gradients[name], rel_tol=1e-8, abs_tol=1e-8), (
             text, name, printed)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expressions)
+def test_builder_reuses_its_answers_as_a_fresh_builder_would_give_them(expression):
+    # make() keeps what it gave for an (op, inputs) and gives it again: the derivatives built
+    # after others in one builder print exactly as each built alone in a fresh builder.
+    text, _ = expression
+    program = parse(text)
+    names = list(program.variables)
+    shared = Builder()
+    (output,) = shared.import_graph([program.output])
+    together = gradients(output, [shared.variable(n) for n in names])
+    again = gradients(output, [shared.variable(n) for n in names])
+    assert all(a is b for a, b in zip(together, again, strict=True))  # the same nodes
+    for name, grad in zip(names, together, strict=True):
+        alone = Builder()
+        (fresh,) = alone.import_graph([program.output])
+        (expected,) = gradients(fresh, [alone.variable(name)])
+        assert to_text(grad) == to_text(expected), (text, name)
+
+
+def test_nodes_and_uses_counts_every_operand_edge_in_topological_order():
+    # against nodes_of and a plain count over the graph's edges (a node used twice by one
+    # user counts twice; an output counts only where it is an operand)
+    b = Builder()
+    x, y = b.variable("x"), b.variable("y")
+    a = b.raw(OPS["sin"], (x,))
+    p = b.raw(OPS["mul"], (a, a))  # raw: as written (make would write a**2)
+    q = b.raw(OPS["add"], (p, y))
+    r = b.raw(OPS["exp"], (q,))
+    outputs = [r, q, r, p]
+    nodes, uses = nodes_and_uses(outputs)
+    assert nodes == nodes_of(outputs)
+    edges: dict = {}
+    for node in nodes:
+        for source in node.inputs:
+            edges[source] = edges.get(source, 0) + 1
+    assert uses == {node: edges.get(node, 0) for node in nodes}
+    assert uses[a] == 2 and uses[r] == 0
 
 
 def test_partial_evaluation_of_the_seed_example():

@@ -81,8 +81,9 @@ def topological_order(output: Node) -> list[Node]:
 
 
 def nodes_of(outputs: Iterable[Node]) -> list[Node]:
-    """Every node the outputs depend on, inputs before users, ordered by creation number."""
-    stack = list(outputs)
+    """Every node the outputs depend on, once each (an output listed twice too), inputs before
+    users, ordered by creation number."""
+    stack = list(dict.fromkeys(outputs))
     seen = set(stack)  # nodes hash by identity
     found = []
     # Bound methods in locals: this walk runs several times per derivative printed.
