@@ -122,7 +122,8 @@ class Builder:
                 hint="ask for a lower --order or fewer --wrt variables, or raise --max-nodes")
         node = SymNode(op, inputs, value, name)
         node.builder = self
-        if inputs and inputs[0].op is CONST and all(s.op is CONST for s in inputs):
+        if (inputs and inputs[0].op is CONST and inputs[-1].op is CONST
+                and (len(inputs) < 3 or all(s.op is CONST for s in inputs))):
             self.constant_operands = True
         self._table[key] = node
         return node
