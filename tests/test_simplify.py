@@ -76,6 +76,29 @@ def test_mixed_second_derivatives_print_the_same(text):
         assert hessian["x"]["y"] == "6*x**2*y" and hessian["x"]["x"] == "6*x*y**2"
 
 
+def test_second_derivatives_of_logistic_regression_come_out_as_by_hand():
+    """The cross-entropy of sigmoid(w*x + b) against y: by hand, d2/dw2 = x^2 s (1 - s),
+    d2/dx dy = -w, d2/db dx = w s (1 - s), with s = sigmoid(w*x + b). Multiplying out small
+    sums where a factor pulled out leaves y - (y - 1) inside, or where a product's factors
+    cancel against its sum (t1*t2*(-1/t1 - 1/t2) with t2 = 1 - t1), gets there; the mixed
+    derivatives agree both ways round."""
+    program = "p = sigmoid(w*x + b); -(y*log(p) + (1 - y)*log(1 - p))"
+    hessian = gradcli.differentiate(program, order=2).texts()
+    s = "t1 = sigmoid(b + w*x); "
+    assert hessian["x"]["x"] == s + "t1*w**2*(1 - t1)"
+    assert hessian["w"]["w"] == s + "t1*x**2*(1 - t1)"
+    assert hessian["b"]["b"] == s + "t1*(1 - t1)"
+    assert hessian["x"]["y"] == hessian["y"]["x"] == "-w"
+    assert hessian["y"]["b"] == hessian["b"]["y"] == "-1"
+    at = {"x": 1.5, "y": 0.25, "w": -0.8, "b": 0.3}
+    sigmoid = 1 / (1 + math.exp(-(at["w"] * at["x"] + at["b"])))
+    by_hand = {("x", "b"): at["w"] * sigmoid * (1 - sigmoid),
+               ("w", "x"): at["w"] * at["x"] * sigmoid * (1 - sigmoid) + sigmoid - at["y"]}
+    for (a, b), expected in by_hand.items():
+        assert _at(hessian[a][b], at) == pytest.approx(expected, rel=1e-12)
+        assert _at(hessian[b][a], at) == pytest.approx(expected, rel=1e-12)
+
+
 @pytest.mark.parametrize(("text", "wrt", "expected"), [
     ("x*y - y*x + z", "z", "1"),  # like terms whatever their order
     ("2*x + 3*x - 5*x + y", "y", "1"),

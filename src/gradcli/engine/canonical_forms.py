@@ -19,7 +19,10 @@ MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by it
 SHARED_SUM_LIMIT, SHARED_PRODUCT_LIMIT = 8, 3
 DISTRIBUTED_TERMS = 2  # a number multiplies out a sum of at most this many terms
 OPENED_LEVELS = 4  # shared products within shared products multiplied out in a term
-EXPANDED_TERMS = 3  # sums of at most this many terms are multiplied out when that cancels
+EXPANDED_TERMS = 3  # sums of at most this many terms are multiplied out when that cancels,
+EXPANDED_FACTORS = 4  # in terms of at most this many factors
+EXPANSION_ROUNDS, EXPANSION_GROWTH = 3, 4  # multiplied out this many times, while the terms
+# stay at most this many times as many (plus as many again): linear in the sum's size
 FACTORING_DEPTH = 4  # common factors are pulled out of a sum at most this many levels deep
 SIZE_FACTOR, SIZE_EXTRA = 4, 2_000  # stop past SIZE_FACTOR * input nodes + SIZE_EXTRA made
 SECONDS = 10.0  # ... or past this much CPU time (a safety net: the pass is linear)

@@ -11,7 +11,10 @@ import math
 from gradcli.engine.canonical_forms import (
     ADD,
     DIV,
+    EXPANDED_FACTORS,
     EXPANDED_TERMS,
+    EXPANSION_GROWTH,
+    EXPANSION_ROUNDS,
     FACTORING_DEPTH,
     MUL,
     NEG,
@@ -28,6 +31,7 @@ from gradcli.engine.canonical_forms import (
     add_numbers,
     multiply_numbers,
 )
+from gradcli.engine.ops import CONST
 from gradcli.engine.symbolic import Builder, SymNode
 
 
@@ -87,8 +91,10 @@ class Writer:
 
     def _write_sum(self, form: Sum, depth: int) -> SymNode:
         terms = {t: c for t, c in form.terms.items() if c != 0.0}
-        if depth == 0 and len(terms) > 1:
-            terms = self.expanded(terms)
+        if len(terms) > 1:
+            terms, const = self.expanded(terms, form.const)
+            if const != form.const:
+                form = Sum(const, terms)
         if not terms:
             return self.node(form.const)
         if form.const == 0.0 and len(terms) == 1:
@@ -137,18 +143,43 @@ class Writer:
             return None
         return sums[found[0] if len(found) == 1 else min(found, key=self.keys.__getitem__)]
 
-    def expanded(self, terms: dict[Term, float]) -> dict[Term, float]:
-        """The terms with small sums among their factors multiplied out, when that cancels
-        terms: t/y + (x/y - 1/y**2)*t*y -> t*x. Else the terms as they are (multiplying out
-        lengthens what does not cancel)."""
+    def expanded(self, terms: dict[Term, float], const: float) -> tuple[dict[Term, float], float]:
+        """The terms (and the constant) with small sums among their factors multiplied out, in
+        up to ``EXPANSION_ROUNDS`` rounds, when that leaves fewer terms: t/y + (x/y - 1/y**2)*t*y
+        is t*x; y - (y - 1), left inside when a factor is pulled out, is 1; t1*t2*(1/t1 + 1/t2)
+        with t2 = 1 - t1 is 1. Else the terms as they are (multiplying out lengthens what does
+        not cancel). Fewer terms are better (a number counts as half a term), then fewer
+        factors: t1*w*t2*(1/t2 - 1/t1) with t2 = 1 - t1 is -w."""
+        current, number = terms, const
+        cap = EXPANSION_GROWTH * len(terms) + EXPANSION_GROWTH
+        for _ in range(EXPANSION_ROUNDS):
+            step = self._expanded_once(current, number)
+            if step is None or len(step[0]) > cap:
+                break
+            current, number, cancelled = step
+            if not cancelled:  # a round that merged nothing: the next would not pay either
+                break
+        if current is not terms and _cost(current, number) < _cost(terms, const):
+            return current, number
+        return terms, const
+
+    def _expanded_once(self, terms: dict[Term, float],
+                       const: float) -> tuple[dict[Term, float], float, bool] | None:
+        """Each term's first small sum multiplied out (None if no term has one), and whether
+        any two terms or two factors met (else nothing can have cancelled)."""
+        sums = self.sums
+        inners = [self.small_sum(term) if len(term) <= EXPANDED_FACTORS
+                  and not sums.keys().isdisjoint(base for base, _ in term) else None
+                  for term in terms]
+        if not any(inners):
+            return None
         result: dict[Term, float] = {}
-        changed = False
-        for term, coefficient in terms.items():
-            inner = self.small_sum(term) if len(term) <= EXPANDED_TERMS else None
+        met = False
+        for (term, coefficient), inner in zip(terms.items(), inners, strict=True):
             if inner is None:
+                met = met or term in result
                 result[term] = add_numbers(result.get(term, 0.0), coefficient)
                 continue
-            changed = True
             rest = Product(coefficient, {b: e for b, e in term if b not in self.sums
                                          or self.sums[b] is not inner})
             for part in (*inner.terms.items(), (None, inner.const)):
@@ -159,12 +190,13 @@ class Writer:
                 for base, exponent in self.in_order(piece or ()):
                     self.merge(factors, base, exponent)
                 key = frozenset(factors.items())
+                met = met or key in result or (piece is not None and len(factors) < len(
+                    rest.factors.keys() | {base for base, _ in piece}))  # a base cancelled
                 result[key] = add_numbers(result.get(key, 0.0),
                                           multiply_numbers(rest.coefficient, c))
-        if not changed:
-            return terms
-        result = {t: c for t, c in result.items() if c != 0.0}
-        return result if len(result) < len(terms) and frozenset() not in result else terms
+        number = add_numbers(const, result.pop(frozenset(), 0.0))
+        met = met or (number != 0.0 and const != 0.0)
+        return {t: c for t, c in result.items() if c != 0.0}, number, met
 
     def factored(self, const: float, terms: dict[Term, float], depth: int) -> SymNode | None:
         """The sum with a factor that all its terms share pulled out, or None when they share
@@ -203,13 +235,26 @@ class Writer:
         common = _common_coefficient(inner[ordered[0]], inner.values(), inner_const) or 1.0
         if common != 1.0:
             inside = Sum(inner_const / common, {t: c / common for t, c in inner.items()})
-        return self.write_product(Product(common, {base: exponent,
-                                                    self.write_sum(inside, depth + 1): 1.0}))
+        written = self.write_sum(inside, depth + 1)
+        if written.op is CONST and written.name is None:  # y - (y - 1) multiplied out: 1
+            return self.write_product(Product(multiply_numbers(common, written.value),
+                                              {base: exponent}))
+        return self.write_product(Product(common, {base: exponent, written: 1.0}))
 
     def write_product(self, form: Product) -> SymNode:
+        form = _numbers_folded(form)
         coefficient = form.coefficient
         if coefficient == 0.0:
             return self.node(0.0)
+        factors = form.factors
+        if 1 < len(factors) <= EXPANDED_FACTORS and not self.sums.keys().isdisjoint(factors):
+            term = frozenset(factors.items())  # t1*(1/t1 + 1/t2)*t2 with t2 = 1 - t1 is 1
+            inner = self.small_sum(term)
+            if inner is not None and any(  # a factor that a term of the sum could cancel
+                    base in factors for piece in inner.terms for base, _ in piece):
+                terms, const = self.expanded({term: coefficient}, 0.0)
+                if term not in terms:
+                    return self.write_sum(Sum(const, terms), FACTORING_DEPTH)
         if coefficient == 1.0 and len(form.factors) == 1:  # the usual term: one base
             ((base, exponent),) = form.factors.items()
             if exponent.__class__ is float and exponent > 0.0:
@@ -249,6 +294,35 @@ class Writer:
                 return base
             return self.make(POW, (base, self.node(exponent)))
         return self.make(POW, (base, exponent))
+
+
+def _power(base: float, exponent: float) -> float:
+    try:
+        return base ** exponent if exponent != 1.0 else base
+    except OverflowError:
+        return math.copysign(math.inf, base)
+
+
+def _cost(terms: dict[Term, float], const: float) -> tuple[float, int]:
+    """What a sum costs to write: its terms (a number half a term), then their factors."""
+    return len(terms) + 0.5 * (const != 0.0), sum(len(term) for term in terms)
+
+
+def _numbers_folded(form: Product) -> Product:
+    """The product with its number bases to positive powers (a shared sum written as the
+    number it multiplied out to: t1*(t1 + t2 - t1 - 1 + 2)) folded into the coefficient."""
+    factors = form.factors
+    if all(base.op is not CONST or base.name is not None for base in factors):
+        return form
+    coefficient = form.coefficient
+    kept: Factors = {}
+    for base, exponent in factors.items():
+        if base.op is CONST and base.name is None and isinstance(exponent, float) and (
+                exponent > 0.0):  # not 3**-1: that is 1/3, exact as written
+            coefficient = multiply_numbers(coefficient, _power(base.value, exponent))
+        else:
+            kept[base] = exponent
+    return Product(coefficient, kept)
 
 
 def _common_coefficient(first: float, coefficients, const: float) -> float | None:
