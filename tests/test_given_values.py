@@ -338,8 +338,10 @@ def test_a_hessian_with_free_variables_is_a_usage_error():
 EVAL_OPTIONS = {"set", "file", "json", "no_check", "no-check", "rtol", "atol", "check-method",
                 "check_method", "csv", "order", "hessian", "strict", "max-nodes", "max_nodes",
                 "check-nodes", "check_nodes", "help", "f", "h"}
+KEYWORDS = {"if", "else", "and", "or", "not"}  # the grammar's words: never names
 names = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,4}", fullmatch=True).filter(
-    lambda n: n not in CONSTANTS and n not in FUNCTIONS and n not in EVAL_OPTIONS)
+    lambda n: n not in CONSTANTS and n not in FUNCTIONS and n not in EVAL_OPTIONS
+    and n not in KEYWORDS)
 
 
 @st.composite
