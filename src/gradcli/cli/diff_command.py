@@ -136,8 +136,8 @@ def run_diff(request: DiffRequest) -> int:
     try:
         program = parse(source, request.max_nodes)
         request.given.check_used(program)
-        if program.outputs:  # f, g: the Jacobian's entries (docs/matrix-calculus.md)
-            return _diff_outputs(request, program)
+        if program.outputs and not _has_array_parts(request, program):
+            return _diff_outputs(request, program)  # f, g: the Jacobian's entries
         if program.arrays or request.shapes or _has_arrays(request.values):
             return _diff_arrays(request, program)
         derivatives = differentiate(program, request.wrt, request.order, request.values,
@@ -168,32 +168,72 @@ def _has_arrays(values: dict[str, Any]) -> bool:
     return any(hasattr(value, "ndim") or isinstance(value, list) for value in values.values())
 
 
+def _has_array_parts(request: DiffRequest, program: Any) -> bool:
+    """Shapes, array values or an array op: several outputs are then differentiated on the
+    array path (a program with outputs is marked ``arrays`` whether it has any or not)."""
+    from gradcli.engine.array_ops import ArrayOp
+
+    return bool(request.shapes) or _has_arrays(request.values) or any(
+        isinstance(node.op, ArrayOp) for node in program.nodes)
+
+
 def _diff_arrays(request: DiffRequest, program: Any) -> int:
     """``gradcli diff "sum((W@x - t)**2)" --shape W=3x2 ...``: vectorized gradients, as
-    expressions with no indices (docs/matrix-calculus.md)."""
+    expressions with no indices; the Jacobian of an array output or of several outputs;
+    ``--order 2`` the Hessian (docs/matrix-calculus.md)."""
     from gradcli.engine.array_diff import array_derivatives, program_shapes
+    from gradcli.engine.array_jacobian import has_array_output, hessian_blocks, jacobian_blocks
 
-    if request.order != 1:
-        raise UsageError("the derivatives of an array program are printed at order 1",
-                         hint="drop --order")
     shapes = program_shapes(program, request.shapes or {}, request.values)
+    several = has_array_output(program, shapes)
+    if request.order > 2 or (several and request.order != 1):
+        raise UsageError("the derivatives of an array program are printed at order 1 (the "
+                         "gradient, or the Jacobian of several outputs or an array output) or "
+                         "2 (the Hessian of one scalar output)", hint="use --order 1 or 2")
+    if request.fmt == "python" and (several or request.order == 2):
+        raise UsageError("--format python writes the value and gradients of one scalar output",
+                         hint="use --format text or latex for a Jacobian or a Hessian")
     if request.fmt == "python" and not request.as_json:
         from gradcli.engine.array_diff import to_numpy
 
         click.echo(to_numpy(program, shapes, request.wrt, request.max_nodes), nl=False)
         return ExitStatus.OK
-    texts = array_derivatives(program, shapes, request.wrt, request.max_nodes,
-                              "latex" if request.fmt == "latex" else "text")
+    fmt = "latex" if request.fmt == "latex" else "text"
+    if several:
+        rows = jacobian_blocks(program, shapes, request.wrt, request.max_nodes, fmt)
+        return _print_jacobian(request, rows, shapes)
+    if request.order == 2:
+        texts: dict[str, Any] = hessian_blocks(program, shapes, request.wrt, request.max_nodes,
+                                               fmt)
+    else:
+        texts = array_derivatives(program, shapes, request.wrt, request.max_nodes, fmt)
     if request.as_json:
         from gradcli.output.records import dumps
 
-        click.echo(dumps({"expression": request.program.text, "order": 1,
+        click.echo(dumps({"expression": request.program.text, "order": request.order,
                           "derivatives": texts,
                           "shapes": {name: list(shape) for name, shape in shapes.items()}}))
         return ExitStatus.OK
     from gradcli.output.views import derivative_view, make_console
 
     make_console().print(derivative_view(texts, latex=request.fmt == "latex"))
+    return ExitStatus.OK
+
+
+def _print_jacobian(request: DiffRequest, rows: dict[str, dict[str, str]],
+                    shapes: dict[str, tuple[int, ...]]) -> int:
+    """One line per block, ``d(W@x)/dx = W``; JSON ``"jacobian": {output: {input: text}}``."""
+    if request.as_json:
+        from gradcli.output.records import dumps
+
+        click.echo(dumps({"expression": request.program.text, "order": 1, "jacobian": rows,
+                          "shapes": {name: list(shape) for name, shape in shapes.items()}}))
+        return ExitStatus.OK
+    from gradcli.output.views import derivative_view, make_console
+
+    console = make_console()
+    for label, texts in rows.items():
+        console.print(derivative_view(texts, latex=request.fmt == "latex", of=label))
     return ExitStatus.OK
 
 

@@ -444,7 +444,8 @@ def gradients_at(
 # --- local rewrites: each returns a simpler node, or None to keep the node as it is ------------
 
 def _is(node: Node, value: float) -> bool:
-    return node.op is CONST and node.value == value
+    # ``is True``: an array constant (vectorized derivatives) compares element-wise, never equal
+    return node.op is CONST and (node.value == value) is True
 
 
 def _const(node: Node) -> bool:

@@ -1,0 +1,357 @@
+"""Jacobians of array programs as expressions: ``gradcli diff`` of an array output, of several
+outputs with arrays in them, and ``--order 2`` (the Jacobian of the gradient) (issue 17).
+
+Each block d(output)/d(input) is tried two ways, in this order:
+
+- vectorized, by forward mode on symbolic nodes: each node's Jacobian with respect to a vector
+  (or number) input ``x``, built from its operands' Jacobians with the language's own
+  operations. An element-wise ``f(u)`` scales the rows, ``diag(f'(u)) @ J(u)``, written
+  ``(eye(n)*f'(u))@J(u)`` (the language has no ``diag``: ``eye(n)*v`` is the matrix with ``v``
+  on its diagonal); ``A@u`` gives ``A@J(u)``; ``softmax(u)`` gives ``(eye(n)*s - outer(s,
+  s))@J(u)``; ``sum``, ``mean``, ``dot``, ``norm``, ``logsumexp``, subscripts and ``[a, b]``
+  have theirs. J(x) is ``eye(m)``, which the builder drops from products: ``sin(x)`` gives
+  ``eye(3)*cos(x)``, ``W@x`` gives ``W``. Programs whose nodes are numbers and vectors only.
+- otherwise row by row: output element ``k`` is ``sum(y * E_k)`` (``E_k`` a one-hot array)
+  and its gradient is the vectorized gradient of engine/array_diff.py; the rows are stacked
+  as an array literal ``[row0, row1, ...]``. Up to ``MAX_JACOBIAN_ROWS`` output elements.
+
+Every block is compared with the numeric Jacobian (engine/jacobian.py) at the sample point
+before it is printed: a vectorized form that disagreed would fall back to the rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gradcli.engine import arrays, jacobian
+from gradcli.engine.array_diff import ArrayBuilder, gradients, spread, to_latex
+from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op, stack_op
+from gradcli.engine.graph import Program, nodes_of, output_labels
+from gradcli.engine.ops import CONST, OPS, VAR
+from gradcli.engine.symbolic import SymNode
+from gradcli.errors import NumericError, UsageError
+from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
+
+MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
+_SEEDS = range(17, 21)  # sample points tried: the values give shapes, not the result
+
+
+class _NoFormError(Exception):
+    """A node whose Jacobian has no vectorized form here: the block is built row by row."""
+
+
+def sample_point(shapes: Mapping[str, tuple[int, ...]], seed: int) -> dict[str, Any]:
+    """Values between 0.5 and 1.5 of the given shapes (square matrices made invertible), as
+    engine/array_diff.py samples them."""
+    np = arrays.numpy()
+    rng = np.random.default_rng(seed)
+    point = {}
+    for name, shape in shapes.items():
+        value = rng.uniform(0.5, 1.5, size=shape) if shape else np.asarray(rng.uniform(0.5, 1.5))
+        if value.ndim == 2 and value.shape[0] == value.shape[1]:
+            value = value + len(value) * np.eye(len(value))
+        point[name] = np.asarray(value, dtype=float)
+    return point
+
+
+def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> bool:
+    """Whether the program has several outputs or an array output (its derivative is a
+    Jacobian), from its nodes' shapes at a sample point."""
+    if program.outputs:
+        return True
+    failure: NumericError | None = None
+    for seed in _SEEDS:
+        try:
+            b = ArrayBuilder(sample_point(shapes, seed), MAX_NODES)
+            return bool(_shape(b.import_graph([program.output])[0]))
+        except NumericError as error:
+            failure = error
+    raise _no_point(failure)
+
+
+def jacobian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                    wrt: Sequence[str] | None, max_nodes: int,
+                    fmt: str = "text") -> dict[str, dict[str, str]]:
+    """``{output label: {input: the block printed in fmt}}`` for every output of ``program``."""
+    names = _names(program, wrt)
+    failure: NumericError | None = None
+    for seed in _SEEDS:
+        try:
+            b = ArrayBuilder(sample_point(shapes, seed), max_nodes)
+            outputs = b.import_graph(program.outputs or [program.output])
+            found = {label: {name: block(b, output, name, shapes, max_nodes) for name in names}
+                     for label, output in zip(output_labels(program), outputs, strict=True)}
+            return {label: {name: _printed(node, fmt) for name, node in row.items()}
+                    for label, row in found.items()}
+        except NumericError as error:
+            failure = error
+    raise _no_point(failure)
+
+
+def hessian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                   wrt: Sequence[str] | None, max_nodes: int,
+                   fmt: str = "text") -> dict[str, dict[str, str]]:
+    """``{a: {b: d2/da db}}``: the Jacobian of each gradient (engine/array_diff.py), block
+    ``[a][b]`` of shape ``a`` followed by ``b``, of a scalar-output array program."""
+    names = _names(program, wrt)
+    failure: NumericError | None = None
+    for seed in _SEEDS:
+        try:
+            grads, point = gradients(program, shapes, names, max_nodes, seed)
+            b = ArrayBuilder({n: arrays.numpy().asarray(v, dtype=float)
+                              for n, v in point.items()}, max_nodes)
+            imported = b.import_graph([grads[name] for name in names])
+            return {a: {name: _printed(block(b, grad, name, shapes, max_nodes), fmt)
+                        for name in names} for a, grad in zip(names, imported, strict=True)}
+        except NumericError as error:
+            failure = error
+    raise _no_point(failure)
+
+
+def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:
+    names = list(wrt) if wrt else list(program.variables)
+    unknown = [name for name in names if name not in program.variables]
+    if unknown:
+        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
+                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
+    return names
+
+
+def _no_point(failure: NumericError | None) -> UsageError:
+    why = f" ({failure.message})" if failure is not None else ""
+    return UsageError(f"no sample point found where the program is defined{why}",
+                      hint="gradcli diff evaluates the program at random points of the given "
+                           "shapes, between 0.5 and 1.5, to learn each node's shape")
+
+
+def _printed(node: SymNode, fmt: str) -> str:
+    from gradcli.engine.printing import to_text
+
+    return to_latex(node) if fmt == "latex" else to_text(node)
+
+
+def _shape(node: SymNode) -> tuple[int, ...]:
+    return tuple(arrays.numpy().shape(node.value))
+
+
+# --- one block ----------------------------------------------------------------------------------
+
+def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tuple[int, ...]],
+          max_nodes: int) -> SymNode:
+    """d(output)/d(name), shape of the output followed by the input's: vectorized when every
+    node has a form, else row by row (a scalar output: its gradient first); whichever is used
+    equals the numeric Jacobian at b's point."""
+    numeric = _numeric(b, output, name)
+    if numeric is None:
+        return b.constant(0.0)
+    ways = (_rows, _vectorized) if not _shape(output) else (_vectorized, _rows)
+    refusal: UsageError | None = None
+    for way in ways:
+        try:
+            found = way(b, output, name, shapes, max_nodes)
+        except UsageError as error:  # no form for an op, or too many rows
+            refusal = refusal or error
+            continue
+        if found is not None and _agrees(found.value, numeric):
+            return found
+    if refusal is not None:
+        raise refusal
+    raise UsageError(f"gradcli diff found no form of the Jacobian with respect to {name} that "
+                     "agrees with the numeric one", hint="gradcli eval gives the numbers")
+
+
+def _vectorized(b: ArrayBuilder, output: SymNode, name: str,
+                shapes: Mapping[str, tuple[int, ...]], max_nodes: int) -> SymNode | None:
+    try:
+        return forward_jacobian(b, output, name, shapes[name])
+    except _NoFormError:
+        return None
+
+
+def _agrees(value: Any, numeric: Any) -> bool:
+    np = arrays.numpy()
+    return np.shape(value) == np.shape(numeric) and bool(
+        np.allclose(value, numeric, rtol=1e-7, atol=1e-9))
+
+
+def _numeric(b: ArrayBuilder, output: SymNode, name: str) -> Any:
+    """The Jacobian of ``output`` at the builder's point by reverse mode (engine/jacobian.py),
+    on a graph of the symbolic nodes; None when the output does not depend on ``name``."""
+    leaves = [node for node in nodes_of([output]) if node.op is VAR]
+    program = Program.build_outputs("jacobian", [output], leaves, {})
+    if name not in program.variables:
+        return None
+    arrays.bind(program, {n: b.point[n] for n in program.variables})
+    arrays.forward(program.nodes)
+    found = jacobian.jacobian(program.nodes, [output], [program.variables[name]], "reverse")
+    return found[output.index][program.variables[name].index]
+
+
+def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tuple[int, ...]],
+          max_nodes: int) -> SymNode:
+    """The gradient of each output element ``sum(y * E_k)``, stacked as ``[row0, row1, ...]``."""
+    shape = _shape(output)
+    size = math.prod(shape)
+    if size > MAX_JACOBIAN_ROWS:
+        raise UsageError(f"the Jacobian of an output of {size:,} elements has no vectorized form "
+                         f"here, and printing it row by row is limited to {MAX_JACOBIAN_ROWS} "
+                         "output elements",
+                         hint="gradcli eval gives its numeric Jacobian")
+    rows = []
+    for element in arrays.numpy().ndindex(*shape):
+        picked = _a(b, "sum", b.make(MUL, (output, _one_hot(b, shape, element)))) if shape else (
+            output)
+        leaves = [node for node in nodes_of([picked]) if node.op is VAR]
+        program = Program.build_outputs("row", [picked], leaves, {})
+        grad = None
+        if name in program.variables:
+            grads, _ = gradients(program, {n: shapes[n] for n in program.variables}, [name],
+                                 max_nodes)
+            grad = grads[name]
+        rows.append(b.import_graph([grad])[0] if grad is not None else _zeros(b, shapes[name]))
+    return _stack(b, rows, shape) if shape else rows[0]
+
+
+def _one_hot(b: ArrayBuilder, shape: tuple[int, ...], element: tuple[int, ...]) -> SymNode:
+    """The array of ``shape`` with a 1 at ``element``, made of ``eye`` rows (an array literal
+    would stay in the printed rows): ``eye(3)[1]``, ``outer(eye(3)[1], eye(2)[0])``."""
+    if len(shape) > 2:
+        raise UsageError("gradcli diff prints Jacobians of numbers, vectors and matrices")
+    rows = [b.make(index_op((i,), f"[{i}]"), (_a(b, "eye", b.constant(float(n))),))
+            for n, i in zip(shape, element, strict=True)]
+    return rows[0] if len(rows) == 1 else _a(b, "outer", *rows)
+
+
+def _zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
+    zero = b.constant(0.0)
+    return spread(b, zero, shape) if shape else zero
+
+
+def _stack(b: ArrayBuilder, rows: list[SymNode], shape: tuple[int, ...]) -> SymNode:
+    """Rows in C order stacked back into ``shape`` (nested array literals)."""
+    if len(shape) == 1:
+        return b.make(stack_op(shape[0]), rows)
+    step = len(rows) // shape[0]
+    return b.make(stack_op(shape[0]), [_stack(b, rows[i * step:(i + 1) * step], shape[1:])
+                                       for i in range(shape[0])])
+
+
+# --- vectorized: forward mode on symbolic nodes -------------------------------------------------
+
+def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
+                     shape: tuple[int, ...]) -> SymNode | None:
+    """J(output) with respect to the variable ``name`` (a number or a vector), or None when
+    the output does not depend on it; _NoFormError when a node on the way has no form here."""
+    if len(shape) > 1:
+        raise _NoFormError
+    found: dict[int, SymNode | None] = {}
+    for node in nodes_of([output]):
+        if node.op is VAR:
+            found[id(node)] = _identity(b, shape) if node.name == name else None
+        elif node.op is CONST:
+            found[id(node)] = None
+        else:
+            operands = [found[id(source)] for source in node.inputs]
+            found[id(node)] = None if all(j is None for j in operands) else (
+                _node_jacobian(b, node, operands, shape))
+    return found[id(output)]
+
+
+def _identity(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
+    return _a(b, "eye", b.constant(float(shape[0]))) if shape else b.constant(1.0)
+
+
+def _a(b: ArrayBuilder, name: str, *args: Any) -> SymNode:
+    return b.make(ARRAY_OPS[name], args)
+
+
+def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
+                   wrt: tuple[int, ...]) -> SymNode:
+    if len(_shape(node)) > 1 or any(len(_shape(s)) > 1 for s in node.inputs
+                                    if not _is_constant_matrix(node, s, operands)):
+        raise _NoFormError
+    if isinstance(node.op, ArrayOp):
+        return _array_jacobian(b, node, operands, wrt)
+    total = None
+    for position, j in enumerate(operands):
+        if j is None:
+            continue
+        partial = b.lift(node.op.rules[position](*node.inputs, node))
+        part = _scale_rows(b, partial, _broadcast(b, j, node.inputs[position], node, wrt), wrt)
+        total = part if total is None else b.make(ADD, (total, part))
+    assert total is not None
+    return total
+
+
+def _is_constant_matrix(node: SymNode, source: SymNode, operands: list[SymNode | None]) -> bool:
+    """The matrix A of ``A@u``, which does not depend on the input (its Jacobian is None)."""
+    position = node.inputs.index(source)
+    return node.op is ARRAY_OPS["matmul"] and position == 0 and operands[0] is None
+
+
+def _broadcast(b: ArrayBuilder, j: SymNode, source: SymNode, node: SymNode,
+               wrt: tuple[int, ...]) -> SymNode:
+    """The Jacobian of a number operand used where the node is a vector: every row the same."""
+    out, have = _shape(node), _shape(source)
+    if have == out:
+        return j
+    n = out[0]
+    return _a(b, "outer", spread(b, b.constant(1.0), (n,)), j) if wrt else spread(b, j, (n,))
+
+
+def _scale_rows(b: ArrayBuilder, factor: SymNode, j: SymNode, wrt: tuple[int, ...]) -> SymNode:
+    """diag(factor) @ J for a vector factor (J's rows scaled), factor * J for a number."""
+    if not _shape(factor) or not wrt:
+        return b.make(MUL, (factor, j))
+    n = _shape(factor)[0]
+    return _a(b, "matmul", b.make(MUL, (_a(b, "eye", b.constant(float(n))), factor)), j)
+
+
+def _array_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
+                    wrt: tuple[int, ...]) -> SymNode:
+    """The array ops whose Jacobian is a product with their operands' (a form per op)."""
+    name, inputs = node.op.name, node.inputs
+    if name in ("matmul", "dot"):
+        left, right = inputs
+        if len(_shape(left)) == 2:  # A@u, A constant (checked by _node_jacobian)
+            return _a(b, "matmul", left, operands[1])
+        parts = [_a(b, "matmul", other, j) if _shape(other) else b.make(MUL, (other, j))
+                 for other, j in ((right, operands[0]), (left, operands[1])) if j is not None]
+        return parts[0] if len(parts) == 1 else b.make(ADD, tuple(parts))
+    (u,), (j,) = inputs[:1], operands[:1]
+    if len(inputs) != 1 or j is None:
+        return _stack_jacobian(b, node, operands, wrt)
+    n = _shape(u)[0] if _shape(u) else 0
+    if name == "transpose":
+        return j
+    if name == "index":
+        return b.make(node.op, (j,))
+    if not n:
+        raise _NoFormError
+    if name in ("sum", "mean"):
+        total = _a(b, "matmul", spread(b, b.constant(1.0), (n,)), j)
+        return total if name == "sum" else b.make(DIV, (total, b.constant(float(n))))
+    if name == "norm":
+        return _a(b, "matmul", b.make(DIV, (u, node)), j)
+    if name == "logsumexp":
+        return _a(b, "matmul", _a(b, "softmax", u), j)
+    eye = _a(b, "eye", b.constant(float(n)))
+    if name == "softmax":
+        local = b.make(OPS["sub"], (b.make(MUL, (eye, node)), _a(b, "outer", node, node)))
+        return _a(b, "matmul", local, j)
+    if name == "log_softmax":
+        ones = spread(b, b.constant(1.0), (n,))
+        local = b.make(OPS["sub"], (eye, _a(b, "outer", ones, _a(b, "softmax", u))))
+        return _a(b, "matmul", local, j)
+    raise _NoFormError
+
+
+def _stack_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
+                    wrt: tuple[int, ...]) -> SymNode:
+    """``[a, b, c]`` of numbers: the stack of their Jacobians (zeros where one is constant)."""
+    if node.op.name != "array" or _shape(node.inputs[0]):
+        raise _NoFormError
+    return b.make(node.op, [j if j is not None else _zeros(b, wrt) for j in operands])
+

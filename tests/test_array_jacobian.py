@@ -1,0 +1,166 @@
+# ruff: noqa: N803 -- matrices are written W, A, X, as in the forms they stand for
+"""``gradcli diff`` of array outputs, several outputs, and ``--order 2`` (issue 17): every
+printed block, parsed back and evaluated at random points, equals the Jacobian (or Hessian)
+that ``gradcli eval`` computes numerically there (reverse mode on the op tables' VJPs), and the
+forms a reader knows are printed as such (checked against NumPy closed forms)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import gradcli
+from gradcli.cli import cli
+from gradcli.engine.array_jacobian import hessian_blocks, jacobian_blocks
+from gradcli.language.parser import parse
+from gradcli.limits import MAX_JACOBIAN_ROWS
+
+V, M = (3,), (3, 3)
+
+JACOBIANS = [  # program, shapes
+    ("softmax(x)", dict(x=V)),
+    ("log_softmax(x)", dict(x=V)),
+    ("sin(x)", dict(x=V)),
+    ("exp(x)*x + 2", dict(x=V)),
+    ("W@x", dict(W=(3, 2), x=(2,))),
+    ("x@W", dict(W=(2, 3), x=(2,))),
+    ("2*W@x + b - 3*x2", dict(W=(3, 2), x=(2,), b=V, x2=V)),
+    ("tanh(W@x + b)", dict(W=(3, 2), x=(2,), b=V)),
+    ("x*sum(x)", dict(x=V)),
+    ("x/norm(x)", dict(x=V)),
+    ("y*x + x**2", dict(x=V, y=())),
+    ("x*ones(3)", dict(x=())),
+    ("[x[0]*x[1], x[2], logsumexp(x)]", dict(x=V)),
+    ("outer(x, y)", dict(x=(2,), y=(2,))),
+    ("A@X", dict(A=(2, 2), X=(2, 2))),
+    ("f = W@x; g = sum(x*x); h = x[0]*y; f, g, h", dict(W=(2, 2), x=(2,), y=())),
+]
+
+
+def _point(shapes: dict, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    return {name: (rng.uniform(0.5, 1.5, size=shape) if shape else float(rng.uniform(0.5, 1.5)))
+            for name, shape in shapes.items()}
+
+
+def _value(text: str, point: dict) -> np.ndarray:
+    """The printed expression parsed back and evaluated (``gradcli.evaluate``)."""
+    used = {name: point[name] for name in parse(text).variables}
+    result = gradcli.evaluate(text, used, check=False)
+    return np.asarray(result.value, dtype=float)
+
+
+@pytest.mark.parametrize(("program", "shapes"), JACOBIANS, ids=[c[0] for c in JACOBIANS])
+def test_every_printed_jacobian_block_equals_evals_jacobian(program, shapes):
+    blocks = jacobian_blocks(parse(program), shapes, None, 100_000)
+    for seed in (3, 4):
+        point = _point(shapes, seed)
+        numeric = gradcli.evaluate(program, point, check=False).jacobian
+        for label, row in blocks.items():
+            for name, text in row.items():
+                expected = np.asarray(numeric[label][name], dtype=float)
+                got = np.broadcast_to(_value(text, point), expected.shape)  # "0": all zeros
+                np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12,
+                                           err_msg=f"d({label})/d{name} = {text}")
+
+
+HESSIANS = [
+    ("sum(x**3)", dict(x=V)),
+    ("x'@A@x", dict(x=V, A=M)),
+    ("logsumexp(x)", dict(x=V)),
+    ("sum((W@x - t)**2)", dict(W=(2, 2), x=(2,), t=(2,))),
+    ("norm(x)*y", dict(x=V, y=())),
+    ("sum(log(x))", dict(x=V)),
+]
+
+
+@pytest.mark.parametrize(("program", "shapes"), HESSIANS, ids=[c[0] for c in HESSIANS])
+def test_every_printed_hessian_block_equals_evals_hessian(program, shapes):
+    blocks = hessian_blocks(parse(program), shapes, None, 100_000)
+    point = _point(shapes, 5)
+    numeric = gradcli.evaluate(program, point, check=False, order=2).hessian.matrix
+    for a, row in blocks.items():
+        for b, text in row.items():
+            expected = np.asarray(numeric[a][b], dtype=float)
+            got = np.broadcast_to(_value(text, point), expected.shape)
+            np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12,
+                                       err_msg=f"d2/d{a} d{b} = {text}")
+
+
+def _softmax(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+KNOWN_FORMS = [  # program, shapes, output, input, printed, closed form (NumPy)
+    ("softmax(x)", dict(x=V), "softmax(x)", "x", "t1 = softmax(x); eye(3)*t1 - outer(t1, t1)",
+     lambda x: np.diag(_softmax(x)) - np.outer(_softmax(x), _softmax(x))),
+    ("sin(x)", dict(x=V), "sin(x)", "x", "eye(3)*cos(x)", lambda x: np.diag(np.cos(x))),
+    ("W@x", dict(W=(3, 2), x=(2,)), "W@x", "x", "W", lambda W, x: W),
+    ("x@W", dict(W=(2, 3), x=(2,)), "x@W", "x", "W'", lambda W, x: W.T),
+    ("2*W@x + b", dict(W=(3, 2), x=(2,), b=V), "2*W@x + b", "b", "eye(3)",
+     lambda W, x, b: np.eye(3)),
+    ("log_softmax(x)", dict(x=V), "log_softmax(x)", "x", "eye(3) - outer(ones(3), softmax(x))",
+     lambda x: np.eye(3) - np.outer(np.ones(3), _softmax(x))),
+]
+
+
+@pytest.mark.parametrize(("program", "shapes", "label", "wrt", "printed", "closed"),
+                         KNOWN_FORMS, ids=[c[0] for c in KNOWN_FORMS])
+def test_known_jacobians_are_printed_vectorized(program, shapes, label, wrt, printed, closed):
+    text = jacobian_blocks(parse(program), shapes, [wrt], 100_000)[label][wrt]
+    assert text == printed
+    point = _point(shapes, 6)
+    names = closed.__code__.co_varnames[:closed.__code__.co_argcount]
+    np.testing.assert_allclose(_value(text, point), closed(*(point[n] for n in names)),
+                               rtol=1e-12, atol=1e-14)
+
+
+def test_the_hessian_of_a_cubic_and_a_quadratic_form():
+    assert hessian_blocks(parse("sum(x**3)"), dict(x=V), None, 10_000) == {
+        "x": {"x": "6*eye(3)*x"}}
+    assert hessian_blocks(parse("x'@A@x"), dict(x=V, A=M), ["x"], 10_000) == {
+        "x": {"x": "A' + A"}}
+
+
+def test_the_command_line_prints_jacobians_and_hessians():
+    runner = CliRunner()
+    done = runner.invoke(cli, ["diff", "softmax(x)", "--shape", "x=3"])
+    assert done.exit_code == 0, done.output
+    assert done.output == "d(softmax(x))/dx: t1 = softmax(x); eye(3)*t1 - outer(t1, t1)\n"
+    done = runner.invoke(cli, ["diff", "f = W@x; g = sum(x*x); f, g", "--W", "[[1, 2], [3, 4]]",
+                               "--shape", "x=2", "--wrt", "x"])
+    assert done.exit_code == 0, done.output
+    assert done.output == "df/dx = W\ndg/dx = 2*x\n"
+    done = runner.invoke(cli, ["diff", "sum(x**3)", "--shape", "x=3", "--order", "2"])
+    assert (done.exit_code, done.output) == (0, "d2/dx dx = 6*eye(3)*x\n")
+    record = json.loads(runner.invoke(cli, ["diff", "W@x", "--shape", "W=3x2", "--shape", "x=2",
+                                            "--wrt", "x", "--json"]).output)
+    assert record["jacobian"] == {"W@x": {"x": "W"}}
+    latex = runner.invoke(cli, ["diff", "sin(x)", "--shape", "x=3", "--format", "latex"])
+    assert latex.output == "\\frac{\\partial (sin(x))}{\\partial x} = I_{3} \\odot " \
+                           "\\cos\\left(x\\right)\n"
+
+
+def test_scalar_programs_with_several_outputs_print_as_before():
+    done = CliRunner().invoke(cli, ["diff", "f = x*y; g = x + sin(y); f, g"])
+    assert done.output == "df/dx = y\ndf/dy = x\ndg/dx = 1\ndg/dy = cos(y)\n"
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["diff", "W@x", "--shape", "W=3x2", "--shape", "x=2", "--order", "2"], "order 1"),
+    (["diff", "sum(x**3)", "--shape", "x=3", "--order", "3"], "order 1"),
+    (["diff", "W@x", "--shape", "W=3x2", "--shape", "x=2", "--format", "python"],
+     "--format python"),
+    (["diff", "sum(x**3)", "--shape", "x=3", "--order", "2", "--format", "python"],
+     "--format python"),
+    (["diff", "x'", "--shape", f"x={MAX_JACOBIAN_ROWS + 1}x1"], "row by row"),
+])
+def test_what_cannot_be_printed_is_a_usage_error(args, words):
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 2, done.output
+    assert words in done.output
+    assert "Traceback" not in done.output
