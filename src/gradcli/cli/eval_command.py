@@ -250,7 +250,7 @@ def run_eval(request: EvalRequest) -> int:
                 show_batch, values=as_point(request.values), settings=request.settings,
                 as_json=as_json, given=request.given))
         return show_batch(lines, as_point(request.values), request.settings, as_json,
-                          request.given, request.digits)
+                          request.given, request.digits, full=request.full)
     if request.is_sweep:
         return run_sweep(request)
     program = request.program

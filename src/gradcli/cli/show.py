@@ -65,7 +65,7 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
 
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
                as_json: bool, given: Given | None = None, digits: int | None = None,
-               runs: Callable[..., Iterator[Any]] | None = None) -> int:
+               runs: Callable[..., Iterator[Any]] | None = None, full: bool = False) -> int:
     """One record per program line, in order; returns the largest status among them.
 
     After the last record, a batch with no program lines, or given a value (``given``: how it
@@ -86,7 +86,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
             if as_json:
                 status = _json_batch(lines, values, settings, uses, stops, runs)
             else:
-                status = _table_batch(lines, values, settings, uses, stops, digits)
+                status = _table_batch(lines, values, settings, uses, stops, digits, full)
         except _TerminatedError as stop:
             _say("gradcli: terminated")
             return ExitStatus.HANGUP if stop.signum == signal.SIGHUP else ExitStatus.TERMINATED
@@ -103,7 +103,8 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
 
 
 def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-                 uses: _BatchUses, stops: _Stops, digits: int | None) -> int:
+                 uses: _BatchUses, stops: _Stops, digits: int | None, full: bool = False
+                 ) -> int:
     from gradcli.output.views import batch_line, make_console
 
     console = make_console()
@@ -113,7 +114,7 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
     status = ExitStatus.OK
     for outcome in with_progress(evaluate_lines(lines, values, settings), None, "programs"):
         with stops.writing():
-            console.print(batch_line(outcome, digits=digits))
+            console.print(batch_line(outcome, digits=digits, full=full))
             console.file.flush()
         if echo_errors and outcome.error is not None:
             _say(f"gradcli: line {outcome.line}: {visible(outcome.error.one_line())}")

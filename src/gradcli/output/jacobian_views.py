@@ -93,15 +93,17 @@ def jacobian_verdict(check: JacobianCheck) -> Text:
     return text
 
 
-def jacobian_line(text: Text, result: JacobianResult, digits: int | None = None) -> Text:
-    """A batch line: ``f 6, g 5  df/dx 3  df/dy 2 ...  ✓`` (large arrays summarised)."""
-    values = ", ".join(f"{label} {array_text(value, digits)}"
+def jacobian_line(text: Text, result: JacobianResult, digits: int | None = None,
+                  full: bool = False) -> Text:
+    """A batch line: ``f 6, g 5  df/dx 3  df/dy 2 ...  ✓`` (large arrays summarised unless
+    ``full``)."""
+    values = ", ".join(f"{label} {array_text(value, digits, full)}"
                        for label, value in result.values.items())
     text.append(f"outputs {values}", style="cyan")
     for label, row in result.jacobian.items():
         for name, block in row.items():
             top = label if label.isidentifier() else f"({label})"
-            text.append(f"  d{top}/d{name} {array_text(block, digits)}", style="magenta")
+            text.append(f"  d{top}/d{name} {array_text(block, digits, full)}", style="magenta")
     if result.check is not None:
         text.append("  ✓" if result.status == 0 else "  ✗ check failed",
                     style="green" if result.status == 0 else "bold red")

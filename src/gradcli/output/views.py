@@ -593,9 +593,10 @@ def _window(line: str, column: int) -> tuple[str, int]:
     return head + line[start:end] + ("…" if end < len(line) else ""), column - start + len(head)
 
 
-def batch_line(outcome: LineOutcome, digits: int | None = None) -> Text:
-    """One line of human batch output: line number, value, gradients, verdict or the error
-    (numbers in full, or to ``digits`` significant digits)."""
+def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = False) -> Text:
+    """One line of human batch output: line number, value, gradients, Hessian, H·v, verdict or
+    the error (numbers in full, or to ``digits`` significant digits; ``full``: every element of
+    a large Jacobian or Hessian block)."""
     digits = checked_digits(digits)
     text = Text(f"line {outcome.line}: ", style="dim")
     if outcome.error is not None:
@@ -614,20 +615,45 @@ def batch_line(outcome: LineOutcome, digits: int | None = None) -> Text:
     if not isinstance(result, Result):  # several outputs: values and the Jacobian's blocks
         from gradcli.output.jacobian_views import jacobian_line
 
-        return jacobian_line(text, result, digits)
+        return jacobian_line(text, result, digits, full)
     text.append(f"value {number_text(result.value, digits)}", style="cyan")
     for name, gradient in itertools.islice(result.gradients.items(), MAX_LINE_GRADIENTS):
-        text.append(f"  d/d{name} {number_text(gradient, digits)}", style="magenta")
+        text.append(f"  d/d{name} {_line_value(gradient, digits, True)}", style="magenta")
     if len(result.gradients) > MAX_LINE_GRADIENTS:
         text.append(f"  … {len(result.gradients) - MAX_LINE_GRADIENTS:,} more", style="dim")
     if result.hessian is not None:
-        for row_name, row in result.hessian.matrix.items():
-            entries = ", ".join(number_text(v, digits) for v in row.values())
-            text.append(f"  d2/d{row_name} [{entries}]", style="magenta")
+        _hessian_line(text, result.hessian.matrix, digits, full)
+    if result.hvp is not None:  # an array program's H·v (--hvp), one part per input
+        for name, part in result.hvp.product.items():
+            text.append(f"  H·v {name} {_line_value(part, digits, full)}", style="magenta")
     if result.check is not None:
         text.append("  ✓" if result.status == 0 else "  ✗ check failed",
                     style="green" if result.status == 0 else "bold red")
     return text
+
+
+def _line_value(value: Any, digits: int | None, full: bool) -> str:
+    """A number, or an array as the language writes it (summarised unless ``full``)."""
+    if type(value) is float or not getattr(value, "ndim", 0):
+        return number_text(value, digits)
+    from gradcli.output.array_views import array_text
+
+    return array_text(value, digits, full)
+
+
+def _hessian_line(text: Text, matrix: dict, digits: int | None, full: bool) -> None:
+    """``d2/dx [6, 4]`` per row of numbers; an array program's blocks one by one,
+    ``d2/dz dz [[6, 0], [0, 12]]`` (each the shape of one input followed by the other's)."""
+    blocks = [block for row in matrix.values() for block in row.values()]
+    if not any(getattr(block, "ndim", 0) for block in blocks):
+        for row_name, row in matrix.items():
+            entries = ", ".join(number_text(v, digits) for v in row.values())
+            text.append(f"  d2/d{row_name} [{entries}]", style="magenta")
+        return
+    for row_name, row in matrix.items():
+        for name, block in row.items():
+            text.append(f"  d2/d{row_name} d{name} {_line_value(block, digits, full)}",
+                        style="magenta")
 
 
 def printable(line: str) -> str:
