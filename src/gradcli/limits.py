@@ -47,6 +47,9 @@ are the size of a program and the finite-difference check, whose cost is (number
 - ``MAX_JACOBIAN_ROWS``: output elements of a Jacobian that ``gradcli diff`` prints row by row
   (one gradient expression per output element, where no vectorized form is known); past it a
   usage error (one line of text per element is no longer readable).
+- ``MAX_CONTRIBUTION_CELLS``: the per-node table of a Jacobian (each output's gradient with
+  respect to every node) holds (output elements) x (elements of all nodes) numbers; past it
+  the table and ``"nodes"`` leave the contributions out and say so (8 MB of floats).
 - ``MAX_DRAWN_NODES``: nodes ``gradcli graph`` draws by default, nearest the output (a larger
   picture is unreadable; ``--max-nodes 0`` draws all).
 - Arrays (docs/arrays.md): ``MAX_ARRAY_ELEMENTS`` elements in one value (a literal, ``eye(n)``,
@@ -96,6 +99,7 @@ ARRAY_COLUMN_FACTOR = 20
 MAX_HESSIAN_ENTRIES = 1_000_000  # a Hessian of up to 1,000 variables
 MAX_ARRAY_HESSIAN_INPUTS = 500  # input elements of an array program's --hessian
 MAX_JACOBIAN_ROWS = 16  # output elements of a Jacobian gradcli diff prints row by row
+MAX_CONTRIBUTION_CELLS = 1_000_000  # output elements x node elements of the per-node table
 MAX_DERIVATIVES = 100_000  # gradcli diff: (variables)^order derivatives
 JOBS_ENV = "GRADCLI_JOBS"
 

@@ -81,6 +81,26 @@ def _reverse_mode(nodes: list[Node], outputs: list[Node],
     return found
 
 
+def contributions(nodes: list[Node], output: Node) -> dict[int, Any]:
+    """``{node index: d output / d node}`` (shape of the output followed by the node's) for
+    every node the output depends on through a path that needs a gradient: one reverse pass
+    per output element, each giving that element's gradient with respect to every node."""
+    np = arrays.numpy()
+    shape = np.shape(output.value)
+    found: dict[int, Any] = {}
+    with np.errstate(all="ignore"):
+        for element in np.ndindex(*shape):
+            seed = np.zeros(shape)
+            seed[element] = 1.0
+            for index, grad in arrays.backward_from(nodes, output, seed).items():
+                block = found.get(index)
+                if block is None:
+                    node_shape = np.shape(nodes[index].value)
+                    block = found[index] = np.zeros(shape + node_shape)
+                block[element] = np.broadcast_to(grad, block.shape[len(shape):])
+    return found
+
+
 # --- forward mode -------------------------------------------------------------------------------
 
 def _forward_mode(nodes: list[Node], outputs: list[Node],

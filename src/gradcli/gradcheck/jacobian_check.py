@@ -11,13 +11,15 @@ perturbed, and the verdict says how many.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine import arrays, jacobian
 from gradcli.engine.graph import Node, Program, output_labels
+from gradcli.engine.notation import expression_texts
 from gradcli.errors import ExitStatus, NumericError, UsageError
-from gradcli.limits import ARRAY_CHECK_ELEMENTS
+from gradcli.limits import ARRAY_CHECK_ELEMENTS, MAX_CONTRIBUTION_CELLS
 
 _STEP = 6e-6  # about the cube root of the float epsilon: central differences' best step
 
@@ -79,6 +81,7 @@ class JacobianResult:
     passes: int  # how many passes it made
     check: JacobianCheck | None = None
     notes: list[str] = field(default_factory=list)
+    _contributions: dict[str, dict[int, Any]] | None = field(default=None, repr=False)
 
     @property
     def status(self) -> ExitStatus:
@@ -89,6 +92,41 @@ class JacobianResult:
     def value(self) -> Any:
         """The value of the only output (the last one when there are several)."""
         return list(self.values.values())[-1]
+
+    def contributions(self) -> dict[str, dict[int, Any]] | None:
+        """Each output's gradient with respect to every node it depends on: ``{output label:
+        {node index: array of shape output + node}}``, by one reverse pass per output element;
+        None past ``MAX_CONTRIBUTION_CELLS`` numbers. Made when first asked (a table or JSON
+        shows them; a Jacobian alone does not pay for them), at this result's point."""
+        if self._contributions is None and self.contribution_cells() <= MAX_CONTRIBUTION_CELLS:
+            nodes = self.program.nodes
+            _rebind(self.program, self.point)
+            outputs = self.program.outputs or [nodes[-1]]
+            self._contributions = {label: jacobian.contributions(nodes, out) for label, out
+                                   in zip(self.values, outputs, strict=True)}
+        return self._contributions
+
+    def contribution_cells(self) -> int:
+        """How many numbers the per-node contributions hold."""
+        np = arrays.numpy()
+        outputs = sum(int(np.size(value)) for value in self.values.values())
+        return outputs * sum(int(np.size(node.value)) for node in self.program.nodes)
+
+    def node_records(self, only: Iterable[int] | None = None) -> Iterator[dict[str, Any]]:
+        """One record per node: id, op, label, value, shape, inputs, and ``"gradients"``: each
+        output's gradient with respect to the node (None where the output does not depend on
+        it; every one None past ``MAX_CONTRIBUTION_CELLS``)."""
+        nodes = self.program.nodes
+        texts = expression_texts(nodes)
+        found = self.contributions() or {}
+        np = arrays.numpy()
+        for i in range(len(nodes)) if only is None else only:
+            node = nodes[i]
+            yield {"id": i, "op": node.op.name, "label": node.name or texts[i],
+                   "value": _plain(np.array(node.value)), "shape": list(np.shape(node.value)),
+                   "inputs": [source.index for source in node.inputs],
+                   "gradients": {label: _maybe(found.get(label, {}).get(i))
+                                 for label in self.values}}
 
 
 def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
@@ -117,6 +155,20 @@ def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
         result.check = check_jacobian(program, outputs, labels, blocks, settings.rtol,
                                       settings.atol)
     return result
+
+
+def _maybe(value: Any) -> Any:
+    return None if value is None else _plain(value)
+
+
+def _rebind(program: Program, point: dict[str, Any]) -> None:
+    """Put the program back at ``point`` if it was evaluated elsewhere since (the same parsed
+    program given to ``evaluate`` twice)."""
+    np = arrays.numpy()
+    if any(not np.array_equal(node.value, point[name])
+           for name, node in program.variables.items()):
+        arrays.bind(program, point)
+        arrays.forward(program.nodes)
 
 
 def _plain(value: Any) -> Any:

@@ -14,8 +14,16 @@ from rich.text import Text
 
 from gradcli.errors import plural
 from gradcli.gradcheck.jacobian_check import EntryCheck, JacobianCheck, JacobianResult
+from gradcli.limits import MAX_CONTRIBUTION_CELLS
 from gradcli.output.array_views import array_text, shape_text
-from gradcli.output.views import KINK_CAUSE, Column, FittedTable, check_verdict, tolerances
+from gradcli.output.views import (
+    KINK_CAUSE,
+    MAX_TABLE_ROWS,
+    Column,
+    FittedTable,
+    check_verdict,
+    tolerances,
+)
 
 _MODE_WORDS = {"reverse": "reverse mode, one pass per output element",
                "forward": "forward mode, one pass per input element"}
@@ -44,12 +52,49 @@ def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | Non
             check = result.check.blocks[label][name] if result.check is not None else None
             blocks.add_row(Text(label), Text(name), Text(_block_shape(result, label, name)),
                            Text(array_text(block, digits, full)), *_check_cells(check))
-    parts: list[RenderableType] = [outputs, blocks]
+    parts: list[RenderableType] = [contribution_table(result, plain, digits, full), outputs,
+                                   blocks]
     if result.check is not None:
         parts.append(jacobian_verdict(result.check))
     else:
         parts.append(Text("finite-difference check skipped (--no-check)", style="dim"))
     return Group(*parts)
+
+
+def contribution_table(result: JacobianResult, plain: bool = False, digits: int | None = None,
+                       full: bool = False) -> FittedTable:
+    """One row per node: its value and each output's gradient with respect to it (shape of
+    the output followed by the node's: a number's gradient for a number output), ``—`` where
+    the output does not depend on the node."""
+    columns = [Column("id", head=True, style="dim"), Column("label", fold=True, head=True),
+               Column("op", style="dim"), Column("shape"),
+               Column("inputs", fold=True, words=True, style="dim"),
+               Column("value", fold=True, words=True, justify="right", style="cyan")]
+    for label in result.values:
+        top = label if label.isidentifier() else f"({label})"
+        columns.append(Column(f"d{top}/dnode", fold=True, words=True, justify="right",
+                              style="magenta"))
+    table = FittedTable("nodes (each output's gradient with respect to each node)", columns,
+                        plain)
+    count = len(result.program.nodes)
+    wanted = None if count <= MAX_TABLE_ROWS else [*range(MAX_TABLE_ROWS // 2), count - 1]
+    for row in result.node_records(wanted):
+        cells = [Text(f"#{row['id']}"), Text(row["label"], style="bold" if row["op"] == "var"
+                                             else ""),
+                 Text(row["op"]), Text(shape_text(row["shape"])),
+                 Text(" ".join(f"#{i}" for i in row["inputs"])),
+                 Text(array_text(row["value"], digits, full))]
+        cells += [Text("—", style="dim") if grad is None else Text(array_text(grad, digits, full))
+                  for grad in row["gradients"].values()]
+        table.add_row(*cells)
+    if count > MAX_TABLE_ROWS:
+        table.add_note(Text(f"{plural(count - MAX_TABLE_ROWS // 2 - 1, 'more node')} "
+                            "(--json lists all)"))
+    if result.contributions() is None:
+        table.add_note(Text(f"gradients with respect to the nodes left out: "
+                            f"{result.contribution_cells():,} numbers, over the limit of "
+                            f"{MAX_CONTRIBUTION_CELLS:,}", style="yellow"))
+    return table
 
 
 def _np() -> Any:

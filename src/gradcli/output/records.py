@@ -224,7 +224,8 @@ def _escaped(match: re.Match) -> str:
 def jacobian_record(result: Any, source: str,
                     line: int | None = None) -> dict[str, Any]:
     """``{"expression", "point", "outputs", "jacobian": {output: {input: nested lists}},
-    "mode", "passes", "check", "error": null}``."""
+    "mode", "passes", "check", "error": null, "nodes"}``; each node record gains
+    ``"gradients": {output: nested lists, or null where the output does not use the node}``."""
     record: dict[str, Any] = {} if line is None else {"line": line}
     record.update(
         expression=source,
@@ -236,6 +237,10 @@ def jacobian_record(result: Any, source: str,
         passes=result.passes,
         check=None if result.check is None else jacobian_check_record(result.check),
         error=None,
+        nodes=[{**row, "value": _listed(row["value"]),
+                "gradients": {label: None if grad is None else _listed(grad)
+                              for label, grad in row["gradients"].items()}}
+               for row in result.node_records()],
     )
     return record
 
