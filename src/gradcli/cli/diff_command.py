@@ -43,6 +43,8 @@ Examples:
   gradcli diff "x**2*y" --json
   gradcli diff "sum((W@x - t)**2)" --shape W=3x2 --shape x=2 --shape t=3   # arrays
   gradcli diff "f = x*y; g = x + y; f, g"            # a Jacobian
+  gradcli diff "softmax(x)" --shape x=3              # an array output's Jacobian
+  gradcli diff "sum(x**3)" --shape x=3 --order 2     # an array program's Hessian
 
 \b
 Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a domain;
@@ -190,51 +192,48 @@ def _diff_arrays(request: DiffRequest, program: Any) -> int:
         raise UsageError("the derivatives of an array program are printed at order 1 (the "
                          "gradient, or the Jacobian of several outputs or an array output) or "
                          "2 (the Hessian of one scalar output)", hint="use --order 1 or 2")
-    if request.fmt == "python" and (several or request.order == 2):
-        raise UsageError("--format python writes the value and gradients of one scalar output",
-                         hint="use --format text or latex for a Jacobian or a Hessian")
-    if request.fmt == "python" and not request.as_json:
-        from gradcli.engine.array_diff import to_numpy
-
-        click.echo(to_numpy(program, shapes, request.wrt, request.max_nodes), nl=False)
+    source = _numpy_source(request, program, shapes, several)
+    if source is not None and not request.as_json:
+        click.echo(source, nl=False)
         return ExitStatus.OK
     fmt = "latex" if request.fmt == "latex" else "text"
     if several:
-        rows = jacobian_blocks(program, shapes, request.wrt, request.max_nodes, fmt)
-        return _print_jacobian(request, rows, shapes)
-    if request.order == 2:
-        texts: dict[str, Any] = hessian_blocks(program, shapes, request.wrt, request.max_nodes,
-                                               fmt)
+        texts: dict[str, Any] = jacobian_blocks(program, shapes, request.wrt,
+                                                request.max_nodes, fmt)
+    elif request.order == 2:
+        texts = hessian_blocks(program, shapes, request.wrt, request.max_nodes, fmt)
     else:
         texts = array_derivatives(program, shapes, request.wrt, request.max_nodes, fmt)
     if request.as_json:
         from gradcli.output.records import dumps
 
-        click.echo(dumps({"expression": request.program.text, "order": request.order,
-                          "derivatives": texts,
-                          "shapes": {name: list(shape) for name, shape in shapes.items()}}))
-        return ExitStatus.OK
-    from gradcli.output.views import derivative_view, make_console
-
-    make_console().print(derivative_view(texts, latex=request.fmt == "latex"))
-    return ExitStatus.OK
-
-
-def _print_jacobian(request: DiffRequest, rows: dict[str, dict[str, str]],
-                    shapes: dict[str, tuple[int, ...]]) -> int:
-    """One line per block, ``d(W@x)/dx = W``; JSON ``"jacobian": {output: {input: text}}``."""
-    if request.as_json:
-        from gradcli.output.records import dumps
-
-        click.echo(dumps({"expression": request.program.text, "order": 1, "jacobian": rows,
-                          "shapes": {name: list(shape) for name, shape in shapes.items()}}))
+        record = {"expression": request.program.text, "order": request.order,
+                  "jacobian" if several else "derivatives": texts,
+                  "shapes": {name: list(shape) for name, shape in shapes.items()}}
+        click.echo(dumps(record if source is None else {**record, "python": source}))
         return ExitStatus.OK
     from gradcli.output.views import derivative_view, make_console
 
     console = make_console()
-    for label, texts in rows.items():
-        console.print(derivative_view(texts, latex=request.fmt == "latex", of=label))
+    for label, row in (texts.items() if several else [(None, texts)]):
+        console.print(derivative_view(row, latex=request.fmt == "latex", of=label))
     return ExitStatus.OK
+
+
+def _numpy_source(request: DiffRequest, program: Any, shapes: dict[str, tuple[int, ...]],
+                  several: bool) -> str | None:
+    """``--format python``: a NumPy function returning the value and gradients, the values
+    and Jacobian (several outputs, an array output) or the value and Hessian (order 2)."""
+    if request.fmt != "python":
+        return None
+    if several or request.order == 2:
+        from gradcli.engine.array_jacobian import blocks_numpy
+
+        return blocks_numpy(program, shapes, request.wrt, request.max_nodes,
+                            1 if several else 2)
+    from gradcli.engine.array_diff import to_numpy
+
+    return to_numpy(program, shapes, request.wrt, request.max_nodes)
 
 
 def _diff_outputs(request: DiffRequest, program: Any) -> int:

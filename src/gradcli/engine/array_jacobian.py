@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine import arrays, jacobian
 from gradcli.engine.array_diff import ArrayBuilder, gradients, spread, to_latex
+from gradcli.engine.array_diff import _numpy_text as numpy_text  # the NumPy printer of to_numpy
 from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op, stack_op
 from gradcli.engine.graph import Program, nodes_of, output_labels
 from gradcli.engine.ops import CONST, OPS, VAR
@@ -71,30 +73,41 @@ def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]]) ->
     raise _no_point(failure)
 
 
-def jacobian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                    wrt: Sequence[str] | None, max_nodes: int,
-                    fmt: str = "text") -> dict[str, dict[str, str]]:
-    """``{output label: {input: the block printed in fmt}}`` for every output of ``program``."""
+@dataclass
+class Blocks:
+    """Blocks of a Jacobian or a Hessian as symbolic nodes of one builder, with the values
+    they belong to: ``{output label: node}`` (a Hessian: its one output)."""
+
+    values: dict[str, SymNode]
+    blocks: dict[str, dict[str, SymNode]]
+
+    def printed(self, fmt: str) -> dict[str, dict[str, str]]:
+        return {label: {name: _printed(node, fmt) for name, node in row.items()}
+                for label, row in self.blocks.items()}
+
+
+def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                   wrt: Sequence[str] | None, max_nodes: int) -> Blocks:
+    """Every output's Jacobian with respect to each of ``wrt`` (default every variable)."""
     names = _names(program, wrt)
     failure: NumericError | None = None
     for seed in _SEEDS:
         try:
             b = ArrayBuilder(sample_point(shapes, seed), max_nodes)
-            outputs = b.import_graph(program.outputs or [program.output])
-            found = {label: {name: block(b, output, name, shapes, max_nodes) for name in names}
-                     for label, output in zip(output_labels(program), outputs, strict=True)}
-            return {label: {name: _printed(node, fmt) for name, node in row.items()}
-                    for label, row in found.items()}
+            outputs = dict(zip(output_labels(program),
+                               b.import_graph(program.outputs or [program.output]), strict=True))
+            return Blocks(outputs, {label: {name: block(b, output, name, shapes, max_nodes)
+                                            for name in names}
+                                    for label, output in outputs.items()})
         except NumericError as error:
             failure = error
     raise _no_point(failure)
 
 
-def hessian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                   wrt: Sequence[str] | None, max_nodes: int,
-                   fmt: str = "text") -> dict[str, dict[str, str]]:
-    """``{a: {b: d2/da db}}``: the Jacobian of each gradient (engine/array_diff.py), block
-    ``[a][b]`` of shape ``a`` followed by ``b``, of a scalar-output array program."""
+def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                  wrt: Sequence[str] | None, max_nodes: int) -> Blocks:
+    """``[a][b]`` = d2/da db, the Jacobian of each gradient (engine/array_diff.py), of shape
+    ``a`` followed by ``b``, of a scalar-output array program."""
     names = _names(program, wrt)
     failure: NumericError | None = None
     for seed in _SEEDS:
@@ -103,11 +116,60 @@ def hessian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
             b = ArrayBuilder({n: arrays.numpy().asarray(v, dtype=float)
                               for n, v in point.items()}, max_nodes)
             imported = b.import_graph([grads[name] for name in names])
-            return {a: {name: _printed(block(b, grad, name, shapes, max_nodes), fmt)
-                        for name in names} for a, grad in zip(names, imported, strict=True)}
+            value = b.import_graph([program.output])[0]
+            return Blocks({"value": value},
+                          {a: {name: block(b, grad, name, shapes, max_nodes) for name in names}
+                           for a, grad in zip(names, imported, strict=True)})
         except NumericError as error:
             failure = error
     raise _no_point(failure)
+
+
+def jacobian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                    wrt: Sequence[str] | None, max_nodes: int,
+                    fmt: str = "text") -> dict[str, dict[str, str]]:
+    """``{output label: {input: the block printed in fmt}}`` for every output of ``program``."""
+    return jacobian_nodes(program, shapes, wrt, max_nodes).printed(fmt)
+
+
+def hessian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                   wrt: Sequence[str] | None, max_nodes: int,
+                   fmt: str = "text") -> dict[str, dict[str, str]]:
+    """``{a: {b: d2/da db}}`` printed in ``fmt``."""
+    return hessian_nodes(program, shapes, wrt, max_nodes).printed(fmt)
+
+
+def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                 wrt: Sequence[str] | None, max_nodes: int, order: int = 1) -> str:
+    """Source of ``def f(variables): return values, blocks``, NumPy only: the outputs'
+    values and the Jacobian (``order`` 1: ``{output: {input: block}}``) or the value and the
+    Hessian (2: ``{a: {b: block}}``), one line per node, shared nodes computed once."""
+    found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes)
+    blocks = [node for row in found.blocks.values() for node in row.values()]
+    texts: dict[int, str] = {}
+    lines: list[str] = []
+    for node in nodes_of([*found.values.values(), *blocks]):
+        texts[id(node)] = numpy_text(node, texts, lines)
+    values = ", ".join(f"{label!r}: {texts[id(node)]}" for label, node in found.values.items())
+    rows = []
+    for label, row in found.blocks.items():
+        out = shapes[label] if order == 2 else _shape(found.values[label])
+        entries = ", ".join(f"{name!r}: {_numpy_block(node, texts, out + tuple(shapes[name]))}"
+                            for name, node in row.items())
+        rows.append(f"{label!r}: {{{entries}}}")
+    returned = ", ".join(rows)
+    what = "values and Jacobian" if order == 1 else "value and Hessian"
+    body = "".join(f"    {line}\n" for line in lines)
+    return (f"import numpy as np\n\n\ndef f({', '.join(program.variables)}):\n"
+            f'    """The {what} of {program.source!r} (gradcli diff)."""\n'
+            f"{body}    return {{{values}}}, {{{returned}}}\n")
+
+
+def _numpy_block(node: SymNode, texts: dict[int, str], shape: tuple[int, ...]) -> str:
+    """A block's text; a block of zeros (printed ``0``) as zeros of its shape."""
+    if node.op is CONST and not _shape(node) and node.value == 0.0:
+        return f"np.zeros({shape!r})" if shape else "0.0"
+    return texts[id(node)]
 
 
 def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:
@@ -178,13 +240,12 @@ def _agrees(value: Any, numeric: Any) -> bool:
 
 def _numeric(b: ArrayBuilder, output: SymNode, name: str) -> Any:
     """The Jacobian of ``output`` at the builder's point by reverse mode (engine/jacobian.py),
-    on a graph of the symbolic nodes; None when the output does not depend on ``name``."""
+    on a graph of the symbolic nodes (which carry their values at that point); None when the
+    output does not depend on ``name``."""
     leaves = [node for node in nodes_of([output]) if node.op is VAR]
     program = Program.build_outputs("jacobian", [output], leaves, {})
     if name not in program.variables:
         return None
-    arrays.bind(program, {n: b.point[n] for n in program.variables})
-    arrays.forward(program.nodes)
     found = jacobian.jacobian(program.nodes, [output], [program.variables[name]], "reverse")
     return found[output.index][program.variables[name].index]
 
