@@ -61,3 +61,13 @@ def test_full_reaches_batch_lines():
     full = runner.invoke(cli, ["eval", "-", "--z", z, "--full"], input="z*2\n").output
     assert "…" in short and "…" not in full
     assert "[[2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 2," in full
+
+
+def test_mode_that_would_do_nothing_is_a_usage_error():
+    runner = CliRunner()
+    for args in (["x**2", "--x", "2"], ["x**2", "--x", "1:2:3"]):
+        done = runner.invoke(cli, ["eval", *args, "--mode", "forward"])
+        assert done.exit_code == 2, done.output
+        assert "--mode" in done.output and "Traceback" not in done.output
+    done = runner.invoke(cli, ["eval", "x*ones(2)", "--x", "2", "--mode", "forward"])
+    assert done.exit_code == 0 and "forward mode" in done.output

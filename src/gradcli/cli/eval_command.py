@@ -133,7 +133,8 @@ TOLERANCE = Tolerance()
               show_default=True,
               help="How a program with several outputs (f, g) or an array output computes its "
                    "Jacobian: one reverse pass per output element, or one forward pass per "
-                   "input element; auto takes the one with fewer passes.")
+                   "input element; auto takes the one with fewer passes (a batch: the lines "
+                   "that have a Jacobian; one program with one scalar output: a usage error).")
 @click.option("--full", is_flag=True,
               help="Tables print every element of large arrays (default: shape, min, max and "
                    "a few entries).")
@@ -231,6 +232,10 @@ def _check_sweep(request: EvalRequest) -> None:
     if request.settings.order > 1 or request.settings.hvp:
         raise UsageError("sweeps give values and gradients, not Hessians",
                          hint="drop --hessian/--order/--hvp, or evaluate one point")
+    if request.settings.mode != "auto":
+        raise UsageError("a sweep evaluates a program with one scalar output at every point, "
+                         "and --mode chooses how a Jacobian is computed",
+                         hint="drop --mode")
     if request.settings.check_method != "central":
         raise UsageError("sweeps are checked by central differences only",
                          hint="drop --check-method, or evaluate single points")
@@ -258,9 +263,22 @@ def run_eval(request: EvalRequest) -> int:
         parsed = parse(program.text, request.settings.max_nodes)
         request.given.check_used(parsed)
         result = evaluate(parsed, as_point(request.values), request.settings)
+        _check_mode_used(request.settings.mode, result)
     except GradcliError as error:
         return show_error(error, as_json, program.text, program.file_name)
     return show_result(result, program.text, as_json, request.digits, request.full)
+
+
+def _check_mode_used(mode: str, result: Any) -> None:
+    """``--mode forward|reverse`` is how a Jacobian is computed: for a program with one scalar
+    output (one reverse pass, no Jacobian) it would do nothing, so it is a usage error."""
+    from gradcli.gradcheck.jacobian_check import JacobianResult
+
+    if mode != "auto" and not isinstance(result, JacobianResult):
+        raise UsageError(f"--mode {mode} chooses how a Jacobian is computed, and this program "
+                         "has one scalar output (its gradient is one reverse pass)",
+                         hint="drop --mode; it applies to several outputs (f, g) or an array "
+                              "output")
 
 
 def run_sweep(request: EvalRequest) -> int:
