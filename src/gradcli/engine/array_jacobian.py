@@ -96,7 +96,7 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
             b = ArrayBuilder(sample_point(shapes, seed), max_nodes)
             outputs = dict(zip(output_labels(program),
                                b.import_graph(program.outputs or [program.output]), strict=True))
-            return Blocks(outputs, {label: {name: block(b, output, name, shapes, max_nodes)
+            return Blocks(outputs, {label: {name: block(b, output, name, shapes, max_nodes, seed)
                                             for name in names}
                                     for label, output in outputs.items()})
         except NumericError as error:
@@ -118,7 +118,8 @@ def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
             imported = b.import_graph([grads[name] for name in names])
             value = b.import_graph([program.output])[0]
             return Blocks({"value": value},
-                          {a: {name: block(b, grad, name, shapes, max_nodes) for name in names}
+                          {a: {name: block(b, grad, name, shapes, max_nodes, seed)
+                               for name in names}
                            for a, grad in zip(names, imported, strict=True)})
         except NumericError as error:
             failure = error
@@ -201,7 +202,7 @@ def _shape(node: SymNode) -> tuple[int, ...]:
 # --- one block ----------------------------------------------------------------------------------
 
 def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tuple[int, ...]],
-          max_nodes: int) -> SymNode:
+          max_nodes: int, seed: int = _SEEDS[0]) -> SymNode:
     """d(output)/d(name), shape of the output followed by the input's: vectorized when every
     node has a form, else row by row (a scalar output: its gradient first); whichever is used
     equals the numeric Jacobian at b's point."""
@@ -212,7 +213,7 @@ def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
     refusal: UsageError | None = None
     for way in ways:
         try:
-            found = way(b, output, name, shapes, max_nodes)
+            found = way(b, output, name, shapes, max_nodes, seed)
         except UsageError as error:  # no form for an op, or too many rows
             refusal = refusal or error
             continue
@@ -225,7 +226,8 @@ def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
 
 
 def _vectorized(b: ArrayBuilder, output: SymNode, name: str,
-                shapes: Mapping[str, tuple[int, ...]], max_nodes: int) -> SymNode | None:
+                shapes: Mapping[str, tuple[int, ...]], max_nodes: int,
+                seed: int) -> SymNode | None:
     try:
         return forward_jacobian(b, output, name, shapes[name])
     except _NoFormError:
@@ -251,8 +253,9 @@ def _numeric(b: ArrayBuilder, output: SymNode, name: str) -> Any:
 
 
 def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tuple[int, ...]],
-          max_nodes: int) -> SymNode:
-    """The gradient of each output element ``sum(y * E_k)``, stacked as ``[row0, row1, ...]``."""
+          max_nodes: int, seed: int) -> SymNode:
+    """The gradient of each output element ``sum(y * E_k)``, stacked as ``[row0, row1, ...]``
+    (each made at the sample point of ``seed``, where the program is known to be defined)."""
     shape = _shape(output)
     size = math.prod(shape)
     if size > MAX_JACOBIAN_ROWS:
@@ -269,7 +272,7 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
         grad = None
         if name in program.variables:
             grads, _ = gradients(program, {n: shapes[n] for n in program.variables}, [name],
-                                 max_nodes)
+                                 max_nodes, seed)
             grad = grads[name]
         rows.append(b.import_graph([grad])[0] if grad is not None else _zeros(b, shapes[name]))
     return _stack(b, rows, shape) if shape else rows[0]
