@@ -34,6 +34,8 @@ JACOBIANS = [  # program, shapes
     ("y*x + x**2", dict(x=V, y=())),
     ("x*ones(3)", dict(x=())),
     ("[x[0]*x[1], x[2], logsumexp(x)]", dict(x=V)),
+    ("[x[0]*x[1], y, x[1]]", dict(x=(2,), y=())),
+    ("log(W@x - 0.3)", dict(W=(2, 2), x=(2,))),
     ("outer(x, y)", dict(x=(2,), y=(2,))),
     ("A@X", dict(A=(2, 2), X=(2, 2))),
     ("f = W@x; g = sum(x*x); h = x[0]*y; f, g, h", dict(W=(2, 2), x=(2,), y=())),

@@ -272,9 +272,11 @@ def run_eval(request: EvalRequest) -> int:
 def _check_mode_used(mode: str, result: Any) -> None:
     """``--mode forward|reverse`` is how a Jacobian is computed: for a program with one scalar
     output (one reverse pass, no Jacobian) it would do nothing, so it is a usage error."""
-    from gradcli.gradcheck.jacobian_check import JacobianResult
+    if mode == "auto":
+        return
+    from gradcli.gradcheck.jacobian_check import JacobianResult  # not on the scalar path
 
-    if mode != "auto" and not isinstance(result, JacobianResult):
+    if not isinstance(result, JacobianResult):
         raise UsageError(f"--mode {mode} chooses how a Jacobian is computed, and this program "
                          "has one scalar output (its gradient is one reverse pass)",
                          hint="drop --mode; it applies to several outputs (f, g) or an array "

@@ -289,8 +289,13 @@ def _one_hot(b: ArrayBuilder, shape: tuple[int, ...], element: tuple[int, ...]) 
 
 
 def _zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
-    zero = b.constant(0.0)
-    return spread(b, zero, shape) if shape else zero
+    """Zeros of ``shape`` as a node that keeps its shape (``0*ones(n)`` would fold to 0)."""
+    if not shape:
+        return b.constant(0.0)
+    vectors = [_a(b, "zeros", b.constant(float(n))) for n in shape]
+    if len(vectors) > 2:
+        raise UsageError("gradcli diff prints Jacobians of numbers, vectors and matrices")
+    return vectors[0] if len(vectors) == 1 else _a(b, "outer", *vectors)
 
 
 def _stack(b: ArrayBuilder, rows: list[SymNode], shape: tuple[int, ...]) -> SymNode:
