@@ -203,3 +203,10 @@ def test_format_python_of_a_hessian_runs_and_agrees_with_eval(tmp_path, monkeypa
         for b, expected in row.items():
             np.testing.assert_allclose(np.broadcast_to(blocks[a][b], np.shape(expected)),
                                        expected, rtol=1e-10, atol=1e-12, err_msg=f"{a},{b}")
+
+
+def test_like_terms_with_array_literals_print_instead_of_a_traceback():
+    done = CliRunner().invoke(cli, ["diff", "sum([1, 2, 3]*x + [1, 1, 1]*x)", "--shape", "x=3"])
+    assert done.exit_code == 0, done.output
+    text = done.output.split(" = ", 1)[1].strip()
+    np.testing.assert_allclose(_value(text, {}), [2.0, 3.0, 4.0])

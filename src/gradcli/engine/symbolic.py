@@ -274,9 +274,11 @@ def fold(op: Op, values: list[float]) -> float | None:
         return None
     try:
         result = op.forward(*values)
+        return float(result) if math.isfinite(result) else None
     except (ValueError, ZeroDivisionError, OverflowError):
         return None
-    return float(result) if math.isfinite(result) else None
+    except TypeError:  # array constants (vectorized derivatives): not folded into a number
+        return None
 
 
 # Ops whose value on numbers is written as a number: arithmetic, and the piecewise functions whose
@@ -444,8 +446,7 @@ def gradients_at(
 # --- local rewrites: each returns a simpler node, or None to keep the node as it is ------------
 
 def _is(node: Node, value: float) -> bool:
-    # ``is True``: an array constant (vectorized derivatives) compares element-wise, never equal
-    return node.op is CONST and (node.value == value) is True
+    return node.op is CONST and node.value == value
 
 
 def _const(node: Node) -> bool:
