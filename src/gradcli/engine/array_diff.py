@@ -545,7 +545,7 @@ def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
     texts: dict[int, str] = {}
     lines: list[str] = []
     for node in nodes:
-        texts[id(node)] = _numpy_text(node, texts, lines)
+        texts[id(node)] = numpy_text(node, texts, lines)
     parameters = ", ".join(program.variables)
     gradients = ", ".join(f"{name!r}: {texts[id(node)]}" for name, node in found.items())
     body = "".join(f"    {line}\n" for line in lines)
@@ -554,7 +554,7 @@ def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
             f"{body}    return {texts[id(output)]}, {{{gradients}}}\n")
 
 
-def _numpy_text(node: SymNode, texts: dict[int, str], lines: list[str]) -> str:
+def numpy_text(node: SymNode, texts: dict[int, str], lines: list[str]) -> str:
     """A leaf's text, or the name of a new line ``t3 = ...`` computing the node."""
     op = node.op
     if op is VAR:

@@ -27,8 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine import arrays, jacobian
-from gradcli.engine.array_diff import ArrayBuilder, gradients, spread, to_latex
-from gradcli.engine.array_diff import _numpy_text as numpy_text  # the NumPy printer of to_numpy
+from gradcli.engine.array_diff import (
+    ArrayBuilder,
+    gradients,
+    numpy_text,  # the NumPy printer of to_numpy
+    spread,
+    to_latex,
+)
 from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op, stack_op
 from gradcli.engine.graph import Program, nodes_of, output_labels
 from gradcli.engine.ops import CONST, OPS, VAR
