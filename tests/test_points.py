@@ -11,7 +11,7 @@ from gradcli.language.values import as_point, grid, parse_assignments, parse_val
 def test_number_range_and_list():
     assert parse_value("x", "2") == 2.0
     assert parse_value("x", "-2:2:5") == (-2.0, -1.0, 0.0, 1.0, 2.0)
-    assert parse_value("x", "0:1:1") == (0.0,)
+    assert parse_value("x", "1:1:1") == (1.0,)
     assert parse_value("x", "1, 2,5") == (1.0, 2.0, 5.0)
     values = parse_value("x", "-3:3:200")
     assert len(values) == 200 and values[0] == -3.0 and values[-1] == 3.0

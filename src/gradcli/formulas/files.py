@@ -25,7 +25,7 @@ from gradcli.engine.graph import Program, output_labels
 from gradcli.errors import ExitStatus, GradcliError, visible
 from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
-from gradcli.language.values import Value, parse_value
+from gradcli.language.values import Value, parse_value, range_ends
 from gradcli.limits import (
     MAX_CHECK_CELLS,
     MAX_CHECK_FILE_BYTES,
@@ -459,7 +459,7 @@ def _unquoted(key: str) -> str:
 
 def _range(variable: str, text: str) -> Value | Range:
     """``"START:STOP:COUNT"`` checked as ``parse_value`` checks it, without making the values:
-    START and STOP are read from the same range with a count of 1; any other mistake is left to
+    START and STOP are read alone; any other mistake (``1:2:1`` included) is left to
     ``parse_value``, which finds it before making any value (and raises the same error)."""
     parts = text.strip().split(":")
     try:
@@ -468,11 +468,12 @@ def _range(variable: str, text: str) -> Value | Range:
         count = 0
     if 1 <= count <= MAX_RANGE_COUNT:
         try:
-            parse_value(variable, f"{parts[0]}:{parts[1]}:1")
+            start, stop = range_ends(variable, text.strip())
         except GradcliError:
             pass  # the whole text gives the error, with the whole text in it
         else:
-            return Range(variable, text, count)
+            if count > 1 or start == stop:
+                return Range(variable, text, count)
     return parse_value(variable, text)
 
 

@@ -163,7 +163,7 @@ def _parse_range(name: str, text: str) -> tuple[float, ...]:
     if len(parts) != 3:
         raise UsageError(f"cannot read the range {text!r} for {name}",
                          hint="write START:STOP:COUNT, e.g. -2:2:9")
-    start, stop = _number(name, parts[0], text), _number(name, parts[1], text)
+    start, stop = range_ends(name, text)
     try:
         count = int(parts[2])
     except ValueError:
@@ -172,7 +172,7 @@ def _parse_range(name: str, text: str) -> tuple[float, ...]:
         raise UsageError(f"the count in {text!r} for {name} must be a whole number from 1 to "
                          f"{MAX_RANGE_COUNT:,}", hint="write START:STOP:COUNT, e.g. -2:2:9")
     if count == 1:
-        return (start,)
+        return (start,) if start == stop else _one_point_of_two(name, text)
     intervals = count - 1
     step = (stop - start) / intervals
     if math.isfinite(step):
@@ -183,6 +183,22 @@ def _parse_range(name: str, text: str) -> tuple[float, ...]:
             stop)
 
 
+def range_ends(name: str, text: str) -> tuple[float, float]:
+    """START and STOP of ``text``, a range ``START:STOP:COUNT`` (a UsageError if either is not
+    a finite number): what a check file reads without making the range's values."""
+    parts = text.split(":")
+    return _number(name, parts[0], text), _number(name, parts[1], text)
+
+
+def _one_point_of_two(name: str, text: str) -> tuple[float, ...]:
+    """``1:2:1``: both ends are included, so one point cannot hold two different ends; taking
+    START alone would drop STOP without a word."""
+    start, stop = (part.strip() for part in text.split(":")[:2])
+    raise UsageError(f"the range {text!r} for {name} has a count of 1, so its end {stop} "
+                     "would be dropped",
+                     hint=f"write {start}:{stop}:2 for both ends, or {start} alone for one point")
+
+
 # A number as the grammar writes one (ASCII digits; no `1_000`, no `inf`), with an optional sign.
 # Each digit can belong to one place only, so a long non-number fails in linear time (a pattern
 # like [0-9]+\.?[0-9]* backtracks quadratically on 10^5 digits and a letter).
@@ -191,7 +207,12 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 
 def _number(name: str, part: str, whole: str) -> float:
     if _NUMBER.fullmatch(part.strip()):
-        return float(part)
+        number = float(part)
+        if math.isinf(number):  # 1e400: a number, but past the largest double
+            raise UsageError(f"the value of {name} is {whole!r}: too large for a float "
+                             "(the largest is about 1.8e308)",
+                             hint="give a finite number such as 2, -0.5 or 1e-3")
+        return number
     if part.strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
         raise UsageError(f"the value of {name} is {whole!r}, not a finite number",
                          hint="give a finite number such as 2, -0.5 or 1e-3")

@@ -1,0 +1,85 @@
+"""A demanding user's audit: command lines that exited 0 on a mistake, or said too little.
+
+Each test runs the command a person would type and checks the status and the words that tell
+them what happened (the status alone would let a wrong message pass).
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from gradcli.cli import cli
+
+
+def invoke(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(cli, list(args), input=stdin)
+
+
+def usage_error(result, *words: str) -> None:
+    """Status 2, nothing on stdout, and every one of ``words`` on stderr."""
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert result.stdout == ""
+    for word in words:
+        assert word in result.stderr, (word, result.stderr)
+
+
+# --- a range of one point cannot keep both of its ends ----------------------------------------
+
+@pytest.mark.parametrize("command", [("eval", "x**2"), ("eval", "x**2", "--csv"),
+                                     ("plot", "x**2")])
+def test_a_one_point_range_between_two_ends_is_refused(command):
+    result = invoke(*command, "--x", "1:2:1")
+    usage_error(result, "the range '1:2:1' for x has a count of 1, so its end 2 would be dropped",
+                "hint: write 1:2:2 for both ends, or 1 alone for one point")
+
+
+def test_a_one_point_range_with_equal_ends_is_that_point():
+    result = invoke("eval", "x**2", "--x", "3:3:1", "--csv")
+    assert result.exit_code == 0
+    assert result.stdout == "x,value,d/dx,ok,error\n3,9,6,true,\n"
+
+
+def test_a_check_file_sweep_of_one_point_between_two_ends_is_refused(tmp_path):
+    path = tmp_path / "one.toml"
+    path.write_text('[[check]]\nname = "a"\nexpr = "x**2"\nsweep = {x = "1:2:1"}\n'
+                    'value = "x**2"\n')
+    result = invoke("check", str(path))
+    usage_error(result, "one.toml:4: check.sweep.x: the range '1:2:1' for x has a count of 1")
+
+
+def test_a_number_past_the_largest_float_is_named_as_written():
+    result = invoke("eval", "x", "--x", "1e400")
+    usage_error(result, "the value of x is '1e400': too large for a float")
+
+
+# --- an option given twice: click would keep the last one in silence --------------------------
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("diff", "x*y", "--wrt", "x", "--wrt", "y"),
+     ("--wrt is given twice, and only one can count", "hint: give it once: --wrt X,Y")),
+    (("eval", "x*y", "--x", "1", "--y", "2", "--rtol", "1e-3", "--rtol=1e-9"),
+     ("--rtol is given twice",)),
+    (("graph", "x", "-o", "a.dot", "--output", "b.dot"),
+     ("-o/--output is given twice", "give it once: --output FILE")),
+    (("check", "examples/checks.toml", "-k", "seed", "-k", "tanh"),
+     ("-k is given twice", "give it once: -k PATTERN")),
+    (("plot", "x", "--x", "0:1:5", "--height", "10", "--height", "12"),
+     ("--height is given twice",)),
+])
+def test_an_option_given_twice_is_a_usage_error(args, words):
+    usage_error(invoke(*args), *words)
+
+
+def test_two_values_files_are_refused_not_one_dropped(tmp_path):
+    first, second = tmp_path / "x.json", tmp_path / "y.json"
+    first.write_text('{"x": 2}')
+    second.write_text('{"y": 3}')
+    result = invoke("eval", "x*y", "--values", str(first), "--values", str(second))
+    usage_error(result, "--values is given twice", "give it once: --values FILE")
+
+
+def test_a_flag_given_twice_and_repeated_set_are_still_fine():
+    result = invoke("eval", "x*y", "--set", "x=1", "--set", "y=2", "--json", "--json")
+    assert result.exit_code == 0
+    assert '"value":2.0' in result.stdout
