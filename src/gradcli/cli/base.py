@@ -37,7 +37,37 @@ BINDINGS_KEY = "gradcli.bindings"
 # What an option looks like; anything else after `--` (`---x`, `--(x)`) is an expression.
 _OPTION_LIKE = re.compile(r"--[A-Za-z][-A-Za-z0-9_]*")
 
-class BindingCommand(click.Command):
+class GradcliCommand(click.Command):
+    """Every gradcli command: an option that takes a value, given twice, is a usage error.
+
+    click keeps the last one, so ``--wrt x --wrt y`` would differentiate by y alone and
+    ``--values a.json --values b.json`` would read only b.json; gradcli never drops what a
+    person typed. Flags (``--json --json``) and repeatable options (``--set``) are fine."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+            _refuse_repeats(order)
+        return super().parse_args(ctx, args)
+
+
+def _refuse_repeats(order: Iterable[click.Parameter]) -> None:
+    """A UsageError for the first single-valued option that ``order`` (click's record of the
+    options seen, one entry per time) holds more than once."""
+    seen: set[str] = set()
+    for param in order:
+        if not isinstance(param, click.Option) or param.multiple or param.is_flag or (
+                param.count or param.name is None):
+            continue
+        if param.name in seen:
+            written = "/".join(param.opts)
+            form = f": {max(param.opts, key=len)} {param.metavar}" if param.metavar else ""
+            raise UsageError(f"{written} is given twice, and only one can count",
+                             hint=f"give it once{form}")
+        seen.add(param.name)
+
+
+class BindingCommand(GradcliCommand):
     """Lets any ``--NAME VALUE`` bind a variable and lets EXPR start with ``-`` (eval, graph, plot).
 
     Before click parses, arguments that are not the command's own options are taken out:
@@ -172,6 +202,8 @@ ARGS_KEY = "gradcli.args"
 
 
 class _Group(click.Group):
+    command_class = GradcliCommand
+
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
         """Parsing gradcli's own options (``--help`` and ``--version`` print here): a usage
