@@ -83,3 +83,15 @@ def test_a_flag_given_twice_and_repeated_set_are_still_fine():
     result = invoke("eval", "x*y", "--set", "x=1", "--set", "y=2", "--json", "--json")
     assert result.exit_code == 0
     assert '"value":2.0' in result.stdout
+
+
+# --- a batch line shows the H·v that --hvp asked for -------------------------------------------
+
+def test_a_batch_line_shows_the_hessian_vector_product():
+    # x**2*y: H = [[2y, 2x], [2x, 0]]; along v = (1, 0) at (1, 2): H·v = (2y, 2x) = (4, 2).
+    result = invoke("eval", "-", "--x", "1", "--y", "2", "--hvp", "x=1",
+                    stdin="x**2*y\nsum([x, y]**2)\n")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == "line 1: value 2  d/dx 4  d/dy 1  H·v x 4  H·v y 2  ✓"
+    assert lines[1] == "line 2: value 5  d/dx 2  d/dy 4  H·v x 2  H·v y 0  ✓"  # H = 2I
