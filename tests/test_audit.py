@@ -95,3 +95,21 @@ def test_a_batch_line_shows_the_hessian_vector_product():
     lines = result.stdout.splitlines()
     assert lines[0] == "line 1: value 2  d/dx 4  d/dy 1  H·v x 4  H·v y 2  ✓"
     assert lines[1] == "line 2: value 5  d/dx 2  d/dy 4  H·v x 2  H·v y 0  ✓"  # H = 2I
+
+
+# --- an option that the other options make meaningless -----------------------------------------
+
+@pytest.mark.parametrize(("option", "value"), [("--rtol", "1e-3"), ("--atol", "0"),
+                                               ("--check-method", "complex"),
+                                               ("--check-nodes", None)])
+def test_an_option_of_the_check_with_no_check_is_refused(option, value):
+    args = ["eval", "x*y", "--x", "1", "--y", "2", "--no-check", option]
+    result = invoke(*args, *([value] if value is not None else []))
+    usage_error(result, f"{option} tunes the finite-difference check, and --no-check skips it",
+                f"hint: drop {option}, or --no-check")
+
+
+def test_full_with_csv_is_refused_and_the_default_tolerances_are_not_given_options():
+    result = invoke("eval", "x", "--x", "0:1:3", "--full", "--csv")
+    usage_error(result, "--full shapes tables and batch lines, and --csv always prints")
+    assert invoke("eval", "x", "--x", "1", "--no-check").exit_code == 0

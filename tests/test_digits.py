@@ -1,4 +1,4 @@
-"""--digits N: tables print N significant digits; JSON keeps every digit."""
+"""--digits N: tables print N significant digits; JSON keeps every digit (and refuses it)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,16 @@ def test_a_table_rounds_to_the_digits_asked_for_and_json_keeps_every_digit():
     assert status == 0 and "0.909" in table and "0.9092974" not in table
     status, whole = _run("eval", "sin(x)*y", "--x", "2", "--y", "1")
     assert status == 0 and "0.9092974268256817" in whole
-    status, text = _run("eval", "sin(x)*y", "--x", "2", "--y", "1", "--digits", "3", "--json")
+    status, text = _run("eval", "sin(x)*y", "--x", "2", "--y", "1", "--json")
     assert json.loads(text)["value"] == 0.9092974268256817
+
+
+def test_digits_with_json_or_csv_is_refused_not_ignored():
+    for data in ("--json", "--csv"):
+        status, text = _run("eval", "sin(x)", "--x", "2", "--digits", "3", data)
+        assert status == 2
+        assert f"--digits shapes tables and batch lines, and {data} always prints" in text
+        assert f"hint: drop --digits, or {data}" in text
 
 
 def test_sweeps_and_batches_round_too():

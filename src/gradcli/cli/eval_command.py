@@ -99,7 +99,9 @@ TOLERANCE = Tolerance()
              "(- for stdin).")
 @values_file_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (JSON Lines for a batch).")
-@click.option("--no-check", is_flag=True, help="Skip the finite-difference check.")
+@click.option("--no-check", is_flag=True,
+              help="Skip the finite-difference check (then --rtol, --atol, --check-method and "
+                   "--check-nodes are usage errors).")
 @click.option("--rtol", type=TOLERANCE, default=DEFAULT_RTOL, show_default=True,
               help="Relative tolerance of the check.")
 @click.option("--atol", type=TOLERANCE, default=DEFAULT_ATOL, show_default=True,
@@ -128,7 +130,8 @@ TOLERANCE = Tolerance()
                    "always done up to 300 nodes). Input gradients are always checked.")
 @click.option("--digits", type=click.IntRange(1, 17), metavar="N",
               help="Tables print numbers with N significant digits (default: every digit, the "
-                   "shortest form that reads back as the same float). JSON and CSV keep them all.")
+                   "shortest form that reads back as the same float). JSON and CSV keep them all "
+                   "(so --digits with --json or --csv is a usage error).")
 @click.option("--mode", type=click.Choice(("auto", "forward", "reverse")), default="auto",
               show_default=True,
               help="How a program with several outputs (f, g) or an array output computes its "
@@ -178,6 +181,8 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     """The request behind click's options, or a UsageError for a combination that means nothing."""
     if as_csv and as_json:
         raise UsageError("--csv and --json are two output formats: give one")
+    _refuse_options_without_effect(ctx, "--json" if as_json else "--csv" if as_csv else None,
+                                   options["no_check"])
     given = given_values(ctx, assignments)
     batch = program_file is None and (expr == "-" or (expr is None and not sys.stdin.isatty()))
     if batch and streams.stdin_closed:
@@ -201,6 +206,31 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     address = placement(ctx, options["cluster"], options["skip"], batch=program is None,
                         json_lines=as_json, sweep=request.is_sweep)
     return replace(request, cluster=address, skip=options["skip"])
+
+
+_TABLE_ONLY = ("digits", "full")  # they shape tables and batch lines; JSON and CSV keep it all
+_CHECK_ONLY = ("rtol", "atol", "check_method", "check_nodes")  # they tune the check
+
+
+def _refuse_options_without_effect(ctx: click.Context, data_format: str | None,
+                                   no_check: bool) -> None:
+    """A UsageError for an option given on the command line that the other options make
+    meaningless (``--digits 3 --json``, ``--no-check --rtol 1e-3``): the person meant
+    something, and running without it would pass in silence."""
+    def given(name: str) -> bool:
+        source = ctx.get_parameter_source(name)
+        return source is not None and source is not click.core.ParameterSource.DEFAULT
+
+    for name in _TABLE_ONLY:
+        if data_format and given(name):
+            raise UsageError(f"--{name.replace('_', '-')} shapes tables and batch lines, and "
+                             f"{data_format} always prints every digit and element",
+                             hint=f"drop --{name.replace('_', '-')}, or {data_format}")
+    for name in _CHECK_ONLY:
+        if no_check and given(name):
+            raise UsageError(f"--{name.replace('_', '-')} tunes the finite-difference check, "
+                             "and --no-check skips it",
+                             hint=f"drop --{name.replace('_', '-')}, or --no-check")
 
 
 def hvp_direction(assignments: tuple[str, ...]) -> dict[str, Any] | None:
