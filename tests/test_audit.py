@@ -113,3 +113,41 @@ def test_full_with_csv_is_refused_and_the_default_tolerances_are_not_given_optio
     result = invoke("eval", "x", "--x", "0:1:3", "--full", "--csv")
     usage_error(result, "--full shapes tables and batch lines, and --csv always prints")
     assert invoke("eval", "x", "--x", "1", "--no-check").exit_code == 0
+
+
+# --- pictures: a file named for one format never holds another ---------------------------------
+
+@pytest.mark.parametrize(("name", "picture_format", "renamed", "named"), [
+    ("g.svg", "png", "g.png", "svg"), ("g.png", "dot", "g.dot", "png"),
+    ("g.dot", "mermaid", "g.mmd", "dot"), ("g.txt", "svg", "g.svg", "tree"),
+])
+def test_graph_refuses_a_suffix_that_names_another_format(tmp_path, name, picture_format,
+                                                          renamed, named):
+    path = tmp_path / name
+    result = invoke("graph", "x*y", "--x", "1", "--y", "2", "-o", str(path),
+                    "--format", picture_format)
+    suffix = path.suffix
+    usage_error(result, f"is a {suffix} file, and --format {picture_format} would write",
+                f"hint: write -o {tmp_path / renamed}, or drop --format to write {named}")
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(("name", "picture_format", "start"), [
+    ("g.txt", "dot", "digraph"), ("g.txt", "tree", "#2 x*y"), ("g.gv", "dot", "digraph"),
+    ("g.mmd", "mermaid", "flowchart"),
+])
+def test_graph_writes_a_format_its_suffix_allows(tmp_path, name, picture_format, start):
+    path = tmp_path / name
+    result = invoke("graph", "x*y", "--x", "1", "--y", "2", "-o", str(path),
+                    "--format", picture_format)
+    assert result.exit_code == 0, result.output
+    assert path.read_text().startswith(start)
+
+
+@pytest.mark.parametrize("option", ["--width", "--height"])
+def test_plot_refuses_a_terminal_size_for_an_image(tmp_path, option):
+    path = tmp_path / "p.svg"
+    result = invoke("plot", "x**2", "--x", "0:1:5", "-o", str(path), option, "30")
+    usage_error(result, f"{option} sizes the plot in the terminal, and -o {path} saves an image",
+                f"hint: drop {option}, or -o to plot in the terminal")
+    assert not path.exists()

@@ -85,7 +85,7 @@ def test_drawing_a_huge_program_touches_only_the_nodes_it_draws():
 
 
 @pytest.mark.parametrize("fmt", ["dot", "mermaid", "tree"])
-@pytest.mark.parametrize("path", ["/dev/full", "/nonexistent-dir/a\nb\x1b[31m.dot"])
+@pytest.mark.parametrize("path", ["/dev/full", "/nonexistent-dir/a\nb\x1b[31m.txt"])
 def test_unwritable_output_paths_are_one_clear_status_2_error(fmt, path):
     result = CliRunner().invoke(cli, ["graph", "x*2", "--x", "1", "--format", fmt, "-o", path])
     assert result.exit_code == 2, result.output

@@ -30,7 +30,8 @@ GRAPH_HELP = """Draw the computational graph of EXPR: values on the nodes, gradi
 --format dot    Graphviz source (the default in a pipe): gradcli graph ... | dot -Tsvg
 --format mermaid  a Mermaid flowchart (renders in GitHub Markdown)
 --format svg|png  rendered by Graphviz's `dot` program (install graphviz)
-With -o FILE the format follows the suffix (.svg .png .dot .gv .mmd .txt) unless given.
+With -o FILE the format follows the suffix (.svg .png .dot .gv .mmd .txt); --format may
+name it too, but not another format than the suffix names (.txt takes tree, dot or mermaid).
 Without values for every variable: no gradients, and values only where the given
 variables decide them; the picture names the variables without values.
 
@@ -82,7 +83,7 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
         given = given_values(ctx, assignments)
         values = as_point(given.values)
         source = ProgramText.read("graph", expr, program_file).text
-        picture_format = picture_format or _default_format(output_path)
+        picture_format = _checked_format(picture_format, output_path)
         program = parse(source)
         given.check_used(program)
         picture = prepare(program, values)
@@ -135,6 +136,29 @@ def _default_format(output_path: str | None) -> str:
     return _SUFFIX_FORMATS[suffix]
 
 
+_TEXT_FORMATS = ("tree", "dot", "mermaid")  # what a .txt file may hold
+
+
+def _checked_format(picture_format: str | None, output_path: str | None) -> str:
+    """--format, or the format -o's suffix names; a suffix that names another format than
+    --format is refused (``-o g.svg --format png`` would write a PNG named .svg)."""
+    if picture_format is None:
+        return _default_format(output_path)
+    suffix = os.path.splitext(output_path or "")[1].lower()
+    named = _SUFFIX_FORMATS.get(suffix)
+    fits = named in (None, picture_format) or (suffix == ".txt" and picture_format in
+                                                _TEXT_FORMATS)
+    if not fits:
+        path = output_path or ""
+        suffixes = {name: suffix for suffix, name in reversed(_SUFFIX_FORMATS.items())}
+        renamed = os.path.splitext(path)[0] + suffixes[picture_format]
+        raise UsageError(f"-o {visible(path)} is a {suffix} file, and --format {picture_format} "
+                         f"would write {picture_format} into it",
+                         hint=f"write -o {visible(renamed)}, or drop --format to write "
+                              f"{named} (the format {suffix} names)")
+    return picture_format
+
+
 def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
     from gradcli.output.views import graph_tree, make_console
 
@@ -172,9 +196,10 @@ def _write_bytes(data: bytes, output_path: str | None) -> None:
 @click.option("-o", "--output", "output_path", metavar="FILE",
               help="Save the plot as FILE.svg or FILE.png instead (all of it or nothing).")
 @click.option("--width", type=click.IntRange(MIN_PLOT_WIDTH, MAX_PLOT_WIDTH),
-              help="Terminal plot width in columns (default: the terminal's, 80 in a pipe).")
+              help="Terminal plot width in columns (default: the terminal's, 80 in a pipe; "
+                   "not with -o).")
 @click.option("--height", type=click.IntRange(MIN_PLOT_HEIGHT, MAX_PLOT_HEIGHT), default=22,
-              show_default=True, help="Terminal plot height in rows.")
+              show_default=True, help="Terminal plot height in rows (not with -o).")
 @click.pass_context
 def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                  program_file: str | None, output_path: str | None, width: int | None,
@@ -188,6 +213,7 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
     try:
         _check_output_path(output_path, "plot.svg")
         file_format = None if output_path is None else image_format(output_path)
+        _refuse_terminal_sizes(ctx, output_path)
         given = given_values(ctx, assignments)
         source = ProgramText.read("plot", expr, program_file).text
         program = parse(source)
@@ -207,3 +233,15 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         click.echo(f"{plural(curve.xs.size, 'point')}{gaps}")
     except GradcliError as error:
         ctx.exit(show_error(error, False, source))
+
+
+def _refuse_terminal_sizes(ctx: click.Context, output_path: str | None) -> None:
+    """--width and --height size the terminal plot; an image saved with -o has its own size,
+    so with -o they would be ignored in silence."""
+    if output_path is None:
+        return
+    for name in ("width", "height"):
+        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
+            raise UsageError(f"--{name} sizes the plot in the terminal, and -o "
+                             f"{visible(output_path)} saves an image of a fixed size",
+                             hint=f"drop --{name}, or -o to plot in the terminal")
