@@ -151,3 +151,16 @@ def test_plot_refuses_a_terminal_size_for_an_image(tmp_path, option):
     usage_error(result, f"{option} sizes the plot in the terminal, and -o {path} saves an image",
                 f"hint: drop {option}, or -o to plot in the terminal")
     assert not path.exists()
+
+
+# --- the hint fits the command: completion takes a shell, not an EXPR -------------------------
+
+def test_completion_with_two_shells_names_its_argument_not_an_expression():
+    usage_error(invoke("completion", "bash", "bash"), "unexpected extra arguments: bash",
+                "hint: gradcli completion takes one of bash, zsh or fish")
+    assert "EXPR" not in invoke("completion", "bash", "bash").stderr
+
+
+def test_completion_without_a_shell_lists_the_shells():
+    usage_error(invoke("completion"), "missing argument SHELL",
+                "hint: give one of bash, zsh or fish; see gradcli completion --help")

@@ -75,7 +75,9 @@ def from_click(error: Exception, args: Sequence[str], group: click.Group) -> Usa
         param = error.param
         what = "argument" if isinstance(param, click.Argument) else "option"
         named = _param_name(param) if param is not None else ""
-        return UsageError(f"missing {what} {named}".rstrip(), hint=see)
+        choices = _choices(param) if param is not None else ""
+        return UsageError(f"missing {what} {named}".rstrip(),
+                          hint=f"give one of {choices}; {see}" if choices else see)
     if isinstance(error, click.BadParameter):
         named = _param_name(error.param) if error.param is not None else (error.param_hint or "")
         return UsageError(f"invalid value for {named}: {_sentence(error.message)}",
@@ -131,9 +133,27 @@ def _command_path(ctx: click.Context | None) -> str:
 
 
 def _extra_hint(ctx: click.Context | None) -> str | None:
-    if ctx is None or not any(isinstance(p, click.Argument) for p in ctx.command.params):
-        return None if ctx is None else f"{_command_path(ctx)} takes no arguments"
+    """What the command takes: no arguments, EXPR in quotes, or its one argument (``gradcli
+    completion bash bash`` is not a formula's EXPR split in two)."""
+    if ctx is None:
+        return None
+    arguments = [p for p in ctx.command.params if isinstance(p, click.Argument)]
+    if not arguments:
+        return f"{_command_path(ctx)} takes no arguments"
+    if arguments[0].name != "expr":
+        taken = arguments[0]
+        choices = _choices(taken)
+        one = f"one of {choices}" if choices else f"one {taken.human_readable_name}"
+        return f"{_command_path(ctx)} takes {one}"
     return f'give EXPR as one argument, in quotes: {_command_path(ctx)} "x + y" --x 1 --y 2'
+
+
+def _choices(param: click.Parameter) -> str:
+    """``bash, zsh or fish`` for a parameter with choices ("" for any other)."""
+    if not isinstance(param.type, click.Choice):
+        return ""
+    names = [str(choice) for choice in param.type.choices]
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
 
 
 
