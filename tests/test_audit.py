@@ -164,3 +164,23 @@ def test_completion_with_two_shells_names_its_argument_not_an_expression():
 def test_completion_without_a_shell_lists_the_shells():
     usage_error(invoke("completion"), "missing argument SHELL",
                 "hint: give one of bash, zsh or fish; see gradcli completion --help")
+
+
+# --- diff --wrt: an empty name is not "every variable" -----------------------------------------
+
+@pytest.mark.parametrize("wrt", ["", " , "])
+def test_an_empty_wrt_is_refused_not_every_variable(wrt):
+    usage_error(invoke("diff", "x*y", "--wrt", wrt), "--wrt names no variable",
+                "hint: name them (--wrt x,y), or drop --wrt for every variable without a value")
+
+
+@pytest.mark.parametrize("wrt", ["x,", "x,,y", ",y"])
+def test_a_wrt_with_an_empty_name_is_refused(wrt):
+    usage_error(invoke("diff", "x*y", "--wrt", wrt), f"--wrt {wrt!r} has an empty name",
+                "hint: separate the names by single commas: --wrt x,y")
+
+
+def test_wrt_names_may_have_spaces_after_commas():
+    # d/dx (x*y) = y and d/dy (x*y) = x, by hand.
+    result = invoke("diff", "x*y", "--wrt", "x, y")
+    assert result.exit_code == 0 and result.stdout == "d/dx = y\nd/dy = x\n"

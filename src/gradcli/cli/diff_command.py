@@ -19,7 +19,7 @@ from gradcli.cli.completion import complete_wrt
 from gradcli.cli.given import Given
 from gradcli.cli.show import show_error
 from gradcli.cli.values_file import values_file_options
-from gradcli.errors import ExitStatus, GradcliError, UsageError
+from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import as_point
 from gradcli.limits import MAX_NODES
 
@@ -108,9 +108,24 @@ def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order
     given = given_values(ctx, assignments)
     values = as_point(given.values)
     program = ProgramText.read("diff", expr, program_file, max_nodes)
-    names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else None
+    names = None if wrt is None else wrt_names(wrt)
     return DiffRequest(program, names, order, values, fmt, as_json, use_defaults, max_nodes,
                        given, _shapes(shapes))
+
+
+def wrt_names(wrt: str) -> list[str]:
+    """``--wrt x,W`` as ["x", "W"]; a UsageError for an empty name (``--wrt ""``,
+    ``--wrt "$A,$B"`` with B unset), which would otherwise fall back to every variable or
+    drop a name in silence."""
+    names = [name.strip() for name in wrt.split(",")]
+    if not any(names):
+        raise UsageError("--wrt names no variable",
+                         hint="name them (--wrt x,y), or drop --wrt for every variable "
+                              "without a value")
+    if not all(names):
+        raise UsageError(f"--wrt {visible(wrt)!r} has an empty name",
+                         hint="separate the names by single commas: --wrt x,y")
+    return names
 
 
 def _shapes(texts: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
