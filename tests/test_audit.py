@@ -184,3 +184,20 @@ def test_wrt_names_may_have_spaces_after_commas():
     # d/dx (x*y) = y and d/dy (x*y) = x, by hand.
     result = invoke("diff", "x*y", "--wrt", "x, y")
     assert result.exit_code == 0 and result.stdout == "d/dx = y\nd/dy = x\n"
+
+
+# --- --allow-unused without a --values file would allow nothing --------------------------------
+
+@pytest.mark.parametrize("command", [("eval", "x*y"), ("diff", "x*y"), ("graph", "x*y")])
+def test_allow_unused_without_a_values_file_is_refused(command):
+    result = invoke(*command, "--x", "1", "--y", "2", "--allow-unused")
+    usage_error(result, "--allow-unused is about the names of --values FILE, and no --values",
+                "hint: drop --allow-unused (an unused --NAME VALUE is always an error)")
+
+
+def test_allow_unused_with_a_values_file_still_ignores_the_files_extra_names(tmp_path):
+    point = tmp_path / "point.toml"
+    point.write_text("x = 2\ny = 3\nunused = 1\n")
+    result = invoke("eval", "x*y", "--values", str(point), "--allow-unused", "--json")
+    assert result.exit_code == 0
+    assert '"value":6.0' in result.stdout  # 2*3

@@ -290,6 +290,11 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
     given = Given.read(written, options, _options_of_other_commands(ctx, options),
                        f"gradcli {ctx.info_name}")
     path = ctx.meta.get(VALUES_FILE_KEY)
+    if path is None and ctx.meta.get(ALLOW_UNUSED_KEY):
+        raise UsageError("--allow-unused is about the names of --values FILE, and no --values "
+                         "was given",
+                         hint="drop --allow-unused (an unused --NAME VALUE is always an error), "
+                              "or add --values FILE")
     if path is None:
         return given
     if path == "-" and _program_on_stdin(ctx):
