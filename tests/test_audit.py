@@ -201,3 +201,29 @@ def test_allow_unused_with_a_values_file_still_ignores_the_files_extra_names(tmp
     result = invoke("eval", "x*y", "--values", str(point), "--allow-unused", "--json")
     assert result.exit_code == 0
     assert '"value":6.0' in result.stdout  # 2*3
+
+
+# --- the session: a command that takes nothing does not drop what follows it -------------------
+
+def test_reset_with_a_name_is_refused_and_forgets_nothing():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"],
+                          input="x = 2\nW = 3\n:reset x\n:vars\n", capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert "error: usage error: :reset takes no argument (x would be ignored)" in done.stderr
+    assert "hint: :reset forgets every definition; :del NAME forgets one" in done.stderr
+    assert "x = 2\nW = 3\n" in done.stdout and "forgot" not in done.stdout
+    assert done.returncode == 2
+
+
+@pytest.mark.parametrize("command", [":vars all", ":help diff", ":quit now"])
+def test_other_commands_without_arguments_refuse_one(command):
+    from gradcli.cli.session import Session
+    from gradcli.errors import UsageError
+
+    session = Session()
+    with pytest.raises(UsageError, match=f"{command.split()[0]} takes no argument"):
+        session.command(command)
+    assert not getattr(session, "quit", False)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gradcli.errors import ExitStatus, GradcliError, UsageError
+from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
@@ -38,6 +38,14 @@ COMMANDS = {  # name -> what it does (the order of :help)
     ":reset": ":reset          forget every definition",
     ":help": ":help           this list",
     ":quit": ":quit           leave (Ctrl-D too)",
+}
+# The commands that take nothing after them, and what to type instead: `:reset x` must not
+# forget every definition when x alone was meant.
+_NO_ARGUMENT = {
+    ":reset": ":reset forgets every definition; :del NAME forgets one",
+    ":vars": ":vars lists every definition",
+    ":help": ":help lists the commands",
+    ":quit": "type :quit alone to leave",
 }
 ALIASES = {":q": ":quit", ":exit": ":quit", ":h": ":help", ":?": ":help"}
 
@@ -172,6 +180,9 @@ class Session:
             raise UsageError(f"no such command {name}",
                              hint=(f"did you mean :{near[0][2:]}? " if near else "")
                              + ":help lists the commands")
+        if argument.strip() and name in _NO_ARGUMENT:
+            raise UsageError(f"{name} takes no argument ({visible(argument.strip())} would be "
+                             "ignored)", hint=_NO_ARGUMENT[name])
         return action(argument.strip())
 
     def _help(self, argument: str) -> int:
