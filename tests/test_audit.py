@@ -227,3 +227,23 @@ def test_other_commands_without_arguments_refuse_one(command):
     with pytest.raises(UsageError, match=f"{command.split()[0]} takes no argument"):
         session.command(command)
     assert not getattr(session, "quit", False)
+
+
+# --- a Hessian with nothing to compare does not claim "0 second derivatives agree" -------------
+
+def test_the_hessian_of_a_linear_function_says_nothing_was_compared():
+    # 3x - 2y + 1 is linear: its Hessian is 0, by hand, and no gradient depends on x or y.
+    result = invoke("eval", "3*x - 2*y + 1", "--x", "1", "--y", "2", "--hessian")
+    assert result.exit_code == 0
+    assert result.stdout.rstrip().endswith(
+        "✓ nothing to check: no gradient depends on a variable, so every entry of the Hessian "
+        "is exactly 0")
+    assert "0 second derivatives" not in result.stdout
+
+
+def test_a_hessian_with_entries_to_compare_keeps_its_count():
+    # x*y: H = [[0, 1], [1, 0]]; d/dx = y and d/dy = x, each depending on one variable.
+    result = invoke("eval", "x*y", "--x", "1", "--y", "2", "--hessian")
+    assert result.exit_code == 0
+    assert "✓ check passed: 2 second derivatives agree with finite differences of the gradient" \
+        in result.stdout

@@ -369,9 +369,18 @@ def result_view(result: Result | FreeResult, plain: bool = False,
     if result.hessian is not None:
         parts += [Text(""), hessian_table(result, plain, digits)]
         if result.hessian.check is not None:
-            parts.append(verdict(result.hessian.check, ("second derivative", "second derivatives"),
-                                 "finite differences of the gradient"))
+            parts.append(hessian_verdict(result.hessian.check))
     return Group(*parts)
+
+
+def hessian_verdict(check: CheckReport) -> Text:
+    """The Hessian check's verdict; when no gradient depends on a variable every entry is an
+    exact 0 and nothing was compared, which ``0 second derivatives agree`` would hide."""
+    if not check.checks and not check.unchecked:
+        return Text("✓ nothing to check: no gradient depends on a variable, so every entry of "
+                    "the Hessian is exactly 0", style="green")
+    return verdict(check, ("second derivative", "second derivatives"),
+                   "finite differences of the gradient")
 
 
 def hessian_table(result: Result, plain: bool = False, digits: int | None = None) -> FittedTable:
