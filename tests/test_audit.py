@@ -247,3 +247,10 @@ def test_a_hessian_with_entries_to_compare_keeps_its_count():
     assert result.exit_code == 0
     assert "✓ check passed: 2 second derivatives agree with finite differences of the gradient" \
         in result.stdout
+
+
+def test_hessian_with_order_1_is_a_contradiction_not_order_2():
+    result = invoke("eval", "x**2", "--x", "2", "--order", "1", "--hessian")
+    usage_error(result, "--hessian is --order 2, and --order 1 was given too",
+                "hint: give one of them")
+    assert invoke("eval", "x**2", "--x", "2", "--order", "2", "--hessian").exit_code == 0

@@ -191,6 +191,9 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     program = None if batch else ProgramText.read("eval", expr, program_file,
                                                   options["max_nodes"])
     order = 2 if options["hessian"] else options["order"]
+    if options["hessian"] and options["order"] != 2 and _given(ctx, "order"):
+        raise UsageError(f"--hessian is --order 2, and --order {options['order']} was given too",
+                         hint="give one of them")
     node_limit = NODE_CHECK_LIMIT if not batch or options["check_nodes"] else (
         BATCH_NODE_CHECK_LIMIT)
     settings = EvalSettings(check=not options["no_check"], rtol=options["rtol"],
@@ -217,20 +220,22 @@ def _refuse_options_without_effect(ctx: click.Context, data_format: str | None,
     """A UsageError for an option given on the command line that the other options make
     meaningless (``--digits 3 --json``, ``--no-check --rtol 1e-3``): the person meant
     something, and running without it would pass in silence."""
-    def given(name: str) -> bool:
-        source = ctx.get_parameter_source(name)
-        return source is not None and source is not click.core.ParameterSource.DEFAULT
-
     for name in _TABLE_ONLY:
-        if data_format and given(name):
+        if data_format and _given(ctx, name):
             raise UsageError(f"--{name.replace('_', '-')} shapes tables and batch lines, and "
                              f"{data_format} always prints every digit and element",
                              hint=f"drop --{name.replace('_', '-')}, or {data_format}")
     for name in _CHECK_ONLY:
-        if no_check and given(name):
+        if no_check and _given(ctx, name):
             raise UsageError(f"--{name.replace('_', '-')} tunes the finite-difference check, "
                              "and --no-check skips it",
                              hint=f"drop --{name.replace('_', '-')}, or --no-check")
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    """Whether the option ``name`` was given (on the command line), not left at its default."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source is not click.core.ParameterSource.DEFAULT
 
 
 def hvp_direction(assignments: tuple[str, ...]) -> dict[str, Any] | None:
