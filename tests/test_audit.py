@@ -254,3 +254,22 @@ def test_hessian_with_order_1_is_a_contradiction_not_order_2():
     usage_error(result, "--hessian is --order 2, and --order 1 was given too",
                 "hint: give one of them")
     assert invoke("eval", "x**2", "--x", "2", "--order", "2", "--hessian").exit_code == 0
+
+
+# --- check files: an empty assertion table asserts nothing -------------------------------------
+
+@pytest.mark.parametrize(("key", "text", "example"), [
+    ("gradients", "gradients = {}", "{x = 4}"),
+    ("derivative", "derivative = {}\nfinite = true", "{x = 4}"),
+    ("jacobian", "jacobian = {}", "{f = {x = 4}}"),
+    ("jacobian.f", "jacobian = {f = {}}", "{x = 4}"),
+])
+def test_an_empty_assertion_table_is_refused(tmp_path, key, text, example):
+    path = tmp_path / "empty.toml"
+    path.write_text(f'[[check]]\nname = "a"\nexpr = "f = x*y; g = x + y; f, g"\n'
+                    f'at = {{x = 1, y = 2}}\n{text}\n')
+    if key in ("gradients", "derivative"):  # those are for one scalar output
+        path.write_text(path.read_text().replace("f = x*y; g = x + y; f, g", "x*y"))
+    result = invoke("check", str(path))
+    usage_error(result, f"empty.toml:5: check.{key}: is empty, so it asserts nothing",
+                f"hint: give what to compare, e.g. {example}, or delete the key")

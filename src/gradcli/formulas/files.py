@@ -268,6 +268,8 @@ class _CheckReader:
         table = self.table["jacobian"]
         if not isinstance(table, dict):
             raise self.fail("jacobian", "must be a table such as {f = {x = 1}}")
+        if not table:
+            raise _empty_assertion(self, "jacobian")
         labels = output_labels(program)
         found: dict[str, dict[str, Any]] = {}
         for output, blocks in table.items():
@@ -277,6 +279,8 @@ class _CheckReader:
                                 hint=f"its outputs: {', '.join(labels)}")
             if not isinstance(blocks, dict):
                 raise self.fail(key, "must be a table of the inputs, such as {x = 1}")
+            if not blocks:
+                raise _empty_assertion(self, key)
             found[output] = {}
             for variable, given in blocks.items():
                 if variable not in program.variables:
@@ -310,6 +314,8 @@ class _CheckReader:
         table = self.table.get(key, {})
         if not isinstance(table, dict):
             raise self.fail(key, "must be a table such as {x = 1}")
+        if key in self.table and not table and key in ASSERTION_KEYS:
+            raise _empty_assertion(self, key)
         for variable in table:
             if variable not in program.variables:
                 raise self.fail(f"{key}.{variable}", f"expr has no variable {variable}",
@@ -451,6 +457,14 @@ _HEADER = re.compile(r"\s*\[\[\s*check\s*\]\]")
 _LEADING = re.compile(rf"\s*(?:({_KEY})\s*[=.]|\[\s*check\s*\.\s*({_KEY})\s*\]|\[\s*({_KEY})\s*\])")
 # ``key =`` anywhere: at the start, or after ``{``, ``,``, a space or a dot
 _INNER = re.compile(rf"(?:^|(?<=[{{,\s.]))({_KEY})\s*=")
+
+
+def _empty_assertion(reader: _CheckReader, key: str) -> CheckFileError:
+    """``gradients = {}``: a key that asserts, left empty, would let the check pass on nothing
+    it names (and count as "asserts something")."""
+    example = "{f = {x = 4}}" if key == "jacobian" else "{x = 4}"
+    return reader.fail(key, "is empty, so it asserts nothing",
+                       hint=f"give what to compare, e.g. {example}, or delete the key")
 
 
 def _unquoted(key: str) -> str:
