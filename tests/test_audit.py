@@ -273,3 +273,30 @@ def test_an_empty_assertion_table_is_refused(tmp_path, key, text, example):
     result = invoke("check", str(path))
     usage_error(result, f"empty.toml:5: check.{key}: is empty, so it asserts nothing",
                 f"hint: give what to compare, e.g. {example}, or delete the key")
+
+
+# --- options in the wrong place: the hint says where they go -----------------------------------
+
+def test_a_command_option_before_the_command_says_to_put_it_after():
+    result = invoke("--rtol", "1e-3", "eval", "x", "--x", "1")
+    usage_error(result, "no such option --rtol before the command",
+                "hint: --rtol is an option of gradcli eval: put it after the command "
+                "(gradcli eval ... --rtol)")
+
+
+def test_gradcli_s_own_misspelt_option_still_gets_did_you_mean():
+    usage_error(invoke("--versoin"), "no such option --versoin", "hint: did you mean --version?")
+
+
+@pytest.mark.parametrize(("command", "shorts"), [(("eval", "x", "--x", "1"), "-f, -h"),
+                                                 (("graph", "x"), "-f, -o, -h")])
+def test_an_unknown_short_option_is_named_as_one_not_a_second_expression(command, shorts):
+    result = invoke(*command, "-j")
+    usage_error(result, "no such option -j",
+                f"hint: the short options of gradcli {command[0]}: {shorts}")
+    assert "EXPR" not in result.stderr
+
+
+def test_an_expression_starting_with_a_minus_is_still_an_expression():
+    result = invoke("eval", "-x", "--x", "2", "--json")
+    assert result.exit_code == 0 and '"value":-2.0' in result.stdout

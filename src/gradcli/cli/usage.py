@@ -61,6 +61,15 @@ def from_click(error: Exception, args: Sequence[str], group: click.Group) -> Usa
     ctx = getattr(error, "ctx", None)
     see = f"see {_command_path(ctx)} --help"
     if isinstance(error, click.NoSuchOption):
+        owners = _commands_with(group, error.option_name) if ctx is not None and (
+            ctx.command is group) else []
+        if owners:  # `gradcli --json eval ...`: a command's option before the command
+            typed = f"gradcli {_command_name(args)}"
+            where = typed if typed in owners else " or ".join(owners)
+            return UsageError(f"no such option {visible(error.option_name)} before the command",
+                              hint=f"{error.option_name} is an option of {where}: put it after "
+                                   f"the command ({where.split(' or ')[0]} ... "
+                                   f"{error.option_name})")
         close = error.possibilities or []
         return UsageError(f"no such option {visible(error.option_name)}",
                           hint=f"did you mean {close[0]}?" if close else see)
@@ -89,11 +98,30 @@ def from_click(error: Exception, args: Sequence[str], group: click.Group) -> Usa
         if error.message.startswith("No such command"):
             return _no_such_command(args, group)
         extra = re.fullmatch(r"Got unexpected extra arguments? \((.*)\)", error.message, re.S)
+        if extra is not None and ctx is not None and re.fullmatch(r"-[A-Za-z]", extra.group(1)):
+            return UsageError(f"no such option {extra.group(1)}",
+                              hint=f"the short options of {_command_path(ctx)}: "
+                                   f"{_short_options(ctx.command)}; see {_command_path(ctx)} "
+                                   "--help")
         if extra is not None:
             return UsageError(f"unexpected extra arguments: {visible(extra.group(1))}",
                               hint=_extra_hint(ctx) or see)
     message = error.format_message() if isinstance(error, click.ClickException) else str(error)
     return UsageError(_sentence(message), hint=see)
+
+
+def _commands_with(group: click.Group, flag: str) -> list[str]:
+    """``gradcli eval``, ...: the commands that have the option ``flag``."""
+    return [f"gradcli {name}" for name, command in group.commands.items()
+            if any(flag in param.opts for param in command.params
+                   if isinstance(param, click.Option))]
+
+
+def _short_options(command: click.Command) -> str:
+    """``-f, -h``: the one-letter options of ``command`` (its help's among them)."""
+    flags = [flag for param in command.params if isinstance(param, click.Option)
+             for flag in param.opts if re.fullmatch(r"-[A-Za-z]", flag)]
+    return ", ".join([*flags, "-h"])
 
 
 def _sentence(message: str) -> str:
