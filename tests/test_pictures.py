@@ -255,9 +255,12 @@ def test_cli_formats_and_defaults(tmp_path):
     assert result.exit_code == 0 and result.stdout.startswith("digraph gradcli {")
     result = run(SEED, *SEED_VALUES, "--format", "tree")
     assert result.exit_code == 0 and "↺ err" in result.stdout and "\x1b[" not in result.stdout
+    text = tmp_path / "seed.txt"
+    assert run(SEED, "--format", "dot", "-o", str(text), "--x", "2").exit_code == 0
+    assert text.read_text().startswith("digraph")  # .txt takes any of the text formats
     target = tmp_path / "seed.mmd"
-    assert run(SEED, "--format", "dot", "-o", str(target), "--x", "2").exit_code == 0
-    assert target.read_text().startswith("digraph")  # --format wins over the suffix
+    assert run(SEED, "--format", "dot", "-o", str(target), "--x", "2").exit_code == 2
+    assert not target.exists()  # a .mmd file never holds DOT
     assert run("-f", "examples/seed.grad", "-o", str(target)).exit_code == 0
     assert target.read_text().startswith("flowchart LR")
 
