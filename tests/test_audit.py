@@ -300,3 +300,16 @@ def test_an_unknown_short_option_is_named_as_one_not_a_second_expression(command
 def test_an_expression_starting_with_a_minus_is_still_an_expression():
     result = invoke("eval", "-x", "--x", "2", "--json")
     assert result.exit_code == 0 and '"value":-2.0' in result.stdout
+
+
+def test_the_session_s_hessian_hint_says_how_to_bind_a_name_there():
+    """A session has no --y VALUE: its hint says to define the name, as its free-variable note
+    does."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input="x*y\n:hessian\n",
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert "the Hessian needs a value for every variable: no values for x, y" in done.stderr
+    assert "hint: define them first, as y = 2; :diff x,y gives derivatives" in done.stderr
+    assert "--x VALUE" not in done.stderr and done.returncode == 2

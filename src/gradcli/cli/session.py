@@ -145,9 +145,16 @@ class Session:
 
     def evaluate(self, expression: str, order: int = 1) -> int:
         from gradcli.cli.show import show_result
-        from gradcli.gradcheck.evaluation import EvalSettings, evaluate
+        from gradcli.gradcheck.evaluation import HESSIAN_NEEDS_VALUES, EvalSettings, evaluate
 
-        result = evaluate(self.parsed(expression), {}, EvalSettings(order=order, strict=False))
+        try:
+            result = evaluate(self.parsed(expression), {},
+                              EvalSettings(order=order, strict=False))
+        except UsageError as error:
+            if error.message.startswith(HESSIAN_NEEDS_VALUES):  # a session has no --y VALUE
+                error.hint = ("define them first, as y = 2; :diff x,y gives derivatives as "
+                              "expressions")
+            raise
         self.last = expression
         return show_result(result, expression, False,
                            free_hint="define them, as y = 2, for numbers")

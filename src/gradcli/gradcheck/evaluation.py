@@ -379,10 +379,13 @@ def _lookalike(program: Program, missing: list[str]) -> GradcliError | None:
     return notes[0].error() if notes else None
 
 
+HESSIAN_NEEDS_VALUES = "the Hessian needs a value for every variable"
+
+
 def hessian_needs_values(missing: list[str]) -> UsageError:
     """order=2 with free variables: the Hessian is numbers, so every variable needs a value."""
     flags = " ".join(f"--{name} VALUE" for name in missing[:MAX_LISTED_NAMES])
-    return UsageError(f"the Hessian needs a value for every variable: "
+    return UsageError(f"{HESSIAN_NEEDS_VALUES}: "
                       f"{missing_values_message(missing)}",
                       hint=f"pass {flags}; gradcli diff --order 2 gives the Hessian as "
                            "expressions")
