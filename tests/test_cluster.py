@@ -110,6 +110,26 @@ def _wait_for_lines(path: Path, count: int, child: subprocess.Popen) -> None:
         time.sleep(0.01)
 
 
+def _scheduler_killed_after(own: Scheduler, args: list[str], out: Path, lines: int,
+                            stdin: Path | None = None) -> tuple[int, bytes]:
+    """Run gradcli ``args`` on ``own``'s cluster, writing to ``out``; kill the scheduler once
+    ``lines`` lines are written; the status and stderr (the scheduler is stopped after)."""
+    try:
+        with (stdin or Path(os.devnull)).open("rb") as source, out.open("wb") as sink:
+            child = subprocess.Popen([*GRADCLI, *args, "--cluster", own.address], stdin=source,
+                                     stdout=sink, stderr=subprocess.PIPE, env=ENV)
+            try:
+                _wait_for_lines(out, lines, child)
+                own.process.kill()
+                _, err = child.communicate(timeout=60)
+            finally:
+                child.kill()
+                child.wait()
+    finally:
+        own.stop()
+    return child.returncode, err
+
+
 # --- no cluster, no Dask -------------------------------------------------------------------------
 
 def _modules_after(code: str, hide_dask: bool = False) -> tuple[set[str], str]:
@@ -409,22 +429,10 @@ def test_a_lost_scheduler_keeps_whole_records_and_skip_resumes_them(tmp_path):
     own = Scheduler(tmp_path, workers=1)
     (tmp_path / "in").write_bytes(lines)
     out = tmp_path / "out"
-    try:
-        with (tmp_path / "in").open("rb") as source, out.open("wb") as sink:
-            child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
-                                      own.address], stdin=source, stdout=sink,
-                                     stderr=subprocess.PIPE, env=ENV)
-            try:
-                _wait_for_lines(out, 300, child)
-                own.process.kill()
-                _, err = child.communicate(timeout=60)
-            finally:
-                child.kill()
-                child.wait()
-    finally:
-        own.stop()
+    status, err = _scheduler_killed_after(own, ["eval", "-", "--json", *POINT], out, 300,
+                                          tmp_path / "in")
     message = err.decode().splitlines()[-1]  # after the records' own error lines
-    assert child.returncode == 3 and "Traceback" not in err.decode()  # records' largest
+    assert status == 3 and "Traceback" not in err.decode()  # records' largest
     assert message.startswith(f"gradcli: cluster error: lost the Dask scheduler at {own.address}")
     done = int(message.split("--skip ")[1].split()[0])
     written = out.read_bytes()
@@ -468,20 +476,8 @@ def test_a_sweep_that_loses_its_scheduler_ends_after_whole_rows(tmp_path):
     own = Scheduler(tmp_path, workers=1)
     out = tmp_path / "out.csv"
     sweep = ["eval", "sin(x)*y", "--x", "0:1:3000", "--y", "0:1:1000", "--csv"]
-    try:
-        with out.open("wb") as sink:
-            child = subprocess.Popen([*GRADCLI, *sweep, "--cluster", own.address],
-                                     stdout=sink, stderr=subprocess.PIPE, env=ENV)
-            try:
-                _wait_for_lines(out, 70_000, child)
-                own.process.kill()
-                _, err = child.communicate(timeout=60)
-            finally:
-                child.kill()
-                child.wait()
-    finally:
-        own.stop()
-    assert child.returncode == 2
+    status, err = _scheduler_killed_after(own, sweep, out, 70_000)
+    assert status == 2
     assert err.decode().startswith(f"error: cluster error: lost the Dask scheduler at "
                                    f"{own.address} during the sweep\n")
     rows = out.read_bytes()
