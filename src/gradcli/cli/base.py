@@ -287,7 +287,7 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
                *((text, f"--set {text.strip()}") for text in assignments)]
     command = ctx.command
     options = command.long_options(ctx) if isinstance(command, BindingCommand) else ()
-    given = Given.read(written, options, _options_of_other_commands(ctx, options),
+    given = Given.read(written, options, lambda: _options_of_other_commands(ctx, options),
                        f"gradcli {ctx.info_name}")
     path = ctx.meta.get(VALUES_FILE_KEY)
     if path is None and ctx.meta.get(ALLOW_UNUSED_KEY):

@@ -13,7 +13,7 @@ check lives here, where it is known how each value was written and which options
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,18 +33,20 @@ class Given:
     options: tuple[str, ...] = ()  # the command's own long options: `--rtl 1` meant `--rtol`
     optional: frozenset[str] = frozenset()  # may go unused (--values FILE --allow-unused)
     # Other commands' options, and whose (``--wrt`` -> "gradcli diff"), with this command's name:
-    # ``gradcli eval ... --wrt y`` is an option of the wrong command, not a variable wrt.
-    elsewhere: dict[str, str] = field(default_factory=dict)
+    # ``gradcli eval ... --wrt y`` is an option of the wrong command, not a variable wrt. Made
+    # only for that error's words.
+    elsewhere: Callable[[], dict[str, str]] = dict
     command: str = "this command"
 
     @classmethod
     def read(cls, written: Iterable[tuple[str, str]], options: Iterable[str] = (),
-             elsewhere: dict[str, str] | None = None, command: str = "this command") -> Given:
+             elsewhere: Callable[[], dict[str, str]] = dict,
+             command: str = "this command") -> Given:
         """``(NAME=VALUE, as written)`` pairs, in the order given; a UsageError names a value
         given twice (``--x 1 --x=5``, ``--set W=3 --W 4``: which one was meant is a guess)."""
         spelled: dict[str, str] = {}
         values: dict[str, Value] = {}
-        given = cls(values, spelled, tuple(options), elsewhere=elsewhere or {}, command=command)
+        given = cls(values, spelled, tuple(options), elsewhere=elsewhere, command=command)
         for text, as_written in written:
             name = text.partition("=")[0].strip()
             if name in spelled:
@@ -69,7 +71,7 @@ class Given:
     def foreign_option(self, name: str) -> UsageError | None:
         """The error for ``--name``, an option of gradcli's other commands but not of this one
         (and not a variable of the program), or None if it is no command's option."""
-        owners = self.elsewhere.get(f"--{name}")
+        owners = self.elsewhere().get(f"--{name}")
         if owners is None or f"--{name}" in self.options:
             return None
         return UsageError(f"{self.command} has no option --{name}",
