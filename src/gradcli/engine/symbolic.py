@@ -171,13 +171,10 @@ class Builder:
 
     def _simplified(self, key: tuple, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
         """op(inputs), folded or rewritten where a local rule applies, else the node itself."""
-        for node in inputs:
-            if node.op is not CONST or (node.name is not None and self.exact_constants):
-                break  # a formula keeps pi and e as names
-        else:
-            folded = fold_constants(op, [node.value for node in inputs], self.exact_constants)
+        if inputs[0].op is CONST and inputs[-1].op is CONST:  # the first and last: most often
+            folded = self._folded(op, inputs)
             if folded is not None:
-                return self.constant(folded)
+                return folded
         rewrite = _REWRITES.get(op.name)
         simpler = None
         # A rewrite builds nodes with make() again; bounding how deep that nests keeps Python's
@@ -192,6 +189,15 @@ class Builder:
             return simpler
         node = self._table.get(key)
         return node if node is not None else self._create(key, op, inputs)
+
+    def _folded(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode | None:
+        """op on numbers as a number, where it folds (a formula keeps pi and e as names)."""
+        exact = self.exact_constants
+        for node in inputs:
+            if node.op is not CONST or (node.name is not None and exact):
+                return None
+        folded = fold_constants(op, [node.value for node in inputs], exact)
+        return None if folded is None else self.constant(folded)
 
     def raw(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
         """The node ``op(inputs)`` exactly as given: no folding, no rewrite (shared all the
@@ -324,11 +330,28 @@ def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
         rules = node.op.rules
         for position, source in enumerate(inputs):
             if source.needs_grad:
-                contribution = make(MUL, (grad, rules[position](*inputs, node)))
+                contribution = _chained(builder, grad, rules[position](*inputs, node))
                 before = grads.get(source)
                 grads[source] = (contribution if before is None
                                  else make(ADD, (before, contribution)))
     return [grads.get(node, builder.zero()) for node in wrt]
+
+
+def _chained(builder: Builder, grad: SymNode, local: Any) -> SymNode:
+    """grad * local, the chain rule's product, as ``make`` gives it. A sum's rules are the
+    number 1 and its gradient is often the number 1, so a factor 1 (and a local -1, a negation)
+    is taken care of here without the builder's lookups and rewrites, with the same result."""
+    if grad.op is CONST:
+        if grad.value == 1.0 and grad.name is None:
+            local = builder.lift(local)
+            if local.op is not CONST or local.name is None:
+                return local  # 1*l -> l (a number folds to itself; a name such as pi may not)
+    elif type(local) is float:
+        if local == 1.0:
+            return grad  # g*1 -> g
+        if local == -1.0 and grad.op is not WHERE:
+            return builder.make(NEG, (grad,))  # g*-1 -> -g (a conditional takes it inside)
+    return builder.make(MUL, (grad, local))
 
 
 # --- at a point: eval's passes on the bound nodes, the rules on SymNodes for the rest -----------
@@ -444,6 +467,8 @@ def gradients_at(
 
 
 # --- local rewrites: each returns a simpler node, or None to keep the node as it is ------------
+# They run for every node made, so they read each operand's op once and test the cheap cases
+# (a number, a product) before building anything.
 
 def _is(node: Node, value: float) -> bool:
     return node.op is CONST and node.value == value
@@ -467,11 +492,14 @@ def _term(node: SymNode) -> tuple[float, SymNode]:
     return 1.0, node
 
 
-def _power(node: SymNode) -> tuple[SymNode, SymNode | None]:
-    """``node`` as base ** exponent: x**3 -> (x, 3), x -> (x, None) meaning exponent 1."""
-    if node.op is POW:
-        return node.inputs[0], node.inputs[1]
-    return node, None
+def _base(node: SymNode) -> SymNode:
+    """``node`` as base ** exponent: the base (x**3 -> x, x -> x)."""
+    return node.inputs[0] if node.op is POW else node
+
+
+def _exponent(b: Builder, node: SymNode) -> SymNode:
+    """``node`` as base ** exponent: the exponent (x**3 -> 3, x -> 1)."""
+    return node.inputs[1] if node.op is POW else b.constant(1.0)
 
 
 def _other_operand(node: SymNode, operand: SymNode) -> SymNode:
@@ -485,10 +513,6 @@ def _scaled(b: Builder, coefficient: float | None, node: SymNode) -> SymNode | N
     return None if coefficient is None else b.make(MUL, (coefficient, node))
 
 
-def _exponent(b: Builder, exponent: SymNode | None) -> SymNode:
-    return b.constant(1.0) if exponent is None else exponent
-
-
 def _factors(node: SymNode) -> tuple[SymNode, SymNode | None]:
     """``node`` as a product of two factors; a non-product is (node, None), None meaning 1."""
     if node.op is MUL:
@@ -496,11 +520,25 @@ def _factors(node: SymNode) -> tuple[SymNode, SymNode | None]:
     return node, None
 
 
+def _like_terms(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode | None:
+    """x ± y (op is add or sub) as one term when they are like terms (2*x + x -> 3*x), else with
+    a common factor pulled out (``_common_factor``). Terms without a coefficient or a factor
+    are like only when they are the same node."""
+    if x.op is not MUL and y.op is not MUL and x.op is not NEG and y.op is not NEG:
+        return _scaled(b, fold(op, [1.0, 1.0]), x) if x is y and x.op is not CONST else None
+    (cx, rx), (cy, ry) = _term(x), _term(y)
+    if rx is ry and not _const(rx):
+        return _scaled(b, fold(op, [cx, cy]), rx)
+    return _common_factor(b, op, x, y)
+
+
 def _common_factor(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode | None:
     """p*q ± p*s -> p*(q ± s) (any pairing); p ± p*s -> p*(1 ± s)."""
     if x.op is not MUL and y.op is not MUL:
         return None  # only x ± x would pair, and like terms are gathered before
     (p, q), (r, s) = _factors(x), _factors(y)
+    if not (p is r or p is s or (q is not None and (q is r or q is s))):
+        return None  # no factor in common: the usual case
     for left, right, other_x, other_y in ((p, r, q, s), (p, s, q, r), (q, r, p, s), (q, s, p, r)):
         if left is not None and left is right and not _const(left):
             one = b.constant(1.0)
@@ -511,81 +549,79 @@ def _common_factor(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode | None
 
 
 def _add(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
-    if x.op is CONST or y.op is CONST:
-        if _is(x, 0.0):
+    xop, yop = x.op, y.op
+    if xop is CONST or yop is CONST:
+        if xop is CONST and x.value == 0.0:
             return y
-        if _is(y, 0.0):
+        if yop is CONST and y.value == 0.0:
             return x
-    if _same_condition(x, y):
+    elif xop is WHERE and yop is WHERE and x.inputs[0] is y.inputs[0]:
         return _into_branches(b, ADD, x, y)
-    if y.op is NEG:
+    if yop is NEG:
         return b.make(SUB, (x, y.inputs[0]))
-    if x.op is NEG:
+    if xop is NEG:
         return b.make(SUB, (y, x.inputs[0]))
-    if _const(y) and y.value < 0.0:
+    if yop is CONST and y.value < 0.0:
         return b.make(SUB, (x, -y.value))
-    (cx, rx), (cy, ry) = _term(x), _term(y)
-    if rx is ry and not _const(rx):
-        return _scaled(b, fold(ADD, [cx, cy]), rx)
-    return _common_factor(b, ADD, x, y)
+    return _like_terms(b, ADD, x, y)
 
 
 def _sub(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
-    if _is(y, 0.0):
+    xop, yop = x.op, y.op
+    if yop is CONST and y.value == 0.0:
         return x
-    if _is(x, 0.0):
+    if xop is CONST and x.value == 0.0:
         return b.make(NEG, (y,))
     if x is y:
         return b.zero()
-    if _same_condition(x, y):
+    if xop is WHERE and yop is WHERE and x.inputs[0] is y.inputs[0]:
         return _into_branches(b, SUB, x, y)
-    if y.op is NEG:
+    if yop is NEG:
         return b.make(ADD, (x, y.inputs[0]))
-    if _const(y) and y.value < 0.0:
+    if yop is CONST and y.value < 0.0:
         return b.make(ADD, (x, -y.value))
-    if x.op is ADD and y in x.inputs:
+    if xop is ADD and y in x.inputs:
         return _other_operand(x, y)  # (p + y) - y -> p
-    (cx, rx), (cy, ry) = _term(x), _term(y)
-    if rx is ry and not _const(rx):
-        return _scaled(b, fold(SUB, [cx, cy]), rx)
-    return _common_factor(b, SUB, x, y)
+    return _like_terms(b, SUB, x, y)
 
 
 def _mul(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
-    number = x.op is CONST or y.op is CONST  # the rules on numbers are tried only then
+    xop, yop = x.op, y.op
+    number = xop is CONST or yop is CONST  # the rules on numbers are tried only then
     if number:
-        if _is(x, 0.0) or _is(y, 0.0):
+        if (xop is CONST and x.value == 0.0) or (yop is CONST and y.value == 0.0):
             return b.zero()
-        if _is(x, 1.0):
+        if xop is CONST and x.value == 1.0:
             return y
-        if _is(y, 1.0):
+        if yop is CONST and y.value == 1.0:
             return x
-    if x.op is WHERE or y.op is WHERE:
+    if xop is WHERE or yop is WHERE:
         return _into_branches(b, MUL, x, y)
     if number:
-        if _is(x, -1.0):
+        if xop is CONST and x.value == -1.0:
             return b.make(NEG, (y,))
-        if _is(y, -1.0):
-            return b.make(NEG, (x,))
-        if _const(y) and not _const(x):
-            return b.make(MUL, (y, x))  # numbers first: 2*x
-    if x.op is NEG:
+        if yop is CONST:
+            if y.value == -1.0:
+                return b.make(NEG, (x,))
+            if xop is not CONST:
+                return b.make(MUL, (y, x))  # numbers first: 2*x
+    if xop is NEG:
         return b.make(NEG, (b.make(MUL, (x.inputs[0], y)),))
-    if y.op is NEG:
+    if yop is NEG:
         return b.make(NEG, (b.make(MUL, (x, y.inputs[0])),))
-    if y.op is MUL and _number(y.inputs[0]):
+    if yop is MUL and _number(y.inputs[0]):
         if _number(x):
             return _scaled(b, fold(MUL, [x.value, y.inputs[0].value]), y.inputs[1])
         return b.make(MUL, (y.inputs[0], b.make(MUL, (x, y.inputs[1]))))
-    if x.op is MUL and _number(x.inputs[0]) and not _const(y):
+    if xop is MUL and _number(x.inputs[0]) and yop is not CONST:
         return b.make(MUL, (x.inputs[0], b.make(MUL, (x.inputs[1], y))))
-    if x.op is DIV:
+    if xop is DIV:
         numerator = _moved_product(b, x.inputs[0], y)
         return None if numerator is None else b.make(DIV, (numerator, x.inputs[1]))
-    if y.op is DIV:
+    if yop is DIV:
         numerator = _moved_product(b, x, y.inputs[0])
         return None if numerator is None else b.make(DIV, (numerator, y.inputs[1]))
-    return _gather_powers(b, x, y)
+    return None if xop is CONST else _gather_powers(b, x, y)
 
 
 def _moved_product(b: Builder, p: SymNode, q: SymNode) -> SymNode | None:
@@ -600,47 +636,46 @@ def _moved_product(b: Builder, p: SymNode, q: SymNode) -> SymNode | None:
 
 
 def _gather_powers(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
-    """x**a * x**b -> x**(a + b); also one level into a product on the right."""
-    if _const(x):
-        return None
-    (bx, ex), (by, ey) = _power(x), _power(y)
-    if bx is by and not _const(bx):
-        return b.make(POW, (bx, b.make(ADD, (_exponent(b, ex), _exponent(b, ey)))))
+    """x**a * x**b -> x**(a + b); also one level into a product on the right (x not a number)."""
+    base = _base(x)
+    if base is _base(y) and base.op is not CONST:
+        return b.make(POW, (base, b.make(ADD, (_exponent(b, x), _exponent(b, y)))))
     if y.op is MUL:
         p, q = y.inputs
-        if _power(p)[0] is bx:
+        if _base(p) is base:
             return b.make(MUL, (b.make(MUL, (x, p)), q))
-        if _power(q)[0] is bx:
+        if _base(q) is base:
             return b.make(MUL, (p, b.make(MUL, (x, q))))
     return None
 
 
 def _div(b: Builder, x: SymNode, y: SymNode) -> SymNode | None:
-    if _is(y, 1.0):
+    xop, yop = x.op, y.op
+    if yop is CONST and y.value == 1.0:
         return x
-    if x.op is WHERE:
+    if xop is WHERE:
         return _into_branches(b, DIV, x, y)
-    if _is(y, -1.0):
+    if yop is CONST and y.value == -1.0:
         return b.make(NEG, (x,))
-    if _is(x, 0.0):
+    if xop is CONST and x.value == 0.0:
         return b.zero()
     if x is y:
         return b.constant(1.0)
-    if x.op is NEG:
+    if xop is NEG:
         return b.make(NEG, (b.make(DIV, (x.inputs[0], y)),))
-    if y.op is NEG:
+    if yop is NEG:
         return b.make(NEG, (b.make(DIV, (x, y.inputs[0])),))
-    if x.op is DIV:
+    if xop is DIV:
         divisor = _moved_product(b, x.inputs[1], y)
         return None if divisor is None else b.make(DIV, (x.inputs[0], divisor))
-    if y.op is DIV:
+    if yop is DIV:
         numerator = _moved_product(b, x, y.inputs[1])
         return None if numerator is None else b.make(DIV, (numerator, y.inputs[0]))
-    if x.op is MUL and y in x.inputs:
+    if xop is MUL and y in x.inputs:
         return _other_operand(x, y)  # (p*y)/y -> p
-    (bx, ex), (by, ey) = _power(x), _power(y)
-    if bx is by and not _const(bx):
-        return b.make(POW, (bx, b.make(SUB, (_exponent(b, ex), _exponent(b, ey)))))
+    base = _base(x)
+    if base is _base(y) and base.op is not CONST:
+        return b.make(POW, (base, b.make(SUB, (_exponent(b, x), _exponent(b, y)))))
     return None
 
 
@@ -688,10 +723,6 @@ def _where(b: Builder, c: SymNode, x: SymNode, y: SymNode) -> SymNode | None:
     if y.op is WHERE and y.inputs[0] is c:
         return b.make(WHERE, (c, x, y.inputs[2]))
     return None
-
-
-def _same_condition(x: SymNode, y: SymNode) -> bool:
-    return x.op is WHERE and y.op is WHERE and x.inputs[0] is y.inputs[0]
 
 
 def _into_branches(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode:
