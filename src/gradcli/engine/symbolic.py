@@ -219,7 +219,7 @@ class Builder:
         """
         values = values or {}
         made: dict[Node, SymNode] = {}
-        make = self.make
+        make, image = self.make, made.__getitem__
         for node in nodes_of(outputs):
             op = node.op
             if op is VAR:
@@ -229,7 +229,7 @@ class Builder:
                 keep = node.name if node.name in CONSTANTS else None
                 new = self.constant(node.value, keep)
             else:
-                new = make(op, [made[source] for source in node.inputs])
+                new = make(op, tuple(map(image, node.inputs)))
             made[node] = new
         return [made[node] for node in outputs]
 
@@ -340,17 +340,21 @@ def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
 def _chained(builder: Builder, grad: SymNode, local: Any) -> SymNode:
     """grad * local, the chain rule's product, as ``make`` gives it. A sum's rules are the
     number 1 and its gradient is often the number 1, so a factor 1 (and a local -1, a negation)
-    is taken care of here without the builder's lookups and rewrites, with the same result."""
-    if grad.op is CONST:
-        if grad.value == 1.0 and grad.name is None:
-            local = builder.lift(local)
-            if local.op is not CONST or local.name is None:
-                return local  # 1*l -> l (a number folds to itself; a name such as pi may not)
-    elif type(local) is float:
-        if local == 1.0:
-            return grad  # g*1 -> g
-        if local == -1.0 and grad.op is not WHERE:
-            return builder.make(NEG, (grad,))  # g*-1 -> -g (a conditional takes it inside)
+    is taken care of here without the builder's lookups and rewrites, with the same result: a
+    number times 1 folds to that number, except a name (pi) that a point's builder writes out."""
+    unit = grad.op is CONST and grad.value == 1.0 and grad.name is None
+    if type(local) is float:
+        if unit:
+            return builder.constant(local)  # 1*c -> c
+        if grad.op is not CONST:
+            if local == 1.0:
+                return grad  # g*1 -> g
+            if local == -1.0 and grad.op is not WHERE:
+                return builder.make(NEG, (grad,))  # g*-1 -> -g (a conditional takes it inside)
+    elif unit:
+        local = builder.lift(local)
+        if local.op is not CONST or local.name is None:
+            return local  # 1*l -> l
     return builder.make(MUL, (grad, local))
 
 
