@@ -157,11 +157,11 @@ class Builder:
             if type(second) is not SymNode or second.builder is not self:
                 second = self.lift(second)
             inputs: tuple[SymNode, ...] = (first, second)
+            key: tuple = (op.name, first.seq, second.seq)
         else:
             inputs = tuple([arg if type(arg) is SymNode and arg.builder is self
                             else self.lift(arg) for arg in args])
-        key = ((op.name, inputs[0].seq, inputs[1].seq) if len(inputs) == 2
-               else (op.name, *[node.seq for node in inputs]))
+            key = (op.name, *[node.seq for node in inputs])
         if self._rewriting:  # inside a rewrite, what it makes depends on how deep it is
             return self._simplified(key, op, inputs)
         made = self._made.get(key)
@@ -344,13 +344,12 @@ def _chained(builder: Builder, grad: SymNode, local: Any) -> SymNode:
     number times 1 folds to that number, except a name (pi) that a point's builder writes out."""
     unit = grad.op is CONST and grad.value == 1.0 and grad.name is None
     if type(local) is float:
+        if local == 1.0 and (grad.op is not CONST or grad.name is None):
+            return grad  # g*1 -> g
         if unit:
             return builder.constant(local)  # 1*c -> c
-        if grad.op is not CONST:
-            if local == 1.0:
-                return grad  # g*1 -> g
-            if local == -1.0 and grad.op is not WHERE:
-                return builder.make(NEG, (grad,))  # g*-1 -> -g (a conditional takes it inside)
+        if local == -1.0 and grad.op is not CONST and grad.op is not WHERE:
+            return builder.make(NEG, (grad,))  # g*-1 -> -g (a conditional takes it inside)
     elif unit:
         local = builder.lift(local)
         if local.op is not CONST or local.name is None:
