@@ -158,6 +158,12 @@ class Builder:
                 second = self.lift(second)
             inputs: tuple[SymNode, ...] = (first, second)
             key: tuple = (op.name, first.seq, second.seq)
+        elif len(args) == 1:  # negation and functions: the next most common
+            (first,) = args
+            if type(first) is not SymNode or first.builder is not self:
+                first = self.lift(first)
+            inputs = (first,)
+            key = (op.name, first.seq)
         else:
             inputs = tuple([arg if type(arg) is SymNode and arg.builder is self
                             else self.lift(arg) for arg in args])
