@@ -208,9 +208,14 @@ class Builder:
     def raw(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
         """The node ``op(inputs)`` exactly as given: no folding, no rewrite (shared all the
         same). For callers that built a simplified form themselves (``canonical``)."""
-        key = ((op.name, inputs[0].seq, inputs[1].seq) if len(inputs) == 2  # as make keys it
-               else (op.name, *[node.seq for node in inputs]))
-        return self._intern(key, op, inputs)
+        if len(inputs) == 2:  # keyed as make keys it
+            key: tuple = (op.name, inputs[0].seq, inputs[1].seq)
+        elif len(inputs) == 1:
+            key = (op.name, inputs[0].seq)
+        else:
+            key = (op.name, *[node.seq for node in inputs])
+        node = self._table.get(key)
+        return node if node is not None else self._create(key, op, inputs)
 
     def zero(self) -> SymNode:
         return self.constant(0.0)
