@@ -45,6 +45,10 @@ class Writer:
         self.deadline = deadline
         self.named = named
         self.sums: dict[SymNode, Sum] = {}  # node written from a sum -> that sum (exponents)
+        # (node, 1.0) for each node of ``sums`` with at most EXPANDED_TERMS terms: a term (a set
+        # of (base, exponent) pairs) has a small sum to multiply out iff it meets this set, a
+        # test made in one set operation rather than a loop over the term's factors.
+        self.small: set[tuple[SymNode, float]] = set()
         self.keys = Places()  # node -> its place among factors: (sum?, text, seq)
         self.made: dict[Sum | Product, SymNode] = {}  # form (by identity) -> its node
         self.atoms: dict[SymNode, Term] = {}
@@ -85,8 +89,10 @@ class Writer:
 
     def write_sum(self, form: Sum, depth: int = 0) -> SymNode:
         node = self._write_sum(form, depth)
-        if node.inputs:
-            self.sums.setdefault(node, form)
+        if node.inputs and node not in self.sums:  # the first sum written as this node
+            self.sums[node] = form
+            if len(form.terms) <= EXPANDED_TERMS:
+                self.small.add((node, 1.0))
         return node
 
     def _write_sum(self, form: Sum, depth: int) -> SymNode:
@@ -136,12 +142,14 @@ class Writer:
     def small_sum(self, term: Term) -> Sum | None:
         """The first factor of ``term`` (in the order of ``keys``) that is a sum of at most
         ``EXPANDED_TERMS`` terms to the power 1, or None."""
-        sums = self.sums
-        found = [b for b, e in term if e == 1.0 and b in sums
-                 and len(sums[b].terms) <= EXPANDED_TERMS]
+        found = self.small.intersection(term)
         if not found:
             return None
-        return sums[found[0] if len(found) == 1 else min(found, key=self.keys.__getitem__)]
+        if len(found) == 1:
+            ((base, _),) = found
+        else:
+            base = min((base for base, _ in found), key=self.keys.__getitem__)
+        return self.sums[base]
 
     def expanded(self, terms: dict[Term, float], const: float) -> tuple[dict[Term, float], float]:
         """The terms (and the constant) with small sums among their factors multiplied out, in
@@ -167,10 +175,9 @@ class Writer:
                        const: float) -> tuple[dict[Term, float], float, bool] | None:
         """Each term's first small sum multiplied out (None if no term has one), and whether
         any two terms or two factors met (else nothing can have cancelled)."""
-        sums = self.sums
-        inners = [self.small_sum(term) if len(term) <= EXPANDED_FACTORS
-                  and not sums.keys().isdisjoint(base for base, _ in term) else None
-                  for term in terms]
+        small, small_sum = self.small, self.small_sum
+        inners = [small_sum(term) if len(term) <= EXPANDED_FACTORS
+                  and not small.isdisjoint(term) else None for term in terms]
         if not any(inners):
             return None
         result: dict[Term, float] = {}
@@ -179,24 +186,31 @@ class Writer:
             if inner is None:
                 met = met or term in result
                 result[term] = add_numbers(result.get(term, 0.0), coefficient)
-                continue
-            rest = Product(coefficient, {b: e for b, e in term if b not in self.sums
-                                         or self.sums[b] is not inner})
-            for part in (*inner.terms.items(), (None, inner.const)):
-                piece, c = part
-                if c == 0.0:
-                    continue
-                factors = dict(rest.factors)
-                for base, exponent in self.in_order(piece or ()):
-                    self.merge(factors, base, exponent)
-                key = frozenset(factors.items())
-                met = met or key in result or (piece is not None and len(factors) < len(
-                    rest.factors.keys() | {base for base, _ in piece}))  # a base cancelled
-                result[key] = add_numbers(result.get(key, 0.0),
-                                          multiply_numbers(rest.coefficient, c))
+            elif self._multiplied_out(result, term, coefficient, inner):
+                met = True
         number = add_numbers(const, result.pop(frozenset(), 0.0))
         met = met or (number != 0.0 and const != 0.0)
         return {t: c for t, c in result.items() if c != 0.0}, number, met
+
+    def _multiplied_out(self, result: dict[Term, float], term: Term, coefficient: float,
+                        inner: Sum) -> bool:
+        """coefficient * term, with its factor ``inner`` multiplied out, added to ``result``;
+        whether a piece met a term already there or a base cancelled (x * 1/x)."""
+        sums = self.sums
+        rest = {base: exponent for base, exponent in term if sums.get(base) is not inner}
+        met = False
+        for piece, c in (*inner.terms.items(), (None, inner.const)):
+            if c == 0.0:
+                continue
+            factors = rest.copy()
+            if piece is not None:
+                for base, exponent in piece if len(piece) == 1 else self.in_order(piece):
+                    self.merge(factors, base, exponent)
+                    met = met or base not in factors  # merged to the power 0: cancelled
+            key = frozenset(factors.items())
+            met = met or key in result
+            result[key] = add_numbers(result.get(key, 0.0), multiply_numbers(coefficient, c))
+        return met
 
     def factored(self, const: float, terms: dict[Term, float], depth: int) -> SymNode | None:
         """The sum with a factor that all its terms share pulled out, or None when they share
@@ -247,7 +261,7 @@ class Writer:
         if coefficient == 0.0:
             return self.node(0.0)
         factors = form.factors
-        if 1 < len(factors) <= EXPANDED_FACTORS and not self.sums.keys().isdisjoint(factors):
+        if 1 < len(factors) <= EXPANDED_FACTORS and not self.small.isdisjoint(factors.items()):
             term = frozenset(factors.items())  # t1*(1/t1 + 1/t2)*t2 with t2 = 1 - t1 is 1
             inner = self.small_sum(term)
             if inner is not None and any(  # a factor that a term of the sum could cancel
