@@ -96,7 +96,9 @@ class Writer:
         return node
 
     def _write_sum(self, form: Sum, depth: int) -> SymNode:
-        terms = {t: c for t, c in form.terms.items() if c != 0.0}
+        terms = form.terms
+        if 0.0 in terms.values():
+            terms = {t: c for t, c in terms.items() if c != 0.0}
         if len(terms) > 1:
             terms, const = self.expanded(terms, form.const)
             if const != form.const:
@@ -121,17 +123,27 @@ class Writer:
         else:
             first = ordered[0] if first is None else first
             ordered.remove(first)
-            result = self.write_product(Product(terms[first], dict(first)))
+            result = self.written_term(terms[first], first)
             const = form.const
         for term in ordered:
             coefficient = terms[term]
             op = ADD if coefficient > 0.0 else SUB
-            addend = self.write_product(Product(abs(coefficient), dict(term)))
+            addend = self.written_term(abs(coefficient), term)
             result = self.make(op, (result, addend))
         if const != 0.0:
             op = ADD if const > 0.0 else SUB
             result = self.make(op, (result, self.node(abs(const))))
         return result
+
+    def written_term(self, coefficient: float, term: Term) -> SymNode:
+        """coefficient * term as a node; the usual term (one base to a positive power, times 1)
+        as ``write_product`` writes it, without making a product first."""
+        if coefficient == 1.0 and len(term) == 1:
+            ((base, exponent),) = term
+            if exponent.__class__ is float and exponent > 0.0 and (
+                    base.op is not CONST or base.name is not None):
+                return self.raised(base, exponent)
+        return self.write_product(Product(coefficient, dict(term)))
 
     def in_order(self, term: Term) -> list:
         """A term's (base, exponent) pairs in the order of ``keys``: a frozenset's own order
@@ -310,6 +322,9 @@ class Writer:
         return self.make(POW, (base, exponent))
 
 
+_UNITS = frozenset((1.0, -1.0))
+
+
 def _power(base: float, exponent: float) -> float:
     try:
         return base ** exponent if exponent != 1.0 else base
@@ -326,7 +341,10 @@ def _numbers_folded(form: Product) -> Product:
     """The product with its number bases to positive powers (a shared sum written as the
     number it multiplied out to: t1*(t1 + t2 - t1 - 1 + 2)) folded into the coefficient."""
     factors = form.factors
-    if all(base.op is not CONST or base.name is not None for base in factors):
+    for base in factors:  # (a loop, not all(): this runs for every product written)
+        if base.op is CONST and base.name is None:
+            break
+    else:
         return form
     coefficient = form.coefficient
     kept: Factors = {}
@@ -344,7 +362,7 @@ def _common_coefficient(first: float, coefficients, const: float) -> float | Non
     multiplications (2*a - 2*b -> 2*(a - b), but not 8*W - 28 -> 4*(2*W - 7)); or None.
     It divides every coefficient and the constant into integers: their greatest common
     divisor if they are integers, else the smallest coefficient."""
-    if all(abs(c) == 1.0 for c in coefficients):
+    if _UNITS.issuperset(coefficients):
         return None  # no multiplication to save
     numbers = [*coefficients, const] if const else [*coefficients]
     if all(n == math.floor(n) and abs(n) < 2.0**53 for n in numbers):
