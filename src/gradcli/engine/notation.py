@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from gradcli.engine.ops import (
     CONST,
+    OPS,
     PREC_ATOM,
     PREC_COMPARE,
     PREC_NONE,
@@ -103,21 +104,33 @@ def expression_texts(
     size however deep the expression is; ``limit=None`` writes operands out in full (printers
     name shared nodes first, so the full text stays linear in size).
     """
-    position = {node: i for i, node in enumerate(nodes)}
-    texts: list[str] = []
-    precedences: list[int] = []
+    return list(texts_by_node(nodes, limit, notation).values())
+
+
+def texts_by_node(
+    nodes: Sequence[Written], limit: int | None = 48, notation: Notation = TEXT
+) -> dict[Written, str]:
+    """``expression_texts`` as a dictionary node -> text, in the order of ``nodes``."""
+    texts: dict[Written, str] = {}
+    precedences: dict[Written, int] = {}
 
     def operand(source: Written, binding: int, tighter: bool = False) -> str:
         """Operand text, in parentheses when it binds looser than ``binding`` needs."""
         if source.name is not None:
             return notation.name(source.name)
-        i = position[source]
-        if limit is not None and len(texts[i]) > limit:
+        text = texts[source]
+        if limit is not None and len(text) > limit:
             return f"#{source.index}"
-        if precedences[i] < binding or (tighter and precedences[i] == binding):
-            return notation.parenthesized(texts[i])
-        return texts[i]
+        precedence = precedences[source]
+        if precedence < binding or (tighter and precedence == binding):
+            return notation.parenthesized(text)
+        return text
 
+    # What the notation does as gradcli's own does is not asked at every node: an operator
+    # between its operands, spaced as ``_spaced`` says; no operand free of parentheses.
+    infix = None if type(notation).infix is Notation.infix else notation.infix
+    free_operands = (None if type(notation).free_operands is Notation.free_operands
+                     else notation.free_operands)
     for node in nodes:
         op = node.op
         if op is VAR:
@@ -137,24 +150,29 @@ def expression_texts(
             args = [operand(source, PREC_NONE) for source in node.inputs]
             text, precedence = notation.call(op, args), PREC_ATOM
         else:
-            free = notation.free_operands(op)
-            # Comparisons do not chain: (a < b) < c keeps its parentheses on either side.
-            chained = op.precedence == PREC_COMPARE
+            precedence = op.precedence
+            free = free_operands(op) if free_operands is not None else ()
             if op.arity == 1:
-                inner = operand(node.inputs[0], PREC_NONE if 0 in free else op.precedence)
+                inner = operand(node.inputs[0], PREC_NONE if 0 in free else precedence)
                 text = notation.prefix(op, inner)
             else:
-                left = operand(node.inputs[0], PREC_NONE if 0 in free else op.precedence,
-                               op.right_assoc or chained)
-                right = operand(node.inputs[1], PREC_NONE if 1 in free else op.precedence,
+                left, right = node.inputs
+                # Comparisons do not chain: (a < b) < c keeps its parentheses on either side.
+                left = operand(left, PREC_NONE if 0 in free else precedence,
+                               op.right_assoc or precedence == PREC_COMPARE)
+                right = operand(right, PREC_NONE if 1 in free else precedence,
                                 not op.right_assoc)
-                text = notation.infix(op, left, right)
-            precedence = op.precedence
-        texts.append(text)
-        precedences.append(precedence)
+                text = (f"{left}{_SPACED.get(id(op)) or _spaced(op)}{right}" if infix is None
+                        else infix(op, left, right))
+        texts[node] = text
+        precedences[node] = precedence
     return texts
 
 
 def _spaced(op: Op) -> str:
     # Sums get spaces (x*W + b), tighter operators none, as people write them.
     return f" {op.symbol} " if op.precedence <= PREC_SUM else str(op.symbol)
+
+
+# The usual operators' spaced symbols, looked up rather than formatted at every node.
+_SPACED = {id(OPS[name]): _spaced(OPS[name]) for name in ("add", "sub", "mul", "div", "pow")}

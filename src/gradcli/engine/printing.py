@@ -1,6 +1,6 @@
 """Printed forms of expression graphs: gradcli's language, LaTeX and a Python function.
 
-All three use ``notation.expression_texts`` (one precedence logic) with a ``Notation``. A node used
+All three use ``notation.texts_by_node`` (one precedence logic) with a ``Notation``. A node used
 more than once is printed once, as a named statement (``t1 = ...; t1*t1``), so the printed size
 grows linearly with the graph even where writing it out as a tree would grow exponentially. The
 text form parses back into the same numbers; the Python form imports nothing but ``math``.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from gradcli.engine import ops, special
 from gradcli.engine.graph import Node, nodes_and_uses
-from gradcli.engine.notation import TEXT, Notation, expression_texts, format_number
+from gradcli.engine.notation import TEXT, Notation, format_number, texts_by_node
 from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
 from gradcli.errors import UsageError
 
@@ -74,13 +74,11 @@ def print_shared(
 
 def _printed(outputs: Sequence[Node], nodes: list[Node], shared: list[Node],
              notation: Notation) -> Printed:
-    texts = expression_texts(nodes, limit=None, notation=notation)
-    position = {node: i for i, node in enumerate(nodes)}
-    statements = [(notation.name(str(n.name)), texts[position[n]]) for n in shared]
+    texts = texts_by_node(nodes, limit=None, notation=notation)
+    statements = [(notation.name(str(n.name)), texts[n]) for n in shared]
     # An output that is also used by another output prints as its statement's name.
     named = set(shared)
-    printed = [notation.name(str(n.name)) if n in named else texts[position[n]]
-               for n in outputs]
+    printed = [notation.name(str(n.name)) if n in named else texts[n] for n in outputs]
     return Printed(statements, printed)
 
 
@@ -120,7 +118,7 @@ def _presented(outputs: Sequence[Node]) -> tuple[list[Node], list[Node], dict[No
     """``presented``, with its nodes in topological order and their uses."""
     nodes, uses = _nodes_and_uses(outputs)
     for node in nodes:  # (a loop, not any(): printing runs once per derivative)
-        if node.op is MUL and _regrouped(node, uses):
+        if node.op is MUL and node.inputs[0].op is CONST and _regrouped(node, uses):
             break
     else:
         return list(outputs), nodes, uses  # nothing to regroup (canonical forms never need it)
