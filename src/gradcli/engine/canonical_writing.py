@@ -41,6 +41,9 @@ class Writer:
 
     def __init__(self, builder: Builder, limit: int, deadline: float, named: bool) -> None:
         self.builder = builder
+        # make(op, inputs): the node op(inputs) as it is (the canonical forms are already
+        # simplified), the builder's own method rather than a call through one more.
+        self.make = builder.raw
         self.limit = limit
         self.deadline = deadline
         self.named = named
@@ -67,25 +70,24 @@ class Writer:
             self.made[form] = made
         return made
 
-    def make(self, op, inputs: tuple[SymNode, ...]) -> SymNode:
-        """The node op(inputs), as it is (the canonical forms are already simplified)."""
-        return self.builder.raw(op, inputs)
-
     def term_key(self, term: Term) -> tuple:
         """A term's place in a sum: by its text, with ``keys``' order of its factors."""
         key = self.term_keys.get(term)
-        if key is None and len(term) == 1:  # the usual term: one base, nothing to sort
-            ((base, exponent),) = term
-            place = self.keys[base]
-            power = exponent if isinstance(exponent, float) else self.keys[exponent][1]
-            key = self.term_keys[term] = (f"{place[1]}**{power}"[:SIGNATURE], place[2])
-        elif key is None:
-            keys = self.keys
-            parts = sorted((keys[base], exponent if isinstance(exponent, float) else
-                            keys[exponent][1]) for base, exponent in term)
-            text = "*".join(f"{k[1]}**{e}" for k, e in parts)[:SIGNATURE]
-            key = self.term_keys[term] = (text, min(k[2] for k, _ in parts))
+        if key is None:
+            key = self.term_keys[term] = self._term_key(term)
         return key
+
+    def _term_key(self, term: Term) -> tuple:
+        keys = self.keys
+        if len(term) == 1:  # the usual term: one base, nothing to sort
+            ((base, exponent),) = term
+            place = keys[base]
+            power = exponent if isinstance(exponent, float) else keys[exponent][1]
+            return (f"{place[1]}**{power}"[:SIGNATURE], place[2])
+        parts = sorted([(keys[base], exponent if isinstance(exponent, float) else
+                         keys[exponent][1]) for base, exponent in term])
+        text = "*".join([f"{place[1]}**{power}" for place, power in parts])[:SIGNATURE]
+        return (text, min([place[2] for place, _ in parts]))
 
     def write_sum(self, form: Sum, depth: int = 0) -> SymNode:
         node = self._write_sum(form, depth)
@@ -281,14 +283,19 @@ class Writer:
                 terms, const = self.expanded({term: coefficient}, 0.0)
                 if term not in terms:
                     return self.write_sum(Sum(const, terms), FACTORING_DEPTH)
-        if coefficient == 1.0 and len(form.factors) == 1:  # the usual term: one base
-            ((base, exponent),) = form.factors.items()
+        if coefficient == 1.0 and len(factors) == 1:  # the usual term: one base
+            ((base, exponent),) = factors.items()
             if exponent.__class__ is float and exponent > 0.0:
                 return self.raised(base, exponent)
+        return self.quotient(coefficient, factors)
+
+    def quotient(self, coefficient: float, factors: Factors) -> SymNode:
+        """coefficient * factors as a node: the factors in the order of ``keys``, those with a
+        negative exponent under a division, the sign on the first factor (-3*x*y, -x*y/z)."""
         up, down = [], []
         keys = self.keys
-        for base in sorted(form.factors, key=keys.__getitem__):
-            exponent = form.factors[base]
+        for base in sorted(factors, key=keys.__getitem__) if len(factors) > 1 else factors:
+            exponent = factors[base]
             if isinstance(exponent, float):
                 if exponent > 0.0:
                     up.append(self.raised(base, exponent))
@@ -297,7 +304,7 @@ class Writer:
             else:
                 up.append(self.raised(base, exponent))
         if up:
-            if abs(coefficient) != 1.0:  # the sign goes on the first factor: -3*x*y, -x*y
+            if abs(coefficient) != 1.0:
                 numerator, rest = self.node(coefficient), up
             elif coefficient < 0.0:
                 numerator, rest = self.make(NEG, (up[0],)), up[1:]
