@@ -219,6 +219,9 @@ class Writer:
             factors = rest.copy()
             if piece is not None:
                 for base, exponent in piece if len(piece) == 1 else self.in_order(piece):
+                    if base not in factors:  # a new base: nothing to merge
+                        factors[base] = exponent
+                        continue
                     self.merge(factors, base, exponent)
                     met = met or base not in factors  # merged to the power 0: cancelled
             key = frozenset(factors.items())
@@ -235,7 +238,9 @@ class Writer:
         smallest = min(terms, key=len)
         bases = {base for base, _ in smallest}
         for term in terms:
-            bases.intersection_update(base for base, _ in term)
+            if term is smallest:
+                continue
+            bases.intersection_update([base for base, _ in term])
             if not bases:
                 return None
         for base in sorted(bases, key=self.keys.__getitem__):

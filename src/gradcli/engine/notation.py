@@ -37,10 +37,11 @@ class Written(Protocol):
 def format_number(value: float) -> str:
     """The shortest text that reads back as the same float (``2`` rather than ``2.0``); an
     array's elements so (``array_text``)."""
-    if type(value) is not float and getattr(value, "ndim", 0):
+    if type(value) is float:
+        return repr(value).removesuffix(".0")
+    if getattr(value, "ndim", 0):
         return array_text(value)
-    text = repr(float(value))
-    return text.removesuffix(".0")
+    return repr(float(value)).removesuffix(".0")
 
 
 def array_text(value: Any, limit: int = 12) -> str:

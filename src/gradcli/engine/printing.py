@@ -57,19 +57,23 @@ def print_shared(
         shared = [node for node in shared if node not in inline]
     if not shared:
         return _printed(outputs, nodes, shared, notation)
-    taken = {str(n.name) for n in nodes if n.name is not None} | set(reserved)
-    taken |= set(CONSTANTS) | set(FUNCTIONS)
+    taken = {str(n.name) for n in nodes if n.name is not None}
     counter = 0
     for node in shared:  # named while printed (the graph may be printed again, differently)
         counter += 1
-        while f"t{counter}" in taken:
+        while (name := f"t{counter}") in taken or name in reserved or _is_language_name(name):
             counter += 1
-        node.name = f"t{counter}"
+        node.name = name
     try:
         return _printed(outputs, nodes, shared, notation)
     finally:
         for node in shared:
             node.name = None
+
+
+def _is_language_name(name: str) -> bool:
+    """Whether ``name`` is a constant's or a function's (a statement may not take it)."""
+    return name in CONSTANTS or name in FUNCTIONS
 
 
 def _printed(outputs: Sequence[Node], nodes: list[Node], shared: list[Node],
