@@ -111,8 +111,9 @@ class Writer:
             ((term, coefficient),) = terms.items()
             return self.write_product(Product(coefficient, dict(term)))
         ordered = sorted(terms, key=self.term_key)
-        common = _common_coefficient(terms[ordered[0]], terms.values(), form.const)
+        common = _common_coefficient(terms.values(), form.const)
         if common is not None:  # 6*b - 6*t + 36 -> 6*(b - t + 6), -2*a + 2*b -> -2*(a - b)
+            common = math.copysign(common, terms[ordered[0]])
             inner = Sum(form.const / common, {t: c / common for t, c in terms.items()})
             return self.write_product(Product(common, {self.write_sum(inner, depth): 1.0}))
         if depth < FACTORING_DEPTH and len(terms) > 1:
@@ -264,8 +265,11 @@ class Writer:
             else:
                 inner_const = add_numbers(inner_const, coefficient)
         inside = Sum(inner_const, inner)
-        ordered = sorted(inner, key=self.term_key)
-        common = _common_coefficient(inner[ordered[0]], inner.values(), inner_const) or 1.0
+        common = _common_coefficient(inner.values(), inner_const)
+        if common is None:
+            common = 1.0
+        else:  # signed as the sum's first term
+            common = math.copysign(common, inner[min(inner, key=self.term_key)])
         if common != 1.0:
             inside = Sum(inner_const / common, {t: c / common for t, c in inner.items()})
         written = self.write_sum(inside, depth + 1)
@@ -371,11 +375,12 @@ def _numbers_folded(form: Product) -> Product:
     return Product(coefficient, kept)
 
 
-def _common_coefficient(first: float, coefficients, const: float) -> float | None:
-    """The number to pull out of a sum, signed as its first term, when that writes fewer
-    multiplications (2*a - 2*b -> 2*(a - b), but not 8*W - 28 -> 4*(2*W - 7)); or None.
-    It divides every coefficient and the constant into integers: their greatest common
-    divisor if they are integers, else the smallest coefficient."""
+def _common_coefficient(coefficients, const: float) -> float | None:
+    """The number to pull out of a sum, when that writes fewer multiplications (2*a - 2*b ->
+    2*(a - b), but not 8*W - 28 -> 4*(2*W - 7)); or None. Positive: the caller signs it as the
+    sum's first term (worked out only then). It divides every coefficient and the constant
+    into integers: their greatest common divisor if they are integers, else the smallest
+    coefficient."""
     if _UNITS.issuperset(coefficients):
         return None  # no multiplication to save
     numbers = [*coefficients, const] if const else [*coefficients]
@@ -391,7 +396,7 @@ def _common_coefficient(first: float, coefficients, const: float) -> float | Non
             return None
     before = sum(abs(c) != 1.0 for c in coefficients)
     after = 1 + sum(abs(c) != common for c in coefficients)
-    return math.copysign(common, first) if after < before else None
+    return common if after < before else None
 
 
 def _shared_exponent(exponents: list[float | SymNode]) -> float | SymNode | None:
