@@ -60,7 +60,15 @@ class Derivatives:
         if fmt not in ("text", "latex"):
             raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
         printer = to_text if fmt == "text" else to_latex
-        return _map_tree(self.canonical(), printer)
+        printed: dict[SymNode, str] = {}  # a Hessian's symmetric entries are one node
+
+        def once(node: SymNode) -> str:
+            text = printed.get(node)
+            if text is None:
+                text = printed[node] = printer(node)
+            return text
+
+        return _map_tree(self.canonical(), once)
 
     def python(self) -> str:
         """A Python function of the variables returning the value and the derivatives."""
