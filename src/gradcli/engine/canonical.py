@@ -57,7 +57,6 @@ from gradcli.engine.canonical_forms import (
     Product,
     Sum,
     TooLarge,
-    entries,
     multiply_numbers,
     short_quotient,
 )
@@ -98,11 +97,14 @@ class Canonical(Arithmetic):
         operand over all outputs (as the printer counts them for one output, or fewer: a piece
         may be named needlessly), written out for ``outputs``."""
         forms: dict[SymNode, Form] = {}
-        shared, form = self.shared, self.form
+        given = _Given(self, forms, uses)  # what a node's users read: ``shared``
+        form = self.form
         for count, node in enumerate(nodes):
-            if count % 256 == 255:
+            if count & 255 == 255:
                 self.check()
-            forms[node] = form(node, [shared(forms[s], uses[s]) for s in node.inputs])
+            value = forms[node] = form(node, [given[s] for s in node.inputs])
+            if not _written_when_shared(value, uses[node]):
+                given[node] = value  # ``shared`` gives the form itself: say so once
         return [self.node(forms[node]) for node in outputs]
 
     def check(self) -> None:
@@ -112,10 +114,7 @@ class Canonical(Arithmetic):
     def shared(self, form: Form, uses: int) -> Form:
         """A form merges into its users while it is small (a number times one term, 2*x, when it
         is used more than once in an output: else it is one term, printed as a statement)."""
-        if not isinstance(form, (Sum, Product)):
-            return form
-        shared = SHARED_SUM_LIMIT if isinstance(form, Sum) else SHARED_PRODUCT_LIMIT
-        if entries(form) <= (shared if uses > 1 else MERGE_LIMIT):
+        if not _written_when_shared(form, uses):
             return form
         if isinstance(form, Product):  # 2*t1: the 2 still folds
             piece = self.node(Product(1.0, form.factors))
@@ -124,6 +123,25 @@ class Canonical(Arithmetic):
         return self.node(form)
 
     def form(self, node: SymNode, args: list[Form]) -> Form:
+        name = node.op.name
+        if name == "add":
+            return self.added(args[0], args[1], 1.0)
+        if name == "mul":
+            return self.multiply(args[0], args[1], 1.0)
+        if name == "sub":
+            return self.added(args[0], args[1], -1.0)
+        if name == "div":
+            return self.multiply(args[0], args[1], -1.0)
+        if name == "pow":
+            return self.power(args[0], args[1])
+        if name == "neg":
+            return self.scaled(args[0], -1.0)
+        if args:
+            return self.call(node.op, args)
+        return self.leaf_form(node)
+
+    def leaf_form(self, node: SymNode) -> Form:
+        """A variable or a constant: a node of this builder, or a plain number."""
         op = node.op
         if op is VAR:
             return self.leaf(self.builder.variable(str(node.name)))
@@ -134,20 +152,7 @@ class Canonical(Arithmetic):
                 function, argument = NAMED[node.value]
                 return self.make(OPS[function], (self.node(argument),))
             return node.value
-        name = op.name
-        if name == "add":
-            return self.add(self.as_sum(args[0]), self.as_sum(args[1]), 1.0)
-        if name == "sub":
-            return self.add(self.as_sum(args[0]), self.as_sum(args[1]), -1.0)
-        if name == "neg":
-            return self.scaled(args[0], -1.0)
-        if name == "mul":
-            return self.multiply(args[0], args[1], 1.0)
-        if name == "div":
-            return self.multiply(args[0], args[1], -1.0)
-        if name == "pow":
-            return self.power(args[0], args[1])
-        return self.call(op, args)
+        return self.call(op, [])
 
     def leaf(self, node: SymNode) -> SymNode:
         return node  # its place and sign are worked out when asked for (``Places``, ``Signs``)
@@ -258,3 +263,29 @@ class Canonical(Arithmetic):
             return 1.0
         return Product(1.0, {self.node(base): exponent})
 
+
+
+def _written_when_shared(form: Form, uses: int) -> bool:
+    """Whether ``shared`` writes the form as a node for its users (a sum or product too large
+    to merge into them), rather than give them the form itself."""
+    kind = form.__class__
+    if kind is Sum:
+        return len(form.terms) + 1 > (SHARED_SUM_LIMIT if uses > 1 else MERGE_LIMIT)
+    if kind is Product:
+        return len(form.factors) + 1 > (SHARED_PRODUCT_LIMIT if uses > 1 else MERGE_LIMIT)
+    return False
+
+
+class _Given(dict):
+    """node -> the form its users read. ``run`` stores the usual answer, the node's own form;
+    a form that ``shared`` writes is written when a user asks, at each use as it always was (so
+    that the nodes are made in the same order, which breaks ties between equal texts)."""
+
+    __slots__ = ("canonical", "forms", "uses")
+
+    def __init__(self, canonical: Canonical, forms: dict, uses: dict) -> None:
+        super().__init__()
+        self.canonical, self.forms, self.uses = canonical, forms, uses
+
+    def __missing__(self, node: SymNode) -> Form:
+        return self.canonical.shared(self.forms[node], self.uses[node])

@@ -109,6 +109,17 @@ class Arithmetic(Writer):
             return Product(1.0, {self.node(form): 1.0})
         return Product(1.0, {form: 1.0})
 
+    def added(self, left: Form, right: Form, sign: float) -> Sum:
+        """left + sign * right for any forms (``add`` once both are sums); the usual sum plus
+        a number keeps the sum's terms as they are (forms are never changed once made)."""
+        if right.__class__ is float:
+            form = self.as_sum(left)
+            return Sum(add_numbers(form.const, sign * right), form.terms)
+        if left.__class__ is float and sign == 1.0:
+            form = self.as_sum(right)
+            return Sum(add_numbers(left, form.const), form.terms)
+        return self.add(self.as_sum(left), self.as_sum(right), sign)
+
     def add(self, left: Sum, right: Sum, sign: float) -> Sum:
         """left + sign * right, for a sign of 1 or -1 (which never overflows a number, so only
         the sums are checked: ``add_numbers``)."""
