@@ -171,14 +171,6 @@ class Canonical(Arithmetic):
         return self.make(op, tuple(self.node(arg) for arg in args))
 
 
-
-
-
-
-
-
-
-
     def multiply(self, left: Form, right: Form, sign: float) -> Form:
         """left * right (sign 1) or left / right (sign -1)."""
         if isinstance(right, float):
@@ -190,23 +182,41 @@ class Canonical(Arithmetic):
         if isinstance(left, float) and sign == 1.0:
             return self.times(right, left)
         a, b = self.as_product(left), self.as_product(right)
-        if sign == 1.0 and len(b.factors) > len(a.factors):
-            a, b = b, a
-        factors = dict(a.factors)
         if sign == 1.0:
+            if len(b.factors) > len(a.factors):
+                a, b = b, a
+            factors = dict(a.factors)
             coefficient = multiply_numbers(a.coefficient, b.coefficient)
+            self.merged(factors, b.factors)
         else:
-            coefficient = short_quotient(a.coefficient, b.coefficient)
-            if coefficient is None:  # x/3 stays a division by 3
-                self.merge(factors, self.node(abs(b.coefficient)), -1.0)
-                coefficient = math.copysign(a.coefficient, a.coefficient * b.coefficient)
-        for base, exponent in b.factors.items():
-            self.merge(factors, base, exponent if sign == 1.0 else self.negated(exponent))
-            if sign == -1.0 and exponent == 1.0:
-                self.logistic(factors, base)
-        for piece in [b for b in factors if b in self.products]:
-            self.opened(factors, piece)
+            factors = dict(a.factors)
+            coefficient = self.divided(factors, a.coefficient, b)
+        products = self.products
+        if products and not products.keys().isdisjoint(factors):
+            for piece in [b for b in factors if b in products]:
+                self.opened(factors, piece)
         return Product(coefficient, factors)
+
+    def merged(self, factors: Factors, more: Factors) -> None:
+        """factors * more, in place: a new base is one entry, a known one ``merge``s."""
+        merge = self.merge
+        for base, exponent in more.items():
+            if base in factors:
+                merge(factors, base, exponent)
+            else:
+                factors[base] = exponent
+
+    def divided(self, factors: Factors, coefficient: float, divisor: Product) -> float:
+        """factors / the divisor's factors, in place; the coefficient of the quotient."""
+        quotient = short_quotient(coefficient, divisor.coefficient)
+        if quotient is None:  # x/3 stays a division by 3
+            self.merge(factors, self.node(abs(divisor.coefficient)), -1.0)
+            quotient = math.copysign(coefficient, coefficient * divisor.coefficient)
+        for base, exponent in divisor.factors.items():
+            self.merge(factors, base, self.negated(exponent))
+            if exponent == 1.0:
+                self.logistic(factors, base)
+        return quotient
 
     def opened(self, factors: Factors, piece: SymNode) -> None:
         """A shared product among factors is multiplied out, in place, where it shares a base
@@ -237,9 +247,6 @@ class Canonical(Arithmetic):
             self.merge(factors, self.make(OPS["sigmoid"], power.inputs), 1.0)
 
 
-
-
-
     def power(self, base: Form, exponent: Form) -> Form:
         if isinstance(exponent, float):
             if isinstance(base, float):
@@ -253,7 +260,8 @@ class Canonical(Arithmetic):
                 return base
             if exponent == math.floor(exponent):  # (a*b)**n = a**n * b**n for integers n
                 product = self.as_product(base)
-                coefficient = fold_constants(POW, [product.coefficient, exponent], False)
+                coefficient = (1.0 if product.coefficient == 1.0 else  # 1**n, the usual
+                               fold_constants(POW, [product.coefficient, exponent], False))
                 if coefficient is not None and all(isinstance(e, float)
                                                    for e in product.factors.values()):
                     return Product(coefficient, {b: e * exponent
@@ -262,7 +270,6 @@ class Canonical(Arithmetic):
         if exponent == 0.0:
             return 1.0
         return Product(1.0, {self.node(base): exponent})
-
 
 
 def _written_when_shared(form: Form, uses: int) -> bool:

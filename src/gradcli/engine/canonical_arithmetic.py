@@ -78,7 +78,7 @@ class Arithmetic(Writer):
     def term(self, factors: Factors) -> Term:
         """The factors as a term of a sum, shared products among them multiplied out: in a sum,
         w*x*y*z and t1*x with t1 = w*y*z are one term (written back, it is the same node)."""
-        if not any(base in self.products for base in factors):
+        if not self.products or self.products.keys().isdisjoint(factors):
             return frozenset(factors.items())
         factors = dict(factors)
         for _ in range(OPENED_LEVELS):  # a shared product may hold shared products
