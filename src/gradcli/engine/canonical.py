@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 from gradcli.engine.canonical_arithmetic import Arithmetic
 from gradcli.engine.canonical_forms import (
@@ -98,14 +99,30 @@ class Canonical(Arithmetic):
         may be named needlessly), written out for ``outputs``."""
         forms: dict[SymNode, Form] = {}
         given = _Given(self, forms, uses)  # what a node's users read: ``shared``
-        form = self.form
+        operands = given.__getitem__
+        readers = self.readers()
         for count, node in enumerate(nodes):
             if count & 255 == 255:
                 self.check()
-            value = forms[node] = form(node, [given[s] for s in node.inputs])
+            reader = readers.get(node.op.name)
+            if reader is not None:
+                value = reader(*map(operands, node.inputs))
+            elif node.inputs:
+                value = self.call(node.op, list(map(operands, node.inputs)))
+            else:
+                value = self.leaf_form(node)
+            forms[node] = value
             if not _written_when_shared(value, uses[node]):
                 given[node] = value  # ``shared`` gives the form itself: say so once
         return [self.node(forms[node]) for node in outputs]
+
+    def readers(self) -> dict[str, Callable[..., Form]]:
+        """The form of each arithmetic op's node from its operands' forms (other ops are calls
+        of functions, ``call``)."""
+        return {"add": partial(self.added, sign=1.0), "sub": partial(self.added, sign=-1.0),
+                "mul": partial(self.multiply, sign=1.0),
+                "div": partial(self.multiply, sign=-1.0),
+                "pow": self.power, "neg": partial(self.scaled, factor=-1.0)}
 
     def check(self) -> None:
         if len(self.builder._table) > self.limit or time.process_time() > self.deadline:
@@ -121,24 +138,6 @@ class Canonical(Arithmetic):
             self.products[piece] = form.factors  # in a sum, its term is its factors
             return piece if form.coefficient == 1.0 else Product(form.coefficient, {piece: 1.0})
         return self.node(form)
-
-    def form(self, node: SymNode, args: list[Form]) -> Form:
-        name = node.op.name
-        if name == "add":
-            return self.added(args[0], args[1], 1.0)
-        if name == "mul":
-            return self.multiply(args[0], args[1], 1.0)
-        if name == "sub":
-            return self.added(args[0], args[1], -1.0)
-        if name == "div":
-            return self.multiply(args[0], args[1], -1.0)
-        if name == "pow":
-            return self.power(args[0], args[1])
-        if name == "neg":
-            return self.scaled(args[0], -1.0)
-        if args:
-            return self.call(node.op, args)
-        return self.leaf_form(node)
 
     def leaf_form(self, node: SymNode) -> Form:
         """A variable or a constant: a node of this builder, or a plain number."""

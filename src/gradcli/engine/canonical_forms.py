@@ -137,11 +137,16 @@ class Places(_ByInputs):
     __slots__ = ()
 
     def of(self, node: SymNode) -> tuple:
-        op = node.op
-        if not node.inputs:
+        inputs = node.inputs
+        if not inputs:
             text = str(node.name) if node.name is not None else "~" + format_number(node.value)
             return (False, text, node.seq)
-        text = signature(op, [self[s][1] for s in node.inputs], node.needs_grad)
+        op = node.op
+        if len(inputs) == 2 and op.symbol is not None:  # the usual node: a + b, a*b
+            text = f"{self[inputs[0]][1]}{op.symbol}{self[inputs[1]][1]}"
+            text = text[:SIGNATURE] if node.needs_grad or text[0] == "~" else signed(text)
+        else:
+            text = signature(op, [self[s][1] for s in inputs], node.needs_grad)
         return (op is ADD or op is SUB, text, node.seq)
 
 
@@ -208,6 +213,11 @@ def signature(op, inputs: list[str], needs_grad: bool) -> str:
     else:
         text = f"{inputs[0]}{op.symbol}{inputs[1]}"
     if not needs_grad and not text.startswith("~"):
-        text = "~" + text
+        return signed(text)
     return text[:SIGNATURE]
+
+
+def signed(text: str) -> str:
+    """The signature of a node that depends on no variable: after those that do."""
+    return ("~" + text)[:SIGNATURE]
 
