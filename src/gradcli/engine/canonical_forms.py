@@ -93,15 +93,9 @@ def short_quotient(a: float, b: float) -> float | None:
     quotient = a / b
     if not math.isfinite(quotient) or (quotient == 0.0 and a != 0.0):
         raise TooLarge
+    if b == 1.0 or b == -1.0:  # the usual divisor: a itself, as short as it is
+        return quotient
     return quotient if is_short(quotient, a, b) else None
-
-
-def entries(form: Form) -> int:
-    if isinstance(form, Sum):
-        return len(form.terms) + 1
-    if isinstance(form, Product):
-        return len(form.factors) + 1
-    return 0
 
 
 # --- what a node's inputs tell: its place among terms and factors, its sign ---------------------
