@@ -180,6 +180,9 @@ class Canonical(Arithmetic):
                 return self.times(left, quotient)
         if isinstance(left, float) and sign == 1.0:
             return self.times(right, left)
+        if sign == 1.0 and left.__class__ is SymNode and right.__class__ is SymNode and (
+                left not in self.products and right not in self.products):  # the usual: x*y
+            return Product(1.0, {left: 2.0} if left is right else {left: 1.0, right: 1.0})
         a, b = self.as_product(left), self.as_product(right)
         if sign == 1.0:
             if len(b.factors) > len(a.factors):
@@ -258,6 +261,8 @@ class Canonical(Arithmetic):
             if exponent == 1.0:
                 return base
             if exponent == math.floor(exponent):  # (a*b)**n = a**n * b**n for integers n
+                if base.__class__ is SymNode:  # the usual: x**2
+                    return Product(1.0, {base: exponent})
                 product = self.as_product(base)
                 coefficient = (1.0 if product.coefficient == 1.0 else  # 1**n, the usual
                                fold_constants(POW, [product.coefficient, exponent], False))

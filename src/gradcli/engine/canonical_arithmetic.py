@@ -149,6 +149,8 @@ class Arithmetic(Writer):
     def times(self, form: Form, factor: float) -> Form:
         """factor * form as a product: a number goes into a sum's terms when they are few
         (-(a - b) is b - a), else it multiplies the sum (2*(x + y - z**2) stays as written)."""
+        if form.__class__ is Product:  # the usual: 2*(x*y) is 2*x*y
+            return Product(multiply_numbers(factor, form.coefficient), form.factors)
         if isinstance(form, Sum) and len(form.terms) > DISTRIBUTED_TERMS and factor != -1.0:
             return Product(factor, {self.node(form): 1.0})
         return self.scaled(form, factor)
