@@ -35,6 +35,8 @@ class TooLarge(Exception):  # noqa: N818 (not an error: a reason to stop)
 
 
 
+# A form is never changed once made (a new form may share its dict: a sum plus a number keeps
+# the sum's terms); ``merge`` changes only the new dicts that it is given.
 Factors = dict  # base node -> exponent (a float, or a node)
 
 Term = frozenset  # the (base, exponent) pairs of a product whose coefficient is 1
