@@ -111,15 +111,18 @@ class _ByInputs(dict):
 
     def __missing__(self, node: SymNode):
         stack = [node]
+        push = stack.append
         while stack:
             top = stack[-1]
-            missing = [source for source in top.inputs if source not in self]
-            if missing:
-                stack += missing
-                continue
-            stack.pop()
-            if top not in self:
-                self[top] = self.of(top)
+            ready = True
+            for source in top.inputs:
+                if source not in self:
+                    push(source)
+                    ready = False
+            if ready:
+                stack.pop()
+                if top not in self:
+                    self[top] = self.of(top)
         return self[node]
 
     def of(self, node: SymNode):
