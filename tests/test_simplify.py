@@ -105,6 +105,9 @@ def test_second_derivatives_of_logistic_regression_come_out_as_by_hand():
     ("x*x**(y - 1)", "x", "x**(y - 1)*y"),  # x**(y - 1) + (y - 1)*x**(y - 1): like terms
     ("(a*b + a*c)*x", "x", "a*(b + c)"),  # a factor in every term is pulled out
     ("(2*a - 2*b)*x", "x", "2*(a - b)"),
+    # y*z**2 - 2*y**2*z**2: a factor pulled out of a sum merges into the product around it
+    ("(y*z)*(z - y*(z+z))", "y", "z**2*(1 - 4*y)"),  # not z*(z*(1 - 4*y))
+    ("(y*z)*(z - y*(z+z))", "z", "y*z*(2 - 4*y)"),  # not y*(z*(2 - 4*y))
     ("-x/y", "x", "-1/y"),
     ("x/(-y)", "x", "-1/y"),
     ("x/3", "x", "1/3"),  # not 0.3333333333333333

@@ -222,10 +222,13 @@ class Canonical(Arithmetic):
 
     def opened(self, factors: Factors, piece: SymNode) -> None:
         """A shared product among factors is multiplied out, in place, where it shares a base
-        with them (t1*z with t1 = x*z is x*z**2): else it stays one factor."""
+        with them (t1*z with t1 = x*z is x*z**2), a sum written with a factor pulled out always
+        (y*(z*(2 - 4*y)) is y*z*(2 - 4*y)): else it stays one factor."""
         inner = self.products[piece]
         exponent = factors.get(piece)
-        if not isinstance(exponent, float) or not any(b in factors for b in inner):
+        if not isinstance(exponent, float):
+            return
+        if piece not in self.pulled_products and not any(b in factors for b in inner):
             return
         if not all(isinstance(power, float) for power in inner.values()):
             return  # a symbolic power inside: the piece stays one factor (never half-opened)

@@ -57,6 +57,9 @@ class Writer:
         self.atoms: dict[SymNode, Term] = {}
         self.term_keys: dict[Term, tuple] = {}
         self.products: dict[SymNode, Factors] = {}  # shared product -> its factors
+        # sums written as a product, a factor pulled out (``pulled``): in a product they are
+        # opened (``Canonical.opened``), so z * (z*(1 - 4*y)) is z**2*(1 - 4*y)
+        self.pulled_products: set[SymNode] = set()
         self.signs = Signs()  # POSITIVE or NON_NEGATIVE where that is plain
 
     def node(self, form: Form) -> SymNode:
@@ -276,7 +279,12 @@ class Writer:
         if written.op is CONST and written.name is None:  # y - (y - 1) multiplied out: 1
             return self.write_product(Product(multiply_numbers(common, written.value),
                                               {base: exponent}))
-        return self.write_product(Product(common, {base: exponent, written: 1.0}))
+        factors = {base: exponent, written: 1.0}
+        node = self.write_product(Product(common, factors))
+        if common == 1.0 and node not in self.products:  # its factors, for ``opened``
+            self.products[node] = factors
+            self.pulled_products.add(node)
+        return node
 
     def write_product(self, form: Product) -> SymNode:
         form = _numbers_folded(form)
