@@ -143,6 +143,39 @@ def test_shared_subexpressions_become_statements_that_parse_back():
         gradcli.evaluate("u = sin(x*y); u*u*u + u", {"x": 0.3, "y": 1.7}).gradients["x"])
 
 
+@pytest.mark.parametrize(("build", "expected"), [
+    (lambda b, x, y, z: b.raw(OPS["add"], (x, b.raw(OPS["mul"], (b.constant(-2.0), y)))),
+     "x - 2*y"),
+    (lambda b, x, y, z: b.raw(OPS["add"], (x, b.raw(OPS["neg"], (y,)))), "x - y"),
+    (lambda b, x, y, z: b.raw(OPS["add"], (x, b.raw(OPS["div"], (
+        b.raw(OPS["mul"], (b.constant(-2.0), y)), z)))), "x - 2*y/z"),
+    (lambda b, x, y, z: b.raw(OPS["add"], (x, b.raw(OPS["neg"], (
+        b.raw(OPS["pow"], (y, b.constant(2.0))),)))), "x - y**2"),
+    (lambda b, x, y, z: b.raw(OPS["add"], (x, b.raw(OPS["add"], (
+        b.raw(OPS["neg"], (y,)), z)))), "x + (-y + z)"),  # a sum stays bracketed as it is
+])
+def test_a_sum_of_a_negative_term_prints_as_a_difference_with_the_same_floats(build, expected):
+    """``a + -2*y`` is written ``a - 2*y``: negation is exact in every operation, so the text
+    read back gives the graph's number to the bit, also where the values overflow or vanish."""
+    builder = Builder()
+    names = ("x", "y", "z")
+    node = build(builder, *(builder.variable(n) for n in names))
+    text = to_text(node)
+    assert text == expected
+    variables = [n for n in nodes_of([node]) if n.op.name == "var"]
+    for values in [(0.1, 0.7, 3.0), (1e308, -1e308, 1e-308), (-0.0, 5e-324, -7.5),
+                   (2.5, 1e300, 1e-300)]:
+        point = dict(zip(names, values, strict=True))
+        graph = Program.build(text, node, variables, {})
+        graph.bind(point)
+        try:
+            printed = _at(text, point)
+        except gradcli.NumericError:
+            continue  # an overflow the graph meets as well: checked by the next point
+        assert printed == forward(graph.nodes) or (math.isnan(printed)
+                                                   and math.isnan(forward(graph.nodes)))
+
+
 def test_statement_names_do_not_clash_with_variables():
     text = differentiate("u = sin(t1*t2); u*u + u").texts()["t1"]
     assert _at(text, {"t1": 0.3, "t2": 1.7}) == pytest.approx(

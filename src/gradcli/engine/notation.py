@@ -109,9 +109,12 @@ def expression_texts(
 
 
 def texts_by_node(
-    nodes: Sequence[Written], limit: int | None = 48, notation: Notation = TEXT
+    nodes: Sequence[Written], limit: int | None = 48, notation: Notation = TEXT,
+    minus: bool = False,
 ) -> dict[Written, str]:
-    """``expression_texts`` as a dictionary node -> text, in the order of ``nodes``."""
+    """``expression_texts`` as a dictionary node -> text, in the order of ``nodes``. With
+    ``minus``, a sum of a negative term is written as a difference (``a - 2*x``, not
+    ``a + -2*x``): the same number to the bit, as negation is exact in every operation."""
     texts: dict[Written, str] = {}
     precedences: dict[Written, int] = {}
 
@@ -163,8 +166,11 @@ def texts_by_node(
                                op.right_assoc or precedence == PREC_COMPARE)
                 right = operand(right, PREC_NONE if 1 in free else precedence,
                                 not op.right_assoc)
-                text = (f"{left}{_SPACED.get(id(op)) or _spaced(op)}{right}" if infix is None
-                        else infix(op, left, right))
+                shown = op
+                if minus and op is _ADD and right.startswith("-"):  # a product or a power
+                    shown, right = _SUB, right[1:]
+                text = (f"{left}{_SPACED.get(id(shown)) or _spaced(shown)}{right}"
+                        if infix is None else infix(shown, left, right))
         texts[node] = text
         precedences[node] = precedence
     return texts
@@ -177,3 +183,4 @@ def _spaced(op: Op) -> str:
 
 # The usual operators' spaced symbols, looked up rather than formatted at every node.
 _SPACED = {id(OPS[name]): _spaced(OPS[name]) for name in ("add", "sub", "mul", "div", "pow")}
+_ADD, _SUB = OPS["add"], OPS["sub"]

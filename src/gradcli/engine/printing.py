@@ -78,7 +78,7 @@ def _is_language_name(name: str) -> bool:
 
 def _printed(outputs: Sequence[Node], nodes: list[Node], shared: list[Node],
              notation: Notation) -> Printed:
-    texts = texts_by_node(nodes, limit=None, notation=notation)
+    texts = texts_by_node(nodes, limit=None, notation=notation, minus=True)
     statements = [(notation.name(str(n.name)), texts[n]) for n in shared]
     # An output that is also used by another output prints as its statement's name.
     named = set(shared)
