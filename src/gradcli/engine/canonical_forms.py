@@ -142,8 +142,7 @@ class Places(_ByInputs):
             return (False, text, node.seq)
         op = node.op
         if len(inputs) == 2 and op.symbol is not None:  # the usual node: a + b, a*b
-            text = f"{self[inputs[0]][1]}{op.symbol}{self[inputs[1]][1]}"
-            text = text[:SIGNATURE] if node.needs_grad or text[0] == "~" else signed(text)
+            text = cut(f"{self[inputs[0]][1]}{op.symbol}{self[inputs[1]][1]}", node.needs_grad)
         else:
             text = signature(op, [self[s][1] for s in inputs], node.needs_grad)
         return (op is ADD or op is SUB, text, node.seq)
@@ -211,12 +210,13 @@ def signature(op, inputs: list[str], needs_grad: bool) -> str:
         text = f"{op.symbol}{inputs[0]}"
     else:
         text = f"{inputs[0]}{op.symbol}{inputs[1]}"
+    return cut(text, needs_grad)
+
+
+def cut(text: str, needs_grad: bool) -> str:
+    """A node's text as its signature: cut to ``SIGNATURE`` characters, and marked with ``~``
+    when it depends on no variable, so that it comes after those that do."""
     if not needs_grad and not text.startswith("~"):
-        return signed(text)
+        text = "~" + text
     return text[:SIGNATURE]
-
-
-def signed(text: str) -> str:
-    """The signature of a node that depends on no variable: after those that do."""
-    return ("~" + text)[:SIGNATURE]
 

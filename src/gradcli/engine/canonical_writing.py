@@ -144,12 +144,21 @@ class Writer:
     def written_term(self, coefficient: float, term: Term) -> SymNode:
         """coefficient * term as a node; the usual term (one base to a positive power, times 1)
         as ``write_product`` writes it, without making a product first."""
-        if coefficient == 1.0 and len(term) == 1:
+        if len(term) == 1:
             ((base, exponent),) = term
-            if exponent.__class__ is float and exponent > 0.0 and (
-                    base.op is not CONST or base.name is not None):
-                return self.raised(base, exponent)
+            usual = self.one_power(coefficient, base, exponent)
+            if usual is not None:
+                return usual
         return self.write_product(Product(coefficient, dict(term)))
+
+    def one_power(self, coefficient: float, base: SymNode, exponent: float | SymNode
+                  ) -> SymNode | None:
+        """The usual term -- one base (not a number, which folds) to a positive power, times 1
+        -- written as it is; None for any other."""
+        if coefficient == 1.0 and exponent.__class__ is float and exponent > 0.0 and (
+                base.op is not CONST or base.name is not None):
+            return self.raised(base, exponent)
+        return None
 
     def in_order(self, term: Term) -> list:
         """A term's (base, exponent) pairs in the order of ``keys``: a frozenset's own order
@@ -287,6 +296,11 @@ class Writer:
         return node
 
     def write_product(self, form: Product) -> SymNode:
+        if len(form.factors) == 1:
+            ((base, exponent),) = form.factors.items()
+            usual = self.one_power(form.coefficient, base, exponent)
+            if usual is not None:
+                return usual
         form = _numbers_folded(form)
         coefficient = form.coefficient
         if coefficient == 0.0:
@@ -300,10 +314,6 @@ class Writer:
                 terms, const = self.expanded({term: coefficient}, 0.0)
                 if term not in terms:
                     return self.write_sum(Sum(const, terms), FACTORING_DEPTH)
-        if coefficient == 1.0 and len(factors) == 1:  # the usual term: one base
-            ((base, exponent),) = factors.items()
-            if exponent.__class__ is float and exponent > 0.0:
-                return self.raised(base, exponent)
         return self.quotient(coefficient, factors)
 
     def quotient(self, coefficient: float, factors: Factors) -> SymNode:

@@ -86,7 +86,8 @@ def nodes_of(outputs: Iterable[Node]) -> list[Node]:
     stack = list(dict.fromkeys(outputs))
     seen = set(stack)  # nodes hash by identity
     found = []
-    # Bound methods in locals: this walk runs several times per derivative printed.
+    # Bound methods in locals: this walk runs several times per derivative printed. (It is
+    # ``nodes_and_uses`` without the counting, which would make it 10-20% slower.)
     pop, push, keep, mark = stack.pop, stack.append, found.append, seen.add
     while stack:
         node = pop()
