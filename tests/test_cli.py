@@ -230,7 +230,13 @@ def test_help_and_version():
     assert "Examples:" in runner.invoke(cli, ["eval", "--help"]).stdout
     assert "Exit status" in runner.invoke(cli, ["eval", "-h"]).stdout
     assert "eval" in runner.invoke(cli, ["--help"]).stdout
-    assert "0.1.0" in runner.invoke(cli, ["--version"]).stdout
+    from gradcli.engine import core_is_compiled
+
+    version = runner.invoke(cli, ["--version"])
+    core = "compiled" if core_is_compiled() else "Python: no C compiler at install"
+    assert version.exit_code == 0
+    assert version.stdout.startswith(f"gradcli, version 0.1.0 (symbolic core: {core}")
+    assert runner.invoke(cli, ["-V"]).stdout == version.stdout
 
 
 def test_user_text_is_never_markup():

@@ -40,6 +40,22 @@ def test_wheel_built_from_the_sdist_contains_the_grammar(built):
     assert "gradcli/language/_lalr_tables.py" in names  # parse tables: no Lark at start-up
 
 
+def test_the_wheel_carries_the_compiled_core_where_the_install_has_it(built):
+    from gradcli.engine import core_is_compiled
+
+    if not core_is_compiled():
+        pytest.skip("the core is installed as Python here (setup.py)")
+    (wheel,) = built.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    core = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    for path in [*core, "src/gradcli/engine/core__mypyc.py"]:
+        stem = path.removeprefix("src/").removesuffix(".py")
+        assert any(name.startswith(stem + ".") and name.endswith((".so", ".pyd"))
+                   for name in names), stem
+    assert "gradcli/engine/symbolic.py" in names  # the sources ship too
+
+
 def test_sdist_contains_the_top_level_grammar(built):
     (sdist,) = built.glob("*.tar.gz")
     with tarfile.open(sdist) as archive:

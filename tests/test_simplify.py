@@ -197,6 +197,43 @@ def test_printed_canonical_derivatives_equal_the_graph_the_gradient_and_mpmath(e
         assert shown == pytest.approx(expected, rel=1e-6, abs=1e-6), (text, name, printed[name])
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expressions, points)
+def test_a_hessian_prints_symmetric_and_every_entry_equals_evals(expression, point):
+    """A mixed derivative is printed as the one taken in the order of the variables (d2/dy dx as
+    d2/dx dy): at random points every printed entry, the mirrored ones included, equals the
+    Hessian ``eval`` computes row by row (each row a reverse pass over d/da)."""
+    text, _ = expression
+    try:
+        expected = gradcli.evaluate(text, point, order=2, check=False).hessian.matrix
+    except gradcli.NumericError:
+        return
+    if not gradcli.parse(text).variables:
+        return
+    printed = gradcli.differentiate(text, order=2).texts()
+    for a, row in printed.items():
+        for b, formula in row.items():
+            assert formula == printed[b][a], (text, a, b)
+            try:
+                shown = _at(formula, point)
+            except (gradcli.NumericError, OverflowError, ZeroDivisionError, ValueError):
+                continue
+            if math.isfinite(shown) and math.isfinite(expected[a][b]):
+                assert shown == pytest.approx(expected[a][b], rel=1e-7, abs=1e-7), (text, a, b)
+
+
+def test_a_negative_number_to_a_fraction_left_by_cancelling_is_a_numeric_error():
+    """Found by the free-variable property test: with y = -2, (y/(x + x)*(x + x))**0.5 is
+    (-2)**0.5 once x/x cancels; folding it made a complex number (a TypeError). It stays
+    written, and, all numbers, it is the NumericError eval gives at any x."""
+    text = "((y)/((x) + (x))*((x) + (x)))**0.5"
+    with pytest.raises(gradcli.NumericError, match=r"non-integer exponent in \(-2\)\*\*0.5"):
+        gradcli.evaluate(text, {"y": -2.0}, strict=False)
+    with pytest.raises(gradcli.NumericError, match="non-integer exponent"):
+        gradcli.evaluate(text, {"y": -2.0, "x": 1.5})
+    assert gradcli.differentiate("(y*x/x)**2", order=1, values={"y": -2.0}).texts() == {"x": "0"}
+
+
 def test_a_shared_product_with_a_symbolic_power_is_never_half_opened():
     """Found by the free-variable Hessian property test: in sqrt(1/x**z) at x = 2 the four
     second derivatives share a product with a power 2**z inside; multiplying it out stopped

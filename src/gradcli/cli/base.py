@@ -238,11 +238,25 @@ class _Group(click.Group):
             raise shown(error, ctx.meta.get(ARGS_KEY, []), self) from None
 
 
+def _print_version(context: click.Context, _: click.Parameter, asked: bool) -> None:
+    """gradcli's version, and whether its symbolic core is compiled (setup.py): a machine with
+    no C compiler installs it as Python, and ``pip install`` shows no build messages."""
+    if not asked or context.resilient_parsing:
+        return
+    from gradcli.engine import core_is_compiled
+
+    core = ("compiled" if core_is_compiled()
+            else "Python: no C compiler at install, or GRADCLI_PURE_PYTHON set")
+    click.echo(f"gradcli, version {__version__} (symbolic core: {core})")
+    context.exit()
+
+
 _NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="gradcli")
+@click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Show the version and exit.")
 def cli() -> None:
     """Differentiate formulas: every node's value and gradient, checked by finite differences.
 

@@ -10,3 +10,10 @@ nodes, and the same reverse topological order with ``+=`` accumulation. Replays 
 perturbations, ``replay.Replayer`` on floats and ``gradcheck.columns`` on arrays) follow the same
 split. Each form is tested against the others point by point.
 """
+
+
+def core_is_compiled() -> bool:
+    """Whether the symbolic core runs compiled (mypyc, setup.py) or as Python."""
+    from gradcli.engine import symbolic
+
+    return not symbolic.__file__.endswith(".py")

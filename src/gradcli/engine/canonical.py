@@ -38,6 +38,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import cast
 
 from gradcli.engine.canonical_arithmetic import Arithmetic
 from gradcli.engine.canonical_forms import (
@@ -47,7 +48,6 @@ from gradcli.engine.canonical_forms import (
     NAMED,
     NON_NEGATIVE,
     POSITIVE,
-    POW,
     SECONDS,
     SHARED_PRODUCT_LIMIT,
     SHARED_SUM_LIMIT,
@@ -61,8 +61,9 @@ from gradcli.engine.canonical_forms import (
     multiply_numbers,
     short_quotient,
 )
+from gradcli.engine.core_ops import CONST, POW, VAR
 from gradcli.engine.graph import nodes_and_uses, nodes_of
-from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR
+from gradcli.engine.ops import CONSTANTS, OPS
 from gradcli.engine.symbolic import Builder, SymNode, fold_constants
 
 _ON_SIGNS = {"sign", "heaviside", "relu", "abs"}
@@ -77,7 +78,7 @@ def canonical(outputs: Sequence[SymNode], named: bool = False,
     builder = Builder(max_nodes=limit + 1, exact_constants=True)
     try:
         work = Canonical(builder, limit, time.process_time() + seconds, named)
-        result = work.run(nodes, uses, outputs)
+        result = work.run(nodes, cast(dict[SymNode, int], uses), outputs)
     except TooLarge:
         return list(outputs)
     # The canonical form is written out, never factored in: on graphs it cannot flatten (nested
@@ -158,7 +159,7 @@ class Canonical(Arithmetic):
 
     def call(self, op, args: list[Form]) -> Form:
         if all(isinstance(arg, float) for arg in args):
-            folded = fold_constants(op, args, self.builder.exact_constants)
+            folded = fold_constants(op, cast(list[float], args), self.builder.exact_constants)
             if folded is not None:
                 return folded
         if op.name in _ON_SIGNS and self.sign(args[0]) >= NON_NEGATIVE:
@@ -282,10 +283,9 @@ class Canonical(Arithmetic):
 def _written_when_shared(form: Form, uses: int) -> bool:
     """Whether ``shared`` writes the form as a node for its users (a sum or product too large
     to merge into them), rather than give them the form itself."""
-    kind = form.__class__
-    if kind is Sum:
+    if type(form) is Sum:
         return len(form.terms) + 1 > (SHARED_SUM_LIMIT if uses > 1 else MERGE_LIMIT)
-    if kind is Product:
+    if type(form) is Product:
         return len(form.factors) + 1 > (SHARED_PRODUCT_LIMIT if uses > 1 else MERGE_LIMIT)
     return False
 

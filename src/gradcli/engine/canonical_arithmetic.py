@@ -5,6 +5,8 @@ collected and powers of one base merged, with the signs their shapes show. The m
 
 from __future__ import annotations
 
+from typing import cast
+
 from gradcli.engine.canonical_forms import (
     DISTRIBUTED_TERMS,
     OPENED_LEVELS,
@@ -21,7 +23,7 @@ from gradcli.engine.canonical_forms import (
     power_sign,
 )
 from gradcli.engine.canonical_writing import Writer
-from gradcli.engine.ops import CONST
+from gradcli.engine.core_ops import CONST
 from gradcli.engine.symbolic import SymNode
 
 
@@ -69,7 +71,7 @@ class Arithmetic(Writer):
             if len(form.factors) == 1 and abs(form.coefficient) == 1.0:
                 ((base, exponent),) = form.factors.items()  # a + (b - c) is a + b - c
                 if exponent == 1.0 and base in self.sums:
-                    return self.scaled(self.sums[base], form.coefficient)
+                    return cast(Sum, self.scaled(self.sums[base], form.coefficient))
             return Sum(0.0, {self.term(form.factors): form.coefficient})
         if form in self.products:  # a shared product: the same term as its factors
             return Sum(0.0, {frozenset(self.products[form].items()): 1.0})
@@ -161,6 +163,7 @@ class Arithmetic(Writer):
         if before is None:
             factors[base] = exponent
             return
+        total: float | SymNode
         if isinstance(before, float) and isinstance(exponent, float):
             total = before + exponent
         else:

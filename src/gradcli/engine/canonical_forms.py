@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import math
 
+from gradcli.engine.core_ops import ADD, CONST, SUB
 from gradcli.engine.notation import format_number
-from gradcli.engine.ops import CONST, OPS
 from gradcli.engine.symbolic import SymNode, is_short
-
-ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
 
 MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by its users
 # ... and one used more than once in an output, past these (a product merged into a product, or a

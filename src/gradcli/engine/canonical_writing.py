@@ -9,18 +9,12 @@ from __future__ import annotations
 import math
 
 from gradcli.engine.canonical_forms import (
-    ADD,
-    DIV,
     EXPANDED_FACTORS,
     EXPANDED_TERMS,
     EXPANSION_GROWTH,
     EXPANSION_ROUNDS,
     FACTORING_DEPTH,
-    MUL,
-    NEG,
-    POW,
     SIGNATURE,
-    SUB,
     Factors,
     Form,
     Places,
@@ -31,7 +25,7 @@ from gradcli.engine.canonical_forms import (
     add_numbers,
     multiply_numbers,
 )
-from gradcli.engine.ops import CONST
+from gradcli.engine.core_ops import ADD, CONST, DIV, MUL, NEG, POW, SUB
 from gradcli.engine.symbolic import Builder, SymNode
 
 
@@ -61,6 +55,16 @@ class Writer:
         # opened (``Canonical.opened``), so z * (z*(1 - 4*y)) is z**2*(1 - 4*y)
         self.pulled_products: set[SymNode] = set()
         self.signs = Signs()  # POSITIVE or NON_NEGATIVE where that is plain
+
+    # The forms' arithmetic: ``Arithmetic``'s and ``Canonical``'s.
+    def leaf(self, node: SymNode) -> SymNode:
+        raise NotImplementedError
+
+    def merge(self, factors: Factors, base: SymNode, exponent: float | SymNode) -> None:
+        raise NotImplementedError
+
+    def negated(self, exponent: float | SymNode) -> float | SymNode:
+        raise NotImplementedError
 
     def node(self, form: Form) -> SymNode:
         if isinstance(form, SymNode):
@@ -386,7 +390,9 @@ def _numbers_folded(form: Product) -> Product:
     kept: Factors = {}
     for base, exponent in factors.items():
         if base.op is CONST and base.name is None and isinstance(exponent, float) and (
-                exponent > 0.0):  # not 3**-1: that is 1/3, exact as written
+                exponent > 0.0) and (base.value >= 0.0 or exponent.is_integer()):
+            # not 3**-1 (1/3 is exact as written), nor (-2)**0.5 (no real number: it stays
+            # written, and evaluating it is the error it is)
             coefficient = multiply_numbers(coefficient, _power(base.value, exponent))
         else:
             kept[base] = exponent
@@ -420,11 +426,12 @@ def _common_coefficient(coefficients, const: float) -> float | None:
 def _shared_exponent(exponents: list[float | SymNode]) -> float | SymNode | None:
     """The power of a base that several terms share: the smallest of positive numbers (the
     largest of negative ones), or one symbolic exponent they all have."""
-    if all(isinstance(e, float) for e in exponents):
-        if all(e > 0.0 for e in exponents):
-            return min(exponents)
-        if all(e < 0.0 for e in exponents):
-            return max(exponents)
+    numbers = [e for e in exponents if isinstance(e, float)]
+    if len(numbers) == len(exponents):
+        if all(e > 0.0 for e in numbers):
+            return min(numbers)
+        if all(e < 0.0 for e in numbers):
+            return max(numbers)
         return None
     first = exponents[0]
     return first if all(e is first for e in exponents) else None

@@ -17,10 +17,11 @@ import math
 import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from gradcli.engine.core_ops import CONST, VAR
+from gradcli.engine.core_ops import WHERE as CONDITIONAL
 from gradcli.engine.notation import expression_texts, format_number
-from gradcli.engine.ops import CONDITIONAL, CONST, VAR, Op
 from gradcli.errors import Note, NumericError
 
 _next_seq = itertools.count().__next__
@@ -30,12 +31,23 @@ class Node:
     """One value in the graph: a variable, a constant, or an op applied to input nodes."""
 
     __slots__ = ("grad", "index", "inputs", "name", "needs_grad", "op", "seq", "value")
+    # ``value`` and ``grad`` are floats on the scalar path; the same nodes carry complex numbers
+    # (the complex-step check) and NumPy arrays (engine/arrays.py, vector.py), whose ``op`` may
+    # be an ``array_ops.ArrayOp``.
+    op: Any
+    inputs: tuple[Node, ...]
+    value: Any
+    grad: Any
+    name: str | None
+    seq: int
+    needs_grad: bool
+    index: int
 
     def __init__(
         self,
-        op: Op,
+        op: Any,
         inputs: tuple[Node, ...] = (),
-        value: float = 0.0,
+        value: Any = 0.0,
         name: str | None = None,
     ) -> None:
         self.op = op
@@ -55,14 +67,14 @@ class Node:
         self.index = -1  # position in its program's topological order, set by Program
 
     @classmethod
-    def variable(cls, name: str, value: float = 0.0) -> Node:
+    def variable(cls, name: str, value: Any = 0.0) -> Node:
         return cls(VAR, (), value, name)
 
     @classmethod
-    def constant(cls, value: float) -> Node:
+    def constant(cls, value: Any) -> Node:
         return cls(CONST, (), float(value))
 
-    def apply(self, op: Op, *args: Node | float) -> Node:
+    def apply(self, op: Any, *args: Any) -> Node:
         """A new node computing ``op`` on ``args`` (numbers become constant nodes)."""
         inputs = tuple(a if isinstance(a, Node) else Node.constant(a) for a in args)
         return Node(op, inputs)
@@ -85,7 +97,7 @@ def nodes_of(outputs: Iterable[Node]) -> list[Node]:
     users, ordered by creation number."""
     stack = list(dict.fromkeys(outputs))
     seen = set(stack)  # nodes hash by identity
-    found = []
+    found: list[Node] = []
     # Bound methods in locals: this walk runs several times per derivative printed. (It is
     # ``nodes_and_uses`` without the counting, which would make it 10-20% slower.)
     pop, push, keep, mark = stack.pop, stack.append, found.append, seen.add
@@ -108,7 +120,7 @@ def nodes_and_uses(outputs: Iterable[Node]) -> tuple[list[Node], dict[Node, int]
     that is no other node's operand): each node's operands are looked at once."""
     stack = list(dict.fromkeys(outputs))
     uses = dict.fromkeys(stack, 0)
-    found = []
+    found: list[Node] = []
     pop, push, keep, get = stack.pop, stack.append, found.append, uses.get
     while stack:
         node = pop()
@@ -178,7 +190,7 @@ class Program:
         for index, node in enumerate(nodes):
             node.index = index
         masked = conditional and is_masked(nodes)
-        return cls(source, output, nodes, {v.name: v for v in inputs}, dict(defaults),
+        return cls(source, output, nodes, _by_name(inputs), dict(defaults),
                    masked=masked)
 
     @classmethod
@@ -192,7 +204,7 @@ class Program:
         nodes = [v for v in inputs if v not in used] + nodes
         for index, node in enumerate(nodes):
             node.index = index
-        return cls(source, outputs[-1], nodes, {v.name: v for v in inputs}, dict(defaults),
+        return cls(source, outputs[-1], nodes, _by_name(inputs), dict(defaults),
                    masked=conditional and is_masked(nodes), outputs=list(outputs))
 
     def unbound(self, values: Mapping[str, float]) -> list[str]:
@@ -203,6 +215,10 @@ class Program:
         """Set every variable from ``values``, falling back to the program's own defaults."""
         for name, node in self.variables.items():
             node.value = float(values[name] if name in values else self.defaults[name])
+
+
+def _by_name(variables: list[Node]) -> dict[str, Node]:
+    return {cast(str, v.name): v for v in variables}  # a variable always has its name
 
 
 def output_labels(program: Program) -> list[str]:
@@ -242,7 +258,7 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     return value
 
 
-def quick_compute(node: Node, args: list[float]) -> float:
+def quick_compute(node: Node, args: list[Any]) -> Any:
     """``compute`` on floats, with its error handling only where the result needs it.
 
     The forward pass and every replay of a check call this once per node, so the common case is
@@ -260,7 +276,7 @@ def quick_compute(node: Node, args: list[float]) -> float:
     return compute(node, args)  # raises, as above
 
 
-def forward(nodes: list[Node]) -> float:
+def forward(nodes: list[Node]) -> Any:
     """Compute every node's value in topological order; return the output's (the last node)."""
     for node in nodes:
         inputs = node.inputs
@@ -307,7 +323,7 @@ def liveness(nodes: list[Node], value_of: Any = None) -> list[bool]:
     return live
 
 
-def forward_masked(nodes: list[Node]) -> tuple[float, list[bool]]:
+def forward_masked(nodes: list[Node]) -> tuple[Any, list[bool]]:
     """``forward`` for a program with conditionals: every node is computed, a failure only
     remembered (its value NaN); then the first failure among the live nodes raises its error
     (the first in topological order is where the trouble starts). Returns the output value and
@@ -329,7 +345,7 @@ def forward_masked(nodes: list[Node]) -> tuple[float, list[bool]]:
     return nodes[-1].value, live
 
 
-def values_and_gradients(program: Program) -> float:
+def values_and_gradients(program: Program) -> Any:
     """Forward and backward at the point bound in ``program``'s variables; the output value.
     Programs with a conditional mask the branches not taken (``forward_masked``)."""
     if program.masked:
@@ -378,7 +394,7 @@ def backward(nodes: list[Node], live: list[bool] | None = None) -> None:
                     raise numeric_error(node, args, "the gradient overflows")
 
 
-def local_derivative(node: Node, args: list[float], position: int) -> float:
+def local_derivative(node: Node, args: list[Any], position: int) -> Any:
     """d(node)/d(operand ``position``) from the op table, or a NumericError if not finite."""
     op = node.op
     try:
@@ -401,7 +417,7 @@ def describe(node: Node) -> str:
     return f"#{node.index} {node_text(node)}" if node.index >= 0 else node_text(node)
 
 
-def numeric_error(node: Node, args: list[float], problem: str) -> NumericError:
+def numeric_error(node: Node, args: list[Any], problem: str) -> NumericError:
     """A NumericError that names the node, its expression and its operand values."""
     operands = ", ".join(
         f"{node_text(source)} = {format_number(value)}"

@@ -2,39 +2,33 @@
 
 One precedence logic for every notation: gradcli's own language here (``TEXT``), LaTeX and Python
 in ``printing``. Node labels in tables and JSON, error messages and symbolic derivatives are all
-written by ``expression_texts``. It needs only what every graph node has (``Written``), so the
-graph module can name its nodes in messages without this module knowing about graphs.
+written by ``expression_texts``. It reads only a node's op, inputs, name and value, so the graph
+module can name its nodes in messages (``Node`` is imported for type checking only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from gradcli.engine.ops import (
+from gradcli.engine.core_ops import (
+    ADD,
     CONST,
-    OPS,
     PREC_ATOM,
     PREC_COMPARE,
     PREC_NONE,
     PREC_SUM,
     PREC_UNARY,
+    SUB,
     VAR,
-    Op,
 )
+from gradcli.engine.ops import OPS, Op
+
+if TYPE_CHECKING:
+    from gradcli.engine.graph import Node
 
 
-class Written(Protocol):
-    """What printing reads of a node (``graph.Node`` and ``symbolic.SymNode`` have it)."""
-
-    op: Op
-    inputs: Sequence[Written]
-    name: str | None
-    value: float
-    index: int
-
-
-def format_number(value: float) -> str:
+def format_number(value: Any) -> str:
     """The shortest text that reads back as the same float (``2`` rather than ``2.0``); an
     array's elements so (``array_text``)."""
     if type(value) is float:
@@ -71,25 +65,25 @@ class Notation:
     positions of an op that never need parentheses (LaTeX's fraction and exponent).
     """
 
-    def number(self, value: float) -> str:
+    def number(self, value: Any) -> str:
         return format_number(value)
 
     def name(self, name: str) -> str:
         return name
 
-    def call(self, op: Op, args: list[str]) -> str:
+    def call(self, op: Any, args: list[str]) -> str:
         return f"{op.name}({', '.join(args)})"
 
-    def prefix(self, op: Op, operand: str) -> str:
+    def prefix(self, op: Any, operand: str) -> str:
         return f"{op.symbol}{operand}"
 
-    def infix(self, op: Op, left: str, right: str) -> str:
+    def infix(self, op: Any, left: str, right: str) -> str:
         return f"{left}{_spaced(op)}{right}"
 
     def parenthesized(self, text: str) -> str:
         return f"({text})"
 
-    def free_operands(self, op: Op) -> tuple[int, ...]:
+    def free_operands(self, op: Any) -> tuple[int, ...]:
         return ()
 
 
@@ -97,7 +91,7 @@ TEXT = Notation()
 
 
 def expression_texts(
-    nodes: Sequence[Written], limit: int | None = 48, notation: Notation = TEXT
+    nodes: Sequence[Node], limit: int | None = 48, notation: Notation = TEXT
 ) -> list[str]:
     """Each node's expression with operands shown by name, or as ``#id`` once they grow long.
 
@@ -109,16 +103,16 @@ def expression_texts(
 
 
 def texts_by_node(
-    nodes: Sequence[Written], limit: int | None = 48, notation: Notation = TEXT,
+    nodes: Sequence[Node], limit: int | None = 48, notation: Notation = TEXT,
     minus: bool = False,
-) -> dict[Written, str]:
+) -> dict[Node, str]:
     """``expression_texts`` as a dictionary node -> text, in the order of ``nodes``. With
     ``minus``, a sum of a negative term is written as a difference (``a - 2*x``, not
     ``a + -2*x``): the same number to the bit, as negation is exact in every operation."""
-    texts: dict[Written, str] = {}
-    precedences: dict[Written, int] = {}
+    texts: dict[Node, str] = {}
+    precedences: dict[Node, int] = {}
 
-    def operand(source: Written, binding: int, tighter: bool = False) -> str:
+    def operand(source: Node, binding: int, tighter: bool = False) -> str:
         """Operand text, in parentheses when it binds looser than ``binding`` needs."""
         if source.name is not None:
             return notation.name(source.name)
@@ -140,13 +134,14 @@ def texts_by_node(
         if op is VAR:
             text, precedence = notation.name(str(node.name)), PREC_ATOM
         elif op is CONST:
-            if type(node.value) is not float and getattr(node.value, "ndim", 0):  # [1, 2]
-                text, precedence = array_text(node.value), PREC_ATOM
+            value = node.value
+            if type(value) is not float and getattr(value, "ndim", 0) != 0:  # [1, 2]
+                text, precedence = array_text(value), PREC_ATOM
             else:
-                text = notation.number(node.value)
+                text = notation.number(value)
                 precedence = PREC_UNARY if text.startswith("-") else PREC_ATOM
-        elif type(op) is not Op and op.postfix is not None:  # an array op: x', x[1:3]
-            text, precedence = operand(node.inputs[0], PREC_ATOM) + op.postfix, PREC_ATOM
+        elif type(op) is not Op and (postfix := getattr(op, "postfix", None)) is not None:
+            text, precedence = operand(node.inputs[0], PREC_ATOM) + postfix, PREC_ATOM  # x[1:3]
         elif type(op) is not Op and op.name == "array":  # [a, b]
             args = [operand(source, 0) for source in node.inputs]
             text, precedence = "[" + ", ".join(args) + "]", PREC_ATOM
@@ -160,15 +155,15 @@ def texts_by_node(
                 inner = operand(node.inputs[0], PREC_NONE if 0 in free else precedence)
                 text = notation.prefix(op, inner)
             else:
-                left, right = node.inputs
+                first, second = node.inputs
                 # Comparisons do not chain: (a < b) < c keeps its parentheses on either side.
-                left = operand(left, PREC_NONE if 0 in free else precedence,
+                left = operand(first, PREC_NONE if 0 in free else precedence,
                                op.right_assoc or precedence == PREC_COMPARE)
-                right = operand(right, PREC_NONE if 1 in free else precedence,
+                right = operand(second, PREC_NONE if 1 in free else precedence,
                                 not op.right_assoc)
                 shown = op
-                if minus and op is _ADD and right.startswith("-"):  # a product or a power
-                    shown, right = _SUB, right[1:]
+                if minus and op is ADD and right.startswith("-"):  # a product or a power
+                    shown, right = SUB, right[1:]
                 text = (f"{left}{_SPACED.get(id(shown)) or _spaced(shown)}{right}"
                         if infix is None else infix(shown, left, right))
         texts[node] = text
@@ -176,11 +171,10 @@ def texts_by_node(
     return texts
 
 
-def _spaced(op: Op) -> str:
+def _spaced(op: Any) -> str:
     # Sums get spaces (x*W + b), tighter operators none, as people write them.
     return f" {op.symbol} " if op.precedence <= PREC_SUM else str(op.symbol)
 
 
 # The usual operators' spaced symbols, looked up rather than formatted at every node.
 _SPACED = {id(OPS[name]): _spaced(OPS[name]) for name in ("add", "sub", "mul", "div", "pow")}
-_ADD, _SUB = OPS["add"], OPS["sub"]

@@ -15,15 +15,16 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gradcli.engine import ops, special
+from gradcli.engine.core_ops import CONST, MUL, WHERE
 from gradcli.engine.graph import Node, nodes_and_uses
 from gradcli.engine.notation import TEXT, Notation, format_number, texts_by_node
-from gradcli.engine.ops import CONST, CONSTANTS, FUNCTIONS, OPS, Op
+from gradcli.engine.ops import CONSTANTS, FUNCTIONS
 from gradcli.errors import UsageError
 
 FORMATS = ("text", "latex", "python")
-MUL, WHERE = OPS["mul"], OPS["where"]
 LATEX_LINE_BREAK = " \\\\\n"
 LONG = 400  # an expression longer than this (roughly, in characters) becomes a statement
 
@@ -189,7 +190,7 @@ _LATEX_SYMBOLS = {"le": r"\le", "ge": r"\ge", "eq": "=", "ne": r"\ne", "logical_
 
 
 class LatexNotation(Notation):
-    def number(self, value: float) -> str:
+    def number(self, value: Any) -> str:
         mantissa, _, exponent = format_number(value).partition("e")
         return mantissa if not exponent else rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
 
@@ -202,7 +203,7 @@ class LatexNotation(Notation):
         escaped = name.replace("_", "\\_")
         return name if len(name) == 1 else rf"\mathrm{{{escaped}}}"
 
-    def call(self, op: Op, args: list[str]) -> str:
+    def call(self, op: Any, args: list[str]) -> str:
         if op is WHERE:
             condition, taken, other = args
             return (rf"\begin{{cases}} {taken} & \text{{if }} {condition} \\ "
@@ -217,12 +218,12 @@ class LatexNotation(Notation):
             head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{op.name}}}")
         return rf"{head}\left({', '.join(args)}\right)"
 
-    def prefix(self, op: Op, operand: str) -> str:
+    def prefix(self, op: Any, operand: str) -> str:
         if op.name == "logical_not":
             return rf"\lnot {operand}"
         return super().prefix(op, operand)
 
-    def infix(self, op: Op, left: str, right: str) -> str:
+    def infix(self, op: Any, left: str, right: str) -> str:
         if op.name in _LATEX_SYMBOLS:
             return f"{left} {_LATEX_SYMBOLS[op.name]} {right}"
         if op.name == "div":
@@ -236,7 +237,7 @@ class LatexNotation(Notation):
     def parenthesized(self, text: str) -> str:
         return rf"\left({text}\right)"
 
-    def free_operands(self, op: Op) -> tuple[int, ...]:
+    def free_operands(self, op: Any) -> tuple[int, ...]:
         return {"div": (0, 1), "pow": (1,)}.get(op.name, ())
 
 
@@ -266,13 +267,13 @@ class PythonNotation(Notation):
             return f"math.{name}"
         return self.renames.get(name, name)
 
-    def call(self, op: Op, args: list[str]) -> str:
+    def call(self, op: Any, args: list[str]) -> str:
         if op is WHERE:  # Python's conditional evaluates the branch taken only
             condition, taken, other = args
             return f"({taken} if {condition} else {other})"
         return f"{self.function(op)}({', '.join(args)})"
 
-    def function(self, op: Op) -> str:
+    def function(self, op: Any) -> str:
         """``math.erf``, ``max``, or the name of a helper copied from engine/ops.py or
         engine/special.py (each written against ``math`` alone); a row whose
         forward is none of those (a lambda, a function of another module, which may use that

@@ -32,9 +32,12 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
+from gradcli.engine.core_ops import ADD, CONST, DIV, LOG, MUL, NEG, POW, SUB, VAR, WHERE
 from gradcli.engine.graph import (
     Node,
     compute,
@@ -46,22 +49,9 @@ from gradcli.engine.graph import (
     quick_compute,
 )
 from gradcli.engine.notation import format_number
-from gradcli.engine.ops import CONST, CONSTANTS, OPS, VAR, Op
+from gradcli.engine.ops import CONSTANTS, Op
 from gradcli.errors import NumericError, UsageError
 from gradcli.limits import MAX_NODES
-
-ADD, SUB, MUL, DIV, NEG, POW, LOG = (
-    OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow", "log"))
-WHERE = OPS["where"]
-
-
-def _operator(op: Op, reflected: bool = False) -> Any:
-    """``a + b`` (or ``b + a`` for the reflected ``__radd__``) as a builder call."""
-
-    def method(self: SymNode, other: Any) -> SymNode:
-        return self.builder.make(op, (other, self) if reflected else (self, other))
-
-    return method
 
 
 class SymNode(Node):
@@ -69,27 +59,52 @@ class SymNode(Node):
 
     __slots__ = ("builder",)
     builder: Builder
+    inputs: tuple[SymNode, ...]  # a builder's nodes are built from its own nodes only
 
-    def apply(self, op: Op, *args: Any) -> SymNode:
+    def apply(self, op: Any, *args: Any) -> SymNode:
         return self.builder.make(op, args)
 
-    __add__, __radd__ = _operator(ADD), _operator(ADD, reflected=True)
-    __sub__, __rsub__ = _operator(SUB), _operator(SUB, reflected=True)
-    __mul__, __rmul__ = _operator(MUL), _operator(MUL, reflected=True)
-    __truediv__, __rtruediv__ = _operator(DIV), _operator(DIV, reflected=True)
-    __pow__, __rpow__ = _operator(POW), _operator(POW, reflected=True)
+    # The op table's derivative rules are written as arithmetic (``g * cos(x)``): on these
+    # nodes it builds the rule's result. One method each, written out: a compiled class (setup.py)
+    # takes its methods from its body, not from a factory.
+    def __add__(self, other: Any) -> SymNode:
+        return self.builder.make(ADD, (self, other))
+
+    def __radd__(self, other: Any) -> SymNode:
+        return self.builder.make(ADD, (other, self))
+
+    def __sub__(self, other: Any) -> SymNode:
+        return self.builder.make(SUB, (self, other))
+
+    def __rsub__(self, other: Any) -> SymNode:
+        return self.builder.make(SUB, (other, self))
+
+    def __mul__(self, other: Any) -> SymNode:
+        return self.builder.make(MUL, (self, other))
+
+    def __rmul__(self, other: Any) -> SymNode:
+        return self.builder.make(MUL, (other, self))
+
+    def __truediv__(self, other: Any) -> SymNode:
+        return self.builder.make(DIV, (self, other))
+
+    def __rtruediv__(self, other: Any) -> SymNode:
+        return self.builder.make(DIV, (other, self))
+
+    def __pow__(self, other: Any) -> SymNode:
+        return self.builder.make(POW, (self, other))
+
+    def __rpow__(self, other: Any) -> SymNode:
+        return self.builder.make(POW, (other, self))
 
     def __neg__(self) -> SymNode:
         return self.builder.make(NEG, (self,))
-
-    # Nodes are compared by identity (hash-consing makes that structural equality).
-    __eq__ = object.__eq__
-    __hash__ = object.__hash__
 
 
 MAX_REWRITE_NESTING = 24
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # array_diff.ArrayBuilder
 class Builder:
     """Makes SymNodes: one node per distinct (op, inputs), simplified as it is made."""
 
@@ -108,12 +123,12 @@ class Builder:
         # A formula keeps log(2) as log(2) (``fold_constants``); a point wants its digits.
         self.exact_constants = exact_constants
 
-    def _intern(self, key: tuple, op: Op, inputs: tuple[SymNode, ...], value: float = 0.0,
+    def _intern(self, key: tuple, op: Any, inputs: tuple[SymNode, ...], value: Any = 0.0,
                 name: str | None = None) -> SymNode:
         node = self._table.get(key)
         return node if node is not None else self._create(key, op, inputs, value, name)
 
-    def _create(self, key: tuple, op: Op, inputs: tuple[SymNode, ...], value: float = 0.0,
+    def _create(self, key: tuple, op: Any, inputs: tuple[SymNode, ...], value: Any = 0.0,
                 name: str | None = None) -> SymNode:
         """A new node under ``key`` (which the table does not hold yet)."""
         if len(self._table) >= self.max_nodes:
@@ -128,7 +143,7 @@ class Builder:
         self._table[key] = node
         return node
 
-    def constant(self, value: float, name: str | None = None) -> SymNode:
+    def constant(self, value: Any, name: str | None = None) -> SymNode:
         value = float(value)
         if name is None and value:  # the common case, by value (0.0 and -0.0 are two nodes)
             node = self._numbers.get(value)
@@ -148,7 +163,7 @@ class Builder:
             return self.constant(value)
         raise TypeError(f"cannot use {value!r} in a symbolic expression")
 
-    def make(self, op: Op, args: Sequence[Any]) -> SymNode:
+    def make(self, op: Any, args: Sequence[Any]) -> SymNode:
         """The node for ``op`` applied to ``args`` (nodes or numbers), simplified."""
         if len(args) == 2:  # the common case, without a generator (this is the hot path)
             first, second = args
@@ -497,7 +512,7 @@ def _number(node: Node) -> bool:
     return node.op is CONST and node.name is None
 
 
-def _term(node: SymNode) -> tuple[float, SymNode]:
+def _term(node: SymNode) -> tuple[Any, SymNode]:
     """``node`` as coefficient * rest: 3*x -> (3, x), -x -> (-1, x), x -> (1, x)."""
     if node.op is MUL and _number(node.inputs[0]):
         return node.inputs[0].value, node.inputs[1]
@@ -754,5 +769,7 @@ def _into_branches(b: Builder, op: Op, x: SymNode, y: SymNode) -> SymNode:
     return b.make(WHERE, (condition, branch(1), branch(2)))
 
 
-_REWRITES = {"add": _add, "sub": _sub, "mul": _mul, "div": _div, "neg": _neg, "pow": _pow,
-             "xlogy": _xlogy, "where": _where}
+_REWRITES: dict[str, Callable[..., SymNode | None]] = {
+    "add": _add, "sub": _sub, "mul": _mul, "div": _div, "neg": _neg, "pow": _pow,
+    "xlogy": _xlogy, "where": _where,
+}

@@ -1,0 +1,103 @@
+"""The symbolic core compiled (setup.py, mypyc) and as Python print the same, to the byte.
+
+The compiled modules are these same files; what could differ is what mypyc enforces (a value of
+another type than its annotation is a TypeError there, not in Python). So the corpus of issue 14
+is printed by both, in every format, and compared; and a compiled module older than its source
+(an edit after the install) is reported rather than silently used.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradcli.engine import core_is_compiled
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+
+needs_compiled = pytest.mark.skipif(not core_is_compiled(),
+                                    reason="the core is installed as Python here (setup.py)")
+
+PROBE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from simplify_corpus import TABLE, examples
+from workloads import batch_programs
+from gradcli.api import differentiate
+from gradcli.engine import core_is_compiled
+from gradcli.errors import GradcliError
+from gradcli.language.parser import parse
+
+out = {"compiled": core_is_compiled()}
+for text in [*TABLE, *examples(), *batch_programs(40)]:
+    try:
+        program = parse(text)
+    except GradcliError as error:
+        out[text] = str(error)
+        continue
+    for order in (1, 2):
+        try:
+            result = differentiate(program, order=order)
+            out[f"{text} {order}"] = [result.texts(), result.texts("latex"), result.python()]
+        except GradcliError as error:
+            out[f"{text} {order}"] = str(error)
+    point = {name: 0.5 + i for i, name in enumerate(program.variables)}
+    try:
+        out[f"{text} at"] = differentiate(program, values=point, order=2).texts()
+    except GradcliError as error:
+        out[f"{text} at"] = str(error)
+print(json.dumps(out))
+"""
+
+
+def _printed(python_path: Path | None) -> dict:
+    env = None
+    if python_path is not None:
+        env = {"PYTHONPATH": str(python_path), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", PROBE, str(ROOT / "benchmarks")],
+                          capture_output=True, text=True, env=env, check=True, timeout=300)
+    return json.loads(done.stdout)
+
+
+def _pure_copy(folder: Path) -> Path:
+    """The package as Python only: its sources (no compiled modules) and its grammar."""
+    package = folder / "gradcli"
+    shutil.copytree(ROOT / "src" / "gradcli", package,
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    shutil.copytree(ROOT / "grammar", package / "language" / "grammar",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+@needs_compiled
+def test_the_python_core_prints_what_the_compiled_core_prints(tmp_path):
+    compiled, pure = _printed(None), _printed(_pure_copy(tmp_path))
+    assert compiled.pop("compiled") is True and pure.pop("compiled") is False
+    assert len(compiled) > 140
+    assert compiled == pure
+
+
+@needs_compiled
+def test_every_compiled_module_is_built_from_its_current_source():
+    from importlib import import_module
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    for path in CORE:
+        source = ROOT / path
+        module = import_module(path.removeprefix("src/").removesuffix(".py").replace("/", "."))
+        assert not module.__file__.endswith(".py"), f"{path} is not compiled"
+        (built,) = [found for suffix in EXTENSION_SUFFIXES
+                    for found in source.parent.glob(source.stem + suffix)]
+        assert built.stat().st_mtime >= source.stat().st_mtime, (
+            f"{path} changed after it was compiled: run pip install -e . again (README)")
