@@ -29,6 +29,7 @@ from gradcli.cli.values_file import (
     values_file_options,
     with_file_values,
 )
+from gradcli.engine import stale_core_modules
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import NAME
 from gradcli.limits import CHARS_PER_NODE, MAX_NODES, max_chars
@@ -247,6 +248,8 @@ def _print_version(context: click.Context, _: click.Parameter, asked: bool) -> N
 
     core = ("compiled" if core_is_compiled()
             else "Python: no C compiler at install, or GRADCLI_PURE_PYTHON set")
+    if stale_core_modules():
+        core += ", older than its source: pip install -e . again"
     click.echo(f"gradcli, version {__version__} (symbolic core: {core})")
     context.exit()
 
@@ -461,6 +464,7 @@ def main(argv: list[str] | None = None) -> None:
     The standard streams are settled first (``cli.streams``): closed descriptors, a stdout
     that fails, a stderr that fails, an encoding without gradcli's marks."""
     streams.settle()
+    _warn_if_the_core_is_stale()
     status: int = ExitStatus.OK
     try:
         try:
@@ -485,6 +489,14 @@ def main(argv: list[str] | None = None) -> None:
     if argv is None:  # the process ends here (console script, python -m gradcli)
         _skip_the_last_collection()
     sys.exit(int(status or 0))
+
+
+def _warn_if_the_core_is_stale() -> None:
+    stale = stale_core_modules()
+    if stale:
+        more = f" and {len(stale) - 1} more" if len(stale) > 1 else ""
+        print(f"note: {stale[0]}{more} changed after gradcli's core was compiled, and the "
+              "old code runs; install again: pip install -e .", file=sys.stderr)
 
 
 def _skip_the_last_collection() -> None:

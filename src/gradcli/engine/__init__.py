@@ -17,3 +17,24 @@ def core_is_compiled() -> bool:
     from gradcli.engine import symbolic
 
     return not symbolic.__file__.endswith(".py")
+
+
+def stale_core_modules() -> list[str]:
+    """The core's modules whose source changed after they were compiled, in a source checkout
+    (an editable install): Python loads the compiled module, so the edit would go unseen.
+    An installed package is never stale (its files are written together): not looked at."""
+    import os
+    from importlib.machinery import EXTENSION_SUFFIXES
+    from pathlib import Path
+
+    folder = Path(__file__).parent
+    if not (folder.parents[2] / "pyproject.toml").exists():
+        return []
+    times = {entry.name: entry.stat().st_mtime for entry in os.scandir(folder)}
+    stale = []
+    for name, built in times.items():
+        for suffix in EXTENSION_SUFFIXES:
+            source = name.removesuffix(suffix) + ".py"
+            if name.endswith(suffix) and times.get(source, 0.0) > built:
+                stale.append(source)
+    return sorted(stale)
