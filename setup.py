@@ -3,8 +3,10 @@
 The modules listed under ``[tool.mypy] files`` in pyproject.toml (the graph, the builder, the
 canonical form and the printers) are where ``gradcli diff`` spends its time; compiled, its
 derivatives come about 1.7 times faster (docs/performance.md). Everything else is the same Python
-either way, and so are the results, to the bit. The core stays Python, and the build says so,
-when ``GRADCLI_PURE_PYTHON=1`` is set or the machine has no C compiler or no Python headers.
+either way, and so are the results, to the bit. The core stays Python, and the build says so on
+stderr (``pip install -v`` shows it; ``gradcli --version`` always does), when
+``GRADCLI_PURE_PYTHON=1`` is set, when the machine has no C compiler or no Python headers, and
+when compiling fails.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import os
 import shutil
 import sys
 import sysconfig
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,35 +27,70 @@ else:
     import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent
+ENGINE = HERE / "src" / "gradcli" / "engine"
+# The steps that build modules; metadata and sdist steps compile nothing (mypyc's type check
+# alone takes seconds, and pip runs this file once per step).
+BUILDING = {"build", "build_ext", "bdist_wheel", "editable_wheel", "install", "develop"}
+
+
+def _say(message: str) -> None:
+    print(f"gradcli: {message}", file=sys.stderr)
 
 
 def _core() -> list[str]:
     config = tomllib.loads((HERE / "pyproject.toml").read_text())
-    return list(config["tool"]["mypy"]["files"])
+    return [str(HERE / path) for path in config["tool"]["mypy"]["files"]]
 
 
 def _cannot_compile() -> str | None:
     """Why the core is not compiled here, or None."""
-    if os.environ.get("GRADCLI_PURE_PYTHON", "") not in ("", "0"):
+    if os.environ.get("GRADCLI_PURE_PYTHON", "").lower() not in ("", "0", "false", "no"):
         return "GRADCLI_PURE_PYTHON is set"
-    compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    if shutil.which(compiler.split()[0]) is None:
-        return f"no C compiler ({compiler.split()[0]})"
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        return f"no C compiler ({compiler})"
     if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
         return "no Python headers (Python.h)"
     return None
 
 
+def _remove_compiled_modules() -> None:
+    """An earlier editable build's compiled modules, which Python would load before the sources."""
+    for suffix in EXTENSION_SUFFIXES:
+        for path in ENGINE.glob(f"*{suffix}"):
+            path.unlink()
+
+
 def _extensions() -> list:
-    reason = _cannot_compile()
-    if reason is not None:
-        print(f"gradcli: the symbolic core is installed as pure Python: {reason}", file=sys.stderr)
+    if not BUILDING.intersection(sys.argv[1:]):
         return []
-    from mypyc.build import mypycify
+    reason = _cannot_compile()
+    if reason is None:
+        try:
+            from mypyc.build import mypycify
 
-    # One group, its shared library inside the package (gradcli/engine/core__mypyc), so that an
-    # editable install finds it as it finds the modules.
-    return mypycify(_core(), opt_level="3", group_name="gradcli.engine.core")
+            # One group, its shared library inside the package (gradcli/engine/core__mypyc), so
+            # that an editable install finds it as it finds the modules.
+            return mypycify(_core(), opt_level="3", group_name="gradcli.engine.core")
+        except (Exception, SystemExit) as error:  # no mypyc, a type error (mypyc exits)
+            reason = f"mypyc failed ({error})"
+    _remove_compiled_modules()
+    _say(f"the symbolic core is installed as pure Python: {reason}")
+    return []
 
 
-setup(ext_modules=_extensions())
+class _BuildExt(build_ext):
+    """A C compiler that fails leaves the core as Python, not the install broken: the modules
+    built before the failure are removed (one without the others would not import)."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as error:
+            for extension in self.extensions:
+                Path(self.get_ext_fullpath(extension.name)).unlink(missing_ok=True)
+            _remove_compiled_modules()
+            _say(f"the symbolic core is installed as pure Python: compiling failed ({error})")
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": _BuildExt})

@@ -210,3 +210,10 @@ def test_like_terms_with_array_literals_print_instead_of_a_traceback():
     assert done.exit_code == 0, done.output
     text = done.output.split(" = ", 1)[1].strip()
     np.testing.assert_allclose(_value(text, {}), [2.0, 3.0, 4.0])
+
+
+def test_a_negated_array_coefficient_is_no_traceback():
+    """Found in review: -([1, 2]*x) made the coefficient -[1, 2], an array the builder refused."""
+    done = CliRunner().invoke(cli, ["diff", "sum(-([1,2]*x))", "--shape", "x=2"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout == "d/dx = [-1, -2]\n"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import gradcli
 from gradcli.engine import core_is_compiled, stale_core_modules
 
 try:
@@ -27,8 +28,24 @@ except ImportError:  # Python 3.10
 ROOT = Path(__file__).resolve().parents[1]
 CORE = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
 
-needs_compiled = pytest.mark.skipif(not core_is_compiled(),
+needs_compiled = pytest.mark.skipif(not core_is_compiled() and not os.environ.get("CI"),
                                     reason="the core is installed as Python here (setup.py)")
+
+
+def test_ci_runs_the_compiled_core():
+    """Not compiled, this file's comparisons would skip, quietly: in CI that is a failure."""
+    if not os.environ.get("CI"):
+        pytest.skip("not in CI")
+    assert core_is_compiled(), "CI installed the core as Python: pip install -v says why"
+
+
+def test_numbers_from_numpy_or_floats_pass_where_the_core_takes_an_int():
+    """Found in review: the compiled core took only an int for max_nodes (mypyc checks)."""
+    np = pytest.importorskip("numpy")
+    result = gradcli.evaluate("sum(x**3)", {"x": [1.0, 2.0]}, order=2, max_nodes=np.int64(10**5))
+    assert result.value == 9.0
+    hessian = gradcli.evaluate("x**2*y", {"x": 1.0, "y": 2.0}, order=2, max_nodes=1e5).hessian
+    assert hessian.matrix["x"]["y"] == 2.0
 
 PROBE = """
 import json, sys

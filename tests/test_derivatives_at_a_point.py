@@ -314,3 +314,13 @@ def _zero_base(text: str, point: dict[str, float]) -> bool:
     except NumericError:
         return False
     return any(node.op.name == "pow" and node.inputs[0].value == 0.0 for node in program.nodes)
+
+
+def test_a_number_in_the_branch_not_taken_is_no_traceback():
+    """Found in review: at x = 0 the branch x**0.5 is not taken, its 0.5 left out of the point's
+    numbers and then rebuilt as an op with no operands (IndexError)."""
+    import gradcli
+
+    assert gradcli.differentiate("where(x > 1, x**0.5, -x)", values={"x": 0.0}).texts() == {
+        "x": "-1"}
+    assert gradcli.evaluate("where(x > 1, x**0.5, -x)", {"x": 0.0}).gradients == {"x": -1.0}

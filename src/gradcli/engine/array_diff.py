@@ -50,6 +50,11 @@ class ArrayBuilder(Builder):
         node.value = self.point[name]
         return node
 
+    def lift(self, value: Any) -> SymNode:
+        if getattr(value, "ndim", 0):  # an array coefficient a rewrite made: -([1, 2]*x)
+            return self.constant(value)
+        return super().lift(value)
+
     def constant(self, value: Any, name: str | None = None) -> SymNode:
         if getattr(value, "ndim", 0):  # an array literal: one node per distinct array
             key = ("array", value.shape, value.tobytes())

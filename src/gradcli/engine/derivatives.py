@@ -42,15 +42,17 @@ def collector_paused(work: Work) -> Work:
     the collector would walk them again and again -- a third of the time of a compiled build --
     to free nothing: the builder's table keeps every node it made alive until the work is done.
     What the work leaves is collected when it ends, in one pass over the young generation: a
-    loop of many calls does not pile up garbage, and that pass's time is the call's own.
+    loop of many calls does not pile up garbage, and that pass's time is the call's own. The
+    collector is the process's: another thread of a program that calls gradcli meanwhile runs
+    without cyclic collection for that long (reference counting still frees what it drops).
     """
 
     @functools.wraps(work)
     def paused(*args: Any, **kwargs: Any) -> Any:
         if not gc.isenabled():  # already paused: by the caller, or by the user
             return work(*args, **kwargs)
-        gc.disable()
         try:
+            gc.disable()
             return work(*args, **kwargs)
         finally:
             gc.enable()

@@ -108,7 +108,7 @@ MAX_REWRITE_NESTING = 24
 class Builder:
     """Makes SymNodes: one node per distinct (op, inputs), simplified as it is made."""
 
-    def __init__(self, max_nodes: int = MAX_NODES, exact_constants: bool = False) -> None:
+    def __init__(self, max_nodes: Any = MAX_NODES, exact_constants: bool = False) -> None:
         self._table: dict[tuple, SymNode] = {}
         self._numbers: dict[float, SymNode] = {}  # nonzero unnamed constants by value
         self._rewriting = 0  # how many rewrites are under way, one inside another
@@ -116,7 +116,9 @@ class Builder:
         # ask for the same products and sums many times; a rewrite's answer depends only on the
         # inputs and on how deep it runs, so the answer is reused rather than worked out again).
         self._made: dict[tuple, SymNode] = {}
-        self.max_nodes = max_nodes  # derivatives can grow fast: past this, a UsageError
+        # Derivatives can grow fast: past this, a UsageError. (int(): a caller's NumPy integer or
+        # 1e5 is as good as an int, and the compiled core takes only an int here.)
+        self.max_nodes = int(max_nodes)
         # Whether some node made here has only constant operands (a piece that did not fold,
         # such as log(-1) or log(2)): only then need ``check_folded`` look at the graphs.
         self.constant_operands = False
@@ -464,6 +466,9 @@ def gradients_at(
         elif node.op is VAR:
             images[node] = builder.variable(str(node.name))
             variables[str(node.name)] = node
+        elif node.op is CONST:  # a number in a branch not taken: not among ``numbers``
+            keep = node.name if node.name in CONSTANTS else None
+            images[node] = builder.constant(node.value, keep)
         else:
             images[node] = builder.make(node.op, [images[source] for source in node.inputs])
     output = nodes[-1]
