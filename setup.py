@@ -55,7 +55,11 @@ def _cannot_compile() -> str | None:
 
 
 def _remove_compiled_modules() -> None:
-    """An earlier editable build's compiled modules, which Python would load before the sources."""
+    """An editable install of Python over an earlier editable build: that build's modules would
+    be loaded before the sources. (A wheel leaves them out: they stay for the editable install
+    that may use them, e.g. a CI checkout that also builds the action's install from itself.)"""
+    if "editable_wheel" not in sys.argv[1:]:
+        return
     for suffix in EXTENSION_SUFFIXES:
         for path in ENGINE.glob(f"*{suffix}"):
             path.unlink()
