@@ -22,13 +22,14 @@ def core_is_compiled() -> bool:
 def stale_core_modules() -> list[str]:
     """The core's modules whose source changed after they were compiled, in a source checkout
     (an editable install): Python loads the compiled module, so the edit would go unseen.
-    An installed package is never stale (its files are written together): not looked at."""
+    An installed package is never stale (its files are written together): not looked at.
+    (os.path, not pathlib: this runs as every command starts, and pathlib is 9 ms of imports.)"""
     import os
     from importlib.machinery import EXTENSION_SUFFIXES
-    from pathlib import Path
 
-    folder = Path(__file__).parent
-    if not (folder.parents[2] / "pyproject.toml").exists():
+    folder = os.path.dirname(__file__)
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(folder)))  # above src/gradcli/engine
+    if not os.path.exists(os.path.join(checkout, "pyproject.toml")):
         return []
     times = {entry.name: entry.stat().st_mtime for entry in os.scandir(folder)}
     stale = []
