@@ -112,7 +112,7 @@ def test_a_batch_reads_the_file_once_for_every_line(point_files):
         ('{"x": NaN}', "<stdin>:1: NaN is not a finite number"),
         ("x = inf", "<stdin>:1: the value of x is inf, not a finite number"),
         ('{"x": 1e999}', "the value of x is inf, not a finite number"),
-        ('{"pi": 3}', "pi is a constant"),
+        ('{"pi": 3}', "the program has no variable pi"),
         ('{"2x": 3}', "2x is not a variable name"),
         ("[1, 2]", "holds an array of JSON, not an object"),
         ('{"x": [[1, 2], [3]]}', "the value of x is a ragged list"),

@@ -17,7 +17,7 @@ from gradcli.cli.base import (
 )
 from gradcli.cli.completion import complete_wrt
 from gradcli.cli.given import Given
-from gradcli.cli.show import show_error
+from gradcli.cli.show import say_shadowed, show_error
 from gradcli.cli.values_file import values_file_options
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import as_point
@@ -151,8 +151,9 @@ def run_diff(request: DiffRequest) -> int:
 
     source = request.program.text
     try:
-        program = parse(source, request.max_nodes)
+        program = parse(source, request.max_nodes, request.values)
         request.given.check_used(program)
+        say_shadowed(program, program.unbound(request.values))
         if program.outputs and not _has_array_parts(request, program):
             return _diff_outputs(request, program)  # f, g: the Jacobian's entries
         if program.arrays or request.shapes or _has_arrays(request.values):

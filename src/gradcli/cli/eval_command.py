@@ -22,7 +22,7 @@ from gradcli.cli.base import (
 )
 from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option, sweep_on
 from gradcli.cli.given import Given
-from gradcli.cli.show import show_batch, show_error, show_result
+from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
 from gradcli.errors import GradcliError, UsageError
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
@@ -295,8 +295,9 @@ def run_eval(request: EvalRequest) -> int:
         return run_sweep(request)
     program = request.program
     try:
-        parsed = parse(program.text, request.settings.max_nodes)
+        parsed = parse(program.text, request.settings.max_nodes, request.values)
         request.given.check_used(parsed)
+        say_shadowed(parsed)
         result = evaluate(parsed, as_point(request.values), request.settings)
         _check_mode_used(request.settings.mode, result)
     except GradcliError as error:
@@ -338,8 +339,9 @@ def run_sweep(request: EvalRequest) -> int:
     program, settings = request.program, request.settings
     assert program is not None
     try:
-        parsed = parse(program.text, settings.max_nodes)
+        parsed = parse(program.text, settings.max_nodes, request.values)
         request.given.check_used(parsed)
+        say_shadowed(parsed)
         options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol)
         blocks = (stream_sweep(parsed, request.values, **options) if request.cluster is None
                   else sweep_on(request.cluster, program.text, settings.max_nodes, parsed,

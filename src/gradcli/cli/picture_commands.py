@@ -17,7 +17,7 @@ from gradcli.cli.base import (
     program_arguments,
 )
 from gradcli.cli.files import write_atomically
-from gradcli.cli.show import show_error
+from gradcli.cli.show import say_shadowed, show_error
 from gradcli.cli.streams import binary_stdout, can_encode
 from gradcli.errors import ExitStatus, GradcliError, UsageError, plural, visible
 from gradcli.language.values import as_point
@@ -84,8 +84,9 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
         values = as_point(given.values)
         source = ProgramText.read("graph", expr, program_file).text
         picture_format = _checked_format(picture_format, output_path)
-        program = parse(source)
+        program = parse(source, given=values)
         given.check_used(program)
+        say_shadowed(program)
         picture = prepare(program, values)
         if picture_format == "tree":
             _write_tree(picture, max_nodes, output_path)
@@ -216,8 +217,9 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         _refuse_terminal_sizes(ctx, output_path)
         given = given_values(ctx, assignments)
         source = ProgramText.read("plot", expr, program_file).text
-        program = parse(source)
+        program = parse(source, given=given.values)
         given.check_used(program)
+        say_shadowed(program)
         curve = sample(program, given.values)
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
         if output_path is not None and file_format is not None:

@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -48,6 +48,27 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
     return result.status
 
 
+def say_shadowed(program: Any, free: Collection[str] = ()) -> None:
+    """``note: e is a variable, not the constant e`` on stderr, for each constant that the
+    program assigns or that is given a value: on purpose with ``--e 2``, a slip with ``e = 2``
+    more often, and said either way; and the notes of the ``free`` variables (``PI``, ``beta``
+    with no value: errors.Note), where a command keeps them free (``diff``)."""
+    for note in getattr(program, "notes", ()):
+        if note.reading == "shadow" or note.name in free:
+            click.echo(f"gradcli: {visible(note.one_line())}", err=True)
+
+
+def _say_constants_given(values: Iterable[str]) -> None:
+    """A batch's ``--e 2``: once, before the records, that the constant is a variable in every
+    line (a line's own ``e = 2`` is said by nothing but its record's values)."""
+    from gradcli.engine.ops import CONSTANTS
+
+    for name in values:
+        if name in CONSTANTS:
+            click.echo(f"gradcli: note: {name} is given a value, so in every line it is a "
+                       f"variable, not the constant {name}", err=True)
+
+
 def show_error(error: GradcliError, as_json: bool, source: str = "", name: str = "") -> int:
     """An error: a JSON error record (and one line on stderr), or the caret display on stderr.
     ``name`` is the file the program came from, if any."""
@@ -81,6 +102,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     """
     _collect_rarely()
     uses = _BatchUses(given if given is not None else Given(dict(values)))
+    _say_constants_given(uses.given.values)
     with _Stops() as stops:
         try:
             if as_json:

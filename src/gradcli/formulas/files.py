@@ -17,7 +17,7 @@ import bisect
 import math
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,7 +218,7 @@ class _CheckReader:
             raise self.fail("name", f"has a control character: {visible(name)}",
                             hint="use printable text")
         expr = self._string("expr")
-        program = self._parse("expr", expr)
+        program = self._parse("expr", expr, self._given_names())
         spec = CheckSpec(name, self.file, self.header, expr, program, self._points(program),
                          rtol=self._tolerance("rtol"), atol=self._tolerance("atol"))
         if "value" in self.table:
@@ -300,9 +300,14 @@ class _CheckReader:
             raise self.fail(key, "must be a non-empty string")
         return value
 
-    def _parse(self, key: str, text: str) -> Program:
+    def _given_names(self) -> list[str]:
+        """The names ``at`` and ``sweep`` give values (``at = {e = 2}``: e is a variable)."""
+        return [name for key in ("at", "sweep") if isinstance(self.table.get(key), dict)
+                for name in self.table[key]]
+
+    def _parse(self, key: str, text: str, given: Collection[str] = ()) -> Program:
         try:
-            return parse(text, max_nodes=MAX_CHECK_NODES)
+            return parse(text, max_nodes=MAX_CHECK_NODES, given=given)
         except GradcliError as error:
             if "--max-nodes" in (error.hint or ""):  # an option gradcli check does not have
                 raise self.fail(key, error.message, hint="a check's expr may have at most "
@@ -390,7 +395,7 @@ class _CheckReader:
         if not isinstance(given, str):
             raise self.fail(key, "must be a number or an expression string" if numbers
                             else "must be an expression string")
-        expected = self._parse(key, given)
+        expected = self._parse(key, given, program.variables)
         unknown = [name for name in expected.variables if name not in program.variables]
         if unknown:
             raise self.fail(key, f"uses {', '.join(unknown)}, which expr does not have")

@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gradcli.engine.ops import CONSTANTS
 from gradcli.errors import UsageError
 from gradcli.limits import MAX_RANGE_COUNT
 
@@ -51,11 +50,9 @@ def parse_assignments(assignments: Iterable[str]) -> dict[str, Value]:
 
 
 def validate_values(values: Mapping[str, Value]) -> None:
-    """Values from outside a program: finite numbers, and never for a constant."""
+    """Values from outside a program: finite numbers (a value for a constant's name makes it a
+    variable of the program: ``parser.parse``'s ``given``)."""
     for name, value in values.items():
-        if name in CONSTANTS:
-            raise UsageError(f"{name} is a constant and cannot be given a value",
-                             hint="rename the variable in the program")
         if type(value) is not float and (hasattr(value, "ndim") or isinstance(value, list)):
             continue  # an array: engine/arrays.py checks its elements
         for number in value if isinstance(value, tuple) else (value,):
