@@ -60,6 +60,10 @@ are the size of a program and the finite-difference check, whose cost is (number
   never fewer than ``ARRAY_CHECK_MIN``; the verdict says how many were checked. When the
   elements replay together as columns (no per-element Python work) the budget counts
   ``ARRAY_COLUMN_FACTOR`` times.
+- ``MAX_VALUES_FILE_BYTES``: a JSON or TOML values file (``--values``), the text of a full-precision
+  array of 2^24 elements (its parse holds the text and Python's floats, a few GB at most); larger
+  arrays come as ``.npy``/``.npz`` files, which have no text to parse and are bounded by
+  ``MAX_ARRAY_ELEMENTS`` from their headers (language/array_files.py).
 - ``default_jobs()``: the processes of a batch and the threads of a large vector evaluation
   (``$GRADCLI_JOBS``, else the CPUs this process may run on).
 """
@@ -92,6 +96,7 @@ CHECK_FIXED_CELLS = 2**16  # what a check costs beyond its nodes (~2 ms), in cel
 MAX_RUN_CELLS = 10**9  # nodes x points x passes in one gradcli check run: ~30 s
 MAX_DRAWN_NODES = 300
 MAX_ARRAY_ELEMENTS = 2**25
+MAX_VALUES_FILE_BYTES = 2**24 * 25  # 2^24 numbers written with 17 digits and their commas
 ARRAY_CHECK_ELEMENTS = 10_000
 ARRAY_CHECK_BUDGET = 50_000_000
 ARRAY_CHECK_MIN = 20

@@ -367,23 +367,29 @@ class ProgramText:
         return cls(expr)
 
 
-def read_program_file(path: str, max_nodes: int = MAX_NODES, node_option: bool = True) -> str:
+def read_program_file(path: str, max_nodes: int = MAX_NODES, node_option: bool = True,
+                      limit: int | None = None, what: str = "a program") -> str:
     """The text of ``-f FILE`` (``-``: stdin), as UTF-8 (a BOM is dropped).
 
     The size is checked before the text is read: a file larger than the longest program of
-    ``max_nodes`` nodes (``limits.max_chars``) is refused with both sizes, and of a stream no
-    more than that (plus one byte) is read. Bytes that are not UTF-8 are a usage error that says
-    where (a batch on stdin reads them as U+FFFD instead: there each line is its own record).
+    ``max_nodes`` nodes (``limits.max_chars``; ``limit`` bytes for ``what`` is not a program)
+    is refused with both sizes, and of a stream no more than that (plus one byte) is read. Bytes
+    that are not UTF-8 are a usage error that says where (a batch on stdin reads them as U+FFFD
+    instead: there each line is its own record).
     """
     if path == "":
         raise UsageError("-f was given an empty path", hint="give -f the file to read, e.g. "
                                                             "examples/seed.grad")
     name = "<stdin>" if path == "-" else visible(path)
-    limit = max_chars(max_nodes)
     raise_limit = (f"raise the limit with --max-nodes N (it allows {CHARS_PER_NODE} characters "
                    "per node)" if node_option else
                    f"a program may have up to {MAX_NODES:,} nodes here")
-    too_large = f"a program may have at most {limit:,} characters"
+    too_large = f"{what} may have at most {max_chars(max_nodes):,} characters"
+    if limit is not None:  # a values file
+        raise_limit = "give large arrays as .npy or .npz files (--W W.npy, --values data.npz)"
+        too_large = f"{what} may have at most {limit:,} bytes"
+    else:
+        limit = max_chars(max_nodes)
     try:
         with contextlib.ExitStack() as stack:
             stream = streams.binary_stdin() if path == "-" else stack.enter_context(

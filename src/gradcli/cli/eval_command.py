@@ -24,7 +24,7 @@ from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option
 from gradcli.cli.given import Given
 from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
-from gradcli.errors import GradcliError, UsageError
+from gradcli.errors import GradcliError, UsageError, visible
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
 from gradcli.gradcheck.point import (
     BATCH_NODE_CHECK_LIMIT,
@@ -141,6 +141,10 @@ TOLERANCE = Tolerance()
 @click.option("--full", is_flag=True,
               help="Tables print every element of large arrays (default: shape, min, max and "
                    "a few entries).")
+@click.option("--save", metavar="FILE.npz",
+              help="Also write the value, every input's point and gradient (the Hessian with "
+                   "--hessian, the Jacobian of several outputs) and the check's verdict to "
+                   "FILE.npz, for NumPy (numpy.load).")
 @cluster_option
 @skip_option
 @click.pass_context
@@ -165,6 +169,7 @@ class EvalRequest:
     full: bool = False  # tables print every element of large arrays
     cluster: ClusterAddress | None = None  # where batches and sweeps run (None: here)
     skip: int = 0  # stdin lines a batch skips (--skip)
+    save: str | None = None  # --save FILE.npz: the result's arrays, for NumPy
 
     @property
     def values(self) -> dict[str, Value]:
@@ -206,9 +211,16 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                           options["full"])
     if request.is_sweep:
         _check_sweep(request)
+    save = options["save"]
+    if save is not None and (program is None or request.is_sweep):
+        raise UsageError("--save writes the result of one program at one point",
+                         hint="drop --save; a batch or a sweep writes JSON Lines or CSV")
+    if save is not None and not save.lower().endswith(".npz"):
+        raise UsageError(f"--save writes a NumPy archive, and {visible(save)} does not end "
+                         "in .npz", hint="name the file FILE.npz")
     address = placement(ctx, options["cluster"], options["skip"], batch=program is None,
                         json_lines=as_json, sweep=request.is_sweep)
-    return replace(request, cluster=address, skip=options["skip"])
+    return replace(request, cluster=address, skip=options["skip"], save=save)
 
 
 _TABLE_ONLY = ("digits", "full")  # they shape tables and batch lines; JSON and CSV keep it all
@@ -300,6 +312,12 @@ def run_eval(request: EvalRequest) -> int:
         say_shadowed(parsed)
         result = evaluate(parsed, as_point(request.values), request.settings)
         _check_mode_used(request.settings.mode, result)
+        if request.save is not None:
+            from gradcli.cli.files import write_file
+            from gradcli.language.array_files import npz_bytes
+            from gradcli.output.records import result_arrays
+
+            write_file(request.save, npz_bytes(result_arrays(result)))
     except GradcliError as error:
         return show_error(error, as_json, program.text, program.file_name)
     return show_result(result, program.text, as_json, request.digits, request.full)

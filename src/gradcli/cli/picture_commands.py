@@ -16,7 +16,7 @@ from gradcli.cli.base import (
     given_values,
     program_arguments,
 )
-from gradcli.cli.files import write_atomically
+from gradcli.cli.files import write_file
 from gradcli.cli.show import say_shadowed, show_error
 from gradcli.cli.streams import binary_stdout, can_encode
 from gradcli.errors import ExitStatus, GradcliError, UsageError, plural, visible
@@ -116,11 +116,6 @@ def _check_output_path(path: str | None, example: str) -> None:
                          hint=f"give -o a file in it: -o {os.path.join(visible(path), example)}")
 
 
-def _cannot_write(path: str, error: OSError) -> UsageError:
-    return UsageError(f"cannot write {visible(path)}: {error.strerror or error}",
-                      hint="check that the directory exists and is writable")
-
-
 def _default_format(output_path: str | None) -> str:
     """The format -o's suffix names; a suffix that names none is refused (``-o g.pdf`` must not
     quietly get DOT text)."""
@@ -186,10 +181,7 @@ def _write_bytes(data: bytes, output_path: str | None) -> None:
         stream.write(data)
         stream.flush()
         return
-    try:
-        write_atomically(output_path, data)
-    except OSError as error:
-        raise _cannot_write(output_path, error) from None
+    write_file(output_path, data)
 
 
 @cli.command("plot", cls=BindingCommand, help=PLOT_HELP)

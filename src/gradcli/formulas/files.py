@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 import re
 import sys
 from collections.abc import Collection, Iterable
@@ -22,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine.graph import Program, output_labels
-from gradcli.errors import ExitStatus, GradcliError, visible
+from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
-from gradcli.language.values import Value, parse_value, range_ends
+from gradcli.language.values import Value, names_a_file, parse_value, range_ends
 from gradcli.limits import (
     MAX_CHECK_CELLS,
     MAX_CHECK_FILE_BYTES,
@@ -333,6 +334,9 @@ class _CheckReader:
             if isinstance(given, list):  # an array: at = {x = [1, 2, 3]}
                 values[variable] = self._array(f"at.{variable}", given)
                 continue
+            if isinstance(given, str) and names_a_file(given):  # at = {W = "W.npy"}
+                values[variable] = self._array_file(f"at.{variable}", variable, given)
+                continue
             if not _is_number(given):
                 raise self.fail(f"at.{variable}", "must be a number",
                                 hint="sweeps go in sweep = {x = \"-5:5:101\"}")
@@ -357,6 +361,16 @@ class _CheckReader:
                             f"(points x nodes at most {MAX_CHECK_CELLS:,})",
                             hint="use fewer points, or split the formula into several checks")
         return values
+
+    def _array_file(self, key: str, variable: str, path: str) -> Any:
+        """The array of a ``.npy``/``.npz``/``.csv`` file named beside the check file."""
+        from gradcli.language.array_files import read_array
+
+        where = os.path.join(os.path.dirname(self.file), path)
+        try:
+            return read_array(variable, where)
+        except UsageError as error:
+            raise self.fail(key, error.message, hint=error.hint) from None
 
     def _array(self, key: str, given: list) -> Any:
         """A TOML array of numbers (nested for a matrix) as a NumPy array; rows of different

@@ -22,6 +22,12 @@ from gradcli.limits import MAX_RANGE_COUNT
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Value = Any  # a float, a tuple of floats (a sweep) or a NumPy array
+ARRAY_FILE_SUFFIXES = (".npy", ".npz", ".csv")  # --W W.npy: language/array_files.py reads it
+
+
+def names_a_file(text: str) -> bool:
+    """Whether a value as written (``W.npy``) names a file of arrays rather than numbers."""
+    return text.strip().lower().endswith(ARRAY_FILE_SUFFIXES)
 
 
 def parse_value(name: str, text: str) -> Value:
@@ -29,6 +35,10 @@ def parse_value(name: str, text: str) -> Value:
     text = text.strip()
     if text.startswith("["):
         return parse_array(name, text)
+    if names_a_file(text):  # --W W.npy, W.csv, data.npz
+        from gradcli.language.array_files import read_array
+
+        return read_array(name, text)
     if ":" in text:
         return _parse_range(name, text)
     if "," in text:

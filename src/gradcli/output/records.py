@@ -8,9 +8,37 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from gradcli.errors import GradcliError
+from gradcli.errors import GradcliError, UsageError, listed
 from gradcli.gradcheck.evaluation import FreeResult, Result
 from gradcli.gradcheck.point import CheckReport, GradientCheck
+
+
+def result_arrays(result: Any) -> dict[str, Any]:
+    """What ``eval --save FILE.npz`` writes for people who go on in NumPy: ``value``, each
+    input's ``point/NAME`` and ``grad/NAME``, ``hessian/A/B`` with order 2, ``check_ok`` and
+    ``check_max_abs_error`` with the check; of several outputs ``value/LABEL`` and
+    ``jacobian/LABEL/NAME``. A result with free variables has no numbers to save."""
+    if isinstance(result, FreeResult):
+        raise UsageError(f"--save writes numbers, and {listed(result.free)} "
+                         f"{'has' if len(result.free) == 1 else 'have'} no value",
+                         hint="give every variable a value")
+    arrays: dict[str, Any] = {f"point/{name}": value for name, value in result.point.items()}
+    if isinstance(result, Result):
+        arrays["value"] = result.value
+        arrays.update({f"grad/{name}": value for name, value in result.gradients.items()})
+        if result.hessian is not None:
+            arrays.update({f"hessian/{a}/{b}": block for a, row in result.hessian.matrix.items()
+                           for b, block in row.items()})
+    else:  # several outputs, or an array output: a JacobianResult
+        arrays.update({f"value/{label}": value for label, value in result.values.items()})
+        arrays.update({f"jacobian/{label}/{name}": block
+                       for label, row in result.jacobian.items() for name, block in row.items()})
+    check = result.check
+    if check is not None:
+        arrays["check_ok"] = bool(check.ok)
+        arrays["check_max_abs_error"] = getattr(check, "max_abs_error", None) or getattr(
+            check, "max_error", 0.0)
+    return arrays
 
 
 def result_record(
