@@ -306,21 +306,20 @@ def _scatter(xp: GraphArrays, g: SymNode, key: tuple[Any, ...],
 
 
 def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
-              max_nodes: int, seed: int = 17, keep_value: bool = False, *,
-              exact: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:
-    """d(output)/d(each of ``wrt``) as expressions, and the sample point they carry values at.
+              max_nodes: int, point: Mapping[str, Any] | None = None, keep_value: bool = False,
+              *, exact: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:
+    """d(output)/d(each of ``wrt``) as expressions, and the point they carry values at.
 
-    ``shapes`` gives every variable's shape (``()`` for a number). The output must be a scalar.
+    ``shapes`` gives every variable's shape (``()`` for a number); ``point`` the values (the
+    first sample point of engine/sampling.py when None). The output must be a scalar.
     ``keep_value`` adds the output itself as ``"__value__"``; ``exact`` builds forms exact at
     every point, for second derivatives (``GraphArrays.others_product``).
     """
     np = arrays.numpy()
-    rng = np.random.default_rng(seed)
-    point = {name: (rng.uniform(0.5, 1.5, size=shapes[name]) if shapes[name]
-                    else float(rng.uniform(0.5, 1.5))) for name in program.variables}
-    for name, value in point.items():  # square matrices: invertible, positive determinant
-        if np.ndim(value) == 2 and value.shape[0] == value.shape[1]:
-            point[name] = value + len(value) * np.eye(len(value))
+    if point is None:
+        from gradcli.engine.sampling import candidate
+
+        point = candidate({name: shapes[name] for name in program.variables}, 0)
     b = ArrayBuilder({n: np.asarray(v, dtype=float) for n, v in point.items()}, max_nodes,
                      exact)
     made: dict[int, SymNode] = {}
@@ -414,7 +413,8 @@ def program_shapes(program: Program, given: Mapping[str, tuple[int, ...]],
 
 def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]],
                       wrt: Sequence[str] | None, max_nodes: int,
-                      fmt: str = "text") -> dict[str, str]:
+                      fmt: str = "text", given: Mapping[str, Any] | None = None
+                      ) -> dict[str, str]:
     """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
     from gradcli.engine.printing import to_text
 
@@ -423,24 +423,22 @@ def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]],
     if unknown:
         raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
                          hint=f"its variables: {', '.join(program.variables) or 'none'}")
-    found, _ = _sampled(program, shapes, names, max_nodes)
+    found, _ = _sampled(program, shapes, names, max_nodes, given=given)
     printer = to_text if fmt == "text" else to_latex
     return {name: printer(node) for name, node in found.items()}
 
 
 def _sampled(program: Program, shapes: Mapping[str, tuple[int, ...]], names: list[str],
-             max_nodes: int, keep_value: bool = False
+             max_nodes: int, keep_value: bool = False, given: Mapping[str, Any] | None = None
              ) -> tuple[dict[str, SymNode], dict[str, Any]]:
-    """``gradients`` at a sample point where the program is defined: the values only give
-    shapes, so a point outside a domain (``log(x - 2)`` at x = 1) is retried elsewhere."""
-    for seed in range(17, 21):
-        try:
-            return gradients(program, shapes, names, max_nodes, seed, keep_value)
-        except NumericError as error:
-            failure = error
-    raise UsageError(f"no sample point found where the program is defined ({failure.message})",
-                     hint="gradcli diff evaluates the program at random points of the given "
-                          "shapes, between 0.5 and 1.5, to learn each node's shape")
+    """``gradients`` at the given values, else at a sample point where the program is defined
+    (engine/sampling.py): the values give shapes, so a point outside a domain (``log(x - 2)``
+    at x = 1) is retried elsewhere."""
+    from gradcli.engine.sampling import defined_point
+
+    return defined_point(
+        {name: shapes[name] for name in program.variables}, given,
+        lambda point: gradients(program, shapes, names, max_nodes, point, keep_value))[0]
 
 
 _LATEX_CALLS = {"tr": r"\operatorname{tr}", "det": r"\det", "logdet": r"\log\det",
@@ -540,11 +538,12 @@ _NUMPY_FORMS = {
 
 
 def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
-             wrt: Sequence[str] | None, max_nodes: int) -> str:
+             wrt: Sequence[str] | None, max_nodes: int,
+             given: Mapping[str, Any] | None = None) -> str:
     """Source of ``def f(variables): return value, {name: gradient}``, NumPy only: one line
     per node of the value and the gradients (shared nodes computed once)."""
     names = list(wrt) if wrt else list(program.variables)
-    found, _ = _sampled(program, shapes, names, max_nodes, keep_value=True)
+    found, _ = _sampled(program, shapes, names, max_nodes, keep_value=True, given=given)
     output = found.pop("__value__")
     nodes = nodes_of([output, *found.values()])
     texts: dict[int, str] = {}
