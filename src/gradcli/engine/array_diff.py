@@ -24,6 +24,7 @@ zero elements too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -77,7 +78,25 @@ class ArrayBuilder(Builder):
             node = super().make(op, inputs)
         if node.inputs:
             node.value = arrays.compute(node, [source.value for source in node.inputs])
+        if not isinstance(op, ArrayOp):
+            shape = arrays.numpy().broadcast_shapes(*(_shape(source) for source in inputs))
+            if _shape(node) != shape:  # a fold (x - x -> 0, x/x -> 1) keeps the shape
+                return zeros(self, shape) if _is_zero(node) else spread(self, node, shape)
         return node
+
+
+def _is_zero(node: SymNode) -> bool:
+    return node.op is CONST and not getattr(node.value, "ndim", 0) and node.value == 0.0
+
+
+def zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
+    """Zeros of ``shape`` as a node that keeps its shape (``0*ones(n)`` would fold to 0)."""
+    if not shape:
+        return b.constant(0.0)
+    vectors = [_a(b, "zeros", b.constant(float(n))) for n in shape]
+    if len(vectors) > 2:
+        raise UsageError("gradcli diff handles numbers, vectors and matrices")
+    return vectors[0] if len(vectors) == 1 else _a(b, "outer", *vectors)
 
 
 def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) -> SymNode | None:
@@ -162,8 +181,12 @@ def unbroadcast(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:
         return _a(b, "sum", g)
     if len(shape) == 1 and len(have) == 2 and have[1] == shape[0]:
         return _a(b, "matmul", _ones(b, have[0]), g)  # ones(m)@G sums the rows
-    if len(have) < len(shape):  # a number or a row used where the operand is larger
-        return spread(b, g, shape)
+    if len(have) < len(shape) or all(n == 1 for n in have):  # a number, a row: spread it
+        return spread(b, g if len(have) < 2 or have == shape else _a(b, "sum", g), shape)
+    if len(have) == 1 and shape == (1, have[0]):  # a row as a 1 x n matrix
+        return _a(b, "outer", _ones(b, 1), g)
+    if len(have) == 2 and len(shape) == 2 and have[0] == 1 and shape[1] == have[1]:
+        return _a(b, "outer", _ones(b, shape[0]), _a(b, "matmul", _ones(b, 1), g))
     raise UsageError(f"gradcli diff cannot yet sum a gradient of shape {have} back to {shape}",
                      hint="gradcli eval gives its numeric gradient")
 
@@ -233,12 +256,13 @@ class GraphArrays:
         return v
 
     def others_product(self, x: SymNode, out: SymNode) -> SymNode:
-        """``prod(x)/x`` to print; exact (``self.exact``): with z = (x == 0) and safe = x with
+        """``prod(x)/x`` to print, unless x has a zero element at the point (the values
+        given); exact (``self.exact``, or that zero): with z = (x == 0) and safe = x with
         its zeros replaced by 1, ``(1 - z)*prod(x)/safe`` where x is not 0, and at a zero
         ``prod(safe)`` when it is the only zero, times the other zero's value when there are
         two (0 with derivative 1 along it): every first and second derivative is exact."""
         b = self.b
-        if not self.exact:
+        if not self.exact and bool(arrays.numpy().all(x.value != 0)):
             return b.make(OPS["div"], (out, x))
         zero = self.eq(x, 0.0)
         nonzero = b.make(SUB, (1.0, zero))
@@ -340,7 +364,8 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
     for name in wrt:
         variable = b.variable(name)
         grad = grads.get(id(variable))
-        found[name] = b.constant(0.0) if grad is None else unbroadcast(b, grad, shapes[name])
+        grad = None if grad is None else unbroadcast(b, grad, shapes[name])
+        found[name] = zeros(b, shapes[name]) if grad is None or _is_zero(grad) else grad
     return found, point
 
 
@@ -367,9 +392,33 @@ def _contribution(b: ArrayBuilder, node: SymNode, position: int, g: SymNode) -> 
         return op.rules[position](b.arrays, spread(b, g, shape) if shape else g, node,
                                   *node.inputs)
     part = b.make(MUL, (g, op.rules[position](*node.inputs, node)))
-    if len(_shape(part)) < len(_shape(source)):  # a number or a row: broadcasting spreads it
-        return part
-    return unbroadcast(b, part, _shape(source))
+    return reduce_to(b, part, _shape(node), _shape(source))
+
+
+def reduce_to(b: ArrayBuilder, part: SymNode, out: tuple[int, ...],
+              shape: tuple[int, ...]) -> SymNode:
+    """The gradient an operand of ``shape`` receives from ``part``, which stands for
+    ``part`` broadcast to the node's shape ``out`` (a number or a row is left to broadcasting):
+    every axis the operand was stretched along is summed. Where ``part`` too is constant along
+    it, the sum is a count: ``sum(X@W + b)`` gives b the gradient ``4*ones(2)`` for 4 rows."""
+    rank = len(out)
+    have = (1,) * (rank - len(_shape(part))) + _shape(part)
+    want = (1,) * (rank - len(shape)) + shape
+    count = math.prod(n for n, p, s in zip(out, have, want, strict=True) if p == 1 and s == 1)
+    if count != 1:
+        part = b.make(MUL, (b.constant(float(count)), part))
+    summed = [i for i in range(rank) if have[i] > 1 and want[i] == 1]
+    if not summed:
+        return part if len(_shape(part)) <= len(shape) else unbroadcast(b, part, shape)
+    kept = [i for i in range(rank) if have[i] > 1 and want[i] > 1]
+    if not kept:
+        return _a(b, "sum", part)
+    if rank == 2 and kept == [1]:
+        return _a(b, "matmul", _ones(b, have[0]), part)  # ones(m)@G: the column sums
+    if rank == 2 and kept == [0]:  # the row sums as a column, for an (m, 1) operand
+        return _a(b, "outer", _a(b, "matmul", part, _ones(b, have[1])), _ones(b, 1))
+    raise UsageError(f"gradcli diff cannot yet sum a gradient of shape {_shape(part)} back "
+                     f"to {shape}", hint="gradcli eval gives its numeric gradient")
 
 
 # --- shapes, and the derivatives printed --------------------------------------------------------

@@ -33,6 +33,7 @@ from gradcli.engine.array_diff import (
     numpy_text,  # the NumPy printer of to_numpy
     spread,
     to_latex,
+    zeros,
 )
 from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op, stack_op
 from gradcli.engine.graph import Program, nodes_of, output_labels
@@ -277,13 +278,9 @@ def _one_hot(b: ArrayBuilder, shape: tuple[int, ...], element: tuple[int, ...]) 
 
 
 def _zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
-    """Zeros of ``shape`` as a node that keeps its shape (``0*ones(n)`` would fold to 0)."""
-    if not shape:
-        return b.constant(0.0)
-    vectors = [_a(b, "zeros", b.constant(float(n))) for n in shape]
-    if len(vectors) > 2:
+    if len(shape) > 2:
         raise UsageError("gradcli diff prints Jacobians of numbers, vectors and matrices")
-    return vectors[0] if len(vectors) == 1 else _a(b, "outer", *vectors)
+    return zeros(b, shape)
 
 
 def _stack(b: ArrayBuilder, rows: list[SymNode], shape: tuple[int, ...]) -> SymNode:
