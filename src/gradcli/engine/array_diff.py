@@ -33,7 +33,7 @@ from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.ops import CONST, OPS, VAR
 from gradcli.engine.symbolic import Builder, SymNode
-from gradcli.errors import NumericError, UsageError
+from gradcli.errors import UsageError
 
 MUL, ADD, SUB, EXP, EQ = (OPS[name] for name in ("mul", "add", "sub", "exp", "eq"))
 
@@ -565,70 +565,19 @@ def _latex_node(node: SymNode, arg: Callable[[SymNode, int], str], latex: Any) -
 
 # --- a NumPy function ---------------------------------------------------------------------------
 
-_NUMPY_NAMES = {"acos": "np.arccos", "asin": "np.arcsin", "atan": "np.arctan",
-                "atan2": "np.arctan2", "max": "np.maximum", "min": "np.minimum",
-                "sum": "np.sum", "mean": "np.mean", "prod": "np.prod", "tr": "np.trace",
-                "det": "np.linalg.det", "inv": "np.linalg.inv", "norm": "np.linalg.norm",
-                "outer": "np.outer", "transpose": "np.transpose"}
-_NUMPY_FORMS = {
-    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-    "neg": "-{0}", "pow": "{0} ** {1}", "matmul": "{0} @ {1}", "dot": "np.sum({0} * {1})",
-    "sigmoid": "1 / (1 + np.exp(-{0}))", "relu": "np.maximum({0}, 0.0)",
-    "softplus": "np.logaddexp(0.0, {0})", "norm1": "np.sum(np.abs({0}))",
-    "logdet": "np.linalg.slogdet({0})[1]", "max1": "np.max({0})", "min1": "np.min({0})",
-    "logsumexp": "np.max({0}) + np.log(np.sum(np.exp({0} - np.max({0}))))",
-    "softmax": "np.exp({0} - np.max({0}, axis=-1, keepdims=True)) / np.sum(np.exp({0} - "
-               "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True)",
-    "log_softmax": "{0} - np.max({0}, axis=-1, keepdims=True) - np.log(np.sum(np.exp({0} - "
-                   "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True))",
-    "eq": "({0} == {1}) * 1.0",
-    "zeros": "np.zeros(int({0}))", "ones": "np.ones(int({0}))", "eye": "np.eye(int({0}))",
-}
-
-
 def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
              wrt: Sequence[str] | None, max_nodes: int,
              given: Mapping[str, Any] | None = None) -> str:
-    """Source of ``def f(variables): return value, {name: gradient}``, NumPy only: one line
-    per node of the value and the gradients (shared nodes computed once)."""
+    """Source of ``def f(variables): return value, {name: gradient}``, NumPy only
+    (engine/numpy_export.py): one line per node of the value and the gradients (shared nodes
+    computed once)."""
+    from gradcli.engine.numpy_export import NumpyWriter
+
     names = list(wrt) if wrt else list(program.variables)
     found, _ = _sampled(program, shapes, names, max_nodes, keep_value=True, given=given)
     output = found.pop("__value__")
-    nodes = nodes_of([output, *found.values()])
-    texts: dict[int, str] = {}
-    lines: list[str] = []
-    for node in nodes:
-        texts[id(node)] = numpy_text(node, texts, lines)
-    parameters = ", ".join(program.variables)
-    gradients = ", ".join(f"{name!r}: {texts[id(node)]}" for name, node in found.items())
-    body = "".join(f"    {line}\n" for line in lines)
-    return (f"import numpy as np\n\n\ndef f({parameters}):\n"
-            f'    """Value and gradients of {program.source!r} (gradcli diff)."""\n'
-            f"{body}    return {texts[id(output)]}, {{{gradients}}}\n")
-
-
-def numpy_text(node: SymNode, texts: dict[int, str], lines: list[str]) -> str:
-    """A leaf's text, or the name of a new line ``t3 = ...`` computing the node."""
-    op = node.op
-    if op is VAR:
-        return str(node.name)
-    if op is CONST:
-        value = node.value
-        if getattr(value, "ndim", 0):
-            return f"np.array({value.tolist()!r})"
-        return f"({value!r})" if value < 0 else repr(value)  # -2.0 ** 2 would be -4
-    args = [texts[id(source)] for source in node.inputs]
-    name = op.name
-    if name in ("max", "min") and op.arity == 1:
-        name += "1"
-    if isinstance(op, ArrayOp) and op.postfix and name == "index":
-        text = args[0] + op.postfix
-    elif name == "array":
-        text = f"np.stack([{', '.join(args)}])"
-    elif name in _NUMPY_FORMS:
-        text = _NUMPY_FORMS[name].format(*args)
-    else:
-        function = _NUMPY_NAMES.get(name, f"np.{name}")
-        text = f"{function}({', '.join(args)})"
-    lines.append(f"t{len(lines)} = {text}")
-    return f"t{len(lines) - 1}"
+    writer = NumpyWriter(list(program.variables))
+    writer.add([output, *found.values()])
+    gradients = ", ".join(f"{name!r}: {writer[node]}" for name, node in found.items())
+    return writer.source(f"Value and gradients of {program.source!r} (gradcli diff).",
+                         f"{writer[output]}, {{{gradients}}}")

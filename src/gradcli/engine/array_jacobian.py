@@ -30,7 +30,6 @@ from gradcli.engine import arrays, jacobian
 from gradcli.engine.array_diff import (
     ArrayBuilder,
     gradients,
-    numpy_text,  # the NumPy printer of to_numpy
     spread,
     to_latex,
     zeros,
@@ -38,8 +37,8 @@ from gradcli.engine.array_diff import (
 from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op, stack_op
 from gradcli.engine.graph import Program, nodes_of, output_labels
 from gradcli.engine.ops import CONST, OPS, VAR
-from gradcli.engine.symbolic import SymNode
 from gradcli.engine.sampling import defined_point
+from gradcli.engine.symbolic import SymNode
 from gradcli.errors import UsageError
 from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
 
@@ -140,34 +139,31 @@ def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
     values and the Jacobian (``order`` 1: ``{output: {input: block}}``) or the value and the
     Hessian (2: ``{a: {b: block}}``, the value bare as the gradient's export returns it), one
     line per node, shared nodes computed once."""
+    from gradcli.engine.numpy_export import NumpyWriter
+
     found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes,
                                                               given)
-    blocks = [node for row in found.blocks.values() for node in row.values()]
-    texts: dict[int, str] = {}
-    lines: list[str] = []
-    for node in nodes_of([*found.values.values(), *blocks]):
-        texts[id(node)] = numpy_text(node, texts, lines)
-    values = (", ".join(f"{label!r}: {texts[id(node)]}" for label, node in found.values.items())
-              if order == 1 else texts[id(found.values["value"])])
+    writer = NumpyWriter(list(program.variables))
+    writer.add([*found.values.values(),
+                *(node for row in found.blocks.values() for node in row.values())])
+    values = (", ".join(f"{label!r}: {writer[node]}" for label, node in found.values.items())
+              if order == 1 else writer[found.values["value"]])
     rows = []
     for label, row in found.blocks.items():
         out = shapes[label] if order == 2 else _shape(found.values[label])
-        entries = ", ".join(f"{name!r}: {_numpy_block(node, texts, out + tuple(shapes[name]))}"
+        entries = ", ".join(f"{name!r}: {_numpy_block(node, writer, out + tuple(shapes[name]))}"
                             for name, node in row.items())
         rows.append(f"{label!r}: {{{entries}}}")
-    returned = ", ".join(rows)
     what = "values and Jacobian" if order == 1 else "value and Hessian"
-    body = "".join(f"    {line}\n" for line in lines)
-    return (f"import numpy as np\n\n\ndef f({', '.join(program.variables)}):\n"
-            f'    """The {what} of {program.source!r} (gradcli diff)."""\n'
-            f"{body}    return {values if order == 2 else '{' + values + '}'}, {{{returned}}}\n")
+    return writer.source(f"The {what} of {program.source!r} (gradcli diff).",
+                         f"{values if order == 2 else '{' + values + '}'}, {{{', '.join(rows)}}}")
 
 
-def _numpy_block(node: SymNode, texts: dict[int, str], shape: tuple[int, ...]) -> str:
+def _numpy_block(node: SymNode, writer: Any, shape: tuple[int, ...]) -> str:
     """A block's text; a block of zeros (printed ``0``) as zeros of its shape."""
     if node.op is CONST and not _shape(node) and node.value == 0.0:
         return f"np.zeros({shape!r})" if shape else "0.0"
-    return texts[id(node)]
+    return writer[node]
 
 
 def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:

@@ -347,8 +347,8 @@ def _mismatch(label: str, text: str, point: Mapping[str, Any], printed: Any, exp
         return CheckError(f"{label} = {shown} is not defined at {at or 'the point'}, where the "
                           f"program is: {why}", hint=_HINT)
     element = arrays.index_text(where)
-    numbers = (f"is {format_number(printed[where])}{element and ' at ' + element}, "
-               f"the engine's {format_number(expected[where])}") if not why else why
+    numbers = why or (f"is {format_number(printed[where])}{element and ' at ' + element}, "
+                      f"the engine's {format_number(expected[where])}")
     return CheckError(f"{label} = {shown} at {at or 'the point'}: {numbers}", hint=_HINT)
 
 
