@@ -11,6 +11,7 @@ first ranges (``inv``, ``logdet``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -26,20 +27,29 @@ FIRST_SEED = 17
 def candidate(shapes: Mapping[str, tuple[int, ...]], attempt: int,
               given: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``attempt``-th candidate point: ``given`` values as float arrays, every other
-    variable of ``shapes`` drawn from ``RANGES[attempt % len(RANGES)]``."""
+    variable of ``shapes`` drawn from ``RANGES[attempt % len(RANGES)]``. The arrays are
+    shared between calls (the draws are deterministic): read them, do not write them."""
+    import numpy as np
+
+    drawn = _drawn(tuple(shapes.items()), attempt)
+    return {name: np.asarray(given[name], dtype=float)
+            if given is not None and name in given else drawn[name] for name in shapes}
+
+
+@functools.lru_cache(maxsize=64)
+def _drawn(shapes: tuple[tuple[str, tuple[int, ...]], ...], attempt: int) -> dict[str, Any]:
+    """Every variable drawn (diff builds at a point, then checks at the same points)."""
     import numpy as np
 
     rng = np.random.default_rng(FIRST_SEED + attempt)
     low, high = RANGES[attempt % len(RANGES)]
     point = {}
-    for name, shape in shapes.items():
-        if given is not None and name in given:
-            point[name] = np.asarray(given[name], dtype=float)
-            continue
+    for name, shape in shapes:
         value = rng.uniform(low, high, size=shape) if shape else np.asarray(rng.uniform(low, high))
         if value.ndim == 2 and value.shape[0] == value.shape[1]:
-            value = value + len(value) * np.eye(len(value))
-        point[name] = np.asarray(value, dtype=float)
+            value[np.diag_indices(len(value))] += len(value)
+        value.flags.writeable = False
+        point[name] = value
     return point
 
 
