@@ -238,6 +238,21 @@ def _has_array_parts(request: DiffRequest, program: Any) -> bool:
 
 
 def _diff_arrays(request: DiffRequest, program: Any) -> int:
+    """``_diff_arrays_once``; when the check finds a short form (``prod(x)/x``) undefined where
+    the program is defined, once more with the forms exact at every point."""
+    from gradcli.engine.array_diff import exact_forms
+    from gradcli.errors import CheckError
+
+    try:
+        return _diff_arrays_once(request, program)
+    except CheckError as error:
+        if "is not defined at" not in error.message and "nan" not in error.message:
+            raise
+    with exact_forms():
+        return _diff_arrays_once(request, program)
+
+
+def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
     """``gradcli diff "sum((W@x - t)**2)" --shape W=3x2 ...``: vectorized gradients, as
     expressions with no indices; the Jacobian of an array output or of several outputs;
     ``--order 2`` the Hessian (docs/matrix-calculus.md). The values given are the point the

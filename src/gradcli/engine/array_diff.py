@@ -25,7 +25,9 @@ zero elements too.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from gradcli.engine import arrays
@@ -38,13 +40,29 @@ from gradcli.errors import UsageError
 MUL, ADD, SUB, EXP, EQ = (OPS[name] for name in ("mul", "add", "sub", "exp", "eq"))
 
 
+# Whether printed derivatives use the forms exact at every point (prod's gradient at a zero
+# element): set by ``exact_forms()`` around a second attempt, when ``diff``'s check found the
+# short form undefined where the program is defined.
+EXACT_FORMS: ContextVar[bool] = ContextVar("EXACT_FORMS", default=False)
+
+
+@contextmanager
+def exact_forms() -> Iterator[None]:
+    token = EXACT_FORMS.set(True)
+    try:
+        yield
+    finally:
+        EXACT_FORMS.reset(token)
+
+
 class ArrayBuilder(Builder):
     """The scalar builder, with a value (at the sample point) on every node it makes."""
 
     def __init__(self, point: Mapping[str, Any], max_nodes: int, exact: bool = False) -> None:
         super().__init__(max_nodes)
         self.point = point
-        self.arrays = GraphArrays(self, exact)  # the VJP rules' namespace on these nodes
+        # the VJP rules' namespace on these nodes
+        self.arrays = GraphArrays(self, exact or EXACT_FORMS.get())
 
     def variable(self, name: str) -> SymNode:
         node = super().variable(name)

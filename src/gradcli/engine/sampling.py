@@ -3,8 +3,9 @@
 A derivative printed as an expression holds on the program's domain, so it is built (the array
 builder needs every node's value for its shape) and checked at points of that domain. The
 values the user gave are used as they are; the other variables are drawn at random, seeded,
-from ranges tried in turn: first around 1 (where most formulas are defined and well scaled),
-then further out and negative (``log(x - 2)`` needs x > 2, ``sqrt(-x)`` x < 0). A square
+from ranges tried in turn: first around 1, -1 and 0 (where most formulas are defined and well
+scaled: the check's points, so that a rounding error is not taken for a wrong formula), then
+further out (``log(x - 2)`` needs x > 2, ``sqrt(-x)`` x < 0). A square
 matrix gets ``n*eye(n)`` added, so that it is invertible with a positive determinant in the
 first ranges (``inv``, ``logdet``).
 """
@@ -18,8 +19,8 @@ from typing import Any
 from gradcli.errors import NumericError, UsageError
 
 # (low, high) of the uniform draws, tried in this order (then again with other seeds)
-RANGES = ((0.5, 1.5), (1.5, 3.0), (-1.5, -0.5), (2.5, 6.0), (-3.0, 3.0), (0.05, 0.45),
-          (6.0, 20.0), (-6.0, -2.5), (-20.0, -6.0), (20.0, 100.0))
+RANGES = ((0.5, 1.5), (-1.5, -0.5), (0.05, 0.45), (-3.0, 3.0), (1.5, 3.0), (2.5, 6.0),
+          (-6.0, -2.5), (6.0, 20.0), (-20.0, -6.0), (20.0, 100.0))
 ATTEMPTS = 3 * len(RANGES)  # candidates drawn before a program is called undefined everywhere
 FIRST_SEED = 17
 
