@@ -82,6 +82,9 @@ class ArrayBuilder(Builder):
 
     def make(self, op: Any, args: Sequence[Any]) -> SymNode:
         inputs = tuple(self.lift(arg) for arg in args)
+        zero = _through_zeros(self, op, inputs)
+        if zero is not None:
+            return zero
         if isinstance(op, ArrayOp):
             simpler = _array_rewrite(self, op, inputs)
             node = simpler if simpler is not None else self._intern(
@@ -105,6 +108,42 @@ class ArrayBuilder(Builder):
 
 def _is_zero(node: SymNode) -> bool:
     return node.op is CONST and not getattr(node.value, "ndim", 0) and node.value == 0.0
+
+
+def _is_zeros(node: SymNode) -> bool:
+    """0, zeros(n), or outer(zeros(m), zeros(n)): what folds keep as zeros of a shape."""
+    return _is_zero(node) or node.op is ARRAY_OPS["zeros"] or (
+        node.op is ARRAY_OPS["outer"] and all(_is_zeros(part) for part in node.inputs))
+
+
+# ops whose value is zeros when the operands at these positions are (None: any one of them)
+_ABSORBING = {"mul": None, "matmul": None, "outer": None, "dot": None, "div": (0,),
+              "neg": (0,), "transpose": (0,), "index": (0,), "sum": (0,), "mean": (0,),
+              "tr": (0,)}
+
+
+def _through_zeros(b: ArrayBuilder, op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:
+    """Zeros of an array shape through a product, a sum or a reduction: ``A@zeros`` is zeros
+    of ``A@zeros``'s shape, ``A + zeros`` is ``A`` when A has the sum's shape (the scalar
+    builder folds the number 0 alone)."""
+    zeros_at = [i for i, node in enumerate(inputs) if _is_zeros(node)]
+    if not zeros_at or all(_is_zero(inputs[i]) for i in zeros_at):
+        return None
+    if op is ARRAY_OPS["outer"] and len(zeros_at) == 2:
+        return None  # outer(zeros(m), zeros(n)) is how zeros of a matrix are written
+    name = op.name
+    if name in _ABSORBING:
+        positions = _ABSORBING[name]
+        if positions is None or all(i in zeros_at for i in positions):
+            values = [node.value for node in inputs]
+            return zeros(b, tuple(arrays.numpy().shape(arrays.compute(
+                SymNode(op, inputs), values))))
+    if name in ("add", "sub") and len(zeros_at) == 1:
+        shape = arrays.numpy().broadcast_shapes(*(_shape(node) for node in inputs))
+        other = inputs[1 - zeros_at[0]]
+        if _shape(other) == shape:
+            return other if name == "add" or zeros_at == [1] else b.make(OPS["neg"], (other,))
+    return None
 
 
 def zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
