@@ -138,3 +138,18 @@ def test_order_two_returns_the_bare_value_as_order_one_does(tmp_path):
     x = np.array([0.5, 1.0, 2.0])
     assert np.ndim(first.f(x)[0]) == np.ndim(second.f(x)[0]) == 0
     np.testing.assert_allclose(second.f(x)[1]["x"]["x"], np.diag(6 * x))
+
+
+@pytest.mark.parametrize("name", [name for name in OPS if OPS[name].arity >= 1])
+def test_every_row_exports_runnable_scalar_python(tmp_path, name):
+    """The scalar export (``import math`` and the rows' own functions) of every row, at its
+    first test point; the export is checked by diff itself before it is printed too."""
+    names = PARAMETERS[:OPS[name].arity]
+    program = SPELLING.get(name, f"{name}({', '.join(names)})")
+    case = [float(v) for v in _cases(name)[0]]
+    module, _ = _run_export(tmp_path, [program])
+    value, gradient = module.f(*case)
+    result = gradcli.evaluate(program, dict(zip(names, case, strict=True)), check=False)
+    assert value == pytest.approx(result.value, rel=1e-12, abs=1e-300)
+    for n, got in zip(names, gradient, strict=True):
+        assert got == pytest.approx(result.gradients[n], rel=1e-9, abs=1e-12), n

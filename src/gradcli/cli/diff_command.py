@@ -211,8 +211,8 @@ def _check_scalar(request: DiffRequest, program: Any, derivatives: Derivatives,
               for order in range(2, request.order)}
     kind = ("gradient", "hessian")[request.order - 1] if request.order <= 2 else "higher"
     return check(DiffCheck(program, {name: () for name in program.variables},
-                           dict(derivatives.values), kind, texts, levels, printed, "scalar",
-                           list(derivatives.wrt)))
+                           dict(derivatives.values), kind, texts if printed is None else {},
+                           levels, printed, "scalar", list(derivatives.wrt)))
 
 
 def _with_check(record: dict[str, Any], checked: Checked | None) -> dict[str, Any]:

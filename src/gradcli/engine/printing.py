@@ -267,6 +267,12 @@ class PythonNotation(Notation):
             return f"math.{name}"
         return self.renames.get(name, name)
 
+    def infix(self, op: Any, left: str, right: str) -> str:
+        """Python's ``and``/``or`` return an operand; gradcli's return 1 or 0."""
+        if op.name in ("logical_and", "logical_or"):
+            return f"(1.0 if {left} {op.symbol} {right} else 0.0)"
+        return super().infix(op, left, right)
+
     def call(self, op: Any, args: list[str]) -> str:
         if op is WHERE:  # Python's conditional evaluates the branch taken only
             condition, taken, other = args

@@ -65,6 +65,9 @@ class Checked:
     against: str
 
     def note(self) -> str:
+        if not self.points:
+            return ("not checked: no point found where the program and its derivatives are "
+                    "defined (give values, --x 2, to check at them)")
         where = "point" if self.points == 1 else "points"
         agree = "derivatives agree" if self.entries != 1 else "derivative agrees"
         return f"checked at {self.points} {where}: {self.entries} {agree} with {self.against}"
