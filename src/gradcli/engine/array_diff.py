@@ -616,6 +616,10 @@ def _latex_node(node: SymNode, arg: Callable[[SymNode, int], str], latex: Any) -
         return rf"\left\langle {arg(inputs[0], 0)}, {arg(inputs[1], 0)} \right\rangle", 3
     if name in _LATEX_CALLS:
         return rf"{_LATEX_CALLS[name]}\left({arg(inputs[0], 0)}\right)", 3
+    if getattr(op, "symbol", None) and len(inputs) == 2:  # comparisons, and, or
+        return latex.infix(op, arg(inputs[0], 1), arg(inputs[1], 1)), 0
+    if name == "logical_not":
+        return latex.prefix(op, arg(inputs[0], 3)), 0
     texts = [arg(source, 0) for source in inputs]
     return latex.call(op, texts), 3
 

@@ -215,7 +215,8 @@ class LatexNotation(Notation):
         if op.name in _LATEX_NAMED:
             head = "\\" + op.name
         else:
-            head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{op.name}}}")
+            escaped = op.name.replace("_", "\\_")
+            head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{escaped}}}")
         return rf"{head}\left({', '.join(args)}\right)"
 
     def prefix(self, op: Any, operand: str) -> str:
