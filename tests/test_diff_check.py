@@ -180,3 +180,20 @@ def test_latex_of_comparisons_and_logical_operators_reads_as_the_scalar_forms():
     assert "operatorname{gt}" not in done.stdout and "logical_and" not in done.stdout
     scalar = diff("leaky_relu(x, y)*y", "--wrt", "y", "--format", "latex")
     assert r"\operatorname{leaky\_relu}" in scalar.stdout
+
+
+@pytest.mark.parametrize(("program", "shape", "closed"), [
+    ("tr(X@X@X)", "3x3", lambda m: 3 * (m @ m).T),
+    ("logdet(X'@X)", "3x2", lambda m: 2 * m @ np.linalg.inv(m.T @ m)),
+])
+def test_equal_terms_are_gathered_into_one(program, shape, closed):
+    text = printed(diff(program, "--shape", f"X={shape}"))["d/dX"]
+    assert "+" not in text, text  # one term, not the three (or two) equal ones
+    m = np.random.default_rng(7).uniform(0.5, 1.5, size=tuple(map(int, shape.split("x"))))
+    np.testing.assert_allclose(value_of(text, {"X": m}), closed(m), rtol=1e-12)
+
+
+def test_cross_entropy_gradient_has_no_sum_of_negations():
+    text = printed(diff("-sum(t*log_softmax(W@x))", "--wrt", "W", "--shape", "W=3x2",
+                        "--shape", "x=2", "--shape", "t=3"))["d/dW"]
+    assert "sum(-t)" not in text and "sum(t)" in text

@@ -157,8 +157,8 @@ def zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
 
 
 def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) -> SymNode | None:
-    """(x')' -> x; x' -> x for a vector or a number; eye(n)@A -> A; A@eye(n) -> A;
-    ones(n)[k] -> 1."""
+    """(x')' -> x; x' -> x for a vector or a number; (a@b)' -> b'@a'; inv(a)' -> inv(a');
+    sum(-x) -> -sum(x); eye(n)@A -> A; A@eye(n) -> A; ones(n)[k] -> 1."""
     if op.name == "transpose":
         (x,) = inputs
         if x.op is ARRAY_OPS["transpose"]:
@@ -167,10 +167,13 @@ def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) ->
             return x
         if x.op is ARRAY_OPS["outer"]:  # outer(a, b)' -> outer(b, a)
             return _a(b, "outer", x.inputs[1], x.inputs[0])
-        inner = x.op is ARRAY_OPS["matmul"] and x.inputs
-        if inner and any(part.op is ARRAY_OPS["transpose"] for part in inner):
-            left, right = inner  # (a'@b)' -> b'@a: the transposes cancel
+        if x.op is ARRAY_OPS["matmul"]:  # (a@b)' -> b'@a': like terms meet (tr(X@X@X))
+            left, right = x.inputs
             return _a(b, "matmul", _a(b, "transpose", right), _a(b, "transpose", left))
+        if x.op is ARRAY_OPS["inv"]:  # inv(a)' -> inv(a'): inv(X'@X)' is inv(X'@X)
+            return _a(b, "inv", _a(b, "transpose", x.inputs[0]))
+    if op.name in ("sum", "mean") and inputs[0].op is OPS["neg"]:
+        return b.make(OPS["neg"], (_a(b, op.name, inputs[0].inputs[0]),))  # sum(-t) -> -sum(t)
     if op.name == "index" and inputs[0].op is ARRAY_OPS["ones"] and all(
             isinstance(part, int) for part in op.key):
         return b.constant(1.0)  # ones(n)[k]: a stacked operand's share of a spread gradient
