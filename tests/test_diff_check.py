@@ -197,3 +197,14 @@ def test_cross_entropy_gradient_has_no_sum_of_negations():
     text = printed(diff("-sum(t*log_softmax(W@x))", "--wrt", "W", "--shape", "W=3x2",
                         "--shape", "x=2", "--shape", "t=3"))["d/dW"]
     assert "sum(-t)" not in text and "sum(t)" in text
+
+
+@pytest.mark.parametrize(("program", "value", "second"), [
+    ("relu(x)*x", "0", 0.0),  # one side 2, the other 0: the convention picks heaviside(0) = 0
+    ("floor(x)*x**2", "2", 4.0),  # the gradient jumps at 2: 2*floor(2) from the right
+    ("abs(x)*x", "0", 0.0),
+])
+def test_order_two_at_a_kink_given_is_checked_between_its_sides(program, value, second):
+    done = diff(program, "--order", "2", "--x", value)
+    assert float(printed(done)["d2/dx dx"]) == second
+    assert "checked at 1 point" in done.stderr
