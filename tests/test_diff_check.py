@@ -208,3 +208,16 @@ def test_order_two_at_a_kink_given_is_checked_between_its_sides(program, value, 
     done = diff(program, "--order", "2", "--x", value)
     assert float(printed(done)["d2/dx dx"]) == second
     assert "checked at 1 point" in done.stderr
+
+
+@pytest.mark.parametrize(("program", "values"), [
+    ("sum(s + x)**2", {"x": [1.0, 2.0, 3.0], "s": 0.5}),
+    ("sum(X@W + b)**2", {"X": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]],
+                         "W": [[1.0, 0.5], [0.2, 1.0]], "b": [0.1, 0.2]}),
+])
+def test_eval_hessians_of_broadcast_sums_pass_their_check(program, values):
+    """d2/ds ds of sum(s + x)**2 is 2*3**2 = 18: the count reaches the Hessian too."""
+    result = gradcli.evaluate(program, values, order=2)
+    assert result.hessian.check.ok and not result.hessian.check.failures
+    if "s" in values:
+        assert result.hessian.matrix["s"]["s"] == pytest.approx(18.0)
