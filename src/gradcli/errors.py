@@ -178,6 +178,14 @@ class NumericError(GradcliError):
     status = ExitStatus.NUMERIC
 
 
+class CheckError(GradcliError):
+    """A derivative ``gradcli diff`` was about to print that disagrees with the numeric engine:
+    never printed as an answer."""
+
+    kind = "check"
+    status = ExitStatus.CHECK_FAILED
+
+
 MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from gradcli.engine.array_ops import ArrayOp
 from gradcli.engine.graph import Node, Program, describe, node_text
 from gradcli.engine.notation import format_number
-from gradcli.engine.ops import CONST, NONE, SAME, Op
+from gradcli.engine.ops import CONST, NONE, PREC_ATOM, SAME, Op
 from gradcli.errors import NumericError, UsageError
 from gradcli.limits import MAX_ARRAY_ELEMENTS
 
@@ -270,7 +270,7 @@ def _operands(node: Node, args: list[Any], reals: list[float], index: tuple[int,
         if source.op is CONST and not numpy().ndim(arg):
             continue
         where = index_text(index[len(index) - numpy().ndim(arg):]) if numpy().ndim(arg) else ""
-        parts.append(f"{node_text(source)}{where} = {format_number(real)}")
+        parts.append(f"{indexed_text(source, where)} = {format_number(real)}")
     return ", where " + ", ".join(parts) if parts else ""
 
 
@@ -349,11 +349,23 @@ def unbroadcast(grad: Any, shape: tuple[int, ...]) -> Any:
     return grad.reshape(shape)
 
 
+def indexed_text(node: Node, where: str) -> str:
+    """``x[0]``, ``log(x)[0]``, ``(x - 2)[0]``: a node's label with an element's index, in
+    parentheses unless the label is an atom (a name, a call, a subscript)."""
+    text = node_text(node)
+    if not where:
+        return text
+    value = node.value if node.op is CONST else 0.0
+    atom = node.name or (getattr(node.op, "precedence", 0) >= PREC_ATOM
+                         and not (numpy().ndim(value) == 0 and float(value) < 0))
+    return f"{text}{where}" if atom else f"({text}){where}"
+
+
 def _derivative_error(node: Node, args: list[Any], position: int, part: Any) -> NumericError:
     np = numpy()
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(part))[0]) if part.ndim else ()
     op = node.op
     wrt = "" if op.arity == 1 else f" with respect to operand {position + 1}"
-    where = f" at {node_text(node.inputs[position])}{index_text(index)}" if index else ""
+    where = f" at {indexed_text(node.inputs[position], index_text(index))}" if index else ""
     return NumericError(f"the derivative of {op.name}{wrt} is not finite{where} in "
                         f"{describe(node)}")

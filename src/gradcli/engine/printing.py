@@ -225,7 +225,8 @@ class LatexNotation(Notation):
         if op.name in _LATEX_NAMED:
             head = "\\" + op.name
         else:
-            head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{op.name}}}")
+            escaped = op.name.replace("_", "\\_")
+            head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{escaped}}}")
         return rf"{head}\left({', '.join(args)}\right)"
 
     def prefix(self, op: Any, operand: str) -> str:
@@ -276,6 +277,12 @@ class PythonNotation(Notation):
         if name in CONSTANTS:
             return f"math.{name}"
         return self.renames.get(name, name)
+
+    def infix(self, op: Any, left: str, right: str) -> str:
+        """Python's ``and``/``or`` return an operand; gradcli's return 1 or 0."""
+        if op.name in ("logical_and", "logical_or"):
+            return f"(1.0 if {left} {op.symbol} {right} else 0.0)"
+        return super().infix(op, left, right)
 
     def call(self, op: Any, args: list[str]) -> str:
         if op is WHERE:  # Python's conditional evaluates the branch taken only
