@@ -116,12 +116,12 @@ def w1(args: argparse.Namespace) -> None:
     """The four processes take turns, run after run, so that a slower or faster spell of the
     machine falls on all of them alike: their ratios are what the goals are about."""
     runs = 10 if args.quick else 41
-    expr, values = "(x*W+b-t)**2", ["--x", "2", "--W", "3", "--b", "1", "--t", "8"]
+    expr, values = workloads.SEED_EXPRESSION, workloads.SEED_VALUES
     commands = {
         "gradcli eval --json": [*GRADCLI, "eval", expr, *values, "--json"],
         "gradcli eval (table)": [*GRADCLI, "eval", expr, *values],
         "import click+lark+rich (reference)":
-            [sys.executable, "-c", "import click, lark, rich.console, rich.table"],
+            [sys.executable, "-c", workloads.REFERENCE_IMPORTS],
         "python -c pass (the floor)": [sys.executable, "-c", "pass"],
     }
     for command in commands.values():
@@ -144,7 +144,7 @@ def w2(args: argparse.Namespace, folder: Path) -> None:
     point = workloads.batch_point()
     source = folder / "w2.txt"
     source.write_text("\n".join(programs) + "\n", encoding="utf-8")
-    flags = [f"--{name}={value}" for name, value in point.items()]
+    flags = workloads.value_flags(point)
     count = len(programs)
     for label, extra, checked in (
             ("gradcli eval - --json --no-check", ["--no-check"], ""),
@@ -171,7 +171,7 @@ def w3(args: argparse.Namespace, folder: Path, nodes: int = 100_000, label: str 
     point = workloads.wide_point()
     # XL builds a few more than the default --max-nodes (10^6) allows: raise it for the workload.
     limit = 2 * nodes
-    flags = [f"--{name}={value}" for name, value in point.items()] + [f"--max-nodes={limit}"]
+    flags = [*workloads.value_flags(point), f"--max-nodes={limit}"]
     count = len(gradcli.parse(text, limit).nodes)
     outputs = [("gradcli eval -f (table)", [])]
     if label == "W3":

@@ -99,6 +99,9 @@ TOLERANCE = Tolerance()
              "(- for stdin).")
 @values_file_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (JSON Lines for a batch).")
+@click.option("--no-nodes", is_flag=True,
+              help="With --json: records without the per-node list (value, gradients and the "
+                   "check only), smaller and faster to make; for batches in CI.")
 @click.option("--no-check", is_flag=True,
               help="Skip the finite-difference check (then --rtol, --atol, --check-method and "
                    "--check-nodes are usage errors).")
@@ -186,6 +189,10 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     """The request behind click's options, or a UsageError for a combination that means nothing."""
     if as_csv and as_json:
         raise UsageError("--csv and --json are two output formats: give one")
+    if options["no_nodes"] and not as_json:
+        raise UsageError("--no-nodes leaves the node list out of --json records, and "
+                         f"{'--csv' if as_csv else 'a table'} has none",
+                         hint="add --json, or drop --no-nodes")
     _refuse_options_without_effect(ctx, "--json" if as_json else "--csv" if as_csv else None,
                                    options["no_check"])
     given = given_values(ctx, assignments)
@@ -205,7 +212,7 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                             atol=options["atol"], check_method=options["check_method"],
                             node_check_limit=node_limit, order=order, strict=options["strict"],
                             max_nodes=options["max_nodes"], mode=options["mode"],
-                            hvp=hvp_direction(options["hvp"]))
+                            hvp=hvp_direction(options["hvp"]), nodes=not options["no_nodes"])
     request = EvalRequest(program, given, settings,
                           "csv" if as_csv else "json" if as_json else "table", options["digits"],
                           options["full"])
@@ -320,7 +327,8 @@ def run_eval(request: EvalRequest) -> int:
             write_file(request.save, npz_bytes(result_arrays(result)))
     except GradcliError as error:
         return show_error(error, as_json, program.text, program.file_name)
-    return show_result(result, program.text, as_json, request.digits, request.full)
+    return show_result(result, program.text, as_json, request.digits, request.full,
+                       nodes=request.settings.nodes)
 
 
 def _check_mode_used(mode: str, result: Any) -> None:

@@ -30,13 +30,14 @@ from gradcli.gradcheck.evaluation import (
 
 def show_result(result: Result | FreeResult, source: str, as_json: bool,
                 digits: int | None = None, full: bool = False,
-                free_hint: str | None = None) -> int:
-    """One evaluated program: the JSON record, or the node table, gradients and verdict
-    (``free_hint``: how to bind free variables, where that is not the command line's way)."""
+                free_hint: str | None = None, nodes: bool = True) -> int:
+    """One evaluated program: the JSON record (``nodes``: with the per-node list), or the node
+    table, gradients and verdict (``free_hint``: how to bind free variables, where that is not
+    the command line's way)."""
     if as_json:
         from gradcli.output.records import json_pieces, result_record
 
-        sys.stdout.writelines(json_pieces(result_record(result, source)))
+        sys.stdout.writelines(json_pieces(result_record(result, source, nodes=nodes)))
         sys.stdout.write("\n")
     else:
         from gradcli.output.views import make_console, result_view

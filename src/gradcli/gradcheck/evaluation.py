@@ -63,6 +63,9 @@ class EvalSettings:
     # A direction per input (name -> array): the Hessian-vector product of an array program
     # (gradcheck/array_hessian.py); None: none asked for
     hvp: Mapping[str, Any] | None = field(default=None, compare=False)
+    # --json records list every node (label, value, gradient, check); False: a lean record
+    # (value, gradients, check), which a batch makes and writes in less time
+    nodes: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "forward", "reverse"):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -66,12 +65,20 @@ def validate_values(values: Mapping[str, Value]) -> None:
         if type(value) is not float and (hasattr(value, "ndim") or isinstance(value, list)):
             continue  # an array: engine/arrays.py checks its elements
         for number in value if isinstance(value, tuple) else (value,):
-            if isinstance(number, bool) or not isinstance(number, numbers.Real):
+            if type(number) is not float and not _is_real(number):
                 raise UsageError(f"the value of {name} is {number!r}, not a number",
                                  hint="give a number such as 2 or -0.5 (not a string or bool)")
             if not math.isfinite(number):
                 raise UsageError(f"the value of {name} is {number}, not a finite number",
                                  hint="give a finite number such as 2, -0.5 or 1e-3")
+
+
+def _is_real(number: object) -> bool:
+    """An int, a NumPy float, a Fraction...: a real number, and not a bool. (A float, the value
+    the command line gives, is not asked about: the numbers module is not loaded at start-up.)"""
+    import numbers
+
+    return not isinstance(number, bool) and isinstance(number, numbers.Real)
 
 
 _MAX_DIMENSIONS = 32

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -42,7 +41,7 @@ def result_arrays(result: Any) -> dict[str, Any]:
 
 
 def result_record(
-    result: Result | FreeResult, source: str, line: int | None = None
+    result: Result | FreeResult, source: str, line: int | None = None, nodes: bool = True
 ) -> dict[str, Any]:
     """``{"expression", "value", "gradients", "nodes", "check", "error": null}``, plus
     ``"hessian"`` and ``"hessian_check"`` with order 2 (an array program's blocks as nested
@@ -50,9 +49,10 @@ def result_record(
     variables ``"symbolic"``.
 
     ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
-    ``json_pieces`` write it; ``list()`` it to look at it."""
+    ``json_pieces`` write it; ``list()`` it to look at it. Without ``nodes`` (``--no-nodes``)
+    the record has no ``"nodes"`` key, and no node's label is made."""
     if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
-        return jacobian_record(result, source, line)
+        return jacobian_record(result, source, line, nodes)
     record: dict[str, Any] = {} if line is None else {"line": line}
     if isinstance(result, FreeResult):
         return free_record(result, source, record)
@@ -68,6 +68,8 @@ def result_record(
         check=None if check is None else check_record(check),
         error=None,
     )
+    if not nodes:
+        del record["nodes"]  # an iterator not run: the labels are never made
     if result.hessian is not None:
         hessian_check = result.hessian.check
         matrix = result.hessian.matrix
@@ -246,11 +248,16 @@ _NOT_PRINTABLE = re.compile(r"[^\x00-\x7e]")
 
 
 def _escaped(match: re.Match) -> str:
-    return json.dumps(match.group())[1:-1]  # \uXXXX, a surrogate pair above U+FFFF
+    """``\\uXXXX`` as the json module writes it; a surrogate pair above U+FFFF."""
+    code = ord(match.group())
+    if code > 0xFFFF:
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
-def jacobian_record(result: Any, source: str,
-                    line: int | None = None) -> dict[str, Any]:
+def jacobian_record(result: Any, source: str, line: int | None = None,
+                    nodes: bool = True) -> dict[str, Any]:
     """``{"expression", "point", "outputs", "jacobian": {output: {input: nested lists}},
     "mode", "passes", "check", "error": null, "nodes"}``; each node record gains
     ``"gradients": {output: nested lists, or null where the output does not use the node}``."""
@@ -265,11 +272,12 @@ def jacobian_record(result: Any, source: str,
         passes=result.passes,
         check=None if result.check is None else jacobian_check_record(result.check),
         error=None,
-        nodes=[{**row, "value": _listed(row["value"]),
-                "gradients": {label: None if grad is None else _listed(grad)
-                              for label, grad in row["gradients"].items()}}
-               for row in result.node_records()],
     )
+    if nodes:
+        record["nodes"] = [{**row, "value": _listed(row["value"]),
+                            "gradients": {label: None if grad is None else _listed(grad)
+                                          for label, grad in row["gradients"].items()}}
+                           for row in result.node_records()]
     return record
 
 
