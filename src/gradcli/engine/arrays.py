@@ -23,7 +23,7 @@ from gradcli.engine.graph import Node, Program, describe, node_text
 from gradcli.engine.notation import format_number
 from gradcli.engine.ops import CONST, NONE, PREC_ATOM, SAME, Op
 from gradcli.errors import NumericError, UsageError
-from gradcli.limits import MAX_ARRAY_ELEMENTS
+from gradcli.limits import MAX_ARRAY_ELEMENTS, check_dims
 
 
 def numpy() -> Any:
@@ -49,9 +49,10 @@ def is_array_value(value: Any) -> bool:
 def as_array(name: str, value: Any) -> Any:
     """A variable's value as a float array; a UsageError says what is wrong with it."""
     np = numpy()
-    if isinstance(value, list) and not _numbers_only(value):
+    if isinstance(value, list) and not _numbers_only(name, value):
         raise UsageError(f"the value of {name} is not a rectangular array of numbers",
                          hint="give numbers (not strings or bools), e.g. [[1, 2], [3, 4]]")
+    check_dims(f"the value of {name}", getattr(value, "ndim", 0))
     try:
         array = np.asarray(value)
     except (ValueError, TypeError):
@@ -74,14 +75,16 @@ def as_array(name: str, value: Any) -> Any:
     return array
 
 
-def _numbers_only(items: list) -> bool:
+def _numbers_only(name: str, items: list) -> bool:
     """Nested lists of ints and floats only (NumPy would read True as 1), looked at without
-    recursion."""
-    pending = [items]
+    recursion, and nested no deeper than an array may be."""
+    pending = [(items, 1)]
     while pending:
-        for item in pending.pop():
+        current, depth = pending.pop()
+        check_dims(f"the value of {name}", depth)
+        for item in current:
             if isinstance(item, list):
-                pending.append(item)
+                pending.append((item, depth + 1))
             elif isinstance(item, bool) or not isinstance(item, numbers.Real):
                 return False
     return True
@@ -160,6 +163,7 @@ def _guard_size(node: Node, args: list[Any]) -> None:
     elif op.name == "matmul":
         elements = math.prod(np.shape(args[0])[:-1]) * math.prod(np.shape(args[1])[1:])
     elif op.name == "array":
+        check_dims(describe(node), np.ndim(args[0]) + 1)
         elements = sum(sizes)
     else:
         return

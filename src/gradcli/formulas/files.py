@@ -33,6 +33,7 @@ from gradcli.limits import (
     MAX_CHECK_NODES,
     MAX_CHECK_POINTS,
     MAX_RANGE_COUNT,
+    check_dims,
 )
 
 CHECK_KEYS = ("name", "expr", "at", "sweep", "value", "gradients", "derivative", "jacobian",
@@ -377,11 +378,15 @@ class _CheckReader:
         lengths or something else than numbers in it are errors at its line."""
         from gradcli.language.values import parse_array
 
-        pending = [given]
+        pending = [(given, 0)]
         while pending:  # iterative: TOML nests as deep as the file likes
-            item = pending.pop()
+            item, depth = pending.pop()
             if isinstance(item, list):
-                pending.extend(item)
+                try:
+                    check_dims("the array", depth + 1)
+                except GradcliError as error:
+                    raise self.fail(key, error.message, hint=error.hint) from None
+                pending.extend((part, depth + 1) for part in item)
             elif not _is_number(item):
                 raise self.fail(key, f"an array holds numbers, not {visible(repr(item))}")
         try:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gradcli.errors import UsageError, visible
-from gradcli.limits import MAX_ARRAY_ELEMENTS
+from gradcli.limits import MAX_ARRAY_ELEMENTS, check_dims
 
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -121,6 +121,7 @@ def _checked(name: str, path: str, array: Any) -> Any:
     import numpy as np
 
     where = f"{name} in {visible(path)}"
+    check_dims(where, array.ndim)
     if array.dtype.kind not in "iuf":
         raise UsageError(f"{where} holds {array.dtype} values, not numbers",
                          hint="save an array of floats or integers")

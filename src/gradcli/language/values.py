@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gradcli.errors import UsageError
-from gradcli.limits import MAX_RANGE_COUNT
+from gradcli.limits import MAX_ARRAY_DIMS, MAX_RANGE_COUNT, check_dims
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -81,7 +81,6 @@ def _is_real(number: object) -> bool:
     return not isinstance(number, bool) and isinstance(number, numbers.Real)
 
 
-_MAX_DIMENSIONS = 32
 _ARRAY_TOKEN = re.compile(r"\s*(?:([\[\],])|([^\s\[\],]+))")
 
 
@@ -97,8 +96,8 @@ def parse_array(name: str, text: str) -> Any:
         if done is not None:
             raise _array_error(name, text, f"{where}: text after the closing ']'")
         if symbol == "[" and expect_item:
-            if len(stack) == _MAX_DIMENSIONS:
-                raise _array_error(name, text, f"more than {_MAX_DIMENSIONS} dimensions")
+            if len(stack) == MAX_ARRAY_DIMS:
+                check_dims(f"the array for {name}", len(stack) + 1)
             stack.append([])
         elif symbol == "]" and stack and (not expect_item or not stack[-1]):
             row = stack.pop()

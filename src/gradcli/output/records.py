@@ -215,12 +215,21 @@ def _text(value: Any) -> str:
     import orjson
 
     try:
-        text = orjson.dumps(value).decode()
+        text = orjson.dumps(value, default=_plain).decode()
     except TypeError:  # a lone surrogate: argv bytes that were not UTF-8 (`gradcli eval $'\xff'`)
-        text = orjson.dumps(_without_surrogates(value)).decode()
+        text = orjson.dumps(_without_surrogates(value), default=_plain).decode()
     if not text.isascii() or "\x7f" in text:  # only in strings: user text an error quotes
         text = _NOT_PRINTABLE.sub(_escaped, text)
     return text
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar or array as the Python number or nested lists it holds: orjson writes
+    neither a ``numpy.float64`` (a float subclass) nor a 0-d array, and a record may carry one
+    wherever a computed number lands (a check's worst element, a point of an array program)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _without_surrogates(value: Any) -> Any:
