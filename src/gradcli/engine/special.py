@@ -118,8 +118,11 @@ def _digamma(x: float) -> float:
     # psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
     # log x - 1/(2x) - sum B_2k / (2k x**2k), whose terms past the seventh are below 1e-17 there.
     result = 0.0
-    if x < 0.0:  # tan has period pi: x - round(x) keeps its argument small and exact
-        result = -math.pi / math.tan(math.pi * (x - round(x)))
+    if x < 0.0:  # cot(pi x), as in _polygamma: exactly 0 at a half-integer
+        t = x - round(x)
+        cot = (1.0 / math.tan(math.pi * t) if math.fabs(t) <= 0.25
+               else math.copysign(math.tan(math.pi * (0.5 - math.fabs(t))), t))
+        result = -math.pi * cot
         x = 1.0 - x
     while x < 10.0:
         result -= 1.0 / x
@@ -145,7 +148,12 @@ def _polygamma(n: float, x: float) -> float:
             derived = [k * poly[k] for k in range(1, len(poly))] + [0.0, 0.0]
             poly = [-derived[k] - (derived[k - 2] if k >= 2 else 0.0)
                     for k in range(len(derived))]
-        c = 1.0 / math.tan(math.pi * (x - round(x)))  # cot(pi x), as in _digamma
+        # cot(pi x) from t = x - round(x) in [-1/2, 1/2] (exact): 1/tan(pi t) near 0, and
+        # tan(pi (1/2 - |t|)) (1/2 - |t| exact) near +-1/2, where it is exactly 0 at a
+        # half-integer: 1/tan(pi/2) would be 6e-17, which the polynomial multiplies by n!.
+        t = x - round(x)
+        c = (1.0 / math.tan(math.pi * t) if math.fabs(t) <= 0.25
+             else math.copysign(math.tan(math.pi * (0.5 - math.fabs(t))), t))
         cot = 0.0
         for coefficient in reversed(poly):
             cot = cot * c + coefficient
@@ -308,15 +316,49 @@ def _reciprocal(x: float) -> float:
 
 def _beta(a: float, b: float) -> float:
     # Gamma(a) (Gamma(b) / Gamma(a + b)), a <= b, while the gammas are floats (the quotient
-    # stays moderate); beyond, exp(lbeta).
+    # stays moderate); beyond, exp(lbeta), lbeta from _lbeta_far (no lgamma differences).
     a, b = min(a, b), max(a, b)
-    if a + b < 170.0:
+    if a >= 1e-300 and a + b < 170.0:
         return math.gamma(a) * (math.gamma(b) / math.gamma(a + b))
-    return math.exp(math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b))
+    return math.exp(_lbeta_far(a, b))
 
 
 def _lbeta(a: float, b: float) -> float:
     a, b = min(a, b), max(a, b)
-    if a + b < 170.0:
+    if a >= 1e-300 and a + b < 170.0:
         return math.log(math.gamma(a) * (math.gamma(b) / math.gamma(a + b)))
-    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    return _lbeta_far(a, b)
+
+
+def _lbeta_far(a: float, b: float) -> float:
+    # log B(a, b), a <= b, where Gamma(a + b) overflows or a is tiny. lgamma(a) + lgamma(b) -
+    # lgamma(a + b) would cancel (lgamma(1e10) is 2e11, lbeta(1, 1e10) is -23), so Stirling's
+    # lgamma(x) = (x - 1/2) log x - x + log(2 pi)/2 + d(x), d its correction series (x >= 10),
+    # is subtracted by hand, s = a + b:
+    #   a >= 10: log(2 pi)/2 - log(s)/2 + (a - 1/2) log(a/s) + (b - 1/2) log(b/s)
+    #            + d(a) + d(b) - d(s), every log term negative (nothing cancels);
+    #   a < 10:  lgamma(a) - a log s + b (u - log1p(u)) + log1p(u)/2 + d(b) - d(s), u = a/b,
+    #            u - log1p(u) by its series below 1/2 (it is about u^2/2).
+    if b < 10.0:  # a tiny: lgamma(b) - lgamma(a + b) is small, and so is its rounding
+        return math.lgamma(a) + (math.lgamma(b) - math.lgamma(a + b))
+    s = a + b
+    corrections = []
+    for x in (a, b, s):
+        t = 1.0 / (x * x) if x >= 10.0 else 0.0
+        corrections.append((1.0 / 12 - t * (1.0 / 360 - t * (1.0 / 1260 - t * (
+            1.0 / 1680 - t * (1.0 / 1188 - t * (691.0 / 360360 - t / 156.0)))))) / x
+                           if x >= 10.0 else 0.0)
+    correction = corrections[1] - corrections[2]
+    if a >= 10.0:
+        return (0.9189385332046728 - 0.5 * math.log(s) - (a - 0.5) * math.log1p(b / a)
+                - (b - 0.5) * math.log1p(a / b) + corrections[0] + correction)
+    u = a / b
+    if u < 0.5:
+        rest, power, k = 0.0, u * u, 2
+        while power > 1e-17 * u * u:
+            rest += power / k if k % 2 == 0 else -power / k
+            power *= u
+            k += 1
+    else:
+        rest = u - math.log1p(u)
+    return (math.lgamma(a) - a * math.log(s) + b * rest + 0.5 * math.log1p(u) + correction)
