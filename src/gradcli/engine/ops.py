@@ -301,6 +301,21 @@ def _is_zero(node: Any) -> bool:
 # at x = 20) does not reach it: d/dx (1 - tanh**2) = -2 tanh tanh', with tanh' the float rule.
 # Numbers (eval's gradient, arrays, the complex step) take the form that keeps every digit.
 
+def _one_minus_square(x: Any) -> Any:
+    """1 - x**2, on numbers as (1 - x)(1 + x): both factors are exact near +-1, where 1 - x*x
+    cancels (asin' at 1 - 1e-8 kept 8 digits). In a formula 1 - x**2, whose gradient -2x keeps
+    its digits near 0, where that of (1 - x)(1 + x), (1 - x) - (1 + x), would not."""
+    return 1.0 - x * x if _written(x) else (1.0 - x) * (1.0 + x)
+
+
+def _digamma_drop(a: Any, b: Any) -> Any:
+    """digamma(b) - digamma(a + b), lbeta's slope in b: on floats without subtracting
+    (special.digamma_difference), elsewhere (a formula, arrays) as written."""
+    if type(a) is float and type(b) is float:
+        return -special.digamma_difference(a, b)
+    return F.digamma(b) - F.digamma(a + b)
+
+
 def _sigmoid_slope(x: Any, out: Any) -> Any:
     """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16."""
     return out * (1.0 - out) if _written(x) else out * F.sigmoid(-x)
@@ -477,12 +492,11 @@ _ROWS: list[Op] = [
            complex=cmath.cos, vector=lambda np, x: np.cos(x), summary="cosine (radians)"),
     _unary("tan", math.tan, lambda x, out: 1.0 + out * out,
            complex=cmath.tan, vector=lambda np, x: np.tan(x), summary="tangent (radians)"),
-    # (1 - x)(1 + x), not 1 - x*x: both factors are exact near +-1, where 1 - x*x cancels.
-    _unary("asin", math.asin, lambda x, out: 1.0 / F.sqrt((1.0 - x) * (1.0 + x)),
+    _unary("asin", math.asin, lambda x, out: 1.0 / F.sqrt(_one_minus_square(x)),
            domain=forms.unit_interval,
            complex=cmath.asin, vector=lambda np, x: np.arcsin(x), summary="arc sine",
            aliases=("arcsin",)),
-    _unary("acos", math.acos, lambda x, out: -1.0 / F.sqrt((1.0 - x) * (1.0 + x)),
+    _unary("acos", math.acos, lambda x, out: -1.0 / F.sqrt(_one_minus_square(x)),
            domain=forms.unit_interval,
            complex=cmath.acos, vector=lambda np, x: np.arccos(x), summary="arc cosine",
            aliases=("arccos",)),
@@ -518,7 +532,7 @@ _ROWS: list[Op] = [
            domain=forms.at_least_one, complex=cmath.acosh, vector=lambda np, x: np.arccosh(x),
            summary="inverse hyperbolic cosine, x >= 1 (derivative at 1: an error)",
            aliases=("arccosh",)),
-    _unary("atanh", math.atanh, lambda x, out: 1.0 / ((1.0 - x) * (1.0 + x)),
+    _unary("atanh", math.atanh, lambda x, out: 1.0 / _one_minus_square(x),
            domain=forms.open_unit_interval, complex=cmath.atanh, vector=lambda np, x: np.arctanh(x),
            summary="inverse hyperbolic tangent, -1 < x < 1", aliases=("arctanh",)),
     # --- special functions: no complex form (math has none to continue); NumPy has none
@@ -540,7 +554,7 @@ _ROWS: list[Op] = [
     _unary("gamma", math.gamma, lambda x, out: out * F.digamma(x), domain=forms.not_a_pole,
            complex=NONE, vector=NONE,
            summary="gamma function (0 and the negative integers are poles: an error)"),
-    _unary("lgamma", math.lgamma, lambda x, out: F.digamma(x), domain=forms.not_a_pole,
+    _unary("lgamma", special._lgamma, lambda x, out: F.digamma(x), domain=forms.not_a_pole,
            complex=NONE, vector=NONE, summary="log |gamma(x)|"),
     _unary("digamma", special._digamma, lambda x, out: F.polygamma(1.0, x),
            domain=forms.not_a_pole, complex=NONE, vector=NONE,
@@ -563,12 +577,12 @@ _ROWS: list[Op] = [
             lambda n, x, out: 0.5 * (F.ive(F.abs(n - 1.0), x) + F.ive(_next_order(n, "ive"), x))
             - F.sign(x) * out, domain=forms.ive_domain, complex=NONE, vector=NONE,
             summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
-    _binary("beta", special._beta, lambda a, b, out: out * (F.digamma(a) - F.digamma(a + b)),
-            lambda a, b, out: out * (F.digamma(b) - F.digamma(a + b)), domain=forms.positive_pair,
+    _binary("beta", special._beta, lambda a, b, out: out * _digamma_drop(b, a),
+            lambda a, b, out: out * _digamma_drop(a, b), domain=forms.positive_pair,
             complex=NONE, vector=NONE,
             summary="beta function gamma(a) gamma(b) / gamma(a + b), a, b > 0"),
-    _binary("lbeta", special._lbeta, lambda a, b, out: F.digamma(a) - F.digamma(a + b),
-            lambda a, b, out: F.digamma(b) - F.digamma(a + b), domain=forms.positive_pair,
+    _binary("lbeta", special._lbeta, lambda a, b, out: _digamma_drop(b, a),
+            lambda a, b, out: _digamma_drop(a, b), domain=forms.positive_pair,
             complex=NONE, vector=NONE, summary="log of beta(a, b), a, b > 0"),
     # --- activations and pieces ------------------------------------------------------------
     _unary("sigmoid", _sigmoid, _sigmoid_slope,
