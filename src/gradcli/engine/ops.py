@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine import forms, special
-from gradcli.errors import UsageError
+from gradcli.errors import NumericError, UsageError
 
 Rule = Callable[..., Any]
 
@@ -295,6 +295,103 @@ def _is_zero(node: Any) -> bool:
     return node.op.name == "const" and node.value == 0.0
 
 
+# --- rules with a form for numbers and a form for formulas -----------------------------------
+# A formula (``gradcli diff``) is printed in the textbook form; a Hessian evaluates that formula's
+# gradient with the float rules, so what a formula's own value loses to cancellation (1 - tanh**2
+# at x = 20) does not reach it: d/dx (1 - tanh**2) = -2 tanh tanh', with tanh' the float rule.
+# Numbers (eval's gradient, arrays, the complex step) take the form that keeps every digit.
+
+def _one_minus_square(x: Any) -> Any:
+    """1 - x**2, on numbers as (1 - x)(1 + x): both factors are exact near +-1, where 1 - x*x
+    cancels (asin' at 1 - 1e-8 kept 8 digits). In a formula 1 - x**2, whose gradient -2x keeps
+    its digits near 0, where that of (1 - x)(1 + x), (1 - x) - (1 + x), would not."""
+    return 1.0 - x * x if _written(x) else (1.0 - x) * (1.0 + x)
+
+
+def _digamma_drop(a: Any, b: Any) -> Any:
+    """digamma(b) - digamma(a + b), lbeta's slope in b: on floats without subtracting
+    (special.digamma_difference), elsewhere (a formula, arrays) as written."""
+    if type(a) is float and type(b) is float:
+        return -special.digamma_difference(a, b)
+    return F.digamma(b) - F.digamma(a + b)
+
+
+def _sigmoid_slope(x: Any, out: Any) -> Any:
+    """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16."""
+    return out * (1.0 - out) if _written(x) else out * F.sigmoid(-x)
+
+
+def _silu_slope(x: Any, out: Any) -> Any:
+    """sigmoid(x) (1 + x (1 - sigmoid(x))), with 1 - sigmoid(x) as sigmoid(-x) on numbers."""
+    rest = 1.0 - F.sigmoid(x) if _written(x) else F.sigmoid(-x)
+    return F.sigmoid(x) * (1.0 + x * rest)
+
+
+def _tanh_slope(x: Any, out: Any) -> Any:
+    """1 - tanh**2, on numbers as 4 sigmoid(2x) sigmoid(-2x): 1 - tanh**2 cancels for |x| > 1
+    (it is 0 from |x| = 19 on, where the answer is 1e-16); 1/cosh**2 would overflow."""
+    return 1.0 - out * out if _written(x) else 4.0 * F.sigmoid(2.0 * x) * F.sigmoid(-2.0 * x)
+
+
+def _atan_slope(x: Any, out: Any) -> Any:
+    """1/(1 + x**2) as square(1/hypot(x, 1)): x**2 overflows at 1.3e154, and in a formula (a
+    Hessian) so would x**2 or hypot(x, 1)**2, where the answers are tiny floats."""
+    return F.square(_inverse_hypot(x))
+
+
+def _atan2_slope(x: Any, y: Any) -> Any:
+    """x/(x**2 + y**2) (d/dy atan2(y, x); d/dx is this of -y, x), on numbers as x/h/h with
+    h = hypot(x, y): x**2 + y**2 overflows at 1e154 and underflows to 0 at 1e-162."""
+    if _written(x) or _written(y):
+        return x / (x * x + y * y)
+    return x / F.hypot(x, y) / F.hypot(x, y)
+
+
+def _inverse_hypot(x: Any) -> Any:
+    """1/sqrt(x**2 + 1) without x**2, which overflows at |x| = 1.3e154."""
+    return 1.0 / F.hypot(x, 1.0)
+
+
+TINY_NORMAL = 2.2250738585072014e-308
+
+
+def _hypot_slope(x: Any, y: Any, out: Any) -> Any:
+    """d/dx hypot(x, y) = x / hypot(x, y). Where hypot is subnormal it has few digits
+    (hypot(5e-324, 5e-324) rounds to 5e-324), so on numbers x and y are first divided by the
+    larger: the quotient is the same, and hypot has its digits back. A formula is x/hypot(x, y)."""
+    if _written(x) or _written(y) or (type(out) is float and out >= TINY_NORMAL):
+        return x / out
+    larger = F.max(F.abs(x), F.abs(y))
+    return x / larger / F.hypot(x / larger, y / larger)
+
+
+def _xlogy_slope(x: Any, y: Any, out: Any) -> Any:
+    """d/dx xlogy(x, y) = log(y), and 0 where x = 0 whatever y (PyTorch's xlogy(x != 0, y)):
+    so the second derivative of 0**y in y, xlogy(0**y != 0, 0) d(0**y)/dy, is 0 for y > 0, as
+    PyTorch and JAX have it. A formula is written log(y), except at a zero y (0**y's)."""
+    zero_y = (_written(y) and _is_zero(y)) or (type(y) is float and y == 0.0)
+    if (_written(x) or _written(y)) and not zero_y:
+        return F.log(y)
+    return F.xlogy(F.ne(x, 0.0), y)
+
+
+ORDER_LIMITS = {"polygamma": forms.MAX_POLYGAMMA_ORDER, "ive": forms.MAX_IVE_ORDER}
+
+
+def _next_order(n: Any, name: str) -> Any:
+    """n + 1, the order of polygamma's and ive's derivative. In a formula (``gradcli diff``, a
+    Hessian) a constant n at the largest order is a NumericError: the derivative would be a
+    function that ``eval`` refuses. On numbers n + 1 is computed (gradients of the largest
+    order: the float function has no limit of its own)."""
+    if _written(n) and n.op.name == "const" and n.value + 1.0 > ORDER_LIMITS[name]:
+        order = f"{n.value:g}"
+        raise NumericError(
+            f"the derivative of {name}({order}, x) is {name}({n.value + 1.0:g}, x), above the "
+            f"largest order of {name}, {ORDER_LIMITS[name]}",
+            hint=f"differentiate {name} of an order below {ORDER_LIMITS[name]}")
+    return n + 1.0
+
+
 def _gelu_tanh_slope(x: Any, out: Any) -> Any:
     s = F.sigmoid(GELU_TANH_SCALE * (x + 0.044715 * x * x * x))
     return s + x * s * (1.0 - s) * GELU_TANH_SCALE * (1.0 + 0.134145 * x * x)
@@ -372,7 +469,7 @@ _ROWS: list[Op] = [
             complex=lambda x, y: forms.complex_logaddexp(x * LN2, y * LN2) / LN2,
             vector=lambda np, x, y: np.logaddexp2(x, y),
             summary="log2(2 ** x + 2 ** y) without overflow"),
-    _binary("xlogy", special._xlogy, lambda x, y, out: F.log(y), lambda x, y, out: x / y,
+    _binary("xlogy", special._xlogy, _xlogy_slope, lambda x, y, out: x / y,
             domain=forms.log_of_y, complex=forms.complex_xlogy, vector=forms.vector_xlogy,
             summary="x * log(y), and 0 where x = 0 (pow's d/dy at a zero base)"),
     _unary("sqrt", math.sqrt, lambda x, out: 0.5 / out, domain=forms.non_negative,
@@ -395,21 +492,24 @@ _ROWS: list[Op] = [
            complex=cmath.cos, vector=lambda np, x: np.cos(x), summary="cosine (radians)"),
     _unary("tan", math.tan, lambda x, out: 1.0 + out * out,
            complex=cmath.tan, vector=lambda np, x: np.tan(x), summary="tangent (radians)"),
-    _unary("asin", math.asin, lambda x, out: 1.0 / F.sqrt(1.0 - x * x), domain=forms.unit_interval,
+    _unary("asin", math.asin, lambda x, out: 1.0 / F.sqrt(_one_minus_square(x)),
+           domain=forms.unit_interval,
            complex=cmath.asin, vector=lambda np, x: np.arcsin(x), summary="arc sine",
            aliases=("arcsin",)),
-    _unary("acos", math.acos, lambda x, out: -1.0 / F.sqrt(1.0 - x * x), domain=forms.unit_interval,
+    _unary("acos", math.acos, lambda x, out: -1.0 / F.sqrt(_one_minus_square(x)),
+           domain=forms.unit_interval,
            complex=cmath.acos, vector=lambda np, x: np.arccos(x), summary="arc cosine",
            aliases=("arccos",)),
-    _unary("atan", math.atan, lambda x, out: 1.0 / (1.0 + x * x),
+    _unary("atan", math.atan, _atan_slope,
            complex=cmath.atan, vector=lambda np, x: np.arctan(x), summary="arc tangent",
            aliases=("arctan",)),
-    _binary("atan2", math.atan2, lambda y, x, out: x / (x * x + y * y),
-            lambda y, x, out: -y / (x * x + y * y),
+    _binary("atan2", math.atan2, lambda y, x, out: _atan2_slope(x, y),
+            lambda y, x, out: _atan2_slope(-y, x),
             complex=forms.complex_atan2, vector=lambda np, y, x: np.arctan2(y, x),
             summary="angle of the point (x, y), in C/Python argument order",
             aliases=("arctan2",)),
-    _binary("hypot", math.hypot, lambda x, y, out: x / out, lambda x, y, out: y / out,
+    _binary("hypot", math.hypot, lambda x, y, out: _hypot_slope(x, y, out),
+            lambda x, y, out: _hypot_slope(y, x, out),
             complex=forms.complex_hypot, vector=lambda np, x, y: np.hypot(x, y),
             summary="sqrt(x**2 + y**2) without overflow"),
     _unary("deg2rad", math.radians, lambda x, out: math.pi / 180.0,
@@ -423,16 +523,16 @@ _ROWS: list[Op] = [
            complex=cmath.sinh, vector=lambda np, x: np.sinh(x), summary="hyperbolic sine"),
     _unary("cosh", math.cosh, lambda x, out: F.sinh(x),
            complex=cmath.cosh, vector=lambda np, x: np.cosh(x), summary="hyperbolic cosine"),
-    _unary("tanh", math.tanh, lambda x, out: 1.0 - out * out,
+    _unary("tanh", math.tanh, _tanh_slope,
            complex=cmath.tanh, vector=lambda np, x: np.tanh(x), summary="hyperbolic tangent"),
-    _unary("asinh", math.asinh, lambda x, out: 1.0 / F.sqrt(x * x + 1.0),
+    _unary("asinh", math.asinh, lambda x, out: _inverse_hypot(x),
            complex=cmath.asinh, vector=lambda np, x: np.arcsinh(x),
            summary="inverse hyperbolic sine", aliases=("arcsinh",)),
-    _unary("acosh", math.acosh, lambda x, out: 1.0 / F.sqrt((x - 1.0) * (x + 1.0)),
+    _unary("acosh", math.acosh, lambda x, out: 1.0 / F.sqrt(x - 1.0) / F.sqrt(x + 1.0),
            domain=forms.at_least_one, complex=cmath.acosh, vector=lambda np, x: np.arccosh(x),
            summary="inverse hyperbolic cosine, x >= 1 (derivative at 1: an error)",
            aliases=("arccosh",)),
-    _unary("atanh", math.atanh, lambda x, out: 1.0 / ((1.0 - x) * (1.0 + x)),
+    _unary("atanh", math.atanh, lambda x, out: 1.0 / _one_minus_square(x),
            domain=forms.open_unit_interval, complex=cmath.atanh, vector=lambda np, x: np.arctanh(x),
            summary="inverse hyperbolic tangent, -1 < x < 1", aliases=("arctanh",)),
     # --- special functions: no complex form (math has none to continue); NumPy has none
@@ -454,14 +554,15 @@ _ROWS: list[Op] = [
     _unary("gamma", math.gamma, lambda x, out: out * F.digamma(x), domain=forms.not_a_pole,
            complex=NONE, vector=NONE,
            summary="gamma function (0 and the negative integers are poles: an error)"),
-    _unary("lgamma", math.lgamma, lambda x, out: F.digamma(x), domain=forms.not_a_pole,
+    _unary("lgamma", special._lgamma, lambda x, out: F.digamma(x), domain=forms.not_a_pole,
            complex=NONE, vector=NONE, summary="log |gamma(x)|"),
     _unary("digamma", special._digamma, lambda x, out: F.polygamma(1.0, x),
            domain=forms.not_a_pole, complex=NONE, vector=NONE,
            summary="d/dx lgamma(x), the psi function"),
     # The order n changes only in whole steps: d/dn is 0, as for floor (a constant n is usual).
     _binary("polygamma", special._polygamma, lambda n, x, out: 0.0,
-            lambda n, x, out: F.polygamma(n + 1.0, x), domain=forms.polygamma_domain,
+            lambda n, x, out: F.polygamma(_next_order(n, "polygamma"), x),
+            domain=forms.polygamma_domain,
             complex=NONE, vector=NONE,
             summary="n-th derivative of digamma, n a whole number from 0 to 100"),
     # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
@@ -475,18 +576,18 @@ _ROWS: list[Op] = [
            vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1",
            aliases=("bessel_i1e",)),
     _binary("ive", special._ive, lambda n, x, out: 0.0,
-            lambda n, x, out: 0.5 * (F.ive(F.abs(n - 1.0), x) + F.ive(n + 1.0, x))
+            lambda n, x, out: 0.5 * (F.ive(F.abs(n - 1.0), x) + F.ive(_next_order(n, "ive"), x))
             - F.sign(x) * out, domain=forms.ive_domain, complex=NONE, vector=NONE,
             summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
-    _binary("beta", special._beta, lambda a, b, out: out * (F.digamma(a) - F.digamma(a + b)),
-            lambda a, b, out: out * (F.digamma(b) - F.digamma(a + b)), domain=forms.positive_pair,
+    _binary("beta", special._beta, lambda a, b, out: out * _digamma_drop(b, a),
+            lambda a, b, out: out * _digamma_drop(a, b), domain=forms.positive_pair,
             complex=NONE, vector=NONE,
             summary="beta function gamma(a) gamma(b) / gamma(a + b), a, b > 0"),
-    _binary("lbeta", special._lbeta, lambda a, b, out: F.digamma(a) - F.digamma(a + b),
-            lambda a, b, out: F.digamma(b) - F.digamma(a + b), domain=forms.positive_pair,
+    _binary("lbeta", special._lbeta, lambda a, b, out: _digamma_drop(b, a),
+            lambda a, b, out: _digamma_drop(a, b), domain=forms.positive_pair,
             complex=NONE, vector=NONE, summary="log of beta(a, b), a, b > 0"),
     # --- activations and pieces ------------------------------------------------------------
-    _unary("sigmoid", _sigmoid, lambda x, out: out * (1.0 - out),
+    _unary("sigmoid", _sigmoid, _sigmoid_slope,
            complex=forms.complex_sigmoid, vector=lambda np, x: np.exp(-np.logaddexp(0.0, -x)),
            summary="1 / (1 + e ** -x)", aliases=("logistic",)),
     _unary("relu", _relu, lambda x, out: F.heaviside(x),
@@ -498,7 +599,7 @@ _ROWS: list[Op] = [
     _unary("logit", special._logit, lambda x, out: 1.0 / (x * (1.0 - x)), domain=forms.probability,
            complex=forms.complex_logit, vector=forms.vector_logit,
            summary="log(x / (1 - x)), the inverse of sigmoid, 0 < x < 1"),
-    _unary("silu", special._silu, lambda x, out: F.sigmoid(x) * (1.0 + x * (1.0 - F.sigmoid(x))),
+    _unary("silu", special._silu, _silu_slope,
            complex=lambda x: x * forms.complex_sigmoid(x),
            vector=lambda np, x: x * forms.vector_sigmoid(np, x),
            summary="x * sigmoid(x)", aliases=("swish",)),
@@ -527,7 +628,7 @@ _ROWS: list[Op] = [
             vector=lambda np, x, a: np.where(x > 0.0, x, a * x),
             summary="x for x > 0, else a * x; at 0 the slope is a (as relu's)"),
     _unary("softsign", special._softsign,
-           lambda x, out: 1.0 / ((1.0 + F.abs(x)) * (1.0 + F.abs(x))),
+           lambda x, out: F.square(1.0 / (1.0 + F.abs(x))),  # (1 + |x|)**2 would overflow
            complex=lambda x: x / (1.0 + forms.complex_abs(x)),
            vector=lambda np, x: x / (1.0 + np.abs(x)), summary="x / (1 + |x|)"),
     _unary("mish", special._mish, _mish_slope,
@@ -579,7 +680,10 @@ _ROWS: list[Op] = [
     _unary("trunc", special._trunc, lambda x, out: 0.0,
            complex=forms.complex_of_step(special._trunc),
            vector=lambda np, x: np.trunc(x), summary="x without its fraction; slope 0"),
-    _binary("mod", special._mod, lambda x, y, out: 1.0, lambda x, y, out: -F.floor(x / y),
+    # d/dy is -q, q the whole number with x = q y + out: round((x - out) / y), not
+    # floor(x / y), which rounds 1/0.1 up to 10 where x % y (0.0999...95) took 9.
+    _binary("mod", special._mod, lambda x, y, out: 1.0,
+            lambda x, y, out: -F.round((x - out) / y),
             domain=forms.nonzero_divisor, complex=forms.complex_mod,
             vector=lambda np, x, y: np.mod(x, y),
             summary="x - y * floor(x / y), the sign of y; also written x % y, as in Python and "

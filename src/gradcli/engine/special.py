@@ -113,13 +113,46 @@ def _erfinv(x: float) -> float:
     return math.copysign(y, x)
 
 
+def _lgamma(x: float) -> float:
+    # log |Gamma(x)|. math.lgamma loses up to 1e-3 relatively near its zeros 1 and 2 (and tens of
+    # ulps near its minimum), so between 0.5 and 2.5 it is the series about 2,
+    # lgamma(2 + z) = (1 - euler) z + sum_k>=2 (-1)^k (zeta(k) - 1) z^k / k, whose terms fall
+    # like (z/2)^k: for z = x - 2 from -0.75 on (x - 2 exact), and below 1.25 through
+    # lgamma(x) = lgamma(x + 1) - log(x), z = x - 1 (exact); math.lgamma elsewhere.
+    if not 0.5 <= x <= 2.5:
+        return math.lgamma(x)
+    z = x - 2.0 if x >= 1.25 else x - 1.0
+    total, power = 0.42278433509846713 * z, -z
+    for k, coefficient in enumerate(ZETA_MINUS_ONE, 2):
+        power *= -z
+        total += coefficient * power / k
+    return total if x >= 1.25 else total - math.log(x)
+
+
+ZETA_MINUS_ONE = (  # zeta(k) - 1 for k = 2, 3, ...: the series of lgamma about 2
+    0.6449340668482264, 0.2020569031595943, 0.08232323371113819, 0.03692775514336993,
+    0.01734306198444914, 0.008349277381922827, 0.00407735619794434, 0.0020083928260822143,
+    0.0009945751278180853, 0.0004941886041194645, 0.0002460865533080483, 0.00012271334757848915,
+    6.124813505870483e-05, 3.058823630702049e-05, 1.528225940865187e-05, 7.637197637899763e-06,
+    3.81729326499984e-06, 1.908212716553939e-06, 9.539620338727962e-07, 4.769329867878064e-07,
+    2.38450502727733e-07, 1.1921992596531106e-07, 5.960818905125948e-08, 2.980350351465228e-08,
+    1.4901554828365043e-08, 7.45071178983543e-09, 3.725334024788457e-09, 1.862659723513049e-09,
+    9.313274324196682e-10, 4.656629065033784e-10, 2.3283118336765053e-10, 1.164155017270052e-10,
+    5.820772087902701e-11, 2.9103850444971e-11, 1.4551921891041985e-11, 7.275959835057482e-12,
+    3.637979547378651e-12, 1.818989650307066e-12, 9.094947840263888e-13, 4.547473783042154e-13,
+)
+
+
 def _digamma(x: float) -> float:
     # psi(x): reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 0, the recurrence
     # psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
     # log x - 1/(2x) - sum B_2k / (2k x**2k), whose terms past the seventh are below 1e-17 there.
     result = 0.0
-    if x < 0.0:  # tan has period pi: x - round(x) keeps its argument small and exact
-        result = -math.pi / math.tan(math.pi * (x - round(x)))
+    if x < 0.0:  # cot(pi x), as in _polygamma: exactly 0 at a half-integer
+        t = x - round(x)
+        cot = (1.0 / math.tan(math.pi * t) if math.fabs(t) <= 0.25
+               else math.copysign(math.tan(math.pi * (0.5 - math.fabs(t))), t))
+        result = -math.pi * cot
         x = 1.0 - x
     while x < 10.0:
         result -= 1.0 / x
@@ -145,7 +178,12 @@ def _polygamma(n: float, x: float) -> float:
             derived = [k * poly[k] for k in range(1, len(poly))] + [0.0, 0.0]
             poly = [-derived[k] - (derived[k - 2] if k >= 2 else 0.0)
                     for k in range(len(derived))]
-        c = 1.0 / math.tan(math.pi * (x - round(x)))  # cot(pi x), as in _digamma
+        # cot(pi x) from t = x - round(x) in [-1/2, 1/2] (exact): 1/tan(pi t) near 0, and
+        # tan(pi (1/2 - |t|)) (1/2 - |t| exact) near +-1/2, where it is exactly 0 at a
+        # half-integer: 1/tan(pi/2) would be 6e-17, which the polynomial multiplies by n!.
+        t = x - round(x)
+        c = (1.0 / math.tan(math.pi * t) if math.fabs(t) <= 0.25
+             else math.copysign(math.tan(math.pi * (0.5 - math.fabs(t))), t))
         cot = 0.0
         for coefficient in reversed(poly):
             cot = cot * c + coefficient
@@ -308,15 +346,72 @@ def _reciprocal(x: float) -> float:
 
 def _beta(a: float, b: float) -> float:
     # Gamma(a) (Gamma(b) / Gamma(a + b)), a <= b, while the gammas are floats (the quotient
-    # stays moderate); beyond, exp(lbeta).
+    # stays moderate); beyond, exp(lbeta), lbeta from _lbeta_far (no lgamma differences).
     a, b = min(a, b), max(a, b)
-    if a + b < 170.0:
+    if a >= 1e-300 and a + b < 170.0:
         return math.gamma(a) * (math.gamma(b) / math.gamma(a + b))
-    return math.exp(math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b))
+    return math.exp(_lbeta_far(a, b))
 
 
 def _lbeta(a: float, b: float) -> float:
     a, b = min(a, b), max(a, b)
-    if a + b < 170.0:
+    if a >= 1e-300 and a + b < 170.0:
         return math.log(math.gamma(a) * (math.gamma(b) / math.gamma(a + b)))
-    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    return _lbeta_far(a, b)
+
+
+def _lbeta_far(a: float, b: float) -> float:
+    # log B(a, b), a <= b, where Gamma(a + b) overflows or a is tiny. lgamma(a) + lgamma(b) -
+    # lgamma(a + b) would cancel (lgamma(1e10) is 2e11, lbeta(1, 1e10) is -23), so Stirling's
+    # lgamma(x) = (x - 1/2) log x - x + log(2 pi)/2 + d(x), d its correction series (x >= 10),
+    # is subtracted by hand, s = a + b:
+    #   a >= 10: log(2 pi)/2 - log(s)/2 + (a - 1/2) log(a/s) + (b - 1/2) log(b/s)
+    #            + d(a) + d(b) - d(s), every log term negative (nothing cancels);
+    #   a < 10:  lgamma(a) - a log s + b (u - log1p(u)) + log1p(u)/2 + d(b) - d(s), u = a/b,
+    #            u - log1p(u) by its series below 1/2 (it is about u^2/2).
+    if b < 10.0:  # a tiny: lgamma(b) - lgamma(a + b) is small, and so is its rounding
+        return math.lgamma(a) + (math.lgamma(b) - math.lgamma(a + b))
+    s = a + b
+    corrections = []
+    for x in (a, b, s):
+        t = 1.0 / (x * x) if x >= 10.0 else 0.0
+        corrections.append((1.0 / 12 - t * (1.0 / 360 - t * (1.0 / 1260 - t * (
+            1.0 / 1680 - t * (1.0 / 1188 - t * (691.0 / 360360 - t / 156.0)))))) / x
+                           if x >= 10.0 else 0.0)
+    correction = corrections[1] - corrections[2]
+    if a >= 10.0:
+        return (0.9189385332046728 - 0.5 * math.log(s) - (a - 0.5) * math.log1p(b / a)
+                - (b - 0.5) * math.log1p(a / b) + corrections[0] + correction)
+    u = a / b
+    if u < 0.5:
+        rest, power, k = 0.0, u * u, 2
+        while power > 1e-17 * u * u:
+            rest += power / k if k % 2 == 0 else -power / k
+            power *= u
+            k += 1
+    else:
+        rest = u - math.log1p(u)
+    return (math.lgamma(a) - a * math.log(s) + b * rest + 0.5 * math.log1p(u) + correction)
+
+
+def digamma_difference(a: float, b: float) -> float:
+    """psi(b + a) - psi(b) for a, b > 0, without subtracting the two: beta's and lbeta's slopes
+    (psi(b) - psi(a + b) is -1.6e-10 at a = 1e-10, b = 1, where psi(b) is -0.58 and the
+    difference of two floats keeps 6 digits). A helper of the derivative rules, not a row.
+
+    psi(x + 1) = psi(x) + 1/x moves b up to 10 and adds a / (b (b + a)) at each step; from there
+    on the asymptotic series' differences: log1p(a/b) + a / (2 b (b + a)) + sum_k B_2k / (2k)
+    (b^-2k - (b + a)^-2k), the last as b^-2k (-expm1(-2k log1p(a/b))): each term positive."""
+    total = 0.0
+    while b < 10.0:
+        total += a / (b * (b + a))
+        b += 1.0
+    ratio = math.log1p(a / b)
+    total += ratio + a / (2.0 * b * (b + a))
+    inverse = 1.0 / (b * b)
+    power = 1.0
+    for k, bernoulli in enumerate((1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66,
+                                   -691.0 / 2730, 7.0 / 6), 1):
+        power *= inverse
+        total += bernoulli / (2 * k) * power * -math.expm1(-2 * k * ratio)
+    return total

@@ -38,7 +38,8 @@ gives it as JSON.
 
 A function's aliases (`ln` for `log`, `arcsin` for `asin`, ...) are among its spellings: they are
 accepted wherever the function is, and printed under its name. Conventions at kinks, jumps and
-poles: [the language](language.md#conventions-and-domains).
+poles: [the language](language.md#conventions-and-domains). How accurate each function and its
+first and second derivatives are, measured against mpmath: [accuracy](accuracy.md).
 
 The constants are {constants}.
 

@@ -1,0 +1,188 @@
+"""Every row of the op table against mpmath, as benchmarks/accuracy.py measures it: value,
+gradient and Hessian the way ``eval`` computes them, a sample of each row's grid per run (the
+whole grid is the benchmark's; ``GRADCLI_ACCURACY_SEED`` picks another sample), within the
+bounds of issue 28: value and first derivatives within 4 ulps times max(1, condition number),
+second derivatives within 1e-13 relatively times the same. Then the issue's own cases, one by one.
+
+A row that cannot meet a bound everywhere is listed in ``RELAXED`` with its factor and the
+reason, the same as docs/accuracy.md says; nothing else is widened.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import random
+import sys
+from pathlib import Path
+
+import mpmath
+import pytest
+
+import gradcli
+from gradcli.engine.graph import forward
+from gradcli.engine.ops import OPS
+from gradcli.errors import NumericError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("accuracy", ROOT / "benchmarks" / "accuracy.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["accuracy"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+accuracy = _benchmark()
+SEED = os.environ.get("GRADCLI_ACCURACY_SEED", "28")
+SAMPLE = 5  # grid points a row (besides its ``pairs``, which are always measured)
+RANDOM = 2
+
+# (case, order) -> (factor on the bound, why). Orders: 0 value, 1 gradient, 2 Hessian.
+RELAXED: dict[tuple[str, int], tuple[float, str]] = {
+    ("lgamma(x)", 0): (2.0, "near its minimum (1.46) the series about 2 cancels a factor 2-3: "
+                            "up to 7 ulps where the condition number is below 1"),
+}
+
+
+def _sample(case) -> list[tuple]:
+    rng = random.Random(f"{SEED}:{case.text}")
+    pairs = [tuple(v for f, v in zip(case.fixed, pair, strict=True) if f is None)
+             for pair in case.reference.pairs
+             if all(f is None or f == v for f, v in zip(case.fixed, pair, strict=True))]
+    grid = accuracy.points(case, rng, RANDOM)
+    return pairs + rng.sample(grid, min(len(grid), SAMPLE + RANDOM))
+
+
+def test_every_row_of_the_op_table_has_a_reference():
+    assert set(accuracy.REFERENCES) == set(OPS)
+
+
+@pytest.mark.parametrize("case", accuracy.cases(), ids=lambda case: case.text)
+def test_every_row_is_within_the_bound(case):
+    tallies = accuracy.measure(case, _sample(case))
+    for order, tally in enumerate(tallies):
+        factor = RELAXED.get((case.text, order), (1.0, ""))[0]
+        worst = max(tally.ratios, default=0.0)
+        assert worst <= factor, "\n".join(tally.failures)
+        assert not tally.missed, "\n".join(tally.failures)
+
+
+def test_relaxations_are_still_needed():
+    """A relaxed row whose grid meets the plain bound loses its relaxation."""
+    for (text, order), (factor, _) in RELAXED.items():
+        (case,) = [case for case in accuracy.cases() if case.text == text]
+        tally = accuracy.measure(case, accuracy.points(case, random.Random(28), 0))[order]
+        assert 1.0 < max(tally.ratios) <= factor, (text, order, max(tally.ratios))
+
+
+# --- the issue's table, case by case -----------------------------------------------------------
+
+mpmath.mp.dps = 50
+
+
+def _close(got: float, true, rel: float) -> None:
+    """Within ``rel`` relatively, or within the smallest subnormal (an answer that underflows)."""
+    slack = max(rel * abs(true), mpmath.mpf(5e-324))
+    assert abs(mpmath.mpf(got) - true) <= slack, (got, mpmath.nstr(true, 17))
+
+
+def _value(text: str, **point: float) -> float:
+    """The value as eval's forward pass computes it (even where the gradient overflows)."""
+    program = gradcli.parse(text)
+    program.bind(point)
+    return forward(program.nodes)
+
+
+def _at(text: str, **point: float):
+    return gradcli.evaluate(text, point, check=False, order=2)
+
+
+@pytest.mark.parametrize(("n", "x"), [(4, -100.5), (10, -100.5), (20, -2.5), (3, -2.5)])
+def test_polygamma_reflection_is_exact_at_half_integers(n, x):
+    """cot(pi x) is 0 there: 1/tan(pi/2) was 6e-17, which the cotangent's n-th derivative
+    multiplied into 6e-06 where the answer is -3e-15 (n = 10)."""
+    _close(_at(f"polygamma({n}, x)", x=x).value, mpmath.polygamma(n, x), 1e-13)
+
+
+@pytest.mark.parametrize(("a", "b"), [(1.0, 1e10), (0.5, 1e12), (3.0, 1e300), (1e3, 1e3),
+                                      (1e5, 3e5), (1e-300, 1e-300), (2.5, 1e15)])
+def test_beta_and_lbeta_far_out_do_not_cancel(a, b):
+    a_, b_ = mpmath.mpf(a), mpmath.mpf(b)
+    with mpmath.workdps(700):
+        true = +(mpmath.loggamma(a_) + mpmath.loggamma(b_) - mpmath.loggamma(a_ + b_))
+    _close(_value("lbeta(a, b)", a=a, b=b), true, 4e-16)
+    # exp(lbeta): lbeta's rounding is amplified |lbeta| times, as the condition number says
+    _close(_value("beta(a, b)", a=a, b=b), mpmath.exp(true), 4e-16 * max(1, abs(true)))
+
+
+def test_asin_and_acos_derivatives_near_one_keep_their_digits():
+    x = 0.9999999925101855
+    true = 1 / mpmath.sqrt((1 - mpmath.mpf(x)) * (1 + mpmath.mpf(x)))
+    _close(_at("asin(x)", x=x).gradients["x"], true, 4e-16)
+    _close(_at("acos(x)", x=x).gradients["x"], -true, 4e-16)
+    _close(_at("atanh(x)", x=x).gradients["x"], true ** 2, 4e-16)
+
+
+def test_mod_slope_is_the_quotient_taken():
+    result = _at("mod(x, y)", x=1.0, y=0.1)
+    assert result.value == 1.0 % 0.1
+    assert result.gradients["y"] == -9.0  # 1 % 0.1 is 1 - 9*0.1, not 1 - 10*0.1
+
+
+def test_hypot_slope_at_subnormals():
+    gradients = gradcli.evaluate("hypot(x, y)", {"x": 5e-324, "y": 5e-324}, check=False).gradients
+    assert gradients["x"] == gradients["y"] == pytest.approx(math.sqrt(0.5), rel=1e-15)
+
+
+@pytest.mark.parametrize(("text", "x", "true"), [
+    ("tanh(x)", 20.0, lambda x: 1 / mpmath.cosh(x) ** 2),
+    ("sigmoid(x)", 40.0, lambda x: mpmath.exp(-x) / (1 + mpmath.exp(-x)) ** 2),
+    ("asinh(x)", 1e200, lambda x: 1 / mpmath.sqrt(x * x + 1)),
+    ("acosh(x)", 1e300, lambda x: 1 / mpmath.sqrt(x * x - 1)),
+    ("atan(x)", 1e160, lambda x: 1 / (x * x + 1)),
+])
+def test_slopes_far_out_are_not_zero(text, x, true):
+    _close(_at(text, x=x).gradients["x"], true(mpmath.mpf(x)), 1e-15)
+
+
+@pytest.mark.parametrize(("text", "x"), [("asinh(x)", 1e200), ("acosh(x)", 1e300),
+                                         ("atan(x)", 1e200), ("softsign(x)", 1e200),
+                                         ("tanh(x)", 300.0)])
+def test_hessians_far_out_are_the_tiny_numbers_they_are(text, x):
+    """No x**2 that overflows on the way to an answer that underflows; no 1 - tanh**2."""
+    second = {"asinh(x)": lambda t: -t / (t * t + 1) ** 1.5,
+              "acosh(x)": lambda t: -t / (t * t - 1) ** 1.5,
+              "atan(x)": lambda t: -2 * t / (t * t + 1) ** 2,
+              "softsign(x)": lambda t: -2 / (1 + t) ** 3,
+              "tanh(x)": lambda t: -2 * mpmath.tanh(t) / mpmath.cosh(t) ** 2}[text]
+    _close(_at(text, x=x).hessian.matrix["x"]["x"], second(mpmath.mpf(x)), 1e-13)
+
+
+def test_atan2_slopes_at_tiny_and_huge_points():
+    tiny = gradcli.evaluate("atan2(y, x)", {"y": 1e-300, "x": 1e-300}, check=False).gradients
+    assert tiny == {"y": pytest.approx(5e299, rel=1e-15), "x": pytest.approx(-5e299, rel=1e-15)}
+    huge = gradcli.evaluate("atan2(y, x)", {"y": 1.0, "x": 1e200}, check=False).gradients
+    assert huge["y"] == pytest.approx(1e-200, rel=1e-15)
+
+
+def test_second_derivative_of_zero_to_a_power_is_zero_as_the_peers_say():
+    result = _at("0**y", y=2.0)
+    assert (result.gradients["y"], result.hessian.matrix["y"]["y"]) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize(("text", "order", "limit"), [("polygamma(n, x)", 100, 100),
+                                                      ("ive(n, x)", 30, 30)])
+def test_the_highest_order_diff_prints_is_one_eval_accepts(text, order, limit):
+    below = text.replace("n", str(order - 1), 1)
+    printed = gradcli.differentiate(below, ["x"]).texts()["x"]
+    assert f"({order}, x)" in printed
+    assert math.isfinite(gradcli.evaluate(printed, {"x": 3.0}, check=False).value)
+    at = text.replace("n", str(order), 1)
+    with pytest.raises(NumericError, match=f"above the largest order .*{limit}"):
+        gradcli.differentiate(at, ["x"])
+    with pytest.raises(NumericError, match="above the largest order"):
+        _at(at, x=3.0)
