@@ -21,11 +21,11 @@ import errno
 import os
 import stat
 
-from gradcli.errors import UsageError, visible
-
 
 def write_file(path: str, data: bytes) -> None:
     """``write_atomically``, a failure being the usage error that names the file."""
+    from gradcli.errors import UsageError, visible  # the module itself needs only the stdlib
+
     try:
         write_atomically(path, data)
     except OSError as error:
