@@ -143,7 +143,8 @@ TOLERANCE = Tolerance()
                    "that have a Jacobian; one program with one scalar output: a usage error).")
 @click.option("--full", is_flag=True,
               help="Tables print every element of large arrays (default: shape, min, max and "
-                   "a few entries).")
+                   "a few entries); --json writes every node's arrays whole (default: a node's "
+                   "array of over 1,000 elements as its min, max and norm).")
 @click.option("--save", metavar="FILE.npz",
               help="Also write the value, every input's point and gradient (the Hessian with "
                    "--hessian, the Jacobian of several outputs) and the check's verdict to "
@@ -230,7 +231,7 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     return replace(request, cluster=address, skip=options["skip"], save=save)
 
 
-_TABLE_ONLY = ("digits", "full")  # they shape tables and batch lines; JSON and CSV keep it all
+_TABLE_ONLY = ("digits",)  # it shapes tables and batch lines; JSON and CSV keep every digit
 _CHECK_ONLY = ("rtol", "atol", "check_method", "check_nodes")  # they tune the check
 
 
@@ -242,8 +243,11 @@ def _refuse_options_without_effect(ctx: click.Context, data_format: str | None,
     for name in _TABLE_ONLY:
         if data_format and _given(ctx, name):
             raise UsageError(f"--{name.replace('_', '-')} shapes tables and batch lines, and "
-                             f"{data_format} always prints every digit and element",
+                             f"{data_format} always prints every digit",
                              hint=f"drop --{name.replace('_', '-')}, or {data_format}")
+    if data_format == "--csv" and _given(ctx, "full"):
+        raise UsageError("--full prints every element of large arrays, and --csv writes a "
+                         "sweep's numbers, every one of them", hint="drop --full, or --csv")
     for name in _CHECK_ONLY:
         if no_check and _given(ctx, name):
             raise UsageError(f"--{name.replace('_', '-')} tunes the finite-difference check, "

@@ -37,7 +37,8 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
     if as_json:
         from gradcli.output.records import json_pieces, result_record
 
-        sys.stdout.writelines(json_pieces(result_record(result, source, nodes=nodes)))
+        sys.stdout.writelines(json_pieces(result_record(result, source, nodes=nodes,
+                                                        full=full)))
         sys.stdout.write("\n")
     else:
         from gradcli.output.views import make_console, result_view

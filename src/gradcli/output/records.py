@@ -41,7 +41,8 @@ def result_arrays(result: Any) -> dict[str, Any]:
 
 
 def result_record(
-    result: Result | FreeResult, source: str, line: int | None = None, nodes: bool = True
+    result: Result | FreeResult, source: str, line: int | None = None, nodes: bool = True,
+    full: bool = False,
 ) -> dict[str, Any]:
     """``{"expression", "value", "gradients", "nodes", "check", "error": null}``, plus
     ``"hessian"`` and ``"hessian_check"`` with order 2 (an array program's blocks as nested
@@ -50,7 +51,10 @@ def result_record(
 
     ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
     ``json_pieces`` write it; ``list()`` it to look at it. Without ``nodes`` (``--no-nodes``)
-    the record has no ``"nodes"`` key, and no node's label is made."""
+    the record has no ``"nodes"`` key, and no node's label is made. An array program's point,
+    value and gradients are written whole; a node's value or gradient of more than
+    ``JSON_SHOWN_ELEMENTS`` elements as its summary ``{"min", "max", "norm"}`` (and
+    ``"summarised": true``) unless ``full``: a 1000x1000 matrix is not 20 MB of every node."""
     if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
         return jacobian_record(result, source, line, nodes)
     record: dict[str, Any] = {} if line is None else {"line": line}
@@ -64,7 +68,8 @@ def result_record(
         value=result.value,
         gradients=_lists(result.gradients) if arrays else result.gradients,
         # an iterator: dumps and json_pieces write it in chunks
-        nodes=map(_listed_node, result.node_records()) if arrays else result.node_records(),
+        nodes=(_listed_node(node, full) for node in result.node_records()) if arrays
+        else result.node_records(),
         check=None if check is None else check_record(check),
         error=None,
     )
@@ -92,10 +97,26 @@ def _listed(value: Any) -> Any:
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-def _listed_node(record: dict[str, Any]) -> dict[str, Any]:
-    record["value"] = _listed(record["value"])
-    record["grad"] = _listed(record["grad"])
+JSON_SHOWN_ELEMENTS = 1000  # NumPy's print threshold: larger node arrays are summarised
+
+
+def _listed_node(record: dict[str, Any], full: bool = False) -> dict[str, Any]:
+    for key in ("value", "grad"):
+        value = record[key]
+        if not full and getattr(value, "size", 0) > JSON_SHOWN_ELEMENTS:
+            record[key] = _summary(value)
+            record["summarised"] = True
+        else:
+            record[key] = _listed(value)
     return record
+
+
+def _summary(array: Any) -> dict[str, float]:
+    """A large array as its least and largest element and its Euclidean norm."""
+    import numpy as np
+
+    return {"min": float(np.min(array)), "max": float(np.max(array)),
+            "norm": float(np.linalg.norm(array.ravel()))}
 
 
 def free_record(result: FreeResult, source: str, record: dict[str, Any]) -> dict[str, Any]:
