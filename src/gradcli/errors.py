@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
 
@@ -100,7 +99,6 @@ class GradcliNameError(GradcliError):
     kind = "name"
 
 
-@dataclass
 class Note:
     """A program that parses but may not say what was meant: in ``PI*x``, ``PI`` is a variable
     of its own, while the constant is ``pi``.
@@ -110,16 +108,28 @@ class Note:
     so ``Program.notes`` lists them and the caller decides: show each note whose ``name`` gets no
     value, or refuse with ``note.error()``. The fields are a ``GradcliError``'s (``title``,
     ``message``, a caret under ``column`` of ``source_line``, ``hint``, ``one_line()``), so one
-    display serves both.
+    display serves both. (A plain class: every start of gradcli loads this module, and a
+    dataclass costs about 1 ms there.)
     """
 
     kind: ClassVar[str] = "note"
-    name: str  # the name as written: "PI"
-    meant: str  # the constant or function it differs from only by case: "pi"
-    what: str  # "constant" or "function"
-    line: int | None = None
-    column: int | None = None
-    source_line: str | None = None
+
+    def __init__(self, name: str, meant: str, what: str, line: int | None = None,
+                 column: int | None = None, source_line: str | None = None) -> None:
+        self.name = name  # the name as written: "PI"
+        self.meant = meant  # the constant or function it differs from only by case: "pi"
+        self.what = what  # "constant" or "function"
+        self.line = line
+        self.column = column
+        self.source_line = source_line
+
+    def __repr__(self) -> str:
+        return f"Note(name={self.name!r}, meant={self.meant!r}, what={self.what!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Note) and vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as before
 
     @property
     def message(self) -> str:
