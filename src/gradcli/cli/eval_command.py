@@ -25,7 +25,7 @@ from gradcli.cli.show import show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
 from gradcli.errors import GradcliError, UsageError
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
-from gradcli.gradcheck.point import (
+from gradcli.gradcheck.tolerances import (
     BATCH_NODE_CHECK_LIMIT,
     DEFAULT_ATOL,
     DEFAULT_RTOL,

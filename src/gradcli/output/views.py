@@ -29,13 +29,13 @@ from gradcli.engine.notation import format_number
 from gradcli.engine.ops import CONST
 from gradcli.errors import GradcliError, listed, plural, visible
 from gradcli.gradcheck.evaluation import FreeResult, LineOutcome, NodeRow, Result
-from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.limits import MAX_DRAWN_NODES
 
-if TYPE_CHECKING:  # graph trees only: eval's table imports neither
+if TYPE_CHECKING:  # annotations only: graph trees, pictures and the check's types
     from rich.console import JustifyMethod
     from rich.tree import Tree
 
+    from gradcli.gradcheck.point import CheckReport, GradientCheck
     from gradcli.output.pictures import GraphPicture, TreeEntry
 
 # The narrowest layout gradcli makes: the longest number (24 characters, -2.2250738585072014e-308)
