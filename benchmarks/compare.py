@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -157,24 +158,38 @@ def measure(args: list[str], stdin: Path | None = None, expect: int = 0) -> Samp
     return Sample(wall, usage.ru_utime + usage.ru_stime)
 
 
-def median_of(runs: int, args: list[str]) -> Sample:
-    """The median wall and CPU time of ``runs`` runs of a short process."""
+def least_of(runs: int, args: list[str]) -> Sample:
+    """The least wall and CPU time of ``runs`` runs of a short process: other work on the
+    machine only ever adds to a run's time, so the least is the closest to the process's own."""
     samples = [measure(args) for _ in range(runs)]
-    return Sample(statistics.median(s.wall for s in samples),
-                  statistics.median(s.cpu for s in samples))
+    return Sample(min(s.wall for s in samples), min(s.cpu for s in samples))
 
 
-def import_seconds(args: list[str]) -> Sample:
-    """The sum of the modules' own import times that ``-X importtime`` reports (both columns
-    of the Sample hold it: it is a time measured inside the process)."""
-    done = subprocess.run(args, capture_output=True, text=True, env=ENV, check=True)
-    total = 0
-    for line in done.stderr.splitlines():
-        if line.startswith("import time:") and "|" in line:
-            own = line.split(":", 1)[1].split("|", 1)[0].strip()
-            if own.isdigit():
-                total += int(own)
-    return Sample(total / 1e6, total / 1e6)
+def import_seconds(runs: int, args: list[str]) -> Sample:
+    """The sum of the modules' own import times that ``-X importtime`` reports, the least of
+    ``runs`` runs (both columns of the Sample hold it: it is measured inside the process)."""
+    totals = []
+    for _ in range(runs):
+        done = subprocess.run(args, capture_output=True, text=True, env=ENV, check=True)
+        totals.append(sum(int(own) for own in (
+            line.split(":", 1)[1].split("|", 1)[0].strip()
+            for line in done.stderr.splitlines() if line.startswith("import time:"))
+            if own.isdigit()))
+    return Sample(min(totals) / 1e6, min(totals) / 1e6)
+
+
+def instructions(args: list[str], stdin: Path | None = None) -> int:
+    """The instructions one run executes, counted by valgrind's callgrind: the same on a busy
+    machine as on a quiet one (about 50 times slower to run, so used for small workloads)."""
+    with open(stdin or os.devnull, "rb") as source:
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                               *args], stdin=source, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, check=False,
+                              env={**ENV, "PYTHONHASHSEED": "0", "GRADCLI_JOBS": "1"})
+    counted = re.search(r"Collected : (\d+)", done.stderr)
+    if counted is None:
+        raise SystemExit(f"valgrind: {done.stderr[-1000:]}")
+    return int(counted.group(1))
 
 
 def workloads_to_run(args: argparse.Namespace, folder: Path) -> list[Workload]:
@@ -183,15 +198,16 @@ def workloads_to_run(args: argparse.Namespace, folder: Path) -> list[Workload]:
     result: list[Workload] = []
     if "W1" in chosen:
         result += [
-            Workload("W1 table", lambda v: median_of(args.w1_runs, [v.gradcli, "eval", *seed])),
-            Workload("W1 --json", lambda v: median_of(
+            Workload("W1 table", lambda v: least_of(args.w1_runs, [v.gradcli, "eval", *seed])),
+            Workload("W1 --json", lambda v: least_of(
                 args.w1_runs, [v.gradcli, "eval", *seed, "--json"])),
             Workload("W1 imports (table, -X importtime)", lambda v: import_seconds(
-                [v.python, "-X", "importtime", v.gradcli, "eval", *seed])),
+                args.w1_runs, [v.python, "-X", "importtime", v.gradcli, "eval", *seed])),
             Workload("W1 imports (--json, -X importtime)", lambda v: import_seconds(
-                [v.python, "-X", "importtime", v.gradcli, "eval", *seed, "--json"])),
+                args.w1_runs, [v.python, "-X", "importtime", v.gradcli, "eval", *seed,
+                               "--json"])),
             # The same for both versions: the yardstick of issue 31's goals
-            Workload("reference: import click, lark, rich", lambda v: median_of(
+            Workload("reference: import click, lark, rich", lambda v: least_of(
                 args.w1_runs, [v.python, "-c", workloads.REFERENCE_IMPORTS])),
         ]
     if "W2" in chosen:
@@ -277,6 +293,44 @@ def against_reference(items: list[Workload], versions: list[Version]) -> str:
     return "\n".join(lines)
 
 
+def count_instructions(args: argparse.Namespace, folder: Path,
+                       versions: list[Version]) -> dict[str, dict[str, int]]:
+    """Instructions of W1 (table, --json), the reference imports and a batch of
+    ``args.instructions`` W2 programs (one process), per version."""
+    batch = folder / "w2-counted.txt"
+    batch.write_text("\n".join(workloads.batch_programs(args.instructions)) + "\n", "utf-8")
+    point = workloads.value_flags(workloads.batch_point())
+    seed = [workloads.SEED_EXPRESSION, *workloads.SEED_VALUES]
+    runs: dict[str, Callable[[Version], int]] = {
+        "W1 table": lambda v: instructions([v.python, v.gradcli, "eval", *seed]),
+        "W1 --json": lambda v: instructions([v.python, v.gradcli, "eval", *seed, "--json"]),
+        "reference: import click, lark, rich": lambda v: instructions(
+            [v.python, "-c", workloads.REFERENCE_IMPORTS]),
+        f"W2 batch of {args.instructions:,}, --json (check on), one process": lambda v:
+            instructions([v.python, v.gradcli, "eval", "-", "--json", *point], batch),
+    }
+    counted: dict[str, dict[str, int]] = {}
+    for name, run in runs.items():
+        counted[name] = {v.label: run(v) for v in versions}
+        print(f"counted: {name}", file=sys.stderr, flush=True)
+    return counted
+
+
+def instruction_table(counted: dict[str, dict[str, int]], old: Version, new: Version) -> str:
+    lines = ["| workload | old | new | new/old |", "|---|---:|---:|---:|"]
+    for name, by in counted.items():
+        lines.append(f"| {name} | {by[old.label] / 1e6:,.0f} M | {by[new.label] / 1e6:,.0f} M "
+                     f"| {by[new.label] / by[old.label]:.3f} |")
+    reference = counted.get("reference: import click, lark, rich")
+    if reference:
+        for version in (old, new):
+            base = reference[version.label]
+            ratios = ", ".join(f"{name} {counted[name][version.label] / base:.2f}"
+                               for name in ("W1 table", "W1 --json"))
+            lines.append(f"\n{version.label}, over the reference imports: {ratios}")
+    return "\n".join(lines)
+
+
 def machine() -> str:
     return (f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.system()} "
             f"{platform.release()}, load average {os.getloadavg()[0]:.1f}")
@@ -292,7 +346,10 @@ def main() -> None:
                         help="W2 programs (default 2,000; run.py's W2 has 10,000)")
     parser.add_argument("--wide", type=int, default=100_000, help="W3 nodes (default 100,000)")
     parser.add_argument("--w1-runs", type=int, default=5,
-                        help="W1 processes per version and round, of which the median counts")
+                        help="W1 processes per version and round, of which the least counts")
+    parser.add_argument("--instructions", type=int, default=0, metavar="N",
+                        help="also count the instructions (valgrind) of W1 and of a batch of N "
+                             "W2 programs in one process, once per version")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="gradcli-compare-"))
     try:
@@ -301,7 +358,7 @@ def main() -> None:
         versions = [old, new]
         items = workloads_to_run(args, folder)
         for version in versions:  # warm-up: the page cache, and bytecode pip did not write
-            median_of(1, [version.gradcli, "eval", workloads.SEED_EXPRESSION,
+            least_of(1, [version.gradcli, "eval", workloads.SEED_EXPRESSION,
                           *workloads.SEED_VALUES])
         for item in items:
             item.samples = {v.label: [] for v in versions}
@@ -312,6 +369,7 @@ def main() -> None:
                 for version in order:
                     item.samples[version.label].append(item.run(version))
             print(f"round {number + 1} of {args.rounds} done", file=sys.stderr, flush=True)
+        counted = count_instructions(args, folder, versions) if args.instructions else {}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print(f"old: {old.label}; new: {new.label}\n\n{started} at the start\n")
@@ -323,6 +381,9 @@ def main() -> None:
     if reference:
         print(f"\nW1 over the bare imports (`{workloads.REFERENCE_IMPORTS}`), issue 31's "
               f"yardstick:\n\n{reference}")
+    if counted:
+        print(f"\nInstructions (valgrind's callgrind; the same on a busy machine):\n\n"
+              f"{instruction_table(counted, old, new)}")
 
 
 if __name__ == "__main__":

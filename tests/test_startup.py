@@ -19,6 +19,8 @@ import pytest
 from gradcli.cli.base import COMMANDS, every_command
 
 SEED = ["eval", "(x*W+b-t)**2", "--x", "2", "--W", "3", "--b", "1", "--t", "8"]
+# The finite-difference check: loaded only when it runs
+CHECK = {"gradcli.gradcheck.point", "gradcli.gradcheck.steps", "gradcli.engine.replay"}
 
 # gradcli's own modules on the path of one scalar eval: the command, the parser and its
 # tables, the graph and its ops, the evaluation and its finite-difference check.
@@ -35,9 +37,9 @@ GRADCLI = {
     "gradcli.engine", "gradcli.engine.ops", "gradcli.engine.core_ops", "gradcli.engine.forms",
     "gradcli.engine.special", "gradcli.engine.graph", "gradcli.engine.notation",
     "gradcli.engine.replay",
-    "gradcli.gradcheck", "gradcli.gradcheck.evaluation", "gradcli.gradcheck.point",
-    "gradcli.gradcheck.steps",
+    "gradcli.gradcheck", "gradcli.gradcheck.evaluation", "gradcli.gradcheck.tolerances",
     "gradcli.output",
+    *CHECK,
 }
 # Standard modules gradcli adds to what its dependencies import.
 STANDARD = {
@@ -89,6 +91,13 @@ def test_the_seed_example_imports_only_what_it_uses(output):
     assert not unexpected, (
         f"the seed example ({output}) now imports {unexpected}: import it where it is used, "
         "or add it to ALLOWED in tests/test_startup.py with the reason")
+
+
+@pytest.mark.parametrize("output", [[], ["--json"]], ids=["table", "json"])
+def test_the_check_loads_only_when_it_runs(output):
+    run = "import sys; from gradcli.cli import main; sys.argv[0] = 'gradcli'; main()"
+    assert set(_imported(run, [*SEED, *output])) >= CHECK
+    assert not CHECK & set(_imported(run, [*SEED, *output, "--no-check"]))
 
 
 def test_other_commands_load_only_when_they_run():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import ClassVar
 
@@ -101,7 +100,6 @@ class GradcliNameError(GradcliError):
     kind = "name"
 
 
-@dataclass
 class Note:
     """A program that parses but may not say what was meant. Three readings:
 
@@ -115,17 +113,29 @@ class Note:
     variable ``PI``, so ``Program.notes`` lists them and the caller decides: show each note whose
     ``name`` gets no value, or refuse with ``note.error()``; a ``shadow`` note is always shown.
     The fields are a ``GradcliError``'s (``title``, ``message``, a caret under ``column`` of
-    ``source_line``, ``hint``, ``one_line()``), so one display serves both.
+    ``source_line``, ``hint``, ``one_line()``), so one display serves both. (A plain class:
+    every start of gradcli loads this module, and a dataclass costs about 1 ms there.)
     """
 
     kind: ClassVar[str] = "note"
-    name: str  # the name as written: "PI"
-    meant: str  # the constant or function it may stand for: "pi"; for a function, its call
-    what: str  # "constant" or "function"
-    line: int | None = None
-    column: int | None = None
-    source_line: str | None = None
-    reading: str = "case"  # "case", "function" or "shadow" (above)
+
+    def __init__(self, name: str, meant: str, what: str, line: int | None = None,
+                 column: int | None = None, source_line: str | None = None,
+                 reading: str = "case") -> None:
+        self.name = name  # the name as written: "PI"
+        self.meant = meant  # the constant or function it may stand for; a function's call
+        self.what = what  # "constant" or "function"
+        self.line = line
+        self.column = column
+        self.source_line = source_line
+        self.reading = reading  # "case", "function" or "shadow" (above)
+
+    def __repr__(self) -> str:
+        return (f"Note(name={self.name!r}, meant={self.meant!r}, what={self.what!r}, "
+                f"reading={self.reading!r})")
+
+    def __eq__(self, other: object) -> bool:  # (and so unhashable: it is mutable)
+        return isinstance(other, Note) and vars(self) == vars(other)
 
     @property
     def message(self) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +25,7 @@ from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
 from gradcli.errors import GradcliError, UsageError, visible
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
-from gradcli.gradcheck.point import (
+from gradcli.gradcheck.tolerances import (
     BATCH_NODE_CHECK_LIMIT,
     DEFAULT_ATOL,
     DEFAULT_RTOL,
@@ -160,20 +159,23 @@ def eval_command(ctx: click.Context, **options: Any) -> None:
     ctx.exit(run_eval(request))
 
 
-@dataclass(frozen=True)
 class EvalRequest:
     """What one ``gradcli eval`` asks for, checked and typed: made from click's options by
-    ``eval_request``, carried out by ``run_eval``."""
+    ``eval_request``, carried out by ``run_eval``. (A plain class: see ``ProgramText``.)"""
 
-    program: ProgramText | None  # None: a batch, one program per line of stdin
-    given: Given  # the values (a range or list for a swept variable) and how they were written
-    settings: EvalSettings
-    output: str  # "table", "json" or "csv"
-    digits: int | None = None  # significant digits in tables (None: every digit)
-    full: bool = False  # tables print every element of large arrays
-    cluster: ClusterAddress | None = None  # where batches and sweeps run (None: here)
-    skip: int = 0  # stdin lines a batch skips (--skip)
-    save: str | None = None  # --save FILE.npz: the result's arrays, for NumPy
+    def __init__(self, program: ProgramText | None, given: Given, settings: EvalSettings,
+                 output: str, digits: int | None = None, full: bool = False,
+                 cluster: ClusterAddress | None = None, skip: int = 0,
+                 save: str | None = None) -> None:
+        self.program = program  # None: a batch, one program per line of stdin
+        self.given = given  # the values (a range or list for a sweep) and how they were written
+        self.settings = settings
+        self.output = output  # "table", "json" or "csv"
+        self.digits = digits  # significant digits in tables (None: every digit)
+        self.full = full  # tables print every element of large arrays
+        self.cluster = cluster  # where batches and sweeps run (None: here)
+        self.skip = skip  # stdin lines a batch skips (--skip)
+        self.save = save  # --save FILE.npz: the result's arrays, for NumPy
 
     @property
     def values(self) -> dict[str, Value]:
@@ -228,7 +230,8 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                          "in .npz", hint="name the file FILE.npz")
     address = placement(ctx, options["cluster"], options["skip"], batch=program is None,
                         json_lines=as_json, sweep=request.is_sweep)
-    return replace(request, cluster=address, skip=options["skip"], save=save)
+    request.cluster, request.skip, request.save = address, options["skip"], save
+    return request
 
 
 _TABLE_ONLY = ("digits",)  # it shapes tables and batch lines; JSON and CSV keep every digit

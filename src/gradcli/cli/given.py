@@ -14,7 +14,6 @@ check lives here, where it is known how each value was written and which options
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gradcli.errors import MAX_LISTED_NAMES, UsageError, listed, visible
@@ -24,19 +23,27 @@ if TYPE_CHECKING:
     from gradcli.engine.graph import Program
 
 
-@dataclass(frozen=True)
 class Given:
-    """The values of ``--NAME VALUE`` and ``--set NAME=VALUE``, and how each was written."""
+    """The values of ``--NAME VALUE`` and ``--set NAME=VALUE``, and how each was written. (A
+    plain class, not a dataclass: one costs about 1 ms of start-up.)"""
 
-    values: dict[str, Value] = field(default_factory=dict)
-    spelled: dict[str, str] = field(default_factory=dict)  # name -> "--w 3" or "--set w=3"
-    options: tuple[str, ...] = ()  # the command's own long options: `--rtl 1` meant `--rtol`
-    optional: frozenset[str] = frozenset()  # may go unused (--values FILE --allow-unused)
-    # Other commands' options, and whose (``--wrt`` -> "gradcli diff"), with this command's name:
-    # ``gradcli eval ... --wrt y`` is an option of the wrong command, not a variable wrt. Made
-    # only for that error's words.
-    elsewhere: Callable[[], dict[str, str]] = dict
-    command: str = "this command"
+    def __init__(self, values: dict[str, Value] | None = None,
+                 spelled: dict[str, str] | None = None, options: tuple[str, ...] = (),
+                 optional: frozenset[str] = frozenset(),
+                 elsewhere: Callable[[], dict[str, str]] = dict,
+                 command: str = "this command") -> None:
+        self.values: dict[str, Value] = {} if values is None else values
+        self.spelled: dict[str, str] = {} if spelled is None else spelled  # name -> "--w 3"
+        self.options = options  # the command's own long options: `--rtl 1` meant `--rtol`
+        self.optional = optional  # may go unused (--values FILE --allow-unused)
+        # Other commands' options, and whose (``--wrt`` -> "gradcli diff"), with this
+        # command's name: ``gradcli eval ... --wrt y`` is an option of the wrong command, not a
+        # variable wrt. Made only for that error's words.
+        self.elsewhere = elsewhere
+        self.command = command
+
+    def __repr__(self) -> str:
+        return f"Given(values={self.values!r}, spelled={self.spelled!r})"
 
     @classmethod
     def read(cls, written: Iterable[tuple[str, str]], options: Iterable[str] = (),

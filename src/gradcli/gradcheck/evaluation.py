@@ -23,14 +23,7 @@ from gradcli.errors import (
     UsageError,
     listed,
 )
-from gradcli.gradcheck.point import (
-    DEFAULT_ATOL,
-    DEFAULT_RTOL,
-    METHODS,
-    NODE_CHECK_LIMIT,
-    CheckReport,
-    check_gradients,
-)
+from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
 from gradcli.language.parser import parse
 from gradcli.language.values import validate_values
 from gradcli.limits import MAX_NODES
@@ -39,6 +32,7 @@ if TYPE_CHECKING:
     from gradcli.engine.derivatives import SymbolicResult
     from gradcli.gradcheck.array_hessian import HvpResult
     from gradcli.gradcheck.hessian import HessianResult
+    from gradcli.gradcheck.point import CheckReport
 
 
 @dataclass(frozen=True)
@@ -248,8 +242,12 @@ def evaluate(
     require_values(program, values)
     program.bind(values)
     value = values_and_gradients(program)
-    report = check_gradients(program, settings.rtol, settings.atol, settings.node_check_limit,
-                             settings.check_method) if settings.check else None
+    report = None
+    if settings.check:
+        from gradcli.gradcheck.point import check_gradients  # the check, only when it runs
+
+        report = check_gradients(program, settings.rtol, settings.atol,
+                                 settings.node_check_limit, settings.check_method)
     point = {name: node.value for name, node in program.variables.items()}
     return Result(
         program=program,

@@ -59,16 +59,15 @@ from gradcli.gradcheck.steps import (
     step,
     tolerance,
 )
+from gradcli.gradcheck.tolerances import (  # noqa: F401 (named here too)
+    BATCH_NODE_CHECK_LIMIT,
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    METHODS,
+    NODE_CHECK_LIMIT,
+)
 from gradcli.limits import CHECK_BUDGET, VECTOR_CHECK_FACTOR
 
-DEFAULT_RTOL = 1e-5
-DEFAULT_ATOL = 1e-8
-# Above this many nodes the per-node check (one replay per node: quadratic) is skipped.
-NODE_CHECK_LIMIT = 300
-# A batch checks input gradients only unless asked (``--check-nodes``): the per-node check is a
-# diagnostic for one program's table and costs ~4 times the rest of a small program's check.
-BATCH_NODE_CHECK_LIMIT = 0
-METHODS = ("central", "complex", "richardson")  # the choices of --check-method
 COMPLEX_STEP = 1e-100  # relative to max(1, |v|); see the module docstring
 RICHARDSON_LEVELS = 15  # steps h0 ... h0 / 2^14: from max(1, |v|) / 8 down to ~eps^(1/3)
 _RICHARDSON_FIRST_STEP = 0.125

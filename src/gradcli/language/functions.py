@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gradcli.engine.graph import Node, nodes_of
 from gradcli.engine.ops import CONDITIONAL, CONST, CONSTANTS, FUNCTIONS
@@ -25,23 +24,30 @@ from gradcli.language.lalr import Token
 LABEL_LIMIT = 60  # a call written longer than this is labelled f(...)
 
 
-@dataclass
 class Head:
-    """``f(a, b)`` before the ``=`` of a definition: the name and the parameters' placeholders."""
+    """``f(a, b)`` before the ``=`` of a definition: the name and the parameters' placeholders.
+    (Plain classes, not dataclasses: every start of gradcli loads this module, and a dataclass
+    costs about 1 ms there.)"""
 
-    token: Token
-    parameters: dict[str, Node]
+    __slots__ = ("parameters", "token")
+
+    def __init__(self, token: Token, parameters: dict[str, Node]) -> None:
+        self.token = token
+        self.parameters = parameters
 
 
-@dataclass
 class Function:
     """A defined function: parameters, body, and what a call copies (``template``)."""
 
-    name: str
-    parameters: tuple[Node, ...]
-    body: Node
-    template: list[Node]  # the body's nodes that depend on a parameter, in creation order
-    token: Token  # the name in its definition
+    __slots__ = ("body", "name", "parameters", "template", "token")
+
+    def __init__(self, name: str, parameters: tuple[Node, ...], body: Node,
+                 template: list[Node], token: Token) -> None:
+        self.name = name
+        self.parameters = parameters
+        self.body = body
+        self.template = template  # the body's nodes that depend on a parameter, in order made
+        self.token = token  # the name in its definition
 
     @property
     def line(self) -> int:

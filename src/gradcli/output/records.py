@@ -5,11 +5,13 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradcli.errors import GradcliError, UsageError, listed
 from gradcli.gradcheck.evaluation import FreeResult, Result
-from gradcli.gradcheck.point import CheckReport, GradientCheck
+
+if TYPE_CHECKING:
+    from gradcli.gradcheck.point import CheckReport, GradientCheck
 
 
 def result_arrays(result: Any) -> dict[str, Any]:

@@ -16,7 +16,6 @@ import itertools
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from rich import box
@@ -30,13 +29,13 @@ from gradcli.engine.notation import format_number
 from gradcli.engine.ops import CONST
 from gradcli.errors import GradcliError, listed, plural, visible
 from gradcli.gradcheck.evaluation import FreeResult, LineOutcome, NodeRow, Result
-from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.limits import MAX_DRAWN_NODES
 
-if TYPE_CHECKING:  # graph trees only: eval's table imports neither
+if TYPE_CHECKING:  # annotations only: graph trees, pictures and the check's types
     from rich.console import JustifyMethod
     from rich.tree import Tree
 
+    from gradcli.gradcheck.point import CheckReport, GradientCheck
     from gradcli.output.pictures import GraphPicture, TreeEntry
 
 # The narrowest layout gradcli makes: the longest number (24 characters, -2.2250738585072014e-308)
@@ -145,7 +144,6 @@ def checked_digits(digits: int | None) -> int | None:
 # --- tables that never cut a number ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Column:
     """A column of a ``FittedTable``.
 
@@ -154,16 +152,25 @@ class Column:
     continue on the next lines: down to its header's longest word, and with ``words`` never
     narrower than the longest word of a cell either (a text with numbers in it). In the record
     layout a ``head`` column starts each row's block; the others show as ``header text``, and a
-    column with ``in_records=False`` is left out there.
+    column with ``in_records=False`` is left out there. (A plain class: a dataclass would cost
+    about 1 ms of every table's start-up, compiling its methods when this module loads.)
     """
 
-    header: str
-    justify: JustifyMethod = "left"
-    fold: bool = False
-    words: bool = False
-    head: bool = False
-    in_records: bool = True
-    style: str = ""
+    __slots__ = ("fold", "head", "header", "in_records", "justify", "style", "words")
+
+    def __init__(self, header: str, justify: JustifyMethod = "left", fold: bool = False,
+                 words: bool = False, head: bool = False, in_records: bool = True,
+                 style: str = "") -> None:
+        self.header = header
+        self.justify: JustifyMethod = justify
+        self.fold = fold
+        self.words = words
+        self.head = head
+        self.in_records = in_records
+        self.style = style
+
+    def __repr__(self) -> str:
+        return f"Column({self.header!r})"
 
 
 _NOTHING = ("", "—")  # cells the record layout leaves out (no input, no gradient, not checked)

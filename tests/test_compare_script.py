@@ -1,0 +1,45 @@
+"""benchmarks/compare.py's parts that decide its numbers (issue 31): what is counted, and how."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import compare  # noqa: E402
+
+
+def test_cpu_time_counts_the_work_of_the_processes_children():
+    """A batch's workers are children of gradcli's process: their CPU time must count."""
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+    parent = ("import subprocess, sys\n"
+              f"subprocess.run([sys.executable, '-c', {burn!r}], check=True)")
+    sample = compare.measure([sys.executable, "-c", parent])
+    assert sample.cpu >= 0.3
+    assert sample.wall >= 0.3
+
+
+def test_an_unexpected_exit_status_stops_the_comparison_with_the_error():
+    with pytest.raises(SystemExit, match="exit 3"):
+        compare.measure([sys.executable, "-c", "import sys; sys.exit(3)"])
+
+
+def test_the_spread_is_the_median_ratio_and_its_extremes():
+    assert compare._spread([0.9, 1.2, 0.8]) == "0.90 (0.80-1.20)"
+    assert compare._ratio([2.0, 4.0, 1.0], [1.0, 3.0, 1.0]) == "0.75 (0.50-1.00)"
+    assert compare._spread([]) == "-"
+
+
+def test_a_commit_is_exported_with_its_files(tmp_path):
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    label = compare.export(head, tmp_path / "tree")
+    assert label.startswith(head)
+    assert (tmp_path / "tree" / "pyproject.toml").read_bytes() == subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{head}:pyproject.toml"], capture_output=True,
+        check=True).stdout
+    assert (tmp_path / "tree" / "src" / "gradcli" / "cli" / "eval_command.py").is_file()
