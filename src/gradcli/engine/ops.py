@@ -316,15 +316,29 @@ def _digamma_drop(a: Any, b: Any) -> Any:
     return F.digamma(b) - F.digamma(a + b)
 
 
+BESSEL_SLOPE_LIMIT = 1e4  # |x| beyond which ive's slope has lost more than 2e-12 relatively
+
+
+def _bessel(x: Any, neighbours: Any) -> Any:
+    """``neighbours`` (the I_n-1 + I_n+1 of ive's slope), or a NumericError on a float x past
+    BESSEL_SLOPE_LIMIT: the slope is their half less the function, which agree to
+    1 - O(1/x), so it keeps about 16 - log10|x| digits, and none from |x| = 1e16 on."""
+    if type(x) is float and abs(x) > BESSEL_SLOPE_LIMIT:
+        raise NumericError(f"the derivative of i0e, i1e or ive at |x| = {abs(x):g} would lose its "
+                           f"digits (it is a difference of nearly equal terms beyond "
+                           f"|x| = {BESSEL_SLOPE_LIMIT:g})")
+    return neighbours
+
+
 def _sigmoid_slope(x: Any, out: Any) -> Any:
     """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16."""
     return out * (1.0 - out) if _written(x) else out * F.sigmoid(-x)
 
 
 def _silu_slope(x: Any, out: Any) -> Any:
-    """sigmoid(x) (1 + x (1 - sigmoid(x))), with 1 - sigmoid(x) as sigmoid(-x) on numbers."""
-    rest = 1.0 - F.sigmoid(x) if _written(x) else F.sigmoid(-x)
-    return F.sigmoid(x) * (1.0 + x * rest)
+    """sigmoid(x) (1 + x (1 - sigmoid(x))), 1 - sigmoid(x) written sigmoid(-x): its value
+    would cancel for x > 1, in a Hessian too (which evaluates it)."""
+    return F.sigmoid(x) * (1.0 + x * F.sigmoid(-x))
 
 
 def _tanh_slope(x: Any, out: Any) -> Any:
@@ -568,13 +582,16 @@ _ROWS: list[Op] = [
     # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
     # factor exp(-|x|) adds -sign(x) times the function (a kink at 0 for even n: slope 0 there,
     # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
-    _unary("i0e", special._i0e, lambda x, out: F.i1e(x) - F.sign(x) * out, complex=NONE,
+    _unary("i0e", special._i0e, lambda x, out: _bessel(x, F.i1e(x)) - F.sign(x) * out,
+           complex=NONE,
            vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0"),
     _unary("i1e", special._i1e,
-           lambda x, out: 0.5 * (F.i0e(x) + F.ive(2.0, x)) - F.sign(x) * out, complex=NONE,
+           lambda x, out: 0.5 * _bessel(x, F.i0e(x) + F.ive(2.0, x)) - F.sign(x) * out,
+           complex=NONE,
            vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1"),
     _binary("ive", special._ive, lambda n, x, out: 0.0,
-            lambda n, x, out: 0.5 * (F.ive(F.abs(n - 1.0), x) + F.ive(_next_order(n, "ive"), x))
+            lambda n, x, out: 0.5 * _bessel(x, F.ive(F.abs(n - 1.0), x)
+                                            + F.ive(_next_order(n, "ive"), x))
             - F.sign(x) * out, domain=forms.ive_domain, complex=NONE, vector=NONE,
             summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
     _binary("beta", special._beta, lambda a, b, out: out * _digamma_drop(b, a),
