@@ -407,8 +407,9 @@ def _next_order(n: Any, name: str) -> Any:
 
 
 def _gelu_tanh_slope(x: Any, out: Any) -> Any:
-    s = F.sigmoid(GELU_TANH_SCALE * (x + 0.044715 * x * x * x))
-    return s + x * s * (1.0 - s) * GELU_TANH_SCALE * (1.0 + 0.134145 * x * x)
+    u = GELU_TANH_SCALE * (x + 0.044715 * x * x * x)  # 1 - sigmoid(u) is sigmoid(-u): no 1 - s
+    s = F.sigmoid(u)
+    return s + x * s * F.sigmoid(-u) * GELU_TANH_SCALE * (1.0 + 0.134145 * x * x)
 
 
 def _mish_slope(x: Any, out: Any) -> Any:

@@ -204,11 +204,13 @@ def _polygamma(n: float, x: float) -> float:
         for k, b in enumerate(bernoulli, 1):
             total -= b / (2 * k) * inverse ** (2 * k)
     else:
-        series = math.factorial(n - 1) * inverse ** n + factorial / 2.0 * inverse ** (n + 1)
+        # x**-n times the series in 1/x, x**-n in two halves: (1/x)**n underflows (1e-4**98)
+        # where the whole, (n - 1)!/x**n, does not, and 1/x's rounding would be taken n times
+        series = math.factorial(n - 1) + factorial / 2.0 * inverse
         for k, b in enumerate(bernoulli, 1):
             series += (b * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
-                       * inverse ** (2 * k + n))
-        total += odd * series
+                       * inverse ** (2 * k))
+        total += odd * (series * x ** -(n // 2)) * x ** -(n - n // 2)
     return result + sign * total
 
 
