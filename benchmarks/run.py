@@ -5,6 +5,7 @@
     python benchmarks/run.py --only W1,W5
     python benchmarks/run.py --only A1,A2  # arrays: issue 16
     python benchmarks/run.py --only J1,J2  # a 100x100 Jacobian, diff of identities: issue 17
+    python benchmarks/run.py --only J3     # the cost of diff's self-check: issue 26
 
 gradcli runs as a user runs it: a separate process, ``gradcli eval`` on the workload's text
 (W5, whose CLI command is another issue's, calls ``vector.evaluate_vector``). Peers run in this
@@ -115,12 +116,12 @@ def w1(args: argparse.Namespace) -> None:
     """The four processes take turns, run after run, so that a slower or faster spell of the
     machine falls on all of them alike: their ratios are what the goals are about."""
     runs = 10 if args.quick else 41
-    expr, values = "(x*W+b-t)**2", ["--x", "2", "--W", "3", "--b", "1", "--t", "8"]
+    expr, values = workloads.SEED_EXPRESSION, workloads.SEED_VALUES
     commands = {
         "gradcli eval --json": [*GRADCLI, "eval", expr, *values, "--json"],
         "gradcli eval (table)": [*GRADCLI, "eval", expr, *values],
         "import click+lark+rich (reference)":
-            [sys.executable, "-c", "import click, lark, rich.console, rich.table"],
+            [sys.executable, "-c", workloads.REFERENCE_IMPORTS],
         "python -c pass (the floor)": [sys.executable, "-c", "pass"],
     }
     for command in commands.values():
@@ -143,7 +144,7 @@ def w2(args: argparse.Namespace, folder: Path) -> None:
     point = workloads.batch_point()
     source = folder / "w2.txt"
     source.write_text("\n".join(programs) + "\n", encoding="utf-8")
-    flags = [f"--{name}={value}" for name, value in point.items()]
+    flags = workloads.value_flags(point)
     count = len(programs)
     for label, extra, checked in (
             ("gradcli eval - --json --no-check", ["--no-check"], ""),
@@ -170,7 +171,7 @@ def w3(args: argparse.Namespace, folder: Path, nodes: int = 100_000, label: str 
     point = workloads.wide_point()
     # XL builds a few more than the default --max-nodes (10^6) allows: raise it for the workload.
     limit = 2 * nodes
-    flags = [f"--{name}={value}" for name, value in point.items()] + [f"--max-nodes={limit}"]
+    flags = [*workloads.value_flags(point), f"--max-nodes={limit}"]
     count = len(gradcli.parse(text, limit).nodes)
     outputs = [("gradcli eval -f (table)", [])]
     if label == "W3":
@@ -313,6 +314,50 @@ def j2(args: argparse.Namespace) -> None:
             "median, in process; goal <= 0.2 s")
 
 
+def j3(args: argparse.Namespace) -> None:
+    """The cost of ``gradcli diff``'s self-check (issue 26) on the J2 identities: in process
+    (building the gradients against checking them), and whole commands as a user runs them
+    (``gradcli diff`` against ``gradcli diff --no-check``, taking turns)."""
+    from gradcli.engine.array_diff import array_derivatives
+    from gradcli.gradcheck.derivative_check import DiffCheck, check
+
+    runs = 3 if args.quick else 11
+    spent = {"diff": 0.0, "check": 0.0, "command": 0.0, "unchecked": 0.0}
+    for program, shapes in workloads.IDENTITIES:
+        parsed = gradcli.parse(program)
+        texts = array_derivatives(parsed, shapes, None, 100_000)
+        medians = interleaved({
+            "diff": lambda p=parsed, s=shapes: array_derivatives(p, s, None, 100_000),
+            "check": lambda p=parsed, s=shapes, t=texts: check(
+                DiffCheck(p, dict(s), {}, "gradient", t))}, runs)
+        command = [*GRADCLI, "diff", program, *(
+            arg for name, shape in shapes.items()
+            for arg in ("--shape", f"{name}={'x'.join(map(str, shape))}"))]
+        processes = _taking_turns({"command": command, "unchecked": [*command, "--no-check"]},
+                                  max(3, runs // 2))
+        for name, seconds in (*medians.items(), *processes.items()):
+            spent[name] += seconds
+        row("J3", f"check of gradcli diff {program}", medians["check"], 1, "derivatives", None,
+            f"median, in process; building them {medians['diff'] * 1e3:.2f} ms")
+    row("J3", "the checks, in process (all identities)", spent["check"], 1, "identities", None,
+        f"{spent['check'] / spent['diff']:.0%} of building the derivatives "
+        f"({spent['diff']:.3f} s)")
+    row("J3", "gradcli diff, one process each (all)", spent["command"], 1, "identities", None,
+        f"--no-check {spent['unchecked']:.3f} s: the check adds "
+        f"{spent['command'] / spent['unchecked'] - 1:.0%}; goal <= 20%")
+
+
+def _taking_turns(commands: dict[str, list[str]], runs: int) -> dict[str, float]:
+    """Median wall seconds of each command's process, the commands taking turns."""
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs + 1):
+        for name, command in commands.items():
+            wall, _, status = run_process(command)
+            assert status == 0, (command, status)
+            walls[name].append(wall)
+    return {name: statistics.median(spent[1:]) for name, spent in walls.items()}
+
+
 def _array_rows(workload: str, actions: dict[str, Callable[[], object]], elements: int,
                 args: argparse.Namespace) -> None:
     medians = interleaved(actions, 5 if args.quick else 21)
@@ -361,7 +406,7 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs, smaller peer samples")
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,A1,A2,J1,J2,XL",
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,A1,A2,J1,J2,J3,XL",
                         help="comma-separated workloads")
     args = parser.parse_args()
     chosen = set(args.only.upper().split(","))
@@ -386,6 +431,8 @@ def main() -> None:
             j1(args)
         if "J2" in chosen:
             j2(args)
+        if "J3" in chosen:
+            j3(args)
         if "XL" in chosen:
             w3(args, folder, 1_000_000, "XL")
     finally:

@@ -12,6 +12,17 @@ import random
 SEED = 20261130
 NAMES = "xyzwv"
 
+# W1: the seed example, one process (run.py and compare.py run the same command line)
+SEED_EXPRESSION = "(x*W+b-t)**2"
+SEED_VALUES = ("--x", "2", "--W", "3", "--b", "1", "--t", "8")
+# What W1 is measured against: the bare imports of gradcli's dependencies
+REFERENCE_IMPORTS = "import click, lark, rich.console, rich.table"
+
+
+def value_flags(point: dict[str, float]) -> list[str]:
+    """``{"x": 0.5}`` -> ``["--x=0.5"]``: a point as gradcli's command line gives it."""
+    return [f"--{name}={value}" for name, value in point.items()]
+
 
 def _expression(rng: random.Random, leaves: list[str], ops: int) -> str:
     """A random expression with exactly ``ops`` operations over ``leaves`` (no recursion)."""

@@ -193,7 +193,7 @@ def test_printed_gradients_parse_back_to_evals_gradient(program, shapes, printed
         done = CliRunner().invoke(cli, ["diff", program, "--wrt", first, *[
             arg for name, shape in shapes.items()
             for arg in ("--shape", f"{name}={'x'.join(map(str, shape))}")]])
-        assert done.output.strip() == printed, done.output
+        assert done.stdout.strip() == printed, done.output
     for seed in range(3):
         rng = np.random.default_rng(seed)
         point = {name: rng.uniform(-2, 2, size=shape) for name, shape in shapes.items()}

@@ -164,3 +164,23 @@ def test_random_programs_match_finite_differences(xs, ys, f, g, op, reduce, seed
         np.testing.assert_allclose(result.gradients[name],
                                    _numeric_gradient(program, values, name),
                                    rtol=1e-5, atol=1e-7)
+
+
+def test_json_summarises_large_node_arrays_unless_full():
+    """Issue 30: the point, value and gradients are written whole; a node's array of more
+    than 1,000 elements is its min, max and norm (computed here by NumPy), all of it with
+    --full."""
+    rng = np.random.default_rng(1)
+    w, x = rng.normal(size=(40, 30)), rng.normal(size=30)
+    args = ["eval", "sum((W@x)**2)", "--W", json.dumps(w.tolist()), "--x",
+            json.dumps(x.tolist()), "--json", "--no-check"]
+    record = json.loads(CliRunner().invoke(cli, args).stdout)
+    np.testing.assert_allclose(record["gradients"]["W"], np.outer(2 * w @ x, x), rtol=1e-13)
+    (node,) = [node for node in record["nodes"] if node["label"] == "W"]
+    assert node["summarised"] and node["shape"] == [40, 30]
+    assert node["value"] == pytest.approx({"min": w.min(), "max": w.max(),
+                                           "norm": np.linalg.norm(w)}, rel=1e-15)
+    assert all("summarised" not in n for n in record["nodes"] if n["label"] != "W")
+    whole = json.loads(CliRunner().invoke(cli, [*args, "--full"]).stdout)
+    (node,) = [node for node in whole["nodes"] if node["label"] == "W"]
+    assert node["value"] == w.tolist() and "summarised" not in node

@@ -288,3 +288,33 @@ def test_errors_of_bad_files_name_their_kind(tmp_path):
     (error,) = json.loads(check(str(bad), "--json").stdout)["errors"]
     assert set(error) == ERROR_ENTRY_KEYS and error["kind"] == "check-file"
     assert (error["file"], error["line"], error["key"]) == (str(bad), 2, "check.name")
+
+
+def test_one_check_s_own_mistake_is_its_error_and_the_report_is_whole(tmp_path):
+    """A check whose shapes do not fit is that check's error (issue 30): the other checks and
+    files still run, and the table, JSON, JUnit file and annotations all have every check."""
+    first = tmp_path / "first.toml"
+    first.write_text('[[check]]\nname = "shapes"\nexpr = "sum(W@x)"\n'
+                     'at = {W = [[1, 2], [3, 4]], x = [1, 2, 3]}\nfinite = true\n\n'
+                     '[[check]]\nname = "square"\nexpr = "x*x"\nat = {x = 3}\nvalue = 9\n')
+    second = tmp_path / "second.toml"
+    second.write_text('[[check]]\nname = "sum"\nexpr = "sum(x*x)"\nat = {x = [1, 2]}\n'
+                      'gradients = {x = [2, 4]}\n')
+    junit = tmp_path / "report.xml"
+    result = CliRunner(env={"GITHUB_ACTIONS": "true"}).invoke(
+        cli, ["check", str(first), str(second), "--json", "--junit", str(junit)])
+    assert result.exit_code == ExitStatus.USAGE
+    report = json.loads(result.stdout)
+    verdicts = {check["name"]: check["status"] for check in report["checks"]}
+    assert verdicts == {"shapes": 2, "square": 0, "sum": 0}
+    (shapes,) = [check for check in report["checks"] if check["name"] == "shapes"]
+    (finding,) = shapes["findings"]
+    assert (finding["line"], finding["assertion"]) == (3, "usage error")
+    assert finding["message"] == "shape mismatch in #2 W@x: @ of shapes 2x2 and 3"
+    assert "'shapes'" not in finding["message"]  # the check's name is said by its entry
+    cases = {case.get("name"): case for case in ET.parse(junit).iter("testcase")}
+    assert set(cases) == {"shapes", "square", "sum"}
+    assert cases["shapes"].find("error").get("type") == "check error"
+    assert cases["square"].find("error") is None and cases["sum"].find("failure") is None
+    assert f"::error file={first},line=3,title=gradcli check shapes::usage error: shape " \
+           "mismatch" in result.stderr

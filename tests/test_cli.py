@@ -146,7 +146,8 @@ def test_json_errors_go_to_stdout_and_one_line_to_stderr():
         (["sinn(x)", "--x", "1"], 2),
         (["x", "--x", "abc"], 2),
         (["x", "--x", "nan"], 2),
-        (["pi", "--pi", "3"], 2),
+        (["pi", "--pi", "3"], 0),  # a variable named pi (issue 25)
+        (["exp + x", "--x", "1"], 2),  # a function's name without a value: a call's slip
         (["x", "--x"], 2),
         (["sqrt(x)", "--x", "-1"], 3),
         (["9**9**9"], 3),

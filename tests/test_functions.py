@@ -29,7 +29,11 @@ def invoke(*args: str):
 # --- aliases -------------------------------------------------------------------------------------
 
 ALIASES = {"ln": "log", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
-           "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2", "swish": "silu"}
+           "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2", "swish": "silu",
+           # other libraries' names (issue 25)
+           "radians": "deg2rad", "degrees": "rad2deg", "absolute": "abs", "fabs": "abs",
+           "remainder": "mod", "erf_inv": "erfinv", "bessel_i0e": "i0e", "bessel_i1e": "i1e",
+           "logistic": "sigmoid", "clamp": "clip"}
 
 
 def test_the_aliases_are_in_the_table():
@@ -41,7 +45,7 @@ def test_the_aliases_are_in_the_table():
 
 @pytest.mark.parametrize(("alias", "name"), sorted(ALIASES.items()))
 def test_an_alias_is_accepted_and_printed_under_the_canonical_name(alias, name):
-    args = "y, x" if OPS[name].arity == 2 else "x"
+    args = {1: "x", 2: "y, x", 3: "x, y, 1"}[OPS[name].arity]
     point = {"x": 1.5, "y": 0.5} if name in ("acosh", "atan2") else {"x": 0.5, "y": 0.5}
     aliased = gradcli.evaluate(f"{alias}({args})", point)
     canonical = gradcli.evaluate(f"{name}({args})", point)
@@ -51,12 +55,13 @@ def test_an_alias_is_accepted_and_printed_under_the_canonical_name(alias, name):
     assert gradcli.differentiate(f"{alias}({args}) * 2", ["x"]).texts()["x"].count(alias) == 0
 
 
-def test_aliases_show_in_the_listing_and_are_reserved():
+def test_aliases_show_in_the_listing_and_are_names_of_variables_when_not_called():
     rows = {row["name"]: row for row in json.loads(invoke("functions", "--json").stdout)}
     assert rows["log"]["aliases"] == ["ln"] and "ln(x)" in rows["log"]["written"]
     assert rows["silu"]["written"] == ["silu(x)", "swish(x)"]
+    assert gradcli.evaluate("ln = 2; ln*x", {"x": 3.0}).value == 6.0
     with pytest.raises(gradcli.GradcliNameError, match="ln is a function"):
-        gradcli.parse("ln = 2; ln")
+        gradcli.evaluate("ln + x", {"x": 1.0})
 
 
 def test_a_genuine_typo_still_gets_did_you_mean():

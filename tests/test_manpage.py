@@ -19,10 +19,11 @@ def page() -> str:
 
 def test_every_command_and_option_is_in_the_page():
     from gradcli.cli import cli
+    from gradcli.cli.base import every_command
 
     text = page()
     root = click.Context(cli, info_name="gradcli")
-    for name, command in cli.commands.items():
+    for name, command in every_command(cli).items():
         assert f'.SS "gradcli {name} ' in text, name
         for param in command.get_params(click.Context(command, parent=root)):
             for flag in getattr(param, "opts", []) if isinstance(param, click.Option) else []:

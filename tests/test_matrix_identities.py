@@ -112,9 +112,9 @@ def test_the_command_line_takes_shapes_and_given_values():
     done = runner.invoke(cli, ["diff", "sum((W@x + b - t)**2)", "--shape", "W=3x2",
                                "--shape", "x=2", "--shape", "b=3", "--shape", "t=3"])
     assert done.exit_code == 0, done.output
-    assert done.output.split("\n")[0] == "d/dW = outer(2*(W@x + b - t), x)"
+    assert done.stdout.split("\n")[0] == "d/dW = outer(2*(W@x + b - t), x)"
     record = json.loads(runner.invoke(cli, ["diff", "x'@A@x", "--x", "[1, 2]", "--A",
-                                            "[[1, 2], [3, 4]]", "--json"]).output)
+                                            "[[1, 2], [3, 4]]", "--json"]).stdout)
     assert record["derivatives"] == {"x": "A'@x + A@x", "A": "outer(x, x)"}
     assert record["shapes"] == {"x": [2], "A": [2, 2]}
 
@@ -139,7 +139,7 @@ def test_format_python_is_a_numpy_function_that_agrees_with_eval(tmp_path, monke
               "--shape", "A=2x2"]
     done = CliRunner().invoke(cli, ["diff", program, *shapes, "--format", "python"])
     assert done.exit_code == 0, done.output
-    (tmp_path / "generated_gradient.py").write_text(done.output)
+    (tmp_path / "generated_gradient.py").write_text(done.stdout)
     monkeypatch.syspath_prepend(str(tmp_path))
     import generated_gradient
 

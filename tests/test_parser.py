@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
 import gradcli
-from gradcli import GradcliNameError, ParseError, UsageError
+from gradcli import GradcliNameError, ParseError
 
 
 def value(text: str, **values: float) -> float:
@@ -129,11 +130,14 @@ def test_wrong_arity_says_how_to_call():
         gradcli.parse("sin()")
 
 
-def test_constants_cannot_be_assigned():
-    with pytest.raises(UsageError, match="pi is a constant"):
-        gradcli.parse("pi = 3; pi")
-    with pytest.raises(UsageError, match="e is a constant"):
-        gradcli.evaluate("x*e", {"x": 1.0, "e": 2.0})
+def test_a_constant_given_a_value_or_assigned_is_a_variable_with_a_note():
+    program = gradcli.parse("pi = 3; pi*x")
+    assert list(program.variables) == ["pi", "x"] and program.defaults == {"pi": 3.0}
+    (note,) = program.notes
+    assert (note.reading, note.message) == ("shadow", "pi is a variable, not the constant pi")
+    result = gradcli.evaluate("x*e", {"x": 1.0, "e": 2.0})
+    assert (result.value, result.gradients) == (2.0, {"x": 2.0, "e": 1.0})
+    assert gradcli.evaluate("x*e", {"x": 1.0}).value == math.e  # not given: the constant
 
 
 def test_names_assigned_twice_or_used_before_assignment():
@@ -195,16 +199,19 @@ def test_notes_for_functions_and_only_for_free_variables_the_result_uses():
 
 # --- a function's name without parentheses (issue 12) ------------------------------------------
 
-def test_a_function_name_is_not_a_variable():
-    error = parse_error("x = 1; exp + x", GradcliNameError)
+def test_a_function_name_without_a_value_is_taken_for_a_call():
+    with pytest.raises(GradcliNameError) as caught:
+        gradcli.evaluate("x = 1; exp + x")
+    error = caught.value
     assert error.message == "exp is a function: call it as exp(x)"
     assert (error.line, error.column) == (1, 8)
-    assert error.hint == "function names are reserved; for a variable pick another name, e.g. exp_"
-    assert parse_error("2*atan2", GradcliNameError).message == (
-        "atan2 is a function: call it as atan2(y, x)")
-    error = parse_error("exp = 3; x", GradcliNameError)
-    assert error.message == "exp is a function and cannot be assigned"
-    assert (error.line, error.column) == (1, 1)
+    assert error.hint == ("to use exp as a variable, give it a value (--exp VALUE) or assign "
+                          "it (exp = ...)")
+    with pytest.raises(GradcliNameError, match=re.escape("call it as atan2(y, x)")):
+        gradcli.evaluate("2*atan2")
+    # given a value or assigned, it is a variable (issue 25)
+    assert gradcli.evaluate("x = 1; exp + x", {"exp": 2.0}).value == 3.0
+    assert gradcli.evaluate("exp = 3; exp*x", {"x": 2.0}).gradients == {"exp": 2.0, "x": 3.0}
 
 
 def test_a_function_written_without_parentheses():
@@ -309,7 +316,9 @@ def test_line_break_hints():
     ("text", "column", "hint"),
     [
         ("2*arsinh(x)", 3, "did you mean asinh? gradcli's name for arsinh is asinh"),
-        ("clamp(x, 0, 1)", 1, "did you mean clip? gradcli's name for clamp is clip"),
+        ("clip_(x, 0, 1)", 1, "did you mean clip? gradcli functions lists them all"),
+        ("fmod(x, 2)", 1, "gradcli has no fmod; write x - y*trunc(x/y) (the sign of x; mod(x, "
+                          "y) takes the sign of y) for fmod(x, y)"),
         ("sec(x)", 1, "gradcli has no sec; write 1/cos(x) for sec(x)"),
         ("Sin(x)", 1, "did you mean sin? names are case-sensitive"),
         ("x + sqr(x)", 5, "did you mean square? gradcli's name for sqr is square"),

@@ -8,6 +8,7 @@ cancellation), and every point of their sweeps is compared with the scalar path.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -113,7 +114,9 @@ def test_ill_conditioned_sweeps_agree_with_one_point(text, given):
 
 def test_the_issue_example_prints_what_one_point_prints():
     text = "sin(cosh(atan2(y,2))**x)"
-    with pytest.raises(AssertionError):  # NumPy alone disagrees with one point here
+    # NumPy alone disagrees with one point here where its cosh is vectorised with AVX-512
+    # (and agrees on other processors): either way the command prints what one point prints.
+    with contextlib.suppress(AssertionError):
         _compare_every_point(text, {"x": (700.0,), "y": (1.0,)}, reconcile=False)
     runner = CliRunner()
     one = runner.invoke(cli, ["eval", text, "--x", "700", "--y", "1", "--json"])

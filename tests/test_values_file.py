@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from gradcli.cli import cli
 from gradcli.errors import UsageError
 from gradcli.language.values_file import parse_values_text
+from gradcli.limits import MAX_ARRAY_DIMS
 
 SEED = "(x*W+b-t)**2"
 POINT = {"x": 2, "W": 3, "b": 1, "t": 8}
@@ -112,7 +113,7 @@ def test_a_batch_reads_the_file_once_for_every_line(point_files):
         ('{"x": NaN}', "<stdin>:1: NaN is not a finite number"),
         ("x = inf", "<stdin>:1: the value of x is inf, not a finite number"),
         ('{"x": 1e999}', "the value of x is inf, not a finite number"),
-        ('{"pi": 3}', "pi is a constant"),
+        ('{"pi": 3}', "the program has no variable pi"),
         ('{"2x": 3}', "2x is not a variable name"),
         ("[1, 2]", "holds an array of JSON, not an object"),
         ('{"x": [[1, 2], [3]]}', "the value of x is a ragged list"),
@@ -155,10 +156,13 @@ def test_the_loader_keeps_arrays_for_when_the_language_has_them():
     (entry, matrix) = parse_values_text('{"x": 2,\n "A": [[1, 2], [3, 4.5]]}', "m.json")
     assert (entry.name, entry.value, entry.line, entry.is_array) == ("x", 2.0, 1, False)
     assert matrix.value == ((1.0, 2.0), (3.0, 4.5)) and matrix.line == 2 and matrix.is_array
-    deep = parse_values_text("A = " + "[" * 200 + "1" + "]" * 200, "deep.toml")[0].value
-    for _ in range(200):  # no recursion limit on the way in
+    depth = MAX_ARRAY_DIMS
+    deep = parse_values_text("A = " + "[" * depth + "1" + "]" * depth, "deep.toml")[0].value
+    for _ in range(depth):
         deep = deep[0]
     assert deep == 1.0
+    with pytest.raises(UsageError, match=f"deep.toml:1: the value of A has more than {depth} "):
+        parse_values_text("A = " + "[" * 200 + "1" + "]" * 200, "deep.toml")
     with pytest.raises(UsageError, match="empty list"):
         parse_values_text('{"A": [[], []]}', "m.json")
 

@@ -63,7 +63,7 @@ def differentiate(
     ``wrt`` (a list of names, or one string of comma-separated names as ``--wrt`` takes them);
     see ``engine.derivatives.differentiate``."""
     if isinstance(program, str):
-        program = parse(program)
+        program = parse(program, given=values or ())
     if isinstance(wrt, str):  # "xy" is one name, never the letters x and y
         wrt = [name.strip() for name in wrt.split(",") if name.strip()]
     return _derivatives.differentiate(program, wrt, order, values, defaults)

@@ -47,6 +47,7 @@ class GradcliError(Exception):
         self.column = column
         self.hint = hint
         self.source_line = source_line  # the text of the offending line, for a caret display
+        self.marks: tuple[int, ...] = ()  # more columns of that line to mark (a name used twice)
 
     def __str__(self) -> str:
         """``line 1, column 2: unexpected name x; ...``: the message and where (a traceback's
@@ -102,32 +103,44 @@ class GradcliNameError(GradcliError):
 
 @dataclass
 class Note:
-    """A program that parses but may not say what was meant: in ``PI*x``, ``PI`` is a variable
-    of its own, while the constant is ``pi``.
+    """A program that parses but may not say what was meant. Three readings:
 
-    Not an error: ``PI`` (or ``E``) may well be a variable (``--E 3``), and then all is well. The
-    surprise comes when such a name gets no value and the answer is in a free variable ``PI``,
-    so ``Program.notes`` lists them and the caller decides: show each note whose ``name`` gets no
-    value, or refuse with ``note.error()``. The fields are a ``GradcliError``'s (``title``,
-    ``message``, a caret under ``column`` of ``source_line``, ``hint``, ``one_line()``), so one
-    display serves both.
+    - ``case``: in ``PI*x``, ``PI`` is a variable of its own, while the constant is ``pi``;
+    - ``function``: in ``beta*x``, ``beta`` is a variable, since only ``beta(a, b)`` calls the
+      function (docs/language.md: a name followed by ``(`` is a call, any other use a variable);
+    - ``shadow``: ``e = 2`` or ``--e 2`` makes ``e`` a variable, hiding the constant.
+
+    Not an error: ``PI``, ``beta`` and ``--e 2`` may well be meant, and then all is well. The
+    surprise comes when a ``case`` or ``function`` name gets no value and the answer is in a free
+    variable ``PI``, so ``Program.notes`` lists them and the caller decides: show each note whose
+    ``name`` gets no value, or refuse with ``note.error()``; a ``shadow`` note is always shown.
+    The fields are a ``GradcliError``'s (``title``, ``message``, a caret under ``column`` of
+    ``source_line``, ``hint``, ``one_line()``), so one display serves both.
     """
 
     kind: ClassVar[str] = "note"
     name: str  # the name as written: "PI"
-    meant: str  # the constant or function it differs from only by case: "pi"
+    meant: str  # the constant or function it may stand for: "pi"; for a function, its call
     what: str  # "constant" or "function"
     line: int | None = None
     column: int | None = None
     source_line: str | None = None
+    reading: str = "case"  # "case", "function" or "shadow" (above)
 
     @property
     def message(self) -> str:
         """``PI is a variable, not the constant pi``."""
+        if self.reading == "function":
+            return f"{self.name} is a variable here; {self.meant} would call the function"
         return f"{self.name} is a variable, not the {self.what} {self.meant}"
 
     @property
     def hint(self) -> str:
+        if self.reading == "function":
+            return "a name followed by ( is a call; any other use of it is a variable"
+        if self.reading == "shadow":
+            return (f"a value for {self.name}, given or assigned, hides the constant; rename "
+                    "the variable if you meant the constant")
         use = f"{self.meant}(...)" if self.what == "function" else self.meant
         return (f"names are case-sensitive: write {use} for the {self.what}, or give "
                 f"{self.name} a value if it is a variable")
@@ -145,7 +158,14 @@ class Note:
 
     def error(self) -> GradcliNameError:
         """The note as an error, for a caller that refuses such a name when it gets no value:
-        ``PI has no value; did you mean the constant pi?``."""
+        ``PI has no value; did you mean the constant pi?``, ``exp is a function: call it as
+        exp(x)``."""
+        if self.reading == "function":
+            return GradcliNameError(
+                f"{self.name} is a function: call it as {self.meant}", line=self.line,
+                column=self.column, source_line=self.source_line,
+                hint=f"to use {self.name} as a variable, give it a value (--{self.name} VALUE) "
+                     f"or assign it ({self.name} = ...)")
         return GradcliNameError(
             f"{self.name} has no value; did you mean the {self.what} {self.meant}?",
             line=self.line, column=self.column, hint=self.hint, source_line=self.source_line)
@@ -156,6 +176,14 @@ class NumericError(GradcliError):
 
     kind = "domain"
     status = ExitStatus.NUMERIC
+
+
+class CheckError(GradcliError):
+    """A derivative ``gradcli diff`` was about to print that disagrees with the numeric engine:
+    never printed as an answer."""
+
+    kind = "check"
+    status = ExitStatus.CHECK_FAILED
 
 
 MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"

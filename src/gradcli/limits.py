@@ -59,7 +59,14 @@ are the size of a program and the finite-difference check, whose cost is (number
   the replays would pass ``ARRAY_CHECK_BUDGET`` array elements recomputed (about a second), but
   never fewer than ``ARRAY_CHECK_MIN``; the verdict says how many were checked. When the
   elements replay together as columns (no per-element Python work) the budget counts
-  ``ARRAY_COLUMN_FACTOR`` times.
+  ``ARRAY_COLUMN_FACTOR`` times. ``MAX_ARRAY_DIMS``: dimensions of one value, that is how deep
+  brackets nest in a literal, an array value or a values file, checked by ``check_dims`` before
+  NumPy sees the value (NumPy allows 64 dimensions, 32 before 2.0, and a Jacobian has its
+  output's dimensions and its input's, and a check one axis of points more).
+- ``MAX_VALUES_FILE_BYTES``: a JSON or TOML values file (``--values``), the text of a full-precision
+  array of 2^24 elements (its parse holds the text and Python's floats, a few GB at most); larger
+  arrays come as ``.npy``/``.npz`` files, which have no text to parse and are bounded by
+  ``MAX_ARRAY_ELEMENTS`` from their headers (language/array_files.py).
 - ``default_jobs()``: the processes of a batch and the threads of a large vector evaluation
   (``$GRADCLI_JOBS``, else the CPUs this process may run on).
 """
@@ -67,6 +74,8 @@ are the size of a program and the finite-difference check, whose cost is (number
 from __future__ import annotations
 
 import os
+
+from gradcli.errors import UsageError
 
 MAX_NODES = 1_000_000
 CHARS_PER_NODE = 8
@@ -92,6 +101,8 @@ CHECK_FIXED_CELLS = 2**16  # what a check costs beyond its nodes (~2 ms), in cel
 MAX_RUN_CELLS = 10**9  # nodes x points x passes in one gradcli check run: ~30 s
 MAX_DRAWN_NODES = 300
 MAX_ARRAY_ELEMENTS = 2**25
+MAX_VALUES_FILE_BYTES = 2**24 * 25  # 2^24 numbers written with 17 digits and their commas
+MAX_ARRAY_DIMS = 12
 ARRAY_CHECK_ELEMENTS = 10_000
 ARRAY_CHECK_BUDGET = 50_000_000
 ARRAY_CHECK_MIN = 20
@@ -116,3 +127,12 @@ def default_jobs() -> int:
 def max_chars(max_nodes: int = MAX_NODES) -> int:
     """The longest program text accepted at this node limit."""
     return CHARS_PER_NODE * max_nodes
+
+
+def check_dims(what: str, dims: int) -> None:
+    """Refuse ``what`` (``the value of x``, ``an array literal``) when it has more than
+    ``MAX_ARRAY_DIMS`` dimensions: a UsageError, before NumPy raises on the 65th or Python's
+    recursion ends in the thousandth."""
+    if dims > MAX_ARRAY_DIMS:
+        raise UsageError(f"{what} has more than {MAX_ARRAY_DIMS} dimensions",
+                         hint=f"brackets may nest at most {MAX_ARRAY_DIMS} deep")

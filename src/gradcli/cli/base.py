@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import os
 import re
 import stat
@@ -111,7 +112,7 @@ def _options_of_other_commands(ctx: click.Context, own: Iterable[str]) -> dict[s
     (``--wrt`` -> ``gradcli diff``): the words of the error for ``gradcli eval ... --wrt y``."""
     group = ctx.parent.command if ctx.parent is not None else None
     owners: dict[str, list[str]] = {}
-    for name, command in getattr(group, "commands", {}).items():
+    for name, command in every_command(group).items():
         for param in command.params:
             if isinstance(param, click.Option):
                 for flag in param.opts:
@@ -122,17 +123,9 @@ def _options_of_other_commands(ctx: click.Context, own: Iterable[str]) -> dict[s
 
 def _flags_of_other_commands(ctx: click.Context, own: dict[str, bool]) -> set[str]:
     """``--json`` and the like of gradcli's other commands: given to a command that lacks them,
-    they are a mistaken option (click says so), not a variable waiting for a value."""
-    group = ctx.parent.command if ctx.parent is not None else None
-    commands = getattr(group, "commands", {}).values()
-    return {
-        flag
-        for command in commands
-        for param in command.params
-        if isinstance(param, click.Option) and param.is_flag
-        for flag in param.opts
-        if flag.startswith("--") and flag not in own
-    }
+    they are a mistaken option (click says so), not a variable waiting for a value. Read from
+    ``COMMANDS``, so that ``gradcli eval`` need not load the other commands to know them."""
+    return {flag for _, flags in COMMANDS.values() for flag in flags if flag not in own}
 
 
 def _split_arguments(
@@ -201,9 +194,47 @@ class UserInterruptError(Exception):
 
 ARGS_KEY = "gradcli.args"
 
+# Each command: the module that defines it (and registers it with ``cli``), imported only when
+# the command runs, so that ``gradcli eval`` does not load ``gradcli diff``; and its long flags
+# (options without a value), with which a binding command tells another command's flag
+# (``gradcli eval ... --defaults``) from a variable without loading the others.
+# tests/test_startup.py checks both against the commands themselves.
+COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "check": ("gradcli.cli.check_command", ("--fail-fast", "--json")),
+    "completion": ("gradcli.cli.completion", ()),
+    "diff": ("gradcli.cli.diff_command", ("--allow-unused", "--defaults", "--json",
+                                          "--no-check")),
+    "eval": ("gradcli.cli.eval_command", ("--allow-unused", "--check-nodes", "--csv", "--full",
+                                          "--hessian", "--json", "--no-check", "--no-nodes",
+                                          "--strict")),
+    "functions": ("gradcli.cli.functions_command", ("--json",)),
+    "graph": ("gradcli.cli.picture_commands", ("--allow-unused",)),
+    "man": ("gradcli.cli.manpage", ()),
+    "plot": ("gradcli.cli.picture_commands", ("--allow-unused",)),
+    "repl": ("gradcli.cli.repl", ()),
+}
+
+
+def every_command(group: object) -> dict[str, click.Command]:
+    """All of ``group``'s commands, loaded (gradcli's group loads a command when it runs; the
+    messages about another command's options need them all)."""
+    if isinstance(group, _Group):
+        for name in COMMANDS:
+            group.get_command(None, name)
+    return getattr(group, "commands", {})
+
 
 class _Group(click.Group):
     command_class = GradcliCommand
+
+    def get_command(self, ctx: click.Context | None, cmd_name: str) -> click.Command | None:
+        """The command, its module imported the first time (importing registers it)."""
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(COMMANDS[cmd_name][0])
+        return self.commands.get(cmd_name)
+
+    def list_commands(self, ctx: click.Context | None) -> list[str]:
+        return sorted(COMMANDS)
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
@@ -367,23 +398,29 @@ class ProgramText:
         return cls(expr)
 
 
-def read_program_file(path: str, max_nodes: int = MAX_NODES, node_option: bool = True) -> str:
+def read_program_file(path: str, max_nodes: int = MAX_NODES, node_option: bool = True,
+                      limit: int | None = None, what: str = "a program") -> str:
     """The text of ``-f FILE`` (``-``: stdin), as UTF-8 (a BOM is dropped).
 
     The size is checked before the text is read: a file larger than the longest program of
-    ``max_nodes`` nodes (``limits.max_chars``) is refused with both sizes, and of a stream no
-    more than that (plus one byte) is read. Bytes that are not UTF-8 are a usage error that says
-    where (a batch on stdin reads them as U+FFFD instead: there each line is its own record).
+    ``max_nodes`` nodes (``limits.max_chars``; ``limit`` bytes for ``what`` is not a program)
+    is refused with both sizes, and of a stream no more than that (plus one byte) is read. Bytes
+    that are not UTF-8 are a usage error that says where (a batch on stdin reads them as U+FFFD
+    instead: there each line is its own record).
     """
     if path == "":
         raise UsageError("-f was given an empty path", hint="give -f the file to read, e.g. "
                                                             "examples/seed.grad")
     name = "<stdin>" if path == "-" else visible(path)
-    limit = max_chars(max_nodes)
     raise_limit = (f"raise the limit with --max-nodes N (it allows {CHARS_PER_NODE} characters "
                    "per node)" if node_option else
                    f"a program may have up to {MAX_NODES:,} nodes here")
-    too_large = f"a program may have at most {limit:,} characters"
+    too_large = f"{what} may have at most {max_chars(max_nodes):,} characters"
+    if limit is not None:  # a values file
+        raise_limit = "give large arrays as .npy or .npz files (--W W.npy, --values data.npz)"
+        too_large = f"{what} may have at most {limit:,} bytes"
+    else:
+        limit = max_chars(max_nodes)
     try:
         with contextlib.ExitStack() as stack:
             stream = streams.binary_stdin() if path == "-" else stack.enter_context(

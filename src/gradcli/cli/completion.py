@@ -69,8 +69,8 @@ def program_variables(ctx: click.Context) -> list[str]:
 
     try:
         return list(parse(text).variables)
-    except GradcliError:  # half-typed: the names written in it, but functions and constants
-        from gradcli.engine.ops import CONSTANTS, FUNCTIONS
+    except GradcliError:  # half-typed: the names written in it, but calls and constants
+        from gradcli.engine.ops import CONSTANTS
 
         names = dict.fromkeys(re.findall(_NAME, re.sub(r"#[^\n]*", "", text)))
         assigned = set(re.findall(r"([A-Za-z_]\w*)\s*=(?!=)", text))
@@ -78,8 +78,8 @@ def program_variables(ctx: click.Context) -> list[str]:
         for head in re.findall(r"[A-Za-z_]\w*\s*\(([^()]*)\)\s*=(?!=)", text):
             assigned.update(part.strip() for part in head.split(","))
         assigned.update(re.findall(r"([A-Za-z_]\w*)\s*\(", text))  # called: a function
-        return [name for name in names if name not in FUNCTIONS and name not in CONSTANTS
-                and name not in assigned and name not in _KEYWORDS]
+        return [name for name in names if name not in CONSTANTS and name not in assigned
+                and name not in _KEYWORDS]
 
 
 def _program_text(ctx: click.Context) -> str:

@@ -17,7 +17,7 @@ from gradcli.cli.base import (
 )
 from gradcli.cli.completion import complete_wrt
 from gradcli.cli.given import Given
-from gradcli.cli.show import show_error
+from gradcli.cli.show import say_shadowed, show_error
 from gradcli.cli.values_file import values_file_options
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import as_point
@@ -25,6 +25,7 @@ from gradcli.limits import MAX_NODES
 
 if TYPE_CHECKING:
     from gradcli.engine.derivatives import Derivatives
+    from gradcli.gradcheck.derivative_check import Checked
 
 DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
 subexpressions named once), which `gradcli eval` reads back.
@@ -47,8 +48,15 @@ Examples:
   gradcli diff "sum(x**3)" --shape x=3 --order 2     # an array program's Hessian
 
 \b
-Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a domain;
-4 stdout could not be written.
+Before printing, every derivative is read back and compared with eval's engine (the
+reverse-mode gradient or Jacobian; central differences of it for a Hessian) at the values
+given, else at several points where the program is defined; --format python exports are
+imported and called the same way. A note on stderr (--json: "checked") says how many.
+
+\b
+Exit status: 0 ok; 1 a printed derivative disagreed with eval's engine (it is not printed);
+2 usage, parse or name error; 3 a substituted value outside a domain; 4 stdout could not be
+written.
 """
 
 
@@ -75,6 +83,8 @@ Exit status: 0 ok; 2 usage, parse or name error; 3 a substituted value outside a
 @click.option("--max-nodes", type=click.IntRange(1, MAX_NODES_OPTION), default=MAX_NODES,
               show_default=True,
               help="Refuse a program, or derivatives, of more graph nodes (usage error).")
+@click.option("--no-check", is_flag=True,
+              help="Print the derivatives without comparing them with eval's engine first.")
 @click.pass_context
 def diff_command(ctx: click.Context, **options: Any) -> None:
     try:
@@ -98,19 +108,20 @@ class DiffRequest:
     max_nodes: int  # of the program and of the derivatives' graphs
     given: Given  # how the values were written: for the error about an unused one
     shapes: dict[str, tuple[int, ...]] | None = None  # --shape: an array program's shapes
+    check: bool = True  # compare what is printed with eval's engine first (--no-check: not)
 
 
 def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order: int, fmt: str,
                  assignments: tuple[str, ...], program_file: str | None, as_json: bool,
-                 use_defaults: bool, max_nodes: int, shapes: tuple[str, ...] = ()
-                 ) -> DiffRequest:
+                 use_defaults: bool, max_nodes: int, shapes: tuple[str, ...] = (),
+                 no_check: bool = False) -> DiffRequest:
     """The request behind click's options (keyword-only: click passes them by name)."""
     given = given_values(ctx, assignments)
     values = as_point(given.values)
     program = ProgramText.read("diff", expr, program_file, max_nodes)
     names = None if wrt is None else wrt_names(wrt)
     return DiffRequest(program, names, order, values, fmt, as_json, use_defaults, max_nodes,
-                       given, _shapes(shapes))
+                       given, _shapes(shapes), not no_check)
 
 
 def wrt_names(wrt: str) -> list[str]:
@@ -151,8 +162,9 @@ def run_diff(request: DiffRequest) -> int:
 
     source = request.program.text
     try:
-        program = parse(source, request.max_nodes)
+        program = parse(source, request.max_nodes, request.values)
         request.given.check_used(program)
+        say_shadowed(program, program.unbound(request.values))
         if program.outputs and not _has_array_parts(request, program):
             return _diff_outputs(request, program)  # f, g: the Jacobian's entries
         if program.arrays or request.shapes or _has_arrays(request.values):
@@ -161,13 +173,15 @@ def run_diff(request: DiffRequest) -> int:
                                     request.use_defaults, request.max_nodes)
         printed = derivatives.python() if request.fmt == "python" else None
         texts = derivatives.texts("latex" if request.fmt == "latex" else "text")
+        checked = _check_scalar(request, program, derivatives, texts, printed)
     except GradcliError as error:
         return show_error(error, request.as_json, source, request.program.file_name)
     if request.as_json:
         from gradcli.output.records import diff_record, dumps
 
-        click.echo(dumps(diff_record(source, request.order, texts, printed, derivatives.values,
-                                     derivatives.kept_defaults)))
+        record = diff_record(source, request.order, texts, printed, derivatives.values,
+                             derivatives.kept_defaults)
+        click.echo(dumps(_with_check(record, checked)))
         return ExitStatus.OK
     if printed is not None:
         click.echo(printed, nl=False)
@@ -178,7 +192,37 @@ def run_diff(request: DiffRequest) -> int:
     note = defaults_note(derivatives)
     if note is not None:
         click.echo(note, err=True)
+    _check_note(checked)
     return ExitStatus.OK
+
+
+def _check_scalar(request: DiffRequest, program: Any, derivatives: Derivatives,
+                  texts: dict[str, Any], printed: str | None) -> Checked | None:
+    """The scalar derivatives (and export) compared with eval's engine; order k >= 3 with the
+    orders below, each the reference of the next (gradcheck/derivative_check.py)."""
+    if not request.check:
+        return None
+    from gradcli.engine.derivatives import differentiate
+    from gradcli.gradcheck.derivative_check import DiffCheck, check
+
+    if request.fmt == "latex":
+        texts = derivatives.texts("text")
+    levels = {order: differentiate(program, derivatives.wrt, order, request.values,
+                                   request.use_defaults, request.max_nodes).texts("text")
+              for order in range(2, request.order)}
+    kind = ("gradient", "hessian")[request.order - 1] if request.order <= 2 else "higher"
+    return check(DiffCheck(program, {name: () for name in program.variables},
+                           dict(derivatives.values), kind, texts if printed is None else {},
+                           levels, printed, "scalar", list(derivatives.wrt)))
+
+
+def _with_check(record: dict[str, Any], checked: Checked | None) -> dict[str, Any]:
+    return {**record, "checked": None if checked is None else checked.record()}
+
+
+def _check_note(checked: Checked | None) -> None:
+    if checked is not None:
+        click.echo(f"note: {checked.note()}", err=True)
 
 
 def _has_arrays(values: dict[str, Any]) -> bool:
@@ -195,48 +239,87 @@ def _has_array_parts(request: DiffRequest, program: Any) -> bool:
 
 
 def _diff_arrays(request: DiffRequest, program: Any) -> int:
+    """``_diff_arrays_once``; when the check finds a short form (``prod(x)/x``) undefined where
+    the program is defined, once more with the forms exact at every point."""
+    from gradcli.engine.array_diff import exact_forms
+    from gradcli.errors import CheckError
+
+    try:
+        return _diff_arrays_once(request, program)
+    except CheckError as error:
+        if "is not defined at" not in error.message and "nan" not in error.message:
+            raise
+    with exact_forms():
+        return _diff_arrays_once(request, program)
+
+
+def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
     """``gradcli diff "sum((W@x - t)**2)" --shape W=3x2 ...``: vectorized gradients, as
     expressions with no indices; the Jacobian of an array output or of several outputs;
-    ``--order 2`` the Hessian (docs/matrix-calculus.md)."""
-    from gradcli.engine.array_diff import array_derivatives, program_shapes
-    from gradcli.engine.array_jacobian import has_array_output, hessian_blocks, jacobian_blocks
+    ``--order 2`` the Hessian (docs/matrix-calculus.md). The values given are the point the
+    derivatives are built and checked at."""
+    from gradcli.engine.array_diff import program_shapes
+    from gradcli.engine.array_jacobian import has_array_output
 
     shapes = program_shapes(program, request.shapes or {}, request.values)
-    several = has_array_output(program, shapes)
+    given = {name: value for name, value in request.values.items() if name in shapes}
+    several = has_array_output(program, shapes, given)
     if request.order > 2 or (several and request.order != 1):
         raise UsageError("the derivatives of an array program are printed at order 1 (the "
                          "gradient, or the Jacobian of several outputs or an array output) or "
                          "2 (the Hessian of one scalar output)", hint="use --order 1 or 2")
-    source = _numpy_source(request, program, shapes, several)
+    kind = "jacobian" if several else ("gradient", "hessian")[request.order - 1]
+    source = _numpy_source(request, program, shapes, several, given)
+    texts = None if source is not None else _array_texts(request, program, shapes, kind, given)
+    checked = None
+    if request.check:
+        from gradcli.gradcheck.derivative_check import DiffCheck, check
+
+        text_form = texts if request.fmt == "text" or texts is None else _array_texts(
+            request, program, shapes, kind, given, "text")
+        checked = check(DiffCheck(program, shapes, given, kind, text_form or {}, {}, source,
+                                  "array" if kind == "gradient" else "blocks"))
     if source is not None and not request.as_json:
         click.echo(source, nl=False)
+        _check_note(checked)
         return ExitStatus.OK
-    fmt = "latex" if request.fmt == "latex" else "text"
-    if several:
-        texts: dict[str, Any] = jacobian_blocks(program, shapes, request.wrt,
-                                                request.max_nodes, fmt)
-    elif request.order == 2:
-        texts = hessian_blocks(program, shapes, request.wrt, request.max_nodes, fmt)
-    else:
-        texts = array_derivatives(program, shapes, request.wrt, request.max_nodes, fmt)
+    if texts is None:
+        texts = _array_texts(request, program, shapes, kind, given)
     if request.as_json:
         from gradcli.output.records import dumps
 
         record = {"expression": request.program.text, "order": request.order,
                   "jacobian" if several else "derivatives": texts,
                   "shapes": {name: list(shape) for name, shape in shapes.items()}}
-        click.echo(dumps(record if source is None else {**record, "python": source}))
+        record = _with_check(record if source is None else {**record, "python": source},
+                             checked)
+        click.echo(dumps(record))
         return ExitStatus.OK
     from gradcli.output.views import derivative_view, make_console
 
     console = make_console()
     for label, row in (texts.items() if several else [(None, texts)]):
         console.print(derivative_view(row, latex=request.fmt == "latex", of=label))
+    _check_note(checked)
     return ExitStatus.OK
 
 
+def _array_texts(request: DiffRequest, program: Any, shapes: dict[str, tuple[int, ...]],
+                 kind: str, given: dict[str, Any], fmt: str | None = None) -> dict[str, Any]:
+    """The derivatives printed in ``fmt`` (default the request's; python: text)."""
+    from gradcli.engine.array_diff import array_derivatives
+    from gradcli.engine.array_jacobian import hessian_blocks, jacobian_blocks
+
+    fmt = fmt or ("latex" if request.fmt == "latex" else "text")
+    if kind == "jacobian":
+        return jacobian_blocks(program, shapes, request.wrt, request.max_nodes, fmt, given)
+    if kind == "hessian":
+        return hessian_blocks(program, shapes, request.wrt, request.max_nodes, fmt, given)
+    return array_derivatives(program, shapes, request.wrt, request.max_nodes, fmt, given)
+
+
 def _numpy_source(request: DiffRequest, program: Any, shapes: dict[str, tuple[int, ...]],
-                  several: bool) -> str | None:
+                  several: bool, given: dict[str, Any]) -> str | None:
     """``--format python``: a NumPy function returning the value and gradients, the values
     and Jacobian (several outputs, an array output) or the value and Hessian (order 2)."""
     if request.fmt != "python":
@@ -245,10 +328,10 @@ def _numpy_source(request: DiffRequest, program: Any, shapes: dict[str, tuple[in
         from gradcli.engine.array_jacobian import blocks_numpy
 
         return blocks_numpy(program, shapes, request.wrt, request.max_nodes,
-                            1 if several else 2)
+                            1 if several else 2, given)
     from gradcli.engine.array_diff import to_numpy
 
-    return to_numpy(program, shapes, request.wrt, request.max_nodes)
+    return to_numpy(program, shapes, request.wrt, request.max_nodes, given)
 
 
 def _diff_outputs(request: DiffRequest, program: Any) -> int:
@@ -261,17 +344,27 @@ def _diff_outputs(request: DiffRequest, program: Any) -> int:
                          hint="differentiate one output at a time for higher orders or Python")
     rows = jacobian_texts(program, request.wrt, request.values, request.use_defaults,
                           request.max_nodes, "latex" if request.fmt == "latex" else "text")
+    checked = None
+    if request.check:
+        from gradcli.gradcheck.derivative_check import DiffCheck, check
+
+        text_form = rows if request.fmt == "text" else jacobian_texts(
+            program, request.wrt, request.values, request.use_defaults, request.max_nodes)
+        given = {**(program.defaults if request.use_defaults else {}), **request.values}
+        checked = check(DiffCheck(program, {name: () for name in program.variables},
+                                  given, "jacobian", text_form))
     if request.as_json:
         from gradcli.output.records import dumps
 
-        click.echo(dumps({"expression": request.program.text, "order": 1, "jacobian": rows,
-                          "values": request.values}))
+        click.echo(dumps(_with_check({"expression": request.program.text, "order": 1,
+                                      "jacobian": rows, "values": request.values}, checked)))
         return ExitStatus.OK
     from gradcli.output.views import derivative_view, make_console
 
     console = make_console()
     for label, texts in rows.items():
         console.print(derivative_view(texts, latex=request.fmt == "latex", of=label))
+    _check_note(checked)
     return ExitStatus.OK
 
 

@@ -22,9 +22,9 @@ from gradcli.cli.base import (
 )
 from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option, sweep_on
 from gradcli.cli.given import Given
-from gradcli.cli.show import show_batch, show_error, show_result
+from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
-from gradcli.errors import GradcliError, UsageError
+from gradcli.errors import GradcliError, UsageError, visible
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
 from gradcli.gradcheck.point import (
     BATCH_NODE_CHECK_LIMIT,
@@ -99,6 +99,9 @@ TOLERANCE = Tolerance()
              "(- for stdin).")
 @values_file_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (JSON Lines for a batch).")
+@click.option("--no-nodes", is_flag=True,
+              help="With --json: records without the per-node list (value, gradients and the "
+                   "check only), smaller and faster to make; for batches in CI.")
 @click.option("--no-check", is_flag=True,
               help="Skip the finite-difference check (then --rtol, --atol, --check-method and "
                    "--check-nodes are usage errors).")
@@ -140,7 +143,12 @@ TOLERANCE = Tolerance()
                    "that have a Jacobian; one program with one scalar output: a usage error).")
 @click.option("--full", is_flag=True,
               help="Tables print every element of large arrays (default: shape, min, max and "
-                   "a few entries).")
+                   "a few entries); --json writes every node's arrays whole (default: a node's "
+                   "array of over 1,000 elements as its min, max and norm).")
+@click.option("--save", metavar="FILE.npz",
+              help="Also write the value, every input's point and gradient (the Hessian with "
+                   "--hessian, the Jacobian of several outputs) and the check's verdict to "
+                   "FILE.npz, for NumPy (numpy.load).")
 @cluster_option
 @skip_option
 @click.pass_context
@@ -165,6 +173,7 @@ class EvalRequest:
     full: bool = False  # tables print every element of large arrays
     cluster: ClusterAddress | None = None  # where batches and sweeps run (None: here)
     skip: int = 0  # stdin lines a batch skips (--skip)
+    save: str | None = None  # --save FILE.npz: the result's arrays, for NumPy
 
     @property
     def values(self) -> dict[str, Value]:
@@ -181,6 +190,10 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     """The request behind click's options, or a UsageError for a combination that means nothing."""
     if as_csv and as_json:
         raise UsageError("--csv and --json are two output formats: give one")
+    if options["no_nodes"] and not as_json:
+        raise UsageError("--no-nodes leaves the node list out of --json records, and "
+                         f"{'--csv' if as_csv else 'a table'} has none",
+                         hint="add --json, or drop --no-nodes")
     _refuse_options_without_effect(ctx, "--json" if as_json else "--csv" if as_csv else None,
                                    options["no_check"])
     given = given_values(ctx, assignments)
@@ -200,18 +213,25 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                             atol=options["atol"], check_method=options["check_method"],
                             node_check_limit=node_limit, order=order, strict=options["strict"],
                             max_nodes=options["max_nodes"], mode=options["mode"],
-                            hvp=hvp_direction(options["hvp"]))
+                            hvp=hvp_direction(options["hvp"]), nodes=not options["no_nodes"])
     request = EvalRequest(program, given, settings,
                           "csv" if as_csv else "json" if as_json else "table", options["digits"],
                           options["full"])
     if request.is_sweep:
         _check_sweep(request)
+    save = options["save"]
+    if save is not None and (program is None or request.is_sweep):
+        raise UsageError("--save writes the result of one program at one point",
+                         hint="drop --save; a batch or a sweep writes JSON Lines or CSV")
+    if save is not None and not save.lower().endswith(".npz"):
+        raise UsageError(f"--save writes a NumPy archive, and {visible(save)} does not end "
+                         "in .npz", hint="name the file FILE.npz")
     address = placement(ctx, options["cluster"], options["skip"], batch=program is None,
                         json_lines=as_json, sweep=request.is_sweep)
-    return replace(request, cluster=address, skip=options["skip"])
+    return replace(request, cluster=address, skip=options["skip"], save=save)
 
 
-_TABLE_ONLY = ("digits", "full")  # they shape tables and batch lines; JSON and CSV keep it all
+_TABLE_ONLY = ("digits",)  # it shapes tables and batch lines; JSON and CSV keep every digit
 _CHECK_ONLY = ("rtol", "atol", "check_method", "check_nodes")  # they tune the check
 
 
@@ -223,8 +243,11 @@ def _refuse_options_without_effect(ctx: click.Context, data_format: str | None,
     for name in _TABLE_ONLY:
         if data_format and _given(ctx, name):
             raise UsageError(f"--{name.replace('_', '-')} shapes tables and batch lines, and "
-                             f"{data_format} always prints every digit and element",
+                             f"{data_format} always prints every digit",
                              hint=f"drop --{name.replace('_', '-')}, or {data_format}")
+    if data_format == "--csv" and _given(ctx, "full"):
+        raise UsageError("--full prints every element of large arrays, and --csv writes a "
+                         "sweep's numbers, every one of them", hint="drop --full, or --csv")
     for name in _CHECK_ONLY:
         if no_check and _given(ctx, name):
             raise UsageError(f"--{name.replace('_', '-')} tunes the finite-difference check, "
@@ -295,13 +318,21 @@ def run_eval(request: EvalRequest) -> int:
         return run_sweep(request)
     program = request.program
     try:
-        parsed = parse(program.text, request.settings.max_nodes)
+        parsed = parse(program.text, request.settings.max_nodes, request.values)
         request.given.check_used(parsed)
+        say_shadowed(parsed)
         result = evaluate(parsed, as_point(request.values), request.settings)
         _check_mode_used(request.settings.mode, result)
+        if request.save is not None:
+            from gradcli.cli.files import write_file
+            from gradcli.language.array_files import npz_bytes
+            from gradcli.output.records import result_arrays
+
+            write_file(request.save, npz_bytes(result_arrays(result)))
     except GradcliError as error:
         return show_error(error, as_json, program.text, program.file_name)
-    return show_result(result, program.text, as_json, request.digits, request.full)
+    return show_result(result, program.text, as_json, request.digits, request.full,
+                       nodes=request.settings.nodes)
 
 
 def _check_mode_used(mode: str, result: Any) -> None:
@@ -338,8 +369,9 @@ def run_sweep(request: EvalRequest) -> int:
     program, settings = request.program, request.settings
     assert program is not None
     try:
-        parsed = parse(program.text, settings.max_nodes)
+        parsed = parse(program.text, settings.max_nodes, request.values)
         request.given.check_used(parsed)
+        say_shadowed(parsed)
         options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol)
         blocks = (stream_sweep(parsed, request.values, **options) if request.cluster is None
                   else sweep_on(request.cluster, program.text, settings.max_nodes, parsed,

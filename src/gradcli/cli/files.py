@@ -1,4 +1,5 @@
-"""Writing the files gradcli is asked to write (``check --junit``; ``graph -o``, ``plot -o``).
+"""Writing the files gradcli is asked to write (``check --junit``; ``graph -o``, ``plot -o``,
+``eval --save``).
 
 ``write_atomically`` writes the whole data or leaves the path as it was: the data goes into a
 temporary file next to the target (same directory, so the same file system), is flushed to disk,
@@ -19,6 +20,18 @@ import contextlib
 import errno
 import os
 import stat
+
+
+def write_file(path: str, data: bytes) -> None:
+    """``write_atomically``, a failure being the usage error that names the file."""
+    from gradcli.errors import UsageError, visible  # the module itself needs only the stdlib
+
+    try:
+        write_atomically(path, data)
+    except OSError as error:
+        raise UsageError(f"cannot write {visible(path)}: {error.strerror or error}",
+                         hint="check that the directory exists and is writable, and the free "
+                              "space") from None
 
 
 def write_atomically(path: str, data: bytes) -> None:

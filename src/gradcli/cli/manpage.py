@@ -56,7 +56,8 @@ def manual_page() -> str:
              ".SH COMMANDS"]
     assert isinstance(cli, click.Group)
     for name in cli.list_commands(root):
-        command = cli.commands[name]
+        command = cli.get_command(root, name)
+        assert command is not None
         if command.hidden:
             continue
         ctx = click.Context(command, info_name=name, parent=root)

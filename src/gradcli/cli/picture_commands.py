@@ -16,8 +16,8 @@ from gradcli.cli.base import (
     given_values,
     program_arguments,
 )
-from gradcli.cli.files import write_atomically
-from gradcli.cli.show import show_error
+from gradcli.cli.files import write_file
+from gradcli.cli.show import say_shadowed, show_error
 from gradcli.cli.streams import binary_stdout, can_encode
 from gradcli.errors import ExitStatus, GradcliError, UsageError, plural, visible
 from gradcli.language.values import as_point
@@ -84,8 +84,9 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
         values = as_point(given.values)
         source = ProgramText.read("graph", expr, program_file).text
         picture_format = _checked_format(picture_format, output_path)
-        program = parse(source)
+        program = parse(source, given=values)
         given.check_used(program)
+        say_shadowed(program)
         picture = prepare(program, values)
         if picture_format == "tree":
             _write_tree(picture, max_nodes, output_path)
@@ -113,11 +114,6 @@ def _check_output_path(path: str | None, example: str) -> None:
     if path is not None and os.path.isdir(path):
         raise UsageError(f"cannot write {visible(path)}: it is a directory",
                          hint=f"give -o a file in it: -o {os.path.join(visible(path), example)}")
-
-
-def _cannot_write(path: str, error: OSError) -> UsageError:
-    return UsageError(f"cannot write {visible(path)}: {error.strerror or error}",
-                      hint="check that the directory exists and is writable")
 
 
 def _default_format(output_path: str | None) -> str:
@@ -185,10 +181,7 @@ def _write_bytes(data: bytes, output_path: str | None) -> None:
         stream.write(data)
         stream.flush()
         return
-    try:
-        write_atomically(output_path, data)
-    except OSError as error:
-        raise _cannot_write(output_path, error) from None
+    write_file(output_path, data)
 
 
 @cli.command("plot", cls=BindingCommand, help=PLOT_HELP)
@@ -216,8 +209,9 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         _refuse_terminal_sizes(ctx, output_path)
         given = given_values(ctx, assignments)
         source = ProgramText.read("plot", expr, program_file).text
-        program = parse(source)
+        program = parse(source, given=given.values)
         given.check_used(program)
+        say_shadowed(program)
         curve = sample(program, given.values)
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
         if output_path is not None and file_format is not None:

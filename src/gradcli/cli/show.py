@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -30,13 +30,15 @@ from gradcli.gradcheck.evaluation import (
 
 def show_result(result: Result | FreeResult, source: str, as_json: bool,
                 digits: int | None = None, full: bool = False,
-                free_hint: str | None = None) -> int:
-    """One evaluated program: the JSON record, or the node table, gradients and verdict
-    (``free_hint``: how to bind free variables, where that is not the command line's way)."""
+                free_hint: str | None = None, nodes: bool = True) -> int:
+    """One evaluated program: the JSON record (``nodes``: with the per-node list), or the node
+    table, gradients and verdict (``free_hint``: how to bind free variables, where that is not
+    the command line's way)."""
     if as_json:
         from gradcli.output.records import json_pieces, result_record
 
-        sys.stdout.writelines(json_pieces(result_record(result, source)))
+        sys.stdout.writelines(json_pieces(result_record(result, source, nodes=nodes,
+                                                        full=full)))
         sys.stdout.write("\n")
     else:
         from gradcli.output.views import make_console, result_view
@@ -46,6 +48,27 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         console.print(result_view(result, plain=not console.is_terminal, digits=digits,
                                   full=full, **hint))
     return result.status
+
+
+def say_shadowed(program: Any, free: Collection[str] = ()) -> None:
+    """``note: e is a variable, not the constant e`` on stderr, for each constant that the
+    program assigns or that is given a value: on purpose with ``--e 2``, a slip with ``e = 2``
+    more often, and said either way; and the notes of the ``free`` variables (``PI``, ``beta``
+    with no value: errors.Note), where a command keeps them free (``diff``)."""
+    for note in getattr(program, "notes", ()):
+        if note.reading == "shadow" or note.name in free:
+            click.echo(f"gradcli: {visible(note.one_line())}", err=True)
+
+
+def _say_constants_given(values: Iterable[str]) -> None:
+    """A batch's ``--e 2``: once, before the records, that the constant is a variable in every
+    line (a line's own ``e = 2`` is said by nothing but its record's values)."""
+    from gradcli.engine.ops import CONSTANTS
+
+    for name in values:
+        if name in CONSTANTS:
+            click.echo(f"gradcli: note: {name} is given a value, so in every line it is a "
+                       f"variable, not the constant {name}", err=True)
 
 
 def show_error(error: GradcliError, as_json: bool, source: str = "", name: str = "") -> int:
@@ -81,6 +104,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     """
     _collect_rarely()
     uses = _BatchUses(given if given is not None else Given(dict(values)))
+    _say_constants_given(uses.given.values)
     with _Stops() as stops:
         try:
             if as_json:

@@ -49,7 +49,7 @@ def shown(error: Exception, args: Sequence[str], group: click.Group) -> ShownErr
     if isinstance(error, ShownError):
         return error
     name = _command_name(args)
-    command = group.commands.get(name or "")
+    command = group.get_command(None, name) if name else None
     as_json = command is not None and "--json" in _options(args) and any(
         "--json" in param.opts for param in command.params if isinstance(param, click.Option))
     usage = error if isinstance(error, GradcliError) else from_click(error, args, group)
@@ -112,7 +112,9 @@ def from_click(error: Exception, args: Sequence[str], group: click.Group) -> Usa
 
 def _commands_with(group: click.Group, flag: str) -> list[str]:
     """``gradcli eval``, ...: the commands that have the option ``flag``."""
-    return [f"gradcli {name}" for name, command in group.commands.items()
+    from gradcli.cli.base import every_command
+
+    return [f"gradcli {name}" for name, command in every_command(group).items()
             if any(flag in param.opts for param in command.params
                    if isinstance(param, click.Option))]
 
@@ -191,8 +193,9 @@ def _no_such_command(args: Sequence[str], group: click.Group) -> UsageError:
 
     name = _command_name(args) or ""
     at = list(args).index(name) if name in args else 0
-    commands = ", ".join(sorted(group.commands))
-    close = difflib.get_close_matches(name, list(group.commands), n=1)
+    names = group.list_commands(None)
+    commands = ", ".join(names)
+    close = difflib.get_close_matches(name, names, n=1)
     rest = " ".join(_shell_word(arg) for arg in args[at + 1:])
     evaluate = f"gradcli eval {_shell_word(name)} {rest}".rstrip()
     if close:

@@ -16,6 +16,7 @@ import click
 from gradcli.cli.given import Given
 from gradcli.errors import UsageError, visible
 from gradcli.language.values import Value
+from gradcli.limits import MAX_VALUES_FILE_BYTES
 
 if TYPE_CHECKING:
     from gradcli.language.values_file import FileValue
@@ -37,8 +38,9 @@ def values_file_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--values", metavar="FILE", expose_value=False, callback=_remember(VALUES_FILE_KEY),
         shell_complete=complete_files,
-        help="Read values from FILE: a JSON or TOML object of name -> number (- for stdin); "
-             "--NAME VALUE overrides them.")(command)
+        help="Read values from FILE: a JSON or TOML object of name -> number or array, or a "
+             "NumPy .npz archive of arrays by name (- for stdin); --NAME VALUE overrides them.")(
+        command)
 
 
 def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
@@ -63,8 +65,11 @@ def with_file_values(given: Given, path: str, allow_unused: bool = False) -> Giv
     from gradcli.language.values_file import kind_of, parse_values_text
 
     file_name = "<stdin>" if path == "-" else path
-    entries = parse_values_text(read_program_file(path, node_option=False), file_name,
-                                kind_of(path))
+    if path != "-" and _is_binary(path):
+        return _with_archive(given, path, allow_unused)
+    text = read_program_file(path, node_option=False, limit=MAX_VALUES_FILE_BYTES,
+                             what="a values file")
+    entries = parse_values_text(text, file_name, kind_of(path))
     if not entries:
         raise UsageError(f"{visible(file_name)} has no values",
                          hint='write name = number lines (TOML) or {"x": 2, ...} (JSON)')
@@ -77,6 +82,27 @@ def with_file_values(given: Given, path: str, allow_unused: bool = False) -> Giv
         spelled[entry.name] = f"{entry.name} = {_shown(entry.value)} in {entry.where(file_name)}"
     optional = frozenset(values) if allow_unused else frozenset()
     return Given({**values, **given.values}, {**spelled, **given.spelled}, given.options,
+                 given.optional | optional)
+
+
+def _is_binary(path: str) -> bool:
+    """An ``.npz`` (or ``.npy``) file, told by its first bytes: never decoded as text."""
+    from gradcli.language.array_files import kind_of as binary_kind
+
+    return path.lower().endswith((".npz", ".npy")) or binary_kind(path) != "csv"
+
+
+def _with_archive(given: Given, path: str, allow_unused: bool) -> Given:
+    """``--values data.npz``: each array to the variable of its name (``--NAME`` overrides)."""
+    from gradcli.language.array_files import read_arrays
+
+    arrays = {name: value for name, value in read_arrays(path).items()
+              if name not in given.values}
+    if not arrays and not given.values:
+        raise UsageError(f"{visible(path)} has no arrays", hint="write them with numpy.savez")
+    spelled = {name: f"{name} in {visible(path)}" for name in arrays}
+    optional = frozenset(arrays) if allow_unused else frozenset()
+    return Given({**arrays, **given.values}, {**spelled, **given.spelled}, given.options,
                  given.optional | optional)
 
 

@@ -24,7 +24,10 @@ zero elements too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from gradcli.engine import arrays
@@ -32,9 +35,24 @@ from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.ops import CONST, OPS, VAR
 from gradcli.engine.symbolic import Builder, SymNode
-from gradcli.errors import NumericError, UsageError
+from gradcli.errors import UsageError
 
 MUL, ADD, SUB, EXP, EQ = (OPS[name] for name in ("mul", "add", "sub", "exp", "eq"))
+
+
+# Whether printed derivatives use the forms exact at every point (prod's gradient at a zero
+# element): set by ``exact_forms()`` around a second attempt, when ``diff``'s check found the
+# short form undefined where the program is defined.
+EXACT_FORMS: ContextVar[bool] = ContextVar("EXACT_FORMS", default=False)
+
+
+@contextmanager
+def exact_forms() -> Iterator[None]:
+    token = EXACT_FORMS.set(True)
+    try:
+        yield
+    finally:
+        EXACT_FORMS.reset(token)
 
 
 class ArrayBuilder(Builder):
@@ -43,7 +61,8 @@ class ArrayBuilder(Builder):
     def __init__(self, point: Mapping[str, Any], max_nodes: int, exact: bool = False) -> None:
         super().__init__(max_nodes)
         self.point = point
-        self.arrays = GraphArrays(self, exact)  # the VJP rules' namespace on these nodes
+        # the VJP rules' namespace on these nodes
+        self.arrays = GraphArrays(self, exact or EXACT_FORMS.get())
 
     def variable(self, name: str) -> SymNode:
         node = super().variable(name)
@@ -63,6 +82,9 @@ class ArrayBuilder(Builder):
 
     def make(self, op: Any, args: Sequence[Any]) -> SymNode:
         inputs = tuple(self.lift(arg) for arg in args)
+        zero = _through_zeros(self, op, inputs)
+        if zero is not None:
+            return zero
         if isinstance(op, ArrayOp):
             simpler = _array_rewrite(self, op, inputs)
             node = simpler if simpler is not None else self._intern(
@@ -77,12 +99,66 @@ class ArrayBuilder(Builder):
             node = super().make(op, inputs)
         if node.inputs:
             node.value = arrays.compute(node, [source.value for source in node.inputs])
+        if not isinstance(op, ArrayOp):
+            shape = arrays.numpy().broadcast_shapes(*(_shape(source) for source in inputs))
+            if _shape(node) != shape:  # a fold (x - x -> 0, x/x -> 1) keeps the shape
+                return zeros(self, shape) if _is_zero(node) else spread(self, node, shape)
         return node
 
 
+def _is_zero(node: SymNode) -> bool:
+    return node.op is CONST and not getattr(node.value, "ndim", 0) and node.value == 0.0
+
+
+def _is_zeros(node: SymNode) -> bool:
+    """0, zeros(n), or outer(zeros(m), zeros(n)): what folds keep as zeros of a shape."""
+    return _is_zero(node) or node.op is ARRAY_OPS["zeros"] or (
+        node.op is ARRAY_OPS["outer"] and all(_is_zeros(part) for part in node.inputs))
+
+
+# ops whose value is zeros when the operands at these positions are (None: any one of them)
+_ABSORBING = {"mul": None, "matmul": None, "outer": None, "dot": None, "div": (0,),
+              "neg": (0,), "transpose": (0,), "index": (0,), "sum": (0,), "mean": (0,),
+              "tr": (0,)}
+
+
+def _through_zeros(b: ArrayBuilder, op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:
+    """Zeros of an array shape through a product, a sum or a reduction: ``A@zeros`` is zeros
+    of ``A@zeros``'s shape, ``A + zeros`` is ``A`` when A has the sum's shape (the scalar
+    builder folds the number 0 alone)."""
+    zeros_at = [i for i, node in enumerate(inputs) if _is_zeros(node)]
+    if not zeros_at or all(_is_zero(inputs[i]) for i in zeros_at):
+        return None
+    if op is ARRAY_OPS["outer"] and len(zeros_at) == 2:
+        return None  # outer(zeros(m), zeros(n)) is how zeros of a matrix are written
+    name = op.name
+    if name in _ABSORBING:
+        positions = _ABSORBING[name]
+        if positions is None or all(i in zeros_at for i in positions):
+            values = [node.value for node in inputs]
+            return zeros(b, tuple(arrays.numpy().shape(arrays.compute(
+                SymNode(op, inputs), values))))
+    if name in ("add", "sub") and len(zeros_at) == 1:
+        shape = arrays.numpy().broadcast_shapes(*(_shape(node) for node in inputs))
+        other = inputs[1 - zeros_at[0]]
+        if _shape(other) == shape:
+            return other if name == "add" or zeros_at == [1] else b.make(OPS["neg"], (other,))
+    return None
+
+
+def zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
+    """Zeros of ``shape`` as a node that keeps its shape (``0*ones(n)`` would fold to 0)."""
+    if not shape:
+        return b.constant(0.0)
+    vectors = [_a(b, "zeros", b.constant(float(n))) for n in shape]
+    if len(vectors) > 2:
+        raise UsageError("gradcli diff handles numbers, vectors and matrices")
+    return vectors[0] if len(vectors) == 1 else _a(b, "outer", *vectors)
+
+
 def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) -> SymNode | None:
-    """(x')' -> x; x' -> x for a vector or a number; eye(n)@A -> A; A@eye(n) -> A;
-    ones(n)[k] -> 1."""
+    """(x')' -> x; x' -> x for a vector or a number; (a@b)' -> b'@a'; inv(a)' -> inv(a');
+    sum(-x) -> -sum(x); eye(n)@A -> A; A@eye(n) -> A; ones(n)[k] -> 1."""
     if op.name == "transpose":
         (x,) = inputs
         if x.op is ARRAY_OPS["transpose"]:
@@ -91,10 +167,13 @@ def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) ->
             return x
         if x.op is ARRAY_OPS["outer"]:  # outer(a, b)' -> outer(b, a)
             return _a(b, "outer", x.inputs[1], x.inputs[0])
-        inner = x.op is ARRAY_OPS["matmul"] and x.inputs
-        if inner and any(part.op is ARRAY_OPS["transpose"] for part in inner):
-            left, right = inner  # (a'@b)' -> b'@a: the transposes cancel
+        if x.op is ARRAY_OPS["matmul"]:  # (a@b)' -> b'@a': like terms meet (tr(X@X@X))
+            left, right = x.inputs
             return _a(b, "matmul", _a(b, "transpose", right), _a(b, "transpose", left))
+        if x.op is ARRAY_OPS["inv"]:  # inv(a)' -> inv(a'): inv(X'@X)' is inv(X'@X)
+            return _a(b, "inv", _a(b, "transpose", x.inputs[0]))
+    if op.name in ("sum", "mean") and inputs[0].op is OPS["neg"]:
+        return b.make(OPS["neg"], (_a(b, op.name, inputs[0].inputs[0]),))  # sum(-t) -> -sum(t)
     if op.name == "index" and inputs[0].op is ARRAY_OPS["ones"] and all(
             isinstance(part, int) for part in op.key):
         return b.constant(1.0)  # ones(n)[k]: a stacked operand's share of a spread gradient
@@ -162,8 +241,12 @@ def unbroadcast(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:
         return _a(b, "sum", g)
     if len(shape) == 1 and len(have) == 2 and have[1] == shape[0]:
         return _a(b, "matmul", _ones(b, have[0]), g)  # ones(m)@G sums the rows
-    if len(have) < len(shape):  # a number or a row used where the operand is larger
-        return spread(b, g, shape)
+    if len(have) < len(shape) or all(n == 1 for n in have):  # a number, a row: spread it
+        return spread(b, g if len(have) < 2 or have == shape else _a(b, "sum", g), shape)
+    if len(have) == 1 and shape == (1, have[0]):  # a row as a 1 x n matrix
+        return _a(b, "outer", _ones(b, 1), g)
+    if len(have) == 2 and len(shape) == 2 and have[0] == 1 and shape[1] == have[1]:
+        return _a(b, "outer", _ones(b, shape[0]), _a(b, "matmul", _ones(b, 1), g))
     raise UsageError(f"gradcli diff cannot yet sum a gradient of shape {have} back to {shape}",
                      hint="gradcli eval gives its numeric gradient")
 
@@ -233,12 +316,13 @@ class GraphArrays:
         return v
 
     def others_product(self, x: SymNode, out: SymNode) -> SymNode:
-        """``prod(x)/x`` to print; exact (``self.exact``): with z = (x == 0) and safe = x with
+        """``prod(x)/x`` to print, unless x has a zero element at the point (the values
+        given); exact (``self.exact``, or that zero): with z = (x == 0) and safe = x with
         its zeros replaced by 1, ``(1 - z)*prod(x)/safe`` where x is not 0, and at a zero
         ``prod(safe)`` when it is the only zero, times the other zero's value when there are
         two (0 with derivative 1 along it): every first and second derivative is exact."""
         b = self.b
-        if not self.exact:
+        if not self.exact and bool(arrays.numpy().all(x.value != 0)):
             return b.make(OPS["div"], (out, x))
         zero = self.eq(x, 0.0)
         nonzero = b.make(SUB, (1.0, zero))
@@ -306,21 +390,20 @@ def _scatter(xp: GraphArrays, g: SymNode, key: tuple[Any, ...],
 
 
 def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
-              max_nodes: int, seed: int = 17, keep_value: bool = False, *,
-              exact: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:
-    """d(output)/d(each of ``wrt``) as expressions, and the sample point they carry values at.
+              max_nodes: int, point: Mapping[str, Any] | None = None, keep_value: bool = False,
+              *, exact: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:
+    """d(output)/d(each of ``wrt``) as expressions, and the point they carry values at.
 
-    ``shapes`` gives every variable's shape (``()`` for a number). The output must be a scalar.
+    ``shapes`` gives every variable's shape (``()`` for a number); ``point`` the values (the
+    first sample point of engine/sampling.py when None). The output must be a scalar.
     ``keep_value`` adds the output itself as ``"__value__"``; ``exact`` builds forms exact at
     every point, for second derivatives (``GraphArrays.others_product``).
     """
     np = arrays.numpy()
-    rng = np.random.default_rng(seed)
-    point = {name: (rng.uniform(0.5, 1.5, size=shapes[name]) if shapes[name]
-                    else float(rng.uniform(0.5, 1.5))) for name in program.variables}
-    for name, value in point.items():  # square matrices: invertible, positive determinant
-        if np.ndim(value) == 2 and value.shape[0] == value.shape[1]:
-            point[name] = value + len(value) * np.eye(len(value))
+    if point is None:
+        from gradcli.engine.sampling import candidate
+
+        point = candidate({name: shapes[name] for name in program.variables}, 0)
     b = ArrayBuilder({n: np.asarray(v, dtype=float) for n, v in point.items()}, max_nodes,
                      exact)
     made: dict[int, SymNode] = {}
@@ -341,7 +424,8 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
     for name in wrt:
         variable = b.variable(name)
         grad = grads.get(id(variable))
-        found[name] = b.constant(0.0) if grad is None else unbroadcast(b, grad, shapes[name])
+        grad = None if grad is None else unbroadcast(b, grad, shapes[name])
+        found[name] = zeros(b, shapes[name]) if grad is None or _is_zero(grad) else grad
     return found, point
 
 
@@ -368,9 +452,33 @@ def _contribution(b: ArrayBuilder, node: SymNode, position: int, g: SymNode) -> 
         return op.rules[position](b.arrays, spread(b, g, shape) if shape else g, node,
                                   *node.inputs)
     part = b.make(MUL, (g, op.rules[position](*node.inputs, node)))
-    if len(_shape(part)) < len(_shape(source)):  # a number or a row: broadcasting spreads it
-        return part
-    return unbroadcast(b, part, _shape(source))
+    return reduce_to(b, part, _shape(node), _shape(source))
+
+
+def reduce_to(b: ArrayBuilder, part: SymNode, out: tuple[int, ...],
+              shape: tuple[int, ...]) -> SymNode:
+    """The gradient an operand of ``shape`` receives from ``part``, which stands for
+    ``part`` broadcast to the node's shape ``out`` (a number or a row is left to broadcasting):
+    every axis the operand was stretched along is summed. Where ``part`` too is constant along
+    it, the sum is a count: ``sum(X@W + b)`` gives b the gradient ``4*ones(2)`` for 4 rows."""
+    rank = len(out)
+    have = (1,) * (rank - len(_shape(part))) + _shape(part)
+    want = (1,) * (rank - len(shape)) + shape
+    count = math.prod(n for n, p, s in zip(out, have, want, strict=True) if p == 1 and s == 1)
+    if count != 1:
+        part = b.make(MUL, (b.constant(float(count)), part))
+    summed = [i for i in range(rank) if have[i] > 1 and want[i] == 1]
+    if not summed:
+        return part if len(_shape(part)) <= len(shape) else unbroadcast(b, part, shape)
+    kept = [i for i in range(rank) if have[i] > 1 and want[i] > 1]
+    if not kept:
+        return _a(b, "sum", part)
+    if rank == 2 and kept == [1]:
+        return _a(b, "matmul", _ones(b, have[0]), part)  # ones(m)@G: the column sums
+    if rank == 2 and kept == [0]:  # the row sums as a column, for an (m, 1) operand
+        return _a(b, "outer", _a(b, "matmul", part, _ones(b, have[1])), _ones(b, 1))
+    raise UsageError(f"gradcli diff cannot yet sum a gradient of shape {_shape(part)} back "
+                     f"to {shape}", hint="gradcli eval gives its numeric gradient")
 
 
 # --- shapes, and the derivatives printed --------------------------------------------------------
@@ -414,7 +522,8 @@ def program_shapes(program: Program, given: Mapping[str, tuple[int, ...]],
 
 def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]],
                       wrt: Sequence[str] | None, max_nodes: int,
-                      fmt: str = "text") -> dict[str, str]:
+                      fmt: str = "text", given: Mapping[str, Any] | None = None
+                      ) -> dict[str, str]:
     """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
     from gradcli.engine.printing import to_text
 
@@ -423,24 +532,22 @@ def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]],
     if unknown:
         raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
                          hint=f"its variables: {', '.join(program.variables) or 'none'}")
-    found, _ = _sampled(program, shapes, names, max_nodes)
+    found, _ = _sampled(program, shapes, names, max_nodes, given=given)
     printer = to_text if fmt == "text" else to_latex
     return {name: printer(node) for name, node in found.items()}
 
 
 def _sampled(program: Program, shapes: Mapping[str, tuple[int, ...]], names: list[str],
-             max_nodes: int, keep_value: bool = False
+             max_nodes: int, keep_value: bool = False, given: Mapping[str, Any] | None = None
              ) -> tuple[dict[str, SymNode], dict[str, Any]]:
-    """``gradients`` at a sample point where the program is defined: the values only give
-    shapes, so a point outside a domain (``log(x - 2)`` at x = 1) is retried elsewhere."""
-    for seed in range(17, 21):
-        try:
-            return gradients(program, shapes, names, max_nodes, seed, keep_value)
-        except NumericError as error:
-            failure = error
-    raise UsageError(f"no sample point found where the program is defined ({failure.message})",
-                     hint="gradcli diff evaluates the program at random points of the given "
-                          "shapes, between 0.5 and 1.5, to learn each node's shape")
+    """``gradients`` at the given values, else at a sample point where the program is defined
+    (engine/sampling.py): the values give shapes, so a point outside a domain (``log(x - 2)``
+    at x = 1) is retried elsewhere."""
+    from gradcli.engine.sampling import defined_point
+
+    return defined_point(
+        {name: shapes[name] for name in program.variables}, given,
+        lambda point: gradients(program, shapes, names, max_nodes, point, keep_value))[0]
 
 
 _LATEX_CALLS = {"tr": r"\operatorname{tr}", "det": r"\det", "logdet": r"\log\det",
@@ -512,75 +619,29 @@ def _latex_node(node: SymNode, arg: Callable[[SymNode, int], str], latex: Any) -
         return rf"\left\langle {arg(inputs[0], 0)}, {arg(inputs[1], 0)} \right\rangle", 3
     if name in _LATEX_CALLS:
         return rf"{_LATEX_CALLS[name]}\left({arg(inputs[0], 0)}\right)", 3
+    if getattr(op, "symbol", None) and len(inputs) == 2:  # comparisons, and, or
+        return latex.infix(op, arg(inputs[0], 1), arg(inputs[1], 1)), 0
+    if name == "logical_not":
+        return latex.prefix(op, arg(inputs[0], 3)), 0
     texts = [arg(source, 0) for source in inputs]
     return latex.call(op, texts), 3
 
 
 # --- a NumPy function ---------------------------------------------------------------------------
 
-_NUMPY_NAMES = {"acos": "np.arccos", "asin": "np.arcsin", "atan": "np.arctan",
-                "atan2": "np.arctan2", "max": "np.maximum", "min": "np.minimum",
-                "sum": "np.sum", "mean": "np.mean", "prod": "np.prod", "tr": "np.trace",
-                "det": "np.linalg.det", "inv": "np.linalg.inv", "norm": "np.linalg.norm",
-                "outer": "np.outer", "transpose": "np.transpose"}
-_NUMPY_FORMS = {
-    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-    "neg": "-{0}", "pow": "{0} ** {1}", "matmul": "{0} @ {1}", "dot": "np.sum({0} * {1})",
-    "sigmoid": "1 / (1 + np.exp(-{0}))", "relu": "np.maximum({0}, 0.0)",
-    "softplus": "np.logaddexp(0.0, {0})", "norm1": "np.sum(np.abs({0}))",
-    "logdet": "np.linalg.slogdet({0})[1]", "max1": "np.max({0})", "min1": "np.min({0})",
-    "logsumexp": "np.max({0}) + np.log(np.sum(np.exp({0} - np.max({0}))))",
-    "softmax": "np.exp({0} - np.max({0}, axis=-1, keepdims=True)) / np.sum(np.exp({0} - "
-               "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True)",
-    "log_softmax": "{0} - np.max({0}, axis=-1, keepdims=True) - np.log(np.sum(np.exp({0} - "
-                   "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True))",
-    "eq": "({0} == {1}) * 1.0",
-    "zeros": "np.zeros(int({0}))", "ones": "np.ones(int({0}))", "eye": "np.eye(int({0}))",
-}
-
-
 def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
-             wrt: Sequence[str] | None, max_nodes: int) -> str:
-    """Source of ``def f(variables): return value, {name: gradient}``, NumPy only: one line
-    per node of the value and the gradients (shared nodes computed once)."""
+             wrt: Sequence[str] | None, max_nodes: int,
+             given: Mapping[str, Any] | None = None) -> str:
+    """Source of ``def f(variables): return value, {name: gradient}``, NumPy only
+    (engine/numpy_export.py): one line per node of the value and the gradients (shared nodes
+    computed once)."""
+    from gradcli.engine.numpy_export import NumpyWriter
+
     names = list(wrt) if wrt else list(program.variables)
-    found, _ = _sampled(program, shapes, names, max_nodes, keep_value=True)
+    found, _ = _sampled(program, shapes, names, max_nodes, keep_value=True, given=given)
     output = found.pop("__value__")
-    nodes = nodes_of([output, *found.values()])
-    texts: dict[int, str] = {}
-    lines: list[str] = []
-    for node in nodes:
-        texts[id(node)] = numpy_text(node, texts, lines)
-    parameters = ", ".join(program.variables)
-    gradients = ", ".join(f"{name!r}: {texts[id(node)]}" for name, node in found.items())
-    body = "".join(f"    {line}\n" for line in lines)
-    return (f"import numpy as np\n\n\ndef f({parameters}):\n"
-            f'    """Value and gradients of {program.source!r} (gradcli diff)."""\n'
-            f"{body}    return {texts[id(output)]}, {{{gradients}}}\n")
-
-
-def numpy_text(node: SymNode, texts: dict[int, str], lines: list[str]) -> str:
-    """A leaf's text, or the name of a new line ``t3 = ...`` computing the node."""
-    op = node.op
-    if op is VAR:
-        return str(node.name)
-    if op is CONST:
-        value = node.value
-        if getattr(value, "ndim", 0):
-            return f"np.array({value.tolist()!r})"
-        return f"({value!r})" if value < 0 else repr(value)  # -2.0 ** 2 would be -4
-    args = [texts[id(source)] for source in node.inputs]
-    name = op.name
-    if name in ("max", "min") and op.arity == 1:
-        name += "1"
-    if isinstance(op, ArrayOp) and op.postfix and name == "index":
-        text = args[0] + op.postfix
-    elif name == "array":
-        text = f"np.stack([{', '.join(args)}])"
-    elif name in _NUMPY_FORMS:
-        text = _NUMPY_FORMS[name].format(*args)
-    else:
-        function = _NUMPY_NAMES.get(name, f"np.{name}")
-        text = f"{function}({', '.join(args)})"
-    lines.append(f"t{len(lines)} = {text}")
-    return f"t{len(lines) - 1}"
+    writer = NumpyWriter(list(program.variables))
+    writer.add([output, *found.values()])
+    gradients = ", ".join(f"{name!r}: {writer[node]}" for name, node in found.items())
+    return writer.source(f"Value and gradients of {program.source!r} (gradcli diff).",
+                         f"{writer[output]}, {{{gradients}}}")

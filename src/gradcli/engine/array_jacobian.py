@@ -30,52 +30,36 @@ from gradcli.engine import arrays, jacobian
 from gradcli.engine.array_diff import (
     ArrayBuilder,
     gradients,
-    numpy_text,  # the NumPy printer of to_numpy
     spread,
     to_latex,
+    zeros,
 )
 from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op, stack_op
 from gradcli.engine.graph import Program, nodes_of, output_labels
 from gradcli.engine.ops import CONST, OPS, VAR
+from gradcli.engine.sampling import defined_point
 from gradcli.engine.symbolic import SymNode
-from gradcli.errors import NumericError, UsageError
+from gradcli.errors import UsageError
 from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
 
 MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
-_SEEDS = range(17, 21)  # sample points tried: the values give shapes, not the result
 
 
 class _NoFormError(Exception):
     """A node whose Jacobian has no vectorized form here: the block is built row by row."""
 
 
-def sample_point(shapes: Mapping[str, tuple[int, ...]], seed: int) -> dict[str, Any]:
-    """Values between 0.5 and 1.5 of the given shapes (square matrices made invertible), as
-    engine/array_diff.py samples them."""
-    np = arrays.numpy()
-    rng = np.random.default_rng(seed)
-    point = {}
-    for name, shape in shapes.items():
-        value = rng.uniform(0.5, 1.5, size=shape) if shape else np.asarray(rng.uniform(0.5, 1.5))
-        if value.ndim == 2 and value.shape[0] == value.shape[1]:
-            value = value + len(value) * np.eye(len(value))
-        point[name] = np.asarray(value, dtype=float)
-    return point
-
-
-def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> bool:
+def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                     given: Mapping[str, Any] | None = None) -> bool:
     """Whether the program has several outputs or an array output (its derivative is a
-    Jacobian), from its nodes' shapes at a sample point."""
+    Jacobian), from its nodes' shapes at a point where it is defined."""
     if program.outputs:
         return True
-    failure: NumericError | None = None
-    for seed in _SEEDS:
-        try:
-            b = ArrayBuilder(sample_point(shapes, seed), MAX_NODES)
-            return bool(_shape(b.import_graph([program.output])[0]))
-        except NumericError as error:
-            failure = error
-    raise _no_point(failure)
+
+    def output_shape(point: dict[str, Any]) -> tuple[int, ...]:
+        return _shape(ArrayBuilder(point, MAX_NODES).import_graph([program.output])[0])
+
+    return bool(defined_point(shapes, given, output_shape)[0])
 
 
 @dataclass
@@ -92,90 +76,94 @@ class Blocks:
 
 
 def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                   wrt: Sequence[str] | None, max_nodes: int) -> Blocks:
-    """Every output's Jacobian with respect to each of ``wrt`` (default every variable)."""
+                   wrt: Sequence[str] | None, max_nodes: int,
+                   given: Mapping[str, Any] | None = None) -> Blocks:
+    """Every output's Jacobian with respect to each of ``wrt`` (default every variable), built
+    at the ``given`` values or a sample point where the program is defined."""
     names = _names(program, wrt)
-    failure: NumericError | None = None
-    for seed in _SEEDS:
-        try:
-            b = ArrayBuilder(sample_point(shapes, seed), max_nodes)
-            outputs = dict(zip(output_labels(program),
-                               b.import_graph(program.outputs or [program.output]), strict=True))
-            return Blocks(outputs, {label: {name: block(b, output, name, shapes, max_nodes, seed)
-                                            for name in names}
-                                    for label, output in outputs.items()})
-        except NumericError as error:
-            failure = error
-    raise _no_point(failure)
+
+    def build(point: dict[str, Any]) -> Blocks:
+        b = ArrayBuilder(point, max_nodes)
+        outputs = dict(zip(output_labels(program),
+                           b.import_graph(program.outputs or [program.output]), strict=True))
+        return Blocks(outputs, {label: {name: block(b, output, name, shapes, max_nodes)
+                                        for name in names}
+                                for label, output in outputs.items()})
+
+    return defined_point(_of(program, shapes), given, build)[0]
 
 
 def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                  wrt: Sequence[str] | None, max_nodes: int) -> Blocks:
+                  wrt: Sequence[str] | None, max_nodes: int,
+                  given: Mapping[str, Any] | None = None) -> Blocks:
     """``[a][b]`` = d2/da db, the Jacobian of each gradient (engine/array_diff.py), of shape
     ``a`` followed by ``b``, of a scalar-output array program."""
     names = _names(program, wrt)
-    failure: NumericError | None = None
-    for seed in _SEEDS:
-        try:
-            grads, point = gradients(program, shapes, names, max_nodes, seed)
-            b = ArrayBuilder({n: arrays.numpy().asarray(v, dtype=float)
-                              for n, v in point.items()}, max_nodes)
-            imported = b.import_graph([grads[name] for name in names])
-            value = b.import_graph([program.output])[0]
-            return Blocks({"value": value},
-                          {a: {name: block(b, grad, name, shapes, max_nodes, seed)
-                               for name in names}
-                           for a, grad in zip(names, imported, strict=True)})
-        except NumericError as error:
-            failure = error
-    raise _no_point(failure)
+
+    def build(point: dict[str, Any]) -> Blocks:
+        grads, _ = gradients(program, shapes, names, max_nodes, point)
+        b = ArrayBuilder(point, max_nodes)
+        imported = b.import_graph([grads[name] for name in names])
+        value = b.import_graph([program.output])[0]
+        return Blocks({"value": value},
+                      {a: {name: block(b, grad, name, shapes, max_nodes) for name in names}
+                       for a, grad in zip(names, imported, strict=True)})
+
+    return defined_point(_of(program, shapes), given, build)[0]
+
+
+def _of(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    return {name: shapes[name] for name in program.variables}
 
 
 def jacobian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
                     wrt: Sequence[str] | None, max_nodes: int,
-                    fmt: str = "text") -> dict[str, dict[str, str]]:
+                    fmt: str = "text", given: Mapping[str, Any] | None = None
+                    ) -> dict[str, dict[str, str]]:
     """``{output label: {input: the block printed in fmt}}`` for every output of ``program``."""
-    return jacobian_nodes(program, shapes, wrt, max_nodes).printed(fmt)
+    return jacobian_nodes(program, shapes, wrt, max_nodes, given).printed(fmt)
 
 
 def hessian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    wrt: Sequence[str] | None, max_nodes: int,
-                   fmt: str = "text") -> dict[str, dict[str, str]]:
+                   fmt: str = "text", given: Mapping[str, Any] | None = None
+                   ) -> dict[str, dict[str, str]]:
     """``{a: {b: d2/da db}}`` printed in ``fmt``."""
-    return hessian_nodes(program, shapes, wrt, max_nodes).printed(fmt)
+    return hessian_nodes(program, shapes, wrt, max_nodes, given).printed(fmt)
 
 
 def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                 wrt: Sequence[str] | None, max_nodes: int, order: int = 1) -> str:
+                 wrt: Sequence[str] | None, max_nodes: int, order: int = 1,
+                 given: Mapping[str, Any] | None = None) -> str:
     """Source of ``def f(variables): return values, blocks``, NumPy only: the outputs'
     values and the Jacobian (``order`` 1: ``{output: {input: block}}``) or the value and the
-    Hessian (2: ``{a: {b: block}}``), one line per node, shared nodes computed once."""
-    found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes)
-    blocks = [node for row in found.blocks.values() for node in row.values()]
-    texts: dict[int, str] = {}
-    lines: list[str] = []
-    for node in nodes_of([*found.values.values(), *blocks]):
-        texts[id(node)] = numpy_text(node, texts, lines)
-    values = ", ".join(f"{label!r}: {texts[id(node)]}" for label, node in found.values.items())
+    Hessian (2: ``{a: {b: block}}``, the value bare as the gradient's export returns it), one
+    line per node, shared nodes computed once."""
+    from gradcli.engine.numpy_export import NumpyWriter
+
+    found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes,
+                                                              given)
+    writer = NumpyWriter(list(program.variables))
+    writer.add([*found.values.values(),
+                *(node for row in found.blocks.values() for node in row.values())])
+    values = (", ".join(f"{label!r}: {writer[node]}" for label, node in found.values.items())
+              if order == 1 else writer[found.values["value"]])
     rows = []
     for label, row in found.blocks.items():
         out = shapes[label] if order == 2 else _shape(found.values[label])
-        entries = ", ".join(f"{name!r}: {_numpy_block(node, texts, out + tuple(shapes[name]))}"
+        entries = ", ".join(f"{name!r}: {_numpy_block(node, writer, out + tuple(shapes[name]))}"
                             for name, node in row.items())
         rows.append(f"{label!r}: {{{entries}}}")
-    returned = ", ".join(rows)
     what = "values and Jacobian" if order == 1 else "value and Hessian"
-    body = "".join(f"    {line}\n" for line in lines)
-    return (f"import numpy as np\n\n\ndef f({', '.join(program.variables)}):\n"
-            f'    """The {what} of {program.source!r} (gradcli diff)."""\n'
-            f"{body}    return {{{values}}}, {{{returned}}}\n")
+    return writer.source(f"The {what} of {program.source!r} (gradcli diff).",
+                         f"{values if order == 2 else '{' + values + '}'}, {{{', '.join(rows)}}}")
 
 
-def _numpy_block(node: SymNode, texts: dict[int, str], shape: tuple[int, ...]) -> str:
+def _numpy_block(node: SymNode, writer: Any, shape: tuple[int, ...]) -> str:
     """A block's text; a block of zeros (printed ``0``) as zeros of its shape."""
     if node.op is CONST and not _shape(node) and node.value == 0.0:
         return f"np.zeros({shape!r})" if shape else "0.0"
-    return texts[id(node)]
+    return writer[node]
 
 
 def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:
@@ -185,13 +173,6 @@ def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:
         raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
                          hint=f"its variables: {', '.join(program.variables) or 'none'}")
     return names
-
-
-def _no_point(failure: NumericError | None) -> UsageError:
-    why = f" ({failure.message})" if failure is not None else ""
-    return UsageError(f"no sample point found where the program is defined{why}",
-                      hint="gradcli diff evaluates the program at random points of the given "
-                           "shapes, between 0.5 and 1.5, to learn each node's shape")
 
 
 def _printed(node: SymNode, fmt: str) -> str:
@@ -207,7 +188,7 @@ def _shape(node: SymNode) -> tuple[int, ...]:
 # --- one block ----------------------------------------------------------------------------------
 
 def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tuple[int, ...]],
-          max_nodes: int, seed: int = _SEEDS[0]) -> SymNode:
+          max_nodes: int) -> SymNode:
     """d(output)/d(name), shape of the output followed by the input's: vectorized when every
     node has a form, else row by row (a scalar output: its gradient first); whichever is used
     equals the numeric Jacobian at b's point."""
@@ -218,7 +199,7 @@ def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
     refusal: UsageError | None = None
     for way in ways:
         try:
-            found = way(b, output, name, shapes, max_nodes, seed)
+            found = way(b, output, name, shapes, max_nodes)
         except UsageError as error:  # no form for an op, or too many rows
             refusal = refusal or error
             continue
@@ -231,8 +212,7 @@ def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
 
 
 def _vectorized(b: ArrayBuilder, output: SymNode, name: str,
-                shapes: Mapping[str, tuple[int, ...]], max_nodes: int,
-                seed: int) -> SymNode | None:
+                shapes: Mapping[str, tuple[int, ...]], max_nodes: int) -> SymNode | None:
     try:
         return forward_jacobian(b, output, name, shapes[name])
     except _NoFormError:
@@ -258,9 +238,9 @@ def _numeric(b: ArrayBuilder, output: SymNode, name: str) -> Any:
 
 
 def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tuple[int, ...]],
-          max_nodes: int, seed: int) -> SymNode:
+          max_nodes: int) -> SymNode:
     """The gradient of each output element ``sum(y * E_k)``, stacked as ``[row0, row1, ...]``
-    (each made at the sample point of ``seed``, where the program is known to be defined)."""
+    (each made at the builder's point, where the program is known to be defined)."""
     shape = _shape(output)
     size = math.prod(shape)
     if size > MAX_JACOBIAN_ROWS:
@@ -276,8 +256,8 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
         program = Program.build_outputs("row", [picked], leaves, {})
         grad = None
         if name in program.variables:
-            grads, _ = gradients(program, {n: shapes[n] for n in program.variables}, [name],
-                                 max_nodes, seed)
+            grads, _ = gradients(program, _of(program, shapes), [name], max_nodes,
+                                 {n: b.point[n] for n in program.variables})
             grad = grads[name]
         rows.append(b.import_graph([grad])[0] if grad is not None else _zeros(b, shapes[name]))
     return _stack(b, rows, shape) if shape else rows[0]
@@ -294,13 +274,9 @@ def _one_hot(b: ArrayBuilder, shape: tuple[int, ...], element: tuple[int, ...]) 
 
 
 def _zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
-    """Zeros of ``shape`` as a node that keeps its shape (``0*ones(n)`` would fold to 0)."""
-    if not shape:
-        return b.constant(0.0)
-    vectors = [_a(b, "zeros", b.constant(float(n))) for n in shape]
-    if len(vectors) > 2:
+    if len(shape) > 2:
         raise UsageError("gradcli diff prints Jacobians of numbers, vectors and matrices")
-    return vectors[0] if len(vectors) == 1 else _a(b, "outer", *vectors)
+    return zeros(b, shape)
 
 
 def _stack(b: ArrayBuilder, rows: list[SymNode], shape: tuple[int, ...]) -> SymNode:

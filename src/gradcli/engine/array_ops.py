@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gradcli.engine.ops import NONE, PREC_ATOM, PREC_PRODUCT, SAME, Form
+from gradcli.engine.ops import ARRAY_FUNCTION_NAMES, NONE, PREC_ATOM, PREC_PRODUCT, SAME, Form
 from gradcli.errors import UsageError
 
 Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradient
@@ -413,6 +413,9 @@ _ROWS: list[ArrayOp] = [
 ARRAY_OPS: dict[str, ArrayOp] = {op.name: op for op in _ROWS}
 # Called by name; max/min with two arguments stay the element-wise rows of ops.py.
 ARRAY_FUNCTIONS: dict[str, ArrayOp] = {op.name: op for op in _ROWS if op.is_function}
+if set(ARRAY_FUNCTIONS) != ARRAY_FUNCTION_NAMES:
+    raise TypeError("ops.ARRAY_FUNCTION_NAMES must list the array functions exactly: "
+                    f"{sorted(set(ARRAY_FUNCTIONS) ^ ARRAY_FUNCTION_NAMES)} differ")
 
 
 def table_rows() -> list[dict[str, Any]]:

@@ -21,9 +21,9 @@ from typing import Any
 from gradcli.engine.array_ops import ArrayOp
 from gradcli.engine.graph import Node, Program, describe, node_text
 from gradcli.engine.notation import format_number
-from gradcli.engine.ops import CONST, NONE, SAME, Op
+from gradcli.engine.ops import CONST, NONE, PREC_ATOM, SAME, Op
 from gradcli.errors import NumericError, UsageError
-from gradcli.limits import MAX_ARRAY_ELEMENTS
+from gradcli.limits import MAX_ARRAY_ELEMENTS, check_dims
 
 
 def numpy() -> Any:
@@ -49,9 +49,10 @@ def is_array_value(value: Any) -> bool:
 def as_array(name: str, value: Any) -> Any:
     """A variable's value as a float array; a UsageError says what is wrong with it."""
     np = numpy()
-    if isinstance(value, list) and not _numbers_only(value):
+    if isinstance(value, list) and not _numbers_only(name, value):
         raise UsageError(f"the value of {name} is not a rectangular array of numbers",
                          hint="give numbers (not strings or bools), e.g. [[1, 2], [3, 4]]")
+    check_dims(f"the value of {name}", getattr(value, "ndim", 0))
     try:
         array = np.asarray(value)
     except (ValueError, TypeError):
@@ -74,14 +75,16 @@ def as_array(name: str, value: Any) -> Any:
     return array
 
 
-def _numbers_only(items: list) -> bool:
+def _numbers_only(name: str, items: list) -> bool:
     """Nested lists of ints and floats only (NumPy would read True as 1), looked at without
-    recursion."""
-    pending = [items]
+    recursion, and nested no deeper than an array may be."""
+    pending = [(items, 1)]
     while pending:
-        for item in pending.pop():
+        current, depth = pending.pop()
+        check_dims(f"the value of {name}", depth)
+        for item in current:
             if isinstance(item, list):
-                pending.append(item)
+                pending.append((item, depth + 1))
             elif isinstance(item, bool) or not isinstance(item, numbers.Real):
                 return False
     return True
@@ -160,6 +163,7 @@ def _guard_size(node: Node, args: list[Any]) -> None:
     elif op.name == "matmul":
         elements = math.prod(np.shape(args[0])[:-1]) * math.prod(np.shape(args[1])[1:])
     elif op.name == "array":
+        check_dims(describe(node), np.ndim(args[0]) + 1)
         elements = sum(sizes)
     else:
         return
@@ -270,7 +274,7 @@ def _operands(node: Node, args: list[Any], reals: list[float], index: tuple[int,
         if source.op is CONST and not numpy().ndim(arg):
             continue
         where = index_text(index[len(index) - numpy().ndim(arg):]) if numpy().ndim(arg) else ""
-        parts.append(f"{node_text(source)}{where} = {format_number(real)}")
+        parts.append(f"{indexed_text(source, where)} = {format_number(real)}")
     return ", where " + ", ".join(parts) if parts else ""
 
 
@@ -349,11 +353,23 @@ def unbroadcast(grad: Any, shape: tuple[int, ...]) -> Any:
     return grad.reshape(shape)
 
 
+def indexed_text(node: Node, where: str) -> str:
+    """``x[0]``, ``log(x)[0]``, ``(x - 2)[0]``: a node's label with an element's index, in
+    parentheses unless the label is an atom (a name, a call, a subscript)."""
+    text = node_text(node)
+    if not where:
+        return text
+    value = node.value if node.op is CONST else 0.0
+    atom = node.name or (getattr(node.op, "precedence", 0) >= PREC_ATOM
+                         and not (numpy().ndim(value) == 0 and float(value) < 0))
+    return f"{text}{where}" if atom else f"({text}){where}"
+
+
 def _derivative_error(node: Node, args: list[Any], position: int, part: Any) -> NumericError:
     np = numpy()
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(part))[0]) if part.ndim else ()
     op = node.op
     wrt = "" if op.arity == 1 else f" with respect to operand {position + 1}"
-    where = f" at {node_text(node.inputs[position])}{index_text(index)}" if index else ""
+    where = f" at {indexed_text(node.inputs[position], index_text(index))}" if index else ""
     return NumericError(f"the derivative of {op.name}{wrt} is not finite{where} in "
                         f"{describe(node)}")

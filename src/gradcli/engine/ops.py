@@ -529,10 +529,10 @@ _ROWS: list[Op] = [
             summary="sqrt(x**2 + y**2) without overflow"),
     _unary("deg2rad", math.radians, lambda x, out: math.pi / 180.0,
            complex=lambda x: x * (math.pi / 180.0), vector=lambda np, x: np.deg2rad(x),
-           summary="degrees to radians: x * pi / 180"),
+           summary="degrees to radians: x * pi / 180", aliases=("radians",)),
     _unary("rad2deg", math.degrees, lambda x, out: 180.0 / math.pi,
            complex=lambda x: x * (180.0 / math.pi), vector=lambda np, x: np.rad2deg(x),
-           summary="radians to degrees: x * 180 / pi"),
+           summary="radians to degrees: x * 180 / pi", aliases=("degrees",)),
     # --- hyperbolic ----------------------------------------------------------------------------
     _unary("sinh", math.sinh, lambda x, out: F.cosh(x),
            complex=cmath.sinh, vector=lambda np, x: np.sinh(x), summary="hyperbolic sine"),
@@ -565,7 +565,7 @@ _ROWS: list[Op] = [
            complex=NONE, vector=NONE, summary="1 - erf(x), accurate where erf(x) is near 1"),
     _unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,
            domain=forms.open_unit_interval, complex=NONE, vector=NONE,
-           summary="inverse of erf, -1 < x < 1"),
+           summary="inverse of erf, -1 < x < 1", aliases=("erf_inv",)),
     _unary("gamma", math.gamma, lambda x, out: out * F.digamma(x), domain=forms.not_a_pole,
            complex=NONE, vector=NONE,
            summary="gamma function (0 and the negative integers are poles: an error)"),
@@ -585,11 +585,13 @@ _ROWS: list[Op] = [
     # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
     _unary("i0e", special._i0e, lambda x, out: _bessel(x, F.i1e(x)) - F.sign(x) * out,
            complex=NONE,
-           vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0"),
+           vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0",
+           aliases=("bessel_i0e",)),
     _unary("i1e", special._i1e,
            lambda x, out: 0.5 * _bessel(x, F.i0e(x) + F.ive(2.0, x)) - F.sign(x) * out,
            complex=NONE,
-           vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1"),
+           vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1",
+           aliases=("bessel_i1e",)),
     _binary("ive", special._ive, lambda n, x, out: 0.0,
             lambda n, x, out: 0.5 * _bessel(x, F.ive(F.abs(n - 1.0), x)
                                             + F.ive(_next_order(n, "ive"), x))
@@ -605,7 +607,7 @@ _ROWS: list[Op] = [
     # --- activations and pieces ------------------------------------------------------------
     _unary("sigmoid", _sigmoid, _sigmoid_slope,
            complex=forms.complex_sigmoid, vector=lambda np, x: np.exp(-np.logaddexp(0.0, -x)),
-           summary="1 / (1 + e ** -x)"),
+           summary="1 / (1 + e ** -x)", aliases=("logistic",)),
     _unary("relu", _relu, lambda x, out: F.heaviside(x),
            complex=forms.complex_relu, vector=lambda np, x: np.maximum(x, 0.0),
            summary="max(x, 0); relu'(0) = 0"),
@@ -657,7 +659,8 @@ _ROWS: list[Op] = [
            vector=lambda np, x: np.minimum(np.maximum(x, -1.0), 1.0),
            summary="clip(x, -1, 1); at -1 and 1 the slope is 1/2, as min and max at a tie"),
     _unary("abs", math.fabs, lambda x, out: F.sign(x),
-           complex=forms.complex_abs, vector=lambda np, x: np.abs(x), summary="|x|; abs'(0) = 0"),
+           complex=forms.complex_abs, vector=lambda np, x: np.abs(x), summary="|x|; abs'(0) = 0",
+           aliases=("absolute", "fabs")),
     _unary("sign", _sign, lambda x, out: 0.0,
            complex=lambda x: complex(_sign(x.real)), vector=lambda np, x: np.sign(x),
            summary="-1, 0 or 1; its derivative is 0"),
@@ -679,7 +682,8 @@ _ROWS: list[Op] = [
         lambda x, lo, hi, out: (1.0 + F.sign(F.max(x, lo) - hi)) / 2.0),
         domain=forms.ordered_bounds, complex=forms.complex_clip,
         vector=lambda np, x, lo, hi: np.minimum(np.maximum(x, lo), hi),
-        summary="min(max(x, lo), hi), lo <= hi; at a bound the gradient splits as at a tie"),
+        summary="min(max(x, lo), hi), lo <= hi; at a bound the gradient splits as at a tie",
+        aliases=("clamp",)),
     # --- steps: derivative 0, at a jump too (as sign's); the check flags a jump -------------
     _unary("floor", special._floor, lambda x, out: 0.0,
            complex=forms.complex_of_step(special._floor),
@@ -700,7 +704,8 @@ _ROWS: list[Op] = [
             lambda x, y, out: -F.round((x - out) / y),
             domain=forms.nonzero_divisor, complex=forms.complex_mod,
             vector=lambda np, x, y: np.mod(x, y),
-            summary="x - y * floor(x / y), the sign of y; also written x % y, as in Python"),
+            summary="x - y * floor(x / y), the sign of y; also written x % y, as in Python and "
+                    "NumPy's remainder", aliases=("remainder",)),
 ]
 
 # --- piecewise definitions (issue 15): comparisons, logic and the conditional ------------------
@@ -798,6 +803,18 @@ FUNCTIONS["pow"] = OPS["pow"]  # pow(x, y) is the function spelling of x ** y
 FUNCTIONS.update({alias: op for op in OPS.values() for alias in op.aliases})
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
+
+# The names of the array table's functions (engine/array_ops.py), so that the parser knows every
+# function's name without building that table on the scalar path; array_ops checks at import
+# that its rows have exactly these names, so the two cannot drift apart.
+ARRAY_FUNCTION_NAMES = frozenset({
+    "det", "dot", "eye", "inv", "log_softmax", "logdet", "logsumexp", "max", "mean", "min",
+    "norm", "norm1", "ones", "outer", "prod", "softmax", "sum", "tr", "zeros"})
+
+
+def is_function_name(name: str) -> bool:
+    """Whether ``name`` is one of the language's functions (scalar or array), or an alias."""
+    return name in FUNCTIONS or name in ARRAY_FUNCTION_NAMES
 
 SYMBOL_ALIASES = {"**": ("^",)}  # the grammar's other spellings of an operator (expr.lark)
 

@@ -21,7 +21,7 @@ from gradcli.engine import ops, special
 from gradcli.engine.core_ops import CONST, MUL, WHERE
 from gradcli.engine.graph import Node, nodes_and_uses
 from gradcli.engine.notation import TEXT, Notation, format_number, texts_by_node
-from gradcli.engine.ops import CONSTANTS, FUNCTIONS
+from gradcli.engine.ops import CONSTANTS, FUNCTIONS, OPS
 from gradcli.errors import UsageError
 
 FORMATS = ("text", "latex", "python")
@@ -189,17 +189,27 @@ _LATEX_SYMBOLS = {"le": r"\le", "ge": r"\ge", "eq": "=", "ne": r"\ne", "logical_
                   "logical_or": r"\lor"}
 
 
+# Greek letters that LaTeX writes as a command: \alpha, \Gamma (omicron and the capitals that
+# look Latin have none).
+_GREEK = frozenset({
+    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+    "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi",
+    "omega", "varepsilon", "vartheta", "varphi", "Gamma", "Delta", "Theta", "Lambda", "Xi",
+    "Pi", "Sigma", "Upsilon", "Phi", "Psi", "Omega"})
+
+
 class LatexNotation(Notation):
     def number(self, value: Any) -> str:
         mantissa, _, exponent = format_number(value).partition("e")
         return mantissa if not exponent else rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
 
     def name(self, name: str) -> str:
-        if name == "pi":
-            return r"\pi"
+        if name in _GREEK:
+            return "\\" + name  # alpha, beta1 and Gamma as a reader of the formula writes them
         head, digits = name.rstrip("0123456789"), name[len(name.rstrip("0123456789")):]
-        if digits and head:
-            return f"{self.name(head)}_{{{digits}}}"
+        if digits and head:  # x1 and x_1 as x_{1}
+            return f"{self.name(head[:-1] if head.endswith('_') and len(head) > 1 else head)}" \
+                   f"_{{{digits}}}"
         escaped = name.replace("_", "\\_")
         return name if len(name) == 1 else rf"\mathrm{{{escaped}}}"
 
@@ -215,7 +225,8 @@ class LatexNotation(Notation):
         if op.name in _LATEX_NAMED:
             head = "\\" + op.name
         else:
-            head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{op.name}}}")
+            escaped = op.name.replace("_", "\\_")
+            head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{escaped}}}")
         return rf"{head}\left({', '.join(args)}\right)"
 
     def prefix(self, op: Any, operand: str) -> str:
@@ -267,6 +278,12 @@ class PythonNotation(Notation):
             return f"math.{name}"
         return self.renames.get(name, name)
 
+    def infix(self, op: Any, left: str, right: str) -> str:
+        """Python's ``and``/``or`` return an operand; gradcli's return 1 or 0."""
+        if op.name in ("logical_and", "logical_or"):
+            return f"(1.0 if {left} {op.symbol} {right} else 0.0)"
+        return super().infix(op, left, right)
+
     def call(self, op: Any, args: list[str]) -> str:
         if op is WHERE:  # Python's conditional evaluates the branch taken only
             condition, taken, other = args
@@ -311,6 +328,16 @@ class PythonNotation(Notation):
                     waiting.append(helper)
 
 
+def _python_names_used() -> set[str]:
+    """Every name the generated code may call: Python's builtins (min, max, abs) and the op
+    table's float functions (a copied helper), so that a variable named like one (``sum``,
+    ``round``) is renamed rather than hide it."""
+    names = set(dir(builtins))
+    for op in OPS.values():
+        names.add(getattr(op.forward, "__name__", ""))
+    return names
+
+
 def python_name(name: str, taken: set[str]) -> str:
     """A Python identifier for a gradcli variable (keywords and clashes get a trailing _)."""
     result = name
@@ -325,7 +352,7 @@ def to_python(
 ) -> str:
     """Source of ``def f(variables): return value, gradient[, hessian]`` (derivatives by
     ``wrt``, in that order), importing only ``math``."""
-    reserved = {"math", function, "min", "max", "abs"}
+    reserved = {"math", function, *_python_names_used()}
     renames: dict[str, str] = {}
     for name in variables:
         renames[name] = python_name(name, reserved | set(renames.values()))
@@ -343,6 +370,9 @@ def to_python(
     parameters = ", ".join(renames[name] for name in variables)
     what = "value, gradient and Hessian" if hessian is not None else "value and gradient"
     what += f" by {', '.join(wrt)}" if wrt else ""
+    renamed = [f"{name} as {renames[name]}" for name in variables if renames[name] != name]
+    if renamed:  # beta as beta_: the function beta of the generated code keeps its name
+        what += f" ({', '.join(renamed)})"
     lines = ["import math", ""]
     for source in notation.helpers.values():
         lines += ["", source.rstrip(), ""]

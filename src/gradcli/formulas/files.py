@@ -15,23 +15,25 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine.graph import Program, output_labels
-from gradcli.errors import ExitStatus, GradcliError, visible
+from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
-from gradcli.language.values import Value, parse_value, range_ends
+from gradcli.language.values import Value, names_a_file, parse_value, range_ends
 from gradcli.limits import (
     MAX_CHECK_CELLS,
     MAX_CHECK_FILE_BYTES,
     MAX_CHECK_NODES,
     MAX_CHECK_POINTS,
     MAX_RANGE_COUNT,
+    check_dims,
 )
 
 CHECK_KEYS = ("name", "expr", "at", "sweep", "value", "gradients", "derivative", "jacobian",
@@ -218,7 +220,7 @@ class _CheckReader:
             raise self.fail("name", f"has a control character: {visible(name)}",
                             hint="use printable text")
         expr = self._string("expr")
-        program = self._parse("expr", expr)
+        program = self._parse("expr", expr, self._given_names())
         spec = CheckSpec(name, self.file, self.header, expr, program, self._points(program),
                          rtol=self._tolerance("rtol"), atol=self._tolerance("atol"))
         if "value" in self.table:
@@ -300,9 +302,14 @@ class _CheckReader:
             raise self.fail(key, "must be a non-empty string")
         return value
 
-    def _parse(self, key: str, text: str) -> Program:
+    def _given_names(self) -> list[str]:
+        """The names ``at`` and ``sweep`` give values (``at = {e = 2}``: e is a variable)."""
+        return [name for key in ("at", "sweep") if isinstance(self.table.get(key), dict)
+                for name in self.table[key]]
+
+    def _parse(self, key: str, text: str, given: Collection[str] = ()) -> Program:
         try:
-            return parse(text, max_nodes=MAX_CHECK_NODES)
+            return parse(text, max_nodes=MAX_CHECK_NODES, given=given)
         except GradcliError as error:
             if "--max-nodes" in (error.hint or ""):  # an option gradcli check does not have
                 raise self.fail(key, error.message, hint="a check's expr may have at most "
@@ -327,6 +334,9 @@ class _CheckReader:
         for variable, given in self._table("at", program).items():
             if isinstance(given, list):  # an array: at = {x = [1, 2, 3]}
                 values[variable] = self._array(f"at.{variable}", given)
+                continue
+            if isinstance(given, str) and names_a_file(given):  # at = {W = "W.npy"}
+                values[variable] = self._array_file(f"at.{variable}", variable, given)
                 continue
             if not _is_number(given):
                 raise self.fail(f"at.{variable}", "must be a number",
@@ -353,16 +363,30 @@ class _CheckReader:
                             hint="use fewer points, or split the formula into several checks")
         return values
 
+    def _array_file(self, key: str, variable: str, path: str) -> Any:
+        """The array of a ``.npy``/``.npz``/``.csv`` file named beside the check file."""
+        from gradcli.language.array_files import read_array
+
+        where = os.path.join(os.path.dirname(self.file), path)
+        try:
+            return read_array(variable, where)
+        except UsageError as error:
+            raise self.fail(key, error.message, hint=error.hint) from None
+
     def _array(self, key: str, given: list) -> Any:
         """A TOML array of numbers (nested for a matrix) as a NumPy array; rows of different
         lengths or something else than numbers in it are errors at its line."""
         from gradcli.language.values import parse_array
 
-        pending = [given]
+        pending = [(given, 0)]
         while pending:  # iterative: TOML nests as deep as the file likes
-            item = pending.pop()
+            item, depth = pending.pop()
             if isinstance(item, list):
-                pending.extend(item)
+                try:
+                    check_dims("the array", depth + 1)
+                except GradcliError as error:
+                    raise self.fail(key, error.message, hint=error.hint) from None
+                pending.extend((part, depth + 1) for part in item)
             elif not _is_number(item):
                 raise self.fail(key, f"an array holds numbers, not {visible(repr(item))}")
         try:
@@ -390,7 +414,7 @@ class _CheckReader:
         if not isinstance(given, str):
             raise self.fail(key, "must be a number or an expression string" if numbers
                             else "must be an expression string")
-        expected = self._parse(key, given)
+        expected = self._parse(key, given, program.variables)
         unknown = [name for name in expected.variables if name not in program.variables]
         if unknown:
             raise self.fail(key, f"uses {', '.join(unknown)}, which expr does not have")

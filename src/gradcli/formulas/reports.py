@@ -45,10 +45,11 @@ def junit_xml(outcomes: Iterable[CheckOutcome], errors: Iterable[CheckFileError]
                              time=f"{outcome.seconds:.6f}", file=spec.file, line=str(spec.line))
         failures = outcome.failures
         if failures:
-            numeric = outcome.status == ExitStatus.NUMERIC
-            element = ET.SubElement(case, "error" if numeric else "failure",
+            error = outcome.status != ExitStatus.CHECK_FAILED  # numeric, or the check's own
+            kind = "numeric error" if outcome.status == ExitStatus.NUMERIC else "check error"
+            element = ET.SubElement(case, "error" if error else "failure",
                                     message=failures[0].describe(),
-                                    type="numeric error" if numeric else "check failed")
+                                    type=kind if error else "check failed")
             element.text = "\n".join(f"{spec.file}:{f.line}: {f.describe()}" for f in failures)
         ET.SubElement(case, "system-out").text = "\n".join(f.describe() for f in outcome.findings)
     for error in errors:

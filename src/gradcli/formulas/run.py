@@ -67,7 +67,7 @@ class Finding:
         """One line: what failed, where, expected and actual numbers."""
         if self.ok:
             return f"{self.assertion}: ok at {plural(self.points, 'point')}"
-        where = "" if self.worst_point is None else " at " + format_point(self.worst_point)
+        where = "" if not self.worst_point else " at " + format_point(self.worst_point)
         count = f" ({self.failures} of {self.points} points fail)" if self.points > 1 else ""
         if self.message is not None:
             return f"{self.assertion}{where}: {self.message}{count}"
@@ -130,8 +130,19 @@ def run_checks(specs: Iterable[CheckSpec], fail_fast: bool = False) -> Iterator[
 
 
 def run_check(spec: CheckSpec) -> CheckOutcome:
-    """Evaluate one check at all its points (vectorised, a block at a time) and judge every
-    assertion."""
+    """Evaluate one check at all its points and judge every assertion. A mistake the check
+    itself makes (shapes that do not fit, a value missing at a point) is that check's error, a
+    finding with the error's status: the other checks run, and the report is written whole."""
+    started = time.perf_counter()
+    try:
+        return _run_check(spec)
+    except GradcliError as error:
+        finding = Finding(f"{error.kind} error", "expr", spec.line_of("expr"), 0, 1,
+                          message=error.message, status=error.status)
+        return CheckOutcome(spec, 0, [finding], 0, time.perf_counter() - started)
+
+
+def _run_check(spec: CheckSpec) -> CheckOutcome:
     if spec.arrays:  # a point at a time, element by element
         from gradcli.formulas.array_run import run_array_check
 

@@ -195,11 +195,8 @@ def evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSett
     """``evaluation.evaluate`` for a program with arrays in it (docs/arrays.md): a Result, or a
     ``JacobianResult`` for several outputs or an array output."""
     validate_values(values)  # no constants, and scalars that are numbers (arrays: bind)
-    if not settings.strict and program.unbound(values):
-        raise UsageError("an array program needs a value for every variable (free variables "
-                         "give expressions, which exist for scalar programs only)",
-                         hint="give every variable a value")
-    require_values(program, values)
+    require_values(program, values, ": an array program needs a value for every variable "
+                   "(free variables give expressions for scalar programs only)")
     program.arrays = True
     arrays.bind(program, values)
     value = arrays.forward(program.nodes)

@@ -50,7 +50,7 @@ class GradientGraphs:
         self.names = list(program.variables)
         self.point = {n: node.value for n, node in program.variables.items()}
         shapes = program_shapes(program, {}, self.point)
-        found, _ = gradients(program, shapes, self.names, max_nodes, exact=True)
+        found, _ = gradients(program, shapes, self.names, max_nodes, self.point, exact=True)
         outputs = [found[name] for name in self.names]
         leaves = [node for node in nodes_of(outputs) if node.op is VAR]
         self.graph = Program.build_outputs("hessian", outputs, leaves, {})

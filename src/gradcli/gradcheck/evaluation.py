@@ -63,6 +63,9 @@ class EvalSettings:
     # A direction per input (name -> array): the Hessian-vector product of an array program
     # (gradcheck/array_hessian.py); None: none asked for
     hvp: Mapping[str, Any] | None = field(default=None, compare=False)
+    # --json records list every node (label, value, gradient, check); False: a lean record
+    # (value, gradients, check), which a batch makes and writes in less time
+    nodes: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "forward", "reverse"):
@@ -226,18 +229,21 @@ def evaluate(
     """
     settings = replace(settings or DEFAULT_SETTINGS, **changes) if changes else (
         settings or DEFAULT_SETTINGS)
-    if isinstance(program, str):
-        program = parse(program, settings.max_nodes)
     values = dict(values or {})
+    if isinstance(program, str):
+        program = parse(program, settings.max_nodes, values)
     if program.arrays or _has_arrays(values) or settings.hvp:  # H·v runs on the array path
         from gradcli.gradcheck.array_check import evaluate_arrays
 
         return evaluate_arrays(program, values, settings)
     validate_values(values)
     if not settings.strict and program.unbound(values):
-        if settings.order >= 2:
-            raise _lookalike(program, program.unbound(values)) or hessian_needs_values(
-                program.unbound(values))
+        unbound = program.unbound(values)
+        refused = _forgotten_call(program, unbound) or (
+            (_lookalike(program, unbound) or hessian_needs_values(unbound))
+            if settings.order >= 2 else None)
+        if refused is not None:
+            raise refused
         return free_result(program, values)
     require_values(program, values)
     program.bind(values)
@@ -354,7 +360,7 @@ def evaluate_line(
         return None
     program = None  # kept apart from evaluating: a line that fails later still used its names
     try:
-        program = parse(source, settings.max_nodes)
+        program = parse(source, settings.max_nodes, values or ())
         result = evaluate(program, values, settings)
     except GradcliError as error:
         if error.line is not None:
@@ -363,13 +369,21 @@ def evaluate_line(
     return LineOutcome(number, source, result=result, program=program)
 
 
-def require_values(program: Program, values: Mapping[str, Any]) -> None:
+def require_values(program: Program, values: Mapping[str, Any], why: str = "") -> None:
     """A UsageError listing every variable the program needs that ``values`` and its own
-    defaults do not give, and how to pass them."""
+    defaults do not give, and how to pass them (``why``: said after the names)."""
     missing = program.unbound(values)
     if missing:
-        raise _lookalike(program, missing) or UsageError(missing_values_message(missing),
-                                                         hint=missing_values_hint(missing))
+        raise (_forgotten_call(program, missing) or _lookalike(program, missing)
+               or UsageError(missing_values_message(missing) + why,
+                             hint=missing_values_hint(missing)))
+
+
+def _forgotten_call(program: Program, missing: list[str]) -> GradcliError | None:
+    """``exp is a function: call it as exp(x)`` for ``exp + x``: a variable with a function's
+    name and no value is more likely a call without its parentheses than a free variable."""
+    notes = [note for note in program.notes if note.name in missing and note.reading == "function"]
+    return notes[0].error() if notes else None
 
 
 def _lookalike(program: Program, missing: list[str]) -> GradcliError | None:

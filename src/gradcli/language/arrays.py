@@ -17,7 +17,7 @@ from gradcli.engine.graph import Node
 from gradcli.engine.ops import CONST
 from gradcli.errors import GradcliNameError, UsageError
 from gradcli.language.lalr import Token
-from gradcli.limits import MAX_ARRAY_ELEMENTS
+from gradcli.limits import MAX_ARRAY_ELEMENTS, check_dims
 
 
 def _is_number(node: Node) -> bool:
@@ -41,6 +41,7 @@ def array_literal(builder: Any, children: list[Node]) -> Node:
             lengths = ", ".join(sorted("x".join(map(str, shape)) for shape in shapes))
             raise UsageError(f"the rows of an array literal have different shapes ({lengths})",
                              hint="every row needs the same length, e.g. [[1, 2], [3, 4]]")
+        check_dims("an array literal", children[0].value.ndim + 1)
         stacked = np.stack([child.value for child in children])
         if stacked.size > MAX_ARRAY_ELEMENTS:
             raise UsageError(f"an array literal has more than {MAX_ARRAY_ELEMENTS:,} elements",

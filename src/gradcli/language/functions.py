@@ -99,6 +99,7 @@ class Definitions:
     source: str
     made: int
     made_node: Callable[..., Node]  # counts a node against the limit (parser._GraphBuilder)
+    first_use: dict  # where each variable is first read (parser._GraphBuilder)
 
     def call_defined(self, function: Function, token: Token, args: list[Node]) -> Node:
         """A call of the program's own function: its body inlined with ``args``."""
@@ -129,6 +130,7 @@ class Definitions:
             parameters[parameter] = Node.variable(parameter)
         for parameter in fresh:
             del self.variables[parameter]
+            self.first_use.pop(parameter, None)
             self.made -= 1
             self.parameters[parameter] = name
         self.notes = [note for note in self.notes if note.name not in fresh]

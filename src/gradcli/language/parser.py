@@ -20,9 +20,18 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Collection
 
 from gradcli.engine.graph import Node, Program
-from gradcli.engine.ops import CONDITIONAL, CONST, CONSTANTS, FUNCTIONS, OPS
+from gradcli.engine.ops import (
+    ARRAY_FUNCTION_NAMES,
+    CONDITIONAL,
+    CONST,
+    CONSTANTS,
+    FUNCTIONS,
+    OPS,
+    is_function_name,
+)
 from gradcli.errors import GradcliError, GradcliNameError, Note, ParseError, UsageError
 from gradcli.language.functions import Definitions, Function, Head, defined_later
 from gradcli.language.lalr import (
@@ -50,7 +59,11 @@ class _GraphBuilder(Definitions):
         self.assigned: dict[str, Token] = {}  # intermediates' names, where they are assigned
         self.read: set[str] = set()  # the names some expression reads
         self.defaults: dict[str, float] = {}  # values that statements give input variables
-        self.notes: list[Note] = []  # variables named like a constant or function: PI, Exp
+        self.notes: list[Note] = []  # variables named like a constant or function: PI, beta
+        self.shadowing: frozenset[str] = frozenset()  # constants given values: variables here
+        self.constants_read: set[str] = set()  # the constants some expression reads
+        self.language_calls: dict[str, Token] = {}  # the language's functions called, first
+        self.first_use: dict[str, Token] = {}  # where each name is first read or assigned
         self.arrays = False  # an array literal or array op was built (docs/arrays.md)
         self.functions: dict[str, Function] = {}  # the program's own, in order of definition
         self.called: set[str] = set()  # the functions some statement calls
@@ -79,24 +92,56 @@ class _GraphBuilder(Definitions):
         return node
 
     def name(self, children: list[Token]) -> Node:
+        """A name not followed by ``(``: a statement's name, a constant, or a variable -- also
+        when a function has that name (``beta*x``): only a call calls (docs/language.md)."""
         token = children[0]
         name = str(token)
         if name in self.named:
             self.read.add(name)
             return self.named[name]
-        if name in CONSTANTS:
+        if name in CONSTANTS and name not in self.shadowing:
+            self.constants_read.add(name)
             return self.made_node(Node(CONST, (), CONSTANTS[name], name), token)
         if name not in self.variables:
-            if name in FUNCTIONS or name in self.functions:
+            if name in self.functions:
                 raise _error_at(GradcliNameError, token,
                                 f"{name} is a function: call it as {self._signature(name)}",
-                                hint=f"function names are reserved; for a variable pick another "
+                                hint=f"{name} is the program's function; a name is a function "
+                                     f"or a variable, not both: for a variable pick another "
                                      f"name, e.g. {name}_")
+            if name in self.language_calls:
+                raise self.both_ways(name, self.language_calls[name], token)
             self.variables[name] = self.made_node(Node.variable(name), token)
-            lookalike = _LOOKALIKES.get(name.lower())
-            if lookalike is not None:
-                self.notes.append(Note(name, *lookalike, line=token.line, column=token.column))
+            self.first_use[name] = token
+            note = self._note(name, token)
+            if note is not None:
+                self.notes.append(note)
         return self.variables[name]
+
+    def _note(self, name: str, token: Token) -> Note | None:
+        """The note for a variable that may stand for something else (``errors.Note``)."""
+        where = {"line": token.line, "column": token.column}
+        if name in CONSTANTS:
+            return Note(name, name, "constant", reading="shadow", **where)
+        if is_function_name(name):
+            return Note(name, language_signature(name), "function", reading="function",
+                        **where)
+        lookalike = _LOOKALIKES.get(name.lower())
+        return None if lookalike is None else Note(name, *lookalike, **where)
+
+    def both_ways(self, name: str, call: Token, use: Token) -> GradcliNameError:
+        """``beta(a, b) + beta``: one name both called and used as a variable, the one error
+        this rule leaves (which one was meant is a guess); both places are marked."""
+        first, second = sorted((call, use), key=lambda token: token.pos_in_stream)
+        error = _error_at(GradcliNameError, second,
+                          f"{name} is both called as a function (line {call.line}, column "
+                          f"{call.column}) and used as a variable (line {use.line}, column "
+                          f"{use.column})",
+                          hint=f"a name is a function or a variable, not both: rename the "
+                               f"variable, e.g. {name}_")
+        if first.line == second.line:
+            error.marks = (first.column,)
+        return error
 
     # --- operators and functions ----------------------------------------------------------
 
@@ -111,7 +156,15 @@ class _GraphBuilder(Definitions):
 
     def call(self, children: list) -> Node:
         token, args = children[0], children[1:]
-        op = FUNCTIONS.get(str(token))
+        name = str(token)
+        if is_function_name(name) and name not in self.functions:
+            variable = self.first_use.get(name)
+            if variable is not None or name in self.named:
+                raise self.both_ways(name, token, variable or token)
+            known = self.language_calls.get(name)  # an inner call is reduced first
+            if known is None or token.pos_in_stream < known.pos_in_stream:
+                self.language_calls[name] = token
+        op = FUNCTIONS.get(name)
         if op is None or len(args) != op.arity:  # sum(x), max(x): an array function?
             from gradcli.language import arrays  # only then: scalar programs never load it
 
@@ -174,19 +227,24 @@ class _GraphBuilder(Definitions):
         if name in self.functions:
             raise _error_at(GradcliNameError, token, f"{name} is a function of the program "
                             "and cannot be assigned", hint="pick another name")
-        if name in CONSTANTS:
-            raise _error_at(UsageError, token, f"{name} is a constant and cannot be assigned",
-                            hint="pick another name")
-        if name in FUNCTIONS:
-            raise _error_at(GradcliNameError, token, f"{name} is a function and cannot be "
-                            "assigned", hint=f"function names are reserved; pick another name, "
-                                             f"e.g. {name}_")
+        if name in self.language_calls:
+            raise self.both_ways(name, self.language_calls[name], token)
+        if name in self.constants_read:
+            raise _error_at(GradcliNameError, token, f"{name} is used as the constant "
+                            f"{name} before this statement assigns it",
+                            hint=f"rename the variable (e.g. {name}_): a name means one thing "
+                                 "in a program")
+        self.first_use.setdefault(name, token)
         if name in self.named:
             raise _error_at(GradcliNameError, token, f"{name} is assigned twice",
                             hint="each name can be assigned once")
         if name in self.variables:
             raise _error_at(GradcliNameError, token, f"{name} is used before it is assigned",
                             hint=f"move the statement '{name} = ...' before the first use")
+        if name in CONSTANTS or is_function_name(name):
+            note = self._note(name, token)
+            if note is not None and note.reading == "shadow":
+                self.notes.append(note)  # e = 2 hides e: said on stderr
         if value.op is CONST and value.name is None:
             # `x = 2` declares an input variable with a default; the command line may move it.
             self.variables[name] = self.named[name] = Node.variable(name, value.value)
@@ -201,7 +259,7 @@ class _GraphBuilder(Definitions):
     def _signature(self, name: str) -> str:
         if name in self.functions:
             return self.functions[name].signature
-        return _signature(name)
+        return language_signature(name)
 
     def start(self, children: list) -> Node | list[Node]:
         """The output; a list of the outputs when the program ends with ``f, g``."""
@@ -270,7 +328,8 @@ class _Parser:
         self.lalr = Parser(load_tables(), self.builder)
         self.lock = threading.Lock()
 
-    def parse(self, source: str, max_nodes: int = MAX_NODES) -> Program:
+    def parse(self, source: str, max_nodes: int = MAX_NODES,
+              given: Collection[str] = ()) -> Program:
         if len(source) > max_chars(max_nodes):
             # Comments cost nothing to parse: only the program's own text counts (a batch keeps
             # the first max_chars + 1 characters of a long line, cut inside its comment).
@@ -284,6 +343,8 @@ class _Parser:
         with self.lock:
             self.builder.reset(max_nodes)
             self.builder.source = source
+            if given:
+                self.builder.shadowing = frozenset(name for name in given if name in CONSTANTS)
             try:
                 output = self.lalr.parse(source)
             except UnexpectedInput as error:
@@ -344,8 +405,11 @@ _parser: _Parser | None = None
 _COMMENT = re.compile(r"#[^\n]*")
 
 
-def parse(source: str, max_nodes: int = MAX_NODES) -> Program:
+def parse(source: str, max_nodes: int = MAX_NODES, given: Collection[str] = ()) -> Program:
     """Parse a gradcli program into a graph; raises ParseError, GradcliNameError or UsageError.
+
+    ``given``: the names that will get values from outside (``--e 2``): a constant among them
+    is a variable of the program, with a note that it hides the constant.
 
     A program of more than ``max_nodes`` nodes (or a text too long to hold that many, see
     ``limits``) is a UsageError, raised as soon as the limit is passed.
@@ -353,7 +417,7 @@ def parse(source: str, max_nodes: int = MAX_NODES) -> Program:
     global _parser
     if _parser is None:
         _parser = _Parser()
-    return _parser.parse(source, max_nodes)
+    return _parser.parse(source, max_nodes, given)
 
 
 # --- friendly errors ---------------------------------------------------------------------------
@@ -670,16 +734,16 @@ def _error_at(cls: type, token: Token, message: str, hint: str | None = None):
 # Other libraries' names for gradcli's functions (the ones people type most are aliases in the op
 # table: ln, arcsin, ...), and formulas for functions gradcli lacks.
 _SPELLED_OTHERWISE = {
-    "fabs": "abs", "absolute": "abs", "power": "pow", "lg": "log10", "sgn": "sign",
-    "signum": "sign", "logistic": "sigmoid", "expit": "sigmoid", "maximum": "max",
-    "minimum": "min", "fmax": "max", "fmin": "min", "tg": "tan", "arsinh": "asinh",
-    "arcosh": "acosh", "artanh": "atanh", "sqr": "square", "clamp": "clip", "fmod": "mod",
-    "remainder": "mod", "rint": "round", "radians": "deg2rad", "degrees": "rad2deg",
+    "power": "pow", "lg": "log10", "sgn": "sign", "signum": "sign", "expit": "sigmoid",
+    "maximum": "max", "minimum": "min", "fmax": "max", "fmin": "min", "tg": "tan",
+    "arsinh": "asinh", "arcosh": "acosh", "artanh": "atanh", "sqr": "square", "rint": "round",
     "gammaln": "lgamma", "loggamma": "lgamma", "psi": "digamma", "hard_tanh": "hardtanh",
 }
 _FORMULAS = {
     "sec": "1/cos(x)", "csc": "1/sin(x)", "cot": "1/tan(x)", "sech": "1/cosh(x)",
     "csch": "1/sinh(x)", "coth": "1/tanh(x)",
+    # C's fmod keeps the sign of x; mod (NumPy's remainder, Python's %) that of y
+    "fmod": "x - y*trunc(x/y) (the sign of x; mod(x, y) takes the sign of y)",
 }
 
 
@@ -690,13 +754,14 @@ def _function_hint(name: str) -> str:
     if meant is not None:
         return f"did you mean {meant}? gradcli's name for {name} is {meant}"
     if name in _FORMULAS:
-        return f"gradcli has no {name}; write {_FORMULAS[name]} for {name}(x)"
+        call = f"{name}(x, y)" if "y" in _FORMULAS[name] else f"{name}(x)"
+        return f"gradcli has no {name}; write {_FORMULAS[name]} for {call}"
     lower = _LOOKALIKES.get(name.lower())
     if lower is not None and lower[1] == "function":
         return f"did you mean {lower[0]}? names are case-sensitive"
     import difflib  # only for this message
 
-    close = difflib.get_close_matches(name, FUNCTIONS, n=1)
+    close = difflib.get_close_matches(name, [*FUNCTIONS, *ARRAY_FUNCTION_NAMES], n=1)
     if close:
         return f"did you mean {close[0]}? {listed}"
     return f"{listed}; for a product write {name}*(...)"
@@ -704,3 +769,16 @@ def _function_hint(name: str) -> str:
 
 def _signature(name: str) -> str:
     return f"{name}({', '.join(FUNCTIONS[name].operands)})"
+
+
+def language_signature(name: str) -> str:
+    """How the language's function ``name`` is called: ``beta(a, b)``, ``mean(x)``, and both
+    forms of ``max``: ``max(x, y) or max(x)``."""
+    calls = [_signature(name)] if name in FUNCTIONS else []
+    if name in ARRAY_FUNCTION_NAMES:
+        from gradcli.engine.array_ops import ARRAY_FUNCTIONS  # names only on this path
+
+        op = ARRAY_FUNCTIONS[name]
+        operands = ("n",) if op.constant_args else ("x", "y")[:op.arity]
+        calls.append(f"{name}({', '.join(operands)})")
+    return " or ".join(calls)

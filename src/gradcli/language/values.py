@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gradcli.engine.ops import CONSTANTS
 from gradcli.errors import UsageError
-from gradcli.limits import MAX_RANGE_COUNT
+from gradcli.limits import MAX_ARRAY_DIMS, MAX_RANGE_COUNT, check_dims
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Value = Any  # a float, a tuple of floats (a sweep) or a NumPy array
+ARRAY_FILE_SUFFIXES = (".npy", ".npz", ".csv")  # --W W.npy: language/array_files.py reads it
+
+
+def names_a_file(text: str) -> bool:
+    """Whether a value as written (``W.npy``) names a file of arrays rather than numbers."""
+    return text.strip().lower().endswith(ARRAY_FILE_SUFFIXES)
 
 
 def parse_value(name: str, text: str) -> Value:
@@ -30,6 +34,10 @@ def parse_value(name: str, text: str) -> Value:
     text = text.strip()
     if text.startswith("["):
         return parse_array(name, text)
+    if names_a_file(text):  # --W W.npy, W.csv, data.npz
+        from gradcli.language.array_files import read_array
+
+        return read_array(name, text)
     if ":" in text:
         return _parse_range(name, text)
     if "," in text:
@@ -51,15 +59,13 @@ def parse_assignments(assignments: Iterable[str]) -> dict[str, Value]:
 
 
 def validate_values(values: Mapping[str, Value]) -> None:
-    """Values from outside a program: finite numbers, and never for a constant."""
+    """Values from outside a program: finite numbers (a value for a constant's name makes it a
+    variable of the program: ``parser.parse``'s ``given``)."""
     for name, value in values.items():
-        if name in CONSTANTS:
-            raise UsageError(f"{name} is a constant and cannot be given a value",
-                             hint="rename the variable in the program")
         if type(value) is not float and (hasattr(value, "ndim") or isinstance(value, list)):
             continue  # an array: engine/arrays.py checks its elements
         for number in value if isinstance(value, tuple) else (value,):
-            if isinstance(number, bool) or not isinstance(number, numbers.Real):
+            if type(number) is not float and not _is_real(number):
                 raise UsageError(f"the value of {name} is {number!r}, not a number",
                                  hint="give a number such as 2 or -0.5 (not a string or bool)")
             if not math.isfinite(number):
@@ -67,7 +73,14 @@ def validate_values(values: Mapping[str, Value]) -> None:
                                  hint="give a finite number such as 2, -0.5 or 1e-3")
 
 
-_MAX_DIMENSIONS = 32
+def _is_real(number: object) -> bool:
+    """An int, a NumPy float, a Fraction...: a real number, and not a bool. (A float, the value
+    the command line gives, is not asked about: the numbers module is not loaded at start-up.)"""
+    import numbers
+
+    return not isinstance(number, bool) and isinstance(number, numbers.Real)
+
+
 _ARRAY_TOKEN = re.compile(r"\s*(?:([\[\],])|([^\s\[\],]+))")
 
 
@@ -83,8 +96,8 @@ def parse_array(name: str, text: str) -> Any:
         if done is not None:
             raise _array_error(name, text, f"{where}: text after the closing ']'")
         if symbol == "[" and expect_item:
-            if len(stack) == _MAX_DIMENSIONS:
-                raise _array_error(name, text, f"more than {_MAX_DIMENSIONS} dimensions")
+            if len(stack) == MAX_ARRAY_DIMS:
+                check_dims(f"the array for {name}", len(stack) + 1)
             stack.append([])
         elif symbol == "]" and stack and (not expect_item or not stack[-1]):
             row = stack.pop()

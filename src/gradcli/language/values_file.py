@@ -18,6 +18,7 @@ from typing import Any, Union
 
 from gradcli.errors import UsageError, visible
 from gradcli.language.values import NAME, validate_values
+from gradcli.limits import MAX_ARRAY_DIMS, check_dims
 
 # A number, or an array of them: nested tuples, every level rectangular.
 FileNumber = Union[float, "tuple[FileNumber, ...]"]
@@ -65,6 +66,8 @@ def _guessed_kind(text: str) -> str:
             json.loads(text)
         except ValueError:
             return "toml"
+        except RecursionError:  # deep brackets: _json_pairs says so
+            return "json"
         return "json"
     return "json" if start == "{" else "toml"
 
@@ -87,6 +90,8 @@ def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
 
     try:
         document = json.loads(text, object_pairs_hook=_Pairs, parse_constant=refuse_constant)
+    except RecursionError:
+        raise _too_deep(file_name) from None
     except json.JSONDecodeError as error:
         raise UsageError(f"{visible(file_name)}:{error.lineno}: not valid JSON: {error.msg} "
                          f"(column {error.colno})",
@@ -105,11 +110,20 @@ def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
         import tomli as tomllib  # type: ignore[no-redef]
     try:
         document = tomllib.loads(text)
+    except RecursionError:
+        raise _too_deep(file_name) from None
     except tomllib.TOMLDecodeError as error:  # its message ends "(at line 2, column 5)"
         _refuse_duplicates(_toml_keys(text), _key_lines(text, "toml"), file_name)
         raise UsageError(f"{visible(file_name)}: not valid TOML: {error}",
                          hint="write one name = number per line, e.g. x = 2") from None
     return list(document.items())  # TOML itself refuses a key given twice
+
+
+def _too_deep(file_name: str) -> UsageError:
+    """The parsers (json, tomllib) recurse once per bracket: a file nested past Python's
+    recursion limit is refused whole, however deep (``check_dims`` names shallower ones)."""
+    return UsageError(f"{visible(file_name)}: brackets are nested too deep to read",
+                      hint=f"brackets may nest at most {MAX_ARRAY_DIMS} deep")
 
 
 _TOML_KEY = re.compile(r"^[ \t]*([A-Za-z0-9_-]+)[ \t]*=", re.MULTILINE)
@@ -187,7 +201,7 @@ def _checked(name: str, raw: Any, where: str, kind: str) -> FileNumber:
 
 
 def _number_or_array(raw: Any, shown: str, kind: str) -> FileNumber:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float, list)):
+    if isinstance(raw, (bool, _Pairs)) or not isinstance(raw, (int, float, list)):
         raise UsageError(f"{shown} is {_kind(raw, kind)}, not a number",
                          hint="give a number such as 2, -0.5 or 1e-3")
     if isinstance(raw, list):
@@ -205,16 +219,17 @@ def _number_or_array(raw: Any, shown: str, kind: str) -> FileNumber:
 def _array(raw: list, shown: str, kind: str) -> tuple[FileNumber, ...]:
     """Nested lists as nested tuples, checked level by level without recursion."""
     # Convert bottom-up: collect the lists in order, then build tuples from the deepest first.
-    lists, stack = [], [raw]
+    lists, stack = [], [(raw, 1)]
     while stack:
-        current = stack.pop()
+        current, depth = stack.pop()
+        check_dims(shown, depth)
         lists.append(current)
-        stack += [item for item in current if isinstance(item, list)]
+        stack += [(item, depth + 1) for item in current if type(item) is list]
     built: dict[int, tuple[FileNumber, ...]] = {}
     for current in reversed(lists):
         if not current:
             raise UsageError(f"{shown} has an empty list", hint="give numbers")
-        items = [built[id(item)] if isinstance(item, list) else
+        items = [built[id(item)] if type(item) is list else
                  _number_or_array(item, shown, kind) for item in current]
         shapes = {_shape(item) for item in items}
         if len(shapes) != 1:

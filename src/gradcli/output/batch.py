@@ -57,14 +57,14 @@ class JsonLine(NamedTuple):
     names: tuple[str, ...] | None = None  # the line's input variables; None: it did not parse
 
 
-def json_line(outcome: LineOutcome) -> JsonLine:
-    """The ``--json`` record of one batch line."""
+def json_line(outcome: LineOutcome, nodes: bool = True) -> JsonLine:
+    """The ``--json`` record of one batch line (``nodes``: with the per-node list)."""
     if outcome.error is not None:
         record = error_record(outcome.error, outcome.source, outcome.line)
         message: str | None = outcome.error.one_line()
     else:
         assert outcome.result is not None
-        record = result_record(outcome.result, outcome.source, outcome.line)
+        record = result_record(outcome.result, outcome.source, outcome.line, nodes)
         message = None
     names = None if outcome.program is None else tuple(outcome.program.variables)
     return JsonLine(outcome.line, int(outcome.status), dumps(record), message, names)
@@ -142,7 +142,7 @@ def _record(number: int, raw: str, values: Mapping[str, float],
     if settings.check and len(raw) > NUMPY_FIRST_CHARS and "numpy" not in sys.modules:
         _load_numpy()  # before the program takes the memory
     outcome = evaluate_line(number, raw, values, settings)
-    return None if outcome is None else json_line(outcome)
+    return None if outcome is None else json_line(outcome, settings.nodes)
 
 
 # A line this long loads NumPy (which the check of a large program uses) before it is parsed:

@@ -193,10 +193,10 @@ def _finished_block(tasks: Tasks, program: Any, budget: Any, finish: Callable) -
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed(text: str, max_nodes: int) -> Any:
+def _parsed(text: str, max_nodes: int, given: frozenset[str]) -> Any:
     from gradcli.language.parser import parse
 
-    return parse(text, max_nodes)
+    return parse(text, max_nodes, given)
 
 
 def sweep_block(text: str, max_nodes: int, columns: dict[str, Any],
@@ -207,7 +207,7 @@ def sweep_block(text: str, max_nodes: int, columns: dict[str, Any],
     from gradcli.gradcheck.sweep import vector_sweep
 
     _one_blas_thread()
-    program = _parsed(text, max_nodes)
+    program = _parsed(text, max_nodes, frozenset(columns))
     sweep = vector_sweep(program, columns, **options)
     return replace(sweep, program=None, value_spread=None, gradient_spreads=None)
 

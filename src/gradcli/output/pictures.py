@@ -128,7 +128,7 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None) -
     as ``evaluate`` does.
     """
     if isinstance(program, str):
-        program = parse(program)
+        program = parse(program, given=values or ())
     missing = program.unbound(values or {})
     if missing and (program.arrays or any(hasattr(v, "ndim") for v in (values or {}).values())):
         return GraphPicture(program, evaluated=False, missing=missing,  # structure only

@@ -51,7 +51,7 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
     The other variables need one value each (or the program's default). UsageError otherwise.
     """
     if isinstance(program, str):
-        program = parse(program)
+        program = parse(program, given=values)
     validate_values(values)
     if program.arrays or any(hasattr(value, "ndim") for value in values.values()):
         what = "several outputs" if program.outputs else "arrays"

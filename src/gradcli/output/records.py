@@ -3,18 +3,46 @@
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
-from gradcli.errors import GradcliError
+from gradcli.errors import GradcliError, UsageError, listed
 from gradcli.gradcheck.evaluation import FreeResult, Result
 from gradcli.gradcheck.point import CheckReport, GradientCheck
 
 
+def result_arrays(result: Any) -> dict[str, Any]:
+    """What ``eval --save FILE.npz`` writes for people who go on in NumPy: ``value``, each
+    input's ``point/NAME`` and ``grad/NAME``, ``hessian/A/B`` with order 2, ``check_ok`` and
+    ``check_max_abs_error`` with the check; of several outputs ``value/LABEL`` and
+    ``jacobian/LABEL/NAME``. A result with free variables has no numbers to save."""
+    if isinstance(result, FreeResult):
+        raise UsageError(f"--save writes numbers, and {listed(result.free)} "
+                         f"{'has' if len(result.free) == 1 else 'have'} no value",
+                         hint="give every variable a value")
+    arrays: dict[str, Any] = {f"point/{name}": value for name, value in result.point.items()}
+    if isinstance(result, Result):
+        arrays["value"] = result.value
+        arrays.update({f"grad/{name}": value for name, value in result.gradients.items()})
+        if result.hessian is not None:
+            arrays.update({f"hessian/{a}/{b}": block for a, row in result.hessian.matrix.items()
+                           for b, block in row.items()})
+    else:  # several outputs, or an array output: a JacobianResult
+        arrays.update({f"value/{label}": value for label, value in result.values.items()})
+        arrays.update({f"jacobian/{label}/{name}": block
+                       for label, row in result.jacobian.items() for name, block in row.items()})
+    check = result.check
+    if check is not None:
+        arrays["check_ok"] = bool(check.ok)
+        arrays["check_max_abs_error"] = getattr(check, "max_abs_error", None) or getattr(
+            check, "max_error", 0.0)
+    return arrays
+
+
 def result_record(
-    result: Result | FreeResult, source: str, line: int | None = None
+    result: Result | FreeResult, source: str, line: int | None = None, nodes: bool = True,
+    full: bool = False,
 ) -> dict[str, Any]:
     """``{"expression", "value", "gradients", "nodes", "check", "error": null}``, plus
     ``"hessian"`` and ``"hessian_check"`` with order 2 (an array program's blocks as nested
@@ -22,9 +50,13 @@ def result_record(
     variables ``"symbolic"``.
 
     ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
-    ``json_pieces`` write it; ``list()`` it to look at it."""
+    ``json_pieces`` write it; ``list()`` it to look at it. Without ``nodes`` (``--no-nodes``)
+    the record has no ``"nodes"`` key, and no node's label is made. An array program's point,
+    value and gradients are written whole; a node's value or gradient of more than
+    ``JSON_SHOWN_ELEMENTS`` elements as its summary ``{"min", "max", "norm"}`` (and
+    ``"summarised": true``) unless ``full``: a 1000x1000 matrix is not 20 MB of every node."""
     if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
-        return jacobian_record(result, source, line)
+        return jacobian_record(result, source, line, nodes)
     record: dict[str, Any] = {} if line is None else {"line": line}
     if isinstance(result, FreeResult):
         return free_record(result, source, record)
@@ -36,10 +68,13 @@ def result_record(
         value=result.value,
         gradients=_lists(result.gradients) if arrays else result.gradients,
         # an iterator: dumps and json_pieces write it in chunks
-        nodes=map(_listed_node, result.node_records()) if arrays else result.node_records(),
+        nodes=(_listed_node(node, full) for node in result.node_records()) if arrays
+        else result.node_records(),
         check=None if check is None else check_record(check),
         error=None,
     )
+    if not nodes:
+        del record["nodes"]  # an iterator not run: the labels are never made
     if result.hessian is not None:
         hessian_check = result.hessian.check
         matrix = result.hessian.matrix
@@ -62,10 +97,26 @@ def _listed(value: Any) -> Any:
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-def _listed_node(record: dict[str, Any]) -> dict[str, Any]:
-    record["value"] = _listed(record["value"])
-    record["grad"] = _listed(record["grad"])
+JSON_SHOWN_ELEMENTS = 1000  # NumPy's print threshold: larger node arrays are summarised
+
+
+def _listed_node(record: dict[str, Any], full: bool = False) -> dict[str, Any]:
+    for key in ("value", "grad"):
+        value = record[key]
+        if not full and getattr(value, "size", 0) > JSON_SHOWN_ELEMENTS:
+            record[key] = _summary(value)
+            record["summarised"] = True
+        else:
+            record[key] = _listed(value)
     return record
+
+
+def _summary(array: Any) -> dict[str, float]:
+    """A large array as its least and largest element and its Euclidean norm."""
+    import numpy as np
+
+    return {"min": float(np.min(array)), "max": float(np.max(array)),
+            "norm": float(np.linalg.norm(array.ravel()))}
 
 
 def free_record(result: FreeResult, source: str, record: dict[str, Any]) -> dict[str, Any]:
@@ -185,12 +236,21 @@ def _text(value: Any) -> str:
     import orjson
 
     try:
-        text = orjson.dumps(value).decode()
+        text = orjson.dumps(value, default=_plain).decode()
     except TypeError:  # a lone surrogate: argv bytes that were not UTF-8 (`gradcli eval $'\xff'`)
-        text = orjson.dumps(_without_surrogates(value)).decode()
+        text = orjson.dumps(_without_surrogates(value), default=_plain).decode()
     if not text.isascii() or "\x7f" in text:  # only in strings: user text an error quotes
         text = _NOT_PRINTABLE.sub(_escaped, text)
     return text
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar or array as the Python number or nested lists it holds: orjson writes
+    neither a ``numpy.float64`` (a float subclass) nor a 0-d array, and a record may carry one
+    wherever a computed number lands (a check's worst element, a point of an array program)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _without_surrogates(value: Any) -> Any:
@@ -218,11 +278,16 @@ _NOT_PRINTABLE = re.compile(r"[^\x00-\x7e]")
 
 
 def _escaped(match: re.Match) -> str:
-    return json.dumps(match.group())[1:-1]  # \uXXXX, a surrogate pair above U+FFFF
+    """``\\uXXXX`` as the json module writes it; a surrogate pair above U+FFFF."""
+    code = ord(match.group())
+    if code > 0xFFFF:
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
-def jacobian_record(result: Any, source: str,
-                    line: int | None = None) -> dict[str, Any]:
+def jacobian_record(result: Any, source: str, line: int | None = None,
+                    nodes: bool = True) -> dict[str, Any]:
     """``{"expression", "point", "outputs", "jacobian": {output: {input: nested lists}},
     "mode", "passes", "check", "error": null, "nodes"}``; each node record gains
     ``"gradients": {output: nested lists, or null where the output does not use the node}``."""
@@ -237,11 +302,12 @@ def jacobian_record(result: Any, source: str,
         passes=result.passes,
         check=None if result.check is None else jacobian_check_record(result.check),
         error=None,
-        nodes=[{**row, "value": _listed(row["value"]),
-                "gradients": {label: None if grad is None else _listed(grad)
-                              for label, grad in row["gradients"].items()}}
-               for row in result.node_records()],
     )
+    if nodes:
+        record["nodes"] = [{**row, "value": _listed(row["value"]),
+                            "gradients": {label: None if grad is None else _listed(grad)
+                                          for label, grad in row["gradients"].items()}}
+                           for row in result.node_records()]
     return record
 
 

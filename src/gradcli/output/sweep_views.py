@@ -124,6 +124,8 @@ def _check_verdict(outcome: CheckOutcome) -> Text:
     extra = f", {plural(outcome.skipped, 'point')} skipped" if outcome.skipped else ""
     if outcome.status == ExitStatus.NUMERIC:
         return Text("✗ numeric error" + extra, style="bold red")
+    if outcome.status == ExitStatus.USAGE:  # the check's own mistake: shapes, a value
+        return Text("✗ error" + extra, style="bold red")
     if not outcome.ok:
         return Text("✗ failed" + extra, style="bold red")
     return Text("✓ passed" + extra, style="green")

@@ -580,8 +580,14 @@ def error_view(error: GradcliError, source_name: str = "") -> Text:
     text.append(visible(f"{source_name}{error.title}: {error.message}"))
     if error.source_line is not None and error.column is not None:
         line, column = _window(printable(error.source_line), error.column)
-        text.append(f"\n  {line}\n  {' ' * (column - 1)}")
-        text.append("^", style="bold red")
+        text.append(f"\n  {line}\n  ")
+        offset = column - error.column
+        carets = sorted({column, *(mark + offset for mark in error.marks if mark + offset > 0)})
+        done = 1
+        for caret in carets:
+            text.append(" " * (caret - done))
+            text.append("^", style="bold red")
+            done = caret + 1
     if error.hint:
         text.append("\n  hint: ", style="yellow")
         text.append(visible(error.hint))

@@ -1,0 +1,129 @@
+"""``gradcli diff --format python`` of array programs: a NumPy function, one line per node.
+
+Every row of both op tables has a form here. An element-wise row is written with NumPy where
+NumPy has the same function (``_NUMPY_FORMS``, ``_NUMPY_NAMES``, checked against the row's own
+forward in tests/test_numpy_export.py); every other row (erf, lgamma, gelu, ...) runs gradcli's
+own scalar function element by element: the export carries a copy of it (as the scalar export
+does, ``printing.PythonNotation``) wrapped in ``np.vectorize`` under a ``_gc_`` name, which no
+variable can shadow (variables do not start with ``_``), and a comment says which rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gradcli.engine.array_ops import ArrayOp
+from gradcli.engine.graph import Node, nodes_of
+from gradcli.engine.ops import CONST, VAR
+
+_NUMPY_NAMES = {"acos": "np.arccos", "asin": "np.arcsin", "atan": "np.arctan",
+                "atan2": "np.arctan2", "max": "np.maximum", "min": "np.minimum",
+                "asinh": "np.arcsinh", "acosh": "np.arccosh", "atanh": "np.arctanh",
+                "sum": "np.sum", "mean": "np.mean", "prod": "np.prod", "tr": "np.trace",
+                "det": "np.linalg.det", "inv": "np.linalg.inv", "norm": "np.linalg.norm",
+                "outer": "np.outer", "transpose": "np.transpose"}
+# element-wise rows NumPy computes as the row does (the others run the row's own function)
+_SAME_IN_NUMPY = frozenset({
+    "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "asin",
+    "acos", "atan", "atan2", "hypot", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sign",
+    "exp2", "cbrt", "square", "floor", "ceil", "trunc", "deg2rad", "rad2deg", "logaddexp",
+    "logaddexp2", "max", "min"})
+_NUMPY_FORMS = {
+    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
+    "neg": "-{0}", "pow": "{0} ** {1}", "matmul": "{0} @ {1}", "dot": "np.sum({0} * {1})",
+    "abs": "np.abs({0})", "reciprocal": "1.0 / {0}",
+    "sigmoid": "1 / (1 + np.exp(-{0}))", "relu": "np.maximum({0}, 0.0)",
+    "heaviside": "({0} > 0) * 1.0", "softplus": "np.logaddexp(0.0, {0})",
+    "lt": "({0} < {1}) * 1.0", "le": "({0} <= {1}) * 1.0", "gt": "({0} > {1}) * 1.0",
+    "ge": "({0} >= {1}) * 1.0", "eq": "({0} == {1}) * 1.0", "ne": "({0} != {1}) * 1.0",
+    "logical_and": "np.logical_and({0} != 0, {1} != 0) * 1.0",
+    "logical_or": "np.logical_or({0} != 0, {1} != 0) * 1.0",
+    "logical_not": "({0} == 0) * 1.0", "where": "np.where({0} != 0, {1}, {2})",
+    "norm1": "np.sum(np.abs({0}))",
+    "logdet": "np.linalg.slogdet({0})[1]", "max1": "np.max({0})", "min1": "np.min({0})",
+    "logsumexp": "np.max({0}) + np.log(np.sum(np.exp({0} - np.max({0}))))",
+    "softmax": "np.exp({0} - np.max({0}, axis=-1, keepdims=True)) / np.sum(np.exp({0} - "
+               "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True)",
+    "log_softmax": "{0} - np.max({0}, axis=-1, keepdims=True) - np.log(np.sum(np.exp({0} - "
+                   "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True))",
+    "zeros": "np.zeros(int({0}))", "ones": "np.ones(int({0}))", "eye": "np.eye(int({0}))",
+}
+
+
+def has_numpy_form(name: str) -> bool:
+    """Whether an element-wise row is written with NumPy (else its own function, vectorized)."""
+    return name in _NUMPY_FORMS or name in _SAME_IN_NUMPY
+
+
+class NumpyWriter:
+    """The lines of one exported function: a node's text, or the name of the line that
+    computes it; the helpers the rows without a NumPy form need."""
+
+    def __init__(self, variables: Sequence[str]) -> None:
+        from gradcli.engine.printing import PythonNotation, python_name
+
+        self.renames: dict[str, str] = {}  # np, math, f and keywords get a trailing _
+        for name in variables:
+            self.renames[name] = python_name(name, {"np", "math", "f", *self.renames.values()})
+        self.texts: dict[int, str] = {}
+        self.lines: list[str] = []
+        self.scalar = PythonNotation({})  # copies the rows' own scalar functions
+        self.vectorized: dict[str, str] = {}  # row name -> its helper's line
+
+    def add(self, outputs: Sequence[Node]) -> None:
+        for node in nodes_of(outputs):
+            if id(node) not in self.texts:
+                self.texts[id(node)] = self.text(node)
+
+    def __getitem__(self, node: Node) -> str:
+        return self.texts[id(node)]
+
+    def text(self, node: Node) -> str:
+        op = node.op
+        if op is VAR:
+            return self.renames.get(str(node.name), str(node.name))
+        if op is CONST:
+            value = node.value
+            if getattr(value, "ndim", 0):
+                return f"np.array({value.tolist()!r})"
+            return f"({value!r})" if value < 0 else repr(value)  # -2.0 ** 2 would be -4
+        args = [self.texts[id(source)] for source in node.inputs]
+        name = op.name
+        if name in ("max", "min") and op.arity == 1:
+            name += "1"
+        if isinstance(op, ArrayOp) and op.postfix and name == "index":
+            text = args[0] + op.postfix
+        elif name == "array":
+            text = f"np.stack([{', '.join(args)}])"
+        elif name in _NUMPY_FORMS:
+            text = _NUMPY_FORMS[name].format(*args)
+        elif isinstance(op, ArrayOp) or name in _SAME_IN_NUMPY:
+            function = _NUMPY_NAMES.get(name, f"np.{name}")
+            text = f"{function}({', '.join(args)})"
+        else:
+            text = f"{self.helper(op)}({', '.join(args)})"
+        self.lines.append(f"t{len(self.lines)} = {text}")
+        return f"t{len(self.lines) - 1}"
+
+    def helper(self, op: Any) -> str:
+        """``_gc_erf``: the row's scalar function applied element by element."""
+        name = f"_gc_{op.name}"
+        if op.name not in self.vectorized:
+            self.vectorized[op.name] = (f"{name} = np.vectorize({self.scalar.function(op)}, "
+                                        "otypes=[float])")
+        return name
+
+    def source(self, doc: str, returned: str) -> str:
+        """The module: imports, the helpers (said so), then ``def f(parameters)``."""
+        head = ["import numpy as np"]
+        if self.vectorized:
+            head = ["import math", "", "import numpy as np", ""]
+            for text in self.scalar.helpers.values():
+                head += ["", text.rstrip(), ""]
+            head += ["", f"# {', '.join(self.vectorized)}: NumPy has no such function; gradcli's "
+                     "own, element by element"]
+            head += list(self.vectorized.values())
+        body = "".join(f"    {line}\n" for line in self.lines)
+        return ("\n".join(head) + f"\n\n\ndef f({', '.join(self.renames.values())}):\n"
+                f'    """{doc}"""\n{body}    return {returned}\n')

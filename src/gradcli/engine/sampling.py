@@ -1,0 +1,89 @@
+"""Sample points for ``gradcli diff``: where a program's derivatives are built and checked.
+
+A derivative printed as an expression holds on the program's domain, so it is built (the array
+builder needs every node's value for its shape) and checked at points of that domain. The
+values the user gave are used as they are; the other variables are drawn at random, seeded,
+from ranges tried in turn: first around 1, -1 and 0 (where most formulas are defined and well
+scaled: the check's points, so that a rounding error is not taken for a wrong formula), then
+further out (``log(x - 2)`` needs x > 2, ``sqrt(-x)`` x < 0). A square
+matrix gets ``n*eye(n)`` added, so that it is invertible with a positive determinant in the
+first ranges (``inv``, ``logdet``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from gradcli.errors import NumericError, UsageError
+
+# (low, high) of the uniform draws, tried in this order (then again with other seeds)
+RANGES = ((0.5, 1.5), (-1.5, -0.5), (0.05, 0.45), (-3.0, 3.0), (1.5, 3.0), (2.5, 6.0),
+          (-6.0, -2.5), (6.0, 20.0), (-20.0, -6.0), (20.0, 100.0))
+ATTEMPTS = 3 * len(RANGES)  # candidates drawn before a program is called undefined everywhere
+FIRST_SEED = 17
+
+
+def candidate(shapes: Mapping[str, tuple[int, ...]], attempt: int,
+              given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``attempt``-th candidate point: ``given`` values as float arrays, every other
+    variable of ``shapes`` drawn from ``RANGES[attempt % len(RANGES)]``. The arrays are
+    shared between calls (the draws are deterministic): read them, do not write them."""
+    import numpy as np
+
+    drawn = _drawn(tuple(shapes.items()), attempt)
+    return {name: np.asarray(given[name], dtype=float)
+            if given is not None and name in given else drawn[name] for name in shapes}
+
+
+@functools.lru_cache(maxsize=64)
+def _drawn(shapes: tuple[tuple[str, tuple[int, ...]], ...], attempt: int) -> dict[str, Any]:
+    """Every variable drawn (diff builds at a point, then checks at the same points)."""
+    import numpy as np
+
+    rng = np.random.default_rng(FIRST_SEED + attempt)
+    low, high = RANGES[attempt % len(RANGES)]
+    point = {}
+    for name, shape in shapes:
+        value = rng.uniform(low, high, size=shape) if shape else np.asarray(rng.uniform(low, high))
+        if value.ndim == 2 and value.shape[0] == value.shape[1]:
+            value[np.diag_indices(len(value))] += len(value)
+        value.flags.writeable = False
+        point[name] = value
+    return point
+
+
+def candidates(shapes: Mapping[str, tuple[int, ...]],
+               given: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """``candidate`` for every attempt; only one when every variable has a given value."""
+    free = [name for name in shapes if given is None or name not in given]
+    for attempt in range(ATTEMPTS if free else 1):
+        yield candidate(shapes, attempt, given)
+
+
+def defined_point(shapes: Mapping[str, tuple[int, ...]], given: Mapping[str, Any] | None,
+                  build: Callable[[dict[str, Any]], Any], skip: int = 0) -> tuple[Any, dict]:
+    """``build(point)`` at the first candidate point (after ``skip`` of them) where it raises
+    no NumericError, and that point. At the user's own full point its error is the answer (as
+    ``eval`` says it); where no candidate works, a UsageError with the last failure."""
+    failure: NumericError | None = None
+    free = [name for name in shapes if given is None or name not in given]
+    for index, point in enumerate(candidates(shapes, given)):
+        if index < skip:
+            continue
+        try:
+            return build(point), point
+        except NumericError as error:
+            if not free:
+                raise
+            failure = error
+    raise no_point(failure)
+
+
+def no_point(failure: NumericError | None) -> UsageError:
+    why = f" ({failure.message})" if failure is not None else ""
+    return UsageError(f"no sample point found where the program is defined{why}",
+                      hint="gradcli diff evaluates the program at random points of the given "
+                           "shapes (from around 1 to +-100) to learn each node's shape; give "
+                           "values where it is defined, e.g. --x \"[3, 4]\"")

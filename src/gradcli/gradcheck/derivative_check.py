@@ -1,0 +1,487 @@
+"""``gradcli diff`` checks what it prints: every derivative, before it is shown.
+
+Each printed derivative is read back with gradcli's own parser, as a user would paste it, and
+evaluated at the values given (else at several points where the program is defined,
+engine/sampling.py); a ``--format python`` export is imported from a temporary module and
+called at the same points. Both are compared with what ``eval``'s numeric engine computes from
+the program itself, which shares no code with the symbolic derivatives:
+
+- a gradient or a Jacobian with the reverse-mode pass (engine/arrays.py, engine/jacobian.py);
+- a Hessian with fourth-order central differences of that reverse-mode gradient;
+- order k >= 3 with central differences of the printed order k - 1, itself checked so.
+
+A disagreement is a ``CheckError`` (exit status 1) naming the entry, the point and both numbers:
+a wrong formula is never printed as an answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcli.engine import arrays, graph
+from gradcli.engine.graph import Program, output_labels
+from gradcli.engine.notation import format_number
+from gradcli.engine.sampling import candidates
+from gradcli.errors import CheckError, GradcliError, NumericError
+
+POINTS = 3  # sample points checked when the values given leave variables free
+LARGE = 10_000  # input elements past which one point is checked
+RTOL, ATOL = 1e-6, 1e-7  # an exact derivative (relative to the entry's largest element)
+FD_RTOL, FD_ATOL = 1e-5, 1e-6  # a derivative compared with central differences
+KINDS = ("gradient", "jacobian", "hessian", "higher")
+
+
+@dataclass
+class DiffCheck:
+    """What ``diff`` is about to print, to be checked.
+
+    ``texts`` nests the derivatives one level per index as printed in gradcli's language:
+    ``{x: text}`` (gradient), ``{output label: {x: text}}`` (Jacobian), ``{x: {y: text}}``
+    (Hessian); ``levels`` holds orders 2..k for ``higher`` (order k >= 3 of a scalar
+    program). ``python`` is the ``--format python`` source and ``python_kind`` its shape:
+    ``scalar`` (``value, (gradient...), ((hessian...)...)``), ``array`` (``value, {x: g}``) or
+    ``blocks`` (``values, {row: {x: block}}``)."""
+
+    program: Program
+    shapes: dict[str, tuple[int, ...]]
+    given: dict[str, Any]
+    kind: str
+    texts: dict[str, Any]
+    levels: dict[int, dict[str, Any]] = field(default_factory=dict)
+    python: str | None = None
+    python_kind: str = ""
+    wrt: list[str] = field(default_factory=list)  # the order of a scalar export's entries
+
+
+@dataclass(frozen=True)
+class Checked:
+    """How many points and entries a check compared (what ``diff`` says it did)."""
+
+    points: int
+    entries: int
+    against: str
+
+    def note(self) -> str:
+        if not self.points:
+            return ("not checked: no point found where the program and its derivatives are "
+                    "defined (give values, --x 2, to check at them)")
+        where = "point" if self.points == 1 else "points"
+        agree = "derivatives agree" if self.entries != 1 else "derivative agrees"
+        return f"checked at {self.points} {where}: {self.entries} {agree} with {self.against}"
+
+    def record(self) -> dict[str, Any]:
+        return {"points": self.points, "entries": self.entries, "against": self.against}
+
+
+def check(request: DiffCheck, points: int = POINTS) -> Checked:
+    """Compare every printed entry (and the Python export) with the numeric engine at up to
+    ``points`` points; a CheckError at the first disagreement. Order k >= 3 checks the orders
+    below too (each is the reference of the next)."""
+    readers = [_Reader(DiffCheck(request.program, request.shapes, request.given,
+                                 "hessian" if order == 2 else "higher", request.levels[order],
+                                 request.levels))
+               for order in sorted(request.levels) if request.kind == "higher"]
+    reader = _Reader(request)
+    if sum(math.prod(shape) for shape in request.shapes.values()) > LARGE:
+        points = 1  # a large program: its cost, not its sample, bounds the check
+    for index, node in enumerate(request.program.nodes):  # a printer may have renumbered them
+        node.index = index
+    checked = 0
+    for point in candidates(request.shapes, request.given):
+        try:
+            truth = _Truth(request, point)
+            truth.prepare()
+        except NumericError:
+            if not _free(request):
+                raise
+            continue  # the program is not defined here (or not differentiable): elsewhere
+        for each in (*readers, reader):
+            each.compare(truth)
+        checked += 1
+        if checked == points:
+            break
+    against = {"gradient": "the reverse-mode gradient", "jacobian": "the reverse-mode Jacobian",
+               "hessian": "central differences of the reverse-mode gradient",
+               "higher": "central differences of the order below"}[request.kind]
+    return Checked(checked, sum(each.entries for each in (*readers, reader)), against)
+
+
+def _free(request: DiffCheck) -> list[str]:
+    return [name for name in request.shapes if name not in request.given]
+
+
+def paths(tree: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple, Any]]:
+    """(path, leaf) of a nested dict, in order (depth at most the order, 6)."""
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from paths(value, (*path, key))
+        else:
+            yield (*path, key), value
+
+
+# --- the truth: the program's own numbers --------------------------------------------------------
+
+class _Truth:
+    """The program's value and derivatives at one point, from the numeric engine."""
+
+    def __init__(self, request: DiffCheck, point: dict[str, Any]) -> None:
+        self.request = request
+        self.point = point
+        self.cache: dict[tuple, Any] = {}
+        self.levels: dict[int, dict[tuple, Program]] = {}
+
+    def prepare(self) -> None:
+        """The value and first derivatives (a NumericError: not defined here), and, for a
+        Hessian, its differences (a NumericError: a step left the domain)."""
+        if self.request.kind == "jacobian":
+            self.value = self.values()
+            self.jacobian = _jacobian(self.request.program, self.point)
+        else:
+            self.gradient = _gradient(self.request.program, self.point)
+            self.value = self.request.program.output.value
+        if self.request.kind in ("hessian", "higher"):
+            for name in self.request.shapes:
+                self.second(name)
+
+    def values(self) -> Any:
+        program = self.request.program
+        if program.outputs:
+            arrays.bind(program, self.point)
+            arrays.forward(program.nodes)
+            return {label: node.value
+                    for label, node in zip(output_labels(program), program.outputs, strict=True)}
+        return _evaluate(program, self.point)
+
+    def second(self, name: str) -> dict[str, Any]:
+        """d(gradient)/d(name) for every variable, by central differences."""
+        key = ("second", name)
+        if key not in self.cache:
+            self.cache[key] = differences(lambda p: _gradient(self.request.program, p),
+                                          self.point, name)
+        return self.cache[key]
+
+    def expected(self, path: tuple[str, ...]) -> tuple[Any, bool]:
+        """The true value of the entry at ``path``, and whether it is exact (not a
+        difference quotient)."""
+        kind = self.request.kind
+        if kind == "jacobian":
+            return self.jacobian[path[0]][path[1]], True
+        if len(path) == 1:
+            return self.gradient[path[0]], True
+        if len(path) == 2:
+            return self.second(path[1])[path[0]], False
+        return differences(self.below(path), self.point, path[-1]), False
+
+    def below(self, path: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
+        """The function whose derivative by ``path[-1]`` the entry at ``path`` is (order 2
+        and up): the numeric gradient's entry, or the printed derivative of the order below."""
+        if len(path) == 2:
+            return lambda p: _gradient(self.request.program, p)[path[0]]
+        kind = self.request.kind
+        text = dict(paths(self.request.levels.get(len(path) - 1) or {})).get(path[:-1])
+        if text is None:
+            raise CheckError(f"no printed derivative of order {len(path) - 1} to compare "
+                             f"{_label(kind, path)} with")
+        program = _read(_label(kind, path[:-1]), text)
+        return lambda p: _evaluate(program, p)
+
+    def at_a_kink(self, path: tuple[str, ...], printed: Any) -> bool:
+        """Whether ``printed`` lies between the one-sided derivatives where they differ: at a
+        kink or a jump of the order below (relu(x)*x at 0, floor(x)*x**2 at 2) the central
+        difference is no reference, and any value between the sides is a convention."""
+        np = arrays.numpy()
+        try:
+            left, right = one_sided(self.below(path), self.point, path[-1])
+        except NumericError:
+            return False
+        low, high = np.minimum(left, right), np.maximum(left, right)
+        slack = FD_ATOL * max(1.0, float(np.max(np.abs(high - low), initial=0.0)))
+        printed = np.broadcast_to(np.asarray(printed, dtype=float), np.shape(low))
+        return bool(np.all((printed >= low - slack) & (printed <= high + slack)))
+
+
+def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
+    """The reverse-mode gradient of every variable at ``point``."""
+    np = arrays.numpy()
+    if _is_array(program, point):
+        arrays.bind(program, dict(point))
+        arrays.forward(program.nodes)
+        arrays.backward(program.nodes)
+        return {n: np.array(node.grad, dtype=float) for n, node in program.variables.items()}
+    program.bind({n: float(point[n]) for n in program.variables})
+    graph.values_and_gradients(program)
+    return {n: np.asarray(float(node.grad)) for n, node in program.variables.items()}
+
+
+def _jacobian(program: Program, point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{output label: {variable: block}}`` by reverse mode (the outputs evaluated)."""
+    from gradcli.engine.jacobian import jacobian
+
+    outputs = program.outputs or [program.output]
+    inputs = list(program.variables.values())
+    found = jacobian(program.nodes, outputs, inputs, "reverse")
+    return {label: {name: found[out.index][node.index]
+                    for name, node in program.variables.items()}
+            for label, out in zip(output_labels(program), outputs, strict=True)}
+
+
+def _is_array(program: Program, point: Mapping[str, Any]) -> bool:
+    return program.arrays or any(getattr(v, "ndim", 0) for v in point.values())
+
+
+def _evaluate(program: Program, point: Mapping[str, Any]) -> Any:
+    """The value of ``program`` at ``point`` (its variables only), as an array."""
+    np = arrays.numpy()
+    values = {n: point[n] for n in program.variables}
+    if _is_array(program, point):
+        arrays.bind(program, values)
+        return np.asarray(arrays.forward(program.nodes), dtype=float)
+    program.bind({n: float(v) for n, v in values.items()})
+    if program.masked:
+        return np.asarray(float(graph.forward_masked(program.nodes)[0]))
+    return np.asarray(float(graph.forward(program.nodes)))
+
+
+STEP = 1e-3  # relative step of the fourth-order differences
+
+
+def differences(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any],
+                name: str) -> Any:
+    """d function / d point[name] (shape: the function's, then the variable's) by the
+    fourth-order central difference; ``function`` returns an array or a dict of them."""
+    np = arrays.numpy()
+    base = np.asarray(point[name], dtype=float)
+    columns: list[Any] = []
+    for element in np.ndindex(*base.shape):
+        h = STEP * max(1.0, abs(float(base[element])))
+        taken = []
+        for offset in (2.0, 1.0, -1.0, -2.0):
+            moved = base.copy()
+            moved[element] += offset * h
+            taken.append(function({**point, name: moved}))
+        columns.append(_combine(taken, h))
+    return _stacked(columns, base.shape)
+
+
+def one_sided(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any],
+              name: str) -> tuple[Any, Any]:
+    """The left and right derivatives (second-order one-sided differences, a small step)."""
+    np = arrays.numpy()
+    base = np.asarray(point[name], dtype=float)
+    sides: list[list[Any]] = [[], []]
+    at = np.asarray(function(dict(point)), dtype=float)
+    for element in np.ndindex(*base.shape):
+        h = 1e-6 * max(1.0, abs(float(base[element])))
+        for side, sign in enumerate((-1.0, 1.0)):
+            taken = []
+            for offset in (1.0, 2.0):
+                moved = base.copy()
+                moved[element] += sign * offset * h
+                taken.append(np.asarray(function({**point, name: moved}), dtype=float))
+            sides[side].append(sign * (-3 * at + 4 * taken[0] - taken[1]) / (2 * h))
+    left, right = (_stacked(columns, base.shape) for columns in sides)
+    return left, right
+
+
+def _combine(taken: list[Any], h: float) -> Any:
+    if isinstance(taken[0], dict):
+        return {key: _combine([t[key] for t in taken], h) for key in taken[0]}
+    np = arrays.numpy()
+    far, near, back, farther = (np.asarray(t, dtype=float) for t in taken)
+    return (-far + 8 * near - 8 * back + farther) / (12 * h)
+
+
+def _stacked(columns: list[Any], shape: tuple[int, ...]) -> Any:
+    """Columns (one per element of the variable) as an array of shape f.shape + shape."""
+    if isinstance(columns[0], dict):
+        return {key: _stacked([c[key] for c in columns], shape) for key in columns[0]}
+    np = arrays.numpy()
+    stacked = np.stack([np.asarray(c) for c in columns], axis=-1)
+    return stacked.reshape(np.shape(columns[0]) + shape)
+
+
+# --- what was printed, read back -----------------------------------------------------------------
+
+class _Reader:
+    """The printed entries parsed once; compared with the truth at each point."""
+
+    def __init__(self, request: DiffCheck) -> None:
+        self.request = request
+        self.parsed = [(path, text, _read(_label(request.kind, path), text))
+                       for path, text in paths(request.texts)]
+        self.entries = len(self.parsed)
+        self.module = _imported(request.python) if request.python is not None else None
+
+    def compare(self, truth: _Truth) -> None:
+        kind = self.request.kind
+        for path, text, program in self.parsed:
+            label = _label(kind, path)
+            try:
+                printed = _evaluate(program, truth.point)
+            except NumericError as error:
+                raise _mismatch(label, text, truth.point, None, None, error.message) from None
+            expected, exact = truth.expected(path)
+            try:
+                _compare(label, text, truth.point, printed, expected, exact, strict=False)
+            except CheckError:
+                if exact or not truth.at_a_kink(path, printed):
+                    raise
+        if self.module is not None:
+            count = _compare_export(self.request, self.module, truth)
+            self.entries = len(self.parsed) + count
+
+
+def _read(label: str, text: str) -> Program:
+    from gradcli.language.parser import parse
+
+    try:
+        return parse(text)
+    except GradcliError as error:
+        raise CheckError(f"{label} = {text} does not read back: {error.message}",
+                         hint=_HINT) from None
+
+
+def _label(kind: str, path: tuple[str, ...]) -> str:
+    if kind == "jacobian":
+        return f"d({path[0]})/d{path[1]}"
+    order = "" if len(path) == 1 else str(len(path))
+    return f"d{order}/" + " ".join(f"d{name}" for name in path)
+
+
+_HINT = ("a bug in gradcli diff, so the derivative was not printed: gradcli eval gives the "
+         "numbers (--no-check prints the formula unchecked)")
+
+
+def _compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
+             exact: bool, strict: bool) -> None:
+    """Equal within the tolerance; a scalar printed for an array broadcasts (``0``, ``1``)
+    unless ``strict`` (an export returns the array's shape)."""
+    np = arrays.numpy()
+    printed, expected = np.asarray(printed, dtype=float), np.asarray(expected, dtype=float)
+    if printed.shape != expected.shape:
+        if strict or printed.ndim or not expected.ndim:
+            raise _mismatch(label, text, point, printed, expected,
+                            f"shape {_shape(printed)}, not {_shape(expected)}")
+        printed = np.broadcast_to(printed, expected.shape)
+    rtol, atol = (RTOL, ATOL) if exact else (FD_RTOL, FD_ATOL)
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    with np.errstate(all="ignore"):
+        error = np.abs(printed - expected)
+        if float(np.max(error, initial=0.0)) <= atol * scale:  # NaN compares False: below
+            return
+        bad = ~(error <= atol * scale + rtol * np.abs(expected))
+    if bool(np.any(bad)):
+        where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+        raise _mismatch(label, text, point, printed, expected, "", where)
+
+
+def _short(value: Any) -> str:
+    """A point's value in a message: 10 significant digits, at most 6 elements."""
+    np = arrays.numpy()
+    value = np.asarray(value, dtype=float)
+    if value.size > 6:
+        return f"[{arrays.shape_text(value.shape)} array, from {_short(value.min())} to " \
+               f"{_short(value.max())}]"
+    rounded = np.array([float(f"{v:.10g}") for v in value.ravel()]).reshape(value.shape)
+    return format_number(rounded if value.ndim else float(rounded))
+
+
+def _shape(value: Any) -> str:
+    return arrays.shape_text(tuple(value.shape))
+
+
+def _mismatch(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
+              why: str, where: tuple[int, ...] = ()) -> CheckError:
+    at = ", ".join(f"{name} = {_short(value)}" for name, value in point.items())
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    if printed is None:
+        return CheckError(f"{label} = {shown} is not defined at {at or 'the point'}, where the "
+                          f"program is: {why}", hint=_HINT)
+    element = arrays.index_text(where)
+    numbers = why or (f"is {format_number(printed[where])}{element and ' at ' + element}, "
+                      f"the engine's {format_number(expected[where])}")
+    return CheckError(f"{label} = {shown} at {at or 'the point'}: {numbers}", hint=_HINT)
+
+
+# --- the Python export, imported and called ------------------------------------------------------
+
+def _imported(source: str) -> Any:
+    """The module of the export's source (gradcli's own generated code), from a temporary
+    file: imported the way a user imports it."""
+    import importlib.util
+    import os
+    import tempfile
+
+    handle, path = tempfile.mkstemp(suffix=".py", prefix="gradcli_export_")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(source)
+        spec = importlib.util.spec_from_file_location("gradcli_export", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:  # the export must import: anything else is the bug
+            raise CheckError(f"the --format python export does not import: {error!r}",
+                             hint=_HINT) from None
+    finally:
+        os.unlink(path)
+    return module
+
+
+def _compare_export(request: DiffCheck, module: Any, truth: _Truth) -> int:
+    """Call ``f`` with the point (positionally, in its parameters' order) and compare what
+    it returns, entry by entry, with the truth."""
+    np = arrays.numpy()
+    names = [n for n in request.program.variables if n not in request.given
+             or request.python_kind != "scalar"]
+    args = [truth.point[n] if getattr(truth.point[n], "ndim", 0) or request.python_kind != "scalar"
+            else float(truth.point[n]) for n in names]
+    try:
+        with np.errstate(all="ignore"):
+            returned = module.f(*args)
+    except Exception as error:  # the export must run: anything else is the bug
+        raise CheckError(f"the --format python export fails when called: {error!r}",
+                         hint=_HINT) from None
+    value, entries = _export_entries(request, returned)
+    expected_value = truth.value
+    if isinstance(expected_value, dict) and isinstance(value, dict):
+        for label, v in expected_value.items():
+            _compare(f"value of {label} (python)", "f(...)", truth.point, value[label], v,
+                     True, strict=True)
+    else:
+        _compare("value (python)", "f(...)", truth.point, value, expected_value, True,
+                 strict=True)
+    for path, got in entries.items():
+        kind = "hessian" if request.kind == "hessian" or (
+            request.python_kind == "scalar" and len(path) == 2) else request.kind
+        if kind == "hessian":
+            expected, exact = truth.second(path[1])[path[0]], False
+        elif kind == "jacobian":
+            expected, exact = truth.jacobian[path[0]][path[1]], True
+        else:
+            expected, exact = truth.gradient[path[0]], True
+        _compare(_label(kind, path) + " (python)", "f(...)", truth.point, got, expected, exact,
+                 strict=True)
+    return len(entries)
+
+
+def _export_entries(request: DiffCheck, returned: Any) -> tuple[Any, dict[tuple, Any]]:
+    """The export's value and ``{path: entry}``, whatever its kind returns."""
+    if request.python_kind == "scalar":
+        value, gradient, *rest = returned
+        found: dict[tuple, Any] = {}
+        names = request.wrt or list(request.texts)
+        for name, g in zip(names, gradient, strict=True):
+            found[(name,)] = g
+        if rest:
+            for a, row in zip(names, rest[0], strict=True):
+                for b, h in zip(names, row, strict=True):
+                    found[(a, b)] = h
+        return value, found
+    value, tree = returned
+    return value, dict(paths(tree))
+

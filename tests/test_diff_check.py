@@ -1,0 +1,223 @@
+"""``gradcli diff`` checks what it prints (issue 26): every derivative, read back and evaluated,
+is compared with eval's engine before it is printed; the causes the issue lists are fixed.
+
+Expected values are closed forms written here (NumPy), not gradcli's own output."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import gradcli
+from gradcli.cli import cli
+from gradcli.engine import array_diff
+from gradcli.errors import CheckError, ExitStatus
+from gradcli.gradcheck.derivative_check import DiffCheck, check
+
+
+def diff(*args: str):
+    return CliRunner().invoke(cli, ["diff", *args])
+
+
+def printed(done) -> dict[str, str]:
+    assert done.exit_code == 0, done.output
+    return dict(line.split(" = ", 1) if " = " in line.split(":")[0] else line.split(": ", 1)
+                for line in done.stdout.splitlines())
+
+
+def value_of(text: str, point: dict) -> np.ndarray:
+    program = gradcli.parse(text)
+    return np.asarray(gradcli.evaluate(program, {n: point[n] for n in program.variables},
+                                       check=False).value)
+
+
+def test_a_bias_gradient_counts_the_rows_it_was_broadcast_over():
+    done = diff("sum(X@W + b)", "--wrt", "b", "--shape", "X=4x3", "--shape", "W=3x2",
+                "--shape", "b=2")
+    assert value_of(printed(done)["d/db"], {}).tolist() == [4.0, 4.0]
+
+
+@pytest.mark.parametrize(("program", "shapes", "expected"), [
+    ("sum(s + x)", ["x=3", "s=scalar"], 3.0),
+    ("mean(W - s)", ["W=2x3", "s=scalar"], -1.0),
+    ("sum(x - x + s)", ["x=3", "s=scalar"], 3.0),
+])
+def test_a_number_broadcast_over_an_array_gets_the_count(program, shapes, expected):
+    args = [arg for shape in shapes for arg in ("--shape", shape)]
+    text = printed(diff(program, "--wrt", "s", *args))["d/ds"]
+    assert float(value_of(text, {"x": np.ones(3), "W": np.ones((2, 3))})) == expected
+
+
+@pytest.mark.parametrize(("shape", "count"), [("1", 6.0), ("3x1", 2.0), ("1x2", 3.0),
+                                              ("1x1", 6.0)])
+def test_gradients_sum_back_to_shapes_with_ones(shape, count):
+    """X is 3x2; c of shape 1, 3x1, 1x2 or 1x1 broadcasts over it: d/dc sum(X*c) = the sums
+    of X over the stretched axes, here of ones: the number of elements each c sums."""
+    done = diff("sum(X*c)", "--wrt", "c", "--shape", "X=3x2", "--shape", f"c={shape}")
+    got = value_of(printed(done)["d/dc"], {"X": np.ones((3, 2))})
+    assert got.shape == tuple(int(n) for n in shape.split("x"))
+    assert np.all(got == count)
+
+
+@pytest.mark.parametrize("program", ["sum(x - x + y)", "sum(x*0 + y)", "sum(x/x*y)",
+                                     "sum(x**0*y)", "sum(exp(x - x)*y)"])
+def test_folds_keep_the_shape(program):
+    texts = printed(diff(program, "--shape", "x=3", "--shape", "y=3"))
+    y = np.array([0.5, 1.5, 2.5])
+    assert value_of(texts["d/dx"], {"x": np.ones(3), "y": y}).shape == (3,)
+    assert value_of(texts["d/dy"], {"x": np.ones(3), "y": y}).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("args", [
+    ["sum((W - W)@x)", "--shape", "W=3x3", "--shape", "x=3"],
+    ["min(x - x) + sum(x)", "--shape", "x=3"], ["(x - x)[0] + sum(x)", "--shape", "x=3"],
+    ["tr(W - W) + sum(W)", "--shape", "W=2x2"], ["logsumexp(x - x) + sum(x)", "--shape", "x=3"],
+    ["sum(abs(x)*x)", "--shape", "x=3", "--order", "2"],
+])
+def test_the_issues_tracebacks_are_answers(args):
+    done = diff(*args)
+    assert done.exit_code == 0, done.output
+    assert "checked at 3 points" in done.stderr
+
+
+@pytest.mark.parametrize(("program", "second"), [
+    ("sum(relu(x)*x)", lambda x: np.diag(2.0 * (x > 0))),
+    ("sum(abs(x)*x)", lambda x: np.diag(2.0 * np.sign(x))),
+    ("sum(floor(x)*x**2)", lambda x: np.diag(2.0 * np.floor(x))),
+    ("sum(clip(x, 0.7, 1.2)*x)", lambda x: np.diag(2.0 * ((x > 0.7) & (x < 1.2)))),
+])
+def test_order_two_of_piecewise_functions(program, second):
+    text = printed(diff(program, "--shape", "x=3", "--order", "2"))["d2/dx dx"]
+    x = np.array([-0.4, 0.9, 2.3])
+    np.testing.assert_allclose(value_of(text, {"x": x}), second(x))
+
+
+def test_sample_points_come_from_the_domain_or_the_values_given():
+    done = diff("sum(log(x - 2))", "--shape", "x=3")
+    assert value_of(printed(done)["d/dx"], {"x": np.array([3.0, 4.0, 6.0])}).tolist() == [
+        1.0, 0.5, 0.25]
+    record = json.loads(diff("sum(log(x - 2))", "--x", "[3, 4.5]", "--json").stdout)
+    assert record["checked"]["points"] == 1  # the point given, nothing else
+    hessian = CliRunner().invoke(cli, ["eval", "sum(log(x - 2))", "--x", "[3, 4.5]",
+                                       "--hessian"])
+    assert hessian.exit_code == 0, hessian.output
+
+
+def test_an_element_of_a_compound_node_is_labelled_in_parentheses():
+    done = CliRunner().invoke(cli, ["eval", "sum(log(x - 2))", "--x", "[1, 4.5]"])
+    assert done.exit_code == ExitStatus.NUMERIC
+    assert "where (x - 2)[0] = -1" in done.output
+
+
+def test_prod_with_a_zero_element_given_is_right_at_that_point():
+    text = printed(diff("prod(x)", "--x", "[0, 2, 3]"))["d/dx"]
+    assert value_of(text, {"x": np.array([0.0, 2.0, 3.0])}).tolist() == [6.0, 0.0, 0.0]
+    assert value_of(text, {"x": np.array([0.0, 0.0, 3.0])}).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_a_wrong_derivative_is_never_printed(monkeypatch):
+    """Drop the broadcast count again: the check fails loudly, naming the entry, the point
+    and both numbers; --no-check prints the formula unchecked."""
+    def without_count(b, part, out, shape):
+        if len(b.arrays.shape(part)) < len(shape):
+            return part
+        return array_diff.unbroadcast(b, part, shape)
+
+    monkeypatch.setattr(array_diff, "reduce_to", without_count)
+    args = ["sum(X@W + b)", "--wrt", "b", "--shape", "X=4x3", "--shape", "W=3x2",
+            "--shape", "b=2"]
+    done = diff(*args)
+    assert done.exit_code == ExitStatus.CHECK_FAILED
+    assert done.stdout == ""
+    assert "d/db = ones(2) at X = [4x3 array" in done.stderr
+    assert "is 1 at [0], the engine's 4" in done.stderr
+    unchecked = diff(*args, "--no-check")
+    assert (unchecked.exit_code, unchecked.stdout) == (0, "d/db = ones(2)\n")
+    assert unchecked.stderr == ""
+
+
+def test_a_broken_export_is_never_printed(monkeypatch):
+    from gradcli.engine import numpy_export
+
+    monkeypatch.setitem(numpy_export._NUMPY_FORMS, "sigmoid", "np.sigmoid({0})")
+    done = diff("sum(sigmoid(x))", "--shape", "x=3", "--format", "python")
+    assert done.exit_code == ExitStatus.CHECK_FAILED
+    assert "export fails when called" in done.stderr and "sigmoid" in done.stderr
+    assert done.stdout == ""
+
+
+def test_the_check_is_callable_from_python():
+    program = gradcli.parse("x**2*y")
+    shapes = {"x": (), "y": ()}
+    found = check(DiffCheck(program, shapes, {}, "gradient", {"x": "2*x*y", "y": "x**2"}))
+    assert (found.points, found.entries) == (3, 2)
+    with pytest.raises(CheckError, match=r"d/dx = 2\*x at x = .*: is .*, the engine's"):
+        check(DiffCheck(program, shapes, {}, "gradient", {"x": "2*x", "y": "x**2"}))
+    with pytest.raises(CheckError, match=re.escape("d2/dx dy = 2 at x = 1.5, y = 3")):
+        check(DiffCheck(program, shapes, {"x": 1.5, "y": 3.0}, "hessian",
+                        {"x": {"x": "2*y", "y": "2"}}))
+
+
+def test_the_json_record_and_the_note_say_what_was_checked():
+    record = json.loads(diff("sin(x)*y", "--order", "3", "--json").stdout)
+    assert record["checked"] == {"points": 3, "entries": 8 + 4,
+                                 "against": "central differences of the order below"}
+    done = diff("softmax(x)", "--shape", "x=3")
+    assert done.stderr == ("note: checked at 3 points: 1 derivative agrees with the "
+                           "reverse-mode Jacobian\n")
+
+
+def test_latex_of_comparisons_and_logical_operators_reads_as_the_scalar_forms():
+    done = diff("sum(x*(x > y) + where(x >= 1 and not y < 2, x, y) + leaky_relu(x, 0.1))",
+                "--shape", "x=3", "--shape", "y=3", "--format", "latex")
+    assert done.exit_code == 0, done.output
+    assert r"\left(x > y\right)" in done.stdout and r"\land" in done.stdout
+    assert r"\lnot" in done.stdout
+    assert "operatorname{gt}" not in done.stdout and "logical_and" not in done.stdout
+    scalar = diff("leaky_relu(x, y)*y", "--wrt", "y", "--format", "latex")
+    assert r"\operatorname{leaky\_relu}" in scalar.stdout
+
+
+@pytest.mark.parametrize(("program", "shape", "closed"), [
+    ("tr(X@X@X)", "3x3", lambda m: 3 * (m @ m).T),
+    ("logdet(X'@X)", "3x2", lambda m: 2 * m @ np.linalg.inv(m.T @ m)),
+])
+def test_equal_terms_are_gathered_into_one(program, shape, closed):
+    text = printed(diff(program, "--shape", f"X={shape}"))["d/dX"]
+    assert "+" not in text, text  # one term, not the three (or two) equal ones
+    m = np.random.default_rng(7).uniform(0.5, 1.5, size=tuple(map(int, shape.split("x"))))
+    np.testing.assert_allclose(value_of(text, {"X": m}), closed(m), rtol=1e-12)
+
+
+def test_cross_entropy_gradient_has_no_sum_of_negations():
+    text = printed(diff("-sum(t*log_softmax(W@x))", "--wrt", "W", "--shape", "W=3x2",
+                        "--shape", "x=2", "--shape", "t=3"))["d/dW"]
+    assert "sum(-t)" not in text and "sum(t)" in text
+
+
+@pytest.mark.parametrize(("program", "value", "second"), [
+    ("relu(x)*x", "0", 0.0),  # one side 2, the other 0: the convention picks heaviside(0) = 0
+    ("floor(x)*x**2", "2", 4.0),  # the gradient jumps at 2: 2*floor(2) from the right
+    ("abs(x)*x", "0", 0.0),
+])
+def test_order_two_at_a_kink_given_is_checked_between_its_sides(program, value, second):
+    done = diff(program, "--order", "2", "--x", value)
+    assert float(printed(done)["d2/dx dx"]) == second
+    assert "checked at 1 point" in done.stderr
+
+
+@pytest.mark.parametrize(("program", "values"), [
+    ("sum(s + x)**2", {"x": [1.0, 2.0, 3.0], "s": 0.5}),
+    ("sum(X@W + b)**2", {"X": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]],
+                         "W": [[1.0, 0.5], [0.2, 1.0]], "b": [0.1, 0.2]}),
+])
+def test_eval_hessians_of_broadcast_sums_pass_their_check(program, values):
+    """d2/ds ds of sum(s + x)**2 is 2*3**2 = 18: the count reaches the Hessian too."""
+    result = gradcli.evaluate(program, values, order=2)
+    assert result.hessian.check.ok and not result.hessian.check.failures
+    if "s" in values:
+        assert result.hessian.matrix["s"]["s"] == pytest.approx(18.0)

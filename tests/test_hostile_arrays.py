@@ -1,0 +1,154 @@
+"""Arrays under hostile input (issue 27): one whole record per line whatever a line holds, and
+brackets nested deeper than an array may be refused with one line on every path.
+
+Real subprocesses: a traceback, a missing record or a half-written one only shows for real. The
+expected records are independent of gradcli: line numbers in order, JSON that parses, and the
+values of ``sum(x*k)`` written here in closed form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gradcli.limits import MAX_ARRAY_DIMS
+
+GRADCLI = [sys.executable, "-m", "gradcli"]
+ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "GRADCLI_CLUSTER": ""}
+
+
+def run(args: list[str], stdin: str = "", env: dict | None = None,
+        timeout: float = 120) -> tuple[int, str, str]:
+    done = subprocess.run([*GRADCLI, *args], input=stdin.encode(), capture_output=True,
+                          env=env or ENV, timeout=timeout)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def nested(depth: int, inner: str = "1") -> str:
+    return "[" * depth + inner + "]" * depth
+
+
+def one_error_line(status: int, err: str, words: str) -> None:
+    """A usage error of one line (and its hint), never a traceback."""
+    assert status == 2, err
+    assert "Traceback" not in err and words in err, err
+    assert len(err.strip().splitlines()) <= 2, err
+
+
+# --- one record per line --------------------------------------------------------------------
+
+HOSTILE = {500: f"y = {nested(70)}; sum(y)*x", 301: "sum(sqrt(x))", 302: "sum(log(x))",
+           303: f"y = {nested(64)}; sum(y)*x", 304: f"sum({nested(70, 'x')})"}
+
+
+def hostile_batch(count: int) -> str:
+    return "".join(HOSTILE.get(i, f"sum(x*{i})") + "\n" for i in range(1, count + 1))
+
+
+def assert_whole_records(out: str, count: int) -> list[dict]:
+    """One JSON record per line, numbered 1..count in order; the plain lines' values."""
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [record["line"] for record in records] == list(range(1, count + 1))
+    for record in records:
+        if record["line"] not in HOSTILE:
+            assert record["error"] is None
+            assert record["value"] == pytest.approx(record["line"] * (1e-300 + 1))
+    return records
+
+
+@pytest.mark.parametrize("where", [[], ["--cluster", "local:2"]], ids=["local", "cluster"])
+def test_hostile_array_lines_each_get_one_record_in_order(where):
+    if where:
+        pytest.importorskip("distributed", reason="the cluster extra is not installed")
+    count = 1001
+    status, out, err = run(["eval", "-", "--x", "[1e-300, 1]", "--json", *where],
+                           hostile_batch(count), env={**ENV, "GRADCLI_JOBS": "2"})
+    assert status == 2 and "Traceback" not in err, err
+    records = assert_whole_records(out, count)
+    for line in (500, 303, 304):
+        assert records[line - 1]["error"]["kind"] == "usage"
+        assert "dimensions" in records[line - 1]["error"]["message"]
+    for line in (301, 302):  # the check fails near the domain's edge: a record says so
+        assert records[line - 1]["check"]["ok"] is False
+
+
+@pytest.mark.parametrize("program, point", [("sum(sqrt(x))", "[1e-20, 1]"),
+                                            ("sum(log(x))", "[1e-300, 1]")])
+def test_a_failed_array_check_near_an_edge_is_a_json_record(program, point):
+    status, out, err = run(["eval", program, "--x", point, "--json"])
+    assert status == 1, err
+    record = json.loads(out)
+    assert record["check"]["ok"] is False
+    assert isinstance(record["check"]["gradients"]["x"]["numeric"], float)
+
+
+def test_a_failed_array_check_in_a_check_file_is_a_json_report(tmp_path):
+    checks = tmp_path / "edge.toml"
+    checks.write_text('[[check]]\nname = "edge"\nexpr = "sum(sqrt(x))"\n'
+                      'at = {x = [1e-20, 1]}\nfinite = true\n')
+    status, out, err = run(["check", str(checks), "--json"])
+    assert status == 1, err
+    report = json.loads(out)
+    assert report["ok"] is False and report["checks"][0]["name"] == "edge"
+
+
+# --- brackets nested too deep ----------------------------------------------------------------
+
+@pytest.mark.parametrize("depth", [MAX_ARRAY_DIMS + 1, 64, 70, 100_000])
+@pytest.mark.parametrize("where", ["literal", "expression", "option", "json", "toml",
+                                   "check at", "check expr"])
+def test_brackets_nested_too_deep_are_one_usage_error(where, depth, tmp_path):
+    program = tmp_path / "p.grad"
+    args = ["eval", "-f", str(program), "--x", "1"]
+    if where in ("literal", "expression"):
+        program.write_text(f"y = {nested(depth, '1' if where == 'literal' else 'x')}\nsum(y)*x\n")
+    elif where == "option":
+        program.write_text("sum(y)\n")
+        args = ["eval", "-f", str(program), "--y", nested(min(depth, 20_000))]
+    elif where in ("json", "toml"):
+        program.write_text("sum(y)*x\n")
+        values = tmp_path / f"v.{where}"
+        values.write_text(f'{{"y": {nested(depth)}}}' if where == "json" else
+                          f"y = {nested(depth)}\n")
+        args += ["--values", str(values)]
+    else:
+        checks = tmp_path / "c.toml"
+        at, expr = (nested(depth), "sum(y)") if where == "check at" else (
+            "1", f"z = {nested(depth)}; sum(z)*y")
+        checks.write_text(f'[[check]]\nname = "deep"\nexpr = "{expr}"\nat = {{y = {at}}}\n'
+                          "finite = true\n")
+        args = ["check", str(checks)]
+    status, _, err = run(args)
+    one_error_line(status, err, "nested too deep" if depth == 100_000 and where in (
+        "json", "toml", "check at") else f"more than {MAX_ARRAY_DIMS} dimensions")
+
+
+def test_the_deepest_array_allowed_runs_everywhere(tmp_path):
+    """At the limit every path works: eval with its check, a Hessian and a check file."""
+    deep = nested(MAX_ARRAY_DIMS - 1, "[1, 2]")
+    status, out, err = run(["eval", "sum(y*x)", "--y", deep, "--x", "3", "--json"])
+    assert status == 0, err
+    assert json.loads(out)["value"] == 9.0 and json.loads(out)["gradients"]["x"] == 3.0
+    status, out, err = run(["eval", "sum(y*y)", "--y", deep, "--hessian", "--json"])
+    assert status == 0, err
+    status, out, err = run(["eval", f"y = {deep}; sum(y*x)", "--x", "3", "--json"])
+    assert status == 0, err
+    checks = tmp_path / "c.toml"
+    checks.write_text(f'[[check]]\nname = "deep"\nexpr = "sum(y*x)"\nat = {{y = {deep}, '
+                      "x = 3}\nvalue = 9\n")
+    status, out, err = run(["check", str(checks)])
+    assert status == 0, err
+
+
+@pytest.mark.parametrize("text, kind", [('{"x": {"a": 1}}', "an object"),
+                                        ('{"x": [{"a": 1}]}', "an object"),
+                                        ("[x]\na = 1\n", "a table")])
+def test_a_value_that_is_a_table_says_so(text, kind, tmp_path):
+    values = tmp_path / "v.txt"
+    values.write_text(text)
+    status, _, err = run(["eval", "x*2", "--values", str(values)])
+    one_error_line(status, err, f"the value of x is {kind}, not a number")
