@@ -287,7 +287,9 @@ def _written(value: Any) -> bool:
     zero-base limits are left out, so that d/dx x**y prints as ``y*x**(y - 1)`` and d/dy as
     ``x**y*log(x)``, as SymPy and a person write them; they differ from the numbers ``eval``
     computes only at x = 0 (docs/derivatives.md), where the printed forms are undefined."""
-    return hasattr(value, "apply")
+    # a graph node has an op; the probes of vector._reads have ``apply`` only, and take the
+    # path that numbers take (what they find out is what arrays will read)
+    return hasattr(value, "apply") and hasattr(value, "op")
 
 
 def _is_zero(node: Any) -> bool:
@@ -302,9 +304,10 @@ def _is_zero(node: Any) -> bool:
 # Numbers (eval's gradient, arrays, the complex step) take the form that keeps every digit.
 
 def _one_minus_square(x: Any) -> Any:
-    """1 - x**2, on numbers as (1 - x)(1 + x): both factors are exact near +-1, where 1 - x*x
-    cancels (asin' at 1 - 1e-8 kept 8 digits). In a formula 1 - x**2, whose gradient -2x keeps
-    its digits near 0, where that of (1 - x)(1 + x), (1 - x) - (1 + x), would not."""
+    """1 - x**2 of asin' and acos', on numbers as (1 - x)(1 + x): both factors are exact near
+    +-1, where 1 - x*x cancels (asin' at 1 - 1e-8 kept 8 digits). In a formula 1 - x**2, whose
+    gradient -2x keeps its digits near 0 (a Hessian's), where that of (1 - x)(1 + x),
+    (1 - x) - (1 + x), would not. (atanh' is written (1 - x)(1 + x) everywhere.)"""
     return 1.0 - x * x if _written(x) else (1.0 - x) * (1.0 + x)
 
 
@@ -316,7 +319,7 @@ def _digamma_drop(a: Any, b: Any) -> Any:
     return F.digamma(b) - F.digamma(a + b)
 
 
-BESSEL_SLOPE_LIMIT = 1e4  # |x| beyond which ive's slope has lost more than 2e-12 relatively
+BESSEL_SLOPE_LIMIT = 1e6  # |x| beyond which ive's slope has lost more than 2e-10 relatively
 
 
 def _bessel(x: Any, neighbours: Any) -> Any:
@@ -547,7 +550,7 @@ _ROWS: list[Op] = [
            domain=forms.at_least_one, complex=cmath.acosh, vector=lambda np, x: np.arccosh(x),
            summary="inverse hyperbolic cosine, x >= 1 (derivative at 1: an error)",
            aliases=("arccosh",)),
-    _unary("atanh", math.atanh, lambda x, out: 1.0 / _one_minus_square(x),
+    _unary("atanh", math.atanh, lambda x, out: 1.0 / ((1.0 - x) * (1.0 + x)),
            domain=forms.open_unit_interval, complex=cmath.atanh, vector=lambda np, x: np.arctanh(x),
            summary="inverse hyperbolic tangent, -1 < x < 1", aliases=("arctanh",)),
     # --- special functions: no complex form (math has none to continue); NumPy has none
