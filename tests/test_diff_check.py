@@ -221,3 +221,14 @@ def test_eval_hessians_of_broadcast_sums_pass_their_check(program, values):
     assert result.hessian.check.ok and not result.hessian.check.failures
     if "s" in values:
         assert result.hessian.matrix["s"]["s"] == pytest.approx(18.0)
+
+
+def test_a_large_hessian_is_checked_along_a_direction():
+    """Past DIRECTIONAL elements a block is compared as H@v with the gradient's difference
+    along v: a wrong diagonal is still caught, a right one passes."""
+    program = gradcli.parse("sum(x**3)")
+    shapes = {"x": (40,)}
+    found = check(DiffCheck(program, shapes, {}, "hessian", {"x": {"x": "6*eye(40)*x"}}))
+    assert found.points == 3
+    with pytest.raises(CheckError, match="d2/dx dx"):
+        check(DiffCheck(program, shapes, {}, "hessian", {"x": {"x": "5*eye(40)*x"}}))

@@ -310,3 +310,24 @@ def test_svg_and_png_through_graphviz(tmp_path):
     assert {"err*err", "value -1 · grad -2", "-1"} <= texts
     assert run(SEED, *SEED_VALUES, "-o", str(tmp_path / "g.png")).exit_code == 0
     assert (tmp_path / "g.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_graph_digits_and_arrays_drawn_as_their_range():
+    """Issue 30: --digits rounds every number drawn; an array of more than 4 elements is its
+    range [min … max] beside its shape, so a layer's weights make a label (the numbers here
+    are the program's, worked out by hand)."""
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    args = ["graph", "sum(W@x)", "--W", "[[0.123456, 2, 3], [4, 5, 6.5]]", "--x",
+            "[1, 2, 3]", "--format", "tree"]
+    out = CliRunner().invoke(cli, [*args, "--digits", "3"]).stdout
+    assert "value 46.6" in out  # 0.123456 + 2*2 + 3*3 + 4 + 5*2 + 6.5*3 = 46.623456
+    assert "#0 W  var  shape 2x3  value [0.123 … 6.5]  grad [1 … 3]" in out
+    assert "#1 x  var  shape 3  value [1, 2, 3]  grad [4.12, 7, 9.5]" in out
+    full = CliRunner().invoke(cli, args).stdout
+    assert "value [0.123456 … 6.5]" in full and "grad [4.123456, 7, 9.5]" in full
+    dot = CliRunner().invoke(cli, ["graph", "sin(x)", "--x", "1", "--digits", "3",
+                                   "--format", "dot"]).stdout
+    assert "value 0.841 · grad 1" in dot and 'label="0.54"' in dot

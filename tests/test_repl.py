@@ -257,7 +257,7 @@ def test_history_is_kept_between_sessions(terminal):
         except AssertionError:
             continue
     second.wait_for("q = 41")
-    second.type("\r")
+    second.enter("")  # runs the recalled line; the next prompt comes up empty
     assert second.close() == 0
 
 

@@ -207,8 +207,8 @@ def _check_scalar(request: DiffRequest, program: Any, derivatives: Derivatives,
 
     if request.fmt == "latex":
         texts = derivatives.texts("text")
-    levels = {order: differentiate(program, derivatives.wrt, order, request.values,
-                                   request.use_defaults, request.max_nodes).texts("text")
+    levels = {order: differentiate(program, derivatives.wrt, order, None, False,
+                                   request.max_nodes).texts("text")  # formulas: differenced
               for order in range(2, request.order)}
     kind = ("gradient", "hessian")[request.order - 1] if request.order <= 2 else "higher"
     return check(DiffCheck(program, {name: () for name in program.variables},

@@ -70,10 +70,13 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
               help="Write to FILE instead of stdout (all of it or nothing).")
 @click.option("--max-nodes", type=click.IntRange(0, MAX_NODES_OPTION), default=MAX_DRAWN_NODES,
               show_default=True, help="Draw at most N nodes, nearest the output (0: all).")
+@click.option("--digits", type=click.IntRange(1, 17), metavar="N",
+              help="Numbers with N significant digits (default: every digit). An array of more "
+                   "than 4 elements is drawn as its range [min … max], beside its shape.")
 @click.pass_context
 def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                   program_file: str | None, picture_format: str | None,
-                  output_path: str | None, max_nodes: int) -> None:
+                  output_path: str | None, max_nodes: int, digits: int | None) -> None:
     from gradcli.language.parser import parse
     from gradcli.output.pictures import prepare, render_with_graphviz, to_dot, to_mermaid
 
@@ -87,7 +90,7 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
         program = parse(source, given=values)
         given.check_used(program)
         say_shadowed(program)
-        picture = prepare(program, values)
+        picture = prepare(program, values, digits)
         if picture_format == "tree":
             _write_tree(picture, max_nodes, output_path)
             ctx.exit(ExitStatus.OK)

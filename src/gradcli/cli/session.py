@@ -253,11 +253,17 @@ class Session:
         """Derivatives as expressions in the session's names (its values stay symbols: the
         numbers at the point are in the table the expression printed)."""
         from gradcli.engine.derivatives import differentiate
+        from gradcli.gradcheck.derivative_check import DiffCheck, check
         from gradcli.output.views import derivative_view, make_console
 
         names = [name.strip() for name in argument.split(",") if name.strip()] or None
-        derivatives = differentiate(self.parsed(self._last("")), names, 1, {}, False)
-        make_console().print(derivative_view(derivatives.texts("text")))
+        program = self.parsed(self._last(""))
+        derivatives = differentiate(program, names, 1, {}, False)
+        texts = derivatives.texts("text")
+        checked = check(DiffCheck(program, {name: () for name in program.variables}, {},
+                                  "gradient", texts))  # as gradcli diff: checked, then printed
+        make_console().print(derivative_view(texts))
+        _say(f"note: {checked.note()}")
         return ExitStatus.OK
 
     def _last(self, argument: str) -> str:

@@ -157,7 +157,8 @@ def zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
 
 
 def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) -> SymNode | None:
-    """(x')' -> x; x' -> x for a vector or a number; (a@b)' -> b'@a'; inv(a)' -> inv(a');
+    """(x')' -> x; x' -> x for a vector or a number; (a@b)' -> b'@a'; inv(s)' -> inv(s) for
+    s = a'@a; (-a)' -> -(a');
     sum(-x) -> -sum(x); eye(n)@A -> A; A@eye(n) -> A; ones(n)[k] -> 1."""
     if op.name == "transpose":
         (x,) = inputs
@@ -170,8 +171,10 @@ def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) ->
         if x.op is ARRAY_OPS["matmul"]:  # (a@b)' -> b'@a': like terms meet (tr(X@X@X))
             left, right = x.inputs
             return _a(b, "matmul", _a(b, "transpose", right), _a(b, "transpose", left))
-        if x.op is ARRAY_OPS["inv"]:  # inv(a)' -> inv(a'): inv(X'@X)' is inv(X'@X)
-            return _a(b, "inv", _a(b, "transpose", x.inputs[0]))
+        if x.op is ARRAY_OPS["inv"] and _symmetric(x.inputs[0]):  # inv(X'@X)' -> inv(X'@X)
+            return x
+        if x.op is OPS["neg"]:  # (-a)' -> -(a')
+            return b.make(OPS["neg"], (_a(b, "transpose", x.inputs[0]),))
     if op.name in ("sum", "mean") and inputs[0].op is OPS["neg"]:
         return b.make(OPS["neg"], (_a(b, op.name, inputs[0].inputs[0]),))  # sum(-t) -> -sum(t)
     if op.name == "index" and inputs[0].op is ARRAY_OPS["ones"] and all(
@@ -186,6 +189,16 @@ def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) ->
         if arrays.numpy().ndim(left.value) == 1 and arrays.numpy().ndim(right.value) == 2:
             return _a(b, "matmul", _a(b, "transpose", right), left)  # x@A is written A'@x
     return None
+
+
+def _symmetric(node: SymNode) -> bool:
+    """``a'@a`` or ``a@a'``: symmetric by its form."""
+    if node.op is not ARRAY_OPS["matmul"]:
+        return False
+    left, right = node.inputs
+    transpose = ARRAY_OPS["transpose"]
+    return (left.op is transpose and left.inputs[0] is right) or (
+        right.op is transpose and right.inputs[0] is left)
 
 
 def _times_one(op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:

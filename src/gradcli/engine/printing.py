@@ -326,6 +326,11 @@ class PythonNotation(Notation):
                 helper = getattr(module, called, None)
                 if inspect.isfunction(helper) and called != function.__name__:
                     waiting.append(helper)
+            # the module's constants it reads (a series' coefficients), as literals
+            for name in dict.fromkeys(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", source)):
+                value = getattr(module, name, None)
+                if isinstance(value, (int, float, tuple)) and name not in self.helpers:
+                    self.helpers[name] = f"{name} = {value!r}"
 
 
 def _python_names_used() -> set[str]:

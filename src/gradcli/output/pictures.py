@@ -16,6 +16,7 @@ import re
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gradcli.engine.graph import Node, Program, compute, liveness, local_derivative
 from gradcli.engine.notation import expression_texts, format_number
@@ -38,6 +39,9 @@ _STYLES = {
 }
 
 
+GRAPH_SHOWN_ELEMENTS = 4  # a larger array is drawn as its range: a label stays a label
+
+
 @dataclass
 class GraphPicture:
     """A program ready to draw: evaluated when every variable has a value; else the values the
@@ -47,6 +51,7 @@ class GraphPicture:
     evaluated: bool
     missing: list[str] = field(default_factory=list)  # variables with no value
     known: dict[int, float] = field(default_factory=dict)  # when not evaluated
+    digits: int | None = None  # significant digits of the numbers drawn (None: every digit)
 
     @property
     def nodes(self) -> list[Node]:
@@ -66,19 +71,31 @@ class GraphPicture:
         """The node's value, or None when it depends on a variable without one."""
         return node.value if self.evaluated else self.known.get(node.index)
 
+    def number(self, value: Any, digits: int | None = None) -> str:
+        """A number to ``digits`` (else the picture's, else every digit); an array of more than
+        ``GRAPH_SHOWN_ELEMENTS`` as its range, ``[-0.5 … 1.2]`` (its shape is drawn too), so
+        that a layer's weights make a label, not a wall of digits."""
+        digits = self.digits if digits is None else digits
+        if not getattr(value, "ndim", 0):
+            return format_number(value) if digits is None else f"{float(value):.{digits}g}"
+        if value.size > GRAPH_SHOWN_ELEMENTS:
+            return f"[{self.number(float(value.min()), digits)} … " \
+                   f"{self.number(float(value.max()), digits)}]"
+        return format_number(value) if digits is None else _rounded(value.tolist(), digits)
+
     def facts(self, node: Node) -> str:
         """``value 2 · grad -6``; without every value, ``value 2`` or ``""``."""
         if node.op is CONST and not self.evaluated:
-            return format_number(node.value)
+            return self.number(node.value)
         value = self.value_of(node)
         if value is None:
             return ""
         if not self.taken(node):
             return "not taken"
-        text = f"value {format_number(value)}"
+        text = f"value {self.number(value)}"
         if self.program.arrays:
             text = f"shape {self.shape(node)} · {text}"
-        return text + (f" · grad {format_number(node.grad)}"
+        return text + (f" · grad {self.number(node.grad)}"
                        if self.evaluated and node.needs_grad else "")
 
     @property
@@ -120,7 +137,16 @@ class GraphPicture:
             self.evaluated and self.program.masked) else None
 
 
-def prepare(program: str | Program, values: Mapping[str, float] | None = None) -> GraphPicture:
+def _rounded(items: Any, digits: int) -> str:
+    """Nested lists of numbers as brackets, each to ``digits`` significant digits (an array of
+    at most ``GRAPH_SHOWN_ELEMENTS``: the recursion is as deep as its few dimensions)."""
+    if not isinstance(items, list):
+        return f"{float(items):.{digits}g}"
+    return "[" + ", ".join(_rounded(item, digits) for item in items) + "]"
+
+
+def prepare(program: str | Program, values: Mapping[str, float] | None = None,
+            digits: int | None = None) -> GraphPicture:
     """Parse and, when every variable has a value, evaluate ``program`` for drawing.
 
     Missing values are not an error here: the picture shows the values that the given ones
@@ -132,17 +158,18 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None) -
     missing = program.unbound(values or {})
     if missing and (program.arrays or any(hasattr(v, "ndim") for v in (values or {}).values())):
         return GraphPicture(program, evaluated=False, missing=missing,  # structure only
-                            known={n.index: n.value for n in program.nodes if n.op is CONST})
+                            known={n.index: n.value for n in program.nodes if n.op is CONST},
+                            digits=digits)
     if missing:
         validate_values(values or {})
         return GraphPicture(program, evaluated=False, missing=missing,
-                            known=known_values(program, values or {}))
+                            known=known_values(program, values or {}), digits=digits)
     if not isinstance(evaluate(program, values, check=False), Result):
         raise UsageError("gradcli graph draws the gradient of one scalar output; this program "
                          "has several outputs or an array output",
                          hint="gradcli eval gives its Jacobian; reduce it to one number "
                               "(e.g. sum(...)) to draw its graph")
-    return GraphPicture(program, evaluated=True)
+    return GraphPicture(program, evaluated=True, digits=digits)
 
 
 def known_values(program: Program, values: Mapping[str, float]) -> dict[int, float]:
@@ -309,7 +336,7 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
     lines += [f"  {start} -> {end};" for start, end in sketch.forward]
     # constraint=false: only forward edges decide the layout, so backward ones never loop it.
     lines += [f'  {start} -> {end} [style=dashed, color="#b91c1c", fontcolor="#b91c1c", '
-              f"constraint=false, label={dot_string(format_number(flow))}];"
+              f"constraint=false, label={dot_string(picture.number(flow))}];"
               for start, end, flow in sketch.backward]
     if picture.note is not None:
         lines.append(f"  graph [label={dot_string(picture.note)}, labelloc=b];")
@@ -346,7 +373,7 @@ def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str
         style = "" if kind == "elided" else f":::{kind}"
         lines.append(f"  {box}[{mermaid_string(text)}]{style}")
     lines += [f"  {start} --> {end}" for start, end in sketch.forward]
-    lines += [f"  {start} -.->|{mermaid_string(format_number(flow))}| {end}"
+    lines += [f"  {start} -.->|{mermaid_string(picture.number(flow))}| {end}"
               for start, end, flow in sketch.backward]
     for kind, (_, fill, colour, _) in _STYLES.items():
         lines.append(f"  classDef {kind} fill:{fill},stroke:{colour}")

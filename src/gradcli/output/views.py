@@ -771,11 +771,11 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> 
         if value is not None and node.op is not CONST and not picture.taken(node):
             text.append("  not taken", style="cyan")  # a branch not taken (a where's)
         elif value is not None and node.op is not CONST:
-            text.append(f"  value {number_text(value, digits)}", style="cyan")
+            text.append(f"  value {picture.number(value, digits)}", style="cyan")
             if picture.evaluated and node.needs_grad:
-                text.append(f"  grad {number_text(node.grad, digits)}", style="magenta")
+                text.append(f"  grad {picture.number(node.grad, digits)}", style="magenta")
     if entry.flow is not None:
-        text.append(f"  ← {number_text(entry.flow, digits)} along this edge", style="red")
+        text.append(f"  ← {picture.number(entry.flow, digits)} along this edge", style="red")
     if entry.cut:
         text.append("  (operands deeper than this are not shown)", style="dim")
     return text
