@@ -405,11 +405,11 @@ def digamma_difference(a: float, b: float) -> float:
     on the asymptotic series' differences: log1p(a/b) + a / (2 b (b + a)) + sum_k B_2k / (2k)
     (b^-2k - (b + a)^-2k), the last as b^-2k (-expm1(-2k log1p(a/b))): each term positive."""
     total = 0.0
-    while b < 10.0:
-        total += a / (b * (b + a))
+    while b < 10.0:  # a/(b (b + a)) as a/(b + a)/b: b (b + a) overflows or underflows
+        total += a / (b + a) / b
         b += 1.0
     ratio = math.log1p(a / b)
-    total += ratio + a / (2.0 * b * (b + a))
+    total += ratio + a / (b + a) / (2.0 * b)
     inverse = 1.0 / (b * b)
     power = 1.0
     for k, bernoulli in enumerate((1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66,
