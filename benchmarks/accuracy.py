@@ -207,6 +207,45 @@ def _off_poles(x: float, function: Callable[..., Any]) -> Callable[..., Any] | N
     return None if x <= 0 and x == math.floor(x) else function
 
 
+def _lbeta_partial(a: Any, b: Any, i: int, j: int) -> Any:
+    """d^i/da^i d^j/db^j lbeta: polygamma differences, with the digits a + b's size takes."""
+    if i == j == 0:
+        return _lbeta(a, b)
+    extra = 2 * int(max(mpmath.mag(a), mpmath.mag(b), 0)) + 64
+    with mp.extraprec(extra):
+        s = a + b
+        if i and j:
+            return -mpmath.polygamma(i + j - 1, s)
+        x, k = (a, i) if i else (b, j)
+        return +(mpmath.polygamma(k - 1, x) - mpmath.polygamma(k - 1, s))
+
+
+def _beta_partial(a: Any, b: Any, i: int, j: int) -> Any:
+    """d^i/da^i d^j/db^j of exp(lbeta) (Faa di Bruno): beta times, over the set partitions of
+    the i + j derivatives, the products of lbeta's partials of each block."""
+    which = [0] * i + [1] * j
+    total = mpf(0)
+    for blocks in _partitions(list(range(len(which)))):
+        term = mpf(1)
+        for block in blocks:
+            term *= _lbeta_partial(a, b, sum(1 for k in block if which[k] == 0),
+                                   sum(1 for k in block if which[k] == 1))
+        total += term
+    return mpmath.exp(_lbeta(a, b)) * total
+
+
+def _partitions(items: list[int]) -> list[list[list[int]]]:
+    if not items:
+        return [[]]
+    first, rest = items[0], items[1:]
+    found = []
+    for partition in _partitions(rest):
+        found.append([[first], *partition])
+        for k in range(len(partition)):
+            found.append([*partition[:k], [first, *partition[k]], *partition[k + 1:]])
+    return found
+
+
 def _pow(x: Any, y: Any) -> Any:
     return mpmath.power(x, y) if x != 0 else (mpf(1) if y == 0 else mpf(0))
 
@@ -228,7 +267,7 @@ def _mod_branch(x: float, y: float) -> Callable[..., Any] | None:
 
 
 def _clip_branch(x: float, lo: float, hi: float) -> Callable[..., Any] | None:
-    if x in (lo, hi) or lo == hi:
+    if x in (lo, hi) or lo >= hi:  # lo > hi is clip's domain error
         return None
     if x < lo:
         return lambda a, b, c: b
@@ -310,10 +349,12 @@ REFERENCES: dict[str, Reference] = {
     "i1e": R(lambda x: _ive(1, x), (REAL,), branch=lambda x: _of_order(1.0, x)),
     "ive": R(_ive, (Domain(0.0, 30.0, False, integer=True), REAL),
              fixed=tuple((float(n), None) for n in (2, 5, 12, 28)), branch=_ive_branch),
-    "beta": R(lambda a, b: mpmath.exp(_lbeta(a, b)), (POSITIVE, POSITIVE), pairs=(
+    "beta": R(lambda a, b: mpmath.exp(_lbeta(a, b)), (POSITIVE, POSITIVE),
+              closed=lambda a, b, orders: _beta_partial(a, b, *orders), pairs=(
         (1.0, 1e10), (1e-10, 1.0), (1e-5, 1e-5), (0.5, 1e12), (1e3, 1e3), (1e-300, 1e-300),
         (1e5, 3e5), (2.5, 1e15), (30.0, 200.0))),
-    "lbeta": R(_lbeta, (POSITIVE, POSITIVE), pairs=(
+    "lbeta": R(_lbeta, (POSITIVE, POSITIVE), closed=lambda a, b, orders: _lbeta_partial(
+        a, b, *orders), pairs=(
         (0.5, 1e12), (1.0, 1e10), (1e-10, 1.0), (1e-5, 1e-5), (1e3, 1e3), (1e200, 1e200),
         (1e5, 3e5), (2.5, 1e15), (30.0, 200.0))),
     "sigmoid": R(lambda x: 1 / (1 + mpmath.exp(-x)), (REAL,)),
@@ -395,10 +436,13 @@ def partial(function: Callable[..., Any], args: Sequence[Any], orders: Sequence[
     return mp.diff(along, x, k, h=step)
 
 
-def settled(compute: Callable[[], Any], most: int = MAX_DPS, rough: bool = False) -> Any | None:
+def settled(compute: Callable[[], Any], most: int | None = None,
+            rough: bool = False) -> Any | None:
     """``compute()`` at DPS, 2 DPS, ... until two precisions agree to 30 digits; None if they
-    never do by ``most`` digits (``rough``: the last value all the same). A zero is believed
-    only at ``most``: a difference that cancels completely is 0 at every precision too low."""
+    never do by ``most`` digits (MAX_DPS; ``rough``: the last value all the same). A zero is
+    never believed: a difference that cancels completely (sin'' at 1e-300) is 0 at every
+    precision too low, so an exact zero (relu'') is left out with the rest."""
+    most = MAX_DPS if most is None else most
     previous = value = None
     dps = DPS
     while dps <= most:
@@ -417,7 +461,7 @@ def settled(compute: Callable[[], Any], most: int = MAX_DPS, rough: bool = False
                 return +value
             previous = value
         dps *= 2
-    return value if rough or (value == 0 and previous == 0) else None
+    return value if rough else None
 
 
 def _multi_indices(variables: int, order: int) -> list[tuple[int, ...]]:

@@ -416,7 +416,8 @@ def _common_coefficient(coefficients, const: float) -> float | None:
         return None
     for number in numbers:
         quotient = number / common
-        if quotient != math.floor(quotient) or quotient * common != number:
+        if (not math.isfinite(quotient) or quotient != math.floor(quotient)
+                or quotient * common != number):  # 1e300/5e-324 overflows: no common factor
             return None
     before = sum(abs(c) != 1.0 for c in coefficients)
     after = 1 + sum(abs(c) != common for c in coefficients)

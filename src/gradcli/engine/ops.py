@@ -287,7 +287,9 @@ def _written(value: Any) -> bool:
     zero-base limits are left out, so that d/dx x**y prints as ``y*x**(y - 1)`` and d/dy as
     ``x**y*log(x)``, as SymPy and a person write them; they differ from the numbers ``eval``
     computes only at x = 0 (docs/derivatives.md), where the printed forms are undefined."""
-    return hasattr(value, "apply")
+    # a graph node has an op; the probes of vector._reads have ``apply`` only, and take the
+    # path that numbers take (what they find out is what arrays will read)
+    return hasattr(value, "apply") and hasattr(value, "op")
 
 
 def _is_zero(node: Any) -> bool:
@@ -302,9 +304,10 @@ def _is_zero(node: Any) -> bool:
 # Numbers (eval's gradient, arrays, the complex step) take the form that keeps every digit.
 
 def _one_minus_square(x: Any) -> Any:
-    """1 - x**2, on numbers as (1 - x)(1 + x): both factors are exact near +-1, where 1 - x*x
-    cancels (asin' at 1 - 1e-8 kept 8 digits). In a formula 1 - x**2, whose gradient -2x keeps
-    its digits near 0, where that of (1 - x)(1 + x), (1 - x) - (1 + x), would not."""
+    """1 - x**2 of asin' and acos', on numbers as (1 - x)(1 + x): both factors are exact near
+    +-1, where 1 - x*x cancels (asin' at 1 - 1e-8 kept 8 digits). In a formula 1 - x**2, whose
+    gradient -2x keeps its digits near 0 (a Hessian's), where that of (1 - x)(1 + x),
+    (1 - x) - (1 + x), would not. (atanh' is written (1 - x)(1 + x) everywhere.)"""
     return 1.0 - x * x if _written(x) else (1.0 - x) * (1.0 + x)
 
 
@@ -316,15 +319,29 @@ def _digamma_drop(a: Any, b: Any) -> Any:
     return F.digamma(b) - F.digamma(a + b)
 
 
+BESSEL_SLOPE_LIMIT = 1e6  # |x| beyond which ive's slope has lost more than 2e-10 relatively
+
+
+def _bessel(x: Any, neighbours: Any) -> Any:
+    """``neighbours`` (the I_n-1 + I_n+1 of ive's slope), or a NumericError on a float x past
+    BESSEL_SLOPE_LIMIT: the slope is their half less the function, which agree to
+    1 - O(1/x), so it keeps about 16 - log10|x| digits, and none from |x| = 1e16 on."""
+    if type(x) is float and abs(x) > BESSEL_SLOPE_LIMIT:
+        raise NumericError(f"the derivative of i0e, i1e or ive at |x| = {abs(x):g} would lose its "
+                           f"digits (it is a difference of nearly equal terms beyond "
+                           f"|x| = {BESSEL_SLOPE_LIMIT:g})")
+    return neighbours
+
+
 def _sigmoid_slope(x: Any, out: Any) -> Any:
     """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16."""
     return out * (1.0 - out) if _written(x) else out * F.sigmoid(-x)
 
 
 def _silu_slope(x: Any, out: Any) -> Any:
-    """sigmoid(x) (1 + x (1 - sigmoid(x))), with 1 - sigmoid(x) as sigmoid(-x) on numbers."""
-    rest = 1.0 - F.sigmoid(x) if _written(x) else F.sigmoid(-x)
-    return F.sigmoid(x) * (1.0 + x * rest)
+    """sigmoid(x) (1 + x (1 - sigmoid(x))), 1 - sigmoid(x) written sigmoid(-x): its value
+    would cancel for x > 1, in a Hessian too (which evaluates it)."""
+    return F.sigmoid(x) * (1.0 + x * F.sigmoid(-x))
 
 
 def _tanh_slope(x: Any, out: Any) -> Any:
@@ -393,8 +410,9 @@ def _next_order(n: Any, name: str) -> Any:
 
 
 def _gelu_tanh_slope(x: Any, out: Any) -> Any:
-    s = F.sigmoid(GELU_TANH_SCALE * (x + 0.044715 * x * x * x))
-    return s + x * s * (1.0 - s) * GELU_TANH_SCALE * (1.0 + 0.134145 * x * x)
+    u = GELU_TANH_SCALE * (x + 0.044715 * x * x * x)  # 1 - sigmoid(u) is sigmoid(-u): no 1 - s
+    s = F.sigmoid(u)
+    return s + x * s * F.sigmoid(-u) * GELU_TANH_SCALE * (1.0 + 0.134145 * x * x)
 
 
 def _mish_slope(x: Any, out: Any) -> Any:
@@ -532,7 +550,7 @@ _ROWS: list[Op] = [
            domain=forms.at_least_one, complex=cmath.acosh, vector=lambda np, x: np.arccosh(x),
            summary="inverse hyperbolic cosine, x >= 1 (derivative at 1: an error)",
            aliases=("arccosh",)),
-    _unary("atanh", math.atanh, lambda x, out: 1.0 / _one_minus_square(x),
+    _unary("atanh", math.atanh, lambda x, out: 1.0 / ((1.0 - x) * (1.0 + x)),
            domain=forms.open_unit_interval, complex=cmath.atanh, vector=lambda np, x: np.arctanh(x),
            summary="inverse hyperbolic tangent, -1 < x < 1", aliases=("arctanh",)),
     # --- special functions: no complex form (math has none to continue); NumPy has none
@@ -568,15 +586,18 @@ _ROWS: list[Op] = [
     # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
     # factor exp(-|x|) adds -sign(x) times the function (a kink at 0 for even n: slope 0 there,
     # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
-    _unary("i0e", special._i0e, lambda x, out: F.i1e(x) - F.sign(x) * out, complex=NONE,
+    _unary("i0e", special._i0e, lambda x, out: _bessel(x, F.i1e(x)) - F.sign(x) * out,
+           complex=NONE,
            vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0",
            aliases=("bessel_i0e",)),
     _unary("i1e", special._i1e,
-           lambda x, out: 0.5 * (F.i0e(x) + F.ive(2.0, x)) - F.sign(x) * out, complex=NONE,
+           lambda x, out: 0.5 * _bessel(x, F.i0e(x) + F.ive(2.0, x)) - F.sign(x) * out,
+           complex=NONE,
            vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1",
            aliases=("bessel_i1e",)),
     _binary("ive", special._ive, lambda n, x, out: 0.0,
-            lambda n, x, out: 0.5 * (F.ive(F.abs(n - 1.0), x) + F.ive(_next_order(n, "ive"), x))
+            lambda n, x, out: 0.5 * _bessel(x, F.ive(F.abs(n - 1.0), x)
+                                            + F.ive(_next_order(n, "ive"), x))
             - F.sign(x) * out, domain=forms.ive_domain, complex=NONE, vector=NONE,
             summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
     _binary("beta", special._beta, lambda a, b, out: out * _digamma_drop(b, a),

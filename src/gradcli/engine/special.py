@@ -204,11 +204,13 @@ def _polygamma(n: float, x: float) -> float:
         for k, b in enumerate(bernoulli, 1):
             total -= b / (2 * k) * inverse ** (2 * k)
     else:
-        series = math.factorial(n - 1) * inverse ** n + factorial / 2.0 * inverse ** (n + 1)
+        # x**-n times the series in 1/x, x**-n in two halves: (1/x)**n underflows (1e-4**98)
+        # where the whole, (n - 1)!/x**n, does not, and 1/x's rounding would be taken n times
+        series = math.factorial(n - 1) + factorial / 2.0 * inverse
         for k, b in enumerate(bernoulli, 1):
             series += (b * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
-                       * inverse ** (2 * k + n))
-        total += odd * series
+                       * inverse ** (2 * k))
+        total += odd * (series * x ** -(n // 2)) * x ** -(n - n // 2)
     return result + sign * total
 
 
@@ -403,11 +405,11 @@ def digamma_difference(a: float, b: float) -> float:
     on the asymptotic series' differences: log1p(a/b) + a / (2 b (b + a)) + sum_k B_2k / (2k)
     (b^-2k - (b + a)^-2k), the last as b^-2k (-expm1(-2k log1p(a/b))): each term positive."""
     total = 0.0
-    while b < 10.0:
-        total += a / (b * (b + a))
+    while b < 10.0:  # a/(b (b + a)) as a/(b + a)/b: b (b + a) overflows or underflows
+        total += a / (b + a) / b
         b += 1.0
     ratio = math.log1p(a / b)
-    total += ratio + a / (2.0 * b * (b + a))
+    total += ratio + a / (b + a) / (2.0 * b)
     inverse = 1.0 / (b * b)
     power = 1.0
     for k, bernoulli in enumerate((1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66,
