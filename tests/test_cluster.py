@@ -508,3 +508,24 @@ def test_ctrl_c_in_a_terminal_stops_a_local_cluster_quietly(tmp_path):
     assert b"Traceback" not in err and b"Worker" not in err, err[-2000:]
     written = out.read_bytes()
     assert len(_whole_records(written)) >= 300 and expected.startswith(written)
+
+
+@pytest.mark.parametrize("content", [None, "garbage", "{}", "[1, 2]", '{"address": 7}'])
+def test_a_scheduler_file_without_an_address_is_status_2_at_once(content, tmp_path):
+    """A typo'd path or a file that holds no address: one line, not a wait or a traceback."""
+    info = tmp_path / "scheduler.json"
+    if content is not None:
+        info.write_text(content)
+    started = time.monotonic()
+    status, out, err = run(["eval", "-", "--x", "1", "--json", "--cluster", str(info)], b"x\n",
+                           timeout=60)
+    assert status == 2 and b"Traceback" not in err, err
+    assert b"scheduler file" in err and len(err.strip().splitlines()) == 2, err
+    assert time.monotonic() - started < 15 and out == b""
+
+
+@pytest.mark.parametrize("args", [["--cluster", "tls://127.0.0.1:9"],
+                                  ["--skip", "99999999999999999999"]])
+def test_options_past_what_can_be_done_are_one_error(args):
+    status, _, err = run(["eval", "-", "--x", "1", "--json", *args], b"x\n", timeout=60)
+    assert status == 2 and b"Traceback" not in err, err

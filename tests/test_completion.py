@@ -113,3 +113,25 @@ def test_a_function_s_parameters_and_the_keywords_are_not_offered():
     offered = values(f"gradcli eval {half} --")
     assert offered[:3] == ["--x", "--y", "--z"]
     assert not {"--a", "--b", "--f", "--and", "--not", "--if", "--else"} & set(offered)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+def test_a_program_file_that_is_not_a_file_is_not_waited_for(kind, tmp_path):
+    """A FIFO with no writer would block an open() and a read() forever; Tab must not wait."""
+    path = {"fifo": tmp_path / "fifo", "directory": tmp_path, "device": "/dev/zero"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    cword = 4
+    env = {**os.environ, "_GRADCLI_COMPLETE": "bash_complete",
+           "COMP_WORDS": f"gradcli eval -f {path} --", "COMP_CWORD": str(cword)}
+    done = subprocess.run([sys.executable, "-m", "gradcli"], env=env, capture_output=True,
+                          text=True, timeout=20)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "plain,--json" in done.stdout.splitlines()
+
+
+def test_brackets_nested_too_deep_still_offer_the_names(tmp_path):
+    program = tmp_path / "deep.grad"
+    program.write_text("y = " + "[" * 70 + "1" + "]" * 70 + "\nsum(y)*x*W\n")
+    offered = values(f"gradcli eval -f {program} --")
+    assert offered[:2] == ["--x", "--W"]

@@ -152,3 +152,18 @@ def test_a_value_that_is_a_table_says_so(text, kind, tmp_path):
     values.write_text(text)
     status, _, err = run(["eval", "x*2", "--values", str(values)])
     one_error_line(status, err, f"the value of x is {kind}, not a number")
+
+
+# --- a NaN is never a value ------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, words", [
+    (["sum(inv(eye(3)*1e-310))"], "inv(eye(3)*1e-310)"),  # 1/1e-310 overflows: LAPACK says nothing
+    (["logdet(A)", "--A", "[[1e-310, 0], [0, 1e-310]]", "--no-check", "--json"],
+     "the derivative of logdet is not finite"),  # its gradient inv(A)' overflows
+])
+def test_linear_algebra_past_the_floats_is_a_numeric_error(args, words):
+    status, out, err = run(["eval", *args])
+    assert status == 3 and "Traceback" not in err and words in err, err
+    assert "nan" not in out.lower()
+    if "--json" in args:
+        assert json.loads(out)["error"]["kind"] == "domain"

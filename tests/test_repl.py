@@ -324,3 +324,89 @@ def test_free_variables_are_explained_in_the_session_s_own_terms():
     shown = result_text(gradcli.evaluate("x*y", {"x": 2}, strict=False))
     assert "free variables: y (give them values for numbers; strict=True makes this an error)" \
         in shown
+
+
+# --- hostile input (issue 27) -----------------------------------------------------------------
+
+def test_a_matrix_split_over_lines_continues_the_entry(terminal):
+    term = terminal("repl", NO_COLOR="1")
+    term.type("y = [[1, 2],\r")
+    term.wait_for("\n........")  # an open bracket continues the entry, as in a file
+    term.enter(" [3, 4]]")
+    screen = term.enter("sum(y*y)")
+    assert "value 30" in screen and "error:" not in screen  # 1 + 4 + 9 + 16
+    piped = subprocess.run([sys.executable, "-m", "gradcli", "repl"], text=True,
+                           input="y = [1,\n2]\nsum(y)*3\n", capture_output=True)
+    assert piped.returncode == 0 and "value 9" in piped.stdout, piped.stderr
+
+
+def test_a_90_kb_paste_is_read_at_once(terminal):
+    """A terminal pastes as one bracketed sequence: 30,000 lines of a matrix, then its sum."""
+    count = 30_000
+    text = "y = [" + ",\n".join(str(i % 10) for i in range(count)) + "]"
+    assert len(text) > 90_000
+    term = terminal("repl", NO_COLOR="1")
+    started = time.monotonic()
+    term.type("\x1b[200~" + text + "\x1b[201~\r")
+    term.wait_for("gradcli>", timeout=60)
+    screen = term.enter("sum(y)")
+    assert f"value {sum(i % 10 for i in range(count))}" in screen, screen
+    assert time.monotonic() - started < 30
+
+
+def test_the_continuation_test_is_linear_in_the_entry():
+    """Asked at every key of a 60 KB paste that arrives as keys: a key costs a comparison and
+    its own line, not a count over the whole entry (that took minutes)."""
+    from gradcli.cli.repl import GrowingEntry, open_brackets
+
+    text = "(x + [1,  # a comment (\n" * 2500
+    entry = GrowingEntry()
+    started = time.perf_counter()
+    depths = [entry.open_brackets(text[:end]) for end in range(len(text) + 1)]
+    assert time.perf_counter() - started < 5
+    assert depths[-1] == open_brackets(text) == 5000
+    assert depths[len(text) // 2 + 7] == open_brackets(text[:len(text) // 2 + 7])
+    assert entry.open_brackets("x = (") == 1  # a new entry starts again
+
+
+@pytest.mark.parametrize("kind", ["device", "directory"])
+def test_a_history_that_cannot_be_kept_is_one_note_and_the_session_goes_on(
+        terminal, tmp_path, kind):
+    place = tmp_path / "state" / "gradcli" / "history"
+    place.parent.mkdir(parents=True)
+    if kind == "device":
+        place.symlink_to("/dev/full")  # endless zeros to read, no space to write
+    else:
+        place.mkdir()
+    term = terminal("repl", NO_COLOR="1")
+    screen = term.enter("x = 2; x*3")
+    assert "value 6" in screen  # the first entry is not swallowed
+    screen = term.enter("x*4")
+    assert "value 8" in screen
+    assert term.raw.count("note: history is not kept") == 1
+    assert "Traceback" not in term.raw and "Press ENTER" not in term.raw
+    assert term.close() == 0
+
+
+def test_a_history_file_that_fails_to_write_is_dropped_quietly(tmp_path):
+    """The first failed write (a full disk) stops the keeping; the entry itself goes on."""
+    from gradcli.cli.terminal import _FileHistory
+
+    history = _FileHistory(str(tmp_path))  # a directory: every write fails
+    history.append_string("x = 1")
+    history.append_string("x = 2")
+    assert isinstance(history.lost, OSError)
+    assert list(history.get_strings()) == ["x = 1", "x = 2"]
+
+
+def test_escape_sequences_typed_in_and_deep_brackets_are_no_traceback(terminal):
+    term = terminal("repl", NO_COLOR="1")
+    term.type("\x1b[31m")  # read as a mouse event by prompt_toolkit
+    screen = term.enter("1 + 1")
+    assert "value 2" in screen
+    screen = term.enter("y = " + "[" * 70 + "1" + "]" * 70)
+    assert "has more than 12 dimensions" in screen
+    screen = term.enter("2 + 2")
+    assert "value 4" in screen
+    assert "Traceback" not in term.raw and "Unhandled exception" not in term.raw
+    assert term.close() == 0

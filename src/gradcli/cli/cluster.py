@@ -7,6 +7,7 @@ is asked for, so a command without ``--cluster`` runs as before.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from functools import partial
@@ -34,7 +35,7 @@ def cluster_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def skip_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--skip", type=click.IntRange(0), default=0, metavar="N",
+    return click.option("--skip", type=click.IntRange(0, sys.maxsize), default=0, metavar="N",
                         help=SKIP_HELP)(command)
 
 

@@ -10,7 +10,9 @@ line; one that does not parse yet still offers the names written in it.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from typing import TYPE_CHECKING
 
 import click
@@ -85,13 +87,26 @@ def program_variables(ctx: click.Context) -> list[str]:
 def _program_text(ctx: click.Context) -> str:
     path = ctx.params.get("program_file")
     if path and path != "-":
-        try:
-            with open(path, encoding="utf-8", errors="replace") as file:
-                return file.read(1 << 20)
-        except OSError:
-            return ""
+        return _file_start(path)
     expr = ctx.params.get("expr")
     return expr if isinstance(expr, str) and expr != "-" else ""
+
+
+def _file_start(path: str) -> str:
+    """The first MB of the program file, or nothing: Tab never waits, so a FIFO without a
+    writer, a terminal or a device is not read (opened without blocking, then left alone)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        return os.read(descriptor, 1 << 20).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(descriptor)
 
 
 def variable_options(ctx: click.Context, incomplete: str) -> list[CompletionItem]:

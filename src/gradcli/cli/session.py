@@ -282,11 +282,11 @@ def _say(text: str) -> None:
 
 
 def _items(text: str) -> list[str]:
-    """The entry split at ``;`` and line ends outside parentheses (inside them a line end
-    only continues the expression)."""
+    """The entry split at ``;`` and line ends outside parentheses and brackets (inside them a
+    line end only continues the expression)."""
     items, depth, start = [], 0, 0
     for position, char in enumerate(text):
-        depth += (char == "(") - (char == ")")
+        depth += (char in "([") - (char in ")]")
         if char in ";\n" and depth <= 0:
             items.append(text[start:position])
             start = position + 1

@@ -1,9 +1,10 @@
 """The session on a terminal, with prompt_toolkit (imported only here, only by ``gradcli repl``).
 
 History lives in the XDG state directory, Tab completes functions, constants, the session's
-names and ``:commands``, Enter with an open parenthesis continues the entry on the next line,
-Ctrl-C cancels the line being typed (or stops an evaluation), Ctrl-D leaves. prompt_toolkit
-follows ``NO_COLOR`` itself, and the results are printed by the same consoles as ``eval``'s.
+names and ``:commands``, Enter with an open parenthesis or bracket continues the entry on the
+next line, Ctrl-C cancels the line being typed (or stops an evaluation), Ctrl-D leaves.
+prompt_toolkit follows ``NO_COLOR`` itself, and the results are printed by the same consoles
+as ``eval``'s.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ from pathlib import Path
 
 import click
 from prompt_toolkit import PromptSession
+from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
 
 from gradcli import __version__
-from gradcli.cli.repl import open_parentheses
+from gradcli.cli.repl import GrowingEntry
 from gradcli.cli.session import ALIASES, COMMANDS, Session
+from gradcli.errors import visible
 
 PROMPT = "gradcli> "
 _WORD = re.compile(r"[:A-Za-z_]\w*$")
@@ -37,15 +42,39 @@ def history_path() -> Path:
 
 
 def _history() -> History:
+    """The history file, or none with one line on stderr when it cannot be one: a directory, a
+    device (``/dev/full`` reads as endless zeros), a FIFO, a place that cannot be written."""
     path = history_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not path.is_file():
+            raise OSError(0, "not a regular file")
         path.touch(exist_ok=True)
     except OSError as error:
-        click.echo(f"note: history is not kept: cannot write {path}: "
-                   f"{error.strerror or error}", err=True)
+        _history_lost(path, error, "is not")
         return InMemoryHistory()
-    return FileHistory(str(path))
+    return _FileHistory(str(path))
+
+
+def _history_lost(path: Path, error: OSError, verb: str = "is no longer") -> None:
+    click.echo(f"note: history {verb} kept: cannot write {visible(str(path))}: "
+               f"{error.strerror or error}", err=True)
+
+
+class _FileHistory(FileHistory):
+    """A history file whose first failed write (a full disk, EIO) ends its keeping with one
+    line on stderr, after the entry has run: the session goes on without history."""
+
+    lost: OSError | None = None
+    told = False
+
+    def store_string(self, string: str) -> None:
+        if self.lost is not None:
+            return
+        try:
+            super().store_string(string)
+        except OSError as error:
+            self.lost = error
 
 
 class SessionCompleter(Completer):
@@ -89,11 +118,13 @@ class SessionCompleter(Completer):
 
 def run_on_terminal(session: Session) -> None:
     """Prompt, run, repeat, until ``:quit`` or Ctrl-D."""
+    growing = GrowingEntry()
     prompt: PromptSession[str] = PromptSession(
         history=_history(), completer=SessionCompleter(session),
-        multiline=Condition(lambda: open_parentheses(prompt.default_buffer.text) > 0),
+        multiline=Condition(lambda: growing.open_brackets(prompt.default_buffer.text) > 0),
         prompt_continuation=_continuation, complete_while_typing=False,
-        enable_open_in_editor=False)
+        enable_open_in_editor=False, key_bindings=_no_mouse())
+    prompt.default_buffer.on_text_changed += _shorter_undo
     click.echo(f"gradcli {__version__}: definitions persist; :help lists the commands; "
                "Ctrl-D leaves")
     while not session.quit:
@@ -103,12 +134,38 @@ def run_on_terminal(session: Session) -> None:
             continue
         except EOFError:  # Ctrl-D
             break
+        _say_history_lost(prompt.history)
         try:
             session.run(entry)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
 
 
+UNDO_STEPS = 100
+
+
+def _shorter_undo(buffer: Buffer) -> None:
+    """Keep the last ``UNDO_STEPS`` undo steps: each is a copy of the whole entry, and a paste
+    that arrives as keys (no bracketed paste) saves one at each line: 500 MB for 30 KB."""
+    stack = getattr(buffer, "_undo_stack", None)
+    if isinstance(stack, list) and len(stack) > 2 * UNDO_STEPS:
+        del stack[:-UNDO_STEPS]
+
+
+def _no_mouse() -> KeyBindings:
+    """The session asks for no mouse events, so a sequence that reads as one is typed text such
+    as ``ESC[31m`` (prompt_toolkit's own handler fails on it): it is dropped, as shells do."""
+    bindings = KeyBindings()
+    bindings.add(Keys.Vt100MouseEvent)(lambda event: None)
+    return bindings
+
+
+def _say_history_lost(history: History) -> None:
+    if isinstance(history, _FileHistory) and history.lost is not None and not history.told:
+        _history_lost(Path(str(history.filename)), history.lost)
+        history.told = True
+
+
 def _continuation(width: int, line_number: int, wrap_count: int) -> str:
-    """``........ `` under ``gradcli> ``: the entry goes on (a parenthesis is open)."""
+    """``........ `` under ``gradcli> ``: the entry goes on (a parenthesis or bracket is open)."""
     return "." * (width - 1) + " "

@@ -125,7 +125,10 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     if not complex_step:
         try:
             with np.errstate(**_RAISE):
-                return _sized(node, _apply(node, args, False))
+                value = _sized(node, _apply(node, args, False))
+                if isinstance(node.op, ArrayOp) and not math.isfinite(np.sum(value)):
+                    raise FloatingPointError  # LAPACK (inv, det) raises no NumPy flag
+                return value
         except FloatingPointError:
             pass
     with np.errstate(all="ignore"):
@@ -308,6 +311,8 @@ def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
                     known = grads.get(source.index)
                     try:
                         part = contribution(node, args, position, g)
+                        if isinstance(node.op, ArrayOp) and not math.isfinite(np.sum(part)):
+                            raise FloatingPointError  # LAPACK raises no NumPy flag
                         grads[source.index] = part if known is None else known + part
                     except FloatingPointError:
                         grads[source.index] = _careful(node, args, position, g, known)

@@ -178,11 +178,11 @@ def connect(address: ClusterAddress) -> Cluster:
                     preload=["gradcli.output.cluster"])  # dask_setup, in each worker
             client = distributed.Client(local, timeout=CONNECT_SECONDS)
         elif address.scheduler_file is not None:
-            client = distributed.Client(scheduler_file=address.scheduler_file,
+            client = distributed.Client(_scheduler_in(address.scheduler_file),
                                         timeout=CONNECT_SECONDS)
         else:
             client = distributed.Client(address.text, timeout=CONNECT_SECONDS)
-    except (OSError, TimeoutError, ValueError, RuntimeError) as error:
+    except (OSError, TimeoutError, ValueError, RuntimeError, TypeError) as error:
         if local is not None:
             local.close()
         raise ClusterError(f"cannot reach the Dask scheduler at {visible(address.text)}: "
@@ -196,6 +196,30 @@ def connect(address: ClusterAddress) -> Cluster:
         cluster.close()
         raise
     return cluster
+
+
+def _scheduler_in(path: str) -> str:
+    """The scheduler's address from its file (what ``dask scheduler --scheduler-file`` writes),
+    read here: Dask itself waits for a missing file to appear, and fails with a traceback on one
+    that holds no address."""
+    import json
+
+    hint = "give the file that dask scheduler --scheduler-file wrote, or the scheduler's address"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            text = file.read(1 << 20)
+    except OSError as error:
+        raise ClusterError(f"cannot read the scheduler file {visible(path)}: "
+                           f"{error.strerror or error}", hint=hint) from None
+    try:
+        info = json.loads(text)
+    except (ValueError, RecursionError):
+        info = None
+    address = info.get("address") if isinstance(info, dict) else None
+    if not isinstance(address, str) or not address:
+        raise ClusterError(f"the scheduler file {visible(path)} holds no scheduler address "
+                           '(a JSON object with "address")', hint=hint)
+    return address
 
 
 @contextlib.contextmanager
