@@ -232,3 +232,20 @@ def test_a_large_hessian_is_checked_along_a_direction():
     assert found.points == 3
     with pytest.raises(CheckError, match="d2/dx dx"):
         check(DiffCheck(program, shapes, {}, "hessian", {"x": {"x": "5*eye(40)*x"}}))
+
+
+def test_exports_of_jacobians_and_scalar_hessians_are_checked_not_tracebacks():
+    """Found in review: the check itself raised on these exports."""
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    for args in (["softmax(x)", "--shape", "x=3"], ["2*x", "--shape", "x=3"],
+                 ["x**3", "--order", "2"], ["x**3*y", "--order", "2"]):
+        done = CliRunner().invoke(cli, ["diff", *args, "--format", "python"])
+        assert done.exit_code == 0 and "checked at" in done.stderr, (args, done.output)
+        assert "Traceback" not in done.output
+    # a parameter named like the export's own lines (t0) is renamed, not overwritten
+    done = CliRunner().invoke(cli, ["diff", "sum(t0*sin(x))", "--shape", "t0=3", "--shape",
+                                    "x=3", "--format", "python"])
+    assert done.exit_code == 0 and "t0_" in done.stdout, done.output

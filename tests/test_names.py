@@ -291,3 +291,35 @@ def test_graph_and_plot_take_function_named_variables(tmp_path):
     done = run("plot", "gamma*x**2", "--x", "-1:1:5", "--gamma", "2", "-o",
                str(tmp_path / "p.svg"))
     assert done.exit_code == 0 and (tmp_path / "p.svg").stat().st_size > 0
+
+
+def test_a_derivative_that_calls_the_variable_s_function_is_printed_and_checked():
+    # d/dx of cos*x + sin(x) needs the variable cos and the function cos(x) at once
+    done = run("diff", "cos*x + sin(x)", "--wrt", "x")
+    assert done.exit_code == 0 and done.stdout == "d/dx = cos(x) + cos\n"
+    assert "checked at 3 points" in done.stderr
+
+
+def test_diff_of_constants_made_variables(tmp_path):
+    done = run("diff", "e = 2; e*x", "--format", "python")
+    assert done.exit_code == 0, done.output
+    namespace: dict = {}
+    exec(compile(done.stdout, "<export>", "exec"), namespace)  # gradcli's own output
+    assert namespace["f"](5.0, 3.0) == (15.0, (3.0, 5.0))  # e = 5, x = 3: not math.e
+    done = run("diff", "sum(e*x)", "--shape", "e=3", "--shape", "x=3")
+    assert done.exit_code == 0 and "d/de = x" in done.stdout, done.output
+
+
+def test_latex_names_in_the_derivative_s_label():
+    done = run("diff", "beta*x**2", "--format", "latex")
+    assert r"\frac{\partial f}{\partial \beta} = {x}^{2}" in done.stdout
+
+
+@pytest.mark.parametrize(("typed", "hint"), [
+    ("add(x, y)", "add is an operator: write x + y"),
+    ("logical_not(x)", "logical_not is an operator: write not x"),
+    ("matmul(x, y)", "matmul is an operator: write x @ y"),
+])
+def test_an_operator_s_table_name_called_says_how_it_is_written(typed, hint):
+    done = run("eval", typed, "--x", "1", "--y", "2")
+    assert done.exit_code == 2 and hint in done.output

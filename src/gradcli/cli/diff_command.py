@@ -162,7 +162,7 @@ def run_diff(request: DiffRequest) -> int:
 
     source = request.program.text
     try:
-        program = parse(source, request.max_nodes, request.values)
+        program = parse(source, request.max_nodes, [*request.values, *(request.shapes or {})])
         request.given.check_used(program)
         say_shadowed(program, program.unbound(request.values))
         if program.outputs and not _has_array_parts(request, program):

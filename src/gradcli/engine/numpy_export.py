@@ -63,9 +63,13 @@ class NumpyWriter:
     def __init__(self, variables: Sequence[str]) -> None:
         from gradcli.engine.printing import PythonNotation, python_name
 
-        self.renames: dict[str, str] = {}  # np, math, f and keywords get a trailing _
+        # np, math, f, keywords and the lines' own names (t0, t1, ...) get a trailing _
+        self.renames: dict[str, str] = {}
         for name in variables:
-            self.renames[name] = python_name(name, {"np", "math", "f", *self.renames.values()})
+            taken = {"np", "math", "f", *self.renames.values()}
+            if name[:1] == "t" and name[1:].isdigit():
+                taken.add(name)
+            self.renames[name] = python_name(name, taken)
         self.texts: dict[int, str] = {}
         self.lines: list[str] = []
         self.scalar = PythonNotation({})  # copies the rows' own scalar functions

@@ -274,9 +274,9 @@ class PythonNotation(Notation):
         self.helpers: dict[str, str] = {}
 
     def name(self, name: str) -> str:
-        if name in CONSTANTS:
-            return f"math.{name}"
-        return self.renames.get(name, name)
+        if name in self.renames:  # a variable, even one named like a constant (e = 2)
+            return self.renames[name]
+        return f"math.{name}" if name in CONSTANTS else name
 
     def infix(self, op: Any, left: str, right: str) -> str:
         """Python's ``and``/``or`` return an operand; gradcli's return 1 or 0."""

@@ -17,7 +17,7 @@ a wrong formula is never printed as an answer.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,7 +212,7 @@ class _Truth:
         if text is None:
             raise CheckError(f"no printed derivative of order {len(path) - 1} to compare "
                              f"{_label(kind, path)} with")
-        program = _read(_label(kind, path[:-1]), text)
+        program = _read(_label(kind, path[:-1]), text, self.request.program.variables)
         return lambda p: _evaluate(program, p)
 
     def with_smaller_steps(self, path: tuple[str, ...], printed: Any) -> bool:
@@ -362,7 +362,8 @@ class _Reader:
 
     def __init__(self, request: DiffCheck) -> None:
         self.request = request
-        self.parsed = [(path, text, _read(_label(request.kind, path), text))
+        variables = request.program.variables
+        self.parsed = [(path, text, _read(_label(request.kind, path), text, variables))
                        for path, text in paths(request.texts)]
         self.entries = len(self.parsed)
         self.module = _imported(request.python) if request.python is not None else None
@@ -389,11 +390,13 @@ class _Reader:
             self.entries = len(self.parsed) + count
 
 
-def _read(label: str, text: str) -> Program:
+def _read(label: str, text: str, variables: Collection[str]) -> Program:
+    """The printed ``text`` parsed back, its ``variables`` the program's: a constant's name
+    that the program made a variable (``e = 2``) is that variable here too."""
     from gradcli.language.parser import parse
 
     try:
-        return parse(text)
+        return parse(text, given=variables, both_ways=True)
     except GradcliError as error:
         raise CheckError(f"{label} = {text} does not read back: {error.message}",
                          hint=_HINT) from None
@@ -503,6 +506,8 @@ def _compare_export(request: DiffCheck, module: Any, truth: _Truth) -> int:
                          hint=_HINT) from None
     value, entries = _export_entries(request, returned)
     expected_value = truth.value
+    if isinstance(value, dict) and not isinstance(expected_value, dict) and len(value) == 1:
+        value = next(iter(value.values()))  # one array output: the export keys it by label
     if isinstance(expected_value, dict) and isinstance(value, dict):
         for label, v in expected_value.items():
             _compare(f"value of {label} (python)", "f(...)", truth.point, value[label], v,
@@ -511,8 +516,9 @@ def _compare_export(request: DiffCheck, module: Any, truth: _Truth) -> int:
         _compare("value (python)", "f(...)", truth.point, value, expected_value, True,
                  strict=True)
     for path, got in entries.items():
-        kind = "hessian" if request.kind == "hessian" or (
-            request.python_kind == "scalar" and len(path) == 2) else request.kind
+        kind = ("hessian" if (len(path) == 2 and request.kind in ("hessian", "higher"))
+                or (request.python_kind == "scalar" and len(path) == 2)
+                else "gradient" if request.kind != "jacobian" else "jacobian")
         if kind == "hessian":
             expected, exact = truth.second(path[1])[path[0]], False
             got = truth.project(path, got)

@@ -64,6 +64,7 @@ class _GraphBuilder(Definitions):
         self.constants_read: set[str] = set()  # the constants some expression reads
         self.language_calls: dict[str, Token] = {}  # the language's functions called, first
         self.first_use: dict[str, Token] = {}  # where each name is first read or assigned
+        self.both_ways = False  # a name may be called and read (a printed derivative, read back)
         self.arrays = False  # an array literal or array op was built (docs/arrays.md)
         self.functions: dict[str, Function] = {}  # the program's own, in order of definition
         self.called: set[str] = set()  # the functions some statement calls
@@ -109,8 +110,8 @@ class _GraphBuilder(Definitions):
                                 hint=f"{name} is the program's function; a name is a function "
                                      f"or a variable, not both: for a variable pick another "
                                      f"name, e.g. {name}_")
-            if name in self.language_calls:
-                raise self.both_ways(name, self.language_calls[name], token)
+            if name in self.language_calls and not self.both_ways:
+                raise self.both_ways_error(name, self.language_calls[name], token)
             self.variables[name] = self.made_node(Node.variable(name), token)
             self.first_use[name] = token
             note = self._note(name, token)
@@ -129,7 +130,7 @@ class _GraphBuilder(Definitions):
         lookalike = _LOOKALIKES.get(name.lower())
         return None if lookalike is None else Note(name, *lookalike, **where)
 
-    def both_ways(self, name: str, call: Token, use: Token) -> GradcliNameError:
+    def both_ways_error(self, name: str, call: Token, use: Token) -> GradcliNameError:
         """``beta(a, b) + beta``: one name both called and used as a variable, the one error
         this rule leaves (which one was meant is a guess); both places are marked."""
         first, second = sorted((call, use), key=lambda token: token.pos_in_stream)
@@ -157,10 +158,10 @@ class _GraphBuilder(Definitions):
     def call(self, children: list) -> Node:
         token, args = children[0], children[1:]
         name = str(token)
-        if is_function_name(name) and name not in self.functions:
+        if is_function_name(name) and name not in self.functions and not self.both_ways:
             variable = self.first_use.get(name)
             if variable is not None or name in self.named:
-                raise self.both_ways(name, token, variable or token)
+                raise self.both_ways_error(name, token, variable or token)
             known = self.language_calls.get(name)  # an inner call is reduced first
             if known is None or token.pos_in_stream < known.pos_in_stream:
                 self.language_calls[name] = token
@@ -227,8 +228,8 @@ class _GraphBuilder(Definitions):
         if name in self.functions:
             raise _error_at(GradcliNameError, token, f"{name} is a function of the program "
                             "and cannot be assigned", hint="pick another name")
-        if name in self.language_calls:
-            raise self.both_ways(name, self.language_calls[name], token)
+        if name in self.language_calls and not self.both_ways:
+            raise self.both_ways_error(name, self.language_calls[name], token)
         if name in self.constants_read:
             raise _error_at(GradcliNameError, token, f"{name} is used as the constant "
                             f"{name} before this statement assigns it",
@@ -328,8 +329,8 @@ class _Parser:
         self.lalr = Parser(load_tables(), self.builder)
         self.lock = threading.Lock()
 
-    def parse(self, source: str, max_nodes: int = MAX_NODES,
-              given: Collection[str] = ()) -> Program:
+    def parse(self, source: str, max_nodes: int = MAX_NODES, given: Collection[str] = (),
+              both_ways: bool = False) -> Program:
         if len(source) > max_chars(max_nodes):
             # Comments cost nothing to parse: only the program's own text counts (a batch keeps
             # the first max_chars + 1 characters of a long line, cut inside its comment).
@@ -345,6 +346,7 @@ class _Parser:
             self.builder.source = source
             if given:
                 self.builder.shadowing = frozenset(name for name in given if name in CONSTANTS)
+            self.builder.both_ways = both_ways
             try:
                 output = self.lalr.parse(source)
             except UnexpectedInput as error:
@@ -405,11 +407,14 @@ _parser: _Parser | None = None
 _COMMENT = re.compile(r"#[^\n]*")
 
 
-def parse(source: str, max_nodes: int = MAX_NODES, given: Collection[str] = ()) -> Program:
+def parse(source: str, max_nodes: int = MAX_NODES, given: Collection[str] = (),
+          both_ways: bool = False) -> Program:
     """Parse a gradcli program into a graph; raises ParseError, GradcliNameError or UsageError.
 
     ``given``: the names that will get values from outside (``--e 2``): a constant among them
-    is a variable of the program, with a note that it hides the constant.
+    is a variable of the program, with a note that it hides the constant. ``both_ways``: a
+    name may be both called and read as a variable, as in a printed derivative (d/dx of
+    ``cos*x + sin(x)`` is ``cos(x) + cos``), which ``diff`` reads back to check it.
 
     A program of more than ``max_nodes`` nodes (or a text too long to hold that many, see
     ``limits``) is a UsageError, raised as soon as the limit is passed.
@@ -417,7 +422,7 @@ def parse(source: str, max_nodes: int = MAX_NODES, given: Collection[str] = ()) 
     global _parser
     if _parser is None:
         _parser = _Parser()
-    return _parser.parse(source, max_nodes, given)
+    return _parser.parse(source, max_nodes, given, both_ways)
 
 
 # --- friendly errors ---------------------------------------------------------------------------
@@ -759,6 +764,9 @@ def _function_hint(name: str) -> str:
     lower = _LOOKALIKES.get(name.lower())
     if lower is not None and lower[1] == "function":
         return f"did you mean {lower[0]}? names are case-sensitive"
+    written = _operator_spelling(name)
+    if written is not None:
+        return f"{name} is an operator: write {written}"
     import difflib  # only for this message
 
     close = difflib.get_close_matches(name, [*FUNCTIONS, *ARRAY_FUNCTION_NAMES], n=1)
@@ -769,6 +777,17 @@ def _function_hint(name: str) -> str:
 
 def _signature(name: str) -> str:
     return f"{name}({', '.join(FUNCTIONS[name].operands)})"
+
+
+def _operator_spelling(name: str) -> str | None:
+    """How an operator row that ``gradcli functions`` lists by name is written (``add``:
+    ``x + y``, ``matmul``: ``x @ y``), or None for a name that is no operator."""
+    from gradcli.engine import array_ops, ops  # only for this message
+
+    for row in (*ops.table_rows(), *array_ops.table_rows()):
+        if row["name"] == name and row["kind"] != "function" and "function" not in row["kind"]:
+            return " or ".join(row["written"])
+    return None
 
 
 def language_signature(name: str) -> str:

@@ -440,7 +440,9 @@ def _derivative_label(path: tuple[str, ...], latex: bool, of: str | None = None)
     top = "" if of is None else of if of.isidentifier() else f"({of})"
     if latex:
         power = "" if len(path) == 1 else f"^{{{len(path)}}}"
-        below = " ".join(rf"\partial {name}" for name in path)
+        from gradcli.engine.printing import LATEX  # names as the formula writes them: \beta
+
+        below = " ".join(rf"\partial {LATEX.name(name)}" for name in path)
         return rf"\frac{{\partial{power} {top or 'f'}}}{{{below}}}"
     return f"d{order}{top}/" + " ".join(f"d{name}" for name in path)
 
