@@ -468,6 +468,17 @@ def _contribution(b: ArrayBuilder, node: SymNode, position: int, g: SymNode) -> 
     return reduce_to(b, part, _shape(node), _shape(source))
 
 
+def _spread_matrix(b: ArrayBuilder, part: SymNode, shape: tuple[int, ...]) -> SymNode:
+    """An (m, 1) column or (1, n) row ``part`` as the (m, n) matrix it broadcasts to: its
+    entries repeated along the stretched axis (outer with ones)."""
+    rows, columns = _shape(part)
+    if (rows, columns) == (1, 1):
+        return spread(b, _a(b, "sum", part), shape)
+    if columns == 1:  # (m, 1): part@ones(1) is the column as a vector
+        return _a(b, "outer", _a(b, "matmul", part, _ones(b, 1)), _ones(b, shape[1]))
+    return _a(b, "outer", _ones(b, shape[0]), _a(b, "matmul", _ones(b, 1), part))
+
+
 def reduce_to(b: ArrayBuilder, part: SymNode, out: tuple[int, ...],
               shape: tuple[int, ...]) -> SymNode:
     """The gradient an operand of ``shape`` receives from ``part``, which stands for
@@ -481,6 +492,8 @@ def reduce_to(b: ArrayBuilder, part: SymNode, out: tuple[int, ...],
     if count != 1:
         part = b.make(MUL, (b.constant(float(count)), part))
     summed = [i for i in range(rank) if have[i] > 1 and want[i] == 1]
+    if not summed and rank == 2 and len(_shape(part)) == 2 and _shape(part) != shape:
+        return _spread_matrix(b, part, shape)  # a column or a row stretched to the operand
     if not summed:
         return part if len(_shape(part)) <= len(shape) else unbroadcast(b, part, shape)
     kept = [i for i in range(rank) if have[i] > 1 and want[i] > 1]
