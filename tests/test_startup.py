@@ -37,6 +37,7 @@ GRADCLI = {
     "gradcli.engine", "gradcli.engine.ops", "gradcli.engine.core_ops", "gradcli.engine.forms",
     "gradcli.engine.special", "gradcli.engine.graph", "gradcli.engine.notation",
     "gradcli.engine.replay",
+    "gradcli.engine.core__mypyc",  # the compiled core's one extension, where it is compiled
     "gradcli.gradcheck", "gradcli.gradcheck.evaluation", "gradcli.gradcheck.tolerances",
     "gradcli.output",
     *CHECK,

@@ -72,7 +72,7 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
               show_default=True, help="Draw at most N nodes, nearest the output (0: all).")
 @click.option("--digits", type=click.IntRange(1, 17), metavar="N",
               help="Numbers with N significant digits (default: every digit). An array of more "
-                   "than 4 elements is drawn as its range [min … max], beside its shape.")
+                   "than 4 elements is drawn as its range [min ... max], beside its shape.")
 @click.pass_context
 def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                   program_file: str | None, picture_format: str | None,
