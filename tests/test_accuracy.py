@@ -73,7 +73,8 @@ RELAXED: dict[tuple[str, int], tuple[float, str]] = {
     ("lgamma(x)", 1): (1.2, "its slope is digamma: the same point"),
     ("sinc(x)", 1): (1.5, "at |x| = 0.1 (the switch to the series): 5 ulps"),
     ("dsinc(x)", 0): (1.5, "at |x| = 0.1 (the switch to the series): 5 ulps"),
-    ("x ** y", 1): (1.5, "y x**(y - 1) near x = 1e-12, y = -1e-12: 11 ulps"),
+    ("x ** y", 1): (100.0, "y x**(y - 1) rounds y - 1, which x**(y - 1) takes |log x| times: "
+                           "up to 5e2 ulps at x = 1e-300"),
     ("gamma(x)", 2): (2.5, "subnormal second derivatives near x = -180"),
     ("beta(a, b)", 0): (10.0, "exp(lbeta): lbeta's rounding times |lbeta| (up to 36 ulps)"),
     ("beta(a, b)", 1): (math.inf, "beta times the digamma difference: the product of "

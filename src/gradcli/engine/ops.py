@@ -383,13 +383,13 @@ def _hypot_slope(x: Any, y: Any, out: Any) -> Any:
 
 
 def _xlogy_slope(x: Any, y: Any, out: Any) -> Any:
-    """d/dx xlogy(x, y) = log(y), and 0 where x = 0 whatever y (PyTorch's xlogy(x != 0, y)):
-    so the second derivative of 0**y in y, xlogy(0**y != 0, 0) d(0**y)/dy, is 0 for y > 0, as
-    PyTorch and JAX have it. A formula is written log(y), except at a zero y (0**y's)."""
-    zero_y = (_written(y) and _is_zero(y)) or (type(y) is float and y == 0.0)
-    if (_written(x) or _written(y)) and not zero_y:
-        return F.log(y)
-    return F.xlogy(F.ne(x, 0.0), y)
+    """d/dx xlogy(x, y) = log(y); at y = 0, where that is -inf, 0 if x = 0 too (PyTorch's
+    xlogy(x != 0, y) there): so the second derivative of 0**y in y, xlogy(0**y != 0, 0)
+    d(0**y)/dy, is 0 for y > 0, as PyTorch and JAX have it. A formula is written log(y),
+    except at a zero y (0**y's)."""
+    if _written(x) or _written(y):
+        return F.xlogy(F.ne(x, 0.0), y) if _written(y) and _is_zero(y) else F.log(y)
+    return F.xlogy(F.logical_or(F.ne(x, 0.0), F.ne(y, 0.0)), y)
 
 
 ORDER_LIMITS = {"polygamma": forms.MAX_POLYGAMMA_ORDER, "ive": forms.MAX_IVE_ORDER}

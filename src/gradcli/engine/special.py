@@ -347,23 +347,24 @@ def _reciprocal(x: float) -> float:
 
 
 def _beta(a: float, b: float) -> float:
-    # Gamma(a) (Gamma(b) / Gamma(a + b)), a <= b, while the gammas are floats (the quotient
-    # stays moderate); beyond, exp(lbeta), lbeta from _lbeta_far (no lgamma differences).
+    # Gamma(a) (Gamma(b) / Gamma(a + b)), a <= b, below b = 10 (the quotient stays moderate,
+    # and no gamma overflows); beyond, exp(lbeta), lbeta from _lbeta_far: Gamma(b)/Gamma(a + b)
+    # of a tiny a is a ratio near 1 of two large gammas, each a few ulps off.
     a, b = min(a, b), max(a, b)
-    if a >= 1e-300 and a + b < 170.0:
+    if a >= 1e-300 and b < 10.0:
         return math.gamma(a) * (math.gamma(b) / math.gamma(a + b))
     return math.exp(_lbeta_far(a, b))
 
 
 def _lbeta(a: float, b: float) -> float:
     a, b = min(a, b), max(a, b)
-    if a >= 1e-300 and a + b < 170.0:
+    if a >= 1e-300 and b < 10.0:
         return math.log(math.gamma(a) * (math.gamma(b) / math.gamma(a + b)))
     return _lbeta_far(a, b)
 
 
 def _lbeta_far(a: float, b: float) -> float:
-    # log B(a, b), a <= b, where Gamma(a + b) overflows or a is tiny. lgamma(a) + lgamma(b) -
+    # log B(a, b), a <= b, from b = 10 on or where a is tiny. lgamma(a) + lgamma(b) -
     # lgamma(a + b) would cancel (lgamma(1e10) is 2e11, lbeta(1, 1e10) is -23), so Stirling's
     # lgamma(x) = (x - 1/2) log x - x + log(2 pi)/2 + d(x), d its correction series (x >= 10),
     # is subtracted by hand, s = a + b:
