@@ -282,6 +282,14 @@ def _pow_log_slope(x: Any, y: Any, out: Any) -> Any:
     return out * F.log(x) if _written(x) and not _is_zero(x) else F.xlogy(out, x)
 
 
+def _mod_quotient(x: Any, y: Any, out: Any) -> Any:
+    """d/dy mod(x, y) = -floor(x/y), as a formula prints it; on numbers the quotient that
+    mod actually took, (x - out)/y rounded, which one ulp from a jump may differ from floor's."""
+    if _written(x) or _written(y):
+        return -F.floor(x / y)
+    return -F.round((x - out) / y)
+
+
 def _written(value: Any) -> bool:
     """A graph node: the rule is building a printed derivative (``gradcli diff``). There the
     zero-base limits are left out, so that d/dx x**y prints as ``y*x**(y - 1)`` and d/dy as
@@ -704,7 +712,7 @@ _ROWS: list[Op] = [
     # d/dy is -q, q the whole number with x = q y + out: round((x - out) / y), not
     # floor(x / y), which rounds 1/0.1 up to 10 where x % y (0.0999...95) took 9.
     _binary("mod", special._mod, lambda x, y, out: 1.0,
-            lambda x, y, out: -F.round((x - out) / y),
+            lambda x, y, out: _mod_quotient(x, y, out),
             domain=forms.nonzero_divisor, complex=forms.complex_mod,
             vector=lambda np, x, y: np.mod(x, y),
             summary="x - y * floor(x / y), the sign of y; also written x % y, as in Python and "
