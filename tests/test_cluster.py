@@ -529,3 +529,17 @@ def test_a_scheduler_file_without_an_address_is_status_2_at_once(content, tmp_pa
 def test_options_past_what_can_be_done_are_one_error(args):
     status, _, err = run(["eval", "-", "--x", "1", "--json", *args], b"x\n", timeout=60)
     assert status == 2 and b"Traceback" not in err, err
+
+
+def test_a_scheduler_that_accepts_and_never_answers_is_status_2_in_seconds():
+    """A port that takes the connection and says nothing: Dask's own timeout never ends it."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        status, out, err = run(["eval", "-", "--json", "--cluster", address, *POINT], b"x*y\n",
+                               timeout=60)
+    assert status == 2 and out == b"" and b"Traceback" not in err, err
+    assert f"cannot reach the Dask scheduler at {address}: no answer".encode() in err
+    assert time.monotonic() - started < 15
