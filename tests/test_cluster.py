@@ -32,7 +32,10 @@ DASK = str(Path(sys.executable).with_name("dask"))
 ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "GRADCLI_CLUSTER": ""}
 POINT = ["--x", "0.75", "--y", "1.25"]
 TEMPLATES = ["x*{k} + sin(y)", "", "# a comment", "log(x - {k})", "2x", "u = x*y; u*u - {k}*y",
-             "sqrt(y)*exp(-x/{k}) + tanh(x*y)", "atan2(y, x + {k})**2 / (1 + x*x)"]
+             "sqrt(y)*exp(-x/{k}) + tanh(x*y)", "atan2(y, x + {k})**2 / (1 + x*x)",
+             # hostile arrays: too deep, a failed check near an edge, LAPACK past the floats
+             "z = " + "[" * 70 + "1" + "]" * 70 + "; sum(z)*x", "sum(sqrt([1e-20, {k}]*y))",
+             "sum(inv(eye(3)*1e-310))*x"]
 
 
 def batch_lines(count: int) -> bytes:
