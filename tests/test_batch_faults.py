@@ -236,6 +236,13 @@ def hostile_lines(count: int, seed: int, long_nodes: int = 2000) -> bytes:
         lambda k: "  # an indented comment",
         lambda k: "x*y\r",
         lambda k: "x\x00y",
+        # hostile arrays: too deep, a failed check near an edge, LAPACK past the floats
+        lambda k: "y2 = " + "[" * 70 + "1" + "]" * 70 + "; sum(y2)*x",
+        lambda k: "sum(" + "[" * 64 + "x" + "]" * 64 + ")",
+        lambda k: "sum(sqrt([1e-20, 1]*y))",
+        lambda k: "sum(log([1e-300, 1]*y))*x",
+        lambda k: "sum(inv(eye(3)*1e-310))*x",
+        lambda k: "logdet(eye(2)*1e-310*y)",
     ]
     out = []
     for k in range(count):

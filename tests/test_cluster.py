@@ -32,7 +32,10 @@ DASK = str(Path(sys.executable).with_name("dask"))
 ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "GRADCLI_CLUSTER": ""}
 POINT = ["--x", "0.75", "--y", "1.25"]
 TEMPLATES = ["x*{k} + sin(y)", "", "# a comment", "log(x - {k})", "2x", "u = x*y; u*u - {k}*y",
-             "sqrt(y)*exp(-x/{k}) + tanh(x*y)", "atan2(y, x + {k})**2 / (1 + x*x)"]
+             "sqrt(y)*exp(-x/{k}) + tanh(x*y)", "atan2(y, x + {k})**2 / (1 + x*x)",
+             # hostile arrays: too deep, a failed check near an edge, LAPACK past the floats
+             "z = " + "[" * 70 + "1" + "]" * 70 + "; sum(z)*x", "sum(sqrt([1e-20, {k}]*y))",
+             "sum(inv(eye(3)*1e-310))*x"]
 
 
 def batch_lines(count: int) -> bytes:
@@ -529,3 +532,17 @@ def test_a_scheduler_file_without_an_address_is_status_2_at_once(content, tmp_pa
 def test_options_past_what_can_be_done_are_one_error(args):
     status, _, err = run(["eval", "-", "--x", "1", "--json", *args], b"x\n", timeout=60)
     assert status == 2 and b"Traceback" not in err, err
+
+
+def test_a_scheduler_that_accepts_and_never_answers_is_status_2_in_seconds():
+    """A port that takes the connection and says nothing: Dask's own timeout never ends it."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        status, out, err = run(["eval", "-", "--json", "--cluster", address, *POINT], b"x*y\n",
+                               timeout=60)
+    assert status == 2 and out == b"" and b"Traceback" not in err, err
+    assert f"cannot reach the Dask scheduler at {address}: no answer".encode() in err
+    assert time.monotonic() - started < 15

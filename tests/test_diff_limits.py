@@ -74,3 +74,18 @@ def test_the_cli_refuses_with_the_size_and_max_nodes_raises_the_limit():
     repeated = runner.invoke(cli, ["diff", "x*y", "--wrt", "x,x", "--json"])
     assert repeated.exit_code == 2 and '"--wrt names x more than once"' in repeated.output
     assert "Traceback" not in repeated.output
+
+
+@pytest.mark.parametrize("shape", ["x=100000", "x=1000000000000", "x=" + "9" * 100,
+                                   "x=50x50"])
+def test_diff_shapes_past_the_limit_are_refused_before_anything_is_built(shape):
+    """Dense Jacobians: 100,000 elements took 6 GB and ended in a traceback."""
+    import subprocess
+    import sys
+
+    from gradcli.limits import MAX_DIFF_SHAPE_ELEMENTS
+
+    done = subprocess.run([sys.executable, "-m", "gradcli", "diff", "sin(x)", "--shape", shape],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"{MAX_DIFF_SHAPE_ELEMENTS:,}" in done.stderr or "too large" in done.stderr

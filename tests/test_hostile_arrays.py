@@ -167,3 +167,12 @@ def test_linear_algebra_past_the_floats_is_a_numeric_error(args, words):
     assert "nan" not in out.lower()
     if "--json" in args:
         assert json.loads(out)["error"]["kind"] == "domain"
+
+
+@pytest.mark.parametrize("args", [["clip(x, 3, 1)", "--x", "2"],
+                                  ["sum(clip(x, 3, 1))", "--x", "[2, 5]"],
+                                  ["sum(clip(x, lo, 1))", "--x", "[2, 5]", "--lo", "[0, 3]"]])
+def test_clip_with_its_bounds_out_of_order_is_one_error_for_scalars_and_arrays(args):
+    status, _, err = run(["eval", *args])
+    assert status == 3 and "Traceback" not in err, err
+    assert "clip's lower bound is above its upper bound" in err

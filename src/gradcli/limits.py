@@ -39,6 +39,9 @@ are the size of a program and the finite-difference check, whose cost is (number
   each check ``CHECK_FIXED_CELLS`` more. A cell takes ~20-40 ns, so a run ends in about 30 s.
 - ``MAX_DERIVATIVES``: how many derivatives ``gradcli diff`` prints ((variables)^order); the
   graphs it builds for them stop at ``MAX_NODES`` nodes (``--max-nodes``).
+- ``MAX_DIFF_SHAPE_ELEMENTS``: elements of all ``gradcli diff --shape`` inputs together, checked
+  before anything is built: diff's Jacobians are dense (output elements x input elements, an
+  ``eye(n)`` for an element-wise op), so 100,000 elements took 6 GB.
 - ``MAX_HESSIAN_ENTRIES``: (variables)^2 of ``eval --hessian``; its check shares ``CHECK_BUDGET``
   among the rows (the entries past it are listed as unchecked).
 - ``MAX_ARRAY_HESSIAN_INPUTS``: input elements of an array program's ``eval --hessian`` (one
@@ -112,6 +115,7 @@ MAX_ARRAY_HESSIAN_INPUTS = 500  # input elements of an array program's --hessian
 MAX_JACOBIAN_ROWS = 16  # output elements of a Jacobian gradcli diff prints row by row
 MAX_CONTRIBUTION_CELLS = 1_000_000  # output elements x node elements of the per-node table
 MAX_DERIVATIVES = 100_000  # gradcli diff: (variables)^order derivatives
+MAX_DIFF_SHAPE_ELEMENTS = 2048  # a dense 2048x2048 Jacobian is 32 MB
 JOBS_ENV = "GRADCLI_JOBS"
 
 

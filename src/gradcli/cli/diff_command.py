@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from gradcli.cli.show import say_shadowed, show_error
 from gradcli.cli.values_file import values_file_options
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import as_point
-from gradcli.limits import MAX_NODES
+from gradcli.limits import MAX_DIFF_SHAPE_ELEMENTS, MAX_NODES
 
 if TYPE_CHECKING:
     from gradcli.engine.derivatives import Derivatives
@@ -151,8 +152,19 @@ def _shapes(texts: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
         if not sign or not name.strip().isidentifier():
             raise UsageError(f"--shape {text!r} is not NAME=SHAPE",
                              hint="write e.g. --shape W=3x2")
+        if len(shape.strip()) > 40:  # more digits than any allowed size: no int of 10^6 digits
+            raise UsageError(f"the shape of {name.strip()} is too large",
+                             hint=_SHAPE_HINT)
         shapes[name.strip()] = read_shape(name.strip(), shape)
+    elements = sum(math.prod(shape) for shape in shapes.values())
+    if elements > MAX_DIFF_SHAPE_ELEMENTS:
+        raise UsageError(f"the --shape inputs have {elements:,} elements, more than "
+                         f"{MAX_DIFF_SHAPE_ELEMENTS:,}", hint=_SHAPE_HINT)
     return shapes
+
+
+_SHAPE_HINT = ("diff builds dense Jacobians: give small shapes, or evaluate large arrays with "
+               "gradcli eval")
 
 
 def run_diff(request: DiffRequest) -> int:

@@ -242,6 +242,16 @@ def ordered_bounds(x: float, lo: float, hi: float) -> str | None:
     return None if lo <= hi else "clip's lower bound is above its upper bound"
 
 
+def vector_clip(np: Any, x: Any, lo: Any, hi: Any) -> Any:
+    """clip on arrays; where the bounds are out of order, NaN with NumPy's "invalid" flag (as
+    ``np.log(-1)``), so the array and vector paths refuse it as the scalar path does."""
+    out = np.minimum(np.maximum(x, lo), hi)
+    disordered = np.greater(lo, hi)
+    if np.any(disordered):
+        out = np.where(disordered, np.sqrt(np.where(disordered, -1.0, 1.0)), out)
+    return out
+
+
 def complex_sinc(z: complex) -> complex:
     """sin(pi z)/(pi z) on complex z: near 0 by its series, where the quotient's imaginary part
     (what the complex step reads) would cancel."""

@@ -692,7 +692,7 @@ _ROWS: list[Op] = [
         lambda x, lo, hi, out: (1.0 - F.sign(x - lo)) * (1.0 - F.sign(F.max(x, lo) - hi)) / 4.0,
         lambda x, lo, hi, out: (1.0 + F.sign(F.max(x, lo) - hi)) / 2.0),
         domain=forms.ordered_bounds, complex=forms.complex_clip,
-        vector=lambda np, x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+        vector=forms.vector_clip,
         summary="min(max(x, lo), hi), lo <= hi; at a bound the gradient splits as at a tie",
         aliases=("clamp",)),
     # --- steps: derivative 0, at a jump too (as sign's); the check flags a jump -------------

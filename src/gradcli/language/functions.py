@@ -127,9 +127,10 @@ class Definitions:
         name = str(token)
         self._check_function_name(token)
         fresh = list(self.variables)[self.statement_start:]
+        made_here = set(fresh)  # looked up once per parameter: a list would be quadratic
         parameters: dict[str, Node] = {}
         for arg in args:
-            parameter = self._parameter(token, arg, fresh)
+            parameter = self._parameter(token, arg, made_here)
             if parameter in parameters:
                 raise name_error(token, f"the parameter {parameter} of {name} is listed twice",
                                  hint="give each parameter its own name")
@@ -139,7 +140,7 @@ class Definitions:
             self.first_use.pop(parameter, None)
             self.made -= 1
             self.parameters[parameter] = name
-        self.notes = [note for note in self.notes if note.name not in fresh]
+        self.notes = [note for note in self.notes if note.name not in made_here]
         self.named.update(parameters)  # the body reads them; define() takes them out again
         head = Head(token, parameters)
         self.defining = head
@@ -161,7 +162,7 @@ class Definitions:
             raise name_error(token, f"{name} is a variable of the program and cannot also be "
                              "a function", hint="pick another name")
 
-    def _parameter(self, token: Token, arg: Node, fresh: list[str]) -> str:
+    def _parameter(self, token: Token, arg: Node, fresh: set[str]) -> str:
         """The parameter name that the argument ``arg`` of a definition's head stands for."""
         name = arg.name
         if arg.op is CONST and name in CONSTANTS:

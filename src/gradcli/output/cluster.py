@@ -177,11 +177,11 @@ def connect(address: ClusterAddress) -> Cluster:
                     dashboard_address="127.0.0.1:0", silence_logs=50,
                     preload=["gradcli.output.cluster"])  # dask_setup, in each worker
             client = distributed.Client(local, timeout=CONNECT_SECONDS)
-        elif address.scheduler_file is not None:
-            client = distributed.Client(_scheduler_in(address.scheduler_file),
-                                        timeout=CONNECT_SECONDS)
         else:
-            client = distributed.Client(address.text, timeout=CONNECT_SECONDS)
+            target = (address.text if address.scheduler_file is None
+                      else _scheduler_in(address.scheduler_file))
+            client = _within(CONNECT_SECONDS, lambda: distributed.Client(
+                target, timeout=CONNECT_SECONDS))
     except (OSError, TimeoutError, ValueError, RuntimeError, TypeError) as error:
         if local is not None:
             local.close()
@@ -196,6 +196,30 @@ def connect(address: ClusterAddress) -> Cluster:
         cluster.close()
         raise
     return cluster
+
+
+def _within(seconds: float, make: Callable[[], Any]) -> Any:
+    """``make()``, or a TimeoutError after ``seconds``: Dask's own timeout covers opening the
+    connection, not a scheduler that accepts it and never answers. The thread left waiting is a
+    daemon: it ends with gradcli."""
+    import threading
+
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            outcome["client"] = make()
+        except BaseException as error:  # handed to the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=attempt, name="gradcli-connect", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["client"]
 
 
 def _scheduler_in(path: str) -> str:
