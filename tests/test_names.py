@@ -323,3 +323,16 @@ def test_latex_names_in_the_derivative_s_label():
 def test_an_operator_s_table_name_called_says_how_it_is_written(typed, hint):
     done = run("eval", typed, "--x", "1", "--y", "2")
     assert done.exit_code == 2 and hint in done.output
+
+
+def test_the_session_and_check_files_say_when_a_constant_is_a_variable(tmp_path, capsys):
+    from gradcli.cli.session import Session
+
+    session = Session()
+    assert session.run("e = 2") == 0 and session.run("e*x") == 0
+    assert "note: e is a variable, not the constant e" in capsys.readouterr().err
+    path = tmp_path / "e.toml"
+    path.write_text('[[check]]\nname = "e"\nexpr = "e*x"\nat = {e = 2, x = 3}\nvalue = 6\n')
+    done = run("check", str(path))
+    assert done.exit_code == 0
+    assert f"{path}:3: check 'e': note: e is a variable, not the constant e" in done.stderr

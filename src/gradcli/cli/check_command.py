@@ -10,7 +10,7 @@ import click
 from gradcli.cli.base import cli
 from gradcli.cli.cluster import checks_on, cluster_address, cluster_option
 from gradcli.cli.files import write_atomically
-from gradcli.cli.show import with_progress
+from gradcli.cli.show import say_shadowed, with_progress
 from gradcli.errors import GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
@@ -70,6 +70,9 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
                        as_json)
     specs, errors = load_check_files(files)
     selected = select(specs, pattern)
+    for spec in selected:  # at = {e = 2}: the constant is a variable of that check
+        say_shadowed(spec.program, where=f"{spec.file}:{spec.line_of('expr')}: check "
+                                         f"{spec.name!r}")
     if not errors and not selected and pattern is not None:
         return _report([], [no_match_error(pattern, specs)], as_json)
     too_large = None if errors else run_budget_error(selected)

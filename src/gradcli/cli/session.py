@@ -144,7 +144,7 @@ class Session:
         return f"{head} = {text}"
 
     def evaluate(self, expression: str, order: int = 1) -> int:
-        from gradcli.cli.show import show_result
+        from gradcli.cli.show import say_shadowed, show_result
         from gradcli.gradcheck.evaluation import HESSIAN_NEEDS_VALUES, EvalSettings, evaluate
 
         try:
@@ -156,6 +156,7 @@ class Session:
                               "expressions")
             raise
         self.last = expression
+        say_shadowed(result.program, where="this entry")
         return show_result(result, expression, False,
                            free_hint="define them, as y = 2, for numbers")
 

@@ -50,14 +50,17 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
     return result.status
 
 
-def say_shadowed(program: Any, free: Collection[str] = ()) -> None:
+def say_shadowed(program: Any, free: Collection[str] = (), where: str | None = None) -> None:
     """``note: e is a variable, not the constant e`` on stderr, for each constant that the
     program assigns or that is given a value: on purpose with ``--e 2``, a slip with ``e = 2``
     more often, and said either way; and the notes of the ``free`` variables (``PI``, ``beta``
-    with no value: errors.Note), where a command keeps them free (``diff``)."""
+    with no value: errors.Note), where a command keeps them free (``diff``). ``where`` says
+    where the program is when its own lines would mislead (a check's expr, a session's entry)."""
     for note in getattr(program, "notes", ()):
         if note.reading == "shadow" or note.name in free:
-            click.echo(f"gradcli: {visible(note.one_line())}", err=True)
+            said = note.one_line() if where is None else (
+                f"{where}: note: {note.message} (hint: {note.hint})")
+            click.echo(f"gradcli: {visible(said)}", err=True)
 
 
 def _say_constants_given(values: Iterable[str]) -> None:
