@@ -177,3 +177,19 @@ def test_a_check_file_names_array_files_beside_it(tmp_path):
                                        'at = {W = "nowhere.npy"}\n')
     done = run("check", str(tmp_path / "bad.toml"))
     assert done.exit_code == 2 and "bad.toml:4: check.at.W: cannot read" in done.output
+
+
+def test_a_values_file_from_a_pipe_is_read_whole(tmp_path):
+    """``--values <(...)`` is a pipe: telling a NumPy file by its first bytes must not eat them
+    (found in review: the pipe lost its first 6 bytes)."""
+    import os
+    import threading
+
+    fifo = tmp_path / "values"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text('{"x": 2}'))
+    writer.start()
+    done = run("eval", "x*3", "--values", str(fifo), "--json", "--no-check")
+    writer.join(timeout=10)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["value"] == 6.0

@@ -86,10 +86,15 @@ def with_file_values(given: Given, path: str, allow_unused: bool = False) -> Giv
 
 
 def _is_binary(path: str) -> bool:
-    """An ``.npz`` (or ``.npy``) file, told by its first bytes: never decoded as text."""
+    """An ``.npz`` (or ``.npy``) file, told by its first bytes: never decoded as text. Only a
+    regular file is sniffed: a pipe (``--values <(...)``) is read once, as text."""
+    import os
+
     from gradcli.language.array_files import kind_of as binary_kind
 
-    return path.lower().endswith((".npz", ".npy")) or binary_kind(path) != "csv"
+    if path.lower().endswith((".npz", ".npy")):
+        return True
+    return os.path.isfile(path) and binary_kind(path) != "csv"
 
 
 def _with_archive(given: Given, path: str, allow_unused: bool) -> Given:

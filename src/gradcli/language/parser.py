@@ -242,10 +242,9 @@ class _GraphBuilder(Definitions):
         if name in self.variables:
             raise _error_at(GradcliNameError, token, f"{name} is used before it is assigned",
                             hint=f"move the statement '{name} = ...' before the first use")
-        if name in CONSTANTS or is_function_name(name):
-            note = self._note(name, token)
-            if note is not None and note.reading == "shadow":
-                self.notes.append(note)  # e = 2 hides e: said on stderr
+        if name in CONSTANTS:  # e = 2 hides e: said on stderr
+            self.notes.append(Note(name, name, "constant", line=token.line, column=token.column,
+                                   reading="shadow"))
         if value.op is CONST and value.name is None:
             # `x = 2` declares an input variable with a default; the command line may move it.
             self.variables[name] = self.named[name] = Node.variable(name, value.value)
@@ -744,11 +743,12 @@ _SPELLED_OTHERWISE = {
     "arsinh": "asinh", "arcosh": "acosh", "artanh": "atanh", "sqr": "square", "rint": "round",
     "gammaln": "lgamma", "loggamma": "lgamma", "psi": "digamma", "hard_tanh": "hardtanh",
 }
-_FORMULAS = {
-    "sec": "1/cos(x)", "csc": "1/sin(x)", "cot": "1/tan(x)", "sech": "1/cosh(x)",
-    "csch": "1/sinh(x)", "coth": "1/tanh(x)",
+_FORMULAS = {  # name -> (its call, what to write for it)
+    "sec": ("sec(x)", "1/cos(x)"), "csc": ("csc(x)", "1/sin(x)"),
+    "cot": ("cot(x)", "1/tan(x)"), "sech": ("sech(x)", "1/cosh(x)"),
+    "csch": ("csch(x)", "1/sinh(x)"), "coth": ("coth(x)", "1/tanh(x)"),
     # C's fmod keeps the sign of x; mod (NumPy's remainder, Python's %) that of y
-    "fmod": "x - y*trunc(x/y) (the sign of x; mod(x, y) takes the sign of y)",
+    "fmod": ("fmod(x, y)", "x - y*trunc(x/y) (the sign of x; mod(x, y) takes the sign of y)"),
 }
 
 
@@ -759,8 +759,8 @@ def _function_hint(name: str) -> str:
     if meant is not None:
         return f"did you mean {meant}? gradcli's name for {name} is {meant}"
     if name in _FORMULAS:
-        call = f"{name}(x, y)" if "y" in _FORMULAS[name] else f"{name}(x)"
-        return f"gradcli has no {name}; write {_FORMULAS[name]} for {call}"
+        call, formula = _FORMULAS[name]
+        return f"gradcli has no {name}; write {formula} for {call}"
     lower = _LOOKALIKES.get(name.lower())
     if lower is not None and lower[1] == "function":
         return f"did you mean {lower[0]}? names are case-sensitive"
