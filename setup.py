@@ -27,7 +27,7 @@ else:
     import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent
-ENGINE = HERE / "src" / "gradcli" / "engine"
+PACKAGE = HERE / "src" / "gradcli"
 # The steps that build modules; metadata and sdist steps compile nothing (mypyc's type check
 # alone takes seconds, and pip runs this file once per step).
 BUILDING = {"build", "build_ext", "bdist_wheel", "editable_wheel", "install", "develop"}
@@ -61,8 +61,9 @@ def _remove_compiled_modules() -> None:
     if "editable_wheel" not in sys.argv[1:]:
         return
     for suffix in EXTENSION_SUFFIXES:
-        for path in ENGINE.glob(f"*{suffix}"):
-            path.unlink()
+        for part in ("engine", "symbolic"):  # where the [tool.mypy] files live
+            for path in (PACKAGE / part).glob(f"*{suffix}"):
+                path.unlink()
 
 
 def _extensions() -> list:

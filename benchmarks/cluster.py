@@ -161,7 +161,7 @@ def _descendants(pid: int) -> list[int]:
 def costs() -> None:
     from gradcli.gradcheck.evaluation import EvalSettings
     from gradcli.gradcheck.point import BATCH_NODE_CHECK_LIMIT
-    from gradcli.output.cluster_runs import CHUNK_LINES, evaluate_chunk
+    from gradcli.runs.cluster_runs import CHUNK_LINES, evaluate_chunk
 
     programs = workloads.batch_programs()
     lines = list(enumerate(programs, start=1))

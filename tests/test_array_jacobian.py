@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.engine.array_jacobian import hessian_blocks, jacobian_blocks
 from gradcli.language.parser import parse
 from gradcli.limits import MAX_JACOBIAN_ROWS
+from gradcli.symbolic.array_jacobian import hessian_blocks, jacobian_blocks
 
 V, M = (3,), (3, 3)
 

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.engine.array_diff import array_derivatives
 from gradcli.engine.array_ops import ARRAY_OPS, NUMPY
 from gradcli.language.parser import parse
+from gradcli.symbolic.array_diff import array_derivatives
 
 RNG = np.random.default_rng(1717)
 

@@ -11,7 +11,7 @@ import pytest
 import gradcli
 from gradcli import limits
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate_lines
-from gradcli.output import batch
+from gradcli.runs import batch
 
 LINES = [
     "x*y + sin(x)",

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from gradcli import limits
 from gradcli.cli import cli
 from gradcli.gradcheck.evaluation import evaluate_lines
-from gradcli.output import batch, workers
+from gradcli.runs import batch, workers
 
 POINT = {"x": 1.5, "y": 2.0}
 LINES = ["x*y + sin(x)", "", "# a comment", "log(x - 5)", "2x", "u = x*y; u*u - y",
@@ -463,7 +463,7 @@ def _address_space_of_a_batch() -> int:
     """Bytes of address space a batch process takes before its first large program: NumPy
     (for the check), a reader thread, a worker thread."""
     probe = ("import threading, time\n"
-             "from gradcli.output import batch\n"
+             "from gradcli.runs import batch\n"
              "batch._load_numpy()\n"
              "threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n"
              "print(open('/proc/self/status').read().split('VmSize:')[1].split()[0])")

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from gradcli.errors import UsageError
-from gradcli.output.cluster import parse_address
+from gradcli.runs.cluster import parse_address
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
 
@@ -156,8 +156,8 @@ def _modules_after(code: str, hide_dask: bool = False) -> tuple[set[str], str]:
 def test_without_cluster_dask_is_never_imported(args):
     modules, outcome = _modules_after(args)
     assert outcome.startswith("0 ")
-    assert not {"dask", "distributed", "gradcli.output.cluster",
-                "gradcli.output.cluster_runs"} & modules
+    assert not {"dask", "distributed", "gradcli.runs.cluster",
+                "gradcli.runs.cluster_runs"} & modules
 
 
 def test_without_the_extra_a_cluster_is_a_usage_error_that_says_how_to_install():
@@ -264,9 +264,9 @@ class _Deadly:
 
 def test_a_line_that_keeps_killing_workers_gets_a_resource_record_and_no_other_changes():
     from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS
-    from gradcli.output import cluster as cluster_module
-    from gradcli.output.batch import failed_record, line_record
-    from gradcli.output.cluster_runs import ClusterRuns
+    from gradcli.runs import cluster as cluster_module
+    from gradcli.runs.batch import failed_record, line_record
+    from gradcli.runs.cluster_runs import ClusterRuns
 
     lines = batch_lines(600).decode().splitlines(True)
     client = _Deadly({7, 400})
@@ -451,7 +451,7 @@ def test_a_result_lost_with_its_connection_is_a_lost_scheduler_not_a_failed_task
     (resumable with --skip), never a task failure written as the line's record."""
     from distributed.comm.core import CommClosedError
 
-    from gradcli.output.cluster import Tasks
+    from gradcli.runs.cluster import Tasks
 
     class LostError(Exception):
         pass

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.engine.derivatives import differentiate, partial_evaluate
 from gradcli.engine.graph import Program, compute, forward, local_derivative
 from gradcli.engine.ops import CONST, VAR
 from gradcli.errors import NumericError
 from gradcli.language.parser import parse
+from gradcli.symbolic.derivatives import differentiate, partial_evaluate
 
 
 def invoke(*args: str):

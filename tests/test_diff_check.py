@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.engine import array_diff
 from gradcli.errors import CheckError, ExitStatus
 from gradcli.gradcheck.derivative_check import DiffCheck, check
+from gradcli.symbolic import array_diff
 
 
 def diff(*args: str):
@@ -141,7 +141,7 @@ def test_a_wrong_derivative_is_never_printed(monkeypatch):
 
 
 def test_a_broken_export_is_never_printed(monkeypatch):
-    from gradcli.engine import numpy_export
+    from gradcli.symbolic import numpy_export
 
     monkeypatch.setitem(numpy_export._NUMPY_FORMS, "sigmoid", "np.sigmoid({0})")
     done = diff("sum(sigmoid(x))", "--shape", "x=3", "--format", "python")

@@ -8,8 +8,9 @@ import pytest
 
 import gradcli
 from gradcli.api import differentiate
-from gradcli.engine import derivatives, symbolic
 from gradcli.limits import MAX_DERIVATIVES
+from gradcli.symbolic import builder as symbolic
+from gradcli.symbolic import derivatives
 
 
 def test_too_many_derivatives_are_refused_with_their_count():

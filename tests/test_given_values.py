@@ -17,7 +17,7 @@ import gradcli
 from gradcli import limits
 from gradcli.cli import cli
 from gradcli.engine.ops import CONSTANTS, FUNCTIONS
-from gradcli.output import batch
+from gradcli.runs import batch
 
 SEED = "(x*W+b-t)**2"
 

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.engine.array_diff import array_derivatives
 from gradcli.language.parser import parse
+from gradcli.symbolic.array_diff import array_derivatives
 
 V, M, N = (3,), (3, 3), (3, 2)
 inv = np.linalg.inv

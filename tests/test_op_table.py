@@ -29,11 +29,11 @@ from gradcli.cli import cli
 from gradcli.engine import ops, vector
 from gradcli.engine.graph import Node, Program, backward, forward
 from gradcli.engine.ops import FUNCTIONS, NONE, OPS, SAME, F, Op
-from gradcli.engine.printing import to_latex
 from gradcli.engine.replay import Replayer
 from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import UsageError
 from gradcli.gradcheck.point import check_gradients
+from gradcli.symbolic.printing import to_latex
 
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS_DOC = ROOT / "docs" / "functions.md"

@@ -17,10 +17,10 @@ from test_properties import expressions, points
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.engine.canonical import canonical
 from gradcli.engine.graph import forward, nodes_of
-from gradcli.engine.symbolic import Builder, gradients
 from gradcli.language.parser import parse
+from gradcli.symbolic.builder import Builder, gradients
+from gradcli.symbolic.canonical import canonical
 
 
 def _diff(*args: str) -> str:

@@ -17,12 +17,12 @@ from test_properties import expressions, points
 
 import gradcli
 from gradcli.api import differentiate
-from gradcli.engine.derivatives import partial_evaluate
 from gradcli.engine.graph import Program, forward, nodes_and_uses, nodes_of
 from gradcli.engine.ops import OPS
-from gradcli.engine.printing import presented, print_shared, to_text
-from gradcli.engine.symbolic import Builder, gradients
 from gradcli.language.parser import parse
+from gradcli.symbolic.builder import Builder, gradients
+from gradcli.symbolic.derivatives import partial_evaluate
+from gradcli.symbolic.printing import presented, print_shared, to_text
 
 X, Y, Z = sp.symbols("x y z", real=True)
 NAMES = ("x", "y", "z")

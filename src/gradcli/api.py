@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gradcli.engine import derivatives as _derivatives
-from gradcli.engine.derivatives import Derivatives, SymbolicResult
 from gradcli.engine.graph import Node, Program
 from gradcli.gradcheck.evaluation import (
     EvalSettings,
@@ -29,6 +27,8 @@ from gradcli.gradcheck.hessian import HessianResult
 from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.language.parser import parse
 from gradcli.output.notebook import show_in_notebooks
+from gradcli.symbolic import derivatives as _derivatives
+from gradcli.symbolic.derivatives import Derivatives, SymbolicResult
 
 __all__ = [
     "CheckReport",

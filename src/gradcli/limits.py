@@ -23,7 +23,7 @@ are the size of a program and the finite-difference check, whose cost is (number
   rounding could make it disagree with one point (``gradcheck/sweep.py``), about a second.
 - ``MAX_CLUSTER_SWEEP_POINTS`` / ``MAX_CLUSTER_SWEEP_CELLS``: the same for a sweep on a Dask
   cluster (``--cluster``), whose time is spread over its workers; its memory is a few blocks
-  per process whatever the size (``output/cluster.py``).
+  per process whatever the size (``runs/cluster.py``).
 - Check files (``gradcli check``): ``MAX_CHECK_FILE_BYTES`` per file, ``MAX_CHECK_NODES`` per
   ``expr`` (a check runs every node at every point, and a formula check is small: a bigger one is
   a mistake or an attack), ``MAX_CHECK_POINTS`` points per check, and ``MAX_CHECK_CELLS`` for

@@ -14,7 +14,7 @@ from gradcli.cli.show import say_shadowed, with_progress
 from gradcli.errors import GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
-    from gradcli.output.cluster import ClusterAddress
+    from gradcli.runs.cluster import ClusterAddress
 
 CHECK_HELP = """Run the checks in TOML check FILEs: values, gradients, derivative identities and
 the finite-difference check of every gradient, at points and over sweeps (vectorised).

@@ -19,7 +19,7 @@ import click
 from gradcli.errors import GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
-    from gradcli.output.cluster import Cluster, ClusterAddress
+    from gradcli.runs.cluster import Cluster, ClusterAddress
 
 CLUSTER_HELP = ("Run on the Dask scheduler at ADDRESS (tcp://HOST:8786, a scheduler .json file, "
                 "or local:N for N local worker processes); env GRADCLI_CLUSTER. Needs "
@@ -50,7 +50,7 @@ def cluster_address(ctx: click.Context, text: str | None,
         if ctx.get_parameter_source("cluster") == click.core.ParameterSource.ENVIRONMENT:
             return None
         raise refused
-    from gradcli.output.cluster import parse_address
+    from gradcli.runs.cluster import parse_address
 
     return parse_address(text)
 
@@ -79,7 +79,7 @@ def placement(ctx: click.Context, cluster: str | None, skip: int, *, batch: bool
 def connect(address: ClusterAddress) -> Cluster:
     """The cluster at ``address``; a note on stderr if it has no workers yet (the tasks wait
     for them, as Dask jobs do)."""
-    from gradcli.output.cluster import connect as connect_to
+    from gradcli.runs.cluster import connect as connect_to
 
     cluster = connect_to(address)
     if not cluster.workers():
@@ -102,14 +102,14 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
     if skip:
         lines = islice(lines, skip, None)
     if address is None:
-        from gradcli.output.batch import json_runs
+        from gradcli.runs.batch import json_runs
 
         return show(lines, runs=partial(json_runs, first=skip + 1))
     try:
         cluster = connect(address)
     except GradcliError as error:
         return say_error(error)
-    from gradcli.output.cluster_runs import ClusterRuns
+    from gradcli.runs.cluster_runs import ClusterRuns
 
     try:
         return show(lines, runs=lambda lines, values, settings: ClusterRuns(
@@ -125,7 +125,7 @@ def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
     this returns, so that errors come at the call."""
     from gradcli.gradcheck.sweep import sweep_plan
     from gradcli.limits import MAX_CLUSTER_SWEEP_CELLS, MAX_CLUSTER_SWEEP_POINTS
-    from gradcli.output.cluster_runs import cluster_sweep
+    from gradcli.runs.cluster_runs import cluster_sweep
 
     plan = sweep_plan(program, values, max_points=MAX_CLUSTER_SWEEP_POINTS,
                       max_cells=MAX_CLUSTER_SWEEP_CELLS)
@@ -136,8 +136,8 @@ def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
 def checks_on(address: ClusterAddress, specs: list[Any], fail_fast: bool) -> Iterator[Any]:
     """``run_checks`` on the cluster: the check files are read again here, and their text sent
     (a worker need not see this machine's files)."""
-    from gradcli.output.cluster import ClusterError
-    from gradcli.output.cluster_runs import cluster_checks
+    from gradcli.runs.cluster import ClusterError
+    from gradcli.runs.cluster_runs import cluster_checks
 
     texts = {}
     for path in dict.fromkeys(spec.file for spec in specs):

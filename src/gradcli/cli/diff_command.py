@@ -25,8 +25,8 @@ from gradcli.language.values import as_point
 from gradcli.limits import MAX_DIFF_SHAPE_ELEMENTS, MAX_NODES
 
 if TYPE_CHECKING:
-    from gradcli.engine.derivatives import Derivatives
     from gradcli.gradcheck.derivative_check import Checked
+    from gradcli.symbolic.derivatives import Derivatives
 
 DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
 subexpressions named once), which `gradcli eval` reads back.
@@ -144,7 +144,7 @@ def _shapes(texts: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     """``--shape W=3x2`` as {"W": (3, 2)}."""
     if not texts:
         return {}
-    from gradcli.engine.array_diff import read_shape
+    from gradcli.symbolic.array_diff import read_shape
 
     shapes = {}
     for text in texts:
@@ -169,8 +169,8 @@ _SHAPE_HINT = ("diff builds dense Jacobians: give small shapes, or evaluate larg
 
 def run_diff(request: DiffRequest) -> int:
     """Everything ``gradcli diff`` does after parsing its options; returns the exit status."""
-    from gradcli.engine.derivatives import differentiate
     from gradcli.language.parser import parse
+    from gradcli.symbolic.derivatives import differentiate
 
     source = request.program.text
     try:
@@ -214,8 +214,8 @@ def _check_scalar(request: DiffRequest, program: Any, derivatives: Derivatives,
     orders below, each the reference of the next (gradcheck/derivative_check.py)."""
     if not request.check:
         return None
-    from gradcli.engine.derivatives import differentiate
     from gradcli.gradcheck.derivative_check import DiffCheck, check
+    from gradcli.symbolic.derivatives import differentiate
 
     if request.fmt == "latex":
         texts = derivatives.texts("text")
@@ -253,8 +253,8 @@ def _has_array_parts(request: DiffRequest, program: Any) -> bool:
 def _diff_arrays(request: DiffRequest, program: Any) -> int:
     """``_diff_arrays_once``; when the check finds a short form (``prod(x)/x``) undefined where
     the program is defined, once more with the forms exact at every point."""
-    from gradcli.engine.array_diff import exact_forms
     from gradcli.errors import CheckError
+    from gradcli.symbolic.array_diff import exact_forms
 
     try:
         return _diff_arrays_once(request, program)
@@ -270,8 +270,8 @@ def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
     expressions with no indices; the Jacobian of an array output or of several outputs;
     ``--order 2`` the Hessian (docs/matrix-calculus.md). The values given are the point the
     derivatives are built and checked at."""
-    from gradcli.engine.array_diff import program_shapes
-    from gradcli.engine.array_jacobian import has_array_output
+    from gradcli.symbolic.array_diff import program_shapes
+    from gradcli.symbolic.array_jacobian import has_array_output
 
     shapes = program_shapes(program, request.shapes or {}, request.values)
     given = {name: value for name, value in request.values.items() if name in shapes}
@@ -319,8 +319,8 @@ def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
 def _array_texts(request: DiffRequest, program: Any, shapes: dict[str, tuple[int, ...]],
                  kind: str, given: dict[str, Any], fmt: str | None = None) -> dict[str, Any]:
     """The derivatives printed in ``fmt`` (default the request's; python: text)."""
-    from gradcli.engine.array_diff import array_derivatives
-    from gradcli.engine.array_jacobian import hessian_blocks, jacobian_blocks
+    from gradcli.symbolic.array_diff import array_derivatives
+    from gradcli.symbolic.array_jacobian import hessian_blocks, jacobian_blocks
 
     fmt = fmt or ("latex" if request.fmt == "latex" else "text")
     if kind == "jacobian":
@@ -337,18 +337,18 @@ def _numpy_source(request: DiffRequest, program: Any, shapes: dict[str, tuple[in
     if request.fmt != "python":
         return None
     if several or request.order == 2:
-        from gradcli.engine.array_jacobian import blocks_numpy
+        from gradcli.symbolic.array_jacobian import blocks_numpy
 
         return blocks_numpy(program, shapes, request.wrt, request.max_nodes,
                             1 if several else 2, given)
-    from gradcli.engine.array_diff import to_numpy
+    from gradcli.symbolic.array_diff import to_numpy
 
     return to_numpy(program, shapes, request.wrt, request.max_nodes, given)
 
 
 def _diff_outputs(request: DiffRequest, program: Any) -> int:
     """``gradcli diff "f = x*y; g = x + y; f, g"``: one line per entry, ``df/dx = y``."""
-    from gradcli.engine.derivatives import jacobian_texts
+    from gradcli.symbolic.derivatives import jacobian_texts
 
     if request.order != 1 or request.fmt == "python":
         raise UsageError("a program with several outputs has a Jacobian: --order 1 with "

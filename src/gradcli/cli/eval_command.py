@@ -37,7 +37,7 @@ from gradcli.language.values import Value, as_point, is_sweep, parse_assignments
 from gradcli.limits import MAX_NODES, max_chars
 
 if TYPE_CHECKING:
-    from gradcli.output.cluster import ClusterAddress
+    from gradcli.runs.cluster import ClusterAddress
 
 EVAL_HELP = """Evaluate EXPR and its gradients (one reverse-mode pass), checked by finite
 differences.

@@ -253,9 +253,9 @@ class Session:
     def _diff(self, argument: str) -> int:
         """Derivatives as expressions in the session's names (its values stay symbols: the
         numbers at the point are in the table the expression printed)."""
-        from gradcli.engine.derivatives import differentiate
         from gradcli.gradcheck.derivative_check import DiffCheck, check
         from gradcli.output.views import derivative_view, make_console
+        from gradcli.symbolic.derivatives import differentiate
 
         names = [name.strip() for name in argument.split(",") if name.strip()] or None
         program = self.parsed(self._last(""))

@@ -177,7 +177,7 @@ def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSe
     """Records made on every core (``output.batch``), written here in input order, a run at a
     time: a run is written whole, or (stopped before it) not at all. If the workers cannot go on
     (``output.workers``), one error line follows the last complete record."""
-    from gradcli.output.batch import json_runs
+    from gradcli.runs.batch import json_runs
 
     status = ExitStatus.OK
     write = sys.stdout.write

@@ -12,11 +12,15 @@ split. Each form is tested against the others point by point.
 """
 
 
-def core_is_compiled() -> bool:
-    """Whether the symbolic core runs compiled (mypyc, setup.py) or as Python."""
-    from gradcli.engine import symbolic
+# The subpackages whose modules setup.py compiles (pyproject.toml's [tool.mypy] files).
+COMPILED_PARTS = ("engine", "symbolic")
 
-    return not symbolic.__file__.endswith(".py")
+
+def core_is_compiled() -> bool:
+    """Whether the compiled core (mypyc, setup.py: the graph and the symbolic modules) is loaded."""
+    from gradcli.engine import graph
+
+    return not graph.__file__.endswith(".py")
 
 
 def stale_core_modules() -> list[str]:
@@ -27,15 +31,17 @@ def stale_core_modules() -> list[str]:
     import os
     from importlib.machinery import EXTENSION_SUFFIXES
 
-    folder = os.path.dirname(__file__)
-    checkout = os.path.dirname(os.path.dirname(os.path.dirname(folder)))  # above src/gradcli/engine
+    package = os.path.dirname(os.path.dirname(__file__))  # src/gradcli
+    checkout = os.path.dirname(os.path.dirname(package))
     if not os.path.exists(os.path.join(checkout, "pyproject.toml")):
         return []
-    times = {entry.name: entry.stat().st_mtime for entry in os.scandir(folder)}
     stale = []
-    for name, built in times.items():
-        for suffix in EXTENSION_SUFFIXES:
-            source = name.removesuffix(suffix) + ".py"
-            if name.endswith(suffix) and times.get(source, 0.0) > built:
-                stale.append(source)
+    for part in COMPILED_PARTS:
+        folder = os.path.join(package, part)
+        times = {entry.name: entry.stat().st_mtime for entry in os.scandir(folder)}
+        for name, built in times.items():
+            for suffix in EXTENSION_SUFFIXES:
+                source = name.removesuffix(suffix) + ".py"
+                if name.endswith(suffix) and times.get(source, 0.0) > built:
+                    stale.append(f"{part}/{source}")
     return sorted(stale)

@@ -11,7 +11,7 @@ shape of ``out``) and returns the gradient of that operand (the operand's shape)
 written once, with arithmetic operators and the few array operations of the namespace ``xp``
 (``Arrays`` below: ``xp.matmul``, ``xp.transpose``, ``xp.sum_last``, ...), as the scalar table's
 rules are written with ``F``: ``NUMPY`` runs it on arrays (the numeric gradient), and
-engine/array_diff.py's graph namespace runs the very same rule on graph nodes, building the
+symbolic/array_diff.py's graph namespace runs the very same rule on graph nodes, building the
 gradient as an array program (``gradcli diff``, ``--hessian``, ``--hvp``). An op whose value is
 an array also has its ``defjvp``, ``jvp(np, tangents, out, *args)``, for forward mode. ``complex``
 is the form the complex-step check replays (``SAME``: ``forward`` is analytic on complex
@@ -44,7 +44,7 @@ Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradien
 
 class Arrays(Protocol):
     """What a VJP rule may call besides ``+ - * /`` and unary ``-``: the same names on NumPy
-    arrays (``NUMPY``) and on graph nodes (engine/array_diff.py's ``GraphArrays``, which makes
+    arrays (``NUMPY``) and on graph nodes (symbolic/array_diff.py's ``GraphArrays``, which makes
     the array program's own nodes: ``matmul`` is ``a@b``, ``eq`` is ``x == y``)."""
 
     def shape(self, x: Any) -> tuple[int, ...]: ...

@@ -2,7 +2,7 @@
 
 Each printed derivative is read back with gradcli's own parser, as a user would paste it, and
 evaluated at the values given (else at several points where the program is defined,
-engine/sampling.py); a ``--format python`` export is imported from a temporary module and
+symbolic/sampling.py); a ``--format python`` export is imported from a temporary module and
 called at the same points. Both are compared with what ``eval``'s numeric engine computes from
 the program itself, which shares no code with the symbolic derivatives:
 
@@ -24,8 +24,8 @@ from typing import Any
 from gradcli.engine import arrays, graph
 from gradcli.engine.graph import Program, output_labels
 from gradcli.engine.notation import format_number
-from gradcli.engine.sampling import candidates
 from gradcli.errors import CheckError, GradcliError, NumericError
+from gradcli.symbolic.sampling import candidates
 
 POINTS = 3  # sample points checked when the values given leave variables free
 LARGE = 10_000  # input elements past which one point is checked

@@ -29,10 +29,10 @@ from gradcli.language.values import validate_values
 from gradcli.limits import MAX_NODES
 
 if TYPE_CHECKING:
-    from gradcli.engine.derivatives import SymbolicResult
     from gradcli.gradcheck.array_hessian import HvpResult
     from gradcli.gradcheck.hessian import HessianResult
     from gradcli.gradcheck.point import CheckReport
+    from gradcli.symbolic.derivatives import SymbolicResult
 
 
 @dataclass(frozen=True)
@@ -302,7 +302,7 @@ def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:
     (``partial_evaluate``), so a bound part outside its domain is the NumericError that ``eval``
     raises at every completion of the point, naming the same node; the cost is one forward pass
     over those nodes."""
-    from gradcli.engine.derivatives import partial_evaluate
+    from gradcli.symbolic.derivatives import partial_evaluate
 
     point = {n: float(v) for n, v in {**program.defaults, **values}.items()
              if n in program.variables}

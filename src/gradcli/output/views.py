@@ -415,7 +415,7 @@ def hessian_table(result: Result, plain: bool = False, digits: int | None = None
 def derivative_view(texts: dict, latex: bool = False, of: str | None = None) -> Text:
     """One line per derivative: ``d/dx = ...``, ``d2/dx dy = ...`` (or LaTeX's partials);
     ``of`` names the output (``df/dx``) of a program with several."""
-    from gradcli.engine.printing import LATEX_LINE_BREAK
+    from gradcli.symbolic.printing import LATEX_LINE_BREAK
 
     text = Text()
     lines: list[tuple[tuple[str, ...], Any]] = [((), texts)]
@@ -440,7 +440,7 @@ def _derivative_label(path: tuple[str, ...], latex: bool, of: str | None = None)
     top = "" if of is None else of if of.isidentifier() else f"({of})"
     if latex:
         power = "" if len(path) == 1 else f"^{{{len(path)}}}"
-        from gradcli.engine.printing import LATEX  # names as the formula writes them: \beta
+        from gradcli.symbolic.printing import LATEX  # names as the formula writes them: \beta
 
         below = " ".join(rf"\partial {LATEX.name(name)}" for name in path)
         return rf"\frac{{\partial{power} {top or 'f'}}}{{{below}}}"

@@ -1,6 +1,6 @@
 """Vectorized derivatives of array programs as expressions (``gradcli diff`` of issue 17).
 
-The backward pass runs on symbolic nodes, as the scalar ``diff`` does (engine/symbolic.py):
+The backward pass runs on symbolic nodes, as the scalar ``diff`` does (symbolic/builder.py):
 element-wise ops use the scalar table's own rules (written with ``F``) on ``SymNode``s, the
 gradient of a broadcast operand is summed back (``sum(...)`` to a number, ``ones(m)@G`` to a
 row), and array ops run their rows' own VJP rules (engine/array_ops.py) on ``GraphArrays``,
@@ -34,8 +34,8 @@ from gradcli.engine import arrays
 from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.ops import CONST, OPS, VAR
-from gradcli.engine.symbolic import Builder, SymNode
 from gradcli.errors import UsageError
+from gradcli.symbolic.builder import Builder, SymNode
 
 MUL, ADD, SUB, EXP, EQ = (OPS[name] for name in ("mul", "add", "sub", "exp", "eq"))
 
@@ -408,13 +408,13 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
     """d(output)/d(each of ``wrt``) as expressions, and the point they carry values at.
 
     ``shapes`` gives every variable's shape (``()`` for a number); ``point`` the values (the
-    first sample point of engine/sampling.py when None). The output must be a scalar.
+    first sample point of symbolic/sampling.py when None). The output must be a scalar.
     ``keep_value`` adds the output itself as ``"__value__"``; ``exact`` builds forms exact at
     every point, for second derivatives (``GraphArrays.others_product``).
     """
     np = arrays.numpy()
     if point is None:
-        from gradcli.engine.sampling import candidate
+        from gradcli.symbolic.sampling import candidate
 
         point = candidate({name: shapes[name] for name in program.variables}, 0)
     b = ArrayBuilder({n: np.asarray(v, dtype=float) for n, v in point.items()}, max_nodes,
@@ -551,7 +551,7 @@ def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]],
                       fmt: str = "text", given: Mapping[str, Any] | None = None
                       ) -> dict[str, str]:
     """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
-    from gradcli.engine.printing import to_text
+    from gradcli.symbolic.printing import to_text
 
     names = list(wrt) if wrt else list(program.variables)
     unknown = [name for name in names if name not in program.variables]
@@ -567,9 +567,9 @@ def _sampled(program: Program, shapes: Mapping[str, tuple[int, ...]], names: lis
              max_nodes: int, keep_value: bool = False, given: Mapping[str, Any] | None = None
              ) -> tuple[dict[str, SymNode], dict[str, Any]]:
     """``gradients`` at the given values, else at a sample point where the program is defined
-    (engine/sampling.py): the values give shapes, so a point outside a domain (``log(x - 2)``
+    (symbolic/sampling.py): the values give shapes, so a point outside a domain (``log(x - 2)``
     at x = 1) is retried elsewhere."""
-    from gradcli.engine.sampling import defined_point
+    from gradcli.symbolic.sampling import defined_point
 
     return defined_point(
         {name: shapes[name] for name in program.variables}, given,
@@ -586,7 +586,7 @@ def to_latex(output: SymNode) -> str:
     """Matrix notation: ``A^\\top``, ``\\odot`` between arrays, ``\\otimes`` for outer, a
     product of matrices side by side, ``X^{-1}``, ``\\operatorname{tr}``, ``\\mathbf{1}_{n}``,
     ``I_{n}``; operands in full (each node's text once per use)."""
-    from gradcli.engine.printing import LATEX
+    from gradcli.symbolic.printing import LATEX
 
     # id -> (text, how tightly it binds: 0 a sum, 1 a product, 2 a power, 3 an atom)
     texts: dict[int, tuple[str, int]] = {}
@@ -659,9 +659,9 @@ def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
              wrt: Sequence[str] | None, max_nodes: int,
              given: Mapping[str, Any] | None = None) -> str:
     """Source of ``def f(variables): return value, {name: gradient}``, NumPy only
-    (engine/numpy_export.py): one line per node of the value and the gradients (shared nodes
+    (symbolic/numpy_export.py): one line per node of the value and the gradients (shared nodes
     computed once)."""
-    from gradcli.engine.numpy_export import NumpyWriter
+    from gradcli.symbolic.numpy_export import NumpyWriter
 
     names = list(wrt) if wrt else list(program.variables)
     found, _ = _sampled(program, shapes, names, max_nodes, keep_value=True, given=given)

@@ -175,7 +175,7 @@ def connect(address: ClusterAddress) -> Cluster:
                     n_workers=address.workers or _cpus(), threads_per_worker=1,
                     processes=True, host="127.0.0.1", scheduler_port=0,
                     dashboard_address="127.0.0.1:0", silence_logs=50,
-                    preload=["gradcli.output.cluster"])  # dask_setup, in each worker
+                    preload=["gradcli.runs.cluster"])  # dask_setup, in each worker
             client = distributed.Client(local, timeout=CONNECT_SECONDS)
         else:
             target = (address.text if address.scheduler_file is None

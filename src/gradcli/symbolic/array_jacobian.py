@@ -12,7 +12,7 @@ Each block d(output)/d(input) is tried two ways, in this order:
   have theirs. J(x) is ``eye(m)``, which the builder drops from products: ``sin(x)`` gives
   ``eye(3)*cos(x)``, ``W@x`` gives ``W``. Programs whose nodes are numbers and vectors only.
 - otherwise row by row: output element ``k`` is ``sum(y * E_k)`` (``E_k`` a one-hot array)
-  and its gradient is the vectorized gradient of engine/array_diff.py; the rows are stacked
+  and its gradient is the vectorized gradient of symbolic/array_diff.py; the rows are stacked
   as an array literal ``[row0, row1, ...]``. Up to ``MAX_JACOBIAN_ROWS`` output elements.
 
 Every block is compared with the numeric Jacobian (engine/jacobian.py) at the sample point
@@ -27,20 +27,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine import arrays, jacobian
-from gradcli.engine.array_diff import (
+from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op, stack_op
+from gradcli.engine.graph import Program, nodes_of, output_labels
+from gradcli.engine.ops import CONST, OPS, VAR
+from gradcli.errors import UsageError
+from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
+from gradcli.symbolic.array_diff import (
     ArrayBuilder,
     gradients,
     spread,
     to_latex,
     zeros,
 )
-from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op, stack_op
-from gradcli.engine.graph import Program, nodes_of, output_labels
-from gradcli.engine.ops import CONST, OPS, VAR
-from gradcli.engine.sampling import defined_point
-from gradcli.engine.symbolic import SymNode
-from gradcli.errors import UsageError
-from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
+from gradcli.symbolic.builder import SymNode
+from gradcli.symbolic.sampling import defined_point
 
 MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
 
@@ -96,7 +96,7 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
 def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                   wrt: Sequence[str] | None, max_nodes: int,
                   given: Mapping[str, Any] | None = None) -> Blocks:
-    """``[a][b]`` = d2/da db, the Jacobian of each gradient (engine/array_diff.py), of shape
+    """``[a][b]`` = d2/da db, the Jacobian of each gradient (symbolic/array_diff.py), of shape
     ``a`` followed by ``b``, of a scalar-output array program."""
     names = _names(program, wrt)
 
@@ -139,7 +139,7 @@ def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
     values and the Jacobian (``order`` 1: ``{output: {input: block}}``) or the value and the
     Hessian (2: ``{a: {b: block}}``, the value bare as the gradient's export returns it), one
     line per node, shared nodes computed once."""
-    from gradcli.engine.numpy_export import NumpyWriter
+    from gradcli.symbolic.numpy_export import NumpyWriter
 
     found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes,
                                                               given)
@@ -176,7 +176,7 @@ def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:
 
 
 def _printed(node: SymNode, fmt: str) -> str:
-    from gradcli.engine.printing import to_text
+    from gradcli.symbolic.printing import to_text
 
     return to_latex(node) if fmt == "latex" else to_text(node)
 

@@ -1,13 +1,15 @@
 """The arithmetic of canonical forms: sums and products added, scaled and multiplied, like terms
 collected and powers of one base merged, with the signs their shapes show. The middle layer of
-``Canonical`` (engine/canonical.py): it reads nodes into these forms; ``Writer`` writes them.
+``Canonical`` (symbolic/canonical.py): it reads nodes into these forms; ``Writer`` writes them.
 """
 
 from __future__ import annotations
 
 from typing import cast
 
-from gradcli.engine.canonical_forms import (
+from gradcli.engine.core_ops import CONST
+from gradcli.symbolic.builder import SymNode
+from gradcli.symbolic.canonical_forms import (
     DISTRIBUTED_TERMS,
     OPENED_LEVELS,
     POSITIVE,
@@ -22,9 +24,7 @@ from gradcli.engine.canonical_forms import (
     number_sign,
     power_sign,
 )
-from gradcli.engine.canonical_writing import Writer
-from gradcli.engine.core_ops import CONST
-from gradcli.engine.symbolic import SymNode
+from gradcli.symbolic.canonical_writing import Writer
 
 
 class Arithmetic(Writer):

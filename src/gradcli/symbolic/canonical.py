@@ -40,8 +40,12 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import cast
 
-from gradcli.engine.canonical_arithmetic import Arithmetic
-from gradcli.engine.canonical_forms import (
+from gradcli.engine.core_ops import CONST, POW, VAR
+from gradcli.engine.graph import nodes_and_uses, nodes_of
+from gradcli.engine.ops import CONSTANTS, OPS
+from gradcli.symbolic.builder import Builder, SymNode, fold_constants
+from gradcli.symbolic.canonical_arithmetic import Arithmetic
+from gradcli.symbolic.canonical_forms import (
     GROWTH,
     GROWTH_EXTRA,
     MERGE_LIMIT,
@@ -61,10 +65,6 @@ from gradcli.engine.canonical_forms import (
     multiply_numbers,
     short_quotient,
 )
-from gradcli.engine.core_ops import CONST, POW, VAR
-from gradcli.engine.graph import nodes_and_uses, nodes_of
-from gradcli.engine.ops import CONSTANTS, OPS
-from gradcli.engine.symbolic import Builder, SymNode, fold_constants
 
 _ON_SIGNS = {"sign", "heaviside", "relu", "abs"}
 

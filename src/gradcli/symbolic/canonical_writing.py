@@ -1,4 +1,4 @@
-"""Writing canonical forms as graph nodes: the part of ``Canonical`` (engine/canonical.py) that
+"""Writing canonical forms as graph nodes: the part of ``Canonical`` (symbolic/canonical.py) that
 turns a sum or a product into nodes -- terms in one order (by their text), a positive term first
 and the number last, negative exponents as division, the sign in front of a quotient, a factor
 every term shares pulled out, a small sum multiplied out where that cancels terms.
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 
-from gradcli.engine.canonical_forms import (
+from gradcli.engine.core_ops import ADD, CONST, DIV, MUL, NEG, POW, SUB
+from gradcli.symbolic.builder import Builder, SymNode
+from gradcli.symbolic.canonical_forms import (
     EXPANDED_FACTORS,
     EXPANDED_TERMS,
     EXPANSION_GROWTH,
@@ -25,8 +27,6 @@ from gradcli.engine.canonical_forms import (
     add_numbers,
     multiply_numbers,
 )
-from gradcli.engine.core_ops import ADD, CONST, DIV, MUL, NEG, POW, SUB
-from gradcli.engine.symbolic import Builder, SymNode
 
 
 class Writer:

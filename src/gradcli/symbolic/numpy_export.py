@@ -61,7 +61,7 @@ class NumpyWriter:
     computes it; the helpers the rows without a NumPy form need."""
 
     def __init__(self, variables: Sequence[str]) -> None:
-        from gradcli.engine.printing import PythonNotation, python_name
+        from gradcli.symbolic.printing import PythonNotation, python_name
 
         # np, math, f, keywords and the lines' own names (t0, t1, ...) get a trailing _
         self.renames: dict[str, str] = {}

@@ -33,7 +33,7 @@ from gradcli.errors import GradcliError
 from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS, EvalSettings, LineOutcome, evaluate_line
 from gradcli.limits import default_jobs
 from gradcli.output.records import dumps, error_record, result_record
-from gradcli.output.workers import Chunk, PoolError, WorkerPool
+from gradcli.runs.workers import Chunk, PoolError, WorkerPool
 
 SERIAL_LINES = 128  # evaluated here before any worker starts
 CHUNK = 128  # lines per chunk at most (fewer when input arrives slowly)

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gradcli.engine.canonical import canonical
 from gradcli.engine.graph import Program, nodes_of, output_labels
-from gradcli.engine.printing import FORMATS, to_latex, to_python, to_text
-from gradcli.engine.symbolic import (
+from gradcli.errors import UsageError, listed
+from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
+from gradcli.symbolic.builder import (
     Builder,
     SymNode,
     bound_values,
@@ -27,8 +27,8 @@ from gradcli.engine.symbolic import (
     gradients_at,
     substitute,
 )
-from gradcli.errors import UsageError, listed
-from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
+from gradcli.symbolic.canonical import canonical
+from gradcli.symbolic.printing import FORMATS, to_latex, to_python, to_text
 
 MAX_ORDER = 6
 

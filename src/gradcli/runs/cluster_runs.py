@@ -18,7 +18,7 @@ from typing import Any
 
 from gradcli.errors import visible
 from gradcli.gradcheck.evaluation import EvalSettings
-from gradcli.output.batch import (
+from gradcli.runs.batch import (
     CHUNK_CHARS,
     FEED_CHARS,
     INPUT_PAUSE,
@@ -27,7 +27,7 @@ from gradcli.output.batch import (
     failed_record,
     line_record,
 )
-from gradcli.output.cluster import (
+from gradcli.runs.cluster import (
     Cluster,
     ClusterError,
     ClusterLostError,
