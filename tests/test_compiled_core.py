@@ -134,5 +134,5 @@ def test_an_edit_after_the_install_is_said_not_silently_ignored(tmp_path):
         done = subprocess.run([sys.executable, "-m", "gradcli", *args], capture_output=True,
                               text=True, env=env, check=False, timeout=60)
         assert done.returncode == 0 and out in done.stdout, done
-        assert done.stderr == ("note: engine/notation.py changed after gradcli's core was compiled, "
-                               "and the old code runs; install again: pip install -e .\n")
+        assert done.stderr == ("note: engine/notation.py changed after gradcli's core was "
+                               "compiled, and the old code runs; install again: pip install -e .\n")
