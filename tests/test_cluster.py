@@ -513,6 +513,40 @@ def test_ctrl_c_in_a_terminal_stops_a_local_cluster_quietly(tmp_path):
     assert len(_whole_records(written)) >= 300 and expected.startswith(written)
 
 
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["sigterm", "sighup"])
+def test_sigterm_and_sighup_end_a_local_cluster_batch_as_the_local_path_does(tmp_path, sig,
+                                                                              status):
+    """The signal comes while the main thread waits inside Dask for a task (whose ``except
+    Exception`` once took it for the task's failure: status 2, "a cluster task failed"): 143 or
+    129 and "gradcli: terminated", the records written whole and the local run's own."""
+    lines = batch_lines(20_000)
+    expected = run(["eval", "-", "--json", *POINT], lines)[1]
+    (tmp_path / "in").write_bytes(lines)
+    out = tmp_path / "out"
+    with (tmp_path / "in").open("rb") as source, out.open("wb") as sink:
+        child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
+                                  "local:2"], stdin=source, stdout=sink,
+                                 stderr=subprocess.PIPE, env=ENV, preexec_fn=_default_stops)
+        try:
+            _wait_for_lines(out, 300, child)
+            child.send_signal(sig)
+            _, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+            child.wait()
+    assert child.returncode == status and err.endswith(b"gradcli: terminated\n"), err[-2000:]
+    assert b"Traceback" not in err and b"cluster" not in err, err[-2000:]
+    written = out.read_bytes()
+    assert len(_whole_records(written)) >= 300 and expected.startswith(written)
+
+
+def _default_stops() -> None:
+    """In the child: SIGTERM and SIGHUP as a shell leaves them (the runner may ignore SIGHUP)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("content", [None, "garbage", "{}", "[1, 2]", '{"address": 7}'])
 def test_a_scheduler_file_without_an_address_is_status_2_at_once(content, tmp_path):
     """A typo'd path or a file that holds no address: one line, not a wait or a traceback."""

@@ -204,8 +204,10 @@ def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSe
     return status
 
 
-class _TerminatedError(Exception):
-    """SIGTERM or SIGHUP during a batch."""
+class _TerminatedError(BaseException):
+    """SIGTERM or SIGHUP during a batch. Not an ``Exception``, as ``KeyboardInterrupt`` is not:
+    the handler raises it wherever the main thread waits, also inside a library's
+    ``except Exception`` (a cluster's wait for a task), which must not take it for a failure."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
