@@ -25,6 +25,7 @@ from click.testing import CliRunner
 
 from gradcli import limits
 from gradcli.cli import cli
+from gradcli.errors import OUT_OF_MEMORY
 from gradcli.gradcheck.evaluation import evaluate_lines
 from gradcli.runs import batch, workers
 
@@ -143,7 +144,7 @@ def test_a_memory_error_becomes_the_lines_resource_record(small_serial_start, mo
             parsed = json.loads(record.text)
             assert parsed["expression"] == LINES[record.line - 1]
             assert parsed["error"]["kind"] == "resource" and record.status == 2
-            assert parsed["error"]["message"] == batch.OUT_OF_MEMORY
+            assert parsed["error"]["message"] == OUT_OF_MEMORY
             assert "--max-nodes" in parsed["error"]["hint"]
         else:
             assert record == reference
@@ -497,3 +498,19 @@ def test_programs_too_large_for_the_memory_limit_get_resource_records():
             assert record["value"] == pytest.approx(0.7 * 1.3 * k)
     assert done.returncode == 2
     assert b"Traceback" not in done.stderr
+
+
+@needs_proc
+@pytest.mark.parametrize("json_output", [False, True], ids=["table", "json"])
+def test_one_eval_that_runs_out_of_memory_is_a_resource_error(json_output):
+    """Under an address-space limit, a single ``eval`` whose arrays do not fit: status 2 and
+    the resource error a batch record would say, never NumPy's traceback."""
+    args = [sys.executable, "-m", "gradcli", "eval", "sum(ones(30000000)*x)", "--x", "2"]
+    args += ["--json"] if json_output else []
+    done = subprocess.run(args, capture_output=True, timeout=120, check=False,
+                          preexec_fn=lambda: resource.setrlimit(
+                              resource.RLIMIT_AS, (300 << 20, 300 << 20)))
+    assert done.returncode == 2 and b"Traceback" not in done.stderr, done.stderr[-2000:]
+    assert OUT_OF_MEMORY.encode() in (done.stdout if json_output else done.stderr)
+    if json_output:
+        assert json.loads(done.stdout)["error"]["kind"] == "resource"

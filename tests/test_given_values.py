@@ -173,11 +173,11 @@ def test_a_batch_reports_a_name_no_line_uses_after_every_record():
     assert [r["line"] for r in records] == [1, 4, 5]  # every line its record, and no more
     assert result.exit_code == 2
     last = result.stderr.strip().splitlines()[-1]
-    assert last == ("gradcli: usage error: no program line that parsed uses w (--w 3); 1 line "
-                    "did not parse (hint: the lines' variables: x, y)")
+    assert last == ("gradcli: usage error: no line that was read uses w (--w 3); 1 line failed "
+                    "before its variables were known (hint: the lines' variables: x, y)")
     table = invoke("eval", "-", "--x", "2", "--y", "1", "--W", "3", "--Z", "4", stdin=stdin)
     assert table.exit_code == 2 and len(table.stdout.splitlines()) == 3
-    assert "error: usage error: no program line that parsed uses W, Z (--W 3, --Z 4)" in (
+    assert "error: usage error: no line that was read uses W, Z (--W 3, --Z 4)" in (
         table.stderr)
 
 
@@ -195,8 +195,8 @@ def test_lines_that_did_not_parse_are_counted_in_the_message():
     result = invoke("eval", "-", "--json", "--x", "1", "--w", "2", stdin="2x*w\n2y\nx + 1\n")
     assert result.exit_code == 2 and len(result.stdout.splitlines()) == 3
     assert result.stderr.strip().splitlines()[-1] == (
-        "gradcli: usage error: no program line that parsed uses w (--w 2); 2 lines did not "
-        "parse (hint: the lines' variables: x)")
+        "gradcli: usage error: no line that was read uses w (--w 2); 2 lines failed before "
+        "their variables were known (hint: the lines' variables: x)")
 
 
 def test_a_batch_suggests_from_the_variables_of_all_lines():

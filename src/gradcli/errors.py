@@ -181,6 +181,23 @@ class Note:
             line=self.line, column=self.column, hint=self.hint, source_line=self.source_line)
 
 
+class ResourceError(GradcliError):
+    """A program that needs more memory than gradcli may use, or a batch line whose worker
+    process died: a usage error (status 2), like a program over ``--max-nodes``."""
+
+    kind = "resource"
+
+
+OUT_OF_MEMORY = "not enough memory to evaluate this program"
+RESOURCE_HINT = ("it may need more memory than gradcli may use here: evaluate it on its own, or "
+                 "refuse such programs early with a smaller --max-nodes")
+
+
+def out_of_memory() -> ResourceError:
+    """The error a ``MemoryError`` becomes, made once the memory of the attempt is free."""
+    return ResourceError(OUT_OF_MEMORY, hint=RESOURCE_HINT)
+
+
 class NumericError(GradcliError):
     """A value or gradient that is not a finite number, naming the node that produced it."""
 

@@ -30,7 +30,7 @@ from gradcli.cli.values_file import (
     with_file_values,
 )
 from gradcli.engine import stale_core_modules
-from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
+from gradcli.errors import ExitStatus, GradcliError, UsageError, out_of_memory, visible
 from gradcli.language.values import NAME
 from gradcli.limits import CHARS_PER_NODE, MAX_NODES, max_chars
 
@@ -530,6 +530,8 @@ def main(argv: list[str] | None = None) -> None:
         status = _reader_gone()
     except OutputFailedError as error:
         status = _output_failed(error)
+    except MemoryError:  # a command that does not say it itself (eval and batches do)
+        status = _out_of_memory()
     try:
         sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
     except (BrokenPipeError, ReaderGoneError):
@@ -566,6 +568,13 @@ def _interrupted() -> int:
     """Ctrl-C: one line on stderr, the shell's status for SIGINT, no traceback."""
     click.echo("gradcli: interrupted", err=True)
     return ExitStatus.INTERRUPTED
+
+
+def _out_of_memory() -> int:
+    """What the attempt took is free again here: one line on stderr, no traceback."""
+    error = out_of_memory()
+    click.echo(f"gradcli: {error.one_line()}", err=True)
+    return error.status
 
 
 def _reader_gone() -> int:

@@ -23,7 +23,7 @@ from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option
 from gradcli.cli.given import Given
 from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
-from gradcli.errors import GradcliError, UsageError, visible
+from gradcli.errors import GradcliError, UsageError, out_of_memory, visible
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
 from gradcli.gradcheck.tolerances import (
     BATCH_NODE_CHECK_LIMIT,
@@ -334,8 +334,12 @@ def run_eval(request: EvalRequest) -> int:
             write_file(request.save, npz_bytes(result_arrays(result)))
     except GradcliError as error:
         return show_error(error, as_json, program.text, program.file_name)
-    return show_result(result, program.text, as_json, request.digits, request.full,
-                       nodes=request.settings.nodes)
+    except MemoryError:
+        pass  # said below, once what the attempt took is free again
+    else:
+        return show_result(result, program.text, as_json, request.digits, request.full,
+                           nodes=request.settings.nodes)
+    return show_error(out_of_memory(), as_json, program.text, program.file_name)
 
 
 def _check_mode_used(mode: str, result: Any) -> None:

@@ -102,7 +102,8 @@ class Given:
                      program: Program | None = None, unread: int = 0) -> UsageError:
         """The error for values given for ``unused`` names: ``program`` is the one program they
         were given to, or None for a batch, where ``inputs`` are the variables of all its lines
-        (but ``unread`` lines, which did not parse)."""
+        (but ``unread`` lines, which failed before their variables were known: a syntax error,
+        or out of memory)."""
         shown = ", ".join(visible(self.spelled.get(name, f"--{name}"))
                           for name in unused[:MAX_LISTED_NAMES])
         foreign = self.foreign_option(unused[0]) if len(unused) == 1 else None
@@ -115,8 +116,9 @@ class Given:
         else:
             message = f"no program line uses {listed(unused)} ({shown})"
             if unread:
-                message = (message.replace("line uses", "line that parsed uses") +
-                           f"; {unread:,} {'line' if unread == 1 else 'lines'} did not parse")
+                message = (message.replace("program line uses", "line that was read uses") +
+                           f"; {unread:,} {'line' if unread == 1 else 'lines'} failed before "
+                           f"{'its' if unread == 1 else 'their'} variables were known")
             known = f"the lines' variables: {listed(list(inputs))}" if inputs else (
                 "no line has variables")
         guesses = [(name, guess) for name in unused[:MAX_LISTED_NAMES]
@@ -179,7 +181,8 @@ def _why_unused(name: str, shown: str, program: Program) -> str:
 def check_batch_names(given: Given, used: Collection[str], lines: int,
                       unread: int = 0) -> UsageError | None:
     """After a batch: the error for no program lines at all, or for a given name that no line
-    uses (``used``: the variables of every line that parsed; ``unread`` lines did not), or None."""
+    uses (``used``: the variables of every line that parsed; ``unread`` lines failed first),
+    or None."""
     if lines == 0:
         return UsageError("no programs on stdin",
                           hint="give one program per line (blank lines and # comments are "

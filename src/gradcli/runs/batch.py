@@ -29,7 +29,7 @@ from itertools import islice
 from typing import NamedTuple
 
 from gradcli.engine.ops import numpy
-from gradcli.errors import GradcliError
+from gradcli.errors import OUT_OF_MEMORY, RESOURCE_HINT, ResourceError
 from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS, EvalSettings, LineOutcome, evaluate_line
 from gradcli.limits import default_jobs
 from gradcli.output.records import dumps, error_record, result_record
@@ -112,18 +112,6 @@ def _serial(
         record = line_record(number, raw, values, settings)
         if record is not None:
             yield [record]
-
-
-class ResourceError(GradcliError):
-    """A line that needs more memory than gradcli may use, or whose worker process died: a
-    usage error (status 2), like a program over ``--max-nodes``."""
-
-    kind = "resource"
-
-
-OUT_OF_MEMORY = "not enough memory to evaluate this program"
-RESOURCE_HINT = ("it may need more memory than gradcli may use here: evaluate it on its own, or "
-                 "refuse such programs early with a smaller --max-nodes")
 
 
 def line_record(number: int, raw: str, values: Mapping[str, float],
