@@ -38,6 +38,7 @@ def value_cell(value: Any, style: str, arrays: bool, digits: int | None = None,
 
 
 def shape_columns(arrays: bool) -> list[Column]:
+    """A shape column where the program has arrays (a number's shape goes without saying)."""
     return [Column("shape")] if arrays else []
 
 

@@ -225,5 +225,6 @@ def _block(head: Text, fields: list[tuple[str, Column, Text]], width: int) -> Te
 
 
 def titled_table(title: str, plain: bool) -> Table:
+    """A plain Rich table under a bold title (texts, not numbers: ``gradcli functions``)."""
     return Table(title=title, title_justify="left", box=box.SIMPLE if plain else box.ROUNDED,
                  header_style="bold", title_style="bold")

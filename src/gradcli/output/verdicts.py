@@ -99,17 +99,18 @@ def gradient_verdict(check: CheckReport | None, arrays: bool = False) -> Text:
 
 
 def hessian_verdict(check: CheckReport | None,
+                    what: tuple[str, str] = ("second derivative", "second derivatives"),
                     of: tuple[str, str] | None = None) -> Text:
-    """The check of second derivatives against finite differences of the gradient; when no
-    gradient depends on a variable every entry is an exact 0 and nothing was compared, which
-    ``0 second derivatives agree`` would hide. ``of``: the blocks of an array program's."""
+    """The check of second derivatives (the Hessian's, or H·v's) against finite differences of
+    the gradient; when no gradient depends on a variable every entry is an exact 0 and nothing
+    was compared, which ``0 second derivatives agree`` would hide. ``of``: the blocks of an
+    array program's Hessian."""
     if check is None:
         return Text(SKIPPED, style="dim")
     if not check.checks and not check.unchecked:
         return Text("✓ nothing to check: no gradient depends on a variable, so every entry of "
                     "the Hessian is exactly 0", style="green")
-    return verdict(check, ("second derivative", "second derivatives"),
-                   "finite differences of the gradient", of)
+    return verdict(check, what, "finite differences of the gradient", of)
 
 
 # --- the check's cells in a table -------------------------------------------------------------

@@ -58,12 +58,11 @@ def _second_derivatives(result: Result, plain: bool, digits: int | None,
     arrays = result.program.arrays
     if result.hessian is not None:
         parts += [Text(""), hessian_table(result, plain, digits, full)]
-        parts.append(hessian_verdict(result.hessian.check,
-                                     ("Hessian block", "Hessian blocks") if arrays else None))
+        blocks = ("Hessian block", "Hessian blocks") if arrays else None
+        parts.append(hessian_verdict(result.hessian.check, of=blocks))
     if result.hvp is not None:
         parts += [Text(""), hvp_table(result, plain, digits, full),
-                  hessian_verdict(result.hvp.check, ("Hessian-vector product",
-                                                     "Hessian-vector products"))]
+                  hessian_verdict(result.hvp.check, ("entry of H·v", "entries of H·v"))]
     return parts
 
 
