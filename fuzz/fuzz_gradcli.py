@@ -75,7 +75,9 @@ def _check_rich(result: gradcli.Result | None, error: gradcli.GradcliError | Non
     from rich.console import Console
 
     from gradcli.gradcheck.evaluation import LineOutcome
-    from gradcli.output.views import batch_line, error_view, result_view
+    from gradcli.output.batch_lines import batch_line
+    from gradcli.output.errors import error_view
+    from gradcli.output.views import result_view
 
     console = Console(file=io.StringIO(), force_terminal=True, color_system=None, width=100)
     if error is not None:

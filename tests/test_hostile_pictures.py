@@ -15,7 +15,7 @@ from gradcli.cli import cli
 from gradcli.engine.graph import Node, Program
 from gradcli.engine.ops import OPS
 from gradcli.output.pictures import nearest_nodes, prepare, to_dot, to_mermaid, tree_outline
-from gradcli.output.views import graph_tree
+from gradcli.output.trees import graph_tree
 
 pytestmark = pytest.mark.filterwarnings("ignore:'\\w+' deprecated:DeprecationWarning")
 # Every character class DOT and Mermaid care about, and every C0 control but NUL.

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from gradcli.errors import plural
 from gradcli.formulas.files import load_check_file
 from gradcli.formulas.run import run_checks
 from gradcli.gradcheck.evaluation import evaluate
@@ -15,7 +16,8 @@ from gradcli.language.parser import parse
 from gradcli.output.pictures import prepare, to_dot
 from gradcli.output.plot import sample
 from gradcli.output.sweep_views import check_totals, sweep_summary, sweep_view
-from gradcli.output.views import graph_tree, plural, verdict
+from gradcli.output.trees import graph_tree
+from gradcli.output.verdicts import verdict
 
 
 def test_plural():

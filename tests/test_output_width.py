@@ -21,21 +21,15 @@ from gradcli.engine.notation import format_number
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate, evaluate_line
 from gradcli.gradcheck.sweep import evaluate_sweep, sweep_columns
 from gradcli.language.parser import parse
+from gradcli.output.batch_lines import batch_line
+from gradcli.output.console import MIN_WIDTH
+from gradcli.output.hessians import hessian_table
+from gradcli.output.nodes import gradient_table, node_table
 from gradcli.output.records import dumps, result_record
 from gradcli.output.sweep_views import sweep_view
-from gradcli.output.views import (
-    MAX_DIGITS,
-    MIN_WIDTH,
-    Column,
-    FittedTable,
-    batch_line,
-    checked_digits,
-    gradient_table,
-    hessian_table,
-    node_table,
-    number_text,
-    result_view,
-)
+from gradcli.output.tables import Column, FittedTable
+from gradcli.output.values import MAX_DIGITS, checked_digits, number_text
+from gradcli.output.views import result_view
 
 WIDTHS = [40, 60, 80, 120]
 

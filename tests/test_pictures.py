@@ -28,7 +28,7 @@ from gradcli.output.pictures import (
     to_mermaid,
     tree_outline,
 )
-from gradcli.output.views import graph_tree
+from gradcli.output.trees import graph_tree
 
 SEED = "u = x*W; z = u + b; err = z - t; err*err"
 SEED_VALUES = ["--x", "2", "--W", "3", "--b", "1", "--t", "8"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gradcli.output.views import (
+from gradcli.output.console import (
     MAX_WIDTH,
     MIN_WIDTH,
     PIPE_WIDTH,

@@ -50,7 +50,11 @@ STANDARD = {
     "locale", "_locale",  # click's gettext, for its --help option's text
 }
 ALLOWED = {
-    "table": GRADCLI | STANDARD | {"gradcli.output.views"},
+    # The table: the view of one result, in its pieces by concern (the same code views.py
+    # held whole): the console, tables that fit, numbers as text, the per-node tables, verdicts.
+    "table": GRADCLI | STANDARD | {
+        "gradcli.output.views", "gradcli.output.console", "gradcli.output.tables",
+        "gradcli.output.values", "gradcli.output.nodes", "gradcli.output.verdicts"},
     "json": GRADCLI | STANDARD | {"gradcli.output.records"},
 }
 BASELINE = {

@@ -14,7 +14,8 @@ from rich.console import Console
 import gradcli
 from gradcli.cli import cli
 from gradcli.gradcheck.evaluation import LineOutcome
-from gradcli.output.views import batch_line, error_view
+from gradcli.output.batch_lines import batch_line
+from gradcli.output.errors import error_view
 
 PAYLOADS = [
     "\x1b[2J\x1b[H",  # CSI: clear the screen

@@ -113,8 +113,9 @@ def _report(outcomes: list[Any], errors: list[Any], as_json: bool,
         for error in errors + late:
             click.echo(f"gradcli: {error.one_line()}", err=True)
         return report_status(outcomes, errors + late)
+    from gradcli.output.console import make_console
+    from gradcli.output.errors import error_view
     from gradcli.output.sweep_views import check_view
-    from gradcli.output.views import error_view, make_console
 
     for error in errors:
         make_console(stderr=True).print(error_view(error))

@@ -198,7 +198,8 @@ def run_diff(request: DiffRequest) -> int:
     if printed is not None:
         click.echo(printed, nl=False)
     else:
-        from gradcli.output.views import derivative_view, make_console
+        from gradcli.output.console import make_console
+        from gradcli.output.views import derivative_view
 
         make_console().print(derivative_view(texts, latex=request.fmt == "latex"))
     note = defaults_note(derivatives)
@@ -307,7 +308,8 @@ def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
                              checked)
         click.echo(dumps(record))
         return ExitStatus.OK
-    from gradcli.output.views import derivative_view, make_console
+    from gradcli.output.console import make_console
+    from gradcli.output.views import derivative_view
 
     console = make_console()
     for label, row in (texts.items() if several else [(None, texts)]):
@@ -371,7 +373,8 @@ def _diff_outputs(request: DiffRequest, program: Any) -> int:
         click.echo(dumps(_with_check({"expression": request.program.text, "order": 1,
                                       "jacobian": rows, "values": request.values}, checked)))
         return ExitStatus.OK
-    from gradcli.output.views import derivative_view, make_console
+    from gradcli.output.console import make_console
+    from gradcli.output.views import derivative_view
 
     console = make_console()
     for label, texts in rows.items():

@@ -387,7 +387,7 @@ def run_sweep(request: EvalRequest) -> int:
         return show_error(error, request.output == "json", program.text, program.file_name)
     keep = 0
     if request.output == "table":
-        from gradcli.output.views import MAX_TABLE_ROWS
+        from gradcli.output.tables import MAX_TABLE_ROWS
 
         keep = MAX_TABLE_ROWS
     summary = SweepSummary(keep)
@@ -411,8 +411,8 @@ def run_sweep(request: EvalRequest) -> int:
             for sweep in blocks:
                 summary.add(sweep)
     if request.output == "table":
+        from gradcli.output.console import make_console
         from gradcli.output.sweep_views import sweep_view
-        from gradcli.output.views import make_console
 
         console = make_console()
         console.print(sweep_view(summary, plain=not console.is_terminal, digits=request.digits))

@@ -35,8 +35,8 @@ def functions_command(ctx: click.Context, as_json: bool) -> None:
 
         click.echo(json.dumps(rows, ensure_ascii=False))
     else:
+        from gradcli.output.console import make_console
         from gradcli.output.functions import functions_table
-        from gradcli.output.views import make_console
 
         console = make_console()
         console.print(functions_table(rows, plain=not console.is_terminal))

@@ -159,7 +159,8 @@ def _checked_format(picture_format: str | None, output_path: str | None) -> str:
 
 
 def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
-    from gradcli.output.views import graph_tree, make_console
+    from gradcli.output.console import make_console
+    from gradcli.output.trees import graph_tree
 
     if output_path is None:
         console = make_console()

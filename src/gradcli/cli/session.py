@@ -241,8 +241,9 @@ class Session:
 
     def _graph(self, argument: str) -> int:
         from gradcli.limits import MAX_DRAWN_NODES
+        from gradcli.output.console import make_console
         from gradcli.output.pictures import prepare
-        from gradcli.output.views import graph_tree, make_console
+        from gradcli.output.trees import graph_tree
 
         picture = prepare(self.parsed(self._last(argument)), {})
         console = make_console()
@@ -254,7 +255,8 @@ class Session:
         """Derivatives as expressions in the session's names (its values stay symbols: the
         numbers at the point are in the table the expression printed)."""
         from gradcli.gradcheck.derivative_check import DiffCheck, check
-        from gradcli.output.views import derivative_view, make_console
+        from gradcli.output.console import make_console
+        from gradcli.output.views import derivative_view
         from gradcli.symbolic.derivatives import differentiate
 
         names = [name.strip() for name in argument.split(",") if name.strip()] or None

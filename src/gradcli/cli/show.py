@@ -41,7 +41,8 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
                                                         full=full)))
         sys.stdout.write("\n")
     else:
-        from gradcli.output.views import make_console, result_view
+        from gradcli.output.console import make_console
+        from gradcli.output.views import result_view
 
         console = make_console()
         hint = {} if free_hint is None else {"free_hint": free_hint}
@@ -83,7 +84,8 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
         click.echo(dumps(error_record(error, source)))
         click.echo(f"gradcli: {error.one_line()}", err=True)
     else:
-        from gradcli.output.views import error_view, make_console
+        from gradcli.output.console import make_console
+        from gradcli.output.errors import error_view
 
         make_console(stderr=True).print(error_view(error, f"{name}: " if name else ""))
     return error.status
@@ -123,7 +125,8 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     if as_json:
         click.echo(f"gradcli: {error.one_line()}", err=True)
     else:
-        from gradcli.output.views import error_view, make_console
+        from gradcli.output.console import make_console
+        from gradcli.output.errors import error_view
 
         make_console(stderr=True).print(error_view(error))
     return max(status, error.status)
@@ -132,7 +135,8 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
 def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
                  uses: _BatchUses, stops: _Stops, digits: int | None, full: bool = False
                  ) -> int:
-    from gradcli.output.views import batch_line, make_console
+    from gradcli.output.batch_lines import batch_line
+    from gradcli.output.console import make_console
 
     console = make_console()
     # Piped, the records go to a file or a program: a failed line is said on stderr too, so a
@@ -303,7 +307,7 @@ def with_progress(items: Iterator[Any], total: int | None, what: str,
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from gradcli.output.views import make_console
+    from gradcli.output.console import make_console
 
     columns = [TextColumn(what), BarColumn(), MofNCompleteColumn()] if total is not None else [
         TextColumn(what), TextColumn("{task.completed:,}")]

@@ -75,7 +75,7 @@ def _plain(text: str) -> str:
 
 def functions_table(rows: list[dict[str, Any]] | None = None, plain: bool = False) -> Table:
     """The rows as a Rich table (user text as ``Text``, never markup)."""
-    from gradcli.output.views import titled_table
+    from gradcli.output.tables import titled_table
 
     table = titled_table("functions and operators", plain)
     for column in ("name", "written", "what it computes", "complex step", "vector"):

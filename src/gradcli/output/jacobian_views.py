@@ -15,15 +15,16 @@ from rich.text import Text
 from gradcli.errors import plural
 from gradcli.gradcheck.jacobian_check import EntryCheck, JacobianCheck, JacobianResult
 from gradcli.limits import MAX_CONTRIBUTION_CELLS
-from gradcli.output.array_views import array_text, shape_text
-from gradcli.output.views import (
-    KINK_CAUSE,
-    MAX_TABLE_ROWS,
-    Column,
-    FittedTable,
-    check_verdict,
-    tolerances,
+from gradcli.output.nodes import (
+    add_node_rows,
+    node_cells,
+    node_columns,
+    value_cell,
+    value_column,
 )
+from gradcli.output.tables import Column, FittedTable
+from gradcli.output.values import shape_text, value_text
+from gradcli.output.verdicts import KINK_CAUSE, SKIPPED, check_verdict, tolerances
 
 _MODE_WORDS = {"reverse": "reverse mode, one pass per output element",
                "forward": "forward mode, one pass per input element"}
@@ -38,7 +39,7 @@ def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | Non
         Column("value", fold=True, words=True, justify="right", style="cyan")], plain)
     for label, value in result.values.items():
         outputs.add_row(Text(label), Text(shape_text(np.shape(value))),
-                        Text(array_text(value, digits, full)))
+                        Text(value_text(value, digits, full)))
     title = (f"Jacobian ({_MODE_WORDS[result.mode]}: "
              f"{plural(result.passes, 'pass', 'passes')})")
     blocks = FittedTable(title, [
@@ -51,13 +52,13 @@ def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | Non
         for name, block in row.items():
             check = result.check.blocks[label][name] if result.check is not None else None
             blocks.add_row(Text(label), Text(name), Text(_block_shape(result, label, name)),
-                           Text(array_text(block, digits, full)), *_check_cells(check))
+                           Text(value_text(block, digits, full)), *_check_cells(check))
     parts: list[RenderableType] = [contribution_table(result, plain, digits, full), outputs,
                                    blocks]
     if result.check is not None:
         parts.append(jacobian_verdict(result.check))
     else:
-        parts.append(Text("finite-difference check skipped (--no-check)", style="dim"))
+        parts.append(Text(SKIPPED, style="dim"))
     return Group(*parts)
 
 
@@ -66,30 +67,20 @@ def contribution_table(result: JacobianResult, plain: bool = False, digits: int 
     """One row per node: its value and each output's gradient with respect to it (shape of
     the output followed by the node's: a number's gradient for a number output), ``—`` where
     the output does not depend on the node."""
-    columns = [Column("id", head=True, style="dim"), Column("label", fold=True, head=True),
-               Column("op", style="dim"), Column("shape"),
-               Column("inputs", fold=True, words=True, style="dim"),
-               Column("value", fold=True, words=True, justify="right", style="cyan")]
+    columns = [*node_columns(True), value_column("value", "cyan", True)]
     for label in result.values:
         top = label if label.isidentifier() else f"({label})"
-        columns.append(Column(f"d{top}/dnode", fold=True, words=True, justify="right",
-                              style="magenta"))
+        columns.append(value_column(f"d{top}/dnode", "magenta", True))
     table = FittedTable("nodes (each output's gradient with respect to each node)", columns,
                         plain)
-    count = len(result.program.nodes)
-    wanted = None if count <= MAX_TABLE_ROWS else [*range(MAX_TABLE_ROWS // 2), count - 1]
-    for row in result.node_records(wanted):
-        cells = [Text(f"#{row['id']}"), Text(row["label"], style="bold" if row["op"] == "var"
-                                             else ""),
-                 Text(row["op"]), Text(shape_text(row["shape"])),
-                 Text(" ".join(f"#{i}" for i in row["inputs"])),
-                 Text(array_text(row["value"], digits, full))]
-        cells += [Text("—", style="dim") if grad is None else Text(array_text(grad, digits, full))
-                  for grad in row["gradients"].values()]
-        table.add_row(*cells)
-    if count > MAX_TABLE_ROWS:
-        table.add_note(Text(f"{plural(count - MAX_TABLE_ROWS // 2 - 1, 'more node')} "
-                            "(--json lists all)"))
+
+    def cells(row: dict[str, Any]) -> list[Text]:
+        return [*node_cells(row, True), value_cell(row["value"], "cyan", True, digits, full),
+                *(Text("—", style="dim") if grad is None
+                  else value_cell(grad, "magenta", True, digits, full)
+                  for grad in row["gradients"].values())]
+
+    add_node_rows(table, result, cells)
     if result.contributions() is None:
         table.add_note(Text(f"gradients with respect to the nodes left out: "
                             f"{result.contribution_cells():,} numbers, over the limit of "
@@ -142,13 +133,13 @@ def jacobian_line(text: Text, result: JacobianResult, digits: int | None = None,
                   full: bool = False) -> Text:
     """A batch line: ``f 6, g 5  df/dx 3  df/dy 2 ...  ✓`` (large arrays summarised unless
     ``full``)."""
-    values = ", ".join(f"{label} {array_text(value, digits, full)}"
+    values = ", ".join(f"{label} {value_text(value, digits, full)}"
                        for label, value in result.values.items())
     text.append(f"outputs {values}", style="cyan")
     for label, row in result.jacobian.items():
         for name, block in row.items():
             top = label if label.isidentifier() else f"({label})"
-            text.append(f"  d{top}/d{name} {array_text(block, digits, full)}", style="magenta")
+            text.append(f"  d{top}/d{name} {value_text(block, digits, full)}", style="magenta")
     if result.check is not None:
         text.append("  ✓" if result.status == 0 else "  ✗ check failed",
                     style="green" if result.status == 0 else "bold red")

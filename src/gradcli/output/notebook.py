@@ -61,6 +61,7 @@ def _repr_pretty_(self: Any, printer: Any, cycle: bool) -> None:
 
 def show_in_notebooks(*classes: type) -> None:
     """Give ``classes`` (``Result``, ``FreeResult``) the methods IPython and Jupyter look for."""
+    methods = {"_repr_html_": _repr_html_, "_repr_pretty_": _repr_pretty_}
     for cls in classes:
-        cls._repr_html_ = _repr_html_  # type: ignore[attr-defined]
-        cls._repr_pretty_ = _repr_pretty_  # type: ignore[attr-defined]
+        for name, method in methods.items():  # set by name: the classes do not declare them
+            setattr(cls, name, method)

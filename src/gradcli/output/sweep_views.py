@@ -11,17 +11,11 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from gradcli.engine.notation import format_number
-from gradcli.errors import ExitStatus, visible
+from gradcli.errors import ExitStatus, plural, visible
 from gradcli.formulas.run import CheckOutcome, format_point
 from gradcli.gradcheck.sweep import Sweep
-from gradcli.output.views import (
-    MAX_TABLE_ROWS,
-    Column,
-    FittedTable,
-    checked_digits,
-    number_text,
-    plural,
-)
+from gradcli.output.tables import MAX_TABLE_ROWS, Column, FittedTable
+from gradcli.output.values import checked_digits, number_text
 
 
 def sweep_view(sweep: Sweep, plain: bool = False, digits: int | None = None) -> RenderableType:

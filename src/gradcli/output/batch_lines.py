@@ -1,0 +1,70 @@
+"""One line per program of a batch (``gradcli eval --batch``): value, gradients, Hessian, H·v,
+verdict, or the error; numbers in full or to ``digits`` significant digits, arrays summarised
+unless ``full``."""
+
+from __future__ import annotations
+
+import itertools
+
+from rich.text import Text
+
+from gradcli.errors import listed, visible
+from gradcli.gradcheck.evaluation import FreeResult, LineOutcome, Result
+from gradcli.output.values import checked_digits, number_text, value_text
+
+MAX_LINE_GRADIENTS = 50  # a batch line shows this many gradients, then how many more
+
+
+def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = False) -> Text:
+    """One line of human batch output: line number, value, gradients, Hessian, H·v, verdict or
+    the error (numbers in full, or to ``digits`` significant digits; ``full``: every element of
+    a large Jacobian or Hessian block)."""
+    digits = checked_digits(digits)
+    text = Text(f"line {outcome.line}: ", style="dim")
+    if outcome.error is not None:
+        text.append(visible(outcome.error.one_line()), style="red")
+        return text
+    result = outcome.result
+    assert result is not None
+    if isinstance(result, FreeResult):
+        text.append(f"value {result.value}", style="cyan")
+        for name, gradient in result.gradients.items():
+            text.append(f"  d/d{name} {gradient}", style="magenta")
+        text.append(f"  (free: {listed(result.free)})", style="yellow")
+        for note in result.notes:
+            text.append(f"  ({note.message})", style="yellow")
+        return text
+    if not isinstance(result, Result):  # several outputs: values and the Jacobian's blocks
+        from gradcli.output.jacobian_views import jacobian_line
+
+        return jacobian_line(text, result, digits, full)
+    text.append(f"value {number_text(result.value, digits)}", style="cyan")
+    for name, gradient in itertools.islice(result.gradients.items(), MAX_LINE_GRADIENTS):
+        text.append(f"  d/d{name} {value_text(gradient, digits, True)}", style="magenta")
+    if len(result.gradients) > MAX_LINE_GRADIENTS:
+        text.append(f"  … {len(result.gradients) - MAX_LINE_GRADIENTS:,} more", style="dim")
+    if result.hessian is not None:
+        _hessian_line(text, result.hessian.matrix, digits, full)
+    if result.hvp is not None:  # an array program's H·v (--hvp), one part per input
+        for name, part in result.hvp.product.items():
+            text.append(f"  H·v {name} {value_text(part, digits, full)}", style="magenta")
+    if result.check is not None:
+        text.append("  ✓" if result.status == 0 else "  ✗ check failed",
+                    style="green" if result.status == 0 else "bold red")
+    return text
+
+
+def _hessian_line(text: Text, matrix: dict, digits: int | None, full: bool) -> None:
+    """``d2/dx [6, 4]`` per row of numbers; an array program's blocks one by one,
+    ``d2/dz dz [[6, 0], [0, 12]]`` (each the shape of one input followed by the other's)."""
+    blocks = [block for row in matrix.values() for block in row.values()]
+    if not any(getattr(block, "ndim", 0) for block in blocks):
+        for row_name, row in matrix.items():
+            entries = ", ".join(number_text(v, digits) for v in row.values())
+            text.append(f"  d2/d{row_name} [{entries}]", style="magenta")
+        return
+    for row_name, row in matrix.items():
+        for name, block in row.items():
+            text.append(f"  d2/d{row_name} d{name} {value_text(block, digits, full)}",
+                        style="magenta")
+

@@ -1,0 +1,49 @@
+"""An error as a person reads it: ``error: …``, the source line with a caret, and the hint."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from gradcli.errors import GradcliError, visible
+
+
+def error_view(error: GradcliError, source_name: str = "") -> Text:
+    """``error: …`` then, for a position, the source line with a caret under the column."""
+    text = Text("error: ", style="bold red")
+    # visible(): a file name or path in a message must not drive the terminal (or add lines)
+    text.append(visible(f"{source_name}{error.title}: {error.message}"))
+    if error.source_line is not None and error.column is not None:
+        line, column = _window(printable(error.source_line), error.column)
+        text.append(f"\n  {line}\n  ")
+        offset = column - error.column
+        carets = sorted({column, *(mark + offset for mark in error.marks if mark + offset > 0)})
+        done = 1
+        for caret in carets:
+            text.append(" " * (caret - done))
+            text.append("^", style="bold red")
+            done = caret + 1
+    if error.hint:
+        text.append("\n  hint: ", style="yellow")
+        text.append(visible(error.hint))
+    return text
+
+
+SOURCE_WINDOW = 60  # characters of the source line shown on each side of the caret
+
+
+def _window(line: str, column: int) -> tuple[str, int]:
+    """The part of a long source line around ``column`` (marked ``…`` where cut) and the caret's
+    column in it: a 10^6-character line is not echoed whole."""
+    start = max(0, column - 1 - SOURCE_WINDOW)
+    end = column - 1 + SOURCE_WINDOW
+    if start == 0 and end >= len(line):
+        return line, column
+    head = "…" if start else ""
+    return head + line[start:end] + ("…" if end < len(line) else ""), column - start + len(head)
+
+
+
+def printable(line: str) -> str:
+    """The line with control characters shown as '?', one column each, so the caret lines up."""
+    return "".join(c if c.isprintable() else "?" for c in line)
+

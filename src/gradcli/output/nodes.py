@@ -1,0 +1,123 @@
+"""The per-node table and the gradient table of one program, its numbers or its arrays.
+
+A number is a value of shape ``()``: a program of numbers and one with arrays get the same
+tables, built by the same loop; a program with arrays adds a shape column, prints its arrays
+whole or summarised (``values.value_text``), and checks them element by element, so its check
+columns give the largest error and how many elements were checked.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from gradcli.errors import plural
+from gradcli.output.tables import MAX_TABLE_ROWS, Column, FittedTable
+from gradcli.output.values import checked_digits, number_text, shape_text, value_text
+from gradcli.output.verdicts import check_cells, check_columns, check_mark
+
+if TYPE_CHECKING:
+    from gradcli.gradcheck.evaluation import Result
+
+
+def value_column(header: str, style: str, arrays: bool) -> Column:
+    """A column of numbers (as wide as the longest), or of arrays (which wrap between their
+    entries, in the column's style)."""
+    if arrays:
+        return Column(header, fold=True, words=True, justify="right", style=style)
+    return Column(header, justify="right")
+
+
+def value_cell(value: Any, style: str, arrays: bool, digits: int | None = None,
+               full: bool = False) -> Text:
+    """A number in ``style`` (its column's, where the column holds arrays)."""
+    return Text(value_text(value, digits, full), style="" if arrays else style)
+
+
+def shape_columns(arrays: bool) -> list[Column]:
+    """A shape column where the program has arrays (a number's shape goes without saying)."""
+    return [Column("shape")] if arrays else []
+
+
+def node_columns(arrays: bool) -> list[Column]:
+    """The columns every per-node table starts with: id, label, op, (shape,) inputs."""
+    return [Column("id", head=True, style="dim"), Column("label", fold=True, head=True),
+            Column("op", style="dim"), *shape_columns(arrays),
+            Column("inputs", fold=True, words=True, style="dim")]
+
+
+def node_cells(row: dict[str, Any], arrays: bool) -> list[Text]:
+    """A node record's (``node_records``) cells of ``node_columns``."""
+    return [
+        Text(f"#{row['id']}"),
+        Text(row["label"], style="bold" if row["op"] == "var" else ""),
+        Text(row["op"]),
+        *([Text(shape_text(row["shape"]))] if arrays else []),
+        Text(" ".join(f"#{i}" for i in row["inputs"])),
+    ]
+
+
+def add_node_rows(table: FittedTable, result: Any,
+                  cells: Callable[[dict[str, Any]], list[Text]]) -> None:
+    """One row per node of ``result`` (its ``node_records``, made into ``cells``); a graph of
+    more than ``MAX_TABLE_ROWS`` nodes shows the first half of that and its output, with a note
+    between them that says how many are hidden (only the rows shown are built)."""
+    count = len(result.program.nodes)
+    wanted = None if count <= MAX_TABLE_ROWS else [*range(MAX_TABLE_ROWS // 2), count - 1]
+    rows = list(result.node_records(wanted))
+    shown = rows if count <= MAX_TABLE_ROWS else rows[:-1]
+    for row in shown:
+        table.add_row(*cells(row))
+    if count > len(shown):
+        hidden = count - len(shown) - 1
+        table.add_note(Text(f"{plural(hidden, 'more node')} (--json lists all)"))
+        table.add_row(*cells(rows[-1]))
+
+
+def node_table(result: Result, plain: bool = False, digits: int | None = None,
+               full: bool = False) -> FittedTable:
+    """One row per node: id, label, op, (shape,) inputs, value, gradient and the per-node
+    check."""
+    digits = checked_digits(digits)
+    arrays = result.program.arrays
+    checks = result.check.nodes if result.check is not None else {}
+    table = FittedTable(f"value {number_text(result.value, digits)}", [
+        *node_columns(arrays), value_column("value", "cyan", arrays),
+        value_column("gradient", "magenta", arrays), *check_columns(arrays)], plain)
+
+    def cells(row: dict[str, Any]) -> list[Text]:
+        grad = row["grad"]
+        return [*node_cells(row, arrays), value_cell(row["value"], "cyan", arrays, digits, full),
+                Text("—", style="dim") if grad is None
+                else value_cell(grad, "magenta", arrays, digits, full),
+                *check_cells(checks.get(row["id"]), arrays, digits)]
+
+    add_node_rows(table, result, cells)
+    return table
+
+
+def gradient_table(result: Result, plain: bool = False, digits: int | None = None,
+                   full: bool = False) -> FittedTable:
+    """One row per input variable: (shape,) value, gradient, its check and ✓/✗; past
+    ``MAX_TABLE_ROWS`` variables, a note says how many more there are."""
+    digits = checked_digits(digits)
+    arrays = result.program.arrays
+    table = FittedTable("gradients of the output", [
+        Column("variable", fold=True, head=True, style="bold"), *shape_columns(arrays),
+        value_column("value", "cyan", arrays), value_column("gradient", "magenta", arrays),
+        *check_columns(arrays), Column("ok")], plain)
+    checks = result.check.gradients if result.check is not None else {}
+    for name, gradient in itertools.islice(result.gradients.items(), MAX_TABLE_ROWS):
+        check = checks.get(name)
+        shape = [Text(shape_text(getattr(gradient, "shape", ())))] if arrays else []
+        table.add_row(Text(name), *shape,
+                      value_cell(result.point[name], "cyan", arrays, digits, full),
+                      value_cell(gradient, "magenta", arrays, digits, full),
+                      *check_cells(check, arrays, digits), check_mark(check))
+    if len(result.gradients) > MAX_TABLE_ROWS:
+        hidden = len(result.gradients) - MAX_TABLE_ROWS
+        table.add_note(Text(f"{plural(hidden, 'more variable')} (--json lists all)"))
+    return table

@@ -1,0 +1,230 @@
+"""Tables whose numbers are printed whole at any width (``FittedTable``).
+
+Every piece of user text goes in as ``Text`` (never as markup), so ``[bold]`` in a label prints as
+typed. A table too wide for the screen folds its label columns, and if that is not enough, shows
+one block of lines per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from gradcli.output.console import MIN_WIDTH
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
+MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
+
+
+class Column:
+    """A column of a ``FittedTable``.
+
+    A column that does not ``fold`` (numbers, ids, marks) is always as wide as its longest text.
+    A folding column (labels, expressions, messages) may be made narrower, and its texts then
+    continue on the next lines: down to its header's longest word, and with ``words`` never
+    narrower than the longest word of a cell either (a text with numbers in it). In the record
+    layout a ``head`` column starts each row's block; the others show as ``header text``, and a
+    column with ``in_records=False`` is left out there. (A plain class: a dataclass would cost
+    about 1 ms of every table's start-up, compiling its methods when this module loads.)
+    """
+
+    __slots__ = ("fold", "head", "header", "in_records", "justify", "style", "words")
+
+    def __init__(self, header: str, justify: JustifyMethod = "left", fold: bool = False,
+                 words: bool = False, head: bool = False, in_records: bool = True,
+                 style: str = "") -> None:
+        self.header = header
+        self.justify: JustifyMethod = justify
+        self.fold = fold
+        self.words = words
+        self.head = head
+        self.in_records = in_records
+        self.style = style
+
+    def __repr__(self) -> str:
+        return f"Column({self.header!r})"
+
+
+_NOTHING = ("", "—")  # cells the record layout leaves out (no input, no gradient, not checked)
+FOLD_FLOOR = 6  # the narrowest a folding column gets (its header or words may ask for more)
+RECORD_INDENT = 2  # the indent of a block's continuation lines in the record layout
+
+
+class FittedTable:
+    """A table whose numbers are printed whole at any width.
+
+    At render time the width decides the layout: every column at its natural width if that fits;
+    else the folding columns are narrowed (the widest first); and if even the narrowest table is
+    too wide, one block of lines per row (``#3 x*W + b  op add  value 7  gradient -2 ...``),
+    packed to the width, a field never split. A note row (``… 12 more nodes``) sits in the first
+    folding column, or is a line of its own in the record layout.
+    """
+
+    def __init__(self, title: str | None, columns: Sequence[Column], plain: bool = False) -> None:
+        self.title = title
+        self.columns = list(columns)
+        self.plain = plain
+        self.rows: list[tuple[list[Text], list[str] | None] | Text] = []
+
+    def add_row(self, *cells: Text, fields: Sequence[str] | None = None) -> None:
+        """One row; ``fields`` names the record-layout fields of the non-head columns (default:
+        their headers)."""
+        assert len(cells) == len(self.columns), "one cell per column"
+        self.rows.append((list(cells), None if fields is None else list(fields)))
+
+    def add_note(self, note: Text) -> None:
+        assert any(column.fold for column in self.columns), "a note needs a folding column"
+        self.rows.append(note)
+
+    # -- layout --
+
+    def widths(self, width: int) -> list[int] | None:
+        """Each column's text width for a table at most ``width`` wide, or None if none fits."""
+        count = len(self.columns)
+        space = width - 3 * count - 1  # one space of padding each side, count + 1 rules
+        natural = [_longest_line(column.header) for column in self.columns]
+        floors = [max(_longest_word(column.header), FOLD_FLOOR) for column in self.columns]
+        for row in self.rows:
+            if isinstance(row, Text):
+                at = self._note_column
+                natural[at] = max(natural[at], _longest_line(self._note_text(row).plain))
+                continue
+            for i, cell in enumerate(row[0]):
+                natural[i] = max(natural[i], _longest_line(cell.plain))
+                if self.columns[i].words:
+                    floors[i] = max(floors[i], _longest_word(cell.plain))
+        floors = [min(floor, size) if column.fold else size
+                  for floor, size, column in zip(floors, natural, self.columns, strict=True)]
+        if sum(floors) > space:
+            return None
+        if sum(natural) <= space:
+            return natural
+        low, high = 0, max(natural)  # the largest cap on folding columns that fits
+        while low < high:
+            cap = (low + high + 1) // 2
+            if sum(_capped(natural, floors, self.columns, cap)) <= space:
+                low = cap
+            else:
+                high = cap - 1
+        return _capped(natural, floors, self.columns, low)
+
+    @property
+    def _note_column(self) -> int:
+        return next(i for i, column in enumerate(self.columns) if column.fold)
+
+    def _note_text(self, note: Text) -> Text:
+        return Text.assemble(Text("… ", style="dim"), note) if self._note_column == 0 else note
+
+    def table(self, widths: Sequence[int]) -> Table:
+        table = Table(box=box.SIMPLE if self.plain else box.ROUNDED, header_style="bold")
+        for column, width in zip(self.columns, widths, strict=True):
+            table.add_column(column.header, justify=column.justify, style=column.style,
+                             width=width, no_wrap=not column.fold, overflow="fold")
+        for row in self.rows:
+            if isinstance(row, Text):
+                cells = [Text("") for _ in self.columns]
+                cells[0] = Text("…", style="dim")
+                cells[self._note_column] = self._note_text(row)
+                table.add_row(*cells)
+            else:
+                table.add_row(*row[0])
+        return table
+
+    def records(self, width: int) -> Iterator[Text]:
+        """One block per row: its head cells, then ``header text`` fields packed into lines."""
+        for row in self.rows:
+            if isinstance(row, Text):
+                yield Text.assemble(Text("… ", style="dim"), row)
+                continue
+            cells, fields = row
+            head = Text()
+            for cell, column in zip(cells, self.columns, strict=True):
+                if column.head and cell.plain:
+                    head.append(" " if head else "")
+                    head.append(_styled(cell, column.style))
+            named = [(column, _styled(cell, column.style))
+                     for column, cell in zip(self.columns, cells, strict=True)
+                     if not column.head and column.in_records]
+            names = fields if fields is not None else [column.header for column, _ in named]
+            yield _block(head, [(name, column, cell) for name, (column, cell)
+                                in zip(names, named, strict=True)
+                                if cell.plain not in _NOTHING], width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Any]:
+        width = options.max_width
+        if self.title is not None:
+            yield Text(self.title, style="bold")
+        widths = self.widths(width)
+        if widths is not None:
+            yield self.table(widths)
+        else:  # blank lines around the blocks, where a plain table has its empty rules
+            yield Text("")
+            yield from self.records(width)
+            yield Text("")
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(min(MIN_WIDTH, options.max_width), options.max_width)
+
+
+def _styled(cell: Text, style: str) -> Text:
+    """The cell with its column's style under its own, as the table would show it."""
+    styled = Text(style=style)
+    styled.append(cell)
+    return styled
+
+
+def _capped(natural: list[int], floors: list[int], columns: list[Column], cap: int) -> list[int]:
+    return [max(floor, min(width, cap)) if column.fold else width
+            for width, floor, column in zip(natural, floors, columns, strict=True)]
+
+
+def _longest_line(text: str) -> int:
+    return max((cell_len(line) for line in text.split("\n")), default=0)
+
+
+def _longest_word(text: str) -> int:
+    return max((cell_len(word) for word in text.split()), default=0)
+
+
+def _block(head: Text, fields: list[tuple[str, Column, Text]], width: int) -> Text:
+    """A row of the record layout: the head, then each ``name text`` field where it still fits
+    on the line, else on the next line, indented. A number field too long for a line of its own
+    puts its name and its number on two lines; a folding field (a message, an expression) too
+    long for one wraps as text, and the field after it starts the next line."""
+    block = head.copy()
+    used = cell_len(head.plain)  # the width of the block's last line
+    indent = " " * RECORD_INDENT
+    for name, column, cell in fields:
+        piece = Text.assemble(Text(f"{name} " if name else "", style="dim"), cell)
+        size = cell_len(piece.plain)
+        if used and used + 2 + size <= width:
+            block.append("  ")
+            block.append(piece)
+            used += 2 + size
+            continue
+        start = RECORD_INDENT if block.plain else 0
+        if block.plain:
+            block.append("\n" + indent)
+        if not column.fold and name and start + size > width:
+            block.append(Text(name, style="dim"))
+            start += RECORD_INDENT
+            block.append("\n" + " " * start)
+            piece, size = cell, cell_len(cell.plain)
+        block.append(piece)
+        used = start + size if start + size <= width else width  # wrapped: next on a new line
+    return block
+
+
+def titled_table(title: str, plain: bool) -> Table:
+    """A plain Rich table under a bold title (texts, not numbers: ``gradcli functions``)."""
+    return Table(title=title, title_justify="left", box=box.SIMPLE if plain else box.ROUNDED,
+                 header_style="bold", title_style="bold")

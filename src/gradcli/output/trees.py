@@ -1,0 +1,100 @@
+"""The graph as a Rich tree (``gradcli graph --format tree``).
+
+The walk is ``pictures.tree_outline`` (iterative; a node used again is referenced as
+``↺ label``); this only dresses its entries.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, ConsoleOptions
+from rich.text import Text
+
+from gradcli.engine.ops import CONST
+from gradcli.errors import plural, visible
+from gradcli.limits import MAX_DRAWN_NODES
+from gradcli.output.console import MAX_WIDTH
+from gradcli.output.values import checked_digits
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
+
+    from gradcli.output.pictures import GraphPicture, TreeEntry
+
+_KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "output": "bold green"}
+
+
+def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
+               max_depth: int = 30, digits: int | None = None) -> Tree:
+    """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges.
+
+    Below ``max_depth`` levels the guides would push the text off the screen, so deeper operands
+    are left out (and counted with the other elided nodes).
+    """
+    from rich.tree import Tree
+
+    from gradcli.output.pictures import tree_outline, unused_inputs
+
+    class WholeLines(Tree):
+        """Where lines do not wrap (a pipe), each node's line is printed whole: Rich would cut
+        a tree's lines at the width."""
+
+        def __rich_console__(self, console: Console, options: ConsoleOptions) -> Any:
+            if options.no_wrap:
+                wide = options.update_width(MAX_WIDTH)
+                width = super().__rich_measure__(console, wide).maximum
+                options = options.update_width(max(width, options.max_width))
+            return super().__rich_console__(console, options)
+
+    digits = checked_digits(digits)
+    entries, elided = tree_outline(picture, max_nodes, max_depth)
+    trees: list[Tree] = []
+    for entry in entries:
+        line = _entry_text(picture, entry, digits)
+        if entry.parent is None:
+            tree = WholeLines(line, guide_style="dim")
+        else:
+            tree = trees[entry.parent].add(line)
+        trees.append(tree)
+    root = trees[0]
+    if picture.note is not None:
+        root.add(Text(picture.note, style="yellow"))
+    unused = unused_inputs(picture)
+    if unused:
+        names = ", ".join(visible(picture.label(node)) for node in unused)
+        root.add(Text(f"inputs the output does not use (gradient 0): {names}", style="dim"))
+    if elided:
+        root.add(Text(f"… {plural(elided, 'more node')} not shown (raise --max-nodes, 0 for all; "
+                      f"the tree goes {max_depth} levels deep, --format dot draws every level)",
+                      style="dim"))
+    return root
+
+
+def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> Text:
+    node = entry.node
+    kind = picture.kind(node)
+    text = Text()
+    if entry.repeat:
+        text.append("↺ ", style="dim")
+        text.append(visible(picture.label(node)), style=_KIND_STYLES[kind])
+        text.append(f"  #{node.index}", style="dim")
+    else:
+        text.append(f"#{node.index} ", style="dim")
+        text.append(visible(picture.label(node)), style=_KIND_STYLES[kind])
+        if node.op is not CONST:
+            text.append(f"  {node.op.name}", style="dim")
+        if picture.program.arrays and picture.shape(node):
+            text.append(f"  shape {picture.shape(node)}", style="dim")
+        value = picture.value_of(node)
+        if value is not None and node.op is not CONST and not picture.taken(node):
+            text.append("  not taken", style="cyan")  # a branch not taken (a where's)
+        elif value is not None and node.op is not CONST:
+            text.append(f"  value {picture.number(value, digits)}", style="cyan")
+            if picture.evaluated and node.needs_grad:
+                text.append(f"  grad {picture.number(node.grad, digits)}", style="magenta")
+    if entry.flow is not None:
+        text.append(f"  ← {picture.number(entry.flow, digits)} along this edge", style="red")
+    if entry.cut:
+        text.append("  (operands deeper than this are not shown)", style="dim")
+    return text

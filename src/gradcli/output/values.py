@@ -1,0 +1,68 @@
+"""Numbers and arrays as tables and lines print them.
+
+A number is printed whole (``number_text``: its shortest round-trip text, or ``digits``
+significant digits when asked), never cut to fit. An array of up to ``SHOWN_ELEMENTS``
+elements is printed whole, as the language writes it (``[[1, 2], [3, 4]]``); a larger one as
+its first and last entries, minimum and maximum (``full`` prints every element). A number is an
+array of shape ``()`` to the tables, but is printed without loading NumPy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gradcli.engine.notation import format_number
+
+MAX_DIGITS = 17  # every float reads back from 17 significant digits; more would be noise
+SHOWN_ELEMENTS = 12  # larger arrays are summarised unless full
+_EDGE = 3  # entries shown at each end of a summarised array
+
+
+def number_text(value: float, digits: int | None = None) -> str:
+    """``value`` in full (its shortest text that reads back as the same float, ``2`` rather than
+    ``2.0``), or rounded to ``digits`` significant digits (``f"{value:.{digits}g}"``)."""
+    if digits is None or (type(value) is not float and getattr(value, "ndim", 0)):
+        return format_number(value)  # an array: as the language writes it (graph trees)
+    return f"{float(value):.{digits}g}"
+
+
+def checked_digits(digits: int | None) -> int | None:
+    """``digits`` if it is None or 1 to ``MAX_DIGITS``; a ValueError otherwise."""
+    if digits is not None and (isinstance(digits, bool) or not isinstance(digits, int)
+                               or not 1 <= digits <= MAX_DIGITS):
+        raise ValueError(f"digits must be 1 to {MAX_DIGITS} (or None for every digit), "
+                         f"not {digits!r}")
+    return digits
+
+
+def value_text(value: Any, digits: int | None = None, full: bool = False) -> str:
+    """A number (or a 0-d array) as ``number_text`` writes it, an array as nested brackets,
+    summarised past ``SHOWN_ELEMENTS`` unless ``full``; None (a branch not taken) as such."""
+    if value is None:
+        return "not taken"
+    if type(value) is float or not getattr(value, "ndim", 0):
+        return number_text(value, digits)
+    import numpy as np
+
+    array = np.asarray(value)
+    if full or array.size <= SHOWN_ELEMENTS:
+        return _nested(array.tolist(), digits)
+    flat = array.ravel()
+    ends = [number_text(v, digits) for v in flat[:_EDGE].tolist()]
+    ends += ["…"] + [number_text(v, digits) for v in flat[-_EDGE:].tolist()]
+    return (f"[{', '.join(ends)}] min {number_text(float(flat.min()), digits)}, max "
+            f"{number_text(float(flat.max()), digits)}")
+
+
+def _nested(items: Any, digits: int | None) -> str:
+    """Nested lists as ``[[1, 2], [3, 4]]`` (iterative: a list of rows at a time)."""
+    if not isinstance(items, list):
+        return number_text(items, digits)
+    if items and isinstance(items[0], list):
+        return "[" + ", ".join(_nested(row, digits) for row in items) + "]"
+    return "[" + ", ".join(number_text(v, digits) for v in items) + "]"
+
+
+def shape_text(shape: Any) -> str:
+    """``2x3``, or ``scalar`` for shape ``()``."""
+    return "x".join(str(n) for n in shape) if len(shape) else "scalar"

@@ -1,0 +1,151 @@
+"""What a check found, in words: the verdict under a table, and the check's cells in it.
+
+A check of a number and a check of an array read alike: an array's check counts its elements
+(``19 gradient elements of 9 nodes``), a number is one element. Every verdict starts with
+``✓ check passed:`` or ``✗ check failed:``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from gradcli.engine.notation import format_number
+from gradcli.errors import listed, plural
+from gradcli.output.tables import Column
+
+if TYPE_CHECKING:
+    from gradcli.gradcheck.point import CheckReport, GradientCheck
+
+NUMERIC_DIGITS = 10  # the finite-difference estimate's column, when --digits is not given
+POLE_GRADIENT = 1e12  # a gradient this large is a pole's, not a formula's mistake
+SKIPPED = "finite-difference check skipped (--no-check)"
+# How the verdict names each --check-method (central keeps the words it always had).
+METHOD_WORDS = {
+    "central": "finite differences",
+    "complex": "complex-step derivatives",
+    "richardson": "Richardson-extrapolated differences",
+}
+KINK_CAUSE = ("a point where the function is not differentiable (relu or abs at 0, min/max at a "
+              "tie) or jumps (floor or round at a whole number) fails this way too")
+
+
+def _likely_cause(failed: list[GradientCheck], boundaries: list[str] | None = None) -> str:
+    """What else makes a correct gradient fail: a condition that switched (``boundaries``), a
+    pole (a huge gradient no step can follow) or a kink; a wrong gradient is what the check
+    exists to catch, so these are only "may be"."""
+    if boundaries:
+        return (f"the condition {listed(boundaries)} switches within a finite-difference "
+                "step of this point: the pieces meet here and the difference mixes both, as at "
+                "relu's kink (the gradient is that of the piece the condition picks)")
+    largest = max(abs(check.analytic) for check in failed)
+    if largest >= POLE_GRADIENT:
+        return (f"a gradient of {largest:.1e} means the point is at or next to a "
+                "pole (tan at pi/2, 1/x at 0), where finite differences cannot converge")
+    return KINK_CAUSE
+
+
+def tolerances(check: Any) -> str:
+    return f"rtol {format_number(check.rtol)}, atol {format_number(check.atol)}"
+
+
+def check_verdict(ok: bool, agreement: str, disagreement: str) -> Text:
+    """``✓ check passed: …`` or ``✗ check failed: …``: every check's verdict looks alike."""
+    if ok:
+        return Text("✓ check passed: ", style="bold green").append(agreement)
+    return Text("✗ check failed: ", style="bold red").append(disagreement)
+
+
+def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"),
+            against: str | None = None, of: tuple[str, str] | None = None) -> Text:
+    """``✓ check passed: 5 gradients agree with ...`` or ``✗ check failed: 1 of 5 gradients
+    disagrees ...``; ``what`` is the thing checked, singular and plural, counted element by
+    element; ``of`` names what holds the elements where they are arrays' (``19 gradient
+    elements of 9 nodes``). A check that sampled the larger arrays says how many it left out."""
+    checks, failures = check.checks, check.failures
+    checked = sum(getattr(c, "checked", 1) for c in checks)
+    size = sum(getattr(c, "size", 1) for c in checks)
+    failed = sum(getattr(c, "failed", 1) for c in failures)
+    against = against or METHOD_WORDS[check.method]
+    things = plural(checked, *what) + ("" if of is None else f" of {plural(len(checks), *of)}")
+    text = check_verdict(
+        not failures,
+        f"{things} {'agrees' if checked == 1 else 'agree'} with {against} "
+        f"(max abs error {check.max_abs_error:.1e}; {tolerances(check)})",
+        f"{failed:,} of {things} {'disagrees' if failed == 1 else 'disagree'} with "
+        f"{against} ({tolerances(check)}); "
+        + (_likely_cause(failures, check.boundaries) if failures else ""))
+    if check.nodes_skipped and what[0].startswith("gradient"):  # the per-node gradient check
+        text.append("\nper-node check skipped: the graph is too large; input gradients checked",
+                    style="dim")
+    if check.unchecked:
+        text.append(f"\n{plural(len(check.unchecked), 'variable')} unchecked (not verified): the "
+                    f"check's budget ran out ({listed(check.unchecked)})", style="yellow")
+    if checked < size:
+        text.append(f"\nchecked {checked:,} of {size:,} {what[1]} (an evenly spread sample of "
+                    "the larger arrays)", style="yellow")
+    return text
+
+
+def gradient_verdict(check: CheckReport | None, arrays: bool = False) -> Text:
+    """The gradient check's verdict (element by element in an array program), or that it was
+    skipped."""
+    if check is None:
+        return Text(SKIPPED, style="dim")
+    if arrays:
+        return verdict(check, ("gradient element", "gradient elements"), of=("node", "nodes"))
+    return verdict(check)
+
+
+def hessian_verdict(check: CheckReport | None,
+                    what: tuple[str, str] = ("second derivative", "second derivatives"),
+                    of: tuple[str, str] | None = None) -> Text:
+    """The check of second derivatives (the Hessian's, or H·v's) against finite differences of
+    the gradient; when no gradient depends on a variable every entry is an exact 0 and nothing
+    was compared, which ``0 second derivatives agree`` would hide. ``of``: the blocks of an
+    array program's Hessian."""
+    if check is None:
+        return Text(SKIPPED, style="dim")
+    if not check.checks and not check.unchecked:
+        return Text("✓ nothing to check: no gradient depends on a variable, so every entry of "
+                    "the Hessian is exactly 0", style="green")
+    return verdict(check, what, "finite differences of the gradient", of)
+
+
+# --- the check's cells in a table -------------------------------------------------------------
+
+
+def check_columns(arrays: bool) -> list[Column]:
+    """A number's check: the finite-difference estimate and its error; an array's: its largest
+    error (at its element) and how many elements were checked."""
+    if arrays:
+        return [Column("max error", justify="right"), Column("checked", justify="right")]
+    return [Column("numeric", justify="right"), Column("error", justify="right")]
+
+
+def check_cells(check: GradientCheck | None, arrays: bool,
+                digits: int | None = None) -> list[Text]:
+    """The cells of ``check_columns``. The estimate is printed to 10 significant digits (or
+    ``digits``): about what central differences get right."""
+    if check is None:
+        return [Text("—", style="dim"), Text("—", style="dim")]
+    style = "green" if check.ok else "bold red"
+    if arrays:
+        size, checked = getattr(check, "size", 1), getattr(check, "checked", 1)
+        where = getattr(check, "where", ())
+        error = "n/a" if check.abs_error is None else f"{check.abs_error:.1e}"
+        at = f" at [{', '.join(map(str, where))}]" if where else ""
+        count = f"{checked:,}" if checked == size else f"{checked:,} of {size:,}"
+        return [Text(error + at, style=style), Text(count, style="dim")]
+    if check.numeric is None:
+        return [Text("n/a", style="bold red"), Text("no finite difference", style="bold red")]
+    return [Text(f"{check.numeric:.{digits or NUMERIC_DIGITS}g}"),
+            Text(f"{check.abs_error:.1e}", style=style)]
+
+
+def check_mark(check: Any) -> Text:
+    """``✓`` or ``✗``; ``—`` where nothing was checked."""
+    if check is None:
+        return Text("—", style="dim")
+    return Text("✓", style="green") if check.ok else Text("✗", style="bold red")
