@@ -15,13 +15,14 @@ from gradcli.cli.show import say_shadowed, show_error
 from gradcli.errors import ExitStatus, GradcliError, UsageError
 
 if TYPE_CHECKING:
+    from gradcli.engine.graph import Program
     from gradcli.gradcheck.derivative_check import Checked
     from gradcli.symbolic.derivatives import Derivatives
 
 
 @dataclass(frozen=True)
 class DiffRequest:
-    """What one ``gradcli diff`` asks for, checked and typed."""
+    """What one ``gradcli diff`` (or the session's ``:diff``) asks for, checked and typed."""
 
     program: ProgramText
     wrt: list[str] | None  # None: every variable without a value
@@ -34,35 +35,49 @@ class DiffRequest:
     given: Given  # how the values were written: for the error about an unused one
     shapes: dict[str, tuple[int, ...]] | None = None  # --shape: an array program's shapes
     check: bool = True  # compare what is printed with eval's engine first (--no-check: not)
-
+    session: bool = False  # the session's :diff: notes on stdout, none about --defaults
 
 
 def run_diff(request: DiffRequest) -> int:
     """Everything ``gradcli diff`` does after parsing its options; returns the exit status."""
     from gradcli.language.parser import parse
-    from gradcli.symbolic.derivatives import differentiate
 
     source = request.program.text
     try:
         program = parse(source, request.max_nodes, [*request.values, *(request.shapes or {})])
         request.given.check_used(program)
         say_shadowed(program, program.unbound(request.values))
-        if program.outputs and not _has_array_parts(request, program):
-            return _diff_outputs(request, program)  # f, g: the Jacobian's entries
-        if program.arrays or request.shapes or _has_arrays(request.values):
-            return _diff_arrays(request, program)
-        derivatives = differentiate(program, request.wrt, request.order, request.values,
-                                    request.use_defaults, request.max_nodes)
-        printed = derivatives.python() if request.fmt == "python" else None
-        texts = derivatives.texts("latex" if request.fmt == "latex" else "text")
-        checked = _check_scalar(request, program, derivatives, texts, printed)
+        return derive(request, program)
     except GradcliError as error:
         return show_error(error, request.as_json, source, request.program.file_name)
+
+
+def derive(request: DiffRequest, program: Program) -> int:
+    """The derivatives of a parsed ``program`` checked, then printed: the one path of
+    ``gradcli diff`` and the session's ``:diff``, for scalar and array programs alike.
+    Raises the GradcliError of a program it cannot differentiate (its caller shows it)."""
+    if program.outputs and not _has_array_parts(request, program):
+        return _diff_outputs(request, program)  # f, g: the Jacobian's entries
+    if program.arrays or request.shapes or _has_arrays(request.values):
+        return _diff_arrays(request, program)
+    return _diff_scalar(request, program)
+
+
+def _diff_scalar(request: DiffRequest, program: Program) -> int:
+    """A scalar program's derivatives: the values given (and with ``--defaults`` the
+    program's own) are substituted, the others stay symbols."""
+    from gradcli.symbolic.derivatives import differentiate
+
+    derivatives = differentiate(program, request.wrt, request.order, request.values,
+                                request.use_defaults, request.max_nodes)
+    printed = derivatives.python() if request.fmt == "python" else None
+    texts = derivatives.texts("latex" if request.fmt == "latex" else "text")
+    checked = _check_scalar(request, program, derivatives, texts, printed)
     if request.as_json:
         from gradcli.output.records import diff_record, dumps
 
-        record = diff_record(source, request.order, texts, printed, derivatives.values,
-                             derivatives.kept_defaults)
+        record = diff_record(request.program.text, request.order, texts, printed,
+                             derivatives.values, derivatives.kept_defaults)
         click.echo(dumps(_with_check(record, checked)))
         return ExitStatus.OK
     if printed is not None:
@@ -71,10 +86,10 @@ def run_diff(request: DiffRequest) -> int:
         from gradcli.output.views import derivative_view, make_console
 
         make_console().print(derivative_view(texts, latex=request.fmt == "latex"))
-    note = defaults_note(derivatives)
+    note = None if request.session else defaults_note(derivatives)
     if note is not None:
         click.echo(note, err=True)
-    _check_note(checked)
+    _check_note(request, checked)
     return ExitStatus.OK
 
 
@@ -102,9 +117,11 @@ def _with_check(record: dict[str, Any], checked: Checked | None) -> dict[str, An
     return {**record, "checked": None if checked is None else checked.record()}
 
 
-def _check_note(checked: Checked | None) -> None:
+def _check_note(request: DiffRequest, checked: Checked | None) -> None:
+    """The check's note: on stderr, beside what is printed; in a session, after it (a
+    session's output is its stdout, as a script's: docs/interactive.md)."""
     if checked is not None:
-        click.echo(f"note: {checked.note()}", err=True)
+        click.echo(f"note: {checked.note()}", err=not request.session)
 
 
 def _has_arrays(values: dict[str, Any]) -> bool:
@@ -163,7 +180,7 @@ def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
                                   "array" if kind == "gradient" else "blocks"))
     if source is not None and not request.as_json:
         click.echo(source, nl=False)
-        _check_note(checked)
+        _check_note(request, checked)
         return ExitStatus.OK
     if texts is None:
         texts = _array_texts(request, program, shapes, kind, given)
@@ -182,7 +199,7 @@ def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
     console = make_console()
     for label, row in (texts.items() if several else [(None, texts)]):
         console.print(derivative_view(row, latex=request.fmt == "latex", of=label))
-    _check_note(checked)
+    _check_note(request, checked)
     return ExitStatus.OK
 
 
@@ -246,7 +263,7 @@ def _diff_outputs(request: DiffRequest, program: Any) -> int:
     console = make_console()
     for label, texts in rows.items():
         console.print(derivative_view(texts, latex=request.fmt == "latex", of=label))
-    _check_note(checked)
+    _check_note(request, checked)
     return ExitStatus.OK
 
 
