@@ -12,7 +12,7 @@ import click
 from gradcli.cli.base import ProgramText
 from gradcli.cli.given import Given
 from gradcli.cli.show import say_shadowed, show_error
-from gradcli.errors import ExitStatus, GradcliError, UsageError
+from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
@@ -155,13 +155,13 @@ def _diff_arrays(request: DiffRequest, program: Any) -> int:
 def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
     """``gradcli diff "sum((W@x - t)**2)" --shape W=3x2 ...``: vectorized gradients, as
     expressions with no indices; the Jacobian of an array output or of several outputs;
-    ``--order 2`` the Hessian (docs/matrix-calculus.md). The values given are the point the
-    derivatives are built and checked at."""
+    ``--order 2`` the Hessian (docs/matrix-calculus.md). The values given (with ``--defaults``
+    the program's own too) are the point the derivatives are built and checked at."""
     from gradcli.symbolic.array_diff import program_shapes
     from gradcli.symbolic.array_jacobian import has_array_output
 
-    shapes = program_shapes(program, request.shapes or {}, request.values)
-    given = {name: value for name, value in request.values.items() if name in shapes}
+    given = array_point(request, program)
+    shapes = program_shapes(program, request.shapes or {}, given)
     several = has_array_output(program, shapes, given)
     if request.order > 2 or (several and request.order != 1):
         raise UsageError("the derivatives of an array program are printed at order 1 (the "
@@ -180,7 +180,7 @@ def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
                                   "array" if kind == "gradient" else "blocks"))
     if source is not None and not request.as_json:
         click.echo(source, nl=False)
-        _check_note(request, checked)
+        _array_notes(request, program, checked)
         return ExitStatus.OK
     if texts is None:
         texts = _array_texts(request, program, shapes, kind, given)
@@ -199,8 +199,58 @@ def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
     console = make_console()
     for label, row in (texts.items() if several else [(None, texts)]):
         console.print(derivative_view(row, latex=request.fmt == "latex", of=label))
-    _check_note(request, checked)
+    _array_notes(request, program, checked)
     return ExitStatus.OK
+
+
+def array_point(request: DiffRequest, program: Program) -> dict[str, Any]:
+    """The values an array program's derivatives are built and checked at: those given and,
+    with ``--defaults``, the program's own. A value fixes its variable's shape, as ``--shape``
+    does, so the two disagreeing is a UsageError naming both."""
+    from gradcli.engine import arrays
+
+    np = arrays.numpy()
+    own = program.defaults if request.use_defaults else {}
+    point = {name: value for name, value in {**own, **request.values}.items()
+             if name in program.variables}
+    for name, shape in (request.shapes or {}).items():
+        if name not in point:
+            continue
+        has = tuple(np.shape(np.asarray(point[name], dtype=float)))
+        if has != shape:
+            given = request.given.spelled.get(name) if name in request.values else None
+            what = f"the program's own {name}" if given is None else _short(given)
+            raise UsageError(f"--shape {name}={shape_text(shape)} and {what} (shape "
+                             f"{shape_text(has)}) disagree",
+                             hint=f"a value gives {name}'s shape: drop --shape {name}, or give "
+                                  "a value of that shape")
+    return point
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    """A shape as ``--shape`` reads it: ``3x2``, ``3``, ``scalar``."""
+    return "x".join(map(str, shape)) or "scalar"
+
+
+def _short(text: str, width: int = 40) -> str:
+    text = visible(text)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _array_notes(request: DiffRequest, program: Program, checked: Checked | None) -> None:
+    """The check's note, after what became of the program's own values (``W = [[1, 2]]``):
+    an array program's derivatives keep every variable a symbol, so ``--defaults`` makes the
+    program's values the point they are built and checked at."""
+    own = [name for name in program.defaults
+           if name in program.variables and name not in request.values]
+    if own and not request.session:
+        one = len(own) == 1
+        listed, stay = ", ".join(own), "stays a symbol" if one else "stay symbols"
+        click.echo(f"note: took the derivatives at the program's own {listed}, which {stay} "
+                   "in them" if request.use_defaults else
+                   f"note: the program's own {listed} {stay}; --defaults takes the derivatives "
+                   f"at {'its value' if one else 'their values'}", err=True)
+    _check_note(request, checked)
 
 
 def _array_texts(request: DiffRequest, program: Any, shapes: dict[str, tuple[int, ...]],
