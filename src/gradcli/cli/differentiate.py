@@ -232,9 +232,11 @@ def shape_text(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape)) or "scalar"
 
 
-def _short(text: str, width: int = 40) -> str:
+def _short(text: str, width: int = 60) -> str:
+    """A value as written, cut in the middle to ``width``: a long array literal or path keeps
+    its option and its file's name."""
     text = visible(text)
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[:width // 3] + "…" + text[-(width * 2 // 3):]
 
 
 def _array_notes(request: DiffRequest, program: Program, checked: Checked | None) -> None:
