@@ -75,7 +75,8 @@ written.
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"expression", "order", "derivatives", "values", "kept_defaults"}.')
 @click.option("--defaults", "use_defaults", is_flag=True,
-              help="Substitute the program's own values (x = 2) too.")
+              help="Substitute the program's own values (x = 2) too (an array program's: "
+                   "the point its derivatives are built and checked at).")
 @click.option("--max-nodes", type=click.IntRange(1, MAX_NODES_OPTION), default=MAX_NODES,
               show_default=True,
               help="Refuse a program, or derivatives, of more graph nodes (usage error).")

@@ -112,7 +112,8 @@ TOLERANCE = Tolerance()
               help="central differences, complex step (exact for analytic ops), or Richardson "
                    "extrapolation of central differences.")
 @click.option("--csv", "as_csv", is_flag=True,
-              help="Print one CSV row per point (variables, value, gradients, ok, error).")
+              help="Print one CSV row per point (variables, value, gradients, ok, error; an "
+                   "array's elements as columns, W[0,1]).")
 @click.option("--order", type=click.IntRange(1, 2), default=1, show_default=True,
               help="2 adds the Hessian, checked by finite differences of the gradient.")
 @click.option("--hessian", is_flag=True, help="Same as --order 2.")
