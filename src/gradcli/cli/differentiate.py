@@ -160,7 +160,7 @@ def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
     from gradcli.symbolic.array_diff import program_shapes
     from gradcli.symbolic.array_jacobian import has_array_output
 
-    given = array_point(request, program)
+    given = given_point(request, program)
     shapes = program_shapes(program, request.shapes or {}, given)
     several = has_array_output(program, shapes, given)
     if request.order > 2 or (several and request.order != 1):
@@ -203,7 +203,7 @@ def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
     return ExitStatus.OK
 
 
-def array_point(request: DiffRequest, program: Program) -> dict[str, Any]:
+def given_point(request: DiffRequest, program: Program) -> dict[str, Any]:
     """The values an array program's derivatives are built and checked at: those given and,
     with ``--defaults``, the program's own. A value fixes its variable's shape, as ``--shape``
     does, so the two disagreeing is a UsageError naming both."""
