@@ -371,17 +371,17 @@ def _point_csv(request: EvalRequest, program: Any) -> int:
     written by the same functions), one column per input element (``W[0,1]``, ``d/dW[0,1]``).
     Raises the UsageError of what a row cannot hold: an array output, several outputs."""
     import csv
+    from dataclasses import replace
 
     from gradcli.errors import NumericError
     from gradcli.gradcheck.evaluation import Result
+    from gradcli.gradcheck.jacobian_check import JacobianResult
     from gradcli.gradcheck.sweep import csv_rows
     from gradcli.output.sweep_views import point_sweep
 
     if request.cluster is not None:
         raise UsageError("--cluster runs batches and sweeps, and this is one point of an "
                          "array program", hint="drop --cluster: one point is evaluated here")
-    from dataclasses import replace
-
     values = as_point(request.values)
     try:
         result = evaluate(program, values, replace(request.settings, strict=True))
@@ -389,12 +389,13 @@ def _point_csv(request: EvalRequest, program: Any) -> int:
         point = {**program.defaults, **values}
         sweep = point_sweep(program, {name: point[name] for name in program.variables}, error=error)
     else:
-        if not isinstance(result, Result):
+        if isinstance(result, JacobianResult):
             what = ("has several outputs" if len(result.values) > 1 else
                     "has an array output")
             raise UsageError(f"--csv writes a row of one number and its gradients, and this "
                              f"program {what}: its Jacobian has no row form",
                              hint="--json writes its values and Jacobian")
+        assert isinstance(result, Result)  # strict: no free variables, so no FreeResult
         sweep = point_sweep(program, result.point, result)
     csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(sweep))
     return sweep.status

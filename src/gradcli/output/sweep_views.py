@@ -160,9 +160,11 @@ def point_sweep(program: Program, point: Mapping[str, Any], result: Result | Non
                                  np.array([np.inf if c.abs_error is None else c.abs_error]),
                                  np.array([c.tolerance]), np.array([c.ok]))
         for name, c in report.gradients.items()}
-    return Sweep(program, columns, np.array([float(result.value)]), gradients, np.array([False]),
-                 checks=checks, **({} if report is None else
-                                   {"rtol": report.rtol, "atol": report.atol}))
+    sweep = Sweep(program, columns, np.array([float(result.value)]), gradients,
+                  np.array([False]), checks=checks)
+    if report is not None:
+        sweep.rtol, sweep.atol = report.rtol, report.atol
+    return sweep
 
 
 def _elements(name: str, value: Any) -> Iterator[tuple[str, float]]:
