@@ -271,6 +271,43 @@ def test_a_piped_session_is_a_script():
     assert done.returncode == 3 and "Traceback" not in done.stderr
 
 
+def _diff_lines(*args: str) -> list[str]:
+    """What ``gradcli diff`` prints for the same program (the session's :diff takes its path)."""
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    done = CliRunner().invoke(cli, ["diff", *args])
+    assert done.exit_code == 0, done.output
+    return done.stdout.splitlines()
+
+
+def test_diff_in_the_session_handles_array_programs(terminal):
+    """Issue 29: :diff of an array program prints what gradcli diff prints for it, the
+    session's arrays giving the shapes (tests/test_diff_given_arrays.py checks the
+    derivatives against closed forms)."""
+    term = terminal("repl", NO_COLOR="1")
+    term.enter("W = [[1, 2], [3, 4]]; x = [1, -1]")
+    term.enter("sum((W@x)**2)")
+    term.type("\x0c")
+    screen = term.enter(":diff")
+    assert "scalar programs" not in screen
+    for line in _diff_lines("sum((W@x)**2)", "--shape", "W=2x2", "--shape", "x=2"):
+        assert line in screen
+    assert "note: checked at" in screen
+    assert term.close() == 0
+
+
+def test_a_piped_session_differentiates_an_array_output():
+    script = "W = [[1, 2], [3, 4]]\nx = [1, -1]\nsoftmax(W@x)\n:diff x\n"
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=script,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    for line in _diff_lines("softmax(W@x)", "--wrt", "x", "--shape", "W=2x2", "--shape", "x=2"):
+        assert line in done.stdout
+    assert "note: checked at 3 points" in done.stdout
+
+
 def test_bare_gradcli_in_a_pipe_still_prints_the_help():
     done = subprocess.run([sys.executable, "-m", "gradcli"], input="", capture_output=True,
                           text=True, check=False)

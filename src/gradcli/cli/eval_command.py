@@ -112,7 +112,8 @@ TOLERANCE = Tolerance()
               help="central differences, complex step (exact for analytic ops), or Richardson "
                    "extrapolation of central differences.")
 @click.option("--csv", "as_csv", is_flag=True,
-              help="Print one CSV row per point (variables, value, gradients, ok, error).")
+              help="Print one CSV row per point (variables, value, gradients, ok, error; an "
+                   "array's elements as columns, W[0,1]).")
 @click.option("--order", type=click.IntRange(1, 2), default=1, show_default=True,
               help="2 adds the Hessian, checked by finite differences of the gradient.")
 @click.option("--hessian", is_flag=True, help="Same as --order 2.")
@@ -281,25 +282,30 @@ def _check_sweep(request: EvalRequest) -> None:
         raise UsageError("--csv writes a sweep's table, and a batch from stdin is not a sweep",
                          hint="drop --csv: a batch prints one line per program, or JSON Lines "
                               "with --json")
+    grid = is_sweep(request.values)  # else --csv of one point
     arrays = [name for name, value in request.values.items() if hasattr(value, "ndim")]
-    if arrays:
+    if arrays and grid:
         raise UsageError(f"a sweep varies scalar variables, and {arrays[0]} is an array: "
                          "sweeps of array programs are not supported",
-                         hint="evaluate one point at a time (a batch: gradcli eval - with one "
-                              "program per line)")
+                         hint="evaluate one point at a time (--csv of one point writes an "
+                              "array's elements as columns, W[0,1])")
     if request.program is None:
         raise UsageError("a sweep evaluates one program, not a batch from stdin",
                          hint='give the program: gradcli eval "x**2" --x -2:2:9')
+    what = "sweeps give" if grid else "--csv writes"
     if request.settings.order > 1 or request.settings.hvp:
-        raise UsageError("sweeps give values and gradients, not Hessians",
-                         hint="drop --hessian/--order/--hvp, or evaluate one point")
+        raise UsageError(f"{what} values and gradients, not Hessians",
+                         hint="drop --hessian/--order/--hvp, or "
+                              + ("evaluate one point" if grid else "--csv (--json has them)"))
     if request.settings.mode != "auto":
-        raise UsageError("a sweep evaluates a program with one scalar output at every point, "
-                         "and --mode chooses how a Jacobian is computed",
-                         hint="drop --mode")
+        raise UsageError(f"{'a sweep evaluates' if grid else '--csv writes'} a program with one "
+                         "scalar output at every point, and --mode chooses how a Jacobian is "
+                         "computed", hint="drop --mode")
     if request.settings.check_method != "central":
-        raise UsageError("sweeps are checked by central differences only",
-                         hint="drop --check-method, or evaluate single points")
+        raise UsageError(f"{'sweeps are' if grid else '--csv is'} checked by central "
+                         "differences only",
+                         hint="drop --check-method, or " + (
+                             "evaluate single points" if grid else "--csv"))
 
 
 def _shown_source(expr: str | None) -> str:
@@ -356,6 +362,49 @@ def _check_mode_used(mode: str, result: Any) -> None:
                               "output")
 
 
+def _has_arrays(program: Any, values: dict[str, Value]) -> bool:
+    """An array program (an array value, an array op, or several outputs) -- cheap checks
+    first: a scalar program's ``--csv`` (a sweep of one point) does no more work for it."""
+    if program.arrays or program.outputs:
+        return True
+    return any(hasattr(value, "ndim") for value in values.values())
+
+
+def _point_csv(request: EvalRequest, program: Any) -> int:
+    """``--csv`` of one point of an array program: the scalar sweep's CSV (the same columns,
+    written by the same functions), one column per input element (``W[0,1]``, ``d/dW[0,1]``).
+    Raises the UsageError of what a row cannot hold: an array output, several outputs."""
+    import csv
+    from dataclasses import replace
+
+    from gradcli.errors import NumericError
+    from gradcli.gradcheck.evaluation import Result
+    from gradcli.gradcheck.jacobian_check import JacobianResult
+    from gradcli.gradcheck.sweep import csv_rows
+    from gradcli.output.sweep_views import point_sweep
+
+    if request.cluster is not None:
+        raise UsageError("--cluster runs batches and sweeps, and this is one point of an "
+                         "array program", hint="drop --cluster: one point is evaluated here")
+    values = as_point(request.values)
+    try:
+        result = evaluate(program, values, replace(request.settings, strict=True))
+    except NumericError as error:
+        point = {**program.defaults, **values}
+        sweep = point_sweep(program, {name: point[name] for name in program.variables}, error=error)
+    else:
+        if isinstance(result, JacobianResult):
+            what = ("has several outputs" if len(result.values) > 1 else
+                    "has an array output")
+            raise UsageError(f"--csv writes a row of one number and its gradients, and this "
+                             f"program {what}: its Jacobian has no row form",
+                             hint="--json writes its values and Jacobian")
+        assert isinstance(result, Result)  # strict: no free variables, so no FreeResult
+        sweep = point_sweep(program, result.point, result)
+    csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(sweep))
+    return sweep.status
+
+
 def run_sweep(request: EvalRequest) -> int:
     """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV.
 
@@ -379,6 +428,8 @@ def run_sweep(request: EvalRequest) -> int:
         parsed = parse(program.text, settings.max_nodes, request.values)
         request.given.check_used(parsed)
         say_shadowed(parsed)
+        if not is_sweep(request.values) and _has_arrays(parsed, request.values):
+            return _point_csv(request, parsed)
         options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol)
         blocks = (stream_sweep(parsed, request.values, **options) if request.cluster is None
                   else sweep_on(request.cluster, program.text, settings.max_nodes, parsed,

@@ -241,8 +241,8 @@ class Session:
 
     def _graph(self, argument: str) -> int:
         from gradcli.limits import MAX_DRAWN_NODES
-        from gradcli.output.console import make_console
         from gradcli.output.pictures import prepare
+        from gradcli.output.console import make_console
         from gradcli.output.trees import graph_tree
 
         picture = prepare(self.parsed(self._last(argument)), {})
@@ -252,22 +252,21 @@ class Session:
         return ExitStatus.OK
 
     def _diff(self, argument: str) -> int:
-        """Derivatives as expressions in the session's names (its values stay symbols: the
-        numbers at the point are in the table the expression printed)."""
-        from gradcli.gradcheck.derivative_check import DiffCheck, check
-        from gradcli.output.console import make_console
-        from gradcli.output.views import derivative_view
-        from gradcli.symbolic.derivatives import differentiate
+        """Derivatives as expressions in the session's names, as ``gradcli diff`` prints them
+        for the session's program (the same path, cli/differentiate.py): its values stay
+        symbols (the numbers at the point are in the table the expression printed), and the
+        arrays it defines give their shapes."""
+        from gradcli.cli.base import ProgramText
+        from gradcli.cli.differentiate import DiffRequest, derive
+        from gradcli.cli.given import Given
+        from gradcli.limits import MAX_NODES
 
         names = [name.strip() for name in argument.split(",") if name.strip()] or None
-        program = self.parsed(self._last(""))
-        derivatives = differentiate(program, names, 1, {}, False)
-        texts = derivatives.texts("text")
-        checked = check(DiffCheck(program, {name: () for name in program.variables}, {},
-                                  "gradient", texts))  # as gradcli diff: checked, then printed
-        make_console().print(derivative_view(texts))
-        _say(f"note: {checked.note()}")
-        return ExitStatus.OK
+        expression = self._last("")
+        program = self.parsed(expression)
+        return derive(DiffRequest(ProgramText(self.source(expression)), names, 1, {}, "text",
+                                  as_json=False, use_defaults=False, max_nodes=MAX_NODES,
+                                  given=Given(), session=True), program)
 
     def _last(self, argument: str) -> str:
         """``:graph EXPR`` is about EXPR; ``:graph`` about the last expression."""

@@ -5,17 +5,22 @@ As in ``views.py``, user text goes in as ``Text`` (never markup), and nothing he
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from gradcli.engine.notation import format_number
-from gradcli.errors import ExitStatus, plural, visible
+from gradcli.errors import ExitStatus, GradcliError, plural, visible
 from gradcli.formulas.run import CheckOutcome, format_point
-from gradcli.gradcheck.sweep import Sweep
+from gradcli.gradcheck.sweep import GradientSweepCheck, Sweep
 from gradcli.output.tables import MAX_TABLE_ROWS, Column, FittedTable
 from gradcli.output.values import checked_digits, number_text
+
+if TYPE_CHECKING:
+    from gradcli.engine.graph import Program
+    from gradcli.gradcheck.evaluation import Result
 
 
 def sweep_view(sweep: Sweep, plain: bool = False, digits: int | None = None) -> RenderableType:
@@ -123,3 +128,47 @@ def _check_verdict(outcome: CheckOutcome) -> Text:
     if not outcome.ok:
         return Text("✗ failed" + extra, style="bold red")
     return Text("✓ passed" + extra, style="green")
+
+
+# --- CSV of one point of an array program ------------------------------------------------------
+
+def point_sweep(program: Program, point: Mapping[str, Any], result: Result | None = None,
+                error: GradcliError | None = None) -> Sweep:
+    """One point of an array program as a sweep of one point whose columns are the inputs'
+    elements (``W[0,1]``), so that its CSV is written by the scalar sweep's own ``csv_header``
+    and ``csv_body``: the same value, ``d/dW[0,1]``, ok and error columns. ``result`` is the
+    point evaluated, or None with the ``error`` that stopped it (a row of empty numbers)."""
+    from gradcli.engine import arrays
+
+    np = arrays.numpy()
+    columns = {label: np.array([number]) for name, value in point.items()
+               for label, number in _elements(name, value)}
+    if result is None:
+        return Sweep(program, columns, np.array([np.nan]), dict.fromkeys(columns, np.array(
+            [np.nan])), np.array([True]), {} if error is None else {0: error})
+    gradients = {label: np.array([number]) for name, value in result.gradients.items()
+                 for label, number in _elements(name, value)}
+    report = result.check
+    checks = None if report is None else {
+        name: GradientSweepCheck(np.array([np.nan if c.numeric is None else c.numeric]),
+                                 np.array([np.inf if c.abs_error is None else c.abs_error]),
+                                 np.array([c.tolerance]), np.array([c.ok]))
+        for name, c in report.gradients.items()}
+    sweep = Sweep(program, columns, np.array([float(result.value)]), gradients,
+                  np.array([False]), checks=checks)
+    if report is not None:
+        sweep.rtol, sweep.atol = report.rtol, report.atol
+    return sweep
+
+
+def _elements(name: str, value: Any) -> Iterator[tuple[str, float]]:
+    """``W`` of shape 2x2 as (``W[0,0]``, 1.0), (``W[0,1]``, 2.0)...; a number as itself."""
+    from gradcli.engine import arrays
+
+    np = arrays.numpy()
+    array = np.asarray(value, dtype=float)
+    if not array.ndim:
+        yield name, float(array)
+        return
+    for index in np.ndindex(array.shape):
+        yield f"{name}[{','.join(map(str, index))}]", float(array[index])
