@@ -241,8 +241,8 @@ class Session:
 
     def _graph(self, argument: str) -> int:
         from gradcli.limits import MAX_DRAWN_NODES
-        from gradcli.output.pictures import prepare
         from gradcli.output.console import make_console
+        from gradcli.output.pictures import prepare
         from gradcli.output.trees import graph_tree
 
         picture = prepare(self.parsed(self._last(argument)), {})
