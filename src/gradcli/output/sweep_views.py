@@ -12,7 +12,7 @@ from rich.text import Text
 
 from gradcli.engine.notation import format_number
 from gradcli.errors import ExitStatus, visible
-from gradcli.formulas.run import CheckOutcome, format_point
+from gradcli.formulas.outcomes import CheckOutcome, format_point
 from gradcli.gradcheck.sweep import Sweep
 from gradcli.output.views import (
     MAX_TABLE_ROWS,
