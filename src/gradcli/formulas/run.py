@@ -268,7 +268,7 @@ def _judge_points(spec: CheckSpec, tally: _Tally) -> None:
             result = evaluate(spec.program, point, settings)
             tally.judge(_point_findings(spec, result.point, result))
         except NumericError as error:
-            tally.first = tally.first or (_scalars(point), error.message)
+            tally.first = tally.first or (_scalars(point), error.one_line())
             tally.failed += 1
 
 
