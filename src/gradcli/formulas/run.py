@@ -85,7 +85,6 @@ def run_check(spec: CheckSpec) -> CheckOutcome:
         return CheckOutcome(spec, 0, [finding], 0, time.perf_counter() - started)
 
 
-
 def _run_check(spec: CheckSpec) -> CheckOutcome:
     started = time.perf_counter()
     tally = _Tally()
