@@ -32,7 +32,7 @@ class Finding:
     expected: float | None = None
     actual: float | None = None
     tolerance: float | None = None
-    message: str | None = None  # for numeric errors: the scalar path's exact message
+    message: str | None = None  # a numeric error or the check's own error, on one line
     status: ExitStatus = ExitStatus.OK
 
     @property
