@@ -120,8 +120,9 @@ def _check_file_around(expr: str, seed: int) -> str:
 def exercise_check_file(text: str) -> None:
     """TOML text -> checks -> outcomes (small sweeps only) -> JUnit XML and annotations."""
     from gradcli.formulas.files import CheckFileError, parse_check_file
+    from gradcli.formulas.outcomes import outcome_record
     from gradcli.formulas.reports import github_annotations, junit_xml
-    from gradcli.formulas.run import outcome_record, run_checks
+    from gradcli.formulas.run import run_checks
 
     specs, errors = [], []
     try:

@@ -379,7 +379,7 @@ def test_non_ascii_is_refused_with_the_ascii_to_write(text, column, hint):
 
 
 def test_no_operator_look_alike_is_accepted():
-    from gradcli.language.parser import _ASCII_FOR, _SUPERSCRIPTS
+    from gradcli.language.syntax_errors import _ASCII_FOR, _SUPERSCRIPTS
 
     for char in [*_ASCII_FOR, *_SUPERSCRIPTS]:
         with pytest.raises(ParseError, match="unexpected character"):

@@ -103,7 +103,7 @@ def _report(outcomes: list[Any], errors: list[Any], as_json: bool,
             late: list[Any] | None = None) -> int:
     """Print the errors and the checks' table, then the ``late`` errors (of writing the
     report), or one JSON document; returns the exit status."""
-    from gradcli.formulas.run import report_record, report_status
+    from gradcli.formulas.outcomes import report_record, report_status
 
     late = late or []
     if as_json:

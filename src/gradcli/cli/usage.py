@@ -31,7 +31,7 @@ class ShownError(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         if self.as_json and self.command == "check":
-            from gradcli.formulas.run import report_record
+            from gradcli.formulas.outcomes import report_record
             from gradcli.output.records import dumps
 
             click.echo(dumps(report_record([], [self.error])))

@@ -1,29 +1,25 @@
-"""Check files: TOML with ``[[check]]`` tables, loaded and validated into ``CheckSpec`` objects.
+"""Check files: TOML with ``[[check]]`` tables, loaded and validated into ``CheckSpec`` objects
+(formulas/checks.py).
 
 Every mistake -- TOML syntax, an unknown key, a wrong type, a check that asserts nothing, an
 expression that does not parse -- is a ``CheckFileError`` that names the file, the line and the
-key. ``tomllib`` reports no positions for keys, so ``KeyLines`` finds a key's line in the text:
-the n-th ``[[check]]`` header starts the n-th check's block, and a key is the first line of that
-block that assigns it (``key =``, ``key.sub =`` or a ``[check.key]`` sub-table).
-
-Loading takes time linear in the file: ``KeyLines`` reads the text once into an index (for every
-key, the lines that assign it), so finding a line is a binary search, never a scan; a file of
-32,000 checks loads in seconds. A UTF-8 byte order mark at the start is ignored.
+key (found by ``KeyLines``, formulas/key_lines.py). Loading takes time linear in the file. A
+UTF-8 byte order mark at the start is ignored.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 import os
 import re
 import sys
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine.graph import Program, output_labels
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
+from gradcli.formulas.checks import Axis, CheckSpec, Expected, Range
+from gradcli.formulas.key_lines import KeyLines
 from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
 from gradcli.language.values import Value, names_a_file, parse_value, range_ends
@@ -61,70 +57,6 @@ class CheckFileError(GradcliError):
         return where + ("" if self.key is None else f": {visible(self.key)}")
 
 
-@dataclass
-class Expected:
-    """An expected number, or an expression (evaluated at every point) and its parsed program."""
-
-    number: float | None = None
-    text: str | None = None
-    program: Program | None = None
-
-
-@dataclass(frozen=True)
-class Range:
-    """A sweep ``"START:STOP:COUNT"``, validated but kept as text until its check runs: eight
-    bytes of a check file can ask for a million values, and a run holds every check at once."""
-
-    variable: str
-    text: str
-    count: int
-
-    def __len__(self) -> int:
-        return self.count
-
-    def expand(self) -> tuple[float, ...]:
-        """The values, exactly as ``parse_value`` gives them."""
-        values = parse_value(self.variable, self.text)
-        return values if isinstance(values, tuple) else (values,)
-
-
-Axis = float | tuple[float, ...] | Range  # a variable's value in a check: one, a list, a range
-
-
-@dataclass
-class CheckSpec:
-    """One ``[[check]]`` table, validated."""
-
-    name: str
-    file: str
-    line: int  # the line of its ``[[check]]`` header
-    expr: str
-    program: Program
-    values: dict[str, Axis]  # ``at`` and ``sweep`` together: a grid over the swept ones
-    value: Expected | None = None
-    gradients: dict[str, Any] = field(default_factory=dict)  # a number, or an array
-    derivative: dict[str, Expected] = field(default_factory=dict)
-    # output -> input -> the Jacobian's block: an Expected (a number, or an expression), or an
-    # array (docs/matrix-calculus.md)
-    jacobian: dict[str, dict[str, Any]] = field(default_factory=dict)
-    finite: bool | None = None
-    rtol: float = DEFAULT_RTOL
-    atol: float = DEFAULT_ATOL
-    key_lines: dict[str, int] = field(default_factory=dict)  # "gradients.x" -> line
-
-    def line_of(self, key: str) -> int:
-        return self.key_lines.get(key, self.line)
-
-    @property
-    def points(self) -> int:
-        """Every combination of the swept values."""
-        return math.prod(len(v) if isinstance(v, (tuple, Range)) else 1
-                         for v in self.values.values())
-
-    @property
-    def arrays(self) -> bool:
-        """An array program, or array values: run a point at a time (formulas/array_run.py)."""
-        return self.program.arrays or any(hasattr(v, "ndim") for v in self.values.values())
 
 
 def load_check_files(paths: Iterable[str]) -> tuple[list[CheckSpec], list[CheckFileError]]:
@@ -421,78 +353,12 @@ class _CheckReader:
         return Expected(text=given, program=expected)
 
 
-class KeyLines:
-    """Finds the line of a key in a check file's text (1-based), simply: see the module doc.
-
-    The text is read once: for every key, the lines that assign it at the start of a line
-    (``key =``, ``key.sub =``, ``[check.key]``, ``[key]``) and the lines where it is assigned
-    anywhere (``{key = ...}``, ``.key =``), each list in order; a look-up is then a binary search
-    of one list, so a whole file's keys take linear time, whatever the number of checks or keys.
-    """
-
-    def __init__(self, text: str) -> None:
-        self.count = 0
-        self.headers: list[int] = []  # 0-based lines of the [[check]] headers
-        self.leading: dict[str, list[int]] = {}
-        self.inner: dict[str, list[int]] = {}
-        for number, line in enumerate(text.split("\n")):  # TOML ends lines with LF (or CR LF)
-            self.count += 1
-            if _HEADER.match(line):
-                self.headers.append(number)
-                continue
-            found = _LEADING.match(line)
-            if found:
-                key = _unquoted(found.group(1) or found.group(2) or found.group(3))
-                self.leading.setdefault(key, []).append(number)
-            for found in _INNER.finditer(line):
-                key = _unquoted(found.group(1))
-                lines = self.inner.setdefault(key, [])
-                if not lines or lines[-1] != number:
-                    lines.append(number)
-
-    def header(self, number: int) -> int:
-        return self.headers[number] + 1 if number < len(self.headers) else 1
-
-    def top(self, key: str) -> int | None:
-        end = self.headers[0] if self.headers else self.count
-        return _first(self.leading.get(key), 0, end)
-
-    def key(self, number: int, *path: str) -> int:
-        """The line of ``path`` (``("gradients", "x")``) in the ``number``-th check's block."""
-        start = self.headers[number] if number < len(self.headers) else 0
-        end = self.headers[number + 1] if number + 1 < len(self.headers) else self.count
-        found = _first(self.leading.get(path[0]), start, end) or self.header(number)
-        for part in path[1:]:
-            found = _first(self.inner.get(part), found - 1, end) or found
-        return found
-
-
-def _first(lines: list[int] | None, start: int, end: int) -> int | None:
-    """The first of ``lines`` (sorted, 0-based) in ``start`` ... ``end - 1``, 1-based."""
-    if not lines:
-        return None
-    at = bisect.bisect_left(lines, start)
-    return lines[at] + 1 if at < len(lines) and lines[at] < end else None
-
-
-_KEY = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""  # bare, "quoted" or 'literal'
-_HEADER = re.compile(r"\s*\[\[\s*check\s*\]\]")
-# ``key = ``, ``key.sub = ``, a ``[check.key]`` sub-table or a ``[key]`` table
-_LEADING = re.compile(rf"\s*(?:({_KEY})\s*[=.]|\[\s*check\s*\.\s*({_KEY})\s*\]|\[\s*({_KEY})\s*\])")
-# ``key =`` anywhere: at the start, or after ``{``, ``,``, a space or a dot
-_INNER = re.compile(rf"(?:^|(?<=[{{,\s.]))({_KEY})\s*=")
-
-
 def _empty_assertion(reader: _CheckReader, key: str) -> CheckFileError:
     """``gradients = {}``: a key that asserts, left empty, would let the check pass on nothing
     it names (and count as "asserts something")."""
     example = "{f = {x = 4}}" if key == "jacobian" else "{x = 4}"
     return reader.fail(key, "is empty, so it asserts nothing",
                        hint=f"give what to compare, e.g. {example}, or delete the key")
-
-
-def _unquoted(key: str) -> str:
-    return key[1:-1] if key[:1] in "\"'" and len(key) >= 2 else key
 
 
 def _range(variable: str, text: str) -> Value | Range:

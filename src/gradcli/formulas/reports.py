@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from gradcli.errors import ExitStatus
 from gradcli.formulas.files import CheckFileError
-from gradcli.formulas.run import CheckOutcome
+from gradcli.formulas.outcomes import CheckOutcome
 
 # What XML 1.0 does not allow: C0 controls but tab, LF and CR; lone surrogates; U+FFFE, U+FFFF.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

@@ -1,18 +1,23 @@
-"""Running checks: each ``CheckSpec`` is a vectorised sweep, then one ``Finding`` per assertion.
+"""Running checks, scalar and array alike: a check's points are judged a block at a time, and the
+findings of the blocks are combined (failures add up, the worst point is the worst of all
+blocks, the first numeric error is the first of all) into one ``Finding`` per assertion.
 
-A check's points are evaluated a block at a time (``check_blocks``: at most
-``CHECK_BLOCK_POINTS`` points and ``CHECK_BLOCK_CELLS`` points x nodes in a block), so the memory
-a check takes does not grow with its number of points; the findings of the blocks are combined
-(failures add up, the worst point is the worst of all blocks, the first numeric error is the
-first of all). Before anything runs, ``run_budget_error`` refuses a run whose estimated size
+A block is a vectorised sweep of up to ``block_points`` points (``check_blocks``: at most
+``CHECK_BLOCK_POINTS`` points and ``CHECK_BLOCK_CELLS`` points x nodes), so the memory a check
+takes does not grow with its number of points. A check with arrays in it (its expr, or a value
+of ``at``; ``CheckSpec.arrays``) is instead judged a point at a time by ``evaluate`` with its
+per-element finite-difference check, at most ``MAX_POINTWISE_CHECK_POINTS`` points: there
+``gradients`` may be arrays (or a number every element must equal), a ``derivative`` expression
+may evaluate to an array of the gradient's shape, and a program of several outputs asserts its
+``jacobian``. Before anything runs, ``run_budget_error`` refuses a run whose estimated size
 (``check_cells``) is past ``MAX_RUN_CELLS``.
 
-A finding covers every point of its check: how many points fail, and the worst one (largest
-error relative to its tolerance) with its coordinates, the expected and the actual number. Values,
-gradients and derivative identities pass when |actual - expected| <= atol + rtol * max(|actual|,
-|expected|) (``tolerance``); the finite-difference check of every gradient always runs with
-the check's rtol/atol. A point where a value or gradient is not finite is a numeric error (exit
-status 3) unless the check says ``finite = false``, which skips such points instead.
+Values, gradients and derivative identities pass when |actual - expected| <= atol + rtol *
+max(|actual|, |expected|) (``tolerance``), element by element; the finite-difference check of
+every gradient always runs with the check's rtol/atol, and its finding expects the difference
+and shows the gradient as the actual number. A point where a value or gradient is not finite is
+a numeric error (exit status 3) unless the check says ``finite = false``, which skips such
+points instead (unless every point has one).
 """
 
 from __future__ import annotations
@@ -21,18 +26,19 @@ import fnmatch
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, NamedTuple
 
-from gradcli.engine.notation import format_number
+from gradcli.engine import arrays
 from gradcli.engine.ops import numpy
 from gradcli.engine.vector import evaluate_vector
-from gradcli.errors import ExitStatus, GradcliError, UsageError, listed, plural, visible
-from gradcli.formulas.files import CheckSpec, Expected, Range
-from gradcli.gradcheck.evaluation import require_values
+from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError, listed, visible
+from gradcli.formulas.checks import CheckSpec, Expected, Range
+from gradcli.formulas.outcomes import CheckOutcome, Finding
+from gradcli.gradcheck.evaluation import EvalSettings, Result, evaluate, require_values
 from gradcli.gradcheck.steps import tolerance
 from gradcli.gradcheck.sweep import Sweep, evaluate_sweep
-from gradcli.language.values import validate_values
+from gradcli.language.values import grid, validate_values
 from gradcli.limits import (
     CHECK_BLOCK_CELLS,
     CHECK_BLOCK_OVERHEAD,
@@ -41,70 +47,7 @@ from gradcli.limits import (
     MAX_RUN_CELLS,
 )
 
-
-@dataclass
-class Finding:
-    """One assertion of one check over all its points."""
-
-    assertion: str  # "value", "gradient d/dx", "derivative d/dx", "finite differences d/dx", ...
-    key: str  # the key in the check file it comes from, e.g. "gradients.x"
-    line: int
-    points: int  # points it was checked at
-    failures: int  # points where it fails
-    worst_error: float | None = None  # |actual - expected| at the worst point
-    worst_point: dict[str, float] | None = None
-    expected: float | None = None
-    actual: float | None = None
-    tolerance: float | None = None
-    message: str | None = None  # for numeric errors: the scalar path's exact message
-    status: ExitStatus = ExitStatus.OK
-
-    @property
-    def ok(self) -> bool:
-        return self.status == ExitStatus.OK
-
-    def describe(self) -> str:
-        """One line: what failed, where, expected and actual numbers."""
-        if self.ok:
-            return f"{self.assertion}: ok at {plural(self.points, 'point')}"
-        where = "" if not self.worst_point else " at " + format_point(self.worst_point)
-        count = f" ({self.failures} of {self.points} points fail)" if self.points > 1 else ""
-        if self.message is not None:
-            return f"{self.assertion}{where}: {self.message}{count}"
-        return (f"{self.assertion}{where}: expected {_number(self.expected)}, got "
-                f"{_number(self.actual)} (error {_number(self.worst_error, '.3g')} > tolerance "
-                f"{_number(self.tolerance, '.3g')}){count}")
-
-
-@dataclass
-class CheckOutcome:
-    """A check's findings, how many points it covered, and how long it took."""
-
-    spec: CheckSpec
-    points: int
-    findings: list[Finding]
-    skipped: int  # points with numeric errors, skipped because of finite = false
-    seconds: float
-
-    @property
-    def status(self) -> ExitStatus:
-        return max((f.status for f in self.findings), default=ExitStatus.OK)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == ExitStatus.OK
-
-    @property
-    def failures(self) -> list[Finding]:
-        return [finding for finding in self.findings if not finding.ok]
-
-    @property
-    def worst(self) -> Finding | None:
-        """The first failing finding, or else the one with the largest error."""
-        if self.failures:
-            return self.failures[0]
-        measured = [f for f in self.findings if f.worst_error is not None]
-        return max(measured, key=lambda f: f.worst_error or 0.0, default=None)
+MAX_POINTWISE_CHECK_POINTS = 1_000  # each point is a whole evaluation with its per-element check
 
 
 def select(specs: Iterable[CheckSpec], pattern: str | None) -> list[CheckSpec]:
@@ -143,28 +86,299 @@ def run_check(spec: CheckSpec) -> CheckOutcome:
 
 
 def _run_check(spec: CheckSpec) -> CheckOutcome:
-    if spec.arrays:  # a point at a time, element by element
-        from gradcli.formulas.array_run import run_array_check
-
-        return run_array_check(spec, CheckOutcome, Finding)
     started = time.perf_counter()
-    numeric = _NumericTally()
-    judged: dict[str, tuple[Finding, float]] = {}  # by assertion, in the order first judged
-    size = 0
+    tally = _Tally()
+    if spec.arrays:
+        _judge_points(spec, tally)
+    else:
+        _judge_sweeps(spec, tally)
+    return tally.outcome(spec, time.perf_counter() - started)
+
+
+class _Tally:
+    """A check's verdicts over all its blocks: the points, those with a numeric error (how many,
+    the first one and its message), and each assertion's finding with its worst ratio."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.failed = 0
+        self.first: tuple[dict[str, float], str] | None = None
+        self.judged: dict[str, tuple[Finding, float]] = {}  # in the order first judged
+
+    def judge(self, found: Iterable[tuple[Finding, float]]) -> None:
+        for finding, ratio in found:
+            earlier = self.judged.get(finding.assertion)
+            self.judged[finding.assertion] = (finding, ratio) if earlier is None else \
+                _combined(earlier, (finding, ratio))
+
+    def outcome(self, spec: CheckSpec, seconds: float) -> CheckOutcome:
+        findings = self._numeric_findings(spec) + [finding for finding, _ in self.judged.values()]
+        skipped = self.failed if spec.finite is False else 0
+        return CheckOutcome(spec, self.size, findings, skipped, seconds)
+
+    def _numeric_findings(self, spec: CheckSpec) -> list[Finding]:
+        """``finite``: a failure (status 3) if any point has a numeric error, unless
+        finite = false (and some point has none)."""
+        everywhere = self.failed == self.size
+        if spec.finite is False and not everywhere:
+            return []
+        if self.first is None:
+            if spec.finite is not True:
+                return []
+            return [Finding("finite", "finite", spec.line_of("finite"), self.size, 0)]
+        key = "finite" if spec.finite is not None else "expr"
+        point, message = self.first
+        return [Finding("finite", key, spec.line_of(key), self.size, self.failed,
+                        worst_point=point, message=message, status=ExitStatus.NUMERIC)]
+
+
+def _combined(first: tuple[Finding, float], second: tuple[Finding, float]
+              ) -> tuple[Finding, float]:
+    """One assertion over two blocks: failures add up; the worst point is the worse one (the
+    earlier on a tie, as ``argmax`` picks within a block)."""
+    (a, a_ratio), (b, b_ratio) = first, second
+    worse, ratio = (b, b_ratio) if b_ratio > a_ratio else (a, a_ratio)
+    failures = a.failures + b.failures
+    return replace(worse, points=a.points + b.points, failures=failures,
+                   status=ExitStatus.CHECK_FAILED if failures else ExitStatus.OK), ratio
+
+
+class Comparison(NamedTuple):
+    """Actual and expected numbers (arrays: at every point of a sweep, or every element of an
+    array), and how they compare."""
+
+    actual: Any
+    expected: Any
+    error: Any
+    allowed: Any
+    ok: Any
+
+
+def _compared(spec: CheckSpec, actual: Any, expected: Any) -> Comparison:
+    np = numpy()
+    with np.errstate(invalid="ignore"):
+        error = np.abs(actual - expected)
+        allowed = tolerance(actual, expected, spec.rtol, spec.atol, 0.0, np.maximum)
+        return Comparison(actual, expected, error, allowed, error <= allowed)
+
+
+def _ratios(comparison: Comparison) -> Any:
+    """Error / tolerance of every number; a failure's is at least 1 and a nan error's inf, so
+    the largest ratio is the worst failure if there is one."""
+    np = numpy()
+    error, allowed, ok = comparison.error, comparison.allowed, comparison.ok
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(allowed > 0, error / allowed, np.where(error > 0, np.inf, 0.0))
+        ratio = np.where(ok, ratio, np.maximum(ratio, 1.0))  # nan errors compare as failures
+    return np.nan_to_num(ratio, nan=np.inf)
+
+
+def _judged(spec: CheckSpec, assertion: str, key: str, comparison: Comparison, at: Any,
+            points: int, failures: int, point: dict[str, float]) -> Finding:
+    """The finding of ``comparison`` whose worst number is at index ``at``."""
+    return Finding(
+        assertion, key, spec.line_of(key), points, failures,
+        worst_error=float(comparison.error[at]), worst_point=point,
+        expected=float(comparison.expected[at]), actual=float(comparison.actual[at]),
+        tolerance=float(comparison.allowed[at]),
+        status=ExitStatus.CHECK_FAILED if failures else ExitStatus.OK)
+
+
+# --- a vectorised sweep a block of points at a time -------------------------------------------
+
+def _judge_sweeps(spec: CheckSpec, tally: _Tally) -> None:
     for columns in check_blocks(spec):
         sweep = evaluate_sweep(spec.program, columns, rtol=spec.rtol, atol=spec.atol,
-                               explain_limit=0 if numeric.first is not None else 1)
-        size += sweep.size
-        numeric.add(sweep)
+                               explain_limit=0 if tally.first is not None else 1)
+        tally.size += sweep.size
+        failed = numpy().flatnonzero(sweep.failed)
+        if failed.size:
+            if tally.first is None:
+                first = int(failed[0])
+                tally.first = (sweep.point(first), sweep.error_message(first))
+            tally.failed += int(failed.size)
         usable = ~sweep.failed
         if usable.any():
-            for finding, ratio in _block_findings(spec, sweep, usable):
-                earlier = judged.get(finding.assertion)
-                judged[finding.assertion] = (finding, ratio) if earlier is None else \
-                    _combined(earlier, (finding, ratio))
-    findings = numeric.findings(spec, size) + [finding for finding, _ in judged.values()]
-    skipped = numeric.failed if spec.finite is False else 0
-    return CheckOutcome(spec, size, findings, skipped, time.perf_counter() - started)
+            tally.judge(_block_findings(spec, sweep, usable))
+
+
+def _block_findings(spec: CheckSpec, sweep: Sweep, usable: Any) -> list[tuple[Finding, float]]:
+    """Every assertion judged at the usable points of one block, with its worst ratio."""
+    np = numpy()
+    judged = []
+    if spec.value is not None:
+        judged.append(_sweep_finding(spec, sweep, usable, "value", "value", _compared(
+            spec, sweep.value, _expected_values(spec.value, sweep))))
+    for name, number in spec.gradients.items():
+        judged.append(_sweep_finding(spec, sweep, usable, f"gradient d/d{name}",
+                                     f"gradients.{name}", _compared(
+                                         spec, sweep.gradients[name],
+                                         np.full(sweep.size, number))))
+    for name, expected in spec.derivative.items():
+        judged.append(_sweep_finding(spec, sweep, usable, f"derivative d/d{name}",
+                                     f"derivative.{name}", _compared(
+                                         spec, sweep.gradients[name],
+                                         _expected_values(expected, sweep))))
+    return judged + [
+        _sweep_finding(spec, sweep, usable, f"finite differences d/d{name}", "expr",
+                       Comparison(sweep.gradients[name], check.numeric, check.abs_error,
+                                  check.tolerance, check.ok))
+        for name, check in (sweep.checks or {}).items()
+    ]
+
+
+def _sweep_finding(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, key: str,
+                   comparison: Comparison) -> tuple[Finding, float]:
+    """Counts failures among the usable points and picks the worst (largest error/tolerance);
+    returns the finding and that largest ratio."""
+    np = numpy()
+    rows = np.flatnonzero(usable)
+    ratios = _ratios(comparison)[rows]
+    at = int(np.argmax(ratios))
+    worst = int(rows[at])
+    failures = int((~comparison.ok[rows]).sum())
+    return _judged(spec, assertion, key, comparison, worst, int(rows.size), failures,
+                   sweep.point(worst)), float(ratios[at])
+
+
+def _expected_values(expected: Expected, sweep: Sweep) -> Any:
+    """An expected number at every point, or an expected expression evaluated at every point."""
+    np = numpy()
+    if expected.program is None:
+        return np.full(sweep.size, expected.number)
+    return evaluate_vector(expected.program, sweep.columns, gradients=False).output
+
+
+# --- a point at a time, element by element ----------------------------------------------------
+
+def _judge_points(spec: CheckSpec, tally: _Tally) -> None:
+    if spec.points > MAX_POINTWISE_CHECK_POINTS:
+        raise UsageError(f"check {spec.name!r} has {spec.points:,} points; a check of an array "
+                         f"program may have at most {MAX_POINTWISE_CHECK_POINTS:,}",
+                         hint="sweep fewer values")
+    values = {name: value.expand() if isinstance(value, Range) else value
+              for name, value in spec.values.items() if name in spec.program.variables}
+    names, points = grid(values)
+    settings = EvalSettings(rtol=spec.rtol, atol=spec.atol)
+    for combination in points:
+        point = dict(zip(names, combination, strict=True))
+        tally.size += 1
+        try:  # a UsageError (shapes that do not fit) is the check's error: run_check
+            result = evaluate(spec.program, point, settings)
+            tally.judge(_point_findings(spec, result.point, result))
+        except NumericError as error:
+            tally.first = tally.first or (_scalars(point), error.one_line())
+            tally.failed += 1
+
+
+def _point_findings(spec: CheckSpec, point: dict[str, Any], result: Any
+                    ) -> list[tuple[Finding, float]]:
+    """Every assertion judged at one point, element by element."""
+    if not isinstance(result, Result):  # several outputs or an array output: a Jacobian
+        return _jacobian_findings(spec, point, result)
+    judged = []
+    if spec.value is not None:
+        judged.append(_compare_elements(spec, point, "value", "value", None,
+                                        _expected(spec.value, point), result.value))
+    for name, expected in spec.gradients.items():
+        judged.append(_compare_elements(spec, point, f"gradient d/d{name}", f"gradients.{name}",
+                                        name, expected, result.gradients[name]))
+    for name, expected in spec.derivative.items():
+        judged.append(_compare_elements(spec, point, f"derivative d/d{name}",
+                                        f"derivative.{name}", name, _expected(expected, point),
+                                        result.gradients[name]))
+    for name, check in (result.check.gradients.items() if result.check else ()):
+        numeric = check.numeric if check.numeric is not None else math.nan
+        judged.append(_element_finding(
+            spec, point, f"finite differences d/d{name}", "expr",
+            _single(check.analytic, numeric, check.tolerance, check.ok),
+            name, getattr(check, "where", ())))
+    return judged
+
+
+def _jacobian_findings(spec: CheckSpec, point: dict[str, Any], result: Any
+                       ) -> list[tuple[Finding, float]]:
+    """The Jacobian's check (every block), ``value`` (the last output) and ``jacobian``."""
+    if spec.gradients or spec.derivative:
+        raise UsageError(f"check {spec.name!r}: gradients and derivative are of one scalar "
+                         "output; this expr has several outputs or an array output",
+                         hint="assert its Jacobian: jacobian = {f = {x = ...}}")
+    judged = []
+    if spec.value is not None:
+        judged.append(_compare_elements(spec, point, "value", "value", None,
+                                        _expected(spec.value, point), result.value))
+    for label, row in spec.jacobian.items():
+        for name, expected in row.items():
+            if isinstance(expected, Expected):
+                expected = _expected(expected, point)
+            judged.append(_compare_elements(spec, point, f"jacobian {_d(label, name)}",
+                                            f"jacobian.{label}", None, expected,
+                                            result.jacobian[label][name]))
+    for label, row in (result.check.blocks.items() if result.check else ()):
+        for name, entry in row.items():
+            allowed = tolerance(entry.analytic, entry.numeric, spec.rtol, spec.atol)
+            judged.append(_element_finding(
+                spec, point, f"finite differences {_d(label, name)}", "expr",
+                _single(entry.analytic, entry.numeric, allowed, not entry.failed)))
+    return judged
+
+
+def _single(actual: float, expected: float, allowed: float, ok: bool) -> Comparison:
+    """A finite-difference check's verdict on its worst element, as a comparison of shape ()."""
+    np = numpy()
+    return Comparison(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float),
+                      np.asarray(abs(actual - expected), dtype=float),
+                      np.asarray(allowed, dtype=float), np.asarray(ok))
+
+
+def _compare_elements(spec: CheckSpec, point: dict[str, Any], assertion: str, key: str,
+                      name: str | None, expected: Any, actual: Any) -> tuple[Finding, float]:
+    """``actual`` against ``expected`` (of its shape, or one number for every element); the
+    worst element of a gradient is named as ``name``'s element."""
+    np = numpy()
+    expected, actual = np.asarray(expected, dtype=float), np.asarray(actual, dtype=float)
+    if expected.shape != actual.shape and expected.ndim:
+        raise UsageError(f"check {spec.name!r}: {key} has shape "
+                         f"{arrays.shape_text(expected.shape)}, the gradient "
+                         f"{arrays.shape_text(actual.shape)}", hint="give it the same shape")
+    comparison = _compared(spec, actual, np.broadcast_to(expected, actual.shape))
+    ratios = _ratios(comparison)
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratios)), actual.shape))
+    return _element_finding(spec, point, assertion, key, comparison, name, worst, ratios)
+
+
+def _element_finding(spec: CheckSpec, point: dict[str, Any], assertion: str, key: str,
+                     comparison: Comparison, name: str | None = None,
+                     where: tuple[int, ...] = (), ratios: Any = None) -> tuple[Finding, float]:
+    """The finding at one point: it fails if any element does; its worst element is at
+    ``where`` of the comparison (or of ``name``'s value, for a check's worst element)."""
+    at = where if comparison.error.ndim else ()
+    ratio = float((_ratios(comparison) if ratios is None else ratios)[at])
+    failures = int(not comparison.ok.all())
+    named = _scalars(point)
+    if where and name is not None:
+        named[f"{name}[{', '.join(map(str, where))}]"] = float(numpy().asarray(point[name])[where])
+    return _judged(spec, assertion, key, comparison, at, 1, failures, named), ratio
+
+
+def _d(label: str, name: str) -> str:
+    """``df/dx``, ``d(W@x)/dx``: a Jacobian block's name."""
+    return f"d{label}/d{name}" if label.isidentifier() else f"d({label})/d{name}"
+
+
+def _scalars(point: dict[str, Any]) -> dict[str, float]:
+    """The point's scalar variables (arrays are named by their worst element instead)."""
+    return {name: float(value) for name, value in point.items() if not hasattr(value, "ndim")}
+
+
+def _expected(expected: Expected, point: dict[str, Any]) -> Any:
+    """An expected number, or the value of an expected expression at ``point`` (any shape), on
+    the array path without gradients."""
+    if expected.program is None:
+        return expected.number
+    program = expected.program
+    arrays.bind(program, {name: point[name] for name in program.variables if name in point})
+    return arrays.forward(program.nodes)
 
 
 def block_points(spec: CheckSpec) -> int:
@@ -242,176 +456,3 @@ def run_budget_error(specs: Sequence[CheckSpec], limit: int = MAX_RUN_CELLS) -> 
              f"{spec.name!r}, {largest:,})")
 
 
-class _NumericTally:
-    """The points where a value or gradient is not finite, over all blocks."""
-
-    def __init__(self) -> None:
-        self.failed = 0
-        self.first: tuple[dict[str, float], str] | None = None  # its point and message
-
-    def add(self, sweep: Sweep) -> None:
-        failed = numpy().flatnonzero(sweep.failed)
-        if failed.size and self.first is None:
-            index = int(failed[0])
-            self.first = (sweep.point(index), sweep.error_message(index))
-        self.failed += int(failed.size)
-
-    def findings(self, spec: CheckSpec, size: int) -> list[Finding]:
-        """``finite``: a failure (status 3) if any point has a numeric error, unless
-        finite = false (and some point has none)."""
-        everywhere = self.failed == size
-        if spec.finite is False and not everywhere:
-            return []
-        if self.first is None:
-            if spec.finite is not True:
-                return []
-            return [Finding("finite", "finite", spec.line_of("finite"), size, 0)]
-        key = "finite" if spec.finite is not None else "expr"
-        point, message = self.first
-        return [Finding("finite", key, spec.line_of(key), size, self.failed, worst_point=point,
-                        message=message, status=ExitStatus.NUMERIC)]
-
-
-def _block_findings(spec: CheckSpec, sweep: Sweep, usable: Any) -> list[tuple[Finding, float]]:
-    """Every assertion judged at the usable points of one block, with its worst ratio."""
-    np = numpy()
-    judged = []
-    if spec.value is not None:
-        judged.append(_compare(spec, sweep, usable, "value", "value", sweep.value,
-                               _expected_values(spec.value, sweep)))
-    for name, number in spec.gradients.items():
-        judged.append(_compare(spec, sweep, usable, f"gradient d/d{name}", f"gradients.{name}",
-                               sweep.gradients[name], np.full(sweep.size, number)))
-    for name, expected in spec.derivative.items():
-        judged.append(_compare(spec, sweep, usable, f"derivative d/d{name}",
-                               f"derivative.{name}", sweep.gradients[name],
-                               _expected_values(expected, sweep)))
-    return judged + _difference_findings(spec, sweep, usable)
-
-
-def _combined(first: tuple[Finding, float], second: tuple[Finding, float]
-              ) -> tuple[Finding, float]:
-    """One assertion over two blocks: failures add up; the worst point is the worse one (the
-    earlier on a tie, as ``argmax`` picks within a block)."""
-    (a, a_ratio), (b, b_ratio) = first, second
-    worse, ratio = (b, b_ratio) if b_ratio > a_ratio else (a, a_ratio)
-    failures = a.failures + b.failures
-    return replace(worse, points=a.points + b.points, failures=failures,
-                   status=ExitStatus.CHECK_FAILED if failures else ExitStatus.OK), ratio
-
-
-def _difference_findings(spec: CheckSpec, sweep: Sweep, usable: Any
-                         ) -> list[tuple[Finding, float]]:
-    """The finite-difference check of every input gradient, always run."""
-    assert sweep.checks is not None
-    return [
-        _finding(spec, sweep, usable, f"finite differences d/d{name}", "expr",
-                 Comparison(sweep.gradients[name], check.numeric, check.abs_error,
-                            check.tolerance, check.ok))
-        for name, check in sweep.checks.items()
-    ]
-
-
-def _compare(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, key: str,
-             actual: Any, expected: Any) -> tuple[Finding, float]:
-    np = numpy()
-    with np.errstate(invalid="ignore"):
-        error = np.abs(actual - expected)
-        allowed = tolerance(actual, expected, spec.rtol, spec.atol, 0.0, np.maximum)
-        ok = error <= allowed
-    return _finding(spec, sweep, usable, assertion, key,
-                    Comparison(actual, expected, error, allowed, ok))
-
-
-class Comparison(NamedTuple):
-    """Actual and expected numbers at every point of a sweep, and how they compare (arrays)."""
-
-    actual: Any
-    expected: Any
-    error: Any
-    allowed: Any
-    ok: Any
-
-
-def _finding(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, key: str,
-             comparison: Comparison) -> tuple[Finding, float]:
-    """Counts failures among the usable points and picks the worst (largest error/tolerance);
-    returns the finding and that largest ratio."""
-    np = numpy()
-    actual, expected, error, allowed, ok = comparison
-    rows = np.flatnonzero(usable)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(allowed > 0, error / allowed, np.where(error > 0, np.inf, 0.0))
-        ratio = np.where(ok, ratio, np.maximum(ratio, 1.0))  # nan errors compare as failures
-    ratios = np.nan_to_num(ratio[rows], nan=np.inf)
-    at = int(np.argmax(ratios))
-    worst = int(rows[at])
-    failures = int((~ok[rows]).sum())
-    return Finding(
-        assertion, key, spec.line_of(key), int(rows.size), failures,
-        worst_error=float(error[worst]), worst_point=sweep.point(worst),
-        expected=float(expected[worst]), actual=float(actual[worst]),
-        tolerance=float(allowed[worst]),
-        status=ExitStatus.CHECK_FAILED if failures else ExitStatus.OK,
-    ), float(ratios[at])
-
-
-def _expected_values(expected: Expected, sweep: Sweep) -> Any:
-    """An expected number at every point, or an expected expression evaluated at every point."""
-    np = numpy()
-    if expected.program is None:
-        return np.full(sweep.size, expected.number)
-    return evaluate_vector(expected.program, sweep.columns, gradients=False).output
-
-
-def outcome_record(outcome: CheckOutcome) -> dict[str, Any]:
-    """A check's outcome as a JSON-ready dict (numbers that are not finite become null)."""
-    spec = outcome.spec
-    return {
-        "name": spec.name, "file": spec.file, "line": spec.line, "expr": spec.expr,
-        "points": outcome.points, "ok": outcome.ok, "status": int(outcome.status),
-        "skipped": outcome.skipped, "seconds": outcome.seconds,
-        "findings": [
-            {"assertion": f.assertion, "key": f.key, "line": f.line, "points": f.points,
-             "failures": f.failures, "ok": f.ok, "worst_error": _finite(f.worst_error),
-             "worst_point": f.worst_point, "expected": _finite(f.expected),
-             "actual": _finite(f.actual), "tolerance": _finite(f.tolerance),
-             "message": f.message}
-            for f in outcome.findings
-        ],
-    }
-
-
-def report_status(outcomes: Sequence[CheckOutcome],
-                  errors: Sequence[GradcliError] = ()) -> ExitStatus:
-    """The run's exit status: the worst check's, and at least 2 if a file or the usage is bad
-    (no check runs then) or the JUnit report could not be written (3 stays 3)."""
-    worst = max((outcome.status for outcome in outcomes), default=ExitStatus.OK)
-    return max(worst, ExitStatus.USAGE) if errors else worst
-
-
-def report_record(outcomes: Sequence[CheckOutcome],
-                  errors: Sequence[GradcliError] = ()) -> dict[str, Any]:
-    """The whole run as one JSON-ready document, ``gradcli check --json``: ``ok``, ``status``,
-    ``checks`` and ``errors`` -- a bad check file (with its file, line and key) or a usage
-    error such as a ``-k`` that matches nothing (file, line and key null)."""
-    status = report_status(outcomes, errors)
-    return {"ok": status == ExitStatus.OK, "status": int(status),
-            "checks": [outcome_record(outcome) for outcome in outcomes],
-            "errors": [{"kind": error.kind, "file": getattr(error, "file", None),
-                        "line": error.line, "key": getattr(error, "key", None),
-                        "message": error.message, "hint": error.hint} for error in errors]}
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
-def format_point(point: dict[str, float]) -> str:
-    return ", ".join(f"{name} = {format_number(value)}" for name, value in point.items())
-
-
-def _number(value: float | None, spec: str = "") -> str:
-    if value is None:
-        return "n/a"
-    return format(value, spec) if spec else format_number(value)

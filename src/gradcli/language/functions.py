@@ -90,7 +90,7 @@ class Function:
 
 class Definitions:
     """The parser builder's part for definitions and calls of the program's own functions (a
-    mixin of ``parser._GraphBuilder``, whose state -- ``variables``, ``named``, ``functions``,
+    mixin of ``building.GraphBuilder``, whose state -- ``variables``, ``named``, ``functions``,
     ``parameters``, ``defining``, ``statement_start``, ``masked``, ``source`` -- it uses)."""
 
     variables: dict[str, Node]
@@ -104,8 +104,8 @@ class Definitions:
     masked: bool
     source: str
     made: int
-    made_node: Callable[..., Node]  # counts a node against the limit (parser._GraphBuilder)
-    first_use: dict  # where each variable is first read (parser._GraphBuilder)
+    made_node: Callable[..., Node]  # counts a node against the limit (building.GraphBuilder)
+    first_use: dict  # where each variable is first read (building.GraphBuilder)
 
     def call_defined(self, function: Function, token: Token, args: list[Node]) -> Node:
         """A call of the program's own function: its body inlined with ``args``."""

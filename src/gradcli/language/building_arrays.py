@@ -1,6 +1,6 @@
-"""The parser's array pieces: literals ``[1, 2]``, calls of array functions, subscripts ``x[1:3]``.
+"""The builder's reductions for arrays: literals ``[1, 2]``, array function calls, subscripts.
 
-Called by the parser's builder (language/parser.py) at each reduction, like its other callbacks;
+Called by the parser's builder (building.py) at each reduction, like its other callbacks;
 the ops are the rows of engine/array_ops.py. A literal of numbers is one constant node holding a
 NumPy array (so ``x = [1, 2, 3]`` is an input with a default, like ``x = 2``); a literal with
 expressions in it stacks their values (``[x, 2*y]``). Subscripts and the sizes of ``zeros(n)``,

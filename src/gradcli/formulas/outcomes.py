@@ -1,0 +1,136 @@
+"""What running checks finds: a ``Finding`` per assertion of a check (over all its points), a
+``CheckOutcome`` per check, and the whole run as a JSON-ready record (``gradcli check --json``).
+
+A finding covers every point of its check: how many points fail, and the worst one (largest
+error relative to its tolerance) with its coordinates -- an array's worst element named as
+``W[1, 0]`` beside the scalar variables -- the expected and the actual number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gradcli.engine.notation import format_number
+from gradcli.errors import ExitStatus, GradcliError, plural
+from gradcli.formulas.checks import CheckSpec
+
+
+@dataclass
+class Finding:
+    """One assertion of one check over all its points."""
+
+    assertion: str  # "value", "gradient d/dx", "derivative d/dx", "finite differences d/dx", ...
+    key: str  # the key in the check file it comes from, e.g. "gradients.x"
+    line: int
+    points: int  # points it was checked at
+    failures: int  # points where it fails
+    worst_error: float | None = None  # |actual - expected| at the worst point
+    worst_point: dict[str, float] | None = None
+    expected: float | None = None
+    actual: float | None = None
+    tolerance: float | None = None
+    message: str | None = None  # a numeric error or the check's own error, on one line
+    status: ExitStatus = ExitStatus.OK
+
+    @property
+    def ok(self) -> bool:
+        return self.status == ExitStatus.OK
+
+    def describe(self) -> str:
+        """One line: what failed, where, expected and actual numbers."""
+        if self.ok:
+            return f"{self.assertion}: ok at {plural(self.points, 'point')}"
+        where = "" if not self.worst_point else " at " + format_point(self.worst_point)
+        count = f" ({self.failures} of {self.points} points fail)" if self.points > 1 else ""
+        if self.message is not None:
+            return f"{self.assertion}{where}: {self.message}{count}"
+        return (f"{self.assertion}{where}: expected {_number(self.expected)}, got "
+                f"{_number(self.actual)} (error {_number(self.worst_error, '.3g')} > tolerance "
+                f"{_number(self.tolerance, '.3g')}){count}")
+
+
+@dataclass
+class CheckOutcome:
+    """A check's findings, how many points it covered, and how long it took."""
+
+    spec: CheckSpec
+    points: int
+    findings: list[Finding]
+    skipped: int  # points with numeric errors, skipped because of finite = false
+    seconds: float
+
+    @property
+    def status(self) -> ExitStatus:
+        return max((f.status for f in self.findings), default=ExitStatus.OK)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == ExitStatus.OK
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [finding for finding in self.findings if not finding.ok]
+
+    @property
+    def worst(self) -> Finding | None:
+        """The first failing finding, or else the one with the largest error."""
+        if self.failures:
+            return self.failures[0]
+        measured = [f for f in self.findings if f.worst_error is not None]
+        return max(measured, key=lambda f: f.worst_error or 0.0, default=None)
+
+
+def outcome_record(outcome: CheckOutcome) -> dict[str, Any]:
+    """A check's outcome as a JSON-ready dict (numbers that are not finite become null)."""
+    spec = outcome.spec
+    return {
+        "name": spec.name, "file": spec.file, "line": spec.line, "expr": spec.expr,
+        "points": outcome.points, "ok": outcome.ok, "status": int(outcome.status),
+        "skipped": outcome.skipped, "seconds": outcome.seconds,
+        "findings": [
+            {"assertion": f.assertion, "key": f.key, "line": f.line, "points": f.points,
+             "failures": f.failures, "ok": f.ok, "worst_error": _finite(f.worst_error),
+             "worst_point": f.worst_point, "expected": _finite(f.expected),
+             "actual": _finite(f.actual), "tolerance": _finite(f.tolerance),
+             "message": f.message}
+            for f in outcome.findings
+        ],
+    }
+
+
+def report_status(outcomes: Sequence[CheckOutcome],
+                  errors: Sequence[GradcliError] = ()) -> ExitStatus:
+    """The run's exit status: the worst check's, and at least 2 if a file or the usage is bad
+    (no check runs then) or the JUnit report could not be written (3 stays 3)."""
+    worst = max((outcome.status for outcome in outcomes), default=ExitStatus.OK)
+    return max(worst, ExitStatus.USAGE) if errors else worst
+
+
+def report_record(outcomes: Sequence[CheckOutcome],
+                  errors: Sequence[GradcliError] = ()) -> dict[str, Any]:
+    """The whole run as one JSON-ready document, ``gradcli check --json``: ``ok``, ``status``,
+    ``checks`` and ``errors`` -- a bad check file (with its file, line and key) or a usage
+    error such as a ``-k`` that matches nothing (file, line and key null)."""
+    status = report_status(outcomes, errors)
+    return {"ok": status == ExitStatus.OK, "status": int(status),
+            "checks": [outcome_record(outcome) for outcome in outcomes],
+            "errors": [{"kind": error.kind, "file": getattr(error, "file", None),
+                        "line": error.line, "key": getattr(error, "key", None),
+                        "message": error.message, "hint": error.hint} for error in errors]}
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def format_point(point: dict[str, float]) -> str:
+    return ", ".join(f"{name} = {format_number(value)}" for name, value in point.items())
+
+
+def _number(value: float | None, spec: str = "") -> str:
+    if value is None:
+        return "n/a"
+    return format(value, spec) if spec else format_number(value)

@@ -1,0 +1,308 @@
+"""The parser's builder: one callback per grammar alias, called by the LALR parser at every
+reduction (language/parser.py), each returning the graph node for that piece of text -- numbers,
+names, calls, operators, statements (function definitions: language/functions.py; arrays:
+language/building_arrays.py, imported only when a program has one). It keeps what a program
+declares as it goes: its variables, named values, defaults, notes, the limit on nodes.
+"""
+
+from __future__ import annotations
+
+from gradcli.engine.graph import Node
+from gradcli.engine.ops import (
+    CONDITIONAL,
+    CONST,
+    CONSTANTS,
+    FUNCTIONS,
+    OPS,
+    is_function_name,
+)
+from gradcli.errors import GradcliNameError, Note, ParseError, UsageError
+from gradcli.language.functions import Definitions, Function, Head, defined_later
+from gradcli.language.lalr import Token
+from gradcli.language.syntax_errors import (
+    LOOKALIKES,
+    NumberOutputError,
+    error_at,
+    function_hint,
+    function_signature,
+    language_signature,
+)
+from gradcli.limits import MAX_NODES
+
+_COMPARISON_OPS = {"<": OPS["lt"], "<=": OPS["le"], ">": OPS["gt"], ">=": OPS["ge"],
+                   "==": OPS["eq"], "!=": OPS["ne"]}
+
+
+class GraphBuilder(Definitions):
+    """Parser callbacks: one per grammar alias, each returning the node for that piece of text."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self, max_nodes: int = MAX_NODES) -> None:
+        self.max_nodes = max_nodes
+        self.made = 0  # nodes built so far, against ``max_nodes``
+        self.variables: dict[str, Node] = {}  # input variables, in order of first appearance
+        self.named: dict[str, Node] = {}  # names given by statements: intermediates and inputs
+        self.assigned: dict[str, Token] = {}  # intermediates' names, where they are assigned
+        self.read: set[str] = set()  # the names some expression reads
+        self.defaults: dict[str, float] = {}  # values that statements give input variables
+        self.notes: list[Note] = []  # variables named like a constant or function: PI, beta
+        self.shadowing: frozenset[str] = frozenset()  # constants given values: variables here
+        self.constants_read: set[str] = set()  # the constants some expression reads
+        self.language_calls: dict[str, Token] = {}  # the language's functions called, first
+        self.first_use: dict[str, Token] = {}  # where each name is first read or assigned
+        self.both_ways = False  # a name may be called and read (a printed derivative, read back)
+        self.arrays = False  # an array literal or array op was built (docs/arrays.md)
+        self.functions: dict[str, Function] = {}  # the program's own, in order of definition
+        self.called: set[str] = set()  # the functions some statement calls
+        self.parameters: dict[str, str] = {}  # every parameter name -> its function's name
+        self.defining: Head | None = None  # the definition whose body is being read
+        self.statement_start = 0  # len(variables) when the current statement began
+        self.masked = False  # a where(...) was built: the program needs masking (graph.py)
+        self.source = ""
+
+    def made_node(self, node: Node, token: Token | None = None) -> Node:
+        """Count a new node; past the limit, stop parsing at once with a usage error."""
+        self.made += 1
+        if self.made > self.max_nodes:
+            where = {} if token is None else {"line": token.line, "column": token.column}
+            raise UsageError(f"the program has more than {self.max_nodes:,} nodes",
+                             hint="raise the limit with --max-nodes N", **where)
+        return node
+
+    # --- leaves ---------------------------------------------------------------------------
+
+    def number(self, children: list[Token]) -> Node:
+        token = children[0]
+        node = self.made_node(Node.constant(float(token)), token)
+        if node.value == float("inf"):
+            raise error_at(ParseError, token, f"the number {token} is too large for a float")
+        return node
+
+    def name(self, children: list[Token]) -> Node:
+        """A name not followed by ``(``: a statement's name, a constant, or a variable -- also
+        when a function has that name (``beta*x``): only a call calls (docs/language.md)."""
+        token = children[0]
+        name = str(token)
+        if name in self.named:
+            self.read.add(name)
+            return self.named[name]
+        if name in CONSTANTS and name not in self.shadowing:
+            self.constants_read.add(name)
+            return self.made_node(Node(CONST, (), CONSTANTS[name], name), token)
+        if name not in self.variables:
+            if name in self.functions:
+                raise error_at(GradcliNameError, token,
+                                f"{name} is a function: call it as {self._signature(name)}",
+                                hint=f"{name} is the program's function; a name is a function "
+                                     f"or a variable, not both: for a variable pick another "
+                                     f"name, e.g. {name}_")
+            if name in self.language_calls and not self.both_ways:
+                raise self.both_ways_error(name, self.language_calls[name], token)
+            self.variables[name] = self.made_node(Node.variable(name), token)
+            self.first_use[name] = token
+            note = self._note(name, token)
+            if note is not None:
+                self.notes.append(note)
+        return self.variables[name]
+
+    def _note(self, name: str, token: Token) -> Note | None:
+        """The note for a variable that may stand for something else (``errors.Note``)."""
+        where = {"line": token.line, "column": token.column}
+        if name in CONSTANTS:
+            return Note(name, name, "constant", reading="shadow", **where)
+        if is_function_name(name):
+            return Note(name, language_signature(name), "function", reading="function",
+                        **where)
+        lookalike = LOOKALIKES.get(name.lower())
+        return None if lookalike is None else Note(name, *lookalike, **where)
+
+    def both_ways_error(self, name: str, call: Token, use: Token) -> GradcliNameError:
+        """``beta(a, b) + beta``: one name both called and used as a variable, the one error
+        this rule leaves (which one was meant is a guess); both places are marked."""
+        first, second = sorted((call, use), key=lambda token: token.pos_in_stream)
+        error = error_at(GradcliNameError, second,
+                          f"{name} is both called as a function (line {call.line}, column "
+                          f"{call.column}) and used as a variable (line {use.line}, column "
+                          f"{use.column})",
+                          hint=f"a name is a function or a variable, not both: rename the "
+                               f"variable, e.g. {name}_")
+        if first.line == second.line:
+            error.marks = (first.column,)
+        return error
+
+    # --- operators and functions ----------------------------------------------------------
+
+    def neg(self, children: list[Node]) -> Node:
+        (operand,) = children
+        if operand.op is CONST and operand.name is None:  # a signed number stays one number
+            return Node.constant(-operand.value)
+        return self.made_node(Node(OPS["neg"], (operand,)))
+
+    def pos(self, children: list[Node]) -> Node:
+        return children[0]
+
+    def call(self, children: list) -> Node:
+        token, args = children[0], children[1:]
+        name = str(token)
+        if is_function_name(name) and name not in self.functions and not self.both_ways:
+            variable = self.first_use.get(name)
+            if variable is not None or name in self.named:
+                raise self.both_ways_error(name, token, variable or token)
+            known = self.language_calls.get(name)  # an inner call is reduced first
+            if known is None or token.pos_in_stream < known.pos_in_stream:
+                self.language_calls[name] = token
+        op = FUNCTIONS.get(name)
+        if op is None or len(args) != op.arity:  # sum(x), max(x): an array function?
+            from gradcli.language import building_arrays  # scalar programs never load it
+
+            if building_arrays.is_array_function(str(token)):
+                return self.made_node(building_arrays.array_call(self, token, args), token)
+        if op is None:
+            name = str(token)
+            if name in self.functions:
+                return self.call_defined(self.functions[name], token, args)
+            if self.defining is not None and name == str(self.defining.token):
+                raise error_at(GradcliNameError, token, f"{name} calls itself",
+                                hint="a function cannot be recursive: each call is written out "
+                                     "in place, so it would never end")
+            later = defined_later(self.source, name, token.pos_in_stream)
+            if later is not None:
+                where = (f"{self.defining.token} calls {name}" if self.defining is not None
+                         else f"{name} is called")
+                raise error_at(GradcliNameError, token,
+                                f"{where} before its definition (line {later})",
+                                hint="define a function before its first use (so no function "
+                                     "can call itself, even through others)")
+            if name in self.variables or name in self.named:
+                hint = f"{name} is a variable: did you mean {name}*(...)?"
+            elif name in CONSTANTS:
+                hint = f"{name} is a constant: did you mean {name}*(...)?"
+            else:
+                hint = function_hint(name)
+            raise error_at(GradcliNameError, token, f"unknown function {name}", hint=hint)
+        if len(args) != op.arity:
+            plural = "s" if op.arity > 1 else ""
+            hint = f"write it as {function_signature(op.name)}"
+            if op.name == "log" and len(args) == 2:
+                hint += ", the natural logarithm; in base b: log(x)/log(b), log2(x), log10(x)"
+            raise error_at(GradcliNameError, token,
+                            f"{op.name} takes {op.arity} argument{plural}, not {len(args)}",
+                            hint=hint)
+        if op is CONDITIONAL:
+            self.masked = True
+        return self.made_node(Node(op, tuple(args)), token)
+
+    def conditional(self, children: list[Node]) -> Node:
+        """``a if c else b``, the same node as ``where(c, a, b)``."""
+        a, c, b = children
+        self.masked = True
+        return self.made_node(Node(CONDITIONAL, (c, a, b)))
+
+    def compare(self, children: list) -> Node:
+        """``a < b`` and the other comparisons: one grammar rule, the op by the operator."""
+        left, operator, right = children
+        return self.made_node(Node(_COMPARISON_OPS[str(operator)], (left, right)))
+
+    def logical_not(self, children: list[Node]) -> Node:
+        return self.made_node(Node(OPS["logical_not"], (children[0],)))
+
+    # --- statements -----------------------------------------------------------------------
+
+    def assign(self, children: list) -> None:
+        token, value = children
+        name = str(token)
+        if name in self.functions:
+            raise error_at(GradcliNameError, token, f"{name} is a function of the program "
+                            "and cannot be assigned", hint="pick another name")
+        if name in self.language_calls and not self.both_ways:
+            raise self.both_ways_error(name, self.language_calls[name], token)
+        if name in self.constants_read:
+            raise error_at(GradcliNameError, token, f"{name} is used as the constant "
+                            f"{name} before this statement assigns it",
+                            hint=f"rename the variable (e.g. {name}_): a name means one thing "
+                                 "in a program")
+        self.first_use.setdefault(name, token)
+        if name in self.named:
+            raise error_at(GradcliNameError, token, f"{name} is assigned twice",
+                            hint="each name can be assigned once")
+        if name in self.variables:
+            raise error_at(GradcliNameError, token, f"{name} is used before it is assigned",
+                            hint=f"move the statement '{name} = ...' before the first use")
+        if name in CONSTANTS:  # e = 2 hides e: said on stderr
+            self.notes.append(Note(name, name, "constant", line=token.line, column=token.column,
+                                   reading="shadow"))
+        if value.op is CONST and value.name is None:
+            # `x = 2` declares an input variable with a default; the command line may move it.
+            self.variables[name] = self.named[name] = Node.variable(name, value.value)
+            self.defaults[name] = value.value
+        else:
+            if value.name is None:
+                value.name = name
+            self.named[name] = value
+            self.assigned[name] = token
+        self.statement_start = len(self.variables)
+
+    def _signature(self, name: str) -> str:
+        if name in self.functions:
+            return self.functions[name].signature
+        return language_signature(name)
+
+    def start(self, children: list) -> Node | list[Node]:
+        """The output; a list of the outputs when the program ends with ``f, g``."""
+        if len(children) > 1 and children[-2] is not None:  # statements give None
+            outputs = [child for child in children if child is not None]
+            for number, output in enumerate(outputs):
+                if output.op is CONST and output.name is None and type(output.value) is float:
+                    raise NumberOutputError(number)  # parse() says where: `1,5` is a slip
+            self.arrays = True  # several outputs are a Jacobian: the array path
+            return outputs
+        return children[-1]
+
+    # --- arrays: building_arrays.py builds the nodes (imported only when a program has them) --
+
+    def array(self, children: list[Node]) -> Node:
+        from gradcli.language import building_arrays
+
+        return self.made_node(building_arrays.array_literal(self, children))
+
+    def matmul(self, children: list[Node]) -> Node:
+        from gradcli.language import building_arrays
+
+        return self.made_node(building_arrays.array_op_node(self, "matmul", children))
+
+    def transpose(self, children: list[Node]) -> Node:
+        from gradcli.language import building_arrays
+
+        return self.made_node(building_arrays.array_op_node(self, "transpose", children))
+
+    def subscript(self, children: list) -> Node:
+        from gradcli.language import building_arrays
+
+        return self.made_node(building_arrays.subscript(self, children[0], children[1:]))
+
+    def slice_both(self, children: list[Node]) -> tuple:
+        return ("slice", children[0], children[1])
+
+    def slice_from(self, children: list[Node]) -> tuple:
+        return ("slice", children[0], None)
+
+    def slice_to(self, children: list[Node]) -> tuple:
+        return ("slice", None, children[0])
+
+    def slice_all(self, children: list[Node]) -> tuple:
+        return ("slice", None, None)
+
+
+def _binary_callback(op_name: str):
+    op = OPS[op_name]
+
+    def callback(self: GraphBuilder, children: list[Node]) -> Node:
+        return self.made_node(Node(op, (children[0], children[1])))
+
+    return callback
+
+
+for _name in ("add", "sub", "mul", "div", "mod", "pow", "logical_and", "logical_or"):
+    setattr(GraphBuilder, _name, _binary_callback(_name))

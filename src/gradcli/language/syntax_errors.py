@@ -1,0 +1,403 @@
+"""Friendly errors of the parser: every mistake gets a message that says what to write instead.
+
+A function used as a name (``exp + x``), a function gradcli spells otherwise (``ln``,
+``arctan``), a program that ends with a statement, a decimal comma, and non-ASCII look-alikes.
+The language is ASCII, and that stays so: the minus sign U+2212, the multiplication sign and dot
+operators, the division sign, superscript digits, fullwidth or Arabic-Indic digits and no-break
+spaces are refused, each with the exact ASCII to write (``write x**2 for x`` + superscript two)
+-- accepting them would make pasted text mean something its author may not have checked, and a
+CI tool should rather stop. A name that differs from a constant or a function only by case
+(``PI``, ``E``) stays a variable of its own, and is listed in ``Program.notes``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gradcli.engine.graph import Node
+from gradcli.engine.ops import (
+    ARRAY_FUNCTION_NAMES,
+    CONSTANTS,
+    FUNCTIONS,
+)
+from gradcli.errors import ParseError
+from gradcli.language.functions import Head
+from gradcli.language.lalr import (
+    Token,
+    UnexpectedCharacters,
+    UnexpectedInput,
+    UnexpectedToken,
+)
+
+_OPERAND_START = {"NUMBER", "NAME"}
+_PROGRAM_END = {"_SEP", "$END"}
+_NOT_CLOSED = "a '(' is not closed"
+
+# Names that differ from a constant or a function only by case: lower case -> (name, what).
+LOOKALIKES = {**{name.lower(): (name, "function") for name in FUNCTIONS},
+               **{name.lower(): (name, "constant") for name in CONSTANTS}}
+
+
+class NumberOutputError(Exception):
+    """An output of ``f, g`` is a plain number: ``1,5`` meant 1.5, or a slip (number ``number``
+    of the outputs)."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def number_output_error(source: str, number: int) -> ParseError:
+    """The comma next to the number output: a decimal comma's hint, or what a comma does."""
+    commas = _top_level_commas(source)
+    position = commas[max(number - 1, 0)]
+    line = source.count("\n", 0, position) + 1
+    start = source.rfind("\n", 0, position) + 1
+    text = source.split("\n")[line - 1]
+    before, after = source[start:position].rstrip(), source[position + 1:]
+    found, digits = _trailing_number(before), _take_digits(after)
+    if found and digits and before.endswith(found) and "." not in found:
+        hint = f"did you mean {found}.{digits}? gradcli writes decimals with a point"
+    else:
+        hint = ("a ',' separates a function's arguments, as in max(x, y), or the program's "
+                "outputs, as in f, g; a number is not an output")
+    return ParseError("unexpected ','", line=line, column=position - start + 1,
+                      source_line=text, hint=hint)
+
+
+def _top_level_commas(source: str) -> list[int]:
+    """Positions of the commas outside parentheses and brackets (comments skipped)."""
+    found, depth, comment = [], 0, False
+    for position, char in enumerate(source):
+        if comment:
+            comment = char != "\n"
+        elif char == "#":
+            comment = True
+        elif char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            found.append(position)
+    return found
+
+
+def syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) -> ParseError:
+    lines = source.split("\n")
+    line = max(error.line, 1) if isinstance(error.line, int) else len(lines)
+    column = error.column if isinstance(error.column, int) and error.column > 0 else 1
+    text = lines[line - 1] if line <= len(lines) else ""
+    hint = None
+    token = None
+    if isinstance(error, UnexpectedCharacters):
+        pos = error.pos_in_stream
+        char = source[pos] if pos < len(source) else ""
+        what = f"unexpected character {char!r}"
+        expected = set(error.allowed or ())
+        hint = _character_hint(source, pos)
+    else:
+        token = error.token if isinstance(error, UnexpectedToken) else None
+        expected = set(getattr(error, "expected", ()) or ())
+        if token is None or token.type == "$END":
+            what, column = "unexpected end of input", _end_column(text)
+            last = _last_statement(error, expected, named)
+            if last is not None:
+                while line > 1 and _end_column(text) == 1:  # back to the last line of code
+                    line -= 1
+                    text = lines[line - 1]
+                column = _end_column(text)
+                example = f"a last line {last}" if "\n" in source.strip() else f"'...; {last}'"
+                return ParseError(
+                    f"the program ends with the statement {last} = ..., not with an expression "
+                    "to evaluate", line=line, column=column, source_line=text,
+                    hint=f"add the expression to evaluate after the statements, e.g. {example}")
+        else:
+            what = f"unexpected {_describe_token(token)}"
+    depth, innermost = _open_parentheses(source, _offset(lines, line, column))
+    message = f"{what}; expected {_describe_expected(expected, depth)}"
+    if hint is None:
+        hint = _syntax_hint(text, column, depth, expected, token)
+    if innermost and innermost[0] < line and (hint is None or hint == _NOT_CLOSED):
+        open_line, open_column = innermost
+        hint = (f"the '(' at line {open_line}, column {open_column} is not closed (inside "
+                "parentheses a formula goes on over line breaks)")
+    return ParseError(message, line=line, column=column, hint=hint, source_line=text)
+
+
+def _last_statement(error: UnexpectedInput, expected: set[str],
+                    named: dict[str, Node]) -> str | None:
+    """The name the program's last statement assigns, when the program ends right after it."""
+    values = getattr(error, "values", None) or []
+    if "_SEP" not in expected or "$END" in expected:
+        return None
+    if len(values) >= 3 and isinstance(values[-3], Head) and isinstance(values[-1], Node):
+        return f"{values[-3].token}(...)"  # right after `f(a) = expr`
+    if (len(values) >= 3 and isinstance(values[-3], Token) and values[-3].type == "NAME"
+            and values[-2] is None and isinstance(values[-1], Node)):
+        return str(values[-3])  # right after `name = expr`
+    if named and not any(isinstance(value, (Node, Token)) for value in values):
+        return next(reversed(named))  # the stack holds statements and separators only
+    return None
+
+
+def _end_column(text: str) -> int:
+    """The column just after the code of a line (before a trailing comment)."""
+    return len(text.split("#", 1)[0].rstrip()) + 1
+
+
+def _offset(lines: list[str], line: int, column: int) -> int:
+    return sum(len(text) + 1 for text in lines[: line - 1]) + column - 1
+
+
+def _open_parentheses(source: str, end: int) -> tuple[int, tuple[int, int] | None]:
+    """How many '(' are still open at ``end`` (comments skipped), and the (line, column) of the
+    innermost one.
+
+    Only on the way to an error message, but a program may be megabytes: C-speed string
+    methods do the scanning, and Python only loops over the parentheses themselves.
+    """
+    import re  # only for this message
+
+    code = source[:end]
+    if "#" in code:  # blank comments out, keeping every position
+        code = re.sub(r"#[^\n]*", lambda comment: " " * len(comment.group()), code)
+    if code.count("(") == code.count(")"):
+        return 0, None
+    opened: list[int] = []
+    for paren in re.finditer(r"[()]", code):
+        if paren.group() == "(":
+            opened.append(paren.start())
+        elif opened:
+            opened.pop()
+    if not opened:
+        return 0, None
+    pos = opened[-1]
+    return len(opened), (code.count("\n", 0, pos) + 1, pos - code.rfind("\n", 0, pos))
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "NUMBER":
+        return f"number {token!s}"
+    if token.type == "NAME":
+        return f"name {token!s}"
+    if token.type == "_SEP":
+        return "';'" if str(token) == ";" else "end of line"
+    return f"{str(token)!r}"
+
+
+def _describe_expected(expected: set[str], depth: int) -> str:
+    if expected & _OPERAND_START:
+        return "a number, a name, a function call or '('"
+    if expected and expected <= _PROGRAM_END:
+        return "the end of the program"
+    closing = " or ')'" if depth > 0 else ""
+    return f"an operator (+ - * / **){closing}"
+
+
+def _syntax_hint(text: str, column: int, depth: int, expected: set[str],
+                 token: Token | None) -> str | None:
+    before, after = text[: column - 1].rstrip(), text[column - 1:]
+    if token is not None and token.type == "COMMA":
+        number, digits = _trailing_number(before), _take_digits(after[1:])
+        if number and digits and before.endswith(number) and "." not in number:
+            return f"did you mean {number}.{digits}? gradcli writes decimals with a point"
+        return "a ',' only separates a function's arguments, as in max(x, y)"
+    if expected and expected <= _PROGRAM_END:
+        return ("only the program's last part is an expression to evaluate: make the one "
+                "before a statement (name = ...) or remove it")
+    if token is not None and token.type == "_SEP" and str(token) == "\n" and depth == 0:
+        return ("the line ends the statement: to go on on the next line, end this one with "
+                "'\\' or put the formula in ( )")
+    if before and (before[-1].isalnum() or before[-1] in "_)]") and after[:1].isalnum():
+        left = before.split()[-1].split("(")[-1] if before.split() else before
+        right = "".join(c for c in _take_word(after))
+        if left in FUNCTIONS:
+            return f"did you mean {left}({right})? a function's argument goes in parentheses"
+        return f"did you mean {left}*{right}? gradcli needs * between factors"
+    if re.search(r"\bif\b", text) and not re.search(r"\belse\b", text):
+        return "a conditional is written a if c else b, with its else"
+    if token is not None and token.type == "COMPARE":
+        return "comparisons do not chain: write a < b and b < c"
+    if token is not None and token.type == "EQUAL":
+        return "'=' gives a name a value (x = 2) at the start of a statement; to compare, write =="
+    if depth > 0 and not after.split("#", 1)[0].strip():
+        return _NOT_CLOSED
+    if after.startswith(")") and depth <= 0:
+        return "this ')' has no matching '('"
+    if after[:1] and after[0] in "[{":
+        return "use ( ) for grouping"
+    return None
+
+
+def _take_word(text: str) -> str:
+    word = []
+    for char in text:
+        if not (char.isalnum() or char in "._"):
+            break
+        word.append(char)
+    return "".join(word)
+
+
+def _take_digits(text: str) -> str:
+    end = 0
+    while end < len(text) and text[end] in "0123456789":
+        end += 1
+    return text[:end]
+
+
+def _trailing_number(text: str) -> str:
+    """The ASCII number that ``text`` ends with (``1`` of ``x*1``), if it is one."""
+    start = len(text)
+    while start > 0 and text[start - 1] in "0123456789.":
+        start -= 1
+    number = text[start:]
+    if not number or (start > 0 and (text[start - 1].isalpha() or text[start - 1] == "_")):
+        return ""  # part of a name such as x1
+    return number
+
+
+# --- characters the language does not have -----------------------------------------------------
+
+# Look-alikes of the ASCII operators, as word processors, PDFs and math notation write them.
+_ASCII_FOR = {
+    **dict.fromkeys("\u2212\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d", "-"),
+    **dict.fromkeys("\u00d7\u00b7\u22c5\u2217\u2219\u2715\u2716\uff0a", "*"),
+    **dict.fromkeys("\u00f7\u2215\u2044\uff0f", "/"),
+    **dict.fromkeys("\uff0b\u2795", "+"),
+    "\uff08": "(", "\uff09": ")", "\uff1d": "=", "\uff0c": ",", "\uff1b": ";",
+    "\u3001": ",",
+}
+_SUPERSCRIPTS = dict(zip("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b\u207a",
+                         "0123456789-+", strict=True))
+
+
+def _character_hint(source: str, pos: int) -> str | None:
+    """What to write instead of the character at ``pos``, which the language does not have."""
+    import unicodedata  # only for this message
+
+    char = source[pos] if pos < len(source) else ""
+    if not char or (char.isascii() and char.isprintable() and char != "\\"):
+        return None
+    code = f"U+{ord(char):04X}"
+    described = f"{code} {unicodedata.name(char, '')}".rstrip()
+    if char == "\\":
+        if not source[pos + 1:].split("\n", 1)[0].strip(" \t\f\r"):
+            return ("a '\\' at the end of a line continues the statement on the next line, "
+                    "and there is none")
+        return "a '\\' continues a line only at its end: nothing may follow it on that line"
+    if char in _SUPERSCRIPTS:
+        end = pos
+        while end < len(source) and source[end] in _SUPERSCRIPTS:
+            end += 1
+        run = source[pos:end]
+        left = _take_word(source[:pos][::-1])[::-1]
+        power = "".join(_SUPERSCRIPTS[c] for c in run)
+        return f"write {left}**{power} for {left}{run}: gradcli's operators are ASCII"
+    if char in _ASCII_FOR:
+        ascii_char = _ASCII_FOR[char]
+        return (f"write {ascii_char} (U+{ord(ascii_char):04X}) for {char} ({described}): "
+                "gradcli's operators are ASCII")
+    if char == "\u03c0":
+        return "write pi for \u03c0: names are ASCII"
+    if char == "\u221a":
+        return "write sqrt(x) for \u221ax: names are ASCII"
+    if pos == 0 and char == "\ufeff":
+        return None  # unreachable: the parser drops a leading byte-order mark
+    category = unicodedata.category(char)
+    if category == "Zs":
+        return f"write a plain space for {described}"
+    if category in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs"):
+        return f"delete the invisible character {described}"
+    digit = unicodedata.decimal(char, None)
+    if digit is not None:
+        return f"write {digit} for {char} ({described}): gradcli's numbers are ASCII digits"
+    if char.isalpha() or category.startswith("M"):
+        spelled = _greek_name(described)
+        if spelled:
+            return f"write {spelled} for {char}: names are ASCII letters, digits and _"
+        return f"names are ASCII letters, digits and _; {char} is {described}"
+    return None
+
+
+def _greek_name(described: str) -> str | None:
+    """``alpha`` for ``U+03B1 GREEK SMALL LETTER ALPHA`` (a name to write instead)."""
+    for prefix in ("GREEK SMALL LETTER ", "GREEK CAPITAL LETTER "):
+        if prefix in described:
+            word = described.split(prefix, 1)[1]
+            if " " in word:
+                return None
+            word = "lambda" if word == "LAMDA" else word
+            return word.lower() if "SMALL" in prefix else word.capitalize()
+    return None
+
+
+def error_at(cls: type, token: Token, message: str, hint: str | None = None):
+    return cls(message, line=token.line, column=token.column, hint=hint)
+
+
+# Other libraries' names for gradcli's functions (the ones people type most are aliases in the op
+# table: ln, arcsin, ...), and formulas for functions gradcli lacks.
+_SPELLED_OTHERWISE = {
+    "power": "pow", "lg": "log10", "sgn": "sign", "signum": "sign", "expit": "sigmoid",
+    "maximum": "max", "minimum": "min", "fmax": "max", "fmin": "min", "tg": "tan",
+    "arsinh": "asinh", "arcosh": "acosh", "artanh": "atanh", "sqr": "square", "rint": "round",
+    "gammaln": "lgamma", "loggamma": "lgamma", "psi": "digamma", "hard_tanh": "hardtanh",
+}
+_FORMULAS = {  # name -> (its call, what to write for it)
+    "sec": ("sec(x)", "1/cos(x)"), "csc": ("csc(x)", "1/sin(x)"),
+    "cot": ("cot(x)", "1/tan(x)"), "sech": ("sech(x)", "1/cosh(x)"),
+    "csch": ("csch(x)", "1/sinh(x)"), "coth": ("coth(x)", "1/tanh(x)"),
+    # C's fmod keeps the sign of x; mod (NumPy's remainder, Python's %) that of y
+    "fmod": ("fmod(x, y)", "x - y*trunc(x/y) (the sign of x; mod(x, y) takes the sign of y)"),
+}
+
+
+def function_hint(name: str) -> str:
+    """How to write a call of a function gradcli does not have under that name."""
+    listed = "gradcli functions lists them all"
+    meant = _SPELLED_OTHERWISE.get(name)
+    if meant is not None:
+        return f"did you mean {meant}? gradcli's name for {name} is {meant}"
+    if name in _FORMULAS:
+        call, formula = _FORMULAS[name]
+        return f"gradcli has no {name}; write {formula} for {call}"
+    lower = LOOKALIKES.get(name.lower())
+    if lower is not None and lower[1] == "function":
+        return f"did you mean {lower[0]}? names are case-sensitive"
+    written = _operator_spelling(name)
+    if written is not None:
+        return f"{name} is an operator: write {written}"
+    import difflib  # only for this message
+
+    close = difflib.get_close_matches(name, [*FUNCTIONS, *ARRAY_FUNCTION_NAMES], n=1)
+    if close:
+        return f"did you mean {close[0]}? {listed}"
+    return f"{listed}; for a product write {name}*(...)"
+
+
+def function_signature(name: str) -> str:
+    return f"{name}({', '.join(FUNCTIONS[name].operands)})"
+
+
+def _operator_spelling(name: str) -> str | None:
+    """How an operator row that ``gradcli functions`` lists by name is written (``add``:
+    ``x + y``, ``matmul``: ``x @ y``), or None for a name that is no operator."""
+    from gradcli.engine import array_ops, ops  # only for this message
+
+    for row in (*ops.table_rows(), *array_ops.table_rows()):
+        if row["name"] == name and row["kind"] != "function" and "function" not in row["kind"]:
+            return " or ".join(row["written"])
+    return None
+
+
+def language_signature(name: str) -> str:
+    """How the language's function ``name`` is called: ``beta(a, b)``, ``mean(x)``, and both
+    forms of ``max``: ``max(x, y) or max(x)``."""
+    calls = [function_signature(name)] if name in FUNCTIONS else []
+    if name in ARRAY_FUNCTION_NAMES:
+        from gradcli.engine.array_ops import ARRAY_FUNCTIONS  # names only on this path
+
+        op = ARRAY_FUNCTIONS[name]
+        operands = ("n",) if op.constant_args else ("x", "y")[:op.arity]
+        calls.append(f"{name}({', '.join(operands)})")
+    return " or ".join(calls)
