@@ -184,22 +184,22 @@ class GradientGraphs:
 
 class _Line:
     """The numeric gradient of the program (flattened, every input's joined) at the points
-    point + t * direction, each computed once; the program's node values are put back by
-    ``restore``."""
+    point + t * direction, each computed once (the caller puts the node values back:
+    ``_restored``)."""
 
     def __init__(self, graphs: GradientGraphs, direction: Mapping[str, Any]) -> None:
         self.graphs, self.direction = graphs, direction
-        self.cache: dict[float, tuple[Any, float]] = {}
+        self.cache: dict[float, Any] = {}
         self.moved = [n for n in graphs.names if _numpy().any(direction[n])]  # others stay
 
-    def at(self, t: float) -> tuple[Any, float]:
-        """(gradient, largest magnitude among the values and gradients it recomputed); a
-        NumericError where the shifted point is outside the domain."""
+    def at(self, t: float) -> Any:
+        """The gradient at point + t * direction; a NumericError where that point is outside
+        the domain."""
         if t not in self.cache:
             self.cache[t] = self._gradient(t)
         return self.cache[t]
 
-    def _gradient(self, t: float) -> tuple[Any, float]:
+    def _gradient(self, t: float) -> Any:
         from gradcli.engine import arrays
 
         np = arrays.numpy()
@@ -213,12 +213,8 @@ class _Line:
             grads = arrays.backward_from(nodes, nodes[-1], np.ones(np.shape(nodes[-1].value)))
         except FloatingPointError as error:  # an overflow the careful path did not name
             raise NumericError(str(error)) from None
-        found = {n: grads.get(node.index, np.zeros(graphs.shapes[n]))
-                 for n, node in graphs.program.variables.items()}
-        largest = max([float(np.max(np.abs(node.value), initial=0.0)) for node in nodes
-                       if node.needs_grad]
-                      + [float(np.max(np.abs(g), initial=0.0)) for g in grads.values()])
-        return graphs.flat(found), largest
+        return graphs.flat({n: grads.get(node.index, np.zeros(graphs.shapes[n]))
+                            for n, node in graphs.program.variables.items()})
 
 
 def _numpy() -> Any:
@@ -364,7 +360,7 @@ def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> 
     size = len(analytic)
     found = _Column(np.full(size, np.nan), np.full(size, np.inf), np.zeros(size),
                     np.zeros(size, dtype=bool), np.full(size, -1), np.zeros(size))
-    f0, _ = line.at(0.0)
+    f0 = line.at(0.0)
     open_ = np.ones(size, dtype=bool)
     for shrink in range(SHRINKS + 1):
         if not open_.any():
@@ -391,21 +387,20 @@ def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> 
     return found
 
 
-def _estimate(line: _Line, stencil: Any, h: float, f0: Any) -> tuple[Any, float] | None:
-    """The stencil's estimate of every entry and the largest magnitude it saw, or None where
-    a shifted point is outside the domain."""
-    samples, largest = [], float(_numpy().max(_numpy().abs(f0), initial=0.0))
+def _estimate(line: _Line, stencil: Any, h: float, f0: Any) -> tuple[Any, Any] | None:
+    """The stencil's estimate of every entry and, per entry, the largest magnitude of the
+    gradient element it differenced (what its rounding noise scales with), or None where a
+    shifted point is outside the domain."""
+    np = _numpy()
+    samples, largest = [], np.abs(f0)
     try:
         for offset in stencil.offsets:
-            if offset:
-                value, reach = line.at(offset * h)
-                largest = max(largest, reach)
-            else:
-                value = f0
+            value = line.at(offset * h) if offset else f0
+            largest = np.maximum(largest, np.abs(value))
             samples.append(value)
     except NumericError:
         return None
-    with _numpy().errstate(all="ignore"):
+    with np.errstate(all="ignore"):
         return quotient(stencil, samples, h), largest
 
 
