@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from gradcli.engine.graph import Program, is_masked, nodes_of, values_and_gradients
+from gradcli.engine.graph import Node, Program, is_masked, nodes_of, values_and_gradients
 from gradcli.engine.ops import VAR
 from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError
@@ -151,12 +151,14 @@ class GradientGraphs:
         shapes = program_shapes(program, {}, self.point)
         found, _ = array_gradients(program, shapes, self.names, max_nodes, self.point,
                                    exact=True)
-        outputs = [found[name] for name in self.names]
+        outputs: list[Node] = [found[name] for name in self.names]
         leaves = [node for node in nodes_of(outputs) if node.op is VAR]
         self.graph = Program.build_outputs("hessian", outputs, leaves, {})
         self.outputs = outputs
         arrays.bind(self.graph, {n: self.point[n] for n in self.graph.variables})
         arrays.forward(self.graph.nodes)
+        # the numeric gradient at the point: the evaluated program's backward pass
+        self.numeric = self.flat({n: node.grad for n, node in program.variables.items()})
 
     def product(self, direction: Mapping[str, Any]) -> dict[str, Any]:
         """H v = J(grad)' v: one reverse pass from each input's gradient graph, seeded with
@@ -189,7 +191,7 @@ class _Line:
 
     def __init__(self, graphs: GradientGraphs, direction: Mapping[str, Any]) -> None:
         self.graphs, self.direction = graphs, direction
-        self.cache: dict[float, Any] = {}
+        self.cache: dict[float, Any] = {0.0: graphs.numeric}
         self.moved = [n for n in graphs.names if _numpy().any(direction[n])]  # others stay
 
     def at(self, t: float) -> Any:
