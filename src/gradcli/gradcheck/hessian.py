@@ -313,7 +313,7 @@ def hvp_at(program: Program, direction: Mapping[str, Any], checking: Checking | 
 
 def _line_step(graphs: GradientGraphs, direction: Mapping[str, Any]) -> float:
     """The first step along ``direction``: the largest that moves no element further than
-    its own step (eps^(1/3) * max(1, |value|)) would; 1 for a direction of zeros."""
+    its own step (eps^(1/3) * max(1, |value|)) would; eps^(1/3) for a direction of zeros."""
     np = _numpy()
     limits = [base_step(graphs.point[n], np.maximum)[moved] / np.abs(direction[n])[moved]
               for n in graphs.names
