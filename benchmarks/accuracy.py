@@ -550,7 +550,7 @@ def gradcli_numbers(program: Any, case: Case, point: Sequence[float]) -> Numbers
         return Numbers(value, None, None, str(error))
     gradient = {name: program.variables[name].grad for name in case.names}
     try:
-        hessian = hessian_at(program, bound, check=False).matrix
+        hessian = hessian_at(program, bound).matrix
     except GradcliError as error:
         return Numbers(value, gradient, None, str(error))
     return Numbers(value, gradient, hessian)

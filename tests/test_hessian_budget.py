@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import gradcli
-from gradcli.gradcheck.hessian import hessian_at
+from gradcli.gradcheck.hessian import Checking, hessian_at
+from gradcli.gradcheck.point import CheckReport, GradientCheck, check_node
 from gradcli.limits import MAX_HESSIAN_ENTRIES
 
 
@@ -32,7 +33,8 @@ def test_past_the_budget_every_row_checks_its_diagonal_and_lists_the_rest_as_unc
     source, point = _dense(30)
     program = gradcli.parse(source)
     gradcli.evaluate(program, point, check=False)
-    result = hessian_at(program, point, budget=30 * 300)  # room for a few entries per row
+    checking = Checking(1e-5, 1e-8, CheckReport, GradientCheck, check_node)
+    result = hessian_at(program, point, checking, budget=30 * 300)  # room for a few entries per row
     check = result.check
     checked, unchecked = set(check.gradients), set(check.unchecked)
     assert {f"x{i},x{i}" for i in range(30)} <= checked  # the diagonal always

@@ -230,12 +230,13 @@ def second_derivatives(program: Program, settings: EvalSettings) -> tuple[Any, A
     """The Hessian (order 2) and H·v (``settings.hvp``) of the evaluated program, if asked."""
     if settings.order < 2 and not settings.hvp:
         return None, None
-    from gradcli.gradcheck.array_hessian import array_hessian, array_hvp
+    from gradcli.gradcheck.hessian import Checking, hessian_at, hvp_at
 
-    options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol,
-                   max_nodes=settings.max_nodes)
-    hessian = array_hessian(program, **options) if settings.order >= 2 else None
-    hvp = array_hvp(program, settings.hvp, **options) if settings.hvp else None
+    checking = Checking(settings.rtol, settings.atol, CheckReport, ArrayGradientCheck,
+                        check_node) if settings.check else None
+    hessian = hessian_at(program, {}, checking, max_nodes=settings.max_nodes) if (
+        settings.order >= 2) else None
+    hvp = hvp_at(program, settings.hvp, checking, settings.max_nodes) if settings.hvp else None
     return hessian, hvp
 
 

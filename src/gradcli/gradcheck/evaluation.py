@@ -29,8 +29,7 @@ from gradcli.language.values import validate_values
 from gradcli.limits import MAX_NODES
 
 if TYPE_CHECKING:
-    from gradcli.gradcheck.array_hessian import HvpResult
-    from gradcli.gradcheck.hessian import HessianResult
+    from gradcli.gradcheck.hessian import HessianResult, HvpResult
     from gradcli.gradcheck.point import CheckReport
     from gradcli.symbolic.derivatives import SymbolicResult
 
@@ -55,7 +54,7 @@ class EvalSettings:
     # one with fewer passes; docs/matrix-calculus.md)
     mode: str = "auto"
     # A direction per input (name -> array): the Hessian-vector product of an array program
-    # (gradcheck/array_hessian.py); None: none asked for
+    # (gradcheck/hessian.py); None: none asked for
     hvp: Mapping[str, Any] | None = field(default=None, compare=False)
     # --json records list every node (label, value, gradient, check); False: a lean record
     # (value, gradients, check), which a batch makes and writes in less time
@@ -290,9 +289,12 @@ def _taken_values(program: Program) -> list[float]:
 
 
 def _hessian(program: Program, point: dict[str, float], settings: EvalSettings) -> HessianResult:
-    from gradcli.gradcheck.hessian import hessian_at
+    from gradcli.gradcheck.hessian import Checking, hessian_at
+    from gradcli.gradcheck.point import CheckReport, GradientCheck, check_node
 
-    return hessian_at(program, point, settings.check, settings.rtol, settings.atol)
+    return hessian_at(program, point, Checking(settings.rtol, settings.atol, CheckReport,
+                                               GradientCheck, check_node)
+                      if settings.check else None)
 
 
 def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:

@@ -1,45 +1,90 @@
-"""Hessians at a point: the reverse-mode gradient of each symbolic first derivative, checked
-against finite differences of that first derivative with the same check as the gradients
-(``point.check_node``)."""
+"""Hessians and Hessian-vector products at a point, and their check, for programs of numbers and
+of arrays (a number is the array of shape ``()``).
+
+Exact second derivatives come from reverse mode run on derivatives built as graphs:
+
+- a program of numbers (``hessian_at``): symbolic/builder.py builds each variable's first
+  derivative d/da as a graph, and one reverse pass of it gives the row H[a] (a float each);
+- an array program: symbolic/array_diff.py builds each input's gradient as a graph of array
+  ops (the VJP rules that give numeric gradients, run on graph nodes, in forms exact at every
+  point: ``exact=True``), and reverse passes of those graphs seeded with a direction ``v``
+  (one cotangent per input, engine/arrays.py's ``backward_from``) give J(grad)' v = H v, the
+  Hessian being symmetric. The full Hessian is one product per input element (a column each,
+  a block ``H[a][b]`` of shape a followed by shape b); ``hvp_at`` is one product.
+
+The check differentiates the first derivatives by finite differences with the step policy of
+the gradient check (gradcheck/steps.py) at the point given: the step of an element is
+eps^(1/3) * max(1, |its value|), one-sided differences where a shifted point leaves the domain,
+smaller steps after a disagreement, a rounding-noise allowance. A program of numbers replays
+each row's graph (the gradient check's ``check_node``); an array program perturbs one input
+element at a time (or moves along v) and compares a whole column of the numeric gradient
+(engine/arrays.py's backward pass, independent of the rules above) at once.
+
+The gradient check's report, verdict and one-node check come in as a ``Checking`` from the
+caller: this module imports neither the check nor evaluation (which import it).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-from gradcli.engine.graph import Program, is_masked, nodes_of, values_and_gradients
+from gradcli.engine.graph import Node, Program, is_masked, nodes_of, values_and_gradients
 from gradcli.engine.ops import VAR
 from gradcli.engine.replay import Replayer
-from gradcli.errors import UsageError
-from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL, CheckReport, check_node
-from gradcli.limits import CHECK_BUDGET, MAX_HESSIAN_ENTRIES
+from gradcli.errors import NumericError, UsageError
+from gradcli.gradcheck.steps import SHRINKS, STENCILS, base_step, judge, quotient, step
+from gradcli.limits import CHECK_BUDGET, MAX_ARRAY_HESSIAN_INPUTS, MAX_HESSIAN_ENTRIES, MAX_NODES
 from gradcli.symbolic.builder import Builder, gradients
 from gradcli.symbolic.printing import to_text
 
 
+class Checking(NamedTuple):
+    """What the Hessian's check takes from the gradient check (gradcheck/check.py), at its
+    tolerances: ``report(rtol, atol, nodes_skipped=True)`` makes the report, ``verdict(...)``
+    one verdict (the gradient check's fields and the element fields ``checked``, ``size``,
+    ``failed``, ``where``), ``check_node(replayer, node, rtol, atol)`` checks one node."""
+
+    rtol: float
+    atol: float
+    report: Callable[..., Any]
+    verdict: Callable[..., Any]
+    check_node: Callable[..., Any]
+
+
 @dataclass
 class HessianResult:
-    """Second derivatives at a point and their finite-difference check (keys ``"x,y"``)."""
+    """Second derivatives at a point (``matrix[a][b]``: a float for numbers, else a block of
+    shape a followed by shape b) and their finite-difference check (keys ``"a,b"``)."""
 
-    matrix: dict[str, dict[str, float]]
-    check: CheckReport | None
+    matrix: dict[str, dict[str, Any]]
+    check: Any  # the gradient check's report; None when not checked
+
+
+@dataclass
+class HvpResult:
+    """H·v by input (each the input's shape), the direction, and the check along v."""
+
+    product: dict[str, Any]
+    direction: dict[str, Any]
+    check: Any  # the gradient check's report; None when not checked
 
 
 def hessian_at(
     program: Program,
-    point: Mapping[str, float],
-    check: bool = True,
-    rtol: float = DEFAULT_RTOL,
-    atol: float = DEFAULT_ATOL,
+    point: Mapping[str, Any],
+    checking: Checking | None = None,
     budget: int = CHECK_BUDGET,
+    max_nodes: int = MAX_NODES,
 ) -> HessianResult:
-    """H[a][b] = d/db of the symbolic d/da, by reverse mode, checked by FD of d/da.
-
-    The check of a dense Hessian costs (variables)^2 replays of a gradient graph: each row gets
-    an equal share of ``budget`` node recomputations, spent on its diagonal entry first and then
-    along the row, and the entries past a row's share are listed in ``check.unchecked`` (never
-    as failed). Every entry is computed; only the verification is sampled.
-    """
+    """The Hessian of the evaluated ``program`` at ``point``, checked when ``checking`` is
+    given. An array program (``program.arrays``) gets blocks; ``budget`` bounds the check of a
+    program of numbers, ``max_nodes`` the gradient graphs of an array program."""
+    if program.arrays:
+        return _array_hessian(program, checking, max_nodes)
     names = list(program.variables)
     if len(names) ** 2 > MAX_HESSIAN_ENTRIES:
         raise UsageError(
@@ -50,8 +95,9 @@ def hessian_at(
     builder = Builder()
     (output,) = builder.import_graph([program.output])
     grads = gradients(output, [builder.variable(n) for n in names])
-    matrix: dict[str, dict[str, float]] = {}
-    report = CheckReport(rtol, atol, nodes_skipped=True) if check else None
+    matrix: dict[str, dict[str, Any]] = {}
+    report = None if checking is None else checking.report(checking.rtol, checking.atol,
+                                                           nodes_skipped=True)
     for name, grad in zip(names, grads, strict=True):
         variables = [node for node in nodes_of([grad]) if node.op is VAR]
         nodes = nodes_of([grad])
@@ -60,13 +106,16 @@ def hessian_at(
         values_and_gradients(gradient_program)
         row = gradient_program.variables
         matrix[name] = {other: row[other].grad if other in row else 0.0 for other in names}
-        if report is not None:
-            _check_row(report, name, gradient_program, share)
+        if checking is not None:
+            _check_row(checking, report, name, gradient_program, share)
     return HessianResult(matrix, report)
 
 
-def _check_row(report: CheckReport, name: str, row: Program, budget: int) -> None:
-    """Check the entries of one row, the diagonal first, as far as ``budget`` reaches."""
+def _check_row(checking: Checking, report: Any, name: str, row: Program, budget: int) -> None:
+    """Check the entries of one row, the diagonal first, as far as ``budget`` reaches: each
+    row gets an equal share of the check's node recomputations, and the entries past it are
+    listed in ``report.unchecked`` (never as failed). Every entry is computed; only the
+    verification is sampled."""
     nodes = row.nodes
     replayer = Replayer(nodes)
     entries = sorted(row.variables.items(), key=lambda item: item[0] != name)
@@ -78,4 +127,327 @@ def _check_row(report: CheckReport, name: str, row: Program, budget: int) -> Non
             report.unchecked.append(key)
             continue
         spent += cost
-        report.gradients[key] = check_node(replayer, node, report.rtol, report.atol)
+        report.gradients[key] = checking.check_node(replayer, node, checking.rtol,
+                                                    checking.atol)
+
+
+# --- array programs ------------------------------------------------------------------------------
+
+class GradientGraphs:
+    """The gradient of every input as one program with an output per input, and the numeric
+    gradient of the original program, at the point the program was evaluated at."""
+
+    def __init__(self, program: Program, max_nodes: int) -> None:
+        from gradcli.engine import arrays
+        from gradcli.symbolic.array_diff import gradients as array_gradients
+        from gradcli.symbolic.array_diff import program_shapes
+
+        np = arrays.numpy()
+        self.program = program
+        self.names = list(program.variables)
+        self.point = {n: node.value for n, node in program.variables.items()}
+        self.shapes = {n: tuple(np.shape(v)) for n, v in self.point.items()}
+        self.sizes = {n: int(np.size(v)) for n, v in self.point.items()}
+        shapes = program_shapes(program, {}, self.point)
+        found, _ = array_gradients(program, shapes, self.names, max_nodes, self.point,
+                                   exact=True)
+        outputs: list[Node] = [found[name] for name in self.names]
+        leaves = [node for node in nodes_of(outputs) if node.op is VAR]
+        self.graph = Program.build_outputs("hessian", outputs, leaves, {})
+        self.outputs = outputs
+        arrays.bind(self.graph, {n: self.point[n] for n in self.graph.variables})
+        arrays.forward(self.graph.nodes)
+        # the numeric gradient at the point: the evaluated program's backward pass
+        self.numeric = self.flat({n: node.grad for n, node in program.variables.items()})
+
+    def product(self, direction: Mapping[str, Any]) -> dict[str, Any]:
+        """H v = J(grad)' v: one reverse pass from each input's gradient graph, seeded with
+        that input's part of v, the passes summed (the Hessian is symmetric)."""
+        from gradcli.engine import arrays
+
+        np = arrays.numpy()
+        found = {name: np.zeros(self.shapes[name]) for name in self.names}
+        for name, output in zip(self.names, self.outputs, strict=True):
+            if not output.needs_grad:
+                continue  # a gradient that does not depend on any input: a zero block
+            seed = np.broadcast_to(direction[name], np.shape(output.value))
+            grads = arrays.backward_from(self.graph.nodes, output, seed)
+            for other, node in self.graph.variables.items():
+                part = grads.get(node.index)
+                if part is not None:
+                    found[other] = found[other] + np.reshape(part, self.shapes[other])
+        return found
+
+    def flat(self, parts: Mapping[str, Any]) -> Any:
+        """Every input's part, flattened and joined in the inputs' order."""
+        np = _numpy()
+        return np.concatenate([np.ravel(parts[n]).astype(float) for n in self.names])
+
+
+class _Line:
+    """The numeric gradient of the program (flattened, every input's joined) at the points
+    point + t * direction, each computed once (the caller puts the node values back:
+    ``_restored``)."""
+
+    def __init__(self, graphs: GradientGraphs, direction: Mapping[str, Any]) -> None:
+        self.graphs, self.direction = graphs, direction
+        self.cache: dict[float, Any] = {0.0: graphs.numeric}
+        self.moved = [n for n in graphs.names if _numpy().any(direction[n])]  # others stay
+
+    def at(self, t: float) -> Any:
+        """The gradient at point + t * direction; a NumericError where that point is outside
+        the domain."""
+        if t not in self.cache:
+            self.cache[t] = self._gradient(t)
+        return self.cache[t]
+
+    def _gradient(self, t: float) -> Any:
+        from gradcli.engine import arrays
+
+        np = arrays.numpy()
+        graphs = self.graphs
+        nodes = graphs.program.nodes
+        for name, node in graphs.program.variables.items():
+            node.value = graphs.point[name] + t * self.direction[name] if (
+                name in self.moved) else graphs.point[name]
+        try:
+            arrays.forward(nodes)
+            grads = arrays.backward_from(nodes, nodes[-1], np.ones(np.shape(nodes[-1].value)))
+        except FloatingPointError as error:  # an overflow the careful path did not name
+            raise NumericError(str(error)) from None
+        return graphs.flat({n: grads.get(node.index, np.zeros(graphs.shapes[n]))
+                            for n, node in graphs.program.variables.items()})
+
+
+def _numpy() -> Any:
+    from gradcli.engine import arrays
+
+    return arrays.numpy()
+
+
+def hessian_size_error(elements: int) -> UsageError:
+    return UsageError(
+        f"the Hessian of {elements:,} input elements is {elements:,}x{elements:,}, over the "
+        f"limit of {MAX_ARRAY_HESSIAN_INPUTS:,} input elements",
+        hint="--hvp NAME=ARRAY gives the Hessian-vector product H·v along one direction")
+
+
+def _array_hessian(program: Program, checking: Checking | None,
+                   max_nodes: int) -> HessianResult:
+    """Every block H[a][b] (shape of a followed by shape of b) of the evaluated program,
+    exact, each column checked by differences of the numeric gradient along its element."""
+    np = _numpy()
+    names = list(program.variables)
+    elements = sum(int(np.size(program.variables[n].value)) for n in names)
+    if elements > MAX_ARRAY_HESSIAN_INPUTS:
+        raise hessian_size_error(elements)
+    graphs = GradientGraphs(program, max_nodes)
+    columns, units = [], []
+    for b in names:
+        for k in range(graphs.sizes[b]):
+            unit = {n: np.zeros(graphs.shapes[n]) for n in names}
+            unit[b].reshape(-1)[k] = 1.0
+            units.append((unit, float(np.ravel(graphs.point[b])[k])))
+            columns.append(graphs.flat(graphs.product(unit)))
+    matrix = np.stack(columns, axis=-1) if columns else np.zeros((0, 0))
+    report = None
+    if checking is not None:
+        found = _Checked.empty(matrix)
+        with _restored(program):
+            for k, (unit, value) in enumerate(units):
+                found.put(k, _check_line(checking, _Line(graphs, unit), base_step(value),
+                                         matrix[:, k]))
+        report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
+        for a, rows in _spans(graphs).items():
+            for b, cols in _spans(graphs).items():
+                shape = graphs.shapes[a] + graphs.shapes[b]
+                if math.prod(shape):
+                    report.gradients[f"{a},{b}"] = found.verdict(checking, rows, cols, shape)
+    blocks = {a: {b: _plain(matrix[rows, cols].reshape(graphs.shapes[a] + graphs.shapes[b]))
+                  for b, cols in _spans(graphs).items()} for a, rows in _spans(graphs).items()}
+    return HessianResult(blocks, report)
+
+
+def hvp_at(program: Program, direction: Mapping[str, Any], checking: Checking | None = None,
+           max_nodes: int = MAX_NODES) -> HvpResult:
+    """H v of the evaluated program for ``direction`` (every input's shape; a missing input
+    moves by 0), checked by differences of the numeric gradient along v."""
+    from gradcli.engine import arrays
+
+    np = arrays.numpy()
+    names = list(program.variables)
+    unknown = [n for n in direction if n not in program.variables]
+    if unknown:
+        raise UsageError(f"--hvp {unknown[0]}: the program has no variable {unknown[0]}",
+                         hint=f"its variables: {', '.join(names)}")
+    if not direction:
+        raise UsageError("--hvp needs a direction for at least one input",
+                         hint='e.g. --hvp x="[1, 0, 0]"')
+    v = {}
+    for name in names:
+        shape = np.shape(program.variables[name].value)
+        given = arrays.as_array(f"--hvp {name}", direction[name]) if name in direction else (
+            np.zeros(shape))
+        if np.shape(given) != shape:
+            raise UsageError(f"--hvp {name} has shape {arrays.shape_text(np.shape(given))}, and "
+                             f"{name} has shape {arrays.shape_text(shape)}",
+                             hint="the direction has the shape of the input it moves")
+        v[name] = np.asarray(given, dtype=float)
+    graphs = GradientGraphs(program, max_nodes)
+    product = graphs.product(v)
+    report = None
+    if checking is not None:
+        analytic = graphs.flat(product)
+        found = _Checked.empty(analytic[:, None])
+        with _restored(program):
+            found.put(0, _check_line(checking, _Line(graphs, v), _line_step(graphs, v),
+                                     analytic))
+        report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
+        for name, rows in _spans(graphs).items():
+            if graphs.sizes[name]:
+                report.gradients[name] = found.verdict(checking, rows, slice(0, 1),
+                                                       graphs.shapes[name])
+    return HvpResult({n: _plain(p) for n, p in product.items()},
+                     {n: _plain(d) for n, d in v.items()}, report)
+
+
+def _line_step(graphs: GradientGraphs, direction: Mapping[str, Any]) -> float:
+    """The first step along ``direction``: the largest that moves no element further than
+    its own step (eps^(1/3) * max(1, |value|)) would; eps^(1/3) for a direction of zeros."""
+    np = _numpy()
+    limits = [base_step(graphs.point[n], np.maximum)[moved] / np.abs(direction[n])[moved]
+              for n in graphs.names
+              if (moved := np.asarray(direction[n]) != 0).any()]
+    return float(min(np.min(limit) for limit in limits)) if limits else base_step(0.0)
+
+
+def _spans(graphs: GradientGraphs) -> dict[str, slice]:
+    """Each input's range of rows (and columns) in the joined, flattened Hessian."""
+    spans, start = {}, 0
+    for name in graphs.names:
+        spans[name] = slice(start, start + graphs.sizes[name])
+        start += graphs.sizes[name]
+    return spans
+
+
+@contextmanager
+def _restored(program: Program) -> Iterator[None]:
+    """Puts the program's node values back after the check moved its inputs."""
+    values = [node.value for node in program.nodes]
+    try:
+        yield
+    finally:
+        for node, value in zip(program.nodes, values, strict=True):
+            node.value = value
+
+
+class _Column(NamedTuple):
+    """The check of one column: per entry the estimate (NaN: none), its error, tolerance,
+    verdict, method (an index into ``STENCILS``; -1: none) and step."""
+
+    numeric: Any
+    error: Any
+    tolerance: Any
+    ok: Any
+    method: Any
+    step: Any
+
+
+def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> _Column:
+    """``check_node``'s policy for a whole column at once: at each step (``base``, then 16
+    times smaller after a disagreement) the first stencil that evaluates, an entry settled as
+    soon as it agrees, and a swamped step ending the search for its entries; an entry that
+    never agrees keeps its closest estimate."""
+    np = _numpy()
+    size = len(analytic)
+    found = _Column(np.full(size, np.nan), np.full(size, np.inf), np.zeros(size),
+                    np.zeros(size, dtype=bool), np.full(size, -1), np.zeros(size))
+    f0 = line.at(0.0)
+    open_ = np.ones(size, dtype=bool)
+    for shrink in range(SHRINKS + 1):
+        if not open_.any():
+            break
+        h = step(base, shrink)
+        waiting = open_.copy()  # entries still without an estimate at this step
+        for index, stencil in enumerate(STENCILS):
+            estimate = _estimate(line, stencil, h, f0)
+            if estimate is None:
+                continue
+            numeric, largest = estimate
+            usable = waiting & np.isfinite(numeric)
+            waiting &= ~usable
+            error, allowed, agrees, swamped = judge(analytic, numeric, largest, h, shrink,
+                                                    checking.rtol, checking.atol, np.maximum)
+            open_ &= ~(usable & swamped)
+            keep = usable & ~swamped & (agrees | (error < found.error))
+            for field, value in zip(_Column._fields, (numeric, error, allowed, agrees, index, h),
+                                    strict=True):
+                getattr(found, field)[keep] = np.broadcast_to(value, (size,))[keep]
+            open_ &= ~(usable & agrees)
+            if not waiting.any():
+                break
+    return found
+
+
+def _estimate(line: _Line, stencil: Any, h: float, f0: Any) -> tuple[Any, Any] | None:
+    """The stencil's estimate of every entry and, per entry, the largest magnitude of the
+    gradient element it differenced (what its rounding noise scales with), or None where a
+    shifted point is outside the domain."""
+    np = _numpy()
+    samples, largest = [], np.abs(f0)
+    try:
+        for offset in stencil.offsets:
+            value = line.at(offset * h) if offset else f0
+            largest = np.maximum(largest, np.abs(value))
+            samples.append(value)
+    except NumericError:
+        return None
+    with np.errstate(all="ignore"):
+        return quotient(stencil, samples, h), largest
+
+
+class _Checked:
+    """The checks of every column of a matrix, and each block's verdict from them."""
+
+    def __init__(self, analytic: Any, columns: _Column) -> None:
+        self.analytic, self.columns = analytic, columns
+
+    @classmethod
+    def empty(cls, analytic: Any) -> _Checked:
+        np = _numpy()
+        shape = np.shape(analytic)
+        return cls(analytic, _Column(np.full(shape, np.nan), np.full(shape, np.inf),
+                                     np.zeros(shape), np.zeros(shape, dtype=bool),
+                                     np.full(shape, -1), np.zeros(shape)))
+
+    def put(self, k: int, column: _Column) -> None:
+        for mine, theirs in zip(self.columns, column, strict=True):
+            mine[:, k] = theirs
+
+    def verdict(self, checking: Checking, rows: slice, cols: slice,
+                shape: tuple[int, ...]) -> Any:
+        """One verdict for the block ``rows`` x ``cols`` (of ``shape``): how many entries
+        were checked and failed, and the numbers of the worst (the first failure with the
+        largest error, else the largest error)."""
+        np = _numpy()
+        part = _Column(*(field[rows, cols].reshape(-1) for field in self.columns))
+        analytic = self.analytic[rows, cols].reshape(-1)
+        known = np.where(np.isfinite(part.error), part.error, 0.0)
+        failed = int((~part.ok).sum())
+        worst = int(np.argmax(np.where(part.ok, -1.0, known) if failed else known))
+        estimated = part.method[worst] >= 0
+        return checking.verdict(
+            analytic=float(analytic[worst]),
+            numeric=float(part.numeric[worst]) if estimated else None,
+            abs_error=float(part.error[worst]) if estimated else None,
+            tolerance=float(part.tolerance[worst]), ok=failed == 0,
+            method=STENCILS[part.method[worst]].method if estimated else "none",
+            step=float(part.step[worst]), checked=int(part.ok.size), size=int(part.ok.size),
+            failed=failed, where=tuple(int(i) for i in np.unravel_index(worst, shape)))
+
+
+def _plain(value: Any) -> Any:
+    """A 0-d array as a float; + 0.0 turns the -0.0 of products with zero into 0.0."""
+    np = _numpy()
+    return float(value) + 0.0 if not np.ndim(value) else np.asarray(value, dtype=float) + 0.0
+

@@ -83,7 +83,7 @@ def result_record(
         record["hessian"] = ({a: _lists(row) for a, row in matrix.items()} if arrays
                              else matrix)
         record["hessian_check"] = None if hessian_check is None else check_record(hessian_check)
-    if result.hvp is not None:  # an array program's H·v (gradcheck/array_hessian.py)
+    if result.hvp is not None:  # an array program's H·v (gradcheck/hessian.py)
         record["hvp"] = _lists(result.hvp.product)
         record["hvp_direction"] = _lists(result.hvp.direction)
         record["hvp_check"] = None if result.hvp.check is None else check_record(result.hvp.check)
