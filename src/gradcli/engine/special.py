@@ -16,6 +16,31 @@ from __future__ import annotations
 import math
 
 
+def _sigmoid(x: float) -> float:
+    # Two branches so that exp never overflows: sigmoid(-1000) is 0, not an OverflowError.
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def _softplus(x: float) -> float:
+    # log(1 + e^x) = max(x, 0) + log1p(e^-|x|): exact for large |x|, no overflow.
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+def _sign(x: float) -> float:
+    return 0.0 if x == 0.0 else math.copysign(1.0, x)
+
+
+def _relu(x: float) -> float:
+    return max(0.0, x)
+
+
+def _heaviside(x: float) -> float:
+    return 1.0 if x > 0.0 else 0.0
+
+
 def _cbrt(x: float) -> float:
     # A real cube root (negative for negative x): x ** (1/3) of |x| is within an ulp or two, and
     # one Newton step, written so that nothing overflows, rounds it as well as math.cbrt does.

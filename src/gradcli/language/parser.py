@@ -24,7 +24,7 @@ from collections.abc import Collection
 
 from gradcli.engine.graph import Node, Program
 from gradcli.engine.ops import (
-    ARRAY_FUNCTION_NAMES,
+    CALLS,
     CONDITIONAL,
     CONST,
     CONSTANTS,
@@ -769,7 +769,7 @@ def _function_hint(name: str) -> str:
         return f"{name} is an operator: write {written}"
     import difflib  # only for this message
 
-    close = difflib.get_close_matches(name, [*FUNCTIONS, *ARRAY_FUNCTION_NAMES], n=1)
+    close = difflib.get_close_matches(name, list(CALLS), n=1)
     if close:
         return f"did you mean {close[0]}? {listed}"
     return f"{listed}; for a product write {name}*(...)"
@@ -782,9 +782,9 @@ def _signature(name: str) -> str:
 def _operator_spelling(name: str) -> str | None:
     """How an operator row that ``gradcli functions`` lists by name is written (``add``:
     ``x + y``, ``matmul``: ``x @ y``), or None for a name that is no operator."""
-    from gradcli.engine import array_ops, ops  # only for this message
+    from gradcli.engine import ops  # only for this message
 
-    for row in (*ops.table_rows(), *array_ops.table_rows()):
+    for row in ops.table_rows():
         if row["name"] == name and row["kind"] != "function" and "function" not in row["kind"]:
             return " or ".join(row["written"])
     return None
@@ -793,11 +793,4 @@ def _operator_spelling(name: str) -> str | None:
 def language_signature(name: str) -> str:
     """How the language's function ``name`` is called: ``beta(a, b)``, ``mean(x)``, and both
     forms of ``max``: ``max(x, y) or max(x)``."""
-    calls = [_signature(name)] if name in FUNCTIONS else []
-    if name in ARRAY_FUNCTION_NAMES:
-        from gradcli.engine.array_ops import ARRAY_FUNCTIONS  # names only on this path
-
-        op = ARRAY_FUNCTIONS[name]
-        operands = ("n",) if op.constant_args else ("x", "y")[:op.arity]
-        calls.append(f"{name}({', '.join(operands)})")
-    return " or ".join(calls)
+    return " or ".join(f"{name}({', '.join(op.operands)})" for op in CALLS.get(name, ()))
