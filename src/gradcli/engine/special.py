@@ -2,7 +2,7 @@
 function, and the accurate forms of cbrt, logit, logaddexp and the activations.
 
 Only the float ``forward`` of a row lives here; its derivative rules, domain check and other
-forms stay in its row of engine/ops.py (the table is one table). Each function is written
+forms stay in its row of the op table (engine/ops/). Each function is written
 against ``math`` alone and calls no other function of this module, because ``gradcli diff
 --format python`` copies a row's forward verbatim into code that imports only ``math``. The
 accuracy of each one is tested against mpmath in tests/test_special.py.
