@@ -19,7 +19,7 @@ value is not a finite float, a missed answer where it is (counted apart, never a
     python benchmarks/accuracy.py --only beta,asin --points 50
     python benchmarks/accuracy.py --markdown      # the table of docs/accuracy.md
 
-Every row of ``gradcli.engine.ops.OPS`` must have an entry in ``REFERENCES`` (tests enforce it:
+Every element-wise row of ``gradcli.engine.ops.ROWS`` must have an entry in ``REFERENCES`` (tests:
 tests/test_accuracy.py), so a new function is measured the day it is added.
 """
 
@@ -39,7 +39,7 @@ import mpmath
 from mpmath import mp, mpf
 
 from gradcli.engine.graph import forward, values_and_gradients
-from gradcli.engine.ops import OPS, spellings
+from gradcli.engine.ops import ROWS, spellings
 from gradcli.errors import GradcliError
 from gradcli.gradcheck.hessian import hessian_at
 from gradcli.language.parser import parse
@@ -492,7 +492,10 @@ class Case:
 def cases(only: Sequence[str] | None = None) -> list[Case]:
     """Every row of the op table, with each of its held operands (``fixed``)."""
     found = []
-    for name, op in OPS.items():
+    for op in ROWS:
+        name = op.name
+        if op.is_array:
+            continue
         if only and name not in only:
             continue
         reference = REFERENCES[name]

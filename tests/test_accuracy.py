@@ -22,7 +22,7 @@ import pytest
 
 import gradcli
 from gradcli.engine.graph import forward
-from gradcli.engine.ops import OPS
+from gradcli.engine.ops import ROWS
 from gradcli.errors import NumericError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ def _pairs(case) -> list[tuple]:
 
 
 def test_every_row_of_the_op_table_has_a_reference():
-    assert set(accuracy.REFERENCES) == set(OPS)
+    assert set(accuracy.REFERENCES) == {op.name for op in ROWS if not op.is_array}
 
 
 @pytest.mark.parametrize("case", accuracy.cases(), ids=lambda case: case.text)

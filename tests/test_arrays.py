@@ -281,15 +281,15 @@ def test_every_method_checks_every_element(method):
 
 
 def test_a_wrong_gradient_is_caught_element_by_element():
-    from gradcli.engine import array_ops
+    from gradcli.engine.ops import OPS
 
-    row = array_ops.ARRAY_OPS["sum"]  # a frozen row: swapped in place, and back
-    right = row.vjps
-    object.__setattr__(row, "vjps", (lambda g, out, x: g * 2 * np.ones_like(x),))
+    row = OPS["sum"]  # a frozen row: swapped in place, and back
+    right = row.rules
+    object.__setattr__(row, "rules", (lambda xp, g, out, x: g * 2 * np.ones_like(x),))
     try:
         r = gradcli.evaluate("sum(x*x)", {"x": [1.0, 2.0, 3.0]})
     finally:
-        object.__setattr__(row, "vjps", right)
+        object.__setattr__(row, "rules", right)
     assert not r.check.ok
     assert r.check.gradients["x"].failed == 3
     assert gradcli.evaluate("sum(x*x)", {"x": [1.0, 2.0]}).check.ok

@@ -28,7 +28,7 @@ import gradcli
 from gradcli.cli import cli
 from gradcli.engine import ops, vector
 from gradcli.engine.graph import Node, Program, backward, forward
-from gradcli.engine.ops import FUNCTIONS, NONE, OPS, SAME, F, Op
+from gradcli.engine.ops import FUNCTIONS, NONE, NUMPY, OPS, ROWS, SAME, F, Op
 from gradcli.engine.replay import Replayer
 from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import UsageError
@@ -51,11 +51,12 @@ def d_erf(x: float) -> float:
 
 @pytest.fixture
 def added_rows(monkeypatch):
-    """erf and ln in the table (the parser, F, the printers and the listing read OPS and
-    FUNCTIONS), and a fresh cache of which values the vector rules read."""
+    """erf and ln in the table (the parser, F and the printers read OPS and FUNCTIONS, the
+    listing ROWS), and a fresh cache of which values the vector rules read."""
     for row in (ERF, LN):
         monkeypatch.setitem(OPS, row.name, row)
         monkeypatch.setitem(FUNCTIONS, row.name, row)
+    monkeypatch.setattr(ops, "ROWS", (*(ERF if op.name == "erf" else op for op in ROWS), LN))
     monkeypatch.setattr(vector, "_READS", {})
 
 
@@ -86,24 +87,59 @@ def test_the_forms_and_the_summary_have_no_default():
 
 
 def _row_calls() -> list[ast.Call]:
-    """The calls that build rows in engine/ops.py: Op(...), _unary(...), _binary(...), _op(...)."""
-    tree = ast.parse(Path(ops.__file__).read_text("utf-8"))
-    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("Op", "_unary", "_binary", "_op")
-            and node.args and isinstance(node.args[0], ast.Constant)]
+    """The calls that build rows in engine/ops/: Op(...), unary(...), binary(...), and _row(...)
+    of the array rows (which states ``vector=SAME`` for them)."""
+    calls = []
+    for path in sorted(Path(ops.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text("utf-8"))
+        calls += [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Name)
+                  and node.func.id in ("Op", "unary", "binary", "_row")
+                  and node.args and isinstance(node.args[0], ast.Constant)]
+    return calls
 
 
 def test_every_row_of_the_table_states_its_forms_in_its_own_text():
     calls = _row_calls()
     named = {call.args[0].value for call in calls}
-    assert named == set(OPS) | {"var", "const"}
+    assert named == {op.name for op in ROWS} | {"var", "const", "index", "array"}
     for call in calls:
         keywords = {keyword.arg for keyword in call.keywords}
-        assert {"complex", "vector", "summary"} <= keywords, call.args[0].value
+        stated = {"complex", "summary"} | ({"vector"} if call.func.id != "_row" else set())
+        assert stated <= keywords, call.args[0].value
 
 
-@pytest.mark.parametrize("name", sorted(OPS))
+def test_one_table_one_registry():
+    """Every row once in ROWS, each a row of one class; OPS finds every name and alias (max and
+    min: the element-wise rows), CALLS every row the language calls by name (max: both)."""
+    assert all(type(op) is Op for op in ROWS) and len(set(map(id, ROWS))) == len(ROWS)
+    assert {(op.name, op.is_array) for op in ROWS} == {
+        (name, op.is_array) for name, rows in ops.CALLS.items() for op in rows
+        if name == op.name} | {(op.name, op.is_array) for op in ROWS if not op.is_function}
+    for op in ROWS:
+        for name in (op.name, *op.aliases):
+            assert OPS[name] is op or (op.is_array and OPS[name].name == name)
+    assert [op.arity for op in ops.CALLS["max"]] == [2, 1]
+    assert OPS["max"].arity == 2 and OPS["ln"] is OPS["log"]
+    assert ops.FUNCTION_NAMES == set(ops.CALLS) >= {"sum", "det", "ln", "pow", "max"}
+
+
+def test_vjp_is_one_question_for_either_kind_of_row():
+    """An element-wise row's VJP is g times its partial, summed over the broadcast axes (written
+    out here with NumPy); an array row's is its rule (the gradient of sum(x@y) by hand)."""
+    x, y = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), np.array([0.5, -1.0, 2.0])
+    g = np.arange(6.0).reshape(2, 3)
+    out = x * y
+    np.testing.assert_array_equal(OPS["mul"].vjp(NUMPY, 0, g, out, x, y), g * y)
+    np.testing.assert_array_equal(OPS["mul"].vjp(NUMPY, 1, g, out, x, y), (g * x).sum(axis=0))
+    np.testing.assert_allclose(OPS["sin"].vjp(NUMPY, 0, g, np.sin(x), x), g * np.cos(x))
+    matmul = OPS["matmul"]
+    ones = np.ones(2)
+    np.testing.assert_array_equal(matmul.vjp(NUMPY, 0, ones, x @ y, x, y), np.outer(ones, y))
+    np.testing.assert_array_equal(matmul.vjp(NUMPY, 1, ones, x @ y, x, y), x.sum(axis=0))
+
+
+@pytest.mark.parametrize("name", sorted(op.name for op in ROWS if not op.is_array))
 def test_every_row_has_a_usable_form_or_says_none(name):
     op = OPS[name]
     for form in (op.complex, op.vector):
@@ -137,11 +173,15 @@ def test_docs_functions_md_is_what_the_generator_writes():
 
 def test_every_spelling_in_the_listing_parses_to_its_op():
     rows = ops.table_rows()
-    assert [row["name"] for row in rows] == list(OPS)
+    assert [row["name"] for row in rows] == [op.name for op in ROWS] + ["index", "array"]
+    table = {(op.name, op.is_array): op for op in ROWS}
     for row in rows:
         assert row["summary"] and row["written"]
+        op = table.get((row["name"], row["kind"].startswith("array")))
         for text in row["written"]:
-            assert gradcli.parse(text).output.op is OPS[row["name"]], text
+            output = gradcli.parse(text.replace("(n)", "(3)")).output
+            assert output.op is op if op is not None else output.op.name in (
+                row["name"], "const"), text
     assert next(r for r in rows if r["name"] == "atan2")["written"] == [
         "atan2(y, x)", "arctan2(y, x)"]
     assert next(r for r in rows if r["name"] == "log")["aliases"] == ["ln"]
@@ -153,9 +193,7 @@ def test_functions_command_lists_the_table():
     listed = invoke("functions", "--json")
     assert listed.exit_code == 0
     rows = json.loads(listed.stdout)
-    from gradcli.engine import array_ops
-
-    assert rows == ops.table_rows() + array_ops.table_rows()
+    assert rows == ops.table_rows()
     assert set(rows[0]) == {"name", "kind", "written", "aliases", "arity", "summary",
                             "complex_step", "vector"}
     assert all(set(row) == set(rows[0]) for row in rows)
@@ -418,7 +456,7 @@ def test_the_checks_vectorised_first_pass_replays_a_row_without_a_vector_form(ad
 
 
 def test_a_row_with_a_forward_of_its_own_module_is_used_as_it_is():
-    """The fixture's rows are built outside engine/ops.py; nothing in the paths above needs a row
+    """The fixture's rows are built outside engine/ops/; nothing in the paths above needs a row
     to live there (the Python printer copies only math functions and the table's own helpers)."""
     x = Node.variable("x", 0.5)
     program = Program.build("erf(x)", x.apply(ERF, x), [x], {})

@@ -37,6 +37,11 @@ GRADCLI = {
     "gradcli.engine", "gradcli.engine.ops", "gradcli.engine.core_ops", "gradcli.engine.forms",
     "gradcli.engine.special", "gradcli.engine.graph", "gradcli.engine.notation",
     "gradcli.engine.replay",
+    # the op table, one package: its row class and its sections, array rows too (one registry
+    # for the parser's names); building them imports no NumPy
+    "gradcli.engine.ops.row", "gradcli.engine.ops.xp", "gradcli.engine.ops.elementary",
+    "gradcli.engine.ops.special_functions", "gradcli.engine.ops.logic",
+    "gradcli.engine.ops.linear_algebra",
     "gradcli.engine.core__mypyc",  # the compiled core's one extension, where it is compiled
     "gradcli.gradcheck", "gradcli.gradcheck.evaluation", "gradcli.gradcheck.tolerances",
     "gradcli.output",

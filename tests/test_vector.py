@@ -6,7 +6,7 @@ import pytest
 
 import gradcli
 from gradcli.engine.graph import backward, forward
-from gradcli.engine.ops import OPS
+from gradcli.engine.ops import OPS, ROWS
 from gradcli.engine.vector import evaluate_vector
 
 np = pytest.importorskip("numpy")
@@ -162,7 +162,7 @@ INSIDE_THE_DOMAIN = {"acosh": "(x*y + 1.5)", "polygamma": "floor(x*y + 1.5)",
                      "ive": "floor(x*y + 1.5)"}
 
 
-@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("name", sorted(op.name for op in ROWS if not op.is_array))
 def test_every_row_drops_only_values_its_rules_do_not_read(name):
     # A value dropped although a rule reads it would reach the rule as None and raise.
     program = gradcli.parse(_row_formula(OPS[name]))

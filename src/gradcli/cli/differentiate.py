@@ -132,10 +132,8 @@ def _has_arrays(values: dict[str, Any]) -> bool:
 def _has_array_parts(request: DiffRequest, program: Any) -> bool:
     """Shapes, array values or an array op: several outputs are then differentiated on the
     array path (a program with outputs is marked ``arrays`` whether it has any or not)."""
-    from gradcli.engine.array_ops import ArrayOp
-
     return bool(request.shapes) or _has_arrays(request.values) or any(
-        isinstance(node.op, ArrayOp) for node in program.nodes)
+        node.op.is_array for node in program.nodes)
 
 
 def _diff_arrays(request: DiffRequest, program: Any) -> int:

@@ -5,11 +5,11 @@ value given for a variable); scalar programs never import this module (engine/gr
 their path). The nodes are the same ``graph.Node`` objects and the order is the same topological
 order; only the values are NumPy arrays (0-d for scalars).
 
-Element-wise ops are the scalar table's rows (engine/ops.py): their ``vector`` forms broadcast as
-NumPy does, and their derivative rules, written with ``F``, run on arrays; the gradient of an
-operand that was broadcast is summed over the broadcast axes (``unbroadcast``). Array ops are the
-rows of engine/array_ops.py, each with one vector-Jacobian product per operand. Gradients
-accumulate with ``+``, so a node used twice receives both contributions, as on floats.
+Every op is a row of the one op table (engine/ops/): element-wise rows' ``vector`` forms
+broadcast as NumPy does, array rows (products, reductions, linear algebra) take whole arrays, and
+every row gives an operand's gradient by ``Op.vjp`` (an element-wise row's partial times ``g``,
+summed back over the broadcast axes). Gradients accumulate with ``+``, so a node used twice
+receives both contributions, as on floats.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ import math
 import numbers
 from typing import Any
 
-from gradcli.engine.array_ops import ArrayOp
 from gradcli.engine.graph import Node, Program, describe, node_text
 from gradcli.engine.notation import format_number
-from gradcli.engine.ops import CONST, NONE, PREC_ATOM, SAME, Op
+from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op
 from gradcli.errors import NumericError, UsageError
 from gradcli.limits import MAX_ARRAY_ELEMENTS, check_dims
 
@@ -126,7 +125,7 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
         try:
             with np.errstate(**_RAISE):
                 value = _sized(node, _apply(node, args, False))
-                if isinstance(node.op, ArrayOp) and not math.isfinite(np.sum(value)):
+                if node.op.is_array and not math.isfinite(np.sum(value)):
                     raise FloatingPointError  # LAPACK (inv, det) raises no NumPy flag
                 return value
         except FloatingPointError:
@@ -144,7 +143,7 @@ _RAISE = {"over": "raise", "divide": "raise", "invalid": "raise", "under": "igno
 def _apply(node: Node, args: list[Any], complex_step: bool) -> Any:
     op = node.op
     _guard_size(node, args)
-    if isinstance(op, ArrayOp):
+    if op.is_array:
         return _array_op(node, op, args, complex_step)
     return _elementwise(node, op, args, complex_step)
 
@@ -156,7 +155,7 @@ def _guard_size(node: Node, args: list[Any]) -> None:
     np = numpy()
     op = node.op
     sizes = [np.size(arg) for arg in args]
-    if not isinstance(op, ArrayOp):
+    if not op.is_array:
         try:
             elements = math.prod(np.broadcast_shapes(*(np.shape(arg) for arg in args)))
         except ValueError:
@@ -187,7 +186,7 @@ def _sized(node: Node, value: Any) -> Any:
     return value
 
 
-def _array_op(node: Node, op: ArrayOp, args: list[Any], complex_step: bool) -> Any:
+def _array_op(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
     np = numpy()
     problem = op.domain(np, *args) if op.domain is not None else None
     if problem is not None and problem.startswith("needs "):  # a shape the op cannot take
@@ -238,15 +237,15 @@ def shape_error(node: Node, args: list[Any], detail: str = "") -> UsageError:
     """Shapes that do not fit: the node, the operator and every operand's shape."""
     np = numpy()
     op = node.op
-    written = op.symbol or (op.postfix if isinstance(op, ArrayOp) and op.postfix else op.name)
+    written = op.symbol or op.postfix or op.name
     shapes = " and ".join(shape_text(np.shape(arg)) for arg in args)
-    if isinstance(op, ArrayOp) and op.name == "array":
+    if op.is_array and op.name == "array":
         problem = detail or "the elements have different shapes"
         return UsageError(f"{problem} in {describe(node)}",
                           hint="every element of [a, b, ...] needs the same shape")
-    if isinstance(op, ArrayOp) and op.name == "matmul":
+    if op.is_array and op.name == "matmul":
         hint = "@ needs the columns of the left operand to match the rows of the right one"
-    elif isinstance(op, ArrayOp):
+    elif op.is_array:
         hint = f"see gradcli functions for what {op.name} takes"
     else:
         hint = ("element-wise operations broadcast as NumPy does: shapes must be equal, or 1 "
@@ -260,7 +259,7 @@ def _not_finite(node: Node, op: Any, args: list[Any], value: Any) -> NumericErro
     element's index and the operands' values there."""
     np = numpy()
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0]) if value.ndim else ()
-    if isinstance(op, ArrayOp):
+    if op.is_array:
         at = f" at {index_text(index)}" if index else ""
         return NumericError(f"overflow: the result is not a finite float{at} in "
                             f"{describe(node)}")
@@ -311,7 +310,7 @@ def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
                     known = grads.get(source.index)
                     try:
                         part = contribution(node, args, position, g)
-                        if isinstance(node.op, ArrayOp) and not math.isfinite(np.sum(part)):
+                        if node.op.is_array and not math.isfinite(np.sum(part)):
                             raise FloatingPointError  # LAPACK raises no NumPy flag
                         grads[source.index] = part if known is None else known + part
                     except FloatingPointError:
@@ -336,26 +335,13 @@ def contribution(node: Node, args: list[Any], position: int, g: Any) -> Any:
     """The gradient that ``node`` passes to its operand ``position`` (the operand's shape)."""
     np = numpy()
     op = node.op
-    if isinstance(op, ArrayOp):
-        return np.asarray(op.vjps[position](g, node.value, *args), dtype=float)
     try:  # FloatingPointError is not caught: backward's careful path handles it
-        partial = op.rules[position](*args, node.value)
+        part = op.vjp(NUMPY, position, g, node.value, *args)
     except (ValueError, ZeroDivisionError, OverflowError):
-        partial = np.full(np.shape(node.value), np.inf)
-    return unbroadcast(np.asarray(g * partial, dtype=float), np.shape(args[position]))
-
-
-def unbroadcast(grad: Any, shape: tuple[int, ...]) -> Any:
-    """Sum ``grad`` over the axes that broadcasting added or stretched, back to ``shape``."""
-    if grad.shape == shape:
-        return grad
-    extra = grad.ndim - len(shape)
-    if extra > 0:
-        grad = grad.sum(axis=tuple(range(extra)))
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    if stretched:
-        grad = grad.sum(axis=stretched, keepdims=True)
-    return grad.reshape(shape)
+        if op.is_array:
+            raise
+        part = np.full(np.shape(args[position]), np.inf)  # a partial a float function refused
+    return np.asarray(part, dtype=float)
 
 
 def indexed_text(node: Node, where: str) -> str:

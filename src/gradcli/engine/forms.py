@@ -1,5 +1,5 @@
 """The complex and vector forms and the domain checks of the op table's rows, where they need
-more than one expression (engine/ops.py holds the rows themselves, which name these).
+more than one expression (the op table, engine/ops/, holds the rows themselves, which name these).
 
 Complex forms are analytic continuations, for complex-step differentiation; an op that is not
 analytic follows its real part, so that its kink conventions hold. Vector forms take NumPy as

@@ -33,7 +33,7 @@ class Node:
     __slots__ = ("grad", "index", "inputs", "name", "needs_grad", "op", "seq", "value")
     # ``value`` and ``grad`` are floats on the scalar path; the same nodes carry complex numbers
     # (the complex-step check) and NumPy arrays (engine/arrays.py, vector.py), whose ``op`` may
-    # be an ``array_ops.ArrayOp``.
+    # be an array row of the op table.
     op: Any
     inputs: tuple[Node, ...]
     value: Any

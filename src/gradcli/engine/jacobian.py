@@ -4,12 +4,12 @@ Layout: the Jacobian of an output ``f`` (shape ``F``) with respect to an input `
 ``X``) is an array of shape ``F + X``: entry ``[i..., j...]`` is d f[i...] / d x[j...]. For a
 scalar output this is the gradient, with the input's shape.
 
-Two ways, both on the rules of the op tables and nothing else:
+Two ways, both on the rules of the op table and nothing else:
 
 - reverse mode: one backward pass per output element, seeded with that element's unit vector
-  (the array VJPs of engine/array_ops.py and the scalar table's partials); it gives a row of
-  the Jacobian: that element's gradient with respect to every input at once;
-- forward mode: one tangent pass per input element (the scalar table's rules are local
+  (every row's ``Op.vjp``); it gives a row of the Jacobian: that element's gradient with
+  respect to every input at once;
+- forward mode: one tangent pass per input element (the element-wise rows' rules are local
   partials, so an element-wise node's tangent is the sum of partial * operand tangent; array
   ops have their JVP in their row); it gives a column: every output at once.
 
@@ -22,8 +22,8 @@ import math
 from typing import Any
 
 from gradcli.engine import arrays
-from gradcli.engine.array_ops import ArrayOp
 from gradcli.engine.graph import Node, describe
+from gradcli.engine.ops import NUMPY
 from gradcli.errors import NumericError
 
 MODES = ("auto", "forward", "reverse")
@@ -136,13 +136,13 @@ def jvp(node: Node, args: list[Any], tangents: list[Any]) -> Any:
     """The tangent of ``node`` from its operands' tangents (None: zero)."""
     np = arrays.numpy()
     op = node.op
-    if isinstance(op, ArrayOp):
+    if op.is_array:
         if op.jvp is not None:
             return np.asarray(op.jvp(np, tangents, node.value, *args), dtype=float)
         total = 0.0  # the op's value is a number: its gradient (VJP of 1) dotted with t
         for position, t in enumerate(tangents):
             if t is not None:
-                total = total + np.sum(op.vjps[position](1.0, node.value, *args) * t)
+                total = total + np.sum(op.vjp(NUMPY, position, 1.0, node.value, *args) * t)
         return np.asarray(total, dtype=float)
     total = None
     for position, t in enumerate(tangents):

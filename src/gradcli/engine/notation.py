@@ -22,7 +22,7 @@ from gradcli.engine.core_ops import (
     SUB,
     VAR,
 )
-from gradcli.engine.ops import OPS, Op
+from gradcli.engine.ops import OPS
 
 if TYPE_CHECKING:
     from gradcli.engine.graph import Node
@@ -140,9 +140,9 @@ def texts_by_node(
             else:
                 text = notation.number(value)
                 precedence = PREC_UNARY if text.startswith("-") else PREC_ATOM
-        elif type(op) is not Op and (postfix := getattr(op, "postfix", None)) is not None:
+        elif (postfix := op.postfix) is not None:
             text, precedence = operand(node.inputs[0], PREC_ATOM) + postfix, PREC_ATOM  # x[1:3]
-        elif type(op) is not Op and op.name == "array":  # [a, b]
+        elif op.is_array and op.name == "array":  # [a, b]
             args = [operand(source, 0) for source in node.inputs]
             text, precedence = "[" + ", ".join(args) + "]", PREC_ATOM
         elif op.symbol is None:

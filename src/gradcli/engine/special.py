@@ -2,7 +2,7 @@
 function, and the accurate forms of cbrt, logit, logaddexp and the activations.
 
 Only the float ``forward`` of a row lives here; its derivative rules, domain check and other
-forms stay in its row of engine/ops.py (the table is one table). Each function is written
+forms stay in its row of the op table (engine/ops/). Each function is written
 against ``math`` alone and calls no other function of this module, because ``gradcli diff
 --format python`` copies a row's forward verbatim into code that imports only ``math``. The
 accuracy of each one is tested against mpmath in tests/test_special.py.
@@ -14,6 +14,31 @@ large install; the standard library has erf, erfc, gamma and lgamma, and the res
 from __future__ import annotations
 
 import math
+
+
+def _sigmoid(x: float) -> float:
+    # Two branches so that exp never overflows: sigmoid(-1000) is 0, not an OverflowError.
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def _softplus(x: float) -> float:
+    # log(1 + e^x) = max(x, 0) + log1p(e^-|x|): exact for large |x|, no overflow.
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+def _sign(x: float) -> float:
+    return 0.0 if x == 0.0 else math.copysign(1.0, x)
+
+
+def _relu(x: float) -> float:
+    return max(0.0, x)
+
+
+def _heaviside(x: float) -> float:
+    return 1.0 if x > 0.0 else 0.0
 
 
 def _cbrt(x: float) -> float:

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from gradcli.engine import arrays
-from gradcli.engine.array_ops import ArrayOp
 from gradcli.engine.graph import Node
+from gradcli.engine.ops import Op
 from gradcli.gradcheck.point import GradientCheck
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
 
@@ -30,7 +30,7 @@ COLUMN_MAX_ELEMENTS = 2**16  # a larger node is perturbed in place, an element a
 
 def replayable(nodes: list[Node]) -> bool:
     """Every op of ``nodes`` has a column form (element-wise ops always do)."""
-    return all(not isinstance(n.op, ArrayOp) or n.op.name in _COLUMN_FORMS for n in nodes)
+    return all(not n.op.is_array or n.op.name in _COLUMN_FORMS for n in nodes)
 
 
 def central_columns(node: Node, downstream: list[Node], output: Node, flats: list[int],
@@ -98,7 +98,7 @@ def _column_compute(node: Node, changed: dict[int, Any], columns: int) -> Any:
     args = [changed.get(s.index, s.value) for s in node.inputs]
     moving = [s.index in changed for s in node.inputs]
     op = node.op
-    if isinstance(op, ArrayOp):
+    if op.is_array:
         return _COLUMN_FORMS[op.name](np, op, args, moving, columns)
     value = op.apply_vector(*_aligned(np, args, moving))
     return np.broadcast_to(value, (columns, *np.shape(value)[1:]))
@@ -128,7 +128,7 @@ def _flat(np: Any, args: list[Any], moving: list[bool], columns: int) -> Any:
 
 
 def _extreme(largest: bool) -> Callable[..., Any]:
-    def form(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+    def form(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
         flat = _flat(np, args, moving, columns)
         best = flat.max(axis=1, keepdims=True) if largest else flat.min(axis=1, keepdims=True)
         hits = flat == best
@@ -137,13 +137,13 @@ def _extreme(largest: bool) -> Callable[..., Any]:
     return form
 
 
-def _logsumexp(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _logsumexp(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     flat = _flat(np, args, moving, columns)
     top = flat.max(axis=1, keepdims=True)
     return top[:, 0] + np.log(np.sum(np.exp(flat - top), axis=1))
 
 
-def _last_axis(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _last_axis(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     """softmax, log_softmax, inv, det: already along the last axes of stacked operands."""
     if op.domain is not None and op.name in ("inv", "det"):
         values = _columned(np, args[0], moving[0], columns)
@@ -152,12 +152,12 @@ def _last_axis(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], column
     return op.forward(np, _columned(np, args[0], moving[0], columns))
 
 
-def _logdet(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _logdet(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     sign, value = np.linalg.slogdet(_columned(np, args[0], moving[0], columns))
     return np.where(sign > 0, value, np.nan)
 
 
-def _matmul(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _matmul(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     """A matrix product with a column axis on either operand or both: einsum, by core ranks."""
     ca, cb = (np.ndim(arg) - move for arg, move in zip(args, moving, strict=True))
     if ca not in (1, 2) or cb not in (1, 2):
@@ -172,26 +172,26 @@ _MATMUL_INDICES = {(1, 1): ("i", "i", ""), (1, 2): ("i", "ik", "k"),
                    (2, 1): ("ij", "j", "i"), (2, 2): ("ij", "jk", "ik")}
 
 
-def _dot(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _dot(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     if np.shape(args[0])[moving[0]:] != np.shape(args[1])[moving[1]:]:
         raise ValueError("shapes differ")
     product = np.multiply(*_aligned(np, args, moving))
     return np.broadcast_to(product, (columns, *product.shape[1:])).reshape(columns, -1).sum(1)
 
 
-def _outer(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _outer(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     a, b = (_columned(np, arg, move, columns).reshape(columns, -1)
             for arg, move in zip(args, moving, strict=True))
     return a[:, :, None] * b[:, None, :]
 
 
-def _stack(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _stack(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     return np.stack([_columned(np, a, m, columns) for a, m in zip(args, moving, strict=True)],
                     axis=1)
 
 
 def _reduce(name: str) -> Callable[..., Any]:
-    def form(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+    def form(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
         flat = _flat(np, args, moving, columns)
         if name == "norm":
             return np.sqrt(np.sum(flat * flat, axis=1))
@@ -202,17 +202,17 @@ def _reduce(name: str) -> Callable[..., Any]:
     return form
 
 
-def _transpose(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _transpose(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     value = _columned(np, args[0], moving[0], columns)
     return np.swapaxes(value, -1, -2) if value.ndim == 3 else value
 
 
-def _index(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _index(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     key = tuple(slice(*part) if isinstance(part, tuple) else part for part in op.key)
     return _columned(np, args[0], moving[0], columns)[(slice(None), *key)]
 
 
-def _trace(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
+def _trace(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     return np.trace(_columned(np, args[0], moving[0], columns), axis1=-2, axis2=-1)
 
 

@@ -20,7 +20,7 @@ Two more methods (``method=``, ``--check-method``); each verdict records the one
   where the function is not differentiable (central differences do: relu(x) at 0 gives 1/2).
   Should the complex evaluation overflow where the real one does not, the central check is used
   and the verdict says so. An op whose row has no complex form (``complex=NONE``, see
-  engine/ops.py) is refused instead: if such an op depends on a variable (a complex replay would
+  engine/ops/) is refused instead: if such an op depends on a variable (a complex replay would
   reach it), ``check_gradients`` raises a UsageError (exit status 2) that names the function and
   suggests ``--check-method central`` or ``richardson``, before any replay. A refusal rather than
   a silent fallback: complex was asked for by name, and the missing form is a property of the

@@ -1,10 +1,11 @@
 """The builder's reductions for arrays: literals ``[1, 2]``, array function calls, subscripts.
 
 Called by the parser's builder (building.py) at each reduction, like its other callbacks;
-the ops are the rows of engine/array_ops.py. A literal of numbers is one constant node holding a
-NumPy array (so ``x = [1, 2, 3]`` is an input with a default, like ``x = 2``); a literal with
-expressions in it stacks their values (``[x, 2*y]``). Subscripts and the sizes of ``zeros(n)``,
-``ones(n)`` and ``eye(n)`` are constant whole numbers, known when the program is parsed.
+the ops are the op table's array rows (engine/ops/linear_algebra.py). A literal of numbers is
+one constant node holding a NumPy array (so ``x = [1, 2, 3]`` is an input with a default, like
+``x = 2``); a literal with expressions in it stacks their values (``[x, 2*y]``). Subscripts and
+the sizes of ``zeros(n)``, ``ones(n)`` and ``eye(n)`` are constant whole numbers, known when the
+program is parsed.
 The parser imports this module (and NumPy) only when a program has an array in it.
 """
 
@@ -12,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradcli.engine.array_ops import ARRAY_FUNCTIONS, ARRAY_OPS, index_op, stack_op
 from gradcli.engine.graph import Node
-from gradcli.engine.ops import CONST
+from gradcli.engine.ops import CALLS, CONST, OPS, Op, index_op, stack_op
 from gradcli.errors import GradcliNameError, UsageError
 from gradcli.language.lalr import Token
 from gradcli.limits import MAX_ARRAY_ELEMENTS, check_dims
@@ -51,19 +51,24 @@ def array_literal(builder: Any, children: list[Node]) -> Node:
 
 
 def is_array_function(name: str) -> bool:
-    return name in ARRAY_FUNCTIONS
+    return _array_row(name) is not None
+
+
+def _array_row(name: str) -> Op | None:
+    """The array row the language calls ``name`` (``max``: the reduction), if any."""
+    return next((op for op in CALLS.get(name, ()) if op.is_array), None)
 
 
 def array_op_node(builder: Any, name: str, operands: list[Node]) -> Node:
     """``a@b``, ``x'``: a node of the array op ``name``."""
     builder.arrays = True
-    return Node(ARRAY_OPS[name], tuple(operands))
+    return Node(OPS[name], tuple(operands))
 
 
 def array_call(builder: Any, token: Token, args: list[Node]) -> Node:
     """``sum(x)``, ``max(x)`` (one argument), ``eye(3)``: a node of an array function."""
     name = str(token)
-    op = ARRAY_FUNCTIONS[name]
+    op = next(row for row in CALLS[name] if row.is_array)  # is_array_function(name) holds
     if len(args) != op.arity:
         names = ", ".join(("x", "y")[:op.arity])
         raise GradcliNameError(f"{name} takes {op.arity} argument{'s' if op.arity > 1 else ''}, "

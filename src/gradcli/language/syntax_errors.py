@@ -15,11 +15,7 @@ from __future__ import annotations
 import re
 
 from gradcli.engine.graph import Node
-from gradcli.engine.ops import (
-    ARRAY_FUNCTION_NAMES,
-    CONSTANTS,
-    FUNCTIONS,
-)
+from gradcli.engine.ops import CALLS, CONSTANTS, FUNCTIONS
 from gradcli.errors import ParseError
 from gradcli.language.functions import Head
 from gradcli.language.lalr import (
@@ -369,7 +365,7 @@ def function_hint(name: str) -> str:
         return f"{name} is an operator: write {written}"
     import difflib  # only for this message
 
-    close = difflib.get_close_matches(name, [*FUNCTIONS, *ARRAY_FUNCTION_NAMES], n=1)
+    close = difflib.get_close_matches(name, list(CALLS), n=1)
     if close:
         return f"did you mean {close[0]}? {listed}"
     return f"{listed}; for a product write {name}*(...)"
@@ -382,9 +378,9 @@ def function_signature(name: str) -> str:
 def _operator_spelling(name: str) -> str | None:
     """How an operator row that ``gradcli functions`` lists by name is written (``add``:
     ``x + y``, ``matmul``: ``x @ y``), or None for a name that is no operator."""
-    from gradcli.engine import array_ops, ops  # only for this message
+    from gradcli.engine import ops  # only for this message
 
-    for row in (*ops.table_rows(), *array_ops.table_rows()):
+    for row in ops.table_rows():
         if row["name"] == name and row["kind"] != "function" and "function" not in row["kind"]:
             return " or ".join(row["written"])
     return None
@@ -393,11 +389,4 @@ def _operator_spelling(name: str) -> str | None:
 def language_signature(name: str) -> str:
     """How the language's function ``name`` is called: ``beta(a, b)``, ``mean(x)``, and both
     forms of ``max``: ``max(x, y) or max(x)``."""
-    calls = [function_signature(name)] if name in FUNCTIONS else []
-    if name in ARRAY_FUNCTION_NAMES:
-        from gradcli.engine.array_ops import ARRAY_FUNCTIONS  # names only on this path
-
-        op = ARRAY_FUNCTIONS[name]
-        operands = ("n",) if op.constant_args else ("x", "y")[:op.arity]
-        calls.append(f"{name}({', '.join(operands)})")
-    return " or ".join(calls)
+    return " or ".join(f"{name}({', '.join(op.operands)})" for op in CALLS.get(name, ()))

@@ -12,13 +12,12 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from gradcli.engine import array_ops
 from gradcli.engine.ops import CONSTANTS, table_rows
 
 
 def listing_rows() -> list[dict[str, Any]]:
-    """What ``gradcli functions`` lists: the scalar op table, then the array ops."""
-    return table_rows() + array_ops.table_rows()
+    """What ``gradcli functions`` lists: the op table, element-wise rows then array rows."""
+    return table_rows()
 
 COMPLEX_WORDS = {True: "yes", False: "no: --check-method complex refuses it"}
 VECTOR_WORDS = {True: "NumPy", False: "no: point by point (slower)"}
@@ -27,7 +26,7 @@ _INTRO = """\
 # Functions and operators
 
 Every operator and function of gradcli's language, from the op table
-(`src/gradcli/engine/ops.py`) and the array op table (`src/gradcli/engine/array_ops.py`, see
+(`src/gradcli/engine/ops/`; the array rows are in `linear_algebra.py`, see
 [arrays](arrays.md)). `gradcli functions` prints the same list, and `gradcli functions --json`
 gives it as JSON.
 

@@ -1,13 +1,13 @@
 """Vectorized derivatives of array programs as expressions (``gradcli diff`` of issue 17).
 
 The backward pass runs on symbolic nodes, as the scalar ``diff`` does (symbolic/builder.py):
-element-wise ops use the scalar table's own rules (written with ``F``) on ``SymNode``s, the
-gradient of a broadcast operand is summed back (``sum(...)`` to a number, ``ones(m)@G`` to a
-row), and array ops run their rows' own VJP rules (engine/array_ops.py) on ``GraphArrays``,
-the graph form of the rules' namespace: ``xp.matmul`` makes an ``@`` node, ``xp.transpose`` a
-``'``, ``xp.eq`` an ``==``. The rules that give numeric gradients give these, so there is no
-second list of derivatives. The result is an expression in gradcli's language, with no
-indices.
+every row gives its operands' gradients by ``Op.vjp`` (engine/ops/) on ``GraphArrays``, the
+graph form of the rules' namespace: element-wise rows their own partials (written with ``F``)
+times the gradient, summed back over a broadcast operand (``sum(...)`` to a number,
+``ones(m)@G`` to a row), array rows their VJP rules, where ``xp.matmul`` makes an ``@``
+node, ``xp.transpose`` a ``'``, ``xp.eq`` an ``==``. The rules that give numeric gradients
+give these, so there is no second list of derivatives. The result is an expression in
+gradcli's language, with no indices.
 
 Every symbolic node also carries its numeric value at one point of the given shapes (random,
 seeded): that gives every node's shape (which VJP form applies: vector or matrix), and it is
@@ -31,9 +31,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from gradcli.engine import arrays
-from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op
 from gradcli.engine.graph import Program, nodes_of
-from gradcli.engine.ops import CONST, OPS, VAR
+from gradcli.engine.ops import CONST, OPS, VAR, Op, index_op
 from gradcli.errors import UsageError
 from gradcli.symbolic.builder import Builder, SymNode
 
@@ -85,7 +84,7 @@ class ArrayBuilder(Builder):
         zero = _through_zeros(self, op, inputs)
         if zero is not None:
             return zero
-        if isinstance(op, ArrayOp):
+        if op.is_array:
             simpler = _array_rewrite(self, op, inputs)
             node = simpler if simpler is not None else self._intern(
                 (op.name, op.key, *(node.seq for node in inputs)), op, inputs)
@@ -99,7 +98,7 @@ class ArrayBuilder(Builder):
             node = super().make(op, inputs)
         if node.inputs:
             node.value = arrays.compute(node, [source.value for source in node.inputs])
-        if not isinstance(op, ArrayOp):
+        if not op.is_array:
             shape = arrays.numpy().broadcast_shapes(*(_shape(source) for source in inputs))
             if _shape(node) != shape:  # a fold (x - x -> 0, x/x -> 1) keeps the shape
                 return zeros(self, shape) if _is_zero(node) else spread(self, node, shape)
@@ -112,8 +111,8 @@ def _is_zero(node: SymNode) -> bool:
 
 def _is_zeros(node: SymNode) -> bool:
     """0, zeros(n), or outer(zeros(m), zeros(n)): what folds keep as zeros of a shape."""
-    return _is_zero(node) or node.op is ARRAY_OPS["zeros"] or (
-        node.op is ARRAY_OPS["outer"] and all(_is_zeros(part) for part in node.inputs))
+    return _is_zero(node) or node.op is OPS["zeros"] or (
+        node.op is OPS["outer"] and all(_is_zeros(part) for part in node.inputs))
 
 
 # ops whose value is zeros when the operands at these positions are (None: any one of them)
@@ -129,7 +128,7 @@ def _through_zeros(b: ArrayBuilder, op: Any, inputs: tuple[SymNode, ...]) -> Sym
     zeros_at = [i for i, node in enumerate(inputs) if _is_zeros(node)]
     if not zeros_at or all(_is_zero(inputs[i]) for i in zeros_at):
         return None
-    if op is ARRAY_OPS["outer"] and len(zeros_at) == 2:
+    if op is OPS["outer"] and len(zeros_at) == 2:
         return None  # outer(zeros(m), zeros(n)) is how zeros of a matrix are written
     name = op.name
     if name in _ABSORBING:
@@ -156,35 +155,35 @@ def zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
     return vectors[0] if len(vectors) == 1 else _a(b, "outer", *vectors)
 
 
-def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) -> SymNode | None:
+def _array_rewrite(b: ArrayBuilder, op: Op, inputs: tuple[SymNode, ...]) -> SymNode | None:
     """(x')' -> x; x' -> x for a vector or a number; (a@b)' -> b'@a'; inv(s)' -> inv(s) for
     s = a'@a; (-a)' -> -(a');
     sum(-x) -> -sum(x); eye(n)@A -> A; A@eye(n) -> A; ones(n)[k] -> 1."""
     if op.name == "transpose":
         (x,) = inputs
-        if x.op is ARRAY_OPS["transpose"]:
+        if x.op is OPS["transpose"]:
             return x.inputs[0]
         if arrays.numpy().ndim(x.value) < 2:
             return x
-        if x.op is ARRAY_OPS["outer"]:  # outer(a, b)' -> outer(b, a)
+        if x.op is OPS["outer"]:  # outer(a, b)' -> outer(b, a)
             return _a(b, "outer", x.inputs[1], x.inputs[0])
-        if x.op is ARRAY_OPS["matmul"]:  # (a@b)' -> b'@a': like terms meet (tr(X@X@X))
+        if x.op is OPS["matmul"]:  # (a@b)' -> b'@a': like terms meet (tr(X@X@X))
             left, right = x.inputs
             return _a(b, "matmul", _a(b, "transpose", right), _a(b, "transpose", left))
-        if x.op is ARRAY_OPS["inv"] and _symmetric(x.inputs[0]):  # inv(X'@X)' -> inv(X'@X)
+        if x.op is OPS["inv"] and _symmetric(x.inputs[0]):  # inv(X'@X)' -> inv(X'@X)
             return x
         if x.op is OPS["neg"]:  # (-a)' -> -(a')
             return b.make(OPS["neg"], (_a(b, "transpose", x.inputs[0]),))
     if op.name in ("sum", "mean") and inputs[0].op is OPS["neg"]:
         return b.make(OPS["neg"], (_a(b, op.name, inputs[0].inputs[0]),))  # sum(-t) -> -sum(t)
-    if op.name == "index" and inputs[0].op is ARRAY_OPS["ones"] and all(
+    if op.name == "index" and inputs[0].op is OPS["ones"] and all(
             isinstance(part, int) for part in op.key):
         return b.constant(1.0)  # ones(n)[k]: a stacked operand's share of a spread gradient
     if op.name == "matmul":
         left, right = inputs
-        if left.op is ARRAY_OPS["eye"]:
+        if left.op is OPS["eye"]:
             return right
-        if right.op is ARRAY_OPS["eye"]:
+        if right.op is OPS["eye"]:
             return left
         if arrays.numpy().ndim(left.value) == 1 and arrays.numpy().ndim(right.value) == 2:
             return _a(b, "matmul", _a(b, "transpose", right), left)  # x@A is written A'@x
@@ -193,10 +192,10 @@ def _array_rewrite(b: ArrayBuilder, op: ArrayOp, inputs: tuple[SymNode, ...]) ->
 
 def _symmetric(node: SymNode) -> bool:
     """``a'@a`` or ``a@a'``: symmetric by its form."""
-    if node.op is not ARRAY_OPS["matmul"]:
+    if node.op is not OPS["matmul"]:
         return False
     left, right = node.inputs
-    transpose = ARRAY_OPS["transpose"]
+    transpose = OPS["transpose"]
     return (left.op is transpose and left.inputs[0] is right) or (
         right.op is transpose and right.inputs[0] is left)
 
@@ -213,9 +212,9 @@ def _times_one(op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:
 def _softmax_of(node: SymNode) -> SymNode | None:
     """``x`` when exp(node) is softmax(x): node is log_softmax(x), or x - logsumexp(x) with x
     a vector (a matrix's logsumexp is of every element, its softmax along rows)."""
-    if node.op is ARRAY_OPS["log_softmax"]:
+    if node.op is OPS["log_softmax"]:
         return node.inputs[0]
-    if node.op is SUB and node.inputs[1].op is ARRAY_OPS["logsumexp"]:
+    if node.op is SUB and node.inputs[1].op is OPS["logsumexp"]:
         x = node.inputs[0]
         if node.inputs[1].inputs[0] is x and len(_shape(x)) == 1:
             return x
@@ -227,7 +226,7 @@ def _shape(node: SymNode) -> tuple[int, ...]:
 
 
 def _a(b: ArrayBuilder, name: str, *args: SymNode) -> SymNode:
-    return b.make(ARRAY_OPS[name], args)
+    return b.make(OPS[name], args)
 
 
 def _ones(b: ArrayBuilder, n: int) -> SymNode:
@@ -265,7 +264,7 @@ def unbroadcast(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:
 
 
 class GraphArrays:
-    """The VJP rules' namespace (engine/array_ops.py's ``Arrays``) on graph nodes: each name
+    """The VJP rules' namespace (engine/ops/xp.py's ``Arrays``) on graph nodes: each name
     makes the array program's own nodes, so a rule run here builds its operand's gradient as an
     expression. What the language cannot write is a UsageError naming it."""
 
@@ -277,7 +276,7 @@ class GraphArrays:
         return _shape(x)
 
     def _op(self, name: str, *args: Any) -> SymNode:
-        return self.b.make(ARRAY_OPS[name], args)
+        return self.b.make(OPS[name], args)
 
     def matmul(self, a: SymNode, b: SymNode) -> SymNode:
         return self._op("matmul", a, b)
@@ -356,6 +355,13 @@ class GraphArrays:
 
     def take(self, g: SymNode, position: int) -> SymNode:
         return self.b.make(index_op((position,), f"[{position}]"), (g,))
+
+    def whole(self, g: SymNode, out: SymNode) -> SymNode:
+        shape = _shape(out)
+        return spread(self.b, g, shape) if shape else g  # an array's gradient given whole
+
+    def unbroadcast(self, part: SymNode, out: SymNode, x: SymNode) -> SymNode:
+        return reduce_to(self.b, part, _shape(out), _shape(x))
 
 
 def _no_form(what: str) -> UsageError:
@@ -458,14 +464,7 @@ def _backward(b: ArrayBuilder, output: SymNode) -> dict[int, SymNode]:
 
 
 def _contribution(b: ArrayBuilder, node: SymNode, position: int, g: SymNode) -> SymNode:
-    op = node.op
-    source = node.inputs[position]
-    if isinstance(op, ArrayOp):  # the row's own rule; an array's gradient given whole
-        shape = _shape(node)
-        return op.rules[position](b.arrays, spread(b, g, shape) if shape else g, node,
-                                  *node.inputs)
-    part = b.make(MUL, (g, op.rules[position](*node.inputs, node)))
-    return reduce_to(b, part, _shape(node), _shape(source))
+    return node.op.vjp(b.arrays, position, g, node, *node.inputs)
 
 
 def _spread_matrix(b: ArrayBuilder, part: SymNode, shape: tuple[int, ...]) -> SymNode:

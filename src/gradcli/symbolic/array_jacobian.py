@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine import arrays, jacobian
-from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op, stack_op
 from gradcli.engine.graph import Program, nodes_of, output_labels
-from gradcli.engine.ops import CONST, OPS, VAR
+from gradcli.engine.ops import CONST, OPS, VAR, index_op, stack_op
 from gradcli.errors import UsageError
 from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
 from gradcli.symbolic.array_diff import (
@@ -314,7 +313,7 @@ def _identity(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
 
 
 def _a(b: ArrayBuilder, name: str, *args: Any) -> SymNode:
-    return b.make(ARRAY_OPS[name], args)
+    return b.make(OPS[name], args)
 
 
 def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
@@ -322,7 +321,7 @@ def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None
     if len(_shape(node)) > 1 or any(len(_shape(s)) > 1 for s in node.inputs
                                     if not _is_constant_matrix(node, s, operands)):
         raise _NoFormError
-    if isinstance(node.op, ArrayOp):
+    if node.op.is_array:
         return _array_jacobian(b, node, operands, wrt)
     total = None
     for position, j in enumerate(operands):
@@ -338,7 +337,7 @@ def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None
 def _is_constant_matrix(node: SymNode, source: SymNode, operands: list[SymNode | None]) -> bool:
     """The matrix A of ``A@u``, which does not depend on the input (its Jacobian is None)."""
     position = node.inputs.index(source)
-    return node.op is ARRAY_OPS["matmul"] and position == 0 and operands[0] is None
+    return node.op is OPS["matmul"] and position == 0 and operands[0] is None
 
 
 def _broadcast(b: ArrayBuilder, j: SymNode, source: SymNode, node: SymNode,

@@ -319,8 +319,6 @@ def jacobian_texts(
     -> variable -> d(output)/d(variable) printed in ``fmt``, each row made by ``differentiate``
     of that output alone; a variable an output does not use gets ``0``. Every output must be
     a scalar formula (an array op in one is the UsageError of ``refuse_arrays``)."""
-    from gradcli.engine.array_ops import ArrayOp
-
     given = dict(values or {})
     names = list(wrt) if wrt else ([n for n in program.variables if n not in given]
                                    or list(program.variables))
@@ -332,7 +330,7 @@ def jacobian_texts(
     rows: dict[str, dict[str, str]] = {}
     for label, output in zip(output_labels(program), program.outputs, strict=True):
         part = Program.build(program.source, output, variables, program.defaults)
-        part.arrays = any(isinstance(node.op, ArrayOp) or not isinstance(node.value, float)
+        part.arrays = any(node.op.is_array or not isinstance(node.value, float)
                           for node in part.nodes)
         used = [name for name in names if name in part.variables]
         texts = differentiate(part, used, 1, values, defaults, max_nodes).texts(fmt) if used \

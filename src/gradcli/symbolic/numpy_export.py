@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gradcli.engine.array_ops import ArrayOp
 from gradcli.engine.graph import Node, nodes_of
 from gradcli.engine.ops import CONST, VAR
 
@@ -96,13 +95,13 @@ class NumpyWriter:
         name = op.name
         if name in ("max", "min") and op.arity == 1:
             name += "1"
-        if isinstance(op, ArrayOp) and op.postfix and name == "index":
+        if op.is_array and op.postfix and name == "index":
             text = args[0] + op.postfix
         elif name == "array":
             text = f"np.stack([{', '.join(args)}])"
         elif name in _NUMPY_FORMS:
             text = _NUMPY_FORMS[name].format(*args)
-        elif isinstance(op, ArrayOp) or name in _SAME_IN_NUMPY:
+        elif op.is_array or name in _SAME_IN_NUMPY:
             function = _NUMPY_NAMES.get(name, f"np.{name}")
             text = f"{function}({', '.join(args)})"
         else:

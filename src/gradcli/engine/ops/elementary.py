@@ -1,0 +1,221 @@
+"""The table's elementary rows: the arithmetic operators, exponentials and logarithms,
+trigonometric and hyperbolic functions (element-wise; see ops/row.py for what a row holds)."""
+
+from __future__ import annotations
+
+import cmath
+import math
+import operator
+from typing import Any
+
+from gradcli.engine import forms, special
+from gradcli.engine.ops.row import (
+    PREC_POWER,
+    PREC_PRODUCT,
+    PREC_SUM,
+    PREC_UNARY,
+    SAME,
+    F,
+    Op,
+    binary,
+    is_zero,
+    unary,
+    written,
+)
+
+LN2 = math.log(2.0)
+
+
+def _pow_slope(x: Any, y: Any, out: Any) -> Any:
+    """d/dx x**y = y x**(y - 1), and 0 where y = 0 (x**0 is 1 everywhere, at x = 0 too): the
+    exponent is y - abs(sign(y)). A float y other than 0 -- every x**2 of the scalar backward
+    pass -- skips the two table calls that only matter at 0; so does a formula (``_written``)."""
+    if (type(y) is float and y != 0.0) or written(y):
+        return y * x ** (y - 1.0)
+    return y * x ** (y - F.abs(F.sign(y)))
+
+
+def _pow_log_slope(x: Any, y: Any, out: Any) -> Any:
+    """d/dy x**y = x**y log(x), and 0 at a zero base (xlogy) -- written plainly in a formula."""
+    return out * F.log(x) if written(x) and not is_zero(x) else F.xlogy(out, x)
+
+
+# --- rules with a form for numbers and a form for formulas -----------------------------------
+# A formula (``gradcli diff``) is printed in the textbook form; a Hessian evaluates that formula's
+# gradient with the float rules, so what a formula's own value loses to cancellation (1 - tanh**2
+# at x = 20) does not reach it: d/dx (1 - tanh**2) = -2 tanh tanh', with tanh' the float rule.
+# Numbers (eval's gradient, arrays, the complex step) take the form that keeps every digit.
+
+def _one_minus_square(x: Any) -> Any:
+    """1 - x**2 of asin' and acos', on numbers as (1 - x)(1 + x): both factors are exact near
+    +-1, where 1 - x*x cancels (asin' at 1 - 1e-8 kept 8 digits). In a formula 1 - x**2, whose
+    gradient -2x keeps its digits near 0 (a Hessian's), where that of (1 - x)(1 + x),
+    (1 - x) - (1 + x), would not. (atanh' is written (1 - x)(1 + x) everywhere.)"""
+    return 1.0 - x * x if written(x) else (1.0 - x) * (1.0 + x)
+
+
+def _tanh_slope(x: Any, out: Any) -> Any:
+    """1 - tanh**2, on numbers as 4 sigmoid(2x) sigmoid(-2x): 1 - tanh**2 cancels for |x| > 1
+    (it is 0 from |x| = 19 on, where the answer is 1e-16); 1/cosh**2 would overflow."""
+    return 1.0 - out * out if written(x) else 4.0 * F.sigmoid(2.0 * x) * F.sigmoid(-2.0 * x)
+
+
+def _atan_slope(x: Any, out: Any) -> Any:
+    """1/(1 + x**2) as square(1/hypot(x, 1)): x**2 overflows at 1.3e154, and in a formula (a
+    Hessian) so would x**2 or hypot(x, 1)**2, where the answers are tiny floats."""
+    return F.square(_inverse_hypot(x))
+
+
+def _atan2_slope(x: Any, y: Any) -> Any:
+    """x/(x**2 + y**2) (d/dy atan2(y, x); d/dx is this of -y, x), on numbers as x/h/h with
+    h = hypot(x, y): x**2 + y**2 overflows at 1e154 and underflows to 0 at 1e-162."""
+    if written(x) or written(y):
+        return x / (x * x + y * y)
+    return x / F.hypot(x, y) / F.hypot(x, y)
+
+
+def _inverse_hypot(x: Any) -> Any:
+    """1/sqrt(x**2 + 1) without x**2, which overflows at |x| = 1.3e154."""
+    return 1.0 / F.hypot(x, 1.0)
+
+
+TINY_NORMAL = 2.2250738585072014e-308
+
+
+def _hypot_slope(x: Any, y: Any, out: Any) -> Any:
+    """d/dx hypot(x, y) = x / hypot(x, y). Where hypot is subnormal it has few digits
+    (hypot(5e-324, 5e-324) rounds to 5e-324), so on numbers x and y are first divided by the
+    larger: the quotient is the same, and hypot has its digits back. A formula is x/hypot(x, y)."""
+    if written(x) or written(y) or (type(out) is float and out >= TINY_NORMAL):
+        return x / out
+    larger = F.max(F.abs(x), F.abs(y))
+    return x / larger / F.hypot(x / larger, y / larger)
+
+
+def _xlogy_slope(x: Any, y: Any, out: Any) -> Any:
+    """d/dx xlogy(x, y) = log(y); at y = 0, where that is -inf, 0 if x = 0 too (PyTorch's
+    xlogy(x != 0, y) there): so the second derivative of 0**y in y, xlogy(0**y != 0, 0)
+    d(0**y)/dy, is 0 for y > 0, as PyTorch and JAX have it. A formula is written log(y),
+    except at a zero y (0**y's)."""
+    if written(x) or written(y):
+        return F.xlogy(F.ne(x, 0.0), y) if written(y) and is_zero(y) else F.log(y)
+    return F.xlogy(F.logical_or(F.ne(x, 0.0), F.ne(y, 0.0)), y)
+
+
+ROWS: list[Op] = [
+    # --- arithmetic: the grammar's operators (forward takes complex numbers and arrays too) ----
+    binary("add", operator.add, lambda x, y, out: 1.0, lambda x, y, out: 1.0,
+           complex=SAME, vector=SAME, symbol="+", precedence=PREC_SUM, summary="sum"),
+    binary("sub", operator.sub, lambda x, y, out: 1.0, lambda x, y, out: -1.0,
+           complex=SAME, vector=SAME, symbol="-", precedence=PREC_SUM, summary="difference"),
+    binary("mul", operator.mul, lambda x, y, out: y, lambda x, y, out: x,
+           complex=SAME, vector=SAME, symbol="*", precedence=PREC_PRODUCT, summary="product"),
+    binary("div", operator.truediv, lambda x, y, out: 1.0 / y, lambda x, y, out: -out / y,
+           domain=forms.nonzero_divisor, complex=SAME, vector=SAME, symbol="/",
+           precedence=PREC_PRODUCT, summary="quotient (division by zero is an error)"),
+    unary("neg", operator.neg, lambda x, out: -1.0,
+          complex=SAME, vector=SAME, symbol="-", precedence=PREC_UNARY, summary="negation"),
+    # d/dy needs log(x): the backward pass asks for it only when y depends on a variable, so
+    # (-2)**3 is fine and (-2)**y is a domain error there. At a zero base the peers' limits
+    # (HIPS autograd, PyTorch, JAX): 0**0 = 1, d/dx x**0 = 0 (_pow_slope) and
+    # d/dy 0**y = xlogy(0, 0) = 0 for y > 0.
+    binary("pow", math.pow, _pow_slope, _pow_log_slope, domain=forms.power_domain,
+           complex=forms.complex_pow, vector=lambda np, x, y: np.power(x, y),
+           symbol="**", precedence=PREC_POWER, right_assoc=True,
+           summary="x to the power y (a negative x needs a constant integer y)"),
+    # --- exponentials and logarithms --------------------------------------------------------
+    unary("exp", math.exp, lambda x, out: out,
+          complex=cmath.exp, vector=lambda np, x: np.exp(x), summary="e ** x"),
+    unary("log", math.log, lambda x, out: 1.0 / x, domain=forms.positive,
+          complex=cmath.log, vector=lambda np, x: np.log(x), summary="natural logarithm",
+          aliases=("ln",)),
+    unary("log2", math.log2, lambda x, out: 1.0 / (x * F.log(2.0)), domain=forms.positive,
+          complex=lambda x: cmath.log(x) / math.log(2.0), vector=lambda np, x: np.log2(x),
+          summary="base-2 logarithm"),
+    unary("log10", math.log10, lambda x, out: 1.0 / (x * F.log(10.0)), domain=forms.positive,
+          complex=cmath.log10, vector=lambda np, x: np.log10(x), summary="base-10 logarithm"),
+    unary("log1p", math.log1p, lambda x, out: 1.0 / (1.0 + x), domain=forms.above_minus_one,
+          complex=forms.complex_log1p, vector=lambda np, x: np.log1p(x),
+          summary="log(1 + x), accurate for small x"),
+    unary("expm1", math.expm1, lambda x, out: F.exp(x),
+          complex=forms.complex_expm1, vector=lambda np, x: np.expm1(x),
+          summary="e ** x - 1, accurate for small x"),
+    unary("exp2", special._exp2, lambda x, out: out * LN2,
+          complex=lambda x: cmath.exp(x * LN2), vector=lambda np, x: np.exp2(x),
+          summary="2 ** x"),
+    binary("logaddexp", special._logaddexp, lambda x, y, out: F.sigmoid(x - y),
+           lambda x, y, out: F.sigmoid(y - x),
+           complex=forms.complex_logaddexp, vector=lambda np, x, y: np.logaddexp(x, y),
+           summary="log(e ** x + e ** y) without overflow"),
+    binary("logaddexp2", special._logaddexp2, lambda x, y, out: F.sigmoid((x - y) * LN2),
+           lambda x, y, out: F.sigmoid((y - x) * LN2),
+           complex=lambda x, y: forms.complex_logaddexp(x * LN2, y * LN2) / LN2,
+           vector=lambda np, x, y: np.logaddexp2(x, y),
+           summary="log2(2 ** x + 2 ** y) without overflow"),
+    binary("xlogy", special._xlogy, _xlogy_slope, lambda x, y, out: x / y,
+           domain=forms.log_of_y, complex=forms.complex_xlogy, vector=forms.vector_xlogy,
+           summary="x * log(y), and 0 where x = 0 (pow's d/dy at a zero base)"),
+    unary("sqrt", math.sqrt, lambda x, out: 0.5 / out, domain=forms.non_negative,
+          complex=cmath.sqrt, vector=lambda np, x: np.sqrt(x),
+          summary="square root (its derivative at 0 is infinite: an error)"),
+    unary("cbrt", special._cbrt, lambda x, out: 1.0 / (3.0 * out * out),
+          complex=forms.complex_cbrt, vector=lambda np, x: np.cbrt(x),
+          summary="real cube root, negative for negative x (derivative at 0: an error)"),
+    unary("rsqrt", special._rsqrt, lambda x, out: -0.5 * out / x, domain=forms.positive_root,
+          complex=lambda x: 1.0 / cmath.sqrt(x), vector=lambda np, x: 1.0 / np.sqrt(x),
+          summary="1 / sqrt(x)"),
+    unary("square", special._square, lambda x, out: 2.0 * x,
+          complex=SAME, vector=SAME, summary="x * x"),
+    unary("reciprocal", special._reciprocal, lambda x, out: -out * out, domain=forms.nonzero,
+          complex=SAME, vector=SAME, summary="1 / x (x = 0 is an error)"),
+    # --- trigonometry -------------------------------------------------------------------------
+    unary("sin", math.sin, lambda x, out: F.cos(x),
+          complex=cmath.sin, vector=lambda np, x: np.sin(x), summary="sine (radians)"),
+    unary("cos", math.cos, lambda x, out: -F.sin(x),
+          complex=cmath.cos, vector=lambda np, x: np.cos(x), summary="cosine (radians)"),
+    unary("tan", math.tan, lambda x, out: 1.0 + out * out,
+          complex=cmath.tan, vector=lambda np, x: np.tan(x), summary="tangent (radians)"),
+    unary("asin", math.asin, lambda x, out: 1.0 / F.sqrt(_one_minus_square(x)),
+          domain=forms.unit_interval,
+          complex=cmath.asin, vector=lambda np, x: np.arcsin(x), summary="arc sine",
+          aliases=("arcsin",)),
+    unary("acos", math.acos, lambda x, out: -1.0 / F.sqrt(_one_minus_square(x)),
+          domain=forms.unit_interval,
+          complex=cmath.acos, vector=lambda np, x: np.arccos(x), summary="arc cosine",
+          aliases=("arccos",)),
+    unary("atan", math.atan, _atan_slope,
+          complex=cmath.atan, vector=lambda np, x: np.arctan(x), summary="arc tangent",
+          aliases=("arctan",)),
+    binary("atan2", math.atan2, lambda y, x, out: _atan2_slope(x, y),
+           lambda y, x, out: _atan2_slope(-y, x),
+           complex=forms.complex_atan2, vector=lambda np, y, x: np.arctan2(y, x),
+           summary="angle of the point (x, y), in C/Python argument order",
+           aliases=("arctan2",)),
+    binary("hypot", math.hypot, lambda x, y, out: _hypot_slope(x, y, out),
+           lambda x, y, out: _hypot_slope(y, x, out),
+           complex=forms.complex_hypot, vector=lambda np, x, y: np.hypot(x, y),
+           summary="sqrt(x**2 + y**2) without overflow"),
+    unary("deg2rad", math.radians, lambda x, out: math.pi / 180.0,
+          complex=lambda x: x * (math.pi / 180.0), vector=lambda np, x: np.deg2rad(x),
+          summary="degrees to radians: x * pi / 180", aliases=("radians",)),
+    unary("rad2deg", math.degrees, lambda x, out: 180.0 / math.pi,
+          complex=lambda x: x * (180.0 / math.pi), vector=lambda np, x: np.rad2deg(x),
+          summary="radians to degrees: x * 180 / pi", aliases=("degrees",)),
+    # --- hyperbolic ----------------------------------------------------------------------------
+    unary("sinh", math.sinh, lambda x, out: F.cosh(x),
+          complex=cmath.sinh, vector=lambda np, x: np.sinh(x), summary="hyperbolic sine"),
+    unary("cosh", math.cosh, lambda x, out: F.sinh(x),
+          complex=cmath.cosh, vector=lambda np, x: np.cosh(x), summary="hyperbolic cosine"),
+    unary("tanh", math.tanh, _tanh_slope,
+          complex=cmath.tanh, vector=lambda np, x: np.tanh(x), summary="hyperbolic tangent"),
+    unary("asinh", math.asinh, lambda x, out: _inverse_hypot(x),
+          complex=cmath.asinh, vector=lambda np, x: np.arcsinh(x),
+          summary="inverse hyperbolic sine", aliases=("arcsinh",)),
+    unary("acosh", math.acosh, lambda x, out: 1.0 / F.sqrt(x - 1.0) / F.sqrt(x + 1.0),
+          domain=forms.at_least_one, complex=cmath.acosh, vector=lambda np, x: np.arccosh(x),
+          summary="inverse hyperbolic cosine, x >= 1 (derivative at 1: an error)",
+          aliases=("arccosh",)),
+    unary("atanh", math.atanh, lambda x, out: 1.0 / ((1.0 - x) * (1.0 + x)),
+          domain=forms.open_unit_interval, complex=cmath.atanh, vector=lambda np, x: np.arctanh(x),
+          summary="inverse hyperbolic tangent, -1 < x < 1", aliases=("arctanh",)),
+]

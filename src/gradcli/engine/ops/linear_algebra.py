@@ -1,0 +1,315 @@
+"""The table's array rows: products, reductions, linear algebra, indexing and constructors.
+
+Element-wise functions and operators are rows of the other sections: they already run on NumPy
+arrays (their ``vector`` forms, and their partials written with ``F``), and engine/arrays.py
+applies them with NumPy broadcasting. Here is what only exists for arrays. A row is HIPS
+autograd's ``defvjp`` line: ``forward(np, *args)`` and one vector-Jacobian product per operand,
+``rule(xp, g, out, *args)``, written with the namespace ``xp`` (ops/xp.py); an op whose value is
+an array also has its ``defjvp``, ``jvp(np, tangents, out, *args)``, for forward mode.
+``complex`` is the form the complex-step check replays (``SAME``: ``forward`` is analytic on
+complex arrays). ``vector`` is ``SAME``: ``forward`` takes arrays.
+
+Conventions (docs/arrays.md): reductions (``sum``, ``mean``, ``prod``, ``max``, ``min``, ``norm``,
+``norm1``, ``logsumexp``) reduce every element to a scalar; ``softmax`` and ``log_softmax`` work
+along the last axis (rows of a matrix); a tie in ``max``/``min`` splits the gradient equally
+between the tied elements; ``dot(x, y)`` is ``sum(x*y)`` of two arrays of one shape (NumPy's
+``vdot``); ``x'`` transposes (a vector stays a vector, as in NumPy); ``det``, ``logdet`` and
+``inv`` of a singular matrix are numeric errors naming the node.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+from gradcli.engine.ops.row import ARRAY, PREC_PRODUCT, SAME, Op
+from gradcli.engine.ops.xp import Arrays, subscript_of
+
+Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradient
+
+
+def _row(name: str, arity: int, forward: Callable[..., Any], rules: tuple[Vjp, ...],
+         **row: Any) -> Op:
+    """An array row: its forward takes arrays (``vector=SAME``)."""
+    return Op(name, arity, forward, rules, kind=ARRAY, vector=SAME, **row)
+
+
+# --- helpers: what several rows need -----------------------------------------------------------
+
+def _matmul_left(xp: Arrays, g: Any, out: Any, a: Any, b: Any) -> Any:
+    """d(a@b)/da: vector.vector is the dot product, matrix.vector and vector.matrix as NumPy."""
+    if len(xp.shape(b)) == 1:
+        return g * b if len(xp.shape(a)) == 1 else xp.outer(g, b)
+    return xp.matmul(b, g) if len(xp.shape(a)) == 1 else xp.matmul(g, xp.transpose(b))
+
+
+def _matmul_right(xp: Arrays, g: Any, out: Any, a: Any, b: Any) -> Any:
+    if len(xp.shape(a)) == 1:
+        return g * a if len(xp.shape(b)) == 1 else xp.outer(a, g)
+    return xp.matmul(xp.transpose(a), g)
+
+
+def _matmul(np: Any, a: Any, b: Any) -> Any:
+    if a.ndim not in (1, 2) or b.ndim not in (1, 2):
+        raise ValueError("@ multiplies vectors and matrices (1 or 2 dimensions)")
+    return np.matmul(a, b)
+
+
+def _extreme_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
+    """max/min reductions: the tied elements share the gradient equally."""
+    hits = xp.eq(x, out)
+    return g * hits / xp.sum(hits)
+
+
+def _pick(np: Any, x: Any, largest: bool) -> Any:
+    """max/min of the real parts (a complex-step replay follows the real values), ties averaged."""
+    real = x.real
+    best = real.max() if largest else real.min()
+    hits = real == best
+    return x[hits].mean()
+
+
+def _logsumexp(np: Any, x: Any) -> Any:
+    top = x.real.max()  # the max subtracted: exp never overflows
+    return top + np.log(np.sum(np.exp(x - top)))
+
+
+def _log_softmax(np: Any, x: Any) -> Any:
+    shifted = x - x.real.max(axis=-1, keepdims=True)  # exp never overflows
+    shifted -= np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))  # in place: one array
+    return shifted
+
+
+def _softmax(np: Any, x: Any) -> Any:
+    return np.exp(_log_softmax(np, x))
+
+
+def _has_axis(np: Any, x: Any) -> str | None:
+    return None if x.ndim else "needs a vector or a matrix (along its last axis), not a number"
+
+
+def _square(np: Any, x: Any) -> str | None:
+    if x.ndim != 2 or x.shape[0] != x.shape[1]:
+        shape = "x".join(map(str, x.shape)) or "a scalar"
+        return f"needs a square matrix, not {shape}"
+    return None
+
+
+def _invertible(np: Any, x: Any) -> str | None:
+    problem = _square(np, x)
+    if problem is not None:
+        return problem
+    real = x.real
+    if not np.all(np.isfinite(real)) or np.linalg.cond(real) > 1e15:
+        return "singular matrix (not invertible)"
+    return None
+
+
+def _positive_determinant(np: Any, x: Any) -> str | None:
+    problem = _invertible(np, x)
+    if problem is not None:
+        return problem
+    if np.linalg.slogdet(x.real)[0] <= 0:
+        return "logarithm of a non-positive determinant"
+    return None
+
+
+def _same_shapes(np: Any, x: Any, y: Any) -> str | None:
+    if x.shape != y.shape:
+        return f"needs two arrays of one shape, not {_shape(x)} and {_shape(y)}"
+    return None
+
+
+def _nonzero_norm(np: Any, x: Any) -> str | None:
+    return None if np.any(x.real != 0) else "the derivative of norm at 0 is not finite"
+
+
+def _shape(x: Any) -> str:
+    return "x".join(map(str, x.shape)) or "scalar"
+
+
+def _inv_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
+    """-X^-T g X^-T."""
+    inverse_t = xp.transpose(out)
+    return -xp.matmul(xp.matmul(inverse_t, g), inverse_t)
+
+
+def _det(np: Any, x: Any) -> Any:
+    return np.linalg.det(x)
+
+
+def _logdet(np: Any, x: Any) -> Any:
+    if np.iscomplexobj(x):
+        return np.log(np.linalg.det(x))
+    return np.linalg.slogdet(x)[1]
+
+
+def _constant(make: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda np, n: make(np, int(n.real))
+
+
+def _no_gradient(xp: Arrays, g: Any, out: Any, n: Any) -> Any:
+    return 0.0
+
+
+def _linear(apply: Callable[..., Any]) -> Callable[..., Any]:
+    """The JVP of a linear op of one operand: the op applied to the tangent."""
+    return lambda np, tangents, out, x: apply(np, tangents[0])
+
+
+def _product_jvp(product: Callable[..., Any]) -> Callable[..., Any]:
+    """The JVP of a bilinear op (``@``, ``outer``): product(ta, b) + product(a, tb)."""
+
+    def jvp(np: Any, tangents: list[Any], out: Any, a: Any, b: Any) -> Any:
+        ta, tb = tangents
+        parts = ([product(np, ta, b)] if ta is not None else []) + (
+            [product(np, a, tb)] if tb is not None else [])
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+    return jvp
+
+
+def _softmax_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
+    t = tangents[0]
+    return out * (t - np.sum(out * t, axis=-1, keepdims=True))
+
+
+def _log_softmax_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
+    t = tangents[0]
+    return t - np.sum(np.exp(out) * t, axis=-1, keepdims=True)
+
+
+def _inv_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
+    return -(out @ tangents[0] @ out)
+
+
+def _constant_jvp(np: Any, tangents: list[Any], out: Any, n: Any) -> Any:
+    return np.zeros(np.shape(out))
+
+
+ROWS: list[Op] = [
+    # --- products --------------------------------------------------------------------------
+    _row("matmul", 2, _matmul, (_matmul_left, _matmul_right), complex=SAME, symbol="@",
+         precedence=PREC_PRODUCT, jvp=_product_jvp(_matmul),
+         summary="matrix product; vector @ vector is the dot product"),
+    _row("dot", 2, lambda np, x, y: np.sum(x * y),
+         (lambda xp, g, out, x, y: g * y, lambda xp, g, out, x, y: g * x),
+         domain=_same_shapes, complex=SAME,
+         summary="sum(x*y) of two arrays of one shape (NumPy's vdot)"),
+    # NumPy flattens matrices given to outer (xp.vector); the language cannot, so the graph
+    # form of these rules refuses them (a usage error), and their numeric gradient remains
+    _row("outer", 2, lambda np, x, y: np.outer(x, y),
+         (lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(g, xp.vector(y)), x),
+          lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(xp.transpose(g), xp.vector(x)), y)),
+         complex=SAME, jvp=_product_jvp(lambda np, x, y: np.outer(x, y)),
+         summary="outer product of two vectors: a matrix"),
+    _row("transpose", 1, lambda np, x: x.T, (lambda xp, g, out, x: xp.transpose(g),),
+         postfix="'", complex=SAME, jvp=_linear(lambda np, t: t.T),
+         summary="transpose, written x'; a vector stays a vector"),
+    # --- reductions: every element to one number --------------------------------------------
+    _row("sum", 1, lambda np, x: np.sum(x), (lambda xp, g, out, x: xp.spread(g, x),),
+         complex=SAME, summary="sum of the elements"),
+    _row("mean", 1, lambda np, x: np.mean(x),
+         (lambda xp, g, out, x: xp.spread(g / math.prod(xp.shape(x)), x),),
+         complex=SAME, summary="mean of the elements"),
+    _row("prod", 1, lambda np, x: np.prod(x),
+         (lambda xp, g, out, x: g * xp.others_product(x, out),),
+         complex=SAME, summary="product of the elements"),
+    _row("max", 1, lambda np, x: _pick(np, x, True), (_extreme_vjp,),
+         complex=SAME, summary="largest element; tied elements share the gradient equally"),
+    _row("min", 1, lambda np, x: _pick(np, x, False), (_extreme_vjp,),
+         complex=SAME, summary="smallest element; tied elements share the gradient equally"),
+    _row("norm", 1, lambda np, x: np.sqrt(np.sum(x * x)),
+         (lambda xp, g, out, x: g * (x / out),), domain=_nonzero_norm, complex=SAME,
+         summary="2-norm of a vector, Frobenius norm of a matrix"),
+    _row("norm1", 1, lambda np, x: np.sum(np.where(x.real < 0, -x, x)),
+         (lambda xp, g, out, x: g * xp.sign(x),), complex=SAME,
+         summary="sum of absolute values; its derivative at 0 is 0, as abs'"),
+    _row("logsumexp", 1, _logsumexp, (lambda xp, g, out, x: g * xp.exp(x - out),),
+         complex=SAME, summary="log(sum(exp(x))) with the max subtracted (no overflow)"),
+    # --- along the last axis --------------------------------------------------------------
+    _row("softmax", 1, _softmax,
+         (lambda xp, g, out, x: out * (g - xp.sum_last(g * out)),),
+         domain=_has_axis, complex=SAME, jvp=_softmax_jvp,
+         summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
+    _row("log_softmax", 1, _log_softmax,
+         # g - softmax(x)*sum(g), written so that NumPy reuses its temporary arrays
+         (lambda xp, g, out, x: xp.exp(out) * -xp.sum_last(g) + g,),
+         domain=_has_axis, complex=SAME, jvp=_log_softmax_jvp,
+         summary="x - logsumexp(x) along the last axis (rows)"),
+    # --- linear algebra -------------------------------------------------------------------
+    _row("tr", 1, lambda np, x: np.trace(x),
+         (lambda xp, g, out, x: g * xp.eye(xp.shape(x)[0]),),
+         domain=_square, complex=SAME, summary="trace of a square matrix"),
+    _row("det", 1, _det, (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
+         domain=_invertible, complex=SAME,
+         summary="determinant (a singular matrix is an error)"),
+    _row("logdet", 1, _logdet, (lambda xp, g, out, x: g * xp.transpose(xp.inv(x)),),
+         domain=_positive_determinant, complex=SAME,
+         summary="log(det(x)) by slogdet; the determinant must be positive"),
+    _row("inv", 1, lambda np, x: np.linalg.inv(x), (_inv_vjp,), domain=_invertible,
+         complex=SAME, jvp=_inv_jvp, summary="matrix inverse (a singular matrix is an error)"),
+    # --- constructors: a constant whole number n ------------------------------------------
+    _row("zeros", 1, _constant(lambda np, n: np.zeros(n)), (_no_gradient,),
+         constant_args=True, complex=SAME, jvp=_constant_jvp, summary="a vector of n zeros"),
+    _row("ones", 1, _constant(lambda np, n: np.ones(n)), (_no_gradient,),
+         constant_args=True, complex=SAME, jvp=_constant_jvp, summary="a vector of n ones"),
+    _row("eye", 1, _constant(lambda np, n: np.eye(n)), (_no_gradient,),
+         constant_args=True, complex=SAME, jvp=_constant_jvp,
+         summary="the n x n identity matrix"),
+]
+
+# How the listing (``gradcli functions``, docs/functions.md) shows the rows made per use.
+MADE_PER_USE: list[dict[str, Any]] = [
+    {"name": "index", "kind": "array operator",
+     "written": ["x[0]", "W[1, 0]", "x[1:3]", "W[:, 0]"], "aliases": [], "arity": 1,
+     "summary": "indexing and slicing by constant whole numbers (-1: the last)",
+     "complex_step": True, "vector": True},
+    {"name": "array", "kind": "array literal", "written": ["[1, 2]", "[[1, 2], [3, 4]]", "[x, y]"],
+     "aliases": [], "arity": 0,
+     "summary": "an array of numbers, or of the values of expressions of one shape",
+     "complex_step": True, "vector": True},
+]
+
+
+# --- ops made per use: a subscript, an array of expressions ------------------------------------
+
+@functools.lru_cache(maxsize=256)
+def index_op(key: tuple[Any, ...], text: str) -> Op:
+    """``x[key]``: basic NumPy indexing by constant integers and slices (``text`` is how it is
+    written, ``[1:3]``). The gradient scatters ``g`` back into zeros of the operand's shape."""
+    subscript = subscript_of(key)
+
+    def forward(np: Any, x: Any) -> Any:
+        return np.array(x[subscript])
+
+    def vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
+        return xp.scatter(g, key, x)
+
+    return _row("index", 1, forward, (vjp,), postfix=text, key=key, complex=SAME,
+                jvp=lambda np, tangents, out, x: forward(np, tangents[0]),
+                summary="indexing and slicing by constant integers")
+
+
+@functools.lru_cache(maxsize=64)
+def stack_op(count: int) -> Op:
+    """``[a, b, c]`` with expressions inside: their values stacked into a new first axis."""
+
+    def vjp_for(position: int) -> Vjp:
+        return lambda xp, g, out, *args: xp.take(g, position)
+
+    def forward(np: Any, *args: Any) -> Any:
+        shapes = {np.shape(arg) for arg in args}
+        if len(shapes) > 1:
+            listed = ", ".join(sorted("x".join(map(str, s)) or "scalar" for s in shapes))
+            raise ValueError(f"the elements of an array have different shapes: {listed}")
+        return np.stack(args)
+
+    def jvp(np: Any, tangents: list[Any], out: Any, *args: Any) -> Any:
+        return np.stack([np.zeros(np.shape(arg)) if t is None else t
+                         for t, arg in zip(tangents, args, strict=True)])
+
+    return _row("array", count, forward, tuple(vjp_for(i) for i in range(count)),
+                complex=SAME, jvp=jvp, summary="an array of expressions")

@@ -1,0 +1,251 @@
+"""One row of the op table (``Op``), the forms a row states, and ``F``, which rules call.
+
+A row is of one of two kinds, and says which (``kind``):
+
+- ``ELEMENTWISE``: ``forward(*floats)``, and one local partial derivative per operand,
+  ``rule(*operands, out)`` = d(out)/d(operand), written only with arithmetic operators and table
+  functions called through ``F`` (``F.cos(x)``), so that the same rule runs on floats (the scalar
+  fast path), complex numbers, NumPy arrays and graph nodes. Forward mode needs these partials.
+- ``ARRAY``: products, reductions, linear algebra, indexing, constructors. ``forward(np,
+  *arrays)``, and one vector-Jacobian product per operand, ``rule(xp, g, out, *operands)``, as
+  HIPS autograd's ``defvjp``: it receives the gradient ``g`` of the output and returns that
+  operand's, written with the namespace ``xp`` (ops/xp.py), which is NumPy for numbers and the
+  graph itself for ``gradcli diff``. ``jvp(np, tangents, out, *arrays)`` is its forward mode.
+
+Whatever the kind, ``row.vjp(xp, position, g, out, *operands)`` is the gradient an operand
+receives: an element-wise row's is ``g`` times its partial, summed back over the axes that
+broadcasting stretched. The array engine and the symbolic array code ask only that.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcli.errors import UsageError
+
+Rule = Callable[..., Any]
+
+# Printing precedence: higher binds tighter. An atom (number, name, call) never needs parentheses.
+PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 9
+# Looser than arithmetic, as in Python: `or`, `and`, `not`, comparisons (which never chain).
+PREC_OR, PREC_AND, PREC_NOT, PREC_COMPARE = -3, -2, -1, 0
+PREC_NONE = -9  # a function's argument: nothing needs parentheses there
+
+ELEMENTWISE = "elementwise"  # a row's kind: partial rules, applied element by element
+ARRAY = "array"  # a row's kind: VJP rules on whole arrays
+
+
+class Form:
+    """What a row gives for a form that is not a function of its own: ``SAME`` or ``NONE``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+SAME = Form("SAME")  # ``forward`` itself takes complex numbers / NumPy arrays
+NONE = Form("NONE")  # the row has no such form (see the package docstring for what happens)
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """One row of the table. ``complex``, ``vector`` and ``summary`` are required keywords."""
+
+    name: str
+    arity: int
+    forward: Callable[..., Any]  # forward(*floats); an array row's forward(np, *arrays)
+    rules: tuple[Rule, ...]  # one per operand: partials, or an array row's VJPs
+    domain: Callable[..., str | None] | None = None  # a message or None (array rows: np first)
+    symbol: str | None = None  # infix or prefix symbol; None prints as name(args)
+    precedence: int = PREC_ATOM
+    right_assoc: bool = False
+    complex: Callable[..., Any] | Form = field(kw_only=True)  # a function, SAME or NONE
+    vector: Callable[..., Any] | Form = field(kw_only=True)  # vector(np, *arrays), SAME or NONE
+    summary: str = field(kw_only=True)  # one line: what it computes (gradcli functions)
+    aliases: tuple[str, ...] = field(default=(), kw_only=True)  # other names people type: ln
+    kind: str = field(default=ELEMENTWISE, kw_only=True)  # ELEMENTWISE or ARRAY
+    postfix: str | None = field(default=None, kw_only=True)  # printed after the operand: x'
+    constant_args: bool = field(default=False, kw_only=True)  # zeros(n): constant whole n
+    key: Any = field(default=None, kw_only=True)  # the subscript of an index row
+    # An array row's forward mode, jvp(np, tangents, out, *arrays), ``tangents`` one per operand
+    # (None: zero). None: the value is a number, and its JVP is the sum over operands of
+    # vjp(1) * tangent (the VJP of 1 is the gradient).
+    jvp: Callable[..., Any] | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        for form in ("complex", "vector"):
+            given = getattr(self, form)
+            if not (given is SAME or given is NONE or callable(given)):  # a Form is not
+                raise TypeError(f"op {self.name}: {form}= must be a function, SAME or NONE, "
+                                f"not {given!r}")
+        if len(self.rules) != self.arity:
+            raise TypeError(f"op {self.name}: {self.arity} operands but {len(self.rules)} rules")
+        if not self.summary.strip():
+            raise TypeError(f"op {self.name}: summary= says in one line what it computes")
+        if self.kind not in (ELEMENTWISE, ARRAY):
+            raise TypeError(f"op {self.name}: kind= must be ELEMENTWISE or ARRAY")
+
+    @property
+    def is_array(self) -> bool:
+        """A row of whole arrays (VJP rules), as opposed to an element-wise one (partials)."""
+        return self.kind is ARRAY
+
+    @property
+    def is_function(self) -> bool:
+        """Written as ``name(args)`` in the language (as opposed to an operator symbol)."""
+        return self.symbol is None and self.postfix is None
+
+    def vjp(self, xp: Any, position: int, g: Any, out: Any, *args: Any) -> Any:
+        """The gradient of operand ``position`` given the output's gradient ``g``: the one way
+        to ask any row, on NumPy arrays (``xp`` = ``NUMPY``) or on graph nodes."""
+        if self.kind is ARRAY:
+            return self.rules[position](xp, xp.whole(g, out), out, *args)
+        return xp.unbroadcast(g * self.rules[position](*args, out), out, args[position])
+
+    def apply_complex(self, *args: Any) -> Any:
+        """The complex form on complex operands (``SAME``: forward; ``NONE``: a UsageError);
+        an array row's take ``np`` first, as its forward does."""
+        form = self.complex
+        if isinstance(form, Form):
+            if form is NONE:
+                raise self.no_complex_form()
+            return self.forward(*args)
+        return form(*args)
+
+    def apply_vector(self, *args: Any) -> Any:
+        """An element-wise row's vector form on arrays (``SAME``: forward; ``NONE``:
+        ``elementwise``)."""
+        form = self.vector
+        if isinstance(form, Form):
+            return elementwise(self, numpy(), *args) if form is NONE else self.forward(*args)
+        return form(numpy(), *args)
+
+    def no_complex_form(self) -> UsageError:
+        """The error for a complex-step evaluation of a row without a complex form."""
+        return UsageError(f"{self.name} has no complex-step form, so --check-method complex "
+                          "cannot check this program",
+                          hint="use --check-method central or --check-method richardson")
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        """The operands' names, as an element-wise row's first rule calls them (``y, x`` for
+        atan2); ``n`` for a constructor, ``x, y`` for other array rows."""
+        if self.kind is ARRAY:
+            return ("n",) if self.constant_args else ("x", "y")[:self.arity]
+        code = getattr(self.rules[0], "__code__", None) if self.rules else None
+        names = code.co_varnames[:self.arity] if code is not None else ()
+        return tuple(names) if len(names) == self.arity else ("x", "y", "z")[:self.arity]
+
+
+def elementwise(op: Op, np: Any, *args: Any) -> Any:
+    """``op`` on arrays (or NumPy scalars) by its float ``forward``, point by point: the vector
+    form of a row that has none (package docstring).
+
+    A point where the domain check refuses, ``forward`` raises or its result is not finite is NaN,
+    and NumPy's "invalid" flag is raised for it: the vector passes learn of non-finite values from
+    the flags (``vector._Finiteness``), as they do from ``np.log(-1)``. A uniform value (NumPy
+    scalars only) stays a NumPy scalar.
+    """
+    forward, domain = op.forward, op.domain
+    isfinite, nan = math.isfinite, math.nan
+
+    def at(*point: float) -> float:
+        if domain is not None and domain(*point) is not None:
+            return nan
+        try:
+            value = forward(*point)
+        except (ArithmeticError, ValueError):
+            return nan
+        return value if isfinite(value) else nan
+
+    out = np.asarray(np.frompyfunc(at, op.arity, 1)(*args), dtype=float)
+    failed = np.isnan(out)
+    if failed.any():
+        np.divide(0.0, 0.0, out=out, where=failed)  # NaN again, but with the flag
+    return out if out.ndim else out[()]
+
+
+def numpy() -> Any:
+    """NumPy, imported on first use so that the scalar paths never pay for it."""
+    import numpy as np
+
+    return np
+
+
+# The registry, name -> row: filled by the package (ops/__init__.py) once every section's rows
+# exist; ``F`` reads it at its first use of a name.
+OPS: dict[str, Op] = {}
+
+
+class _TableFunctions:
+    """``F.name(*args)``: apply a table op to floats, complex numbers, arrays or graph nodes.
+
+    This is what lets derivative rules be written once for every kind of value.
+    """
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        op = OPS[name]
+        forward = op.forward
+
+        def call(*args: Any) -> Any:
+            # Floats first, in a plain loop: the scalar backward pass calls this in its rules.
+            for arg in args:
+                kind = type(arg)
+                if kind is not float and kind is not int:
+                    return _apply_to_values(op, args)
+            return forward(*args)
+
+        setattr(self, name, call)  # cache: the next lookup is a plain attribute
+        return call
+
+
+def _apply_to_values(op: Op, args: tuple[Any, ...]) -> Any:
+    """``op`` on operands that are not all floats: graph nodes, complex numbers or arrays."""
+    for arg in args:
+        if hasattr(arg, "apply"):
+            return arg.apply(op, *args)
+    if any(isinstance(arg, complex) for arg in args):
+        return op.apply_complex(*args)
+    return op.apply_vector(*args)
+
+
+F = _TableFunctions()
+
+
+# --- what rules of several sections ask of their operands ----------------------------------------
+
+def written(value: Any) -> bool:
+    """A graph node: the rule is building a printed derivative (``gradcli diff``). There the
+    zero-base limits are left out, so that d/dx x**y prints as ``y*x**(y - 1)`` and d/dy as
+    ``x**y*log(x)``, as SymPy and a person write them; they differ from the numbers ``eval``
+    computes only at x = 0 (docs/derivatives.md), where the printed forms are undefined."""
+    # a graph node has an op; the probes of vector._reads have ``apply`` only, and take the
+    # path that numbers take (what they find out is what arrays will read)
+    return hasattr(value, "apply") and hasattr(value, "op")
+
+
+def is_zero(node: Any) -> bool:
+    """The constant 0 in a formula (``0**y``): its limit is the formula, not log(0)."""
+    return node.op.name == "const" and node.value == 0.0
+
+
+def above(x: Any) -> Any:
+    """1 where x > 0, else 0 -- relu's kink convention: at 0 the left side's slope."""
+    return F.heaviside(x)
+
+
+def unary(name: str, forward: Callable[..., float], dx: Rule, **row: Any) -> Op:
+    """An element-wise row of one operand."""
+    return Op(name, 1, forward, (dx,), **row)
+
+
+def binary(name: str, forward: Callable[..., float], dx: Rule, dy: Rule, **row: Any) -> Op:
+    """An element-wise row of two operands."""
+    return Op(name, 2, forward, (dx, dy), **row)

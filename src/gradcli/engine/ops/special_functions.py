@@ -1,0 +1,253 @@
+"""The table's special functions, activations and pieces, and steps (element-wise rows; see
+ops/row.py for what a row holds). Their float functions live in engine/special.py, their complex
+and vector forms and domain checks in engine/forms.py."""
+
+from __future__ import annotations
+
+import cmath
+import math
+from typing import Any
+
+from gradcli.engine import forms, special
+from gradcli.engine.ops.row import NONE, F, Op, above, binary, unary, written
+from gradcli.errors import NumericError
+
+GELU_TANH_SCALE = 1.5957691216057308  # 2 sqrt(2/pi): gelu_tanh(x) = x sigmoid(scale (x + c x^3))
+SELU_SCALE, SELU_ALPHA = 1.0507009873554805, 1.6732632423543772
+TWO_OVER_ROOT_PI = 2.0 / math.sqrt(math.pi)
+INV_ROOT_TWO_PI = 1.0 / math.sqrt(2.0 * math.pi)
+SQRT_HALF = math.sqrt(0.5)
+
+
+def _mod_quotient(x: Any, y: Any, out: Any) -> Any:
+    """d/dy mod(x, y) = -floor(x/y), as a formula prints it; on numbers the quotient that
+    mod actually took, (x - out)/y rounded, which one ulp from a jump may differ from floor's."""
+    if written(x) or written(y):
+        return -F.floor(x / y)
+    return -F.round((x - out) / y)
+
+
+def _digamma_drop(a: Any, b: Any) -> Any:
+    """digamma(b) - digamma(a + b), lbeta's slope in b: on floats without subtracting
+    (special.digamma_difference), elsewhere (a formula, arrays) as written."""
+    if type(a) is float and type(b) is float:
+        return -special.digamma_difference(a, b)
+    return F.digamma(b) - F.digamma(a + b)
+
+
+BESSEL_SLOPE_LIMIT = 1e6  # |x| beyond which ive's slope has lost more than 2e-10 relatively
+
+
+def _bessel(x: Any, neighbours: Any) -> Any:
+    """``neighbours`` (the I_n-1 + I_n+1 of ive's slope), or a NumericError on a float x past
+    BESSEL_SLOPE_LIMIT: the slope is their half less the function, which agree to
+    1 - O(1/x), so it keeps about 16 - log10|x| digits, and none from |x| = 1e16 on."""
+    if type(x) is float and abs(x) > BESSEL_SLOPE_LIMIT:
+        raise NumericError(f"the derivative of i0e, i1e or ive at |x| = {abs(x):g} would lose its "
+                           f"digits (it is a difference of nearly equal terms beyond "
+                           f"|x| = {BESSEL_SLOPE_LIMIT:g})")
+    return neighbours
+
+
+def _sigmoid_slope(x: Any, out: Any) -> Any:
+    """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16."""
+    return out * (1.0 - out) if written(x) else out * F.sigmoid(-x)
+
+
+def _silu_slope(x: Any, out: Any) -> Any:
+    """sigmoid(x) (1 + x (1 - sigmoid(x))), 1 - sigmoid(x) written sigmoid(-x): its value
+    would cancel for x > 1, in a Hessian too (which evaluates it)."""
+    return F.sigmoid(x) * (1.0 + x * F.sigmoid(-x))
+
+
+ORDER_LIMITS = {"polygamma": forms.MAX_POLYGAMMA_ORDER, "ive": forms.MAX_IVE_ORDER}
+
+
+def _next_order(n: Any, name: str) -> Any:
+    """n + 1, the order of polygamma's and ive's derivative. In a formula (``gradcli diff``, a
+    Hessian) a constant n at the largest order is a NumericError: the derivative would be a
+    function that ``eval`` refuses. On numbers n + 1 is computed (gradients of the largest
+    order: the float function has no limit of its own)."""
+    if written(n) and n.op.name == "const" and n.value + 1.0 > ORDER_LIMITS[name]:
+        order = f"{n.value:g}"
+        raise NumericError(
+            f"the derivative of {name}({order}, x) is {name}({n.value + 1.0:g}, x), above the "
+            f"largest order of {name}, {ORDER_LIMITS[name]}",
+            hint=f"differentiate {name} of an order below {ORDER_LIMITS[name]}")
+    return n + 1.0
+
+
+def _gelu_tanh_slope(x: Any, out: Any) -> Any:
+    u = GELU_TANH_SCALE * (x + 0.044715 * x * x * x)  # 1 - sigmoid(u) is sigmoid(-u): no 1 - s
+    s = F.sigmoid(u)
+    return s + x * s * F.sigmoid(-u) * GELU_TANH_SCALE * (1.0 + 0.134145 * x * x)
+
+
+def _mish_slope(x: Any, out: Any) -> Any:
+    t = F.tanh(F.softplus(x))
+    return t + x * (1.0 - t * t) * F.sigmoid(x)
+
+
+def _selu_slope(x: Any, out: Any) -> Any:
+    inside = above(x)
+    return SELU_SCALE * (inside + (1.0 - inside) * SELU_ALPHA * F.exp(F.min(x, 0.0)))
+
+
+ROWS: list[Op] = [
+    # --- special functions: no complex form (math has none to continue); NumPy has none
+    # either, so their sweeps call the float function point by point ------------------------
+    unary("erf", math.erf, lambda x, out: TWO_OVER_ROOT_PI * F.exp(-x * x),
+          complex=NONE, vector=NONE, summary="error function"),
+    unary("sinc", special._sinc, lambda x, out: F.dsinc(x),
+          complex=forms.complex_sinc,
+          vector=forms.vector_sinc, summary="sin(pi*x)/(pi*x), 1 at 0 (NumPy's sinc)"),
+    unary("dsinc", special._dsinc,
+          lambda x, out: -(math.pi * math.pi) * F.sinc(x) - 2.0 * out / x, complex=NONE,
+          vector=NONE, summary="sinc's derivative, exact near 0 (and so is its own, but "
+                               "not at 0 itself; higher orders lose digits near 0)"),
+    unary("erfc", math.erfc, lambda x, out: -TWO_OVER_ROOT_PI * F.exp(-x * x),
+          complex=NONE, vector=NONE, summary="1 - erf(x), accurate where erf(x) is near 1"),
+    unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,
+          domain=forms.open_unit_interval, complex=NONE, vector=NONE,
+          summary="inverse of erf, -1 < x < 1", aliases=("erf_inv",)),
+    unary("gamma", math.gamma, lambda x, out: out * F.digamma(x), domain=forms.not_a_pole,
+          complex=NONE, vector=NONE,
+          summary="gamma function (0 and the negative integers are poles: an error)"),
+    unary("lgamma", special._lgamma, lambda x, out: F.digamma(x), domain=forms.not_a_pole,
+          complex=NONE, vector=NONE, summary="log |gamma(x)|"),
+    unary("digamma", special._digamma, lambda x, out: F.polygamma(1.0, x),
+          domain=forms.not_a_pole, complex=NONE, vector=NONE,
+          summary="d/dx lgamma(x), the psi function"),
+    # The order n changes only in whole steps: d/dn is 0, as for floor (a constant n is usual).
+    binary("polygamma", special._polygamma, lambda n, x, out: 0.0,
+           lambda n, x, out: F.polygamma(_next_order(n, "polygamma"), x),
+           domain=forms.polygamma_domain,
+           complex=NONE, vector=NONE,
+           summary="n-th derivative of digamma, n a whole number from 0 to 100"),
+    # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
+    # factor exp(-|x|) adds -sign(x) times the function (a kink at 0 for even n: slope 0 there,
+    # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
+    unary("i0e", special._i0e, lambda x, out: _bessel(x, F.i1e(x)) - F.sign(x) * out,
+          complex=NONE,
+          vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0",
+          aliases=("bessel_i0e",)),
+    unary("i1e", special._i1e,
+          lambda x, out: 0.5 * _bessel(x, F.i0e(x) + F.ive(2.0, x)) - F.sign(x) * out,
+          complex=NONE,
+          vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1",
+          aliases=("bessel_i1e",)),
+    binary("ive", special._ive, lambda n, x, out: 0.0,
+           lambda n, x, out: 0.5 * _bessel(x, F.ive(F.abs(n - 1.0), x)
+                                           + F.ive(_next_order(n, "ive"), x))
+           - F.sign(x) * out, domain=forms.ive_domain, complex=NONE, vector=NONE,
+           summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
+    binary("beta", special._beta, lambda a, b, out: out * _digamma_drop(b, a),
+           lambda a, b, out: out * _digamma_drop(a, b), domain=forms.positive_pair,
+           complex=NONE, vector=NONE,
+           summary="beta function gamma(a) gamma(b) / gamma(a + b), a, b > 0"),
+    binary("lbeta", special._lbeta, lambda a, b, out: _digamma_drop(b, a),
+           lambda a, b, out: _digamma_drop(a, b), domain=forms.positive_pair,
+           complex=NONE, vector=NONE, summary="log of beta(a, b), a, b > 0"),
+    # --- activations and pieces ------------------------------------------------------------
+    unary("sigmoid", special._sigmoid, _sigmoid_slope,
+          complex=forms.complex_sigmoid, vector=lambda np, x: np.exp(-np.logaddexp(0.0, -x)),
+          summary="1 / (1 + e ** -x)", aliases=("logistic",)),
+    unary("relu", special._relu, lambda x, out: F.heaviside(x),
+          complex=forms.complex_relu, vector=lambda np, x: np.maximum(x, 0.0),
+          summary="max(x, 0); relu'(0) = 0"),
+    unary("softplus", special._softplus, lambda x, out: F.sigmoid(x),
+          complex=forms.complex_softplus, vector=lambda np, x: np.logaddexp(0.0, x),
+          summary="log(1 + e ** x)"),
+    unary("logit", special._logit, lambda x, out: 1.0 / (x * (1.0 - x)), domain=forms.probability,
+          complex=forms.complex_logit, vector=forms.vector_logit,
+          summary="log(x / (1 - x)), the inverse of sigmoid, 0 < x < 1"),
+    unary("silu", special._silu, _silu_slope,
+          complex=lambda x: x * forms.complex_sigmoid(x),
+          vector=lambda np, x: x * forms.vector_sigmoid(np, x),
+          summary="x * sigmoid(x)", aliases=("swish",)),
+    unary("gelu", special._gelu,
+          lambda x, out: 0.5 * F.erfc(-x * SQRT_HALF) + x * INV_ROOT_TWO_PI * F.exp(-0.5 * x * x),
+          complex=NONE, vector=NONE,
+          summary="x * Phi(x), Phi the normal distribution function (the exact, erf form)"),
+    unary("gelu_tanh", special._gelu_tanh, _gelu_tanh_slope,
+          complex=lambda x: x * forms.complex_sigmoid(
+              GELU_TANH_SCALE * (x + 0.044715 * x * x * x)),
+          vector=lambda np, x: x * forms.vector_sigmoid(
+              np, GELU_TANH_SCALE * (x + 0.044715 * x * x * x)),
+          summary="gelu's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))"),
+    unary("elu", special._elu, lambda x, out: F.exp(F.min(x, 0.0)),
+          complex=lambda x: x if x.real > 0.0 else forms.complex_expm1(x), vector=forms.vector_elu,
+          summary="x for x > 0, else e ** x - 1"),
+    unary("selu", special._selu, _selu_slope,
+          complex=lambda x: SELU_SCALE * (
+              x if x.real > 0.0 else SELU_ALPHA * forms.complex_expm1(x)),
+          vector=lambda np, x: SELU_SCALE * np.where(
+              x > 0.0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0.0))),
+          summary="scale * elu with alpha (Klambauer et al.); selu'(0) is the left slope"),
+    binary("leaky_relu", special._leaky_relu, lambda x, a, out: above(x) + (1.0 - above(x)) * a,
+           lambda x, a, out: F.min(x, 0.0),
+           complex=lambda x, a: x if x.real > 0.0 else a * x,
+           vector=lambda np, x, a: np.where(x > 0.0, x, a * x),
+           summary="x for x > 0, else a * x; at 0 the slope is a (as relu's)"),
+    unary("softsign", special._softsign,
+          lambda x, out: F.square(1.0 / (1.0 + F.abs(x))),  # (1 + |x|)**2 would overflow
+          complex=lambda x: x / (1.0 + forms.complex_abs(x)),
+          vector=lambda np, x: x / (1.0 + np.abs(x)), summary="x / (1 + |x|)"),
+    unary("mish", special._mish, _mish_slope,
+          complex=lambda x: x * cmath.tanh(forms.complex_softplus(x)),
+          vector=lambda np, x: x * np.tanh(np.logaddexp(0.0, x)),
+          summary="x * tanh(softplus(x))"),
+    unary("hardtanh", special._hardtanh,
+          lambda x, out: (1.0 + F.sign(x + 1.0)) * (1.0 - F.sign(x - 1.0)) / 4.0,
+          complex=lambda x: forms.complex_clip(x, -1.0, 1.0),
+          vector=lambda np, x: np.minimum(np.maximum(x, -1.0), 1.0),
+          summary="clip(x, -1, 1); at -1 and 1 the slope is 1/2, as min and max at a tie"),
+    unary("abs", math.fabs, lambda x, out: F.sign(x),
+          complex=forms.complex_abs, vector=lambda np, x: np.abs(x), summary="|x|; abs'(0) = 0",
+          aliases=("absolute", "fabs")),
+    unary("sign", special._sign, lambda x, out: 0.0,
+          complex=lambda x: complex(special._sign(x.real)), vector=lambda np, x: np.sign(x),
+          summary="-1, 0 or 1; its derivative is 0"),
+    unary("heaviside", special._heaviside, lambda x, out: 0.0,
+          complex=lambda x: complex(special._heaviside(x.real)),
+          vector=lambda np, x: np.heaviside(x, 0.0),
+          summary="1 for x > 0, else 0 (relu's derivative); its derivative is 0"),
+    binary("min", min, lambda x, y, out: (1.0 - F.sign(x - y)) / 2.0,
+           lambda x, y, out: (1.0 + F.sign(x - y)) / 2.0,
+           complex=forms.complex_min, vector=lambda np, x, y: np.minimum(x, y),
+           summary="smaller of x and y; a tie splits the gradient equally"),
+    binary("max", max, lambda x, y, out: (1.0 + F.sign(x - y)) / 2.0,
+           lambda x, y, out: (1.0 - F.sign(x - y)) / 2.0,
+           complex=forms.complex_max, vector=lambda np, x, y: np.maximum(x, y),
+           summary="larger of x and y; a tie splits the gradient equally"),
+    Op("clip", 3, special._clip, (
+        lambda x, lo, hi, out: (1.0 + F.sign(x - lo)) * (1.0 - F.sign(x - hi)) / 4.0,
+        lambda x, lo, hi, out: (1.0 - F.sign(x - lo)) * (1.0 - F.sign(F.max(x, lo) - hi)) / 4.0,
+        lambda x, lo, hi, out: (1.0 + F.sign(F.max(x, lo) - hi)) / 2.0),
+        domain=forms.ordered_bounds, complex=forms.complex_clip,
+        vector=forms.vector_clip,
+        summary="min(max(x, lo), hi), lo <= hi; at a bound the gradient splits as at a tie",
+        aliases=("clamp",)),
+    # --- steps: derivative 0, at a jump too (as sign's); the check flags a jump -------------
+    unary("floor", special._floor, lambda x, out: 0.0,
+          complex=forms.complex_of_step(special._floor),
+          vector=lambda np, x: np.floor(x), summary="largest whole number <= x; slope 0"),
+    unary("ceil", special._ceil, lambda x, out: 0.0,
+          complex=forms.complex_of_step(special._ceil),
+          vector=lambda np, x: np.ceil(x), summary="smallest whole number >= x; slope 0"),
+    unary("round", special._round, lambda x, out: 0.0,
+          complex=forms.complex_of_step(special._round),
+          vector=lambda np, x: np.round(x),
+          summary="nearest whole number, halves to even (as Python); slope 0"),
+    unary("trunc", special._trunc, lambda x, out: 0.0,
+          complex=forms.complex_of_step(special._trunc),
+          vector=lambda np, x: np.trunc(x), summary="x without its fraction; slope 0"),
+    # d/dy is -q, q the whole number with x = q y + out: round((x - out) / y), not
+    # floor(x / y), which rounds 1/0.1 up to 10 where x % y (0.0999...95) took 9.
+    binary("mod", special._mod, lambda x, y, out: 1.0,
+           lambda x, y, out: _mod_quotient(x, y, out),
+           domain=forms.nonzero_divisor, complex=forms.complex_mod,
+           vector=lambda np, x, y: np.mod(x, y),
+           summary="x - y * floor(x / y), the sign of y; also written x % y, as in Python and "
+                   "NumPy's remainder", aliases=("remainder",)),
+]

@@ -1,0 +1,159 @@
+"""``xp``, the namespace that VJP rules are written against, and ``NUMPY``, its NumPy form.
+
+A rule calls ``+ - * /``, unary ``-`` and the names of ``Arrays``: ``NUMPY`` runs it on arrays
+(the numeric gradients), and symbolic/array_diff.py's ``GraphArrays`` runs the very same rule on
+graph nodes, building the gradient as an array program (``gradcli diff``, ``--hessian``,
+``--hvp``). NumPy is imported when the first array program runs, never on the scalar path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Arrays(Protocol):
+    """What a VJP rule may call besides ``+ - * /`` and unary ``-``: the same names on NumPy
+    arrays (``NUMPY``) and on graph nodes (``GraphArrays``, which makes the array program's own
+    nodes: ``matmul`` is ``a@b``, ``eq`` is ``x == y``)."""
+
+    def shape(self, x: Any) -> tuple[int, ...]: ...
+    def matmul(self, a: Any, b: Any) -> Any: ...
+    def outer(self, a: Any, b: Any) -> Any: ...
+    def transpose(self, x: Any) -> Any: ...
+    def inv(self, x: Any) -> Any: ...
+    def eye(self, n: int) -> Any: ...
+    def exp(self, x: Any) -> Any: ...
+    def sign(self, x: Any) -> Any: ...
+    def eq(self, x: Any, y: Any) -> Any: ...  # 1 where x == y, else 0 (its derivative is 0)
+    def sum(self, x: Any) -> Any: ...  # of every element: a number
+
+    def sum_last(self, x: Any) -> Any:
+        """Sums along the last axis, kept as an axis of length 1 (broadcasts back over it)."""
+
+    def spread(self, g: Any, x: Any) -> Any:
+        """A reduction's gradient ``g`` (a number) at every element of ``x``; the graph form
+        leaves it a number, since broadcasting spreads it where a shape needs it."""
+
+    def vector(self, x: Any) -> Any:
+        """The elements of ``x`` as a vector (NumPy's ravel); ``reshape_as`` goes back."""
+
+    def reshape_as(self, v: Any, x: Any) -> Any: ...
+
+    def others_product(self, x: Any, out: Any) -> Any:
+        """At each element, the product of all the other elements (prod's gradient), exact
+        where elements are zero: no division by them."""
+
+    def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any:
+        """Zeros of the shape of ``x`` with ``g`` at ``x[key]`` (an index's gradient)."""
+
+    def take(self, g: Any, position: int) -> Any:
+        """``g[position]`` along the first axis."""
+
+    def whole(self, g: Any, out: Any) -> Any:
+        """``g`` as the gradient of all of ``out``, as an array row's rule receives it (the
+        graph keeps a gradient of ones as a number until a shape needs it)."""
+
+    def unbroadcast(self, part: Any, out: Any, x: Any) -> Any:
+        """``part``, a gradient for the element-wise ``out``, summed back to the shape of its
+        operand ``x`` over the axes that broadcasting stretched."""
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+class NumPyArrays:
+    """The ``Arrays`` namespace on NumPy arrays: the numeric gradients."""
+
+    def shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(x.shape)
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        return _np().matmul(a, b)
+
+    def outer(self, a: Any, b: Any) -> Any:
+        return _np().outer(a, b)
+
+    def transpose(self, x: Any) -> Any:
+        return _np().transpose(x)
+
+    def inv(self, x: Any) -> Any:
+        return _np().linalg.inv(x)
+
+    def eye(self, n: int) -> Any:
+        return _np().eye(n)
+
+    def exp(self, x: Any) -> Any:
+        return _np().exp(x)
+
+    def sign(self, x: Any) -> Any:
+        return _np().sign(x)
+
+    def eq(self, x: Any, y: Any) -> Any:
+        return (x == y).astype(float)
+
+    def sum(self, x: Any) -> Any:
+        return _np().sum(x)
+
+    def sum_last(self, x: Any) -> Any:
+        # a vector's sum as a number: NumPy reuses a temporary array fast with a number, slowly
+        # with a length-1 array
+        return _np().sum(x, axis=-1, keepdims=True) if x.ndim > 1 else x.sum()
+
+    def spread(self, g: Any, x: Any) -> Any:
+        np = _np()
+        return np.broadcast_to(g, np.shape(x))  # a view: no new array
+
+    def vector(self, x: Any) -> Any:
+        return _np().ravel(x)
+
+    def reshape_as(self, v: Any, x: Any) -> Any:
+        np = _np()
+        return np.reshape(v, np.shape(x))
+
+    def others_product(self, x: Any, out: Any) -> Any:
+        """Exclusive cumulative products from both sides: a zero element needs no division."""
+        np = _np()
+        flat = x.ravel()
+        left = np.concatenate(([1.0], np.cumprod(flat[:-1])))
+        right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1.0]))
+        return (left * right).reshape(x.shape)
+
+    def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any:
+        np = _np()
+        grad = np.zeros(x.shape, dtype=np.result_type(g, float))
+        grad[subscript_of(key)] = g
+        return grad
+
+    def take(self, g: Any, position: int) -> Any:
+        return g[position]
+
+    def whole(self, g: Any, out: Any) -> Any:
+        return g  # the engine's gradients have their node's shape already
+
+    def unbroadcast(self, part: Any, out: Any, x: Any) -> Any:
+        np = _np()
+        return unbroadcast(np.asarray(part, dtype=float), np.shape(x))
+
+
+NUMPY = NumPyArrays()
+
+
+def unbroadcast(grad: Any, shape: tuple[int, ...]) -> Any:
+    """Sum ``grad`` over the axes that broadcasting added or stretched, back to ``shape``."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra > 0:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad.reshape(shape)
+
+
+def subscript_of(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An index row's key as a NumPy subscript: ``(start, stop)`` pairs are slices."""
+    return tuple(slice(*part) if isinstance(part, tuple) else part for part in key)
