@@ -35,7 +35,8 @@ from gradcli.engine.array_ops import ARRAY_OPS, ArrayOp, index_op
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.ops import CONST, OPS, VAR
 from gradcli.errors import UsageError
-from gradcli.symbolic.builder import Builder, SymNode
+from gradcli.symbolic.builder import Builder
+from gradcli.symbolic.nodes import SymNode
 
 MUL, ADD, SUB, EXP, EQ = (OPS[name] for name in ("mul", "add", "sub", "exp", "eq"))
 

@@ -39,7 +39,7 @@ from gradcli.symbolic.array_diff import (
     to_latex,
     zeros,
 )
-from gradcli.symbolic.builder import SymNode
+from gradcli.symbolic.nodes import SymNode
 from gradcli.symbolic.sampling import defined_point
 
 MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
