@@ -26,7 +26,6 @@ from gradcli.limits import MAX_DIFF_SHAPE_ELEMENTS, MAX_NODES
 
 if TYPE_CHECKING:
     from gradcli.gradcheck.derivative_check import Checked
-    from gradcli.symbolic.derivatives import Derivatives
 
 DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
 subexpressions named once), which `gradcli eval` reads back.
@@ -144,7 +143,7 @@ def _shapes(texts: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     """``--shape W=3x2`` as {"W": (3, 2)}."""
     if not texts:
         return {}
-    from gradcli.symbolic.array_diff import read_shape
+    from gradcli.symbolic.diff import read_shape
 
     shapes = {}
     for text in texts:
@@ -170,62 +169,45 @@ _SHAPE_HINT = ("diff builds dense Jacobians: give small shapes, or evaluate larg
 def run_diff(request: DiffRequest) -> int:
     """Everything ``gradcli diff`` does after parsing its options; returns the exit status."""
     from gradcli.language.parser import parse
-    from gradcli.symbolic.derivatives import differentiate
+    from gradcli.symbolic.diff import DiffAsk, diff
 
     source = request.program.text
     try:
         program = parse(source, request.max_nodes, [*request.values, *(request.shapes or {})])
         request.given.check_used(program)
         say_shadowed(program, program.unbound(request.values))
-        if program.outputs and not _has_array_parts(request, program):
-            return _diff_outputs(request, program)  # f, g: the Jacobian's entries
-        if program.arrays or request.shapes or _has_arrays(request.values):
-            return _diff_arrays(request, program)
-        derivatives = differentiate(program, request.wrt, request.order, request.values,
-                                    request.use_defaults, request.max_nodes)
-        printed = derivatives.python() if request.fmt == "python" else None
-        texts = derivatives.texts("latex" if request.fmt == "latex" else "text")
-        checked = _check_scalar(request, program, derivatives, texts, printed)
+        found = diff(program, DiffAsk(request.wrt, request.order, request.values, request.fmt,
+                                      request.use_defaults, request.max_nodes,
+                                      request.shapes or {},
+                                      request.as_json or request.fmt != "python"),
+                     _verify if request.check else None)
     except GradcliError as error:
         return show_error(error, request.as_json, source, request.program.file_name)
     if request.as_json:
-        from gradcli.output.records import diff_record, dumps
+        from gradcli.output.records import dumps
 
-        record = diff_record(source, request.order, texts, printed, derivatives.values,
-                             derivatives.kept_defaults)
-        click.echo(dumps(_with_check(record, checked)))
+        record = {"expression": source, **found.fields}
+        click.echo(dumps(_with_check(record, found.checked)))
         return ExitStatus.OK
-    if printed is not None:
-        click.echo(printed, nl=False)
+    if found.python is not None:
+        click.echo(found.python, nl=False)
     else:
         from gradcli.output.views import derivative_view, make_console
 
-        make_console().print(derivative_view(texts, latex=request.fmt == "latex"))
-    note = defaults_note(derivatives)
-    if note is not None:
-        click.echo(note, err=True)
-    _check_note(checked)
+        console = make_console()
+        for label, texts in found.views():
+            console.print(derivative_view(texts, latex=request.fmt == "latex", of=label))
+    if found.note is not None:
+        click.echo(found.note, err=True)
+    _check_note(found.checked)
     return ExitStatus.OK
 
 
-def _check_scalar(request: DiffRequest, program: Any, derivatives: Derivatives,
-                  texts: dict[str, Any], printed: str | None) -> Checked | None:
-    """The scalar derivatives (and export) compared with eval's engine; order k >= 3 with the
-    orders below, each the reference of the next (gradcheck/derivative_check.py)."""
-    if not request.check:
-        return None
+def _verify(**parts: Any) -> Checked:
+    """What diff is about to print, compared with eval's engine (a CheckError if it differs)."""
     from gradcli.gradcheck.derivative_check import DiffCheck, check
-    from gradcli.symbolic.derivatives import differentiate
 
-    if request.fmt == "latex":
-        texts = derivatives.texts("text")
-    levels = {order: differentiate(program, derivatives.wrt, order, None, False,
-                                   request.max_nodes).texts("text")  # formulas: differenced
-              for order in range(2, request.order)}
-    kind = ("gradient", "hessian")[request.order - 1] if request.order <= 2 else "higher"
-    return check(DiffCheck(program, {name: () for name in program.variables},
-                           dict(derivatives.values), kind, texts if printed is None else {},
-                           levels, printed, "scalar", list(derivatives.wrt)))
+    return check(DiffCheck(**parts))
 
 
 def _with_check(record: dict[str, Any], checked: Checked | None) -> dict[str, Any]:
@@ -235,162 +217,3 @@ def _with_check(record: dict[str, Any], checked: Checked | None) -> dict[str, An
 def _check_note(checked: Checked | None) -> None:
     if checked is not None:
         click.echo(f"note: {checked.note()}", err=True)
-
-
-def _has_arrays(values: dict[str, Any]) -> bool:
-    return any(hasattr(value, "ndim") or isinstance(value, list) for value in values.values())
-
-
-def _has_array_parts(request: DiffRequest, program: Any) -> bool:
-    """Shapes, array values or an array op: several outputs are then differentiated on the
-    array path (a program with outputs is marked ``arrays`` whether it has any or not)."""
-    from gradcli.engine.array_ops import ArrayOp
-
-    return bool(request.shapes) or _has_arrays(request.values) or any(
-        isinstance(node.op, ArrayOp) for node in program.nodes)
-
-
-def _diff_arrays(request: DiffRequest, program: Any) -> int:
-    """``_diff_arrays_once``; when the check finds a short form (``prod(x)/x``) undefined where
-    the program is defined, once more with the forms exact at every point."""
-    from gradcli.errors import CheckError
-    from gradcli.symbolic.array_diff import exact_forms
-
-    try:
-        return _diff_arrays_once(request, program)
-    except CheckError as error:
-        if "is not defined at" not in error.message and "nan" not in error.message:
-            raise
-    with exact_forms():
-        return _diff_arrays_once(request, program)
-
-
-def _diff_arrays_once(request: DiffRequest, program: Any) -> int:
-    """``gradcli diff "sum((W@x - t)**2)" --shape W=3x2 ...``: vectorized gradients, as
-    expressions with no indices; the Jacobian of an array output or of several outputs;
-    ``--order 2`` the Hessian (docs/matrix-calculus.md). The values given are the point the
-    derivatives are built and checked at."""
-    from gradcli.symbolic.array_diff import program_shapes
-    from gradcli.symbolic.array_jacobian import has_array_output
-
-    shapes = program_shapes(program, request.shapes or {}, request.values)
-    given = {name: value for name, value in request.values.items() if name in shapes}
-    several = has_array_output(program, shapes, given)
-    if request.order > 2 or (several and request.order != 1):
-        raise UsageError("the derivatives of an array program are printed at order 1 (the "
-                         "gradient, or the Jacobian of several outputs or an array output) or "
-                         "2 (the Hessian of one scalar output)", hint="use --order 1 or 2")
-    kind = "jacobian" if several else ("gradient", "hessian")[request.order - 1]
-    source = _numpy_source(request, program, shapes, several, given)
-    texts = None if source is not None else _array_texts(request, program, shapes, kind, given)
-    checked = None
-    if request.check:
-        from gradcli.gradcheck.derivative_check import DiffCheck, check
-
-        text_form = texts if request.fmt == "text" or texts is None else _array_texts(
-            request, program, shapes, kind, given, "text")
-        checked = check(DiffCheck(program, shapes, given, kind, text_form or {}, {}, source,
-                                  "array" if kind == "gradient" else "blocks"))
-    if source is not None and not request.as_json:
-        click.echo(source, nl=False)
-        _check_note(checked)
-        return ExitStatus.OK
-    if texts is None:
-        texts = _array_texts(request, program, shapes, kind, given)
-    if request.as_json:
-        from gradcli.output.records import dumps
-
-        record = {"expression": request.program.text, "order": request.order,
-                  "jacobian" if several else "derivatives": texts,
-                  "shapes": {name: list(shape) for name, shape in shapes.items()}}
-        record = _with_check(record if source is None else {**record, "python": source},
-                             checked)
-        click.echo(dumps(record))
-        return ExitStatus.OK
-    from gradcli.output.views import derivative_view, make_console
-
-    console = make_console()
-    for label, row in (texts.items() if several else [(None, texts)]):
-        console.print(derivative_view(row, latex=request.fmt == "latex", of=label))
-    _check_note(checked)
-    return ExitStatus.OK
-
-
-def _array_texts(request: DiffRequest, program: Any, shapes: dict[str, tuple[int, ...]],
-                 kind: str, given: dict[str, Any], fmt: str | None = None) -> dict[str, Any]:
-    """The derivatives printed in ``fmt`` (default the request's; python: text)."""
-    from gradcli.symbolic.array_diff import array_derivatives
-    from gradcli.symbolic.array_jacobian import hessian_blocks, jacobian_blocks
-
-    fmt = fmt or ("latex" if request.fmt == "latex" else "text")
-    if kind == "jacobian":
-        return jacobian_blocks(program, shapes, request.wrt, request.max_nodes, fmt, given)
-    if kind == "hessian":
-        return hessian_blocks(program, shapes, request.wrt, request.max_nodes, fmt, given)
-    return array_derivatives(program, shapes, request.wrt, request.max_nodes, fmt, given)
-
-
-def _numpy_source(request: DiffRequest, program: Any, shapes: dict[str, tuple[int, ...]],
-                  several: bool, given: dict[str, Any]) -> str | None:
-    """``--format python``: a NumPy function returning the value and gradients, the values
-    and Jacobian (several outputs, an array output) or the value and Hessian (order 2)."""
-    if request.fmt != "python":
-        return None
-    if several or request.order == 2:
-        from gradcli.symbolic.array_jacobian import blocks_numpy
-
-        return blocks_numpy(program, shapes, request.wrt, request.max_nodes,
-                            1 if several else 2, given)
-    from gradcli.symbolic.array_diff import to_numpy
-
-    return to_numpy(program, shapes, request.wrt, request.max_nodes, given)
-
-
-def _diff_outputs(request: DiffRequest, program: Any) -> int:
-    """``gradcli diff "f = x*y; g = x + y; f, g"``: one line per entry, ``df/dx = y``."""
-    from gradcli.symbolic.derivatives import jacobian_texts
-
-    if request.order != 1 or request.fmt == "python":
-        raise UsageError("a program with several outputs has a Jacobian: --order 1 with "
-                         "--format text or latex",
-                         hint="differentiate one output at a time for higher orders or Python")
-    rows = jacobian_texts(program, request.wrt, request.values, request.use_defaults,
-                          request.max_nodes, "latex" if request.fmt == "latex" else "text")
-    checked = None
-    if request.check:
-        from gradcli.gradcheck.derivative_check import DiffCheck, check
-
-        text_form = rows if request.fmt == "text" else jacobian_texts(
-            program, request.wrt, request.values, request.use_defaults, request.max_nodes)
-        given = {**(program.defaults if request.use_defaults else {}), **request.values}
-        checked = check(DiffCheck(program, {name: () for name in program.variables},
-                                  given, "jacobian", text_form))
-    if request.as_json:
-        from gradcli.output.records import dumps
-
-        click.echo(dumps(_with_check({"expression": request.program.text, "order": 1,
-                                      "jacobian": rows, "values": request.values}, checked)))
-        return ExitStatus.OK
-    from gradcli.output.views import derivative_view, make_console
-
-    console = make_console()
-    for label, texts in rows.items():
-        console.print(derivative_view(texts, latex=request.fmt == "latex", of=label))
-    _check_note(checked)
-    return ExitStatus.OK
-
-
-def defaults_note(derivatives: Derivatives) -> str | None:
-    """What became of the program's own values (``x = 2``): kept as symbols, or substituted."""
-    from gradcli.engine.notation import format_number
-
-    def listed(values: dict[str, float]) -> str:
-        return ", ".join(f"{name} = {format_number(value)}" for name, value in values.items())
-
-    kept, used = derivatives.kept_defaults, derivatives.used_defaults
-    if kept:
-        verb, them = ("stays a symbol", "it") if len(kept) == 1 else ("stay symbols", "them")
-        return f"note: the program's own {listed(kept)} {verb}; --defaults substitutes {them}"
-    if used:
-        return f"note: substituted the program's own {listed(used)}"
-    return None

@@ -1,6 +1,6 @@
 """Hessians and Hessian-vector products of scalar-output array programs (issue 17).
 
-Exact second derivatives come from reverse mode run twice: symbolic/array_diff.py builds each
+Exact second derivatives come from reverse mode run twice: symbolic/vectorized.py builds each
 input's gradient as a graph of array ops (the array ops' own VJP rules, the ones that give
 numeric gradients, run on graph nodes, in forms exact at every point: ``exact=True``), and
 reverse passes of those gradient graphs seeded with a direction ``v`` (one cotangent per
@@ -27,7 +27,8 @@ from gradcli.gradcheck.array_check import ArrayGradientCheck
 from gradcli.gradcheck.hessian import HessianResult
 from gradcli.gradcheck.point import CheckReport
 from gradcli.limits import MAX_ARRAY_HESSIAN_INPUTS
-from gradcli.symbolic.array_diff import gradients, program_shapes
+from gradcli.symbolic.diff import program_shapes
+from gradcli.symbolic.vectorized import gradients
 
 _STEP = 6e-6  # about the cube root of the float epsilon: central differences' best step
 
