@@ -176,11 +176,11 @@ def run_diff(request: DiffRequest) -> int:
         program = parse(source, request.max_nodes, [*request.values, *(request.shapes or {})])
         request.given.check_used(program)
         say_shadowed(program, program.unbound(request.values))
-        found = diff(program, DiffAsk(request.wrt, request.order, request.values, request.fmt,
-                                      request.use_defaults, request.max_nodes,
-                                      request.shapes or {},
-                                      request.as_json or request.fmt != "python"),
-                     _verify if request.check else None)
+        ask = DiffAsk(wrt=request.wrt, order=request.order, values=request.values,
+                      fmt=request.fmt, defaults=request.use_defaults,
+                      max_nodes=request.max_nodes, shapes=request.shapes or {},
+                      texts=request.as_json or request.fmt != "python")
+        found = diff(program, ask, _verify if request.check else None)
     except GradcliError as error:
         return show_error(error, request.as_json, source, request.program.file_name)
     if request.as_json:
