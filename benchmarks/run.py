@@ -304,11 +304,11 @@ def j1(args: argparse.Namespace) -> None:
 
 def j2(args: argparse.Namespace) -> None:
     """``gradcli diff`` of the reference identities (issue 17): each in at most 0.2 s."""
-    from gradcli.symbolic.array_diff import array_derivatives
+    from gradcli.symbolic.vectorized import gradient_texts
 
     for program, shapes in workloads.IDENTITIES:
         parsed = gradcli.parse(program)
-        seconds = interleaved({"diff": lambda p=parsed, s=shapes: array_derivatives(
+        seconds = interleaved({"diff": lambda p=parsed, s=shapes: gradient_texts(
             p, s, None, 100_000)}, 3 if args.quick else 11)["diff"]
         row("J2", f"gradcli diff {program}", seconds, 1, "derivatives", None,
             "median, in process; goal <= 0.2 s")
@@ -319,15 +319,15 @@ def j3(args: argparse.Namespace) -> None:
     (building the gradients against checking them), and whole commands as a user runs them
     (``gradcli diff`` against ``gradcli diff --no-check``, taking turns)."""
     from gradcli.gradcheck.derivative_check import DiffCheck, check
-    from gradcli.symbolic.array_diff import array_derivatives
+    from gradcli.symbolic.vectorized import gradient_texts
 
     runs = 3 if args.quick else 11
     spent = {"diff": 0.0, "check": 0.0, "command": 0.0, "unchecked": 0.0}
     for program, shapes in workloads.IDENTITIES:
         parsed = gradcli.parse(program)
-        texts = array_derivatives(parsed, shapes, None, 100_000)
+        texts = gradient_texts(parsed, shapes, None, 100_000)
         medians = interleaved({
-            "diff": lambda p=parsed, s=shapes: array_derivatives(p, s, None, 100_000),
+            "diff": lambda p=parsed, s=shapes: gradient_texts(p, s, None, 100_000),
             "check": lambda p=parsed, s=shapes, t=texts: check(
                 DiffCheck(p, dict(s), {}, "gradient", t))}, runs)
         command = [*GRADCLI, "diff", program, *(

@@ -16,7 +16,7 @@ import gradcli
 from gradcli.cli import cli
 from gradcli.language.parser import parse
 from gradcli.limits import MAX_JACOBIAN_ROWS
-from gradcli.symbolic.array_jacobian import hessian_blocks, jacobian_blocks
+from gradcli.symbolic.jacobians import hessian_blocks, jacobian_blocks
 
 V, M = (3,), (3, 3)
 

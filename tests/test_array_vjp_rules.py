@@ -20,7 +20,7 @@ import gradcli
 from gradcli.cli import cli
 from gradcli.engine.ops import NUMPY, ROWS
 from gradcli.language.parser import parse
-from gradcli.symbolic.array_diff import array_derivatives
+from gradcli.symbolic.vectorized import gradient_texts
 
 RNG = np.random.default_rng(1717)
 
@@ -187,7 +187,7 @@ DIFFS = [
 
 @pytest.mark.parametrize(("program", "shapes", "printed"), DIFFS, ids=[d[0] for d in DIFFS])
 def test_printed_gradients_parse_back_to_evals_gradient(program, shapes, printed):
-    texts = array_derivatives(parse(program), shapes, None, 10_000)
+    texts = gradient_texts(parse(program), shapes, None, 10_000)
     first = next(iter(shapes))
     if printed is not None:
         done = CliRunner().invoke(cli, ["diff", program, "--wrt", first, *[
@@ -222,7 +222,7 @@ def test_every_row_rule_gives_the_same_numbers_on_arrays_and_on_nodes():
     for name, program in cases.items():
         parsed = parse(program)
         used = {n: shapes[n] for n in parsed.variables}
-        texts = array_derivatives(parsed, used, None, 10_000)
+        texts = gradient_texts(parsed, used, None, 10_000)
         rng = np.random.default_rng(len(name))
         point = {n: rng.uniform(0.5, 1.5, size=s) + (3 * np.eye(3) if len(s) == 2 else 0)
                  for n, s in used.items()}

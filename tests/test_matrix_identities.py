@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import gradcli
 from gradcli.cli import cli
 from gradcli.language.parser import parse
-from gradcli.symbolic.array_diff import array_derivatives
+from gradcli.symbolic.vectorized import gradient_texts
 
 V, M, N = (3,), (3, 3), (3, 2)
 inv = np.linalg.inv
@@ -78,7 +78,7 @@ def _point(shapes: dict, seed: int) -> dict:
 @pytest.mark.parametrize(("program", "shapes", "wrt", "printed", "closed"), IDENTITIES,
                          ids=[case[0] for case in IDENTITIES])
 def test_identity_is_printed_recognisably_and_is_right(program, shapes, wrt, printed, closed):
-    text = array_derivatives(parse(program), shapes, [wrt], 10_000)[wrt]
+    text = gradient_texts(parse(program), shapes, [wrt], 10_000)[wrt]
     assert text == printed
     for seed in (1, 2):
         point = _point(shapes, seed)
@@ -97,12 +97,12 @@ def test_there_are_at_least_25_identities():
 
 
 def test_latex_uses_matrix_notation():
-    latex = array_derivatives(parse("sum((W@x + b - t)**2)"), dict(W=N, x=(2,), b=V, t=V),
-                              None, 10_000, "latex")
+    latex = gradient_texts(parse("sum((W@x + b - t)**2)"), dict(W=N, x=(2,), b=V, t=V),
+                           None, 10_000, "latex")
     assert latex["W"] == r"\left(2 \cdot \left(W x + b - t\right)\right) \otimes x"
     assert latex["x"] == r"W^\top \left(2 \cdot \left(W x + b - t\right)\right)"
-    more = array_derivatives(parse("tr(X'@A@X) + logdet(A) + sum(A*X@X')"),
-                             dict(X=M, A=M), None, 10_000, "latex")
+    more = gradient_texts(parse("tr(X'@A@X) + logdet(A) + sum(A*X@X')"),
+                          dict(X=M, A=M), None, 10_000, "latex")
     assert r"\odot" in more["X"] and r"^\top" in more["X"]
     assert r"\left(A^{-1}\right)^\top" in more["A"]
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,12 +17,16 @@ from gradcli.cli.base import (
     given_values,
 )
 from gradcli.cli.completion import complete_wrt
-from gradcli.cli.differentiate import DiffRequest, run_diff
-from gradcli.cli.show import show_error
+from gradcli.cli.given import Given
+from gradcli.cli.show import say_shadowed, show_error
 from gradcli.cli.values_file import values_file_options
-from gradcli.errors import GradcliError, UsageError, visible
+from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import as_point
 from gradcli.limits import MAX_DIFF_SHAPE_ELEMENTS, MAX_NODES
+
+if TYPE_CHECKING:
+    from gradcli.engine.graph import Program
+    from gradcli.gradcheck.derivative_check import Checked
 
 DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
 subexpressions named once), which `gradcli eval` reads back.
@@ -91,6 +96,24 @@ def diff_command(ctx: click.Context, **options: Any) -> None:
     ctx.exit(run_diff(request))
 
 
+@dataclass(frozen=True)
+class DiffRequest:
+    """What one ``gradcli diff`` (or the session's ``:diff``) asks for, checked and typed."""
+
+    program: ProgramText
+    wrt: list[str] | None  # None: every variable without a value
+    order: int
+    values: dict[str, float]  # the point (all or some variables) the derivatives are taken at
+    fmt: str  # "text", "latex" or "python"
+    as_json: bool  # one JSON record (with the texts in ``fmt``; python adds its source)
+    use_defaults: bool  # substitute the program's own values (x = 2) too
+    max_nodes: int  # of the program and of the derivatives' graphs
+    given: Given  # how the values were written: for the error about an unused one
+    shapes: dict[str, tuple[int, ...]] | None = None  # --shape: an array program's shapes
+    check: bool = True  # compare what is printed with eval's engine first (--no-check: not)
+    session: bool = False  # the session's :diff: notes on stdout, none about --defaults
+
+
 def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order: int, fmt: str,
                  assignments: tuple[str, ...], program_file: str | None, as_json: bool,
                  use_defaults: bool, max_nodes: int, shapes: tuple[str, ...] = (),
@@ -123,7 +146,7 @@ def _shapes(texts: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     """``--shape W=3x2`` as {"W": (3, 2)}."""
     if not texts:
         return {}
-    from gradcli.symbolic.array_diff import read_shape
+    from gradcli.symbolic.diff import read_shape
 
     shapes = {}
     for text in texts:
@@ -144,3 +167,94 @@ def _shapes(texts: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 
 _SHAPE_HINT = ("diff builds dense Jacobians: give small shapes, or evaluate large arrays with "
                "gradcli eval")
+
+
+def run_diff(request: DiffRequest) -> int:
+    """Everything ``gradcli diff`` does after parsing its options; returns the exit status."""
+    from gradcli.language.parser import parse
+
+    source = request.program.text
+    try:
+        program = parse(source, request.max_nodes, [*request.values, *(request.shapes or {})])
+        request.given.check_used(program)
+        say_shadowed(program, program.unbound(request.values))
+        return show_diff(request, program)
+    except GradcliError as error:
+        return show_error(error, request.as_json, source, request.program.file_name)
+
+
+def show_diff(request: DiffRequest, program: Program) -> int:
+    """The derivatives of a parsed ``program`` checked, then printed: the one path of
+    ``gradcli diff`` and the session's ``:diff``, for scalar and array programs alike.
+    Raises the GradcliError of a program it cannot differentiate (its caller shows it)."""
+    from gradcli.symbolic.diff import DiffAsk, diff
+
+    _refuse_other_shapes(request, program)
+    ask = DiffAsk(wrt=request.wrt, order=request.order, values=request.values,
+                  fmt=request.fmt, defaults=request.use_defaults,
+                  max_nodes=request.max_nodes, shapes=request.shapes or {},
+                  texts=request.as_json or request.fmt != "python")
+    found = diff(program, ask, _verify if request.check else None)
+    if request.as_json:
+        from gradcli.output.records import dumps
+
+        record = {"expression": request.program.text, **found.fields}
+        click.echo(dumps(_with_check(record, found.checked)))
+        return ExitStatus.OK
+    if found.python is not None:
+        click.echo(found.python, nl=False)
+    else:
+        from gradcli.output.console import make_console
+        from gradcli.output.views import derivative_view
+
+        console = make_console()
+        for label, texts in found.views():
+            console.print(derivative_view(texts, latex=request.fmt == "latex", of=label))
+    if found.note is not None and not request.session:
+        click.echo(found.note, err=True)
+    if found.checked is not None:  # in a session, after what it printed: its output is stdout
+        click.echo(f"note: {found.checked.note()}", err=not request.session)
+    return ExitStatus.OK
+
+
+def _refuse_other_shapes(request: DiffRequest, program: Program) -> None:
+    """A value fixes its variable's shape, as ``--shape`` does: the two disagreeing (a value
+    given, or with ``--defaults`` the program's own) is a UsageError naming both."""
+    if not request.shapes:
+        return
+    from gradcli.engine.arrays import numpy
+    from gradcli.engine.notation import shape_text
+
+    np = numpy()
+    own = program.defaults if request.use_defaults else {}
+    point = {**own, **request.values}
+    for name, shape in request.shapes.items():
+        if name not in point or name not in program.variables:
+            continue
+        has = tuple(np.shape(np.asarray(point[name], dtype=float)))
+        if has != shape:
+            given = request.given.spelled.get(name) if name in request.values else None
+            what = f"the program's own {name}" if given is None else _short(given)
+            raise UsageError(f"--shape {name}={shape_text(shape)} and {what} (shape "
+                             f"{shape_text(has)}) disagree",
+                             hint=f"a value gives {name}'s shape: drop --shape {name}, or give "
+                                  "a value of that shape")
+
+
+def _short(text: str, width: int = 60) -> str:
+    """A value as written, cut in the middle to ``width``: a long array literal or path keeps
+    its option and its file's name."""
+    text = visible(text)
+    return text if len(text) <= width else text[:width // 3] + "…" + text[-(width * 2 // 3):]
+
+
+def _verify(**parts: Any) -> Checked:
+    """What diff is about to print, compared with eval's engine (a CheckError if it differs)."""
+    from gradcli.gradcheck.derivative_check import DiffCheck, check
+
+    return check(DiffCheck(**parts))
+
+
+def _with_check(record: dict[str, Any], checked: Checked | None) -> dict[str, Any]:
+    return {**record, "checked": None if checked is None else checked.record()}
+

@@ -253,20 +253,20 @@ class Session:
 
     def _diff(self, argument: str) -> int:
         """Derivatives as expressions in the session's names, as ``gradcli diff`` prints them
-        for the session's program (the same path, cli/differentiate.py): its values stay
+        for the session's program (the same path, ``diff_command.show_diff``): its values stay
         symbols (the numbers at the point are in the table the expression printed), and the
         arrays it defines give their shapes."""
         from gradcli.cli.base import ProgramText
-        from gradcli.cli.differentiate import DiffRequest, derive
+        from gradcli.cli.diff_command import DiffRequest, show_diff
         from gradcli.cli.given import Given
         from gradcli.limits import MAX_NODES
 
         names = [name.strip() for name in argument.split(",") if name.strip()] or None
         expression = self._last("")
         program = self.parsed(expression)
-        return derive(DiffRequest(ProgramText(self.source(expression)), names, 1, {}, "text",
-                                  as_json=False, use_defaults=False, max_nodes=MAX_NODES,
-                                  given=Given(), session=True), program)
+        return show_diff(DiffRequest(ProgramText(self.source(expression)), names, 1, {}, "text",
+                                     as_json=False, use_defaults=False, max_nodes=MAX_NODES,
+                                     given=Given(), session=True), program)
 
     def _last(self, argument: str) -> str:
         """``:graph EXPR`` is about EXPR; ``:graph`` about the last expression."""

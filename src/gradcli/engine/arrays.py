@@ -19,7 +19,7 @@ import numbers
 from typing import Any
 
 from gradcli.engine.graph import Node, Program, describe, node_text
-from gradcli.engine.notation import format_number
+from gradcli.engine.notation import format_number, shape_text
 from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op
 from gradcli.errors import NumericError, UsageError
 from gradcli.limits import MAX_ARRAY_ELEMENTS, check_dims
@@ -29,11 +29,6 @@ def numpy() -> Any:
     import numpy as np
 
     return np
-
-
-def shape_text(shape: tuple[int, ...]) -> str:
-    """``3``, ``2x3``; ``scalar`` for the empty shape (how messages and tables write shapes)."""
-    return "x".join(str(n) for n in shape) or "scalar"
 
 
 def index_text(index: tuple[int, ...]) -> str:

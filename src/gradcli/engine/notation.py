@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from gradcli.engine.graph import Node
 
 
+def shape_text(shape: tuple[int, ...]) -> str:
+    """``3``, ``2x3``; ``scalar`` for the empty shape (how messages and tables write shapes)."""
+    return "x".join(str(n) for n in shape) or "scalar"
+
+
 def format_number(value: Any) -> str:
     """The shortest text that reads back as the same float (``2`` rather than ``2.0``); an
     array's elements so (``array_text``)."""

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from gradcli.engine.notation import shape_text
 from gradcli.output.nodes import shape_columns, value_cell, value_column
 from gradcli.output.tables import Column, FittedTable
-from gradcli.output.values import checked_digits, number_text, shape_text
+from gradcli.output.values import checked_digits, number_text
 from gradcli.output.verdicts import check_cells, check_columns, check_mark
 
 if TYPE_CHECKING:

@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from gradcli.engine.notation import shape_text
 from gradcli.errors import plural
 from gradcli.gradcheck.jacobian_check import EntryCheck, JacobianCheck, JacobianResult
 from gradcli.limits import MAX_CONTRIBUTION_CELLS
@@ -23,7 +24,7 @@ from gradcli.output.nodes import (
     value_column,
 )
 from gradcli.output.tables import Column, FittedTable
-from gradcli.output.values import shape_text, value_text
+from gradcli.output.values import value_text
 from gradcli.output.verdicts import KINK_CAUSE, SKIPPED, check_verdict, tolerances
 
 _MODE_WORDS = {"reverse": "reverse mode, one pass per output element",

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from gradcli.engine.notation import shape_text
 from gradcli.errors import plural
 from gradcli.output.tables import MAX_TABLE_ROWS, Column, FittedTable
-from gradcli.output.values import checked_digits, number_text, shape_text, value_text
+from gradcli.output.values import checked_digits, number_text, value_text
 from gradcli.output.verdicts import check_cells, check_columns, check_mark
 
 if TYPE_CHECKING:

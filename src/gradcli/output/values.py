@@ -61,8 +61,3 @@ def _nested(items: Any, digits: int | None) -> str:
     if items and isinstance(items[0], list):
         return "[" + ", ".join(_nested(row, digits) for row in items) + "]"
     return "[" + ", ".join(number_text(v, digits) for v in items) + "]"
-
-
-def shape_text(shape: Any) -> str:
-    """``2x3``, or ``scalar`` for shape ``()``."""
-    return "x".join(str(n) for n in shape) if len(shape) else "scalar"

@@ -43,7 +43,7 @@ from typing import cast
 from gradcli.engine.core_ops import CONST, POW, VAR
 from gradcli.engine.graph import nodes_and_uses, nodes_of
 from gradcli.engine.ops import CONSTANTS, OPS
-from gradcli.symbolic.builder import Builder, SymNode, fold_constants
+from gradcli.symbolic.builder import Builder
 from gradcli.symbolic.canonical_arithmetic import Arithmetic
 from gradcli.symbolic.canonical_forms import (
     GROWTH,
@@ -65,6 +65,8 @@ from gradcli.symbolic.canonical_forms import (
     multiply_numbers,
     short_quotient,
 )
+from gradcli.symbolic.nodes import SymNode
+from gradcli.symbolic.rewrites import fold_constants
 
 _ON_SIGNS = {"sign", "heaviside", "relu", "abs"}
 

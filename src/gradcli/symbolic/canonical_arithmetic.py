@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import cast
 
 from gradcli.engine.core_ops import CONST
-from gradcli.symbolic.builder import SymNode
 from gradcli.symbolic.canonical_forms import (
     DISTRIBUTED_TERMS,
     OPENED_LEVELS,
@@ -25,6 +24,7 @@ from gradcli.symbolic.canonical_forms import (
     power_sign,
 )
 from gradcli.symbolic.canonical_writing import Writer
+from gradcli.symbolic.nodes import SymNode
 
 
 class Arithmetic(Writer):

@@ -9,7 +9,8 @@ import math
 
 from gradcli.engine.core_ops import ADD, CONST, SUB
 from gradcli.engine.notation import format_number
-from gradcli.symbolic.builder import SymNode, is_short
+from gradcli.symbolic.nodes import SymNode
+from gradcli.symbolic.rewrites import is_short
 
 MERGE_LIMIT = 48  # a sum or product with more entries is used as one term by its users
 # ... and one used more than once in an output, past these (a product merged into a product, or a

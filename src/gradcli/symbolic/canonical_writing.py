@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from gradcli.engine.core_ops import ADD, CONST, DIV, MUL, NEG, POW, SUB
-from gradcli.symbolic.builder import Builder, SymNode
+from gradcli.symbolic.builder import Builder
 from gradcli.symbolic.canonical_forms import (
     EXPANDED_FACTORS,
     EXPANDED_TERMS,
@@ -27,6 +27,7 @@ from gradcli.symbolic.canonical_forms import (
     add_numbers,
     multiply_numbers,
 )
+from gradcli.symbolic.nodes import SymNode
 
 
 class Writer:

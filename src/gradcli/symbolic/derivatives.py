@@ -12,9 +12,9 @@ import gc
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from gradcli.engine.graph import Program, nodes_of, output_labels
+from gradcli.engine.graph import Program, nodes_of
 from gradcli.errors import UsageError, listed
 from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
 from gradcli.symbolic.builder import (
@@ -32,10 +32,11 @@ from gradcli.symbolic.printing import FORMATS, to_latex, to_python, to_text
 
 MAX_ORDER = 6
 
-Work = TypeVar("Work", bound=Callable[..., Any])
+Parameters = ParamSpec("Parameters")
+Result = TypeVar("Result")
 
 
-def collector_paused(work: Work) -> Work:
+def collector_paused(work: Callable[Parameters, Result]) -> Callable[Parameters, Result]:
     """``work`` with Python's cycle collector paused while it runs.
 
     Building and printing derivatives makes many small containers (nodes, tuples, dicts), and
@@ -48,7 +49,7 @@ def collector_paused(work: Work) -> Work:
     """
 
     @functools.wraps(work)
-    def paused(*args: Any, **kwargs: Any) -> Any:
+    def paused(*args: Parameters.args, **kwargs: Parameters.kwargs) -> Result:
         if not gc.isenabled():  # already paused: by the caller, or by the user
             return work(*args, **kwargs)
         try:
@@ -58,7 +59,7 @@ def collector_paused(work: Work) -> Work:
             gc.enable()
             gc.collect(0)
 
-    return paused  # type: ignore[return-value]
+    return paused
 
 
 @dataclass
@@ -305,38 +306,6 @@ class SymbolicResult:
     free: list[str]
     value: str
     gradients: dict[str, str]
-
-
-def jacobian_texts(
-    program: Program,
-    wrt: Sequence[str] | None = None,
-    values: Mapping[str, float] | None = None,
-    defaults: bool = False,
-    max_nodes: int = MAX_NODES,
-    fmt: str = "text",
-) -> dict[str, dict[str, str]]:
-    """The Jacobian of a program with several outputs (``f, g``) as expressions: output label
-    -> variable -> d(output)/d(variable) printed in ``fmt``, each row made by ``differentiate``
-    of that output alone; a variable an output does not use gets ``0``. Every output must be
-    a scalar formula (an array op in one is the UsageError of ``refuse_arrays``)."""
-    given = dict(values or {})
-    names = list(wrt) if wrt else ([n for n in program.variables if n not in given]
-                                   or list(program.variables))
-    unknown = [name for name in names if name not in program.variables]
-    if unknown:
-        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
-                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
-    variables = list(program.variables.values())
-    rows: dict[str, dict[str, str]] = {}
-    for label, output in zip(output_labels(program), program.outputs, strict=True):
-        part = Program.build(program.source, output, variables, program.defaults)
-        part.arrays = any(node.op.is_array or not isinstance(node.value, float)
-                          for node in part.nodes)
-        used = [name for name in names if name in part.variables]
-        texts = differentiate(part, used, 1, values, defaults, max_nodes).texts(fmt) if used \
-            else {}
-        rows[label] = {name: texts.get(name, "0") for name in names}
-    return rows
 
 
 def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str) -> None:

@@ -10,11 +10,15 @@ variable can shadow (variables do not start with ``_``), and a comment says whic
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gradcli.engine.graph import Node, nodes_of
+from gradcli.engine.graph import Node, Program, nodes_of
 from gradcli.engine.ops import CONST, VAR
+from gradcli.symbolic.arrays import shape_of
+from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes
+from gradcli.symbolic.nodes import SymNode
+from gradcli.symbolic.vectorized import sampled_gradients
 
 _NUMPY_NAMES = {"acos": "np.arccos", "asin": "np.arcsin", "atan": "np.arctan",
                 "atan2": "np.arctan2", "max": "np.maximum", "min": "np.minimum",
@@ -130,3 +134,52 @@ class NumpyWriter:
         body = "".join(f"    {line}\n" for line in self.lines)
         return ("\n".join(head) + f"\n\n\ndef f({', '.join(self.renames.values())}):\n"
                 f'    """{doc}"""\n{body}    return {returned}\n')
+
+
+# --- the exports: gradients, and blocks of a Jacobian or a Hessian -------------------------------
+
+def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
+             wrt: Sequence[str] | None, max_nodes: int,
+             given: Mapping[str, Any] | None = None) -> str:
+    """Source of ``def f(variables): return value, {name: gradient}``, NumPy only: one line
+    per node of the value and the gradients (shared nodes computed once)."""
+    names = list(wrt) if wrt else list(program.variables)
+    found, _ = sampled_gradients(program, shapes, names, max_nodes, keep_value=True, given=given)
+    output = found.pop("__value__")
+    writer = NumpyWriter(list(program.variables))
+    writer.add([output, *found.values()])
+    gradients = ", ".join(f"{name!r}: {writer[node]}" for name, node in found.items())
+    return writer.source(f"Value and gradients of {program.source!r} (gradcli diff).",
+                         f"{writer[output]}, {{{gradients}}}")
+
+
+def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                 wrt: Sequence[str] | None, max_nodes: int, order: int = 1,
+                 given: Mapping[str, Any] | None = None) -> str:
+    """Source of ``def f(variables): return values, blocks``, NumPy only: the outputs'
+    values and the Jacobian (``order`` 1: ``{output: {input: block}}``) or the value and the
+    Hessian (2: ``{a: {b: block}}``, the value bare as the gradient's export returns it), one
+    line per node, shared nodes computed once."""
+    found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes,
+                                                              given)
+    writer = NumpyWriter(list(program.variables))
+    writer.add([*found.values.values(),
+                *(node for row in found.blocks.values() for node in row.values())])
+    values = (", ".join(f"{label!r}: {writer[node]}" for label, node in found.values.items())
+              if order == 1 else writer[found.values["value"]])
+    rows = []
+    for label, row in found.blocks.items():
+        out = shapes[label] if order == 2 else shape_of(found.values[label])
+        entries = ", ".join(f"{name!r}: {_numpy_block(node, writer, out + tuple(shapes[name]))}"
+                            for name, node in row.items())
+        rows.append(f"{label!r}: {{{entries}}}")
+    what = "values and Jacobian" if order == 1 else "value and Hessian"
+    return writer.source(f"The {what} of {program.source!r} (gradcli diff).",
+                         f"{values if order == 2 else '{' + values + '}'}, {{{', '.join(rows)}}}")
+
+
+def _numpy_block(node: SymNode, writer: Any, shape: tuple[int, ...]) -> str:
+    """A block's text; a block of zeros (printed ``0``) as zeros of its shape."""
+    if node.op is CONST and not shape_of(node) and node.value == 0.0:
+        return f"np.zeros({shape!r})" if shape else "0.0"
+    return writer[node]

@@ -1,6 +1,6 @@
 """Printed forms of expression graphs: gradcli's language, LaTeX and a Python function.
 
-All three use ``notation.texts_by_node`` (one precedence logic) with a ``Notation``. A node used
+The three use ``notation.texts_by_node`` (one precedence logic) with a ``Notation``. A node used
 more than once is printed once, as a named statement (``t1 = ...; t1*t1``), so the printed size
 grows linearly with the graph even where writing it out as a tree would grow exponentially. The
 text form parses back into the same numbers; the Python form imports nothing but ``math``.
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine import ops, special
-from gradcli.engine.core_ops import CONST, MUL, WHERE
-from gradcli.engine.graph import Node, nodes_and_uses
+from gradcli.engine.core_ops import CONST, MUL, VAR, WHERE
+from gradcli.engine.graph import Node, nodes_and_uses, nodes_of
 from gradcli.engine.notation import TEXT, Notation, format_number, texts_by_node
 from gradcli.engine.ops import CONSTANTS, FUNCTIONS, OPS
 from gradcli.errors import UsageError
@@ -261,6 +261,86 @@ def to_latex(output: Node, lhs: str = "") -> str:
     lines = [f"{name} = {text}" for name, text in printed.statements]
     lines.append(f"{lhs} = {printed.outputs[0]}" if lhs else printed.outputs[0])
     return LATEX_LINE_BREAK.join(lines)
+
+
+# --- LaTeX of array programs: matrix notation -------------------------------------------
+
+_MATRIX_LATEX_CALLS = {
+    "tr": r"\operatorname{tr}", "det": r"\det", "logdet": r"\log\det",
+    "sum": r"\operatorname{sum}", "mean": r"\operatorname{mean}",
+    "softmax": r"\operatorname{softmax}", "logsumexp": r"\operatorname{logsumexp}",
+    "log_softmax": r"\operatorname{log\_softmax}", "sign": r"\operatorname{sign}"}
+
+
+def matrix_latex(output: Node) -> str:
+    """Matrix notation: ``A^\\top``, ``\\odot`` between arrays, ``\\otimes`` for outer, a
+    product of matrices side by side, ``X^{-1}``, ``\\operatorname{tr}``, ``\\mathbf{1}_{n}``,
+    ``I_{n}``; operands in full (each node's text once per use)."""
+    # id -> (text, how tightly it binds: 0 a sum, 1 a product, 2 a power, 3 an atom)
+    texts: dict[int, tuple[str, int]] = {}
+
+    def arg(node: Node, at_least: int) -> str:
+        text, precedence = texts[id(node)]
+        return text if precedence >= at_least else rf"\left({text}\right)"
+
+    for node in nodes_of([output]):
+        op = node.op
+        if op is VAR:
+            texts[id(node)] = (str(node.name), 3)
+        elif op is CONST:
+            text = LATEX.number(node.value) if not getattr(node.value, "ndim", 0) else (
+                str(node.value.tolist()))
+            texts[id(node)] = (text, 3 if not text.startswith("-") else 0)
+        else:
+            texts[id(node)] = _matrix_latex_node(node, arg, LATEX)
+    return texts[id(output)][0]
+
+
+def _matrix_latex_node(node: Node, arg: Callable[[Node, int], str],
+                       latex: Any) -> tuple[str, int]:
+    op, inputs = node.op, node.inputs
+    name = op.name
+    array = [bool(getattr(source.value, "ndim", 0)) for source in inputs]
+    if name in ("add", "sub"):
+        return f"{arg(inputs[0], 0)} {'+' if name == 'add' else '-'} {arg(inputs[1], 1)}", 0
+    if name == "mul":
+        joint = r" \odot " if all(array) else r" \cdot "
+        return arg(inputs[0], 1) + joint + arg(inputs[1], 2 if all(array) else 1), 1
+    if name == "div":
+        return rf"\frac{{{arg(inputs[0], 0)}}}{{{arg(inputs[1], 0)}}}", 2
+    if name == "neg":
+        return f"-{arg(inputs[0], 1)}", 0
+    if name == "pow":
+        hadamard = r"\circ " if array[0] else ""
+        return f"{arg(inputs[0], 3)}^{{{hadamard}{arg(inputs[1], 0)}}}", 2
+    if name == "matmul":
+        return f"{arg(inputs[0], 1)} {arg(inputs[1], 2)}", 1
+    if name == "transpose":
+        return arg(inputs[0], 3) + r"^\top", 2
+    if name == "outer":
+        return rf"{arg(inputs[0], 2)} \otimes {arg(inputs[1], 2)}", 1
+    if name == "inv":
+        return arg(inputs[0], 3) + "^{-1}", 2
+    if name == "index":
+        return f"{arg(inputs[0], 3)}_{{{op.postfix[1:-1]}}}", 3
+    if name == "eq":  # Iverson's bracket: 1 where it holds
+        return rf"\left[{arg(inputs[0], 1)} = {arg(inputs[1], 1)}\right]", 3
+    if name in ("ones", "eye"):
+        size = latex.number(inputs[0].value)
+        return (rf"\mathbf{{1}}_{{{size}}}" if name == "ones" else f"I_{{{size}}}"), 3
+    if name in ("norm", "norm1"):
+        return rf"\left\lVert {arg(inputs[0], 0)} \right\rVert_{{{1 if name == 'norm1' else 2}}}", 3
+    if name == "dot":
+        return rf"\left\langle {arg(inputs[0], 0)}, {arg(inputs[1], 0)} \right\rangle", 3
+    if name in _MATRIX_LATEX_CALLS:
+        return rf"{_MATRIX_LATEX_CALLS[name]}\left({arg(inputs[0], 0)}\right)", 3
+    if getattr(op, "symbol", None) and len(inputs) == 2:  # comparisons, and, or
+        return latex.infix(op, arg(inputs[0], 1), arg(inputs[1], 1)), 0
+    if name == "logical_not":
+        return latex.prefix(op, arg(inputs[0], 3)), 0
+    texts = [arg(source, 0) for source in inputs]
+    return latex.call(op, texts), 3
+
 
 
 # --- Python ----------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""Jacobians of array programs as expressions: ``gradcli diff`` of an array output, of several
-outputs with arrays in them, and ``--order 2`` (the Jacobian of the gradient) (issue 17).
+"""Jacobians and Hessians as expressions: ``gradcli diff`` of several outputs (``f, g``), of an
+array output, and ``--order 2`` of an array program (the Jacobian of the gradient).
 
-Each block d(output)/d(input) is tried two ways, in this order:
+A program of scalar outputs has its Jacobian row by row, each output's gradient made by
+``differentiate`` (``jacobian_texts``), and its Hessian is ``differentiate``'s order 2. In an
+array program each block d(output)/d(input) is tried two ways, in this order:
 
 - vectorized, by forward mode on symbolic nodes: each node's Jacobian with respect to a vector
   (or number) input ``x``, built from its operands' Jacobians with the language's own
@@ -12,7 +14,7 @@ Each block d(output)/d(input) is tried two ways, in this order:
   have theirs. J(x) is ``eye(m)``, which the builder drops from products: ``sin(x)`` gives
   ``eye(3)*cos(x)``, ``W@x`` gives ``W``. Programs whose nodes are numbers and vectors only.
 - otherwise row by row: output element ``k`` is ``sum(y * E_k)`` (``E_k`` a one-hot array)
-  and its gradient is the vectorized gradient of symbolic/array_diff.py; the rows are stacked
+  and its gradient is the vectorized gradient of symbolic/vectorized.py; the rows are stacked
   as an array literal ``[row0, row1, ...]``. Up to ``MAX_JACOBIAN_ROWS`` output elements.
 
 Every block is compared with the numeric Jacobian (engine/jacobian.py) at the sample point
@@ -31,15 +33,12 @@ from gradcli.engine.graph import Program, nodes_of, output_labels
 from gradcli.engine.ops import CONST, OPS, VAR, index_op, stack_op
 from gradcli.errors import UsageError
 from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
-from gradcli.symbolic.array_diff import (
-    ArrayBuilder,
-    gradients,
-    spread,
-    to_latex,
-    zeros,
-)
-from gradcli.symbolic.builder import SymNode
+from gradcli.symbolic.arrays import ArrayBuilder, op_node, shape_of, spread, zeros
+from gradcli.symbolic.derivatives import differentiate
+from gradcli.symbolic.nodes import SymNode
+from gradcli.symbolic.printing import matrix_latex, to_text
 from gradcli.symbolic.sampling import defined_point
+from gradcli.symbolic.vectorized import gradients
 
 MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
 
@@ -56,7 +55,7 @@ def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]],
         return True
 
     def output_shape(point: dict[str, Any]) -> tuple[int, ...]:
-        return _shape(ArrayBuilder(point, MAX_NODES).import_graph([program.output])[0])
+        return shape_of(ArrayBuilder(point, MAX_NODES).import_graph([program.output])[0])
 
     return bool(defined_point(shapes, given, output_shape)[0])
 
@@ -95,7 +94,7 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
 def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                   wrt: Sequence[str] | None, max_nodes: int,
                   given: Mapping[str, Any] | None = None) -> Blocks:
-    """``[a][b]`` = d2/da db, the Jacobian of each gradient (symbolic/array_diff.py), of shape
+    """``[a][b]`` = d2/da db, the Jacobian of each gradient (symbolic/vectorized.py), of shape
     ``a`` followed by ``b``, of a scalar-output array program."""
     names = _names(program, wrt)
 
@@ -131,40 +130,6 @@ def hessian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
     return hessian_nodes(program, shapes, wrt, max_nodes, given).printed(fmt)
 
 
-def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                 wrt: Sequence[str] | None, max_nodes: int, order: int = 1,
-                 given: Mapping[str, Any] | None = None) -> str:
-    """Source of ``def f(variables): return values, blocks``, NumPy only: the outputs'
-    values and the Jacobian (``order`` 1: ``{output: {input: block}}``) or the value and the
-    Hessian (2: ``{a: {b: block}}``, the value bare as the gradient's export returns it), one
-    line per node, shared nodes computed once."""
-    from gradcli.symbolic.numpy_export import NumpyWriter
-
-    found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes,
-                                                              given)
-    writer = NumpyWriter(list(program.variables))
-    writer.add([*found.values.values(),
-                *(node for row in found.blocks.values() for node in row.values())])
-    values = (", ".join(f"{label!r}: {writer[node]}" for label, node in found.values.items())
-              if order == 1 else writer[found.values["value"]])
-    rows = []
-    for label, row in found.blocks.items():
-        out = shapes[label] if order == 2 else _shape(found.values[label])
-        entries = ", ".join(f"{name!r}: {_numpy_block(node, writer, out + tuple(shapes[name]))}"
-                            for name, node in row.items())
-        rows.append(f"{label!r}: {{{entries}}}")
-    what = "values and Jacobian" if order == 1 else "value and Hessian"
-    return writer.source(f"The {what} of {program.source!r} (gradcli diff).",
-                         f"{values if order == 2 else '{' + values + '}'}, {{{', '.join(rows)}}}")
-
-
-def _numpy_block(node: SymNode, writer: Any, shape: tuple[int, ...]) -> str:
-    """A block's text; a block of zeros (printed ``0``) as zeros of its shape."""
-    if node.op is CONST and not _shape(node) and node.value == 0.0:
-        return f"np.zeros({shape!r})" if shape else "0.0"
-    return writer[node]
-
-
 def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:
     names = list(wrt) if wrt else list(program.variables)
     unknown = [name for name in names if name not in program.variables]
@@ -175,13 +140,39 @@ def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:
 
 
 def _printed(node: SymNode, fmt: str) -> str:
-    from gradcli.symbolic.printing import to_text
-
-    return to_latex(node) if fmt == "latex" else to_text(node)
+    return matrix_latex(node) if fmt == "latex" else to_text(node)
 
 
-def _shape(node: SymNode) -> tuple[int, ...]:
-    return tuple(arrays.numpy().shape(node.value))
+def jacobian_texts(
+    program: Program,
+    wrt: Sequence[str] | None = None,
+    values: Mapping[str, float] | None = None,
+    defaults: bool = False,
+    max_nodes: int = MAX_NODES,
+    fmt: str = "text",
+) -> dict[str, dict[str, str]]:
+    """The Jacobian of a program with several outputs (``f, g``) as expressions: output label
+    -> variable -> d(output)/d(variable) printed in ``fmt``, each row made by ``differentiate``
+    of that output alone; a variable an output does not use gets ``0``. Every output must be
+    a scalar formula (an array op in one is the UsageError of ``refuse_arrays``)."""
+    given = dict(values or {})
+    names = list(wrt) if wrt else ([n for n in program.variables if n not in given]
+                                   or list(program.variables))
+    unknown = [name for name in names if name not in program.variables]
+    if unknown:
+        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
+                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
+    variables = list(program.variables.values())
+    rows: dict[str, dict[str, str]] = {}
+    for label, output in zip(output_labels(program), program.outputs, strict=True):
+        part = Program.build(program.source, output, variables, program.defaults)
+        part.arrays = any(node.op.is_array or not isinstance(node.value, float)
+                          for node in part.nodes)
+        used = [name for name in names if name in part.variables]
+        texts = differentiate(part, used, 1, values, defaults, max_nodes).texts(fmt) if used \
+            else {}
+        rows[label] = {name: texts.get(name, "0") for name in names}
+    return rows
 
 
 # --- one block ----------------------------------------------------------------------------------
@@ -194,7 +185,7 @@ def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
     numeric = _numeric(b, output, name)
     if numeric is None:
         return b.constant(0.0)
-    ways = (_rows, _vectorized) if not _shape(output) else (_vectorized, _rows)
+    ways = (_rows, _vectorized) if not shape_of(output) else (_vectorized, _rows)
     refusal: UsageError | None = None
     for way in ways:
         try:
@@ -240,7 +231,7 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
           max_nodes: int) -> SymNode:
     """The gradient of each output element ``sum(y * E_k)``, stacked as ``[row0, row1, ...]``
     (each made at the builder's point, where the program is known to be defined)."""
-    shape = _shape(output)
+    shape = shape_of(output)
     size = math.prod(shape)
     if size > MAX_JACOBIAN_ROWS:
         raise UsageError(f"the Jacobian of an output of {size:,} elements has no vectorized form "
@@ -249,8 +240,8 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
                          hint="gradcli eval gives its numeric Jacobian")
     rows = []
     for element in arrays.numpy().ndindex(*shape):
-        picked = _a(b, "sum", b.make(MUL, (output, _one_hot(b, shape, element)))) if shape else (
-            output)
+        picked = op_node(b, "sum", b.make(MUL, (output, _one_hot(b, shape, element)))) \
+            if shape else output
         leaves = [node for node in nodes_of([picked]) if node.op is VAR]
         program = Program.build_outputs("row", [picked], leaves, {})
         grad = None
@@ -267,9 +258,9 @@ def _one_hot(b: ArrayBuilder, shape: tuple[int, ...], element: tuple[int, ...]) 
     would stay in the printed rows): ``eye(3)[1]``, ``outer(eye(3)[1], eye(2)[0])``."""
     if len(shape) > 2:
         raise UsageError("gradcli diff prints Jacobians of numbers, vectors and matrices")
-    rows = [b.make(index_op((i,), f"[{i}]"), (_a(b, "eye", b.constant(float(n))),))
+    rows = [b.make(index_op((i,), f"[{i}]"), (op_node(b, "eye", b.constant(float(n))),))
             for n, i in zip(shape, element, strict=True)]
-    return rows[0] if len(rows) == 1 else _a(b, "outer", *rows)
+    return rows[0] if len(rows) == 1 else op_node(b, "outer", *rows)
 
 
 def _zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
@@ -309,20 +300,16 @@ def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
 
 
 def _identity(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
-    return _a(b, "eye", b.constant(float(shape[0]))) if shape else b.constant(1.0)
-
-
-def _a(b: ArrayBuilder, name: str, *args: Any) -> SymNode:
-    return b.make(OPS[name], args)
+    return op_node(b, "eye", b.constant(float(shape[0]))) if shape else b.constant(1.0)
 
 
 def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
                    wrt: tuple[int, ...]) -> SymNode:
-    if len(_shape(node)) > 1 or any(len(_shape(s)) > 1 for s in node.inputs
+    if len(shape_of(node)) > 1 or any(len(shape_of(s)) > 1 for s in node.inputs
                                     if not _is_constant_matrix(node, s, operands)):
         raise _NoFormError
     if node.op.is_array:
-        return _array_jacobian(b, node, operands, wrt)
+        return _op_jacobian(b, node, operands, wrt)
     total = None
     for position, j in enumerate(operands):
         if j is None:
@@ -343,36 +330,36 @@ def _is_constant_matrix(node: SymNode, source: SymNode, operands: list[SymNode |
 def _broadcast(b: ArrayBuilder, j: SymNode, source: SymNode, node: SymNode,
                wrt: tuple[int, ...]) -> SymNode:
     """The Jacobian of a number operand used where the node is a vector: every row the same."""
-    out, have = _shape(node), _shape(source)
+    out, have = shape_of(node), shape_of(source)
     if have == out:
         return j
     n = out[0]
-    return _a(b, "outer", spread(b, b.constant(1.0), (n,)), j) if wrt else spread(b, j, (n,))
+    return op_node(b, "outer", spread(b, b.constant(1.0), (n,)), j) if wrt else spread(b, j, (n,))
 
 
 def _scale_rows(b: ArrayBuilder, factor: SymNode, j: SymNode, wrt: tuple[int, ...]) -> SymNode:
     """diag(factor) @ J for a vector factor (J's rows scaled), factor * J for a number."""
-    if not _shape(factor) or not wrt:
+    if not shape_of(factor) or not wrt:
         return b.make(MUL, (factor, j))
-    n = _shape(factor)[0]
-    return _a(b, "matmul", b.make(MUL, (_a(b, "eye", b.constant(float(n))), factor)), j)
+    n = shape_of(factor)[0]
+    return op_node(b, "matmul", b.make(MUL, (op_node(b, "eye", b.constant(float(n))), factor)), j)
 
 
-def _array_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
+def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
                     wrt: tuple[int, ...]) -> SymNode:
     """The array ops whose Jacobian is a product with their operands' (a form per op)."""
     name, inputs = node.op.name, node.inputs
     if name in ("matmul", "dot"):
         left, right = inputs
-        if len(_shape(left)) == 2:  # A@u, A constant (checked by _node_jacobian)
-            return _a(b, "matmul", left, operands[1])
-        parts = [_a(b, "matmul", other, j) if _shape(other) else b.make(MUL, (other, j))
+        if len(shape_of(left)) == 2:  # A@u, A constant (checked by _node_jacobian)
+            return op_node(b, "matmul", left, operands[1])
+        parts = [op_node(b, "matmul", other, j) if shape_of(other) else b.make(MUL, (other, j))
                  for other, j in ((right, operands[0]), (left, operands[1])) if j is not None]
         return parts[0] if len(parts) == 1 else b.make(ADD, tuple(parts))
     (u,), (j,) = inputs[:1], operands[:1]
     if len(inputs) != 1 or j is None:
         return _stack_jacobian(b, node, operands, wrt)
-    n = _shape(u)[0] if _shape(u) else 0
+    n = shape_of(u)[0] if shape_of(u) else 0
     if name == "transpose":
         return j
     if name == "index":
@@ -380,27 +367,27 @@ def _array_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | Non
     if not n:
         raise _NoFormError
     if name in ("sum", "mean"):
-        total = _a(b, "matmul", spread(b, b.constant(1.0), (n,)), j)
+        total = op_node(b, "matmul", spread(b, b.constant(1.0), (n,)), j)
         return total if name == "sum" else b.make(DIV, (total, b.constant(float(n))))
     if name == "norm":
-        return _a(b, "matmul", b.make(DIV, (u, node)), j)
+        return op_node(b, "matmul", b.make(DIV, (u, node)), j)
     if name == "logsumexp":
-        return _a(b, "matmul", _a(b, "softmax", u), j)
-    eye = _a(b, "eye", b.constant(float(n)))
+        return op_node(b, "matmul", op_node(b, "softmax", u), j)
+    eye = op_node(b, "eye", b.constant(float(n)))
     if name == "softmax":
-        local = b.make(OPS["sub"], (b.make(MUL, (eye, node)), _a(b, "outer", node, node)))
-        return _a(b, "matmul", local, j)
+        local = b.make(OPS["sub"], (b.make(MUL, (eye, node)), op_node(b, "outer", node, node)))
+        return op_node(b, "matmul", local, j)
     if name == "log_softmax":
         ones = spread(b, b.constant(1.0), (n,))
-        local = b.make(OPS["sub"], (eye, _a(b, "outer", ones, _a(b, "softmax", u))))
-        return _a(b, "matmul", local, j)
+        local = b.make(OPS["sub"], (eye, op_node(b, "outer", ones, op_node(b, "softmax", u))))
+        return op_node(b, "matmul", local, j)
     raise _NoFormError
 
 
 def _stack_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
                     wrt: tuple[int, ...]) -> SymNode:
     """``[a, b, c]`` of numbers: the stack of their Jacobians (zeros where one is constant)."""
-    if node.op.name != "array" or _shape(node.inputs[0]):
+    if node.op.name != "array" or shape_of(node.inputs[0]):
         raise _NoFormError
     return b.make(node.op, [j if j is not None else _zeros(b, wrt) for j in operands])
 

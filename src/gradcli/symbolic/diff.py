@@ -1,0 +1,288 @@
+"""``gradcli diff``: one entry for every program, scalar or array.
+
+``diff`` picks how a program's derivatives are built -- here and nowhere else:
+
+- a scalar program: ``differentiate`` (symbolic/derivatives.py), any order, at a point or as a
+  formula;
+- several scalar outputs (``f, g``): the Jacobian, one ``differentiate`` per output
+  (``jacobian_texts``);
+- anything with arrays in it (an array op, a ``--shape``, an array value): the vectorized
+  gradient (symbolic/vectorized.py), or the Jacobian of an array output or of several outputs,
+  or the Hessian (symbolic/jacobians.py), with their NumPy export (symbolic/numpy_export.py).
+
+Before anything is returned it is compared with ``eval``'s engine by the ``verify`` the caller
+passes (the comparison lives above this package: gradcheck/derivative_check.py); it receives
+the fields of a ``DiffCheck`` as keywords and returns what the caller prints about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcli.engine import arrays
+from gradcli.engine.graph import Program
+from gradcli.errors import CheckError, UsageError
+from gradcli.limits import MAX_NODES
+from gradcli.symbolic.derivatives import Derivatives, differentiate
+
+Verify = Callable[..., Any]  # called with DiffCheck's fields as keywords
+
+
+@dataclass(frozen=True)
+class DiffAsk:
+    """What derivatives are asked for (the options of ``gradcli diff``)."""
+
+    wrt: Sequence[str] | None = None  # None: every variable without a value
+    order: int = 1
+    values: Mapping[str, Any] = field(default_factory=dict)  # the point, all or some variables
+    fmt: str = "text"  # "text", "latex" or "python"
+    defaults: bool = False  # substitute the program's own values (x = 2) too
+    max_nodes: int = MAX_NODES  # of the program and of the derivatives' graphs
+    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # --shape
+    texts: bool = True  # print the texts even with --format python (--json wants both)
+
+
+@dataclass
+class Diff:
+    """The derivatives of one program, printed, with what ``verify`` said of them."""
+
+    fields: dict[str, Any]  # the JSON record's fields after "expression" ("checked" aside)
+    texts: dict[str, Any] | None  # nested one level per index, in the asked format
+    labelled: bool  # ``texts`` is {output label: {name: text}}: one view per output
+    python: str | None  # the --format python source
+    checked: Any  # what ``verify`` returned; None when not checked
+    note: str | None = None  # what became of the program's own values (x = 2)
+
+    def views(self) -> list[tuple[str | None, dict[str, Any]]]:
+        """(output label or None, texts) for each block of lines to print."""
+        texts = self.texts or {}
+        return list(texts.items()) if self.labelled else [(None, texts)]
+
+
+def diff(program: Program, ask: DiffAsk, verify: Verify | None = None) -> Diff:
+    """The derivatives ``ask`` asks for, checked by ``verify`` (None: not checked)."""
+    if program.outputs and not _has_array_parts(program, ask):
+        return _outputs(program, ask, verify)  # f, g: the Jacobian's entries
+    if program.arrays or ask.shapes or _has_arrays(ask.values):
+        return _arrays(program, ask, verify)
+    return _scalar(program, ask, verify)
+
+
+def _has_arrays(values: Mapping[str, Any]) -> bool:
+    return any(hasattr(value, "ndim") or isinstance(value, list) for value in values.values())
+
+
+def _has_array_parts(program: Program, ask: DiffAsk) -> bool:
+    """Shapes, array values or an array op: several outputs are then differentiated on the
+    array path (a program with outputs is marked ``arrays`` whether it has any or not)."""
+
+    return bool(ask.shapes) or _has_arrays(ask.values) or any(
+        node.op.is_array for node in program.nodes)
+
+
+# --- a scalar program ---------------------------------------------------------------------------
+
+def _scalar(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
+    derivatives = differentiate(program, ask.wrt, ask.order, ask.values, ask.defaults,
+                                ask.max_nodes)
+    printed = derivatives.python() if ask.fmt == "python" else None
+    texts = derivatives.texts("latex" if ask.fmt == "latex" else "text")
+    checked = None if verify is None else _check_scalar(program, ask, derivatives, texts,
+                                                        printed, verify)
+    fields: dict[str, Any] = {"order": ask.order, "derivatives": texts,
+                              "values": derivatives.values or {},
+                              "kept_defaults": derivatives.kept_defaults or {}}
+    if printed is not None:
+        fields["python"] = printed
+    return Diff(fields, texts, False, printed, checked, defaults_note(derivatives))
+
+
+def _check_scalar(program: Program, ask: DiffAsk, derivatives: Derivatives,
+                  texts: dict[str, Any], printed: str | None, verify: Verify) -> Any:
+    """The scalar derivatives (and export) compared with eval's engine; order k >= 3 with the
+    orders below, each the reference of the next (gradcheck/derivative_check.py)."""
+    if ask.fmt == "latex":
+        texts = derivatives.texts("text")
+    levels = {order: differentiate(program, derivatives.wrt, order, None, False,
+                                   ask.max_nodes).texts("text")  # formulas: differenced
+              for order in range(2, ask.order)}
+    kind = ("gradient", "hessian")[ask.order - 1] if ask.order <= 2 else "higher"
+    return verify(program=program, shapes={name: () for name in program.variables},
+                  given=dict(derivatives.values), kind=kind,
+                  texts=texts if printed is None else {}, levels=levels, python=printed,
+                  python_kind="scalar", wrt=list(derivatives.wrt))
+
+
+def defaults_note(derivatives: Derivatives) -> str | None:
+    """What became of the program's own values (``x = 2``): kept as symbols, or substituted."""
+    from gradcli.engine.notation import format_number
+
+    def listed(values: dict[str, float]) -> str:
+        return ", ".join(f"{name} = {format_number(value)}" for name, value in values.items())
+
+    kept, used = derivatives.kept_defaults, derivatives.used_defaults
+    if kept:
+        verb, them = ("stays a symbol", "it") if len(kept) == 1 else ("stay symbols", "them")
+        return f"note: the program's own {listed(kept)} {verb}; --defaults substitutes {them}"
+    if used:
+        return f"note: substituted the program's own {listed(used)}"
+    return None
+
+
+# --- several scalar outputs ---------------------------------------------------------------------
+
+def _outputs(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
+    """``gradcli diff "f = x*y; g = x + y; f, g"``: one line per entry, ``df/dx = y``."""
+    from gradcli.symbolic.jacobians import jacobian_texts
+
+    if ask.order != 1 or ask.fmt == "python":
+        raise UsageError("a program with several outputs has a Jacobian: --order 1 with "
+                         "--format text or latex",
+                         hint="differentiate one output at a time for higher orders or Python")
+    rows = jacobian_texts(program, ask.wrt, ask.values, ask.defaults, ask.max_nodes,
+                          "latex" if ask.fmt == "latex" else "text")
+    checked = None
+    if verify is not None:
+        text_form = rows if ask.fmt == "text" else jacobian_texts(
+            program, ask.wrt, ask.values, ask.defaults, ask.max_nodes)
+        given = {**(program.defaults if ask.defaults else {}), **ask.values}
+        checked = verify(program=program, shapes={name: () for name in program.variables},
+                         given=given, kind="jacobian", texts=text_form)
+    return Diff({"order": 1, "jacobian": rows, "values": ask.values}, rows, True, None,
+                checked)
+
+
+# --- a program with arrays ----------------------------------------------------------------------
+
+def _arrays(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
+    """``_arrays_once``; when the check finds a short form (``prod(x)/x``) undefined where the
+    program is defined, once more with the forms exact at every point."""
+    from gradcli.symbolic.arrays import exact_forms
+
+    try:
+        return _arrays_once(program, ask, verify)
+    except CheckError as error:
+        if "is not defined at" not in error.message and "nan" not in error.message:
+            raise
+    with exact_forms():
+        return _arrays_once(program, ask, verify)
+
+
+def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
+    """``gradcli diff "sum((W@x - t)**2)" --shape W=3x2 ...``: vectorized gradients, as
+    expressions with no indices; the Jacobian of an array output or of several outputs;
+    ``--order 2`` the Hessian (docs/matrix-calculus.md). The values given are the point the
+    derivatives are built and checked at."""
+    from gradcli.symbolic.jacobians import has_array_output
+
+    own = program.defaults if ask.defaults else {}
+    given = {name: value for name, value in {**own, **ask.values}.items()
+             if name in program.variables}
+    shapes = program_shapes(program, ask.shapes, given)
+    several = has_array_output(program, shapes, given)
+    if ask.order > 2 or (several and ask.order != 1):
+        raise UsageError("the derivatives of an array program are printed at order 1 (the "
+                         "gradient, or the Jacobian of several outputs or an array output) or "
+                         "2 (the Hessian of one scalar output)", hint="use --order 1 or 2")
+    kind = "jacobian" if several else ("gradient", "hessian")[ask.order - 1]
+    source = _numpy_source(program, ask, shapes, several, given)
+    fmt = "latex" if ask.fmt == "latex" else "text"
+    texts = None if source is not None else _array_texts(program, ask, shapes, kind, given, fmt)
+    checked = None
+    if verify is not None:
+        text_form = texts if ask.fmt == "text" or texts is None else _array_texts(
+            program, ask, shapes, kind, given, "text")
+        checked = verify(program=program, shapes=shapes, given=given, kind=kind,
+                         texts=text_form or {}, levels={}, python=source,
+                         python_kind="array" if kind == "gradient" else "blocks")
+    if texts is None and ask.texts:
+        texts = _array_texts(program, ask, shapes, kind, given, fmt)
+    fields = {"order": ask.order, "jacobian" if several else "derivatives": texts,
+              "shapes": {name: list(shape) for name, shape in shapes.items()}}
+    if source is not None:
+        fields["python"] = source
+    return Diff(fields, texts, several, source, checked, _own_values_note(program, ask))
+
+
+def _own_values_note(program: Program, ask: DiffAsk) -> str | None:
+    """What became of an array program's own values (``W = [[1, 2]]``): its derivatives keep
+    every variable a symbol, so ``--defaults`` makes those values the point they are built and
+    checked at."""
+    own = [name for name in program.defaults
+           if name in program.variables and name not in ask.values]
+    if not own:
+        return None
+    one = len(own) == 1
+    listed, stay = ", ".join(own), "stays a symbol" if one else "stay symbols"
+    if ask.defaults:
+        return f"note: took the derivatives at the program's own {listed}, which {stay} in them"
+    return (f"note: the program's own {listed} {stay}; --defaults takes the derivatives at "
+            f"{'its value' if one else 'their values'}")
+
+
+def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
+                 kind: str, given: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """The derivatives printed in ``fmt`` (text or latex)."""
+    from gradcli.symbolic.jacobians import hessian_blocks, jacobian_blocks
+    from gradcli.symbolic.vectorized import gradient_texts
+
+    if kind == "jacobian":
+        return jacobian_blocks(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
+    if kind == "hessian":
+        return hessian_blocks(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
+    return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
+
+
+def _numpy_source(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
+                  several: bool, given: dict[str, Any]) -> str | None:
+    """``--format python``: a NumPy function returning the value and gradients, the values
+    and Jacobian (several outputs, an array output) or the value and Hessian (order 2)."""
+    if ask.fmt != "python":
+        return None
+    from gradcli.symbolic.numpy_export import blocks_numpy, to_numpy
+
+    if several or ask.order == 2:
+        return blocks_numpy(program, shapes, ask.wrt, ask.max_nodes, 1 if several else 2,
+                            given)
+    return to_numpy(program, shapes, ask.wrt, ask.max_nodes, given)
+
+
+# --- shapes -------------------------------------------------------------------------------------
+
+def read_shape(name: str, text: str) -> tuple[int, ...]:
+    """``3x2`` -> (3, 2), ``4`` -> (4,), ``scalar`` -> (); anything else a UsageError."""
+    text = text.strip().lower()
+    if text in ("scalar", "()", ""):
+        return ()
+    parts = text.split("x")
+    if len(parts) > 2 or not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise UsageError(f"cannot read the shape {text!r} of {name}",
+                         hint=f"write e.g. --shape {name}=3 (a vector), {name}=3x2 (a matrix) "
+                              f"or {name}=scalar")
+    return tuple(int(part) for part in parts)
+
+
+def program_shapes(program: Program, given: Mapping[str, tuple[int, ...]],
+                   values: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Every variable's shape: ``--shape``, else a given value's, else the program's default;
+    a variable with none of them is a UsageError naming it."""
+    np = arrays.numpy()
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name in program.variables:
+        if name in given:
+            shapes[name] = given[name]
+        elif name in values:
+            shapes[name] = tuple(np.shape(np.asarray(values[name], dtype=float)))
+        elif name in program.defaults:
+            shapes[name] = tuple(np.shape(program.defaults[name]))
+        else:
+            raise UsageError(f"no shape for {name}",
+                             hint=f"give it: --shape {name}=3x2 (or =3 for a vector, =scalar "
+                                  f"for a number), or a value --{name} \"[1, 2, 3]\"")
+    unknown = [name for name in given if name not in program.variables]
+    if unknown:
+        raise UsageError(f"--shape {unknown[0]}: the program has no variable {unknown[0]}",
+                         hint=f"its variables: {', '.join(program.variables)}")
+    return shapes

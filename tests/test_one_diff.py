@@ -1,0 +1,98 @@
+"""``symbolic.diff.diff``: the one entry ``gradcli diff`` calls for scalar programs, several
+outputs and array programs. Each printed derivative is read back and compared with a closed
+form written here; the ``verify`` it is given receives exactly a ``DiffCheck``'s fields."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import gradcli
+from gradcli.errors import CheckError, UsageError
+from gradcli.gradcheck.derivative_check import DiffCheck, check
+from gradcli.symbolic.diff import DiffAsk, diff
+
+
+def value_of(text: str, point: dict) -> object:
+    """The printed expression evaluated by eval's engine at ``point``."""
+    return gradcli.evaluate(gradcli.parse(text), point, check=False).value
+
+
+def verify(**parts: object) -> object:
+    return check(DiffCheck(**parts))
+
+
+def test_a_scalar_program_gives_its_gradient():
+    found = diff(gradcli.parse("x**2*y + sin(x)"), DiffAsk(), verify)
+    point = {"x": 0.7, "y": -1.3}
+    assert not found.labelled and found.python is None
+    assert value_of(found.texts["x"], point) == pytest.approx(2 * 0.7 * -1.3 + math.cos(0.7))
+    assert value_of(found.texts["y"], point) == pytest.approx(0.7**2)
+    assert found.checked.entries > 0
+    assert list(found.fields) == ["order", "derivatives", "values", "kept_defaults"]
+
+
+def test_a_scalar_hessian_and_the_programs_own_values():
+    found = diff(gradcli.parse("a = 3; a*x**3"), DiffAsk(order=2), verify)
+    assert value_of(found.texts["x"]["x"], {"x": 2.0, "a": 3.0}) == pytest.approx(6 * 3 * 2.0)
+    assert found.note is not None and "a = 3" in found.note  # stays a symbol
+
+
+def test_several_scalar_outputs_give_one_view_per_output():
+    found = diff(gradcli.parse("f = x*y; g = x + y; f, g"), DiffAsk(), verify)
+    assert found.labelled
+    views = dict(found.views())
+    assert value_of(views["f"]["x"], {"x": 2.0, "y": 5.0}) == pytest.approx(5.0)
+    assert value_of(views["g"]["y"], {"x": 2.0, "y": 5.0}) == pytest.approx(1.0)
+
+
+def test_an_array_program_gives_its_vectorized_gradient():
+    x = np.array([0.5, -1.0, 2.0])
+    found = diff(gradcli.parse("sum(x**3)"), DiffAsk(shapes={"x": (3,)}), verify)
+    assert "shapes" in found.fields and not found.labelled
+    np.testing.assert_allclose(value_of(found.texts["x"], {"x": x}), 3 * x**2)
+
+
+def test_an_array_values_point_chooses_the_array_path_and_its_hessian():
+    x = np.array([0.5, -1.0, 2.0])
+    found = diff(gradcli.parse("sum(x**3)"), DiffAsk(order=2, values={"x": x}), verify)
+    np.testing.assert_allclose(value_of(found.texts["x"]["x"], {"x": x}), np.diag(6 * x))
+
+
+def test_an_array_output_gives_its_jacobian():
+    x = np.array([0.2, -0.4, 1.0])
+    found = diff(gradcli.parse("softmax(x)"), DiffAsk(shapes={"x": (3,)}), verify)
+    assert found.labelled
+    ((_, row),) = found.views()
+    s = np.exp(x) / np.exp(x).sum()
+    np.testing.assert_allclose(value_of(row["x"], {"x": x}), np.diag(s) - np.outer(s, s),
+                               rtol=1e-12)
+
+
+def test_python_export_without_texts_unless_asked():
+    program = gradcli.parse("sum(x**3)")
+    bare = diff(program, DiffAsk(fmt="python", shapes={"x": (3,)}, texts=False))
+    assert bare.texts is None and bare.python.startswith("import numpy")
+    both = diff(program, DiffAsk(fmt="python", shapes={"x": (3,)}))
+    assert both.texts is not None and both.fields["python"] == bare.python
+
+
+def test_a_failed_verify_is_raised_and_nothing_is_returned():
+    def refuse(**parts: object) -> object:
+        raise CheckError("d/dx disagrees")
+
+    with pytest.raises(CheckError):
+        diff(gradcli.parse("x**2"), DiffAsk(), refuse)
+
+
+def test_prods_gradient_at_a_zero_element_is_exact():
+    x = np.array([0.0, 1.5, 2.0])
+    found = diff(gradcli.parse("prod(x)"), DiffAsk(values={"x": x}), verify)
+    np.testing.assert_allclose(value_of(found.texts["x"], {"x": x}), [3.0, 0.0, 0.0])
+
+
+def test_a_jacobian_at_order_two_is_refused():
+    with pytest.raises(UsageError, match="several outputs has a Jacobian"):
+        diff(gradcli.parse("f = x*y; g = x + y; f, g"), DiffAsk(order=2))
