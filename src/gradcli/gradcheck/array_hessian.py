@@ -23,9 +23,8 @@ from gradcli.engine import arrays
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.ops import VAR
 from gradcli.errors import UsageError
-from gradcli.gradcheck.array_check import ArrayGradientCheck
+from gradcli.gradcheck.check import CheckReport, GradientCheck
 from gradcli.gradcheck.hessian import HessianResult
-from gradcli.gradcheck.point import CheckReport
 from gradcli.limits import MAX_ARRAY_HESSIAN_INPUTS
 from gradcli.symbolic.array_diff import gradients, program_shapes
 
@@ -178,7 +177,7 @@ def array_hvp(program: Program, direction: Mapping[str, Any], check: bool, rtol:
 
 
 def compare(analytic: Any, numeric: Any, rtol: float, atol: float,
-            step: float) -> ArrayGradientCheck:
+            step: float) -> GradientCheck:
     """Element by element: within atol + rtol * |numeric|; the worst element's numbers."""
     np = arrays.numpy()
     shape = np.shape(analytic)
@@ -188,7 +187,7 @@ def compare(analytic: Any, numeric: Any, rtol: float, atol: float,
     bad = error > tolerance
     worst = int(np.argmax(np.where(bad, np.inf, 0) + error))
     where = tuple(int(i) for i in np.unravel_index(worst, shape)) if shape else ()
-    checked = ArrayGradientCheck(
+    checked = GradientCheck(
         analytic=float(analytic.flat[worst]), numeric=float(numeric.flat[worst]),
         abs_error=float(error.flat[worst]), tolerance=float(tolerance.flat[worst]),
         ok=not bool(bad.any()), method="central", step=step, checked=int(analytic.size),

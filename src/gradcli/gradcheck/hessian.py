@@ -11,7 +11,7 @@ from gradcli.engine.graph import Program, is_masked, nodes_of, values_and_gradie
 from gradcli.engine.ops import VAR
 from gradcli.engine.replay import Replayer
 from gradcli.errors import UsageError
-from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL, CheckReport, check_node
+from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL, CheckReport, check_node
 from gradcli.limits import CHECK_BUDGET, MAX_HESSIAN_ENTRIES
 from gradcli.symbolic.builder import Builder, gradients
 from gradcli.symbolic.printing import to_text

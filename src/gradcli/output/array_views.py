@@ -15,8 +15,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from gradcli.errors import plural
+from gradcli.gradcheck.check import CheckReport, GradientCheck
 from gradcli.gradcheck.evaluation import Result
-from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.output.views import (
     _METHOD_WORDS,
     KINK_CAUSE,

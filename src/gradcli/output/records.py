@@ -11,7 +11,7 @@ from gradcli.errors import GradcliError, UsageError, listed
 from gradcli.gradcheck.evaluation import FreeResult, Result
 
 if TYPE_CHECKING:
-    from gradcli.gradcheck.point import CheckReport, GradientCheck
+    from gradcli.gradcheck.check import CheckReport, GradientCheck
 
 
 def result_arrays(result: Any) -> dict[str, Any]:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # annotations only: graph trees, pictures and the check's typ
     from rich.console import JustifyMethod
     from rich.tree import Tree
 
-    from gradcli.gradcheck.point import CheckReport, GradientCheck
+    from gradcli.gradcheck.check import CheckReport, GradientCheck
     from gradcli.output.pictures import GraphPicture, TreeEntry
 
 # The narrowest layout gradcli makes: the longest number (24 characters, -2.2250738585072014e-308)
