@@ -342,7 +342,8 @@ def _replay_cost(nodes: list[Node], node: Node) -> int:
 
 def _affordable(targets: list[Node], nodes: list[Node], budget: int) -> list[Node]:
     """The first targets whose replays fit in ``budget`` (the vectorised pass's share)."""
-    chosen, spent = [], 0
+    chosen: list[Node] = []
+    spent = 0
     for node in targets:
         spent += _replay_cost(nodes, node)
         if chosen and spent > budget:

@@ -406,8 +406,8 @@ def _transpose(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], column
 
 
 def _index(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:
-    key = tuple(slice(*part) if isinstance(part, tuple) else part for part in op.key)
-    return _columned(np, args[0], moving[0], columns)[(slice(None), *key)]
+    key = (slice(None), *(slice(*part) if isinstance(part, tuple) else part for part in op.key))
+    return _columned(np, args[0], moving[0], columns)[key]
 
 
 def _trace(np: Any, op: ArrayOp, args: list[Any], moving: list[bool], columns: int) -> Any:

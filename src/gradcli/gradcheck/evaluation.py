@@ -309,8 +309,8 @@ def _second_derivatives(program: Program, settings: EvalSettings) -> tuple[Any, 
         return None, None
     from gradcli.gradcheck.array_hessian import array_hessian, array_hvp
 
-    options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol,
-                   max_nodes=settings.max_nodes)
+    options: dict[str, Any] = dict(check=settings.check, rtol=settings.rtol,
+                                   atol=settings.atol, max_nodes=settings.max_nodes)
     hessian = array_hessian(program, **options) if settings.order >= 2 else None
     hvp = array_hvp(program, settings.hvp, **options) if settings.hvp else None
     return hessian, hvp
