@@ -296,15 +296,15 @@ def test_a_wrong_gradient_is_caught_element_by_element():
 
 
 def test_large_arrays_are_checked_on_an_even_deterministic_sample(monkeypatch):
-    from gradcli.gradcheck import array_check
+    from gradcli.gradcheck import check
 
-    monkeypatch.setattr(array_check, "ARRAY_CHECK_ELEMENTS", 50)
+    monkeypatch.setattr(check, "ARRAY_CHECK_ELEMENTS", 50)
     x = np.linspace(-1, 1, 1000)
     first = gradcli.evaluate("sum(x*x)", {"x": x}).check.gradients["x"]
     again = gradcli.evaluate("sum(x*x)", {"x": x}).check.gradients["x"]
     assert (first.checked, first.size) == (50, 1000) and first.ok
     assert (again.where, again.abs_error) == (first.where, first.abs_error)
-    assert array_check.sample(1000, 50)[0] == 0 and array_check.sample(1000, 50)[-1] == 999
+    assert check.sample(1000, 50)[0] == 0 and check.sample(1000, 50)[-1] == 999
 
 
 # --- the API and the scalar path -------------------------------------------------------------
@@ -346,13 +346,12 @@ def test_complex_step_on_element_wise_functions_of_arrays():
     "v = [x[0], sum(x), x[2]*x[1]]; sum(v*v) + sum(W[:, 1:])",
 ])
 def test_columns_replayed_together_agree_with_one_element_at_a_time(program):
-    from gradcli.gradcheck.array_check import ArrayReplayer, _Probe
-    from gradcli.gradcheck.array_columns import central_columns, replayable
-    from gradcli.gradcheck.point import check_node
+    from gradcli.gradcheck.check import _Probe, check_node
+    from gradcli.gradcheck.columns import ElementReplayer, central_columns, replayable
 
     result = gradcli.evaluate(program, {"W": A, "x": X3, "b": Y3, "t": C3}, check=False)
     nodes = result.program.nodes
-    replayer = ArrayReplayer(nodes)
+    replayer = ElementReplayer(nodes)
     compared = 0
     for node in (n for n in nodes if n.needs_grad):
         replayer.aim(node)

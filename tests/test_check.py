@@ -6,7 +6,7 @@ import pytest
 
 import gradcli
 from gradcli.engine.replay import Replayer
-from gradcli.gradcheck.point import check_gradients
+from gradcli.gradcheck.check import check_gradients
 
 
 def test_seed_check_agrees_to_about_1e_10():

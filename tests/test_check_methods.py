@@ -31,7 +31,7 @@ from gradcli.cli import cli
 from gradcli.engine.graph import Node, Program, backward, compute, forward
 from gradcli.engine.ops import OPS
 from gradcli.engine.replay import Replayer
-from gradcli.gradcheck.point import METHODS, check_gradients
+from gradcli.gradcheck.check import METHODS, check_gradients
 
 SEED = "(x*W+b-t)**2"
 SEED_POINT = {"x": 2, "W": 3, "b": 1, "t": 8}
@@ -278,7 +278,7 @@ def test_a_bad_method_is_a_usage_error_with_status_2():
 def test_an_overflowing_estimate_never_passes(method, monkeypatch):
     """f(v + h) = 1.7e308 and f(v - h) = -1.7e308 (Im f = 1e308 for the complex step): every
     difference quotient overflows to inf, and inf <= inf once made that a pass, as in central."""
-    import gradcli.gradcheck.point as check_module
+    import gradcli.gradcheck.check as check_module
 
     program = gradcli.parse("x*3")
     gradcli.evaluate(program, {"x": 1.0}, check=False)

@@ -9,7 +9,7 @@ import pytest
 
 import gradcli
 from gradcli.engine.replay import Replayer
-from gradcli.gradcheck import point as check
+from gradcli.gradcheck import check
 from gradcli.gradcheck.columns import replay_columns
 
 np = pytest.importorskip("numpy")

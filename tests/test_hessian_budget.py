@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import gradcli
+from gradcli.gradcheck.check import CheckReport, GradientCheck, check_node
 from gradcli.gradcheck.hessian import Checking, hessian_at
-from gradcli.gradcheck.point import CheckReport, GradientCheck, check_node
 from gradcli.limits import MAX_HESSIAN_ENTRIES
 
 

@@ -96,7 +96,7 @@ def test_a_failed_check_at_a_pole_blames_the_pole():
 
 @pytest.mark.parametrize("gradient, cause", [(1.0, "relu or abs at 0"), (3e15, "pole")])
 def test_a_failed_checks_verdict_names_the_likely_cause(gradient, cause):
-    from gradcli.gradcheck.point import CheckReport, GradientCheck
+    from gradcli.gradcheck.check import CheckReport, GradientCheck
     from gradcli.output.verdicts import verdict
 
     failed = GradientCheck(gradient, 0.5, abs(gradient - 0.5), 1e-5, False, "central", 1e-6)

@@ -13,9 +13,8 @@ import re
 import pytest
 from rich.console import Console
 
-from gradcli.gradcheck.array_check import ArrayGradientCheck
+from gradcli.gradcheck.check import CheckReport, GradientCheck
 from gradcli.gradcheck.evaluation import evaluate
-from gradcli.gradcheck.point import CheckReport
 from gradcli.output.nodes import gradient_table, node_table
 from gradcli.output.tables import MAX_TABLE_ROWS
 from gradcli.output.verdicts import verdict
@@ -105,10 +104,10 @@ def test_a_checked_hessian_reads_alike(kind):
                      "differences of the gradient", text)
 
 
-def _element_check(analytic: float, ok: bool, checked: int = 1) -> ArrayGradientCheck:
+def _element_check(analytic: float, ok: bool, checked: int = 1) -> GradientCheck:
     error = 0.0 if ok else 1.0
-    return ArrayGradientCheck(analytic, analytic + error, error, 1e-5, ok, "central", 1e-6,
-                              checked=checked, size=checked, failed=0 if ok else 1, where=(0,))
+    return GradientCheck(analytic, analytic + error, error, 1e-5, ok, "central", 1e-6,
+                         checked=checked, size=checked, failed=0 if ok else 1, where=(0,))
 
 
 ELEMENTS = (("gradient element", "gradient elements"), None, ("node", "nodes"))

@@ -32,7 +32,7 @@ from gradcli.engine.ops import FUNCTIONS, NONE, NUMPY, OPS, ROWS, SAME, F, Op
 from gradcli.engine.replay import Replayer
 from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import UsageError
-from gradcli.gradcheck.point import check_gradients
+from gradcli.gradcheck.check import check_gradients
 from gradcli.symbolic.printing import to_latex
 
 ROOT = Path(__file__).resolve().parents[1]

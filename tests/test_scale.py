@@ -11,7 +11,7 @@ import pytest
 import gradcli
 from gradcli.engine.replay import Replayer
 from gradcli.engine.vector import evaluate_vector
-from gradcli.gradcheck.point import check_node
+from gradcli.gradcheck.check import check_node
 
 np = pytest.importorskip("numpy")
 

@@ -22,7 +22,7 @@ from gradcli.engine.ops import NONE, OPS, ROWS
 from gradcli.engine.replay import Replayer
 from gradcli.engine.vector import EPS_UNITS, Perturbation, amplitude, same_bits
 from gradcli.gradcheck import sweep as sweep_module
-from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL, check_node
+from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL, check_node
 from gradcli.gradcheck.sweep import AGREEMENT, evaluate_sweep, sweep_columns
 
 np = pytest.importorskip("numpy")

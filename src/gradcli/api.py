@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gradcli.engine.graph import Node, Program
+from gradcli.gradcheck.check import CheckReport, GradientCheck
 from gradcli.gradcheck.evaluation import (
     EvalSettings,
     FreeResult,
@@ -24,7 +25,6 @@ from gradcli.gradcheck.evaluation import (
     evaluate_lines,
 )
 from gradcli.gradcheck.hessian import HessianResult
-from gradcli.gradcheck.point import CheckReport, GradientCheck
 from gradcli.language.parser import parse
 from gradcli.output.notebook import show_in_notebooks
 from gradcli.symbolic import derivatives as _derivatives

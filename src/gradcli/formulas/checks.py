@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine.graph import Program
-from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
+from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.values import parse_value
 
 

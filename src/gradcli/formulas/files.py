@@ -20,7 +20,7 @@ from gradcli.engine.graph import Program, output_labels
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.formulas.checks import Axis, CheckSpec, Expected, Range
 from gradcli.formulas.key_lines import KeyLines
-from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL
+from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
 from gradcli.language.values import Value, names_a_file, parse_value, range_ends
 from gradcli.limits import (

@@ -1,21 +1,49 @@
-"""Many perturbations at once: the finite-difference check's replays as NumPy columns.
+"""The check's replays on NumPy: many perturbations at once as columns, or one array element.
 
-``check._central_at_once`` shifts every checked node up and down by its step, one column each,
-and replays the graph once for all columns instead of twice per node (``graph.replay``).
+``check._central_at_once`` (float programs) shifts every checked node up and down by its step, one
+column each, and replays the graph once for all columns instead of twice per node
+(``replay_columns``). ``central_columns`` does the same for the sampled elements of one array
+node: each shift is a column along a new leading axis, and the nodes downstream are replayed once
+for a block of columns instead of twice per element. Only the differences that agree are settled
+there; any other goes through ``check.check_node`` (smaller steps, one-sided differences, the
+exact message), which perturbs one element at a time through an ``ElementReplayer``.
+
+A column's value of a downstream array node has the node's shape behind the leading axis
+(``(columns, *shape)``); a value that no perturbation reaches stays as it is and broadcasts.
+Element-wise ops broadcast as usual once the column axis is set apart (``_aligned``); each array
+op has its column form in ``_COLUMN_FORMS``. A node whose op has none (or whose replay raises)
+makes the pass give up for that node: the per-element check then does all of it. The array
+engine (engine/arrays.py) is imported where it is used: a float program's columns never load it.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gradcli.engine.graph import Program, last_uses
-from gradcli.engine.ops import numpy
+from gradcli.engine.graph import Node, Program, last_uses
+from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
+from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
+
+if TYPE_CHECKING:
+    from gradcli.engine.ops import Op
+
+
+class Settled(NamedTuple):
+    """A node or element whose central difference at the first step agrees (``check`` makes it
+    a ``GradientCheck`` with its gradient)."""
+
+    numeric: float
+    abs_error: float
+    tolerance: float
+    step: float
 
 
 @dataclass
 class ColumnReplay:
-    """The output with one node pinned per column, as ``graph.replay`` gives it one at a time."""
+    """The output with one node pinned per column, as ``Replayer.replay`` gives it one at a time."""
 
     output: Any  # (columns,) output value
     largest: Any  # (columns,) largest magnitude among the recomputed values; inf/nan: failed
@@ -26,12 +54,37 @@ class ColumnReplay:
         return ~numpy().isfinite(self.largest)
 
 
+def central_at_once(program: Program, targets: list[Node], rtol: float, atol: float
+                    ) -> dict[int, Settled]:
+    """A central difference at the base step for every target node of a float program, in one
+    replay of columns (``replay_columns``); only those that agree, by node index."""
+    steps = [base_step(node.value) for node in targets]
+    pinned = [node.index for node in targets] * len(CENTRAL.offsets)
+    shifted = [node.value + offset * h for offset in CENTRAL.offsets
+               for node, h in zip(targets, steps, strict=True)]
+    replayed = replay_columns(program, pinned, shifted)
+    outputs, largest = replayed.output.tolist(), replayed.largest.tolist()
+    f0, count = program.nodes[-1].value, len(targets)
+    passed: dict[int, Settled] = {}
+    for k, (node, h) in enumerate(zip(targets, steps, strict=True)):
+        most = max(largest[k], largest[k + count], abs(f0))
+        if not math.isfinite(most):
+            continue
+        numeric = quotient(CENTRAL, (outputs[k], outputs[k + count]), h)
+        if not math.isfinite(numeric):  # overflowed: check_node tries the one-sided differences
+            continue
+        error, allowed, agrees, _ = judge(node.grad, numeric, most, h, 0, rtol, atol)
+        if agrees:
+            passed[node.index] = Settled(numeric, error, allowed, h)
+    return passed
+
+
 def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
     """Column j replays ``program`` with node ``pinned[j]`` set to ``values[j]``.
 
     Only nodes downstream of a pinned node get an array; in the columns where a node is not
     downstream of that column's pinned node it keeps exactly its scalar value, so each column
-    recomputes what ``graph.replay`` recomputes (and ``largest`` covers just those values). An
+    recomputes what ``Replayer.replay`` recomputes (and ``largest`` covers just those values). An
     array is dropped after its last user, so memory follows the live part of the graph.
     """
     np = numpy()
@@ -84,3 +137,286 @@ def _union(masks: list[Any]) -> Any:
     for mask in masks[2:]:
         union |= mask
     return None if union.all() else union
+
+
+# --- array nodes -----------------------------------------------------------------------------
+
+COLUMN_CELLS = 2**22  # columns x elements of the largest downstream value, per block (32 MB)
+COLUMN_MAX_ELEMENTS = 2**16  # a larger node is perturbed in place, an element at a time
+
+
+class ElementReplayer:
+    """The output's value if one element of one node had another value (``replay.Replayer``'s
+    interface, ``check.Replays``: ``replay(index, value, complex_step)``, ``nodes`` and
+    ``switched``, the conditions and truth values a replay turned over)."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.nodes = nodes
+        self.users: list[list[int]] = [[] for _ in nodes]
+        for node in nodes:
+            for source in node.inputs:
+                self.users[source.index].append(node.index)
+        self.target: Node = nodes[-1]
+        self.downstream: list[Node] = []
+        self.moved: dict[bool, Any] = {}  # the target's value, real and complex, perturbed
+        self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
+        self.switched: set[int] = set()
+
+    def aim(self, node: Node) -> int:
+        """Perturb elements of ``node`` from now on; returns the array elements a replay reads
+        and writes (a matrix product reads all of its matrix)."""
+        np = numpy()
+        seen, stack = {node.index}, [node.index]
+        while stack:
+            for user in self.users[stack.pop()]:
+                if user not in seen:
+                    seen.add(user)
+                    stack.append(user)
+        seen.discard(node.index)
+        self.target, self.downstream = node, [self.nodes[i] for i in sorted(seen)]
+        # The replays perturb an element of a private copy in place, and put it back.
+        self.moved = {False: np.array(node.value, dtype=float, order="C"), True: None}
+        return sum(np.size(n.value) + sum(np.size(s.value) for s in n.inputs)
+                   for n in self.downstream)
+
+    def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
+        np = numpy()
+        node = self.target
+        moved = self.moved[complex_step]
+        if moved is None:
+            moved = self.moved[True] = np.array(node.value, dtype=complex, order="C")
+        flat = moved.reshape(-1)  # a view: the copy itself changes
+        kept = flat[index]
+        flat[index] = value
+        try:
+            return self._replay_from(moved, abs(value), complex_step)
+        finally:
+            flat[index] = kept
+
+    def _replay_from(self, moved: Any, largest: float, complex_step: bool) -> tuple[Any, float]:
+        from gradcli.engine import arrays
+
+        np = numpy()
+        changed = {self.target.index: moved}
+        for user in self.downstream:
+            args = [changed.get(source.index, source.value) for source in user.inputs]
+            result = arrays.compute(user, args, complex_step)
+            changed[user.index] = result
+            if self.masked:
+                self._note_switch(user, args, result)
+            if result.size:
+                largest = max(largest, float(np.max(np.abs(result))))
+        last = self.nodes[-1]
+        output = changed.get(last.index, last.value)
+        return output.item() if hasattr(output, "item") else output, largest
+
+    def _note_switch(self, node: Node, args: list[Any], result: Any) -> None:
+        """Note a truth value or a condition that this replay turned over (in any element)."""
+        np = numpy()
+        if node.op.name in LOGICAL:
+            if np.any((np.real(result) != 0) != (np.asarray(node.value) != 0)):
+                self.switched.add(node.index)
+        elif node.op is CONDITIONAL:
+            condition = node.inputs[0]
+            if np.any((np.real(args[0]) != 0) != (np.asarray(condition.value) != 0)):
+                self.switched.add(condition.index)
+
+
+
+def replayable(nodes: list[Node]) -> bool:
+    """Every op of ``nodes`` has a column form (element-wise ops always do)."""
+
+    return all(not n.op.is_array or n.op.name in _COLUMN_FORMS for n in nodes)
+
+
+def central_columns(node: Node, downstream: list[Node], output: Node, flats: list[int],
+                    rtol: float, atol: float) -> dict[int, Settled]:
+    """The central-difference check of the elements ``flats`` of ``node`` (flat indices), a
+    block of columns at a time; only the checks that pass, by flat index."""
+    np = numpy()
+    values, grads = np.ravel(node.value), np.ravel(node.grad)
+    widest = max([np.size(n.value) for n in downstream] + [np.size(node.value), 1])
+    block = max(1, COLUMN_CELLS // (2 * widest))
+    passed: dict[int, Settled] = {}
+    for start in range(0, len(flats), block):
+        chunk = np.asarray(flats[start:start + block])
+        steps = base_step(values[chunk], np.maximum)
+        shifts = np.concatenate((steps, -steps))
+        replayed = _replay(node, downstream, output, np.concatenate((chunk, chunk)), shifts)
+        if replayed is None:
+            return passed
+        out, largest = replayed
+        count = len(chunk)
+        f0 = abs(float(output.value))
+        for k, flat in enumerate(chunk.tolist()):
+            most = max(largest[k], largest[k + count], f0)
+            numeric = quotient(CENTRAL, (out[k], out[k + count]), steps[k])
+            if not (np.isfinite(most) and np.isfinite(numeric)):
+                continue
+            error, allowed, agrees, _ = judge(float(grads[flat]), float(numeric), float(most),
+                                              float(steps[k]), 0, rtol, atol)
+            if agrees:
+                passed[flat] = Settled(float(numeric), float(error), float(allowed),
+                                       float(steps[k]))
+    return passed
+
+
+def _replay(node: Node, downstream: list[Node], output: Node, flats: Any,
+            shifts: Any) -> tuple[list[float], list[float]] | None:
+    """Column j: ``node`` with element ``flats[j]`` moved by ``shifts[j]``; the output and the
+    largest magnitude recomputed, per column (NaN where a value is not finite). None: some op
+    could not replay columns."""
+    np = numpy()
+    columns = len(flats)
+    moved = np.repeat(np.reshape(node.value, (1, -1)), columns, axis=0)
+    moved[np.arange(columns), flats] += shifts
+    changed: dict[int, Any] = {node.index: moved.reshape((columns, *np.shape(node.value)))}
+    largest = np.abs(moved[np.arange(columns), flats])
+    with np.errstate(all="ignore"):
+        try:
+            for user in downstream:
+                value = _column_compute(user, changed, columns)
+                changed[user.index] = value
+                magnitude = np.abs(value).reshape(columns, -1).max(axis=1, initial=0.0)
+                largest = np.maximum(largest, magnitude)  # NaN stays: that column failed
+        except (ValueError, IndexError, ArithmeticError, np.linalg.LinAlgError):
+            return None
+    out = changed.get(output.index)
+    if out is None:
+        return None
+    return np.asarray(out, dtype=float).reshape(columns).tolist(), largest.tolist()
+
+
+def _column_compute(node: Node, changed: dict[int, Any], columns: int) -> Any:
+    """``node``'s value in every column: its operands in ``changed`` have the column axis."""
+
+    np = numpy()
+    args = [changed.get(s.index, s.value) for s in node.inputs]
+    moving = [s.index in changed for s in node.inputs]
+    op = node.op
+    if op.is_array:
+        return _COLUMN_FORMS[op.name](np, op, args, moving, columns)
+    value = op.apply_vector(*_aligned(np, args, moving))
+    return np.broadcast_to(value, (columns, *np.shape(value)[1:]))
+
+
+def _aligned(np: Any, args: list[Any], moving: list[bool]) -> list[Any]:
+    """The operands of an element-wise op with the column axis set apart: a moving operand
+    gets axes of length 1 after it, so that its own axes line up with the others' from the
+    right, as NumPy broadcasting lines them up without columns."""
+    rank = max(np.ndim(a) - m for a, m in zip(args, moving, strict=True))
+    aligned = []
+    for arg, move in zip(args, moving, strict=True):
+        if move:
+            core = arg.shape[1:]
+            arg = arg.reshape((arg.shape[0], *(1,) * (rank - len(core)), *core))
+        aligned.append(arg)
+    return aligned
+
+
+def _columned(np: Any, arg: Any, move: bool, columns: int) -> Any:
+    """An operand with the column axis, whether or not a perturbation reaches it."""
+    return arg if move else np.broadcast_to(arg, (columns, *np.shape(arg)))
+
+
+def _flat(np: Any, args: list[Any], moving: list[bool], columns: int) -> Any:
+    return _columned(np, args[0], moving[0], columns).reshape(columns, -1)
+
+
+def _extreme(largest: bool) -> Callable[..., Any]:
+    def form(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+        flat = _flat(np, args, moving, columns)
+        best = flat.max(axis=1, keepdims=True) if largest else flat.min(axis=1, keepdims=True)
+        hits = flat == best
+        return (flat * hits).sum(axis=1) / hits.sum(axis=1)
+
+    return form
+
+
+def _logsumexp(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    flat = _flat(np, args, moving, columns)
+    top = flat.max(axis=1, keepdims=True)
+    return top[:, 0] + np.log(np.sum(np.exp(flat - top), axis=1))
+
+
+def _last_axis(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    """softmax, log_softmax, inv, det: already along the last axes of stacked operands."""
+    if op.domain is not None and op.name in ("inv", "det"):
+        values = _columned(np, args[0], moving[0], columns)
+        if not np.all(np.isfinite(values)) or np.any(np.linalg.cond(values) > 1e15):
+            raise ValueError("a singular column")
+    return op.forward(np, _columned(np, args[0], moving[0], columns))
+
+
+def _logdet(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    sign, value = np.linalg.slogdet(_columned(np, args[0], moving[0], columns))
+    return np.where(sign > 0, value, np.nan)
+
+
+def _matmul(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    """A matrix product with a column axis on either operand or both: einsum, by core ranks."""
+    ca, cb = (np.ndim(arg) - move for arg, move in zip(args, moving, strict=True))
+    if ca not in (1, 2) or cb not in (1, 2):
+        raise ValueError("@ multiplies vectors and matrices")
+    left, right, out = _MATMUL_INDICES[ca, cb]
+    left, right = ("c" + left if moving[0] else left), ("c" + right if moving[1] else right)
+    return np.einsum(f"{left},{right}->c{out}", *args)
+
+
+# (core rank of a, of b) -> einsum indices of a, b and the product, without the column axis
+_MATMUL_INDICES = {(1, 1): ("i", "i", ""), (1, 2): ("i", "ik", "k"),
+                   (2, 1): ("ij", "j", "i"), (2, 2): ("ij", "jk", "ik")}
+
+
+def _dot(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    if np.shape(args[0])[moving[0]:] != np.shape(args[1])[moving[1]:]:
+        raise ValueError("shapes differ")
+    product = np.multiply(*_aligned(np, args, moving))
+    return np.broadcast_to(product, (columns, *product.shape[1:])).reshape(columns, -1).sum(1)
+
+
+def _outer(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    a, b = (_columned(np, arg, move, columns).reshape(columns, -1)
+            for arg, move in zip(args, moving, strict=True))
+    return a[:, :, None] * b[:, None, :]
+
+
+def _stack(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    return np.stack([_columned(np, a, m, columns) for a, m in zip(args, moving, strict=True)],
+                    axis=1)
+
+
+def _reduce(name: str) -> Callable[..., Any]:
+    def form(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+        flat = _flat(np, args, moving, columns)
+        if name == "norm":
+            return np.sqrt(np.sum(flat * flat, axis=1))
+        if name == "norm1":
+            return np.sum(np.abs(flat), axis=1)
+        return getattr(np, name)(flat, axis=1)
+
+    return form
+
+
+def _transpose(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    value = _columned(np, args[0], moving[0], columns)
+    return np.swapaxes(value, -1, -2) if value.ndim == 3 else value
+
+
+def _index(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    key = (slice(None), *(slice(*part) if isinstance(part, tuple) else part for part in op.key))
+    return _columned(np, args[0], moving[0], columns)[key]
+
+
+def _trace(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
+    return np.trace(_columned(np, args[0], moving[0], columns), axis1=-2, axis2=-1)
+
+
+_COLUMN_FORMS: dict[str, Callable[..., Any]] = {
+    "matmul": _matmul, "dot": _dot, "outer": _outer, "transpose": _transpose,
+    "sum": _reduce("sum"), "mean": _reduce("mean"), "prod": _reduce("prod"),
+    "norm": _reduce("norm"), "norm1": _reduce("norm1"), "max": _extreme(True),
+    "min": _extreme(False), "logsumexp": _logsumexp, "softmax": _last_axis,
+    "log_softmax": _last_axis, "tr": _trace, "det": _last_axis, "logdet": _logdet,
+    "inv": _last_axis, "index": _index, "array": _stack,
+}

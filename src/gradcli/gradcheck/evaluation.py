@@ -29,8 +29,8 @@ from gradcli.language.values import validate_values
 from gradcli.limits import MAX_NODES
 
 if TYPE_CHECKING:
-    from gradcli.gradcheck.hessian import HessianResult, HvpResult
-    from gradcli.gradcheck.point import CheckReport
+    from gradcli.gradcheck.check import CheckReport
+    from gradcli.gradcheck.hessian import Checking, HessianResult, HvpResult
     from gradcli.symbolic.derivatives import SymbolicResult
 
 
@@ -45,7 +45,7 @@ class EvalSettings:
     check: bool = True  # run the finite-difference check
     rtol: float = DEFAULT_RTOL
     atol: float = DEFAULT_ATOL
-    check_method: str = "central"  # one of point.METHODS
+    check_method: str = "central"  # one of check.METHODS
     node_check_limit: int = NODE_CHECK_LIMIT  # check every node's gradient up to this size
     order: int = 1  # 2 adds the Hessian
     strict: bool = True  # False: variables without a value stay free (a FreeResult)
@@ -226,9 +226,7 @@ def evaluate(
     if isinstance(program, str):
         program = parse(program, settings.max_nodes, values)
     if program.arrays or _has_arrays(values) or settings.hvp:  # H·v runs on the array path
-        from gradcli.gradcheck.array_check import evaluate_arrays
-
-        return evaluate_arrays(program, values, settings)
+        return _evaluate_arrays(program, values, settings)
     validate_values(values)
     if not settings.strict and program.unbound(values):
         unbound = program.unbound(values)
@@ -241,19 +239,13 @@ def evaluate(
     require_values(program, values)
     program.bind(values)
     value = values_and_gradients(program)
-    report = None
-    if settings.check:
-        from gradcli.gradcheck.point import check_gradients  # the check, only when it runs
-
-        report = check_gradients(program, settings.rtol, settings.atol,
-                                 settings.node_check_limit, settings.check_method)
     point = {name: node.value for name, node in program.variables.items()}
     return Result(
         program=program,
         point=point,
         value=value,
         gradients={name: node.grad for name, node in program.variables.items()},
-        check=report,
+        check=_check(program, settings),
         hessian=_hessian(program, point, settings) if settings.order >= 2 else None,
         node_values=_taken_values(program),
         node_grads=[node.grad for node in program.nodes],
@@ -261,6 +253,76 @@ def evaluate(
 
 
 DEFAULT_SETTINGS = EvalSettings()
+
+
+def _check(program: Program, settings: EvalSettings) -> CheckReport | None:
+    """The finite-difference check of an evaluated program, if asked (loaded only then)."""
+    if not settings.check:
+        return None
+    from gradcli.gradcheck.check import check_gradients
+
+    return check_gradients(program, settings.rtol, settings.atol, settings.node_check_limit,
+                           settings.check_method)
+
+
+def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSettings) -> Any:
+    """``evaluate`` for a program with arrays in it (docs/arrays.md): a Result, or a
+    ``JacobianResult`` for several outputs or an array output."""
+    from gradcli.engine import arrays
+
+    validate_values(values)  # no constants, and scalars that are numbers (arrays: bind)
+    require_values(program, values, ": an array program needs a value for every variable "
+                   "(free variables give expressions for scalar programs only)")
+    program.arrays = True
+    arrays.bind(program, values)
+    value = arrays.forward(program.nodes)
+    if program.outputs or arrays.numpy().ndim(value):  # a Jacobian (docs/matrix-calculus.md)
+        from gradcli.gradcheck.jacobian_check import evaluate_jacobian
+
+        if settings.order >= 2 or settings.hvp:
+            raise UsageError("Hessians (--hessian, --hvp) are of programs with one scalar "
+                             "output, and this one has several outputs or an array output",
+                             hint="reduce the output to a number, e.g. sum(...), or drop "
+                                  "--hessian/--hvp for the Jacobian")
+
+        return evaluate_jacobian(program, settings)
+    arrays.backward(program.nodes)
+    report = _check(program, settings)
+    hessian, hvp = _second_derivatives(program, settings)
+    return Result(
+        program=program,
+        point={name: _plain(node.value) for name, node in program.variables.items()},
+        value=float(value),
+        gradients={name: _plain(node.grad) for name, node in program.variables.items()},
+        check=report,
+        node_values=[node.value for node in program.nodes],
+        node_grads=[node.grad for node in program.nodes],
+        hessian=hessian,
+        hvp=hvp,
+    )
+
+
+def _second_derivatives(program: Program, settings: EvalSettings) -> tuple[Any, Any]:
+    """The Hessian (order 2) and H·v (``settings.hvp``) of the evaluated program, if asked."""
+    if settings.order < 2 and not settings.hvp:
+        return None, None
+    from gradcli.gradcheck.hessian import hessian_at, hvp_at
+
+    checking = _checking(settings)
+    hessian = hessian_at(program, {}, checking, max_nodes=settings.max_nodes) if (
+        settings.order >= 2) else None
+    hvp = hvp_at(program, settings.hvp, checking, settings.max_nodes) if settings.hvp else None
+    return hessian, hvp
+
+
+def _plain(value: Any) -> Any:
+    """A 0-d array as a float (a scalar variable of an array program stays a number); an array
+    the caller may write to (a reduction's gradient is a read-only broadcast view)."""
+    from gradcli.engine.arrays import numpy
+
+    if not numpy().ndim(value):
+        return float(value)
+    return value if value.flags.writeable else value.copy()
 
 
 def _has_arrays(values: Mapping[str, Any]) -> bool:
@@ -289,12 +351,19 @@ def _taken_values(program: Program) -> list[float]:
 
 
 def _hessian(program: Program, point: dict[str, float], settings: EvalSettings) -> HessianResult:
-    from gradcli.gradcheck.hessian import Checking, hessian_at
-    from gradcli.gradcheck.point import CheckReport, GradientCheck, check_node
+    from gradcli.gradcheck.hessian import hessian_at
 
-    return hessian_at(program, point, Checking(settings.rtol, settings.atol, CheckReport,
-                                               GradientCheck, check_node)
-                      if settings.check else None)
+    return hessian_at(program, point, _checking(settings))
+
+
+def _checking(settings: EvalSettings) -> Checking | None:
+    """What the Hessian module needs of the gradient check (it does not import it)."""
+    if not settings.check:
+        return None
+    from gradcli.gradcheck.check import CheckReport, GradientCheck, check_node
+    from gradcli.gradcheck.hessian import Checking
+
+    return Checking(settings.rtol, settings.atol, CheckReport, GradientCheck, check_node)
 
 
 def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:

@@ -49,8 +49,8 @@ from gradcli.engine.ops import numpy
 from gradcli.engine.replay import Replayer
 from gradcli.engine.vector import Perturbation, evaluate_vector
 from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError
+from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL, check_node
 from gradcli.gradcheck.evaluation import evaluate, require_values
-from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL, check_node
 from gradcli.gradcheck.steps import (
     SHRINKS,
     STENCILS,

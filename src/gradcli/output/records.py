@@ -11,7 +11,7 @@ from gradcli.errors import GradcliError, UsageError, listed
 from gradcli.gradcheck.evaluation import FreeResult, Result
 
 if TYPE_CHECKING:
-    from gradcli.gradcheck.point import CheckReport, GradientCheck
+    from gradcli.gradcheck.check import CheckReport, GradientCheck
 
 
 def result_arrays(result: Any) -> dict[str, Any]:
@@ -151,9 +151,9 @@ def check_record(check: CheckReport) -> dict[str, Any]:
 
 
 def _gradient_check(check: GradientCheck) -> dict[str, Any]:
-    """One gradient's check; an array's (``ArrayGradientCheck``) adds how many elements were
-    checked and failed, and where the worst one is (its numbers are that element's)."""
-    record = {
+    """One gradient's check, with how many elements were checked and failed and where the
+    worst one is (its numbers are that element's)."""
+    return {
         "analytic": check.analytic,
         "numeric": check.numeric,
         "abs_error": check.abs_error,
@@ -161,24 +161,11 @@ def _gradient_check(check: GradientCheck) -> dict[str, Any]:
         "ok": check.ok,
         "method": check.method,
         "error_estimate": check.error_estimate,
+        "checked": check.checked,
+        "size": check.size,
+        "failed": check.failed,
+        "where": list(check.where),
     }
-    if hasattr(check, "where"):
-        record.update(checked=check.checked, size=check.size, failed=check.failed,
-                      where=list(check.where))
-    return record
-
-
-def diff_record(source: str, order: int, derivatives: dict[str, Any],
-                python: str | None = None, values: dict[str, float] | None = None,
-                kept_defaults: dict[str, float] | None = None) -> dict[str, Any]:
-    """``{"expression", "order", "derivatives", "values", "kept_defaults"}`` (derivatives nested
-    one level per order; ``values`` substituted, ``kept_defaults`` the program's own values left
-    as symbols), and the ``"python"`` source with ``--format python``."""
-    record: dict[str, Any] = {"expression": source, "order": order, "derivatives": derivatives,
-                              "values": values or {}, "kept_defaults": kept_defaults or {}}
-    if python is not None:
-        record["python"] = python
-    return record
 
 
 def error_record(error: GradcliError, source: str, line: int | None = None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from gradcli.errors import listed, plural
 from gradcli.output.tables import Column
 
 if TYPE_CHECKING:
-    from gradcli.gradcheck.point import CheckReport, GradientCheck
+    from gradcli.gradcheck.check import CheckReport, GradientCheck
 
 NUMERIC_DIGITS = 10  # the finite-difference estimate's column, when --digits is not given
 POLE_GRADIENT = 1e12  # a gradient this large is a pole's, not a formula's mistake

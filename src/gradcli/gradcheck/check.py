@@ -1,23 +1,26 @@
-"""Finite-difference verification of reverse-mode gradients.
+"""The gradient check at one point: every gradient against finite differences, element by element.
 
-For a node, d(output)/d(node) is estimated by finite differences with the step policy of
-``finite_difference`` (central differences at h = eps^(1/3) * max(1, |v|), one-sided ones at the
-edge of a domain, smaller steps after a disagreement, a rounding-noise allowance in the tolerance).
-Only the nodes downstream of the perturbed one are recomputed (a ``replay.Replayer`` per check).
+Scalars are the smallest arrays: every verdict is a ``GradientCheck`` that says how many elements
+of a gradient were checked, how many failed and where the worst one is. One element of one node
+is perturbed at a time and the nodes downstream replayed, on floats (``replay.Replayer``, the fast
+path, picked when every value is a float) or on arrays (``columns.ElementReplayer``); an element
+looks like a scalar node to the methods below (``Perturbed``). Central differences use the step
+policy of gradcheck/steps.py. A first pass settles many perturbations at once as NumPy columns
+(gradcheck/columns.py); on floats it runs only when that saves time, so a small scalar program
+never imports NumPy. An array's gradient is checked at up to ``ARRAY_CHECK_ELEMENTS`` elements
+(an evenly spread sample beyond, fewer past ``ARRAY_CHECK_BUDGET``); a float program's inputs
+within ``CHECK_BUDGET`` node recomputations, those past it listed as ``unchecked``.
 
 Two more methods (``method=``, ``--check-method``); each verdict records the one it used:
-
 - ``complex``: complex-step differentiation, Im f(v + ih) / h, evaluated with the op table's
-  ``complex`` form. No difference of nearby values is taken, so there is no cancellation and no
-  rounding-noise allowance: the estimate is exact to machine precision for analytic ops, and the
-  tolerance is just atol + rtol * max(|analytic|, |numeric|). The only error is truncation,
-  about (h/L)^2 / 6 relative, L the scale on which f changes: invisible for any L above ~1e-92
-  with h = 1e-100 * max(1, |v|). h is no smaller so that the imaginary parts h * d(node)/dv
-  carried through the graph stay normal floats (they underflow only for derivatives below about
-  1e-208, far under any atol). At a kink (abs, relu at 0; min/max at a tie; sign) the complex
-  form follows the real part and gives the documented convention, so complex-step *reproduces*
-  the convention: it checks the rule on the branch the real values take and cannot flag a point
-  where the function is not differentiable (central differences do: relu(x) at 0 gives 1/2).
+  ``complex`` form. No difference of nearby values is taken: no cancellation, no rounding-noise
+  allowance (the tolerance is atol + rtol * max(|analytic|, |numeric|)). The only error is
+  truncation, about (h/L)^2 / 6 relative, L the scale on which f changes: invisible for any L
+  above ~1e-92 with h = 1e-100 * max(1, |v|), which is no smaller so that the imaginary parts
+  carried through the graph stay normal floats. At a kink (abs, relu at 0; min/max at a tie;
+  sign) the complex form follows the real part, so complex-step *reproduces* the documented
+  convention and cannot flag a point where the function is not differentiable (central
+  differences do: relu(x) at 0 gives 1/2).
   Should the complex evaluation overflow where the real one does not, the central check is used
   and the verdict says so. An op whose row has no complex form (``complex=NONE``, see
   engine/ops/) is refused instead: if such an op depends on a variable (a complex replay would
@@ -41,6 +44,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gradcli.engine.graph import Node, Program, liveness
 from gradcli.engine.ops import LOGICAL, NONE
@@ -66,7 +70,17 @@ from gradcli.gradcheck.tolerances import (  # noqa: F401 (named here too)
     METHODS,
     NODE_CHECK_LIMIT,
 )
-from gradcli.limits import CHECK_BUDGET, VECTOR_CHECK_FACTOR
+from gradcli.limits import (
+    ARRAY_CHECK_BUDGET,
+    ARRAY_CHECK_ELEMENTS,
+    ARRAY_CHECK_MIN,
+    ARRAY_COLUMN_FACTOR,
+    CHECK_BUDGET,
+    VECTOR_CHECK_FACTOR,
+)
+
+if TYPE_CHECKING:
+    from gradcli.gradcheck.columns import ElementReplayer
 
 COMPLEX_STEP = 1e-100  # relative to max(1, |v|); see the module docstring
 RICHARDSON_LEVELS = 15  # steps h0 ... h0 / 2^14: from max(1, |v|) / 8 down to ~eps^(1/3)
@@ -75,7 +89,9 @@ _RICHARDSON_FIRST_STEP = 0.125
 
 @dataclass
 class GradientCheck:
-    """One gradient compared with its finite-difference estimate."""
+    """One gradient compared with its finite-difference estimate, element by element; the
+    scalar fields describe the worst element (the first failure with the largest error, else
+    the largest error). A float's gradient is one element: checked 1 of 1, ``where`` ()."""
 
     analytic: float
     numeric: float | None  # None when no difference could be evaluated (domain on both sides)
@@ -85,6 +101,14 @@ class GradientCheck:
     method: str  # "central", "forward", "backward", "complex" or "richardson"
     step: float
     error_estimate: float | None = None  # Richardson's estimate of its own error
+    checked: int = 1  # elements checked
+    size: int = 1  # elements in the gradient
+    failed: int | None = None  # elements that disagree (None: 1 if not ok, else 0)
+    where: tuple[int, ...] = ()  # the worst element's index (() for a scalar)
+
+    def __post_init__(self) -> None:
+        if self.failed is None:
+            self.failed = 0 if self.ok else 1
 
 
 @dataclass
@@ -121,21 +145,44 @@ class CheckReport:
         return max((c.abs_error for c in self.checks if c.abs_error is not None), default=0.0)
 
 
+class Perturbed(Protocol):
+    """What the step policies read of the node (or array element) they perturb."""
+
+    @property
+    def value(self) -> Any: ...
+    @property
+    def grad(self) -> Any: ...
+    @property
+    def index(self) -> int: ...
+
+
+class Replays(Protocol):
+    """The output's value with one perturbed value (``replay.Replayer`` on floats,
+    ``columns.ElementReplayer`` for an element of an array)."""
+
+    @property
+    def nodes(self) -> list[Node]: ...
+    @property
+    def switched(self) -> set[int]: ...  # conditions a replay turned over, by node index
+    def replay(self, index: int, value: Any, complex_step: bool = False
+               ) -> tuple[Any, float]: ...
+
+
 def check_gradients(
     program: Program,
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     node_check_limit: int = NODE_CHECK_LIMIT,
     method: str = "central",
-    budget: int = CHECK_BUDGET,
+    budget: int | None = None,
 ) -> CheckReport:
     """Compare every gradient of an evaluated program (forward and backward done) with FD.
 
-    ``method`` is one of ``METHODS`` (see the module docstring). A variable that the vectorised
-    first pass does not settle costs two replays of the nodes downstream of it; the first
-    variable is always checked, and once ``budget`` node recomputations are spent the remaining
-    variables are listed in ``unchecked`` (a sum of 10^5 distinct variables would otherwise take
-    hours).
+    ``method`` is one of ``METHODS`` (see the module docstring). ``budget`` bounds the work:
+    node recomputations on floats (default ``CHECK_BUDGET``; the first variable is always
+    checked and those past the budget are listed in ``unchecked``: a sum of 10^5 distinct
+    variables would otherwise take hours), array elements recomputed on arrays (default
+    ``ARRAY_CHECK_BUDGET``; fewer elements are sampled, never fewer than ``ARRAY_CHECK_MIN``).
     """
     if method not in METHODS:
         raise UsageError(f"unknown check method {method!r}", hint="use " + ", ".join(METHODS))
@@ -143,18 +190,36 @@ def check_gradients(
     if method == "complex":
         _require_complex_forms(nodes)
     report = CheckReport(rtol, atol, method=method)
-    replayer = Replayer(nodes)
     per_node = len(nodes) <= node_check_limit
+    replayer: Replays
+    if program.arrays:
+        from gradcli.gradcheck.columns import ElementReplayer
+
+        replayer = ElementReplayer(nodes)
+        _check_elements(program, report, replayer, per_node,
+                        ARRAY_CHECK_BUDGET if budget is None else budget)
+    else:
+        replayer = Replayer(nodes)
+        _check_floats(program, report, replayer, per_node,
+                      CHECK_BUDGET if budget is None else budget)
+    if replayer.switched and not report.ok:
+        from gradcli.engine.graph import node_text  # only for this message
+
+        report.boundaries = [node_text(nodes[i]) for i in sorted(replayer.switched)]
+    return report
+
+
+def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per_node: bool,
+                  budget: int) -> None:
+    """The fast path: every value a float, one replay per perturbation (module docstring)."""
+    nodes, rtol, atol, method = program.nodes, report.rtol, report.atol, report.method
     targets = [n for n in nodes if n.needs_grad] if per_node else list(program.variables.values())
     passed = {}
     if program.masked:  # a truth value's or a dead node's difference quotient means nothing
         live = liveness(nodes)
         targets = [n for n in targets
                    if (live[n.index] or n.is_leaf) and n.op.name not in LOGICAL]
-        method_at_once = None
-    else:
-        method_at_once = method
-    if method_at_once == "central":
+    elif method == "central":
         affordable = _affordable(targets, nodes, budget * VECTOR_CHECK_FACTOR)
         passed = _central_at_once(program, affordable, rtol, atol)
     spent = 0
@@ -170,16 +235,96 @@ def check_gradients(
         report.gradients[name] = check_node(replayer, node, rtol, atol, method)
     if not per_node or report.unchecked:
         report.nodes_skipped = True
-    else:
-        for node in targets:
-            known = report.gradients.get(str(node.name)) if node.is_leaf else None
-            report.nodes[node.index] = (
-                known or passed.get(node.index) or check_node(replayer, node, rtol, atol, method))
-    if replayer.switched and not report.ok:
-        from gradcli.engine.graph import node_text  # only for this message
+        return
+    for node in targets:
+        known = report.gradients.get(str(node.name)) if node.is_leaf else None
+        report.nodes[node.index] = (
+            known or passed.get(node.index) or check_node(replayer, node, rtol, atol, method))
 
-        report.boundaries = [node_text(nodes[i]) for i in sorted(replayer.switched)]
-    return report
+
+# A node costs as much to recompute as this many array elements (NumPy's per-call overhead).
+_NODE_OVERHEAD = 2_000
+
+
+class _Probe:
+    """One element of an array node, as the step policies read a node (``Perturbed``)."""
+
+    __slots__ = ("grad", "index", "value")
+
+    def __init__(self, value: float, grad: float, index: int) -> None:
+        self.value, self.grad, self.index = value, grad, index
+
+
+def _check_elements(program: Program, report: CheckReport, replayer: ElementReplayer,
+                    per_node: bool, budget: float) -> None:
+    """Every input's gradient element by element, then every node's when the graph is small;
+    each node gets a fair share of the budget that is left."""
+    nodes = program.nodes
+    report.nodes_skipped = not per_node
+    variables = list(program.variables.values())
+    others = [n for n in nodes if n.needs_grad and not n.is_leaf] if per_node else []
+    targets = variables + others
+    checks: dict[int, GradientCheck] = {}
+    for done, node in enumerate(targets):
+        share = budget / (len(targets) - done)
+        checks[node.index], spent = check_node_elements(
+            replayer, node, report.rtol, report.atol, report.method, share)
+        budget -= spent
+    report.gradients = {name: checks[node.index] for name, node in program.variables.items()}
+    if per_node:
+        report.nodes = {node.index: checks[node.index] for node in nodes
+                        if node.needs_grad and node.index in checks}
+
+
+def sample(size: int, count: int) -> list[int]:
+    """``count`` flat indices spread evenly over ``size`` elements, first and last included."""
+    if count >= size:
+        return list(range(size))
+    from gradcli.engine.arrays import numpy
+
+    return sorted(set(numpy().linspace(0, size - 1, count).round().astype(int).tolist()))
+
+
+def check_node_elements(replayer: ElementReplayer, node: Node, rtol: float, atol: float,
+                        method: str, budget: float) -> tuple[GradientCheck, float]:
+    """The per-element check of ``node``'s gradient; returns it and the budget spent."""
+    from gradcli.engine.arrays import numpy
+    from gradcli.gradcheck.columns import COLUMN_MAX_ELEMENTS, central_columns, replayable
+
+    np = numpy()
+    elements = replayer.aim(node)
+    # Columns copy the whole node once each: for a large one, perturbing one element of one
+    # copy in place (the loop) costs less.
+    columns = (method == "central" and np.size(node.value) <= COLUMN_MAX_ELEMENTS
+               and replayable(replayer.downstream))
+    # A replay costs the elements it reads and writes, and NumPy's overhead per node (paid
+    # once per block of columns when they replay together).
+    cost = elements + (0 if columns else _NODE_OVERHEAD * len(replayer.downstream))
+    size = int(np.size(node.value))
+    affordable = int(budget * (ARRAY_COLUMN_FACTOR if columns else 1) // (2 * max(cost, 1)))
+    count = min(size, ARRAY_CHECK_ELEMENTS, max(ARRAY_CHECK_MIN, affordable))
+    values, grads = np.ravel(node.value), np.ravel(node.grad)
+    flats = sample(size, count)
+    passed = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
+                             atol) if columns else {}
+    worst: tuple[tuple[float, float], int, GradientCheck] | None = None
+    failed = 0
+    for flat in flats:
+        grad, settled = float(grads[flat]), passed.get(flat)
+        verdict = (check_node(replayer, _Probe(float(values[flat]), grad, flat), rtol, atol,
+                              method) if settled is None else
+                   GradientCheck(grad, settled.numeric, settled.abs_error, settled.tolerance,
+                                 True, CENTRAL.method, settled.step))
+        failed += not verdict.ok
+        badness = (0.0 if verdict.ok else 1.0, verdict.abs_error or 0.0)
+        if worst is None or badness > worst[0]:
+            worst = (badness, flat, verdict)
+    assert worst is not None
+    _, flat, verdict = worst
+    where = tuple(int(i) for i in np.unravel_index(flat, np.shape(node.value)))
+    fields = {**vars(verdict), "checked": len(flats), "size": size, "failed": failed,
+              "where": where, "ok": failed == 0}
+    return GradientCheck(**fields), 2 * cost * count / (ARRAY_COLUMN_FACTOR if columns else 1)
 
 
 def _require_complex_forms(nodes: list[Node]) -> None:
@@ -197,7 +342,8 @@ def _replay_cost(nodes: list[Node], node: Node) -> int:
 
 def _affordable(targets: list[Node], nodes: list[Node], budget: int) -> list[Node]:
     """The first targets whose replays fit in ``budget`` (the vectorised pass's share)."""
-    chosen, spent = [], 0
+    chosen: list[Node] = []
+    spent = 0
     for node in targets:
         spent += _replay_cost(nodes, node)
         if chosen and spent > budget:
@@ -215,37 +361,21 @@ def _central_at_once(
     program: Program, targets: list[Node], rtol: float, atol: float
 ) -> dict[int, GradientCheck]:
     """The first step of ``check_node`` -- a central difference at the base step -- for every
-    target in one vectorised replay (``column_replay.replay_columns``); only the checks that
-    pass are returned, so anything else goes through ``check_node`` as before (smaller steps,
-    one-sided differences near a domain edge, the exact scalar message)."""
+    target in one vectorised replay (``columns.central_at_once``), when that saves time; only
+    the checks that pass, so anything else goes through ``check_node`` as before."""
     work = len(targets) * len(program.nodes)
     if work < _COLUMNS_IF_LOADED or (work < _COLUMNS_ALWAYS and "numpy" not in sys.modules):
         return {}
-    from gradcli.gradcheck.columns import replay_columns
+    from gradcli.gradcheck.columns import central_at_once
 
-    steps = [base_step(node.value) for node in targets]
-    pinned = [node.index for node in targets] * len(CENTRAL.offsets)
-    shifted = [node.value + offset * h for offset in CENTRAL.offsets
-               for node, h in zip(targets, steps, strict=True)]
-    replayed = replay_columns(program, pinned, shifted)
-    outputs, largest = replayed.output.tolist(), replayed.largest.tolist()
-    f0, count, passed = program.nodes[-1].value, len(targets), {}
-    for k, (node, h) in enumerate(zip(targets, steps, strict=True)):
-        most = max(largest[k], largest[k + count], abs(f0))
-        if not math.isfinite(most):
-            continue
-        numeric = quotient(CENTRAL, (outputs[k], outputs[k + count]), h)
-        if not math.isfinite(numeric):  # overflowed: check_node tries the one-sided differences
-            continue
-        error, allowed, agrees, _ = judge(node.grad, numeric, most, h, 0, rtol, atol)
-        if agrees:
-            passed[node.index] = GradientCheck(
-                node.grad, numeric, error, allowed, True, CENTRAL.method, h)
-    return passed
+    nodes = program.nodes
+    return {index: GradientCheck(nodes[index].grad, settled.numeric, settled.abs_error,
+                                 settled.tolerance, True, CENTRAL.method, settled.step)
+            for index, settled in central_at_once(program, targets, rtol, atol).items()}
 
 
 def check_node(
-    replayer: Replayer, node: Node, rtol: float, atol: float, method: str = "central"
+    replayer: Replays, node: Perturbed, rtol: float, atol: float, method: str = "central"
 ) -> GradientCheck:
     """d(output)/d(node) by ``method``, compared with ``node.grad`` (``replayer`` replays the
     graph ``node`` belongs to)."""
@@ -272,7 +402,7 @@ def check_node(
     return min(tried, key=lambda c: math.inf if c.abs_error is None else c.abs_error)
 
 
-def _difference(replayer: Replayer, node: Node, h: float) -> tuple[float, str, float] | None:
+def _difference(replayer: Replays, node: Perturbed, h: float) -> tuple[float, str, float] | None:
     """(estimate, method, largest magnitude) by the first stencil that evaluates, or None."""
     for stencil in STENCILS:
         estimate = _apply(replayer, node, stencil, h)
@@ -282,7 +412,7 @@ def _difference(replayer: Replayer, node: Node, h: float) -> tuple[float, str, f
 
 
 def _apply(
-    replayer: Replayer, node: Node, stencil: Stencil, h: float
+    replayer: Replays, node: Perturbed, stencil: Stencil, h: float
 ) -> tuple[float, float] | None:
     """(estimate, largest magnitude among f(v) and the recomputed values), or None where a
     shifted point is outside the domain or the estimate is not finite."""
@@ -306,7 +436,7 @@ def _apply(
 # --- complex step and Richardson extrapolation ---------------------------------------------------
 
 def complex_step_check(
-    replayer: Replayer, node: Node, rtol: float, atol: float
+    replayer: Replays, node: Perturbed, rtol: float, atol: float
 ) -> GradientCheck:
     """d(output)/d(node) = Im f(v + ih) / h: no subtraction, so no rounding-noise allowance."""
     analytic = node.grad
@@ -324,7 +454,7 @@ def complex_step_check(
 
 
 def richardson_check(
-    replayer: Replayer, node: Node, rtol: float, atol: float
+    replayer: Replays, node: Perturbed, rtol: float, atol: float
 ) -> GradientCheck:
     """d(output)/d(node) by Richardson extrapolation of central differences (module docstring)."""
     best = richardson_estimate(replayer, node)
@@ -339,7 +469,7 @@ def richardson_check(
 
 
 def richardson_estimate(
-    replayer: Replayer, node: Node
+    replayer: Replays, node: Perturbed
 ) -> tuple[float, float, float, float] | None:
     """(estimate, its error estimate, smallest step used, largest magnitude), or None.
 

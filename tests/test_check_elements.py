@@ -1,0 +1,93 @@
+"""One gradient check for scalars and arrays (gradcheck/check.py): a scalar is one element.
+
+The float fast path (``replay.Replayer``) and the element path (``columns.ElementReplayer``) are
+the same check: the same verdict fields, the same steps and methods, the same notes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+import gradcli
+from gradcli.cli import cli
+from gradcli.engine import arrays
+from gradcli.gradcheck.check import GradientCheck, check_gradients
+from gradcli.language.parser import parse
+
+POINT = {"x": 0.7, "y": 1.3}
+# program -> its gradient in closed form, written here (independent of the engine)
+CLOSED_FORMS = {
+    "x*x + sin(x)*y": lambda x, y: {"x": 2 * x + math.cos(x) * y, "y": math.sin(x)},
+    "exp(x)/y - log(y)*x": lambda x, y: {"x": math.exp(x) / y - math.log(y),
+                                         "y": -math.exp(x) / y**2 - x / y},
+    "sqrt(x)*tanh(y)": lambda x, y: {"x": math.tanh(y) / (2 * math.sqrt(x)),
+                                     "y": math.sqrt(x) / math.cosh(y) ** 2},
+}
+
+
+def _as_arrays(text: str) -> gradcli.Program:
+    """``text`` evaluated by the array passes (what a program with an array in it runs on)."""
+    program = parse(text)
+    program.arrays = True
+    arrays.bind(program, POINT)
+    arrays.forward(program.nodes)
+    arrays.backward(program.nodes)
+    return program
+
+
+@pytest.mark.parametrize("text", CLOSED_FORMS)
+@pytest.mark.parametrize("method", ["central", "richardson"])
+def test_a_scalar_program_checked_as_arrays_gets_the_float_verdict(text, method):
+    floats = check_gradients(gradcli.evaluate(text, POINT, check=False).program, method=method)
+    elements = check_gradients(_as_arrays(text), method=method)
+    expected = CLOSED_FORMS[text](**POINT)
+    assert floats.ok and elements.ok
+    assert set(floats.nodes) == set(elements.nodes)  # the same per-node check
+    for name, derivative in expected.items():
+        one, other = floats.gradients[name], elements.gradients[name]
+        assert type(one) is type(other) is GradientCheck
+        assert (one.checked, one.size, one.failed, one.where) == (1, 1, 0, ())
+        assert (other.checked, other.size, other.failed, other.where) == (1, 1, 0, ())
+        assert (one.method, one.step) == (other.method, other.step)
+        assert math.isclose(one.numeric, other.numeric, rel_tol=1e-9)
+        assert math.isclose(one.numeric, derivative, rel_tol=1e-6)
+
+
+def test_a_failed_scalar_verdict_counts_one_failed_element():
+    check = gradcli.evaluate("relu(x)", {"x": 0.0}).check.gradients["x"]
+    assert not check.ok and (check.checked, check.size, check.failed) == (1, 1, 1)
+    assert check.numeric == pytest.approx(0.5)  # (relu(h) - relu(-h)) / 2h at the kink
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("x*3 + (x > 1)", {"x": 1.0}),
+    ("sum(x*3 + (x > 1))", {"x": [1.0, 2.0]}),
+    ("sum(where(x > 1, x*x, 3*x))", {"x": [1.0, 2.0]}),
+])
+def test_a_condition_that_a_difference_switches_is_named_for_arrays_as_for_floats(text, values):
+    report = gradcli.evaluate(text, values).check
+    assert not report.ok
+    assert report.boundaries == ["x > 1"]
+
+
+def test_a_condition_that_does_not_switch_is_not_named():
+    report = gradcli.evaluate("sum(where(x > 1, x*x, 3*x))", {"x": [0.5, 2.0]}).check
+    assert report.ok and report.boundaries == []
+
+
+def test_scalar_and_array_gradients_have_the_same_json_fields():
+    def fields(*args: str) -> dict:
+        done = CliRunner().invoke(cli, ["eval", *args, "--json"])
+        assert done.exit_code == 0, done.output
+        return json.loads(done.output)["check"]["gradients"]
+
+    scalar = fields("x*x*y", "--x", "2", "--y", "3")
+    array = fields("sum(x*x)*y", "--x", "[1, 2]", "--y", "3")
+    assert set(scalar["x"]) == set(array["x"]) == set(array["y"])
+    assert {k: scalar["x"][k] for k in ("checked", "size", "failed", "where")} == {
+        "checked": 1, "size": 1, "failed": 0, "where": []}
+    assert scalar["x"]["analytic"] == 12.0 and array["x"]["checked"] == 2
