@@ -16,7 +16,7 @@ import sys
 import click
 import pytest
 
-from gradcli.cli.base import COMMANDS, every_command
+from gradcli.cli.commands import COMMANDS, every_command
 
 SEED = ["eval", "(x*W+b-t)**2", "--x", "2", "--W", "3", "--b", "1", "--t", "8"]
 # The finite-difference check: loaded only when it runs
@@ -27,6 +27,7 @@ CHECK = {"gradcli.gradcheck.point", "gradcli.gradcheck.steps", "gradcli.engine.r
 GRADCLI = {
     "gradcli", "gradcli.errors", "gradcli.limits",
     "gradcli.cli", "gradcli.cli.startup", "gradcli.cli.base", "gradcli.cli.streams",
+    "gradcli.cli.commands", "gradcli.cli.arguments", "gradcli.cli.program_text",
     "gradcli.cli.given", "gradcli.cli.usage", "gradcli.cli.values_file",
     "gradcli.cli.eval_command", "gradcli.cli.show",
     "gradcli.cli.cluster",  # --cluster and --skip: the options only, Dask is not imported

@@ -10,17 +10,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradcli.cli import streams
-from gradcli.cli.base import (
-    MAX_NODES_OPTION,
-    BindingCommand,
-    ProgramText,
-    cli,
-    file_option,
-    given_values,
-    stdin_lines,
-)
+from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, file_option, given_values
+from gradcli.cli.base import cli
 from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option, sweep_on
 from gradcli.cli.given import Given
+from gradcli.cli.program_text import ProgramText, stdin_lines
 from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
 from gradcli.errors import GradcliError, UsageError, visible
