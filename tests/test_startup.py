@@ -36,7 +36,8 @@ GRADCLI = {
     "gradcli.language.grammar",  # the tables' digest is checked against the grammar's text
     "gradcli.language.functions",
     "gradcli.engine", "gradcli.engine.ops", "gradcli.engine.core_ops", "gradcli.engine.forms",
-    "gradcli.engine.special", "gradcli.engine.graph", "gradcli.engine.notation",
+    "gradcli.engine.special", "gradcli.engine.graph", "gradcli.engine.node",
+    "gradcli.engine.notation",
     "gradcli.engine.replay",
     "gradcli.engine.core__mypyc",  # the compiled core's one extension, where it is compiled
     "gradcli.gradcheck", "gradcli.gradcheck.evaluation", "gradcli.gradcheck.tolerances",
