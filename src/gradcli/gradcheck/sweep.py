@@ -23,7 +23,7 @@ amplify that without bound (``sin(cosh(atan2(y, 2))**x)`` at x = 700 has a value
 sin(4e31)). With ``reconcile`` (``stream_sweep``'s default, so every ``gradcli eval`` sweep;
 ``evaluate_sweep`` leaves it off unless asked), each block is also evaluated ``RUNS`` more
 times with every result that NumPy may round differently perturbed by the most it may differ
-(``vector.Perturbation``); a
+(``perturbation.Perturbation``); a
 point where that moves the value or a gradient by more than ``AGREEMENT`` relative (after a
 safety factor), or where it could flip the check's verdict, is *unsure* and is re-evaluated on
 the scalar path -- value, gradients and check -- so that it prints exactly what one point prints.
@@ -46,8 +46,9 @@ from typing import Any
 from gradcli.engine.graph import Node, Program
 from gradcli.engine.notation import format_number
 from gradcli.engine.ops import numpy
+from gradcli.engine.perturbation import Perturbation
 from gradcli.engine.replay import Replayer
-from gradcli.engine.vector import Perturbation, evaluate_vector
+from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError
 from gradcli.gradcheck.evaluation import evaluate, require_values
 from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL, check_node
@@ -310,7 +311,7 @@ def finish_sweep(sweep: Sweep, explain_limit: int | None = None,
 
 def _measure_spread(sweep: Sweep) -> None:
     """``unsure``, ``value_spread`` and ``gradient_spreads``: ``RUNS`` perturbed evaluations
-    (``vector.Perturbation``); the largest change of each output, times ``SAFETY``."""
+    (``perturbation.Perturbation``); the largest change of each output, times ``SAFETY``."""
     np = numpy()
     program, size = sweep.program, sweep.size
     unsure = np.zeros(size, dtype=bool)
@@ -475,8 +476,8 @@ def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rows: Any,
     values of f at the shifted points differ by, over h. First a rough bound: f off by
     ``value_spread`` at each shifted point, independently. Where that could flip the verdict,
     the estimate is computed again with the ops downstream of the variable perturbed
-    (``vector.Perturbation``; what does not depend on the variable shifts both points alike and
-    cancels) and the change, times ``SAFETY``, is the bound."""
+    (``perturbation.Perturbation``; what does not depend on the variable shifts both points
+    alike and cancels) and the change, times ``SAFETY``, is the bound."""
     if sweep.unsure is None or sweep.value_spread is None or sweep.gradient_spreads is None:
         return
     np = numpy()
