@@ -8,7 +8,7 @@ is asked for, so a command without ``--cluster`` runs as before.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import suppress
 from functools import partial
 from itertools import islice
@@ -155,5 +155,6 @@ def _closing_after(items: Iterator[Any], cluster: Cluster) -> Iterator[Any]:
         yield from items
     finally:
         with suppress(Exception):
-            items.close()  # type: ignore[attr-defined]
+            if isinstance(items, Generator):  # its cluster futures let go
+                items.close()
         cluster.close()
