@@ -23,7 +23,9 @@ from gradcli.engine.perturbation import EPS_UNITS, Perturbation, amplitude, same
 from gradcli.engine.replay import Replayer
 from gradcli.gradcheck import sweep as sweep_module
 from gradcli.gradcheck.point import DEFAULT_ATOL, DEFAULT_RTOL, check_node
-from gradcli.gradcheck.sweep import AGREEMENT, evaluate_sweep, sweep_columns
+from gradcli.gradcheck.sweep import evaluate_sweep
+from gradcli.gradcheck.sweep_grid import sweep_columns
+from gradcli.gradcheck.sweep_results import AGREEMENT
 
 np = pytest.importorskip("numpy")
 

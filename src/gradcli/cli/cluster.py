@@ -123,7 +123,7 @@ def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
     """The blocks of a sweep evaluated on the cluster, in grid order (``stream_sweep``'s):
     the grid is checked (against the cluster's larger limits) and the cluster reached before
     this returns, so that errors come at the call."""
-    from gradcli.gradcheck.sweep import sweep_plan
+    from gradcli.gradcheck.sweep_grid import sweep_plan
     from gradcli.limits import MAX_CLUSTER_SWEEP_CELLS, MAX_CLUSTER_SWEEP_POINTS
     from gradcli.runs.cluster_runs import cluster_sweep
 

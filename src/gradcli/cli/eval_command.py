@@ -354,14 +354,9 @@ def run_sweep(request: EvalRequest) -> int:
     and counts), so memory does not grow with the number of points."""
     from contextlib import closing
 
-    from gradcli.gradcheck.sweep import (
-        AGREEMENT,
-        SweepSummary,
-        csv_body,
-        csv_header,
-        point_records,
-        stream_sweep,
-    )
+    from gradcli.gradcheck.sweep_records import csv_body, csv_header, point_records
+    from gradcli.gradcheck.sweep_results import AGREEMENT
+    from gradcli.gradcheck.sweep_stream import SweepSummary, stream_sweep
 
     program, settings = request.program, request.settings
     assert program is not None

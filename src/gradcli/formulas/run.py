@@ -31,7 +31,8 @@ from gradcli.errors import ExitStatus, GradcliError, UsageError, listed, plural,
 from gradcli.formulas.files import CheckSpec, Expected, Range
 from gradcli.gradcheck.evaluation import require_values
 from gradcli.gradcheck.steps import tolerance
-from gradcli.gradcheck.sweep import Sweep, evaluate_sweep
+from gradcli.gradcheck.sweep import evaluate_sweep
+from gradcli.gradcheck.sweep_results import Sweep
 from gradcli.language.values import validate_values
 from gradcli.limits import (
     CHECK_BLOCK_CELLS,

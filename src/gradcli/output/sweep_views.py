@@ -13,7 +13,7 @@ from rich.text import Text
 from gradcli.engine.notation import format_number
 from gradcli.errors import ExitStatus, visible
 from gradcli.formulas.run import CheckOutcome, format_point
-from gradcli.gradcheck.sweep import Sweep
+from gradcli.gradcheck.sweep_results import Sweep
 from gradcli.output.views import (
     MAX_TABLE_ROWS,
     Column,
