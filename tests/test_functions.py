@@ -296,7 +296,7 @@ def test_the_vector_form_gives_the_float_form_over_many_points(name):
                                           "leaky_relu", "deg2rad", "rad2deg")
     if exact:
         assert np.array_equal(vector, scalar), name
-    else:  # NumPy's libm may round differently: a few ulp (vector.DISAGREEMENT)
+    else:  # NumPy's libm may round differently: a few ulp (perturbation.DISAGREEMENT)
         np.testing.assert_allclose(vector, scalar, rtol=4e-14, atol=1e-300)
 
 

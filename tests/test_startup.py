@@ -16,7 +16,7 @@ import sys
 import click
 import pytest
 
-from gradcli.cli.base import COMMANDS, every_command
+from gradcli.cli.commands import COMMANDS, every_command
 
 SEED = ["eval", "(x*W+b-t)**2", "--x", "2", "--W", "3", "--b", "1", "--t", "8"]
 # The finite-difference check: loaded only when it runs
@@ -27,6 +27,7 @@ CHECK = {"gradcli.gradcheck.check", "gradcli.gradcheck.steps", "gradcli.engine.r
 GRADCLI = {
     "gradcli", "gradcli.errors", "gradcli.limits",
     "gradcli.cli", "gradcli.cli.startup", "gradcli.cli.base", "gradcli.cli.streams",
+    "gradcli.cli.commands", "gradcli.cli.arguments", "gradcli.cli.program_text",
     "gradcli.cli.given", "gradcli.cli.usage", "gradcli.cli.values_file",
     "gradcli.cli.eval_command", "gradcli.cli.show",
     "gradcli.cli.cluster",  # --cluster and --skip: the options only, Dask is not imported
@@ -35,7 +36,8 @@ GRADCLI = {
     "gradcli.language.grammar",  # the tables' digest is checked against the grammar's text
     "gradcli.language.functions",
     "gradcli.engine", "gradcli.engine.ops", "gradcli.engine.core_ops", "gradcli.engine.forms",
-    "gradcli.engine.special", "gradcli.engine.graph", "gradcli.engine.notation",
+    "gradcli.engine.special", "gradcli.engine.graph", "gradcli.engine.node",
+    "gradcli.engine.notation",
     "gradcli.engine.replay",
     # the op table, one package: its row class and its sections, array rows too (one registry
     # for the parser's names); building them imports no NumPy

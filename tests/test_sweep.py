@@ -12,8 +12,10 @@ from click.testing import CliRunner
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.gradcheck import sweep as sweep_module
-from gradcli.gradcheck.sweep import csv_rows, evaluate_sweep, point_records, sweep_columns
+from gradcli.gradcheck.sweep import evaluate_sweep
+from gradcli.gradcheck.sweep_differences import check_variable
+from gradcli.gradcheck.sweep_grid import sweep_columns
+from gradcli.gradcheck.sweep_records import csv_rows, point_records
 from gradcli.language.values import parse_value
 
 np = pytest.importorskip("numpy")
@@ -75,7 +77,7 @@ def test_grid_order_first_name_varies_slowest_and_defaults_fill_in():
 def test_a_wrong_gradient_is_caught_at_every_point():
     program, sweep = _sweep("sin(x)*y", {"x": "-1:1:11", "y": "2"}, check=False)
     sweep.gradients["x"] = sweep.gradients["x"] + 1e-3  # corrupt the reverse-mode answers
-    checked = sweep_module._check_variable(sweep, program.variables["x"], 1e-5, 1e-8)
+    checked = check_variable(sweep, program.variables["x"], 1e-5, 1e-8)
     assert not checked.ok.any()
     assert checked.abs_error == pytest.approx(np.full(11, 1e-3), rel=1e-4)
 

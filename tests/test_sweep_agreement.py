@@ -19,11 +19,13 @@ from hypothesis import strategies as st
 import gradcli
 from gradcli.cli import cli
 from gradcli.engine.ops import NONE, OPS, ROWS
+from gradcli.engine.perturbation import EPS_UNITS, Perturbation, amplitude, same_bits
 from gradcli.engine.replay import Replayer
-from gradcli.engine.vector import EPS_UNITS, Perturbation, amplitude, same_bits
 from gradcli.gradcheck import sweep as sweep_module
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL, check_node
-from gradcli.gradcheck.sweep import AGREEMENT, evaluate_sweep, sweep_columns
+from gradcli.gradcheck.sweep import evaluate_sweep
+from gradcli.gradcheck.sweep_grid import sweep_columns
+from gradcli.gradcheck.sweep_results import AGREEMENT
 
 np = pytest.importorskip("numpy")
 

@@ -19,19 +19,11 @@ from rich.console import Console
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.gradcheck import sweep as sweep_module
-from gradcli.gradcheck.sweep import (
-    PointMask,
-    SweepSummary,
-    csv_body,
-    csv_header,
-    csv_rows,
-    evaluate_sweep,
-    point_records,
-    stream_sweep,
-    sweep_columns,
-    sweep_plan,
-)
+from gradcli.gradcheck import sweep_grid, sweep_stream
+from gradcli.gradcheck.sweep import evaluate_sweep
+from gradcli.gradcheck.sweep_grid import sweep_columns, sweep_plan
+from gradcli.gradcheck.sweep_records import csv_body, csv_header, csv_rows, point_records
+from gradcli.gradcheck.sweep_stream import PointMask, SweepSummary, stream_sweep
 from gradcli.language.values import parse_value
 from gradcli.limits import MAX_SWEEP_CELLS
 from gradcli.output import sweep_views
@@ -97,7 +89,7 @@ def test_blocks_give_exactly_what_all_points_at_once_give(text, given, points, t
 
 def _first(sweep, count, summary):
     """``sweep`` as the table sees it: the first ``count`` points, but counted in full."""
-    head = sweep_module._take(sweep, count)
+    head = sweep_stream._take(sweep, count)
 
     class Whole:
         columns, value, gradients, checks = head.columns, head.value, head.gradients, head.checks
@@ -142,13 +134,13 @@ def test_blocks_are_made_and_evaluated_lazily(monkeypatch):
     first = next(plan.blocks(5))  # 9 * 10^6 points planned, 5 made
     assert first["x"].tolist() == [0.0] * 5 and first["y"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
     evaluated = []
-    original = sweep_module.vector_sweep
+    original = sweep_stream.vector_sweep
 
     def counting(*args, **kwargs):
         evaluated.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(sweep_module, "vector_sweep", counting)
+    monkeypatch.setattr(sweep_stream, "vector_sweep", counting)
     stream = stream_sweep(program, {"x": tuple(range(100)), "y": (1.0, 2.0)}, points=10,
                           threads=2)
     assert not evaluated  # nothing runs before the first block is asked for
@@ -188,7 +180,7 @@ def test_the_cli_refuses_it_before_writing_anything():
 
 
 def test_cli_csv_and_json_stream_every_block_in_grid_order(monkeypatch):
-    monkeypatch.setattr(sweep_module, "SWEEP_BLOCK_POINTS", 3)  # 35 points: 12 blocks
+    monkeypatch.setattr(sweep_grid, "SWEEP_BLOCK_POINTS", 3)  # 35 points: 12 blocks
     args = ["eval", "log(x)*y", "--x", "-1:2:7", "--y", "1:2:5"]
     program = gradcli.parse("log(x)*y")
     whole = evaluate_sweep(program, sweep_columns(program, _values({"x": "-1:2:7", "y": "1:2:5"})),

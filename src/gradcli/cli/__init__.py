@@ -2,7 +2,7 @@
 library below it (engine, language, gradcheck, formulas, output), callable from Python as well.
 
 One module per command; the ``cli`` group imports a command's module when the command runs
-(``base.COMMANDS``), so that ``gradcli eval`` loads neither ``diff`` nor ``check``.
+(``commands.COMMANDS``), so that ``gradcli eval`` loads neither ``diff`` nor ``check``.
 """
 
 from gradcli.cli.startup import quiet_interrupts

@@ -8,7 +8,7 @@ is asked for, so a command without ``--cluster`` runs as before.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import suppress
 from functools import partial
 from itertools import islice
@@ -123,7 +123,7 @@ def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
     """The blocks of a sweep evaluated on the cluster, in grid order (``stream_sweep``'s):
     the grid is checked (against the cluster's larger limits) and the cluster reached before
     this returns, so that errors come at the call."""
-    from gradcli.gradcheck.sweep import sweep_plan
+    from gradcli.gradcheck.sweep_grid import sweep_plan
     from gradcli.limits import MAX_CLUSTER_SWEEP_CELLS, MAX_CLUSTER_SWEEP_POINTS
     from gradcli.runs.cluster_runs import cluster_sweep
 
@@ -155,5 +155,6 @@ def _closing_after(items: Iterator[Any], cluster: Cluster) -> Iterator[Any]:
         yield from items
     finally:
         with suppress(Exception):
-            items.close()  # type: ignore[attr-defined]
+            if isinstance(items, Generator):  # its cluster futures let go
+                items.close()
         cluster.close()

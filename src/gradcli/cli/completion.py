@@ -1,6 +1,5 @@
-"""Shell completion that knows the formula: ``gradcli completion bash|zsh|fish`` prints the
-script (click's machinery), and the commands that take ``--NAME VALUE`` offer the program's own
-variables first.
+"""Shell completion that knows the formula: the commands that take ``--NAME VALUE`` offer the
+program's own variables first (the script itself: ``gradcli completion``, ``completion_command``).
 
 After ``gradcli eval "(x*W+b-t)**2" --``, Tab offers ``--x --W --b --t`` (those not given yet)
 and then the command's options; ``--wrt`` offers the variables (after a comma too: ``x,``
@@ -17,42 +16,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gradcli.cli.base import BINDINGS_KEY, cli
+from gradcli.cli.given import BINDINGS_KEY
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
-
-SHELLS = ("bash", "zsh", "fish")
-COMPLETE_VAR = "_GRADCLI_COMPLETE"
-# The line for each shell's start-up file (documented in --help and docs/interactive.md).
-START_UP = {
-    "bash": ('~/.bashrc', 'eval "$(gradcli completion bash)"'),
-    "zsh": ("~/.zshrc", 'eval "$(gradcli completion zsh)"'),
-    "fish": ("~/.config/fish/config.fish", "gradcli completion fish | source"),
-}
-
-COMPLETION_HELP = """Print the shell completion script for SHELL (bash, zsh or fish).
-
-\b
-Add one line to your shell's start-up file:
-""" + "\n".join(f"  {line:<42} # {shell}: {path}" for shell, (path, line) in START_UP.items()) + """
-
-\b
-Tab then completes commands and options, and offers a formula's own variables first:
-  gradcli eval "(x*W+b-t)**2" --<Tab>      --x --W --b --t, then the options
-  gradcli diff "x*y + z" --wrt <Tab>       x y z
-"""
-
-
-@cli.command("completion", help=COMPLETION_HELP)
-@click.argument("shell", type=click.Choice(SHELLS))
-def completion_command(shell: str) -> None:
-    from click.shell_completion import get_completion_class
-
-    completion_class = get_completion_class(shell)
-    assert completion_class is not None  # click knows all three
-    click.echo(completion_class(cli, {}, "gradcli", COMPLETE_VAR).source())
-
 
 # A name in a formula that does not parse yet (functions are left out where it is used).
 _NAME = r"(?<![\w.])[A-Za-z_]\w*"

@@ -8,16 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gradcli.cli.base import (
-    MAX_NODES_OPTION,
-    BindingCommand,
-    ProgramText,
-    cli,
-    file_option,
-    given_values,
-)
+from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, file_option, given_values
+from gradcli.cli.base import cli
 from gradcli.cli.completion import complete_wrt
 from gradcli.cli.given import Given
+from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import say_shadowed, show_error
 from gradcli.cli.values_file import values_file_options
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible

@@ -10,17 +10,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradcli.cli import streams
-from gradcli.cli.base import (
-    MAX_NODES_OPTION,
-    BindingCommand,
-    ProgramText,
-    cli,
-    file_option,
-    given_values,
-    stdin_lines,
-)
+from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, file_option, given_values
+from gradcli.cli.base import cli
 from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option, sweep_on
 from gradcli.cli.given import Given
+from gradcli.cli.program_text import ProgramText, stdin_lines
 from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
 from gradcli.cli.values_file import values_file_options
 from gradcli.errors import GradcliError, UsageError, out_of_memory, visible
@@ -380,7 +374,7 @@ def _point_csv(request: EvalRequest, program: Any) -> int:
     from gradcli.errors import NumericError
     from gradcli.gradcheck.evaluation import Result
     from gradcli.gradcheck.jacobian_check import JacobianResult
-    from gradcli.gradcheck.sweep import csv_rows
+    from gradcli.gradcheck.sweep_records import csv_rows
     from gradcli.output.sweep_views import point_sweep
 
     if request.cluster is not None:
@@ -413,14 +407,9 @@ def run_sweep(request: EvalRequest) -> int:
     and counts), so memory does not grow with the number of points."""
     from contextlib import closing
 
-    from gradcli.gradcheck.sweep import (
-        AGREEMENT,
-        SweepSummary,
-        csv_body,
-        csv_header,
-        point_records,
-        stream_sweep,
-    )
+    from gradcli.gradcheck.sweep_records import csv_body, csv_header, point_records
+    from gradcli.gradcheck.sweep_results import AGREEMENT
+    from gradcli.gradcheck.sweep_stream import SweepSummary, stream_sweep
 
     program, settings = request.program, request.settings
     assert program is not None

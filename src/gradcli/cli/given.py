@@ -22,6 +22,9 @@ from gradcli.language.values import Value, parse_assignments
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
 
+# ctx.meta: the ``--NAME VALUE`` bindings, as (NAME=VALUE, as written), in the order given
+BINDINGS_KEY = "gradcli.bindings"
+
 
 class Given:
     """The values of ``--NAME VALUE`` and ``--set NAME=VALUE``, and how each was written. (A

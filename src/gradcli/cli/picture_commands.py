@@ -8,15 +8,15 @@ from typing import Any
 
 import click
 
-from gradcli.cli.base import (
+from gradcli.cli.arguments import (
     MAX_NODES_OPTION,
     BindingCommand,
-    ProgramText,
-    cli,
     given_values,
     program_arguments,
 )
+from gradcli.cli.base import cli
 from gradcli.cli.files import write_file
+from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import say_shadowed, show_error
 from gradcli.cli.streams import binary_stdout, can_encode
 from gradcli.errors import ExitStatus, GradcliError, UsageError, plural, visible

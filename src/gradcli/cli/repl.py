@@ -8,7 +8,6 @@ be scripted. This module is imported at every start of gradcli and imports nothi
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from gradcli.cli.base import cli
+from gradcli.cli.entries import GrowingEntry
 from gradcli.errors import ExitStatus
 
 if TYPE_CHECKING:
@@ -67,34 +67,3 @@ def run_lines(session: Session, lines: Iterable[str]) -> int:
     if pending.strip():
         status = max(status, session.run(pending))
     return status
-
-
-def open_brackets(text: str) -> int:
-    """How many ``(`` and ``[`` are not closed yet (comments ignored): the entry goes on, as a
-    newline inside brackets does in a file. Counted by ``str.count``, not a loop per character:
-    the terminal asks at every key of a 90 KB paste."""
-    if "#" in text:
-        text = _COMMENT.sub("", text)
-    return text.count("(") + text.count("[") - text.count(")") - text.count("]")
-
-
-_COMMENT = re.compile(r"#[^\r\n]*")
-
-
-class GrowingEntry:
-    """``open_brackets`` of an entry that grows at its end, as typing or a paste makes it: the
-    whole lines seen before are counted once, so a key costs a comparison with them (C speed)
-    and a count of the last line, not a count of the whole entry."""
-
-    def __init__(self) -> None:
-        self.counted = ""  # whole lines, up to and with their last newline
-        self.depth = 0
-
-    def open_brackets(self, text: str) -> int:
-        if not text.startswith(self.counted):
-            self.counted, self.depth = "", 0
-        cut = text.rfind("\n") + 1
-        if cut > len(self.counted):
-            self.depth += open_brackets(text[len(self.counted):cut])
-            self.counted = text[:cut]
-        return self.depth + open_brackets(text[cut:])

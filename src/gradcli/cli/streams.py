@@ -30,7 +30,7 @@ import errno
 import io
 import os
 import sys
-from typing import IO, Any
+from typing import IO, Any, cast
 
 # The characters gradcli prints that a non-UTF encoding may lack, and what stands in for them.
 ASCII_STAND_INS = {
@@ -146,7 +146,7 @@ class _AsciiText(io.TextIOWrapper):
     binary: IO[bytes]
 
     @property
-    def buffer(self) -> Any:  # type: ignore[override]
+    def buffer(self) -> Any:
         raise AttributeError("buffer")
 
 
@@ -253,7 +253,9 @@ def binary_stdout() -> IO[bytes]:
 
 def binary_stdin() -> IO[bytes]:
     """stdin as bytes (``-f -``)."""
-    return getattr(sys.stdin, "buffer", None) or sys.stdin  # type: ignore[return-value]
+    binary = getattr(sys.stdin, "buffer", None)
+    # A stdin without one (a stand-in that reads bytes already) is read as it is.
+    return binary if binary is not None else cast("IO[bytes]", sys.stdin)
 
 
 def silence_stdout() -> None:

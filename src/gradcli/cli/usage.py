@@ -112,7 +112,7 @@ def from_click(error: Exception, args: Sequence[str], group: click.Group) -> Usa
 
 def _commands_with(group: click.Group, flag: str) -> list[str]:
     """``gradcli eval``, ...: the commands that have the option ``flag``."""
-    from gradcli.cli.base import every_command
+    from gradcli.cli.commands import every_command
 
     return [f"gradcli {name}" for name, command in every_command(group).items()
             if any(flag in param.opts for param in command.params

@@ -29,7 +29,7 @@ ALLOW_UNUSED_KEY = "gradcli.allow_unused"
 def values_file_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Adds ``--values FILE`` and ``--allow-unused`` to a command that takes ``--NAME VALUE``.
 
-    They are read by ``cli.base.given_values`` from ``ctx.meta``, so a command's own signature
+    They are read by ``cli.arguments.given_values`` from ``ctx.meta``, so a command's own signature
     does not change."""
     command = click.option(
         "--allow-unused", is_flag=True, expose_value=False, callback=_remember(ALLOW_UNUSED_KEY),
@@ -61,7 +61,7 @@ def complete_files(ctx: click.Context, param: click.Parameter,
 
 def with_file_values(given: Given, path: str, allow_unused: bool = False) -> Given:
     """``given`` (the command line's values) on top of the values of the file at ``path``."""
-    from gradcli.cli.base import read_program_file  # the file's size limit and UTF-8 errors
+    from gradcli.cli.program_text import read_program_file  # the file's size limit and UTF-8 errors
     from gradcli.language.values_file import kind_of, parse_values_text
 
     file_name = "<stdin>" if path == "-" else path

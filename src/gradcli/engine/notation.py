@@ -3,7 +3,7 @@
 One precedence logic for every notation: gradcli's own language here (``TEXT``), LaTeX and Python
 in ``printing``. Node labels in tables and JSON, error messages and symbolic derivatives are all
 written by ``expression_texts``. It reads only a node's op, inputs, name and value, so the graph
-module can name its nodes in messages (``Node`` is imported for type checking only).
+module can name its nodes in messages.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from gradcli.engine.core_ops import (
 from gradcli.engine.ops import OPS
 
 if TYPE_CHECKING:
-    from gradcli.engine.graph import Node
+    from gradcli.engine.node import Node
 
 
 def shape_text(shape: tuple[int, ...]) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 from gradcli.engine.graph import Program
 from gradcli.engine.ops import CONDITIONAL, VAR
+from gradcli.engine.vector_forward import VectorEvaluation, column, forward_vector
 
 
 def evaluate_masked(
@@ -27,11 +28,9 @@ def evaluate_masked(
     every_node: bool, perturbation: Any = None,
 ) -> Any:
     """``vector.evaluate_vector`` for a program with conditionals (same arguments and result)."""
-    from gradcli.engine.vector import VectorEvaluation, _column, _forward_vector
-
     nodes = program.nodes
     with np.errstate(all="ignore"):
-        values = _forward_vector(np, program, given, None, [True] * len(nodes), perturbation)
+        values = forward_vector(np, program, given, None, [True] * len(nodes), perturbation)
         live = _liveness(np, program, values)
         grads = _backward(np, program, values, live) if gradients else []
     ok = np.ones(size, dtype=bool)
@@ -40,11 +39,11 @@ def evaluate_masked(
         if gradients and grads[node.index] is not None:
             _settle(np, ok, grads[node.index], live[node.index])
     keep = [every_node or node.op is VAR or node is nodes[-1] for node in nodes]
-    columns = [_column(np, _live_part(np, v, m), size) if k else None
+    columns = [column(np, _live_part(np, v, m), size) if k else None
                for v, m, k in zip(values, live, keep, strict=True)]
     grads_out = None
     if gradients:
-        grads_out = [_column(np, g, size) if g is not None and (every_node or node.op is VAR)
+        grads_out = [column(np, g, size) if g is not None and (every_node or node.op is VAR)
                      else None for node, g in zip(nodes, grads, strict=True)]
     return VectorEvaluation(size, columns, grads_out, ~ok)
 

@@ -6,40 +6,23 @@ for all points with the op's ``vector`` column, and each derivative rule runs on
 gradient is not finite is marked in ``failed`` instead of raising; callers that need the exact
 message re-evaluate that one point on the scalar path, which names the node.
 
-NumPy's transcendental functions are not libm's: they may round differently, a few units in the
-last place (``SAME_BITS`` lists the ops that give the scalar path's bits exactly). A
-``Perturbation`` makes every other result (and every derivative rule that calls one) a little
-wrong on purpose, reproducibly, so that a caller can see how much such differences change the
-output at each point (``gradcheck/sweep.py`` re-runs the points where they matter on the scalar
-path).
+NumPy's transcendental functions may round differently from libm's: a ``Perturbation``
+(``perturbation.py``) shows how much that can change each output. The forward pass itself lives
+in ``vector_forward.py``, shared with the masked evaluation of conditionals (``piecewise.py``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from gradcli.engine.graph import Program, last_uses
-from gradcli.engine.ops import CONST, GELU_TANH_SCALE, NONE, OPS, VAR, Op, numpy
+from gradcli.engine.graph import Program
+from gradcli.engine.ops import OPS, VAR, Op, numpy
+from gradcli.engine.perturbation import Perturbation, amplitude, same_bits
+from gradcli.engine.vector_forward import VectorEvaluation, column, forward_vector
 from gradcli.errors import UsageError
 from gradcli.limits import default_jobs
-
-
-@dataclass
-class VectorEvaluation:
-    """Values (and gradients) at ``size`` points, indexed by node index: of the output and the
-    input variables, or of every node (``evaluate_vector(..., every_node=True)``)."""
-
-    size: int
-    values: list[Any]  # one array of shape (size,) per node (None for a node not kept)
-    grads: list[Any] | None  # the same per node (None also where no gradient is needed)
-    failed: Any  # bool array (size,): a value or gradient is not finite at that point
-
-    @property
-    def output(self) -> Any:
-        return self.values[-1]
 
 
 def evaluate_vector(
@@ -136,7 +119,7 @@ def _evaluate(
     flags = {"divide": "call", "over": "call", "invalid": "call", "under": "ignore"}
     with np.errstate(**flags, call=lambda kind, flag: finite.raised.append(kind)):
         kept = _read_backward(program) if gradients else [False] * len(program.nodes)
-        operands = _forward_vector(np, program, given, drop, kept, perturbation)
+        operands = forward_vector(np, program, given, drop, kept, perturbation)
         grads = (_backward_vector(np, program, operands, size, drop, perturbation)
                  if gradients else [])
     output = operands[-1]
@@ -146,8 +129,8 @@ def _evaluate(
         nodes = program.nodes
         operands = [v if node.op is VAR else None for node, v in zip(nodes, operands, strict=True)]
         operands[-1] = output
-    columns_out = [None if value is None else _column(np, value, size) for value in operands]
-    gradients_out = [None if g is None else _column(np, g, size) for g in grads]
+    columns_out = [None if value is None else column(np, value, size) for value in operands]
+    gradients_out = [None if g is None else column(np, g, size) for g in grads]
     return VectorEvaluation(size, columns_out, gradients_out if gradients else None, ~finite.ok)
 
 
@@ -173,45 +156,6 @@ class _Finiteness:
             self.raised or not self.inputs_finite or self.np.ndim(value) == 0
         ):
             _mark_finite(self.np, self.ok, value)
-
-
-def _forward_vector(
-    np: Any, program: Program, given: Mapping[str, Any], drop: Callable[[Any], None] | None,
-    kept: list[bool], perturbation: Perturbation | None = None,
-) -> list[Any]:
-    """Per node: its value, a float (the same at every point) or a (size,) array. With ``drop``
-    (which settles what it is given), an intermediate value that is not ``kept`` (for the
-    backward pass) is let go after its last use. With a ``perturbation``, the value of an op
-    that is not in ``SAME_BITS`` is perturbed."""
-    nodes = program.nodes
-    last_use = last_uses(nodes) if drop is not None else []
-    operands: list[Any] = []
-    for node in nodes:
-        if node.op is VAR:
-            value = given.get(str(node.name), program.defaults.get(str(node.name)))
-            if value is None:
-                raise KeyError(node.name)
-            value = np.float64(value) if np.ndim(value) == 0 else value
-        elif node.op is CONST:
-            value = np.float64(node.value)
-        else:
-            args = [operands[s.index] for s in node.inputs]
-            value = node.op.apply_vector(*args)
-            if (perturbation is not None and not same_bits(node.op)
-                    and perturbation.covers(node.index)):
-                value = perturbation(value, node.index, amplitude(np, node.op, args))
-        operands.append(value)
-        if drop is not None:
-            for source in node.inputs:
-                i = source.index
-                if last_use[i] == node.index and source.op is not VAR and not kept[i]:
-                    drop(operands[i])
-                    operands[i] = None
-    return operands
-
-
-def _column(np: Any, value: Any, size: int) -> Any:
-    return np.broadcast_to(np.asarray(value, dtype=float), (size,))
 
 
 def _mark_finite(np: Any, ok: Any, value: Any) -> None:
@@ -383,95 +327,3 @@ def _accumulate(np: Any, grads: list[Any], mine: list[bool], i: int, term: Any, 
     else:
         grads[i] = grads[i] + term
         mine[i] = _is_fresh(np, grads[i], size)
-
-
-# --- how far NumPy's results may be from the scalar path's ----------------------------------------
-
-# Ops whose NumPy form gives exactly the scalar path's bits from the same operands: IEEE 754
-# rounds + - * / and sqrt correctly in both, and the others are exact. (An op without a vector
-# form runs its float function point by point: the same bits too.)
-SAME_BITS = frozenset({"add", "sub", "mul", "div", "neg", "sqrt", "abs", "sign", "relu", "min",
-                       "max", "var", "const", "square", "reciprocal", "rsqrt", "softsign",
-                       "deg2rad", "rad2deg", "floor", "ceil", "round", "trunc", "mod", "clip",
-                       "hardtanh", "leaky_relu"})
-SAME_BITS |= {"lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not",
-              "where"}  # piecewise (issue 15): exact
-# How far apart NumPy's and libm's results of one other op may be, relative, in units of eps
-# (2**-52; an ulp of a result is at most eps times it). NumPy's SIMD functions (SVML on AVX-512)
-# are within 4 ulp, glibc's within 1 or 2; measured differences are at most 2. NumPy's sigmoid is
-# another formula, exp(-logaddexp(0, -x)): rounding logaddexp's result to a float costs up to
-# half an ulp of |x|, |x| / 2 eps relative after exp, where |x| < 40 (measured: 17 eps at -33).
-DISAGREEMENT = 8.0
-# Ops whose NumPy form goes through that sigmoid or softplus (softplus's derivative is the
-# sigmoid), and gelu_tanh, whose sigmoid's argument is scale * (x + 0.044715 x**3).
-_WIDER = {"sigmoid", "softplus", "silu", "mish", "gelu_tanh"}
-# max(x, y) + a log1p term: the term's few ulps, relative to a sum that may be far smaller (the
-# two cancel where the result is near 0); their derivatives are sigmoids of x - y.
-_SUMS = {"logaddexp", "logaddexp2"}
-EPS_UNITS = 2.0**-52  # amplitudes are in units of eps
-
-
-def same_bits(op: Op) -> bool:
-    """Whether NumPy computes ``op`` with exactly the scalar path's rounding."""
-    return op.name in SAME_BITS or op.vector is NONE
-
-
-def amplitude(np: Any, op: Op, args: list[Any]) -> Any:
-    """How far (relative, in eps) NumPy's result of ``op`` at ``args`` may be from libm's."""
-    if op.name in _WIDER:
-        x = args[0]
-        if x is None:
-            return DISAGREEMENT + 20.0
-        if op.name == "gelu_tanh":
-            x = GELU_TANH_SCALE * (x + 0.044715 * x * x * x)
-        return DISAGREEMENT + np.minimum(np.abs(x), 40.0) / 2.0
-    if op.name in _SUMS:
-        x, y = args
-        if x is None or y is None:  # not kept: as if the sum had cancelled to a millionth
-            return DISAGREEMENT * 1e6
-        result = op.apply_vector(x, y)
-        term = np.abs(result - np.maximum(x, y))
-        wider = np.minimum(np.abs(x - y), 40.0) / 2.0
-        return DISAGREEMENT * (1.0 + term / np.maximum(np.abs(result), 1e-300)) + wider
-    return DISAGREEMENT
-
-
-class Perturbation:
-    """Each result it is given, times 1 + s * amplitude * eps with s = +1 or -1, s pseudo-random
-    per point and per place (node, or derivative rule) but a function of the point's
-    coordinates and ``run`` alone: the same point is perturbed the same way in any sweep.
-
-    Running a program with perturbations of the size by which NumPy and libm may differ, and
-    comparing with the plain run, shows how much those differences can change each output
-    (Monte Carlo arithmetic, D. S. Parker 1997): a difference of a few ulp that the program
-    amplifies a millionfold shows up as a millionfold change.
-    """
-
-    def __init__(self, np: Any, columns: Mapping[str, Any], size: int, run: int = 0,
-                 nodes: Collection[int] | None = None) -> None:
-        self.np = np
-        self.nodes = None if nodes is None else frozenset(nodes)  # None: every node
-        seeds = _mix(np, np.full(size, 0x9E3779B97F4A7C15 * (run + 1) % 2**64, dtype=np.uint64))
-        for name in sorted(columns):
-            bits = np.ascontiguousarray(np.broadcast_to(
-                np.asarray(columns[name], dtype=float), (size,))).view(np.uint64)
-            seeds = _mix(np, seeds ^ bits)
-        self.seeds = seeds
-
-    def covers(self, node: int) -> bool:
-        """Whether results of node ``node`` (its value, its derivative rules) are perturbed."""
-        return self.nodes is None or node in self.nodes
-
-    def __call__(self, value: Any, place: int, amplitude: Any) -> Any:
-        np = self.np
-        odd = np.uint64((2 * place + 1) * 0xD1B54A32D192ED03 % 2**64)
-        sign = (self.seeds * odd) >> np.uint64(63)  # 0 or 1
-        factor = 1.0 + (1.0 - 2.0 * sign) * (amplitude * EPS_UNITS)
-        return value * factor
-
-
-def _mix(np: Any, z: Any) -> Any:
-    """SplitMix64's finaliser: every bit of the result depends on every bit of ``z``."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))

@@ -37,7 +37,8 @@ from gradcli.formulas.checks import CheckSpec, Expected, Range
 from gradcli.formulas.outcomes import CheckOutcome, Finding
 from gradcli.gradcheck.evaluation import EvalSettings, Result, evaluate, require_values
 from gradcli.gradcheck.steps import tolerance
-from gradcli.gradcheck.sweep import Sweep, evaluate_sweep
+from gradcli.gradcheck.sweep import evaluate_sweep
+from gradcli.gradcheck.sweep_results import Sweep
 from gradcli.language.values import grid, validate_values
 from gradcli.limits import (
     CHECK_BLOCK_CELLS,

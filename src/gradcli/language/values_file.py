@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -104,10 +105,10 @@ def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
 
 
 def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:
+        import tomli as tomllib
     try:
         document = tomllib.loads(text)
     except RecursionError:

@@ -268,9 +268,9 @@ class _Feed:
             return None
         chunk: list[tuple[int, str]] = []
         chars = 0
-        while item[1] is not _END:
-            chunk.append(item)  # type: ignore[arg-type]
-            chars += len(item[1])  # type: ignore[arg-type]
+        while isinstance(line := item[1], str):  # not _END
+            chunk.append((item[0], line))
+            chars += len(line)
             if len(chunk) >= most or chars >= most_chars:
                 return chunk
             item = self._get(LINE_PAUSE)

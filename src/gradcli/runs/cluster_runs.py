@@ -165,7 +165,8 @@ def cluster_sweep(cluster: Cluster, text: str, max_nodes: int, plan: Any,
     block (``vector_sweep``); the scalar half (``finish_sweep``: unsure points re-evaluated
     within one budget shared by the blocks in order, failed points explained) runs here, as in
     a local sweep, so the numbers are the same bit for bit."""
-    from gradcli.gradcheck.sweep import RecheckBudget, block_points, finish_sweep
+    from gradcli.gradcheck.sweep import RecheckBudget, finish_sweep
+    from gradcli.gradcheck.sweep_grid import block_points
 
     budget = RecheckBudget()
     tasks = Tasks(cluster, lambda: ClusterError(

@@ -1,0 +1,229 @@
+"""How a command reads its arguments: an option given twice, ``--NAME VALUE`` bindings, an
+EXPR that starts with ``-``, ``-f FILE``, ``--set NAME=VALUE`` and ``--values FILE`` together."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
+
+import click
+
+from gradcli.cli.commands import COMMANDS, every_command
+from gradcli.cli.given import BINDINGS_KEY, Given, closest_option
+from gradcli.cli.values_file import (
+    ALLOW_UNUSED_KEY,
+    VALUES_FILE_KEY,
+    complete_files,
+    values_file_options,
+    with_file_values,
+)
+from gradcli.errors import UsageError, visible
+from gradcli.language.values import NAME
+
+# What an option looks like; anything else after `--` (`---x`, `--(x)`) is an expression.
+_OPTION_LIKE = re.compile(r"--[A-Za-z][-A-Za-z0-9_]*")
+
+
+class GradcliCommand(click.Command):
+    """Every gradcli command: an option that takes a value, given twice, is a usage error.
+
+    click keeps the last one, so ``--wrt x --wrt y`` would differentiate by y alone and
+    ``--values a.json --values b.json`` would read only b.json; gradcli never drops what a
+    person typed. Flags (``--json --json``) and repeatable options (``--set``) are fine."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing:
+            _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+            _refuse_repeats(order)
+        return super().parse_args(ctx, args)
+
+
+def _refuse_repeats(order: Iterable[click.Parameter]) -> None:
+    """A UsageError for the first single-valued option that ``order`` (click's record of the
+    options seen, one entry per time) holds more than once."""
+    seen: set[str] = set()
+    for param in order:
+        if not isinstance(param, click.Option) or param.multiple or param.is_flag or (
+                param.count or param.name is None):
+            continue
+        if param.name in seen:
+            written = "/".join(param.opts)
+            form = f": {max(param.opts, key=len)} {param.metavar}" if param.metavar else ""
+            raise UsageError(f"{written} is given twice, and only one can count",
+                             hint=f"give it once{form}")
+        seen.add(param.name)
+
+
+class BindingCommand(GradcliCommand):
+    """Lets any ``--NAME VALUE`` bind a variable and lets EXPR start with ``-`` (eval, graph, plot).
+
+    Before click parses, arguments that are not the command's own options are taken out:
+    ``--NAME VALUE`` and ``--NAME=VALUE`` become bindings; anything else is the expression, passed
+    after ``--`` so that ``-x**2`` is never read as a cluster of short options.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value = {
+            flag: not param.is_flag
+            for param in self.get_params(ctx)
+            if isinstance(param, click.Option)
+            for flag in (*param.opts, *param.secondary_opts)
+        }
+        foreign = _flags_of_other_commands(ctx, takes_value)
+        try:
+            options, bindings, positional = _split_arguments(args, takes_value, foreign)
+        except UsageError:
+            if not ctx.resilient_parsing or not args:
+                raise
+            # Shell completion of `... --W <Tab>`: what comes before the unfinished binding.
+            options, bindings, positional = _split_arguments(args[:-1], takes_value, foreign)
+        ctx.meta[BINDINGS_KEY] = bindings
+        return super().parse_args(ctx, options + (["--", *positional] if positional else []))
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        """The program's own variables (``--x --W``) before the options (``cli.completion``)."""
+        from gradcli.cli.completion import variable_options
+
+        return [*variable_options(ctx, incomplete), *super().shell_complete(ctx, incomplete)]
+
+    def long_options(self, ctx: click.Context) -> tuple[str, ...]:
+        """``--rtol``, ``--json``, ...: what a mistyped ``--rtl 1`` may have meant."""
+        return tuple(flag for param in self.get_params(ctx) if isinstance(param, click.Option)
+                     for flag in param.opts if flag.startswith("--") and flag != "--help")
+
+
+def _options_of_other_commands(ctx: click.Context, own: Iterable[str]) -> dict[str, str]:
+    """Each long option of gradcli's other commands that this one lacks, with its commands
+    (``--wrt`` -> ``gradcli diff``): the words of the error for ``gradcli eval ... --wrt y``."""
+    group = ctx.parent.command if ctx.parent is not None else None
+    owners: dict[str, list[str]] = {}
+    for name, command in every_command(group).items():
+        for param in command.params:
+            if isinstance(param, click.Option):
+                for flag in param.opts:
+                    if flag.startswith("--") and flag not in own and flag != "--help":
+                        owners.setdefault(flag, []).append(f"gradcli {name}")
+    return {flag: " and ".join(names) for flag, names in owners.items()}
+
+
+def _flags_of_other_commands(ctx: click.Context, own: dict[str, bool]) -> set[str]:
+    """``--json`` and the like of gradcli's other commands: given to a command that lacks them,
+    they are a mistaken option (click says so), not a variable waiting for a value. Read from
+    ``COMMANDS``, so that ``gradcli eval`` need not load the other commands to know them."""
+    return {flag for _, flags in COMMANDS.values() for flag in flags if flag not in own}
+
+
+def _split_arguments(
+    args: list[str], takes_value: dict[str, bool], foreign_flags: Collection[str] = frozenset()
+) -> tuple[list[str], list[str], list[str]]:
+    options: list[str] = []
+    bindings: list[tuple[str, str]] = []  # (NAME=VALUE, as written), in the order given
+    positional: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        flag, has_value, value = arg.partition("=")
+        if arg == "--":
+            positional += args[i + 1 :]
+            break
+        if flag in takes_value:
+            options.append(arg)
+            if takes_value[flag] and not has_value:
+                if i + 1 >= len(args) or _is_option(args[i + 1], takes_value, foreign_flags):
+                    raise UsageError(f"{flag} needs a value", hint=f"write {flag} VALUE")
+                options.append(args[i + 1])
+                i += 1
+        elif flag in foreign_flags and not has_value:
+            options.append(arg)  # click reports it as an option this command does not have
+        elif arg.startswith("--") and NAME.fullmatch(flag[2:]):
+            written = arg
+            if not has_value:
+                following = args[i + 1] if i + 1 < len(args) else None
+                if following is None or _is_option(following, takes_value, foreign_flags):
+                    raise _needs_a_value(flag, takes_value)
+                value = following
+                written = f"{flag} {value.strip()}"
+                i += 1
+            bindings.append((f"{flag[2:]}={value}", written))
+        elif arg.startswith("--") and _OPTION_LIKE.fullmatch(flag):
+            options.append(arg)  # click reports it as an unknown option
+        else:
+            positional.append(arg)
+        i += 1
+    return options, bindings, positional
+
+
+def _is_option(arg: str, takes_value: Collection[str], foreign_flags: Collection[str]) -> bool:
+    """``--b``, ``--json``, ``-f``: an option, not the value of the ``--W`` before it."""
+    flag = arg.partition("=")[0]
+    return flag in takes_value or flag in foreign_flags or bool(_OPTION_LIKE.fullmatch(flag))
+
+
+def _needs_a_value(flag: str, options: Collection[str]) -> UsageError:
+    """``--W`` with nothing after it (or an option): a variable without its value -- or, when
+    it is close to an option (``--hesian``), that option misspelt."""
+    meant = closest_option(flag[2:], [o for o in options if o.startswith("--") and o != "--help"])
+    if meant is not None:
+        return UsageError(f"no such option {visible(flag)}", hint=f"did you mean {meant[0]}?")
+    return UsageError(f"{visible(flag)} needs a value",
+                      hint=f"write {visible(flag)} VALUE, e.g. {visible(flag)} 2")
+
+
+
+
+# The largest --max-nodes (8 GB of program text): a larger number is a usage error, never an
+# OverflowError where a size must fit a machine word.
+MAX_NODES_OPTION = 10**9
+
+
+def program_arguments(set_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """EXPR, --set NAME=VALUE and -f FILE: how graph and plot are given a program."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = values_file_options(command)
+        command = file_option("Read the program from FILE (- for stdin).")(command)
+        command = click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
+                               help=set_help)(command)
+        return click.argument("expr", required=False)(command)
+
+    return decorate
+
+
+def file_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-f FILE``: a path, read by ``ProgramText.read`` (gradcli's errors, its size limit)."""
+    return click.option("-f", "--file", "program_file", metavar="FILE", help=help_text,
+                        shell_complete=complete_files)
+
+
+def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
+    """``--NAME VALUE`` bindings and ``--set NAME=VALUE`` together (ranges allowed), with how
+    each was written and the command's options, for the errors about them (``cli.given``)."""
+    written = [*ctx.meta.get(BINDINGS_KEY, []),
+               *((text, f"--set {text.strip()}") for text in assignments)]
+    command = ctx.command
+    options = command.long_options(ctx) if isinstance(command, BindingCommand) else ()
+    given = Given.read(written, options, lambda: _options_of_other_commands(ctx, options),
+                       f"gradcli {ctx.info_name}")
+    path = ctx.meta.get(VALUES_FILE_KEY)
+    if path is None and ctx.meta.get(ALLOW_UNUSED_KEY):
+        raise UsageError("--allow-unused is about the names of --values FILE, and no --values "
+                         "was given",
+                         hint="drop --allow-unused (an unused --NAME VALUE is always an error), "
+                              "or add --values FILE")
+    if path is None:
+        return given
+    if path == "-" and _program_on_stdin(ctx):
+        raise UsageError("--values - and the program both read stdin",
+                         hint="give the values as a file (--values point.toml) or the program "
+                              "as EXPR")
+    return with_file_values(given, path, ctx.meta.get(ALLOW_UNUSED_KEY, False))
+
+
+def _program_on_stdin(ctx: click.Context) -> bool:
+    """``-f -``, EXPR ``-``, or (eval's batch) neither EXPR nor -f with stdin not a terminal."""
+    expr, path = ctx.params.get("expr"), ctx.params.get("program_file")
+    implicit = ctx.info_name == "eval" and expr is None and path is None
+    return "-" in (expr, path) or (implicit and not sys.stdin.isatty())
+

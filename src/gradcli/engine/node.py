@@ -1,0 +1,75 @@
+"""The graph's node: a variable, a constant, or an op applied to input nodes.
+
+Every node gets a creation number (``seq``) larger than its inputs' numbers, because a node can
+only be built from nodes that already exist: sorting by it is a topological order (``graph``).
+The printed forms (``notation``) read nodes too, so the node lives below both.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from gradcli.engine.core_ops import CONST, VAR
+
+_next_seq = itertools.count().__next__
+
+
+class Node:
+    """One value in the graph: a variable, a constant, or an op applied to input nodes."""
+
+    __slots__ = ("grad", "index", "inputs", "name", "needs_grad", "op", "seq", "value")
+    # ``value`` and ``grad`` are floats on the scalar path; the same nodes carry complex numbers
+    # (the complex-step check) and NumPy arrays (engine/arrays.py, vector.py), whose ``op`` may
+    # be an array row of the op table.
+    op: Any
+    inputs: tuple[Node, ...]
+    value: Any
+    grad: Any
+    name: str | None
+    seq: int
+    needs_grad: bool
+    index: int
+
+    def __init__(
+        self,
+        op: Any,
+        inputs: tuple[Node, ...] = (),
+        value: Any = 0.0,
+        name: str | None = None,
+    ) -> None:
+        self.op = op
+        self.inputs = inputs
+        self.value = value
+        self.grad = 0.0
+        self.name = name  # a variable's name, or the name a statement gave an intermediate node
+        self.seq = _next_seq()
+        # Constants and whatever is computed from constants alone need no gradient; skipping them
+        # is also what lets pow(x, 3) accept a negative x (d/dy, which needs log(x), is not asked).
+        needs_grad = op is VAR
+        for node in inputs:  # a loop, not any(...): a batch builds some 50 nodes per program
+            if node.needs_grad:
+                needs_grad = True
+                break
+        self.needs_grad = needs_grad
+        self.index = -1  # position in its program's topological order, set by Program
+
+    @classmethod
+    def variable(cls, name: str, value: Any = 0.0) -> Node:
+        return cls(VAR, (), value, name)
+
+    @classmethod
+    def constant(cls, value: Any) -> Node:
+        return cls(CONST, (), float(value))
+
+    def apply(self, op: Any, *args: Any) -> Node:
+        """A new node computing ``op`` on ``args`` (numbers become constant nodes)."""
+        inputs = tuple(a if isinstance(a, Node) else Node.constant(a) for a in args)
+        return Node(op, inputs)
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.inputs
+
+    def __repr__(self) -> str:
+        return f"Node({self.op.name}, name={self.name!r}, value={self.value!r})"

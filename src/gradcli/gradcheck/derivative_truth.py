@@ -1,0 +1,244 @@
+"""The truth a printed derivative is held to: the program's own numbers at a point, from the
+numeric engine (reverse mode; central differences of it for Hessians and higher orders).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gradcli.engine import arrays, graph
+from gradcli.engine.graph import Program, output_labels
+from gradcli.errors import CheckError, NumericError
+from gradcli.gradcheck.derivative_compare import compare, entry_label, read_entry
+from gradcli.gradcheck.derivative_request import DIRECTIONAL, FD_ATOL, DiffCheck, paths
+
+
+class Truth:
+    """The program's value and derivatives at one point, from the numeric engine."""
+
+    def __init__(self, request: DiffCheck, point: dict[str, Any]) -> None:
+        self.request = request
+        self.point = point
+        self.cache: dict[tuple, Any] = {}
+        self.levels: dict[int, dict[tuple, Program]] = {}
+
+    def prepare(self) -> None:
+        """The value and first derivatives (a NumericError: not defined here), and, for a
+        Hessian, its differences (a NumericError: a step left the domain)."""
+        if self.request.kind == "jacobian":
+            self.value = self.values()
+            self.jacobian = _jacobian(self.request.program, self.point)
+        else:
+            self.gradient = _gradient(self.request.program, self.point)
+            self.value = self.request.program.output.value
+        if self.request.kind in ("hessian", "higher"):
+            for name in self.request.shapes:
+                self.second(name)
+
+    def values(self) -> Any:
+        program = self.request.program
+        if program.outputs:
+            arrays.bind(program, self.point)
+            arrays.forward(program.nodes)
+            return {label: node.value
+                    for label, node in zip(output_labels(program), program.outputs, strict=True)}
+        return value_at(program, self.point)
+
+    def second(self, name: str) -> dict[str, Any]:
+        """d(gradient)/d(name) for every variable, by central differences; along one random
+        direction for a variable of more than ``DIRECTIONAL`` elements (``project``)."""
+        key = ("second", name)
+        if key not in self.cache:
+            program, v = self.request.program, self.direction(name)
+            if v is None:
+                found = differences(lambda p: _gradient(program, p), self.point, name)
+            else:
+                base = self.point[name]
+                found = differences(lambda p: _gradient(program, {
+                    **self.point, name: base + p["t"] * v}), {"t": _zero()}, "t")
+            self.cache[key] = found
+        return self.cache[key]
+
+    def direction(self, name: str) -> Any:
+        """A fixed random direction for a large variable's Hessian blocks (None: small)."""
+        np = arrays.numpy()
+        shape = np.shape(self.point[name])
+        if math.prod(shape) <= DIRECTIONAL:
+            return None
+        return np.random.default_rng(math.prod(shape)).standard_normal(shape)
+
+    def project(self, path: tuple[str, ...], printed: Any) -> Any:
+        """A printed Hessian block times the direction of ``path[-1]`` (when it has one)."""
+        np = arrays.numpy()
+        v = self.direction(path[-1]) if len(path) == 2 else None
+        if v is None:
+            return printed
+        out = np.shape(self.point[path[0]])
+        block = np.broadcast_to(np.asarray(printed, dtype=float), out + np.shape(v))
+        return np.tensordot(block, v, axes=v.ndim)
+
+    def expected(self, path: tuple[str, ...]) -> tuple[Any, bool]:
+        """The true value of the entry at ``path``, and whether it is exact (not a
+        difference quotient)."""
+        kind = self.request.kind
+        if kind == "jacobian":
+            return self.jacobian[path[0]][path[1]], True
+        if len(path) == 1:
+            return self.gradient[path[0]], True
+        if len(path) == 2:
+            return self.second(path[1])[path[0]], False
+        return differences(self.below(path), self.point, path[-1]), False
+
+    def below(self, path: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
+        """The function whose derivative by ``path[-1]`` the entry at ``path`` is (order 2
+        and up): the numeric gradient's entry, or the printed derivative of the order below."""
+        if len(path) == 2:
+            return lambda p: _gradient(self.request.program, p)[path[0]]
+        kind = self.request.kind
+        text = dict(paths(self.request.levels.get(len(path) - 1) or {})).get(path[:-1])
+        if text is None:
+            raise CheckError(f"no printed derivative of order {len(path) - 1} to compare "
+                             f"{entry_label(kind, path)} with")
+        program = read_entry(entry_label(kind, path[:-1]), text, self.request.program.variables)
+        return lambda p: value_at(program, p)
+
+    def with_smaller_steps(self, path: tuple[str, ...], printed: Any) -> bool:
+        """Whether a difference with a smaller step agrees (a point near a domain's edge or
+        a fast-changing function: sqrt(x) at 1e-4)."""
+        for step in (STEP * 1e-1, STEP * 1e-2, STEP * 1e-3):
+            try:
+                expected = differences(self.below(path), self.point, path[-1], step)
+                compare("", "", self.point, printed, expected, False, strict=False)
+            except (CheckError, NumericError):
+                continue
+            return True
+        return False
+
+    def at_a_kink(self, path: tuple[str, ...], printed: Any) -> bool:
+        """Whether ``printed`` lies between the one-sided derivatives where they differ: at a
+        kink or a jump of the order below (relu(x)*x at 0, floor(x)*x**2 at 2) the central
+        difference is no reference, and any value between the sides is a convention."""
+        np = arrays.numpy()
+        try:
+            left, right = one_sided(self.below(path), self.point, path[-1])
+        except NumericError:
+            return False
+        low, high = np.minimum(left, right), np.maximum(left, right)
+        slack = FD_ATOL * max(1.0, float(np.max(np.abs(high - low), initial=0.0)))
+        printed = np.broadcast_to(np.asarray(printed, dtype=float), np.shape(low))
+        return bool(np.all((printed >= low - slack) & (printed <= high + slack)))
+
+
+def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
+    """The reverse-mode gradient of every variable at ``point``."""
+    np = arrays.numpy()
+    if _is_array(program, point):
+        arrays.bind(program, dict(point))
+        arrays.forward(program.nodes)
+        arrays.backward(program.nodes)
+        return {n: np.array(node.grad, dtype=float) for n, node in program.variables.items()}
+    program.bind({n: float(point[n]) for n in program.variables})
+    graph.values_and_gradients(program)
+    return {n: np.asarray(float(node.grad)) for n, node in program.variables.items()}
+
+
+def _jacobian(program: Program, point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{output label: {variable: block}}`` by reverse mode (the outputs evaluated)."""
+    from gradcli.engine.jacobian import jacobian
+
+    outputs = program.outputs or [program.output]
+    inputs = list(program.variables.values())
+    found = jacobian(program.nodes, outputs, inputs, "reverse")
+    return {label: {name: found[out.index][node.index]
+                    for name, node in program.variables.items()}
+            for label, out in zip(output_labels(program), outputs, strict=True)}
+
+
+def _is_array(program: Program, point: Mapping[str, Any]) -> bool:
+    return program.arrays or any(getattr(v, "ndim", 0) for v in point.values())
+
+
+def value_at(program: Program, point: Mapping[str, Any]) -> Any:
+    """The value of ``program`` at ``point`` (its variables only), as an array."""
+    np = arrays.numpy()
+    values = {n: point[n] for n in program.variables}
+    if _is_array(program, point):
+        arrays.bind(program, values)
+        return np.asarray(arrays.forward(program.nodes), dtype=float)
+    program.bind({n: float(v) for n, v in values.items()})
+    if program.masked:
+        return np.asarray(float(graph.forward_masked(program.nodes)[0]))
+    return np.asarray(float(graph.forward(program.nodes)))
+
+
+STEP = 1e-3  # relative step of the fourth-order differences
+
+
+def differences(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any],
+                name: str, step: float = STEP) -> Any:
+    """d function / d point[name] (shape: the function's, then the variable's) by the
+    fourth-order central difference; ``function`` returns an array or a dict of them."""
+    np = arrays.numpy()
+    base = np.asarray(point[name], dtype=float)
+    columns: list[Any] = []
+    for element in np.ndindex(*base.shape):
+        h = step * max(1.0, abs(float(base[element])))
+        for shrink in (1.0, 1e-2, 1e-4):  # smaller steps near the edge of a domain
+            try:
+                taken = [function({**point, name: _moved(base, element, offset * h * shrink)})
+                         for offset in (2.0, 1.0, -1.0, -2.0)]
+                break
+            except NumericError:
+                if shrink == 1e-4:
+                    raise
+        columns.append(_combine(taken, h * shrink))
+    return _stacked(columns, base.shape)
+
+
+def _zero() -> Any:
+    return arrays.numpy().asarray(0.0)
+
+
+def _moved(base: Any, element: tuple[int, ...], step: float) -> Any:
+    moved = base.copy()
+    moved[element] += step
+    return moved
+
+
+def one_sided(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any],
+              name: str) -> tuple[Any, Any]:
+    """The left and right derivatives (second-order one-sided differences, a small step)."""
+    np = arrays.numpy()
+    base = np.asarray(point[name], dtype=float)
+    sides: list[list[Any]] = [[], []]
+    at = np.asarray(function(dict(point)), dtype=float)
+    for element in np.ndindex(*base.shape):
+        h = 1e-6 * max(1.0, abs(float(base[element])))
+        for side, sign in enumerate((-1.0, 1.0)):
+            taken = []
+            for offset in (1.0, 2.0):
+                moved = base.copy()
+                moved[element] += sign * offset * h
+                taken.append(np.asarray(function({**point, name: moved}), dtype=float))
+            sides[side].append(sign * (-3 * at + 4 * taken[0] - taken[1]) / (2 * h))
+    left, right = (_stacked(columns, base.shape) for columns in sides)
+    return left, right
+
+
+def _combine(taken: list[Any], h: float) -> Any:
+    if isinstance(taken[0], dict):
+        return {key: _combine([t[key] for t in taken], h) for key in taken[0]}
+    np = arrays.numpy()
+    far, near, back, farther = (np.asarray(t, dtype=float) for t in taken)
+    return (-far + 8 * near - 8 * back + farther) / (12 * h)
+
+
+def _stacked(columns: list[Any], shape: tuple[int, ...]) -> Any:
+    """Columns (one per element of the variable) as an array of shape f.shape + shape."""
+    if isinstance(columns[0], dict):
+        return {key: _stacked([c[key] for c in columns], shape) for key in columns[0]}
+    np = arrays.numpy()
+    stacked = np.stack([np.asarray(c) for c in columns], axis=-1)
+    return stacked.reshape(np.shape(columns[0]) + shape)

@@ -1,0 +1,276 @@
+"""A whole sweep, block by block: blocks evaluated on threads a few ahead of the one being
+written, and ``SweepSummary``, what the table needs of all the points, gathered block by block.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gradcli.engine.graph import Program
+from gradcli.engine.ops import numpy
+from gradcli.errors import ExitStatus
+from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
+from gradcli.gradcheck.sweep import RecheckBudget, finish_sweep, vector_sweep
+from gradcli.gradcheck.sweep_grid import SweepPlan, block_points, sweep_plan
+from gradcli.gradcheck.sweep_results import GradientSweepCheck, Sweep
+from gradcli.language.values import Value
+from gradcli.limits import SWEEP_THREADS, default_jobs
+
+
+def stream_sweep(
+    program: Program,
+    values: Mapping[str, Value],
+    *,
+    check: bool = True,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    reconcile: bool = True,
+    points: int | None = None,
+    threads: int | None = None,
+) -> Iterator[Sweep]:
+    """Every block of the grid of ``values`` evaluated (as ``evaluate_sweep``), in grid order.
+
+    The grid is checked here, before anything is evaluated (``sweep_plan`` raises its
+    UsageError at the call). Blocks of ``points`` (``block_points`` by default) are evaluated on
+    ``threads`` threads (``min(default_jobs(), SWEEP_THREADS)`` by default), at most one more
+    block ahead than there are threads; the scalar half of each (``finish_sweep``) runs in the
+    caller's thread, which shares one ``RecheckBudget`` among them. Close the iterator (or run
+    it to the end) to stop the threads.
+    """
+    plan = sweep_plan(program, values)
+    threads = threads or min(default_jobs(), SWEEP_THREADS)
+    return _stream(plan, dict(check=check, rtol=rtol, atol=atol, reconcile=reconcile),
+                   points, threads)
+
+
+def _stream(plan: SweepPlan, options: dict[str, Any], points: int | None,
+            threads: int) -> Iterator[Sweep]:
+    budget = RecheckBudget()
+    size = points or block_points(plan.program)
+    blocks = plan.blocks(size)
+    if plan.size <= size or threads < 2:  # one block, or no threads: no pool to start
+        for columns in blocks:
+            sweep = vector_sweep(plan.program, columns, **options)
+            finish_sweep(sweep, None, budget)
+            yield sweep
+        return
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gradcli-sweep")
+    pending: deque[Future[Sweep]] = deque()
+    try:
+        for columns in blocks:
+            pending.append(pool.submit(vector_sweep, plan.program, columns, **options))
+            if len(pending) > threads:
+                yield _finished(pending.popleft(), budget)
+        while pending:
+            yield _finished(pending.popleft(), budget)
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True)
+
+
+def _finished(future: Any, budget: RecheckBudget) -> Sweep:
+    sweep = future.result()
+    finish_sweep(sweep, None, budget)
+    return sweep
+
+
+class PointMask:
+    """A bool per point of a sweep that is not held whole: the first points as an array
+    (``head``), the others only counted, by kind (``failed``; ``disagree``: not failed, the
+    check failed; ``ok``). Enough for what a summary asks of ``Sweep.failed`` and
+    ``Sweep.check_ok``: a head point, ``sum``, ``any``, ``all``, ``~``, ``&`` and ``|``."""
+
+    KINDS = frozenset({"failed", "disagree", "ok"})
+
+    def __init__(self, head: Any, kinds: frozenset[str], counts: Mapping[str, int]) -> None:
+        self.head, self.kinds, self.counts = head, kinds, counts
+
+    def __getitem__(self, index: int) -> Any:
+        if not 0 <= index < self.head.size:
+            raise IndexError(f"point {index} is not among the {self.head.size} kept")
+        return self.head[index]
+
+    def __invert__(self) -> PointMask:
+        return PointMask(~self.head, self.KINDS - self.kinds, self.counts)
+
+    def __and__(self, other: PointMask) -> PointMask:
+        return PointMask(self.head & other.head, self.kinds & other.kinds, self.counts)
+
+    def __or__(self, other: PointMask) -> PointMask:
+        return PointMask(self.head | other.head, self.kinds | other.kinds, self.counts)
+
+    def sum(self) -> int:
+        return int(self.head.sum()) + sum(self.counts[kind] for kind in self.kinds)
+
+    def any(self) -> bool:
+        return self.sum() > 0
+
+    def all(self) -> bool:
+        return self.sum() == self.size
+
+    @property
+    def size(self) -> int:
+        return int(self.head.size) + sum(self.counts.values())
+
+
+class SweepSummary:
+    """What a sweep's table needs, gathered block by block (``add``): the first ``keep`` points
+    in full (``head``), how many points failed and how many the check failed at, the worst
+    point of the check, and the smallest and largest value and gradients.
+
+    It reads like the ``Sweep`` of all the points for ``output.sweep_views.sweep_view``: the
+    first ``keep`` points are there (``columns``, ``value``, ``gradients``, ``error_message``),
+    ``size`` and ``status`` count every point, and ``failed`` and ``check_ok`` are
+    ``PointMask``s.
+    """
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.head: Sweep | None = None
+        self.size = 0
+        self.failures = 0  # points where a value or gradient is not finite
+        self.disagreements = 0  # points where the check failed (and no value failed)
+        self.checked = False
+        self.rechecked = 0
+        self.unsettled = 0
+        self.worst: tuple[float, str, dict[str, float]] | None = None  # error/tol, name, point
+        self.ranges: dict[str, tuple[float, float]] = {}  # "value", "d/dx": (min, max)
+        self._tail = {"failed": 0, "disagree": 0, "ok": 0}
+
+    def add(self, sweep: Sweep) -> None:
+        np = numpy()
+        failed, ok = sweep.failed, sweep.check_ok
+        disagree = ~ok & ~failed
+        self.size += sweep.size
+        self.failures += int(failed.sum())
+        self.disagreements += int(disagree.sum())
+        self.checked = sweep.checks is not None
+        self.rechecked += sweep.rechecked
+        self.unsettled += sweep.unsettled
+        room = self.keep - (0 if self.head is None else self.head.size)
+        if room > 0:
+            part = _take(sweep, min(room, sweep.size))
+            self.head = part if self.head is None else _joined(self.head, part)
+        rest = slice(max(room, 0), None)
+        self._tail["failed"] += int(failed[rest].sum())
+        self._tail["disagree"] += int(disagree[rest].sum())
+        self._tail["ok"] += int((ok[rest]).sum())
+        usable = ~failed
+        if usable.any():
+            outputs = {"value": sweep.value, **{f"d/d{name}": gradient
+                                                for name, gradient in sweep.gradients.items()}}
+            for key, numbers in outputs.items():
+                low, high = float(np.min(numbers[usable])), float(np.max(numbers[usable]))
+                known = self.ranges.get(key)
+                self.ranges[key] = (low, high) if known is None else (
+                    min(known[0], low), max(known[1], high))
+            self._worst(np, sweep, usable)
+
+    def _worst(self, np: Any, sweep: Sweep, usable: Any) -> None:
+        for name, check in (sweep.checks or {}).items():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(check.tolerance > 0, check.abs_error / check.tolerance, np.inf)
+            ratio = np.where(usable, np.nan_to_num(ratio, nan=np.inf), -np.inf)
+            at = int(np.argmax(ratio))
+            if self.worst is None or ratio[at] > self.worst[0]:
+                self.worst = (float(ratio[at]), name, sweep.point(at))
+
+    # --- what sweep_view reads of a Sweep ---
+
+    @property
+    def status(self) -> ExitStatus:
+        if self.failures:
+            return ExitStatus.NUMERIC
+        return ExitStatus.CHECK_FAILED if self.disagreements else ExitStatus.OK
+
+    @property
+    def _shown(self) -> Sweep:
+        assert self.head is not None, "no block added"
+        return self.head
+
+    @property
+    def columns(self) -> dict[str, Any]:
+        return self._shown.columns
+
+    @property
+    def value(self) -> Any:
+        return self._shown.value
+
+    @property
+    def gradients(self) -> dict[str, Any]:
+        return self._shown.gradients
+
+    @property
+    def checks(self) -> dict[str, GradientSweepCheck] | None:
+        return self._shown.checks
+
+    @property
+    def rtol(self) -> float:
+        return self._shown.rtol
+
+    @property
+    def atol(self) -> float:
+        return self._shown.atol
+
+    @property
+    def failed(self) -> PointMask:
+        return PointMask(self._shown.failed, frozenset({"failed"}), self._tail)
+
+    @property
+    def check_ok(self) -> PointMask:
+        return PointMask(self._shown.check_ok, frozenset({"ok"}), self._tail)
+
+    def point(self, index: int) -> dict[str, float]:
+        return self._shown.point(index)
+
+    def error_message(self, index: int) -> str:
+        return self._shown.error_message(index)
+
+
+def _take(sweep: Sweep, count: int) -> Sweep:
+    """The first ``count`` points of ``sweep`` (copies: the block itself can go)."""
+
+    def first(array: Any) -> Any:
+        return None if array is None else array[:count].copy()
+
+    return Sweep(
+        program=sweep.program,
+        columns={name: first(c) for name, c in sweep.columns.items()},
+        value=first(sweep.value),
+        gradients={name: first(g) for name, g in sweep.gradients.items()},
+        failed=first(sweep.failed),
+        errors={i: e for i, e in sweep.errors.items() if i < count},
+        checks=None if sweep.checks is None else {
+            name: GradientSweepCheck(first(c.numeric), first(c.abs_error), first(c.tolerance),
+                                     first(c.ok)) for name, c in sweep.checks.items()},
+        rtol=sweep.rtol,
+        atol=sweep.atol,
+    )
+
+
+def _joined(a: Sweep, b: Sweep) -> Sweep:
+    """The points of ``a`` then those of ``b``."""
+    np = numpy()
+
+    def both(x: Any, y: Any) -> Any:
+        return np.concatenate([x, y])
+
+    return Sweep(
+        program=a.program,
+        columns={name: both(a.columns[name], b.columns[name]) for name in a.columns},
+        value=both(a.value, b.value),
+        gradients={name: both(a.gradients[name], b.gradients[name]) for name in a.gradients},
+        failed=both(a.failed, b.failed),
+        errors={**a.errors, **{a.size + i: e for i, e in b.errors.items()}},
+        checks=None if a.checks is None or b.checks is None else {
+            name: GradientSweepCheck(*(both(getattr(a.checks[name], f), getattr(c, f))
+                                       for f in ("numeric", "abs_error", "tolerance", "ok")))
+            for name, c in b.checks.items()},
+        rtol=a.rtol,
+        atol=a.atol,
+    )
