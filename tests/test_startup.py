@@ -35,6 +35,8 @@ GRADCLI = {
     "gradcli.language.lalr", "gradcli.language._lalr_tables",
     "gradcli.language.grammar",  # the tables' digest is checked against the grammar's text
     "gradcli.language.functions",
+    # the parser by concern: the builder's reductions, and the friendly errors they raise
+    "gradcli.language.building", "gradcli.language.syntax_errors",
     "gradcli.engine", "gradcli.engine.ops", "gradcli.engine.core_ops", "gradcli.engine.forms",
     "gradcli.engine.special", "gradcli.engine.graph", "gradcli.engine.node",
     "gradcli.engine.notation",

@@ -69,7 +69,7 @@ are the size of a program and the finite-difference check, whose cost is (number
 - ``MAX_VALUES_FILE_BYTES``: a JSON or TOML values file (``--values``), the text of a full-precision
   array of 2^24 elements (its parse holds the text and Python's floats, a few GB at most); larger
   arrays come as ``.npy``/``.npz`` files, which have no text to parse and are bounded by
-  ``MAX_ARRAY_ELEMENTS`` from their headers (language/array_files.py).
+  ``MAX_ARRAY_ELEMENTS`` from their headers (language/data_files.py).
 - ``default_jobs()``: the processes of a batch and the threads of a large vector evaluation
   (``$GRADCLI_JOBS``, else the CPUs this process may run on).
 """

@@ -90,7 +90,7 @@ def _is_binary(path: str) -> bool:
     regular file is sniffed: a pipe (``--values <(...)``) is read once, as text."""
     import os
 
-    from gradcli.language.array_files import kind_of as binary_kind
+    from gradcli.language.data_files import kind_of as binary_kind
 
     if path.lower().endswith((".npz", ".npy")):
         return True
@@ -99,7 +99,7 @@ def _is_binary(path: str) -> bool:
 
 def _with_archive(given: Given, path: str, allow_unused: bool) -> Given:
     """``--values data.npz``: each array to the variable of its name (``--NAME`` overrides)."""
-    from gradcli.language.array_files import read_arrays
+    from gradcli.language.data_files import read_arrays
 
     arrays = {name: value for name, value in read_arrays(path).items()
               if name not in given.values}

@@ -297,7 +297,7 @@ class _CheckReader:
 
     def _array_file(self, key: str, variable: str, path: str) -> Any:
         """The array of a ``.npy``/``.npz``/``.csv`` file named beside the check file."""
-        from gradcli.language.array_files import read_array
+        from gradcli.language.data_files import read_array
 
         where = os.path.join(os.path.dirname(self.file), path)
         try:

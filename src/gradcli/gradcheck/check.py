@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from gradcli.engine.graph import Node, Program, liveness
 from gradcli.engine.ops import LOGICAL, NONE
@@ -55,6 +55,8 @@ from gradcli.gradcheck.steps import (
     EPS,
     SHRINKS,
     STENCILS,
+    Perturbed,
+    Replays,
     Stencil,
     base_step,
     judge,
@@ -143,29 +145,6 @@ class CheckReport:
     @property
     def max_abs_error(self) -> float:
         return max((c.abs_error for c in self.checks if c.abs_error is not None), default=0.0)
-
-
-class Perturbed(Protocol):
-    """What the step policies read of the node (or array element) they perturb."""
-
-    @property
-    def value(self) -> Any: ...
-    @property
-    def grad(self) -> Any: ...
-    @property
-    def index(self) -> int: ...
-
-
-class Replays(Protocol):
-    """The output's value with one perturbed value (``replay.Replayer`` on floats,
-    ``columns.ElementReplayer`` for an element of an array)."""
-
-    @property
-    def nodes(self) -> list[Node]: ...
-    @property
-    def switched(self) -> set[int]: ...  # conditions a replay turned over, by node index
-    def replay(self, index: int, value: Any, complex_step: bool = False
-               ) -> tuple[Any, float]: ...
 
 
 def check_gradients(

@@ -147,7 +147,7 @@ COLUMN_MAX_ELEMENTS = 2**16  # a larger node is perturbed in place, an element a
 
 class ElementReplayer:
     """The output's value if one element of one node had another value (``replay.Replayer``'s
-    interface, ``check.Replays``: ``replay(index, value, complex_step)``, ``nodes`` and
+    interface, ``steps.Replays``: ``replay(index, value, complex_step)``, ``nodes`` and
     ``switched``, the conditions and truth values a replay turned over)."""
 
     def __init__(self, nodes: list[Node]) -> None:

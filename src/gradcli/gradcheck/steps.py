@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from gradcli.engine.node import Node
 
 EPS = sys.float_info.epsilon
 SHRINKS = 8  # smaller steps tried after a disagreement: down to h / 16**8
@@ -110,3 +113,28 @@ def judge(
     allowed = tolerance(analytic, numeric, rtol, atol, noise, maximum)
     swamped = (shrink > 0) & (noise > allowed - noise)
     return error, allowed, error <= allowed, swamped
+
+
+# --- what a step policy perturbs and replays ------------------------------------------------------
+
+class Perturbed(Protocol):
+    """What the step policies read of the node (or array element) they perturb."""
+
+    @property
+    def value(self) -> Any: ...
+    @property
+    def grad(self) -> Any: ...
+    @property
+    def index(self) -> int: ...
+
+
+class Replays(Protocol):
+    """The output's value with one perturbed value (``replay.Replayer`` on floats,
+    ``columns.ElementReplayer`` for an element of an array)."""
+
+    @property
+    def nodes(self) -> list[Node]: ...
+    @property
+    def switched(self) -> set[int]: ...  # conditions a replay turned over, by node index
+    def replay(self, index: int, value: Any, complex_step: bool = False
+               ) -> tuple[Any, float]: ...

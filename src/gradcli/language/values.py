@@ -21,7 +21,7 @@ from gradcli.limits import MAX_ARRAY_DIMS, MAX_RANGE_COUNT, check_dims
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Value = Any  # a float, a tuple of floats (a sweep) or a NumPy array
-ARRAY_FILE_SUFFIXES = (".npy", ".npz", ".csv")  # --W W.npy: language/array_files.py reads it
+ARRAY_FILE_SUFFIXES = (".npy", ".npz", ".csv")  # --W W.npy: language/data_files.py reads it
 
 
 def names_a_file(text: str) -> bool:
@@ -35,7 +35,7 @@ def parse_value(name: str, text: str) -> Value:
     if text.startswith("["):
         return parse_array(name, text)
     if names_a_file(text):  # --W W.npy, W.csv, data.npz
-        from gradcli.language.array_files import read_array
+        from gradcli.language.data_files import read_array
 
         return read_array(name, text)
     if ":" in text:
