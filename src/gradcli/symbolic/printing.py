@@ -371,7 +371,7 @@ class PythonNotation(Notation):
         return f"{self.function(op)}({', '.join(args)})"
 
     def function(self, op: Any) -> str:
-        """``math.erf``, ``max``, or the name of a helper copied from engine/ops.py or
+        """``math.erf``, ``max``, or the name of a helper copied from the op table (engine/ops/) or
         engine/special.py (each written against ``math`` alone); a row whose
         forward is none of those (a lambda, a function of another module, which may use that
         module's names) is a UsageError: the generated code imports only ``math``."""

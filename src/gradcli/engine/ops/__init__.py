@@ -42,7 +42,7 @@ arithmetic operators, every array row) -- or ``NONE``, the row has no such form:
   when its sweeps get large.
 - no ``complex`` form: ``--check-method complex`` refuses a program where such an op depends on
   a variable, with a usage error (exit status 2) that names the function and suggests
-  ``--check-method central`` or ``richardson`` (see gradcheck/point.py); ``apply_complex`` raises
+  ``--check-method central`` or ``richardson`` (see gradcheck/check.py); ``apply_complex`` raises
   the same error for any other caller. Nothing else needs complex numbers.
 
 The float functions of rows that need more than one expression live in engine/special.py

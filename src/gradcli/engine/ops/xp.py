@@ -1,7 +1,7 @@
 """``xp``, the namespace that VJP rules are written against, and ``NUMPY``, its NumPy form.
 
 A rule calls ``+ - * /``, unary ``-`` and the names of ``Arrays``: ``NUMPY`` runs it on arrays
-(the numeric gradients), and symbolic/array_diff.py's ``GraphArrays`` runs the very same rule on
+(the numeric gradients), and symbolic/arrays.py's ``GraphArrays`` runs the very same rule on
 graph nodes, building the gradient as an array program (``gradcli diff``, ``--hessian``,
 ``--hvp``). NumPy is imported when the first array program runs, never on the scalar path.
 """
