@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from gradcli.engine.node import Node
 
 
-def shape_text(shape: tuple[int, ...]) -> str:
-    """``3``, ``2x3``; ``scalar`` for the empty shape (how messages and tables write shapes)."""
+def shape_text(shape: Sequence[int]) -> str:
+    """``3``, ``2x3``; ``scalar`` for the empty shape (how messages and tables write shapes; a
+    shape as NumPy gives it, or as a JSON record holds it, a list)."""
     return "x".join(str(n) for n in shape) or "scalar"
 
 
