@@ -40,7 +40,7 @@ def _as_arrays(text: str) -> gradcli.Program:
 
 
 @pytest.mark.parametrize("text", CLOSED_FORMS)
-@pytest.mark.parametrize("method", ["central", "richardson"])
+@pytest.mark.parametrize("method", ["central", "richardson", "complex"])
 def test_a_scalar_program_checked_as_arrays_gets_the_float_verdict(text, method):
     floats = check_gradients(gradcli.evaluate(text, POINT, check=False).program, method=method)
     elements = check_gradients(_as_arrays(text), method=method)
@@ -55,6 +55,18 @@ def test_a_scalar_program_checked_as_arrays_gets_the_float_verdict(text, method)
         assert (one.method, one.step) == (other.method, other.step)
         assert math.isclose(one.numeric, other.numeric, rel_tol=1e-9)
         assert math.isclose(one.numeric, derivative, rel_tol=1e-6)
+
+
+def test_the_complex_step_checks_an_array_program_with_a_scalar_variable():
+    """A scalar variable's complex forms run on 0-d arrays (NumPy's frompyfunc then gives a
+    plain number, once an AttributeError): d/dx sum(sin(x)*W) = cos(x)*sum(W), d/dW = sin(x)."""
+    done = CliRunner().invoke(cli, ["eval", "sum(sin(x)*W)", "--x", "2", "--W", "[1, 2]",
+                                    "--check-method", "complex", "--json"])
+    assert done.exit_code == 0, done.output
+    record = json.loads(done.stdout)
+    assert math.isclose(record["gradients"]["x"], math.cos(2) * 3, rel_tol=1e-12)
+    assert record["gradients"]["W"] == pytest.approx([math.sin(2)] * 2, rel=1e-12)
+    assert record["check"]["ok"] and record["check"]["method"] == "complex"
 
 
 def test_a_failed_scalar_verdict_counts_one_failed_element():

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -488,28 +489,36 @@ def test_a_sweep_that_loses_its_scheduler_ends_after_whole_rows(tmp_path):
     assert (rows.count(b"\n") - 1) % 65_536 == 0  # the header, then whole blocks
 
 
-def test_ctrl_c_in_a_terminal_stops_a_local_cluster_quietly(tmp_path):
-    """``--cluster local:1`` (a spawned worker under a nanny), and SIGINT to the whole process
-    group, as a terminal sends it: 130, one line, no worker's traceback; the records written
-    are the first records of the local run, whole."""
+def _signalled_local_cluster(tmp_path: Path, workers: int, send: Any,
+                             **popen: Any) -> tuple[int, bytes, bytes, bytes]:
+    """A batch of 20,000 lines on ``--cluster local:WORKERS``, ``send(child)`` once 300 records
+    are out: (status, stderr, what was written, the local run's own records)."""
     lines = batch_lines(20_000)
     expected = run(["eval", "-", "--json", *POINT], lines)[1]
     (tmp_path / "in").write_bytes(lines)
     out = tmp_path / "out"
     with (tmp_path / "in").open("rb") as source, out.open("wb") as sink:
         child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
-                                  "local:1"], stdin=source, stdout=sink,
-                                 stderr=subprocess.PIPE, env=ENV, start_new_session=True)
+                                  f"local:{workers}"], stdin=source, stdout=sink,
+                                 stderr=subprocess.PIPE, env=ENV, **popen)
         try:
             _wait_for_lines(out, 300, child)
-            os.killpg(child.pid, signal.SIGINT)
+            send(child)
             _, err = child.communicate(timeout=60)
         finally:
             child.kill()
             child.wait()
-    assert child.returncode == 130 and err.endswith(b"\ngradcli: interrupted\n"), err[-2000:]
+    return child.returncode, err, out.read_bytes(), expected
+
+
+def test_ctrl_c_in_a_terminal_stops_a_local_cluster_quietly(tmp_path):
+    """``--cluster local:1`` (a spawned worker under a nanny), and SIGINT to the whole process
+    group, as a terminal sends it: 130, one line, no worker's traceback; the records written
+    are the first records of the local run, whole."""
+    status, err, written, expected = _signalled_local_cluster(
+        tmp_path, 1, lambda child: os.killpg(child.pid, signal.SIGINT), start_new_session=True)
+    assert status == 130 and err.endswith(b"\ngradcli: interrupted\n"), err[-2000:]
     assert b"Traceback" not in err and b"Worker" not in err, err[-2000:]
-    written = out.read_bytes()
     assert len(_whole_records(written)) >= 300 and expected.startswith(written)
 
 
@@ -520,24 +529,10 @@ def test_sigterm_and_sighup_end_a_local_cluster_batch_as_the_local_path_does(tmp
     """The signal comes while the main thread waits inside Dask for a task (whose ``except
     Exception`` once took it for the task's failure: status 2, "a cluster task failed"): 143 or
     129 and "gradcli: terminated", the records written whole and the local run's own."""
-    lines = batch_lines(20_000)
-    expected = run(["eval", "-", "--json", *POINT], lines)[1]
-    (tmp_path / "in").write_bytes(lines)
-    out = tmp_path / "out"
-    with (tmp_path / "in").open("rb") as source, out.open("wb") as sink:
-        child = subprocess.Popen([*GRADCLI, "eval", "-", "--json", *POINT, "--cluster",
-                                  "local:2"], stdin=source, stdout=sink,
-                                 stderr=subprocess.PIPE, env=ENV, preexec_fn=_default_stops)
-        try:
-            _wait_for_lines(out, 300, child)
-            child.send_signal(sig)
-            _, err = child.communicate(timeout=60)
-        finally:
-            child.kill()
-            child.wait()
-    assert child.returncode == status and err.endswith(b"gradcli: terminated\n"), err[-2000:]
+    got, err, written, expected = _signalled_local_cluster(
+        tmp_path, 2, lambda child: child.send_signal(sig), preexec_fn=_default_stops)
+    assert got == status and err.endswith(b"gradcli: terminated\n"), err[-2000:]
     assert b"Traceback" not in err and b"cluster" not in err, err[-2000:]
-    written = out.read_bytes()
     assert len(_whole_records(written)) >= 300 and expected.startswith(written)
 
 

@@ -223,7 +223,8 @@ def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any
     if form is NONE:
         raise op.no_complex_form()
     try:
-        return np.frompyfunc(form, op.arity, 1)(*args).astype(complex)
+        # np.asarray: on 0-d operands (a scalar variable) frompyfunc gives a plain number
+        return np.asarray(np.frompyfunc(form, op.arity, 1)(*args), dtype=complex)
     except (ArithmeticError, ValueError):  # cmath's overflow: no finite complex value
         return np.full(np.broadcast_shapes(*(np.shape(a) for a in args)), complex(np.nan))
 
