@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from gradcli.errors import UsageError
+from gradcli.errors import ExitStatus, UsageError
 from gradcli.runs.cluster import parse_address
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
@@ -185,7 +185,6 @@ def test_bad_addresses_are_usage_errors(text):
 
 @pytest.mark.parametrize("args, message", [
     (["eval", "x*2", "--x", "1", "--cluster", "local:2"], "one program at one point"),
-    (["eval", "-", "--cluster", "local:2"], "--cluster needs a batch in JSON Lines"),
     (["eval", "-", "--skip", "2"], "--skip needs a batch in JSON Lines"),
     (["eval", "x*2", "--x", "0:1:3", "--skip", "2"], "--skip skips lines of a batch"),
 ])
@@ -194,12 +193,28 @@ def test_options_that_mean_nothing_are_usage_errors(args, message):
     assert status == 2 and message in err.decode()
 
 
-@pytest.mark.parametrize("args, stdin", [(["eval", "x*2", "--x", "1", "--json"], b""),
-                                         (["eval", "-", "--x", "1"], b"x*2\n")])
-def test_the_environment_variable_is_ignored_where_no_cluster_applies(args, stdin):
-    """One program at one point, a batch of tables: evaluated here, as without the variable."""
+def test_the_environment_variable_is_ignored_where_no_cluster_applies():
+    """One program at one point: evaluated here, as without the variable."""
     env = {**ENV, "GRADCLI_CLUSTER": "tcp://127.0.0.1:9"}
-    assert run(args, stdin, env=env) == run(args, stdin)
+    args = ["eval", "x*2", "--x", "1", "--json"]
+    assert run(args, b"", env=env) == run(args, b"")
+
+
+@pytest.mark.parametrize("options", [[], ["--digits", "3"], ["--w", "3"]],
+                         ids=["table", "digits", "unused-value"])
+def test_a_table_batch_on_a_cluster_prints_what_it_prints_here(options):
+    """Without --json a batch on a cluster writes the lines a local batch writes (made on the
+    workers as here: values, gradients, verdicts, errors in their line), the same lines on
+    stderr, the same status; blank and comment lines give none."""
+    lines = b"sin(x)*y\n2x\nlog(x - 5)\nsum([x, y]**2)\n\n# a comment\nx\n"
+    args = ["eval", "-", "--x", "1", "--y", "2", *options]
+    here = run(args, lines)
+    there = run([*args, "--cluster", "local:2"], lines, timeout=120)
+    assert there == here
+    assert here[0] == ExitStatus.NUMERIC  # line 3's, the largest
+    assert (b"uses w (--w 3)" in here[2]) == (options == ["--w", "3"])
+    assert [line.split(b":")[0] for line in here[1].splitlines()] == [
+        b"line 1", b"line 2", b"line 3", b"line 4", b"line 7"]
 
 
 def test_skip_goes_on_from_the_next_line_without_duplicates():

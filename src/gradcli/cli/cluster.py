@@ -19,11 +19,12 @@ import click
 from gradcli.errors import GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
+    from gradcli.runs.batch import TableStyle
     from gradcli.runs.cluster import Cluster, ClusterAddress
 
 CLUSTER_HELP = ("Run on the Dask scheduler at ADDRESS (tcp://HOST:8786, a scheduler .json file, "
                 "or local:N for N local worker processes); env GRADCLI_CLUSTER. Needs "
-                "gradcli[cluster]. Batches (with --json), sweeps and gradcli check.")
+                "gradcli[cluster]. Batches, sweeps and gradcli check.")
 SKIP_HELP = ("Skip the first N lines of stdin (a batch that stopped after line N goes on from "
              "line N+1; records keep their line numbers).")
 
@@ -58,15 +59,11 @@ def cluster_address(ctx: click.Context, text: str | None,
 ONE_POINT = UsageError("--cluster runs batches and sweeps: one program at one point is "
                        "evaluated here", hint="drop --cluster, or give a batch on stdin "
                                               "(gradcli eval - --json) or a sweep (--x 0:1:100)")
-TABLE_BATCH = UsageError("--cluster needs a batch in JSON Lines", hint="add --json")
-
-
 def placement(ctx: click.Context, cluster: str | None, skip: int, *, batch: bool,
               json_lines: bool, sweep: bool) -> ClusterAddress | None:
     """Where ``gradcli eval`` runs (None: here), with ``--skip`` checked: a cluster takes a
-    batch in JSON Lines or a sweep; ``--skip`` a batch in JSON Lines."""
-    refused = (None if json_lines else TABLE_BATCH) if batch else (
-        None if sweep else ONE_POINT)
+    batch (JSON Lines or a table's lines) or a sweep; ``--skip`` a batch in JSON Lines."""
+    refused = None if batch or sweep else ONE_POINT
     address = cluster_address(ctx, cluster, refused)
     if skip and not batch:
         raise UsageError("--skip skips lines of a batch on stdin",
@@ -96,9 +93,10 @@ def say_error(error: GradcliError) -> int:
 
 
 def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
-             show: Callable[..., int]) -> int:
+             show: Callable[..., int], table: TableStyle | None = None) -> int:
     """Run ``show(lines, runs=...)`` (``show_batch``) on the cluster at ``address`` (or here when
-    None), from input line ``skip + 1``."""
+    None), from input line ``skip + 1``; ``table``: a table batch, whose lines the workers
+    make."""
     if skip:
         lines = islice(lines, skip, None)
     if address is None:
@@ -113,7 +111,7 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
 
     try:
         return show(lines, runs=lambda lines, values, settings: ClusterRuns(
-            cluster, lines, values, settings, first=skip + 1))
+            cluster, lines, values, settings, first=skip + 1, table=table))
     finally:
         cluster.close()
 

@@ -312,9 +312,13 @@ def run_eval(request: EvalRequest) -> int:
     if request.program is None:
         lines = stdin_lines(max_chars(request.settings.max_nodes))
         if request.cluster is not None or request.skip:
+            from gradcli.runs.batch import TableStyle
+
+            table = None if as_json else TableStyle(request.digits, request.full)
             return batch_on(request.cluster, request.skip, lines, partial(
                 show_batch, values=as_point(request.values), settings=request.settings,
-                as_json=as_json, given=request.given))
+                as_json=as_json, given=request.given, digits=request.digits,
+                full=request.full), table)
         return show_batch(lines, as_point(request.values), request.settings, as_json,
                           request.given, request.digits, full=request.full)
     if request.is_sweep:

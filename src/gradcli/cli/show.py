@@ -115,7 +115,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
             if as_json:
                 status = _json_batch(lines, values, settings, uses, stops, runs)
             else:
-                status = _table_batch(lines, values, settings, uses, stops, digits, full)
+                status = _table_batch(lines, values, settings, uses, stops, digits, full, runs)
         except _TerminatedError as stop:
             _say("gradcli: terminated")
             return ExitStatus.HANGUP if stop.signum == signal.SIGHUP else ExitStatus.TERMINATED
@@ -133,9 +133,9 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
 
 
 def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-                 uses: _BatchUses, stops: _Stops, digits: int | None, full: bool = False
-                 ) -> int:
-    from gradcli.output.batch_lines import batch_line
+                 uses: _BatchUses, stops: _Stops, digits: int | None, full: bool = False,
+                 make_runs: Callable[..., Iterator[Any]] | None = None) -> int:
+    """A line per program, made here, or (``make_runs``: a cluster's) by the workers."""
     from gradcli.output.console import make_console
 
     console = make_console()
@@ -143,14 +143,32 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
     # person watching the terminal sees it (on a terminal it is already there, in red).
     echo_errors = not console.is_terminal
     status = ExitStatus.OK
-    for outcome in with_progress(evaluate_lines(lines, values, settings), None, "programs"):
-        with stops.writing():
-            console.print(batch_line(outcome, digits=digits, full=full))
-            console.file.flush()
-        if echo_errors and outcome.error is not None:
-            _say(f"gradcli: line {outcome.line}: {visible(outcome.error.one_line())}")
-        uses.saw(outcome.names)
-        status = max(status, outcome.status)
+    if make_runs is None:
+        from gradcli.runs.batch import TableStyle, table_line
+
+        style = TableStyle(digits, full)
+        records: Iterator[Any] = (table_line(outcome, style)
+                                  for outcome in evaluate_lines(lines, values, settings))
+        runs: Any = None
+    else:
+        runs = make_runs(lines, values, settings)
+        records = (record for run in runs for record in run)
+    try:
+        for record in with_progress(records, None, "programs",
+                                    detail=getattr(runs, "detail", None)):
+            with stops.writing():
+                console.print(record.view)
+                console.file.flush()
+            if echo_errors and record.error is not None:
+                _say(f"gradcli: line {record.line}: {visible(record.error)}")
+            uses.saw(record.names)
+            status = max(status, record.status)
+    except GradcliError as error:
+        click.echo(f"gradcli: {error.one_line()}", err=True)
+        return max(status, error.status)
+    finally:
+        if runs is not None:
+            runs.close()  # stops the cluster's tasks now, whatever ended the loop
     return status
 
 

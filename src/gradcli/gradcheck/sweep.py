@@ -86,7 +86,7 @@ def evaluate_sweep(
 ) -> Sweep:
     """Value, gradients and (with ``check``) the finite-difference check at every point.
 
-    ``columns`` comes from ``sweep_columns`` or ``sweep_blocks`` (one array per input variable).
+    ``columns`` comes from ``sweep_columns`` or a plan's blocks (one array per input variable).
     With ``reconcile`` (what ``gradcli eval`` sweeps do: ``stream_sweep``) the points where
     NumPy's results may differ from the scalar path's by more than ``AGREEMENT`` are
     re-evaluated on the scalar path, within ``budget`` (a new ``RecheckBudget`` when None; pass

@@ -83,15 +83,8 @@ def block_points(program: Program) -> int:
     return max(1, min(SWEEP_BLOCK_POINTS, SWEEP_BLOCK_CELLS // max(1, len(program.nodes))))
 
 
-def sweep_blocks(program: Program, values: Mapping[str, Value],
-                 points: int | None = None) -> Iterator[dict[str, Any]]:
-    """``sweep_plan(program, values).blocks(points)``: the plan is checked at once (a
-    UsageError is raised here, before any block)."""
-    return sweep_plan(program, values).blocks(points)
-
-
 def sweep_columns(program: Program, values: Mapping[str, Value]) -> dict[str, Any]:
     """The whole grid of ``values`` as one array per input variable of ``program`` (defaults
-    filled in): every point at once, for small grids and tests (``sweep_blocks`` streams)."""
+    filled in): every point at once, for small grids and tests (``SweepPlan.blocks`` streams)."""
     plan = sweep_plan(program, values)
     return next(plan.blocks(plan.size))

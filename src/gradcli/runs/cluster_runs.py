@@ -23,6 +23,7 @@ from gradcli.runs.batch import (
     FEED_CHARS,
     INPUT_PAUSE,
     JsonLine,
+    TableStyle,
     _Feed,
     failed_record,
     line_record,
@@ -44,15 +45,18 @@ FEED_LINES = 1 << 16  # lines read ahead at most (and FEED_CHARS characters)
 # --- batches -------------------------------------------------------------------------------------
 
 class ClusterRuns:
-    """``batch.json_runs`` on a cluster: runs of records, one run per chunk, in input order.
+    """``batch.json_runs`` on a cluster: runs of records, one run per chunk, in input order
+    (``table``: each record with its table line, made on the worker as a local table batch
+    makes it).
 
     Iterate it once; ``done`` is the last input line whose record (if any) has been handed out,
     ``detail()`` says how many workers there are (for a progress line). ``close()`` stops the
     tasks still out, as ``json_runs``' close stops the local workers."""
 
     def __init__(self, cluster: Cluster, lines: Iterable[str], values: Mapping[str, float],
-                 settings: EvalSettings, first: int = 1) -> None:
+                 settings: EvalSettings, first: int = 1, table: TableStyle | None = None) -> None:
         self.cluster, self.values, self.settings = cluster, dict(values), settings
+        self.table = table
         self.numbered = enumerate(lines, start=first)
         self.done = first - 1
         self._runs = self._generate()
@@ -88,7 +92,7 @@ class ClusterRuns:
                 if not lines:
                     break
                 tasks.add(lines, evaluate_chunk, lines, self.values, self.settings,
-                          priority=-lines[0][0])
+                          self.table, priority=-lines[0][0])
             while tasks:
                 yield self._finished(tasks)
             if feed.failure is not None:
@@ -112,7 +116,7 @@ class ClusterRuns:
                                                              self.done))
         for number, raw in lines:
             tasks.add((number, raw), evaluate_chunk, [(number, raw)], self.values,
-                      self.settings, priority=-number)
+                      self.settings, self.table, priority=-number)
         records: list[JsonLine] = []
         try:
             while tasks:
@@ -121,7 +125,8 @@ class ClusterRuns:
                     raise task_failed(failure)
                 if failure is not None:
                     result = [r for r in [failed_record(
-                        number, raw, "the worker evaluating this line died, several times")] if r]
+                        number, raw, "the worker evaluating this line died, several times",
+                        self.table)] if r]
                 records += result
         finally:
             tasks.cancel()
@@ -137,13 +142,13 @@ def chunk_lines(workers: int) -> int:
 
 
 def evaluate_chunk(lines: list[tuple[int, str]], values: dict[str, float],
-                   settings: EvalSettings) -> list[JsonLine]:
+                   settings: EvalSettings, table: TableStyle | None = None) -> list[JsonLine]:
     """A worker's task: the records of a chunk of batch lines (blank and comment lines give
-    none), exactly as a local batch makes them."""
+    none), exactly as a local batch makes them (``table``: with their table lines)."""
     _one_blas_thread()
     records = []
     for number, raw in lines:
-        record = line_record(number, raw, values, settings)
+        record = line_record(number, raw, values, settings, table)
         if record is not None:
             records.append(record)
     return records

@@ -54,11 +54,6 @@ _NUMPY_FORMS = {
 }
 
 
-def has_numpy_form(name: str) -> bool:
-    """Whether an element-wise row is written with NumPy (else its own function, vectorized)."""
-    return name in _NUMPY_FORMS or name in _SAME_IN_NUMPY
-
-
 class NumpyWriter:
     """The lines of one exported function: a node's text, or the name of the line that
     computes it; the helpers the rows without a NumPy form need."""
