@@ -176,3 +176,26 @@ def test_clip_with_its_bounds_out_of_order_is_one_error_for_scalars_and_arrays(a
     status, _, err = run(["eval", *args])
     assert status == 3 and "Traceback" not in err, err
     assert "clip's lower bound is above its upper bound" in err
+
+
+# Reductions at the ends of the float range, against closed forms written here: norm scales by
+# the largest element (sqrt(sum(x*x)) overflowed at 1e200 and underflowed to 0 at 1e-200), and
+# logsumexp's gradient is each element's share of the sum, normalised by the sum itself (exp(x -
+# out) carried out's rounding, about |x| ulps).
+@pytest.mark.parametrize(("program", "point", "value", "gradient"), [
+    ("norm(x)", "[1e200, 1e200]", 2**0.5 * 1e200, [2**-0.5] * 2),
+    ("norm(x)", "[3e-300, 4e-300]", 5e-300, [0.6, 0.8]),
+    ("norm(W)", "[[3e200, 0], [0, 4e200]]", 5e200, [0.6, 0.0, 0.0, 0.8]),
+    ("logsumexp(x)", "[1000, 1000]", 1000 + 0.6931471805599453, [0.5, 0.5]),
+    ("logsumexp(x)", "[100000, 100001]", 100001 + 0.31326168751822286,
+     [0.2689414213699951, 0.7310585786300049]),
+])
+def test_reductions_are_right_at_the_ends_of_the_float_range(program, point, value, gradient):
+    status, out, err = run(["eval", program, "--x" if "x" in program else "--W", point,
+                            "--json", "--no-check"])
+    assert status == 0, err
+    record = json.loads(out)
+    assert record["value"] == pytest.approx(value, rel=1e-15)
+    found = record["gradients"]["x" if "x" in program else "W"]
+    flat = [number for row in found for number in row] if isinstance(found[0], list) else found
+    assert flat == pytest.approx(gradient, rel=1e-15, abs=0)

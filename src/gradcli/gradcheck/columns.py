@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gradcli.engine.graph import Node, Program, last_uses
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
+from gradcli.engine.ops.linear_algebra import norm2
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
 
 if TYPE_CHECKING:
@@ -390,7 +391,7 @@ def _reduce(name: str) -> Callable[..., Any]:
     def form(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
         flat = _flat(np, args, moving, columns)
         if name == "norm":
-            return np.sqrt(np.sum(flat * flat, axis=1))
+            return norm2(np, flat, axis=1)
         if name == "norm1":
             return np.sum(np.abs(flat), axis=1)
         return getattr(np, name)(flat, axis=1)

@@ -275,6 +275,9 @@ class GraphArrays:
     def exp(self, x: SymNode) -> SymNode:
         return self.b.make(EXP, (x,))
 
+    def shares(self, x: SymNode, out: SymNode) -> SymNode:
+        return self.exp(x - out)  # written as the formula: exp(x - logsumexp(x))
+
     def sign(self, x: SymNode) -> SymNode:
         return self.b.make(OPS["sign"], (x,))
 

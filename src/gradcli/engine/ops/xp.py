@@ -23,6 +23,12 @@ class Arrays(Protocol):
     def inv(self, x: Any) -> Any: ...
     def eye(self, n: int) -> Any: ...
     def exp(self, x: Any) -> Any: ...
+
+    def shares(self, x: Any, out: Any) -> Any:
+        """``exp(x - out)`` for ``out = logsumexp(x)``: each element's share of the sum (its
+        softmax over every element), logsumexp's gradient; NumPy's form normalises by the sum
+        itself, so that the rounding of ``out`` (about |x| ulps) does not reach it."""
+
     def sign(self, x: Any) -> Any: ...
     def eq(self, x: Any, y: Any) -> Any: ...  # 1 where x == y, else 0 (its derivative is 0)
     def sum(self, x: Any) -> Any: ...  # of every element: a number
@@ -87,6 +93,11 @@ class NumPyArrays:
 
     def exp(self, x: Any) -> Any:
         return _np().exp(x)
+
+    def shares(self, x: Any, out: Any) -> Any:
+        np = _np()
+        scaled = np.exp(x - x.real.max())  # the largest is exactly 1: no overflow, no loss
+        return scaled / np.sum(scaled)
 
     def sign(self, x: Any) -> Any:
         return _np().sign(x)
