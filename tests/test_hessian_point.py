@@ -122,3 +122,14 @@ def test_the_hessian_module_imports_neither_the_check_nor_evaluation():
                 if isinstance(node, ast.ImportFrom)}
     assert not {m for m in imported if m and m.startswith("gradcli.gradcheck.")} - {
         "gradcli.gradcheck.steps"}
+
+
+def test_hvp_of_a_scalar_program_without_every_value_names_hvp_not_arrays():
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    done = CliRunner().invoke(cli, ["eval", "x**3*y", "--x", "2", "--hvp", "x=1"])
+    assert done.exit_code == 2
+    assert "no value for y: H·v (--hvp) needs a value for every variable" in done.stderr
+    assert "array" not in done.stderr

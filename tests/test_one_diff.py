@@ -96,3 +96,15 @@ def test_prods_gradient_at_a_zero_element_is_exact():
 def test_a_jacobian_at_order_two_is_refused():
     with pytest.raises(UsageError, match="several outputs has a Jacobian"):
         diff(gradcli.parse("f = x*y; g = x + y; f, g"), DiffAsk(order=2))
+
+
+def test_several_outputs_of_the_programs_own_arrays_take_the_array_path():
+    """``x = [1, 2]; f = 3*x; g = 2*x; f, g``: the arrays are the program's own values (no
+    --shape, no value given); the Jacobian's blocks are 3*eye(2) and 2*eye(2), by hand."""
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    done = CliRunner().invoke(cli, ["diff", "x = [1, 2]; f = 3*x; g = 2*x; f, g"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines() == ["df/dx = 3*eye(2)", "dg/dx = 2*eye(2)"]

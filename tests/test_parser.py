@@ -130,6 +130,18 @@ def test_wrong_arity_says_how_to_call():
         gradcli.parse("sin()")
 
 
+@pytest.mark.parametrize(("text", "message", "hint"), [
+    ("max(x, y, z)", "max takes 1 or 2 arguments, not 3", "write it as max(x, y) or max(x)"),
+    ("eye(3, 3)", "eye takes 1 argument, not 2", "write it as eye(n)"),
+    ("sum(x, y)", "sum takes 1 argument, not 2", "write it as sum(x)"),
+])
+def test_an_array_function_with_the_wrong_arguments_says_every_way_to_call_it(text, message,
+                                                                               hint):
+    with pytest.raises(GradcliNameError, match=re.escape(message)) as caught:
+        gradcli.parse(text)
+    assert caught.value.hint == hint
+
+
 def test_a_constant_given_a_value_or_assigned_is_a_variable_with_a_note():
     program = gradcli.parse("pi = 3; pi*x")
     assert list(program.variables) == ["pi", "x"] and program.defaults == {"pi": 3.0}

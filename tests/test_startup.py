@@ -56,6 +56,7 @@ STANDARD = {
     "signal",  # the Ctrl-C guard of start-up (cli/startup.py)
     "gc",  # the exit skips the last collection (cli/base.py)
     "cmath",  # the ops' complex-step forms
+    "zlib",  # the grammar's digest, checked against the shipped tables (language/lalr.py)
     "locale", "_locale",  # click's gettext, for its --help option's text
 }
 ALLOWED = {

@@ -271,8 +271,11 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     from gradcli.engine import arrays
 
     validate_values(values)  # no constants, and scalars that are numbers (arrays: bind)
-    require_values(program, values, ": an array program needs a value for every variable "
-                   "(free variables give expressions for scalar programs only)")
+    why = (": H·v (--hvp) needs a value for every variable" if settings.hvp and not (
+        program.arrays or _has_arrays(values)) else
+        ": an array program needs a value for every variable (free variables give expressions "
+        "for scalar programs only)")
+    require_values(program, values, why)
     program.arrays = True
     arrays.bind(program, values)
     value = arrays.forward(program.nodes)

@@ -70,10 +70,13 @@ def array_call(builder: Any, token: Token, args: list[Node]) -> Node:
     name = str(token)
     op = next(row for row in CALLS[name] if row.is_array)  # is_array_function(name) holds
     if len(args) != op.arity:
-        names = ", ".join(("x", "y")[:op.arity])
-        raise GradcliNameError(f"{name} takes {op.arity} argument{'s' if op.arity > 1 else ''}, "
+        from gradcli.language.syntax_errors import language_signature
+
+        counts = sorted({row.arity for row in CALLS[name]})  # max: max(x) and max(x, y)
+        taken = " or ".join(map(str, counts))
+        raise GradcliNameError(f"{name} takes {taken} argument{'s' if counts[-1] > 1 else ''}, "
                                f"not {len(args)}", line=token.line, column=token.column,
-                               hint=f"write it as {name}({names})")
+                               hint=f"write it as {language_signature(name)}")
     builder.arrays = True
     if op.constant_args:
         _size(token, args[0], square=name == "eye")

@@ -75,10 +75,11 @@ def _has_arrays(values: Mapping[str, Any]) -> bool:
 
 
 def _has_array_parts(program: Program, ask: DiffAsk) -> bool:
-    """Shapes, array values or an array op: several outputs are then differentiated on the
-    array path (a program with outputs is marked ``arrays`` whether it has any or not)."""
+    """Shapes, array values (given, or the program's own) or an array op: several outputs are
+    then differentiated on the array path (a program with outputs is marked ``arrays`` whether
+    it has any or not)."""
 
-    return bool(ask.shapes) or _has_arrays(ask.values) or any(
+    return bool(ask.shapes) or _has_arrays(ask.values) or _has_arrays(program.defaults) or any(
         node.op.is_array for node in program.nodes)
 
 
