@@ -447,3 +447,11 @@ def test_escape_sequences_typed_in_and_deep_brackets_are_no_traceback(terminal):
     assert "value 4" in screen
     assert "Traceback" not in term.raw and "Unhandled exception" not in term.raw
     assert term.close() == 0
+
+
+def test_diff_with_an_empty_name_is_an_error_as_with_wrt():
+    """``:diff y,`` would drop a name in silence; the session says so, as ``--wrt y,`` does."""
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input="x*y\n:diff y,\n",
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert ":diff 'y,' has an empty name" in done.stdout + done.stderr
+    assert "d/dy" not in done.stdout

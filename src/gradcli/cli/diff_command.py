@@ -73,7 +73,9 @@ written.
                    "derivatives of an array program (repeatable; a given array value gives "
                    "its shape too).")
 @click.option("--json", "as_json", is_flag=True,
-              help='Print {"expression", "order", "derivatives", "values", "kept_defaults"}.')
+              help='Print one JSON record: "expression", "order", "derivatives" (or the '
+                   '"jacobian" of several outputs), "checked", and "values" and "kept_defaults" '
+                   '(a scalar program) or "shapes" (an array program).')
 @click.option("--defaults", "use_defaults", is_flag=True,
               help="Substitute the program's own values (x = 2) too (an array program's: "
                    "the point its derivatives are built and checked at).")
@@ -122,18 +124,19 @@ def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order
                        given, _shapes(shapes), not no_check)
 
 
-def wrt_names(wrt: str) -> list[str]:
-    """``--wrt x,W`` as ["x", "W"]; a UsageError for an empty name (``--wrt ""``,
-    ``--wrt "$A,$B"`` with B unset), which would otherwise fall back to every variable or
-    drop a name in silence."""
+def wrt_names(wrt: str, written: str = "--wrt") -> list[str]:
+    """``--wrt x,W`` (or the session's ``:diff x,W``: ``written``) as ["x", "W"]; a UsageError
+    for an empty name (``--wrt ""``, ``--wrt "$A,$B"`` with B unset), which would otherwise
+    fall back to every variable or drop a name in silence."""
     names = [name.strip() for name in wrt.split(",")]
     if not any(names):
-        raise UsageError("--wrt names no variable",
-                         hint="name them (--wrt x,y), or drop --wrt for every variable "
+        none = "drop --wrt" if written == "--wrt" else "name none"
+        raise UsageError(f"{written} names no variable",
+                         hint=f"name them ({written} x,y), or {none} for every variable "
                               "without a value")
     if not all(names):
-        raise UsageError(f"--wrt {visible(wrt)!r} has an empty name",
-                         hint="separate the names by single commas: --wrt x,y")
+        raise UsageError(f"{written} {visible(wrt)!r} has an empty name",
+                         hint=f"separate the names by single commas: {written} x,y")
     return names
 
 

@@ -256,12 +256,12 @@ class Session:
         for the session's program (the same path, ``diff_command.show_diff``): its values stay
         symbols (the numbers at the point are in the table the expression printed), and the
         arrays it defines give their shapes."""
-        from gradcli.cli.diff_command import DiffRequest, show_diff
+        from gradcli.cli.diff_command import DiffRequest, show_diff, wrt_names
         from gradcli.cli.given import Given
         from gradcli.cli.program_text import ProgramText
         from gradcli.limits import MAX_NODES
 
-        names = [name.strip() for name in argument.split(",") if name.strip()] or None
+        names = wrt_names(argument, ":diff") if argument.strip() else None
         expression = self._last("")
         program = self.parsed(expression)
         return show_diff(DiffRequest(ProgramText(self.source(expression)), names, 1, {}, "text",

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gradcli.engine.notation import shape_text
 from gradcli.errors import UsageError
 from gradcli.limits import MAX_ARRAY_DIMS, MAX_RANGE_COUNT, check_dims
 
@@ -142,15 +143,11 @@ def _rectangular(name: str, text: str, rows: list[Any]) -> Any:
         for i, item in enumerate(items):
             if shape(item) != first:
                 raise _array_error(name, text, f"element {path}[{i}] has shape "
-                                   f"{_shape_words(shape(item))}, element {path}[0] has "
-                                   f"{_shape_words(first)}")
+                                   f"{shape_text(shape(item))}, element {path}[0] has "
+                                   f"{shape_text(first)}")
             if not isinstance(item, float):
                 pending.append((item, f"{path}[{i}]"))
     return np.array(rows, dtype=float)
-
-
-def _shape_words(shape: tuple[int, ...]) -> str:
-    return "x".join(map(str, shape)) if shape else "scalar"
 
 
 def _array_error(name: str, text: str, problem: str) -> UsageError:

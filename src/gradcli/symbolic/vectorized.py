@@ -14,6 +14,7 @@ from typing import Any
 
 from gradcli.engine import arrays
 from gradcli.engine.graph import Program, nodes_of
+from gradcli.engine.notation import shape_text
 from gradcli.engine.ops import CONST, OPS, VAR
 from gradcli.errors import UsageError
 from gradcli.symbolic.arrays import (
@@ -58,7 +59,7 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
     output = made[id(program.output)]
     if shape_of(output):
         raise UsageError(f"gradcli diff of an array program needs a scalar output, not shape "
-                         f"{'x'.join(map(str, shape_of(output)))}",
+                         f"{shape_text(shape_of(output))}",
                          hint="gradcli eval gives the Jacobian of an array output")
     grads = _backward(b, output)
     found = {"__value__": output} if keep_value else {}
