@@ -4,6 +4,7 @@ form written here; the ``verify`` it is given receives exactly a ``DiffCheck``'s
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -108,3 +109,21 @@ def test_several_outputs_of_the_programs_own_arrays_take_the_array_path():
     done = CliRunner().invoke(cli, ["diff", "x = [1, 2]; f = 3*x; g = 2*x; f, g"])
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines() == ["df/dx = 3*eye(2)", "dg/dx = 2*eye(2)"]
+
+
+@pytest.mark.parametrize(("options", "note", "kept", "values"), [
+    ([], "note: the program's own x = 2 stays a symbol; --defaults substitutes it", {"x": 2.0},
+     {}),
+    (["--defaults"], "note: substituted the program's own x = 2", {}, {"x": 2.0}),
+])
+def test_several_outputs_say_what_became_of_the_programs_own_values(options, note, kept, values):
+    """As one output does: a note on stderr, and ``kept_defaults``/``values`` in the record."""
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    program = "x = 2; f = x*y; g = x + y; f, g"
+    done = CliRunner().invoke(cli, ["diff", program, *options])
+    assert done.exit_code == 0 and note in done.stderr.splitlines()
+    record = json.loads(CliRunner().invoke(cli, ["diff", program, *options, "--json"]).stdout)
+    assert (record["kept_defaults"], record["values"]) == (kept, values)

@@ -97,7 +97,8 @@ def _scalar(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
                               "kept_defaults": derivatives.kept_defaults or {}}
     if printed is not None:
         fields["python"] = printed
-    return Diff(fields, texts, False, printed, checked, defaults_note(derivatives))
+    return Diff(fields, texts, False, printed, checked,
+                defaults_note(derivatives.kept_defaults, derivatives.used_defaults))
 
 
 def _check_scalar(program: Program, ask: DiffAsk, derivatives: Derivatives,
@@ -116,14 +117,14 @@ def _check_scalar(program: Program, ask: DiffAsk, derivatives: Derivatives,
                   python_kind="scalar", wrt=list(derivatives.wrt))
 
 
-def defaults_note(derivatives: Derivatives) -> str | None:
-    """What became of the program's own values (``x = 2``): kept as symbols, or substituted."""
+def defaults_note(kept: Mapping[str, float], used: Mapping[str, float]) -> str | None:
+    """What became of the program's own values (``x = 2``): ``kept`` as symbols, or ``used``
+    (substituted)."""
     from gradcli.engine.notation import format_number
 
-    def listed(values: dict[str, float]) -> str:
+    def listed(values: Mapping[str, float]) -> str:
         return ", ".join(f"{name} = {format_number(value)}" for name, value in values.items())
 
-    kept, used = derivatives.kept_defaults, derivatives.used_defaults
     if kept:
         verb, them = ("stays a symbol", "it") if len(kept) == 1 else ("stay symbols", "them")
         return f"note: the program's own {listed(kept)} {verb}; --defaults substitutes {them}"
@@ -151,8 +152,11 @@ def _outputs(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
         given = {**(program.defaults if ask.defaults else {}), **ask.values}
         checked = verify(program=program, shapes={name: () for name in program.variables},
                          given=given, kind="jacobian", texts=text_form)
-    return Diff({"order": 1, "jacobian": rows, "values": ask.values}, rows, True, None,
-                checked)
+    own = {name: value for name, value in program.defaults.items()
+           if name in program.variables and name not in ask.values}
+    kept, used = ({}, own) if ask.defaults else (own, {})
+    return Diff({"order": 1, "jacobian": rows, "values": {**used, **ask.values},
+                 "kept_defaults": kept}, rows, True, None, checked, defaults_note(kept, used))
 
 
 # --- a program with arrays ----------------------------------------------------------------------
