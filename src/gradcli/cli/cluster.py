@@ -19,7 +19,7 @@ import click
 from gradcli.errors import GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
-    from gradcli.runs.batch import TableStyle
+    from gradcli.output.batch_lines import TableStyle
     from gradcli.runs.cluster import Cluster, ClusterAddress
 
 CLUSTER_HELP = ("Run on the Dask scheduler at ADDRESS (tcp://HOST:8786, a scheduler .json file, "

@@ -312,7 +312,7 @@ def run_eval(request: EvalRequest) -> int:
     if request.program is None:
         lines = stdin_lines(max_chars(request.settings.max_nodes))
         if request.cluster is not None or request.skip:
-            from gradcli.runs.batch import TableStyle
+            from gradcli.output.batch_lines import TableStyle
 
             table = None if as_json else TableStyle(request.digits, request.full)
             return batch_on(request.cluster, request.skip, lines, partial(

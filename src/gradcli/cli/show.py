@@ -144,7 +144,7 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
     echo_errors = not console.is_terminal
     status = ExitStatus.OK
     if make_runs is None:
-        from gradcli.runs.batch import TableStyle, table_line
+        from gradcli.output.batch_lines import TableStyle, table_line
 
         style = TableStyle(digits, full)
         records: Iterator[Any] = (table_line(outcome, style)

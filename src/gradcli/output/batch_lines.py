@@ -5,6 +5,7 @@ unless ``full``."""
 from __future__ import annotations
 
 import itertools
+from typing import NamedTuple
 
 from rich.text import Text
 
@@ -13,6 +14,32 @@ from gradcli.gradcheck.evaluation import FreeResult, LineOutcome, Result
 from gradcli.output.values import checked_digits, number_text, value_text
 
 MAX_LINE_GRADIENTS = 50  # a batch line shows this many gradients, then how many more
+
+
+class TableStyle(NamedTuple):
+    """How a table batch writes its lines (``--digits``, ``--full``): what a cluster's workers
+    need to make them as this process would."""
+
+    digits: int | None = None
+    full: bool = False
+
+
+class TableLine(NamedTuple):
+    """One line of a table batch, made where the program was evaluated (here, or on a cluster's
+    worker), with what the batch needs besides: its status, its error for stderr, its names."""
+
+    line: int
+    status: int
+    error: str | None  # the error on one line, or None
+    names: tuple[str, ...] | None  # the line's input variables; None: it did not parse
+    view: Text
+
+
+def table_line(outcome: LineOutcome, style: TableStyle) -> TableLine:
+    error = None if outcome.error is None else outcome.error.one_line()
+    names = None if outcome.names is None else tuple(outcome.names)  # names, not the nodes
+    return TableLine(outcome.line, int(outcome.status), error, names,
+                     batch_line(outcome, style.digits, style.full))
 
 
 def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = False) -> Text:

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from itertools import islice
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gradcli.engine.ops import numpy
 from gradcli.errors import OUT_OF_MEMORY, RESOURCE_HINT, ResourceError
@@ -34,6 +34,9 @@ from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS, EvalSettings, LineOut
 from gradcli.limits import default_jobs
 from gradcli.output.records import dumps, error_record, result_record
 from gradcli.runs.workers import Chunk, PoolError, WorkerPool
+
+if TYPE_CHECKING:  # a table batch's lines: Rich, imported only when a table batch asks
+    from gradcli.output.batch_lines import TableLine, TableStyle
 
 SERIAL_LINES = 128  # evaluated here before any worker starts
 CHUNK = 128  # lines per chunk at most (fewer when input arrives slowly)
@@ -55,25 +58,6 @@ class JsonLine(NamedTuple):
     text: str  # one JSON object, no newline
     error: str | None  # the error on one line (for stderr), or None
     names: tuple[str, ...] | None = None  # the line's input variables; None: it did not parse
-    view: Any = None  # a table batch's line (a Rich Text), made where the line was evaluated
-
-
-class TableStyle(NamedTuple):
-    """How a table batch writes its lines (``--digits``, ``--full``): what a cluster's workers
-    need to make them as this process would."""
-
-    digits: int | None = None
-    full: bool = False
-
-
-def table_line(outcome: LineOutcome, style: TableStyle) -> JsonLine:
-    """A batch line of a table batch: its record, with the line a person reads (``view``)."""
-    from gradcli.output.batch_lines import batch_line
-
-    message = None if outcome.error is None else outcome.error.one_line()
-    names = None if outcome.program is None else tuple(outcome.program.variables)
-    return JsonLine(outcome.line, int(outcome.status), "", message, names,
-                    batch_line(outcome, style.digits, style.full))
 
 
 def json_line(outcome: LineOutcome, nodes: bool = True) -> JsonLine:
@@ -134,7 +118,8 @@ def _serial(
 
 
 def line_record(number: int, raw: str, values: Mapping[str, float],
-                settings: EvalSettings, table: TableStyle | None = None) -> JsonLine | None:
+                settings: EvalSettings, table: TableStyle | None = None
+                ) -> JsonLine | TableLine | None:
     """The record of one line (None for a blank or comment line; ``table``: with its table
     line); a MemoryError while making it becomes its error record, made once the memory of the
     attempt is free again."""
@@ -146,13 +131,13 @@ def line_record(number: int, raw: str, values: Mapping[str, float],
 
 
 def _record(number: int, raw: str, values: Mapping[str, float],
-            settings: EvalSettings, table: TableStyle | None) -> JsonLine | None:
+            settings: EvalSettings, table: TableStyle | None) -> JsonLine | TableLine | None:
     if settings.check and len(raw) > NUMPY_FIRST_CHARS and "numpy" not in sys.modules:
         _load_numpy()  # before the program takes the memory
     outcome = evaluate_line(number, raw, values, settings)
     if outcome is None:
         return None
-    return json_line(outcome, settings.nodes) if table is None else table_line(outcome, table)
+    return json_line(outcome, settings.nodes) if table is None else _table_line(outcome, table)
 
 
 # A line this long loads NumPy (which the check of a large program uses) before it is parsed:
@@ -171,12 +156,18 @@ def _load_numpy() -> None:
 
 
 def failed_record(number: int, raw: str, why: str,
-                  table: TableStyle | None = None) -> JsonLine | None:
+                  table: TableStyle | None = None) -> JsonLine | TableLine | None:
     """The ``resource`` error record of a program line that could not be evaluated."""
     if not is_program(raw):
         return None
     outcome = LineOutcome(number, raw.rstrip("\r\n"), error=ResourceError(why, hint=RESOURCE_HINT))
-    return json_line(outcome) if table is None else table_line(outcome, table)
+    return json_line(outcome) if table is None else _table_line(outcome, table)
+
+
+def _table_line(outcome: LineOutcome, table: TableStyle) -> TableLine:
+    from gradcli.output.batch_lines import table_line
+
+    return table_line(outcome, table)
 
 
 def is_program(raw: str) -> bool:

@@ -14,7 +14,7 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradcli.errors import visible
 from gradcli.gradcheck.evaluation import EvalSettings
@@ -23,7 +23,6 @@ from gradcli.runs.batch import (
     FEED_CHARS,
     INPUT_PAUSE,
     JsonLine,
-    TableStyle,
     _Feed,
     failed_record,
     line_record,
@@ -36,6 +35,9 @@ from gradcli.runs.cluster import (
     killed,
     task_failed,
 )
+
+if TYPE_CHECKING:
+    from gradcli.output.batch_lines import TableStyle
 
 CHUNK_LINES = 256  # batch lines per task at least: ~0.2 s of work, far above a task's ~1 ms
 LINES_PER_WORKER = 4  # ... and at least this many per worker (``chunk_lines``)
