@@ -295,8 +295,9 @@ def against_reference(items: list[Workload], versions: list[Version]) -> str:
 
 def count_instructions(args: argparse.Namespace, folder: Path,
                        versions: list[Version]) -> dict[str, dict[str, int]]:
-    """Instructions of W1 (table, --json), the reference imports and a batch of
-    ``args.instructions`` W2 programs (one process), per version."""
+    """Instructions of W1 (table, --json), the reference imports, a batch of
+    ``args.instructions`` W2 programs (one process) and W3 at ``args.wide_instructions`` nodes,
+    per version."""
     batch = folder / "w2-counted.txt"
     batch.write_text("\n".join(workloads.batch_programs(args.instructions)) + "\n", "utf-8")
     point = workloads.value_flags(workloads.batch_point())
@@ -309,6 +310,12 @@ def count_instructions(args: argparse.Namespace, folder: Path,
         f"W2 batch of {args.instructions:,}, --json (check on), one process": lambda v:
             instructions([v.python, v.gradcli, "eval", "-", "--json", *point], batch),
     }
+    if args.wide_instructions:
+        wide = folder / "w3-counted.grad"
+        wide.write_text(workloads.wide_program(args.wide_instructions), "utf-8")
+        inputs = workloads.value_flags(workloads.wide_point())
+        runs[f"W3 {args.wide_instructions:,} nodes, table"] = lambda v: instructions(
+            [v.python, v.gradcli, "eval", "-f", str(wide), *inputs])
     counted: dict[str, dict[str, int]] = {}
     for name, run in runs.items():
         counted[name] = {v.label: run(v) for v in versions}
@@ -350,6 +357,8 @@ def main() -> None:
     parser.add_argument("--instructions", type=int, default=0, metavar="N",
                         help="also count the instructions (valgrind) of W1 and of a batch of N "
                              "W2 programs in one process, once per version")
+    parser.add_argument("--wide-instructions", type=int, default=5000, metavar="N",
+                        help="with --instructions, W3 at N nodes too (default 5,000; 0: not)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="gradcli-compare-"))
     try:

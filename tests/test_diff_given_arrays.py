@@ -173,3 +173,25 @@ def test_a_number_given_for_a_variable_shaped_as_an_array_is_refused():
     done = diff("sum(x*W)", "--x", "2", "--shape", "x=3", "--shape", "W=3")
     assert done.exit_code == ExitStatus.USAGE
     assert "--shape x=3 and --x 2 (shape scalar) disagree" in done.stderr
+
+
+@pytest.mark.parametrize(("args", "listed", "note"), [
+    (["sum(W*x)", "--shape", "W=2", "--x", "[1, 2]"], ["W"],
+     "note: the derivatives keep x a symbol and were checked with the x given"),
+    (["x = [1, 2]; sum(W*x)", "--shape", "W=2", "--defaults"], ["W"],
+     "note: took the derivatives at the program's own x, which stays a symbol in them"),
+    (["x = [1, 2]; sum(W*x)", "--shape", "W=2"], ["x", "W"],
+     "note: the program's own x stays a symbol; --defaults takes the derivatives at its value"),
+    (["sum(W*x)", "--x", "[1, 2]", "--W", "[3, 4]"], ["W", "x"],
+     "note: the derivatives keep x, W symbols and were checked with the x, W given"),
+])
+def test_array_derivatives_are_of_the_variables_without_a_value_as_for_scalars(args, listed,
+                                                                                 note):
+    """As ``diff "x*y" --x 2`` lists only d/dy: a variable given a value (or, with
+    ``--defaults``, the program's own) is not differentiated unless every variable has one or
+    ``--wrt`` names it; a note says each value stays a symbol and was the point checked."""
+    done = diff(*args)
+    assert done.exit_code == 0, done.output
+    assert sorted(derivatives(done.stdout)) == sorted(listed)
+    assert note in done.stderr.splitlines()
+    assert "x" in derivatives(diff(*args, "--wrt", "x,W").stdout)

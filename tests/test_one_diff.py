@@ -127,3 +127,23 @@ def test_several_outputs_say_what_became_of_the_programs_own_values(options, not
     assert done.exit_code == 0 and note in done.stderr.splitlines()
     record = json.loads(CliRunner().invoke(cli, ["diff", program, *options, "--json"]).stdout)
     assert (record["kept_defaults"], record["values"]) == (kept, values)
+
+
+@pytest.mark.parametrize(("options", "listed"), [
+    ([], ["df/dx = y", "df/dy = x", "dg/dx = 1", "dg/dy = 1"]),
+    (["--defaults"], ["df/dy = 2", "dg/dy = 1"]),
+    (["--x", "2"], ["df/dy = 2", "dg/dy = 1"]),
+])
+def test_several_outputs_list_only_the_variables_left_free(options, listed):
+    """A substituted value (``--defaults`` or ``--x``) is a number, not a variable: one output
+    and several list the same variables."""
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    done = CliRunner().invoke(cli, ["diff", "x = 2; f = x*y; g = x + y; f, g", *options])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines() == listed
+    one = CliRunner().invoke(cli, ["diff", "x = 2; f = x*y; f", *options])
+    assert [line.split(" = ")[0] for line in one.stdout.splitlines()] == [
+        "d/d" + line.split(" = ")[0].split("/d")[1] for line in listed if line.startswith("df")]

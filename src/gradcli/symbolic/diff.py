@@ -18,7 +18,7 @@ the fields of a ``DiffCheck`` as keywords and returns what the caller prints abo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradcli.engine import arrays
@@ -185,6 +185,8 @@ def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     own = program.defaults if ask.defaults else {}
     given = {name: value for name, value in {**own, **ask.values}.items()
              if name in program.variables}
+    if not ask.wrt:  # as for scalars: the variables without a value (all, if each has one)
+        ask = replace(ask, wrt=[name for name in program.variables if name not in given] or None)
     shapes = program_shapes(program, ask.shapes, given)
     several = has_array_output(program, shapes, given)
     if ask.order > 2 or (several and ask.order != 1):
@@ -212,19 +214,32 @@ def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
 
 
 def _own_values_note(program: Program, ask: DiffAsk) -> str | None:
-    """What became of an array program's own values (``W = [[1, 2]]``): its derivatives keep
-    every variable a symbol, so ``--defaults`` makes those values the point they are built and
-    checked at."""
+    """What became of an array program's values: its derivatives keep every variable a symbol,
+    so values given (``--W``) and, with ``--defaults``, its own (``W = [[1, 2]]``) are the point
+    they are built and checked at."""
+    given = [name for name in ask.values if name in program.variables]
     own = [name for name in program.defaults
            if name in program.variables and name not in ask.values]
-    if not own:
-        return None
-    one = len(own) == 1
-    listed, stay = ", ".join(own), "stays a symbol" if one else "stay symbols"
-    if ask.defaults:
-        return f"note: took the derivatives at the program's own {listed}, which {stay} in them"
-    return (f"note: the program's own {listed} {stay}; --defaults takes the derivatives at "
-            f"{'its value' if one else 'their values'}")
+    notes = []
+    if given:
+        notes.append(f"note: the derivatives keep {_symbols(given)} and were checked with "
+                     f"the {', '.join(given)} given")
+    if own and ask.defaults:
+        notes.append(f"note: took the derivatives at the program's own {', '.join(own)}, "
+                     f"which {'stays a symbol' if len(own) == 1 else 'stay symbols'} in them")
+    elif own:
+        notes.append(f"note: the program's own {', '.join(own)} "
+                     f"{'stays a symbol' if len(own) == 1 else 'stay symbols'}; --defaults "
+                     f"takes the derivatives at {_their_values(own)}")
+    return "\n".join(notes) or None
+
+
+def _symbols(names: list[str]) -> str:
+    return f"{', '.join(names)} {'a symbol' if len(names) == 1 else 'symbols'}"
+
+
+def _their_values(names: list[str]) -> str:
+    return "its value" if len(names) == 1 else "their values"
 
 
 def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],

@@ -155,7 +155,7 @@ def jacobian_texts(
     -> variable -> d(output)/d(variable) printed in ``fmt``, each row made by ``differentiate``
     of that output alone; a variable an output does not use gets ``0``. Every output must be
     a scalar formula (an array op in one is the UsageError of ``refuse_arrays``)."""
-    given = dict(values or {})
+    given = {**(program.defaults if defaults else {}), **(values or {})}
     names = list(wrt) if wrt else ([n for n in program.variables if n not in given]
                                    or list(program.variables))
     unknown = [name for name in names if name not in program.variables]
