@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from gradcli.engine.graph import Node, Program, is_masked, nodes_of, values_and_gradients
-from gradcli.engine.ops import VAR
+from gradcli.engine.ops import VAR, numpy
 from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError
 from gradcli.gradcheck.steps import SHRINKS, STENCILS, base_step, judge, quotient, step
@@ -180,7 +180,7 @@ class GradientGraphs:
 
     def flat(self, parts: Mapping[str, Any]) -> Any:
         """Every input's part, flattened and joined in the inputs' order."""
-        np = _numpy()
+        np = numpy()
         return np.concatenate([np.ravel(parts[n]).astype(float) for n in self.names])
 
 
@@ -192,7 +192,7 @@ class _Line:
     def __init__(self, graphs: GradientGraphs, direction: Mapping[str, Any]) -> None:
         self.graphs, self.direction = graphs, direction
         self.cache: dict[float, Any] = {0.0: graphs.numeric}
-        self.moved = [n for n in graphs.names if _numpy().any(direction[n])]  # others stay
+        self.moved = [n for n in graphs.names if numpy().any(direction[n])]  # others stay
 
     def at(self, t: float) -> Any:
         """The gradient at point + t * direction; a NumericError where that point is outside
@@ -219,12 +219,6 @@ class _Line:
                             for n, node in graphs.program.variables.items()})
 
 
-def _numpy() -> Any:
-    from gradcli.engine import arrays
-
-    return arrays.numpy()
-
-
 def hessian_size_error(elements: int) -> UsageError:
     return UsageError(
         f"the Hessian of {elements:,} input elements is {elements:,}x{elements:,}, over the "
@@ -236,7 +230,7 @@ def _array_hessian(program: Program, checking: Checking | None,
                    max_nodes: int) -> HessianResult:
     """Every block H[a][b] (shape of a followed by shape of b) of the evaluated program,
     exact, each column checked by differences of the numeric gradient along its element."""
-    np = _numpy()
+    np = numpy()
     names = list(program.variables)
     elements = sum(int(np.size(program.variables[n].value)) for n in names)
     if elements > MAX_ARRAY_HESSIAN_INPUTS:
@@ -314,7 +308,7 @@ def hvp_at(program: Program, direction: Mapping[str, Any], checking: Checking | 
 def _line_step(graphs: GradientGraphs, direction: Mapping[str, Any]) -> float:
     """The first step along ``direction``: the largest that moves no element further than
     its own step (eps^(1/3) * max(1, |value|)) would; eps^(1/3) for a direction of zeros."""
-    np = _numpy()
+    np = numpy()
     limits = [base_step(graphs.point[n], np.maximum)[moved] / np.abs(direction[n])[moved]
               for n in graphs.names
               if (moved := np.asarray(direction[n]) != 0).any()]
@@ -352,16 +346,22 @@ class _Column(NamedTuple):
     method: Any
     step: Any
 
+    @classmethod
+    def empty(cls, shape: Any) -> _Column:
+        """Entries not estimated yet: no estimate, an infinite error, not agreeing."""
+        np = numpy()
+        return cls(np.full(shape, np.nan), np.full(shape, np.inf), np.zeros(shape),
+                   np.zeros(shape, dtype=bool), np.full(shape, -1), np.zeros(shape))
+
 
 def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> _Column:
     """``check_node``'s policy for a whole column at once: at each step (``base``, then 16
     times smaller after a disagreement) the first stencil that evaluates, an entry settled as
     soon as it agrees, and a swamped step ending the search for its entries; an entry that
     never agrees keeps its closest estimate."""
-    np = _numpy()
+    np = numpy()
     size = len(analytic)
-    found = _Column(np.full(size, np.nan), np.full(size, np.inf), np.zeros(size),
-                    np.zeros(size, dtype=bool), np.full(size, -1), np.zeros(size))
+    found = _Column.empty(size)
     f0 = line.at(0.0)
     open_ = np.ones(size, dtype=bool)
     for shrink in range(SHRINKS + 1):
@@ -393,7 +393,7 @@ def _estimate(line: _Line, stencil: Any, h: float, f0: Any) -> tuple[Any, Any] |
     """The stencil's estimate of every entry and, per entry, the largest magnitude of the
     gradient element it differenced (what its rounding noise scales with), or None where a
     shifted point is outside the domain."""
-    np = _numpy()
+    np = numpy()
     samples, largest = [], np.abs(f0)
     try:
         for offset in stencil.offsets:
@@ -414,11 +414,7 @@ class _Checked:
 
     @classmethod
     def empty(cls, analytic: Any) -> _Checked:
-        np = _numpy()
-        shape = np.shape(analytic)
-        return cls(analytic, _Column(np.full(shape, np.nan), np.full(shape, np.inf),
-                                     np.zeros(shape), np.zeros(shape, dtype=bool),
-                                     np.full(shape, -1), np.zeros(shape)))
+        return cls(analytic, _Column.empty(numpy().shape(analytic)))
 
     def put(self, k: int, column: _Column) -> None:
         for mine, theirs in zip(self.columns, column, strict=True):
@@ -429,7 +425,7 @@ class _Checked:
         """One verdict for the block ``rows`` x ``cols`` (of ``shape``): how many entries
         were checked and failed, and the numbers of the worst (the first failure with the
         largest error, else the largest error)."""
-        np = _numpy()
+        np = numpy()
         part = _Column(*(field[rows, cols].reshape(-1) for field in self.columns))
         analytic = self.analytic[rows, cols].reshape(-1)
         known = np.where(np.isfinite(part.error), part.error, 0.0)
@@ -448,6 +444,6 @@ class _Checked:
 
 def _plain(value: Any) -> Any:
     """A 0-d array as a float; + 0.0 turns the -0.0 of products with zero into 0.0."""
-    np = _numpy()
+    np = numpy()
     return float(value) + 0.0 if not np.ndim(value) else np.asarray(value, dtype=float) + 0.0
 
