@@ -89,7 +89,7 @@ def test_blocks_give_exactly_what_all_points_at_once_give(text, given, points, t
 
 def _first(sweep, count, summary):
     """``sweep`` as the table sees it: the first ``count`` points, but counted in full."""
-    head = sweep_stream._take(sweep, count)
+    head = sweep_stream._joined([sweep], count)
 
     class Whole:
         columns, value, gradients, checks = head.columns, head.value, head.gradients, head.checks
