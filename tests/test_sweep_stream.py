@@ -22,7 +22,7 @@ from gradcli.cli import cli
 from gradcli.gradcheck import sweep_grid, sweep_stream
 from gradcli.gradcheck.sweep import evaluate_sweep
 from gradcli.gradcheck.sweep_grid import sweep_columns, sweep_plan
-from gradcli.gradcheck.sweep_records import csv_body, csv_header, csv_rows, point_records
+from gradcli.gradcheck.sweep_results import csv_body, csv_header, csv_rows, point_records
 from gradcli.gradcheck.sweep_stream import PointMask, SweepSummary, stream_sweep
 from gradcli.language.values import parse_value
 from gradcli.limits import MAX_SWEEP_CELLS

@@ -36,7 +36,7 @@ NumPy is imported on first use (``ops.numpy``), so gradcli starts without it.
 
 Here: a block evaluated. The grid is ``sweep_grid``, a whole sweep block by block and its
 summary ``sweep_stream``, the finite-difference check ``sweep_differences``, what a block holds
-``sweep_results``, its points as JSON and CSV ``sweep_records``.
+and its points as JSON and CSV ``sweep_results``.
 """
 
 from __future__ import annotations
