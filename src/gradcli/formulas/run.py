@@ -80,21 +80,16 @@ def run_check(spec: CheckSpec) -> CheckOutcome:
     itself makes (shapes that do not fit, a value missing at a point) is that check's error, a
     finding with the error's status: the other checks run, and the report is written whole."""
     started = time.perf_counter()
+    tally = _Tally()
     try:
-        return _run_check(spec)
+        if spec.arrays:
+            _judge_points(spec, tally)
+        else:
+            _judge_sweeps(spec, tally)
     except GradcliError as error:
         finding = Finding(f"{error.kind} error", "expr", spec.line_of("expr"), 0, 1,
                           message=error.message, status=error.status)
         return CheckOutcome(spec, 0, [finding], 0, time.perf_counter() - started)
-
-
-def _run_check(spec: CheckSpec) -> CheckOutcome:
-    started = time.perf_counter()
-    tally = _Tally()
-    if spec.arrays:
-        _judge_points(spec, tally)
-    else:
-        _judge_sweeps(spec, tally)
     return tally.outcome(spec, time.perf_counter() - started)
 
 
@@ -275,12 +270,17 @@ def _judge_points(spec: CheckSpec, tally: _Tally) -> None:
 def _point_findings(spec: CheckSpec, point: dict[str, Any], result: Any
                     ) -> list[tuple[Finding, float]]:
     """Every assertion judged at one point, element by element."""
-    if not isinstance(result, Result):  # several outputs or an array output: a Jacobian
-        return _jacobian_findings(spec, point, result)
+    jacobian = not isinstance(result, Result)  # several outputs or an array output
+    if jacobian and (spec.gradients or spec.derivative):
+        raise UsageError(f"check {spec.name!r}: gradients and derivative are of one scalar "
+                         "output; this expr has several outputs or an array output",
+                         hint="assert its Jacobian: jacobian = {f = {x = ...}}")
     judged = []
-    if spec.value is not None:
+    if spec.value is not None:  # a Jacobian's value is its last output's
         judged.append(_compare_elements(spec, point, "value", "value", None,
                                         _expected(spec.value, point), result.value))
+    if jacobian:
+        return judged + _jacobian_findings(spec, point, result)
     for name, expected in spec.gradients.items():
         judged.append(_compare_elements(spec, point, f"gradient d/d{name}", f"gradients.{name}",
                                         name, expected, result.gradients[name]))
@@ -299,15 +299,8 @@ def _point_findings(spec: CheckSpec, point: dict[str, Any], result: Any
 
 def _jacobian_findings(spec: CheckSpec, point: dict[str, Any], result: Any
                        ) -> list[tuple[Finding, float]]:
-    """The Jacobian's check (every block), ``value`` (the last output) and ``jacobian``."""
-    if spec.gradients or spec.derivative:
-        raise UsageError(f"check {spec.name!r}: gradients and derivative are of one scalar "
-                         "output; this expr has several outputs or an array output",
-                         hint="assert its Jacobian: jacobian = {f = {x = ...}}")
+    """``jacobian`` and the Jacobian's check (every block)."""
     judged = []
-    if spec.value is not None:
-        judged.append(_compare_elements(spec, point, "value", "value", None,
-                                        _expected(spec.value, point), result.value))
     for label, row in spec.jacobian.items():
         for name, expected in row.items():
             if isinstance(expected, Expected):
