@@ -36,7 +36,7 @@ from gradcli.engine.graph import Node, Program, is_masked, nodes_of, values_and_
 from gradcli.engine.ops import VAR, numpy
 from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError
-from gradcli.gradcheck.steps import SHRINKS, STENCILS, base_step, judge, quotient, step
+from gradcli.gradcheck.steps import STENCILS, Estimates, base_step, settle
 from gradcli.limits import CHECK_BUDGET, MAX_ARRAY_HESSIAN_INPUTS, MAX_HESSIAN_ENTRIES, MAX_NODES
 from gradcli.symbolic.builder import Builder, gradients
 from gradcli.symbolic.printing import to_text
@@ -335,88 +335,34 @@ def _restored(program: Program) -> Iterator[None]:
             node.value = value
 
 
-class _Column(NamedTuple):
-    """The check of one column: per entry the estimate (NaN: none), its error, tolerance,
-    verdict, method (an index into ``STENCILS``; -1: none) and step."""
-
-    numeric: Any
-    error: Any
-    tolerance: Any
-    ok: Any
-    method: Any
-    step: Any
-
-    @classmethod
-    def empty(cls, shape: Any) -> _Column:
-        """Entries not estimated yet: no estimate, an infinite error, not agreeing."""
-        np = numpy()
-        return cls(np.full(shape, np.nan), np.full(shape, np.inf), np.zeros(shape),
-                   np.zeros(shape, dtype=bool), np.full(shape, -1), np.zeros(shape))
-
-
-def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> _Column:
-    """``check_node``'s policy for a whole column at once: at each step (``base``, then 16
-    times smaller after a disagreement) the first stencil that evaluates, an entry settled as
-    soon as it agrees, and a swamped step ending the search for its entries; an entry that
-    never agrees keeps its closest estimate."""
+def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> Estimates:
+    """Every entry of a column checked at once with ``check_node``'s policy (``steps.settle``),
+    f being the numeric gradient along the line (one evaluation per step for every entry)."""
     np = numpy()
+
+    def sample(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
+        try:
+            value = line.at(offset * float(h[0]))[rows]  # one step for the whole line
+        except NumericError:
+            return np.full(rows.size, np.nan), np.full(rows.size, np.nan), np.ones(rows.size, bool)
+        return value, np.abs(value), np.zeros(rows.size, dtype=bool)
+
     size = len(analytic)
-    found = _Column.empty(size)
-    f0 = line.at(0.0)
-    open_ = np.ones(size, dtype=bool)
-    for shrink in range(SHRINKS + 1):
-        if not open_.any():
-            break
-        h = step(base, shrink)
-        waiting = open_.copy()  # entries still without an estimate at this step
-        for index, stencil in enumerate(STENCILS):
-            estimate = _estimate(line, stencil, h, f0)
-            if estimate is None:
-                continue
-            numeric, largest = estimate
-            usable = waiting & np.isfinite(numeric)
-            waiting &= ~usable
-            error, allowed, agrees, swamped = judge(analytic, numeric, largest, h, shrink,
-                                                    checking.rtol, checking.atol, np.maximum)
-            open_ &= ~(usable & swamped)
-            keep = usable & ~swamped & (agrees | (error < found.error))
-            for field, value in zip(_Column._fields, (numeric, error, allowed, agrees, index, h),
-                                    strict=True):
-                getattr(found, field)[keep] = np.broadcast_to(value, (size,))[keep]
-            open_ &= ~(usable & agrees)
-            if not waiting.any():
-                break
-    return found
-
-
-def _estimate(line: _Line, stencil: Any, h: float, f0: Any) -> tuple[Any, Any] | None:
-    """The stencil's estimate of every entry and, per entry, the largest magnitude of the
-    gradient element it differenced (what its rounding noise scales with), or None where a
-    shifted point is outside the domain."""
-    np = numpy()
-    samples, largest = [], np.abs(f0)
-    try:
-        for offset in stencil.offsets:
-            value = line.at(offset * h) if offset else f0
-            largest = np.maximum(largest, np.abs(value))
-            samples.append(value)
-    except NumericError:
-        return None
-    with np.errstate(all="ignore"):
-        return quotient(stencil, samples, h), largest
+    return settle(analytic, np.full(size, base), line.at(0.0), sample, np.arange(size),
+                  checking.rtol, checking.atol)
 
 
 class _Checked:
     """The checks of every column of a matrix, and each block's verdict from them."""
 
-    def __init__(self, analytic: Any, columns: _Column) -> None:
+    def __init__(self, analytic: Any, columns: Estimates) -> None:
         self.analytic, self.columns = analytic, columns
 
     @classmethod
     def empty(cls, analytic: Any) -> _Checked:
-        return cls(analytic, _Column.empty(numpy().shape(analytic)))
+        return cls(analytic, Estimates.empty(numpy().shape(analytic)))
 
-    def put(self, k: int, column: _Column) -> None:
+    def put(self, k: int, column: Estimates) -> None:
         for mine, theirs in zip(self.columns, column, strict=True):
             mine[:, k] = theirs
 
@@ -426,18 +372,18 @@ class _Checked:
         were checked and failed, and the numbers of the worst (the first failure with the
         largest error, else the largest error)."""
         np = numpy()
-        part = _Column(*(field[rows, cols].reshape(-1) for field in self.columns))
+        part = Estimates(*(field[rows, cols].reshape(-1) for field in self.columns))
         analytic = self.analytic[rows, cols].reshape(-1)
         known = np.where(np.isfinite(part.error), part.error, 0.0)
         failed = int((~part.ok).sum())
         worst = int(np.argmax(np.where(part.ok, -1.0, known) if failed else known))
-        estimated = part.method[worst] >= 0
+        estimated = part.stencil[worst] >= 0
         return checking.verdict(
             analytic=float(analytic[worst]),
             numeric=float(part.numeric[worst]) if estimated else None,
             abs_error=float(part.error[worst]) if estimated else None,
             tolerance=float(part.tolerance[worst]), ok=failed == 0,
-            method=STENCILS[part.method[worst]].method if estimated else "none",
+            method=STENCILS[part.stencil[worst]].method if estimated else "none",
             step=float(part.step[worst]), checked=int(part.ok.size), size=int(part.ok.size),
             failed=failed, where=tuple(int(i) for i in np.unravel_index(worst, shape)))
 

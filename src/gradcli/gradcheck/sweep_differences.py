@@ -12,15 +12,7 @@ from gradcli.engine.graph import Node, Program
 from gradcli.engine.ops import numpy
 from gradcli.engine.perturbation import Perturbation
 from gradcli.engine.vector import evaluate_vector
-from gradcli.gradcheck.steps import (
-    SHRINKS,
-    STENCILS,
-    base_step,
-    judge,
-    noise_allowance,
-    quotient,
-    step,
-)
+from gradcli.gradcheck.steps import Sample, base_step, first_stencil, noise_allowance, settle
 from gradcli.gradcheck.sweep_results import RUNS, SAFETY, GradientSweepCheck, Sweep
 
 # A stencil's estimate moves by at most (sum of |weights|) / 2 = 4 (one-sided) times the change
@@ -29,41 +21,25 @@ _STENCIL_GAIN = 4.0
 
 
 def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> GradientSweepCheck:
-    """Finite differences for one variable at every point, with ``check.check_node``'s policy:
-    a point that disagrees is retried with a smaller step until it agrees, the steps run out or
-    the step is swamped, and keeps its closest estimate.
+    """Finite differences for one variable at every point, with ``check.check_node``'s policy
+    (``steps.settle``): a point that disagrees is retried with a smaller step until it agrees,
+    the steps run out or the step is swamped, and keeps its closest estimate.
 
     Where ``sweep.unsure`` is measured, a point whose verdict at some step could go the other
     way on the scalar path is marked unsure (``_mark_close_calls``)."""
     np = numpy()
     name = str(node.name)
-    size = sweep.size
-    analytic = sweep.gradients[name]
-    base = base_step(sweep.columns[name], np.maximum)
-    result = GradientSweepCheck(np.full(size, np.nan), np.full(size, np.inf),
-                                np.zeros(size), np.zeros(size, dtype=bool))
     downstream = _downstream(sweep.program, node)
-    rows = np.flatnonzero(~sweep.failed)
-    for shrink in range(SHRINKS + 1):
-        if not rows.size:
-            break
-        h = step(base[rows], shrink)
-        numeric, largest, stencils = _difference(sweep, name, downstream, rows, h)
-        with np.errstate(invalid="ignore"):
-            error, allowed, agrees, swamped = judge(
-                analytic[rows], numeric, largest, h, shrink, rtol, atol, np.maximum)
-            good = agrees & ~swamped
-            better = good | (~swamped & (np.nan_to_num(error, nan=np.inf) < result.abs_error[rows]))
-            _mark_close_calls(sweep, name, downstream, rows, h, shrink, rtol,
-                              _Judged(numeric, error, allowed, noise_allowance(largest, h),
-                                      stencils))
-        keep = rows[better]
-        result.numeric[keep] = numeric[better]
-        result.abs_error[keep] = np.nan_to_num(error[better], nan=np.inf)
-        result.tolerance[keep] = allowed[better]
-        result.ok[keep] = good[better]
-        rows = rows[~(good | swamped)]
-    return result
+
+    def judged(rows: Any, h: Any, shrink: int, numeric: Any, error: Any, allowed: Any,
+               largest: Any, stencils: Any) -> None:
+        _mark_close_calls(sweep, name, downstream, rows, h, shrink, rtol,
+                          _Judged(numeric, error, allowed, noise_allowance(largest, h), stencils))
+
+    found = settle(sweep.gradients[name], base_step(sweep.columns[name], np.maximum),
+                   sweep.value, _sampler(sweep, name, downstream), np.flatnonzero(~sweep.failed),
+                   rtol, atol, judged)
+    return GradientSweepCheck(found.numeric, found.error, found.tolerance, found.ok)
 
 
 @dataclass
@@ -112,7 +88,8 @@ def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rows: Any,
     if not at.size:
         return
     suspects, h = judged[at], h[at]
-    moved, _, _ = _difference(sweep, name, downstream, rows[at], h, perturbed=True)
+    moved, _, _ = first_stencil(_sampler(sweep, name, downstream, perturbed=True), sweep.value,
+                                rows[at], h)
     with np.errstate(invalid="ignore", over="ignore"):
         shift = SAFETY * np.abs(moved - suspects.numeric)
         # a one-sided stencil also reads f at the point itself: -3 f / 2h
@@ -122,42 +99,16 @@ def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rows: Any,
     sweep.unsure[rows[at[close]]] = True
 
 
-def _difference(sweep: Sweep, name: str, downstream: list[int], rows: Any, h: Any,
-                perturbed: bool = False) -> tuple[Any, Any, Any]:
-    """(estimate, largest magnitude, stencil index) at ``rows`` by the first stencil that
-    evaluates at each point (as ``check._difference``); nan and -1 where none does. With
-    ``perturbed``, the ops downstream of ``name`` are perturbed (``_mark_close_calls``)."""
-    np = numpy()
-    v = sweep.columns[name][rows]
-    f0 = sweep.value[rows]
-    estimate = np.full(rows.size, np.nan)
-    used = np.full(rows.size, -1, dtype=np.int8)
-    largest = np.abs(f0)
-    todo = np.arange(rows.size)
-    for index, stencil in enumerate(STENCILS):
-        if not todo.size:
-            break
-        samples, reach = [], largest[todo]
-        bad = np.zeros(todo.size, dtype=bool)
-        for offset in stencil.offsets:
-            if offset:
-                with np.errstate(over="ignore"):  # past 1.8e308: inf, a failed replay
-                    moved = v[todo] + offset * h[todo]
-                value, magnitude, failed = _replay(
-                    sweep, name, downstream, rows[todo], moved, perturbed)
-                reach, bad = np.maximum(reach, magnitude), bad | failed
-            else:
-                value = f0[todo]
-            samples.append(value)
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow: not finite, not done
-            quotients = quotient(stencil, samples, h[todo])
-        done = ~bad & np.isfinite(quotients)
-        at = todo[done]
-        estimate[at] = quotients[done]
-        largest[at] = reach[done]
-        used[at] = index
-        todo = todo[~done]
-    return estimate, largest, used
+def _sampler(sweep: Sweep, name: str, downstream: list[int], perturbed: bool = False) -> Sample:
+    """f at points of the sweep with ``name`` moved (``steps.Sample``); with ``perturbed``, the
+    ops downstream of ``name`` perturbed (``_mark_close_calls``)."""
+
+    def sample(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
+        with numpy().errstate(over="ignore"):  # past 1.8e308: inf, a failed replay
+            moved = sweep.columns[name][rows] + offset * h
+        return _replay(sweep, name, downstream, rows, moved, perturbed)
+
+    return sample
 
 
 def _replay(
