@@ -360,8 +360,7 @@ def one_sided(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any
         for side, sign in enumerate((-1.0, 1.0)):
             taken = []
             for offset in (1.0, 2.0):
-                moved = base.copy()
-                moved[element] += sign * offset * h
+                moved = _moved(base, element, sign * offset * h)
                 taken.append(np.asarray(function({**point, name: moved}), dtype=float))
             sides[side].append(sign * (-3 * at + 4 * taken[0] - taken[1]) / (2 * h))
     left, right = (_stacked(columns, base.shape) for columns in sides)
