@@ -131,12 +131,9 @@ class JacobianResult:
 
 
 def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
-    """Values, Jacobian and its check; the values are bound and computed (``arrays.forward``)."""
+    """Values, Jacobian and its check; the values are bound and computed (``arrays.forward``),
+    and no Hessian is asked for (``evaluate`` refuses it first)."""
     np = arrays.numpy()
-    if settings.order >= 2:
-        raise UsageError("the Hessian is of a program with one scalar output; this one has "
-                         "several outputs or an array output",
-                         hint="drop --hessian/--order 2, or reduce the output to one number")
     if settings.check and settings.check_method != "central":
         raise UsageError("Jacobians are checked by central differences only",
                          hint="drop --check-method (or use --no-check)")
