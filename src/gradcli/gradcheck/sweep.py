@@ -63,8 +63,8 @@ class RecheckBudget:
     """Node computations the scalar path may still spend on unsure points (shared by the blocks
     of one sweep)."""
 
-    def __init__(self, cells: int | None = None) -> None:
-        self.cells = SWEEP_RECHECK_BUDGET if cells is None else cells
+    def __init__(self) -> None:
+        self.cells = SWEEP_RECHECK_BUDGET
 
     def spend(self, cells: int) -> bool:
         if cells > self.cells:
@@ -83,21 +83,20 @@ def evaluate_sweep(
     atol: float = DEFAULT_ATOL,
     explain_limit: int | None = None,
     reconcile: bool = False,
-    budget: RecheckBudget | None = None,
 ) -> Sweep:
     """Value, gradients and (with ``check``) the finite-difference check at every point.
 
     ``columns`` comes from ``sweep_columns`` or a plan's blocks (one array per input variable).
     With ``reconcile`` (what ``gradcli eval`` sweeps do: ``stream_sweep``) the points where
     NumPy's results may differ from the scalar path's by more than ``AGREEMENT`` are
-    re-evaluated on the scalar path, within ``budget`` (a new ``RecheckBudget`` when None; pass
-    one to share it among the blocks of a sweep); without, every point is NumPy's, as before.
+    re-evaluated on the scalar path, within a ``RecheckBudget`` (``stream_sweep`` shares one
+    among the blocks of a sweep); without, every point is NumPy's.
     The first ``explain_limit`` failed points (all when None) are re-run on the scalar path for
     their exact error message.
     """
     sweep = vector_sweep(program, columns, check=check, rtol=rtol, atol=atol,
                          reconcile=reconcile)
-    finish_sweep(sweep, explain_limit, budget)
+    finish_sweep(sweep, explain_limit)
     return sweep
 
 
