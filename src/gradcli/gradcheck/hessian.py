@@ -241,22 +241,18 @@ def _array_hessian(program: Program, checking: Checking | None,
         for k in range(graphs.sizes[b]):
             unit = {n: np.zeros(graphs.shapes[n]) for n in names}
             unit[b].reshape(-1)[k] = 1.0
-            units.append((unit, float(np.ravel(graphs.point[b])[k])))
+            units.append((unit, base_step(float(np.ravel(graphs.point[b])[k]))))
             columns.append(graphs.flat(graphs.product(unit)))
     matrix = np.stack(columns, axis=-1) if columns else np.zeros((0, 0))
     report = None
     if checking is not None:
-        found = _Checked.empty(matrix)
-        with _restored(program):
-            for k, (unit, value) in enumerate(units):
-                found.put(k, _check_line(checking, _Line(graphs, unit), base_step(value),
-                                         matrix[:, k]))
-        report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
+        found = _Checked(checking, graphs, matrix, units)
+        report = found.report
         for a, rows in _spans(graphs).items():
             for b, cols in _spans(graphs).items():
                 shape = graphs.shapes[a] + graphs.shapes[b]
                 if math.prod(shape):
-                    report.gradients[f"{a},{b}"] = found.verdict(checking, rows, cols, shape)
+                    report.gradients[f"{a},{b}"] = found.verdict(rows, cols, shape)
     blocks = {a: {b: _plain(matrix[rows, cols].reshape(graphs.shapes[a] + graphs.shapes[b]))
                   for b, cols in _spans(graphs).items()} for a, rows in _spans(graphs).items()}
     return HessianResult(blocks, report)
@@ -291,16 +287,12 @@ def hvp_at(program: Program, direction: Mapping[str, Any], checking: Checking | 
     product = graphs.product(v)
     report = None
     if checking is not None:
-        analytic = graphs.flat(product)
-        found = _Checked.empty(analytic[:, None])
-        with _restored(program):
-            found.put(0, _check_line(checking, _Line(graphs, v), _line_step(graphs, v),
-                                     analytic))
-        report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
+        found = _Checked(checking, graphs, graphs.flat(product)[:, None],
+                         [(v, _line_step(graphs, v))])
+        report = found.report
         for name, rows in _spans(graphs).items():
             if graphs.sizes[name]:
-                report.gradients[name] = found.verdict(checking, rows, slice(0, 1),
-                                                       graphs.shapes[name])
+                report.gradients[name] = found.verdict(rows, slice(0, 1), graphs.shapes[name])
     return HvpResult({n: _plain(p) for n, p in product.items()},
                      {n: _plain(d) for n, d in v.items()}, report)
 
@@ -353,21 +345,22 @@ def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> 
 
 
 class _Checked:
-    """The checks of every column of a matrix, and each block's verdict from them."""
+    """Every column k of the matrix ``analytic`` checked along ``lines[k]`` (a direction and
+    its first step; the program's values put back after), an empty ``report``, and each
+    block's verdict from the columns."""
 
-    def __init__(self, analytic: Any, columns: Estimates) -> None:
-        self.analytic, self.columns = analytic, columns
+    def __init__(self, checking: Checking, graphs: GradientGraphs, analytic: Any,
+                 lines: list[tuple[Mapping[str, Any], float]]) -> None:
+        self.checking, self.analytic = checking, analytic
+        self.columns = Estimates.empty(numpy().shape(analytic))
+        with _restored(graphs.program):
+            for k, (direction, base) in enumerate(lines):
+                column = _check_line(checking, _Line(graphs, direction), base, analytic[:, k])
+                for mine, theirs in zip(self.columns, column, strict=True):
+                    mine[:, k] = theirs
+        self.report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
 
-    @classmethod
-    def empty(cls, analytic: Any) -> _Checked:
-        return cls(analytic, Estimates.empty(numpy().shape(analytic)))
-
-    def put(self, k: int, column: Estimates) -> None:
-        for mine, theirs in zip(self.columns, column, strict=True):
-            mine[:, k] = theirs
-
-    def verdict(self, checking: Checking, rows: slice, cols: slice,
-                shape: tuple[int, ...]) -> Any:
+    def verdict(self, rows: slice, cols: slice, shape: tuple[int, ...]) -> Any:
         """One verdict for the block ``rows`` x ``cols`` (of ``shape``): how many entries
         were checked and failed, and the numbers of the worst (the first failure with the
         largest error, else the largest error)."""
@@ -378,7 +371,7 @@ class _Checked:
         failed = int((~part.ok).sum())
         worst = int(np.argmax(np.where(part.ok, -1.0, known) if failed else known))
         estimated = part.stencil[worst] >= 0
-        return checking.verdict(
+        return self.checking.verdict(
             analytic=float(analytic[worst]),
             numeric=float(part.numeric[worst]) if estimated else None,
             abs_error=float(part.error[worst]) if estimated else None,
