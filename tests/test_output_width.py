@@ -275,7 +275,7 @@ def test_sweep_numbers_equal_the_json_at_every_width(width):
     program = parse("sin(x*y)/3 + z")
     sweep = evaluate_sweep(program, sweep_columns(
         program, {"x": (0.1, 2.0 / 3.0, 1e-7), "y": 1.7, "z": -1e300}))
-    from gradcli.gradcheck.sweep_records import point_records
+    from gradcli.gradcheck.sweep_results import point_records
 
     records = list(point_records(sweep))
     text = render(sweep_view(sweep), width)

@@ -12,10 +12,9 @@ from click.testing import CliRunner
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.gradcheck.sweep import evaluate_sweep
-from gradcli.gradcheck.sweep_differences import check_variable
+from gradcli.gradcheck.sweep import check_variable, evaluate_sweep
 from gradcli.gradcheck.sweep_grid import sweep_columns
-from gradcli.gradcheck.sweep_records import csv_rows, point_records
+from gradcli.gradcheck.sweep_results import csv_rows, point_records
 from gradcli.language.values import parse_value
 
 np = pytest.importorskip("numpy")

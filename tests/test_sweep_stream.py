@@ -22,7 +22,7 @@ from gradcli.cli import cli
 from gradcli.gradcheck import sweep_grid, sweep_stream
 from gradcli.gradcheck.sweep import evaluate_sweep
 from gradcli.gradcheck.sweep_grid import sweep_columns, sweep_plan
-from gradcli.gradcheck.sweep_records import csv_body, csv_header, csv_rows, point_records
+from gradcli.gradcheck.sweep_results import csv_body, csv_header, csv_rows, point_records
 from gradcli.gradcheck.sweep_stream import PointMask, SweepSummary, stream_sweep
 from gradcli.language.values import parse_value
 from gradcli.limits import MAX_SWEEP_CELLS
@@ -89,7 +89,7 @@ def test_blocks_give_exactly_what_all_points_at_once_give(text, given, points, t
 
 def _first(sweep, count, summary):
     """``sweep`` as the table sees it: the first ``count`` points, but counted in full."""
-    head = sweep_stream._take(sweep, count)
+    head = sweep_stream._joined([sweep], count)
 
     class Whole:
         columns, value, gradients, checks = head.columns, head.value, head.gradients, head.checks

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -35,11 +36,12 @@ from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError, listed, visible
 from gradcli.formulas.checks import CheckSpec, Expected, Range
 from gradcli.formulas.outcomes import CheckOutcome, Finding
-from gradcli.gradcheck.evaluation import EvalSettings, Result, evaluate, require_values
+from gradcli.gradcheck.evaluation import EvalSettings, Result, evaluate
 from gradcli.gradcheck.steps import tolerance
 from gradcli.gradcheck.sweep import evaluate_sweep
+from gradcli.gradcheck.sweep_grid import sweep_plan
 from gradcli.gradcheck.sweep_results import Sweep
-from gradcli.language.values import grid, validate_values
+from gradcli.language.values import grid
 from gradcli.limits import (
     CHECK_BLOCK_CELLS,
     CHECK_BLOCK_OVERHEAD,
@@ -78,21 +80,16 @@ def run_check(spec: CheckSpec) -> CheckOutcome:
     itself makes (shapes that do not fit, a value missing at a point) is that check's error, a
     finding with the error's status: the other checks run, and the report is written whole."""
     started = time.perf_counter()
+    tally = _Tally()
     try:
-        return _run_check(spec)
+        if spec.arrays:
+            _judge_points(spec, tally)
+        else:
+            _judge_sweeps(spec, tally)
     except GradcliError as error:
         finding = Finding(f"{error.kind} error", "expr", spec.line_of("expr"), 0, 1,
                           message=error.message, status=error.status)
         return CheckOutcome(spec, 0, [finding], 0, time.perf_counter() - started)
-
-
-def _run_check(spec: CheckSpec) -> CheckOutcome:
-    started = time.perf_counter()
-    tally = _Tally()
-    if spec.arrays:
-        _judge_points(spec, tally)
-    else:
-        _judge_sweeps(spec, tally)
     return tally.outcome(spec, time.perf_counter() - started)
 
 
@@ -257,9 +254,7 @@ def _judge_points(spec: CheckSpec, tally: _Tally) -> None:
         raise UsageError(f"check {spec.name!r} has {spec.points:,} points; a check of an array "
                          f"program may have at most {MAX_POINTWISE_CHECK_POINTS:,}",
                          hint="sweep fewer values")
-    values = {name: value.expand() if isinstance(value, Range) else value
-              for name, value in spec.values.items() if name in spec.program.variables}
-    names, points = grid(values)
+    names, points = grid(_values(spec))
     settings = EvalSettings(rtol=spec.rtol, atol=spec.atol)
     for combination in points:
         point = dict(zip(names, combination, strict=True))
@@ -275,12 +270,17 @@ def _judge_points(spec: CheckSpec, tally: _Tally) -> None:
 def _point_findings(spec: CheckSpec, point: dict[str, Any], result: Any
                     ) -> list[tuple[Finding, float]]:
     """Every assertion judged at one point, element by element."""
-    if not isinstance(result, Result):  # several outputs or an array output: a Jacobian
-        return _jacobian_findings(spec, point, result)
+    jacobian = not isinstance(result, Result)  # several outputs or an array output
+    if jacobian and (spec.gradients or spec.derivative):
+        raise UsageError(f"check {spec.name!r}: gradients and derivative are of one scalar "
+                         "output; this expr has several outputs or an array output",
+                         hint="assert its Jacobian: jacobian = {f = {x = ...}}")
     judged = []
-    if spec.value is not None:
+    if spec.value is not None:  # a Jacobian's value is its last output's
         judged.append(_compare_elements(spec, point, "value", "value", None,
                                         _expected(spec.value, point), result.value))
+    if jacobian:
+        return judged + _jacobian_findings(spec, point, result)
     for name, expected in spec.gradients.items():
         judged.append(_compare_elements(spec, point, f"gradient d/d{name}", f"gradients.{name}",
                                         name, expected, result.gradients[name]))
@@ -299,15 +299,8 @@ def _point_findings(spec: CheckSpec, point: dict[str, Any], result: Any
 
 def _jacobian_findings(spec: CheckSpec, point: dict[str, Any], result: Any
                        ) -> list[tuple[Finding, float]]:
-    """The Jacobian's check (every block), ``value`` (the last output) and ``jacobian``."""
-    if spec.gradients or spec.derivative:
-        raise UsageError(f"check {spec.name!r}: gradients and derivative are of one scalar "
-                         "output; this expr has several outputs or an array output",
-                         hint="assert its Jacobian: jacobian = {f = {x = ...}}")
+    """``jacobian`` and the Jacobian's check (every block)."""
     judged = []
-    if spec.value is not None:
-        judged.append(_compare_elements(spec, point, "value", "value", None,
-                                        _expected(spec.value, point), result.value))
     for label, row in spec.jacobian.items():
         for name, expected in row.items():
             if isinstance(expected, Expected):
@@ -390,30 +383,17 @@ def block_points(spec: CheckSpec) -> int:
 
 
 def check_blocks(spec: CheckSpec) -> Iterator[dict[str, Any]]:
-    """The points of a check's grid (the first variable varies slowest, as ``values.grid``), a
-    block of ``block_points`` at a time: one array per input variable of its program."""
-    np = numpy()
-    program = spec.program
-    values = {name: value.expand() if isinstance(value, Range) else value
-              for name, value in spec.values.items() if name in program.variables}
-    validate_values(values)
-    require_values(program, values)
-    axes = {name: np.asarray(value, dtype=float) for name, value in values.items()
-            if isinstance(value, tuple)}
-    fixed = {name: value for name, value in values.items() if not isinstance(value, tuple)}
-    del values  # the arrays are enough: a million Python floats take 32 MB
-    total = math.prod(axis.size for axis in axes.values())
-    step = block_points(spec)
-    for start in range(0, total, step):
-        size = min(total, start + step) - start
-        given = {}
-        rest = np.arange(start, start + size)
-        for name, axis in reversed(axes.items()):  # the last one varies fastest
-            rest, at = np.divmod(rest, axis.size)
-            given[name] = axis[at]
-        yield {name: given[name] if name in given
-               else np.full(size, fixed.get(name, program.defaults.get(name)), dtype=float)
-               for name in program.variables}
+    """The points of a check's grid (``SweepPlan``: the first variable varies slowest, as
+    ``values.grid``), a block of ``block_points`` at a time: one array per input variable of its
+    program. A run's size is bounded by ``run_budget_error``, not by a sweep's limits."""
+    plan = sweep_plan(spec.program, _values(spec), max_points=sys.maxsize, max_cells=sys.maxsize)
+    return plan.blocks(block_points(spec))
+
+
+def _values(spec: CheckSpec) -> dict[str, Any]:
+    """The check's values of its program's variables, its ranges expanded."""
+    return {name: value.expand() if isinstance(value, Range) else value
+            for name, value in spec.values.items() if name in spec.program.variables}
 
 
 def check_cells(spec: CheckSpec) -> int:

@@ -69,15 +69,21 @@ def central_at_once(program: Program, targets: list[Node], rtol: float, atol: fl
     passed: dict[int, Settled] = {}
     for k, (node, h) in enumerate(zip(targets, steps, strict=True)):
         most = max(largest[k], largest[k + count], abs(f0))
-        if not math.isfinite(most):
-            continue
-        numeric = quotient(CENTRAL, (outputs[k], outputs[k + count]), h)
-        if not math.isfinite(numeric):  # overflowed: check_node tries the one-sided differences
-            continue
-        error, allowed, agrees, _ = judge(node.grad, numeric, most, h, 0, rtol, atol)
-        if agrees:
-            passed[node.index] = Settled(numeric, error, allowed, h)
+        settled = _settled(node.grad, outputs[k], outputs[k + count], most, h, rtol, atol)
+        if settled is not None:
+            passed[node.index] = settled
     return passed
+
+
+def _settled(grad: float, up: float, down: float, most: float, h: float, rtol: float,
+             atol: float) -> Settled | None:
+    """The central difference of f(v + h) = ``up`` and f(v - h) = ``down`` if it agrees with
+    ``grad``; None if not, or not finite (``check.check_node`` then decides)."""
+    numeric = quotient(CENTRAL, (up, down), h)
+    if not (math.isfinite(most) and math.isfinite(numeric)):
+        return None
+    error, allowed, agrees, _ = judge(grad, numeric, most, h, 0, rtol, atol)
+    return Settled(numeric, error, allowed, h) if agrees else None
 
 
 def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
@@ -251,14 +257,10 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
         f0 = abs(float(output.value))
         for k, flat in enumerate(chunk.tolist()):
             most = max(largest[k], largest[k + count], f0)
-            numeric = quotient(CENTRAL, (out[k], out[k + count]), steps[k])
-            if not (np.isfinite(most) and np.isfinite(numeric)):
-                continue
-            error, allowed, agrees, _ = judge(float(grads[flat]), float(numeric), float(most),
-                                              float(steps[k]), 0, rtol, atol)
-            if agrees:
-                passed[flat] = Settled(float(numeric), float(error), float(allowed),
-                                       float(steps[k]))
+            settled = _settled(float(grads[flat]), out[k], out[k + count], most,
+                               float(steps[k]), rtol, atol)
+            if settled is not None:
+                passed[flat] = settled
     return passed
 
 

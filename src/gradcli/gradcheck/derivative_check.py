@@ -13,19 +13,32 @@ the program itself, which shares no code with the symbolic derivatives:
 A disagreement is a ``CheckError`` (exit status 1) naming the entry, the point and both numbers:
 a wrong formula is never printed as an answer.
 
-Here: the check's walk over points. What is checked and the tolerances: ``derivative_request``;
-the truth: ``derivative_truth``; entries read back and compared: ``derivative_readback``,
-``derivative_compare``.
+Here: the check's walk over points, and what ``diff`` printed read back (each text parsed, the
+``--format python`` export imported and called) and compared with the truth entry by entry. What
+is checked, the tolerances and the truth: ``derivative_truth``.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from gradcli.errors import NumericError
-from gradcli.gradcheck.derivative_readback import Reader
-from gradcli.gradcheck.derivative_request import LARGE, POINTS, Checked, DiffCheck
-from gradcli.gradcheck.derivative_truth import Truth
+from gradcli.engine import arrays
+from gradcli.errors import CheckError, NumericError
+from gradcli.gradcheck.derivative_truth import (
+    BUG_HINT,
+    LARGE,
+    POINTS,
+    Checked,
+    DiffCheck,
+    Truth,
+    compare,
+    entry_label,
+    mismatch,
+    paths,
+    read_entry,
+    value_at,
+)
 from gradcli.symbolic.sampling import candidates
 
 
@@ -64,3 +77,122 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
 
 def _free(request: DiffCheck) -> list[str]:
     return [name for name in request.shapes if name not in request.given]
+
+
+# --- what diff printed, read back --------------------------------------------------------------
+
+class Reader:
+    """The printed entries parsed once; compared with the truth at each point."""
+
+    def __init__(self, request: DiffCheck) -> None:
+        self.request = request
+        variables = request.program.variables
+        self.parsed = [(path, text, read_entry(entry_label(request.kind, path), text, variables))
+                       for path, text in paths(request.texts)]
+        self.entries = len(self.parsed)
+        self.module = _imported(request.python) if request.python is not None else None
+
+    def compare(self, truth: Truth) -> None:
+        kind = self.request.kind
+        for path, text, program in self.parsed:
+            label = entry_label(kind, path)
+            try:
+                printed = value_at(program, truth.point)
+            except NumericError as error:
+                raise mismatch(label, text, truth.point, None, None, error.message) from None
+            expected, exact = truth.expected(path)
+            printed = truth.project(path, printed)
+            try:
+                compare(label, text, truth.point, printed, expected, exact, strict=False)
+            except CheckError:
+                if exact or truth.direction(path[-1]) is not None or not (
+                        truth.with_smaller_steps(path, printed)
+                        or truth.at_a_kink(path, printed)):
+                    raise
+        if self.module is not None:
+            count = _compare_export(self.request, self.module, truth)
+            self.entries = len(self.parsed) + count
+
+
+# --- the Python export, imported and called ------------------------------------------------------
+
+def _imported(source: str) -> Any:
+    """The module of the export's source (gradcli's own generated code), from a temporary
+    file: imported the way a user imports it."""
+    import importlib.util
+    import os
+    import tempfile
+
+    handle, path = tempfile.mkstemp(suffix=".py", prefix="gradcli_export_")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(source)
+        spec = importlib.util.spec_from_file_location("gradcli_export", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:  # the export must import: anything else is the bug
+            raise CheckError(f"the --format python export does not import: {error!r}",
+                             hint=BUG_HINT) from None
+    finally:
+        os.unlink(path)
+    return module
+
+
+def _compare_export(request: DiffCheck, module: Any, truth: Truth) -> int:
+    """Call ``f`` with the point (positionally, in its parameters' order) and compare what
+    it returns, entry by entry, with the truth."""
+    np = arrays.numpy()
+    names = [n for n in request.program.variables if n not in request.given
+             or request.python_kind != "scalar"]
+    args = [truth.point[n] if getattr(truth.point[n], "ndim", 0) or request.python_kind != "scalar"
+            else float(truth.point[n]) for n in names]
+    try:
+        with np.errstate(all="ignore"):
+            returned = module.f(*args)
+    except Exception as error:  # the export must run: anything else is the bug
+        raise CheckError(f"the --format python export fails when called: {error!r}",
+                         hint=BUG_HINT) from None
+    value, entries = _export_entries(request, returned)
+    expected_value = truth.value
+    if isinstance(value, dict) and not isinstance(expected_value, dict) and len(value) == 1:
+        value = next(iter(value.values()))  # one array output: the export keys it by label
+    if isinstance(expected_value, dict) and isinstance(value, dict):
+        for label, v in expected_value.items():
+            compare(f"value of {label} (python)", "f(...)", truth.point, value[label], v,
+                     True, strict=True)
+    else:
+        compare("value (python)", "f(...)", truth.point, value, expected_value, True,
+                 strict=True)
+    for path, got in entries.items():
+        kind = ("hessian" if (len(path) == 2 and request.kind in ("hessian", "higher"))
+                or (request.python_kind == "scalar" and len(path) == 2)
+                else "gradient" if request.kind != "jacobian" else "jacobian")
+        if kind == "hessian":
+            expected, exact = truth.second(path[1])[path[0]], False
+            got = truth.project(path, got)
+        elif kind == "jacobian":
+            expected, exact = truth.jacobian[path[0]][path[1]], True
+        else:
+            expected, exact = truth.gradient[path[0]], True
+        compare(entry_label(kind, path) + " (python)", "f(...)", truth.point, got, expected, exact,
+                 strict=True)
+    return len(entries)
+
+
+def _export_entries(request: DiffCheck, returned: Any) -> tuple[Any, dict[tuple, Any]]:
+    """The export's value and ``{path: entry}``, whatever its kind returns."""
+    if request.python_kind == "scalar":
+        value, gradient, *rest = returned
+        found: dict[tuple, Any] = {}
+        names = request.wrt or list(request.texts)
+        for name, g in zip(names, gradient, strict=True):
+            found[(name,)] = g
+        if rest:
+            for a, row in zip(names, rest[0], strict=True):
+                for b, h in zip(names, row, strict=True):
+                    found[(a, b)] = h
+        return value, found
+    value, tree = returned
+    return value, dict(paths(tree))

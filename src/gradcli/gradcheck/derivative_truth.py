@@ -1,19 +1,160 @@
-"""The truth a printed derivative is held to: the program's own numbers at a point, from the
-numeric engine (reverse mode; central differences of it for Hessians and higher orders).
+"""What ``gradcli diff`` asks to have checked (``DiffCheck``: the derivatives it is about to
+print), what the check reports (``Checked``) and the tolerances it holds them to; the truth a
+printed derivative is held to: the program's own numbers at a point, from the numeric engine
+(reverse mode; central differences of it for Hessians and higher orders); and how a printed entry
+is read back and compared with it: parsed as a user would paste it, equal within the tolerance,
+or a ``CheckError`` naming the entry, the point and both numbers.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine import arrays, graph
 from gradcli.engine.graph import Program, output_labels
-from gradcli.errors import CheckError, NumericError
-from gradcli.gradcheck.derivative_compare import compare, entry_label, read_entry
-from gradcli.gradcheck.derivative_request import DIRECTIONAL, FD_ATOL, DiffCheck, paths
+from gradcli.engine.notation import format_number
+from gradcli.errors import CheckError, GradcliError, NumericError
 
+POINTS = 3  # sample points checked when the values given leave variables free
+LARGE = 10_000  # input elements past which one point is checked
+DIRECTIONAL = 30  # a variable's elements past which its Hessian blocks are checked along a
+# random direction (H@v against the difference of the gradient along v), not element by element
+RTOL, ATOL = 1e-6, 1e-7  # an exact derivative (relative to the entry's largest element)
+FD_RTOL, FD_ATOL = 1e-5, 1e-6  # a derivative compared with central differences
+KINDS = ("gradient", "jacobian", "hessian", "higher")
+
+
+@dataclass
+class DiffCheck:
+    """What ``diff`` is about to print, to be checked.
+
+    ``texts`` nests the derivatives one level per index as printed in gradcli's language:
+    ``{x: text}`` (gradient), ``{output label: {x: text}}`` (Jacobian), ``{x: {y: text}}``
+    (Hessian); ``levels`` holds orders 2..k for ``higher`` (order k >= 3 of a scalar
+    program). ``python`` is the ``--format python`` source and ``python_kind`` its shape:
+    ``scalar`` (``value, (gradient...), ((hessian...)...)``), ``array`` (``value, {x: g}``) or
+    ``blocks`` (``values, {row: {x: block}}``)."""
+
+    program: Program
+    shapes: dict[str, tuple[int, ...]]
+    given: dict[str, Any]
+    kind: str
+    texts: dict[str, Any]
+    levels: dict[int, dict[str, Any]] = field(default_factory=dict)
+    python: str | None = None
+    python_kind: str = ""
+    wrt: list[str] = field(default_factory=list)  # the order of a scalar export's entries
+
+
+@dataclass(frozen=True)
+class Checked:
+    """How many points and entries a check compared (what ``diff`` says it did)."""
+
+    points: int
+    entries: int
+    against: str
+
+    def note(self) -> str:
+        if not self.points:
+            return ("not checked: no point found where the program and its derivatives are "
+                    "defined (give values, --x 2, to check at them)")
+        where = "point" if self.points == 1 else "points"
+        agree = "derivatives agree" if self.entries != 1 else "derivative agrees"
+        return f"checked at {self.points} {where}: {self.entries} {agree} with {self.against}"
+
+    def record(self) -> dict[str, Any]:
+        return {"points": self.points, "entries": self.entries, "against": self.against}
+
+
+def paths(tree: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple, Any]]:
+    """(path, leaf) of a nested dict, in order (depth at most the order, 6)."""
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from paths(value, (*path, key))
+        else:
+            yield (*path, key), value
+
+
+# --- a printed entry read back and compared ----------------------------------------------------
+
+def read_entry(label: str, text: str, variables: Collection[str]) -> Program:
+    """The printed ``text`` parsed back, its ``variables`` the program's: a constant's name
+    that the program made a variable (``e = 2``) is that variable here too."""
+    from gradcli.language.parser import parse
+
+    try:
+        return parse(text, given=variables, both_ways=True)
+    except GradcliError as error:
+        raise CheckError(f"{label} = {text} does not read back: {error.message}",
+                         hint=BUG_HINT) from None
+
+
+def entry_label(kind: str, path: tuple[str, ...]) -> str:
+    if kind == "jacobian":
+        return f"d({path[0]})/d{path[1]}"
+    order = "" if len(path) == 1 else str(len(path))
+    return f"d{order}/" + " ".join(f"d{name}" for name in path)
+
+
+BUG_HINT = ("a bug in gradcli diff, so the derivative was not printed: gradcli eval gives the "
+         "numbers (--no-check prints the formula unchecked)")
+
+
+def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
+             exact: bool, strict: bool) -> None:
+    """Equal within the tolerance; a scalar printed for an array broadcasts (``0``, ``1``)
+    unless ``strict`` (an export returns the array's shape)."""
+    np = arrays.numpy()
+    printed, expected = np.asarray(printed, dtype=float), np.asarray(expected, dtype=float)
+    if printed.shape != expected.shape:
+        if strict or printed.ndim or not expected.ndim:
+            raise mismatch(label, text, point, printed, expected,
+                            f"shape {_shape(printed)}, not {_shape(expected)}")
+        printed = np.broadcast_to(printed, expected.shape)
+    rtol, atol = (RTOL, ATOL) if exact else (FD_RTOL, FD_ATOL)
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    with np.errstate(all="ignore"):
+        error = np.abs(printed - expected)
+        if float(np.max(error, initial=0.0)) <= atol * scale:  # NaN compares False: below
+            return
+        bad = ~(error <= atol * scale + rtol * np.abs(expected))
+    if bool(np.any(bad)):
+        where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+        raise mismatch(label, text, point, printed, expected, "", where)
+
+
+def _short(value: Any) -> str:
+    """A point's value in a message: 10 significant digits, at most 6 elements."""
+    np = arrays.numpy()
+    value = np.asarray(value, dtype=float)
+    if value.size > 6:
+        return f"[{arrays.shape_text(value.shape)} array, from {_short(value.min())} to " \
+               f"{_short(value.max())}]"
+    rounded = np.array([float(f"{v:.10g}") for v in value.ravel()]).reshape(value.shape)
+    return format_number(rounded if value.ndim else float(rounded))
+
+
+def _shape(value: Any) -> str:
+    return arrays.shape_text(tuple(value.shape))
+
+
+def mismatch(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
+              why: str, where: tuple[int, ...] = ()) -> CheckError:
+    at = ", ".join(f"{name} = {_short(value)}" for name, value in point.items())
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    if printed is None:
+        return CheckError(f"{label} = {shown} is not defined at {at or 'the point'}, where the "
+                          f"program is: {why}", hint=BUG_HINT)
+    element = arrays.index_text(where)
+    numbers = why or (f"is {format_number(printed[where])}{element and ' at ' + element}, "
+                      f"the engine's {format_number(expected[where])}")
+    return CheckError(f"{label} = {shown} at {at or 'the point'}: {numbers}", hint=BUG_HINT)
+
+
+# --- the truth ---------------------------------------------------------------------------------
 
 class Truth:
     """The program's value and derivatives at one point, from the numeric engine."""
@@ -219,8 +360,7 @@ def one_sided(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any
         for side, sign in enumerate((-1.0, 1.0)):
             taken = []
             for offset in (1.0, 2.0):
-                moved = base.copy()
-                moved[element] += sign * offset * h
+                moved = _moved(base, element, sign * offset * h)
                 taken.append(np.asarray(function({**point, name: moved}), dtype=float))
             sides[side].append(sign * (-3 * at + 4 * taken[0] - taken[1]) / (2 * h))
     left, right = (_stacked(columns, base.shape) for columns in sides)

@@ -246,7 +246,7 @@ def evaluate(
         value=value,
         gradients={name: node.grad for name, node in program.variables.items()},
         check=_check(program, settings),
-        hessian=_hessian(program, point, settings) if settings.order >= 2 else None,
+        hessian=_second_derivatives(program, settings, point)[0],
         node_values=_taken_values(program),
         node_grads=[node.grad for node in program.nodes],
     )
@@ -291,7 +291,7 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
         return evaluate_jacobian(program, settings)
     arrays.backward(program.nodes)
     report = _check(program, settings)
-    hessian, hvp = _second_derivatives(program, settings)
+    hessian, hvp = _second_derivatives(program, settings, {})
     return Result(
         program=program,
         point={name: _plain(node.value) for name, node in program.variables.items()},
@@ -305,14 +305,16 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     )
 
 
-def _second_derivatives(program: Program, settings: EvalSettings) -> tuple[Any, Any]:
-    """The Hessian (order 2) and H·v (``settings.hvp``) of the evaluated program, if asked."""
+def _second_derivatives(program: Program, settings: EvalSettings,
+                        point: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The Hessian (order 2) and H·v (``settings.hvp``) of the program evaluated at ``point``
+    (an array program's Hessian reads its point from its nodes), if asked."""
     if settings.order < 2 and not settings.hvp:
         return None, None
     from gradcli.gradcheck.hessian import hessian_at, hvp_at
 
     checking = _checking(settings)
-    hessian = hessian_at(program, {}, checking, max_nodes=settings.max_nodes) if (
+    hessian = hessian_at(program, point, checking, max_nodes=settings.max_nodes) if (
         settings.order >= 2) else None
     hvp = hvp_at(program, settings.hvp, checking, settings.max_nodes) if settings.hvp else None
     return hessian, hvp
@@ -351,12 +353,6 @@ def _taken_values(program: Program) -> list[float]:
     live = liveness(program.nodes)
     return [node.value if taken or not node.inputs else math.nan  # inputs keep their values
             for node, taken in zip(program.nodes, live, strict=True)]
-
-
-def _hessian(program: Program, point: dict[str, float], settings: EvalSettings) -> HessianResult:
-    from gradcli.gradcheck.hessian import hessian_at
-
-    return hessian_at(program, point, _checking(settings))
 
 
 def _checking(settings: EvalSettings) -> Checking | None:

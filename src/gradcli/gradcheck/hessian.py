@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from gradcli.engine.graph import Node, Program, is_masked, nodes_of, values_and_gradients
-from gradcli.engine.ops import VAR
+from gradcli.engine.ops import VAR, numpy
 from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError
-from gradcli.gradcheck.steps import SHRINKS, STENCILS, base_step, judge, quotient, step
+from gradcli.gradcheck.steps import STENCILS, Estimates, base_step, settle
 from gradcli.limits import CHECK_BUDGET, MAX_ARRAY_HESSIAN_INPUTS, MAX_HESSIAN_ENTRIES, MAX_NODES
 from gradcli.symbolic.builder import Builder, gradients
 from gradcli.symbolic.printing import to_text
@@ -180,7 +180,7 @@ class GradientGraphs:
 
     def flat(self, parts: Mapping[str, Any]) -> Any:
         """Every input's part, flattened and joined in the inputs' order."""
-        np = _numpy()
+        np = numpy()
         return np.concatenate([np.ravel(parts[n]).astype(float) for n in self.names])
 
 
@@ -192,7 +192,7 @@ class _Line:
     def __init__(self, graphs: GradientGraphs, direction: Mapping[str, Any]) -> None:
         self.graphs, self.direction = graphs, direction
         self.cache: dict[float, Any] = {0.0: graphs.numeric}
-        self.moved = [n for n in graphs.names if _numpy().any(direction[n])]  # others stay
+        self.moved = [n for n in graphs.names if numpy().any(direction[n])]  # others stay
 
     def at(self, t: float) -> Any:
         """The gradient at point + t * direction; a NumericError where that point is outside
@@ -219,12 +219,6 @@ class _Line:
                             for n, node in graphs.program.variables.items()})
 
 
-def _numpy() -> Any:
-    from gradcli.engine import arrays
-
-    return arrays.numpy()
-
-
 def hessian_size_error(elements: int) -> UsageError:
     return UsageError(
         f"the Hessian of {elements:,} input elements is {elements:,}x{elements:,}, over the "
@@ -236,7 +230,7 @@ def _array_hessian(program: Program, checking: Checking | None,
                    max_nodes: int) -> HessianResult:
     """Every block H[a][b] (shape of a followed by shape of b) of the evaluated program,
     exact, each column checked by differences of the numeric gradient along its element."""
-    np = _numpy()
+    np = numpy()
     names = list(program.variables)
     elements = sum(int(np.size(program.variables[n].value)) for n in names)
     if elements > MAX_ARRAY_HESSIAN_INPUTS:
@@ -247,22 +241,18 @@ def _array_hessian(program: Program, checking: Checking | None,
         for k in range(graphs.sizes[b]):
             unit = {n: np.zeros(graphs.shapes[n]) for n in names}
             unit[b].reshape(-1)[k] = 1.0
-            units.append((unit, float(np.ravel(graphs.point[b])[k])))
+            units.append((unit, base_step(float(np.ravel(graphs.point[b])[k]))))
             columns.append(graphs.flat(graphs.product(unit)))
     matrix = np.stack(columns, axis=-1) if columns else np.zeros((0, 0))
     report = None
     if checking is not None:
-        found = _Checked.empty(matrix)
-        with _restored(program):
-            for k, (unit, value) in enumerate(units):
-                found.put(k, _check_line(checking, _Line(graphs, unit), base_step(value),
-                                         matrix[:, k]))
-        report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
+        found = _Checked(checking, graphs, matrix, units)
+        report = found.report
         for a, rows in _spans(graphs).items():
             for b, cols in _spans(graphs).items():
                 shape = graphs.shapes[a] + graphs.shapes[b]
                 if math.prod(shape):
-                    report.gradients[f"{a},{b}"] = found.verdict(checking, rows, cols, shape)
+                    report.gradients[f"{a},{b}"] = found.verdict(rows, cols, shape)
     blocks = {a: {b: _plain(matrix[rows, cols].reshape(graphs.shapes[a] + graphs.shapes[b]))
                   for b, cols in _spans(graphs).items()} for a, rows in _spans(graphs).items()}
     return HessianResult(blocks, report)
@@ -297,16 +287,12 @@ def hvp_at(program: Program, direction: Mapping[str, Any], checking: Checking | 
     product = graphs.product(v)
     report = None
     if checking is not None:
-        analytic = graphs.flat(product)
-        found = _Checked.empty(analytic[:, None])
-        with _restored(program):
-            found.put(0, _check_line(checking, _Line(graphs, v), _line_step(graphs, v),
-                                     analytic))
-        report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
+        found = _Checked(checking, graphs, graphs.flat(product)[:, None],
+                         [(v, _line_step(graphs, v))])
+        report = found.report
         for name, rows in _spans(graphs).items():
             if graphs.sizes[name]:
-                report.gradients[name] = found.verdict(checking, rows, slice(0, 1),
-                                                       graphs.shapes[name])
+                report.gradients[name] = found.verdict(rows, slice(0, 1), graphs.shapes[name])
     return HvpResult({n: _plain(p) for n, p in product.items()},
                      {n: _plain(d) for n, d in v.items()}, report)
 
@@ -314,7 +300,7 @@ def hvp_at(program: Program, direction: Mapping[str, Any], checking: Checking | 
 def _line_step(graphs: GradientGraphs, direction: Mapping[str, Any]) -> float:
     """The first step along ``direction``: the largest that moves no element further than
     its own step (eps^(1/3) * max(1, |value|)) would; eps^(1/3) for a direction of zeros."""
-    np = _numpy()
+    np = numpy()
     limits = [base_step(graphs.point[n], np.maximum)[moved] / np.abs(direction[n])[moved]
               for n in graphs.names
               if (moved := np.asarray(direction[n]) != 0).any()]
@@ -341,113 +327,62 @@ def _restored(program: Program) -> Iterator[None]:
             node.value = value
 
 
-class _Column(NamedTuple):
-    """The check of one column: per entry the estimate (NaN: none), its error, tolerance,
-    verdict, method (an index into ``STENCILS``; -1: none) and step."""
+def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> Estimates:
+    """Every entry of a column checked at once with ``check_node``'s policy (``steps.settle``),
+    f being the numeric gradient along the line (one evaluation per step for every entry)."""
+    np = numpy()
 
-    numeric: Any
-    error: Any
-    tolerance: Any
-    ok: Any
-    method: Any
-    step: Any
+    def sample(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
+        try:
+            value = line.at(offset * float(h[0]))[rows]  # one step for the whole line
+        except NumericError:
+            return np.full(rows.size, np.nan), np.full(rows.size, np.nan), np.ones(rows.size, bool)
+        return value, np.abs(value), np.zeros(rows.size, dtype=bool)
 
-
-def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> _Column:
-    """``check_node``'s policy for a whole column at once: at each step (``base``, then 16
-    times smaller after a disagreement) the first stencil that evaluates, an entry settled as
-    soon as it agrees, and a swamped step ending the search for its entries; an entry that
-    never agrees keeps its closest estimate."""
-    np = _numpy()
     size = len(analytic)
-    found = _Column(np.full(size, np.nan), np.full(size, np.inf), np.zeros(size),
-                    np.zeros(size, dtype=bool), np.full(size, -1), np.zeros(size))
-    f0 = line.at(0.0)
-    open_ = np.ones(size, dtype=bool)
-    for shrink in range(SHRINKS + 1):
-        if not open_.any():
-            break
-        h = step(base, shrink)
-        waiting = open_.copy()  # entries still without an estimate at this step
-        for index, stencil in enumerate(STENCILS):
-            estimate = _estimate(line, stencil, h, f0)
-            if estimate is None:
-                continue
-            numeric, largest = estimate
-            usable = waiting & np.isfinite(numeric)
-            waiting &= ~usable
-            error, allowed, agrees, swamped = judge(analytic, numeric, largest, h, shrink,
-                                                    checking.rtol, checking.atol, np.maximum)
-            open_ &= ~(usable & swamped)
-            keep = usable & ~swamped & (agrees | (error < found.error))
-            for field, value in zip(_Column._fields, (numeric, error, allowed, agrees, index, h),
-                                    strict=True):
-                getattr(found, field)[keep] = np.broadcast_to(value, (size,))[keep]
-            open_ &= ~(usable & agrees)
-            if not waiting.any():
-                break
-    return found
-
-
-def _estimate(line: _Line, stencil: Any, h: float, f0: Any) -> tuple[Any, Any] | None:
-    """The stencil's estimate of every entry and, per entry, the largest magnitude of the
-    gradient element it differenced (what its rounding noise scales with), or None where a
-    shifted point is outside the domain."""
-    np = _numpy()
-    samples, largest = [], np.abs(f0)
-    try:
-        for offset in stencil.offsets:
-            value = line.at(offset * h) if offset else f0
-            largest = np.maximum(largest, np.abs(value))
-            samples.append(value)
-    except NumericError:
-        return None
-    with np.errstate(all="ignore"):
-        return quotient(stencil, samples, h), largest
+    return settle(analytic, np.full(size, base), line.at(0.0), sample, np.arange(size),
+                  checking.rtol, checking.atol)
 
 
 class _Checked:
-    """The checks of every column of a matrix, and each block's verdict from them."""
+    """Every column k of the matrix ``analytic`` checked along ``lines[k]`` (a direction and
+    its first step; the program's values put back after), an empty ``report``, and each
+    block's verdict from the columns."""
 
-    def __init__(self, analytic: Any, columns: _Column) -> None:
-        self.analytic, self.columns = analytic, columns
+    def __init__(self, checking: Checking, graphs: GradientGraphs, analytic: Any,
+                 lines: list[tuple[Mapping[str, Any], float]]) -> None:
+        self.checking, self.analytic = checking, analytic
+        self.columns = Estimates.empty(numpy().shape(analytic))
+        with _restored(graphs.program):
+            for k, (direction, base) in enumerate(lines):
+                column = _check_line(checking, _Line(graphs, direction), base, analytic[:, k])
+                for mine, theirs in zip(self.columns, column, strict=True):
+                    mine[:, k] = theirs
+        self.report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
 
-    @classmethod
-    def empty(cls, analytic: Any) -> _Checked:
-        np = _numpy()
-        shape = np.shape(analytic)
-        return cls(analytic, _Column(np.full(shape, np.nan), np.full(shape, np.inf),
-                                     np.zeros(shape), np.zeros(shape, dtype=bool),
-                                     np.full(shape, -1), np.zeros(shape)))
-
-    def put(self, k: int, column: _Column) -> None:
-        for mine, theirs in zip(self.columns, column, strict=True):
-            mine[:, k] = theirs
-
-    def verdict(self, checking: Checking, rows: slice, cols: slice,
-                shape: tuple[int, ...]) -> Any:
+    def verdict(self, rows: slice, cols: slice, shape: tuple[int, ...]) -> Any:
         """One verdict for the block ``rows`` x ``cols`` (of ``shape``): how many entries
         were checked and failed, and the numbers of the worst (the first failure with the
         largest error, else the largest error)."""
-        np = _numpy()
-        part = _Column(*(field[rows, cols].reshape(-1) for field in self.columns))
+        np = numpy()
+        part = Estimates(*(field[rows, cols].reshape(-1) for field in self.columns))
         analytic = self.analytic[rows, cols].reshape(-1)
         known = np.where(np.isfinite(part.error), part.error, 0.0)
         failed = int((~part.ok).sum())
         worst = int(np.argmax(np.where(part.ok, -1.0, known) if failed else known))
-        estimated = part.method[worst] >= 0
-        return checking.verdict(
+        estimated = part.stencil[worst] >= 0
+        return self.checking.verdict(
             analytic=float(analytic[worst]),
             numeric=float(part.numeric[worst]) if estimated else None,
             abs_error=float(part.error[worst]) if estimated else None,
             tolerance=float(part.tolerance[worst]), ok=failed == 0,
-            method=STENCILS[part.method[worst]].method if estimated else "none",
+            method=STENCILS[part.stencil[worst]].method if estimated else "none",
             step=float(part.step[worst]), checked=int(part.ok.size), size=int(part.ok.size),
             failed=failed, where=tuple(int(i) for i in np.unravel_index(worst, shape)))
 
 
 def _plain(value: Any) -> Any:
     """A 0-d array as a float; + 0.0 turns the -0.0 of products with zero into 0.0."""
-    np = _numpy()
+    np = numpy()
     return float(value) + 0.0 if not np.ndim(value) else np.asarray(value, dtype=float) + 0.0
 

@@ -19,6 +19,7 @@ from gradcli.engine import arrays, jacobian
 from gradcli.engine.graph import Node, Program, output_labels
 from gradcli.engine.notation import expression_texts
 from gradcli.errors import ExitStatus, NumericError, UsageError
+from gradcli.gradcheck.check import sample
 from gradcli.limits import ARRAY_CHECK_ELEMENTS, MAX_CONTRIBUTION_CELLS
 
 _STEP = 6e-6  # about the cube root of the float epsilon: central differences' best step
@@ -130,12 +131,9 @@ class JacobianResult:
 
 
 def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
-    """Values, Jacobian and its check; the values are bound and computed (``arrays.forward``)."""
+    """Values, Jacobian and its check; the values are bound and computed (``arrays.forward``),
+    and no Hessian is asked for (``evaluate`` refuses it first)."""
     np = arrays.numpy()
-    if settings.order >= 2:
-        raise UsageError("the Hessian is of a program with one scalar output; this one has "
-                         "several outputs or an array output",
-                         hint="drop --hessian/--order 2, or reduce the output to one number")
     if settings.check and settings.check_method != "central":
         raise UsageError("Jacobians are checked by central differences only",
                          hint="drop --check-method (or use --no-check)")
@@ -188,7 +186,7 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
     numeric = {label: {} for label in labels}
     perturbed = 0
     for v in inputs:
-        elements = _sample(int(np.size(v.value)), share)
+        elements = sample(int(np.size(v.value)), max(share, 2))  # both ends, at least
         perturbed += len(elements)
         columns = _columns(program, outputs, v, elements)
         for label, out in zip(labels, outputs, strict=True):
@@ -197,14 +195,6 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
                                      np.shape(program.variables[name].value), rtol, atol)
                       for name in blocks[label]} for label in labels}
     return JacobianCheck(checks, rtol, atol, perturbed, total)
-
-
-def _sample(size: int, limit: int) -> list[int]:
-    """Every flat index up to ``limit`` of them, else an evenly spread sample with both ends."""
-    if size <= max(limit, 2):
-        return list(range(size))
-    step = (size - 1) / (limit - 1)
-    return sorted({round(i * step) for i in range(limit)})
 
 
 def _columns(program: Program, outputs: list[Node], v: Node,

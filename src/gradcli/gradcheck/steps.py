@@ -16,9 +16,10 @@ Thus sqrt(x) at x = 1e-7 -- a function that changes on a scale far below h -- is
 a wrong gradient, while a wrong gradient disagrees at every step.
 
 Every function here works on floats and, elementwise, on NumPy arrays (pass ``numpy.maximum`` as
-``maximum``): ``check.check_node`` applies the policy to one node, ``sweep`` to many points at
-once, and the two agree point by point. They differ only in how they evaluate f at the shifted
-points and in how they keep track of which points still need a smaller step.
+``maximum``): ``check.check_node`` applies the policy to one node, ``settle`` to many entries at
+once (the points of a sweep, a column of a Hessian), and the two agree entry by entry. They
+differ only in how they evaluate f at the shifted points and in how they keep track of which
+entries still need a smaller step.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from gradcli.engine.ops import numpy
 
 if TYPE_CHECKING:
     from gradcli.engine.node import Node
@@ -138,3 +141,95 @@ class Replays(Protocol):
     def switched(self) -> set[int]: ...  # conditions a replay turned over, by node index
     def replay(self, index: int, value: Any, complex_step: bool = False
                ) -> tuple[Any, float]: ...
+
+
+# --- the policy for many entries at once ---------------------------------------------------------
+
+class Estimates(NamedTuple):
+    """Entries checked at once (``settle``), one array each: the estimate (NaN: none), its error
+    (inf: none), the tolerance, the verdict, the stencil (an index into ``STENCILS``; -1: none)
+    and the step."""
+
+    numeric: Any
+    error: Any
+    tolerance: Any
+    ok: Any
+    stencil: Any
+    step: Any
+
+    @classmethod
+    def empty(cls, shape: Any) -> Estimates:
+        """Entries not estimated yet."""
+        np = numpy()
+        return cls(np.full(shape, np.nan), np.full(shape, np.inf), np.zeros(shape),
+                   np.zeros(shape, dtype=bool), np.full(shape, -1, dtype=np.int8),
+                   np.zeros(shape))
+
+
+# f at entries ``rows`` moved by offset * h (h: one step per row): the values, the largest
+# magnitude each one's evaluation saw, and where it failed (outside the domain)
+Sample = Callable[[Any, float, Any], tuple[Any, Any, Any]]
+
+
+def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: float,
+           atol: float, judged: Callable[..., None] | None = None) -> Estimates:
+    """``check.check_node``'s policy for the entries ``rows`` at once (the points of a sweep, a
+    column of a Hessian), each at its own first step ``base``, then 16 times smaller after a
+    disagreement: the first stencil that evaluates (``first_stencil``), an entry settled as
+    soon as it agrees, a swamped step ending its search; an entry that never agrees keeps its
+    closest estimate. ``f0`` is f at every entry; ``judged(rows, h, shrink, estimate, error,
+    tolerance, largest, stencil)`` sees each step's verdicts."""
+    np = numpy()
+    found = Estimates.empty(np.shape(analytic))
+    for shrink in range(SHRINKS + 1):
+        if not rows.size:
+            break
+        h = step(base[rows], shrink)
+        numeric, largest, stencils = first_stencil(sample, f0, rows, h)
+        with np.errstate(invalid="ignore"):
+            error, allowed, agrees, swamped = judge(
+                analytic[rows], numeric, largest, h, shrink, rtol, atol, np.maximum)
+            good = agrees & ~swamped
+            better = good | (~swamped & (np.nan_to_num(error, nan=np.inf) < found.error[rows]))
+            if judged is not None:
+                judged(rows, h, shrink, numeric, error, allowed, largest, stencils)
+        keep = rows[better]
+        found.numeric[keep] = numeric[better]
+        found.error[keep] = np.nan_to_num(error[better], nan=np.inf)
+        found.tolerance[keep] = allowed[better]
+        found.ok[keep] = good[better]
+        found.stencil[keep] = stencils[better]
+        found.step[keep] = h[better]
+        rows = rows[~(good | swamped)]
+    return found
+
+
+def first_stencil(sample: Sample, f0: Any, rows: Any, h: Any) -> tuple[Any, Any, Any]:
+    """(estimate, largest magnitude, stencil index) at ``rows`` by the first stencil that
+    evaluates at each (as ``check._difference`` at one point); NaN and -1 where none does."""
+    np = numpy()
+    estimate = np.full(rows.size, np.nan)
+    used = np.full(rows.size, -1, dtype=np.int8)
+    largest = np.abs(f0[rows])
+    todo = np.arange(rows.size)
+    for index, stencil in enumerate(STENCILS):
+        if not todo.size:
+            break
+        samples, reach = [], largest[todo]
+        bad = np.zeros(todo.size, dtype=bool)
+        for offset in stencil.offsets:
+            if offset:
+                value, magnitude, failed = sample(rows[todo], offset, h[todo])
+                reach, bad = np.maximum(reach, magnitude), bad | failed
+            else:
+                value = f0[rows[todo]]
+            samples.append(value)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: not finite, not done
+            quotients = quotient(stencil, samples, h[todo])
+        done = ~bad & np.isfinite(quotients)
+        at = todo[done]
+        estimate[at] = quotients[done]
+        largest[at] = reach[done]
+        used[at] = index
+        todo = todo[~done]
+    return estimate, largest, used

@@ -154,8 +154,7 @@ class SweepSummary:
         self.unsettled += sweep.unsettled
         room = self.keep - (0 if self.head is None else self.head.size)
         if room > 0:
-            part = _take(sweep, min(room, sweep.size))
-            self.head = part if self.head is None else _joined(self.head, part)
+            self.head = _joined([sweep] if self.head is None else [self.head, sweep], self.keep)
         rest = slice(max(room, 0), None)
         self._tail["failed"] += int(failed[rest].sum())
         self._tail["disagree"] += int(disagree[rest].sum())
@@ -189,35 +188,6 @@ class SweepSummary:
         return ExitStatus.CHECK_FAILED if self.disagreements else ExitStatus.OK
 
     @property
-    def _shown(self) -> Sweep:
-        assert self.head is not None, "no block added"
-        return self.head
-
-    @property
-    def columns(self) -> dict[str, Any]:
-        return self._shown.columns
-
-    @property
-    def value(self) -> Any:
-        return self._shown.value
-
-    @property
-    def gradients(self) -> dict[str, Any]:
-        return self._shown.gradients
-
-    @property
-    def checks(self) -> dict[str, GradientSweepCheck] | None:
-        return self._shown.checks
-
-    @property
-    def rtol(self) -> float:
-        return self._shown.rtol
-
-    @property
-    def atol(self) -> float:
-        return self._shown.atol
-
-    @property
     def failed(self) -> PointMask:
         return PointMask(self._shown.failed, frozenset({"failed"}), self._tail)
 
@@ -225,52 +195,46 @@ class SweepSummary:
     def check_ok(self) -> PointMask:
         return PointMask(self._shown.check_ok, frozenset({"ok"}), self._tail)
 
-    def point(self, index: int) -> dict[str, float]:
-        return self._shown.point(index)
+    @property
+    def _shown(self) -> Sweep:
+        assert self.head is not None, "no block added"
+        return self.head
 
-    def error_message(self, index: int) -> str:
-        return self._shown.error_message(index)
-
-
-def _take(sweep: Sweep, count: int) -> Sweep:
-    """The first ``count`` points of ``sweep`` (copies: the block itself can go)."""
-
-    def first(array: Any) -> Any:
-        return None if array is None else array[:count].copy()
-
-    return Sweep(
-        program=sweep.program,
-        columns={name: first(c) for name, c in sweep.columns.items()},
-        value=first(sweep.value),
-        gradients={name: first(g) for name, g in sweep.gradients.items()},
-        failed=first(sweep.failed),
-        errors={i: e for i, e in sweep.errors.items() if i < count},
-        checks=None if sweep.checks is None else {
-            name: GradientSweepCheck(first(c.numeric), first(c.abs_error), first(c.tolerance),
-                                     first(c.ok)) for name, c in sweep.checks.items()},
-        rtol=sweep.rtol,
-        atol=sweep.atol,
-    )
+    def __getattr__(self, name: str) -> Any:
+        """The first ``keep`` points' (the head's) ``columns``, ``value``, ``gradients``,
+        ``checks``, ``rtol``, ``atol``, ``point(i)`` and ``error_message(i)``."""
+        if name not in _SHOWN:
+            raise AttributeError(name)
+        return getattr(self._shown, name)
 
 
-def _joined(a: Sweep, b: Sweep) -> Sweep:
-    """The points of ``a`` then those of ``b``."""
+_SHOWN = frozenset({"columns", "value", "gradients", "checks", "rtol", "atol", "point",
+                    "error_message"})
+
+
+def _joined(parts: list[Sweep], count: int) -> Sweep:
+    """The first ``count`` points of ``parts``, one after the other (copies: a block can go)."""
     np = numpy()
 
-    def both(x: Any, y: Any) -> Any:
-        return np.concatenate([x, y])
+    def first(arrays: list[Any]) -> Any:
+        return np.concatenate([array[:count] for array in arrays])[:count]
 
+    errors, start = {}, 0
+    for part in parts:
+        errors.update({start + i: e for i, e in part.errors.items() if start + i < count})
+        start += part.size
+    a = parts[0]
     return Sweep(
         program=a.program,
-        columns={name: both(a.columns[name], b.columns[name]) for name in a.columns},
-        value=both(a.value, b.value),
-        gradients={name: both(a.gradients[name], b.gradients[name]) for name in a.gradients},
-        failed=both(a.failed, b.failed),
-        errors={**a.errors, **{a.size + i: e for i, e in b.errors.items()}},
-        checks=None if a.checks is None or b.checks is None else {
-            name: GradientSweepCheck(*(both(getattr(a.checks[name], f), getattr(c, f))
+        columns={name: first([p.columns[name] for p in parts]) for name in a.columns},
+        value=first([p.value for p in parts]),
+        gradients={name: first([p.gradients[name] for p in parts]) for name in a.gradients},
+        failed=first([p.failed for p in parts]),
+        errors=errors,
+        checks=None if any(p.checks is None for p in parts) else {
+            name: GradientSweepCheck(*(first([getattr(p.checks[name], f) for p in parts])
                                        for f in ("numeric", "abs_error", "tolerance", "ok")))
-            for name, c in b.checks.items()},
+            for name in a.checks},
         rtol=a.rtol,
         atol=a.atol,
     )
