@@ -28,7 +28,7 @@ GRADCLI = {
     "gradcli", "gradcli.errors", "gradcli.limits",
     "gradcli.cli", "gradcli.cli.startup", "gradcli.cli.base", "gradcli.cli.streams",
     "gradcli.cli.commands", "gradcli.cli.arguments", "gradcli.cli.program_text",
-    "gradcli.cli.given", "gradcli.cli.usage", "gradcli.cli.values_file",
+    "gradcli.cli.given", "gradcli.cli.usage",
     "gradcli.cli.eval_command", "gradcli.cli.show",
     "gradcli.cli.cluster",  # --cluster and --skip: the options only, Dask is not imported
     "gradcli.language", "gradcli.language.values", "gradcli.language.parser",
