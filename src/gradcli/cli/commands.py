@@ -18,15 +18,15 @@ import click
 # tests/test_startup.py checks both against the commands themselves.
 COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "check": ("gradcli.cli.check_command", ("--fail-fast", "--json")),
-    "completion": ("gradcli.cli.completion_command", ()),
+    "completion": ("gradcli.cli.reference_commands", ()),
     "diff": ("gradcli.cli.diff_command", ("--allow-unused", "--defaults", "--json",
                                           "--no-check")),
     "eval": ("gradcli.cli.eval_command", ("--allow-unused", "--check-nodes", "--csv", "--full",
                                           "--hessian", "--json", "--no-check", "--no-nodes",
                                           "--strict")),
-    "functions": ("gradcli.cli.functions_command", ("--json",)),
+    "functions": ("gradcli.cli.reference_commands", ("--json",)),
     "graph": ("gradcli.cli.picture_commands", ("--allow-unused",)),
-    "man": ("gradcli.cli.manpage", ()),
+    "man": ("gradcli.cli.reference_commands", ()),
     "plot": ("gradcli.cli.picture_commands", ("--allow-unused",)),
     "repl": ("gradcli.cli.repl", ()),
 }
