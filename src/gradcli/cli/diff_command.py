@@ -191,8 +191,8 @@ def show_diff(request: DiffRequest, program: Program) -> int:
     if request.as_json:
         from gradcli.output.records import dumps
 
-        record = {"expression": request.program.text, **found.fields}
-        click.echo(dumps(_with_check(record, found.checked)))
+        checked = None if found.checked is None else found.checked.record()
+        click.echo(dumps({"expression": request.program.text, **found.fields, "checked": checked}))
         return ExitStatus.OK
     if found.python is not None:
         click.echo(found.python, nl=False)
@@ -246,8 +246,4 @@ def _verify(**parts: Any) -> Checked:
     from gradcli.gradcheck.derivative_check import DiffCheck, check
 
     return check(DiffCheck(**parts))
-
-
-def _with_check(record: dict[str, Any], checked: Checked | None) -> dict[str, Any]:
-    return {**record, "checked": None if checked is None else checked.record()}
 
