@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gradcli.cli.commands import COMMANDS, every_command
+from gradcli.cli.commands import COMMANDS, option_owners
 from gradcli.cli.given import BINDINGS_KEY, Given, closest_option
 from gradcli.errors import UsageError, visible
 from gradcli.language.values import NAME, Value
@@ -101,14 +101,8 @@ def _options_of_other_commands(ctx: click.Context, own: Iterable[str]) -> dict[s
     """Each long option of gradcli's other commands that this one lacks, with its commands
     (``--wrt`` -> ``gradcli diff``): the words of the error for ``gradcli eval ... --wrt y``."""
     group = ctx.parent.command if ctx.parent is not None else None
-    owners: dict[str, list[str]] = {}
-    for name, command in every_command(group).items():
-        for param in command.params:
-            if isinstance(param, click.Option):
-                for flag in param.opts:
-                    if flag.startswith("--") and flag not in own and flag != "--help":
-                        owners.setdefault(flag, []).append(f"gradcli {name}")
-    return {flag: " and ".join(names) for flag, names in owners.items()}
+    return {flag: " and ".join(names) for flag, names in option_owners(group).items()
+            if flag.startswith("--") and flag not in own}
 
 
 def _flags_of_other_commands(ctx: click.Context, own: dict[str, bool]) -> set[str]:

@@ -41,6 +41,17 @@ def every_command(group: object) -> dict[str, click.Command]:
     return getattr(group, "commands", {})
 
 
+def option_owners(group: object) -> dict[str, list[str]]:
+    """Each option of ``group``'s commands and the commands that have it (``--wrt``:
+    ``["gradcli diff"]``): the words of the errors about an option of the wrong command."""
+    owners: dict[str, list[str]] = {}
+    for name, command in every_command(group).items():
+        for param in command.params:
+            for flag in param.opts if isinstance(param, click.Option) else ():
+                owners.setdefault(flag, []).append(f"gradcli {name}")
+    return owners
+
+
 class LazyGroup(click.Group):
     """A group whose commands are the modules of ``COMMANDS``, each imported when asked for."""
 
