@@ -24,8 +24,7 @@ from gradcli.gradcheck.sweep_grid import sweep_columns
 from gradcli.language.parser import parse
 from gradcli.output.batch_lines import batch_line
 from gradcli.output.console import MIN_WIDTH
-from gradcli.output.hessians import hessian_table
-from gradcli.output.nodes import gradient_table, node_table
+from gradcli.output.nodes import gradient_table, hessian_table, node_table
 from gradcli.output.records import dumps, result_record
 from gradcli.output.sweep_views import sweep_view
 from gradcli.output.tables import Column, FittedTable

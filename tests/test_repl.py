@@ -394,7 +394,7 @@ def test_a_90_kb_paste_is_read_at_once(terminal):
 def test_the_continuation_test_is_linear_in_the_entry():
     """Asked at every key of a 60 KB paste that arrives as keys: a key costs a comparison and
     its own line, not a count over the whole entry (that took minutes)."""
-    from gradcli.cli.entries import GrowingEntry, open_brackets
+    from gradcli.cli.session import GrowingEntry, open_brackets
 
     text = "(x + [1,  # a comment (\n" * 2500
     entry = GrowingEntry()

@@ -26,9 +26,9 @@ CHECK = {"gradcli.gradcheck.check", "gradcli.gradcheck.steps", "gradcli.engine.r
 # tables, the graph and its ops, the evaluation and its finite-difference check.
 GRADCLI = {
     "gradcli", "gradcli.errors", "gradcli.limits",
-    "gradcli.cli", "gradcli.cli.startup", "gradcli.cli.base", "gradcli.cli.streams",
+    "gradcli.cli", "gradcli.cli.base", "gradcli.cli.streams",
     "gradcli.cli.commands", "gradcli.cli.arguments", "gradcli.cli.program_text",
-    "gradcli.cli.given", "gradcli.cli.usage", "gradcli.cli.values_file",
+    "gradcli.cli.given", "gradcli.cli.usage",
     "gradcli.cli.eval_command", "gradcli.cli.show",
     "gradcli.cli.cluster",  # --cluster and --skip: the options only, Dask is not imported
     "gradcli.language", "gradcli.language.values", "gradcli.language.parser",
@@ -53,7 +53,7 @@ GRADCLI = {
 }
 # Standard modules gradcli adds to what its dependencies import.
 STANDARD = {
-    "signal",  # the Ctrl-C guard of start-up (cli/startup.py)
+    "signal",  # the Ctrl-C guard of start-up (cli/__init__.py)
     "gc",  # the exit skips the last collection (cli/base.py)
     "cmath",  # the ops' complex-step forms
     "zlib",  # the grammar's digest, checked against the shipped tables (language/lalr.py)

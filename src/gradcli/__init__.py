@@ -81,7 +81,7 @@ __all__ = [
 ]
 
 # PEP 562: everything else loads on first use, so ``import gradcli`` is almost free. The CLI
-# needs that: its Ctrl-C guard (cli/startup.py) can only be set up once this package is imported,
+# needs that: its Ctrl-C guard (cli/__init__.py) can only be set up once this package is imported,
 # and a Ctrl-C while the parser and the graph core load must not print a traceback.
 #
 # The same policy holds throughout the package, stated here once: a heavy or rarely used module

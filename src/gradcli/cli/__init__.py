@@ -3,11 +3,54 @@ library below it (engine, language, gradcheck, formulas, output), callable from 
 
 One module per command; the ``cli`` group imports a command's module when the command runs
 (``commands.COMMANDS``), so that ``gradcli eval`` loads neither ``diff`` nor ``check``.
+
+Ctrl-C while gradcli starts up is one line and status 130, as later, never a traceback: main()
+turns a KeyboardInterrupt into "gradcli: interrupted" and status 130, but only once it runs;
+before that the CLI spends tens of milliseconds importing click, the parser and the graph core.
+While those imports run (``quiet_interrupts``), SIGINT ends the process at once instead: nothing
+has been written yet and nothing needs undoing.
 """
 
-from gradcli.cli.startup import quiet_interrupts
+from __future__ import annotations
 
-with quiet_interrupts():  # the imports of click, the parser and the core: see startup.py
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from gradcli.errors import ExitStatus
+
+INTERRUPTED_LINE = "gradcli: interrupted\n"
+
+
+@contextmanager
+def quiet_interrupts() -> Iterator[None]:
+    """Within the block, SIGINT ends the process with ``INTERRUPTED_LINE`` on stderr and status
+    130; the previous handler comes back afterwards (so a program that imports the CLI, such as
+    a test run, keeps its own Ctrl-C)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background (`&`,
+        yield  # nohup): Ctrl-C is not for this process, during start-up or later
+        return
+    try:
+        previous = signal.signal(signal.SIGINT, _exit_interrupted)
+    except ValueError:  # imported outside the main thread, where handlers cannot be set
+        yield
+        return
+    try:
+        yield
+    finally:
+        # None: a handler not set from Python, which only SIG_DFL can stand for here
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+
+def _exit_interrupted(signum: int, frame: Any) -> None:
+    with suppress(OSError):  # stderr closed or full: the status still says it
+        os.write(2, INTERRUPTED_LINE.encode())
+    os._exit(ExitStatus.INTERRUPTED)  # no stack to unwind into a traceback, no buffers to flush
+
+
+with quiet_interrupts():  # the imports of click, the parser and the core
     from gradcli.cli.base import cli, main
 
 __all__ = ["cli", "main"]

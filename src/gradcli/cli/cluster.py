@@ -85,13 +85,6 @@ def connect(address: ClusterAddress) -> Cluster:
     return cluster
 
 
-def say_error(error: GradcliError) -> int:
-    """A batch's error that belongs to no line: on stderr (stdout keeps one record per line)."""
-    from gradcli.cli.show import show_error
-
-    return show_error(error, False)
-
-
 def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
              show: Callable[..., int], table: TableStyle | None = None) -> int:
     """Run ``show(lines, runs=...)`` (``show_batch``) on the cluster at ``address`` (or here when
@@ -105,8 +98,10 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
         return show(lines, runs=partial(json_runs, first=skip + 1))
     try:
         cluster = connect(address)
-    except GradcliError as error:
-        return say_error(error)
+    except GradcliError as error:  # on stderr: stdout keeps one record per line
+        from gradcli.cli.show import show_error
+
+        return show_error(error, False)
     from gradcli.runs.cluster_runs import ClusterRuns
 
     try:

@@ -18,15 +18,15 @@ import click
 # tests/test_startup.py checks both against the commands themselves.
 COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "check": ("gradcli.cli.check_command", ("--fail-fast", "--json")),
-    "completion": ("gradcli.cli.completion_command", ()),
+    "completion": ("gradcli.cli.reference_commands", ()),
     "diff": ("gradcli.cli.diff_command", ("--allow-unused", "--defaults", "--json",
                                           "--no-check")),
     "eval": ("gradcli.cli.eval_command", ("--allow-unused", "--check-nodes", "--csv", "--full",
                                           "--hessian", "--json", "--no-check", "--no-nodes",
                                           "--strict")),
-    "functions": ("gradcli.cli.functions_command", ("--json",)),
+    "functions": ("gradcli.cli.reference_commands", ("--json",)),
     "graph": ("gradcli.cli.picture_commands", ("--allow-unused",)),
-    "man": ("gradcli.cli.manpage", ()),
+    "man": ("gradcli.cli.reference_commands", ()),
     "plot": ("gradcli.cli.picture_commands", ("--allow-unused",)),
     "repl": ("gradcli.cli.repl", ()),
 }
@@ -39,6 +39,17 @@ def every_command(group: object) -> dict[str, click.Command]:
         for name in COMMANDS:
             group.get_command(None, name)
     return getattr(group, "commands", {})
+
+
+def option_owners(group: object) -> dict[str, list[str]]:
+    """Each option of ``group``'s commands and the commands that have it (``--wrt``:
+    ``["gradcli diff"]``): the words of the errors about an option of the wrong command."""
+    owners: dict[str, list[str]] = {}
+    for name, command in every_command(group).items():
+        for param in command.params:
+            for flag in param.opts if isinstance(param, click.Option) else ():
+                owners.setdefault(flag, []).append(f"gradcli {name}")
+    return owners
 
 
 class LazyGroup(click.Group):

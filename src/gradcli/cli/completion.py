@@ -1,5 +1,5 @@
 """Shell completion that knows the formula: the commands that take ``--NAME VALUE`` offer the
-program's own variables first (the script itself: ``gradcli completion``, ``completion_command``).
+program's own variables first (the script itself: ``gradcli completion``, ``reference_commands``).
 
 After ``gradcli eval "(x*W+b-t)**2" --``, Tab offers ``--x --W --b --t`` (those not given yet)
 and then the command's options; ``--wrt`` offers the variables (after a comma too: ``x,``

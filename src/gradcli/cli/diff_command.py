@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, file_option, given_values
+from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, given_values, program_arguments
 from gradcli.cli.base import cli
 from gradcli.cli.completion import complete_wrt
 from gradcli.cli.given import Given
 from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import say_shadowed, show_error
-from gradcli.cli.values_file import values_file_options
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import as_point
 from gradcli.limits import MAX_DIFF_SHAPE_ELEMENTS, MAX_NODES
@@ -57,17 +56,13 @@ written.
 
 
 @cli.command("diff", cls=BindingCommand, help=DIFF_HELP)
-@click.argument("expr", required=False)
 @click.option("--wrt", metavar="X,Y", shell_complete=complete_wrt,
               help="Variables to differentiate by, comma separated.")
 @click.option("--order", type=click.IntRange(1, 6), default=1, show_default=True,
               help="Order of the derivatives (2 with several --wrt: the Hessian).")
 @click.option("--format", "fmt", type=click.Choice(["text", "latex", "python"]), default="text",
               show_default=True, help="How derivatives are printed.")
-@click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
-              help="Substitute a value for a variable (repeatable).")
-@file_option("Read the program from FILE (- for stdin).")
-@values_file_options
+@program_arguments("Substitute a value for a variable (repeatable).")
 @click.option("--shape", "shapes", multiple=True, metavar="NAME=SHAPE",
               help="The shape of an array variable (3, 3x2, or scalar), for the vectorized "
                    "derivatives of an array program (repeatable; a given array value gives "
@@ -196,8 +191,8 @@ def show_diff(request: DiffRequest, program: Program) -> int:
     if request.as_json:
         from gradcli.output.records import dumps
 
-        record = {"expression": request.program.text, **found.fields}
-        click.echo(dumps(_with_check(record, found.checked)))
+        checked = None if found.checked is None else found.checked.record()
+        click.echo(dumps({"expression": request.program.text, **found.fields, "checked": checked}))
         return ExitStatus.OK
     if found.python is not None:
         click.echo(found.python, nl=False)
@@ -251,8 +246,4 @@ def _verify(**parts: Any) -> Checked:
     from gradcli.gradcheck.derivative_check import DiffCheck, check
 
     return check(DiffCheck(**parts))
-
-
-def _with_check(record: dict[str, Any], checked: Checked | None) -> dict[str, Any]:
-    return {**record, "checked": None if checked is None else checked.record()}
 

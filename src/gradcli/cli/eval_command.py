@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradcli.cli import streams
-from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, file_option, given_values
+from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, given_values, program_arguments
 from gradcli.cli.base import cli
 from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option, sweep_on
 from gradcli.cli.given import Given
 from gradcli.cli.program_text import ProgramText, stdin_lines
 from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
-from gradcli.cli.values_file import values_file_options
 from gradcli.errors import GradcliError, UsageError, out_of_memory, visible
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
 from gradcli.gradcheck.tolerances import (
@@ -85,12 +84,9 @@ TOLERANCE = Tolerance()
 
 
 @cli.command("eval", cls=BindingCommand, help=EVAL_HELP, no_args_is_help=False)
-@click.argument("expr", required=False)
-@click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
-              help="Give a variable a value (repeatable).")
-@file_option("Read one program (statements on separate lines, # comments) from FILE "
-             "(- for stdin).")
-@values_file_options
+@program_arguments("Give a variable a value (repeatable).",
+                   "Read one program (statements on separate lines, # comments) from FILE "
+                   "(- for stdin).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (JSON Lines for a batch).")
 @click.option("--no-nodes", is_flag=True,
               help="With --json: records without the per-node list (value, gradients and the "

@@ -35,13 +35,6 @@ class ProgramText:
     def __repr__(self) -> str:
         return f"ProgramText(text={self.text!r}, file_name={self.file_name!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ProgramText) and (self.text, self.file_name) == (
-            other.text, other.file_name)
-
-    def __hash__(self) -> int:
-        return hash((self.text, self.file_name))
-
     @classmethod
     def read(cls, command: str, expr: str | None, program_file: str | None,
              max_nodes: int = MAX_NODES) -> ProgramText:

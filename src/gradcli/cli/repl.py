@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import click
 
 from gradcli.cli.base import cli
-from gradcli.cli.entries import GrowingEntry
 from gradcli.errors import ExitStatus
 
 if TYPE_CHECKING:
@@ -54,6 +53,8 @@ def repl_command() -> None:
 def run_lines(session: Session, lines: Iterable[str]) -> int:
     """Entries from a stream, a line at a time (joined while a parenthesis or bracket is
     open); returns the largest status among them."""
+    from gradcli.cli.session import GrowingEntry
+
     status: int = ExitStatus.OK
     pending, entry = "", GrowingEntry()
     for line in lines:

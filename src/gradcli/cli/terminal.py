@@ -25,8 +25,7 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
 
 from gradcli import __version__
-from gradcli.cli.entries import GrowingEntry
-from gradcli.cli.session import ALIASES, COMMANDS, Session
+from gradcli.cli.session import ALIASES, COMMANDS, GrowingEntry, Session
 from gradcli.errors import visible
 
 PROMPT = "gradcli> "

@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import click
 
+from gradcli.cli.commands import option_owners
 from gradcli.errors import GradcliError, UsageError, visible
 
 
@@ -61,7 +62,7 @@ def from_click(error: Exception, args: Sequence[str], group: click.Group) -> Usa
     ctx = getattr(error, "ctx", None)
     see = f"see {_command_path(ctx)} --help"
     if isinstance(error, click.NoSuchOption):
-        owners = _commands_with(group, error.option_name) if ctx is not None and (
+        owners = option_owners(group).get(error.option_name, []) if ctx is not None and (
             ctx.command is group) else []
         if owners:  # `gradcli --json eval ...`: a command's option before the command
             typed = f"gradcli {_command_name(args)}"
@@ -108,15 +109,6 @@ def from_click(error: Exception, args: Sequence[str], group: click.Group) -> Usa
                               hint=_extra_hint(ctx) or see)
     message = error.format_message() if isinstance(error, click.ClickException) else str(error)
     return UsageError(_sentence(message), hint=see)
-
-
-def _commands_with(group: click.Group, flag: str) -> list[str]:
-    """``gradcli eval``, ...: the commands that have the option ``flag``."""
-    from gradcli.cli.commands import every_command
-
-    return [f"gradcli {name}" for name, command in every_command(group).items()
-            if any(flag in param.opts for param in command.params
-                   if isinstance(param, click.Option))]
 
 
 def _short_options(command: click.Command) -> str:

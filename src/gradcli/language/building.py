@@ -1,20 +1,26 @@
 """The parser's builder: one callback per grammar alias, called by the LALR parser at every
 reduction (language/parser.py), each returning the graph node for that piece of text -- numbers,
-names, calls, operators, statements (function definitions: language/functions.py; arrays:
-language/building_arrays.py, imported only when a program has one). It keeps what a program
-declares as it goes: its variables, named values, defaults, notes, the limit on nodes.
+names, calls, operators, statements and arrays (function definitions: language/functions.py).
+It keeps what a program declares as it goes: its variables, named values, defaults, notes, the
+limit on nodes.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import (
+    CALLS,
     CONDITIONAL,
     CONST,
     CONSTANTS,
     FUNCTIONS,
     OPS,
+    Op,
+    index_op,
     is_function_name,
+    stack_op,
 )
 from gradcli.errors import GradcliNameError, Note, ParseError, UsageError
 from gradcli.language.functions import Definitions, Function, Head, defined_later
@@ -27,7 +33,7 @@ from gradcli.language.syntax_errors import (
     function_signature,
     language_signature,
 )
-from gradcli.limits import MAX_NODES
+from gradcli.limits import MAX_ARRAY_ELEMENTS, MAX_NODES, check_dims
 
 _COMPARISON_OPS = {"<": OPS["lt"], "<=": OPS["le"], ">": OPS["gt"], ">=": OPS["ge"],
                    "==": OPS["eq"], "!=": OPS["ne"]}
@@ -154,11 +160,8 @@ class GraphBuilder(Definitions):
             if known is None or token.pos_in_stream < known.pos_in_stream:
                 self.language_calls[name] = token
         op = FUNCTIONS.get(name)
-        if op is None or len(args) != op.arity:  # sum(x), max(x): an array function?
-            from gradcli.language import building_arrays  # scalar programs never load it
-
-            if building_arrays.is_array_function(str(token)):
-                return self.made_node(building_arrays.array_call(self, token, args), token)
+        if (op is None or len(args) != op.arity) and _array_row(name) is not None:
+            return self.made_node(self.array_call(token, args), token)  # sum(x), max(x)
         if op is None:
             name = str(token)
             if name in self.functions:
@@ -260,27 +263,78 @@ class GraphBuilder(Definitions):
             return outputs
         return children[-1]
 
-    # --- arrays: building_arrays.py builds the nodes (imported only when a program has them) --
+    # --- arrays (docs/arrays.md) --------------------------------------------------------------
+    # The ops are the op table's array rows (engine/ops/linear_algebra.py). A literal of numbers
+    # is one constant node holding a NumPy array (so ``x = [1, 2, 3]`` is an input with a
+    # default, like ``x = 2``); a literal with expressions in it stacks their values
+    # (``[x, 2*y]``). Subscripts and the sizes of ``zeros(n)``, ``ones(n)`` and ``eye(n)`` are
+    # constant whole numbers, known when the program is parsed. NumPy is imported only for an
+    # array literal.
 
     def array(self, children: list[Node]) -> Node:
-        from gradcli.language import building_arrays
+        """``[1, 2]`` and ``[[1, 2], [3, 4]]`` as one constant; ``[x, y]`` as a stack node."""
+        import numpy as np
 
-        return self.made_node(building_arrays.array_literal(self, children))
+        self.arrays = True
+        if all(_is_number(child) for child in children):
+            values = np.array([child.value for child in children], dtype=float)
+            return self.made_node(Node(CONST, (), values))
+        if all(_is_array_constant(child) for child in children):
+            shapes = {child.value.shape for child in children}
+            if len(shapes) > 1:
+                lengths = ", ".join(sorted("x".join(map(str, shape)) for shape in shapes))
+                raise UsageError(f"the rows of an array literal have different shapes "
+                                 f"({lengths})",
+                                 hint="every row needs the same length, e.g. [[1, 2], [3, 4]]")
+            check_dims("an array literal", children[0].value.ndim + 1)
+            stacked = np.stack([child.value for child in children])
+            if stacked.size > MAX_ARRAY_ELEMENTS:
+                raise UsageError(f"an array literal has more than {MAX_ARRAY_ELEMENTS:,} "
+                                 "elements", hint="pass large arrays as values (--x), not in "
+                                                  "the text")
+            return self.made_node(Node(CONST, (), stacked))
+        return self.made_node(Node(stack_op(len(children)), tuple(children)))
 
     def matmul(self, children: list[Node]) -> Node:
-        from gradcli.language import building_arrays
-
-        return self.made_node(building_arrays.array_op_node(self, "matmul", children))
+        self.arrays = True
+        return self.made_node(Node(OPS["matmul"], tuple(children)))
 
     def transpose(self, children: list[Node]) -> Node:
-        from gradcli.language import building_arrays
+        self.arrays = True
+        return self.made_node(Node(OPS["transpose"], tuple(children)))
 
-        return self.made_node(building_arrays.array_op_node(self, "transpose", children))
+    def array_call(self, token: Token, args: list[Node]) -> Node:
+        """``sum(x)``, ``max(x)`` (one argument), ``eye(3)``: a node of an array function."""
+        name = str(token)
+        op = _array_row(name)
+        assert op is not None  # the caller asked
+        if len(args) != op.arity:
+            counts = sorted({row.arity for row in CALLS[name]})  # max: max(x) and max(x, y)
+            taken = " or ".join(map(str, counts))
+            raise GradcliNameError(f"{name} takes {taken} argument"
+                                   f"{'s' if counts[-1] > 1 else ''}, not {len(args)}",
+                                   line=token.line, column=token.column,
+                                   hint=f"write it as {language_signature(name)}")
+        self.arrays = True
+        if op.constant_args:
+            _size(token, args[0], square=name == "eye")
+        return Node(op, tuple(args))
 
     def subscript(self, children: list) -> Node:
-        from gradcli.language import building_arrays
-
-        return self.made_node(building_arrays.subscript(self, children[0], children[1:]))
+        """``x[0]``, ``W[1, 0]``, ``x[1:3]``, ``W[:, 0]``: constant whole numbers and slices."""
+        self.arrays = True
+        key: list[Any] = []
+        written: list[str] = []
+        for item in children[1:]:
+            if isinstance(item, tuple):  # ("slice", start, stop), either may be None
+                start, stop = (None if end is None else _whole(end) for end in item[1:])
+                key.append((start, stop))
+                written.append(f"{'' if start is None else start}:{'' if stop is None else stop}")
+            else:
+                key.append(_whole(item))
+                written.append(str(key[-1]))
+        op = index_op(tuple(key), "[" + ", ".join(written) + "]")
+        return self.made_node(Node(op, (children[0],)))
 
     def slice_both(self, children: list[Node]) -> tuple:
         return ("slice", children[0], children[1])
@@ -306,3 +360,35 @@ def _binary_callback(op_name: str):
 
 for _name in ("add", "sub", "mul", "div", "mod", "pow", "logical_and", "logical_or"):
     setattr(GraphBuilder, _name, _binary_callback(_name))
+
+
+def _is_number(node: Node) -> bool:
+    return node.op is CONST and type(node.value) is float
+
+
+def _is_array_constant(node: Node) -> bool:
+    return node.op is CONST and type(node.value) is not float
+
+
+def _array_row(name: str) -> Op | None:
+    """The array row the language calls ``name`` (``max``: the reduction), if any."""
+    return next((op for op in CALLS.get(name, ()) if op.is_array), None)
+
+
+def _size(token: Token, node: Node, square: bool) -> int:
+    """The ``n`` of ``zeros(n)``: a constant whole number, not too large."""
+    value = node.value if _is_number(node) else None
+    count = int(value) if value is not None and value == int(value) else 0
+    elements = count * count if square else count
+    if count < 1 or elements > MAX_ARRAY_ELEMENTS:
+        raise UsageError(f"{token}(n) needs n to be a whole number from 1 up, with at most "
+                         f"{MAX_ARRAY_ELEMENTS:,} elements", line=token.line,
+                         column=token.column, hint=f"write e.g. {token}(3)")
+    return count
+
+
+def _whole(node: Node) -> int:
+    if _is_number(node) and node.value == int(node.value):
+        return int(node.value)
+    raise UsageError("an index or a slice's end must be a constant whole number",
+                     hint="write e.g. x[0], W[1, 0], x[1:3] or x[-1]")

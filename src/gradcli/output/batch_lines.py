@@ -61,10 +61,25 @@ def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = Fal
         for note in result.notes:
             text.append(f"  ({note.message})", style="yellow")
         return text
-    if not isinstance(result, Result):  # several outputs: values and the Jacobian's blocks
-        from gradcli.output.jacobian_views import jacobian_line
+    if isinstance(result, Result):
+        _result_parts(text, result, digits, full)
+    else:  # several outputs or an array output: values and the Jacobian's blocks
+        values = ", ".join(f"{label} {value_text(value, digits, full)}"
+                           for label, value in result.values.items())
+        text.append(f"outputs {values}", style="cyan")
+        for label, row in result.jacobian.items():
+            top = label if label.isidentifier() else f"({label})"
+            for name, block in row.items():
+                text.append(f"  d{top}/d{name} {value_text(block, digits, full)}",
+                            style="magenta")
+    if result.check is not None:
+        text.append("  ✓" if result.status == 0 else "  ✗ check failed",
+                    style="green" if result.status == 0 else "bold red")
+    return text
 
-        return jacobian_line(text, result, digits, full)
+
+def _result_parts(text: Text, result: Result, digits: int | None, full: bool) -> None:
+    """Value, gradients, Hessian and H·v of a program with one scalar output."""
     text.append(f"value {number_text(result.value, digits)}", style="cyan")
     for name, gradient in itertools.islice(result.gradients.items(), MAX_LINE_GRADIENTS):
         text.append(f"  d/d{name} {value_text(gradient, digits, True)}", style="magenta")
@@ -75,10 +90,6 @@ def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = Fal
     if result.hvp is not None:  # an array program's H·v (--hvp), one part per input
         for name, part in result.hvp.product.items():
             text.append(f"  H·v {name} {value_text(part, digits, full)}", style="magenta")
-    if result.check is not None:
-        text.append("  ✓" if result.status == 0 else "  ✗ check failed",
-                    style="green" if result.status == 0 else "bold red")
-    return text
 
 
 def _hessian_line(text: Text, matrix: dict, digits: int | None, full: bool) -> None:

@@ -1,4 +1,4 @@
-"""Tables and JSON of Jacobians (docs/matrix-calculus.md): outputs, blocks, and the check.
+"""Tables of Jacobians (docs/matrix-calculus.md): outputs, blocks, and the check.
 
 A ``JacobianResult`` prints as the outputs' values, then one row per (output, input) block of
 the Jacobian (shape ``out x in``, the block as the language writes an array), the check's worst
@@ -127,21 +127,4 @@ def jacobian_verdict(check: JacobianCheck) -> Text:
     if check.columns < check.inputs:
         text.append(f"\nperturbed {check.columns:,} of {check.inputs:,} input elements (an "
                     "evenly spread sample)", style="yellow")
-    return text
-
-
-def jacobian_line(text: Text, result: JacobianResult, digits: int | None = None,
-                  full: bool = False) -> Text:
-    """A batch line: ``f 6, g 5  df/dx 3  df/dy 2 ...  ✓`` (large arrays summarised unless
-    ``full``)."""
-    values = ", ".join(f"{label} {value_text(value, digits, full)}"
-                       for label, value in result.values.items())
-    text.append(f"outputs {values}", style="cyan")
-    for label, row in result.jacobian.items():
-        for name, block in row.items():
-            top = label if label.isidentifier() else f"({label})"
-            text.append(f"  d{top}/d{name} {value_text(block, digits, full)}", style="magenta")
-    if result.check is not None:
-        text.append("  ✓" if result.status == 0 else "  ✗ check failed",
-                    style="green" if result.status == 0 else "bold red")
     return text

@@ -1,9 +1,10 @@
-"""The per-node table and the gradient table of one program, its numbers or its arrays.
+"""The tables of one program at a point: per node, per input (gradients, H·v), the Hessian.
 
 A number is a value of shape ``()``: a program of numbers and one with arrays get the same
 tables, built by the same loop; a program with arrays adds a shape column, prints its arrays
 whole or summarised (``values.value_text``), and checks them element by element, so its check
-columns give the largest error and how many elements were checked.
+columns give the largest error and how many elements were checked. The Hessian of numbers is a
+matrix, a mark on each entry checked; of arrays, one row per block d²f/da db.
 """
 
 from __future__ import annotations
@@ -104,21 +105,84 @@ def gradient_table(result: Result, plain: bool = False, digits: int | None = Non
                    full: bool = False) -> FittedTable:
     """One row per input variable: (shape,) value, gradient, its check and ✓/✗; past
     ``MAX_TABLE_ROWS`` variables, a note says how many more there are."""
-    digits = checked_digits(digits)
-    arrays = result.program.arrays
-    table = FittedTable("gradients of the output", [
-        Column("variable", fold=True, head=True, style="bold"), *shape_columns(arrays),
-        value_column("value", "cyan", arrays), value_column("gradient", "magenta", arrays),
-        *check_columns(arrays), Column("ok")], plain)
-    checks = result.check.gradients if result.check is not None else {}
-    for name, gradient in itertools.islice(result.gradients.items(), MAX_TABLE_ROWS):
-        check = checks.get(name)
-        shape = [Text(shape_text(getattr(gradient, "shape", ())))] if arrays else []
-        table.add_row(Text(name), *shape,
-                      value_cell(result.point[name], "cyan", arrays, digits, full),
-                      value_cell(gradient, "magenta", arrays, digits, full),
-                      *check_cells(check, arrays, digits), check_mark(check))
+    shown = itertools.islice(result.gradients.items(), MAX_TABLE_ROWS)
+    table = _input_table("gradients of the output", ("value", "gradient"), result,
+                         [(name, result.point[name], gradient) for name, gradient in shown],
+                         result.check, plain, digits, full)
     if len(result.gradients) > MAX_TABLE_ROWS:
         hidden = len(result.gradients) - MAX_TABLE_ROWS
         table.add_note(Text(f"{plural(hidden, 'more variable')} (--json lists all)"))
+    return table
+
+
+def hvp_table(result: Result, plain: bool = False, digits: int | None = None,
+              full: bool = False) -> FittedTable:
+    """One row per input: the direction v and (H·v) for that input, and its check."""
+    assert result.hvp is not None
+    hvp = result.hvp
+    return _input_table("Hessian-vector product H·v", ("v", "H·v"), result,
+                        [(name, hvp.direction[name], product)
+                         for name, product in hvp.product.items()],
+                        hvp.check, plain, digits, full)
+
+
+def _input_table(title: str, headers: tuple[str, str], result: Result,
+                 rows: list[tuple[str, Any, Any]], check: Any, plain: bool,
+                 digits: int | None, full: bool) -> FittedTable:
+    """One row per input: (shape,) a cyan and a magenta value, the check's cells and ✓/✗."""
+    digits = checked_digits(digits)
+    arrays = result.program.arrays
+    table = FittedTable(title, [
+        Column("variable", fold=True, head=True, style="bold"), *shape_columns(arrays),
+        value_column(headers[0], "cyan", arrays), value_column(headers[1], "magenta", arrays),
+        *check_columns(arrays), Column("ok")], plain)
+    checks = check.gradients if check is not None else {}
+    for name, first, second in rows:
+        check = checks.get(name)
+        shape = [Text(shape_text(getattr(second, "shape", ())))] if arrays else []
+        table.add_row(Text(name), *shape, value_cell(first, "cyan", arrays, digits, full),
+                      value_cell(second, "magenta", arrays, digits, full),
+                      *check_cells(check, arrays, digits), check_mark(check))
+    return table
+
+
+def hessian_table(result: Result, plain: bool = False, digits: int | None = None,
+                  full: bool = False) -> FittedTable:
+    """The Hessian at the point: a matrix of numbers, or one row per block of arrays."""
+    assert result.hessian is not None
+    digits = checked_digits(digits)
+    if result.program.arrays:
+        return _hessian_blocks(result, plain, digits, full)
+    checks = result.hessian.check.gradients if result.hessian.check is not None else {}
+    names = list(result.hessian.matrix)
+    table = FittedTable("Hessian of the output", [
+        Column("", fold=True, words=True, in_records=False, style="bold"),
+        *(Column(name, justify="right") for name in names)], plain)
+    for row_name, row in result.hessian.matrix.items():
+        cells = []
+        for name in names:
+            check = checks.get(f"{row_name},{name}")
+            cell = Text(number_text(row[name], digits), style="magenta")
+            if check is not None:
+                cell.append(" ✓" if check.ok else " ✗", style="green" if check.ok else "bold red")
+            cells.append(cell)
+        # Too wide for the screen: one line of ``row,column entry`` fields per row.
+        table.add_row(Text(row_name), *cells, fields=[f"{row_name},{name}" for name in names])
+    return table
+
+
+def _hessian_blocks(result: Result, plain: bool, digits: int | None,
+                    full: bool) -> FittedTable:
+    assert result.hessian is not None
+    checks = result.hessian.check.gradients if result.hessian.check is not None else {}
+    table = FittedTable("Hessian of the output", [
+        Column("block", fold=True, head=True, style="bold"), *shape_columns(True),
+        value_column("second derivatives", "magenta", True), *check_columns(True),
+        Column("ok")], plain)
+    for a, row in result.hessian.matrix.items():
+        for b, block in row.items():
+            check = checks.get(f"{a},{b}")
+            table.add_row(Text(f"d²/d{a} d{b}"), Text(shape_text(getattr(block, "shape", ()))),
+                          value_cell(block, "magenta", True, digits, full),
+                          *check_cells(check, True), check_mark(check))
     return table

@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine.graph import Node, Program, compute, liveness, local_derivative
-from gradcli.engine.notation import expression_texts, format_number
+from gradcli.engine.notation import expression_texts
 from gradcli.engine.ops import CONDITIONAL, CONST, VAR
 from gradcli.errors import NumericError, UsageError, visible
 from gradcli.gradcheck.evaluation import Result, evaluate
 from gradcli.language.parser import parse
 from gradcli.language.values import validate_values
 from gradcli.limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
+from gradcli.output.values import value_text
 
 GRAPHVIZ_HINT = ("install Graphviz (apt-get install graphviz, brew install graphviz, or "
                  "https://graphviz.org/download/), or use --format dot, which needs nothing")
@@ -76,12 +77,10 @@ class GraphPicture:
         ``GRAPH_SHOWN_ELEMENTS`` as its range, ``[-0.5 … 1.2]`` (its shape is drawn too), so
         that a layer's weights make a label, not a wall of digits."""
         digits = self.digits if digits is None else digits
-        if not getattr(value, "ndim", 0):
-            return format_number(value) if digits is None else f"{float(value):.{digits}g}"
-        if value.size > GRAPH_SHOWN_ELEMENTS:
+        if getattr(value, "ndim", 0) and value.size > GRAPH_SHOWN_ELEMENTS:
             return f"[{self.number(float(value.min()), digits)} … " \
                    f"{self.number(float(value.max()), digits)}]"
-        return format_number(value) if digits is None else _rounded(value.tolist(), digits)
+        return value_text(value, digits, full=True)
 
     def facts(self, node: Node) -> str:
         """``value 2 · grad -6``; without every value, ``value 2`` or ``""``."""
@@ -135,14 +134,6 @@ class GraphPicture:
         self._texts = expression_texts(self.program.nodes)
         self._live = liveness(self.program.nodes) if (
             self.evaluated and self.program.masked) else None
-
-
-def _rounded(items: Any, digits: int) -> str:
-    """Nested lists of numbers as brackets, each to ``digits`` significant digits (an array of
-    at most ``GRAPH_SHOWN_ELEMENTS``: the recursion is as deep as its few dimensions)."""
-    if not isinstance(items, list):
-        return f"{float(items):.{digits}g}"
-    return "[" + ", ".join(_rounded(item, digits) for item in items) + "]"
 
 
 def prepare(program: str | Program, values: Mapping[str, float] | None = None,

@@ -182,12 +182,6 @@ def image_format(path: str | Path, file_format: str | None = None) -> str:
     return file_format
 
 
-def save_plot(curve: Curve, path: str | Path, file_format: str | None = None) -> None:
-    """Write the curve and its derivative to ``path`` as SVG or PNG (matplotlib, lazily)."""
-    data = plot_image(curve, image_format(path, file_format))
-    Path(path).write_bytes(data)
-
-
 def plot_image(curve: Curve, file_format: str) -> bytes:
     """The curve and its derivative as an SVG or PNG file's bytes (matplotlib, lazily).
 

@@ -59,13 +59,14 @@ def result_record(
     ``"summarised": true``) unless ``full``: a 1000x1000 matrix is not 20 MB of every node."""
     if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
         return jacobian_record(result, source, line, nodes)
-    record: dict[str, Any] = {} if line is None else {"line": line}
-    if isinstance(result, FreeResult):
-        return free_record(result, source, record)
+    if isinstance(result, FreeResult):  # value and gradients as texts under "symbolic"
+        return _record(source, line, point=result.point, symbolic={
+            "free": result.free, "value": result.value, "gradients": result.gradients,
+            "notes": [note.one_line() for note in result.notes]}, error=None)
     check = result.check
     arrays = result.program.arrays  # arrays as nested lists, and every node's shape
-    record.update(
-        expression=source,
+    record = _record(
+        source, line,
         point=_lists(result.point) if arrays else result.point,
         value=result.value,
         gradients=_lists(result.gradients) if arrays else result.gradients,
@@ -121,19 +122,13 @@ def _summary(array: Any) -> dict[str, float]:
             "norm": float(np.linalg.norm(array.ravel()))}
 
 
-def free_record(result: FreeResult, source: str, record: dict[str, Any]) -> dict[str, Any]:
-    """A program with free variables: value and gradients as texts under ``"symbolic"``."""
-    record.update(
-        expression=source,
-        point=result.point,
-        value=None,
-        gradients=None,
-        nodes=None,
-        check=None,
-        symbolic={"free": result.free, "value": result.value, "gradients": result.gradients,
-                  "notes": [note.one_line() for note in result.notes]},
-        error=None,
-    )
+def _record(source: str, line: int | None = None, **fields: Any) -> dict[str, Any]:
+    """The keys every record has, in their order (``line`` in a batch), null unless given in
+    ``fields``; then the other ``fields``."""
+    record: dict[str, Any] = {} if line is None else {"line": line}
+    record.update(expression=source, point=None, value=None, gradients=None, nodes=None,
+                  check=None)
+    record.update(fields)
     return record
 
 
@@ -170,23 +165,9 @@ def _gradient_check(check: GradientCheck) -> dict[str, Any]:
 
 def error_record(error: GradcliError, source: str, line: int | None = None) -> dict[str, Any]:
     """The same keys as a result, all null but ``expression`` and ``error``."""
-    record: dict[str, Any] = {} if line is None else {"line": line}
-    record.update(
-        expression=source,
-        point=None,
-        value=None,
-        gradients=None,
-        nodes=None,
-        check=None,
-        error={
-            "kind": error.kind,
-            "message": error.message,
-            "line": error.line,
-            "column": error.column,
-            "hint": error.hint,
-        },
-    )
-    return record
+    return _record(source, line, error={"kind": error.kind, "message": error.message,
+                                        "line": error.line, "column": error.column,
+                                        "hint": error.hint})
 
 
 def dumps(record: dict[str, Any]) -> str:

@@ -2,8 +2,8 @@
 
 Functions here build renderables and never print or exit; the CLI does that. The pieces live
 by concern: ``console`` (widths, pipes), ``tables`` (tables that never cut a number),
-``values`` (numbers and arrays as text), ``nodes`` (the per-node and gradient tables),
-``hessians``, ``verdicts``, ``errors``, ``batch_lines``, ``trees`` and ``jacobian_views``.
+``values`` (numbers and arrays as text), ``nodes`` (the per-node, gradient and
+Hessian tables), ``verdicts``, ``errors``, ``batch_lines``, ``trees`` and ``jacobian_views``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from gradcli.gradcheck.evaluation import FreeResult, Result
-from gradcli.output.nodes import gradient_table, node_table
+from gradcli.output.nodes import gradient_table, hessian_table, hvp_table, node_table
 from gradcli.output.tables import Column, FittedTable
 from gradcli.output.values import checked_digits, number_text
-from gradcli.output.verdicts import gradient_verdict
+from gradcli.output.verdicts import gradient_verdict, hessian_verdict
 
 FREE_HINT = "give them values for numbers; --strict makes this an error"
 
@@ -51,9 +51,6 @@ def result_view(result: Result | FreeResult, plain: bool = False,
 
 def _second_derivatives(result: Result, plain: bool, digits: int | None,
                         full: bool) -> list[RenderableType]:
-    from gradcli.output.hessians import hessian_table, hvp_table
-    from gradcli.output.verdicts import hessian_verdict
-
     parts: list[RenderableType] = []
     arrays = result.program.arrays
     if result.hessian is not None:

@@ -1,9 +1,12 @@
-"""``gradcli man``: the manual page ``gradcli.1``, made from the click commands themselves.
+"""What gradcli says about itself: ``gradcli functions`` (the language, from the op table),
+``gradcli completion`` (the shell's script) and ``gradcli man`` (the manual page).
 
-Every command's help, usage and options come from the same objects that print ``--help``, so
-the page cannot drift from the program, and no generated copy has to be kept in step with the
-help texts. ``gradcli man | man -l -`` reads it; ``gradcli man > DIR/man1/gradcli.1`` with DIR
-on the MANPATH (``~/.local/share/man``) makes ``man gradcli`` work.
+The manual page ``gradcli.1`` is made from the click commands themselves: every command's help,
+usage and options come from the same objects that print ``--help``, so the page cannot drift
+from the program, and no generated copy has to be kept in step with the help texts. ``gradcli
+man | man -l -`` reads it; ``gradcli man > DIR/man1/gradcli.1`` with DIR on the MANPATH
+(``~/.local/share/man``) makes ``man gradcli`` work. What Tab offers beyond click's own is in
+``cli.completion``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,75 @@ import click
 
 from gradcli import __version__
 from gradcli.cli.base import cli
+from gradcli.errors import ExitStatus
+
+FUNCTIONS_HELP = """List every operator and function of gradcli's language: its name, how it is
+written, what it computes, and whether it has a complex-step form (--check-method complex) and a
+NumPy form (sweeps, check files, plots; without one it is evaluated point by point).
+
+\b
+Examples:
+  gradcli functions
+  gradcli functions --json          # a JSON list of objects
+
+\b
+Exit status: 0; 4 stdout could not be written.
+"""
+
+
+@cli.command("functions", help=FUNCTIONS_HELP)
+@click.option("--json", "as_json", is_flag=True,
+              help='Print a JSON list of {"name", "kind", "written", "arity", "summary", '
+                   '"complex_step", "vector"}.')
+@click.pass_context
+def functions_command(ctx: click.Context, as_json: bool) -> None:
+    from gradcli.output.functions import listing_rows
+
+    rows = listing_rows()
+    if as_json:
+        import json
+
+        click.echo(json.dumps(rows, ensure_ascii=False))
+    else:
+        from gradcli.output.console import make_console
+        from gradcli.output.functions import functions_table
+
+        console = make_console()
+        console.print(functions_table(rows, plain=not console.is_terminal))
+    ctx.exit(ExitStatus.OK)
+
+
+SHELLS = ("bash", "zsh", "fish")
+COMPLETE_VAR = "_GRADCLI_COMPLETE"
+# The line for each shell's start-up file (documented in --help and docs/interactive.md).
+START_UP = {
+    "bash": ('~/.bashrc', 'eval "$(gradcli completion bash)"'),
+    "zsh": ("~/.zshrc", 'eval "$(gradcli completion zsh)"'),
+    "fish": ("~/.config/fish/config.fish", "gradcli completion fish | source"),
+}
+
+COMPLETION_HELP = """Print the shell completion script for SHELL (bash, zsh or fish).
+
+\b
+Add one line to your shell's start-up file:
+""" + "\n".join(f"  {line:<42} # {shell}: {path}" for shell, (path, line) in START_UP.items()) + """
+
+\b
+Tab then completes commands and options, and offers a formula's own variables first:
+  gradcli eval "(x*W+b-t)**2" --<Tab>      --x --W --b --t, then the options
+  gradcli diff "x*y + z" --wrt <Tab>       x y z
+"""
+
+
+@cli.command("completion", help=COMPLETION_HELP)
+@click.argument("shell", type=click.Choice(SHELLS))
+def completion_command(shell: str) -> None:
+    from click.shell_completion import get_completion_class
+
+    completion_class = get_completion_class(shell)
+    assert completion_class is not None  # click knows all three
+    click.echo(completion_class(cli, {}, "gradcli", COMPLETE_VAR).source())
+
 
 MAN_HELP = """Print gradcli's manual page (roff), made from the commands' own help.
 
