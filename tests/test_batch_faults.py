@@ -259,9 +259,10 @@ def hostile_lines(count: int, seed: int, long_nodes: int = 2000) -> bytes:
 class Run:
     """A batch in a subprocess, its stdout and stderr read by threads as they come."""
 
-    def __init__(self, stdin: Path, env: dict | None = None, **popen) -> None:
+    def __init__(self, stdin: Path, env: dict | None = None, command: list[str] = GRADCLI,
+                 **popen) -> None:
         with stdin.open("rb") as source:
-            self.child = subprocess.Popen(GRADCLI, stdin=source, stdout=subprocess.PIPE,
+            self.child = subprocess.Popen(command, stdin=source, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, env=env or JOBS_2, **popen)
         self.out: list[bytes] = []
         self.lines = 0

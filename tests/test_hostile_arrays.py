@@ -9,11 +9,15 @@ values of ``sum(x*k)`` written here in closed form.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gradcli.limits import MAX_ARRAY_DIMS
 
@@ -187,6 +191,9 @@ def test_clip_with_its_bounds_out_of_order_is_one_error_for_scalars_and_arrays(a
     ("norm(x)", "[3e-300, 4e-300]", 5e-300, [0.6, 0.8]),
     ("norm(W)", "[[3e200, 0], [0, 4e200]]", 5e200, [0.6, 0.0, 0.0, 0.8]),
     ("logsumexp(x)", "[1000, 1000]", 1000 + 0.6931471805599453, [0.5, 0.5]),
+    # prod multiplies mantissas and adds exponents: 1e-200 * 1e-200 underflowed to 0 first
+    ("prod(x)", "[1e-200, 1e-200, 1e200]", 1e-200, [1.0, 1.0, 0.0]),
+    ("prod(x)", "[1e200, 1e200, 1e-200, 1e-200]", 1.0, [1e-200, 1e-200, 1e200, 1e200]),
     ("logsumexp(x)", "[100000, 100001]", 100001 + 0.31326168751822286,
      [0.2689414213699951, 0.7310585786300049]),
 ])
@@ -195,7 +202,35 @@ def test_reductions_are_right_at_the_ends_of_the_float_range(program, point, val
                             "--json", "--no-check"])
     assert status == 0, err
     record = json.loads(out)
-    assert record["value"] == pytest.approx(value, rel=1e-15)
+    assert record["value"] == pytest.approx(value, rel=1e-15, abs=0)
     found = record["gradients"]["x" if "x" in program else "W"]
     flat = [number for row in found for number in row] if isinstance(found[0], list) else found
     assert flat == pytest.approx(gradient, rel=1e-15, abs=0)
+
+
+def _exact_product(values: list[float]) -> Fraction:
+    product = Fraction(1)
+    for value in values:
+        product *= Fraction(value)
+    return product
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.5, 1.0), st.integers(-1074, 1023),
+                          st.sampled_from([1.0, -1.0])), min_size=1, max_size=40))
+def test_prod_and_its_gradient_round_the_exact_products(parts):
+    """Against exact rational products (Fraction): the value, and each element's product of the
+    others, within a few ulps wherever the exact result is a normal float; no partial product
+    on the way overflows or underflows."""
+    from gradcli.engine.arrays import numpy
+    from gradcli.engine.ops.xp import NUMPY, scaled_prod
+
+    values = [math.ldexp(mantissa, exponent) * sign for mantissa, exponent, sign in parts]
+    x = numpy().array(values)
+    out = scaled_prod(numpy(), x)
+    others = NUMPY.others_product(x, out)
+    exact = _exact_product(values)
+    for got, want in [(out, exact)] + [
+            (others[k], _exact_product(values[:k] + values[k + 1:])) for k in range(len(values))]:
+        if abs(want) > Fraction(sys.float_info.min) * 2**53 and abs(want) < Fraction(2**1000):
+            assert float(got) == pytest.approx(float(want), rel=64 * sys.float_info.epsilon)

@@ -33,6 +33,7 @@ class Finding:
     actual: float | None = None
     tolerance: float | None = None
     message: str | None = None  # a numeric error or the check's own error, on one line
+    note: str | None = None  # why a correct gradient may still fail here (ill-conditioning)
     status: ExitStatus = ExitStatus.OK
 
     @property
@@ -49,7 +50,8 @@ class Finding:
             return f"{self.assertion}{where}: {self.message}{count}"
         return (f"{self.assertion}{where}: expected {_number(self.expected)}, got "
                 f"{_number(self.actual)} (error {_number(self.worst_error, '.3g')} > tolerance "
-                f"{_number(self.tolerance, '.3g')}){count}")
+                f"{_number(self.tolerance, '.3g')}){count}"
+                + ("" if self.note is None else f"; {self.note}"))
 
 
 @dataclass
@@ -95,7 +97,7 @@ def outcome_record(outcome: CheckOutcome) -> dict[str, Any]:
              "failures": f.failures, "ok": f.ok, "worst_error": _finite(f.worst_error),
              "worst_point": f.worst_point, "expected": _finite(f.expected),
              "actual": _finite(f.actual), "tolerance": _finite(f.tolerance),
-             "message": f.message}
+             "message": f.message, "note": f.note}
             for f in outcome.findings
         ],
     }

@@ -288,12 +288,16 @@ def _point_findings(spec: CheckSpec, point: dict[str, Any], result: Any
         judged.append(_compare_elements(spec, point, f"derivative d/d{name}",
                                         f"derivative.{name}", name, _expected(expected, point),
                                         result.gradients[name]))
+    conditioning = result.check.conditioning if result.check else None
     for name, check in (result.check.gradients.items() if result.check else ()):
         numeric = check.numeric if check.numeric is not None else math.nan
-        judged.append(_element_finding(
+        finding, ratio = _element_finding(
             spec, point, f"finite differences d/d{name}", "expr",
             _single(check.analytic, numeric, check.tolerance, check.ok),
-            name, getattr(check, "where", ())))
+            name, getattr(check, "where", ()))
+        if conditioning is not None and not check.ok:
+            finding.note = conditioning.cause()
+        judged.append((finding, ratio))
     return judged
 
 

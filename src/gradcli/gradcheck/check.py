@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gradcli.engine.graph import Node, Program, liveness
 from gradcli.engine.ops import LOGICAL, NONE
 from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError
+from gradcli.gradcheck.conditioning import Conditioning, amplification, conditioning, explained
 from gradcli.gradcheck.steps import (
     CENTRAL,
     EPS,
@@ -107,6 +108,7 @@ class GradientCheck:
     size: int = 1  # elements in the gradient
     failed: int | None = None  # elements that disagree (None: 1 if not ok, else 0)
     where: tuple[int, ...] = ()  # the worst element's index (() for a scalar)
+    ill_conditioned: float | None = None  # rounding amplification, when it explains a failure
 
     def __post_init__(self) -> None:
         if self.failed is None:
@@ -127,6 +129,7 @@ class CheckReport:
     # Conditions that a finite difference turned over (x > 0 at x = 0, replay.Replayer): where
     # a condition switches, the pieces meet and a difference mixes both, as at relu's kink.
     boundaries: list[str] = field(default_factory=list)
+    conditioning: Conditioning | None = None  # when ill-conditioning explains every failure
 
     @property
     def checks(self) -> list[GradientCheck]:
@@ -185,6 +188,9 @@ def check_gradients(
         from gradcli.engine.graph import node_text  # only for this message
 
         report.boundaries = [node_text(nodes[i]) for i in sorted(replayer.switched)]
+    measured = [check.ill_conditioned for check in report.failures]
+    if measured and None not in measured:
+        report.conditioning = conditioning(program, max(m or 0.0 for m in measured))
     return report
 
 
@@ -287,7 +293,7 @@ def check_node_elements(replayer: ElementReplayer, node: Node, rtol: float, atol
     passed = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
                              atol) if columns else {}
     worst: tuple[tuple[float, float], int, GradientCheck] | None = None
-    failed = 0
+    failed, measured = 0, []  # the failed elements' ill_conditioned
     for flat in flats:
         grad, settled = float(grads[flat]), passed.get(flat)
         verdict = (check_node(replayer, _Probe(float(values[flat]), grad, flat), rtol, atol,
@@ -295,6 +301,7 @@ def check_node_elements(replayer: ElementReplayer, node: Node, rtol: float, atol
                    GradientCheck(grad, settled.numeric, settled.abs_error, settled.tolerance,
                                  True, CENTRAL.method, settled.step))
         failed += not verdict.ok
+        measured += [] if verdict.ok else [verdict.ill_conditioned]
         badness = (0.0 if verdict.ok else 1.0, verdict.abs_error or 0.0)
         if worst is None or badness > worst[0]:
             worst = (badness, flat, verdict)
@@ -302,7 +309,8 @@ def check_node_elements(replayer: ElementReplayer, node: Node, rtol: float, atol
     _, flat, verdict = worst
     where = tuple(int(i) for i in np.unravel_index(flat, np.shape(node.value)))
     fields = {**vars(verdict), "checked": len(flats), "size": size, "failed": failed,
-              "where": where, "ok": failed == 0}
+              "where": where, "ok": failed == 0,
+              "ill_conditioned": None if None in measured else max(measured, default=None)}
     return GradientCheck(**fields), 2 * cost * count / (ARRAY_COLUMN_FACTOR if columns else 1)
 
 
@@ -373,6 +381,10 @@ def check_node(
         numeric, method, largest = estimate
         error, allowed, agrees, swamped = judge(analytic, numeric, largest, h, shrink, rtol, atol)
         if swamped:
+            best = min((c.abs_error for c in tried if c.abs_error is not None), default=None)
+            if explained(error, best, agrees):
+                measured = amplification(largest, replayer.nodes[-1].value)
+                tried = [replace(c, ill_conditioned=measured) for c in tried]
             break
         check = GradientCheck(analytic, numeric, error, allowed, agrees, method, h)
         if agrees:

@@ -142,6 +142,7 @@ def check_record(check: CheckReport) -> dict[str, Any]:
         "nodes_checked": not check.nodes_skipped,
         "method": check.method,
         "unchecked": check.unchecked,
+        "ill_conditioned": None if check.conditioning is None else check.conditioning.record(),
     }
 
 

@@ -17,6 +17,7 @@ from gradcli.output.tables import Column
 
 if TYPE_CHECKING:
     from gradcli.gradcheck.check import CheckReport, GradientCheck
+    from gradcli.gradcheck.conditioning import Conditioning
 
 NUMERIC_DIGITS = 10  # the finite-difference estimate's column, when --digits is not given
 POLE_GRADIENT = 1e12  # a gradient this large is a pole's, not a formula's mistake
@@ -31,10 +32,14 @@ KINK_CAUSE = ("a point where the function is not differentiable (relu or abs at 
               "tie) or jumps (floor or round at a whole number) fails this way too")
 
 
-def _likely_cause(failed: list[GradientCheck], boundaries: list[str] | None = None) -> str:
-    """What else makes a correct gradient fail: a condition that switched (``boundaries``), a
-    pole (a huge gradient no step can follow) or a kink; a wrong gradient is what the check
+def _likely_cause(failed: list[GradientCheck], boundaries: list[str] | None = None,
+                  conditioning: Conditioning | None = None) -> str:
+    """What else makes a correct gradient fail: a condition that switched (``boundaries``), an
+    ill-conditioned point (``conditioning``: a smaller step converged but rounding swamped it),
+    a pole (a huge gradient no step can follow) or a kink; a wrong gradient is what the check
     exists to catch, so these are only "may be"."""
+    if conditioning is not None:
+        return conditioning.cause()
     if boundaries:
         return (f"the condition {listed(boundaries)} switches within a finite-difference "
                 "step of this point: the pieces meet here and the difference mixes both, as at "
@@ -75,7 +80,8 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
         f"(max abs error {check.max_abs_error:.1e}; {tolerances(check)})",
         f"{failed:,} of {things} {'disagrees' if failed == 1 else 'disagree'} with "
         f"{against} ({tolerances(check)}); "
-        + (_likely_cause(failures, check.boundaries) if failures else ""))
+        + (_likely_cause(failures, check.boundaries, getattr(check, "conditioning", None))
+           if failures else ""))
     if check.nodes_skipped and what[0].startswith("gradient"):  # the per-node gradient check
         text.append("\nper-node check skipped: the graph is too large; input gradients checked",
                     style="dim")

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gradcli.engine.ops.row import ARRAY, PREC_PRODUCT, SAME, Op
-from gradcli.engine.ops.xp import Arrays, subscript_of
+from gradcli.engine.ops.xp import Arrays, scaled_prod, subscript_of
 
 Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradient
 
@@ -225,7 +225,7 @@ ROWS: list[Op] = [
     _row("mean", 1, lambda np, x: np.mean(x),
          (lambda xp, g, out, x: xp.spread(g / math.prod(xp.shape(x)), x),),
          complex=SAME, summary="mean of the elements"),
-    _row("prod", 1, lambda np, x: np.prod(x),
+    _row("prod", 1, scaled_prod,
          (lambda xp, g, out, x: g * xp.others_product(x, out),),
          complex=SAME, summary="product of the elements"),
     _row("max", 1, lambda np, x: _pick(np, x, True), (_extreme_vjp,),

@@ -125,12 +125,24 @@ class NumPyArrays:
         return np.reshape(v, np.shape(x))
 
     def others_product(self, x: Any, out: Any) -> Any:
-        """Exclusive cumulative products from both sides: a zero element needs no division."""
+        """The whole product over each element, in mantissas and exponents (``scaled_product``:
+        no partial product overflows or underflows); with one zero element only that element
+        gets a product (of the rest), with two or more every one is 0. A complex perturbation
+        (the complex-step check) takes exclusive cumulative products from both sides."""
         np = _np()
-        flat = x.ravel()
-        left = np.concatenate(([1.0], np.cumprod(flat[:-1])))
-        right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1.0]))
-        return (left * right).reshape(x.shape)
+        if np.iscomplexobj(x):
+            return _cumulative_others(np, x)
+        flat = x.ravel().astype(float)
+        zeros = np.flatnonzero(flat == 0)
+        others = np.zeros(flat.shape)
+        if zeros.size == 0:
+            whole, exponent = scaled_product(np, flat)
+            mantissas, exponents = np.frexp(flat)
+            others = _ldexp(np, whole / mantissas, exponent - exponents.astype(np.int64))
+        elif zeros.size == 1:
+            rest = np.delete(flat, zeros[0])
+            others[zeros[0]] = _ldexp(np, *scaled_product(np, rest))
+        return others.reshape(x.shape)
 
     def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any:
         np = _np()
@@ -150,6 +162,47 @@ class NumPyArrays:
 
 
 NUMPY = NumPyArrays()
+
+# |exponent| past this is inf or 0 whatever the mantissa (and stays within NumPy's ldexp int).
+_EXPONENT_CLAMP = 4096
+
+
+def scaled_product(np: Any, flat: Any) -> tuple[Any, int]:
+    """The product of the real vector ``flat`` as (mantissa, exponent), product = mantissa *
+    2**exponent: mantissas in [0.5, 1) multiplied pairwise and renormalised (``frexp``) at
+    every level, exponents added as integers. Each product rounds once, as in a plain product,
+    but none overflows or underflows on the way (1e-200 * 1e-200 * 1e200 is 1e-200, not 0)."""
+    mantissas, exponents = np.frexp(flat)
+    exponent = int(exponents.sum(dtype=np.int64))
+    while mantissas.size > 1:
+        if mantissas.size % 2:
+            mantissas = np.append(mantissas, 1.0)
+        mantissas, exponents = np.frexp(mantissas[0::2] * mantissas[1::2])
+        exponent += int(exponents.sum(dtype=np.int64))
+    return (mantissas[0] if mantissas.size else np.float64(1.0)), exponent
+
+
+def _ldexp(np: Any, mantissa: Any, exponent: Any) -> Any:
+    """mantissa * 2**exponent, rounded once; inf or 0 past the floats."""
+    with np.errstate(over="ignore", under="ignore"):
+        return np.ldexp(mantissa, np.clip(exponent, -_EXPONENT_CLAMP, _EXPONENT_CLAMP))
+
+
+def scaled_prod(np: Any, x: Any) -> Any:
+    """prod's forward: ``scaled_product`` of every element (NumPy's product for a complex
+    perturbation, whose imaginary part the complex-step check reads)."""
+    values = np.asarray(x)
+    if np.iscomplexobj(values):
+        return np.prod(values)
+    return _ldexp(np, *scaled_product(np, values.ravel().astype(float)))
+
+
+def _cumulative_others(np: Any, x: Any) -> Any:
+    """Exclusive cumulative products from both sides: a zero element needs no division."""
+    flat = x.ravel()
+    left = np.concatenate(([1.0], np.cumprod(flat[:-1])))
+    right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1.0]))
+    return (left * right).reshape(x.shape)
 
 
 def unbroadcast(grad: Any, shape: tuple[int, ...]) -> Any:

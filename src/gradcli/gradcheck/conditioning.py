@@ -1,0 +1,94 @@
+"""Why a correct gradient can still fail the check: the program is ill-conditioned at the point.
+
+A central difference errs by truncation, about (h/L)^2 relative where L is the scale on which the
+function changes, and by rounding, eps * M / h where M is the largest value the difference
+subtracts. The check shrinks the step while the rounding allowance stays below the user's
+tolerance (gradcheck/steps.py). Near a singular matrix both fail at once: ``sum(inv(A))`` at
+A = [[1, 1], [1, 1.0001]] changes on a scale L ~ 1e-4 while its intermediate values reach 1e4,
+so no step is both small enough to follow it and large enough to beat rounding.
+
+The check tells this apart from a wrong gradient or a kink by the next, smaller step: there the
+disagreement shrank as truncation does (O(h^2)) and is within that step's rounding allowance.
+A wrong gradient keeps its error at every step; a kink (abs at 0) keeps its half-and-half
+estimate. ``GradientCheck.ill_conditioned`` holds the rounding amplification the check measured
+(M over |f|); the verdict names, where the program has one, the condition number of the matrix
+that ``inv``, ``det`` or ``logdet`` takes (its 2-norm condition number, ||A|| ||A^-1||), the
+largest among those that depend on a variable, and else that amplification.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gradcli.engine.graph import Program
+
+MATRIX_OPS = ("inv", "det", "logdet")  # ops whose matrix's condition number bounds the error
+# A smaller step explains the disagreement when its error is below this share of the earlier
+# step's (truncation falls by 256 for a step 16 times smaller; a wrong gradient's does not move).
+CONVERGED_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class Conditioning:
+    """How ill-conditioned the program is at the point: a condition number and what it is of."""
+
+    number: float
+    matrix: str | None = None  # the matrix's text, or None: the amplification the check measured
+    op: str | None = None  # the op that takes the matrix
+
+    def record(self) -> dict[str, object]:
+        """The JSON form: ``{"condition_number": ..., "matrix": "A" or null}``."""
+        return {"condition_number": self.number, "matrix": self.matrix}
+
+    def cause(self) -> str:
+        """The verdict's words: why a correct gradient fails here."""
+        of = (f"the condition number of {self.matrix} (which {self.op} takes) is "
+              f"{self.number:.1e}" if self.matrix is not None else
+              f"rounding is amplified {self.number:.1e} times (the largest value the output is "
+              "computed from, over the output)")
+        return (f"the program is ill-conditioned at this point: {of}; the disagreement shrinks "
+                "with the step as a correct gradient's does, but no step is both small enough "
+                "to follow the function and large enough to beat rounding (the gradient may be "
+                "right; check it nearer a well-conditioned point)")
+
+
+def explained(error: float, best_error: float | None, agrees_within_noise: bool) -> bool:
+    """Whether a smaller step's estimate, swamped by rounding, explains the earlier failure."""
+    return (agrees_within_noise and best_error is not None
+            and error <= CONVERGED_SHARE * best_error)
+
+
+def amplification(largest: float, output: float) -> float:
+    """How many times larger the values a difference subtracts are than the output."""
+    return largest / max(abs(output), 1e-300)
+
+
+def conditioning(program: Program, measured: float) -> Conditioning:
+    """The largest condition number of a matrix that inv/det/logdet takes and that depends on
+    a variable; the check's ``measured`` amplification where the program has none."""
+    from gradcli.engine.graph import node_text
+
+    worst: tuple[float, str, str] | None = None
+    for node in program.nodes:
+        if node.op.name not in MATRIX_OPS or not node.inputs or not node.inputs[0].needs_grad:
+            continue
+        number = _condition_number(node.inputs[0].value)
+        if math.isfinite(number) and (worst is None or number > worst[0]):
+            worst = (number, node_text(node.inputs[0]), node.op.name)
+    if worst is None:
+        return Conditioning(float(measured))
+    return Conditioning(worst[0], worst[1], worst[2])
+
+
+def _condition_number(matrix: object) -> float:
+    """The 2-norm condition number, inf for a matrix NumPy cannot take."""
+    from gradcli.engine.arrays import numpy
+
+    np = numpy()
+    try:
+        return float(np.linalg.cond(np.asarray(matrix, dtype=float)))
+    except (ValueError, TypeError, np.linalg.LinAlgError):
+        return math.inf
