@@ -50,10 +50,18 @@ def _one_minus_square(x: Any) -> Any:
     """1 - x**2 of asin' and acos', on numbers as (1 - x)(1 + x): both factors are exact near
     +-1, where 1 - x*x cancels (asin' at 1 - 1e-8 kept 8 digits). In a formula 1 - x**2, whose
     gradient -2x keeps its digits near 0 (a Hessian's), where that of (1 - x)(1 + x),
-    (1 - x) - (1 + x), would not; near +-1 the formula's own value loses about as many digits
-    as the condition number of its derivative allows (1e-13 relatively there is 1/(1 - x**2)
-    times wider than at 0)."""
+    (1 - x) - (1 + x), would not. (atanh's slope is 1/(1 - x**2) itself: _atanh_slope.)"""
     return 1.0 - x * x if written(x) else (1.0 - x) * (1.0 + x)
+
+
+def _atanh_slope(x: Any, out: Any) -> Any:
+    """1/((1 - x)(1 + x)), in a formula as 1 + x**2/((1 - x)(1 + x)): a sum of two positive
+    terms, so its value keeps its digits near +-1 as the product does, and so does its
+    derivative (a Hessian's), 2x/p + 2x**3/p**2 with p = (1 - x)(1 + x), near 0 too, where the
+    product's own, ((1 - x) - (1 + x))/p**2, cancels (no digits left below |x| = 1e-16)."""
+    if written(x):
+        return 1.0 + x * x / ((1.0 - x) * (1.0 + x))
+    return 1.0 / ((1.0 - x) * (1.0 + x))
 
 
 def _tanh_slope(x: Any, out: Any) -> Any:
@@ -235,7 +243,7 @@ ROWS: list[Op] = [
           domain=forms.at_least_one, complex=cmath.acosh, vector=lambda np, x: np.arccosh(x),
           summary="inverse hyperbolic cosine, x >= 1 (derivative at 1: an error)",
           aliases=("arccosh",)),
-    unary("atanh", math.atanh, lambda x, out: 1.0 / _one_minus_square(x),
+    unary("atanh", math.atanh, _atanh_slope,
           domain=forms.open_unit_interval, complex=cmath.atanh, vector=lambda np, x: np.arctanh(x),
           summary="inverse hyperbolic tangent, -1 < x < 1", aliases=("arctanh",)),
 ]
