@@ -19,6 +19,7 @@ from gradcli.engine.ops.row import (
     Op,
     binary,
     is_zero,
+    printed,
     unary,
     written,
 )
@@ -55,11 +56,11 @@ def _one_minus_square(x: Any) -> Any:
 
 
 def _atanh_slope(x: Any, out: Any) -> Any:
-    """1/((1 - x)(1 + x)), in a formula as 1 + x**2/((1 - x)(1 + x)): a sum of two positive
-    terms, so its value keeps its digits near +-1 as the product does, and so does its
-    derivative (a Hessian's), 2x/p + 2x**3/p**2 with p = (1 - x)(1 + x), near 0 too, where the
+    """1/((1 - x)(1 + x)), printed so; a Hessian's as 1 + x**2/((1 - x)(1 + x)): a sum of two
+    positive terms, so its value keeps its digits near +-1 as the product does, and so does
+    its derivative, 2x/p + 2x**3/p**2 with p = (1 - x)(1 + x), near 0 too, where the
     product's own, ((1 - x) - (1 + x))/p**2, cancels (no digits left below |x| = 1e-16)."""
-    if written(x):
+    if written(x) and not printed(x):
         return 1.0 + x * x / ((1.0 - x) * (1.0 + x))
     return 1.0 / ((1.0 - x) * (1.0 + x))
 

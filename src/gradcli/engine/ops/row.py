@@ -231,6 +231,14 @@ def written(value: Any) -> bool:
     return hasattr(value, "apply") and hasattr(value, "op")
 
 
+def printed(value: Any) -> bool:
+    """A graph node of a formula that ``gradcli diff`` prints, as opposed to one that a Hessian
+    evaluates at a point: its builder keeps constants named (``exact_constants``: log(2), pi).
+    A rule may print the textbook form (sigmoid's s (1 - s)) and give a Hessian a form whose
+    value and derivative keep their digits (sigmoid's sech(x/2)**2/4, docs/accuracy.md)."""
+    return written(value) and bool(getattr(value.builder, "exact_constants", False))
+
+
 def is_zero(node: Any) -> bool:
     """The constant 0 in a formula (``0**y``): its limit is the formula, not log(0)."""
     return node.op.name == "const" and node.value == 0.0

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from gradcli.engine import forms, special
-from gradcli.engine.ops.row import NONE, F, Op, above, binary, unary, written
+from gradcli.engine.ops.row import NONE, F, Op, above, binary, printed, unary, written
 from gradcli.errors import NumericError
 
 GELU_TANH_SCALE = 1.5957691216057308  # 2 sqrt(2/pi): gelu_tanh(x) = x sigmoid(scale (x + c x^3))
@@ -71,8 +71,11 @@ def _dsinc_slope(x: Any, out: Any) -> Any:
 
 def _sigmoid_slope(x: Any, out: Any) -> Any:
     """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16.
-    A formula is sech(x/2)**2/4: the Hessian evaluates it (d2/dx dy of y*sigmoid(x)) and
-    differentiates it, and the derivative of either product, s' (1 - 2s), cancels near 0."""
+    Printed s (1 - s), the form that simplifies with a log-loss; a Hessian's is
+    sech(x/2)**2/4: the Hessian evaluates it (d2/dx dy of y*sigmoid(x)) and differentiates
+    it, and the derivative of either product, s' (1 - 2s), cancels near 0."""
+    if printed(x):
+        return out * (1.0 - out)
     return 0.25 * F.sech(0.5 * x) ** 2.0 if written(x) else out * F.sigmoid(-x)
 
 
