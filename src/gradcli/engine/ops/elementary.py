@@ -92,9 +92,15 @@ def _atan_slope(x: Any, out: Any) -> Any:
 
 def _atan2_slope(x: Any, y: Any) -> Any:
     """x/(x**2 + y**2) (d/dy atan2(y, x); d/dx is this of -y, x), on numbers as x/h/h with
-    h = hypot(x, y): x**2 + y**2 overflows at 1e154 and underflows to 0 at 1e-162."""
+    h = hypot(x, y): x**2 + y**2 overflows at 1e154 and underflows to 0 at 1e-162. A Hessian's
+    formula is hypot's slope over h: in x/(x**2 + y**2), or x/h**2 as the builder writes x/h/h,
+    the derivative's -out/h**2 underflows where the answer does not (0 for -2e-298 at
+    (100, -1e100), a wrong sign at (5e-114, 3e121)). It multiplies by reciprocal(h), which
+    the builder does not merge with the division into h**2 (or h*h, which overflows)."""
     if written(x) or written(y):
-        return x / (x * x + y * y)
+        if printed(x if written(x) else y):
+            return x / (x * x + y * y)
+        return _hypot_slope(x, y, F.hypot(x, y)) * F.reciprocal(F.hypot(x, y))
     return x / F.hypot(x, y) / F.hypot(x, y)
 
 
@@ -109,8 +115,14 @@ TINY_NORMAL = 2.2250738585072014e-308
 def _hypot_slope(x: Any, y: Any, out: Any) -> Any:
     """d/dx hypot(x, y) = x / hypot(x, y). Where hypot is subnormal it has few digits
     (hypot(5e-324, 5e-324) rounds to 5e-324), so on numbers x and y are first divided by the
-    larger: the quotient is the same, and hypot has its digits back. A formula is x/hypot(x, y)."""
-    if written(x) or written(y) or (type(out) is float and out >= TINY_NORMAL):
+    larger: the quotient is the same, and hypot has its digits back. A printed formula is
+    x/hypot(x, y); a Hessian's is sign(x)/hypot(1, y/x) where |x| >= |y|, since the derivative
+    of x/hypot(x, y), 1/h - x**2/h**3 (= y**2/h**3), has no digits left where |x| >> |y|."""
+    if written(x) or written(y):
+        if printed(x if written(x) else y):
+            return x / out
+        return F.where(F.ge(F.abs(x), F.abs(y)), F.sign(x) / F.hypot(1.0, y / x), x / out)
+    if type(out) is float and out >= TINY_NORMAL:
         return x / out
     larger = F.max(F.abs(x), F.abs(y))
     return x / larger / F.hypot(x / larger, y / larger)

@@ -58,15 +58,25 @@ SINC_SERIES_LIMIT = 0.5  # |x| below which dsinc and its slope are their series
 
 def _dsinc_slope(x: Any, out: Any) -> Any:
     """sinc''(x) = -pi**2 sinc(x) - 2 dsinc(x)/x, whose terms are 5 times its size near 0: on
-    a float below SINC_SERIES_LIMIT its series instead (within 2.6 ulps, 0 included). A formula
+    a float below SINC_SERIES_LIMIT its series instead (within 2.6 ulps, 0 included). The
+    formula's own derivative, a Hessian's, subtracts terms of order 1/x there: the formula a
+    Hessian evaluates takes the series below the limit too, as a polynomial. A printed formula
     names pi, so that ``diff`` prints pi**2, not 9.869604401089358."""
     if type(x) is float and abs(x) < SINC_SERIES_LIMIT:
-        p, total = (math.pi * x) ** 2, 0.0
-        for coefficient in reversed(SINC_SECOND_SERIES):
-            total = total * p + coefficient
-        return -special.PI_SQUARED * total
+        return _sinc_second_series(x)
     pi = x.builder.constant(math.pi, "pi") if written(x) else math.pi
-    return -(pi * pi) * F.sinc(x) - 2.0 * out / x
+    slope = -(pi * pi) * F.sinc(x) - 2.0 * out / x
+    if written(x) and not printed(x):
+        return F.where(F.lt(F.abs(x), SINC_SERIES_LIMIT), _sinc_second_series(x), slope)
+    return slope
+
+
+def _sinc_second_series(x: Any) -> Any:
+    """sinc''(x) by its series (Horner in (pi x)**2), on a float or as a formula."""
+    p, total = (math.pi * x) * (math.pi * x), 0.0
+    for coefficient in reversed(SINC_SECOND_SERIES):
+        total = total * p + coefficient
+    return -special.PI_SQUARED * total
 
 
 def _sigmoid_slope(x: Any, out: Any) -> Any:
