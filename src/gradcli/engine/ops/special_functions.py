@@ -139,8 +139,7 @@ ROWS: list[Op] = [
           complex=forms.complex_sinc,
           vector=forms.vector_sinc, summary="sin(pi*x)/(pi*x), 1 at 0 (NumPy's sinc)"),
     unary("dsinc", special._dsinc, _dsinc_slope, complex=NONE, vector=NONE,
-          summary="sinc's derivative, exact near 0 (and so is its own on numbers; a Hessian "
-                  "near 0 loses digits)"),
+          summary="sinc's derivative, exact near 0 (and so are its own two)"),
     unary("erfc", math.erfc, lambda x, out: -TWO_OVER_ROOT_PI * F.exp(-x * x),
           complex=NONE, vector=NONE, summary="1 - erf(x), accurate where erf(x) is near 1"),
     unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,
