@@ -365,5 +365,9 @@ def test_sinc_at_zero_and_its_derivative_near_zero_against_mpmath():
     far = gradcli.evaluate("sinc(x)", {"x": 250.5}, check=False)  # argument reduced exactly
     assert far.value == pytest.approx(float(mp.sinc(mp.pi * 250.5)), rel=1e-15)
     assert far.gradients["x"] == pytest.approx(float(exact(250.5)), rel=1e-13)
-    with pytest.raises(gradcli.NumericError):  # sinc'' at 0 itself divides by x (documented)
-        gradcli.evaluate("sinc(x)", {"x": 0.0}, order=2)
+    # sinc'' at 0 is dsinc's slope, its series there: -pi**2/3
+    second = gradcli.evaluate("sinc(x)", {"x": 0.0}, check=False, order=2).hessian.matrix
+    assert second["x"]["x"] == pytest.approx(float(-mp.pi ** 2 / 3), rel=1e-15)
+    # sinc''' at 0 is 0: the Hessian's formula of dsinc's slope is its series there
+    third = gradcli.evaluate("dsinc(x)", {"x": 0.0}, check=False, order=2).hessian.matrix
+    assert third["x"]["x"] == 0.0

@@ -193,7 +193,7 @@ def test_printed_derivatives_parse_back_to_the_reverse_mode_gradient(expression,
     except gradcli.NumericError:
         return
     program = parse(text)
-    builder = Builder()
+    builder = Builder(exact_constants=True)  # a printed formula's (ops/row.py's ``printed``)
     (output,) = builder.import_graph([program.output])
     names = list(program.variables)
     value = _at(to_text(output), point)  # the simplified value reads back too

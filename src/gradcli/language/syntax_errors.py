@@ -341,7 +341,7 @@ _SPELLED_OTHERWISE = {
 }
 _FORMULAS = {  # name -> (its call, what to write for it)
     "sec": ("sec(x)", "1/cos(x)"), "csc": ("csc(x)", "1/sin(x)"),
-    "cot": ("cot(x)", "1/tan(x)"), "sech": ("sech(x)", "1/cosh(x)"),
+    "cot": ("cot(x)", "1/tan(x)"),
     "csch": ("csch(x)", "1/sinh(x)"), "coth": ("coth(x)", "1/tanh(x)"),
     # C's fmod keeps the sign of x; mod (NumPy's remainder, Python's %) that of y
     "fmod": ("fmod(x, y)", "x - y*trunc(x/y) (the sign of x; mod(x, y) takes the sign of y)"),

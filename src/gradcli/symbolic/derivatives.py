@@ -223,7 +223,11 @@ def _at_point(
     if order == 1:
         check_folded([value, *grads])
         return value, first, {(name,): grad for name, grad in first.items()}
-    levels = _levels(program, names, order if order > 2 else 1, Builder(max_nodes))
+    # eval --hessian's formulas at a full point (ops/row.py's ``printed``); printed ones where
+    # they stay formulas in free variables or take numbers at order 3 and above
+    full = order == 2 and len(point) == len(program.variables)
+    levels = _levels(program, names, order if order > 2 else 1,
+                     Builder(max_nodes, exact_constants=not full))
     if order == 2:
         tree = {}
         for (name,), grad in levels[1].items():

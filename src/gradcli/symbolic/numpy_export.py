@@ -37,6 +37,7 @@ _NUMPY_FORMS = {
     "neg": "-{0}", "pow": "{0} ** {1}", "matmul": "{0} @ {1}", "dot": "np.sum({0} * {1})",
     "abs": "np.abs({0})", "reciprocal": "1.0 / {0}",
     "sigmoid": "1 / (1 + np.exp(-{0}))", "relu": "np.maximum({0}, 0.0)",
+    "sech": "2 * np.exp(-np.abs({0})) / (1 + np.exp(-2 * np.abs({0})))",  # cosh overflows
     "heaviside": "({0} > 0) * 1.0", "softplus": "np.logaddexp(0.0, {0})",
     "lt": "({0} < {1}) * 1.0", "le": "({0} <= {1}) * 1.0", "gt": "({0} > {1}) * 1.0",
     "ge": "({0} >= {1}) * 1.0", "eq": "({0} == {1}) * 1.0", "ne": "({0} != {1}) * 1.0",

@@ -19,6 +19,7 @@ from gradcli.engine.ops.row import (
     Op,
     binary,
     is_zero,
+    printed,
     unary,
     written,
 )
@@ -50,14 +51,37 @@ def _one_minus_square(x: Any) -> Any:
     """1 - x**2 of asin' and acos', on numbers as (1 - x)(1 + x): both factors are exact near
     +-1, where 1 - x*x cancels (asin' at 1 - 1e-8 kept 8 digits). In a formula 1 - x**2, whose
     gradient -2x keeps its digits near 0 (a Hessian's), where that of (1 - x)(1 + x),
-    (1 - x) - (1 + x), would not. (atanh' is written (1 - x)(1 + x) everywhere.)"""
+    (1 - x) - (1 + x), would not. (atanh's slope is 1/(1 - x**2) itself: _atanh_slope.)"""
     return 1.0 - x * x if written(x) else (1.0 - x) * (1.0 + x)
 
 
+def _atanh_slope(x: Any, out: Any) -> Any:
+    """1/((1 - x)(1 + x)), printed so; a Hessian's as 1 + x**2/((1 - x)(1 + x)): a sum of two
+    positive terms, so its value keeps its digits near +-1 as the product does, and so does
+    its derivative, 2x/p + 2x**3/p**2 with p = (1 - x)(1 + x), near 0 too, where the
+    product's own, ((1 - x) - (1 + x))/p**2, cancels (no digits left below |x| = 1e-16)."""
+    if written(x) and not printed(x):
+        return 1.0 + x * x / ((1.0 - x) * (1.0 + x))
+    return 1.0 / ((1.0 - x) * (1.0 + x))
+
+
 def _tanh_slope(x: Any, out: Any) -> Any:
-    """1 - tanh**2, on numbers as 4 sigmoid(2x) sigmoid(-2x): 1 - tanh**2 cancels for |x| > 1
-    (it is 0 from |x| = 19 on, where the answer is 1e-16); 1/cosh**2 would overflow."""
-    return 1.0 - out * out if written(x) else 4.0 * F.sigmoid(2.0 * x) * F.sigmoid(-2.0 * x)
+    """sech(x)**2, not 1 - tanh(x)**2, which cancels for |x| > 1 (it is 0 from |x| = 19 on,
+    where the answer is 1e-16) -- in a Hessian too, which evaluates this formula (d2/dx dy of
+    y*tanh(x)) and differentiates it. On numbers 4 sigmoid(2x) sigmoid(-2x), the same digits."""
+    return F.sech(x) ** 2.0 if written(x) else 4.0 * F.sigmoid(2.0 * x) * F.sigmoid(-2.0 * x)
+
+
+def _complex_sech(z: complex) -> complex:
+    """2 e**-z/(1 + e**-2z), z mirrored to a positive real part: cmath.cosh overflows at 710."""
+    e = cmath.exp(-z if z.real >= 0.0 else z)
+    return 2.0 * e / (1.0 + e * e)
+
+
+def _vector_sech(np: Any, x: Any) -> Any:
+    """_sech on arrays: cosh of at most 700 (no overflow flag), 2 e**-|x| past it."""
+    size = np.abs(x)
+    return np.where(size < 700.0, 1.0 / np.cosh(np.minimum(size, 700.0)), 2.0 * np.exp(-size))
 
 
 def _atan_slope(x: Any, out: Any) -> Any:
@@ -68,9 +92,15 @@ def _atan_slope(x: Any, out: Any) -> Any:
 
 def _atan2_slope(x: Any, y: Any) -> Any:
     """x/(x**2 + y**2) (d/dy atan2(y, x); d/dx is this of -y, x), on numbers as x/h/h with
-    h = hypot(x, y): x**2 + y**2 overflows at 1e154 and underflows to 0 at 1e-162."""
+    h = hypot(x, y): x**2 + y**2 overflows at 1e154 and underflows to 0 at 1e-162. A Hessian's
+    formula is hypot's slope over h: in x/(x**2 + y**2), or x/h**2 as the builder writes x/h/h,
+    the derivative's -out/h**2 underflows where the answer does not (0 for -2e-298 at
+    (100, -1e100), a wrong sign at (5e-114, 3e121)). It multiplies by reciprocal(h), which
+    the builder does not merge with the division into h**2 (or h*h, which overflows)."""
     if written(x) or written(y):
-        return x / (x * x + y * y)
+        if printed(x if written(x) else y):
+            return x / (x * x + y * y)
+        return _hypot_slope(x, y, F.hypot(x, y)) * F.reciprocal(F.hypot(x, y))
     return x / F.hypot(x, y) / F.hypot(x, y)
 
 
@@ -85,8 +115,14 @@ TINY_NORMAL = 2.2250738585072014e-308
 def _hypot_slope(x: Any, y: Any, out: Any) -> Any:
     """d/dx hypot(x, y) = x / hypot(x, y). Where hypot is subnormal it has few digits
     (hypot(5e-324, 5e-324) rounds to 5e-324), so on numbers x and y are first divided by the
-    larger: the quotient is the same, and hypot has its digits back. A formula is x/hypot(x, y)."""
-    if written(x) or written(y) or (type(out) is float and out >= TINY_NORMAL):
+    larger: the quotient is the same, and hypot has its digits back. A printed formula is
+    x/hypot(x, y); a Hessian's is sign(x)/hypot(1, y/x) where |x| >= |y|, since the derivative
+    of x/hypot(x, y), 1/h - x**2/h**3 (= y**2/h**3), has no digits left where |x| >> |y|."""
+    if written(x) or written(y):
+        if printed(x if written(x) else y):
+            return x / out
+        return F.where(F.ge(F.abs(x), F.abs(y)), F.sign(x) / F.hypot(1.0, y / x), x / out)
+    if type(out) is float and out >= TINY_NORMAL:
         return x / out
     larger = F.max(F.abs(x), F.abs(y))
     return x / larger / F.hypot(x / larger, y / larger)
@@ -208,6 +244,11 @@ ROWS: list[Op] = [
           complex=cmath.cosh, vector=lambda np, x: np.cosh(x), summary="hyperbolic cosine"),
     unary("tanh", math.tanh, _tanh_slope,
           complex=cmath.tanh, vector=lambda np, x: np.tanh(x), summary="hyperbolic tangent"),
+    # tanh' = sech**2 and sigmoid' = sech(x/2)**2/4 as formulas: their values and their own
+    # derivatives (-sech tanh) keep every digit, at 0 and far out
+    unary("sech", special._sech, lambda x, out: -out * F.tanh(x),
+          complex=_complex_sech, vector=_vector_sech,
+          summary="hyperbolic secant 1/cosh(x), without overflow"),
     unary("asinh", math.asinh, lambda x, out: _inverse_hypot(x),
           complex=cmath.asinh, vector=lambda np, x: np.arcsinh(x),
           summary="inverse hyperbolic sine", aliases=("arcsinh",)),
@@ -215,7 +256,7 @@ ROWS: list[Op] = [
           domain=forms.at_least_one, complex=cmath.acosh, vector=lambda np, x: np.arccosh(x),
           summary="inverse hyperbolic cosine, x >= 1 (derivative at 1: an error)",
           aliases=("arccosh",)),
-    unary("atanh", math.atanh, lambda x, out: 1.0 / ((1.0 - x) * (1.0 + x)),
+    unary("atanh", math.atanh, _atanh_slope,
           domain=forms.open_unit_interval, complex=cmath.atanh, vector=lambda np, x: np.arctanh(x),
           summary="inverse hyperbolic tangent, -1 < x < 1", aliases=("arctanh",)),
 ]

@@ -231,6 +231,21 @@ def written(value: Any) -> bool:
     return hasattr(value, "apply") and hasattr(value, "op")
 
 
+def printed(value: Any) -> bool:
+    """A graph node of a formula that ``gradcli diff`` prints, as opposed to one that a Hessian
+    evaluates at a point: a builder of numbers keeps constants named (``exact_constants``:
+    log(2), pi) only for printing, a builder of arrays builds the forms exact at every point
+    (``arrays.exact``) only for a Hessian. A rule may print the textbook form (sigmoid's
+    s (1 - s)) and give a Hessian a form whose value and derivative keep their digits
+    (sigmoid's sech(x/2)**2/4, docs/accuracy.md)."""
+    if not written(value):
+        return False
+    arrays = getattr(value.builder, "arrays", None)
+    if arrays is not None:
+        return not arrays.exact
+    return bool(getattr(value.builder, "exact_constants", False))
+
+
 def is_zero(node: Any) -> bool:
     """The constant 0 in a formula (``0**y``): its limit is the formula, not log(0)."""
     return node.op.name == "const" and node.value == 0.0

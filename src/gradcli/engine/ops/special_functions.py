@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from gradcli.engine import forms, special
-from gradcli.engine.ops.row import NONE, F, Op, above, binary, unary, written
+from gradcli.engine.ops.row import NONE, F, Op, above, binary, printed, unary, written
 from gradcli.errors import NumericError
 
 GELU_TANH_SCALE = 1.5957691216057308  # 2 sqrt(2/pi): gelu_tanh(x) = x sigmoid(scale (x + c x^3))
@@ -49,9 +49,44 @@ def _bessel(x: Any, neighbours: Any) -> Any:
     return neighbours
 
 
+# sinc''(x) = -pi**2 (1/3 - p/10 + ...), p = (pi x)**2: the k-th coefficient is
+# (-1)**(k - 1) 2k (2k - 1)/(2k + 1)!; thirteen reach 1e-20 relatively at |x| = 0.5.
+SINC_SECOND_SERIES = tuple((-1) ** (k - 1) * 2 * k * (2 * k - 1) / math.factorial(2 * k + 1)
+                           for k in range(1, 14))
+SINC_SERIES_LIMIT = 0.5  # |x| below which dsinc and its slope are their series
+
+
+def _dsinc_slope(x: Any, out: Any) -> Any:
+    """sinc''(x) = -pi**2 sinc(x) - 2 dsinc(x)/x, whose terms are 5 times its size near 0: on
+    a float below SINC_SERIES_LIMIT its series instead (within 2.6 ulps, 0 included). The
+    formula's own derivative, a Hessian's, subtracts terms of order 1/x there: the formula a
+    Hessian evaluates takes the series below the limit too, as a polynomial. A printed formula
+    names pi, so that ``diff`` prints pi**2, not 9.869604401089358."""
+    if type(x) is float and abs(x) < SINC_SERIES_LIMIT:
+        return _sinc_second_series(x)
+    pi = x.builder.constant(math.pi, "pi") if written(x) else math.pi
+    slope = -(pi * pi) * F.sinc(x) - 2.0 * out / x
+    if written(x) and not printed(x):
+        return F.where(F.lt(F.abs(x), SINC_SERIES_LIMIT), _sinc_second_series(x), slope)
+    return slope
+
+
+def _sinc_second_series(x: Any) -> Any:
+    """sinc''(x) by its series (Horner in (pi x)**2), on a float or as a formula."""
+    p, total = (math.pi * x) * (math.pi * x), 0.0
+    for coefficient in reversed(SINC_SECOND_SERIES):
+        total = total * p + coefficient
+    return -special.PI_SQUARED * total
+
+
 def _sigmoid_slope(x: Any, out: Any) -> Any:
-    """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16."""
-    return out * (1.0 - out) if written(x) else out * F.sigmoid(-x)
+    """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16.
+    Printed s (1 - s), the form that simplifies with a log-loss; a Hessian's is
+    sech(x/2)**2/4: the Hessian evaluates it (d2/dx dy of y*sigmoid(x)) and differentiates
+    it, and the derivative of either product, s' (1 - 2s), cancels near 0."""
+    if printed(x):
+        return out * (1.0 - out)
+    return 0.25 * F.sech(0.5 * x) ** 2.0 if written(x) else out * F.sigmoid(-x)
 
 
 def _silu_slope(x: Any, out: Any) -> Any:
@@ -84,8 +119,10 @@ def _gelu_tanh_slope(x: Any, out: Any) -> Any:
 
 
 def _mish_slope(x: Any, out: Any) -> Any:
-    t = F.tanh(F.softplus(x))
-    return t + x * (1.0 - t * t) * F.sigmoid(x)
+    """tanh(u) + x sigmoid(x) sech(u)**2, u = softplus(x): 1 - tanh(u)**2 would cancel for
+    x > 1, in a Hessian too (which evaluates this formula and differentiates it)."""
+    u = F.softplus(x)
+    return F.tanh(u) + x * F.sigmoid(x) * F.sech(u) ** 2.0
 
 
 def _selu_slope(x: Any, out: Any) -> Any:
@@ -101,10 +138,8 @@ ROWS: list[Op] = [
     unary("sinc", special._sinc, lambda x, out: F.dsinc(x),
           complex=forms.complex_sinc,
           vector=forms.vector_sinc, summary="sin(pi*x)/(pi*x), 1 at 0 (NumPy's sinc)"),
-    unary("dsinc", special._dsinc,
-          lambda x, out: -(math.pi * math.pi) * F.sinc(x) - 2.0 * out / x, complex=NONE,
-          vector=NONE, summary="sinc's derivative, exact near 0 (and so is its own, but "
-                               "not at 0 itself; higher orders lose digits near 0)"),
+    unary("dsinc", special._dsinc, _dsinc_slope, complex=NONE, vector=NONE,
+          summary="sinc's derivative, exact near 0 (and so are its own two)"),
     unary("erfc", math.erfc, lambda x, out: -TWO_OVER_ROOT_PI * F.exp(-x * x),
           complex=NONE, vector=NONE, summary="1 - erf(x), accurate where erf(x) is near 1"),
     unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,
