@@ -75,6 +75,10 @@ class ArrayBuilder(Builder):
             return self._intern(key, CONST, (), value, name)
         return super().constant(value, name)
 
+    def contribution(self, node: SymNode, position: int, grad: SymNode) -> SymNode:
+        """The op's own VJP rule on graph nodes (``GraphArrays``), broadcasting included."""
+        return node.op.vjp(self.arrays, position, grad, node, *node.inputs)
+
     def make(self, op: Any, args: Sequence[Any]) -> SymNode:
         inputs = tuple(self.lift(arg) for arg in args)
         zero = _through_zeros(self, op, inputs)

@@ -86,3 +86,6 @@ class Maker:
 
     def zero(self) -> SymNode:
         raise NotImplementedError
+
+    def contribution(self, node: SymNode, position: int, grad: SymNode) -> SymNode:
+        raise NotImplementedError

@@ -1,7 +1,7 @@
 """Vectorized gradients of array programs as expressions (``gradcli diff`` of an array program).
 
-The backward pass runs on an ``ArrayBuilder``'s nodes (symbolic/arrays.py), as the scalar
-``diff`` runs on a ``Builder``'s (symbolic/builder.py): element-wise ops use the op table's own
+The backward pass is the scalar ``diff``'s (``backward``, symbolic/builder.py) run on an
+``ArrayBuilder``'s nodes (symbolic/arrays.py): element-wise ops use the op table's own
 rules (written with ``F``) on ``SymNode``s, the gradient of a broadcast operand is summed back
 (``sum(...)`` to a number, ``ones(m)@G`` to a row), and array ops run their rows' own VJP rules
 on ``GraphArrays``. The result is an expression in gradcli's language, with no indices.
@@ -15,7 +15,7 @@ from typing import Any
 from gradcli.engine import arrays
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.notation import shape_text
-from gradcli.engine.ops import CONST, OPS, VAR
+from gradcli.engine.ops import CONST, VAR
 from gradcli.errors import UsageError
 from gradcli.symbolic.arrays import (
     ArrayBuilder,
@@ -24,11 +24,10 @@ from gradcli.symbolic.arrays import (
     unbroadcast,
     zeros,
 )
+from gradcli.symbolic.builder import backward
 from gradcli.symbolic.nodes import SymNode
 from gradcli.symbolic.printing import matrix_latex, to_text
 from gradcli.symbolic.sampling import defined_point
-
-MUL, ADD = OPS["mul"], OPS["add"]
 
 
 def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
@@ -61,33 +60,13 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
         raise UsageError(f"gradcli diff of an array program needs a scalar output, not shape "
                          f"{shape_text(shape_of(output))}",
                          hint="gradcli eval gives the Jacobian of an array output")
-    grads = _backward(b, output)
+    grads = backward(output)
     found = {"__value__": output} if keep_value else {}
     for name in wrt:
-        variable = b.variable(name)
-        grad = grads.get(id(variable))
+        grad = grads.get(b.variable(name))
         grad = None if grad is None else unbroadcast(b, grad, shapes[name])
         found[name] = zeros(b, shapes[name]) if grad is None or is_zero(grad) else grad
     return found, point
-
-
-def _backward(b: ArrayBuilder, output: SymNode) -> dict[int, SymNode]:
-    grads: dict[int, SymNode] = {id(output): b.constant(1.0)}
-    for node in reversed(nodes_of([output])):
-        g = grads.get(id(node))
-        if g is None or not node.inputs or not node.needs_grad:
-            continue
-        for position, source in enumerate(node.inputs):
-            if not source.needs_grad:
-                continue
-            part = _contribution(b, node, position, g)
-            before = grads.get(id(source))
-            grads[id(source)] = part if before is None else b.make(ADD, (before, part))
-    return grads
-
-
-def _contribution(b: ArrayBuilder, node: SymNode, position: int, g: SymNode) -> SymNode:
-    return node.op.vjp(b.arrays, position, g, node, *node.inputs)
 
 
 def gradient_texts(program: Program, shapes: Mapping[str, tuple[int, ...]],
