@@ -27,6 +27,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from gradcli.engine import arrays
+from gradcli.engine.graph import Node
 from gradcli.engine.ops import CONST, OPS, Op, index_op
 from gradcli.errors import UsageError
 from gradcli.symbolic.builder import Builder
@@ -75,7 +76,7 @@ class ArrayBuilder(Builder):
             return self._intern(key, CONST, (), value, name)
         return super().constant(value, name)
 
-    def contribution(self, node: SymNode, position: int, grad: SymNode) -> SymNode:
+    def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
         """The op's own VJP rule on graph nodes (``GraphArrays``), broadcasting included."""
         return node.op.vjp(self.arrays, position, grad, node, *node.inputs)
 

@@ -174,7 +174,7 @@ class Builder(Maker):
     def zero(self) -> SymNode:
         return self.constant(0.0)
 
-    def contribution(self, node: SymNode, position: int, grad: SymNode) -> SymNode:
+    def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
         """What ``node``'s gradient ``grad`` adds to its operand at ``position``'s (``backward``):
         grad times the op table's rule for that operand."""
         return _chained(self, grad, node.op.rules[position](*node.inputs, node))

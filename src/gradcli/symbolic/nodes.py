@@ -87,5 +87,5 @@ class Maker:
     def zero(self) -> SymNode:
         raise NotImplementedError
 
-    def contribution(self, node: SymNode, position: int, grad: SymNode) -> SymNode:
+    def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
         raise NotImplementedError
