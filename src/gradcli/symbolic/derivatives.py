@@ -151,16 +151,10 @@ def differentiate(
     values = {**(own if defaults else {}), **given}
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {order}")
-    unbound = [n for n in program.variables if n not in values]
-    names = list(wrt) if wrt else (unbound or list(program.variables))
+    names = wrt_names(program, wrt, [n for n in program.variables if n not in values])
     if not names:
         raise UsageError("nothing to differentiate: the expression has no variables",
                          hint='try: gradcli diff "x**2"')
-    unknown = [n for n in names if n not in program.variables]
-    if unknown:
-        known = ", ".join(program.variables) or "none"
-        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
-                         hint=f"its variables: {known}")
     _refuse_repeats_and_size(names, order)
     _refuse_growth(len(program.nodes), order, max_nodes)
     if any(name in values for name in program.variables):
@@ -175,6 +169,18 @@ def differentiate(
                        {name: value for name, value in own.items() if name not in values},
                        {name: value for name, value in own.items()
                         if defaults and name not in given}, named=not values)
+
+
+def wrt_names(program: Program, wrt: Sequence[str] | None,
+              default: Sequence[str] = ()) -> list[str]:
+    """``wrt``, else ``default``, else every variable; a name that is not a variable of the
+    program is a UsageError listing them."""
+    names = list(wrt) if wrt else (list(default) or list(program.variables))
+    unknown = [name for name in names if name not in program.variables]
+    if unknown:
+        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
+                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
+    return names
 
 
 def _levels(program: Program, names: list[str], order: int,

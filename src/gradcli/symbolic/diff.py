@@ -230,14 +230,13 @@ def _own_values_note(program: Program, ask: DiffAsk) -> str | None:
 def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
                  kind: str, given: dict[str, Any], fmt: str) -> dict[str, Any]:
     """The derivatives printed in ``fmt`` (text or latex)."""
-    from gradcli.symbolic.jacobians import hessian_blocks, jacobian_blocks
+    from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes
     from gradcli.symbolic.vectorized import gradient_texts
 
-    if kind == "jacobian":
-        return jacobian_blocks(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
-    if kind == "hessian":
-        return hessian_blocks(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
-    return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
+    if kind == "gradient":
+        return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
+    blocks = jacobian_nodes if kind == "jacobian" else hessian_nodes
+    return blocks(program, shapes, ask.wrt, ask.max_nodes, given).printed(fmt)
 
 
 def _numpy_source(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],

@@ -34,7 +34,7 @@ from gradcli.engine.ops import CONST, OPS, VAR, index_op, stack_op
 from gradcli.errors import UsageError
 from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
 from gradcli.symbolic.arrays import ArrayBuilder, op_node, shape_of, spread, zeros
-from gradcli.symbolic.derivatives import differentiate
+from gradcli.symbolic.derivatives import differentiate, wrt_names
 from gradcli.symbolic.nodes import SymNode
 from gradcli.symbolic.printing import matrix_latex, to_text
 from gradcli.symbolic.sampling import defined_point
@@ -69,7 +69,8 @@ class Blocks:
     blocks: dict[str, dict[str, SymNode]]
 
     def printed(self, fmt: str) -> dict[str, dict[str, str]]:
-        return {label: {name: _printed(node, fmt) for name, node in row.items()}
+        printer = matrix_latex if fmt == "latex" else to_text
+        return {label: {name: printer(node) for name, node in row.items()}
                 for label, row in self.blocks.items()}
 
 
@@ -78,7 +79,7 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    given: Mapping[str, Any] | None = None) -> Blocks:
     """Every output's Jacobian with respect to each of ``wrt`` (default every variable), built
     at the ``given`` values or a sample point where the program is defined."""
-    names = _names(program, wrt)
+    names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
         b = ArrayBuilder(point, max_nodes)
@@ -96,7 +97,7 @@ def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                   given: Mapping[str, Any] | None = None) -> Blocks:
     """``[a][b]`` = d2/da db, the Jacobian of each gradient (symbolic/vectorized.py), of shape
     ``a`` followed by ``b``, of a scalar-output array program."""
-    names = _names(program, wrt)
+    names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
         grads, _ = gradients(program, shapes, names, max_nodes, point)
@@ -114,35 +115,6 @@ def _of(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tu
     return {name: shapes[name] for name in program.variables}
 
 
-def jacobian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                    wrt: Sequence[str] | None, max_nodes: int,
-                    fmt: str = "text", given: Mapping[str, Any] | None = None
-                    ) -> dict[str, dict[str, str]]:
-    """``{output label: {input: the block printed in fmt}}`` for every output of ``program``."""
-    return jacobian_nodes(program, shapes, wrt, max_nodes, given).printed(fmt)
-
-
-def hessian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                   wrt: Sequence[str] | None, max_nodes: int,
-                   fmt: str = "text", given: Mapping[str, Any] | None = None
-                   ) -> dict[str, dict[str, str]]:
-    """``{a: {b: d2/da db}}`` printed in ``fmt``."""
-    return hessian_nodes(program, shapes, wrt, max_nodes, given).printed(fmt)
-
-
-def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:
-    names = list(wrt) if wrt else list(program.variables)
-    unknown = [name for name in names if name not in program.variables]
-    if unknown:
-        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
-                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
-    return names
-
-
-def _printed(node: SymNode, fmt: str) -> str:
-    return matrix_latex(node) if fmt == "latex" else to_text(node)
-
-
 def jacobian_texts(
     program: Program,
     wrt: Sequence[str] | None = None,
@@ -155,13 +127,7 @@ def jacobian_texts(
     -> variable -> d(output)/d(variable) printed in ``fmt``, each row made by ``differentiate``
     of that output alone; a variable an output does not use gets ``0``. Every output must be
     a scalar formula (an array op in one is the UsageError of ``refuse_arrays``)."""
-    given = dict(values or {})
-    names = list(wrt) if wrt else ([n for n in program.variables if n not in given]
-                                   or list(program.variables))
-    unknown = [name for name in names if name not in program.variables]
-    if unknown:
-        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
-                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
+    names = wrt_names(program, wrt, [n for n in program.variables if n not in (values or {})])
     variables = list(program.variables.values())
     rows: dict[str, dict[str, str]] = {}
     for label, output in zip(output_labels(program), program.outputs, strict=True):

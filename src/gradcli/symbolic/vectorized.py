@@ -25,6 +25,7 @@ from gradcli.symbolic.arrays import (
     zeros,
 )
 from gradcli.symbolic.builder import backward
+from gradcli.symbolic.derivatives import wrt_names
 from gradcli.symbolic.nodes import SymNode
 from gradcli.symbolic.printing import matrix_latex, to_text
 from gradcli.symbolic.sampling import defined_point
@@ -73,12 +74,8 @@ def gradient_texts(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    wrt: Sequence[str] | None, max_nodes: int,
                    fmt: str = "text", given: Mapping[str, Any] | None = None) -> dict[str, str]:
     """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
-    names = list(wrt) if wrt else list(program.variables)
-    unknown = [name for name in names if name not in program.variables]
-    if unknown:
-        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
-                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
-    found, _ = sampled_gradients(program, shapes, names, max_nodes, given=given)
+    found, _ = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes,
+                                 given=given)
     printer = to_text if fmt == "text" else matrix_latex
     return {name: printer(node) for name, node in found.items()}
 
