@@ -1,5 +1,5 @@
 """Array programs' nodes as expressions: a builder whose nodes carry values, and the VJP rules'
-namespace on them (``GraphArrays``), which symbolic/vectorized.py runs backward.
+namespace on them (``GraphArrays``), which symbolic/jacobians.py runs backward.
 
 Every node an ``ArrayBuilder`` makes carries its numeric value at one point of the given shapes
 (the values given, or a sample point): that gives every node's shape (which VJP form applies:

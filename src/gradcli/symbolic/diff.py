@@ -7,8 +7,8 @@
 - several scalar outputs (``f, g``): the Jacobian, one ``differentiate`` per output
   (``jacobian_texts``);
 - anything with arrays in it (an array op, a ``--shape``, an array value): the vectorized
-  gradient (symbolic/vectorized.py), or the Jacobian of an array output or of several outputs,
-  or the Hessian (symbolic/jacobians.py), with their NumPy export (symbolic/numpy_export.py).
+  gradient, or the Jacobian of an array output or of several outputs, or the Hessian
+  (symbolic/jacobians.py), with their NumPy export (symbolic/numpy_export.py).
 
 Before anything is returned it is compared with ``eval``'s engine by the ``verify`` the caller
 passes (the comparison lives above this package: gradcheck/derivative_check.py); it receives
@@ -230,8 +230,7 @@ def _own_values_note(program: Program, ask: DiffAsk) -> str | None:
 def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
                  kind: str, given: dict[str, Any], fmt: str) -> dict[str, Any]:
     """The derivatives printed in ``fmt`` (text or latex)."""
-    from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes
-    from gradcli.symbolic.vectorized import gradient_texts
+    from gradcli.symbolic.jacobians import gradient_texts, hessian_nodes, jacobian_nodes
 
     if kind == "gradient":
         return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)

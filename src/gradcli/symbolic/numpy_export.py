@@ -16,9 +16,8 @@ from typing import Any
 from gradcli.engine.graph import Node, Program, nodes_of
 from gradcli.engine.ops import CONST, VAR
 from gradcli.symbolic.arrays import shape_of
-from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes
+from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes, sampled_gradients
 from gradcli.symbolic.nodes import SymNode
-from gradcli.symbolic.vectorized import sampled_gradients
 
 _NUMPY_NAMES = {"acos": "np.arccos", "asin": "np.arcsin", "atan": "np.arctan",
                 "atan2": "np.arctan2", "max": "np.maximum", "min": "np.minimum",
