@@ -316,11 +316,15 @@ class SymbolicResult:
 
 def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str) -> None:
     """Symbolic derivatives are of scalar programs: an array program is a clear UsageError."""
-    if program.arrays or any(hasattr(v, "ndim") or isinstance(v, list)
-                             for v in (values or {}).values()):
+    if program.arrays or has_arrays(values or {}):
         raise UsageError(f"{what} works on scalar programs; this one has arrays"
                          + (" in an output" if program.outputs else ""),
                          hint="gradcli eval gives an array program's value and gradients")
+
+
+def has_arrays(values: Mapping[str, Any]) -> bool:
+    """An array or a list among the values (a NumPy number too: it has ``ndim``)."""
+    return any(hasattr(value, "ndim") or isinstance(value, list) for value in values.values())
 
 
 def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicResult:

@@ -25,7 +25,7 @@ from gradcli.engine import arrays
 from gradcli.engine.graph import Program
 from gradcli.errors import CheckError, UsageError
 from gradcli.limits import MAX_NODES
-from gradcli.symbolic.derivatives import Derivatives, differentiate
+from gradcli.symbolic.derivatives import Derivatives, differentiate, has_arrays
 
 Verify = Callable[..., Any]  # called with DiffCheck's fields as keywords
 
@@ -65,13 +65,9 @@ def diff(program: Program, ask: DiffAsk, verify: Verify | None = None) -> Diff:
     """The derivatives ``ask`` asks for, checked by ``verify`` (None: not checked)."""
     if program.outputs and not _has_array_parts(program, ask):
         return _outputs(program, ask, verify)  # f, g: the Jacobian's entries
-    if program.arrays or ask.shapes or _has_arrays(ask.values):
+    if program.arrays or ask.shapes or has_arrays(ask.values):
         return _arrays(program, ask, verify)
     return _scalar(program, ask, verify)
-
-
-def _has_arrays(values: Mapping[str, Any]) -> bool:
-    return any(hasattr(value, "ndim") or isinstance(value, list) for value in values.values())
 
 
 def _has_array_parts(program: Program, ask: DiffAsk) -> bool:
@@ -79,7 +75,7 @@ def _has_array_parts(program: Program, ask: DiffAsk) -> bool:
     then differentiated on the array path (a program with outputs is marked ``arrays`` whether
     it has any or not)."""
 
-    return bool(ask.shapes) or _has_arrays(ask.values) or _has_arrays(program.defaults) or any(
+    return bool(ask.shapes) or has_arrays(ask.values) or has_arrays(program.defaults) or any(
         node.op.is_array for node in program.nodes)
 
 
