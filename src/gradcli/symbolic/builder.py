@@ -361,19 +361,13 @@ def gradients_at(
     """
     numbers = bound_values(nodes, values)
     images: dict[Node, SymNode] = {}
-    variables: dict[str, Node] = {}
+    variables = {str(node.name): node for node in nodes if node.op is VAR}
     for node in nodes:
-        if node in numbers:
+        if node in numbers or node.op is CONST:  # a number in a branch not taken: not in numbers
             keep = node.name if node.op is CONST and node.name in CONSTANTS else None
-            images[node] = builder.constant(numbers[node], keep)
-            if node.op is VAR:
-                variables[str(node.name)] = node
+            images[node] = builder.constant(numbers.get(node, node.value), keep)
         elif node.op is VAR:
             images[node] = builder.variable(str(node.name))
-            variables[str(node.name)] = node
-        elif node.op is CONST:  # a number in a branch not taken: not among ``numbers``
-            keep = node.name if node.name in CONSTANTS else None
-            images[node] = builder.constant(node.value, keep)
         else:
             images[node] = builder.make(node.op, [images[source] for source in node.inputs])
     output = nodes[-1]
