@@ -1,6 +1,6 @@
 """Derivatives as expressions: ``gradcli diff``, Hessians at a point, and partial evaluation.
 
-Everything here runs the op table's own rules on symbolic nodes (``symbolic.gradients``); the
+Everything here runs the op table's own rules on symbolic nodes (``builder.gradients``); the
 printed forms come from ``printing``. Hessians at a point (``gradcheck.hessian``) are built from
 the same symbolic first derivatives.
 """
