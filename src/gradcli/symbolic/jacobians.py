@@ -119,7 +119,7 @@ def sampled_gradients(program: Program, shapes: Mapping[str, tuple[int, ...]],
     at x = 1) is retried elsewhere."""
     return defined_point(
         _of(program, shapes), given,
-        lambda point: gradients(program, shapes, names, max_nodes, point, keep_value))[0]
+        lambda point: gradients(program, shapes, names, max_nodes, point, keep_value))
 
 
 # --- Jacobians and Hessians -----------------------------------------------------------------------
@@ -138,7 +138,7 @@ def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]],
     def output_shape(point: dict[str, Any]) -> tuple[int, ...]:
         return shape_of(ArrayBuilder(point, MAX_NODES).import_graph([program.output])[0])
 
-    return bool(defined_point(shapes, given, output_shape)[0])
+    return bool(defined_point(shapes, given, output_shape))
 
 
 @dataclass
@@ -170,7 +170,7 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                                         for name in names}
                                 for label, output in outputs.items()})
 
-    return defined_point(_of(program, shapes), given, build)[0]
+    return defined_point(_of(program, shapes), given, build)
 
 
 def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
@@ -189,7 +189,7 @@ def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                       {a: {name: block(b, grad, name, shapes, max_nodes) for name in names}
                        for a, grad in zip(names, imported, strict=True)})
 
-    return defined_point(_of(program, shapes), given, build)[0]
+    return defined_point(_of(program, shapes), given, build)
 
 
 def _of(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
