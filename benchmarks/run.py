@@ -304,7 +304,7 @@ def j1(args: argparse.Namespace) -> None:
 
 def j2(args: argparse.Namespace) -> None:
     """``gradcli diff`` of the reference identities (issue 17): each in at most 0.2 s."""
-    from gradcli.symbolic.vectorized import gradient_texts
+    from gradcli.symbolic.jacobians import gradient_texts
 
     for program, shapes in workloads.IDENTITIES:
         parsed = gradcli.parse(program)
@@ -319,7 +319,7 @@ def j3(args: argparse.Namespace) -> None:
     (building the gradients against checking them), and whole commands as a user runs them
     (``gradcli diff`` against ``gradcli diff --no-check``, taking turns)."""
     from gradcli.gradcheck.derivative_check import DiffCheck, check
-    from gradcli.symbolic.vectorized import gradient_texts
+    from gradcli.symbolic.jacobians import gradient_texts
 
     runs = 3 if args.quick else 11
     spent = {"diff": 0.0, "check": 0.0, "command": 0.0, "unchecked": 0.0}

@@ -16,7 +16,7 @@ import gradcli
 from gradcli.cli import cli
 from gradcli.language.parser import parse
 from gradcli.limits import MAX_JACOBIAN_ROWS
-from gradcli.symbolic.jacobians import hessian_blocks, jacobian_blocks
+from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes
 
 V, M = (3,), (3, 3)
 
@@ -57,7 +57,7 @@ def _value(text: str, point: dict) -> np.ndarray:
 
 @pytest.mark.parametrize(("program", "shapes"), JACOBIANS, ids=[c[0] for c in JACOBIANS])
 def test_every_printed_jacobian_block_equals_evals_jacobian(program, shapes):
-    blocks = jacobian_blocks(parse(program), shapes, None, 100_000)
+    blocks = jacobian_nodes(parse(program), shapes, None, 100_000).printed("text")
     for seed in (3, 4):
         point = _point(shapes, seed)
         numeric = gradcli.evaluate(program, point, check=False).jacobian
@@ -81,7 +81,7 @@ HESSIANS = [
 
 @pytest.mark.parametrize(("program", "shapes"), HESSIANS, ids=[c[0] for c in HESSIANS])
 def test_every_printed_hessian_block_equals_evals_hessian(program, shapes):
-    blocks = hessian_blocks(parse(program), shapes, None, 100_000)
+    blocks = hessian_nodes(parse(program), shapes, None, 100_000).printed("text")
     point = _point(shapes, 5)
     numeric = gradcli.evaluate(program, point, check=False, order=2).hessian.matrix
     for a, row in blocks.items():
@@ -113,7 +113,7 @@ KNOWN_FORMS = [  # program, shapes, output, input, printed, closed form (NumPy)
 @pytest.mark.parametrize(("program", "shapes", "label", "wrt", "printed", "closed"),
                          KNOWN_FORMS, ids=[c[0] for c in KNOWN_FORMS])
 def test_known_jacobians_are_printed_vectorized(program, shapes, label, wrt, printed, closed):
-    text = jacobian_blocks(parse(program), shapes, [wrt], 100_000)[label][wrt]
+    text = jacobian_nodes(parse(program), shapes, [wrt], 100_000).printed("text")[label][wrt]
     assert text == printed
     point = _point(shapes, 6)
     names = closed.__code__.co_varnames[:closed.__code__.co_argcount]
@@ -122,9 +122,9 @@ def test_known_jacobians_are_printed_vectorized(program, shapes, label, wrt, pri
 
 
 def test_the_hessian_of_a_cubic_and_a_quadratic_form():
-    assert hessian_blocks(parse("sum(x**3)"), dict(x=V), None, 10_000) == {
+    assert hessian_nodes(parse("sum(x**3)"), dict(x=V), None, 10_000).printed("text") == {
         "x": {"x": "6*eye(3)*x"}}
-    assert hessian_blocks(parse("x'@A@x"), dict(x=V, A=M), ["x"], 10_000) == {
+    assert hessian_nodes(parse("x'@A@x"), dict(x=V, A=M), ["x"], 10_000).printed("text") == {
         "x": {"x": "A' + A"}}
 
 

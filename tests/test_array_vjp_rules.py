@@ -20,7 +20,7 @@ import gradcli
 from gradcli.cli import cli
 from gradcli.engine.ops import NUMPY, ROWS
 from gradcli.language.parser import parse
-from gradcli.symbolic.vectorized import gradient_texts
+from gradcli.symbolic.jacobians import gradient_texts
 
 RNG = np.random.default_rng(1717)
 

@@ -57,6 +57,9 @@ def test_diff_formats():
 
 @pytest.mark.parametrize(("args", "message"), [
     (("diff", "x*y", "--wrt", "z"), "z is not a variable"),
+    (("diff", "sum(x*y)", "--shape", "x=2", "--shape", "y=2", "--wrt", "z", "--format",
+      "python"), "z is not a variable"),
+    (("diff", "sum(log(-x*x - 1))", "--shape", "x=2"), "no sample point found where the"),
     (("diff", "x +"), "parse error"),
     (("diff",), "no expression given"),
     (("diff", "x", "--order", "9"), "9 is not in the range"),

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import gradcli
 from gradcli.cli import cli
 from gradcli.language.parser import parse
-from gradcli.symbolic.vectorized import gradient_texts
+from gradcli.symbolic.jacobians import gradient_texts
 
 V, M, N = (3,), (3, 3), (3, 2)
 inv = np.linalg.inv

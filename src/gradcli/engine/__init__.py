@@ -3,12 +3,13 @@ one point or many, derivatives as graphs, and the printed forms of graphs. No I/
 
 The backward pass exists in three forms, on purpose: on floats (``graph.backward``, the hot path of
 every ``gradcli eval``: plain loops, no NumPy), on arrays of many points (``vector``, NumPy, frees
-intermediates as it goes) and on graph nodes (``symbolic.gradients``: derivatives as graphs, for
-``gradcli diff`` and Hessians). What they share is what matters: the op table's derivative rules,
-written once with ``F.name(...)`` so that the same rule runs on floats, complex numbers, arrays and
-nodes, and the same reverse topological order with ``+=`` accumulation. Replays (the check's
-perturbations, ``replay.Replayer`` on floats and ``gradcheck.columns`` on arrays) follow the same
-split. Each form is tested against the others point by point.
+intermediates as it goes) and on graph nodes (``symbolic.builder.backward``: derivatives as
+graphs, of numbers or of arrays, for ``gradcli diff`` and Hessians). What they share is what
+matters: the op table's derivative rules, written once with ``F.name(...)`` so that the same rule
+runs on floats, complex numbers, arrays and nodes, and the same reverse topological order with
+``+=`` accumulation. Replays (the check's perturbations, ``replay.Replayer`` on floats and
+``gradcheck.columns`` on arrays) follow the same split. Each form is tested against the others
+point by point.
 """
 
 

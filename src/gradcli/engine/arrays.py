@@ -20,15 +20,9 @@ from typing import Any
 
 from gradcli.engine.graph import Node, Program, describe, node_text
 from gradcli.engine.notation import format_number, shape_text
-from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op
+from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, numpy
 from gradcli.errors import NumericError, UsageError
 from gradcli.limits import MAX_ARRAY_ELEMENTS, check_dims
-
-
-def numpy() -> Any:
-    import numpy as np
-
-    return np
 
 
 def index_text(index: tuple[int, ...]) -> str:

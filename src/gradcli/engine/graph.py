@@ -119,25 +119,18 @@ class Program:
         conditional: bool = False,
     ) -> Program:
         """The program of ``output``; ``conditional``: a where(...) may be among its nodes."""
-        nodes = topological_order(output)
-        used = set(nodes)
-        # An input the program declares (``y = 2``) but the output does not use is still an
-        # input, with gradient 0 (as JAX reports it): a leaf at the front of the order.
-        inputs = [v for v in variables if v in used or v.name in defaults]
-        nodes = [v for v in inputs if v not in used] + nodes
-        for index, node in enumerate(nodes):
-            node.index = index
-        masked = conditional and is_masked(nodes)
-        return cls(source, output, nodes, _by_name(inputs), dict(defaults),
-                   masked=masked)
+        program = cls.build_outputs(source, [output], variables, defaults, conditional)
+        program.outputs = []  # the usual program: one output, no Jacobian
+        return program
 
     @classmethod
     def build_outputs(cls, source: str, outputs: list[Node], variables: Iterable[Node],
                       defaults: Mapping[str, float], conditional: bool = False) -> Program:
-        """A program with several outputs: every node any of them depends on (and, as in
-        ``build``, the declared inputs none of them uses, first)."""
+        """A program with several outputs: every node any of them depends on."""
         nodes = nodes_of(outputs)
         used = set(nodes)
+        # An input the program declares (``y = 2``) but no output uses is still an input, with
+        # gradient 0 (as JAX reports it): a leaf at the front of the order.
         inputs = [v for v in variables if v in used or v.name in defaults]
         nodes = [v for v in inputs if v not in used] + nodes
         for index, node in enumerate(nodes):

@@ -26,17 +26,17 @@ from gradcli.engine.graph import Node, describe
 from gradcli.engine.ops import NUMPY
 from gradcli.errors import NumericError
 
-MODES = ("auto", "forward", "reverse")
-
 
 def choose_mode(outputs: list[Node], inputs: list[Node], mode: str = "auto") -> str:
     """``forward`` when the inputs have fewer elements than the outputs (fewer passes), else
     ``reverse``; a mode other than ``auto`` is kept."""
     if mode != "auto":
         return mode
-    out_size = sum(math.prod(arrays.numpy().shape(node.value)) for node in outputs)
-    in_size = sum(math.prod(arrays.numpy().shape(node.value)) for node in inputs)
-    return "forward" if in_size < out_size else "reverse"
+    return "forward" if _elements(inputs) < _elements(outputs) else "reverse"
+
+
+def _elements(nodes: list[Node]) -> int:
+    return sum(math.prod(arrays.numpy().shape(node.value)) for node in nodes)
 
 
 def jacobian(nodes: list[Node], outputs: list[Node], inputs: list[Node],
@@ -56,8 +56,7 @@ def jacobian(nodes: list[Node], outputs: list[Node], inputs: list[Node],
 
 def passes(outputs: list[Node], inputs: list[Node], mode: str) -> int:
     """How many passes ``mode`` makes: output elements (reverse) or input elements (forward)."""
-    chosen = inputs if mode == "forward" else outputs
-    return sum(math.prod(arrays.numpy().shape(node.value)) for node in chosen)
+    return _elements(inputs if mode == "forward" else outputs)
 
 
 # --- reverse mode -------------------------------------------------------------------------------
@@ -67,24 +66,18 @@ def _reverse_mode(nodes: list[Node], outputs: list[Node],
     np = arrays.numpy()
     found: dict[int, dict[int, Any]] = {}
     for output in outputs:
-        shape = np.shape(output.value)
-        blocks = {v.index: np.zeros(shape + np.shape(v.value)) for v in inputs}
-        for element in np.ndindex(*shape):
-            seed = np.zeros(shape)
-            seed[element] = 1.0
-            grads = arrays.backward_from(nodes, output, seed)
-            for v in inputs:
-                grad = grads.get(v.index)
-                if grad is not None:
-                    blocks[v.index][element] = grad
-        found[output.index] = blocks
+        blocks = contributions(nodes, output, {v.index for v in inputs})
+        found[output.index] = {v.index: blocks.get(v.index, np.zeros(
+            np.shape(output.value) + np.shape(v.value))) for v in inputs}
     return found
 
 
-def contributions(nodes: list[Node], output: Node) -> dict[int, Any]:
+def contributions(nodes: list[Node], output: Node,
+                  only: set[int] | None = None) -> dict[int, Any]:
     """``{node index: d output / d node}`` (shape of the output followed by the node's) for
-    every node the output depends on through a path that needs a gradient: one reverse pass
-    per output element, each giving that element's gradient with respect to every node."""
+    every node (or those ``only`` names) the output depends on through a path that needs a
+    gradient: one reverse pass per output element, each giving that element's gradient with
+    respect to every node."""
     np = arrays.numpy()
     shape = np.shape(output.value)
     found: dict[int, Any] = {}
@@ -93,6 +86,8 @@ def contributions(nodes: list[Node], output: Node) -> dict[int, Any]:
             seed = np.zeros(shape)
             seed[element] = 1.0
             for index, grad in arrays.backward_from(nodes, output, seed).items():
+                if only is not None and index not in only:
+                    continue
                 block = found.get(index)
                 if block is None:
                     node_shape = np.shape(nodes[index].value)

@@ -8,7 +8,7 @@ message re-evaluate that one point on the scalar path, which names the node.
 
 NumPy's transcendental functions may round differently from libm's: a ``Perturbation``
 (``perturbation.py``) shows how much that can change each output. The forward pass itself lives
-in ``vector_forward.py``, shared with the masked evaluation of conditionals (``piecewise.py``).
+in ``piecewise.py``, shared with the masked evaluation of conditionals.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from gradcli.engine.graph import Program
 from gradcli.engine.ops import OPS, VAR, Op, numpy
 from gradcli.engine.perturbation import Perturbation, amplitude, same_bits
-from gradcli.engine.vector_forward import VectorEvaluation, column, forward_vector
+from gradcli.engine.piecewise import VectorEvaluation, column, evaluate_masked, forward_vector
 from gradcli.errors import UsageError
 from gradcli.limits import default_jobs
 
@@ -58,8 +58,6 @@ def evaluate_vector(
     given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
     size = max((a.size for a in given.values() if a.ndim), default=1)
     if program.masked:  # conditionals: the branches not taken are masked point by point
-        from gradcli.engine.piecewise import evaluate_masked
-
         return evaluate_masked(np, program, given, size, gradients, every_node, perturbation)
     if every_node or size < 2 * BLOCK or perturbation is not None:
         return _evaluate(np, program, given, size, gradients, every_node, perturbation)

@@ -5,7 +5,7 @@ Exact second derivatives come from reverse mode run on derivatives built as grap
 
 - a program of numbers (``hessian_at``): symbolic/builder.py builds each variable's first
   derivative d/da as a graph, and one reverse pass of it gives the row H[a] (a float each);
-- an array program: symbolic/vectorized.py builds each input's gradient as a graph of array
+- an array program: symbolic/jacobians.py builds each input's gradient as a graph of array
   ops (the VJP rules that give numeric gradients, run on graph nodes, in forms exact at every
   point: ``exact=True``), and reverse passes of those graphs seeded with a direction ``v``
   (one cotangent per input, engine/arrays.py's ``backward_from``) give J(grad)' v = H v, the
@@ -140,7 +140,7 @@ class GradientGraphs:
     def __init__(self, program: Program, max_nodes: int) -> None:
         from gradcli.engine import arrays
         from gradcli.symbolic.diff import program_shapes
-        from gradcli.symbolic.vectorized import gradients as array_gradients
+        from gradcli.symbolic.jacobians import gradients as array_gradients
 
         np = arrays.numpy()
         self.program = program

@@ -1,5 +1,5 @@
 """Array programs' nodes as expressions: a builder whose nodes carry values, and the VJP rules'
-namespace on them (``GraphArrays``), which symbolic/vectorized.py runs backward.
+namespace on them (``GraphArrays``), which symbolic/jacobians.py runs backward.
 
 Every node an ``ArrayBuilder`` makes carries its numeric value at one point of the given shapes
 (the values given, or a sample point): that gives every node's shape (which VJP form applies:
@@ -27,6 +27,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from gradcli.engine import arrays
+from gradcli.engine.graph import Node
 from gradcli.engine.ops import CONST, OPS, Op, index_op
 from gradcli.errors import UsageError
 from gradcli.symbolic.builder import Builder
@@ -74,6 +75,10 @@ class ArrayBuilder(Builder):
             key = ("array", value.shape, value.tobytes())
             return self._intern(key, CONST, (), value, name)
         return super().constant(value, name)
+
+    def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
+        """The op's own VJP rule on graph nodes (``GraphArrays``), broadcasting included."""
+        return node.op.vjp(self.arrays, position, grad, node, *node.inputs)
 
     def make(self, op: Any, args: Sequence[Any]) -> SymNode:
         inputs = tuple(self.lift(arg) for arg in args)

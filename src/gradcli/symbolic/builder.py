@@ -174,6 +174,11 @@ class Builder(Maker):
     def zero(self) -> SymNode:
         return self.constant(0.0)
 
+    def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
+        """What ``node``'s gradient ``grad`` adds to its operand at ``position``'s (``backward``):
+        grad times the op table's rule for that operand."""
+        return _chained(self, grad, node.op.rules[position](*node.inputs, node))
+
     def import_graph(
         self, outputs: Sequence[Node], values: Mapping[str, float] | None = None
     ) -> list[SymNode]:
@@ -240,22 +245,29 @@ def _any_unfolded(outputs: Sequence[Node]) -> bool:
 
 def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
     """d(output)/d(each of ``wrt``) as SymNodes: reverse mode with the op table's rules."""
+    grads = backward(output)
+    return [grads.get(node, output.builder.zero()) for node in wrt]
+
+
+def backward(output: SymNode) -> dict[Node, SymNode]:
+    """d(output)/d(every node it depends on through a path that needs a gradient), made by
+    ``eval``'s reverse pass on SymNodes: each node's gradient times its local derivatives
+    (the builder's ``contribution``, a product here and an op's VJP in an ArrayBuilder), the
+    contributions to a node summed."""
     builder = output.builder
-    make = builder.make
+    make, contribution = builder.make, builder.contribution
     grads: dict[Node, SymNode] = {output: builder.constant(1.0)}
     for node in reversed(nodes_of([output])):
         grad = grads.get(node)
         inputs = node.inputs
         if grad is None or not inputs or not node.needs_grad:
             continue
-        rules = node.op.rules
         for position, source in enumerate(inputs):
             if source.needs_grad:
-                contribution = _chained(builder, grad, rules[position](*inputs, node))
+                part = contribution(node, position, grad)
                 before = grads.get(source)
-                grads[source] = (contribution if before is None
-                                 else make(ADD, (before, contribution)))
-    return [grads.get(node, builder.zero()) for node in wrt]
+                grads[source] = part if before is None else make(ADD, (before, part))
+    return grads
 
 
 def _chained(builder: Maker, grad: SymNode, local: Any) -> SymNode:
@@ -349,19 +361,13 @@ def gradients_at(
     """
     numbers = bound_values(nodes, values)
     images: dict[Node, SymNode] = {}
-    variables: dict[str, Node] = {}
+    variables = {str(node.name): node for node in nodes if node.op is VAR}
     for node in nodes:
-        if node in numbers:
+        if node in numbers or node.op is CONST:  # a number in a branch not taken: not in numbers
             keep = node.name if node.op is CONST and node.name in CONSTANTS else None
-            images[node] = builder.constant(numbers[node], keep)
-            if node.op is VAR:
-                variables[str(node.name)] = node
+            images[node] = builder.constant(numbers.get(node, node.value), keep)
         elif node.op is VAR:
             images[node] = builder.variable(str(node.name))
-            variables[str(node.name)] = node
-        elif node.op is CONST:  # a number in a branch not taken: not among ``numbers``
-            keep = node.name if node.name in CONSTANTS else None
-            images[node] = builder.constant(node.value, keep)
         else:
             images[node] = builder.make(node.op, [images[source] for source in node.inputs])
     output = nodes[-1]

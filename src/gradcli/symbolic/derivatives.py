@@ -1,6 +1,6 @@
 """Derivatives as expressions: ``gradcli diff``, Hessians at a point, and partial evaluation.
 
-Everything here runs the op table's own rules on symbolic nodes (``symbolic.gradients``); the
+Everything here runs the op table's own rules on symbolic nodes (``builder.gradients``); the
 printed forms come from ``printing``. Hessians at a point (``gradcheck.hessian``) are built from
 the same symbolic first derivatives.
 """
@@ -151,16 +151,10 @@ def differentiate(
     values = {**(own if defaults else {}), **given}
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {order}")
-    unbound = [n for n in program.variables if n not in values]
-    names = list(wrt) if wrt else (unbound or list(program.variables))
+    names = wrt_names(program, wrt, [n for n in program.variables if n not in values])
     if not names:
         raise UsageError("nothing to differentiate: the expression has no variables",
                          hint='try: gradcli diff "x**2"')
-    unknown = [n for n in names if n not in program.variables]
-    if unknown:
-        known = ", ".join(program.variables) or "none"
-        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
-                         hint=f"its variables: {known}")
     _refuse_repeats_and_size(names, order)
     _refuse_growth(len(program.nodes), order, max_nodes)
     if any(name in values for name in program.variables):
@@ -175,6 +169,18 @@ def differentiate(
                        {name: value for name, value in own.items() if name not in values},
                        {name: value for name, value in own.items()
                         if defaults and name not in given}, named=not values)
+
+
+def wrt_names(program: Program, wrt: Sequence[str] | None,
+              default: Sequence[str] = ()) -> list[str]:
+    """``wrt``, else ``default``, else every variable; a name that is not a variable of the
+    program is a UsageError listing them."""
+    names = list(wrt) if wrt else (list(default) or list(program.variables))
+    unknown = [name for name in names if name not in program.variables]
+    if unknown:
+        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
+                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
+    return names
 
 
 def _levels(program: Program, names: list[str], order: int,
@@ -314,11 +320,15 @@ class SymbolicResult:
 
 def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str) -> None:
     """Symbolic derivatives are of scalar programs: an array program is a clear UsageError."""
-    if program.arrays or any(hasattr(v, "ndim") or isinstance(v, list)
-                             for v in (values or {}).values()):
+    if program.arrays or has_arrays(values or {}):
         raise UsageError(f"{what} works on scalar programs; this one has arrays"
                          + (" in an output" if program.outputs else ""),
                          hint="gradcli eval gives an array program's value and gradients")
+
+
+def has_arrays(values: Mapping[str, Any]) -> bool:
+    """An array or a list among the values (a NumPy number too: it has ``ndim``)."""
+    return any(hasattr(value, "ndim") or isinstance(value, list) for value in values.values())
 
 
 def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicResult:

@@ -7,8 +7,8 @@
 - several scalar outputs (``f, g``): the Jacobian, one ``differentiate`` per output
   (``jacobian_texts``);
 - anything with arrays in it (an array op, a ``--shape``, an array value): the vectorized
-  gradient (symbolic/vectorized.py), or the Jacobian of an array output or of several outputs,
-  or the Hessian (symbolic/jacobians.py), with their NumPy export (symbolic/numpy_export.py).
+  gradient, or the Jacobian of an array output or of several outputs, or the Hessian
+  (symbolic/jacobians.py), with their NumPy export (symbolic/numpy_export.py).
 
 Before anything is returned it is compared with ``eval``'s engine by the ``verify`` the caller
 passes (the comparison lives above this package: gradcheck/derivative_check.py); it receives
@@ -25,7 +25,7 @@ from gradcli.engine import arrays
 from gradcli.engine.graph import Program
 from gradcli.errors import CheckError, UsageError
 from gradcli.limits import MAX_NODES
-from gradcli.symbolic.derivatives import Derivatives, differentiate
+from gradcli.symbolic.derivatives import Derivatives, differentiate, has_arrays
 
 Verify = Callable[..., Any]  # called with DiffCheck's fields as keywords
 
@@ -65,13 +65,9 @@ def diff(program: Program, ask: DiffAsk, verify: Verify | None = None) -> Diff:
     """The derivatives ``ask`` asks for, checked by ``verify`` (None: not checked)."""
     if program.outputs and not _has_array_parts(program, ask):
         return _outputs(program, ask, verify)  # f, g: the Jacobian's entries
-    if program.arrays or ask.shapes or _has_arrays(ask.values):
+    if program.arrays or ask.shapes or has_arrays(ask.values):
         return _arrays(program, ask, verify)
     return _scalar(program, ask, verify)
-
-
-def _has_arrays(values: Mapping[str, Any]) -> bool:
-    return any(hasattr(value, "ndim") or isinstance(value, list) for value in values.values())
 
 
 def _has_array_parts(program: Program, ask: DiffAsk) -> bool:
@@ -79,7 +75,7 @@ def _has_array_parts(program: Program, ask: DiffAsk) -> bool:
     then differentiated on the array path (a program with outputs is marked ``arrays`` whether
     it has any or not)."""
 
-    return bool(ask.shapes) or _has_arrays(ask.values) or _has_arrays(program.defaults) or any(
+    return bool(ask.shapes) or has_arrays(ask.values) or has_arrays(program.defaults) or any(
         node.op.is_array for node in program.nodes)
 
 
@@ -245,14 +241,12 @@ def _their_values(names: list[str]) -> str:
 def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
                  kind: str, given: dict[str, Any], fmt: str) -> dict[str, Any]:
     """The derivatives printed in ``fmt`` (text or latex)."""
-    from gradcli.symbolic.jacobians import hessian_blocks, jacobian_blocks
-    from gradcli.symbolic.vectorized import gradient_texts
+    from gradcli.symbolic.jacobians import gradient_texts, hessian_nodes, jacobian_nodes
 
-    if kind == "jacobian":
-        return jacobian_blocks(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
-    if kind == "hessian":
-        return hessian_blocks(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
-    return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
+    if kind == "gradient":
+        return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
+    blocks = jacobian_nodes if kind == "jacobian" else hessian_nodes
+    return blocks(program, shapes, ask.wrt, ask.max_nodes, given).printed(fmt)
 
 
 def _numpy_source(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],

@@ -1,5 +1,12 @@
-"""Jacobians and Hessians as expressions: ``gradcli diff`` of several outputs (``f, g``), of an
-array output, and ``--order 2`` of an array program (the Jacobian of the gradient).
+"""Gradients, Jacobians and Hessians of array programs as expressions: ``gradcli diff`` of an
+array program, of several outputs (``f, g``), of an array output, and ``--order 2`` of an array
+program (the Jacobian of the gradient).
+
+A gradient is the scalar ``diff``'s backward pass (``backward``, symbolic/builder.py) run on an
+``ArrayBuilder``'s nodes (symbolic/arrays.py): element-wise ops use the op table's own rules
+(written with ``F``) on ``SymNode``s, the gradient of a broadcast operand is summed back
+(``sum(...)`` to a number, ``ones(m)@G`` to a row), and array ops run their rows' own VJP rules
+on ``GraphArrays``. The result is an expression in gradcli's language, with no indices.
 
 A program of scalar outputs has its Jacobian row by row, each output's gradient made by
 ``differentiate`` (``jacobian_texts``), and its Hessian is ``differentiate``'s order 2. In an
@@ -14,7 +21,7 @@ array program each block d(output)/d(input) is tried two ways, in this order:
   have theirs. J(x) is ``eye(m)``, which the builder drops from products: ``sin(x)`` gives
   ``eye(3)*cos(x)``, ``W@x`` gives ``W``. Programs whose nodes are numbers and vectors only.
 - otherwise row by row: output element ``k`` is ``sum(y * E_k)`` (``E_k`` a one-hot array)
-  and its gradient is the vectorized gradient of symbolic/vectorized.py; the rows are stacked
+  and its gradient is the vectorized gradient (``gradients``); the rows are stacked
   as an array literal ``[row0, row1, ...]``. Up to ``MAX_JACOBIAN_ROWS`` output elements.
 
 Every block is compared with the numeric Jacobian (engine/jacobian.py) at the sample point
@@ -30,18 +37,92 @@ from typing import Any
 
 from gradcli.engine import arrays, jacobian
 from gradcli.engine.graph import Program, nodes_of, output_labels
+from gradcli.engine.notation import shape_text
 from gradcli.engine.ops import CONST, OPS, VAR, index_op, stack_op
 from gradcli.errors import UsageError
 from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
-from gradcli.symbolic.arrays import ArrayBuilder, op_node, shape_of, spread, zeros
-from gradcli.symbolic.derivatives import differentiate
+from gradcli.symbolic.arrays import (
+    ArrayBuilder,
+    is_zero,
+    op_node,
+    shape_of,
+    spread,
+    unbroadcast,
+    zeros,
+)
+from gradcli.symbolic.builder import backward
+from gradcli.symbolic.derivatives import differentiate, wrt_names
 from gradcli.symbolic.nodes import SymNode
 from gradcli.symbolic.printing import matrix_latex, to_text
 from gradcli.symbolic.sampling import defined_point
-from gradcli.symbolic.vectorized import gradients
 
 MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
 
+
+# --- gradients: reverse mode on an ArrayBuilder's nodes -------------------------------------------
+
+def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
+              max_nodes: int, point: Mapping[str, Any] | None = None, keep_value: bool = False,
+              *, exact: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:
+    """d(output)/d(each of ``wrt``) as expressions, and the point they carry values at.
+
+    ``shapes`` gives every variable's shape (``()`` for a number); ``point`` the values (the
+    first sample point of symbolic/sampling.py when None). The output must be a scalar.
+    ``keep_value`` adds the output itself as ``"__value__"``; ``exact`` builds forms exact at
+    every point, for second derivatives (``GraphArrays.others_product``).
+    """
+    np = arrays.numpy()
+    if point is None:
+        from gradcli.symbolic.sampling import candidate
+
+        point = candidate(_of(program, shapes), 0)
+    b = ArrayBuilder({n: np.asarray(v, dtype=float) for n, v in point.items()}, max_nodes,
+                     exact)
+    made: dict[int, SymNode] = {}
+    for node in nodes_of([program.output]):
+        if node.op is VAR:
+            made[id(node)] = b.variable(str(node.name))
+        elif node.op is CONST:
+            made[id(node)] = b.constant(node.value)
+        else:
+            made[id(node)] = b.make(node.op, [made[id(s)] for s in node.inputs])
+    output = made[id(program.output)]
+    if shape_of(output):
+        raise UsageError(f"gradcli diff of an array program needs a scalar output, not shape "
+                         f"{shape_text(shape_of(output))}",
+                         hint="gradcli eval gives the Jacobian of an array output")
+    grads = backward(output)
+    found = {"__value__": output} if keep_value else {}
+    for name in wrt:
+        grad = grads.get(b.variable(name))
+        grad = None if grad is None else unbroadcast(b, grad, shapes[name])
+        found[name] = zeros(b, shapes[name]) if grad is None or is_zero(grad) else grad
+    return found, point
+
+
+def gradient_texts(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                   wrt: Sequence[str] | None, max_nodes: int,
+                   fmt: str = "text", given: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
+    found, _ = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes,
+                                 given=given)
+    printer = to_text if fmt == "text" else matrix_latex
+    return {name: printer(node) for name, node in found.items()}
+
+
+def sampled_gradients(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                      names: list[str], max_nodes: int, keep_value: bool = False,
+                      given: Mapping[str, Any] | None = None
+                      ) -> tuple[dict[str, SymNode], dict[str, Any]]:
+    """``gradients`` at the given values, else at a sample point where the program is defined
+    (symbolic/sampling.py): the values give shapes, so a point outside a domain (``log(x - 2)``
+    at x = 1) is retried elsewhere."""
+    return defined_point(
+        _of(program, shapes), given,
+        lambda point: gradients(program, shapes, names, max_nodes, point, keep_value))
+
+
+# --- Jacobians and Hessians -----------------------------------------------------------------------
 
 class _NoFormError(Exception):
     """A node whose Jacobian has no vectorized form here: the block is built row by row."""
@@ -57,7 +138,7 @@ def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]],
     def output_shape(point: dict[str, Any]) -> tuple[int, ...]:
         return shape_of(ArrayBuilder(point, MAX_NODES).import_graph([program.output])[0])
 
-    return bool(defined_point(shapes, given, output_shape)[0])
+    return bool(defined_point(shapes, given, output_shape))
 
 
 @dataclass
@@ -69,7 +150,8 @@ class Blocks:
     blocks: dict[str, dict[str, SymNode]]
 
     def printed(self, fmt: str) -> dict[str, dict[str, str]]:
-        return {label: {name: _printed(node, fmt) for name, node in row.items()}
+        printer = matrix_latex if fmt == "latex" else to_text
+        return {label: {name: printer(node) for name, node in row.items()}
                 for label, row in self.blocks.items()}
 
 
@@ -78,7 +160,7 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    given: Mapping[str, Any] | None = None) -> Blocks:
     """Every output's Jacobian with respect to each of ``wrt`` (default every variable), built
     at the ``given`` values or a sample point where the program is defined."""
-    names = _names(program, wrt)
+    names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
         b = ArrayBuilder(point, max_nodes)
@@ -88,15 +170,15 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                                         for name in names}
                                 for label, output in outputs.items()})
 
-    return defined_point(_of(program, shapes), given, build)[0]
+    return defined_point(_of(program, shapes), given, build)
 
 
 def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                   wrt: Sequence[str] | None, max_nodes: int,
                   given: Mapping[str, Any] | None = None) -> Blocks:
-    """``[a][b]`` = d2/da db, the Jacobian of each gradient (symbolic/vectorized.py), of shape
+    """``[a][b]`` = d2/da db, the Jacobian of each gradient (``gradients``), of shape
     ``a`` followed by ``b``, of a scalar-output array program."""
-    names = _names(program, wrt)
+    names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
         grads, _ = gradients(program, shapes, names, max_nodes, point)
@@ -107,40 +189,11 @@ def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                       {a: {name: block(b, grad, name, shapes, max_nodes) for name in names}
                        for a, grad in zip(names, imported, strict=True)})
 
-    return defined_point(_of(program, shapes), given, build)[0]
+    return defined_point(_of(program, shapes), given, build)
 
 
 def _of(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
     return {name: shapes[name] for name in program.variables}
-
-
-def jacobian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                    wrt: Sequence[str] | None, max_nodes: int,
-                    fmt: str = "text", given: Mapping[str, Any] | None = None
-                    ) -> dict[str, dict[str, str]]:
-    """``{output label: {input: the block printed in fmt}}`` for every output of ``program``."""
-    return jacobian_nodes(program, shapes, wrt, max_nodes, given).printed(fmt)
-
-
-def hessian_blocks(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                   wrt: Sequence[str] | None, max_nodes: int,
-                   fmt: str = "text", given: Mapping[str, Any] | None = None
-                   ) -> dict[str, dict[str, str]]:
-    """``{a: {b: d2/da db}}`` printed in ``fmt``."""
-    return hessian_nodes(program, shapes, wrt, max_nodes, given).printed(fmt)
-
-
-def _names(program: Program, wrt: Sequence[str] | None) -> list[str]:
-    names = list(wrt) if wrt else list(program.variables)
-    unknown = [name for name in names if name not in program.variables]
-    if unknown:
-        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
-                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
-    return names
-
-
-def _printed(node: SymNode, fmt: str) -> str:
-    return matrix_latex(node) if fmt == "latex" else to_text(node)
 
 
 def jacobian_texts(
@@ -156,12 +209,7 @@ def jacobian_texts(
     of that output alone; a variable an output does not use gets ``0``. Every output must be
     a scalar formula (an array op in one is the UsageError of ``refuse_arrays``)."""
     given = {**(program.defaults if defaults else {}), **(values or {})}
-    names = list(wrt) if wrt else ([n for n in program.variables if n not in given]
-                                   or list(program.variables))
-    unknown = [name for name in names if name not in program.variables]
-    if unknown:
-        raise UsageError(f"{', '.join(unknown)} is not a variable of the expression",
-                         hint=f"its variables: {', '.join(program.variables) or 'none'}")
+    names = wrt_names(program, wrt, [n for n in program.variables if n not in given])
     variables = list(program.variables.values())
     rows: dict[str, dict[str, str]] = {}
     for label, output in zip(output_labels(program), program.outputs, strict=True):
@@ -175,7 +223,7 @@ def jacobian_texts(
     return rows
 
 
-# --- one block ----------------------------------------------------------------------------------
+# --- one block ------------------------------------------------------------------------------------
 
 def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tuple[int, ...]],
           max_nodes: int) -> SymNode:
@@ -278,7 +326,7 @@ def _stack(b: ArrayBuilder, rows: list[SymNode], shape: tuple[int, ...]) -> SymN
                                        for i in range(shape[0])])
 
 
-# --- vectorized: forward mode on symbolic nodes -------------------------------------------------
+# --- vectorized: forward mode on symbolic nodes ---------------------------------------------------
 
 def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
                      shape: tuple[int, ...]) -> SymNode | None:

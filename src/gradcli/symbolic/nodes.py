@@ -86,3 +86,6 @@ class Maker:
 
     def zero(self) -> SymNode:
         raise NotImplementedError
+
+    def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
+        raise NotImplementedError

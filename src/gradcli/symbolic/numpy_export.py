@@ -16,9 +16,9 @@ from typing import Any
 from gradcli.engine.graph import Node, Program, nodes_of
 from gradcli.engine.ops import CONST, VAR
 from gradcli.symbolic.arrays import shape_of
-from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes
+from gradcli.symbolic.derivatives import wrt_names
+from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes, sampled_gradients
 from gradcli.symbolic.nodes import SymNode
-from gradcli.symbolic.vectorized import sampled_gradients
 
 _NUMPY_NAMES = {"acos": "np.arccos", "asin": "np.arcsin", "atan": "np.arctan",
                 "atan2": "np.arctan2", "max": "np.maximum", "min": "np.minimum",
@@ -139,8 +139,8 @@ def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
              given: Mapping[str, Any] | None = None) -> str:
     """Source of ``def f(variables): return value, {name: gradient}``, NumPy only: one line
     per node of the value and the gradients (shared nodes computed once)."""
-    names = list(wrt) if wrt else list(program.variables)
-    found, _ = sampled_gradients(program, shapes, names, max_nodes, keep_value=True, given=given)
+    found, _ = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes,
+                                 keep_value=True, given=given)
     output = found.pop("__value__")
     writer = NumpyWriter(list(program.variables))
     writer.add([output, *found.values()])

@@ -36,10 +36,10 @@ class Printed:
     statements: list[tuple[str, str]]
     outputs: list[str]
 
-    def program(self, index: int = 0, separator: str = "; ") -> str:
-        """Statements and output ``index`` as one program in gradcli's language."""
-        return separator.join([*(f"{name} = {text}" for name, text in self.statements),
-                               self.outputs[index]])
+    def program(self) -> str:
+        """Statements and the first output as one program in gradcli's language."""
+        return "; ".join([*(f"{name} = {text}" for name, text in self.statements),
+                          self.outputs[0]])
 
 
 def print_shared(
@@ -255,12 +255,11 @@ class LatexNotation(Notation):
 LATEX = LatexNotation()
 
 
-def to_latex(output: Node, lhs: str = "") -> str:
+def to_latex(output: Node) -> str:
     """One expression in LaTeX; shared subexpressions as ``t_{1} = ...`` lines before it."""
     printed = print_shared([output], LATEX)
     lines = [f"{name} = {text}" for name, text in printed.statements]
-    lines.append(f"{lhs} = {printed.outputs[0]}" if lhs else printed.outputs[0])
-    return LATEX_LINE_BREAK.join(lines)
+    return LATEX_LINE_BREAK.join([*lines, printed.outputs[0]])
 
 
 # --- LaTeX of array programs: matrix notation -------------------------------------------
@@ -433,11 +432,11 @@ def python_name(name: str, taken: set[str]) -> str:
 
 def to_python(
     value: Node, variables: Sequence[str], wrt: Sequence[str], gradient: Sequence[Node],
-    hessian: Sequence[Sequence[Node]] | None = None, function: str = "f",
+    hessian: Sequence[Sequence[Node]] | None = None,
 ) -> str:
     """Source of ``def f(variables): return value, gradient[, hessian]`` (derivatives by
     ``wrt``, in that order), importing only ``math``."""
-    reserved = {"math", function, *_python_names_used()}
+    reserved = {"math", "f", *_python_names_used()}
     renames: dict[str, str] = {}
     for name in variables:
         renames[name] = python_name(name, reserved | set(renames.values()))
@@ -461,7 +460,7 @@ def to_python(
     lines = ["import math", ""]
     for source in notation.helpers.values():
         lines += ["", source.rstrip(), ""]
-    lines += ["", f"def {function}({parameters}):",
+    lines += ["", f"def f({parameters}):",
               f'    """The {what}."""',
               *body]
     return "\n".join(lines) + "\n"

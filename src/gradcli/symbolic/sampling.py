@@ -63,27 +63,21 @@ def candidates(shapes: Mapping[str, tuple[int, ...]],
 
 
 def defined_point(shapes: Mapping[str, tuple[int, ...]], given: Mapping[str, Any] | None,
-                  build: Callable[[dict[str, Any]], Any], skip: int = 0) -> tuple[Any, dict]:
-    """``build(point)`` at the first candidate point (after ``skip`` of them) where it raises
-    no NumericError, and that point. At the user's own full point its error is the answer (as
-    ``eval`` says it); where no candidate works, a UsageError with the last failure."""
+                  build: Callable[[dict[str, Any]], Any]) -> Any:
+    """``build(point)`` at the first candidate point where it raises no NumericError. At the
+    user's own full point its error is the answer (as ``eval`` says it); where no candidate
+    works, a UsageError with the last failure."""
     failure: NumericError | None = None
     free = [name for name in shapes if given is None or name not in given]
-    for index, point in enumerate(candidates(shapes, given)):
-        if index < skip:
-            continue
+    for point in candidates(shapes, given):
         try:
-            return build(point), point
+            return build(point)
         except NumericError as error:
             if not free:
                 raise
             failure = error
-    raise no_point(failure)
-
-
-def no_point(failure: NumericError | None) -> UsageError:
     why = f" ({failure.message})" if failure is not None else ""
-    return UsageError(f"no sample point found where the program is defined{why}",
-                      hint="gradcli diff evaluates the program at random points of the given "
-                           "shapes (from around 1 to +-100) to learn each node's shape; give "
-                           "values where it is defined, e.g. --x \"[3, 4]\"")
+    raise UsageError(f"no sample point found where the program is defined{why}",
+                     hint="gradcli diff evaluates the program at random points of the given "
+                          "shapes (from around 1 to +-100) to learn each node's shape; give "
+                          "values where it is defined, e.g. --x \"[3, 4]\"")

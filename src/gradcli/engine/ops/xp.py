@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from gradcli.engine.ops.row import numpy as _np
+
 
 class Arrays(Protocol):
     """What a VJP rule may call besides ``+ - * /`` and unary ``-``: the same names on NumPy
@@ -62,12 +64,6 @@ class Arrays(Protocol):
     def unbroadcast(self, part: Any, out: Any, x: Any) -> Any:
         """``part``, a gradient for the element-wise ``out``, summed back to the shape of its
         operand ``x`` over the axes that broadcasting stretched."""
-
-
-def _np() -> Any:
-    import numpy as np
-
-    return np
 
 
 class NumPyArrays:
