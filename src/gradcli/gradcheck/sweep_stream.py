@@ -135,7 +135,6 @@ class SweepSummary:
         self.size = 0
         self.failures = 0  # points where a value or gradient is not finite
         self.disagreements = 0  # points where the check failed (and no value failed)
-        self.checked = False
         self.rechecked = 0
         self.unsettled = 0
         self.worst: tuple[float, str, dict[str, float]] | None = None  # error/tol, name, point
@@ -149,7 +148,6 @@ class SweepSummary:
         self.size += sweep.size
         self.failures += int(failed.sum())
         self.disagreements += int(disagree.sum())
-        self.checked = sweep.checks is not None
         self.rechecked += sweep.rechecked
         self.unsettled += sweep.unsettled
         room = self.keep - (0 if self.head is None else self.head.size)
