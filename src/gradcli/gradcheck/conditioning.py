@@ -40,8 +40,10 @@ class Conditioning:
     op: str | None = None  # the op that takes the matrix
 
     def record(self) -> dict[str, object]:
-        """The JSON form: ``{"condition_number": ..., "matrix": "A" or null}``."""
-        return {"condition_number": self.number, "matrix": self.matrix}
+        """The JSON form: ``{"condition_number": ..., "matrix": "A" or null}`` (a number past
+        the floats is null, as JSON has no infinity)."""
+        number = self.number if math.isfinite(self.number) else None
+        return {"condition_number": number, "matrix": self.matrix}
 
     def cause(self) -> str:
         """The verdict's words: why a correct gradient fails here."""
