@@ -64,11 +64,13 @@ def _dsinc_slope(x: Any, out: Any) -> Any:
     names pi, so that ``diff`` prints pi**2, not 9.869604401089358."""
     if type(x) is float and abs(x) < SINC_SERIES_LIMIT:
         return _sinc_second_series(x)
-    pi = x.builder.constant(math.pi, "pi") if written(x) else math.pi
+    if not written(x):
+        return -(math.pi * math.pi) * F.sinc(x) - 2.0 * out / x
+    pi = x.builder.constant(math.pi, "pi")
     slope = -(pi * pi) * F.sinc(x) - 2.0 * out / x
-    if written(x) and not printed(x):
-        return F.where(F.lt(F.abs(x), SINC_SERIES_LIMIT), _sinc_second_series(x), slope)
-    return slope
+    if printed(x):
+        return slope
+    return F.where(F.lt(F.abs(x), SINC_SERIES_LIMIT), _sinc_second_series(x), slope)
 
 
 def _sinc_second_series(x: Any) -> Any:
@@ -84,9 +86,9 @@ def _sigmoid_slope(x: Any, out: Any) -> Any:
     Printed s (1 - s), the form that simplifies with a log-loss; a Hessian's is
     sech(x/2)**2/4: the Hessian evaluates it (d2/dx dy of y*sigmoid(x)) and differentiates
     it, and the derivative of either product, s' (1 - 2s), cancels near 0."""
-    if printed(x):
-        return out * (1.0 - out)
-    return 0.25 * F.sech(0.5 * x) ** 2.0 if written(x) else out * F.sigmoid(-x)
+    if written(x):
+        return out * (1.0 - out) if printed(x) else 0.25 * F.sech(0.5 * x) ** 2.0
+    return out * F.sigmoid(-x)
 
 
 def _silu_slope(x: Any, out: Any) -> Any:
