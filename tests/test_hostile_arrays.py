@@ -234,3 +234,44 @@ def test_prod_and_its_gradient_round_the_exact_products(parts):
             (others[k], _exact_product(values[:k] + values[k + 1:])) for k in range(len(values))]:
         if abs(want) > Fraction(sys.float_info.min) * 2**53 and abs(want) < Fraction(2**1000):
             assert float(got) == pytest.approx(float(want), rel=64 * sys.float_info.epsilon)
+
+
+# The check at tiny operands: norm at 1e-200 changes on the scale of its elements, far below the
+# smallest absolute step (1.4e-15), so the check's last step is at the value's own scale; a
+# function that needs an absolute step (x + 1) has agreed before that step, and a wrong
+# gradient disagrees at every step.
+@pytest.mark.parametrize(("program", "values"), [
+    ("norm(x)", ["--x", "[1e-200, 1e-200]"]),
+    ("norm(x)", ["--x", "[3e-300, -4e-300]"]),
+    ("hypot(x, y)", ["--x", "1e-200", "--y", "1e-200"]),
+    ("hypot(x, y)", ["--x", "1e-200:3e-200:3", "--y", "1e-200"]),  # a sweep: settle's path
+    ("x + 1 + sqrt(y)", ["--x", "1e-200", "--y", "0.25"]),
+    ("x + sqrt(y)", ["--x", "1e-200", "--y", "1e-250"]),
+])
+def test_the_check_reaches_the_scale_of_tiny_operands(program, values):
+    status, out, err = run(["eval", program, *values])
+    assert status == 0, out + err
+    assert "check passed" in out
+
+
+def test_a_wrong_gradient_at_tiny_operands_still_fails():
+    from gradcli.engine.node import Node
+    from gradcli.gradcheck.check import check_node
+    from gradcli.gradcheck.steps import steps_for
+
+    x = 1e-200
+    assert steps_for(x)[-1] == pytest.approx(x * sys.float_info.epsilon ** (1 / 3))
+    assert len(steps_for(1.0)) == len(steps_for(0.0)) == len(steps_for(x)) - 1
+
+    class Replays:  # f(x) = 3x, whose true derivative is 3; the node claims 2
+        nodes = [Node(3 * x)]
+        switched: set[int] = set()
+
+        def replay(self, index, value, complex_step=False):
+            return 3 * value, abs(3 * value)
+
+    class Perturbed:
+        value, grad, index = x, 2.0, 0
+
+    found = check_node(Replays(), Perturbed(), 1e-5, 1e-8)
+    assert not found.ok and found.numeric == pytest.approx(3.0)

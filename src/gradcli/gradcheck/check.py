@@ -54,16 +54,14 @@ from gradcli.gradcheck.conditioning import Conditioning, amplification, conditio
 from gradcli.gradcheck.steps import (
     CENTRAL,
     EPS,
-    SHRINKS,
     STENCILS,
     Perturbed,
     Replays,
     Stencil,
-    base_step,
     judge,
     noise_allowance,
     quotient,
-    step,
+    steps_for,
     tolerance,
 )
 from gradcli.gradcheck.tolerances import (  # noqa: F401 (named here too)
@@ -370,10 +368,9 @@ def check_node(
         return complex_step_check(replayer, node, rtol, atol)
     if method == "richardson":
         return richardson_check(replayer, node, rtol, atol)
-    analytic, base = node.grad, base_step(node.value)
+    analytic = node.grad
     tried: list[GradientCheck] = []
-    for shrink in range(SHRINKS + 1):
-        h = step(base, shrink)
+    for shrink, h in enumerate(steps_for(node.value)):
         estimate = _difference(replayer, node, h)
         if estimate is None:
             tried.append(GradientCheck(analytic, None, None, 0.0, False, "none", h))

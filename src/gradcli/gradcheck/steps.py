@@ -12,6 +12,7 @@ difference quotient of numbers near 1e8 cannot resolve 1e-8. If a step disagrees
 smaller is tried (its truncation error is 256 times smaller; the noise allowance grows with 1/h),
 up to ``SHRINKS`` times and never past the step where the noise allowance alone would exceed the
 user's tolerance (the step is "swamped": the allowance could then wave a wrong gradient through).
+A value smaller than every such step gets one more, at its own scale (``steps_for``).
 Thus sqrt(x) at x = 1e-7 -- a function that changes on a scale far below h -- is not reported as
 a wrong gradient, while a wrong gradient disagrees at every step.
 
@@ -69,6 +70,21 @@ def base_step(value: Any, maximum: Callable[[Any, Any], Any] = max) -> Any:
 def step(base: Any, shrink: int) -> Any:
     """The step after ``shrink`` disagreements (0 ... ``SHRINKS``): 16 times smaller each."""
     return base / _SHRINK_FACTOR**shrink
+
+
+def steps_for(value: float) -> list[float]:
+    """The steps one value's check tries in turn: ``step(base_step(value), k)`` for k = 0 ...
+    ``SHRINKS`` and, for a value far below them, last one at its own scale, eps^(1/3) * |value|:
+    a function of tiny operands (``norm`` at 1e-200) changes on that scale, which the others
+    never reach, while one that needs an absolute step (``x + 1``) has agreed before it."""
+    tried = [step(base_step(value), shrink) for shrink in range(SHRINKS + 1)]
+    own = own_step(value)
+    return [*tried, own] if 0.0 < own < tried[-1] else tried
+
+
+def own_step(value: Any) -> Any:
+    """eps^(1/3) * |value|: the step at a value's own scale, tried last (``steps_for``)."""
+    return _CUBE_ROOT_EPS * abs(value)
 
 
 def quotient(stencil: Stencil, samples: Sequence[Any], h: Any) -> Any:
@@ -172,19 +188,23 @@ Sample = Callable[[Any, float, Any], tuple[Any, Any, Any]]
 
 
 def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: float,
-           atol: float, judged: Callable[..., None] | None = None) -> Estimates:
+           atol: float, judged: Callable[..., None] | None = None,
+           own: Any = None) -> Estimates:
     """``check.check_node``'s policy for the entries ``rows`` at once (the points of a sweep, a
     column of a Hessian), each at its own first step ``base``, then 16 times smaller after a
     disagreement: the first stencil that evaluates (``first_stencil``), an entry settled as
     soon as it agrees, a swamped step ending its search; an entry that never agrees keeps its
     closest estimate. ``f0`` is f at every entry; ``judged(rows, h, shrink, estimate, error,
-    tolerance, largest, stencil)`` sees each step's verdicts."""
+    tolerance, largest, stencil)`` sees each step's verdicts. ``own``: each entry's
+    ``own_step``, tried last where it is below the smallest shrink (as ``steps_for``)."""
     np = numpy()
     found = Estimates.empty(np.shape(analytic))
-    for shrink in range(SHRINKS + 1):
+    for shrink in range(SHRINKS + 1 + (own is not None)):
+        if shrink > SHRINKS:
+            rows = rows[(own[rows] > 0) & (own[rows] < step(base[rows], SHRINKS))]
         if not rows.size:
             break
-        h = step(base[rows], shrink)
+        h = step(base[rows], shrink) if shrink <= SHRINKS else own[rows]
         numeric, largest, stencils = first_stencil(sample, f0, rows, h)
         with np.errstate(invalid="ignore"):
             error, allowed, agrees, swamped = judge(

@@ -54,7 +54,14 @@ from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import GradcliError, NumericError
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL, check_node
 from gradcli.gradcheck.evaluation import evaluate
-from gradcli.gradcheck.steps import Sample, base_step, first_stencil, noise_allowance, settle
+from gradcli.gradcheck.steps import (
+    Sample,
+    base_step,
+    first_stencil,
+    noise_allowance,
+    own_step,
+    settle,
+)
 from gradcli.gradcheck.sweep_results import AGREEMENT, RUNS, SAFETY, GradientSweepCheck, Sweep
 from gradcli.limits import SWEEP_RECHECK_BUDGET
 
@@ -261,7 +268,7 @@ def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> Gradie
 
     found = settle(sweep.gradients[name], base_step(sweep.columns[name], np.maximum),
                    sweep.value, _sampler(sweep, name, downstream), np.flatnonzero(~sweep.failed),
-                   rtol, atol, judged)
+                   rtol, atol, judged, own_step(sweep.columns[name]))
     return GradientSweepCheck(found.numeric, found.error, found.tolerance, found.ok)
 
 
