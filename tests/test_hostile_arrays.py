@@ -45,7 +45,7 @@ def one_error_line(status: int, err: str, words: str) -> None:
 
 # --- one record per line --------------------------------------------------------------------
 
-HOSTILE = {500: f"y = {nested(70)}; sum(y)*x", 301: "sum(sqrt(x))", 302: "sum(log(x))",
+HOSTILE = {500: f"y = {nested(70)}; sum(y)*x", 301: "sum(sqrt(x))", 302: "2*sum(sqrt(x))",
            303: f"y = {nested(64)}; sum(y)*x", 304: f"sum({nested(70, 'x')})"}
 
 
@@ -81,7 +81,7 @@ def test_hostile_array_lines_each_get_one_record_in_order(where):
 
 
 @pytest.mark.parametrize("program, point", [("sum(sqrt(x))", "[1e-20, 1]"),
-                                            ("sum(log(x))", "[1e-300, 1]")])
+                                            ("sum(sqrt(x))", "[1e-300, 1]")])
 def test_a_failed_array_check_near_an_edge_is_a_json_record(program, point):
     status, out, err = run(["eval", program, "--x", point, "--json"])
     assert status == 1, err
