@@ -323,3 +323,17 @@ def test_atan2_hessian_neither_underflows_nor_refuses(y, x):
     _close(hessian["x"]["x"], 2 * a * b / q ** 2, 1e-13)
     _close(hessian["y"]["x"], (b * b - a * a) / q ** 2, 1e-13)
     _close(hessian["x"]["y"], (b * b - a * a) / q ** 2, 1e-13)
+
+
+def test_the_hessian_formulas_on_arrays_take_zeros_and_give_the_numbers_of_scalars():
+    """An array's Hessian computes both branches of the formulas above everywhere: hypot's
+    y/x and dsinc's quotient divide by 1 where their branch is not taken, so a 0 element is no
+    division by zero, and each element is what the scalar Hessian gives."""
+    xs, ys = [1e8, 0.0, 3.0, -1e-300], [-0.1, 2.0, 4.0, 1e10]
+    text = "sum(hypot(x, y)) + sum(atan2(y, x)) + sum(dsinc(x))"
+    blocks = gradcli.evaluate(text, {"x": xs, "y": ys}, check=False, order=2).hessian.matrix
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        scalar = _hessian("hypot(x, y) + atan2(y, x) + dsinc(x)", x=x, y=y)
+        for a in "xy":
+            for b in "xy":
+                assert blocks[a][b][i][i] == pytest.approx(scalar[a][b], rel=1e-15, abs=1e-300)

@@ -117,11 +117,13 @@ def _hypot_slope(x: Any, y: Any, out: Any) -> Any:
     (hypot(5e-324, 5e-324) rounds to 5e-324), so on numbers x and y are first divided by the
     larger: the quotient is the same, and hypot has its digits back. A printed formula is
     x/hypot(x, y); a Hessian's is sign(x)/hypot(1, y/x) where |x| >= |y|, since the derivative
-    of x/hypot(x, y), 1/h - x**2/h**3 (= y**2/h**3), has no digits left where |x| >> |y|."""
+    of x/hypot(x, y), 1/h - x**2/h**3 (= y**2/h**3), has no digits left where |x| >> |y|. (An
+    array's Hessian computes both branches everywhere: y/x divides by 1 where not taken.)"""
     if written(x) or written(y):
         if printed(x if written(x) else y):
             return x / out
-        return F.where(F.ge(F.abs(x), F.abs(y)), F.sign(x) / F.hypot(1.0, y / x), x / out)
+        taken = F.ge(F.abs(x), F.abs(y))
+        return F.where(taken, F.sign(x) / F.hypot(1.0, y / F.where(taken, x, 1.0)), x / out)
     if type(out) is float and out >= TINY_NORMAL:
         return x / out
     larger = F.max(F.abs(x), F.abs(y))

@@ -60,17 +60,19 @@ def _dsinc_slope(x: Any, out: Any) -> Any:
     """sinc''(x) = -pi**2 sinc(x) - 2 dsinc(x)/x, whose terms are 5 times its size near 0: on
     a float below SINC_SERIES_LIMIT its series instead (within 2.6 ulps, 0 included). The
     formula's own derivative, a Hessian's, subtracts terms of order 1/x there: the formula a
-    Hessian evaluates takes the series below the limit too, as a polynomial. A printed formula
-    names pi, so that ``diff`` prints pi**2, not 9.869604401089358."""
-    if type(x) is float and abs(x) < SINC_SERIES_LIMIT:
-        return _sinc_second_series(x)
-    if not written(x):
-        return -(math.pi * math.pi) * F.sinc(x) - 2.0 * out / x
-    pi = x.builder.constant(math.pi, "pi")
-    slope = -(pi * pi) * F.sinc(x) - 2.0 * out / x
+    Hessian evaluates (and the form on arrays) takes the series below the limit too, as a
+    polynomial, and divides by 1 there instead of x. A printed formula is the quotient, with
+    pi named, so that ``diff`` prints pi**2, not 9.869604401089358."""
+    if type(x) is float:
+        if abs(x) < SINC_SERIES_LIMIT:
+            return _sinc_second_series(x)
+        return -special.PI_SQUARED * F.sinc(x) - 2.0 * out / x
     if printed(x):
-        return slope
-    return F.where(F.lt(F.abs(x), SINC_SERIES_LIMIT), _sinc_second_series(x), slope)
+        pi = x.builder.constant(math.pi, "pi")
+        return -(pi * pi) * F.sinc(x) - 2.0 * out / x
+    near = F.lt(F.abs(x), SINC_SERIES_LIMIT)
+    quotient = -special.PI_SQUARED * F.sinc(x) - 2.0 * out / F.where(near, 1.0, x)
+    return F.where(near, _sinc_second_series(x), quotient)
 
 
 def _sinc_second_series(x: Any) -> Any:
