@@ -144,6 +144,15 @@ def _lgamma(x: float) -> float:
     # lgamma(2 + z) = (1 - euler) z + sum_k>=2 (-1)^k (zeta(k) - 1) z^k / k, whose terms fall
     # like (z/2)^k: for z = x - 2 from -0.75 on (x - 2 exact), and below 1.25 through
     # lgamma(x) = lgamma(x + 1) - log(x), z = x - 1 (exact); math.lgamma elsewhere.
+    # Within 0.2 of its minimum x0 = 1.46163 (where digamma is 0) it is the Taylor series about
+    # x0, lgamma(x0) + sum_k>=2 psi^(k-1)(x0) z^k / k!: no linear term, so nothing cancels
+    # (the series about 2 loses a factor 2-3 there), and z = x - x0 is exact to 1e-32.
+    if math.fabs(x - 1.4616321449683622) <= 0.2:
+        z = (x - 1.4616321449683622) - 9.549995429965697e-17  # x0 in two parts
+        total = 0.0
+        for coefficient in reversed(LGAMMA_AT_MINIMUM):
+            total = total * z + coefficient
+        return -0.12148629053584961 + total * z * z
     if not 0.5 <= x <= 2.5:
         return math.lgamma(x)
     z = x - 2.0 if x >= 1.25 else x - 1.0
@@ -168,10 +177,28 @@ ZETA_MINUS_ONE = (  # zeta(k) - 1 for k = 2, 3, ...: the series of lgamma about 
 )
 
 
+LGAMMA_AT_MINIMUM = (  # psi^(k-1)(x0) / k! for k = 2, 3, ...: lgamma's series about x0
+    0.4838361227238106, -0.1475877229945307, 0.06462494023891276, -0.0327885410884813,
+    0.017970675115210395, -0.010314223036636387, 0.006100536020517889, -0.0036845696083163734,
+    0.0022597648232218106, -0.001402251445904451, 0.0008782326347176812,
+    -0.0005541949527966822, 0.00035191295683784665, -0.0002246534436959552,
+    0.000144070395420933, -9.276098655471749e-05, 5.9934733439794256e-05,
+    -3.884583889452658e-05, 2.52476632917301e-05, -1.6450858338395606e-05,
+)
+
+
 def _digamma(x: float) -> float:
     # psi(x): reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 0, the recurrence
     # psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
     # log x - 1/(2x) - sum B_2k / (2k x**2k), whose terms past the seventh are below 1e-17 there.
+    # Within 0.2 of its zero x0 = 1.46163, the derivative of lgamma's series about x0 (exact
+    # relatively at the zero itself, where the recurrence's terms cancel to 8e-16 absolutely).
+    if math.fabs(x - 1.4616321449683622) <= 0.2:
+        z = (x - 1.4616321449683622) - 9.549995429965697e-17
+        total = 0.0
+        for k in range(len(LGAMMA_AT_MINIMUM) - 1, -1, -1):
+            total = total * z + (k + 2) * LGAMMA_AT_MINIMUM[k]
+        return total * z
     result = 0.0
     if x < 0.0:  # cot(pi x), as in _polygamma: exactly 0 at a half-integer
         t = x - round(x)
@@ -198,10 +225,12 @@ def _polygamma(n: float, x: float) -> float:
     n = int(n)
     result, sign = 0.0, 1.0
     if x < 0.0:
-        poly = [0.0, 1.0]
+        # P_n's coefficients are whole numbers of one sign, past 2**53 from n = 22 on: made as
+        # ints, each rounded once (in floats each step rounded them again, ~n ulps in all)
+        poly = [0, 1]
         for _ in range(n):
-            derived = [k * poly[k] for k in range(1, len(poly))] + [0.0, 0.0]
-            poly = [-derived[k] - (derived[k - 2] if k >= 2 else 0.0)
+            derived = [k * poly[k] for k in range(1, len(poly))] + [0, 0]
+            poly = [-derived[k] - (derived[k - 2] if k >= 2 else 0)
                     for k in range(len(derived))]
         # cot(pi x) from t = x - round(x) in [-1/2, 1/2] (exact): 1/tan(pi t) near 0, and
         # tan(pi (1/2 - |t|)) (1/2 - |t| exact) near +-1/2, where it is exactly 0 at a
@@ -211,8 +240,10 @@ def _polygamma(n: float, x: float) -> float:
              else math.copysign(math.tan(math.pi * (0.5 - math.fabs(t))), t))
         cot = 0.0
         for coefficient in reversed(poly):
-            cot = cot * c + coefficient
-        result = -math.pi ** (n + 1) * cot
+            cot = cot * c + float(coefficient)
+        # pi**(n + 1) of the float pi is (n + 1) times its rounding off (0.18 ulp each): the
+        # rest of pi, 1.2246467991473532e-16, put back to first order
+        result = -math.pi ** (n + 1) * (1.0 + (n + 1) * 3.8981718325193755e-17) * cot
         sign = -1.0 if n % 2 else 1.0
         x = 1.0 - x
     factorial = float(math.factorial(n))
@@ -443,3 +474,77 @@ def digamma_difference(a: float, b: float) -> float:
         power *= inverse
         total += bernoulli / (2 * k) * power * -math.expm1(-2 * k * ratio)
     return total
+
+
+def ive_slope(n: float, x: float) -> float:
+    """d/dx ive(n, x) for x != 0, ive's slope on floats, in the two forms of ``_ive``: the
+    power series and Hankel's series, each differentiated term by term. The rule's
+    (ive(n - 1, x) + ive(n + 1, x))/2 - sign(x) ive(n, x) subtracts two numbers that agree
+    to 1 - O(1/x), so it keeps about 16 - log10|x| digits (none from |x| = 1e16 on); the series'
+    own terms cancel a factor 2 sqrt|x| at most (the power series), or not at all (Hankel's,
+    whose terms the derivative takes times -1/2 - k). A helper of the derivative rule, not a
+    row (the rule keeps the form above for formulas, which it prints)."""
+    n = int(n)
+    size = abs(x)
+    slope = _hankel_slope(n, size) if size > 60.0 else None
+    if slope is None:
+        slope = _ive_series_slope(n, size) * math.exp(-size)
+    return slope if x > 0.0 or n % 2 else -slope
+
+
+def _hankel_slope(n: int, s: float) -> float | None:
+    """d/ds of (2 pi s)^-1/2 sum_k (-1)^k a_k / s^k (``_ive``'s Hankel series), its k-th term
+    times -(k + 1/2) / s; None where the series diverges before its terms fall below 1e-17 of
+    the sum (s not large enough beside n^2). The terms, up to a few units where n^2 is near s,
+    cancel to the slope's O(1): summed as whole numbers and rounded once (as the power series
+    below), since each term in floats carries the k roundings of the ones before it."""
+    mu = 4 * n * n
+    term, total, k = 1.0, -0.5, 0
+    while True:  # how many terms, in floats
+        k += 1
+        following = -term * (mu - (2 * k - 1) ** 2) / (8.0 * k * s)
+        if k > n and abs(following) >= abs(term):
+            return None  # past its smallest term the series diverges
+        term = following
+        total -= term * (k + 0.5)
+        if abs(term) * (k + 0.5) <= abs(total) * 1e-18:
+            break
+    top, den = s.as_integer_ratio()
+    # sum_j (-1)^j A_j (2j + 1) den^j 8^(K - j) K!/j! top^(K - j), A_j = prod (mu - (2i - 1)^2)
+    weights, rest = [1] * (k + 1), 1
+    for j in range(k, 0, -1):
+        rest *= 8 * j * top
+        weights[j - 1] = rest
+    exact, product = 0, 1
+    for j in range(k + 1):
+        exact += product * (2 * j + 1) * weights[j]
+        product *= -(mu - (2 * j + 1) ** 2) * den
+    return -exact / (2 * rest) / s / math.sqrt(2.0 * math.pi * s)
+
+
+def _ive_series_slope(n: int, s: float) -> float:
+    """e^s d/ds (e^-s I_n(s)) = sum_k t_k ((n + 2k)/s - 1), t_k = (s/2)^(n + 2k) / (k! (k + n)!),
+    s > 0, in whole numbers (s is one, over a power of 2) and rounded once: its terms have both
+    signs and cancel a factor up to 2 sqrt(s), which in floats cost 30 ulps at s = 60 (the
+    terms' own roundings, each made of the one before)."""
+    quarter, term, weight, k = 0.25 * s * s, 1.0, 1.0, 0
+    while True:  # how many terms: as _ive's power series, in floats
+        k += 1
+        term *= quarter / (k * (k + n))
+        weight += term
+        if term <= weight * 1e-18 and k * (k + n) > quarter:
+            break
+    top, den = s.as_integer_ratio()
+    square, scale = top * top, 4 * den * den
+    # sum_k (top^2)^k scale^(K - k) K!/k! (K + n)!/(k + n)! ((n + 2k) den - top), k = 0 ... K
+    total, power, rest = 0, 1, 1
+    weights = [1] * (k + 1)
+    for j in range(k, 0, -1):
+        rest *= scale * j * (j + n)
+        weights[j - 1] = rest
+    for j in range(k + 1):
+        total += power * weights[j] * ((n + 2 * j) * den - top)
+        power *= square
+    # over scale^K K! (K + n)! den = rest n! den (rest ends as scale^K K! (K + n)!/n!), times
+    # (s/2)^n / s = top^n den / ((2 den)^n top)
+    return total * top ** n / (rest * math.factorial(n) * (2 * den) ** n * top)

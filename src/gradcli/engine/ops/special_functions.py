@@ -35,18 +35,30 @@ def _digamma_drop(a: Any, b: Any) -> Any:
     return F.digamma(b) - F.digamma(a + b)
 
 
-BESSEL_SLOPE_LIMIT = 1e6  # |x| beyond which ive's slope has lost more than 2e-10 relatively
+BESSEL_SLOPE_LIMIT = 1e6  # |x| beyond which ive's second derivative loses 1e-10 relatively
 
 
-def _bessel(x: Any, neighbours: Any) -> Any:
-    """``neighbours`` (the I_n-1 + I_n+1 of ive's slope), or a NumericError on a float x past
-    BESSEL_SLOPE_LIMIT: the slope is their half less the function, which agree to
-    1 - O(1/x), so it keeps about 16 - log10|x| digits, and none from |x| = 1e16 on."""
-    if type(x) is float and abs(x) > BESSEL_SLOPE_LIMIT:
-        raise NumericError(f"the derivative of i0e, i1e or ive at |x| = {abs(x):g} would lose its "
-                           f"digits (it is a difference of nearly equal terms beyond "
-                           f"|x| = {BESSEL_SLOPE_LIMIT:g})")
-    return neighbours
+def _bessel(n: Any, x: Any, out: Any) -> Any:
+    """d/dx ive(n, x) = (I_n-1 + I_n+1)/2 - sign(x) I_n, scaled by exp(-|x|), I_-1 = I_1. On
+    floats special.ive_slope, whose series do not cancel: the form as written subtracts terms
+    that agree to 1 - O(1/x) (16 - log10|x| digits kept). A formula (``gradcli diff``, the
+    Hessian) is that form, whose own derivative (the Hessian's) cancels the same way: past
+    BESSEL_SLOPE_LIMIT a float x is a NumericError, since the floats it gets are the
+    Hessian's too."""
+    if type(n) is float and type(x) is float:
+        if abs(x) > BESSEL_SLOPE_LIMIT:
+            raise NumericError(
+                f"the derivatives of i0e, i1e or ive at |x| = {abs(x):g} would lose their "
+                f"digits (the second is a difference of nearly equal terms beyond "
+                f"|x| = {BESSEL_SLOPE_LIMIT:g})")
+        if x == 0.0:
+            return 0.5 if n == 1.0 else 0.0  # a kink for even n: slope 0, as abs
+        return special.ive_slope(n, x)
+    if type(n) is float and n == 0.0:
+        return F.i1e(x) - F.sign(x) * out
+    neighbours = (F.i0e(x) + F.ive(2.0, x) if type(n) is float and n == 1.0
+                  else F.ive(F.abs(n - 1.0), x) + F.ive(_next_order(n, "ive"), x))
+    return 0.5 * neighbours - F.sign(x) * out
 
 
 def _sigmoid_slope(x: Any, out: Any) -> Any:
@@ -127,19 +139,17 @@ ROWS: list[Op] = [
     # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
     # factor exp(-|x|) adds -sign(x) times the function (a kink at 0 for even n: slope 0 there,
     # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
-    unary("i0e", special._i0e, lambda x, out: _bessel(x, F.i1e(x)) - F.sign(x) * out,
+    unary("i0e", special._i0e, lambda x, out: _bessel(0.0, x, out),
           complex=NONE,
           vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0",
           aliases=("bessel_i0e",)),
-    unary("i1e", special._i1e,
-          lambda x, out: 0.5 * _bessel(x, F.i0e(x) + F.ive(2.0, x)) - F.sign(x) * out,
+    unary("i1e", special._i1e, lambda x, out: _bessel(1.0, x, out),
           complex=NONE,
           vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1",
           aliases=("bessel_i1e",)),
     binary("ive", special._ive, lambda n, x, out: 0.0,
-           lambda n, x, out: 0.5 * _bessel(x, F.ive(F.abs(n - 1.0), x)
-                                           + F.ive(_next_order(n, "ive"), x))
-           - F.sign(x) * out, domain=forms.ive_domain, complex=NONE, vector=NONE,
+           lambda n, x, out: _bessel(n, x, out), domain=forms.ive_domain, complex=NONE,
+           vector=NONE,
            summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
     binary("beta", special._beta, lambda a, b, out: out * _digamma_drop(b, a),
            lambda a, b, out: out * _digamma_drop(a, b), domain=forms.positive_pair,
