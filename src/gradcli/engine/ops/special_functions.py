@@ -27,6 +27,14 @@ def _mod_quotient(x: Any, y: Any, out: Any) -> Any:
     return -F.round((x - out) / y)
 
 
+def _beta_slope(a: Any, b: Any, out: Any) -> Any:
+    """d/db beta(a, b) = beta(a, b) (digamma(b) - digamma(a + b)): on floats
+    special.beta_slope, whose factors neither underflow nor lose a subnormal's digits."""
+    if type(a) is float and type(b) is float:
+        return special.beta_slope(a, b, out)
+    return out * _digamma_drop(a, b)
+
+
 def _digamma_drop(a: Any, b: Any) -> Any:
     """digamma(b) - digamma(a + b), lbeta's slope in b: on floats without subtracting
     (special.digamma_difference), elsewhere (a formula, arrays) as written."""
@@ -151,8 +159,8 @@ ROWS: list[Op] = [
            lambda n, x, out: _bessel(n, x, out), domain=forms.ive_domain, complex=NONE,
            vector=NONE,
            summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
-    binary("beta", special._beta, lambda a, b, out: out * _digamma_drop(b, a),
-           lambda a, b, out: out * _digamma_drop(a, b), domain=forms.positive_pair,
+    binary("beta", special._beta, lambda a, b, out: _beta_slope(b, a, out),
+           lambda a, b, out: _beta_slope(a, b, out), domain=forms.positive_pair,
            complex=NONE, vector=NONE,
            summary="beta function gamma(a) gamma(b) / gamma(a + b), a, b > 0"),
     binary("lbeta", special._lbeta, lambda a, b, out: _digamma_drop(b, a),
