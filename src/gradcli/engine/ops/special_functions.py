@@ -8,7 +8,7 @@ import cmath
 import math
 from typing import Any
 
-from gradcli.engine import forms, special
+from gradcli.engine import forms, special, special_slopes
 from gradcli.engine.ops.row import NONE, F, Op, above, binary, unary, written
 from gradcli.errors import NumericError
 
@@ -29,27 +29,27 @@ def _mod_quotient(x: Any, y: Any, out: Any) -> Any:
 
 def _beta_slope(a: Any, b: Any, out: Any) -> Any:
     """d/db beta(a, b) = beta(a, b) (digamma(b) - digamma(a + b)): on floats
-    special.beta_slope, whose factors neither underflow nor lose a subnormal's digits."""
+    special_slopes.beta_slope, whose factors neither underflow nor lose a subnormal's digits."""
     if type(a) is float and type(b) is float:
-        return special.beta_slope(a, b, out)
+        return special_slopes.beta_slope(a, b, out)
     return out * _digamma_drop(a, b)
 
 
 def _digamma_drop(a: Any, b: Any) -> Any:
     """digamma(b) - digamma(a + b), lbeta's slope in b: on floats without subtracting
-    (special.digamma_difference), elsewhere (a formula, arrays) as written."""
+    (special_slopes.digamma_difference), elsewhere (a formula, arrays) as written."""
     if type(a) is float and type(b) is float:
-        return -special.digamma_difference(a, b)
+        return -special_slopes.digamma_difference(a, b)
     return F.digamma(b) - F.digamma(a + b)
 
 
-BESSEL_SLOPE_LIMIT = 1e6  # |x| beyond which ive's second derivative loses 1e-10 relatively
+BESSEL_SLOPE_LIMIT = 1e6  # |x| past which ive's second derivative loses over 6e-11 relatively
 
 
 def _bessel(n: Any, x: Any, out: Any) -> Any:
     """d/dx ive(n, x) = (I_n-1 + I_n+1)/2 - sign(x) I_n, scaled by exp(-|x|), I_-1 = I_1. On
-    floats special.ive_slope, whose series do not cancel: the form as written subtracts terms
-    that agree to 1 - O(1/x) (16 - log10|x| digits kept). A formula (``gradcli diff``, the
+    floats special_slopes.ive_slope, whose series do not cancel: the form as written subtracts
+    terms that agree to 1 - O(1/x) (16 - log10|x| digits kept). A formula (``gradcli diff``, the
     Hessian) is that form, whose own derivative (the Hessian's) cancels the same way: past
     BESSEL_SLOPE_LIMIT a float x is a NumericError, since the floats it gets are the
     Hessian's too."""
@@ -61,7 +61,7 @@ def _bessel(n: Any, x: Any, out: Any) -> Any:
                 f"|x| = {BESSEL_SLOPE_LIMIT:g})")
         if x == 0.0:
             return 0.5 if n == 1.0 else 0.0  # a kink for even n: slope 0, as abs
-        return special.ive_slope(n, x)
+        return special_slopes.ive_slope(n, x)
     if type(n) is float and n == 0.0:
         return F.i1e(x) - F.sign(x) * out
     neighbours = (F.i0e(x) + F.ive(2.0, x) if type(n) is float and n == 1.0
