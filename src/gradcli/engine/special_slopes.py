@@ -114,12 +114,14 @@ def beta_slope(a: float, b: float, value: float) -> float:
     """d/db beta(a, b) = -beta(a, b) (psi(b + a) - psi(b)), ``value`` beta(a, b): beta's
     slope on floats, as the product where neither factor leaves the normal floats. Where the
     digamma difference (about a/b) underflows, it is linear in a to the last digit, so it is
-    taken of a 2**600 and scaled back (d/db at a = 1e-20, b = 1.7e308 is -5.9e-309, not 0);
-    where beta is subnormal (its digits are few) or 0, exp(lbeta + log of the difference).
+    taken of a times a power of 2 and scaled back (d/db at a = 1e-20, b = 1.7e308 is
+    -5.9e-309, not 0); where beta is subnormal (its digits are few) or 0, exp(lbeta + log of
+    the difference).
     A helper of the derivative rule, not a row."""
     drop = digamma_difference(a, b)
-    if drop < 1e-290 and a * 2.0 ** 600 < math.inf:
-        return -(value * digamma_difference(a * 2.0 ** 600, b)) / 2.0 ** 600
+    if drop < 1e-290:  # a < 1e-290 b: a scaled to 2**-70 b is still in the linear regime
+        shift = math.frexp(b)[1] - math.frexp(a)[1] - 70
+        return -math.ldexp(value * digamma_difference(math.ldexp(a, shift), b), -shift)
     if abs(value) < 2.2250738585072014e-308:
         return -math.exp(_lbeta(a, b) + math.log(drop))
     return -value * drop
