@@ -253,6 +253,14 @@ def test_lgamma_and_digamma_near_the_minimum_of_gamma(text, orders):
     _held_to_the_bound(text, MINIMUM, orders)
 
 
+def test_digamma_below_4_sums_no_terms_of_both_signs():
+    """Below 4 the recurrence into [1, 2) and the series about digamma's zero: the
+    recurrence up to 10 and the asymptotic series added terms of both signs a few times the
+    answer, up to 1.4 times the bound at these points."""
+    _held_to_the_bound("digamma(x)", [(0.509,), (0.824,), (0.945,), (1.081,), (1.117,),
+                                      (1.245,), (3.1,), (-2.7,)], (0,))
+
+
 BESSEL_POINTS = [(15.0,), (37.5,), (-59.9,), (60.1,), (250.3,), (1e4,), (-5e5,)]
 
 

@@ -145,13 +145,14 @@ def _lgamma(x: float) -> float:
     # like (z/2)^k: for z = x - 2 from -0.75 on (x - 2 exact), and below 1.25 through
     # lgamma(x) = lgamma(x + 1) - log(x), z = x - 1 (exact); math.lgamma elsewhere.
     # Within 0.2 of its minimum x0 = 1.46163 (where digamma is 0) it is the Taylor series about
-    # x0, lgamma(x0) + sum_k>=2 psi^(k-1)(x0) z^k / k!: no linear term, so nothing cancels
+    # x0, lgamma(x0) + sum_k>=2 psi^(k-1)(x0) z^k / k! (DIGAMMA_AT_ZERO's terms integrated):
+    # no linear term, so nothing cancels
     # (the series about 2 loses a factor 2-3 there), and z = x - x0 is exact to 1e-32.
     if math.fabs(x - 1.4616321449683622) <= 0.2:
         z = (x - 1.4616321449683622) - 9.549995429965697e-17  # x0 in two parts
         total = 0.0
-        for coefficient in reversed(LGAMMA_AT_MINIMUM):
-            total = total * z + coefficient
+        for j in range(20, 0, -1):  # psi^(j)(x0) z^(j + 1) / (j + 1)!: 20 terms for |z| <= 0.2
+            total = total * z + DIGAMMA_AT_ZERO[j - 1] / (j + 1)
         return -0.12148629053584961 + total * z * z
     if not 0.5 <= x <= 2.5:
         return math.lgamma(x)
@@ -177,28 +178,29 @@ ZETA_MINUS_ONE = (  # zeta(k) - 1 for k = 2, 3, ...: the series of lgamma about 
 )
 
 
-LGAMMA_AT_MINIMUM = (  # psi^(k-1)(x0) / k! for k = 2, 3, ...: lgamma's series about x0
-    0.4838361227238106, -0.1475877229945307, 0.06462494023891276, -0.0327885410884813,
-    0.017970675115210395, -0.010314223036636387, 0.006100536020517889, -0.0036845696083163734,
-    0.0022597648232218106, -0.001402251445904451, 0.0008782326347176812,
-    -0.0005541949527966822, 0.00035191295683784665, -0.0002246534436959552,
-    0.000144070395420933, -9.276098655471749e-05, 5.9934733439794256e-05,
-    -3.884583889452658e-05, 2.52476632917301e-05, -1.6450858338395606e-05,
+DIGAMMA_AT_ZERO = (  # psi^(j)(x0) / j! for j = 1, 2, ...: digamma's series about its zero x0
+    0.9676722454476212, -0.4427631689835921, 0.258499760955651, -0.16394270544240652,
+    0.10782405069126237, -0.07219956125645471, 0.04880428816414311, -0.03316112647484736,
+    0.022597648232218104, -0.01542476590494896, 0.010538791616612175, -0.007204534386356869,
+    0.004926781395729853, -0.003369801655439328, 0.002305126326734928, -0.0015769367714301972,
+    0.0010788252019162967, -0.0007380709389960052, 0.000504953265834602, -0.0003454680251063077,
+    0.00023635601564027053, -0.00016170622091974803, 0.0001106337276874741, -7.569179582195066e-05,
+    5.178575795222081e-05, -3.5430070947659604e-05, 2.424006611860132e-05, -1.6584242271854135e-05,
+    1.134638458466385e-05, -7.762817668462094e-06, 5.3110609208898636e-06, -3.6336507898010456e-06,
+    2.486022733129538e-06, -1.7008538854332607e-06, 1.1636675363548843e-06, -7.96142543124197e-07,
+    5.446941930669446e-07, -3.7266161283438227e-07, 2.549626552021554e-07, -1.7443695117727745e-07,
+    1.1934394829830244e-07, -8.165115189488409e-08, 5.586299683532171e-08, -3.821960061917494e-08,
+    2.6148576951961865e-08, -1.788998486491149e-08, 1.2239731403233662e-08, -8.37401629767179e-09,
+    5.729222859849993e-09, -3.9197433359423324e-09,
 )
 
 
 def _digamma(x: float) -> float:
-    # psi(x): reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 0, the recurrence
-    # psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
-    # log x - 1/(2x) - sum B_2k / (2k x**2k), whose terms past the seventh are below 1e-17 there.
-    # Within 0.2 of its zero x0 = 1.46163, the derivative of lgamma's series about x0 (exact
-    # relatively at the zero itself, where the recurrence's terms cancel to 8e-16 absolutely).
-    if math.fabs(x - 1.4616321449683622) <= 0.2:
-        z = (x - 1.4616321449683622) - 9.549995429965697e-17
-        total = 0.0
-        for k in range(len(LGAMMA_AT_MINIMUM) - 1, -1, -1):
-            total = total * z + (k + 2) * LGAMMA_AT_MINIMUM[k]
-        return total * z
+    # psi(x): reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 0; below 4 the
+    # recurrence psi(x) = psi(x + 1) - 1/x into [1, 2) and the series about the zero there;
+    # from 4 on the recurrence up to x >= 10 (psi > 1.2 there: the terms cancel little), then
+    # the asymptotic series log x - 1/(2x) - sum B_2k / (2k x**2k), whose terms past the
+    # seventh are below 1e-17 there.
     result = 0.0
     if x < 0.0:  # cot(pi x), as in _polygamma: exactly 0 at a half-integer
         t = x - round(x)
@@ -206,6 +208,22 @@ def _digamma(x: float) -> float:
                else math.copysign(math.tan(math.pi * (0.5 - math.fabs(t))), t))
         result = -math.pi * cot
         x = 1.0 - x
+    if x < 4.0:
+        # the recurrence into [1, 2) (down: x - 1 is exact, and every 1/x is added), then the
+        # series about digamma's zero x0, |z| <= 0.54: exact relatively at the zero (where the
+        # recurrence up to 10 cancelled to 8e-16 absolutely), and no sum of terms of both signs
+        # a few times larger than the answer (1.4 times the bound at x = 0.3 and 3.1)
+        while x < 1.0:
+            result -= 1.0 / x
+            x += 1.0
+        while x >= 2.0:
+            x -= 1.0
+            result += 1.0 / x
+        z = (x - 1.4616321449683622) - 9.549995429965697e-17  # x0 in two parts
+        total = 0.0
+        for coefficient in reversed(DIGAMMA_AT_ZERO):
+            total = total * z + coefficient
+        return result + total * z
     while x < 10.0:
         result -= 1.0 / x
         x += 1.0
