@@ -157,6 +157,16 @@ def _lgamma(x: float) -> float:
     # lgamma(2 + z) = (1 - euler) z + sum_k>=2 (-1)^k (zeta(k) - 1) z^k / k, whose terms fall
     # like (z/2)^k: for z = x - 2 from -0.75 on (x - 2 exact), and below 1.25 through
     # lgamma(x) = lgamma(x + 1) - log(x), z = x - 1 (exact); math.lgamma elsewhere.
+    # Within 0.2 of its minimum x0 = 1.46163 (where digamma is 0) it is the Taylor series about
+    # x0, lgamma(x0) + sum_k>=2 psi^(k-1)(x0) z^k / k! (DIGAMMA_AT_ZERO's terms integrated):
+    # no linear term, so nothing cancels
+    # (the series about 2 loses a factor 2-3 there), and z = x - x0 is exact to 1e-32.
+    if math.fabs(x - 1.4616321449683622) <= 0.2:
+        z = (x - 1.4616321449683622) - 9.549995429965697e-17  # x0 in two parts
+        total = 0.0
+        for j in range(20, 0, -1):  # psi^(j)(x0) z^(j + 1) / (j + 1)!: 20 terms for |z| <= 0.2
+            total = total * z + DIGAMMA_AT_ZERO[j - 1] / (j + 1)
+        return -0.12148629053584961 + total * z * z
     if not 0.5 <= x <= 2.5:
         return math.lgamma(x)
     z = x - 2.0 if x >= 1.25 else x - 1.0
@@ -181,10 +191,29 @@ ZETA_MINUS_ONE = (  # zeta(k) - 1 for k = 2, 3, ...: the series of lgamma about 
 )
 
 
+DIGAMMA_AT_ZERO = (  # psi^(j)(x0) / j! for j = 1, 2, ...: digamma's series about its zero x0
+    0.9676722454476212, -0.4427631689835921, 0.258499760955651, -0.16394270544240652,
+    0.10782405069126237, -0.07219956125645471, 0.04880428816414311, -0.03316112647484736,
+    0.022597648232218104, -0.01542476590494896, 0.010538791616612175, -0.007204534386356869,
+    0.004926781395729853, -0.003369801655439328, 0.002305126326734928, -0.0015769367714301972,
+    0.0010788252019162967, -0.0007380709389960052, 0.000504953265834602, -0.0003454680251063077,
+    0.00023635601564027053, -0.00016170622091974803, 0.0001106337276874741, -7.569179582195066e-05,
+    5.178575795222081e-05, -3.5430070947659604e-05, 2.424006611860132e-05, -1.6584242271854135e-05,
+    1.134638458466385e-05, -7.762817668462094e-06, 5.3110609208898636e-06, -3.6336507898010456e-06,
+    2.486022733129538e-06, -1.7008538854332607e-06, 1.1636675363548843e-06, -7.96142543124197e-07,
+    5.446941930669446e-07, -3.7266161283438227e-07, 2.549626552021554e-07, -1.7443695117727745e-07,
+    1.1934394829830244e-07, -8.165115189488409e-08, 5.586299683532171e-08, -3.821960061917494e-08,
+    2.6148576951961865e-08, -1.788998486491149e-08, 1.2239731403233662e-08, -8.37401629767179e-09,
+    5.729222859849993e-09, -3.9197433359423324e-09,
+)
+
+
 def _digamma(x: float) -> float:
-    # psi(x): reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 0, the recurrence
-    # psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series
-    # log x - 1/(2x) - sum B_2k / (2k x**2k), whose terms past the seventh are below 1e-17 there.
+    # psi(x): reflection psi(x) = psi(1 - x) - pi / tan(pi x) for x < 0; below 4 the
+    # recurrence psi(x) = psi(x + 1) - 1/x into [1, 2) and the series about the zero there;
+    # from 4 on the recurrence up to x >= 10 (psi > 1.2 there: the terms cancel little), then
+    # the asymptotic series log x - 1/(2x) - sum B_2k / (2k x**2k), whose terms past the
+    # seventh are below 1e-17 there.
     result = 0.0
     if x < 0.0:  # cot(pi x), as in _polygamma: exactly 0 at a half-integer
         t = x - round(x)
@@ -192,6 +221,22 @@ def _digamma(x: float) -> float:
                else math.copysign(math.tan(math.pi * (0.5 - math.fabs(t))), t))
         result = -math.pi * cot
         x = 1.0 - x
+    if x < 4.0:
+        # the recurrence into [1, 2) (down: x - 1 is exact, and every 1/x is added), then the
+        # series about digamma's zero x0, |z| <= 0.54: exact relatively at the zero (where the
+        # recurrence up to 10 cancelled to 8e-16 absolutely), and no sum of terms of both signs
+        # a few times larger than the answer (1.4 times the bound at x = 0.3 and 3.1)
+        while x < 1.0:
+            result -= 1.0 / x
+            x += 1.0
+        while x >= 2.0:
+            x -= 1.0
+            result += 1.0 / x
+        z = (x - 1.4616321449683622) - 9.549995429965697e-17  # x0 in two parts
+        total = 0.0
+        for coefficient in reversed(DIGAMMA_AT_ZERO):
+            total = total * z + coefficient
+        return result + total * z
     while x < 10.0:
         result -= 1.0 / x
         x += 1.0
@@ -211,10 +256,12 @@ def _polygamma(n: float, x: float) -> float:
     n = int(n)
     result, sign = 0.0, 1.0
     if x < 0.0:
-        poly = [0.0, 1.0]
+        # P_n's coefficients are whole numbers of one sign, past 2**53 from n = 22 on: made as
+        # ints, each rounded once (in floats each step rounded them again, ~n ulps in all)
+        poly = [0, 1]
         for _ in range(n):
-            derived = [k * poly[k] for k in range(1, len(poly))] + [0.0, 0.0]
-            poly = [-derived[k] - (derived[k - 2] if k >= 2 else 0.0)
+            derived = [k * poly[k] for k in range(1, len(poly))] + [0, 0]
+            poly = [-derived[k] - (derived[k - 2] if k >= 2 else 0)
                     for k in range(len(derived))]
         # cot(pi x) from t = x - round(x) in [-1/2, 1/2] (exact): 1/tan(pi t) near 0, and
         # tan(pi (1/2 - |t|)) (1/2 - |t| exact) near +-1/2, where it is exactly 0 at a
@@ -224,8 +271,10 @@ def _polygamma(n: float, x: float) -> float:
              else math.copysign(math.tan(math.pi * (0.5 - math.fabs(t))), t))
         cot = 0.0
         for coefficient in reversed(poly):
-            cot = cot * c + coefficient
-        result = -math.pi ** (n + 1) * cot
+            cot = cot * c + float(coefficient)
+        # pi**(n + 1) of the float pi is (n + 1) times its rounding off (0.18 ulp each): the
+        # rest of pi, 1.2246467991473532e-16, put back to first order
+        result = -math.pi ** (n + 1) * (1.0 + (n + 1) * 3.8981718325193755e-17) * cot
         sign = -1.0 if n % 2 else 1.0
         x = 1.0 - x
     factorial = float(math.factorial(n))
@@ -387,21 +436,26 @@ def _reciprocal(x: float) -> float:
 def _beta(a: float, b: float) -> float:
     # Gamma(a) (Gamma(b) / Gamma(a + b)), a <= b, below b = 10 (the quotient stays moderate,
     # and no gamma overflows); beyond, exp(lbeta), lbeta from _lbeta_far: Gamma(b)/Gamma(a + b)
-    # of a tiny a is a ratio near 1 of two large gammas, each a few ulps off.
+    # of a tiny a is a ratio near 1 of two large gammas, each a few ulps off. Below a = 1 it is
+    # exp(log(a B))/a, lgamma(1 + a) in place of lgamma(a) = lgamma(1 + a) - log(a): lbeta
+    # itself is about -log(a) there (690 at a = 1e-300), and exp takes its rounding that many
+    # times (65 ulps at a = 1e-150), where log(a B) is small and 1/a exact to an ulp.
     a, b = min(a, b), max(a, b)
     if a >= 1e-300 and b < 10.0:
         return math.gamma(a) * (math.gamma(b) / math.gamma(a + b))
-    return math.exp(_lbeta_far(a, b))
+    if a < 1.0:
+        return math.exp(_lbeta_far(a, b, math.lgamma(1.0 + a))) / a
+    return math.exp(_lbeta_far(a, b, math.lgamma(a)))
 
 
 def _lbeta(a: float, b: float) -> float:
     a, b = min(a, b), max(a, b)
     if a >= 1e-300 and b < 10.0:
         return math.log(math.gamma(a) * (math.gamma(b) / math.gamma(a + b)))
-    return _lbeta_far(a, b)
+    return _lbeta_far(a, b, math.lgamma(a))
 
 
-def _lbeta_far(a: float, b: float) -> float:
+def _lbeta_far(a: float, b: float, lgamma_a: float) -> float:
     # log B(a, b), a <= b, from b = 10 on or where a is tiny. lgamma(a) + lgamma(b) -
     # lgamma(a + b) would cancel (lgamma(1e10) is 2e11, lbeta(1, 1e10) is -23), so Stirling's
     # lgamma(x) = (x - 1/2) log x - x + log(2 pi)/2 + d(x), d its correction series (x >= 10),
@@ -410,8 +464,9 @@ def _lbeta_far(a: float, b: float) -> float:
     #            + d(a) + d(b) - d(s), every log term negative (nothing cancels);
     #   a < 10:  lgamma(a) - a log s + b (u - log1p(u)) + log1p(u)/2 + d(b) - d(s), u = a/b,
     #            u - log1p(u) by its series below 1/2 (it is about u^2/2).
+    # (``lgamma_a`` is lgamma(a), or lgamma(1 + a) for log(a B(a, b)): _beta's)
     if b < 10.0:  # a tiny: lgamma(b) - lgamma(a + b) is small, and so is its rounding
-        return math.lgamma(a) + (math.lgamma(b) - math.lgamma(a + b))
+        return lgamma_a + (math.lgamma(b) - math.lgamma(a + b))
     s = a + b
     corrections = []
     for x in (a, b, s):
@@ -432,27 +487,4 @@ def _lbeta_far(a: float, b: float) -> float:
             k += 1
     else:
         rest = u - math.log1p(u)
-    return (math.lgamma(a) - a * math.log(s) + b * rest + 0.5 * math.log1p(u) + correction)
-
-
-def digamma_difference(a: float, b: float) -> float:
-    """psi(b + a) - psi(b) for a, b > 0, without subtracting the two: beta's and lbeta's slopes
-    (psi(b) - psi(a + b) is -1.6e-10 at a = 1e-10, b = 1, where psi(b) is -0.58 and the
-    difference of two floats keeps 6 digits). A helper of the derivative rules, not a row.
-
-    psi(x + 1) = psi(x) + 1/x moves b up to 10 and adds a / (b (b + a)) at each step; from there
-    on the asymptotic series' differences: log1p(a/b) + a / (2 b (b + a)) + sum_k B_2k / (2k)
-    (b^-2k - (b + a)^-2k), the last as b^-2k (-expm1(-2k log1p(a/b))): each term positive."""
-    total = 0.0
-    while b < 10.0:  # a/(b (b + a)) as a/(b + a)/b: b (b + a) overflows or underflows
-        total += a / (b + a) / b
-        b += 1.0
-    ratio = math.log1p(a / b)
-    total += ratio + a / (b + a) / (2.0 * b)
-    inverse = 1.0 / (b * b)
-    power = 1.0
-    for k, bernoulli in enumerate((1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66,
-                                   -691.0 / 2730, 7.0 / 6), 1):
-        power *= inverse
-        total += bernoulli / (2 * k) * power * -math.expm1(-2 * k * ratio)
-    return total
+    return (lgamma_a - a * math.log(s) + b * rest + 0.5 * math.log1p(u) + correction)

@@ -8,7 +8,7 @@ import cmath
 import math
 from typing import Any
 
-from gradcli.engine import forms, special
+from gradcli.engine import forms, special, special_slopes
 from gradcli.engine.ops.row import NONE, F, Op, above, binary, printed, unary, written
 from gradcli.errors import NumericError
 
@@ -27,26 +27,46 @@ def _mod_quotient(x: Any, y: Any, out: Any) -> Any:
     return -F.round((x - out) / y)
 
 
+def _beta_slope(a: Any, b: Any, out: Any) -> Any:
+    """d/db beta(a, b) = beta(a, b) (digamma(b) - digamma(a + b)): on floats
+    special_slopes.beta_slope, whose factors neither underflow nor lose a subnormal's digits."""
+    if type(a) is float and type(b) is float:
+        return special_slopes.beta_slope(a, b, out)
+    return out * _digamma_drop(a, b)
+
+
 def _digamma_drop(a: Any, b: Any) -> Any:
     """digamma(b) - digamma(a + b), lbeta's slope in b: on floats without subtracting
-    (special.digamma_difference), elsewhere (a formula, arrays) as written."""
+    (special_slopes.digamma_difference), elsewhere (a formula, arrays) as written."""
     if type(a) is float and type(b) is float:
-        return -special.digamma_difference(a, b)
+        return -special_slopes.digamma_difference(a, b)
     return F.digamma(b) - F.digamma(a + b)
 
 
-BESSEL_SLOPE_LIMIT = 1e6  # |x| beyond which ive's slope has lost more than 2e-10 relatively
+BESSEL_SLOPE_LIMIT = 1e6  # |x| past which ive's second derivative loses over 6e-11 relatively
 
 
-def _bessel(x: Any, neighbours: Any) -> Any:
-    """``neighbours`` (the I_n-1 + I_n+1 of ive's slope), or a NumericError on a float x past
-    BESSEL_SLOPE_LIMIT: the slope is their half less the function, which agree to
-    1 - O(1/x), so it keeps about 16 - log10|x| digits, and none from |x| = 1e16 on."""
-    if type(x) is float and abs(x) > BESSEL_SLOPE_LIMIT:
-        raise NumericError(f"the derivative of i0e, i1e or ive at |x| = {abs(x):g} would lose its "
-                           f"digits (it is a difference of nearly equal terms beyond "
-                           f"|x| = {BESSEL_SLOPE_LIMIT:g})")
-    return neighbours
+def _bessel(n: Any, x: Any, out: Any) -> Any:
+    """d/dx ive(n, x) = (I_n-1 + I_n+1)/2 - sign(x) I_n, scaled by exp(-|x|), I_-1 = I_1. On
+    floats special_slopes.ive_slope, whose series do not cancel: the form as written subtracts
+    terms that agree to 1 - O(1/x) (16 - log10|x| digits kept). A formula (``gradcli diff``, the
+    Hessian) is that form, whose own derivative (the Hessian's) cancels the same way: past
+    BESSEL_SLOPE_LIMIT a float x is a NumericError, since the floats it gets are the
+    Hessian's too."""
+    if type(n) is float and type(x) is float:
+        if abs(x) > BESSEL_SLOPE_LIMIT:
+            raise NumericError(
+                f"the derivatives of i0e, i1e or ive at |x| = {abs(x):g} would lose their "
+                f"digits (the second is a difference of nearly equal terms beyond "
+                f"|x| = {BESSEL_SLOPE_LIMIT:g})")
+        if x == 0.0:
+            return 0.5 if n == 1.0 else 0.0  # a kink for even n: slope 0, as abs
+        return special_slopes.ive_slope(n, x)
+    if type(n) is float and n == 0.0:
+        return F.i1e(x) - F.sign(x) * out
+    neighbours = (F.i0e(x) + F.ive(2.0, x) if type(n) is float and n == 1.0
+                  else F.ive(F.abs(n - 1.0), x) + F.ive(_next_order(n, "ive"), x))
+    return 0.5 * neighbours - F.sign(x) * out
 
 
 # sinc''(x) = -pi**2 (1/3 - p/10 + ...), p = (pi x)**2: the k-th coefficient is
@@ -166,22 +186,20 @@ ROWS: list[Op] = [
     # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
     # factor exp(-|x|) adds -sign(x) times the function (a kink at 0 for even n: slope 0 there,
     # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
-    unary("i0e", special._i0e, lambda x, out: _bessel(x, F.i1e(x)) - F.sign(x) * out,
+    unary("i0e", special._i0e, lambda x, out: _bessel(0.0, x, out),
           complex=NONE,
           vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0",
           aliases=("bessel_i0e",)),
-    unary("i1e", special._i1e,
-          lambda x, out: 0.5 * _bessel(x, F.i0e(x) + F.ive(2.0, x)) - F.sign(x) * out,
+    unary("i1e", special._i1e, lambda x, out: _bessel(1.0, x, out),
           complex=NONE,
           vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1",
           aliases=("bessel_i1e",)),
     binary("ive", special._ive, lambda n, x, out: 0.0,
-           lambda n, x, out: 0.5 * _bessel(x, F.ive(F.abs(n - 1.0), x)
-                                           + F.ive(_next_order(n, "ive"), x))
-           - F.sign(x) * out, domain=forms.ive_domain, complex=NONE, vector=NONE,
+           lambda n, x, out: _bessel(n, x, out), domain=forms.ive_domain, complex=NONE,
+           vector=NONE,
            summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
-    binary("beta", special._beta, lambda a, b, out: out * _digamma_drop(b, a),
-           lambda a, b, out: out * _digamma_drop(a, b), domain=forms.positive_pair,
+    binary("beta", special._beta, lambda a, b, out: _beta_slope(b, a, out),
+           lambda a, b, out: _beta_slope(a, b, out), domain=forms.positive_pair,
            complex=NONE, vector=NONE,
            summary="beta function gamma(a) gamma(b) / gamma(a + b), a, b > 0"),
     binary("lbeta", special._lbeta, lambda a, b, out: _digamma_drop(b, a),
