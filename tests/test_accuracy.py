@@ -54,6 +54,9 @@ RELAXED: dict[tuple[str, int], tuple[float, str]] = {
     **{(f"ive({n}, x)", 0): (1.5, "the power series' rounding: up to 4.1 ulps (bound 4)")
        for n in (2, 5, 12, 28)},
     ("gamma(x)", 2): (2.5, "subnormal second derivatives near x = -180"),
+    ("sigmoid(x)", 2): (math.inf, "the Hessian differentiates s (1 - s), so that a log-loss "
+                                  "stays exact: s' (1 - s) - s s' cancels near 0, about "
+                                  "1e-16/|x| relatively"),
     ("beta(a, b)", 2): (math.inf, "psi(b) - psi(a + b) as a difference of floats in the "
                                   "Hessian: wrong where a << b or both are small"),
     ("lbeta(a, b)", 2): (math.inf, "psi(b) - psi(a + b) as a difference of floats in the "
@@ -239,7 +242,12 @@ SECONDS = {"sigmoid(x)": lambda t: -_s(t) * _s(-t) * mpmath.tanh(t / 2),
            "sech(x)": lambda t: mpmath.sech(t) * (mpmath.tanh(t) ** 2 - mpmath.sech(t) ** 2),
            "atanh(x)": lambda t: 2 * t / (1 - t * t) ** 2, "mish(x)": _numeric(2)}
 EVERYWHERE = [1e-300, -1e-20, 1e-8, -1e-3, 0.5, 30.0, -300.0, 600.0, 740.0]
-POINTS = {"sigmoid(x)": EVERYWHERE, "tanh(x)": EVERYWHERE, "sech(x)": EVERYWHERE,
+# sigmoid's Hessian differentiates s (1 - s) of the rounded s, as JAX and PyTorch do, so that a
+# log-loss stays exact (test_the_log_loss_hessian_keeps_its_digits): near 0 its second
+# derivative keeps 1e-16/|x| relatively, and the slope's own value (d2/dx dy of y*sigmoid(x))
+# eps/(1 - s) where s rounds near 1 -- both listed in docs/accuracy.md
+POINTS = {"sigmoid(x)": [0.5, 30.0, -300.0, 600.0, 740.0], "tanh(x)": EVERYWHERE,
+          "sech(x)": EVERYWHERE,
           "atanh(x)": [1e-300, -1e-20, 1e-8, -1e-3, 0.5, -0.999999, 1 - 2 ** -40],
           "mish(x)": [-1e-3, 0.5, -2.3, 9.0, 18.4, 30.0, -300.0, 600.0]}
 
@@ -252,10 +260,13 @@ def test_second_derivatives_near_zero_and_far_out(text, x):
     _close(_hessian(text, x=x)["x"]["x"], SECONDS[text](mpmath.mpf(x)), 1e-13)
 
 
-@pytest.mark.parametrize(("text", "x"), [(text, x) for text, xs in POINTS.items() for x in xs])
+MIXED = {**POINTS, "sigmoid(x)": [1e-300, -1e-20, 1e-8, -1e-3, 0.5, -30.0, -300.0]}
+
+
+@pytest.mark.parametrize(("text", "x"), [(text, x) for text, xs in MIXED.items() for x in xs])
 def test_mixed_second_derivatives_take_the_slope_s_value(text, x):
     """d2/dx dy of y*f(x) is f'(x): the Hessian evaluates the slope's formula itself, where
-    1 - tanh(20)**2 was 0 (true 1.7e-17) and s (1 - s) at 20 wrong in the 8th digit."""
+    1 - tanh(20)**2 was 0 (true 1.7e-17)."""
     entry = _hessian(f"y*{text}", x=x, y=1.0)["x"]["y"]
     _close(entry, SLOPES[text](mpmath.mpf(x)), 4 * 2.2e-16)
 
@@ -385,3 +396,30 @@ def test_beta_of_a_tiny_operand_and_its_slope_at_the_largest_floats():
     _held_to_the_bound("beta(a, b)", [(1e-150, 10.0), (2.0418900440601081e-176, 14.88),
                                       (1e-12, 1e200), (1e-15, 1e8), (1e-20, 1.7e308),
                                       (1e-15, 1.7e308), (2e-285, 4e224)], (0, 1))
+
+
+@pytest.mark.parametrize(("x", "w", "b", "y"), [(10.0, 1.5, 0.0, 0.0), (10.0, 1.5, 0.0, 1.0),
+                                                (2.713466731747163, 1.706026495143464,
+                                                 -0.16764012221130775, 0.3)])
+def test_the_log_loss_hessian_keeps_its_digits(x, w, b, y):
+    """-(y log p + (1 - y) log(1 - p)), p = sigmoid(w x + b): its Hessian divides sigmoid's
+    slope by the program's own p and 1 - p; s (1 - s) of the same rounded s cancels them
+    exactly, where an accurate slope alone (sech(z/2)**2/4) left 1 - p's rounding: 7e-4
+    relatively at p = 1 - 3e-7. Against mpmath's Hessian of the same function."""
+    text = "p = sigmoid(w*x + b); -(y*log(p) + (1 - y)*log(1 - p))"
+    found = _at(text, x=x, w=w, b=b, y=y).hessian.matrix
+    point = {"x": x, "w": w, "b": b, "y": y}
+    names = list(point)
+
+    def loss(*values):
+        v = dict(zip(names, values))
+        p = 1 / (1 + mpmath.exp(-(v["w"] * v["x"] + v["b"])))
+        return -(v["y"] * mpmath.log(p) + (1 - v["y"]) * mpmath.log(1 - p))
+
+    with mpmath.workdps(60):
+        for i, first in enumerate(names):
+            for j, second in enumerate(names):
+                orders = tuple(int(k == i) + int(k == j) for k in range(len(names)))
+                want = mpmath.diff(loss, tuple(mpmath.mpf(point[n]) for n in names), orders)
+                assert abs(found[first][second] - want) <= 1e-9 * abs(want) + 1e-30, (
+                    first, second, found[first][second], mpmath.nstr(want, 17))

@@ -60,6 +60,8 @@ def test_complex_step_of_every_op_matches_the_closed_form_to_1e_13(name):
             check = result.check.gradients[str(symbol)]
             expected = float(sp.N(sp.diff(closed, symbol).subs(at), 30))
             assert check.method == "complex" and check.ok, (name, point)
+            if abs(expected) < 1e-200:  # Im f(x + ih) with h = 1e-100 |x| underflows (sech(705))
+                continue
             assert _relative_error(check.numeric, expected) < 1e-13, (name, point, symbol)
 
 

@@ -50,7 +50,6 @@ from gradcli.engine.graph import Node, Program, liveness
 from gradcli.engine.ops import LOGICAL, NONE
 from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError
-from gradcli.gradcheck.conditioning import Conditioning, amplification, conditioning, explained
 from gradcli.gradcheck.steps import (
     CENTRAL,
     EPS,
@@ -82,6 +81,7 @@ from gradcli.limits import (
 
 if TYPE_CHECKING:
     from gradcli.gradcheck.columns import ElementReplayer
+    from gradcli.gradcheck.conditioning import Conditioning
 
 COMPLEX_STEP = 1e-100  # relative to max(1, |v|); see the module docstring
 RICHARDSON_LEVELS = 15  # steps h0 ... h0 / 2^14: from max(1, |v|) / 8 down to ~eps^(1/3)
@@ -188,6 +188,8 @@ def check_gradients(
         report.boundaries = [node_text(nodes[i]) for i in sorted(replayer.switched)]
     measured = [check.ill_conditioned for check in report.failures]
     if measured and None not in measured:
+        from gradcli.gradcheck.conditioning import conditioning  # only for a failed check
+
         report.conditioning = conditioning(program, max(m or 0.0 for m in measured))
     return report
 
@@ -378,10 +380,11 @@ def check_node(
         numeric, method, largest = estimate
         error, allowed, agrees, swamped = judge(analytic, numeric, largest, h, shrink, rtol, atol)
         if swamped:
-            best = min((c.abs_error for c in tried if c.abs_error is not None), default=None)
-            if explained(error, best, agrees):
-                measured = amplification(largest, replayer.nodes[-1].value)
-                tried = [replace(c, ill_conditioned=measured) for c in tried]
+            from gradcli.gradcheck.conditioning import ill_conditioned  # a failing check only
+
+            earlier = [c.abs_error for c in tried if c.abs_error is not None]
+            measured = ill_conditioned(error, earlier, agrees, largest, replayer.nodes[-1].value)
+            tried = [replace(c, ill_conditioned=measured) for c in tried] if measured else tried
             break
         check = GradientCheck(analytic, numeric, error, allowed, agrees, method, h)
         if agrees:

@@ -57,14 +57,13 @@ class Conditioning:
                 "right; check it nearer a well-conditioned point)")
 
 
-def explained(error: float, best_error: float | None, agrees_within_noise: bool) -> bool:
-    """Whether a smaller step's estimate, swamped by rounding, explains the earlier failure."""
-    return (agrees_within_noise and best_error is not None
-            and error <= CONVERGED_SHARE * best_error)
-
-
-def amplification(largest: float, output: float) -> float:
-    """How many times larger the values a difference subtracts are than the output."""
+def ill_conditioned(error: float, earlier: list[float], agrees_within_noise: bool,
+                    largest: float, output: float) -> float | None:
+    """The rounding amplification (the values a difference subtracts over the output) when a
+    smaller step's estimate, swamped by rounding, explains the earlier steps' failure (its
+    error fell below ``CONVERGED_SHARE`` of theirs); None when it does not."""
+    if not (agrees_within_noise and earlier and error <= CONVERGED_SHARE * min(earlier)):
+        return None
     return largest / max(abs(output), 1e-300)
 
 

@@ -201,9 +201,9 @@ class SweepSummary:
     def __getattr__(self, name: str) -> Any:
         """The first ``keep`` points' (the head's) ``columns``, ``value``, ``gradients``,
         ``checks``, ``rtol``, ``atol``, ``point(i)`` and ``error_message(i)``."""
-        if name not in _SHOWN:
+        if name not in _SHOWN or self.head is None:
             raise AttributeError(name)
-        return getattr(self._shown, name)
+        return getattr(self.head, name)
 
 
 _SHOWN = frozenset({"columns", "value", "gradients", "checks", "rtol", "atol", "point",

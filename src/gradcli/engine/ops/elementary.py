@@ -82,7 +82,10 @@ def _tanh_slope(x: Any, out: Any) -> Any:
 
 
 def _complex_sech(z: complex) -> complex:
-    """2 e**-z/(1 + e**-2z), z mirrored to a positive real part: cmath.cosh overflows at 710."""
+    """1/cosh(z); past |Re z| = 700, where cmath.cosh overflows, 2 e**-z/(1 + e**-2z) with z
+    mirrored to a positive real part (near 0 that form's imaginary part cancels)."""
+    if abs(z.real) < 700.0:
+        return 1.0 / cmath.cosh(z)
     e = cmath.exp(-z if z.real >= 0.0 else z)
     return 2.0 * e / (1.0 + e * e)
 

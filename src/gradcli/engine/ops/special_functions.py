@@ -8,7 +8,7 @@ import cmath
 import math
 from typing import Any
 
-from gradcli.engine import forms, special, special_slopes
+from gradcli.engine import forms, special
 from gradcli.engine.ops.row import NONE, F, Op, above, binary, printed, unary, written
 from gradcli.errors import NumericError
 
@@ -31,6 +31,8 @@ def _beta_slope(a: Any, b: Any, out: Any) -> Any:
     """d/db beta(a, b) = beta(a, b) (digamma(b) - digamma(a + b)): on floats
     special_slopes.beta_slope, whose factors neither underflow nor lose a subnormal's digits."""
     if type(a) is float and type(b) is float:
+        from gradcli.engine import special_slopes  # loaded by the functions that use it
+
         return special_slopes.beta_slope(a, b, out)
     return out * _digamma_drop(a, b)
 
@@ -39,6 +41,8 @@ def _digamma_drop(a: Any, b: Any) -> Any:
     """digamma(b) - digamma(a + b), lbeta's slope in b: on floats without subtracting
     (special_slopes.digamma_difference), elsewhere (a formula, arrays) as written."""
     if type(a) is float and type(b) is float:
+        from gradcli.engine import special_slopes
+
         return -special_slopes.digamma_difference(a, b)
     return F.digamma(b) - F.digamma(a + b)
 
@@ -61,6 +65,8 @@ def _bessel(n: Any, x: Any, out: Any) -> Any:
                 f"|x| = {BESSEL_SLOPE_LIMIT:g})")
         if x == 0.0:
             return 0.5 if n == 1.0 else 0.0  # a kink for even n: slope 0, as abs
+        from gradcli.engine import special_slopes
+
         return special_slopes.ive_slope(n, x)
     if type(n) is float and n == 0.0:
         return F.i1e(x) - F.sign(x) * out
@@ -105,12 +111,12 @@ def _sinc_second_series(x: Any) -> Any:
 
 def _sigmoid_slope(x: Any, out: Any) -> Any:
     """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16.
-    Printed s (1 - s), the form that simplifies with a log-loss; a Hessian's is
-    sech(x/2)**2/4: the Hessian evaluates it (d2/dx dy of y*sigmoid(x)) and differentiates
-    it, and the derivative of either product, s' (1 - 2s), cancels near 0."""
-    if written(x):
-        return out * (1.0 - out) if printed(x) else 0.25 * F.sech(0.5 * x) ** 2.0
-    return out * F.sigmoid(-x)
+    A formula (``diff``, the Hessian) is s (1 - s) of the one rounded s: in a log-loss,
+    log(s) and log(1 - s) divide by the same s and 1 - s, which cancel exactly, where
+    sech(x/2)**2/4 (accurate on its own, also near 0) left 1 - s's rounding in the Hessian:
+    7e-4 relatively at s = 1 - 3e-7. Near 0 its own second derivative therefore keeps
+    1e-16/|x| relatively (docs/accuracy.md)."""
+    return out * (1.0 - out) if written(x) else out * F.sigmoid(-x)
 
 
 def _silu_slope(x: Any, out: Any) -> Any:
