@@ -412,7 +412,7 @@ def test_the_log_loss_hessian_keeps_its_digits(x, w, b, y):
     names = list(point)
 
     def loss(*values):
-        v = dict(zip(names, values))
+        v = dict(zip(names, values, strict=True))
         p = 1 / (1 + mpmath.exp(-(v["w"] * v["x"] + v["b"])))
         return -(v["y"] * mpmath.log(p) + (1 - v["y"]) * mpmath.log(1 - p))
 

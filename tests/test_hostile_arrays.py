@@ -264,8 +264,8 @@ def test_a_wrong_gradient_at_tiny_operands_still_fails():
     assert len(steps_for(1.0)) == len(steps_for(0.0)) == len(steps_for(x)) - 1
 
     class Replays:  # f(x) = 3x, whose true derivative is 3; the node claims 2
-        nodes = [Node(3 * x)]
-        switched: set[int] = set()
+        def __init__(self):
+            self.nodes, self.switched = [Node(3 * x)], set()
 
         def replay(self, index, value, complex_step=False):
             return 3 * value, abs(3 * value)
