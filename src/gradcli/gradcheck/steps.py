@@ -26,7 +26,7 @@ entries still need a smaller step.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gradcli.engine.ops import numpy
@@ -72,14 +72,19 @@ def step(base: Any, shrink: int) -> Any:
     return base / _SHRINK_FACTOR**shrink
 
 
-def steps_for(value: float) -> list[float]:
-    """The steps one value's check tries in turn: ``step(base_step(value), k)`` for k = 0 ...
-    ``SHRINKS`` and, for a value far below them, last one at its own scale, eps^(1/3) * |value|:
-    a function of tiny operands (``norm`` at 1e-200) changes on that scale, which the others
-    never reach, while one that needs an absolute step (``x + 1``) has agreed before it."""
-    tried = [step(base_step(value), shrink) for shrink in range(SHRINKS + 1)]
+def steps_for(value: float) -> Iterator[float]:
+    """The steps one value's check tries in turn, made as they are needed (most checks agree at
+    the first): ``step(base_step(value), k)`` for k = 0 ... ``SHRINKS`` and, for a value far
+    below them, last one at its own scale, eps^(1/3) * |value|: a function of tiny operands
+    (``norm`` at 1e-200) changes on that scale, which the others never reach, while one that
+    needs an absolute step (``x + 1``) has agreed before it."""
+    base = h = base_step(value)
+    for shrink in range(SHRINKS + 1):
+        h = step(base, shrink)
+        yield h
     own = own_step(value)
-    return [*tried, own] if 0.0 < own < tried[-1] else tried
+    if 0.0 < own < h:
+        yield own
 
 
 def own_step(value: Any) -> Any:
