@@ -235,9 +235,9 @@ def printed(value: Any) -> bool:
     """A graph node of a formula that ``gradcli diff`` prints, as opposed to one that a Hessian
     evaluates at a point: a builder of numbers keeps constants named (``exact_constants``:
     log(2), pi) only for printing, a builder of arrays builds the forms exact at every point
-    (``arrays.exact``) only for a Hessian. A rule may print the textbook form (sigmoid's
-    s (1 - s)) and give a Hessian a form whose value and derivative keep their digits
-    (sigmoid's sech(x/2)**2/4, docs/accuracy.md)."""
+    (``arrays.exact``) only for a Hessian. A rule may print the textbook form (atanh's
+    1/((1 - x)(1 + x))) and give a Hessian a form whose value and derivative keep their
+    digits (1 + x**2/((1 - x)(1 + x)), docs/accuracy.md)."""
     if not written(value):
         return False
     arrays = getattr(value.builder, "arrays", None)
