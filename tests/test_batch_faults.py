@@ -515,3 +515,20 @@ def test_one_eval_that_runs_out_of_memory_is_a_resource_error(json_output):
     assert OUT_OF_MEMORY.encode() in (done.stdout if json_output else done.stderr)
     if json_output:
         assert json.loads(done.stdout)["error"]["kind"] == "resource"
+
+
+def test_what_a_stop_cut_off_half_way_says_nothing_after_gradcli_s_last_line():
+    """A Ctrl-C that lands inside a Dask Future's __init__ leaves an object whose __del__ fails
+    at exit (AttributeError: no _client), which Python reports with a traceback; after the
+    stop has been said, such reports go nowhere, and stderr ends with gradcli's line."""
+    script = (
+        "import sys\n"
+        "from gradcli.cli import base\n"
+        "class HalfBuilt:\n"
+        "    def __del__(self):\n"
+        "        raise AttributeError('_client')\n"
+        "kept = HalfBuilt()\n"
+        "sys.exit(base._interrupted())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stderr) == (130, "gradcli: interrupted\n")

@@ -160,6 +160,7 @@ def _skip_the_last_collection() -> None:
 def _interrupted() -> int:
     """Ctrl-C: one line on stderr, the shell's status for SIGINT, no traceback."""
     click.echo("gradcli: interrupted", err=True)
+    streams.quiet_after_stop()
     return ExitStatus.INTERRUPTED
 
 

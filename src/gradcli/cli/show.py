@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from gradcli.cli import streams
 from gradcli.cli.given import Given, check_batch_names
 from gradcli.errors import ExitStatus, GradcliError, visible
 from gradcli.gradcheck.evaluation import (
@@ -118,6 +119,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
                 status = _table_batch(lines, values, settings, uses, stops, digits, full, runs)
         except _TerminatedError as stop:
             _say("gradcli: terminated")
+            streams.quiet_after_stop()
             return ExitStatus.HANGUP if stop.signum == signal.SIGHUP else ExitStatus.TERMINATED
     error = check_batch_names(uses.given, uses.used, uses.lines, uses.unread)
     if error is None:

@@ -272,6 +272,18 @@ def silence_stdout() -> None:
         pass
 
 
+def quiet_after_stop() -> None:
+    """After a stop (Ctrl-C, SIGTERM, SIGHUP) has been said: what the signal cut off half-way,
+    such as a Dask ``Future`` stopped inside its ``__init__``, can fail in its ``__del__`` at
+    exit, which Python prints as "Exception ignored in ..." and a traceback after gradcli's last
+    line. None of it is the user's, so those reports go nowhere."""
+    sys.unraisablehook = _ignore
+
+
+def _ignore(unraisable: Any) -> None:
+    return None
+
+
 def _raw(stream: Any) -> Any:
     binary = getattr(stream, "binary", None) or getattr(stream, "buffer", None)
     return getattr(binary, "raw", None)
