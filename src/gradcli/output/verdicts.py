@@ -81,7 +81,7 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
         f"{failed:,} of {things} {'disagrees' if failed == 1 else 'disagree'} with "
         f"{against} ({tolerances(check)}); "
         + (_likely_cause(failures, check.boundaries, getattr(check, "conditioning", None))
-           if failures else ""))
+           if failures else ""))  # a Hessian's and a Jacobian's reports have no conditioning
     if check.nodes_skipped and what[0].startswith("gradient"):  # the per-node gradient check
         text.append("\nper-node check skipped: the graph is too large; input gradients checked",
                     style="dim")

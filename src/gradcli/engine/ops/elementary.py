@@ -36,9 +36,9 @@ def _pow_slope(x: Any, y: Any, out: Any) -> Any:
     is small beside y's own condition number."""
     if type(y) is float and y != 0.0:
         if -0.5 < y < 0.5 and x != 0.0:
-            quotient = out / x
-            if 2.2250738585072014e-308 <= abs(quotient) < math.inf:  # neither overflow nor
-                return y * quotient                                  # a subnormal's digits
+            quotient = out / x  # used unless it overflows or is a subnormal short of digits
+            if TINY_NORMAL <= abs(quotient) < math.inf:
+                return y * quotient
         return y * x ** (y - 1.0)
     if written(y):
         return y * x ** (y - 1.0)
@@ -258,8 +258,8 @@ ROWS: list[Op] = [
           complex=cmath.cosh, vector=lambda np, x: np.cosh(x), summary="hyperbolic cosine"),
     unary("tanh", math.tanh, _tanh_slope,
           complex=cmath.tanh, vector=lambda np, x: np.tanh(x), summary="hyperbolic tangent"),
-    # tanh' = sech**2 and sigmoid' = sech(x/2)**2/4 as formulas: their values and their own
-    # derivatives (-sech tanh) keep every digit, at 0 and far out
+    # tanh' = sech**2 as a formula: its value and its own derivative (-sech tanh) keep every
+    # digit, at 0 and far out
     unary("sech", special._sech, lambda x, out: -out * F.tanh(x),
           complex=_complex_sech, vector=_vector_sech,
           summary="hyperbolic secant 1/cosh(x), without overflow"),
