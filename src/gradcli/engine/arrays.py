@@ -20,9 +20,9 @@ from typing import Any
 
 from gradcli.engine.graph import Node, Program, describe, node_text
 from gradcli.engine.notation import format_number, shape_text
-from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, numpy
+from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, ShapeError, numpy
 from gradcli.errors import NumericError, UsageError
-from gradcli.limits import MAX_ARRAY_ELEMENTS, check_dims
+from gradcli.limits import MAX_ARRAY_DIMS, MAX_ARRAY_ELEMENTS, check_dims
 
 
 def index_text(index: tuple[int, ...]) -> str:
@@ -131,33 +131,32 @@ _RAISE = {"over": "raise", "divide": "raise", "invalid": "raise", "under": "igno
 
 def _apply(node: Node, args: list[Any], complex_step: bool) -> Any:
     op = node.op
-    _guard_size(node, args)
+    _guard_shape(node, args)
     if op.is_array:
         return _array_op(node, op, args, complex_step)
     return _elementwise(node, op, args, complex_step)
 
 
-def _guard_size(node: Node, args: list[Any]) -> None:
-    """Refuse, before computing it, a value larger than ``MAX_ARRAY_ELEMENTS``: the ops whose
-    result can be larger than their operands (broadcasting, outer, @, [a, b]) are sized first,
-    so that ``outer(x, x)`` of a long x is a usage error, not memory exhausted."""
-    np = numpy()
+def _guard_shape(node: Node, args: list[Any]) -> None:
+    """The row's shape rule, before computing: operands of shapes it cannot take are a usage
+    error, and a value larger than ``MAX_ARRAY_ELEMENTS`` is refused before it is made, so that
+    ``outer(x, x)`` of a long x is a usage error, not memory exhausted."""
     op = node.op
-    sizes = [np.size(arg) for arg in args]
-    if not op.is_array:
-        try:
-            elements = math.prod(np.broadcast_shapes(*(np.shape(arg) for arg in args)))
-        except ValueError:
-            return  # the op raises the shape error
-    elif op.name == "outer":
-        elements = sizes[0] * sizes[1]
-    elif op.name == "matmul":
-        elements = math.prod(np.shape(args[0])[:-1]) * math.prod(np.shape(args[1])[1:])
-    elif op.name == "array":
-        check_dims(describe(node), np.ndim(args[0]) + 1)
-        elements = sum(sizes)
-    else:
-        return
+    try:
+        shape = op.out_shape(*args)
+    except ShapeError as error:
+        problem = str(error)
+        if problem.startswith("needs "):  # a shape the op cannot take
+            raise UsageError(f"{op.name} {problem} in {describe(node)}",
+                             hint=f"gradcli functions says what {op.name} takes") from None
+        raise shape_error(node, args, problem) from None
+    except IndexError:
+        raise UsageError(f"index out of range in {describe(node)}: "
+                         f"{node_text(node.inputs[0])} has shape {shape_text(args[0].shape)}",
+                         hint="indices count from 0; -1 is the last element") from None
+    if len(shape) > MAX_ARRAY_DIMS:  # [a, b, ...] adds an axis
+        check_dims(describe(node), len(shape))
+    elements = math.prod(shape)
     if elements > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"{describe(node)} would have {elements:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use smaller arrays")
@@ -178,19 +177,12 @@ def _sized(node: Node, value: Any) -> Any:
 def _array_op(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
     np = numpy()
     problem = op.domain(np, *args) if op.domain is not None else None
-    if problem is not None and problem.startswith("needs "):  # a shape the op cannot take
-        raise UsageError(f"{op.name} {problem} in {describe(node)}",
-                         hint=f"gradcli functions says what {op.name} takes")
     if problem is not None:
         raise NumericError(f"{problem} in {describe(node)}")
     try:
         return op.apply_complex(np, *args) if complex_step else op.forward(np, *args)
-    except ValueError as error:  # before IndexError: NumPy's AxisError is both
+    except ValueError as error:  # what a shape rule let through
         raise shape_error(node, args, str(error)) from None
-    except IndexError:
-        raise UsageError(f"index out of range in {describe(node)}: "
-                         f"{node_text(node.inputs[0])} has shape {shape_text(args[0].shape)}",
-                         hint="indices count from 0; -1 is the last element") from None
     except np.linalg.LinAlgError:
         raise NumericError(f"the matrix is singular in {describe(node)}") from None
 
@@ -198,14 +190,7 @@ def _array_op(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
 def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
     np = numpy()
     if not complex_step:
-        try:
-            return op.apply_vector(*args)
-        except ValueError:  # NumPy's "could not be broadcast together"
-            raise shape_error(node, args) from None
-    try:
-        np.broadcast_shapes(*(np.shape(arg) for arg in args))
-    except ValueError:
-        raise shape_error(node, args) from None
+        return op.apply_vector(*args)
     if op.domain is not None:  # the real parts decide the domain, as on the scalar path
         reals = [arg.real for arg in args]
         real = np.asarray(op.apply_vector(*reals))
@@ -220,7 +205,7 @@ def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any
         # np.asarray: on 0-d operands (a scalar variable) frompyfunc gives a plain number
         return np.asarray(np.frompyfunc(form, op.arity, 1)(*args), dtype=complex)
     except (ArithmeticError, ValueError):  # cmath's overflow: no finite complex value
-        return np.full(np.broadcast_shapes(*(np.shape(a) for a in args)), complex(np.nan))
+        return np.full(op.out_shape(*args), complex(np.nan))
 
 
 def shape_error(node: Node, args: list[Any], detail: str = "") -> UsageError:

@@ -22,16 +22,10 @@ from gradcli.engine.core_ops import (
     SUB,
     VAR,
 )
-from gradcli.engine.ops import OPS
+from gradcli.engine.ops import OPS, shape_text
 
 if TYPE_CHECKING:
     from gradcli.engine.node import Node
-
-
-def shape_text(shape: Sequence[int]) -> str:
-    """``3``, ``2x3``; ``scalar`` for the empty shape (how messages and tables write shapes; a
-    shape as NumPy gives it, or as a JSON record holds it, a list)."""
-    return "x".join(str(n) for n in shape) or "scalar"
 
 
 def format_number(value: Any) -> str:
@@ -48,7 +42,7 @@ def array_text(value: Any, limit: int = 12) -> str:
     """An array constant as the language writes it (``[1, 2]``), or ``[...]`` with its shape when
     it has more than ``limit`` elements (a label, not a value to read back)."""
     if value.size > limit:
-        return "[... " + "x".join(map(str, value.shape)) + "]"
+        return "[... " + shape_text(value.shape) + "]"
     rows = [value]
     while rows[0].ndim > 1:  # iterative: down to the vectors, then _nest brackets them
         rows = [row for block in rows for row in block]

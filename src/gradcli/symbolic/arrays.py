@@ -28,7 +28,7 @@ from typing import Any
 
 from gradcli.engine import arrays
 from gradcli.engine.graph import Node
-from gradcli.engine.ops import CONST, OPS, Op, index_op
+from gradcli.engine.ops import CONST, OPS, Op, ShapeError, index_op
 from gradcli.errors import UsageError
 from gradcli.symbolic.builder import Builder
 from gradcli.symbolic.nodes import SymNode
@@ -100,7 +100,7 @@ class ArrayBuilder(Builder):
         if node.inputs:
             node.value = arrays.compute(node, [source.value for source in node.inputs])
         if not op.is_array:
-            shape = arrays.numpy().broadcast_shapes(*(shape_of(source) for source in inputs))
+            shape = op.out_shape(*(source.value for source in inputs))
             if shape_of(node) != shape:  # a fold (x - x -> 0, x/x -> 1) keeps the shape
                 return zeros(self, shape) if is_zero(node) else spread(self, node, shape)
         return node
@@ -131,15 +131,16 @@ def _through_zeros(b: ArrayBuilder, op: Any, inputs: tuple[SymNode, ...]) -> Sym
         return None
     if op is OPS["outer"] and len(zeros_at) == 2:
         return None  # outer(zeros(m), zeros(n)) is how zeros of a matrix are written
+    try:
+        shape = op.out_shape(*(node.value for node in inputs))
+    except (ShapeError, IndexError):
+        return None  # the node's evaluation says what does not fit
     name = op.name
     if name in _ABSORBING:
         positions = _ABSORBING[name]
         if positions is None or all(i in zeros_at for i in positions):
-            values = [node.value for node in inputs]
-            return zeros(b, tuple(arrays.numpy().shape(arrays.compute(
-                SymNode(op, inputs), values))))
+            return zeros(b, shape)
     if name in ("add", "sub") and len(zeros_at) == 1:
-        shape = arrays.numpy().broadcast_shapes(*(shape_of(node) for node in inputs))
         other = inputs[1 - zeros_at[0]]
         if shape_of(other) == shape:
             return other if name == "add" or zeros_at == [1] else b.make(OPS["neg"], (other,))

@@ -91,8 +91,10 @@ from gradcli.engine.ops.row import (
     Form,
     Op,
     Rule,
+    ShapeError,
     elementwise,
     numpy,
+    shape_text,
 )
 from gradcli.engine.ops.special_functions import GELU_TANH_SCALE
 from gradcli.engine.ops.xp import NUMPY, Arrays, NumPyArrays, subscript_of, unbroadcast
@@ -102,8 +104,8 @@ __all__ = [
     "FUNCTION_NAMES", "GELU_TANH_SCALE", "LOGICAL", "NONE", "NUMPY", "OPS", "PREC_AND",
     "PREC_ATOM", "PREC_COMPARE", "PREC_NONE", "PREC_NOT", "PREC_OR", "PREC_POWER", "PREC_PRODUCT",
     "PREC_SUM", "PREC_UNARY", "ROWS", "SAME", "SYMBOL_ALIASES", "VAR", "Arrays", "F", "Form",
-    "NumPyArrays", "Op", "Rule", "elementwise", "index_op", "is_function_name", "numpy",
-    "spellings", "stack_op", "subscript_of", "table_rows", "unbroadcast",
+    "NumPyArrays", "Op", "Rule", "ShapeError", "elementwise", "index_op", "is_function_name",
+    "numpy", "shape_text", "spellings", "stack_op", "subscript_of", "table_rows", "unbroadcast",
 ]
 
 # The table: every row once, by section; the element-wise rows first.

@@ -24,7 +24,16 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from gradcli.engine.ops.row import ARRAY, PREC_PRODUCT, SAME, Op
+from gradcli.engine.ops.row import (
+    ARRAY,
+    PREC_PRODUCT,
+    SAME,
+    Op,
+    Shape,
+    ShapeError,
+    numpy,
+    shape_text,
+)
 from gradcli.engine.ops.xp import Arrays, scaled_prod, subscript_of
 
 Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradient
@@ -49,12 +58,6 @@ def _matmul_right(xp: Arrays, g: Any, out: Any, a: Any, b: Any) -> Any:
     if len(xp.shape(a)) == 1:
         return g * a if len(xp.shape(b)) == 1 else xp.outer(a, g)
     return xp.matmul(xp.transpose(a), g)
-
-
-def _matmul(np: Any, a: Any, b: Any) -> Any:
-    if a.ndim not in (1, 2) or b.ndim not in (1, 2):
-        raise ValueError("@ multiplies vectors and matrices (1 or 2 dimensions)")
-    return np.matmul(a, b)
 
 
 def _extreme_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
@@ -97,21 +100,46 @@ def _softmax(np: Any, x: Any) -> Any:
     return np.exp(_log_softmax(np, x))
 
 
-def _has_axis(np: Any, x: Any) -> str | None:
-    return None if x.ndim else "needs a vector or a matrix (along its last axis), not a number"
+# --- shape rules: the shape of a row's value from its operands' shapes ---------------------------
+
+def _number(*shapes: Shape) -> Shape:
+    """A reduction's: every element to one number."""
+    return ()
 
 
-def _square(np: Any, x: Any) -> str | None:
-    if x.ndim != 2 or x.shape[0] != x.shape[1]:
-        shape = "x".join(map(str, x.shape)) or "a scalar"
-        return f"needs a square matrix, not {shape}"
-    return None
+def _matmul_shape(a: Shape, b: Shape) -> Shape:
+    """Vectors and matrices, the inner sizes equal: (m, n) @ (n,) is (m,), (n,) @ (n,) is ()."""
+    if len(a) not in (1, 2) or len(b) not in (1, 2) or a[-1] != b[0]:
+        raise ShapeError("")
+    return a[:-1] + b[1:]
 
+
+def _same_shapes(x: Shape, y: Shape) -> Shape:
+    if x != y:
+        raise ShapeError(f"needs two arrays of one shape, not {shape_text(x)} and "
+                         f"{shape_text(y)}")
+    return ()
+
+
+def _has_axis(x: Shape) -> Shape:
+    if not x:
+        raise ShapeError("needs a vector or a matrix (along its last axis), not a number")
+    return x
+
+
+def _square(x: Shape) -> Shape:
+    if len(x) != 2 or x[0] != x[1]:
+        raise ShapeError(f"needs a square matrix, not {shape_text(x) if x else 'a scalar'}")
+    return x
+
+
+def _square_to_number(x: Shape) -> Shape:
+    return _square(x)[:0]
+
+
+# --- domains: the values a row cannot take (its operands' shapes fit) ---------------------------
 
 def _invertible(np: Any, x: Any) -> str | None:
-    problem = _square(np, x)
-    if problem is not None:
-        return problem
     real = x.real
     if not np.all(np.isfinite(real)) or np.linalg.cond(real) > 1e15:
         return "singular matrix (not invertible)"
@@ -127,18 +155,8 @@ def _positive_determinant(np: Any, x: Any) -> str | None:
     return None
 
 
-def _same_shapes(np: Any, x: Any, y: Any) -> str | None:
-    if x.shape != y.shape:
-        return f"needs two arrays of one shape, not {_shape(x)} and {_shape(y)}"
-    return None
-
-
 def _nonzero_norm(np: Any, x: Any) -> str | None:
     return None if np.any(x.real != 0) else "the derivative of norm at 0 is not finite"
-
-
-def _shape(x: Any) -> str:
-    return "x".join(map(str, x.shape)) or "scalar"
 
 
 def _inv_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
@@ -155,14 +173,6 @@ def _logdet(np: Any, x: Any) -> Any:
     if np.iscomplexobj(x):
         return np.log(np.linalg.det(x))
     return np.linalg.slogdet(x)[1]
-
-
-def _constant(make: Callable[..., Any]) -> Callable[..., Any]:
-    return lambda np, n: make(np, int(n.real))
-
-
-def _no_gradient(xp: Arrays, g: Any, out: Any, n: Any) -> Any:
-    return 0.0
 
 
 def _linear(apply: Callable[..., Any]) -> Callable[..., Any]:
@@ -196,80 +206,88 @@ def _inv_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
     return -(out @ tangents[0] @ out)
 
 
-def _constant_jvp(np: Any, tangents: list[Any], out: Any, n: Any) -> Any:
-    return np.zeros(np.shape(out))
+def _reduction(name: str, forward: Callable[..., Any], vjp: Vjp, **row: Any) -> Op:
+    """A row of one operand whose value is a number."""
+    return _row(name, 1, forward, (vjp,), shape=_number, complex=SAME, **row)
+
+
+def _constructor(name: str, make: Callable[..., Any], shape: Callable[[int], Shape],
+                 **row: Any) -> Op:
+    """``name(n)`` of a constant whole number n: no gradient, and a tangent of zeros."""
+    return _row(name, 1, lambda np, n: make(np, int(n.real)), (lambda xp, g, out, n: 0.0,),
+                shape=shape, constant_args=True, complex=SAME,
+                jvp=lambda np, tangents, out, n: np.zeros(np.shape(out)), **row)
 
 
 ROWS: list[Op] = [
     # --- products --------------------------------------------------------------------------
-    _row("matmul", 2, _matmul, (_matmul_left, _matmul_right), complex=SAME, symbol="@",
-         precedence=PREC_PRODUCT, jvp=_product_jvp(_matmul),
+    _row("matmul", 2, lambda np, a, b: np.matmul(a, b), (_matmul_left, _matmul_right),
+         shape=_matmul_shape, complex=SAME, symbol="@", precedence=PREC_PRODUCT,
+         jvp=_product_jvp(lambda np, a, b: np.matmul(a, b)),
          summary="matrix product; vector @ vector is the dot product"),
     _row("dot", 2, lambda np, x, y: np.sum(x * y),
          (lambda xp, g, out, x, y: g * y, lambda xp, g, out, x, y: g * x),
-         domain=_same_shapes, complex=SAME,
+         shape=_same_shapes, complex=SAME,
          summary="sum(x*y) of two arrays of one shape (NumPy's vdot)"),
     # NumPy flattens matrices given to outer (xp.vector); the language cannot, so the graph
     # form of these rules refuses them (a usage error), and their numeric gradient remains
     _row("outer", 2, lambda np, x, y: np.outer(x, y),
          (lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(g, xp.vector(y)), x),
           lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(xp.transpose(g), xp.vector(x)), y)),
-         complex=SAME, jvp=_product_jvp(lambda np, x, y: np.outer(x, y)),
+         shape=lambda x, y: (math.prod(x), math.prod(y)), complex=SAME,
+         jvp=_product_jvp(lambda np, x, y: np.outer(x, y)),
          summary="outer product of two vectors: a matrix"),
     _row("transpose", 1, lambda np, x: x.T, (lambda xp, g, out, x: xp.transpose(g),),
-         postfix="'", complex=SAME, jvp=_linear(lambda np, t: t.T),
+         shape=lambda x: x[::-1], postfix="'", complex=SAME, jvp=_linear(lambda np, t: t.T),
          summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
-    _row("sum", 1, lambda np, x: np.sum(x), (lambda xp, g, out, x: xp.spread(g, x),),
-         complex=SAME, summary="sum of the elements"),
-    _row("mean", 1, lambda np, x: np.mean(x),
-         (lambda xp, g, out, x: xp.spread(g / math.prod(xp.shape(x)), x),),
-         complex=SAME, summary="mean of the elements"),
-    _row("prod", 1, scaled_prod,
-         (lambda xp, g, out, x: g * xp.others_product(x, out),),
-         complex=SAME, summary="product of the elements"),
-    _row("max", 1, lambda np, x: _pick(np, x, True), (_extreme_vjp,),
-         complex=SAME, summary="largest element; tied elements share the gradient equally"),
-    _row("min", 1, lambda np, x: _pick(np, x, False), (_extreme_vjp,),
-         complex=SAME, summary="smallest element; tied elements share the gradient equally"),
-    _row("norm", 1, lambda np, x: norm2(np, x),
-         (lambda xp, g, out, x: g * (x / out),), domain=_nonzero_norm, complex=SAME,
-         summary="2-norm of a vector, Frobenius norm of a matrix"),
-    _row("norm1", 1, lambda np, x: np.sum(np.where(x.real < 0, -x, x)),
-         (lambda xp, g, out, x: g * xp.sign(x),), complex=SAME,
-         summary="sum of absolute values; its derivative at 0 is 0, as abs'"),
-    _row("logsumexp", 1, _logsumexp, (lambda xp, g, out, x: g * xp.shares(x, out),),
-         complex=SAME, summary="log(sum(exp(x))) with the max subtracted (no overflow)"),
+    _reduction("sum", lambda np, x: np.sum(x), lambda xp, g, out, x: xp.spread(g, x),
+               summary="sum of the elements"),
+    _reduction("mean", lambda np, x: np.mean(x),
+               lambda xp, g, out, x: xp.spread(g / math.prod(xp.shape(x)), x),
+               summary="mean of the elements"),
+    _reduction("prod", scaled_prod, lambda xp, g, out, x: g * xp.others_product(x, out),
+               summary="product of the elements"),
+    _reduction("max", lambda np, x: _pick(np, x, True), _extreme_vjp,
+               summary="largest element; tied elements share the gradient equally"),
+    _reduction("min", lambda np, x: _pick(np, x, False), _extreme_vjp,
+               summary="smallest element; tied elements share the gradient equally"),
+    _reduction("norm", lambda np, x: norm2(np, x), lambda xp, g, out, x: g * (x / out),
+               domain=_nonzero_norm, summary="2-norm of a vector, Frobenius norm of a matrix"),
+    _reduction("norm1", lambda np, x: np.sum(np.where(x.real < 0, -x, x)),
+               lambda xp, g, out, x: g * xp.sign(x),
+               summary="sum of absolute values; its derivative at 0 is 0, as abs'"),
+    _reduction("logsumexp", _logsumexp, lambda xp, g, out, x: g * xp.shares(x, out),
+               summary="log(sum(exp(x))) with the max subtracted (no overflow)"),
     # --- along the last axis --------------------------------------------------------------
     _row("softmax", 1, _softmax,
          (lambda xp, g, out, x: out * (g - xp.sum_last(g * out)),),
-         domain=_has_axis, complex=SAME, jvp=_softmax_jvp,
+         shape=_has_axis, complex=SAME, jvp=_softmax_jvp,
          summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
     _row("log_softmax", 1, _log_softmax,
          # g - softmax(x)*sum(g), written so that NumPy reuses its temporary arrays
          (lambda xp, g, out, x: xp.exp(out) * -xp.sum_last(g) + g,),
-         domain=_has_axis, complex=SAME, jvp=_log_softmax_jvp,
+         shape=_has_axis, complex=SAME, jvp=_log_softmax_jvp,
          summary="x - logsumexp(x) along the last axis (rows)"),
     # --- linear algebra -------------------------------------------------------------------
     _row("tr", 1, lambda np, x: np.trace(x),
          (lambda xp, g, out, x: g * xp.eye(xp.shape(x)[0]),),
-         domain=_square, complex=SAME, summary="trace of a square matrix"),
+         shape=_square_to_number, complex=SAME, summary="trace of a square matrix"),
     _row("det", 1, _det, (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
-         domain=_invertible, complex=SAME,
+         shape=_square_to_number, domain=_invertible, complex=SAME,
          summary="determinant (a singular matrix is an error)"),
     _row("logdet", 1, _logdet, (lambda xp, g, out, x: g * xp.transpose(xp.inv(x)),),
-         domain=_positive_determinant, complex=SAME,
+         shape=_square_to_number, domain=_positive_determinant, complex=SAME,
          summary="log(det(x)) by slogdet; the determinant must be positive"),
-    _row("inv", 1, lambda np, x: np.linalg.inv(x), (_inv_vjp,), domain=_invertible,
-         complex=SAME, jvp=_inv_jvp, summary="matrix inverse (a singular matrix is an error)"),
+    _row("inv", 1, lambda np, x: np.linalg.inv(x), (_inv_vjp,), shape=_square,
+         domain=_invertible, complex=SAME, jvp=_inv_jvp,
+         summary="matrix inverse (a singular matrix is an error)"),
     # --- constructors: a constant whole number n ------------------------------------------
-    _row("zeros", 1, _constant(lambda np, n: np.zeros(n)), (_no_gradient,),
-         constant_args=True, complex=SAME, jvp=_constant_jvp, summary="a vector of n zeros"),
-    _row("ones", 1, _constant(lambda np, n: np.ones(n)), (_no_gradient,),
-         constant_args=True, complex=SAME, jvp=_constant_jvp, summary="a vector of n ones"),
-    _row("eye", 1, _constant(lambda np, n: np.eye(n)), (_no_gradient,),
-         constant_args=True, complex=SAME, jvp=_constant_jvp,
-         summary="the n x n identity matrix"),
+    _constructor("zeros", lambda np, n: np.zeros(n), lambda n: (n,),
+                 summary="a vector of n zeros"),
+    _constructor("ones", lambda np, n: np.ones(n), lambda n: (n,), summary="a vector of n ones"),
+    _constructor("eye", lambda np, n: np.eye(n), lambda n: (n, n),
+                 summary="the n x n identity matrix"),
 ]
 
 # How the listing (``gradcli functions``, docs/functions.md) shows the rows made per use.
@@ -299,7 +317,10 @@ def index_op(key: tuple[Any, ...], text: str) -> Op:
     def vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
         return xp.scatter(g, key, x)
 
-    return _row("index", 1, forward, (vjp,), postfix=text, key=key, complex=SAME,
+    def shape(x: Shape) -> Shape:  # a view of one number: nothing is allocated
+        return tuple(numpy().broadcast_to(0.0, x)[subscript].shape)
+
+    return _row("index", 1, forward, (vjp,), shape=shape, postfix=text, key=key, complex=SAME,
                 jvp=lambda np, tangents, out, x: forward(np, tangents[0]),
                 summary="indexing and slicing by constant integers")
 
@@ -311,16 +332,16 @@ def stack_op(count: int) -> Op:
     def vjp_for(position: int) -> Vjp:
         return lambda xp, g, out, *args: xp.take(g, position)
 
-    def forward(np: Any, *args: Any) -> Any:
-        shapes = {np.shape(arg) for arg in args}
-        if len(shapes) > 1:
-            listed = ", ".join(sorted("x".join(map(str, s)) or "scalar" for s in shapes))
-            raise ValueError(f"the elements of an array have different shapes: {listed}")
-        return np.stack(args)
+    def shape(*shapes: Shape) -> Shape:
+        if len(set(shapes)) > 1:
+            listed = ", ".join(sorted(shape_text(s) for s in set(shapes)))
+            raise ShapeError(f"the elements of an array have different shapes: {listed}")
+        return (count, *shapes[0])
 
     def jvp(np: Any, tangents: list[Any], out: Any, *args: Any) -> Any:
         return np.stack([np.zeros(np.shape(arg)) if t is None else t
                          for t, arg in zip(tangents, args, strict=True)])
 
-    return _row("array", count, forward, tuple(vjp_for(i) for i in range(count)),
-                complex=SAME, jvp=jvp, summary="an array of expressions")
+    return _row("array", count, lambda np, *args: np.stack(args),
+                tuple(vjp_for(i) for i in range(count)), shape=shape, complex=SAME, jvp=jvp,
+                summary="an array of expressions")

@@ -14,13 +14,15 @@ A row is of one of two kinds, and says which (``kind``):
 
 Whatever the kind, ``row.vjp(xp, position, g, out, *operands)`` is the gradient an operand
 receives: an element-wise row's is ``g`` times its partial, summed back over the axes that
-broadcasting stretched. The array engine and the symbolic array code ask only that.
+broadcasting stretched. The array engine and the symbolic array code ask only that. Likewise
+``row.out_shape(*operands)`` is the shape of its value, from the operands' shapes alone: one rule,
+NumPy's broadcasting, for every element-wise row, and an array row's own ``shape`` rule.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,33 @@ PREC_NONE = -9  # a function's argument: nothing needs parentheses there
 
 ELEMENTWISE = "elementwise"  # a row's kind: partial rules, applied element by element
 ARRAY = "array"  # a row's kind: VJP rules on whole arrays
+
+Shape = tuple[int, ...]
+
+
+class ShapeError(ValueError):
+    """Operands of shapes a row cannot take. A message ``needs ...`` says what the row takes
+    (``needs a square matrix, not 2x3``); any other is a mismatch between operands."""
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    """``3``, ``2x3``; ``scalar`` for the empty shape (how messages and tables write shapes; a
+    shape as NumPy gives it, or as a JSON record holds it, a list)."""
+    return "x".join(str(n) for n in shape) or "scalar"
+
+
+def broadcast(*shapes: Shape) -> Shape:
+    """The shape rule of every element-wise row, NumPy's broadcasting: shapes aligned on the
+    right, each axis of one size or 1 (a missing leading axis counts as 1)."""
+    rank = max((len(shape) for shape in shapes), default=0)
+    padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes]
+    out = []
+    for sizes in zip(*padded, strict=True):
+        stretched = set(sizes) - {1}
+        if len(stretched) > 1:
+            raise ShapeError("")
+        out.append(stretched.pop() if stretched else 1)
+    return tuple(out)
 
 
 class Form:
@@ -78,6 +107,9 @@ class Op:
     # (None: zero). None: the value is a number, and its JVP is the sum over operands of
     # vjp(1) * tangent (the VJP of 1 is the gradient).
     jvp: Callable[..., Any] | None = field(default=None, kw_only=True)
+    # shape(*operand_shapes) -> the value's shape, or a ShapeError; a constructor's takes its
+    # whole number n. None: ``broadcast``, the one rule of element-wise rows.
+    shape: Callable[..., Shape] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         for form in ("complex", "vector"):
@@ -91,6 +123,8 @@ class Op:
             raise TypeError(f"op {self.name}: summary= says in one line what it computes")
         if self.kind not in (ELEMENTWISE, ARRAY):
             raise TypeError(f"op {self.name}: kind= must be ELEMENTWISE or ARRAY")
+        if self.kind is ARRAY and self.shape is None:
+            raise TypeError(f"op {self.name}: an array row says the shape of its value (shape=)")
 
     @property
     def is_array(self) -> bool:
@@ -108,6 +142,15 @@ class Op:
         if self.kind is ARRAY:
             return self.rules[position](xp, xp.whole(g, out), out, *args)
         return xp.unbroadcast(g * self.rules[position](*args, out), out, args[position])
+
+    def out_shape(self, *operands: Any) -> Shape:
+        """The shape of the row's value on ``operands`` (numbers or arrays), known before it is
+        computed: a ``ShapeError`` (an index out of range: ``IndexError``) where the row cannot
+        take them."""
+        rule = self.shape or broadcast
+        if self.constant_args:
+            return rule(*(int(n.real) for n in operands))
+        return rule(*(numpy().shape(x) for x in operands))
 
     def apply_complex(self, *args: Any) -> Any:
         """The complex form on complex operands (``SAME``: forward; ``NONE``: a UsageError);
