@@ -86,15 +86,19 @@ def test_the_forms_and_the_summary_have_no_default():
         Op("erf", 1, math.erf, (), complex=NONE, vector=NONE, summary="s")
 
 
+ROW_MAKERS = ("Op", "unary", "binary", "_row", "_reduction", "_constructor")
+
+
 def _row_calls() -> list[ast.Call]:
-    """The calls that build rows in engine/ops/: Op(...), unary(...), binary(...), and _row(...)
-    of the array rows (which states ``vector=SAME`` for them)."""
+    """The calls that build rows in engine/ops/: Op(...), unary(...), binary(...), and _row(...),
+    _reduction(...) and _constructor(...) of the array rows (which state ``vector=SAME`` for
+    them, and a reduction's or a constructor's shape rule)."""
     calls = []
     for path in sorted(Path(ops.__file__).parent.glob("*.py")):
         tree = ast.parse(path.read_text("utf-8"))
         calls += [node for node in ast.walk(tree) if isinstance(node, ast.Call)
                   and isinstance(node.func, ast.Name)
-                  and node.func.id in ("Op", "unary", "binary", "_row")
+                  and node.func.id in ROW_MAKERS
                   and node.args and isinstance(node.args[0], ast.Constant)]
     return calls
 
@@ -105,7 +109,8 @@ def test_every_row_of_the_table_states_its_forms_in_its_own_text():
     assert named == {op.name for op in ROWS} | {"var", "const", "index", "array"}
     for call in calls:
         keywords = {keyword.arg for keyword in call.keywords}
-        stated = {"complex", "summary"} | ({"vector"} if call.func.id != "_row" else set())
+        stated = {"complex", "summary"} | ({"vector"} if call.func.id in ROW_MAKERS[:3] else
+                                           {"shape"} if call.func.id == "_row" else set())
         assert stated <= keywords, call.args[0].value
 
 

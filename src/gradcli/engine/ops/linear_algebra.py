@@ -208,14 +208,14 @@ def _inv_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
 
 def _reduction(name: str, forward: Callable[..., Any], vjp: Vjp, **row: Any) -> Op:
     """A row of one operand whose value is a number."""
-    return _row(name, 1, forward, (vjp,), shape=_number, complex=SAME, **row)
+    return _row(name, 1, forward, (vjp,), shape=_number, **row)
 
 
 def _constructor(name: str, make: Callable[..., Any], shape: Callable[[int], Shape],
                  **row: Any) -> Op:
     """``name(n)`` of a constant whole number n: no gradient, and a tangent of zeros."""
     return _row(name, 1, lambda np, n: make(np, int(n.real)), (lambda xp, g, out, n: 0.0,),
-                shape=shape, constant_args=True, complex=SAME,
+                shape=shape, constant_args=True,
                 jvp=lambda np, tangents, out, n: np.zeros(np.shape(out)), **row)
 
 
@@ -242,23 +242,24 @@ ROWS: list[Op] = [
          summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
     _reduction("sum", lambda np, x: np.sum(x), lambda xp, g, out, x: xp.spread(g, x),
-               summary="sum of the elements"),
+               complex=SAME, summary="sum of the elements"),
     _reduction("mean", lambda np, x: np.mean(x),
                lambda xp, g, out, x: xp.spread(g / math.prod(xp.shape(x)), x),
-               summary="mean of the elements"),
+               complex=SAME, summary="mean of the elements"),
     _reduction("prod", scaled_prod, lambda xp, g, out, x: g * xp.others_product(x, out),
-               summary="product of the elements"),
+               complex=SAME, summary="product of the elements"),
     _reduction("max", lambda np, x: _pick(np, x, True), _extreme_vjp,
-               summary="largest element; tied elements share the gradient equally"),
+               complex=SAME, summary="largest element; tied elements share the gradient equally"),
     _reduction("min", lambda np, x: _pick(np, x, False), _extreme_vjp,
-               summary="smallest element; tied elements share the gradient equally"),
+               complex=SAME, summary="smallest element; tied elements share the gradient equally"),
     _reduction("norm", lambda np, x: norm2(np, x), lambda xp, g, out, x: g * (x / out),
-               domain=_nonzero_norm, summary="2-norm of a vector, Frobenius norm of a matrix"),
+               domain=_nonzero_norm, complex=SAME,
+               summary="2-norm of a vector, Frobenius norm of a matrix"),
     _reduction("norm1", lambda np, x: np.sum(np.where(x.real < 0, -x, x)),
                lambda xp, g, out, x: g * xp.sign(x),
-               summary="sum of absolute values; its derivative at 0 is 0, as abs'"),
+               complex=SAME, summary="sum of absolute values; its derivative at 0 is 0, as abs'"),
     _reduction("logsumexp", _logsumexp, lambda xp, g, out, x: g * xp.shares(x, out),
-               summary="log(sum(exp(x))) with the max subtracted (no overflow)"),
+               complex=SAME, summary="log(sum(exp(x))) with the max subtracted (no overflow)"),
     # --- along the last axis --------------------------------------------------------------
     _row("softmax", 1, _softmax,
          (lambda xp, g, out, x: out * (g - xp.sum_last(g * out)),),
@@ -284,10 +285,11 @@ ROWS: list[Op] = [
          summary="matrix inverse (a singular matrix is an error)"),
     # --- constructors: a constant whole number n ------------------------------------------
     _constructor("zeros", lambda np, n: np.zeros(n), lambda n: (n,),
-                 summary="a vector of n zeros"),
-    _constructor("ones", lambda np, n: np.ones(n), lambda n: (n,), summary="a vector of n ones"),
+                 complex=SAME, summary="a vector of n zeros"),
+    _constructor("ones", lambda np, n: np.ones(n), lambda n: (n,), complex=SAME,
+                 summary="a vector of n ones"),
     _constructor("eye", lambda np, n: np.eye(n), lambda n: (n, n),
-                 summary="the n x n identity matrix"),
+                 complex=SAME, summary="the n x n identity matrix"),
 ]
 
 # How the listing (``gradcli functions``, docs/functions.md) shows the rows made per use.
