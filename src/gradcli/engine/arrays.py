@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 from gradcli.engine.graph import Node, Program, describe, node_text
@@ -137,7 +138,24 @@ def _apply(node: Node, args: list[Any], complex_step: bool) -> Any:
     return _elementwise(node, op, args, complex_step)
 
 
-def _guard_shape(node: Node, args: list[Any]) -> None:
+def value_shape(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape of the program's value when its variables have ``shapes``, from the rows'
+    shape rules alone (nothing is computed): where shapes do not fit, the UsageError that
+    evaluating says."""
+    np = numpy()
+    names = {node.index: name for name, node in program.variables.items()}
+    stand_ins: list[Any] = []  # per node, a view of one zero with the node's shape
+    for node in program.nodes:
+        if node.inputs:
+            args = [stand_ins[source.index] for source in node.inputs]
+            stand_ins.append(np.broadcast_to(0.0, _guard_shape(node, args)))
+        else:
+            stand_ins.append(np.broadcast_to(0.0, shapes[names[node.index]])
+                             if node.index in names else node.value)
+    return tuple(np.shape(stand_ins[program.output.index]))
+
+
+def _guard_shape(node: Node, args: list[Any]) -> tuple[int, ...]:
     """The row's shape rule, before computing: operands of shapes it cannot take are a usage
     error, and a value larger than ``MAX_ARRAY_ELEMENTS`` is refused before it is made, so that
     ``outer(x, x)`` of a long x is a usage error, not memory exhausted."""
@@ -160,6 +178,7 @@ def _guard_shape(node: Node, args: list[Any]) -> None:
     if elements > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"{describe(node)} would have {elements:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use smaller arrays")
+    return shape
 
 
 def _sized(node: Node, value: Any) -> Any:

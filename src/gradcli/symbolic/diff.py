@@ -184,7 +184,7 @@ def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     if not ask.wrt:  # as for scalars: the variables without a value (all, if each has one)
         ask = replace(ask, wrt=[name for name in program.variables if name not in given] or None)
     shapes = program_shapes(program, ask.shapes, given)
-    several = has_array_output(program, shapes, given)
+    several = has_array_output(program, shapes)
     if ask.order > 2 or (several and ask.order != 1):
         raise UsageError("the derivatives of an array program are printed at order 1 (the "
                          "gradient, or the Jacobian of several outputs or an array output) or "

@@ -128,17 +128,10 @@ class _NoFormError(Exception):
     """A node whose Jacobian has no vectorized form here: the block is built row by row."""
 
 
-def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                     given: Mapping[str, Any] | None = None) -> bool:
+def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> bool:
     """Whether the program has several outputs or an array output (its derivative is a
-    Jacobian), from its nodes' shapes at a point where it is defined."""
-    if program.outputs:
-        return True
-
-    def output_shape(point: dict[str, Any]) -> tuple[int, ...]:
-        return shape_of(ArrayBuilder(point, MAX_NODES).import_graph([program.output])[0])
-
-    return bool(defined_point(shapes, given, output_shape))
+    Jacobian), from the shape rules of its nodes."""
+    return bool(program.outputs) or bool(arrays.value_shape(program, shapes))
 
 
 @dataclass
