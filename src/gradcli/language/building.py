@@ -20,6 +20,7 @@ from gradcli.engine.ops import (
     Op,
     index_op,
     is_function_name,
+    shape_text,
     stack_op,
 )
 from gradcli.errors import GradcliNameError, Note, ParseError, UsageError
@@ -282,7 +283,7 @@ class GraphBuilder(Definitions):
         if all(_is_array_constant(child) for child in children):
             shapes = {child.value.shape for child in children}
             if len(shapes) > 1:
-                lengths = ", ".join(sorted("x".join(map(str, shape)) for shape in shapes))
+                lengths = ", ".join(sorted(map(shape_text, shapes)))
                 raise UsageError(f"the rows of an array literal have different shapes "
                                  f"({lengths})",
                                  hint="every row needs the same length, e.g. [[1, 2], [3, 4]]")

@@ -121,29 +121,31 @@ def parse_array(name: str, text: str) -> Any:
     return _rectangular(name, text, done)
 
 
+def nested_shape(item: Any) -> tuple[int, ...]:
+    """The shape of nested lists or tuples, read down their first elements."""
+    dims = []
+    while isinstance(item, (list, tuple)):
+        dims.append(len(item))
+        if not item:
+            break
+        item = item[0]
+    return tuple(dims)
+
+
 def _rectangular(name: str, text: str, rows: list[Any]) -> Any:
     """Nested lists -> an array; a UsageError names the first row whose shape differs."""
     import numpy as np
-
-    def shape(item: Any) -> tuple[int, ...]:
-        dims = []
-        while isinstance(item, list):
-            dims.append(len(item))
-            if not item:
-                break
-            item = item[0]
-        return tuple(dims)
 
     pending = deque([(rows, "")])
     while pending:  # breadth-first, iterative: the first ragged row by depth
         items, path = pending.popleft()
         if not items:
             raise _array_error(name, text, f"the array{path and ' at ' + path} is empty")
-        first = shape(items[0])
+        first = nested_shape(items[0])
         for i, item in enumerate(items):
-            if shape(item) != first:
+            if nested_shape(item) != first:
                 raise _array_error(name, text, f"element {path}[{i}] has shape "
-                                   f"{shape_text(shape(item))}, element {path}[0] has "
+                                   f"{shape_text(nested_shape(item))}, element {path}[0] has "
                                    f"{shape_text(first)}")
             if not isinstance(item, float):
                 pending.append((item, f"{path}[{i}]"))

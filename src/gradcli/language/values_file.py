@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from gradcli.errors import UsageError, visible
-from gradcli.language.values import NAME, validate_values
+from gradcli.language.values import NAME, nested_shape, validate_values
 from gradcli.limits import MAX_ARRAY_DIMS, check_dims
 
 # A number, or an array of them: nested tuples, every level rectangular.
@@ -232,20 +232,12 @@ def _array(raw: list, shown: str, kind: str) -> tuple[FileNumber, ...]:
             raise UsageError(f"{shown} has an empty list", hint="give numbers")
         items = [built[id(item)] if type(item) is list else
                  _number_or_array(item, shown, kind) for item in current]
-        shapes = {_shape(item) for item in items}
+        shapes = {nested_shape(item) for item in items}
         if len(shapes) != 1:
             raise UsageError(f"{shown} is a ragged list (rows of different shapes)",
                              hint="every row of an array has the same length")
         built[id(current)] = tuple(items)
     return built[id(raw)]
-
-
-def _shape(value: FileNumber) -> tuple[int, ...]:
-    shape = []
-    while isinstance(value, tuple):
-        shape.append(len(value))
-        value = value[0]
-    return tuple(shape)
 
 
 def _kind(raw: Any, kind: str) -> str:

@@ -290,7 +290,7 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
             grads, _ = gradients(program, _of(program, shapes), [name], max_nodes,
                                  {n: b.point[n] for n in program.variables})
             grad = grads[name]
-        rows.append(b.import_graph([grad])[0] if grad is not None else _zeros(b, shapes[name]))
+        rows.append(b.import_graph([grad])[0] if grad is not None else zeros(b, shapes[name]))
     return _stack(b, rows, shape) if shape else rows[0]
 
 
@@ -302,12 +302,6 @@ def _one_hot(b: ArrayBuilder, shape: tuple[int, ...], element: tuple[int, ...]) 
     rows = [b.make(index_op((i,), f"[{i}]"), (op_node(b, "eye", b.constant(float(n))),))
             for n, i in zip(shape, element, strict=True)]
     return rows[0] if len(rows) == 1 else op_node(b, "outer", *rows)
-
-
-def _zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
-    if len(shape) > 2:
-        raise UsageError("gradcli diff prints Jacobians of numbers, vectors and matrices")
-    return zeros(b, shape)
 
 
 def _stack(b: ArrayBuilder, rows: list[SymNode], shape: tuple[int, ...]) -> SymNode:
@@ -430,5 +424,5 @@ def _stack_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | Non
     """``[a, b, c]`` of numbers: the stack of their Jacobians (zeros where one is constant)."""
     if node.op.name != "array" or shape_of(node.inputs[0]):
         raise _NoFormError
-    return b.make(node.op, [j if j is not None else _zeros(b, wrt) for j in operands])
+    return b.make(node.op, [j if j is not None else zeros(b, wrt) for j in operands])
 

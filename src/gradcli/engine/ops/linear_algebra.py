@@ -102,11 +102,6 @@ def _softmax(np: Any, x: Any) -> Any:
 
 # --- shape rules: the shape of a row's value from its operands' shapes ---------------------------
 
-def _number(*shapes: Shape) -> Shape:
-    """A reduction's: every element to one number."""
-    return ()
-
-
 def _matmul_shape(a: Shape, b: Shape) -> Shape:
     """Vectors and matrices, the inner sizes equal: (m, n) @ (n,) is (m,), (n,) @ (n,) is ()."""
     if len(a) not in (1, 2) or len(b) not in (1, 2) or a[-1] != b[0]:
@@ -208,7 +203,7 @@ def _inv_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
 
 def _reduction(name: str, forward: Callable[..., Any], vjp: Vjp, **row: Any) -> Op:
     """A row of one operand whose value is a number."""
-    return _row(name, 1, forward, (vjp,), shape=_number, **row)
+    return _row(name, 1, forward, (vjp,), shape=lambda x: (), **row)
 
 
 def _constructor(name: str, make: Callable[..., Any], shape: Callable[[int], Shape],
