@@ -114,14 +114,14 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     if not complex_step:
         try:
             with np.errstate(**_RAISE):
-                value = _sized(node, _apply(node, args, False))
+                value = np.asarray(_apply(node, args, False))
                 if node.op.is_array and not math.isfinite(np.sum(value)):
                     raise FloatingPointError  # LAPACK (inv, det) raises no NumPy flag
                 return value
         except FloatingPointError:
             pass
     with np.errstate(all="ignore"):
-        value = _sized(node, _apply(node, args, complex_step))
+        value = np.asarray(_apply(node, args, complex_step))
         if not np.all(np.isfinite(value)):
             raise _not_finite(node, node.op, args, value)
     return value
@@ -157,8 +157,8 @@ def value_shape(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> tupl
 
 def _guard_shape(node: Node, args: list[Any]) -> tuple[int, ...]:
     """The row's shape rule, before computing: operands of shapes it cannot take are a usage
-    error, and a value larger than ``MAX_ARRAY_ELEMENTS`` is refused before it is made, so that
-    ``outer(x, x)`` of a long x is a usage error, not memory exhausted."""
+    error, and so are an empty value and one larger than ``MAX_ARRAY_ELEMENTS`` (refused before
+    it is made: ``outer(x, x)`` of a long x is a usage error, not memory exhausted)."""
     op = node.op
     try:
         shape = op.out_shape(*args)
@@ -175,22 +175,13 @@ def _guard_shape(node: Node, args: list[Any]) -> tuple[int, ...]:
     if len(shape) > MAX_ARRAY_DIMS:  # [a, b, ...] adds an axis
         check_dims(describe(node), len(shape))
     elements = math.prod(shape)
+    if not elements:  # an empty slice: every reduction of it would be a convention
+        raise UsageError(f"{describe(node)} is empty (shape {shape_text(shape)})",
+                         hint="arrays have at least one element: check the slice's ends")
     if elements > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"{describe(node)} would have {elements:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use smaller arrays")
     return shape
-
-
-def _sized(node: Node, value: Any) -> Any:
-    value = numpy().asarray(value)
-    if not value.size:  # an empty slice: every reduction of it would be a convention
-        raise UsageError(f"{describe(node)} is empty (shape {shape_text(value.shape)})",
-                         hint="arrays have at least one element: check the slice's ends")
-    if value.size > MAX_ARRAY_ELEMENTS:
-        raise UsageError(f"{describe(node)} has {value.size:,} elements (shape "
-                         f"{shape_text(value.shape)}), more than {MAX_ARRAY_ELEMENTS:,}",
-                         hint="use smaller arrays")
-    return value
 
 
 def _array_op(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
