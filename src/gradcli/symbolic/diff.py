@@ -216,26 +216,19 @@ def _own_values_note(program: Program, ask: DiffAsk) -> str | None:
     given = [name for name in ask.values if name in program.variables]
     own = [name for name in program.defaults
            if name in program.variables and name not in ask.values]
+    stay = "stays a symbol" if len(own) == 1 else "stay symbols"
     notes = []
     if given:
-        notes.append(f"note: the derivatives keep {_symbols(given)} and were checked with "
+        notes.append(f"note: the derivatives keep {', '.join(given)} "
+                     f"{'a symbol' if len(given) == 1 else 'symbols'} and were checked with "
                      f"the {', '.join(given)} given")
     if own and ask.defaults:
         notes.append(f"note: took the derivatives at the program's own {', '.join(own)}, "
-                     f"which {'stays a symbol' if len(own) == 1 else 'stay symbols'} in them")
+                     f"which {stay} in them")
     elif own:
-        notes.append(f"note: the program's own {', '.join(own)} "
-                     f"{'stays a symbol' if len(own) == 1 else 'stay symbols'}; --defaults "
-                     f"takes the derivatives at {_their_values(own)}")
+        notes.append(f"note: the program's own {', '.join(own)} {stay}; --defaults takes the "
+                     f"derivatives at {'its value' if len(own) == 1 else 'their values'}")
     return "\n".join(notes) or None
-
-
-def _symbols(names: list[str]) -> str:
-    return f"{', '.join(names)} {'a symbol' if len(names) == 1 else 'symbols'}"
-
-
-def _their_values(names: list[str]) -> str:
-    return "its value" if len(names) == 1 else "their values"
 
 
 def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],

@@ -1,13 +1,9 @@
 """The table's array rows: products, reductions, linear algebra, indexing and constructors.
 
 Element-wise functions and operators are rows of the other sections: they already run on NumPy
-arrays (their ``vector`` forms, and their partials written with ``F``), and engine/arrays.py
-applies them with NumPy broadcasting. Here is what only exists for arrays. A row is HIPS
-autograd's ``defvjp`` line: ``forward(np, *args)`` and one vector-Jacobian product per operand,
-``rule(xp, g, out, *args)``, written with the namespace ``xp`` (ops/xp.py); an op whose value is
-an array also has its ``defjvp``, ``jvp(np, tangents, out, *args)``, for forward mode.
-``complex`` is the form the complex-step check replays (``SAME``: ``forward`` is analytic on
-complex arrays). ``vector`` is ``SAME``: ``forward`` takes arrays.
+arrays, broadcasting. Here is what only exists for arrays, each row as ops/row.py describes an
+``ARRAY`` row (HIPS autograd's ``defvjp`` and ``defjvp`` lines, written with ``xp``), with the
+shape of its value (``shape``): what the row takes is said there, before anything is computed.
 
 Conventions (docs/arrays.md): reductions (``sum``, ``mean``, ``prod``, ``max``, ``min``, ``norm``,
 ``norm1``, ``logsumexp``) reduce every element to a scalar; ``softmax`` and ``log_softmax`` work
