@@ -357,13 +357,14 @@ def _logdet(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) 
 
 
 def _matmul(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    """A matrix product with a column axis on either operand or both: einsum, by core ranks."""
+    """A matrix product with a column axis on either operand or both: einsum, by core ranks
+    (``optimize`` lets it call BLAS: a product of many columns is one matrix product)."""
     ca, cb = (np.ndim(arg) - move for arg, move in zip(args, moving, strict=True))
     if ca not in (1, 2) or cb not in (1, 2):
         raise ValueError("@ multiplies vectors and matrices")
     left, right, out = _MATMUL_INDICES[ca, cb]
     left, right = ("c" + left if moving[0] else left), ("c" + right if moving[1] else right)
-    return np.einsum(f"{left},{right}->c{out}", *args)
+    return np.einsum(f"{left},{right}->c{out}", *args, optimize=True)  # BLAS where it can
 
 
 # (core rank of a, of b) -> einsum indices of a, b and the product, without the column axis
