@@ -126,13 +126,15 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     count = min(count, ARRAY_CHECK_ELEMENTS)
     flats = sample(size, count)
     elements = _elements(replayer, node, flats, rtol, atol, method, columns)
-    along = []
+    along: list[GradientCheck] = []
+    narrowed: dict[int, GradientCheck] = {}
     for k in range(directions):
         v = replayer.draw(k)
         verdict = check_direction(replayer, node, v, rtol, atol, method)
         along.append(verdict)
-        if not verdict.ok:
-            elements.update(narrow(replayer, node, v, rtol, atol, method))
+        if not verdict.ok and not narrowed:  # the next failed directions lead to the same
+            narrowed = narrow(replayer, node, v, rtol, atol, method)
+            elements.update(narrowed)
     spent = directions * direction_cost + len(flats) * element_cost
     return _combined(node, elements, along), spent, shrunk
 
