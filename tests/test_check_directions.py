@@ -61,7 +61,8 @@ def test_every_direction_agrees_with_autograd(text, method):
     for name in large:
         node = program.variables[name]
         check = result.check.gradients[name]
-        assert (check.directions, check.checked) == (ARRAY_CHECK_DIRECTIONS, ARRAY_CHECK_MIN)
+        assert check.directions == ARRAY_CHECK_DIRECTIONS
+        assert 2 <= check.checked <= ARRAY_CHECK_MIN  # no more than the directions cost
         expected = autograd.grad(ORACLES[text], NAMES.index(name))(*point)
         replayer.aim(node)
         for k in range(ARRAY_CHECK_DIRECTIONS):

@@ -11,8 +11,9 @@ verdict and its own tolerance, relative to its own v·g (in a joint direction a 
 would be judged against a weight matrix's, a million times larger), and a replay recomputes only
 what that node reaches. Each element of v is ±1 times max(1, |x_i|), the element's own step
 scale (``steps.base_step``), so every element moves as far as its element-wise check moves it;
-the signs are drawn from a generator seeded with ``DIRECTION_SEED`` and the node's index, so the
-same program at the same point is always checked along the same directions.
+the signs are drawn from a generator seeded with ``DIRECTION_SEED``, the node's index and the
+direction's number, so the same program at the same point is always checked along the same
+directions.
 
 On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
 directional difference, the halves that disagree are split again, and a single element left is
@@ -24,6 +25,7 @@ half; at most ``NARROWED_ELEMENTS`` elements are followed down, through at most
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from gradcli.engine.graph import Node
@@ -80,8 +82,9 @@ class DirectionReplayer(ElementReplayer):
         size = self.scale.size
         if self.drawn is None:
             self.drawn = np.empty(np.shape(self.target.value))
-        generator = np.random.default_rng((DIRECTION_SEED, self.target.index, k))
-        bits = np.frombuffer(generator.bytes(-(-size // 8)), dtype=np.uint8)
+        # Python's generator: NumPy's would cost its import (10 ms) for a few random bytes.
+        generator = random.Random((DIRECTION_SEED << 40) | (self.target.index << 8) | k)
+        bits = np.frombuffer(generator.randbytes(-(-size // 8)), dtype=np.uint8)
         signs = np.unpackbits(bits, count=size).view(np.int8)  # 0 or 1, then -1 or 1
         signs *= 2
         signs -= 1
