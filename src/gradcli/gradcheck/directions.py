@@ -91,6 +91,14 @@ class DirectionReplayer(ElementReplayer):
         np.multiply(self.scale, signs, out=self.drawn.reshape(-1))
         return self.drawn
 
+    def dot(self, v: Any, grad: Any) -> float:
+        """v·grad, summed pairwise in the replays' buffer (a reduction's gradient is often a
+        broadcast view, which a dot product would first copy whole)."""
+        np = numpy()
+        if self.buffer is None:
+            self.buffer = np.empty(np.shape(v))
+        return float(np.multiply(v, grad, out=self.buffer).sum())
+
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         if self.direction is None:
             return super().replay(index, value, complex_step)
@@ -110,10 +118,9 @@ def check_direction(replayer: DirectionReplayer, node: Node, v: Any, rtol: float
                     method: str) -> GradientCheck:
     """v·g against the finite difference of the output along ``v`` (``replayer`` aimed at
     ``node``)."""
-    np = numpy()
     replayer.along(v)
     try:
-        analytic = float(np.vdot(v, np.asarray(node.grad, dtype=float)))
+        analytic = replayer.dot(v, node.grad)
         return check_node(replayer, Probe(0.0, analytic, node.index), rtol, atol, method)
     finally:
         replayer.along(None)
@@ -123,8 +130,8 @@ def check_element(replayer: DirectionReplayer, node: Node, flat: int, rtol: floa
                   atol: float, method: str) -> GradientCheck:
     """The element-wise check of one element (flat index) of ``node``'s gradient."""
     np = numpy()
-    value = float(np.ravel(node.value)[flat])
-    grad = float(np.ravel(node.grad)[flat])
+    value = float(np.asarray(node.value).flat[flat])  # .flat: no copy of a broadcast gradient
+    grad = float(np.asarray(node.grad).flat[flat])
     return check_node(replayer, Probe(value, grad, flat), rtol, atol, method)
 
 

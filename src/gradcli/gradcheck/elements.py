@@ -43,6 +43,8 @@ from gradcli.limits import (
 
 NODE_OVERHEAD = 2_000  # a node costs as much to recompute as this many elements (a NumPy call)
 _CUBIC = frozenset({"det", "logdet", "inv"})  # LU factorisations: n^3 multiplications
+# BLAS and LAPACK multiply this many pairs in the time NumPy reads and writes one element
+MULTIPLICATIONS_PER_UNIT = 8
 
 
 def node_work(node: Node) -> int:
@@ -52,9 +54,9 @@ def node_work(node: Node) -> int:
     name = node.op.name if node.inputs else ""
     if name == "matmul":
         a, b = (np.shape(s.value) for s in node.inputs)
-        work += math.prod(a) * math.prod(b[1:])
+        work += math.prod(a) * math.prod(b[1:]) // MULTIPLICATIONS_PER_UNIT
     elif name in _CUBIC:
-        work += int(np.shape(node.inputs[0].value)[-1]) ** 3
+        work += int(np.shape(node.inputs[0].value)[-1]) ** 3 // MULTIPLICATIONS_PER_UNIT
     return work + NODE_OVERHEAD
 
 
@@ -151,7 +153,7 @@ def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: f
     np = numpy()
     passed = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
                              atol) if columns and flats else {}
-    grads = np.ravel(node.grad)
+    grads = np.asarray(node.grad).flat  # no copy of a broadcast gradient
     found = {}
     for flat in flats:
         settled = passed.get(flat)
