@@ -155,3 +155,19 @@ def test_the_report_says_which_checks_ran():
     table = runner.invoke(cli, args).stdout
     assert f"{ARRAY_CHECK_DIRECTIONS} directions + {ARRAY_CHECK_MIN} of 400" in table
     assert "along 3 random directions" in table
+
+
+def test_a_check_files_estimate_counts_the_array_checks_work(tmp_path):
+    """The up-front estimate grows with the arrays' sizes (the work the check does), not only
+    with nodes and points."""
+    from gradcli.formulas.files import load_check_file
+    from gradcli.formulas.run import check_cells
+
+    sizes = {"small": 3, "large": 300}
+    for name, n in sizes.items():
+        np.save(tmp_path / f"{name}.npy", np.ones((n, n)))
+    path = tmp_path / "checks.toml"
+    path.write_text("".join(f'[[check]]\nname = "{name}"\nexpr = "sum(W*W)"\n'
+                            f'at = {{W = "{name}.npy"}}\n' for name in sizes))
+    small, large = (check_cells(spec) for spec in load_check_file(str(path)))
+    assert large > 50 * small

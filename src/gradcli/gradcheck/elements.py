@@ -35,6 +35,7 @@ from gradcli.gradcheck.directions import (
 from gradcli.gradcheck.steps import CENTRAL
 from gradcli.limits import (
     ARRAY_ALL_ELEMENTS,
+    ARRAY_CHECK_BUDGET,
     ARRAY_CHECK_DIRECTIONS,
     ARRAY_CHECK_ELEMENTS,
     ARRAY_CHECK_MIN,
@@ -43,6 +44,7 @@ from gradcli.limits import (
 
 NODE_OVERHEAD = 2_000  # a node costs as much to recompute as this many elements (a NumPy call)
 _CUBIC = frozenset({"det", "logdet", "inv"})  # LU factorisations: n^3 multiplications
+WORK_PER_CELL = 32  # a check file's cell (one node at one point, 20-40 ns) in units of work
 # BLAS and LAPACK multiply this many pairs in the time NumPy reads and writes one element
 MULTIPLICATIONS_PER_UNIT = 8
 
@@ -63,6 +65,17 @@ def node_work(node: Node) -> int:
 def replay_cost(nodes: list[Node]) -> int:
     """What recomputing ``nodes`` costs (one evaluation of a program: all of its nodes)."""
     return sum(node_work(node) for node in nodes)
+
+
+def estimated_work(nodes: int, elements: int, targets: int) -> int:
+    """The same measure before any value is computed (a check file's up-front estimate): one
+    evaluation of ``nodes`` nodes of ``elements`` elements each, forward and backward, and the
+    check of ``targets`` gradients, each its directions and its sample (two replays each, an
+    evaluation at most; the sample's replayed together as columns), within
+    ``ARRAY_CHECK_BUDGET``."""
+    evaluation = nodes * (elements + NODE_OVERHEAD)
+    replays = 2 * (ARRAY_CHECK_DIRECTIONS + ARRAY_CHECK_MIN // ARRAY_COLUMN_FACTOR) * targets
+    return 2 * evaluation + min(ARRAY_CHECK_BUDGET, replays * evaluation)
 
 
 def check_arrays(program: Program, rtol: float, atol: float, method: str, per_node: bool,
