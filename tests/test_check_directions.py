@@ -168,6 +168,7 @@ def test_a_check_files_estimate_counts_the_array_checks_work(tmp_path):
         np.save(tmp_path / f"{name}.npy", np.ones((n, n)))
     path = tmp_path / "checks.toml"
     path.write_text("".join(f'[[check]]\nname = "{name}"\nexpr = "sum(W*W)"\n'
-                            f'at = {{W = "{name}.npy"}}\n' for name in sizes))
+                            f'at = {{W = "{name}.npy"}}\nvalue = {n * n}\n'
+                            for name, n in sizes.items()))
     small, large = (check_cells(spec) for spec in load_check_file(str(path)))
     assert large > 50 * small
