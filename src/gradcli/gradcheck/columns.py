@@ -358,13 +358,17 @@ def _logdet(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) 
 
 def _matmul(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
     """A matrix product with a column axis on either operand or both: einsum, by core ranks
-    (``optimize`` lets it call BLAS: a product of many columns is one matrix product)."""
+    (``optimize`` lets it call BLAS for large operands: many columns are one matrix product)."""
     ca, cb = (np.ndim(arg) - move for arg, move in zip(args, moving, strict=True))
     if ca not in (1, 2) or cb not in (1, 2):
         raise ValueError("@ multiplies vectors and matrices")
     left, right, out = _MATMUL_INDICES[ca, cb]
     left, right = ("c" + left if moving[0] else left), ("c" + right if moving[1] else right)
-    return np.einsum(f"{left},{right}->c{out}", *args, optimize=True)  # BLAS where it can
+    large = max(np.size(arg) for arg in args) > _BLAS_ELEMENTS
+    return np.einsum(f"{left},{right}->c{out}", *args, optimize=large)
+
+
+_BLAS_ELEMENTS = 4096  # a product with a larger operand is worth einsum's search for BLAS
 
 
 # (core rank of a, of b) -> einsum indices of a, b and the product, without the column axis
