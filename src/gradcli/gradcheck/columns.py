@@ -181,8 +181,9 @@ class ElementReplayer:
                     stack.append(user)
         seen.discard(node.index)
         self.target, self.downstream = node, [self.nodes[i] for i in sorted(seen)]
-        # The replays perturb an element of a private copy in place, and put it back.
-        self.moved = {False: np.array(node.value, dtype=float, order="C"), True: None}
+        # The replays perturb an element of a private copy in place, and put it back; the copy
+        # is made by the first replay (columns and directions need none).
+        self.moved = {False: None, True: None}
         return sum(np.size(n.value) + sum(np.size(s.value) for s in n.inputs)
                    for n in self.downstream)
 
@@ -191,7 +192,8 @@ class ElementReplayer:
         node = self.target
         moved = self.moved[complex_step]
         if moved is None:
-            moved = self.moved[True] = np.array(node.value, dtype=complex, order="C")
+            kind = complex if complex_step else float
+            moved = self.moved[complex_step] = np.array(node.value, dtype=kind, order="C")
         flat = moved.reshape(-1)  # a view: the copy itself changes
         kept = flat[index]
         flat[index] = value

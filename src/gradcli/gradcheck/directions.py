@@ -95,6 +95,9 @@ class DirectionReplayer(ElementReplayer):
         """v·grad, summed pairwise in the replays' buffer (a reduction's gradient is often a
         broadcast view, which a dot product would first copy whole)."""
         np = numpy()
+        grad = np.asarray(grad, dtype=float)
+        if grad.flags.c_contiguous and np.shape(grad) == np.shape(v):
+            return float(np.vdot(v, grad))  # one pass, no buffer
         if self.buffer is None:
             self.buffer = np.empty(np.shape(v))
         return float(np.multiply(v, grad, out=self.buffer).sum())

@@ -5,8 +5,8 @@ by finite differences with ``differences.check_node``. A small one, up to ``ARRA
 elements, element by element, every element (the sampled elements replay together as NumPy
 columns where they can, gradcheck/columns.py). A larger one along ``ARRAY_CHECK_DIRECTIONS``
 random directions, each of which checks every element at once (gradcheck/directions.py), plus
-up to ``ARRAY_CHECK_MIN`` elements of an evenly spread, deterministic sample (no more than the
-directions cost, so at least 2 elements of a matrix feeding a product); a failed direction is
+up to ``ARRAY_CHECK_MIN`` elements of an evenly spread, deterministic sample (costing at most
+half what the directions cost, so at least 2 of a matrix feeding a product); a failed direction is
 narrowed down to the elements that disagree. The verdict says which ran: ``directions``,
 ``checked`` of ``size`` elements.
 
@@ -44,6 +44,7 @@ from gradcli.limits import (
 
 NODE_OVERHEAD = 2_000  # a node costs as much to recompute as this many elements (a NumPy call)
 _CUBIC = frozenset({"det", "logdet", "inv"})  # LU factorisations: n^3 multiplications
+SAMPLE_SHARE = 0.5  # a large gradient's element sample costs at most this much of its directions
 WORK_PER_CELL = 32  # a check file's cell (one node at one point, 20-40 ns) in units of work
 # BLAS and LAPACK multiply this many pairs in the time NumPy reads and writes one element
 MULTIPLICATIONS_PER_UNIT = 8
@@ -112,13 +113,13 @@ def sample(size: int, count: int) -> list[int]:
 def plan(size: int, direction_cost: float, element_cost: float,
          budget: float) -> tuple[int, int, bool]:
     """(directions, elements, shrunk) for a gradient of ``size`` elements (module docstring):
-    the sample of elements costs at most what the directions cost (an element of a matrix
-    that feeds a product costs a whole product; each direction checks every element), and never
-    fewer than 2 elements are wanted."""
+    the sample of elements costs at most ``SAMPLE_SHARE`` of what the directions cost (an
+    element of a matrix that feeds a product costs a whole product, and each direction checks
+    every element), and never fewer than 2 elements are wanted."""
     if size <= ARRAY_ALL_ELEMENTS and size * element_cost <= budget:
         return 0, size, False
     directions = ARRAY_CHECK_DIRECTIONS
-    affordable = int(directions * direction_cost // max(element_cost, 1.0))
+    affordable = int(directions * direction_cost * SAMPLE_SHARE // max(element_cost, 1.0))
     wanted = min(size, ARRAY_CHECK_MIN, max(2, affordable))
     spare = budget - directions * direction_cost
     count = min(wanted, max(0, int(spare // max(element_cost, 1.0))))
