@@ -88,10 +88,12 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
     if check.unchecked:
         text.append(f"\n{plural(len(check.unchecked), 'variable')} unchecked (not verified): the "
                     f"check's budget ran out ({listed(check.unchecked)})", style="yellow")
-    directions = max((getattr(c, "directions", 0) for c in checks), default=0)
+    counts = {getattr(c, "directions", 0) for c in checks} - {0}
+    directions = max(counts, default=0)
     if checked < size:
+        most = plural(directions, "random direction")
         along = (f"; every element of the larger arrays along "
-                 f"{plural(directions, 'random direction')}" if directions else "")
+                 f"{most if len(counts) == 1 else 'up to ' + most}" if directions else "")
         text.append(f"\nchecked {checked:,} of {size:,} {what[1]} (an evenly spread sample of "
                     f"the larger arrays{along})", style="dim" if directions else "yellow")
     shrunk = getattr(check, "shrunk", [])
