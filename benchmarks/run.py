@@ -6,6 +6,7 @@
     python benchmarks/run.py --only A1,A2  # arrays: issue 16
     python benchmarks/run.py --only J1,J2  # a 100x100 Jacobian, diff of identities: issue 17
     python benchmarks/run.py --only J3     # the cost of diff's self-check: issue 26
+    python benchmarks/run.py --only A3     # arrays from .npy files with the check: issue 30
 
 gradcli runs as a user runs it: a separate process, ``gradcli eval`` on the workload's text
 (W5, whose CLI command is another issue's, calls ``vector.evaluate_vector``). Peers run in this
@@ -36,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+import array_check
 import peers
 import workloads
 
@@ -406,7 +408,7 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs, smaller peer samples")
-    parser.add_argument("--only", default="W1,W2,W3,W4,W5,A1,A2,J1,J2,J3,XL",
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5,A1,A2,A3,J1,J2,J3,XL",
                         help="comma-separated workloads")
     args = parser.parse_args()
     chosen = set(args.only.upper().split(","))
@@ -427,6 +429,8 @@ def main() -> None:
             a1(args)
         if "A2" in chosen:
             a2(args)
+        if "A3" in chosen:
+            array_check.rows(args, folder, row, run_process, interleaved)
         if "J1" in chosen:
             j1(args)
         if "J2" in chosen:

@@ -295,16 +295,17 @@ def test_a_wrong_gradient_is_caught_element_by_element():
     assert gradcli.evaluate("sum(x*x)", {"x": [1.0, 2.0]}).check.ok
 
 
-def test_large_arrays_are_checked_on_an_even_deterministic_sample(monkeypatch):
-    from gradcli.gradcheck import check
+def test_large_arrays_are_checked_along_directions_and_on_an_even_deterministic_sample():
+    from gradcli.gradcheck import elements
+    from gradcli.limits import ARRAY_CHECK_DIRECTIONS, ARRAY_CHECK_MIN
 
-    monkeypatch.setattr(check, "ARRAY_CHECK_ELEMENTS", 50)
     x = np.linspace(-1, 1, 1000)
     first = gradcli.evaluate("sum(x*x)", {"x": x}).check.gradients["x"]
     again = gradcli.evaluate("sum(x*x)", {"x": x}).check.gradients["x"]
-    assert (first.checked, first.size) == (50, 1000) and first.ok
+    assert (first.directions, first.checked, first.size) == (
+        ARRAY_CHECK_DIRECTIONS, ARRAY_CHECK_MIN, 1000) and first.ok
     assert (again.where, again.abs_error) == (first.where, first.abs_error)
-    assert check.sample(1000, 50)[0] == 0 and check.sample(1000, 50)[-1] == 999
+    assert elements.sample(1000, 50)[0] == 0 and elements.sample(1000, 50)[-1] == 999
 
 
 # --- the API and the scalar path -------------------------------------------------------------
@@ -346,8 +347,9 @@ def test_complex_step_on_element_wise_functions_of_arrays():
     "v = [x[0], sum(x), x[2]*x[1]]; sum(v*v) + sum(W[:, 1:])",
 ])
 def test_columns_replayed_together_agree_with_one_element_at_a_time(program):
-    from gradcli.gradcheck.check import _Probe, check_node
+    from gradcli.gradcheck.check import check_node
     from gradcli.gradcheck.columns import ElementReplayer, central_columns, replayable
+    from gradcli.gradcheck.directions import Probe
 
     result = gradcli.evaluate(program, {"W": A, "x": X3, "b": Y3, "t": C3}, check=False)
     nodes = result.program.nodes
@@ -360,7 +362,7 @@ def test_columns_replayed_together_agree_with_one_element_at_a_time(program):
         together = central_columns(node, replayer.downstream, nodes[-1], flats, 1e-5, 1e-8)
         assert len(together) == len(flats)  # all pass at the first step
         for flat, check in together.items():
-            probe = _Probe(float(np.ravel(node.value)[flat]), float(np.ravel(node.grad)[flat]),
+            probe = Probe(float(np.ravel(node.value)[flat]), float(np.ravel(node.grad)[flat]),
                            flat)
             alone = check_node(replayer, probe, 1e-5, 1e-8)
             assert alone.step == check.step

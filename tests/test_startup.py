@@ -20,7 +20,8 @@ from gradcli.cli.commands import COMMANDS, every_command
 
 SEED = ["eval", "(x*W+b-t)**2", "--x", "2", "--W", "3", "--b", "1", "--t", "8"]
 # The finite-difference check: loaded only when it runs
-CHECK = {"gradcli.gradcheck.check", "gradcli.gradcheck.steps", "gradcli.engine.replay"}
+CHECK = {"gradcli.gradcheck.check", "gradcli.gradcheck.differences", "gradcli.gradcheck.steps",
+         "gradcli.engine.replay"}
 
 # gradcli's own modules on the path of one scalar eval: the command, the parser and its
 # tables, the graph and its ops, the evaluation and its finite-difference check.

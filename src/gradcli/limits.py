@@ -56,13 +56,16 @@ are the size of a program and the finite-difference check, whose cost is (number
 - ``MAX_DRAWN_NODES``: nodes ``gradcli graph`` draws by default, nearest the output (a larger
   picture is unreadable; ``--max-nodes 0`` draws all).
 - Arrays (docs/arrays.md): ``MAX_ARRAY_ELEMENTS`` elements in one value (a literal, ``eye(n)``,
-  any node: 2^25 doubles are 256 MB). The check of an array program perturbs one element at a
-  time and replays what depends on it: it checks every element of each gradient up to
-  ``ARRAY_CHECK_ELEMENTS`` per node, and a deterministic, evenly spread sample beyond, fewer when
-  the replays would pass ``ARRAY_CHECK_BUDGET`` array elements recomputed (about a second), but
-  never fewer than ``ARRAY_CHECK_MIN``; the verdict says how many were checked. When the
-  elements replay together as columns (no per-element Python work) the budget counts
-  ``ARRAY_COLUMN_FACTOR`` times. ``MAX_ARRAY_DIMS``: dimensions of one value, that is how deep
+  any node: 2^25 doubles are 256 MB). The check of an array program (gradcheck/elements.py)
+  checks every element of a gradient of up to ``ARRAY_ALL_ELEMENTS`` elements, and a larger one
+  along ``ARRAY_CHECK_DIRECTIONS`` random directions (each checks every element at once) plus
+  ``ARRAY_CHECK_MIN`` elements of an evenly spread, deterministic sample (at most
+  ``ARRAY_CHECK_ELEMENTS``). ``ARRAY_CHECK_BUDGET`` bounds its work (about a second), counted as
+  replays x what each recomputes (elements read and written, a product's multiplications, a
+  factorisation's n^3), shared fairly among the nodes: past it a node gets fewer elements, then
+  fewer directions (at least one), and the verdict names it. Elements that replay together as
+  columns (no per-element Python work) cost ``ARRAY_COLUMN_FACTOR`` times less.
+  ``MAX_ARRAY_DIMS``: dimensions of one value, that is how deep
   brackets nest in a literal, an array value or a values file, checked by ``check_dims`` before
   NumPy sees the value (NumPy allows 64 dimensions, 32 before 2.0, and a Jacobian has its
   output's dimensions and its input's, and a check one axis of points more).
@@ -107,8 +110,10 @@ MAX_ARRAY_ELEMENTS = 2**25
 MAX_VALUES_FILE_BYTES = 2**24 * 25  # 2^24 numbers written with 17 digits and their commas
 MAX_ARRAY_DIMS = 12
 ARRAY_CHECK_ELEMENTS = 10_000
-ARRAY_CHECK_BUDGET = 50_000_000
+ARRAY_CHECK_BUDGET = 1_000_000_000  # work units of about a nanosecond: about a second
 ARRAY_CHECK_MIN = 20
+ARRAY_ALL_ELEMENTS = 256
+ARRAY_CHECK_DIRECTIONS = 3
 ARRAY_COLUMN_FACTOR = 20
 MAX_HESSIAN_ENTRIES = 1_000_000  # a Hessian of up to 1,000 variables
 MAX_ARRAY_HESSIAN_INPUTS = 500  # input elements of an array program's --hessian

@@ -406,12 +406,28 @@ def check_cells(spec: CheckSpec) -> int:
     twice more per variable for the finite differences; each expected expression once. Every
     block of points also counts ``CHECK_BLOCK_OVERHEAD`` points more: a node costs as much at
     one point as at that many (NumPy's cost per call), and every check ``CHECK_FIXED_CELLS``
-    more (what it costs beyond its nodes: ~2 ms)."""
+    more (what it costs beyond its nodes: ~2 ms). A check with arrays counts the array check's
+    work instead (``_array_cells``)."""
+    if spec.arrays:
+        return _array_cells(spec)
     passes = 2 + 2 * len(spec.program.variables)
     points = spec.points
     blocks = -(-points // block_points(spec))
     return ((passes * len(spec.program.nodes) + _expected_nodes(spec))
             * (points + CHECK_BLOCK_OVERHEAD * blocks) + CHECK_FIXED_CELLS)
+
+
+def _array_cells(spec: CheckSpec) -> int:
+    """An array check's size in cells: at each point the array check's own measure of work
+    (``elements.estimated_work``: an evaluation, and the checks of every node's gradient within
+    its budget), each node taken as large as the largest value given, ``WORK_PER_CELL`` units
+    of work to a cell."""
+    from gradcli.gradcheck.elements import WORK_PER_CELL, estimated_work
+
+    nodes = len(spec.program.nodes) + _expected_nodes(spec)
+    largest = max((int(getattr(v, "size", 1)) for v in spec.values.values()), default=1)
+    work = estimated_work(nodes, largest, len(spec.program.nodes))
+    return spec.points * (work // WORK_PER_CELL) + CHECK_FIXED_CELLS
 
 
 def _expected_nodes(spec: CheckSpec) -> int:

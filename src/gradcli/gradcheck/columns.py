@@ -181,8 +181,9 @@ class ElementReplayer:
                     stack.append(user)
         seen.discard(node.index)
         self.target, self.downstream = node, [self.nodes[i] for i in sorted(seen)]
-        # The replays perturb an element of a private copy in place, and put it back.
-        self.moved = {False: np.array(node.value, dtype=float, order="C"), True: None}
+        # The replays perturb an element of a private copy in place, and put it back; the copy
+        # is made by the first replay (columns and directions need none).
+        self.moved = {False: None, True: None}
         return sum(np.size(n.value) + sum(np.size(s.value) for s in n.inputs)
                    for n in self.downstream)
 
@@ -191,7 +192,8 @@ class ElementReplayer:
         node = self.target
         moved = self.moved[complex_step]
         if moved is None:
-            moved = self.moved[True] = np.array(node.value, dtype=complex, order="C")
+            kind = complex if complex_step else float
+            moved = self.moved[complex_step] = np.array(node.value, dtype=kind, order="C")
         flat = moved.reshape(-1)  # a view: the copy itself changes
         kept = flat[index]
         flat[index] = value
@@ -357,13 +359,18 @@ def _logdet(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) 
 
 
 def _matmul(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    """A matrix product with a column axis on either operand or both: einsum, by core ranks."""
+    """A matrix product with a column axis on either operand or both: einsum, by core ranks
+    (``optimize`` lets it call BLAS for large operands: many columns are one matrix product)."""
     ca, cb = (np.ndim(arg) - move for arg, move in zip(args, moving, strict=True))
     if ca not in (1, 2) or cb not in (1, 2):
         raise ValueError("@ multiplies vectors and matrices")
     left, right, out = _MATMUL_INDICES[ca, cb]
     left, right = ("c" + left if moving[0] else left), ("c" + right if moving[1] else right)
-    return np.einsum(f"{left},{right}->c{out}", *args)
+    large = max(np.size(arg) for arg in args) > _BLAS_ELEMENTS
+    return np.einsum(f"{left},{right}->c{out}", *args, optimize=large)
+
+
+_BLAS_ELEMENTS = 4096  # a product with a larger operand is worth einsum's search for BLAS
 
 
 # (core rank of a, of b) -> einsum indices of a, b and the product, without the column axis

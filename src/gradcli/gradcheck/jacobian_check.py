@@ -19,7 +19,7 @@ from gradcli.engine import arrays, jacobian
 from gradcli.engine.graph import Node, Program, output_labels
 from gradcli.engine.notation import expression_texts
 from gradcli.errors import ExitStatus, NumericError, UsageError
-from gradcli.gradcheck.check import sample
+from gradcli.gradcheck.elements import sample
 from gradcli.limits import ARRAY_CHECK_ELEMENTS, MAX_CONTRIBUTION_CELLS
 
 _STEP = 6e-6  # about the cube root of the float epsilon: central differences' best step

@@ -142,6 +142,7 @@ def check_record(check: CheckReport) -> dict[str, Any]:
         "nodes_checked": not check.nodes_skipped,
         "method": check.method,
         "unchecked": check.unchecked,
+        "shrunk": check.shrunk,
         "ill_conditioned": None if check.conditioning is None else check.conditioning.record(),
     }
 
@@ -161,6 +162,7 @@ def _gradient_check(check: GradientCheck) -> dict[str, Any]:
         "size": check.size,
         "failed": check.failed,
         "where": list(check.where),
+        "directions": check.directions,
     }
 
 

@@ -88,9 +88,18 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
     if check.unchecked:
         text.append(f"\n{plural(len(check.unchecked), 'variable')} unchecked (not verified): the "
                     f"check's budget ran out ({listed(check.unchecked)})", style="yellow")
+    counts = {getattr(c, "directions", 0) for c in checks} - {0}
+    directions = max(counts, default=0)
     if checked < size:
+        most = plural(directions, "random direction")
+        along = (f"; every element of the larger arrays along "
+                 f"{most if len(counts) == 1 else 'up to ' + most}" if directions else "")
         text.append(f"\nchecked {checked:,} of {size:,} {what[1]} (an evenly spread sample of "
-                    "the larger arrays)", style="yellow")
+                    f"the larger arrays{along})", style="dim" if directions else "yellow")
+    shrunk = getattr(check, "shrunk", [])
+    if shrunk:
+        text.append(f"\nthe check's budget ran out: fewer elements or directions checked for "
+                    f"{listed(shrunk)}", style="yellow")
     return text
 
 
@@ -143,6 +152,8 @@ def check_cells(check: GradientCheck | None, arrays: bool,
         error = "n/a" if check.abs_error is None else f"{check.abs_error:.1e}"
         at = f" at [{', '.join(map(str, where))}]" if where else ""
         count = f"{checked:,}" if checked == size else f"{checked:,} of {size:,}"
+        directions = getattr(check, "directions", 0)
+        count = f"{plural(directions, 'direction')} + {count}" if directions else count
         return [Text(error + at, style=style), Text(count, style="dim")]
     if check.numeric is None:
         return [Text("n/a", style="bold red"), Text("no finite difference", style="bold red")]

@@ -1,0 +1,228 @@
+"""One node's (or one element's, or one direction's) gradient against finite differences.
+
+``check_node`` perturbs one value, the ``value`` of a ``steps.Perturbed``, through a
+``steps.Replays`` that recomputes the output, and compares the difference quotient with the
+``grad``: central differences with the step policy of gradcheck/steps.py, and, asked by name,
+two more methods. Everything that checks a gradient by finite differences -- a float program's
+nodes (``replay.Replayer``), an array's elements (``columns.ElementReplayer``), an array along a
+random direction (``directions.DirectionReplayer``), sweeps and Hessians -- goes through it, so
+there is one step policy, one tolerance and one verdict, a ``GradientCheck``.
+
+The two methods asked for by name (``method=``, ``--check-method``); each verdict records the
+one it used:
+- ``complex``: complex-step differentiation, Im f(v + ih) / h, evaluated with the op table's
+  ``complex`` form. No difference of nearby values is taken: no cancellation, no rounding-noise
+  allowance (the tolerance is atol + rtol * max(|analytic|, |numeric|)). The only error is
+  truncation, about (h/L)^2 / 6 relative, L the scale on which f changes: invisible for any L
+  above ~1e-92 with h = 1e-100 * max(1, |v|), which is no smaller so that the imaginary parts
+  carried through the graph stay normal floats. At a kink (abs, relu at 0; min/max at a tie;
+  sign) the complex form follows the real part, so complex-step *reproduces* the documented
+  convention and cannot flag a point where the function is not differentiable (central
+  differences do: relu(x) at 0 gives 1/2).
+  Should the complex evaluation overflow where the real one does not, the central check is used
+  and the verdict says so. An op whose row has no complex form (``complex=NONE``, see
+  engine/ops/) is refused instead: if such an op depends on a variable (a complex replay would
+  reach it), ``check_gradients`` raises a UsageError (exit status 2) that names the function and
+  suggests ``--check-method central`` or ``richardson``, before any replay. A refusal rather than
+  a silent fallback: complex was asked for by name, and the missing form is a property of the
+  program, not of a point, so the answer does not change from one point to the next. An op with
+  no complex form that depends only on constants (``erf(2)*x``) is never replayed and is fine.
+- ``richardson``: central differences D(h) at steps h0 / 2^k (h0 = max(1, |v|) / 8, at most
+  ``RICHARDSON_LEVELS`` steps) extrapolated column by column, T[k][j] = T[k][j-1] +
+  (T[k][j-1] - T[k-1][j-1]) / (4^j - 1), which cancels the h^2, h^4, ... error terms one by one
+  (Ridders' scheme, Numerical Recipes' dfridr). The entry whose error estimate (its distance from
+  the two entries it was built from) is smallest is the answer, and that estimate is reported.
+  The tolerance keeps the rounding-noise allowance of the smallest step that entry used. Where no
+  two steps evaluate (the edge of a domain), it falls back to the central check and says so in
+  the verdict's method ("forward", "backward" or "central").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from gradcli.errors import NumericError
+from gradcli.gradcheck.steps import (
+    CENTRAL,
+    EPS,
+    STENCILS,
+    Perturbed,
+    Replays,
+    Stencil,
+    judge,
+    noise_allowance,
+    quotient,
+    steps_for,
+    tolerance,
+)
+
+COMPLEX_STEP = 1e-100  # relative to max(1, |v|); see the module docstring
+RICHARDSON_LEVELS = 15  # steps h0 ... h0 / 2^14: from max(1, |v|) / 8 down to ~eps^(1/3)
+_RICHARDSON_FIRST_STEP = 0.125
+
+
+@dataclass
+class GradientCheck:
+    """One gradient compared with its finite-difference estimate, element by element; the
+    scalar fields describe the worst element (the first failure with the largest error, else
+    the largest error). A float's gradient is one element: checked 1 of 1, ``where`` ()."""
+
+    analytic: float
+    numeric: float | None  # None when no difference could be evaluated (domain on both sides)
+    abs_error: float | None
+    tolerance: float
+    ok: bool
+    method: str  # "central", "forward", "backward", "complex" or "richardson"
+    step: float
+    error_estimate: float | None = None  # Richardson's estimate of its own error
+    checked: int = 1  # elements checked
+    size: int = 1  # elements in the gradient
+    failed: int | None = None  # elements that disagree (None: 1 if not ok, else 0)
+    where: tuple[int, ...] = ()  # the worst element's index (() for a scalar)
+    ill_conditioned: float | None = None  # rounding amplification, when it explains a failure
+    directions: int = 0  # random directions checked besides the elements (gradcheck/directions.py)
+
+    def __post_init__(self) -> None:
+        if self.failed is None:
+            self.failed = 0 if self.ok else 1
+
+
+
+def check_node(
+    replayer: Replays, node: Perturbed, rtol: float, atol: float, method: str = "central"
+) -> GradientCheck:
+    """d(output)/d(node) by ``method``, compared with ``node.grad`` (``replayer`` replays the
+    graph ``node`` belongs to)."""
+    if method == "complex":
+        return complex_step_check(replayer, node, rtol, atol)
+    if method == "richardson":
+        return richardson_check(replayer, node, rtol, atol)
+    analytic = node.grad
+    tried: list[GradientCheck] = []
+    for shrink, h in enumerate(steps_for(node.value)):
+        estimate = _difference(replayer, node, h)
+        if estimate is None:
+            tried.append(GradientCheck(analytic, None, None, 0.0, False, "none", h))
+            continue
+        numeric, method, largest = estimate
+        error, allowed, agrees, swamped = judge(analytic, numeric, largest, h, shrink, rtol, atol)
+        if swamped:
+            from gradcli.gradcheck.conditioning import ill_conditioned  # a failing check only
+
+            earlier = [c.abs_error for c in tried if c.abs_error is not None]
+            measured = ill_conditioned(error, earlier, agrees, largest, replayer.nodes[-1].value)
+            tried = [replace(c, ill_conditioned=measured) for c in tried] if measured else tried
+            break
+        check = GradientCheck(analytic, numeric, error, allowed, agrees, method, h)
+        if agrees:
+            return check
+        tried.append(check)
+    return min(tried, key=lambda c: math.inf if c.abs_error is None else c.abs_error)
+
+
+def _difference(replayer: Replays, node: Perturbed, h: float) -> tuple[float, str, float] | None:
+    """(estimate, method, largest magnitude) by the first stencil that evaluates, or None."""
+    for stencil in STENCILS:
+        estimate = _apply(replayer, node, stencil, h)
+        if estimate is not None:
+            return estimate[0], stencil.method, estimate[1]
+    return None
+
+
+def _apply(
+    replayer: Replays, node: Perturbed, stencil: Stencil, h: float
+) -> tuple[float, float] | None:
+    """(estimate, largest magnitude among f(v) and the recomputed values), or None where a
+    shifted point is outside the domain or the estimate is not finite."""
+    v, index = node.value, node.index
+    f0 = replayer.nodes[-1].value
+    samples, largest = [], float(abs(f0))  # a float also where an array program's sum is NumPy's
+    try:
+        for offset in stencil.offsets:
+            if offset:
+                value, reach = replayer.replay(index, v + offset * h)
+                largest = max(largest, reach)
+            else:
+                value = f0
+            samples.append(value)
+    except NumericError:
+        return None
+    estimate = quotient(stencil, samples, h)
+    return (estimate, largest) if math.isfinite(estimate) else None
+
+
+# --- complex step and Richardson extrapolation ---------------------------------------------------
+
+def complex_step_check(
+    replayer: Replays, node: Perturbed, rtol: float, atol: float
+) -> GradientCheck:
+    """d(output)/d(node) = Im f(v + ih) / h: no subtraction, so no rounding-noise allowance."""
+    analytic = node.grad
+    h = COMPLEX_STEP * max(1.0, abs(node.value))
+    try:
+        output, _ = replayer.replay(node.index, complex(node.value, h), complex_step=True)
+    except NumericError:  # the complex evaluation overflowed where the real one did not
+        return check_node(replayer, node, rtol, atol)  # the verdict says "central" (or one-sided)
+    numeric = output.imag / h
+    if not math.isfinite(numeric):  # Im f / h overflowed: no estimate (inf <= inf would pass)
+        return check_node(replayer, node, rtol, atol)
+    error = abs(analytic - numeric)
+    allowed = tolerance(analytic, numeric, rtol, atol)
+    return GradientCheck(analytic, numeric, error, allowed, error <= allowed, "complex", h)
+
+
+def richardson_check(
+    replayer: Replays, node: Perturbed, rtol: float, atol: float
+) -> GradientCheck:
+    """d(output)/d(node) by Richardson extrapolation of central differences (module docstring)."""
+    best = richardson_estimate(replayer, node)
+    if best is None or not math.isfinite(best[0]):  # an overflowed table is no estimate
+        return check_node(replayer, node, rtol, atol)  # the verdict says "forward", "central"...
+    numeric, estimate, h, largest = best
+    analytic = node.grad
+    error = abs(analytic - numeric)
+    allowed = tolerance(analytic, numeric, rtol, atol, noise_allowance(largest, h))
+    return GradientCheck(analytic, numeric, error, allowed, error <= allowed, "richardson", h,
+                         estimate)
+
+
+def richardson_estimate(
+    replayer: Replays, node: Perturbed
+) -> tuple[float, float, float, float] | None:
+    """(estimate, its error estimate, smallest step used, largest magnitude), or None.
+
+    Row k holds the central difference at h0 / 2^k and its extrapolations; entry j of row k
+    removes the h^(2j) term using entry j-1 of rows k and k-1. An entry's error estimate is its
+    distance from the two entries it was built from, but never less than the rounding error of
+    its row's differences (eps * M / h): otherwise a lucky cancellation at a tiny step would win.
+    That floor doubles with each row, so the table stops once it exceeds the best estimate (the
+    answer is the same, and stopping early saves most of the replays).
+    Rows start at the first step that evaluates and stop at the first that does not, so a domain
+    edge shortens the table.
+    """
+    h = _RICHARDSON_FIRST_STEP * max(1.0, abs(node.value))
+    previous: list[float] = []
+    best: tuple[float, float, float, float] | None = None
+    largest = abs(replayer.nodes[-1].value)
+    for _ in range(RICHARDSON_LEVELS):
+        difference = _apply(replayer, node, CENTRAL, h)
+        if difference is None:
+            if previous:
+                break
+            h /= 2.0
+            continue
+        largest = max(largest, difference[1])
+        rounding = EPS * largest / h  # what D(h) itself carries: entries cannot be better
+        if best is not None and rounding > best[1]:
+            break  # rounding only grows as h shrinks: no later entry can beat the best one
+        row = [difference[0]]
+        for j in range(1, len(previous) + 1):
+            row.append(row[j - 1] + (row[j - 1] - previous[j - 1]) / (4.0**j - 1.0))
+            change = max(abs(row[j] - row[j - 1]), abs(row[j] - previous[j - 1]))
+            estimate = max(change, rounding)
+            if best is None or estimate <= best[1]:
+                best = (row[j], estimate, h, largest)
+        previous = row
+        h /= 2.0
+    return best

@@ -1,0 +1,167 @@
+"""The check of a large array's gradient along random directions, and where a failure lies.
+
+A finite difference along a direction v, (f(x + h v) - f(x - h v)) / 2h, estimates v·∇f: one
+pair of replays checks every element of the gradient at once, where the element-wise check
+needs a pair per element (JAX's ``check_grads``, PyTorch's ``gradcheck(fast_mode=True)``). It is
+``differences.check_node`` on a probe whose value is the distance t along v (0 at the point)
+and whose gradient is v·g: the same steps, stencils, tolerance and methods as one element.
+
+The directions are drawn per node, not for every input at once: each gradient gets its own
+verdict and its own tolerance, relative to its own v·g (in a joint direction a bias's gradient
+would be judged against a weight matrix's, a million times larger), and a replay recomputes only
+what that node reaches. Each element of v is ±1 times max(1, |x_i|), the element's own step
+scale (``steps.base_step``), so every element moves as far as its element-wise check moves it;
+the signs are drawn from a generator seeded with ``DIRECTION_SEED``, the node's index and the
+direction's number, so the same program at the same point is always checked along the same
+directions.
+
+On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
+directional difference, the halves that disagree are split again, and a single element left is
+checked element-wise, so a failure names its elements (``max error at [i, j]``). A wrong
+element's error stays whole in the half that holds it, while the tolerance shrinks with the
+half; at most ``NARROWED_ELEMENTS`` elements are followed down, through at most
+``NARROWING_HALVES`` halves.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from gradcli.engine.graph import Node
+from gradcli.engine.ops import numpy
+from gradcli.gradcheck.columns import ElementReplayer
+from gradcli.gradcheck.differences import GradientCheck, check_node
+
+DIRECTION_SEED = 30
+NARROWED_ELEMENTS = 8  # failing elements followed down to their index
+NARROWING_HALVES = 256  # halves checked at most while narrowing one direction down
+
+
+class Probe:
+    """What the step policies perturb (``steps.Perturbed``): one element of an array node, or
+    the distance along a direction (value 0, gradient v·g)."""
+
+    __slots__ = ("grad", "index", "value")
+
+    def __init__(self, value: float, grad: float, index: int) -> None:
+        self.value, self.grad, self.index = value, grad, index
+
+
+class DirectionReplayer(ElementReplayer):
+    """``ElementReplayer`` that, once ``along`` has set a direction, replays f(x + t v) for the
+    value t instead of one element moved (``steps.Replays``). The direction and x + t v live
+    in buffers made once per aimed node: a fresh array of 10^6 elements costs more in page
+    faults than the arithmetic that fills it."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        super().__init__(nodes)
+        self.direction: Any = None  # the direction replays move along; None: one element
+        self.drawn: Any = None  # the buffer ``draw`` fills
+        self.buffer: Any = None  # x + t v
+        self.scale: Any = None  # max(1, |x_i|), flat: each element's step scale
+        self.reach = 0.0  # |x + t v| <= reach + |t| * max(1, reach): max|v_i| <= max(1, |x|)
+
+    def aim(self, node: Node) -> int:
+        np = numpy()
+        self.direction, self.drawn, self.buffer = None, None, None
+        elements = super().aim(node)
+        self.scale = np.abs(np.ravel(node.value))  # flat, so that a 0-d value is an array too
+        self.reach = float(np.max(self.scale))
+        np.maximum(self.scale, 1.0, out=self.scale)
+        return elements
+
+    def along(self, direction: Any) -> None:
+        """Move the aimed node along ``direction`` (its shape) from now on; None: one element."""
+        self.direction = direction
+
+    def draw(self, k: int) -> Any:
+        """The ``k``-th random direction of the aimed node: ±max(1, |x_i|) per element (module
+        docstring), the signs 1 bit each from a generator seeded by the node and ``k``."""
+        np = numpy()
+        size = self.scale.size
+        if self.drawn is None:
+            self.drawn = np.empty(np.shape(self.target.value))
+        # Python's generator: NumPy's would cost its import (10 ms) for a few random bytes.
+        generator = random.Random((DIRECTION_SEED << 40) | (self.target.index << 8) | k)
+        bits = np.frombuffer(generator.randbytes(-(-size // 8)), dtype=np.uint8)
+        signs = np.unpackbits(bits, count=size).view(np.int8)  # 0 or 1, then -1 or 1
+        signs *= 2
+        signs -= 1
+        np.multiply(self.scale, signs, out=self.drawn.reshape(-1))
+        return self.drawn
+
+    def dot(self, v: Any, grad: Any) -> float:
+        """v·grad, summed pairwise in the replays' buffer (a reduction's gradient is often a
+        broadcast view, which a dot product would first copy whole)."""
+        np = numpy()
+        grad = np.asarray(grad, dtype=float)
+        if grad.flags.c_contiguous and np.shape(grad) == np.shape(v):
+            return float(np.vdot(v, grad))  # one pass, no buffer
+        if self.buffer is None:
+            self.buffer = np.empty(np.shape(v))
+        return float(np.multiply(v, grad, out=self.buffer).sum())
+
+    def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
+        if self.direction is None:
+            return super().replay(index, value, complex_step)
+        np = numpy()
+        if complex_step:
+            moved = self.target.value + value * self.direction
+        else:
+            if self.buffer is None:
+                self.buffer = np.empty(np.shape(self.direction))
+            moved = np.multiply(self.direction, value, out=self.buffer)
+            moved += self.target.value
+        largest = self.reach + abs(value) * max(1.0, self.reach)
+        return self._replay_from(moved, largest, complex_step)
+
+
+def check_direction(replayer: DirectionReplayer, node: Node, v: Any, rtol: float, atol: float,
+                    method: str) -> GradientCheck:
+    """v·g against the finite difference of the output along ``v`` (``replayer`` aimed at
+    ``node``)."""
+    replayer.along(v)
+    try:
+        analytic = replayer.dot(v, node.grad)
+        return check_node(replayer, Probe(0.0, analytic, node.index), rtol, atol, method)
+    finally:
+        replayer.along(None)
+
+
+def check_element(replayer: DirectionReplayer, node: Node, flat: int, rtol: float,
+                  atol: float, method: str) -> GradientCheck:
+    """The element-wise check of one element (flat index) of ``node``'s gradient."""
+    np = numpy()
+    value = float(np.asarray(node.value).flat[flat])  # .flat: no copy of a broadcast gradient
+    grad = float(np.asarray(node.grad).flat[flat])
+    return check_node(replayer, Probe(value, grad, flat), rtol, atol, method)
+
+
+def narrow(replayer: DirectionReplayer, node: Node, v: Any, rtol: float, atol: float,
+           method: str) -> dict[int, GradientCheck]:
+    """The elements (flat index -> their element-wise verdict) that a failed direction ``v``
+    leads to: halves of its support that disagree are split until one element is left (module
+    docstring). Empty when no half disagrees (the error is spread thinly over many elements)."""
+    np = numpy()
+    flat = np.ravel(v)
+    pending = [(0, flat.size)]
+    found: dict[int, GradientCheck] = {}
+    part = np.zeros_like(flat)
+    halves = 0
+    while pending and len(found) < NARROWED_ELEMENTS and halves < NARROWING_HALVES:
+        start, stop = pending.pop()
+        if stop - start == 1:
+            verdict = check_element(replayer, node, start, rtol, atol, method)
+            if not verdict.ok:
+                found[start] = verdict
+            continue
+        middle = (start + stop) // 2
+        for low, high in ((start, middle), (middle, stop)):
+            halves += 1
+            part[:] = 0.0
+            part[low:high] = flat[low:high]
+            half = check_direction(replayer, node, part.reshape(np.shape(v)), rtol, atol, method)
+            if not half.ok:
+                pending.append((low, high))
+    return found
