@@ -133,8 +133,8 @@ TOLERANCE = Tolerance()
                    "that have a Jacobian; one program with one scalar output: a usage error).")
 @click.option("--full", is_flag=True,
               help="Tables print every element of large arrays (default: shape, min, max and "
-                   "a few entries); --json writes every node's arrays whole (default: a node's "
-                   "array of over 1,000 elements as its min, max and norm).")
+                   "a few entries); --json writes every array whole (default: an array of over "
+                   "1,000 elements as its shape, min, max, mean and norm).")
 @click.option("--save", metavar="FILE.npz",
               help="Also write the value, every input's point and gradient (the Hessian with "
                    "--hessian, the Jacobian of several outputs) and the check's verdict to "
@@ -206,7 +206,8 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                             atol=options["atol"], check_method=options["check_method"],
                             node_check_limit=node_limit, order=order, strict=options["strict"],
                             max_nodes=options["max_nodes"], mode=options["mode"],
-                            hvp=hvp_direction(options["hvp"]), nodes=not options["no_nodes"])
+                            hvp=hvp_direction(options["hvp"]), nodes=not options["no_nodes"],
+                            full=options["full"])
     request = EvalRequest(program, given, settings,
                           "csv" if as_csv else "json" if as_json else "table", options["digits"],
                           options["full"])
