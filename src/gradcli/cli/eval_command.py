@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradcli.cli import streams
-from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, given_values, program_arguments
+from gradcli.cli.arguments import (
+    MAX_NODES_OPTION,
+    BindingCommand,
+    digits_option,
+    given_values,
+    program_arguments,
+)
 from gradcli.cli.base import cli
 from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option, sweep_on
 from gradcli.cli.given import Given
@@ -121,10 +127,7 @@ TOLERANCE = Tolerance()
 @click.option("--check-nodes", is_flag=True,
               help="In a batch, also check every intermediate node's gradient (one program: "
                    "always done up to 300 nodes). Input gradients are always checked.")
-@click.option("--digits", type=click.IntRange(1, 17), metavar="N",
-              help="Tables print numbers with N significant digits (default: every digit, the "
-                   "shortest form that reads back as the same float). JSON and CSV keep them all "
-                   "(so --digits with --json or --csv is a usage error).")
+@digits_option
 @click.option("--mode", type=click.Choice(("auto", "forward", "reverse")), default="auto",
               show_default=True,
               help="How a program with several outputs (f, g) or an array output computes its "

@@ -6,6 +6,7 @@ The walk is ``pictures.tree_outline`` (iterative; a node used again is reference
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions
@@ -27,7 +28,8 @@ _KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "outpu
 
 def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
                max_depth: int = 30, digits: int | None = None) -> Tree:
-    """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges.
+    """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges
+    of shared nodes.
 
     Below ``max_depth`` levels the guides would push the text off the screen, so deeper operands
     are left out (and counted with the other elided nodes).
@@ -49,9 +51,10 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
 
     digits = checked_digits(digits)
     entries, elided = tree_outline(picture, max_nodes, max_depth)
+    uses = Counter(source.index for node in picture.nodes for source in node.inputs)
     trees: list[Tree] = []
     for entry in entries:
-        line = _entry_text(picture, entry, digits)
+        line = _entry_text(picture, entry, digits, uses[entry.node.index] > 1)
         if entry.parent is None:
             tree = WholeLines(line, guide_style="dim")
         else:
@@ -71,7 +74,10 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
     return root
 
 
-def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> Text:
+def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None,
+                shared: bool) -> Text:
+    """The node's line; the gradient that flows along its edge only when the node is ``shared``
+    (used more than once): else that flow is the node's whole gradient, shown already."""
     node = entry.node
     kind = picture.kind(node)
     text = Text()
@@ -93,7 +99,7 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> 
             text.append(f"  value {picture.number(value, digits)}", style="cyan")
             if picture.evaluated and node.needs_grad:
                 text.append(f"  grad {picture.number(node.grad, digits)}", style="magenta")
-    if entry.flow is not None:
+    if entry.flow is not None and shared:
         text.append(f"  ← {picture.number(entry.flow, digits)} along this edge", style="red")
     if entry.cut:
         text.append("  (operands deeper than this are not shown)", style="dim")
