@@ -101,3 +101,23 @@ def test_mlp_png_fits_a_screen(mlp_args, tmp_path, digits, width):
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     png_width, png_height = struct.unpack(">II", header[16:24])
     assert png_width <= width and png_height <= 2000
+
+
+def test_given_arrays_decide_what_they_can_without_every_value():
+    """As for numbers: the nodes the given arrays decide have values (NumPy's here), the
+    others none, and the picture names the variable without one."""
+    w, x = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -2.0])
+    tree = graph("sum(W@x + b)", "--W", literal(w), "--x", literal(x), "--format", "tree")
+    product = ", ".join(f"{v:g}" for v in w @ x)
+    assert f"#2 W@x  matmul  shape 2  value [{product}]" in tree
+    assert "#3 b  var\n" in tree and "no values for b" in tree
+    out = CliRunner().invoke(cli, ["graph", "sum(W@x + b)", "--W", literal(w), "--x",
+                                   "[1, 2, 3]", "--format", "tree"])
+    assert out.exit_code == 2 and "shape mismatch in #2 W@x" in out.output
+    out = CliRunner().invoke(cli, ["graph", "sum(log(W@x)) + y", "--W", literal(w), "--x",
+                                   literal(x), "--format", "tree"])
+    assert out.exit_code == 3 and "logarithm of a non-positive number" in out.output
+
+
+def literal(array: np.ndarray) -> str:
+    return json.dumps(array.tolist())

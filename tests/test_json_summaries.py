@@ -134,3 +134,13 @@ def test_jacobian_record_is_summarised_unless_full():
     np.testing.assert_allclose(record["jacobian"][output]["x"], w, rtol=1e-13)
     whole = json.loads(invoke(*args, "--full").stdout)
     assert np.shape(whole["jacobian"][output]["W"]) == (20, 20, 30)
+
+
+def test_batch_lines_summarise_gradients_as_the_tables_do():
+    x = np.arange(20.0) / 7
+    given = ["--x", json.dumps(x.tolist()), "--digits", "3", "--no-check"]
+    short = invoke("eval", "-", *given, stdin="sum(x*x)\n").stdout
+    low, high = f"{2 * x.min():.3g}", f"{2 * x.max():.3g}"
+    assert f"d/dx [{low}, 0.286, 0.571, …, 4.86, 5.14, {high}] min {low}, max {high}" in short
+    whole = invoke("eval", "-", *given, "--full", stdin="sum(x*x)\n").stdout
+    assert "d/dx [" + ", ".join(f"{v:.3g}" for v in 2 * x) + "]" in whole
