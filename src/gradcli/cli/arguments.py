@@ -200,6 +200,14 @@ def digits_option(command: Callable[..., Any]) -> Callable[..., Any]:
              "(so --digits with --json or --csv is a usage error).")(command)
 
 
+def full_option(more: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--full``: tables print every element of large arrays (``more``: what else it does in
+    the command)."""
+    return click.option("--full", is_flag=True,
+                        help="Tables print every element of large arrays (default: shape, min, "
+                             "max and a few entries)" + (f"; {more}" if more else "") + ".")
+
+
 def file_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``-f FILE``: a path, read by ``ProgramText.read`` (gradcli's errors, its size limit)."""
     return click.option("-f", "--file", "program_file", metavar="FILE", help=help_text,

@@ -14,6 +14,7 @@ from gradcli.cli.arguments import (
     MAX_NODES_OPTION,
     BindingCommand,
     digits_option,
+    full_option,
     given_values,
     program_arguments,
 )
@@ -134,10 +135,8 @@ TOLERANCE = Tolerance()
                    "Jacobian: one reverse pass per output element, or one forward pass per "
                    "input element; auto takes the one with fewer passes (a batch: the lines "
                    "that have a Jacobian; one program with one scalar output: a usage error).")
-@click.option("--full", is_flag=True,
-              help="Tables print every element of large arrays (default: shape, min, max and "
-                   "a few entries); --json writes every array whole (default: an array of over "
-                   "1,000 elements as its shape, min, max, mean and norm).")
+@full_option("--json writes every array whole (default: an array of over 1,000 elements as its "
+             "shape, min, max, mean and norm)")
 @click.option("--save", metavar="FILE.npz",
               help="Also write the value, every input's point and gradient (the Hessian with "
                    "--hessian, the Jacobian of several outputs) and the check's verdict to "
