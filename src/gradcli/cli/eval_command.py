@@ -157,7 +157,7 @@ class EvalRequest:
     ``eval_request``, carried out by ``run_eval``. (A plain class: see ``ProgramText``.)"""
 
     def __init__(self, program: ProgramText | None, given: Given, settings: EvalSettings,
-                 output: str, digits: int | None = None, full: bool = False,
+                 output: str, digits: int | None = None,
                  cluster: ClusterAddress | None = None, skip: int = 0,
                  save: str | None = None) -> None:
         self.program = program  # None: a batch, one program per line of stdin
@@ -165,10 +165,14 @@ class EvalRequest:
         self.settings = settings
         self.output = output  # "table", "json" or "csv"
         self.digits = digits  # significant digits in tables (None: every digit)
-        self.full = full  # tables print every element of large arrays
         self.cluster = cluster  # where batches and sweeps run (None: here)
         self.skip = skip  # stdin lines a batch skips (--skip)
         self.save = save  # --save FILE.npz: the result's arrays, for NumPy
+
+    @property
+    def full(self) -> bool:
+        """Every element of large arrays, in tables and in JSON records (--full)."""
+        return self.settings.full
 
     @property
     def values(self) -> dict[str, Value]:
@@ -211,8 +215,7 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                             hvp=hvp_direction(options["hvp"]), nodes=not options["no_nodes"],
                             full=options["full"])
     request = EvalRequest(program, given, settings,
-                          "csv" if as_csv else "json" if as_json else "table", options["digits"],
-                          options["full"])
+                          "csv" if as_csv else "json" if as_json else "table", options["digits"])
     if request.is_sweep:
         _check_sweep(request)
     save = options["save"]
