@@ -169,21 +169,24 @@ def test_random_programs_match_finite_differences(xs, ys, f, g, op, reduce, seed
                                    rtol=1e-5, atol=1e-7)
 
 
-def test_json_summarises_large_node_arrays_unless_full():
-    """Issue 30: the point, value and gradients are written whole; a node's array of more
-    than 1,000 elements is its min, max and norm (computed here by NumPy), all of it with
-    --full."""
+def test_json_summarises_large_arrays_unless_full():
+    """Issue 30: every array of more than 1,000 elements (point, gradients, nodes) is its
+    shape, min, max, mean and norm (computed here by NumPy); all of it with --full."""
     rng = np.random.default_rng(1)
     w, x = rng.normal(size=(40, 30)), rng.normal(size=30)
     args = ["eval", "sum((W@x)**2)", "--W", json.dumps(w.tolist()), "--x",
             json.dumps(x.tolist()), "--json", "--no-check"]
     record = json.loads(CliRunner().invoke(cli, args).stdout)
-    np.testing.assert_allclose(record["gradients"]["W"], np.outer(2 * w @ x, x), rtol=1e-13)
+    grad = np.outer(2 * w @ x, x)
+    summary = {"summarised": True, "shape": [40, 30], "min": grad.min(), "max": grad.max(),
+               "mean": grad.mean(), "norm": np.linalg.norm(grad), "nan": 0, "inf": 0}
+    assert record["gradients"]["W"] == pytest.approx(summary, rel=1e-12)
+    np.testing.assert_allclose(record["gradients"]["x"], 2 * (w @ x) @ w, rtol=1e-13)
+    assert record["point"]["W"]["norm"] == pytest.approx(np.linalg.norm(w), rel=1e-15)
     (node,) = [node for node in record["nodes"] if node["label"] == "W"]
-    assert node["summarised"] and node["shape"] == [40, 30]
-    assert node["value"] == pytest.approx({"min": w.min(), "max": w.max(),
-                                           "norm": np.linalg.norm(w)}, rel=1e-15)
-    assert all("summarised" not in n for n in record["nodes"] if n["label"] != "W")
+    assert node["value"] == record["point"]["W"] and node["shape"] == [40, 30]
+    assert all(not isinstance(n["value"], dict) for n in record["nodes"] if n["label"] != "W")
     whole = json.loads(CliRunner().invoke(cli, [*args, "--full"]).stdout)
     (node,) = [node for node in whole["nodes"] if node["label"] == "W"]
-    assert node["value"] == w.tolist() and "summarised" not in node
+    assert node["value"] == w.tolist() and whole["point"]["W"] == w.tolist()
+    np.testing.assert_allclose(whole["gradients"]["W"], grad, rtol=1e-13)

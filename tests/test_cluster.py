@@ -311,6 +311,17 @@ def test_a_batch_on_the_cluster_is_byte_identical_to_a_local_run(scheduler):
     assert run(["eval", "-", "--json", *POINT, "--cluster", scheduler.address], lines) == expected
 
 
+@pytest.mark.parametrize("full", [[], ["--full"]])
+def test_array_records_on_the_cluster_follow_the_json_rule(scheduler, full):
+    """Issue 30: an array past 1,000 elements is its summary (every element with --full) in the
+    cluster's records as in this process's."""
+    lines = b"sum(x*x)\nsum(sin(x))\n"
+    args = ["eval", "-", "--json", "--no-check", "--x", json.dumps(list(range(1001))), *full]
+    expected = run(args, lines)
+    assert expected[0] == 0 and (b'"summarised":true' in expected[1]) != bool(full)
+    assert run([*args, "--cluster", scheduler.address], lines) == expected
+
+
 def test_the_environment_variable_names_the_cluster(scheduler):
     lines = batch_lines(50)
     expected = run(["eval", "-", "--json", *POINT], lines)

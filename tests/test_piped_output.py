@@ -146,8 +146,7 @@ def test_a_piped_tree_prints_each_node_on_one_whole_line():
     wide = run(args, None).stdout
     assert run(args, "30").stdout == run(args, "1000").stdout == wide
     assert len(wide.splitlines()) == 8  # a line per node
-    assert "│       └── #1 W  var  value 3  grad 1.920340573300732  ← 1.920340573300732 along " \
-           "this edge\n" in wide
+    assert "│       └── #1 W  var  value 3  grad 1.920340573300732\n" in wide
 
 
 def test_a_sane_columns_sets_the_table_layout():

@@ -189,6 +189,25 @@ def program_arguments(set_help: str, file_help: str = "Read the program from FIL
     return decorate
 
 
+def digits_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--digits N``, one option for every command that prints numbers for people (its range
+    is ``output.values.MAX_DIGITS``: every float reads back from 17 digits)."""
+    return click.option(
+        "--digits", type=click.IntRange(1, 17), metavar="N",
+        help="Print numbers with N significant digits (default: every digit, the shortest form "
+             "that reads back as the same float); an array past a few elements is summarised "
+             "(--full where a command has it prints them all). JSON and CSV keep every digit "
+             "(so --digits with --json or --csv is a usage error).")(command)
+
+
+def full_option(more: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--full``: tables print every element of large arrays (``more``: what else it does in
+    the command)."""
+    return click.option("--full", is_flag=True,
+                        help="Tables print every element of large arrays (default: shape, min, "
+                             "max and a few entries)" + (f"; {more}" if more else "") + ".")
+
+
 def file_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``-f FILE``: a path, read by ``ProgramText.read`` (gradcli's errors, its size limit)."""
     return click.option("-f", "--file", "program_file", metavar="FILE", help=help_text,

@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "graph": ("gradcli.cli.picture_commands", ("--allow-unused",)),
     "man": ("gradcli.cli.reference_commands", ()),
     "plot": ("gradcli.cli.picture_commands", ("--allow-unused",)),
-    "repl": ("gradcli.cli.repl", ()),
+    "repl": ("gradcli.cli.repl", ("--full",)),
 }
 
 

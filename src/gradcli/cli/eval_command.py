@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradcli.cli import streams
-from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, given_values, program_arguments
+from gradcli.cli.arguments import (
+    MAX_NODES_OPTION,
+    BindingCommand,
+    digits_option,
+    full_option,
+    given_values,
+    program_arguments,
+)
 from gradcli.cli.base import cli
 from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option, sweep_on
 from gradcli.cli.given import Given
@@ -121,20 +128,15 @@ TOLERANCE = Tolerance()
 @click.option("--check-nodes", is_flag=True,
               help="In a batch, also check every intermediate node's gradient (one program: "
                    "always done up to 300 nodes). Input gradients are always checked.")
-@click.option("--digits", type=click.IntRange(1, 17), metavar="N",
-              help="Tables print numbers with N significant digits (default: every digit, the "
-                   "shortest form that reads back as the same float). JSON and CSV keep them all "
-                   "(so --digits with --json or --csv is a usage error).")
+@digits_option
 @click.option("--mode", type=click.Choice(("auto", "forward", "reverse")), default="auto",
               show_default=True,
               help="How a program with several outputs (f, g) or an array output computes its "
                    "Jacobian: one reverse pass per output element, or one forward pass per "
                    "input element; auto takes the one with fewer passes (a batch: the lines "
                    "that have a Jacobian; one program with one scalar output: a usage error).")
-@click.option("--full", is_flag=True,
-              help="Tables print every element of large arrays (default: shape, min, max and "
-                   "a few entries); --json writes every node's arrays whole (default: a node's "
-                   "array of over 1,000 elements as its min, max and norm).")
+@full_option("--json writes every array whole (default: an array of over 1,000 elements as its "
+             "shape, min, max, mean and norm)")
 @click.option("--save", metavar="FILE.npz",
               help="Also write the value, every input's point and gradient (the Hessian with "
                    "--hessian, the Jacobian of several outputs) and the check's verdict to "
@@ -155,7 +157,7 @@ class EvalRequest:
     ``eval_request``, carried out by ``run_eval``. (A plain class: see ``ProgramText``.)"""
 
     def __init__(self, program: ProgramText | None, given: Given, settings: EvalSettings,
-                 output: str, digits: int | None = None, full: bool = False,
+                 output: str, digits: int | None = None,
                  cluster: ClusterAddress | None = None, skip: int = 0,
                  save: str | None = None) -> None:
         self.program = program  # None: a batch, one program per line of stdin
@@ -163,10 +165,14 @@ class EvalRequest:
         self.settings = settings
         self.output = output  # "table", "json" or "csv"
         self.digits = digits  # significant digits in tables (None: every digit)
-        self.full = full  # tables print every element of large arrays
         self.cluster = cluster  # where batches and sweeps run (None: here)
         self.skip = skip  # stdin lines a batch skips (--skip)
         self.save = save  # --save FILE.npz: the result's arrays, for NumPy
+
+    @property
+    def full(self) -> bool:
+        """Every element of large arrays, in tables and in JSON records (--full)."""
+        return self.settings.full
 
     @property
     def values(self) -> dict[str, Value]:
@@ -206,10 +212,10 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                             atol=options["atol"], check_method=options["check_method"],
                             node_check_limit=node_limit, order=order, strict=options["strict"],
                             max_nodes=options["max_nodes"], mode=options["mode"],
-                            hvp=hvp_direction(options["hvp"]), nodes=not options["no_nodes"])
+                            hvp=hvp_direction(options["hvp"]), nodes=not options["no_nodes"],
+                            full=options["full"])
     request = EvalRequest(program, given, settings,
-                          "csv" if as_csv else "json" if as_json else "table", options["digits"],
-                          options["full"])
+                          "csv" if as_csv else "json" if as_json else "table", options["digits"])
     if request.is_sweep:
         _check_sweep(request)
     save = options["save"]

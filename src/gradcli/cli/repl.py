@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from gradcli.cli.arguments import digits_option, full_option
 from gradcli.cli.base import cli
 from gradcli.errors import ExitStatus
 
@@ -38,10 +39,12 @@ entries' (2 usage, parse or name error; 3 numeric error; 1 a check failed).
 
 
 @cli.command("repl", help=REPL_HELP)
-def repl_command() -> None:
+@digits_option
+@full_option()
+def repl_command(digits: int | None, full: bool) -> None:
     from gradcli.cli.session import Session
 
-    session = Session()
+    session = Session(digits=digits, full=full)
     if sys.stdin.isatty() and sys.stdout.isatty():
         from gradcli.cli.terminal import run_on_terminal
 

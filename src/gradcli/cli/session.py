@@ -69,6 +69,8 @@ class Session:
     parameters: dict[str, str] = field(default_factory=dict)  # a function's name -> "a, b"
     last: str | None = None  # the last expression evaluated (what :diff, :graph... are about)
     quit: bool = False
+    digits: int | None = None  # --digits: significant digits of tables and trees (None: all)
+    full: bool = False  # --full: tables print every element of large arrays
 
     def run(self, entry: str) -> int:
         """One entry (a command, or definitions and at most one expression, split by ``;`` or
@@ -159,7 +161,7 @@ class Session:
             raise
         self.last = expression
         say_shadowed(result.program, where="this entry")
-        return show_result(result, expression, False,
+        return show_result(result, expression, False, self.digits, self.full,
                            free_hint="define them, as y = 2, for numbers")
 
     def parsed(self, expression: str) -> Program:
@@ -247,7 +249,7 @@ class Session:
         from gradcli.output.pictures import prepare
         from gradcli.output.trees import graph_tree
 
-        picture = prepare(self.parsed(self._last(argument)), {})
+        picture = prepare(self.parsed(self._last(argument)), {}, self.digits)
         console = make_console()
         # Each level indents 4 columns: stop where about 40 columns are left for the text.
         console.print(graph_tree(picture, MAX_DRAWN_NODES, max(8, (console.width - 40) // 4)))

@@ -59,6 +59,9 @@ class EvalSettings:
     # --json records list every node (label, value, gradient, check); False: a lean record
     # (value, gradients, check), which a batch makes and writes in less time
     nodes: bool = True
+    # --json records write every array whole; False: arrays past records.JSON_SHOWN_ELEMENTS
+    # elements as their summary (--full)
+    full: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "forward", "reverse"):

@@ -44,8 +44,8 @@ def table_line(outcome: LineOutcome, style: TableStyle) -> TableLine:
 
 def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = False) -> Text:
     """One line of human batch output: line number, value, gradients, Hessian, H·v, verdict or
-    the error (numbers in full, or to ``digits`` significant digits; ``full``: every element of
-    a large Jacobian or Hessian block)."""
+    the error (numbers in full, or to ``digits`` significant digits; arrays summarised as the
+    tables summarise them, every element with ``full``)."""
     digits = checked_digits(digits)
     text = Text(f"line {outcome.line}: ", style="dim")
     if outcome.error is not None:
@@ -82,7 +82,7 @@ def _result_parts(text: Text, result: Result, digits: int | None, full: bool) ->
     """Value, gradients, Hessian and H·v of a program with one scalar output."""
     text.append(f"value {number_text(result.value, digits)}", style="cyan")
     for name, gradient in itertools.islice(result.gradients.items(), MAX_LINE_GRADIENTS):
-        text.append(f"  d/d{name} {value_text(gradient, digits, True)}", style="magenta")
+        text.append(f"  d/d{name} {value_text(gradient, digits, full)}", style="magenta")
     if len(result.gradients) > MAX_LINE_GRADIENTS:
         text.append(f"  … {len(result.gradients) - MAX_LINE_GRADIENTS:,} more", style="dim")
     if result.hessian is not None:

@@ -41,6 +41,11 @@ _STYLES = {
 
 
 GRAPH_SHOWN_ELEMENTS = 4  # a larger array is drawn as its range: a label stays a label
+# An operand whose text is longer is named by its number in a node's label (``relu(#14)``): the
+# picture draws the operand itself, so a deep node's label stays a line, not the whole program.
+LABEL_OPERAND_CHARS = 20
+FACTS_LINE_CHARS = 40  # a box's facts longer than this together go one to a line
+DEEP_RANKS = 6  # a graph of more ranks is drawn top to bottom, so that it fits a screen's width
 
 
 @dataclass
@@ -83,7 +88,9 @@ class GraphPicture:
         return value_text(value, digits, full=True)
 
     def facts(self, node: Node) -> str:
-        """``value 2 · grad -6``; without every value, ``value 2`` or ``""``."""
+        """``value 2 · grad -6``; without every value, ``value 2`` or ``""``; one fact to a line
+        when together they would be longer than ``FACTS_LINE_CHARS`` (an array's shape, value
+        and gradient), so that a box is narrow."""
         if node.op is CONST and not self.evaluated:
             return self.number(node.value)
         value = self.value_of(node)
@@ -91,11 +98,22 @@ class GraphPicture:
             return ""
         if not self.taken(node):
             return "not taken"
-        text = f"value {self.number(value)}"
+        facts = [f"value {self.number(value)}"]
         if self.program.arrays:
-            text = f"shape {self.shape(node)} · {text}"
-        return text + (f" · grad {self.number(node.grad)}"
-                       if self.evaluated and node.needs_grad else "")
+            facts.insert(0, f"shape {self.shape(node)}")
+        if self.evaluated and node.needs_grad:
+            facts.append(f"grad {self.number(node.grad)}")
+        text = " · ".join(facts)
+        return text if len(text) <= FACTS_LINE_CHARS else "\n".join(facts)
+
+    def direction(self, shown: list[Node]) -> str:
+        """``LR`` (inputs left, output right, as the teaching diagrams draw), or ``TB`` when
+        the ``shown`` nodes (in topological order) make more than ``DEEP_RANKS`` ranks, whose
+        boxes side by side would not fit a screen (a 3-layer MLP has 11)."""
+        ranks: dict[int, int] = {}
+        for node in shown:  # an operand's rank is known before its user's; one not drawn is 0
+            ranks[node.index] = 1 + max((ranks.get(s.index, 0) for s in node.inputs), default=0)
+        return "TB" if max(ranks.values(), default=0) > DEEP_RANKS else "LR"
 
     @property
     def note(self) -> str | None:
@@ -131,7 +149,7 @@ class GraphPicture:
         return self._live is None or self._live[node.index] or not node.inputs
 
     def __post_init__(self) -> None:
-        self._texts = expression_texts(self.program.nodes)
+        self._texts = expression_texts(self.program.nodes, LABEL_OPERAND_CHARS)
         self._live = liveness(self.program.nodes) if (
             self.evaluated and self.program.masked) else None
 
@@ -148,9 +166,8 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None,
         program = parse(program, given=values or ())
     missing = program.unbound(values or {})
     if missing and (program.arrays or any(hasattr(v, "ndim") for v in (values or {}).values())):
-        return GraphPicture(program, evaluated=False, missing=missing,  # structure only
-                            known={n.index: n.value for n in program.nodes if n.op is CONST},
-                            digits=digits)
+        return GraphPicture(program, evaluated=False, missing=missing,
+                            known=known_arrays(program, values or {}), digits=digits)
     if missing:
         validate_values(values or {})
         return GraphPicture(program, evaluated=False, missing=missing,
@@ -192,6 +209,30 @@ def known_values(program: Program, values: Mapping[str, float]) -> dict[int, flo
         for node in failed:
             if live[node.index]:
                 compute(node, [known[s.index] for s in node.inputs])  # raises its error
+    return known
+
+
+def known_arrays(program: Program, values: Mapping[str, Any]) -> dict[int, Any]:
+    """``known_values`` of an array program: node index -> array for every node whose
+    variables all have a value, computed by the array passes (a shape mismatch among the given
+    values is the usage error ``eval`` gives). A node whose value fails in a program with a
+    conditional is left unknown: its branch may not be taken."""
+    from gradcli.engine import arrays
+
+    point = {**program.defaults, **values}
+    known: dict[int, Any] = {}
+    for node in program.nodes:
+        if node.op is CONST:
+            known[node.index] = arrays.numpy().asarray(node.value, dtype=float)
+        elif node.op is VAR:
+            if node.name in point:
+                known[node.index] = arrays.as_array(str(node.name), point[str(node.name)])
+        elif all(source.index in known for source in node.inputs):
+            try:
+                known[node.index] = arrays.compute(node, [known[s.index] for s in node.inputs])
+            except NumericError:
+                if not program.masked:
+                    raise
     return known
 
 
@@ -285,6 +326,7 @@ class Drawing:
     forward: list[tuple[str, str]]
     backward: list[tuple[str, str, float]]
     elided: int
+    direction: str = "LR"  # GraphPicture.direction of the nodes drawn
 
 
 def drawing(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Drawing:
@@ -305,7 +347,7 @@ def drawing(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Drawin
             flow = picture.flow(node, position)
             if flow is not None and source.index in kept:
                 backward.append((f"n{node.index}", start, flow))
-    return Drawing(boxes, forward, backward, elided)
+    return Drawing(boxes, forward, backward, elided, picture.direction(shown))
 
 
 def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
@@ -313,7 +355,7 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
     sketch = drawing(picture, max_nodes)
     lines = [
         "digraph gradcli {",
-        '  graph [rankdir=LR, fontname="Helvetica", nodesep=0.3, ranksep=0.5];',
+        f'  graph [rankdir={sketch.direction}, fontname="Helvetica", nodesep=0.3, ranksep=0.5];',
         '  node [fontname="Helvetica", fontsize=11, margin="0.12,0.06"];',
         '  edge [fontname="Helvetica", fontsize=10, arrowsize=0.7];',
     ]
@@ -359,7 +401,7 @@ def mermaid_string(text: str) -> str:
 def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
     """A Mermaid flowchart of the same graph (renders in GitHub Markdown)."""
     sketch = drawing(picture, max_nodes)
-    lines = ["flowchart LR"]
+    lines = [f"flowchart {sketch.direction}"]
     for box, text, kind in sketch.boxes:
         style = "" if kind == "elided" else f":::{kind}"
         lines.append(f"  {box}[{mermaid_string(text)}]{style}")

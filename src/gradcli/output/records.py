@@ -53,23 +53,22 @@ def result_record(
 
     ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
     ``json_pieces`` write it; ``list()`` it to look at it. Without ``nodes`` (``--no-nodes``)
-    the record has no ``"nodes"`` key, and no node's label is made. An array program's point,
-    value and gradients are written whole; a node's value or gradient of more than
-    ``JSON_SHOWN_ELEMENTS`` elements as its summary ``{"min", "max", "norm"}`` (and
-    ``"summarised": true``) unless ``full``: a 1000x1000 matrix is not 20 MB of every node."""
+    the record has no ``"nodes"`` key, and no node's label is made. Every array in the record
+    is written by ``json_array``: whole up to ``JSON_SHOWN_ELEMENTS`` elements (or with
+    ``full``), else as its summary."""
     if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
-        return jacobian_record(result, source, line, nodes)
+        return jacobian_record(result, source, line, nodes, full)
     if isinstance(result, FreeResult):  # value and gradients as texts under "symbolic"
         return _record(source, line, point=result.point, symbolic={
             "free": result.free, "value": result.value, "gradients": result.gradients,
             "notes": [note.one_line() for note in result.notes]}, error=None)
     check = result.check
-    arrays = result.program.arrays  # arrays as nested lists, and every node's shape
+    arrays = result.program.arrays  # arrays as json_array writes them, and every node's shape
     record = _record(
         source, line,
-        point=_lists(result.point) if arrays else result.point,
-        value=result.value,
-        gradients=_lists(result.gradients) if arrays else result.gradients,
+        point=_lists(result.point, full) if arrays else result.point,
+        value=json_array(result.value, full),
+        gradients=_lists(result.gradients, full) if arrays else result.gradients,
         # an iterator: dumps and json_pieces write it in chunks
         nodes=(_listed_node(node, full) for node in result.node_records()) if arrays
         else result.node_records(),
@@ -81,18 +80,18 @@ def result_record(
     if result.hessian is not None:
         hessian_check = result.hessian.check
         matrix = result.hessian.matrix
-        record["hessian"] = ({a: _lists(row) for a, row in matrix.items()} if arrays
+        record["hessian"] = ({a: _lists(row, full) for a, row in matrix.items()} if arrays
                              else matrix)
         record["hessian_check"] = None if hessian_check is None else check_record(hessian_check)
     if result.hvp is not None:  # an array program's H·v (gradcheck/hessian.py)
-        record["hvp"] = _lists(result.hvp.product)
-        record["hvp_direction"] = _lists(result.hvp.direction)
+        record["hvp"] = _lists(result.hvp.product, full)
+        record["hvp_direction"] = _lists(result.hvp.direction, full)
         record["hvp_check"] = None if result.hvp.check is None else check_record(result.hvp.check)
     return record
 
 
-def _lists(values: dict[str, Any]) -> dict[str, Any]:
-    return {name: _listed(value) for name, value in values.items()}
+def _lists(values: dict[str, Any], full: bool = False) -> dict[str, Any]:
+    return {name: json_array(value, full) for name, value in values.items()}
 
 
 def _listed(value: Any) -> Any:
@@ -100,26 +99,47 @@ def _listed(value: Any) -> Any:
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-JSON_SHOWN_ELEMENTS = 1000  # NumPy's print threshold: larger node arrays are summarised
+# NumPy's print threshold: a larger array is written as its summary. Programs whose arrays are
+# this small get every element everywhere, as NumPy prints them whole.
+JSON_SHOWN_ELEMENTS = 1000
+
+
+def json_array(value: Any, full: bool = False) -> Any:
+    """A number as itself, an array as nested lists, or past ``JSON_SHOWN_ELEMENTS`` elements
+    (unless ``full``) as ``array_summary``: the one rule for every array of every record (point,
+    value, gradients, nodes, Hessian, Jacobian), so that a 1000x1000 input is a few hundred
+    bytes rather than 20 MB of text per place it appears; ``--save FILE.npz`` and ``--full``
+    keep every element."""
+    if full or getattr(value, "size", 0) <= JSON_SHOWN_ELEMENTS:
+        return _listed(value)
+    return array_summary(value)
+
+
+def array_summary(array: Any) -> dict[str, Any]:
+    """``{"summarised": true, "shape", "min", "max", "mean", "norm", "nan", "inf"}``: the
+    statistics of the finite elements (null when there are none) and how many elements are NaN
+    and how many infinite, so that one NaN does not hide the scale of the rest. The mean and
+    the norm are taken of the elements divided by the largest magnitude, so that elements near
+    the largest float do not overflow them."""
+    import numpy as np
+
+    values = np.asarray(array, dtype=float)
+    nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+    finite = values.ravel() if nan + inf == 0 else values[np.isfinite(values)]
+    stats: dict[str, Any] = dict.fromkeys(("min", "max", "mean", "norm"))
+    if finite.size:
+        low, high = float(finite.min()), float(finite.max())
+        scale = max(-low, high) or 1.0
+        scaled = finite / scale
+        stats.update(min=low, max=high, mean=float(scaled.mean()) * scale,
+                     norm=float(np.linalg.norm(scaled)) * scale)
+    return {"summarised": True, "shape": list(values.shape), **stats, "nan": nan, "inf": inf}
 
 
 def _listed_node(record: dict[str, Any], full: bool = False) -> dict[str, Any]:
-    for key in ("value", "grad"):
-        value = record[key]
-        if not full and getattr(value, "size", 0) > JSON_SHOWN_ELEMENTS:
-            record[key] = _summary(value)
-            record["summarised"] = True
-        else:
-            record[key] = _listed(value)
+    record["value"] = json_array(record["value"], full)
+    record["grad"] = json_array(record["grad"], full)
     return record
-
-
-def _summary(array: Any) -> dict[str, float]:
-    """A large array as its least and largest element and its Euclidean norm."""
-    import numpy as np
-
-    return {"min": float(np.min(array)), "max": float(np.max(array)),
-            "norm": float(np.linalg.norm(array.ravel()))}
 
 
 def _record(source: str, line: int | None = None, **fields: Any) -> dict[str, Any]:
@@ -260,25 +280,25 @@ def _escaped(match: re.Match) -> str:
 
 
 def jacobian_record(result: Any, source: str, line: int | None = None,
-                    nodes: bool = True) -> dict[str, Any]:
+                    nodes: bool = True, full: bool = False) -> dict[str, Any]:
     """``{"expression", "point", "outputs", "jacobian": {output: {input: nested lists}},
     "mode", "passes", "check", "error": null, "nodes"}``; each node record gains
-    ``"gradients": {output: nested lists, or null where the output does not use the node}``."""
+    ``"gradients": {output: nested lists, or null where the output does not use the node}``;
+    arrays as ``json_array`` writes them."""
     record: dict[str, Any] = {} if line is None else {"line": line}
     record.update(
         expression=source,
-        point={name: _listed(value) for name, value in result.point.items()},
-        outputs={label: _listed(value) for label, value in result.values.items()},
-        jacobian={label: {name: _listed(block) for name, block in row.items()}
-                  for label, row in result.jacobian.items()},
+        point=_lists(result.point, full),
+        outputs=_lists(result.values, full),
+        jacobian={label: _lists(row, full) for label, row in result.jacobian.items()},
         mode=result.mode,
         passes=result.passes,
         check=None if result.check is None else jacobian_check_record(result.check),
         error=None,
     )
     if nodes:
-        record["nodes"] = [{**row, "value": _listed(row["value"]),
-                            "gradients": {label: None if grad is None else _listed(grad)
+        record["nodes"] = [{**row, "value": json_array(row["value"], full),
+                            "gradients": {label: json_array(grad, full)
                                           for label, grad in row["gradients"].items()}}
                            for row in result.node_records()]
     return record

@@ -27,7 +27,8 @@ _KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "outpu
 
 def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
                max_depth: int = 30, digits: int | None = None) -> Tree:
-    """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges.
+    """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges
+    that are not a node's whole gradient.
 
     Below ``max_depth`` levels the guides would push the text off the screen, so deeper operands
     are left out (and counted with the other elided nodes).
@@ -72,6 +73,8 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
 
 
 def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> Text:
+    """The node's line; the gradient that flows along its edge when it is not the node's whole
+    gradient (the node has other uses): a node used once shows it as its gradient already."""
     node = entry.node
     kind = picture.kind(node)
     text = Text()
@@ -93,8 +96,16 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> 
             text.append(f"  value {picture.number(value, digits)}", style="cyan")
             if picture.evaluated and node.needs_grad:
                 text.append(f"  grad {picture.number(node.grad, digits)}", style="magenta")
-    if entry.flow is not None:
+    if entry.flow is not None and not _same(entry.flow, node.grad):
         text.append(f"  ← {picture.number(entry.flow, digits)} along this edge", style="red")
     if entry.cut:
         text.append("  (operands deeper than this are not shown)", style="dim")
     return text
+
+
+def _same(flow: Any, grad: Any) -> bool:
+    """Whether ``flow`` is ``grad`` to the bit (a number, or an array of the same shape)."""
+    if getattr(flow, "shape", None) != getattr(grad, "shape", None):
+        return False
+    same = flow == grad
+    return bool(same.all()) if hasattr(same, "all") else bool(same)

@@ -60,14 +60,15 @@ class JsonLine(NamedTuple):
     names: tuple[str, ...] | None = None  # the line's input variables; None: it did not parse
 
 
-def json_line(outcome: LineOutcome, nodes: bool = True) -> JsonLine:
-    """The ``--json`` record of one batch line (``nodes``: with the per-node list)."""
+def json_line(outcome: LineOutcome, nodes: bool = True, full: bool = False) -> JsonLine:
+    """The ``--json`` record of one batch line (``nodes``: with the per-node list; ``full``:
+    every array whole)."""
     if outcome.error is not None:
         record = error_record(outcome.error, outcome.source, outcome.line)
         message: str | None = outcome.error.one_line()
     else:
         assert outcome.result is not None
-        record = result_record(outcome.result, outcome.source, outcome.line, nodes)
+        record = result_record(outcome.result, outcome.source, outcome.line, nodes, full)
         message = None
     names = None if outcome.program is None else tuple(outcome.program.variables)
     return JsonLine(outcome.line, int(outcome.status), dumps(record), message, names)
@@ -137,7 +138,9 @@ def _record(number: int, raw: str, values: Mapping[str, float],
     outcome = evaluate_line(number, raw, values, settings)
     if outcome is None:
         return None
-    return json_line(outcome, settings.nodes) if table is None else _table_line(outcome, table)
+    if table is not None:
+        return _table_line(outcome, table)
+    return json_line(outcome, settings.nodes, settings.full)
 
 
 # A line this long loads NumPy (which the check of a large program uses) before it is parsed:
