@@ -40,7 +40,7 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         sys.stdout.writelines(json_pieces(result_record(result, source, nodes=nodes,
                                                         full=full)))
         sys.stdout.write("\n")
-    else:
+    elif not _printed_plain(result, digits, full):
         from gradcli.output.console import make_console
         from gradcli.output.views import result_view
 
@@ -49,6 +49,25 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         console.print(result_view(result, plain=not console.is_terminal, digits=digits,
                                   full=full, **hint))
     return result.status
+
+
+def _printed_plain(result: Result | FreeResult, digits: int | None, full: bool) -> bool:
+    """Prints the tables of ``result`` to a pipe without Rich (``output.plain``), if they are
+    the plain lines it can make; False, having printed nothing, where Rich must draw them."""
+    if not isinstance(result, Result):
+        return False
+    from gradcli.output.console import console_width
+    from gradcli.output.plain import plain_lines, writes_plain
+    from gradcli.output.views import result_parts
+
+    stream = sys.stdout
+    if not writes_plain(stream):
+        return False
+    lines = plain_lines(result_parts(result, True, digits, full), console_width(stream))
+    if lines is None:
+        return False
+    stream.write("".join(line + "\n" for line in lines))
+    return True
 
 
 def say_shadowed(program: Any, free: Collection[str] = (), where: str | None = None) -> None:
