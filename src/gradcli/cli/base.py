@@ -1,4 +1,4 @@
-"""The command group and the entry point: every way out of a command mapped to its exit status."""
+"""The command group and click's entry point (the exit statuses: ``cli.exits``)."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def cli() -> None:
     """
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of every command line that the plain eval (``cli.plain_eval``) does not
+    """Entry point of every command line that the plain eval, ``cli.plain_eval``, does not
     take: click reads it, and ``exits.run_to_exit`` maps every way out to an exit status."""
     run_to_exit(lambda: _run_click(argv), argv)
 

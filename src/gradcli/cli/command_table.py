@@ -1,5 +1,5 @@
 """What gradcli's commands are and which options they have, known without loading click or the
-commands: the lazy group (``cli.commands``) and the plain eval (``cli.plain_eval``) read it.
+commands: the lazy group (``cli.commands``) and the plain eval, ``cli.plain_eval``, read it.
 tests/test_startup.py checks it against the commands themselves."""
 
 from __future__ import annotations
