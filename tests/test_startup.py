@@ -2,9 +2,14 @@
 
 ``gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8`` (and with ``--json``) runs in a fresh
 process under ``-X importtime``; every module it imports must be imported by its dependencies
-anyway (the baseline: ``import click`` and orjson, or click and Rich's console and table for
-the table) or be on the allow-list below. A new import on the path fails here, so that adding
-one is a decision: lazy-import it where it is used, or add it to the list and say why.
+anyway (the baseline: orjson for JSON, nothing for the table) or be on the allow-list below.
+Neither click nor Rich is: the plain eval (``cli/plain_eval.py``) reads this command line
+without click, and a piped table is written without Rich (``output/plain.py``). A new import
+on the path fails here, so that adding one is a decision: lazy-import it where it is used, or
+add it to the list and say why.
+
+The plain eval makes the request click's reading makes: its option table, its results and its
+errors are compared with click's here.
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ import sys
 import click
 import pytest
 
+from gradcli.cli.command_table import EVAL_OPTIONS
 from gradcli.cli.commands import COMMANDS, every_command
+from gradcli.cli.plain_eval import LONG_OPTIONS, plain_form
+from gradcli.gradcheck.evaluation import EvalSettings
 
 SEED = ["eval", "(x*W+b-t)**2", "--x", "2", "--W", "3", "--b", "1", "--t", "8"]
 # The finite-difference check: loaded only when it runs
@@ -27,11 +35,10 @@ CHECK = {"gradcli.gradcheck.check", "gradcli.gradcheck.differences", "gradcli.gr
 # tables, the graph and its ops, the evaluation and its finite-difference check.
 GRADCLI = {
     "gradcli", "gradcli.errors", "gradcli.limits",
-    "gradcli.cli", "gradcli.cli.base", "gradcli.cli.streams",
-    "gradcli.cli.commands", "gradcli.cli.arguments", "gradcli.cli.program_text",
-    "gradcli.cli.given", "gradcli.cli.usage",
-    "gradcli.cli.eval_command", "gradcli.cli.show",
-    "gradcli.cli.cluster",  # --cluster and --skip: the options only, Dask is not imported
+    # the plain eval: its reading, the exits, what eval does once read, and the printing
+    "gradcli.cli", "gradcli.cli.plain_eval", "gradcli.cli.command_table",
+    "gradcli.cli.bindings", "gradcli.cli.exits", "gradcli.cli.streams",
+    "gradcli.cli.program_text", "gradcli.cli.given", "gradcli.cli.eval_run", "gradcli.cli.show",
     "gradcli.language", "gradcli.language.values", "gradcli.language.parser",
     "gradcli.language.lalr", "gradcli.language._lalr_tables",
     "gradcli.language.grammar",  # the tables' digest is checked against the grammar's text
@@ -55,22 +62,28 @@ GRADCLI = {
 # Standard modules gradcli adds to what its dependencies import.
 STANDARD = {
     "signal",  # the Ctrl-C guard of start-up (cli/__init__.py)
-    "gc",  # the exit skips the last collection (cli/base.py)
+    "gc",  # the exit skips the last collection (cli/exits.py)
     "cmath",  # the ops' complex-step forms
     "zlib",  # the grammar's digest, checked against the shipped tables (language/lalr.py)
-    "locale", "_locale",  # click's gettext, for its --help option's text
+    # The op table's rows, the evaluation's settings and its results are dataclasses (orjson
+    # loads the module too), and dataclasses loads inspect and copy; copy looks for Jython's
+    # org.python.core (importtime lists the attempt)
+    "dataclasses", "inspect", "ast", "_ast", "dis", "opcode", "_opcode", "token", "tokenize",
+    "linecache", "copy", "org", "org.python", "org.python.core",
 }
 ALLOWED = {
     # The table: the view of one result, in its pieces by concern (the same code views.py
     # held whole): the console, tables that fit, numbers as text, the per-node tables, verdicts.
+    # written as plain lines in a pipe (output/plain.py), with no Rich
     "table": GRADCLI | STANDARD | {
         "gradcli.output.views", "gradcli.output.console", "gradcli.output.tables",
-        "gradcli.output.values", "gradcli.output.nodes", "gradcli.output.verdicts"},
+        "gradcli.output.values", "gradcli.output.nodes", "gradcli.output.verdicts",
+        "gradcli.output.text", "gradcli.output.plain"},
     "json": GRADCLI | STANDARD | {"gradcli.output.records"},
 }
 BASELINE = {
-    "table": "import click, rich.console, rich.table",
-    "json": "import click, orjson",
+    "table": "pass",
+    "json": "import orjson",
 }
 
 
@@ -102,8 +115,7 @@ def test_the_seed_example_imports_only_what_it_uses(output):
     modules = _imported(run, [*SEED, *flags])
     assert "gradcli.gradcheck.evaluation" in modules  # it ran
     baseline = set(_imported(BASELINE[output], []))
-    unexpected = [name for name in modules if name not in baseline | ALLOWED[output]
-                  and not (output == "table" and name.startswith("rich."))]  # Rich's own, to draw
+    unexpected = [name for name in modules if name not in baseline | ALLOWED[output]]
     assert not unexpected, (
         f"the seed example ({output}) now imports {unexpected}: import it where it is used, "
         "or add it to ALLOWED in tests/test_startup.py with the reason")
@@ -117,10 +129,15 @@ def test_the_check_loads_only_when_it_runs(output):
 
 
 def test_other_commands_load_only_when_they_run():
+    """The plain eval loads no command's module, nor click; an eval that click reads (here
+    for --rtol) loads eval's module and no other."""
     run = "import sys; from gradcli.cli import main; sys.argv[0] = 'gradcli'; main()"
-    modules = _imported(run, [*SEED, "--json"])
+    plain = _imported(run, [*SEED, "--json"])
+    assert "click" not in plain
+    assert not {module for module, _ in COMMANDS.values()} & set(plain)
+    read_by_click = _imported(run, [*SEED, "--json", "--rtol", "1e-6"])
     for name, (module, _) in COMMANDS.items():
-        assert (module in modules) == (name == "eval"), module
+        assert (module in read_by_click) == (name == "eval"), module
 
 
 def test_the_command_list_matches_the_commands():
@@ -136,3 +153,76 @@ def test_the_command_list_matches_the_commands():
         assert set(flags) == {flag for param in command.params
                               if isinstance(param, click.Option) and param.is_flag
                               for flag in param.opts if flag.startswith("--")}, name
+
+
+def _eval_command() -> tuple[click.Command, click.Context]:
+    from gradcli.cli import cli
+
+    command = every_command(cli)["eval"]
+    group = click.Context(cli, info_name="gradcli", **cli.context_settings)
+    return command, click.Context(command, parent=group, info_name="eval")
+
+
+def test_the_plain_eval_knows_every_option_of_eval():
+    """``EVAL_OPTIONS`` is what click's reading tells options from bindings with (every
+    spelling, and whether it takes a value); the plain eval's suggestions (``--rtl`` meant
+    ``--rtol``) come from the same long options."""
+    command, ctx = _eval_command()
+    assert {flag: not param.is_flag for param in command.get_params(ctx)
+                            if isinstance(param, click.Option)
+                            for flag in (*param.opts, *param.secondary_opts)} == EVAL_OPTIONS
+    assert command.long_options(ctx) == LONG_OPTIONS
+
+
+def test_the_plain_eval_makes_the_request_click_makes():
+    from gradcli.cli.eval_command import eval_request
+
+    command, ctx = _eval_command()
+    args = [*SEED[1:], "--json"]
+    expr, given, as_json = plain_form(["eval", *args])
+    with ctx:
+        command.parse_args(ctx, list(args))
+        clicked = eval_request(ctx, **ctx.params)
+    assert (expr, given.values, given.spelled, as_json) == (
+        clicked.program.text, clicked.values, clicked.given.spelled, True)
+    assert EvalSettings(strict=False) == clicked.settings
+
+
+# Command lines the plain eval takes: each prints and ends as click's reading of it does.
+PLAIN = [
+    SEED, [*SEED, "--json"], ["eval", "x*y", "--x=2", "--json", "--y", "-3"],
+    ["eval", "-x**2", "--x", "3"], ["eval", "log(x)", "--x", "-1"],
+    ["eval", "log(x)", "--x", "-1", "--json"], ["eval", "x*y", "--x", "2"],
+    ["eval", "x*y", "--x", "2", "--z", "1"], ["eval", "x*y", "--x", "2", "--rtl", "1"],
+    ["eval", "x+", "--x", "1", "--json"], ["eval", "x", "--x", "1", "--wrt", "2"],
+    ["eval", "u = x*W; z = u + b; err = z - t; err*err", "--x", "2", "--W", "3", "--b", "1",
+     "--t", "8"],
+]
+# ... and some it leaves to click: an option, a range, an array, a batch, a file, help,
+# a name given twice, a binding without its value, another command's flag, two EXPRs.
+TO_CLICK = [
+    [*SEED, "--rtol", "1e-6"], ["eval", "x", "--x", "1,2"], ["eval", "x", "--x", "-2:2:5"],
+    ["eval", "sum(x)", "--x", "[1, 2]"], ["eval", "-", "--x", "1"], ["eval", "-f", "a.grad"],
+    ["eval", "--help"], ["eval", "x", "-h"], ["eval", "x", "--x", "1", "--x", "2"],
+    ["eval", "x", "--x"], ["eval", "x", "--x", "1", "--defaults"], ["eval", "x", "y"],
+    ["eval", "x", "--x", "1", "--json", "--json"], ["eval", "--x", "1"], ["diff", "x", "--x", "1"],
+]
+
+
+@pytest.mark.parametrize("args", PLAIN, ids=" ".join)
+def test_the_plain_eval_prints_what_click_s_reading_prints(args):
+    assert plain_form(args) is not None
+    environment = {**os.environ, "COLUMNS": "120"}
+    ran = {}
+    for entry in ("gradcli.cli import main", "gradcli.cli.base import main"):
+        done = subprocess.run([sys.executable, "-c", f"from {entry}; main()", *args],
+                              capture_output=True, text=True, env=environment, check=False)
+        ran[entry] = (done.returncode, done.stdout, done.stderr)
+    plain, clicked = ran.values()
+    assert plain == clicked
+    assert plain[1] or plain[2]  # it said something
+
+
+@pytest.mark.parametrize("args", TO_CLICK, ids=" ".join)
+def test_every_other_command_line_goes_to_click(args):
+    assert plain_form(args) is None

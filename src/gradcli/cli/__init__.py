@@ -2,11 +2,14 @@
 library below it (engine, language, gradcheck, formulas, output), callable from Python as well.
 
 One module per command; the ``cli`` group imports a command's module when the command runs
-(``commands.COMMANDS``), so that ``gradcli eval`` loads neither ``diff`` nor ``check``.
+(``commands.COMMANDS``), so that ``gradcli eval`` loads neither ``diff`` nor ``check``; and
+the plain ``gradcli eval EXPR --NAME VALUE ... [--json]`` is read without click
+(``plain_eval``).
 
 Ctrl-C while gradcli starts up is one line and status 130, as later, never a traceback: main()
 turns a KeyboardInterrupt into "gradcli: interrupted" and status 130, but only once it runs;
-before that the CLI spends tens of milliseconds importing click, the parser and the graph core.
+before that the CLI spends tens of milliseconds importing the parser, the graph core and
+(but for the plain eval) click.
 While those imports run (``quiet_interrupts``), SIGINT ends the process at once instead: nothing
 has been written yet and nothing needs undoing.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -50,7 +54,32 @@ def _exit_interrupted(signum: int, frame: Any) -> None:
     os._exit(ExitStatus.INTERRUPTED)  # no stack to unwind into a traceback, no buffers to flush
 
 
-with quiet_interrupts():  # the imports of click, the parser and the core
-    from gradcli.cli.base import cli, main
+def main(argv: list[str] | None = None) -> None:
+    """Entry point (the ``gradcli`` script, ``python -m gradcli``): the plain eval
+    (``cli.plain_eval``) without click, any other command line through click (``cli.base``);
+    either way the process ends with a documented exit status (``cli.exits``). ``argv``: the
+    arguments after ``gradcli`` (None: ``sys.argv``'s)."""
+    with quiet_interrupts():  # the imports of the parser and the core
+        from gradcli.cli.exits import run_to_exit
+        from gradcli.cli.plain_eval import plain_form, run_plain
+
+        plain = plain_form(sys.argv[1:] if argv is None else list(argv))
+    if plain is None:
+        with quiet_interrupts():  # the imports of click and the command
+            from gradcli.cli.base import main as click_main
+        click_main(argv)
+    else:
+        run_to_exit(lambda: run_plain(*plain), argv)
+
+
+def __getattr__(name: str) -> Any:
+    """``gradcli.cli.cli``, the click group, loaded when asked for: the plain eval runs
+    without click."""
+    if name == "cli":
+        from gradcli.cli.base import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["cli", "main"]

@@ -9,25 +9,21 @@ programs that use different names."""
 
 from __future__ import annotations
 
-import re
 import sys
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from gradcli.cli.commands import COMMANDS, option_owners
-from gradcli.cli.given import BINDINGS_KEY, Given, closest_option
+from gradcli.cli.bindings import flags_of_other_commands, split_arguments
+from gradcli.cli.commands import option_owners
+from gradcli.cli.given import BINDINGS_KEY, Given
 from gradcli.errors import UsageError, visible
-from gradcli.language.values import NAME, Value
+from gradcli.language.values import Value
 from gradcli.limits import MAX_VALUES_FILE_BYTES
 
 if TYPE_CHECKING:
     from gradcli.language.values_file import FileValue
-
-# What an option looks like; anything else after `--` (`---x`, `--(x)`) is an expression.
-_OPTION_LIKE = re.compile(r"--[A-Za-z][-A-Za-z0-9_]*")
-
 
 class GradcliCommand(click.Command):
     """Every gradcli command: an option that takes a value, given twice, is a usage error.
@@ -74,14 +70,14 @@ class BindingCommand(GradcliCommand):
             if isinstance(param, click.Option)
             for flag in (*param.opts, *param.secondary_opts)
         }
-        foreign = _flags_of_other_commands(ctx, takes_value)
+        foreign = flags_of_other_commands(takes_value)
         try:
-            options, bindings, positional = _split_arguments(args, takes_value, foreign)
+            options, bindings, positional = split_arguments(args, takes_value, foreign)
         except UsageError:
             if not ctx.resilient_parsing or not args:
                 raise
             # Shell completion of `... --W <Tab>`: what comes before the unfinished binding.
-            options, bindings, positional = _split_arguments(args[:-1], takes_value, foreign)
+            options, bindings, positional = split_arguments(args[:-1], takes_value, foreign)
         ctx.meta[BINDINGS_KEY] = bindings
         return super().parse_args(ctx, options + (["--", *positional] if positional else []))
 
@@ -98,74 +94,15 @@ class BindingCommand(GradcliCommand):
 
 
 def _options_of_other_commands(ctx: click.Context, own: Iterable[str]) -> dict[str, str]:
-    """Each long option of gradcli's other commands that this one lacks, with its commands
-    (``--wrt`` -> ``gradcli diff``): the words of the error for ``gradcli eval ... --wrt y``."""
-    group = ctx.parent.command if ctx.parent is not None else None
+    return options_of_other_commands(ctx.parent.command if ctx.parent is not None else None, own)
+
+
+def options_of_other_commands(group: object, own: Iterable[str]) -> dict[str, str]:
+    """Each long option of gradcli's other commands (those of ``group``) that this one lacks,
+    with its commands (``--wrt`` -> ``gradcli diff``): the words of the error for ``gradcli
+    eval ... --wrt y``."""
     return {flag: " and ".join(names) for flag, names in option_owners(group).items()
             if flag.startswith("--") and flag not in own}
-
-
-def _flags_of_other_commands(ctx: click.Context, own: dict[str, bool]) -> set[str]:
-    """``--json`` and the like of gradcli's other commands: given to a command that lacks them,
-    they are a mistaken option (click says so), not a variable waiting for a value. Read from
-    ``COMMANDS``, so that ``gradcli eval`` need not load the other commands to know them."""
-    return {flag for _, flags in COMMANDS.values() for flag in flags if flag not in own}
-
-
-def _split_arguments(
-    args: list[str], takes_value: dict[str, bool], foreign_flags: Collection[str] = frozenset()
-) -> tuple[list[str], list[str], list[str]]:
-    options: list[str] = []
-    bindings: list[tuple[str, str]] = []  # (NAME=VALUE, as written), in the order given
-    positional: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        flag, has_value, value = arg.partition("=")
-        if arg == "--":
-            positional += args[i + 1 :]
-            break
-        if flag in takes_value:
-            options.append(arg)
-            if takes_value[flag] and not has_value:
-                if i + 1 >= len(args) or _is_option(args[i + 1], takes_value, foreign_flags):
-                    raise UsageError(f"{flag} needs a value", hint=f"write {flag} VALUE")
-                options.append(args[i + 1])
-                i += 1
-        elif flag in foreign_flags and not has_value:
-            options.append(arg)  # click reports it as an option this command does not have
-        elif arg.startswith("--") and NAME.fullmatch(flag[2:]):
-            written = arg
-            if not has_value:
-                following = args[i + 1] if i + 1 < len(args) else None
-                if following is None or _is_option(following, takes_value, foreign_flags):
-                    raise _needs_a_value(flag, takes_value)
-                value = following
-                written = f"{flag} {value.strip()}"
-                i += 1
-            bindings.append((f"{flag[2:]}={value}", written))
-        elif arg.startswith("--") and _OPTION_LIKE.fullmatch(flag):
-            options.append(arg)  # click reports it as an unknown option
-        else:
-            positional.append(arg)
-        i += 1
-    return options, bindings, positional
-
-
-def _is_option(arg: str, takes_value: Collection[str], foreign_flags: Collection[str]) -> bool:
-    """``--b``, ``--json``, ``-f``: an option, not the value of the ``--W`` before it."""
-    flag = arg.partition("=")[0]
-    return flag in takes_value or flag in foreign_flags or bool(_OPTION_LIKE.fullmatch(flag))
-
-
-def _needs_a_value(flag: str, options: Collection[str]) -> UsageError:
-    """``--W`` with nothing after it (or an option): a variable without its value -- or, when
-    it is close to an option (``--hesian``), that option misspelt."""
-    meant = closest_option(flag[2:], [o for o in options if o.startswith("--") and o != "--help"])
-    if meant is not None:
-        return UsageError(f"no such option {visible(flag)}", hint=f"did you mean {meant[0]}?")
-    return UsageError(f"{visible(flag)} needs a value",
-                      hint=f"write {visible(flag)} VALUE, e.g. {visible(flag)} 2")
 
 
 

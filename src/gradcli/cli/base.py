@@ -1,33 +1,25 @@
-"""The command group and the entry point: every way out of a command mapped to its exit status."""
+"""The command group and click's entry point (the exit statuses: ``cli.exits``)."""
 
 from __future__ import annotations
 
-import gc
 import sys
 from typing import Any
 
 import click
 
 from gradcli import __version__
-from gradcli.cli import streams
 from gradcli.cli.arguments import GradcliCommand
 from gradcli.cli.commands import LazyGroup
-from gradcli.cli.streams import (
-    OutputFailedError,
-    _WholeWrites,  # noqa: F401 (tests reach it here)
+from gradcli.cli.exits import (  # noqa: F401 (tests reach _interrupted here)
+    ReaderGoneError,
+    UserInterruptError,
+    _interrupted,
+    run_to_exit,
 )
+from gradcli.cli.streams import _WholeWrites  # noqa: F401 (tests reach it here)
 from gradcli.cli.usage import shown
 from gradcli.engine import stale_core_modules
-from gradcli.errors import ExitStatus, GradcliError, out_of_memory
-
-
-class ReaderGoneError(Exception):
-    """The reader of stdout went away (``| head -1``): main() ends quietly with status 141."""
-
-
-class UserInterruptError(Exception):
-    """Ctrl-C inside a command: main() prints one line and ends with status 130."""
-
+from gradcli.errors import GradcliError
 
 ARGS_KEY = "gradcli.args"
 
@@ -104,81 +96,17 @@ def cli() -> None:
     """
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: runs the CLI and maps every way out to a documented exit status.
+    """Entry point of every command line that the plain eval, ``cli.plain_eval``, does not
+    take: click reads it, and ``exits.run_to_exit`` maps every way out to an exit status."""
+    run_to_exit(lambda: _run_click(argv), argv)
 
-    The standard streams are settled first (``cli.streams``): closed descriptors, a stdout
-    that fails, a stderr that fails, an encoding without gradcli's marks."""
-    streams.settle()
-    _warn_if_the_core_is_stale()
-    status: int = ExitStatus.OK
+
+def _run_click(argv: list[str] | None) -> int:
+    """click's run of the command line; its errors shown (gradcli's style, ``cli.usage``)."""
     try:
-        try:
-            status = cli.main(args=argv, prog_name="gradcli", standalone_mode=False) or 0
-        except click.ClickException as error:
-            error.show()  # gradcli's style (cli.usage); `gradcli` alone: click's help
-            status = error.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt, UserInterruptError):
-        status = _interrupted()
-    except (BrokenPipeError, ReaderGoneError):
-        status = _reader_gone()
-    except OutputFailedError as error:
-        status = _output_failed(error)
-    except MemoryError:  # a command that does not say it itself (eval and batches do)
-        status = _out_of_memory()
-    try:
-        sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
-    except (BrokenPipeError, ReaderGoneError):
-        status = _reader_gone()
-    except OutputFailedError as error:
-        status = _output_failed(error)
-    except KeyboardInterrupt:
-        status = _interrupted()
-    if argv is None:  # the process ends here (console script, python -m gradcli)
-        _skip_the_last_collection()
-    sys.exit(int(status or 0))
-
-
-def _warn_if_the_core_is_stale() -> None:
-    stale = stale_core_modules()
-    if stale:
-        more = f" and {len(stale) - 1} more" if len(stale) > 1 else ""
-        print(f"note: {stale[0]}{more} changed after gradcli's core was compiled, and the "
-              "old code runs; install again: pip install -e .", file=sys.stderr)
-
-
-def _skip_the_last_collection() -> None:
-    """Leave every object alive now out of the cyclic collections at interpreter exit.
-
-    Those full passes over all of Click's, Rich's and gradcli's module objects cost more than
-    10 ms of a small ``gradcli eval`` and free nothing the OS does not reclaim anyway. Exit still
-    runs atexit handlers (batch workers) and flushes stdout and stderr; files are closed by
-    ``with`` blocks before this point.
-    """
-    gc.freeze()
-
-
-def _interrupted() -> int:
-    """Ctrl-C: one line on stderr, the shell's status for SIGINT, no traceback."""
-    click.echo("gradcli: interrupted", err=True)
-    streams.quiet_after_stop()
-    return ExitStatus.INTERRUPTED
-
-
-def _out_of_memory() -> int:
-    """What the attempt took is free again here: one line on stderr, no traceback."""
-    error = out_of_memory()
-    click.echo(f"gradcli: {error.one_line()}", err=True)
-    return error.status
-
-
-def _reader_gone() -> int:
-    """Stop quietly, as Unix tools do: later writes and the exit-time flush go nowhere."""
-    streams.silence_stdout()
-    return ExitStatus.READER_GONE
-
-
-def _output_failed(error: OutputFailedError) -> int:
-    """stdout failed (a full disk, a closed descriptor): one line on stderr, and its status."""
-    streams.silence_stdout()
-    click.echo(f"gradcli: cannot write to stdout: {error.reason}", err=True)
-    return ExitStatus.OUTPUT_FAILED
+        return cli.main(args=argv, prog_name="gradcli", standalone_mode=False) or 0
+    except click.exceptions.Abort:
+        raise UserInterruptError from None
+    except click.ClickException as error:
+        error.show()  # gradcli's style (cli.usage); `gradcli` alone: click's help
+        return error.exit_code

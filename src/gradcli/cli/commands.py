@@ -1,4 +1,4 @@
-"""Which commands gradcli has: the module of each, imported only when the command runs.
+"""The group's commands, each module imported only when its command runs (``COMMANDS``).
 
 ``gradcli eval`` so loads neither ``diff`` nor ``check``. The group (``cli.base``) is a
 ``LazyGroup``; ``every_command`` loads them all for the messages that need every command's
@@ -11,25 +11,7 @@ import importlib
 
 import click
 
-# Each command: the module that defines it (and registers it with ``cli``), imported only when
-# the command runs, so that ``gradcli eval`` does not load ``gradcli diff``; and its long flags
-# (options without a value), with which a binding command tells another command's flag
-# (``gradcli eval ... --defaults``) from a variable without loading the others.
-# tests/test_startup.py checks both against the commands themselves.
-COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "check": ("gradcli.cli.check_command", ("--fail-fast", "--json")),
-    "completion": ("gradcli.cli.reference_commands", ()),
-    "diff": ("gradcli.cli.diff_command", ("--allow-unused", "--defaults", "--json",
-                                          "--no-check")),
-    "eval": ("gradcli.cli.eval_command", ("--allow-unused", "--check-nodes", "--csv", "--full",
-                                          "--hessian", "--json", "--no-check", "--no-nodes",
-                                          "--strict")),
-    "functions": ("gradcli.cli.reference_commands", ("--json",)),
-    "graph": ("gradcli.cli.picture_commands", ("--allow-unused",)),
-    "man": ("gradcli.cli.reference_commands", ()),
-    "plot": ("gradcli.cli.picture_commands", ("--allow-unused",)),
-    "repl": ("gradcli.cli.repl", ("--full",)),
-}
+from gradcli.cli.command_table import COMMANDS
 
 
 def every_command(group: object) -> dict[str, click.Command]:

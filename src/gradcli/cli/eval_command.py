@@ -1,11 +1,10 @@
-"""``gradcli eval``: one program, a batch from stdin, or a sweep over a grid of points."""
+"""``gradcli eval``: its options, read by click into an ``EvalRequest`` (``eval_run`` runs it)."""
 
 from __future__ import annotations
 
 import math
 import sys
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -19,12 +18,12 @@ from gradcli.cli.arguments import (
     program_arguments,
 )
 from gradcli.cli.base import cli
-from gradcli.cli.cluster import batch_on, cluster_option, placement, skip_option, sweep_on
-from gradcli.cli.given import Given
-from gradcli.cli.program_text import ProgramText, stdin_lines
-from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
-from gradcli.errors import GradcliError, UsageError, out_of_memory, visible
-from gradcli.gradcheck.evaluation import EvalSettings, evaluate
+from gradcli.cli.cluster import cluster_option, placement, skip_option
+from gradcli.cli.eval_run import EvalRequest, run_eval
+from gradcli.cli.program_text import ProgramText
+from gradcli.cli.show import show_error
+from gradcli.errors import GradcliError, UsageError, visible
+from gradcli.gradcheck.evaluation import EvalSettings
 from gradcli.gradcheck.tolerances import (
     BATCH_NODE_CHECK_LIMIT,
     DEFAULT_ATOL,
@@ -32,12 +31,8 @@ from gradcli.gradcheck.tolerances import (
     METHODS,
     NODE_CHECK_LIMIT,
 )
-from gradcli.language.parser import parse
-from gradcli.language.values import Value, as_point, is_sweep, parse_assignments
-from gradcli.limits import MAX_NODES, max_chars
-
-if TYPE_CHECKING:
-    from gradcli.runs.cluster import ClusterAddress
+from gradcli.language.values import is_sweep, parse_assignments
+from gradcli.limits import MAX_NODES
 
 EVAL_HELP = """Evaluate EXPR and its gradients (one reverse-mode pass), checked by finite
 differences.
@@ -150,37 +145,6 @@ def eval_command(ctx: click.Context, **options: Any) -> None:
     except GradcliError as error:
         ctx.exit(show_error(error, options["as_json"], _shown_source(options["expr"])))
     ctx.exit(run_eval(request))
-
-
-class EvalRequest:
-    """What one ``gradcli eval`` asks for, checked and typed: made from click's options by
-    ``eval_request``, carried out by ``run_eval``. (A plain class: see ``ProgramText``.)"""
-
-    def __init__(self, program: ProgramText | None, given: Given, settings: EvalSettings,
-                 output: str, digits: int | None = None,
-                 cluster: ClusterAddress | None = None, skip: int = 0,
-                 save: str | None = None) -> None:
-        self.program = program  # None: a batch, one program per line of stdin
-        self.given = given  # the values (a range or list for a sweep) and how they were written
-        self.settings = settings
-        self.output = output  # "table", "json" or "csv"
-        self.digits = digits  # significant digits in tables (None: every digit)
-        self.cluster = cluster  # where batches and sweeps run (None: here)
-        self.skip = skip  # stdin lines a batch skips (--skip)
-        self.save = save  # --save FILE.npz: the result's arrays, for NumPy
-
-    @property
-    def full(self) -> bool:
-        """Every element of large arrays, in tables and in JSON records (--full)."""
-        return self.settings.full
-
-    @property
-    def values(self) -> dict[str, Value]:
-        return self.given.values
-
-    @property
-    def is_sweep(self) -> bool:
-        return self.output == "csv" or is_sweep(self.values)
 
 
 def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str, ...],
@@ -308,163 +272,3 @@ def _shown_source(expr: str | None) -> str:
     return expr if expr not in (None, "-") else ""
 
 
-def run_eval(request: EvalRequest) -> int:
-    """Everything ``gradcli eval`` does after parsing its options; returns the exit status."""
-    as_json = request.output == "json"
-    if request.program is None:
-        lines = stdin_lines(max_chars(request.settings.max_nodes))
-        if request.cluster is not None or request.skip:
-            from gradcli.output.batch_lines import TableStyle
-
-            table = None if as_json else TableStyle(request.digits, request.full)
-            return batch_on(request.cluster, request.skip, lines, partial(
-                show_batch, values=as_point(request.values), settings=request.settings,
-                as_json=as_json, given=request.given, digits=request.digits,
-                full=request.full), table)
-        return show_batch(lines, as_point(request.values), request.settings, as_json,
-                          request.given, request.digits, full=request.full)
-    if request.is_sweep:
-        return run_sweep(request)
-    program = request.program
-    try:
-        parsed = parse(program.text, request.settings.max_nodes, request.values)
-        request.given.check_used(parsed)
-        say_shadowed(parsed)
-        result = evaluate(parsed, as_point(request.values), request.settings)
-        _check_mode_used(request.settings.mode, result)
-        if request.save is not None:
-            from gradcli.cli.files import write_file
-            from gradcli.language.data_files import npz_bytes
-            from gradcli.output.records import result_arrays
-
-            write_file(request.save, npz_bytes(result_arrays(result)))
-    except GradcliError as error:
-        return show_error(error, as_json, program.text, program.file_name)
-    except MemoryError:
-        pass  # said below, once what the attempt took is free again
-    else:
-        return show_result(result, program.text, as_json, request.digits, request.full,
-                           nodes=request.settings.nodes)
-    return show_error(out_of_memory(), as_json, program.text, program.file_name)
-
-
-def _check_mode_used(mode: str, result: Any) -> None:
-    """``--mode forward|reverse`` is how a Jacobian is computed: for a program with one scalar
-    output (one reverse pass, no Jacobian) it would do nothing, so it is a usage error."""
-    if mode == "auto":
-        return
-    from gradcli.gradcheck.jacobian_check import JacobianResult  # not on the scalar path
-
-    if not isinstance(result, JacobianResult):
-        raise UsageError(f"--mode {mode} chooses how a Jacobian is computed, and this program "
-                         "has one scalar output (its gradient is one reverse pass)",
-                         hint="drop --mode; it applies to several outputs (f, g) or an array "
-                              "output")
-
-
-def _has_arrays(program: Any, values: dict[str, Value]) -> bool:
-    """An array program (an array value, an array op, or several outputs) -- cheap checks
-    first: a scalar program's ``--csv`` (a sweep of one point) does no more work for it."""
-    if program.arrays or program.outputs:
-        return True
-    return any(hasattr(value, "ndim") for value in values.values())
-
-
-def _point_csv(request: EvalRequest, program: Any) -> int:
-    """``--csv`` of one point of an array program: the scalar sweep's CSV (the same columns,
-    written by the same functions), one column per input element (``W[0,1]``, ``d/dW[0,1]``).
-    Raises the UsageError of what a row cannot hold: an array output, several outputs."""
-    import csv
-    from dataclasses import replace
-
-    from gradcli.errors import NumericError
-    from gradcli.gradcheck.evaluation import Result
-    from gradcli.gradcheck.jacobian_check import JacobianResult
-    from gradcli.gradcheck.sweep_results import csv_rows
-    from gradcli.output.sweep_views import point_sweep
-
-    if request.cluster is not None:
-        raise UsageError("--cluster runs batches and sweeps, and this is one point of an "
-                         "array program", hint="drop --cluster: one point is evaluated here")
-    values = as_point(request.values)
-    try:
-        result = evaluate(program, values, replace(request.settings, strict=True))
-    except NumericError as error:
-        point = {**program.defaults, **values}
-        sweep = point_sweep(program, {name: point[name] for name in program.variables}, error=error)
-    else:
-        if isinstance(result, JacobianResult):
-            what = ("has several outputs" if len(result.values) > 1 else
-                    "has an array output")
-            raise UsageError(f"--csv writes a row of one number and its gradients, and this "
-                             f"program {what}: its Jacobian has no row form",
-                             hint="--json writes its values and Jacobian")
-        assert isinstance(result, Result)  # strict: no free variables, so no FreeResult
-        sweep = point_sweep(program, result.point, result)
-    csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(sweep))
-    return sweep.status
-
-
-def run_sweep(request: EvalRequest) -> int:
-    """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV.
-
-    The grid is evaluated a block at a time (``stream_sweep``); CSV and JSON Lines are written
-    block by block, in grid order, and the table is made from a ``SweepSummary`` (its first rows
-    and counts), so memory does not grow with the number of points."""
-    from contextlib import closing
-
-    from gradcli.gradcheck.sweep_results import AGREEMENT, csv_body, csv_header, point_records
-    from gradcli.gradcheck.sweep_stream import SweepSummary, stream_sweep
-
-    program, settings = request.program, request.settings
-    assert program is not None
-    try:
-        parsed = parse(program.text, settings.max_nodes, request.values)
-        request.given.check_used(parsed)
-        say_shadowed(parsed)
-        if not is_sweep(request.values) and _has_arrays(parsed, request.values):
-            return _point_csv(request, parsed)
-        options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol)
-        blocks = (stream_sweep(parsed, request.values, **options) if request.cluster is None
-                  else sweep_on(request.cluster, program.text, settings.max_nodes, parsed,
-                                request.values, {**options, "reconcile": True}))
-    except GradcliError as error:
-        return show_error(error, request.output == "json", program.text, program.file_name)
-    keep = 0
-    if request.output == "table":
-        from gradcli.output.tables import MAX_TABLE_ROWS
-
-        keep = MAX_TABLE_ROWS
-    summary = SweepSummary(keep)
-    with closing(blocks):
-        if request.output == "csv":
-            import csv
-
-            writer = csv.writer(sys.stdout, lineterminator="\n")
-            writer.writerow(csv_header(list(parsed.variables)))
-            for sweep in blocks:
-                writer.writerows(csv_body(sweep))
-                summary.add(sweep)
-        elif request.output == "json":
-            from gradcli.output.records import dumps
-
-            for sweep in blocks:
-                for record in point_records(sweep):
-                    sys.stdout.write(dumps({"expression": program.text, **record}) + "\n")
-                summary.add(sweep)
-        else:
-            for sweep in blocks:
-                summary.add(sweep)
-    if request.output == "table":
-        from gradcli.output.console import make_console
-        from gradcli.output.sweep_views import sweep_view
-
-        console = make_console()
-        console.print(sweep_view(summary, plain=not console.is_terminal, digits=request.digits))
-    if summary.unsettled:
-        click.echo(f"note: NumPy's rounding may change the results at {summary.unsettled:,} "
-                   f"of {summary.size:,} points by more than a relative "
-                   f"{AGREEMENT:g}; only {summary.rechecked:,} such points could be "
-                   "re-evaluated on the scalar path (evaluate the others one at a time for "
-                   "exactly what one point gives)", err=True)
-    return summary.status

@@ -16,10 +16,9 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-import click
-
 from gradcli.cli import streams
 from gradcli.cli.given import Given, check_batch_names
+from gradcli.cli.streams import echo
 from gradcli.errors import ExitStatus, GradcliError, visible
 from gradcli.gradcheck.evaluation import (
     EvalSettings,
@@ -41,7 +40,7 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         sys.stdout.writelines(json_pieces(result_record(result, source, nodes=nodes,
                                                         full=full)))
         sys.stdout.write("\n")
-    else:
+    elif not _printed_plain(result, digits, full):
         from gradcli.output.console import make_console
         from gradcli.output.views import result_view
 
@@ -50,6 +49,25 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         console.print(result_view(result, plain=not console.is_terminal, digits=digits,
                                   full=full, **hint))
     return result.status
+
+
+def _printed_plain(result: Result | FreeResult, digits: int | None, full: bool) -> bool:
+    """Prints the tables of ``result`` to a pipe without Rich (``output.plain``), if they are
+    the plain lines it can make; False, having printed nothing, where Rich must draw them."""
+    if not isinstance(result, Result):
+        return False
+    from gradcli.output.console import console_width
+    from gradcli.output.plain import plain_lines, writes_plain
+    from gradcli.output.views import result_parts
+
+    stream = sys.stdout
+    if not writes_plain(stream):
+        return False
+    lines = plain_lines(result_parts(result, True, digits, full), console_width(stream))
+    if lines is None:
+        return False
+    stream.write("".join(line + "\n" for line in lines))
+    return True
 
 
 def say_shadowed(program: Any, free: Collection[str] = (), where: str | None = None) -> None:
@@ -62,7 +80,7 @@ def say_shadowed(program: Any, free: Collection[str] = (), where: str | None = N
         if note.reading == "shadow" or note.name in free:
             said = note.one_line() if where is None else (
                 f"{where}: note: {note.message} (hint: {note.hint})")
-            click.echo(f"gradcli: {visible(said)}", err=True)
+            echo(f"gradcli: {visible(said)}", err=True)
 
 
 def _say_constants_given(values: Iterable[str]) -> None:
@@ -72,7 +90,7 @@ def _say_constants_given(values: Iterable[str]) -> None:
 
     for name in values:
         if name in CONSTANTS:
-            click.echo(f"gradcli: note: {name} is given a value, so in every line it is a "
+            echo(f"gradcli: note: {name} is given a value, so in every line it is a "
                        f"variable, not the constant {name}", err=True)
 
 
@@ -82,8 +100,8 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
     if as_json:
         from gradcli.output.records import dumps, error_record
 
-        click.echo(dumps(error_record(error, source)))
-        click.echo(f"gradcli: {error.one_line()}", err=True)
+        echo(dumps(error_record(error, source)))
+        echo(f"gradcli: {error.one_line()}", err=True)
     else:
         from gradcli.output.console import make_console
         from gradcli.output.errors import error_view
@@ -125,7 +143,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     if error is None:
         return status
     if as_json:
-        click.echo(f"gradcli: {error.one_line()}", err=True)
+        echo(f"gradcli: {error.one_line()}", err=True)
     else:
         from gradcli.output.console import make_console
         from gradcli.output.errors import error_view
@@ -166,7 +184,7 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
             uses.saw(record.names)
             status = max(status, record.status)
     except GradcliError as error:
-        click.echo(f"gradcli: {error.one_line()}", err=True)
+        echo(f"gradcli: {error.one_line()}", err=True)
         return max(status, error.status)
     finally:
         if runs is not None:
@@ -216,12 +234,12 @@ def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSe
                 sys.stdout.flush()
                 for record in records:
                     if record.error is not None:
-                        click.echo(f"gradcli: line {record.line}: {record.error}", err=True)
+                        echo(f"gradcli: line {record.line}: {record.error}", err=True)
             for record in records:
                 status = max(status, record.status)
                 uses.saw(record.names)
     except GradcliError as error:
-        click.echo(f"gradcli: {error.one_line()}", err=True)
+        echo(f"gradcli: {error.one_line()}", err=True)
         return max(status, error.status)
     finally:
         runs.close()  # stops the workers now, whatever ended the loop
@@ -302,7 +320,7 @@ def _drop_output() -> None:
 
 def _say(line: str) -> None:
     with suppress(OSError):  # the terminal is gone (SIGHUP)
-        click.echo(line, err=True)
+        echo(line, err=True)
 
 
 def _collect_rarely() -> None:

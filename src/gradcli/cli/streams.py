@@ -242,6 +242,16 @@ def _stand_in(error: UnicodeError) -> tuple[str, int]:
     return stand_in, end
 
 
+def echo(line: str, err: bool = False) -> None:
+    """``line`` and a newline on stdout (``err``: stderr), flushed at once: click.echo for
+    gradcli's one-line messages, on paths that do not load click (the plain eval)."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:  # no such stream at all (pythonw)
+        return
+    stream.write(line + "\n")
+    stream.flush()
+
+
 def binary_stdout() -> IO[bytes]:
     """Where bytes for stdout go (a PNG, DOT source), after what was written as text."""
     sys.stdout.flush()

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Any
+from functools import cache
+from typing import IO, TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # The narrowest layout gradcli makes: the longest number (24 characters, -2.2250738585072014e-308)
 # fits on a line with its indent. COLUMNS below this (0 and 1 included) is ignored, a terminal
@@ -20,11 +22,18 @@ PIPE_WIDTH = 200  # the layout width of tables in a pipe (COLUMNS, when sane, ov
 MAX_WIDTH = 10_000  # COLUMNS above this counts as this
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """Let the CLI end a closed pipe with its documented status (Rich would exit with 1)."""
-        self.quiet = True
-        raise BrokenPipeError
+@cache
+def _console_class() -> type[Console]:
+    """Rich's console, which lets the CLI end a closed pipe with its documented status (Rich
+    would exit with 1); made when a console is (Rich loads only to draw)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console
 
 
 class _TrimmedLines:
@@ -82,8 +91,9 @@ def make_console(stderr: bool = False) -> Console:
     """
     stream = sys.stderr if stderr else sys.stdout
     width = console_width(stream)
+    console = _console_class()
     if stream.isatty():
-        return _Console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False)
-    return _Console(file=_TrimmedLines(stream), width=width, highlight=False, soft_wrap=True,
-                    emoji=False)
+        return console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False)
+    return console(file=_TrimmedLines(stream), width=width, highlight=False, soft_wrap=True,
+                   emoji=False)
 

@@ -13,11 +13,10 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
 from gradcli.engine.notation import shape_text
 from gradcli.errors import plural
 from gradcli.output.tables import MAX_TABLE_ROWS, Column, FittedTable
+from gradcli.output.text import Text
 from gradcli.output.values import checked_digits, number_text, value_text
 from gradcli.output.verdicts import check_cells, check_columns, check_mark
 

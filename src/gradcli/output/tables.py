@@ -10,17 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich import box
-from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions
-from rich.measure import Measurement
-from rich.table import Table
-from rich.text import Text
-
 from gradcli.output.console import MIN_WIDTH
+from gradcli.output.text import Text, cell_len, rich_text
 
 if TYPE_CHECKING:
-    from rich.console import JustifyMethod
+    from rich.console import Console, ConsoleOptions, JustifyMethod
+    from rich.measure import Measurement
+    from rich.table import Table
 
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
 
@@ -73,15 +69,16 @@ class FittedTable:
         self.title = title
         self.columns = list(columns)
         self.plain = plain
-        self.rows: list[tuple[list[Text], list[str] | None] | Text] = []
+        # a row's cells (Texts, gradcli's or Rich's) and field names, or a note
+        self.rows: list[tuple[list[Any], list[str] | None] | Any] = []
 
-    def add_row(self, *cells: Text, fields: Sequence[str] | None = None) -> None:
+    def add_row(self, *cells: Any, fields: Sequence[str] | None = None) -> None:
         """One row; ``fields`` names the record-layout fields of the non-head columns (default:
         their headers)."""
         assert len(cells) == len(self.columns), "one cell per column"
         self.rows.append((list(cells), None if fields is None else list(fields)))
 
-    def add_note(self, note: Text) -> None:
+    def add_note(self, note: Any) -> None:
         assert any(column.fold for column in self.columns), "a note needs a folding column"
         self.rows.append(note)
 
@@ -94,7 +91,7 @@ class FittedTable:
         natural = [_longest_line(column.header) for column in self.columns]
         floors = [max(_longest_word(column.header), FOLD_FLOOR) for column in self.columns]
         for row in self.rows:
-            if isinstance(row, Text):
+            if not isinstance(row, tuple):
                 at = self._note_column
                 natural[at] = max(natural[at], _longest_line(self._note_text(row).plain))
                 continue
@@ -121,28 +118,37 @@ class FittedTable:
     def _note_column(self) -> int:
         return next(i for i, column in enumerate(self.columns) if column.fold)
 
-    def _note_text(self, note: Text) -> Text:
+    def _note_text(self, note: Any) -> Text:
         return Text.assemble(Text("… ", style="dim"), note) if self._note_column == 0 else note
 
+    def cells(self) -> Iterator[list[Any]]:
+        """Each row's cells as the table shows them: a note is a row of its own, ``…`` in the
+        first column and the note in the first folding one."""
+        for row in self.rows:
+            if isinstance(row, tuple):
+                yield row[0]
+                continue
+            cells: list[Any] = [Text("") for _ in self.columns]
+            cells[0] = Text("…", style="dim")
+            cells[self._note_column] = self._note_text(row)
+            yield cells
+
     def table(self, widths: Sequence[int]) -> Table:
+        from rich import box
+        from rich.table import Table
+
         table = Table(box=box.SIMPLE if self.plain else box.ROUNDED, header_style="bold")
         for column, width in zip(self.columns, widths, strict=True):
             table.add_column(column.header, justify=column.justify, style=column.style,
                              width=width, no_wrap=not column.fold, overflow="fold")
-        for row in self.rows:
-            if isinstance(row, Text):
-                cells = [Text("") for _ in self.columns]
-                cells[0] = Text("…", style="dim")
-                cells[self._note_column] = self._note_text(row)
-                table.add_row(*cells)
-            else:
-                table.add_row(*row[0])
+        for cells in self.cells():
+            table.add_row(*map(rich_text, cells))
         return table
 
     def records(self, width: int) -> Iterator[Text]:
         """One block per row: its head cells, then ``header text`` fields packed into lines."""
         for row in self.rows:
-            if isinstance(row, Text):
+            if not isinstance(row, tuple):
                 yield Text.assemble(Text("… ", style="dim"), row)
                 continue
             cells, fields = row
@@ -172,10 +178,12 @@ class FittedTable:
             yield Text("")
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        from rich.measure import Measurement
+
         return Measurement(min(MIN_WIDTH, options.max_width), options.max_width)
 
 
-def _styled(cell: Text, style: str) -> Text:
+def _styled(cell: Any, style: str) -> Text:
     """The cell with its column's style under its own, as the table would show it."""
     styled = Text(style=style)
     styled.append(cell)
@@ -195,7 +203,7 @@ def _longest_word(text: str) -> int:
     return max((cell_len(word) for word in text.split()), default=0)
 
 
-def _block(head: Text, fields: list[tuple[str, Column, Text]], width: int) -> Text:
+def _block(head: Text, fields: list[tuple[str, Column, Any]], width: int) -> Text:
     """A row of the record layout: the head, then each ``name text`` field where it still fits
     on the line, else on the next line, indented. A number field too long for a line of its own
     puts its name and its number on two lines; a folding field (a message, an expression) too
@@ -226,5 +234,8 @@ def _block(head: Text, fields: list[tuple[str, Column, Text]], width: int) -> Te
 
 def titled_table(title: str, plain: bool) -> Table:
     """A plain Rich table under a bold title (texts, not numbers: ``gradcli functions``)."""
+    from rich import box
+    from rich.table import Table
+
     return Table(title=title, title_justify="left", box=box.SIMPLE if plain else box.ROUNDED,
                  header_style="bold", title_style="bold")

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
 from gradcli.engine.notation import format_number
 from gradcli.errors import listed, plural
 from gradcli.output.tables import Column
+from gradcli.output.text import Text
 
 if TYPE_CHECKING:
     from gradcli.gradcheck.check import CheckReport, GradientCheck

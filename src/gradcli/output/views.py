@@ -8,16 +8,17 @@ Hessian tables), ``verdicts``, ``errors``, ``batch_lines``, ``trees`` and ``jaco
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Group, RenderableType
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from gradcli.gradcheck.evaluation import FreeResult, Result
 from gradcli.output.nodes import gradient_table, hessian_table, hvp_table, node_table
 from gradcli.output.tables import Column, FittedTable
+from gradcli.output.text import Text
 from gradcli.output.values import checked_digits, number_text
 from gradcli.output.verdicts import gradient_verdict, hessian_verdict
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 FREE_HINT = "give them values for numbers; --strict makes this an error"
 
@@ -33,6 +34,8 @@ def result_view(result: Result | FreeResult, plain: bool = False,
     ``full``: every element of large arrays. ``free_hint``: how to give free variables values
     where the result is shown (the command line, an interactive session, Python).
     """
+    from rich.console import Group
+
     digits = checked_digits(digits)
     if isinstance(result, FreeResult):
         return free_view(result, plain, digits, free_hint)
@@ -40,18 +43,26 @@ def result_view(result: Result | FreeResult, plain: bool = False,
         from gradcli.output.jacobian_views import jacobian_view
 
         return jacobian_view(result, plain, digits, full)
+    return Group(*result_parts(result, plain, digits, full))
+
+
+def result_parts(result: Result, plain: bool = False, digits: int | None = None,
+                 full: bool = False) -> list[FittedTable | Text]:
+    """The pieces of ``result_view`` of a ``Result``, one under the other: tables and texts,
+    which the plain writer (``output.plain``) prints without Rich."""
+    digits = checked_digits(digits)
     arrays = result.program.arrays
-    parts: list[RenderableType] = [node_table(result, plain, digits, full),
-                                   gradient_table(result, plain, digits, full),
-                                   gradient_verdict(result.check, arrays)]
+    parts: list[FittedTable | Text] = [node_table(result, plain, digits, full),
+                                       gradient_table(result, plain, digits, full),
+                                       gradient_verdict(result.check, arrays)]
     if result.hessian is not None or result.hvp is not None:
         parts += _second_derivatives(result, plain, digits, full)
-    return Group(*parts)
+    return parts
 
 
 def _second_derivatives(result: Result, plain: bool, digits: int | None,
-                        full: bool) -> list[RenderableType]:
-    parts: list[RenderableType] = []
+                        full: bool) -> list[FittedTable | Text]:
+    parts: list[FittedTable | Text] = []
     arrays = result.program.arrays
     if result.hessian is not None:
         parts += [Text(""), hessian_table(result, plain, digits, full)]
@@ -101,6 +112,8 @@ def _derivative_label(path: tuple[str, ...], latex: bool, of: str | None = None)
 def free_view(result: FreeResult, plain: bool = False,
               digits: int | None = None, free_hint: str = FREE_HINT) -> RenderableType:
     """Value and gradients of a program with free variables, as expressions."""
+    from rich.console import Group
+
     digits = checked_digits(digits)
     table = FittedTable("value " + result.value, [
         Column("variable", fold=True, head=True, style="bold"),

@@ -1,0 +1,100 @@
+"""Every way out of a command mapped to its exit status, for both ways a command line is read:
+click's (``cli.base``) and the plain eval's (``cli.plain_eval``). Nothing here loads click."""
+
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from gradcli.cli import streams
+from gradcli.cli.streams import OutputFailedError, echo
+from gradcli.engine import stale_core_modules
+from gradcli.errors import ExitStatus, out_of_memory
+
+
+class ReaderGoneError(Exception):
+    """The reader of stdout went away (``| head -1``): main() ends quietly with status 141."""
+
+
+class UserInterruptError(Exception):
+    """Ctrl-C inside a command: main() prints one line and ends with status 130."""
+
+
+def run_to_exit(command: Callable[[], int], argv: list[str] | None) -> NoReturn:
+    """Runs ``command`` (its exit status) and ends the process with a documented status.
+
+    The standard streams are settled first (``cli.streams``): closed descriptors, a stdout
+    that fails, a stderr that fails, an encoding without gradcli's marks. ``argv`` None: the
+    process ends here (console script, python -m gradcli)."""
+    streams.settle()
+    _warn_if_the_core_is_stale()
+    status: int = ExitStatus.OK
+    try:
+        status = command()
+    except (KeyboardInterrupt, UserInterruptError):
+        status = _interrupted()
+    except (BrokenPipeError, ReaderGoneError):
+        status = _reader_gone()
+    except OutputFailedError as error:
+        status = _output_failed(error)
+    except MemoryError:  # a command that does not say it itself (eval and batches do)
+        status = _out_of_memory()
+    try:
+        sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
+    except (BrokenPipeError, ReaderGoneError):
+        status = _reader_gone()
+    except OutputFailedError as error:
+        status = _output_failed(error)
+    except KeyboardInterrupt:
+        status = _interrupted()
+    if argv is None:
+        _skip_the_last_collection()
+    sys.exit(int(status or 0))
+
+
+def _warn_if_the_core_is_stale() -> None:
+    stale = stale_core_modules()
+    if stale:
+        more = f" and {len(stale) - 1} more" if len(stale) > 1 else ""
+        print(f"note: {stale[0]}{more} changed after gradcli's core was compiled, and the "
+              "old code runs; install again: pip install -e .", file=sys.stderr)
+
+
+def _skip_the_last_collection() -> None:
+    """Leave every object alive now out of the cyclic collections at interpreter exit.
+
+    Those full passes over all of Click's, Rich's and gradcli's module objects cost more than
+    10 ms of a small ``gradcli eval`` and free nothing the OS does not reclaim anyway. Exit still
+    runs atexit handlers (batch workers) and flushes stdout and stderr; files are closed by
+    ``with`` blocks before this point.
+    """
+    gc.freeze()
+
+
+def _interrupted() -> int:
+    """Ctrl-C: one line on stderr, the shell's status for SIGINT, no traceback."""
+    echo("gradcli: interrupted", err=True)
+    streams.quiet_after_stop()
+    return ExitStatus.INTERRUPTED
+
+
+def _out_of_memory() -> int:
+    """What the attempt took is free again here: one line on stderr, no traceback."""
+    error = out_of_memory()
+    echo(f"gradcli: {error.one_line()}", err=True)
+    return error.status
+
+
+def _reader_gone() -> int:
+    """Stop quietly, as Unix tools do: later writes and the exit-time flush go nowhere."""
+    streams.silence_stdout()
+    return ExitStatus.READER_GONE
+
+
+def _output_failed(error: OutputFailedError) -> int:
+    """stdout failed (a full disk, a closed descriptor): one line on stderr, and its status."""
+    streams.silence_stdout()
+    echo(f"gradcli: cannot write to stdout: {error.reason}", err=True)
+    return ExitStatus.OUTPUT_FAILED

@@ -1,0 +1,66 @@
+"""The plain ``gradcli eval EXPR --NAME VALUE ... [--json]``, read without click.
+
+It is the command line a shell loop, a pre-commit hook or a CI step runs thousands of times,
+and loading click is a fifth of such a run. So this one form is read here: one EXPR, numbers
+for its variables, perhaps ``--json``; the bindings split by the function click's reading uses
+(``cli.bindings``), against eval's options as ``cli.command_table`` lists them. Anything else --
+another option, ``-f``, a batch on stdin, a range or an array, a name given twice, ``--help``,
+any usage error -- is left to click (``cli.base``), which reads every form and words every
+error. The request made here is the one click's reading makes (tests/test_startup.py).
+"""
+
+from __future__ import annotations
+
+from gradcli.cli.bindings import flags_of_other_commands, split_arguments
+from gradcli.cli.command_table import EVAL_OPTIONS
+from gradcli.cli.eval_run import EvalRequest, run_eval
+from gradcli.cli.given import Given
+from gradcli.cli.program_text import ProgramText
+from gradcli.cli.show import show_error
+from gradcli.errors import GradcliError, UsageError
+from gradcli.gradcheck.evaluation import EvalSettings
+from gradcli.limits import MAX_NODES
+
+# eval's long options, as click's ``BindingCommand.long_options`` gives them: a ``--rtl 1``
+# that meant ``--rtol`` is said so
+LONG_OPTIONS = tuple(flag for flag in EVAL_OPTIONS if flag.startswith("--") and flag != "--help")
+
+
+def plain_form(args: list[str]) -> tuple[str, Given, bool] | None:
+    """``(EXPR, the values, --json)`` when ``args`` (after ``gradcli``) are the plain eval, else
+    None. Nothing is read, printed or evaluated here."""
+    if not args or args[0] != "eval":
+        return None
+    try:
+        options, bindings, positional = split_arguments(
+            args[1:], EVAL_OPTIONS, flags_of_other_commands(EVAL_OPTIONS))
+    except UsageError:
+        return None
+    if options not in ([], ["--json"]) or len(positional) != 1 or positional[0] == "-":
+        return None
+    try:
+        given = Given.read(bindings, LONG_OPTIONS, _options_elsewhere, "gradcli eval")
+    except UsageError:
+        return None
+    if any(type(value) is not float for value in given.values.values()):
+        return None  # a sweep (2,3 or -2:2:9) or an array: click's reading checks those
+    return positional[0], given, options == ["--json"]
+
+
+def run_plain(expr: str, given: Given, as_json: bool) -> int:
+    """What ``gradcli eval EXPR --NAME VALUE ... [--json]`` does; its exit status."""
+    try:
+        program = ProgramText.read("eval", expr, None, MAX_NODES)
+    except GradcliError as error:
+        return show_error(error, as_json, expr)
+    settings = EvalSettings(strict=False)  # the command line's defaults: free variables stay
+    return run_eval(EvalRequest(program, given, settings, "json" if as_json else "table"))
+
+
+def _options_elsewhere() -> dict[str, str]:
+    """The other commands' options, for the words of an error about one of them (click and
+    every command load then, as on click's path)."""
+    from gradcli.cli.arguments import options_of_other_commands
+    from gradcli.cli.base import cli
+
+    return options_of_other_commands(cli, LONG_OPTIONS)
