@@ -54,7 +54,8 @@ def result_record(
     ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
     ``json_pieces`` write it; ``list()`` it to look at it. Without ``nodes`` (``--no-nodes``)
     the record has no ``"nodes"`` key, and no node's label is made. Every array in the record
-    is written by ``json_array``: whole up to ``JSON_SHOWN_ELEMENTS`` elements (or with
+    but the output's value and the inputs' gradients (written whole: they are what was asked
+    for) is written by ``json_array``: whole up to ``JSON_SHOWN_ELEMENTS`` elements (or with
     ``full``), else as its summary."""
     if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
         return jacobian_record(result, source, line, nodes, full)
@@ -67,8 +68,8 @@ def result_record(
     record = _record(
         source, line,
         point=_lists(result.point, full) if arrays else result.point,
-        value=json_array(result.value, full),
-        gradients=_lists(result.gradients, full) if arrays else result.gradients,
+        value=_listed(result.value),  # what was asked for: whole, as the gradients
+        gradients=_lists(result.gradients, True) if arrays else result.gradients,
         # an iterator: dumps and json_pieces write it in chunks
         nodes=(_listed_node(node, full) for node in result.node_records()) if arrays
         else result.node_records(),
@@ -106,10 +107,9 @@ JSON_SHOWN_ELEMENTS = 1000
 
 def json_array(value: Any, full: bool = False) -> Any:
     """A number as itself, an array as nested lists, or past ``JSON_SHOWN_ELEMENTS`` elements
-    (unless ``full``) as ``array_summary``: the one rule for every array of every record (point,
-    value, gradients, nodes, Hessian, Jacobian), so that a 1000x1000 input is a few hundred
-    bytes rather than 20 MB of text per place it appears; ``--save FILE.npz`` and ``--full``
-    keep every element."""
+    (unless ``full``) as ``array_summary``: the one rule for the arrays of every record that
+    were not asked for (the point, nodes, Hessian blocks), so that a 1000x1000 input is a few
+    hundred bytes rather than 20 MB of text per place it appears; ``--full`` keeps every element."""
     if full or getattr(value, "size", 0) <= JSON_SHOWN_ELEMENTS:
         return _listed(value)
     return array_summary(value)
@@ -289,8 +289,8 @@ def jacobian_record(result: Any, source: str, line: int | None = None,
     record.update(
         expression=source,
         point=_lists(result.point, full),
-        outputs=_lists(result.values, full),
-        jacobian={label: _lists(row, full) for label, row in result.jacobian.items()},
+        outputs=_lists(result.values, True),
+        jacobian={label: _lists(row, True) for label, row in result.jacobian.items()},
         mode=result.mode,
         passes=result.passes,
         check=None if result.check is None else jacobian_check_record(result.check),
