@@ -107,7 +107,7 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
     for column, index in enumerate(pinned.tolist()):
         pins.setdefault(index, []).append(column)
     largest = np.abs(values)
-    where, maximum, absolute = np.where, np.maximum, np.abs
+    where, maximum, absolute, ndarray, shape = np.where, np.maximum, np.abs, np.ndarray, (columns,)
     last = len(nodes) - 1
     with np.errstate(all="ignore"):
         for node in nodes[int(pinned.min()):] if columns else ():
@@ -117,7 +117,8 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
                 mask = _union(masks)
                 value = node.op.apply_vector(*[current.get(s.index, s.value) for s in inputs])
                 if mask is None:
-                    value = np.broadcast_to(value, (columns,))
+                    if type(value) is not ndarray or value.shape != shape:  # mostly it is
+                        value = np.broadcast_to(value, shape)
                     maximum(largest, absolute(value), out=largest)
                 else:  # columns that do not recompute this node keep its exact scalar value
                     if node.op not in _EXACT:
