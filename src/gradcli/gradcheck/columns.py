@@ -114,7 +114,7 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
             i, inputs = node.index, node.inputs
             masks = [dirty[s.index] for s in inputs if s.index in dirty]
             if masks:
-                mask = _union(masks)
+                mask = _union(masks, np)
                 value = node.op.apply_vector(*[current.get(s.index, s.value) for s in inputs])
                 if mask is None:
                     if type(value) is not ndarray or value.shape != shape:  # mostly it is
@@ -129,7 +129,7 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
                 own = np.zeros(columns, dtype=bool)
                 own[pins[i]] = True
                 current[i] = where(own, values, current.get(i, node.value))
-                dirty[i] = _union([own, dirty[i]]) if i in dirty else own
+                dirty[i] = _union([own, dirty[i]], np) if i in dirty else own
             for source in inputs:
                 k = source.index
                 if last_use[k] == i and k != last and k in dirty:
@@ -144,14 +144,14 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
 _EXACT = frozenset(OPS[name] for name in ("add", "sub", "mul", "div", "neg"))
 
 
-def _union(masks: list[Any]) -> Any:
+def _union(masks: list[Any], np: Any) -> Any:
     """The columns in any of ``masks``; None stands for every column (and is returned for it)."""
     if len(masks) == 1:  # most nodes: one operand replayed
         return masks[0]
     for mask in masks:
         if mask is None:
             return None
-    union = numpy().logical_or(masks[0], masks[1])
+    union = np.logical_or(masks[0], masks[1])
     for mask in masks[2:]:
         union |= mask
     return None if union.all() else union
