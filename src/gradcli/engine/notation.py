@@ -148,12 +148,14 @@ def texts_by_node(
                 precedence = PREC_UNARY if text.startswith("-") else PREC_ATOM
         elif (postfix := op.postfix) is not None:
             text, precedence = operand(node.inputs[0], PREC_ATOM) + postfix, PREC_ATOM  # x[1:3]
-        elif op.is_array and op.name == "array":  # [a, b]
-            args = [operand(source, 0) for source in node.inputs]
-            text, precedence = "[" + ", ".join(args) + "]", PREC_ATOM
-        elif op.symbol is None:
-            args = [operand(source, PREC_NONE) for source in node.inputs]
-            text, precedence = notation.call(op, args), PREC_ATOM
+        elif op.symbol is None:  # a call, or an array literal: no operator between operands
+            if op.name == "array" and op.is_array:  # [a, b]
+                args = [operand(source, 0) for source in node.inputs]
+                text = "[" + ", ".join(args) + "]"
+            else:
+                args = [operand(source, PREC_NONE) for source in node.inputs]
+                text = notation.call(op, args)
+            precedence = PREC_ATOM
         else:
             precedence = op.precedence
             free = free_operands(op) if free_operands is not None else ()

@@ -140,13 +140,14 @@ class Result:
         checks = self.check.nodes if self.check is not None else {}
         arrays = self.program.arrays
         for i in range(len(nodes)) if only is None else only:
-            node = nodes[i]
+            node, value = nodes[i], values[i]
             check = checks.get(i) if checks else None
             record = {
                 "id": i,
                 "op": node.op.name,
                 "label": node.name or texts[i],
-                "value": None if _not_taken(values[i]) else values[i],
+                # NaN: a node in a branch not taken (``_taken_values``), shown as null
+                "value": None if type(value) is float and value != value else value,
                 "grad": grads[i] if node.needs_grad else None,
                 "inputs": [source.index for source in node.inputs],
                 "numeric_grad": None if check is None else check.numeric,
@@ -339,11 +340,6 @@ def _has_arrays(values: Mapping[str, Any]) -> bool:
             if is_array_value(value):
                 return True
     return False
-
-
-def _not_taken(value: Any) -> bool:
-    """A node in a branch not taken: NaN in ``node_values`` (``_taken_values``)."""
-    return type(value) is float and value != value
 
 
 def _taken_values(program: Program) -> list[float]:
