@@ -108,6 +108,20 @@ def expression_texts(
     return list(texts_by_node(nodes, limit, notation).values())
 
 
+def texts_of(nodes: Sequence[Node], wanted: Sequence[int]) -> dict[Node, str]:
+    """``texts_by_node`` of the nodes at the positions ``wanted`` (``nodes`` in topological
+    order) and of the nodes their texts are written with -- unnamed operands, theirs, and so
+    on (iterative): a table that shows 200 rows of 10^5 nodes writes a few of the others."""
+    needed = set(wanted)
+    stack = list(needed)
+    while stack:
+        for source in nodes[stack.pop()].inputs:
+            if source.name is None and source.index not in needed:
+                needed.add(source.index)
+                stack.append(source.index)
+    return texts_by_node([nodes[i] for i in sorted(needed)])
+
+
 def texts_by_node(
     nodes: Sequence[Node], limit: int | None = 48, notation: Notation = TEXT,
     minus: bool = False,
