@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 import threading
 
 import pytest
@@ -46,6 +48,25 @@ def test_parallel_records_equal_serial_records_in_order(small_serial_start, jobs
         parsed = json.loads(record.text)
         assert parsed["line"] == record.line
         assert (parsed["error"] is None) == (record.error is None)
+
+
+@pytest.mark.parametrize("count", [5, 6])
+def test_a_batch_that_ends_within_the_serial_lines_starts_no_worker(small_serial_start,
+                                                                    monkeypatch, count):
+    """Five lines are evaluated here (SERIAL_LINES): a sixth starts the workers, and the end of
+    the input right after the fifth starts none and loads none."""
+    started = []
+    monkeypatch.setattr(os, "fork", lambda: started.append(1) or _no_fork())
+    monkeypatch.delitem(sys.modules, "gradcli.runs.workers", raising=False)
+    lines = [f"x*{k} + y" for k in range(count)]
+    values = {"x": 1.5, "y": 2.0}
+    assert list(batch.json_lines(lines, values, jobs=2)) == _serial_reference(lines, values)
+    assert bool(started) == (count > 5)
+    assert ("gradcli.runs.workers" in sys.modules) == (count > 5)
+
+
+def _no_fork() -> int:
+    raise OSError(11, "Resource temporarily unavailable")  # the batch then evaluates here
 
 
 def test_statuses_and_errors_survive_the_workers(small_serial_start):

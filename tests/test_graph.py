@@ -146,3 +146,17 @@ def test_a_result_keeps_its_own_point_when_the_program_is_evaluated_again():
     assert [row.value for row in first.node_rows()] == [2.0, 4.0]
     assert [row.grad for row in first.node_rows()] == [4.0, 1.0]
     assert [row.value for row in second.node_rows()] == [3.0, 9.0]
+
+
+def test_the_rows_a_table_shows_have_the_labels_of_the_whole_graph():
+    """``node_records(only)`` writes the texts of the rows asked for and of what they are
+    written with (texts_of), not of all 10^4 nodes: the same labels as the whole graph's."""
+    terms = " + ".join(f"sin(x*{k}) - (y + {k})*x" for k in range(700))
+    program = gradcli.parse(f"a = x*y + 1\nb = (a - x)*(a + y)\n{terms} + b*b")
+    result = gradcli.evaluate(program, {"x": 0.3, "y": 0.7}, check=False)
+    everything = list(result.node_records())
+    count = len(everything)
+    assert count > 5000
+    only = [*range(100), 2500, count - 2, count - 1]
+    assert list(result.node_records(only)) == [everything[i] for i in only]
+    assert any(len(record["label"]) > 30 for record in everything[-3:])  # long texts, cut

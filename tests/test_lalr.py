@@ -165,3 +165,17 @@ def test_parsing_imports_neither_lark_nor_numpy():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in {'lark', 'numpy'}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_frequent_terminals_move_ahead_only_of_terminals_they_cannot_clash_with():
+    """The scanner tries NAME, the parentheses and arithmetic first, but never ahead of a
+    terminal whose match may begin with the same character (``->`` before ``-``), nor of one
+    whose first characters the regex does not simply tell (``\\w``)."""
+    terminals = [["ARROW", "\\->"], ["AT", "@"], ["MINUS", "\\-"], ["PLUS", "\\+"],
+                 ["NAME", "[A-Za-z_][A-Za-z0-9_]*"], ["_POW", "(?:\\*\\*|\\^)"], ["STAR", "\\*"]]
+    order = [name for name, _ in lalr._often_first(terminals)]
+    assert order == ["NAME", "_POW", "STAR", "PLUS", "ARROW", "AT", "MINUS"]
+    unclear = [["WORD", "\\w+"], *terminals]
+    assert [name for name, _ in lalr._often_first(unclear)] == [name for name, _ in unclear]
+    assert lalr._first_characters("[<>]=?|[=!]=") == frozenset(map(ord, "<>=!"))
+    assert lalr._first_characters("a?b") is None  # an optional start

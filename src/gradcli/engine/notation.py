@@ -102,6 +102,20 @@ def expression_texts(
     return list(texts_by_node(nodes, limit, notation).values())
 
 
+def texts_of(nodes: Sequence[Node], wanted: Sequence[int]) -> dict[Node, str]:
+    """``texts_by_node`` of the nodes at the positions ``wanted`` (``nodes`` in topological
+    order) and of the nodes their texts are written with -- unnamed operands, theirs, and so
+    on (iterative): a table that shows 200 rows of 10^5 nodes writes a few of the others."""
+    needed = set(wanted)
+    stack = list(needed)
+    while stack:
+        for source in nodes[stack.pop()].inputs:
+            if source.name is None and source.index not in needed:
+                needed.add(source.index)
+                stack.append(source.index)
+    return texts_by_node([nodes[i] for i in sorted(needed)])
+
+
 def texts_by_node(
     nodes: Sequence[Node], limit: int | None = 48, notation: Notation = TEXT,
     minus: bool = False,
@@ -142,12 +156,14 @@ def texts_by_node(
                 precedence = PREC_UNARY if text.startswith("-") else PREC_ATOM
         elif (postfix := op.postfix) is not None:
             text, precedence = operand(node.inputs[0], PREC_ATOM) + postfix, PREC_ATOM  # x[1:3]
-        elif op.is_array and op.name == "array":  # [a, b]
-            args = [operand(source, 0) for source in node.inputs]
-            text, precedence = "[" + ", ".join(args) + "]", PREC_ATOM
-        elif op.symbol is None:
-            args = [operand(source, PREC_NONE) for source in node.inputs]
-            text, precedence = notation.call(op, args), PREC_ATOM
+        elif op.symbol is None:  # a call, or an array literal: no operator between operands
+            if op.name == "array" and op.is_array:  # [a, b]
+                args = [operand(source, 0) for source in node.inputs]
+                text = "[" + ", ".join(args) + "]"
+            else:
+                args = [operand(source, PREC_NONE) for source in node.inputs]
+                text = notation.call(op, args)
+            precedence = PREC_ATOM
         else:
             precedence = op.precedence
             free = free_operands(op) if free_operands is not None else ()

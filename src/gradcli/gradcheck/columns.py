@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gradcli.engine.graph import Node, Program, last_uses
-from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
+from gradcli.engine.ops import CONDITIONAL, LOGICAL, OPS, numpy
 from gradcli.engine.ops.linear_algebra import norm2
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
 
@@ -107,40 +107,51 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
     for column, index in enumerate(pinned.tolist()):
         pins.setdefault(index, []).append(column)
     largest = np.abs(values)
+    where, maximum, absolute, ndarray, shape = np.where, np.maximum, np.abs, np.ndarray, (columns,)
+    last = len(nodes) - 1
     with np.errstate(all="ignore"):
         for node in nodes[int(pinned.min()):] if columns else ():
-            i = node.index
-            sources = [s.index for s in node.inputs if s.index in dirty]
-            if sources:
-                mask = _union([dirty[k] for k in sources])
-                value = node.op.apply_vector(*(current.get(s.index, s.value) for s in node.inputs))
+            i, inputs = node.index, node.inputs
+            masks = [dirty[s.index] for s in inputs if s.index in dirty]
+            if masks:
+                mask = _union(masks, np)
+                value = node.op.apply_vector(*[current.get(s.index, s.value) for s in inputs])
                 if mask is None:
-                    value = np.broadcast_to(value, (columns,))
-                    np.maximum(largest, np.abs(value), out=largest)
+                    if type(value) is not ndarray or value.shape != shape:  # mostly it is
+                        value = np.broadcast_to(value, shape)
+                    maximum(largest, absolute(value), out=largest)
                 else:  # columns that do not recompute this node keep its exact scalar value
-                    value = np.where(mask, value, node.value)
-                    np.maximum(largest, np.abs(value), out=largest, where=mask)
+                    if node.op not in _EXACT:
+                        value = where(mask, value, node.value)
+                    maximum(largest, absolute(value), out=largest, where=mask)
                 current[i], dirty[i] = value, mask
             if i in pins:
                 own = np.zeros(columns, dtype=bool)
                 own[pins[i]] = True
-                current[i] = np.where(own, values, current.get(i, node.value))
-                dirty[i] = _union([own, dirty[i]]) if i in dirty else own
-            for source in node.inputs:
-                if last_use[source.index] == i and source.index != len(nodes) - 1:
-                    current.pop(source.index, None)
-                    dirty.pop(source.index, None)
+                current[i] = where(own, values, current.get(i, node.value))
+                dirty[i] = _union([own, dirty[i]], np) if i in dirty else own
+            for source in inputs:
+                k = source.index
+                if last_use[k] == i and k != last and k in dirty:
+                    del current[k], dirty[k]
     output = current.get(len(nodes) - 1, nodes[-1].value)
     return ColumnReplay(np.broadcast_to(output, (columns,)), largest)
 
 
-def _union(masks: list[Any]) -> Any:
+# Rows whose vector form rounds exactly as their float form does (IEEE arithmetic, to the
+# bit): a column whose operands keep their scalar values computes the node's own value, so it
+# needs no ``where`` to keep it. Other rows' NumPy forms (sin, pow, ...) may differ in the last bit.
+_EXACT = frozenset(OPS[name] for name in ("add", "sub", "mul", "div", "neg"))
+
+
+def _union(masks: list[Any], np: Any) -> Any:
     """The columns in any of ``masks``; None stands for every column (and is returned for it)."""
-    if any(mask is None for mask in masks):
-        return None
-    if len(masks) == 1:
+    if len(masks) == 1:  # most nodes: one operand replayed
         return masks[0]
-    union = numpy().logical_or(masks[0], masks[1])
+    for mask in masks:
+        if mask is None:
+            return None
+    union = np.logical_or(masks[0], masks[1])
     for mask in masks[2:]:
         union |= mask
     return None if union.all() else union

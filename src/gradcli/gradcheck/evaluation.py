@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gradcli.engine.graph import Program, liveness, values_and_gradients
-from gradcli.engine.notation import expression_texts
+from gradcli.engine.notation import texts_by_node, texts_of
 from gradcli.errors import (
     MAX_LISTED_NAMES,
     ExitStatus,
@@ -137,19 +137,21 @@ class Result:
         """The rows of ``node_rows`` as dicts, one at a time: what ``--json`` writes, a chunk
         at a time, so that a 10^6-node record never exists whole."""
         nodes = self.program.nodes
-        texts = expression_texts(nodes)
+        only = None if only is None else list(only)
+        texts = texts_by_node(nodes) if only is None else texts_of(nodes, only)
         values = self.node_values or [node.value for node in nodes]
         grads = self.node_grads or [node.grad for node in nodes]
         checks = self.check.nodes if self.check is not None else {}
         arrays = self.program.arrays
         for i in range(len(nodes)) if only is None else only:
-            node = nodes[i]
+            node, value = nodes[i], values[i]
             check = checks.get(i) if checks else None
             record = {
                 "id": i,
                 "op": node.op.name,
-                "label": node.name or texts[i],
-                "value": None if _not_taken(values[i]) else values[i],
+                "label": node.name or texts[node],
+                # NaN: a node in a branch not taken (``_taken_values``), shown as null
+                "value": None if type(value) is float and value != value else value,
                 "grad": grads[i] if node.needs_grad else None,
                 "inputs": [source.index for source in node.inputs],
                 "numeric_grad": None if check is None else check.numeric,
@@ -342,11 +344,6 @@ def _has_arrays(values: Mapping[str, Any]) -> bool:
             if is_array_value(value):
                 return True
     return False
-
-
-def _not_taken(value: Any) -> bool:
-    """A node in a branch not taken: NaN in ``node_values`` (``_taken_values``)."""
-    return type(value) is float and value != value
 
 
 def _taken_values(program: Program) -> list[float]:

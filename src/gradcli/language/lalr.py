@@ -366,7 +366,7 @@ def generate_tables(text: str) -> dict[str, Any]:
     ]
     return {
         "grammar_digest": grammar_digest(text),
-        "terminals": [[t.name, t.pattern.to_regexp()] for t in terminals],
+        "terminals": _often_first([[t.name, t.pattern.to_regexp()] for t in terminals]),
         "retype": retype,
         "ignore": sorted(lark.ignore_tokens),
         "valued": sorted(valued),
@@ -375,6 +375,63 @@ def generate_tables(text: str) -> dict[str, Any]:
         "rules": kept_rules,
         "actions": actions,
     }
+
+
+# The terminals most programs are made of, most frequent first: the scanner's alternation tries
+# its terminals in order, so these are found after a few tries instead of after every array's
+# and comparison's terminal (a fifth of a batch line's parse).
+_OFTEN = ("NAME", "RPAR", "LPAR", "_POW", "STAR", "PLUS", "MINUS", "SLASH", "NUMBER")
+
+
+def _often_first(terminals: list[list[str]]) -> list[list[str]]:
+    """Lark's order of the terminals, with those of ``_OFTEN`` moved ahead of the terminals
+    before them whose matches cannot begin with the same character as theirs: the order of two
+    such terminals never decides what a text lexes as, so the scanner's tokens stay Lark's."""
+    first = {name: _first_characters(regex) for name, regex in terminals}
+    rest = list(terminals)
+    ahead: list[list[str]] = []
+    for name in _OFTEN:
+        at = next((k for k, (other, _) in enumerate(rest) if other == name), None)
+        mine = first.get(name)
+        if at is not None and mine is not None and all(
+                _apart(first[other], mine) for other, _ in rest[:at]):
+            ahead.append(rest.pop(at))
+    return ahead + rest
+
+
+def _first_characters(regex: str) -> frozenset[int] | None:
+    """The code points a match of ``regex`` can begin with, or None when that is not simply
+    known (a class such as ``\\w``, an optional start, an unusual construct)."""
+    import re._parser as sre  # only when the tables are generated, with Lark
+
+    return _first_of(list(sre.parse(regex)), sre)
+
+
+def _first_of(items: list, sre: Any) -> frozenset[int] | None:
+    if not items:
+        return None
+    op, arg = items[0]
+    if op is sre.LITERAL:
+        return frozenset((arg,))
+    if op is sre.IN:
+        if any(kind is not sre.LITERAL and kind is not sre.RANGE for kind, _ in arg):
+            return None
+        return frozenset(code for kind, value in arg for code in (
+            (value,) if kind is sre.LITERAL else range(value[0], value[1] + 1)))
+    if op is sre.SUBPATTERN:
+        return _first_of(list(arg[3]), sre)
+    if op is sre.MAX_REPEAT and arg[0] > 0:
+        return _first_of(list(arg[2]), sre)
+    if op is sre.BRANCH:
+        firsts = [_first_of(list(branch), sre) for branch in arg[1]]
+        known = [f for f in firsts if f is not None]
+        return frozenset().union(*known) if len(known) == len(firsts) else None
+    return None
+
+
+def _apart(theirs: frozenset[int] | None, mine: frozenset[int]) -> bool:
+    """Whether no match of the one can begin where a match of the other begins."""
+    return theirs is not None and not theirs & mine
 
 
 def _keywords(terminals: list) -> dict[str, dict[str, str]]:

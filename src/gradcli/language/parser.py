@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import Any
 
 from gradcli.engine.graph import Program
 from gradcli.engine.ops import CONSTANTS
@@ -54,7 +55,8 @@ class _Parser:
                 self.builder.shadowing = frozenset(name for name in given if name in CONSTANTS)
             self.builder.both_ways = both_ways
             try:
-                output = self.lalr.parse(source)
+                output = (self.lalr.parse if len(source) < _PAUSED_FROM
+                          else _paused(self.lalr.parse))(source)
             except UnexpectedInput as error:
                 raise syntax_error(source, error, self.builder.named) from None
             except NumberOutputError as error:
@@ -106,6 +108,19 @@ def _unused(source: str, token: Token, message: str, hint: str) -> UsageError:
     error.source_line = source.split("\n")[token.line - 1]
     return error
 
+
+def _paused(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` with the cycle collector paused (``engine.collector``), loaded only for a
+    program long enough to gain from it."""
+    from gradcli.engine.collector import collector_paused
+
+    return collector_paused(parse)
+
+
+# A text this long pauses the cycle collector while it is parsed: a long program's nodes would
+# be scanned by it over and over (a fifth of the parse of 10^5 nodes). A short one's would not
+# (a batch's lines): pausing would then only add a collection per program.
+_PAUSED_FROM = 1 << 14
 
 _parser: _Parser | None = None
 

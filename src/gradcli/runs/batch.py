@@ -18,14 +18,13 @@ record instead.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
-from itertools import islice
+from itertools import chain, islice
 from typing import TYPE_CHECKING, NamedTuple
 
 from gradcli.engine.ops import numpy
@@ -33,10 +32,10 @@ from gradcli.errors import OUT_OF_MEMORY, RESOURCE_HINT, ResourceError
 from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS, EvalSettings, LineOutcome, evaluate_line
 from gradcli.limits import default_jobs
 from gradcli.output.records import dumps, error_record, result_record
-from gradcli.runs.workers import Chunk, PoolError, WorkerPool
 
 if TYPE_CHECKING:  # a table batch's lines: Rich, imported only when a table batch asks
     from gradcli.output.batch_lines import TableLine, TableStyle
+    from gradcli.runs.workers import Chunk, WorkerPool
 
 SERIAL_LINES = 128  # evaluated here before any worker starts
 CHUNK = 128  # lines per chunk at most (fewer when input arrives slowly)
@@ -102,11 +101,21 @@ def json_runs(
     values = dict(values or {})
     numbered: Iterator[tuple[int, str]] = enumerate(lines, start=first)
     yield from _serial(islice(numbered, SERIAL_LINES), values, settings)
+    after = next(numbered, None)
+    if after is None:  # the input ended: a small batch starts no worker (nor loads them)
+        return
+    numbered = chain([after], numbered)
     jobs = default_jobs() if jobs is None else jobs
-    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or not _can_fork():
         yield from _serial(numbered, values, settings)
     else:
         yield from _parallel(numbered, values, settings, jobs)
+
+
+def _can_fork() -> bool:
+    import multiprocessing  # with the workers: only a batch that needs them loads them
+
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _serial(
@@ -182,6 +191,8 @@ def is_program(raw: str) -> bool:
 def _parallel(
     numbered: Iterator[tuple[int, str]], values: dict, settings: EvalSettings, jobs: int
 ) -> Iterator[list[JsonLine]]:
+    from gradcli.runs.workers import Chunk, PoolError, WorkerPool
+
     work = partial(line_record, values=values, settings=settings)
     try:  # fork before the reader thread exists: a child must not inherit a thread mid-read
         pool = WorkerPool(jobs, work, failed_record, is_program)

@@ -7,13 +7,12 @@ the same symbolic first derivatives.
 
 from __future__ import annotations
 
-import functools
-import gc
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
+from gradcli.engine.collector import collector_paused
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.errors import UsageError, listed
 from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
@@ -31,35 +30,6 @@ from gradcli.symbolic.canonical import canonical
 from gradcli.symbolic.printing import FORMATS, to_latex, to_python, to_text
 
 MAX_ORDER = 6
-
-Parameters = ParamSpec("Parameters")
-Result = TypeVar("Result")
-
-
-def collector_paused(work: Callable[Parameters, Result]) -> Callable[Parameters, Result]:
-    """``work`` with Python's cycle collector paused while it runs.
-
-    Building and printing derivatives makes many small containers (nodes, tuples, dicts), and
-    the collector would walk them again and again -- a third of the time of a compiled build --
-    to free nothing: the builder's table keeps every node it made alive until the work is done.
-    What the work leaves is collected when it ends, in one pass over the young generation: a
-    loop of many calls does not pile up garbage, and that pass's time is the call's own. The
-    collector is the process's: another thread of a program that calls gradcli meanwhile runs
-    without cyclic collection for that long (reference counting still frees what it drops).
-    """
-
-    @functools.wraps(work)
-    def paused(*args: Parameters.args, **kwargs: Parameters.kwargs) -> Result:
-        if not gc.isenabled():  # already paused: by the caller, or by the user
-            return work(*args, **kwargs)
-        try:
-            gc.disable()
-            return work(*args, **kwargs)
-        finally:
-            gc.enable()
-            gc.collect(0)
-
-    return paused
 
 
 @dataclass
