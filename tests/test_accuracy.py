@@ -420,3 +420,30 @@ def test_the_log_loss_hessian_keeps_its_digits(x, w, b, y):
                 want = mpmath.diff(loss, tuple(mpmath.mpf(point[n]) for n in names), orders)
                 assert abs(found[first][second] - want) <= 1e-9 * abs(want) + 1e-30, (
                     first, second, found[first][second], mpmath.nstr(want, 17))
+
+
+@pytest.mark.parametrize(("a", "b"), [(1e-5, 1e-5), (1e-150, 10.0), (1e-10, 1.0), (1e-5, 100.0),
+                                      (0.3, 0.7), (1e100, 3.5), (1e-12, 1e200), (1e-15, 1.7e308),
+                                      (2.5, 3.5), (1e-300, 1e-300)])
+def test_beta_and_lbeta_hessians_where_one_operand_is_tiny_or_both_are(a, b):
+    """The Hessians differentiate dbeta and dlbeta, whose rules on floats add positive terms:
+    written as beta P Q - beta psi'(a + b), d2/da db beta(1e-5, 1e-5) was 2.06, not 2.404, and
+    psi'(a) - psi'(a + b) at (1e100, 3.5) was 0, not 3.5e-200. mpmath at 1,400 digits, where
+    a + b keeps the tiny operand's digits and the differences theirs."""
+    x, y = mpmath.mpf(a), mpmath.mpf(b)
+    with mpmath.workdps(1400):
+        s = x + y
+        p, q = mpmath.digamma(x) - mpmath.digamma(s), mpmath.digamma(y) - mpmath.digamma(s)
+        lbeta = {("a", "a"): mpmath.psi(1, x) - mpmath.psi(1, s), ("a", "b"): -mpmath.psi(1, s),
+                 ("b", "b"): mpmath.psi(1, y) - mpmath.psi(1, s)}
+        lbeta[("b", "a")] = lbeta[("a", "b")]
+        factor = {("a", "a"): p * p, ("b", "b"): q * q, ("a", "b"): p * q, ("b", "a"): p * q}
+        beta = {key: mpmath.beta(x, y) * (factor[key] + lbeta[key]) for key in lbeta}
+    for text, true in (("lbeta(a, b)", lbeta), ("beta(a, b)", beta)):
+        if not mpmath.isfinite(mpmath.mpf(float(max(map(abs, true.values()))))):
+            with pytest.raises(NumericError):  # beta(1e-300, 1e-300)'s are above 1e308
+                _hessian(text, a=a, b=b)
+            continue
+        matrix = _hessian(text, a=a, b=b)
+        for (first, second), want in true.items():
+            _close(matrix[first][second], +want, 1e-13)
