@@ -54,17 +54,16 @@ RELAXED: dict[tuple[str, int], tuple[float, str]] = {
     **{(f"ive({n}, x)", 0): (1.5, "the power series' rounding: up to 4.1 ulps (bound 4)")
        for n in (2, 5, 12, 28)},
     ("gamma(x)", 2): (2.5, "subnormal second derivatives near x = -180"),
-    ("sigmoid(x)", 2): (math.inf, "the Hessian differentiates s (1 - s), so that a log-loss "
-                                  "stays exact: s' (1 - s) - s s' cancels near 0, about "
-                                  "1e-16/|x| relatively"),
-    ("beta(a, b)", 2): (math.inf, "psi(b) - psi(a + b) as a difference of floats in the "
-                                  "Hessian: wrong where a << b or both are small"),
-    ("lbeta(a, b)", 2): (math.inf, "psi(b) - psi(a + b) as a difference of floats in the "
-                                   "Hessian: wrong where a << b or both are small"),
+    ("dbeta(a, b)", 1): (1.5, "d2/da db beta, a product of beta and a sum of positive terms: "
+                              "up to 5.3 ulps (bound 4), 1e-15 relatively"),
 }
 # Cases that refuse finite answers somewhere (a numeric error, never a wrong number), and where.
-REFUSING = {text: "both derivatives past |x| = 1e6 (BESSEL)" for text in (
-    "i0e(x)", "i1e(x)", "ive(2, x)", "ive(5, x)", "ive(12, x)", "ive(28, x)")}
+REFUSING = {
+    **{text: "both derivatives past |x| = 1e6 (BESSEL)" for text in (
+        "i0e(x)", "i1e(x)", "ive(2, x)", "ive(5, x)", "ive(12, x)", "ive(28, x)")},
+    **{text: "every second derivative: beta's and lbeta's third, whose formulas cancel"
+       for text in ("dbeta(a, b)", "dlbeta(a, b)")},
+}
 
 
 def _sample(case) -> list[tuple]:
@@ -242,11 +241,11 @@ SECONDS = {"sigmoid(x)": lambda t: -_s(t) * _s(-t) * mpmath.tanh(t / 2),
            "sech(x)": lambda t: mpmath.sech(t) * (mpmath.tanh(t) ** 2 - mpmath.sech(t) ** 2),
            "atanh(x)": lambda t: 2 * t / (1 - t * t) ** 2, "mish(x)": _numeric(2)}
 EVERYWHERE = [1e-300, -1e-20, 1e-8, -1e-3, 0.5, 30.0, -300.0, 600.0, 740.0]
-# sigmoid's Hessian differentiates s (1 - s) of the rounded s, as JAX and PyTorch do, so that a
-# log-loss stays exact (test_the_log_loss_hessian_keeps_its_digits): near 0 its second
-# derivative keeps 1e-16/|x| relatively, and the slope's own value (d2/dx dy of y*sigmoid(x))
-# eps/(1 - s) where s rounds near 1 -- both listed in docs/accuracy.md
-POINTS = {"sigmoid(x)": [0.5, 30.0, -300.0, 600.0, 740.0], "tanh(x)": EVERYWHERE,
+# sigmoid's Hessian differentiates s (1 - s) of the rounded s from |x| = 1 on, as JAX and
+# PyTorch do, so that a log-loss stays exact (test_the_log_loss_hessian_keeps_its_digits), and
+# sech(x/2)**2/4 below (s' (1 - 2s) cancelled near 0): the slope's own value (d2/dx dy of
+# y*sigmoid(x)) keeps eps/(1 - s) where s rounds near 1, as docs/accuracy.md says
+POINTS = {"sigmoid(x)": [*EVERYWHERE, 0.999, -1.0, 1.001], "tanh(x)": EVERYWHERE,
           "sech(x)": EVERYWHERE,
           "atanh(x)": [1e-300, -1e-20, 1e-8, -1e-3, 0.5, -0.999999, 1 - 2 ** -40],
           "mish(x)": [-1e-3, 0.5, -2.3, 9.0, 18.4, 30.0, -300.0, 600.0]}
@@ -423,3 +422,30 @@ def test_the_log_loss_hessian_keeps_its_digits(x, w, b, y):
                 want = mpmath.diff(loss, tuple(mpmath.mpf(point[n]) for n in names), orders)
                 assert abs(found[first][second] - want) <= 1e-9 * abs(want) + 1e-30, (
                     first, second, found[first][second], mpmath.nstr(want, 17))
+
+
+@pytest.mark.parametrize(("a", "b"), [(1e-5, 1e-5), (1e-150, 10.0), (1e-10, 1.0), (1e-5, 100.0),
+                                      (0.3, 0.7), (1e100, 3.5), (1e-12, 1e200), (1e-15, 1.7e308),
+                                      (2.5, 3.5), (1e-300, 1e-300)])
+def test_beta_and_lbeta_hessians_where_one_operand_is_tiny_or_both_are(a, b):
+    """The Hessians differentiate dbeta and dlbeta, whose rules on floats add positive terms:
+    written as beta P Q - beta psi'(a + b), d2/da db beta(1e-5, 1e-5) was 2.06, not 2.404, and
+    psi'(a) - psi'(a + b) at (1e100, 3.5) was 0, not 3.5e-200. mpmath at 1,400 digits, where
+    a + b keeps the tiny operand's digits and the differences theirs."""
+    x, y = mpmath.mpf(a), mpmath.mpf(b)
+    with mpmath.workdps(1400):
+        s = x + y
+        p, q = mpmath.digamma(x) - mpmath.digamma(s), mpmath.digamma(y) - mpmath.digamma(s)
+        lbeta = {("a", "a"): mpmath.psi(1, x) - mpmath.psi(1, s), ("a", "b"): -mpmath.psi(1, s),
+                 ("b", "b"): mpmath.psi(1, y) - mpmath.psi(1, s)}
+        lbeta[("b", "a")] = lbeta[("a", "b")]
+        factor = {("a", "a"): p * p, ("b", "b"): q * q, ("a", "b"): p * q, ("b", "a"): p * q}
+        beta = {key: mpmath.beta(x, y) * (factor[key] + lbeta[key]) for key in lbeta}
+    for text, true in (("lbeta(a, b)", lbeta), ("beta(a, b)", beta)):
+        if not mpmath.isfinite(mpmath.mpf(float(max(map(abs, true.values()))))):
+            with pytest.raises(NumericError):  # beta(1e-300, 1e-300)'s are above 1e308
+                _hessian(text, a=a, b=b)
+            continue
+        matrix = _hessian(text, a=a, b=b)
+        for (first, second), want in true.items():
+            _close(matrix[first][second], +want, 1e-13)

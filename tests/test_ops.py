@@ -125,6 +125,9 @@ BINARY = {
     "ive": sp.exp(-sp.Abs(Y)) * sp.besseli(_step("Order", int)(X), Y),
     "beta": sp.gamma(X) * sp.gamma(Y) / sp.gamma(X + Y),
     "lbeta": sp.log(sp.gamma(X) * sp.gamma(Y) / sp.gamma(X + Y)),
+    "dbeta": sp.gamma(X) * sp.gamma(Y) / sp.gamma(X + Y)
+             * (sp.polygamma(0, Y) - sp.polygamma(0, X + Y)),
+    "dlbeta": sp.polygamma(0, Y) - sp.polygamma(0, X + Y),
     "leaky_relu": sp.Piecewise((X, X > 0), (Y * X, True)),
     "mod": X - Y * FLOOR(X / Y),
     # piecewise (issue 15): truth values 1 and 0, as SymPy's Piecewise writes them
@@ -185,6 +188,8 @@ SPECIAL_POINTS = {
             (20.0, 101.0), (3.0, 250.0), (7.0, -1e5)],
     "beta": [(1.5, 0.5), (0.3, 2.0), (2.5, 7.0), (0.01, 3.0), (100.0, 80.0)],
     "lbeta": [(1.5, 0.5), (0.3, 2.0), (2.5, 7.0), (0.01, 3.0), (100.0, 80.0)],
+    "dbeta": [(1.5, 0.5), (0.3, 2.0), (2.5, 7.0), (0.01, 3.0), (100.0, 80.0)],
+    "dlbeta": [(1.5, 0.5), (0.3, 2.0), (2.5, 7.0), (0.01, 3.0), (100.0, 80.0)],
     "mod": [(5.5, 2.0), (-5.5, 2.0), (5.5, -2.0), (0.7, 0.3), (7.25, 1.5)],
     "leaky_relu": [(1.5, 0.1), (-2.0, 0.01), (0.7, -1.3), (-0.4, 0.3)],
     "clip": [(0.5, -1.0, 1.0), (-2.0, -1.0, 1.0), (3.0, -1.0, 2.0), (0.3, 0.5, 0.9)],

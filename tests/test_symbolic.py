@@ -19,6 +19,7 @@ import gradcli
 from gradcli.api import differentiate
 from gradcli.engine.graph import Program, forward, nodes_and_uses, nodes_of
 from gradcli.engine.ops import OPS, ROWS
+from gradcli.errors import NumericError
 from gradcli.language.parser import parse
 from gradcli.symbolic.builder import Builder, gradients
 from gradcli.symbolic.derivatives import partial_evaluate
@@ -59,6 +60,11 @@ def test_first_derivative_of_every_op_matches_reverse_mode_and_sympy(name):
             assert symbolic == pytest.approx(expected, rel=1e-11, abs=1e-11), (name, point)
 
 
+# beta's and lbeta's slopes: their Hessians (beta's third derivatives) are a NumericError, as
+# their formulas cancel where a << b (docs/accuracy.md); diff prints those formulas
+REFUSED_HESSIANS = ("dbeta", "dlbeta")
+
+
 @pytest.mark.parametrize("name", ELEMENTWISE)
 def test_second_derivatives_of_every_op_match_sympy(name):
     arity = OPS[name].arity
@@ -66,12 +72,19 @@ def test_second_derivatives_of_every_op_match_sympy(name):
     texts = differentiate(_spelled(name), NAMES[:arity], order=2).texts()
     for point in SECOND_POINTS.get(name, _cases(name)):
         values = dict(zip(NAMES, point, strict=False))
-        hessian = gradcli.evaluate(_spelled(name), values, order=2).hessian
+        if name in REFUSED_HESSIANS:  # printed, but eval refuses: a NumericError
+            with pytest.raises(NumericError, match="third derivatives of beta"):
+                gradcli.evaluate(_spelled(name), values, order=2)
+        hessian = None if name in REFUSED_HESSIANS else gradcli.evaluate(
+            _spelled(name), values, order=2).hessian
         for i, a in enumerate(NAMES[:arity]):
             for j, b in enumerate(NAMES[:arity]):
                 expected = _sympy(sp.diff(_closed(name), symbols[i], symbols[j]), point)
                 assert _at(texts[a][b], values) == pytest.approx(expected, rel=1e-10, abs=1e-10)
-                assert hessian.matrix[a][b] == pytest.approx(expected, rel=1e-10, abs=1e-10)
+                if hessian is not None:
+                    assert hessian.matrix[a][b] == pytest.approx(expected, rel=1e-10, abs=1e-10)
+        if hessian is None:
+            continue
         # the orders of polygamma and ive take whole values only: no difference to take
         assert hessian.check.ok or name in ("polygamma", "ive"), (name, point)
 

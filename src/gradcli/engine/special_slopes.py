@@ -1,39 +1,46 @@
 """Float helpers of the special rows' derivative rules: the slopes whose forms as written
-would cancel (digamma differences, ive's slopes) or underflow a factor (beta's), on floats.
+would cancel (digamma differences, ive's slopes) or underflow a factor (beta's), on floats;
+and the float functions of ``dbeta`` and ``dlbeta``, beta's and lbeta's slopes as rows of
+their own, with their derivatives (a Hessian's second derivatives of beta and lbeta).
 
 A rule calls one of these on floats and keeps its textbook form for formulas (``gradcli diff``
-prints it; a Hessian differentiates it), as ops/special_functions.py says of each. Written
-against ``math`` alone, as engine/special.py; tested against mpmath in tests/test_accuracy.py.
+prints it), as ops/special_functions.py says of each. Written against ``math`` alone, as
+engine/special.py (``diff --format python`` copies the rows' functions and the ``_`` helpers
+they call); tested against mpmath in tests/test_accuracy.py.
 """
 
 from __future__ import annotations
 
 import math
 
-from gradcli.engine.special import _lbeta
+from gradcli.engine.special import _beta, _lbeta, _polygamma
+
+BERNOULLI = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6)
 
 
-def digamma_difference(a: float, b: float) -> float:
+def _digamma_difference(a: float, b: float) -> float:
     """psi(b + a) - psi(b) for a, b > 0, without subtracting the two: beta's and lbeta's slopes
     (psi(b) - psi(a + b) is -1.6e-10 at a = 1e-10, b = 1, where psi(b) is -0.58 and the
     difference of two floats keeps 6 digits). A helper of the derivative rules, not a row.
 
-    psi(x + 1) = psi(x) + 1/x moves b up to 10 and adds a / (b (b + a)) at each step; from there
+    psi(x + 1) = psi(x) + 1/x moves b up to 20 and adds a / (b (b + a)) at each step; from there
     on the asymptotic series' differences: log1p(a/b) + a / (2 b (b + a)) + sum_k B_2k / (2k)
-    (b^-2k - (b + a)^-2k), the last as b^-2k (-expm1(-2k log1p(a/b))): each term positive."""
-    total = 0.0
-    while b < 10.0:  # a/(b (b + a)) as a/(b + a)/b: b (b + a) overflows or underflows
-        total += a / (b + a) / b
+    (b^-2k - (b + a)^-2k), the last as b^-2k (-expm1(-2k log1p(a/b))): each term positive
+    (the k-th relatively B_2k / b^2k: the eighth, left out, is 7e-16 at b = 10, 1e-20 at 20).
+    The terms are summed exactly (fsum): the first step's 1/b at a tiny b dwarfs the others,
+    whose roundings in a running sum added up to 4 ulps at b = 1e-15, a = 10."""
+    terms = []
+    while b < 20.0:  # a/(b (b + a)) as a/(b + a)/b: b (b + a) overflows or underflows
+        terms.append(a / (b + a) / b)
         b += 1.0
     ratio = math.log1p(a / b)
-    total += ratio + a / (b + a) / (2.0 * b)
+    terms += [ratio, a / (b + a) / (2.0 * b)]
     inverse = 1.0 / (b * b)
     power = 1.0
-    for k, bernoulli in enumerate((1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66,
-                                   -691.0 / 2730, 7.0 / 6), 1):
+    for k, bernoulli in enumerate(BERNOULLI, 1):
         power *= inverse
-        total += bernoulli / (2 * k) * power * -math.expm1(-2 * k * ratio)
-    return total
+        terms.append(bernoulli / (2 * k) * power * -math.expm1(-2 * k * ratio))
+    return math.fsum(terms)
 
 
 def ive_slope(n: float, x: float) -> float:
@@ -110,7 +117,7 @@ def _ive_series_slope(n: int, s: float) -> float:
     return total * top ** n / (rest * math.factorial(n) * (2 * den) ** n * top)
 
 
-def beta_slope(a: float, b: float, value: float) -> float:
+def _beta_slope(a: float, b: float, value: float) -> float:
     """d/db beta(a, b) = -beta(a, b) (psi(b + a) - psi(b)), ``value`` beta(a, b): beta's
     slope on floats, as the product where neither factor leaves the normal floats. Where the
     digamma difference (about a/b) underflows, it is linear in a to the last digit, so it is
@@ -118,10 +125,108 @@ def beta_slope(a: float, b: float, value: float) -> float:
     -5.9e-309, not 0); where beta is subnormal (its digits are few) or 0, exp(lbeta + log of
     the difference).
     A helper of the derivative rule, not a row."""
-    drop = digamma_difference(a, b)
+    drop = _digamma_difference(a, b)
     if drop < 1e-290:  # a < 1e-290 b: a scaled to 2**-70 b is still in the linear regime
         shift = math.frexp(b)[1] - math.frexp(a)[1] - 70
-        return -math.ldexp(value * digamma_difference(math.ldexp(a, shift), b), -shift)
+        return -math.ldexp(value * _digamma_difference(math.ldexp(a, shift), b), -shift)
     if abs(value) < 2.2250738585072014e-308:
         return -math.exp(_lbeta(a, b) + math.log(drop))
     return -value * drop
+
+
+
+def _trigamma_difference(a: float, b: float) -> float:
+    """psi'(b) - psi'(b + a) > 0 for a, b > 0, without subtracting the two (lbeta's d2/db2,
+    whose trigammas agree to a/b where a << b: 0 at a = 1e100, b = 3.5 for 3.5e-200). As
+    _digamma_difference: the recurrence psi'(x) = psi'(x + 1) + 1/x^2 moves b up to 20, adding
+    1/b^2 - 1/(b + a)^2 = (1/b - 1/(b + a)) (1/b + 1/(b + a)); from there on the asymptotic
+    series' differences, 1/x + 1/(2 x^2) + sum_k B_2k / x^(2k + 1), each term's as
+    b^-(2k + 1) (-expm1(-(2k + 1) log1p(a/b))): (2k + 1) B_2k / b^2k, the k-th relatively, is
+    1e-14 for k = 8 at b = 10, 2e-19 at 20."""
+    terms = []  # summed exactly, as _digamma_difference's
+    while b < 20.0:
+        terms.append(a / (b + a) / b * (1.0 / b + 1.0 / (b + a)))
+        b += 1.0
+    gap = a / (b + a) / b  # 1/b - 1/(b + a)
+    terms += [gap, 0.5 * gap * (1.0 / b + 1.0 / (b + a))]
+    ratio = math.log1p(a / b)
+    power, inverse = 1.0 / b, 1.0 / (b * b)
+    for k, bernoulli in enumerate(BERNOULLI, 1):
+        power *= inverse
+        terms.append(bernoulli * power * -math.expm1(-(2 * k + 1) * ratio))
+    return math.fsum(terms)
+
+
+TAYLOR_REACH = 0.5  # h/x below which _mean_excess is its Taylor series in h
+
+
+def _digamma_quotient(h: float, x: float) -> float:
+    """(psi(x + h) - psi(x))/h, h, x > 0, where the difference would underflow: psi'(x) where
+    h is below 1e-17 x (the next term, h psi''(x)/2, is at most about h/x relatively)."""
+    if h < 1e-17 * x:
+        return _polygamma(1.0, x)
+    return _digamma_difference(h, x) / h
+
+
+def _trigamma_quotient(h: float, x: float) -> float:
+    """(psi'(x) - psi'(x + h))/h, h, x > 0, as _digamma_quotient: -psi''(x) for a tiny h."""
+    if h < 1e-17 * x:
+        return -_polygamma(2.0, x)
+    return _trigamma_difference(h, x) / h
+
+
+def _mean_excess(h: float, x: float) -> float:
+    """((psi(x + h) - psi(x))/h - psi'(x + h))/h >= 0, x >= 1, h > 0: psi''s mean over
+    [x, x + h] above its value at x + h, over h (beta's mixed second derivative is a sum of
+    these, all positive). Below h/x = TAYLOR_REACH its Taylor series in h,
+    -sum_j psi^(j+1)(x) h^(j-1) j/(j + 1)!, whose terms fall like (h/x)^j and alternate:
+    the difference as written cancels to O(h/x) there. Above, the difference: it cancels a
+    factor 6 at most."""
+    if h > TAYLOR_REACH * x:
+        return (_digamma_difference(h, x) / h - _polygamma(1.0, x + h)) / h
+    total, power, j = 0.0, 1.0, 1
+    while j < 90:
+        term = -_polygamma(j + 1.0, x) / math.factorial(j + 1) * j * power
+        total += term
+        if abs(term) <= 1e-18 * abs(total):
+            break
+        power *= h
+        j += 1
+    return total
+
+
+def _dbeta(a: float, b: float) -> float:
+    """d/db beta(a, b) = -beta(a, b) (psi(a + b) - psi(b)), a, b > 0: the ``dbeta`` row."""
+    return _beta_slope(a, b, _beta(a, b))
+
+
+def _dlbeta(a: float, b: float) -> float:
+    """d/db lbeta(a, b) = psi(b) - psi(a + b), a, b > 0: the ``dlbeta`` row."""
+    return -_digamma_difference(a, b)
+
+
+def _dbeta_da(a: float, b: float) -> float:
+    """d2/da db beta(a, b) = beta (P Q - psi'(s)), P = psi(a) - psi(s), Q = psi(b) - psi(s),
+    s = a + b, a positive quantity whose two terms agree where a << b or both are small
+    (2.06 for 2.404 at a = b = 1e-5, as written). psi(x) = psi(x + 1) - 1/x in P and Q and
+    psi'(s) = psi'(s + 1) + 1/s^2 take out the parts that cancel: with D(h, x) =
+    psi(x + h) - psi(x) and E(h, x) = (D(h, x)/h - psi'(x + h))/h (_mean_excess),
+    P Q - psi'(s) = a b/s (E(a, b + 1) + E(b, a + 1)) + D(a, b + 1) D(b, a + 1), every term
+    positive. Written with a = min(a, b) as (a beta) (b/s (E + E) + D(a, b + 1)/a D(b, a + 1)),
+    so that a beta (about 1 for a small a) neither overflows nor the terms underflow."""
+    a, b = min(a, b), max(a, b)
+    s = a + b
+    scaled = a * _beta(a, b)
+    excess = _mean_excess(a, b + 1.0) + _mean_excess(b, a + 1.0)
+    return scaled * (b / s * excess
+                     + _digamma_quotient(a, b + 1.0) * _digamma_difference(b, a + 1.0))
+
+
+def _dbeta_db(a: float, b: float) -> float:
+    """d2/db2 beta(a, b) = beta (D(a, b)^2 + psi'(b) - psi'(a + b)), both terms positive, each
+    without a difference of floats; below a = 1 as (a beta) (D/a D + (psi'(b) - psi'(a + b))/a),
+    whose factors do not underflow where a is tiny."""
+    drop = _digamma_difference(a, b)
+    if a < 1.0:
+        return (a * _beta(a, b)) * (_digamma_quotient(a, b) * drop + _trigamma_quotient(a, b))
+    return _beta(a, b) * (drop * drop + _trigamma_difference(a, b))

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gradcli.engine import ops, special
+from gradcli.engine import ops, special, special_slopes
 from gradcli.engine.core_ops import CONST, MUL, VAR, WHERE
 from gradcli.engine.graph import Node, nodes_and_uses, nodes_of
 from gradcli.engine.notation import TEXT, Notation, format_number, texts_by_node
@@ -370,10 +370,10 @@ class PythonNotation(Notation):
         return f"{self.function(op)}({', '.join(args)})"
 
     def function(self, op: Any) -> str:
-        """``math.erf``, ``max``, or the name of a helper copied from the op table (engine/ops/) or
-        engine/special.py (each written against ``math`` alone); a row whose
-        forward is none of those (a lambda, a function of another module, which may use that
-        module's names) is a UsageError: the generated code imports only ``math``."""
+        """``math.erf``, ``max``, or the name of a helper copied from the op table (engine/ops/),
+        engine/special.py or engine/special_slopes.py (each written against ``math`` alone); a
+        row whose forward is none of those (a lambda, a function of another module, which may
+        use that module's names) is a UsageError: the generated code imports only ``math``."""
         forward = op.forward
         module = getattr(forward, "__module__", None)
         name = getattr(forward, "__name__", "")
@@ -381,7 +381,8 @@ class PythonNotation(Notation):
             return f"math.{name}"
         if getattr(builtins, name, None) is forward:
             return name
-        if module in (ops.__name__, special.__name__) and name.isidentifier():
+        if (module in (ops.__name__, special.__name__, special_slopes.__name__)
+                and name.isidentifier()):
             self._copy(forward)
             return name
         raise UsageError(f"{op.name} has no Python form: its forward function is neither in "

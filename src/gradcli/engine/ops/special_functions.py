@@ -8,7 +8,7 @@ import cmath
 import math
 from typing import Any
 
-from gradcli.engine import forms, special
+from gradcli.engine import forms, special, special_slopes
 from gradcli.engine.ops.row import NONE, F, Op, above, binary, printed, unary, written
 from gradcli.errors import NumericError
 
@@ -29,22 +29,79 @@ def _mod_quotient(x: Any, y: Any, out: Any) -> Any:
 
 def _beta_slope(a: Any, b: Any, out: Any) -> Any:
     """d/db beta(a, b) = beta(a, b) (digamma(b) - digamma(a + b)): on floats
-    special_slopes.beta_slope, whose factors neither underflow nor lose a subnormal's digits."""
+    special_slopes._beta_slope, whose factors neither underflow nor lose a subnormal's digits;
+    in a Hessian's formula the ``dbeta`` row, whose own derivatives keep their digits (the
+    product rule over the written form subtracts beta P Q and beta psi'(a + b), which agree
+    where a << b or both are small: 2.06 for 2.404 at a = b = 1e-5); printed, and on arrays,
+    the textbook form."""
     if type(a) is float and type(b) is float:
-        from gradcli.engine import special_slopes  # loaded by the functions that use it
-
-        return special_slopes.beta_slope(a, b, out)
-    return out * _digamma_drop(a, b)
+        return special_slopes._beta_slope(a, b, out)
+    if _in_a_hessian(a, b):
+        return F.dbeta(a, b)
+    return out * (F.digamma(b) - F.digamma(a + b))
 
 
 def _digamma_drop(a: Any, b: Any) -> Any:
     """digamma(b) - digamma(a + b), lbeta's slope in b: on floats without subtracting
-    (special_slopes.digamma_difference), elsewhere (a formula, arrays) as written."""
+    (special_slopes._digamma_difference); in a Hessian's formula the ``dlbeta`` row, whose
+    derivative in b, a difference of trigammas, keeps its digits too; printed, and on arrays,
+    as written."""
     if type(a) is float and type(b) is float:
-        from gradcli.engine import special_slopes
-
-        return -special_slopes.digamma_difference(a, b)
+        return -special_slopes._digamma_difference(a, b)
+    if _in_a_hessian(a, b):
+        return F.dlbeta(a, b)
     return F.digamma(b) - F.digamma(a + b)
+
+
+def _in_a_hessian(*operands: Any) -> bool:
+    """The rule builds a formula that a Hessian evaluates (graph nodes, none printed)."""
+    return any(written(v) for v in operands) and not any(printed(v) for v in operands)
+
+
+def _dlbeta_da(a: Any, b: Any, out: Any) -> Any:
+    _refuse_a_third_derivative("dlbeta", a, b)
+    return -F.polygamma(1.0, a + b)
+
+
+def _dlbeta_db(a: Any, b: Any, out: Any) -> Any:
+    """psi'(b) - psi'(a + b): on floats special_slopes._trigamma_difference (the two agree to
+    a/b where a << b: as floats 0 at a = 1e100, b = 3.5, for 3.5e-200)."""
+    if type(a) is float and type(b) is float:
+        return special_slopes._trigamma_difference(a, b)
+    _refuse_a_third_derivative("dlbeta", a, b)
+    return F.polygamma(1.0, b) - F.polygamma(1.0, a + b)
+
+
+def _dbeta_da(a: Any, b: Any, out: Any) -> Any:
+    """d2/da db beta = dbeta (digamma(a) - digamma(a + b)) - beta psi'(a + b): on floats
+    special_slopes._dbeta_da, a sum of positive terms (the two here agree where a << b or
+    both are small)."""
+    if type(a) is float and type(b) is float:
+        return special_slopes._dbeta_da(a, b)
+    _refuse_a_third_derivative("dbeta", a, b)
+    return out * (F.digamma(a) - F.digamma(a + b)) - F.beta(a, b) * F.polygamma(1.0, a + b)
+
+
+def _dbeta_db(a: Any, b: Any, out: Any) -> Any:
+    """d2/db2 beta = dbeta (digamma(b) - digamma(a + b)) + beta (psi'(b) - psi'(a + b)): on
+    floats special_slopes._dbeta_db, whose trigamma difference is not one of floats."""
+    if type(a) is float and type(b) is float:
+        return special_slopes._dbeta_db(a, b)
+    _refuse_a_third_derivative("dbeta", a, b)
+    return out * (F.digamma(b) - F.digamma(a + b)) + F.beta(a, b) * _dlbeta_db(a, b, out)
+
+
+def _refuse_a_third_derivative(name: str, a: Any, b: Any) -> None:
+    """A Hessian of dbeta or dlbeta (beta's or lbeta's third derivatives) is a NumericError:
+    its formulas, the textbook ones that ``diff`` prints, subtract terms that agree where
+    a << b or both are small (d2/da2 dbeta(1e-5, 1e-5) came out -5515 for -2.706), and no rule
+    of floats takes their place (docs/accuracy.md)."""
+    if _in_a_hessian(a, b):
+        raise NumericError(
+            f"the second derivatives of {name} (third derivatives of beta and lbeta) would "
+            "lose their digits where one operand is much smaller than the other or both are "
+            "small; gradcli computes only their value and gradient",
+            hint="gradcli diff prints their formulas")
 
 
 BESSEL_SLOPE_LIMIT = 1e6  # |x| past which ive's second derivative loses over 6e-11 relatively
@@ -65,8 +122,6 @@ def _bessel(n: Any, x: Any, out: Any) -> Any:
                 f"|x| = {BESSEL_SLOPE_LIMIT:g})")
         if x == 0.0:
             return 0.5 if n == 1.0 else 0.0  # a kink for even n: slope 0, as abs
-        from gradcli.engine import special_slopes
-
         return special_slopes.ive_slope(n, x)
     if type(n) is float and n == 0.0:
         return F.i1e(x) - F.sign(x) * out
@@ -109,14 +164,23 @@ def _sinc_second_series(x: Any) -> Any:
     return -special.PI_SQUARED * total
 
 
+SIGMOID_CENTRE = 1.0  # |x| below which a Hessian's sigmoid slope is sech(x/2)**2/4
+
+
 def _sigmoid_slope(x: Any, out: Any) -> Any:
     """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16.
-    A formula (``diff``, the Hessian) is s (1 - s) of the one rounded s: in a log-loss,
-    log(s) and log(1 - s) divide by the same s and 1 - s, which cancel exactly, where
-    sech(x/2)**2/4 (accurate on its own, also near 0) left 1 - s's rounding in the Hessian:
-    7e-4 relatively at s = 1 - 3e-7. Near 0 its own second derivative therefore keeps
-    1e-16/|x| relatively (docs/accuracy.md)."""
-    return out * (1.0 - out) if written(x) else out * F.sigmoid(-x)
+    ``diff`` prints s (1 - s). A Hessian's formula is s (1 - s) of the one rounded s too, from
+    |x| = SIGMOID_CENTRE on: in a log-loss, log(s) and log(1 - s) divide by the same s and
+    1 - s, which cancel exactly, where sech(x/2)**2/4 (accurate on its own) left 1 - s's
+    rounding in the Hessian (7e-4 relatively at s = 1 - 3e-7). Below it, where s and 1 - s
+    are near 1/2 and nothing divides by a small 1 - s, sech(x/2)**2/4: the derivative of
+    s (1 - s), s' (1 - 2 s), cancels near 0 (1e-16/|x| relatively), sech's does not."""
+    if not written(x):
+        return out * F.sigmoid(-x)
+    if printed(x):
+        return out * (1.0 - out)
+    half = F.sech(0.5 * x)
+    return F.where(F.lt(F.abs(x), SIGMOID_CENTRE), 0.25 * (half * half), out * (1.0 - out))
 
 
 def _silu_slope(x: Any, out: Any) -> Any:
@@ -211,6 +275,15 @@ ROWS: list[Op] = [
     binary("lbeta", special._lbeta, lambda a, b, out: _digamma_drop(b, a),
            lambda a, b, out: _digamma_drop(a, b), domain=forms.positive_pair,
            complex=NONE, vector=NONE, summary="log of beta(a, b), a, b > 0"),
+    # beta's and lbeta's slopes in b (in a: swap a and b), rows of their own so that a
+    # Hessian differentiates them with rules that keep their digits (docs/accuracy.md)
+    binary("dbeta", special_slopes._dbeta, _dbeta_da, _dbeta_db, domain=forms.positive_pair,
+           complex=NONE, vector=NONE,
+           summary="d/db beta(a, b) = beta(a, b) (digamma(b) - digamma(a + b)), a, b > 0"),
+    binary("dlbeta", special_slopes._dlbeta, _dlbeta_da, _dlbeta_db, domain=forms.positive_pair,
+           complex=NONE, vector=NONE,
+           summary="d/db lbeta(a, b) = digamma(b) - digamma(a + b), a, b > 0, exact where "
+                   "a << b"),
     # --- activations and pieces ------------------------------------------------------------
     unary("sigmoid", special._sigmoid, _sigmoid_slope,
           complex=forms.complex_sigmoid, vector=lambda np, x: np.exp(-np.logaddexp(0.0, -x)),
