@@ -9,11 +9,13 @@ and whose gradient is v·g: the same steps, stencils, tolerance and methods as o
 The directions are drawn per node, not for every input at once: each gradient gets its own
 verdict and its own tolerance, relative to its own v·g (in a joint direction a bias's gradient
 would be judged against a weight matrix's, a million times larger), and a replay recomputes only
-what that node reaches. Each element of v is ±1 times max(1, |x_i|), the element's own step
-scale (``steps.base_step``), so every element moves as far as its element-wise check moves it;
-the signs are drawn from a generator seeded with ``DIRECTION_SEED``, the node's index and the
-direction's number, so the same program at the same point is always checked along the same
-directions.
+what that node reaches. Each element of v is a random sign times a random magnitude in
+[0.5, 1), times max(1, |x_i|), the element's own step scale (``steps.base_step``), so every
+element moves about as far as its element-wise check moves it. The magnitudes differ so that
+equal errors in two elements (``relu`` at two kinks) cannot cancel exactly, as they would half
+the time with ±1 alone. The draws come from a generator seeded with ``DIRECTION_SEED``, the
+node's index and the direction's number, so the same program at the same point is always
+checked along the same directions.
 
 On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
 directional difference, the halves that disagree are split again, and a single element left is
@@ -76,19 +78,20 @@ class DirectionReplayer(ElementReplayer):
         self.direction = direction
 
     def draw(self, k: int) -> Any:
-        """The ``k``-th random direction of the aimed node: ±max(1, |x_i|) per element (module
-        docstring), the signs 1 bit each from a generator seeded by the node and ``k``."""
+        """The ``k``-th random direction of the aimed node: a random sign and magnitude in
+        [0.5, 1) times max(1, |x_i|) per element (module docstring), 16 random bits each from a
+        generator seeded by the node and ``k``."""
         np = numpy()
         size = self.scale.size
         if self.drawn is None:
             self.drawn = np.empty(np.shape(self.target.value))
         # Python's generator: NumPy's would cost its import (10 ms) for a few random bytes.
         generator = random.Random((DIRECTION_SEED << 40) | (self.target.index << 8) | k)
-        bits = np.frombuffer(generator.randbytes(-(-size // 8)), dtype=np.uint8)
-        signs = np.unpackbits(bits, count=size).view(np.int8)  # 0 or 1, then -1 or 1
-        signs *= 2
-        signs -= 1
-        np.multiply(self.scale, signs, out=self.drawn.reshape(-1))
+        drawn = self.drawn.reshape(-1)
+        drawn[:] = np.frombuffer(generator.randbytes(2 * size), dtype=np.int16)
+        drawn *= 0.5 / 32768  # in [-0.5, 0.5)
+        drawn += np.copysign(0.5, drawn)  # a magnitude in [0.5, 1) and a random sign
+        drawn *= self.scale
         return self.drawn
 
     def dot(self, v: Any, grad: Any) -> float:
