@@ -142,3 +142,13 @@ def test_batch_lines_summarise_gradients_as_the_tables_do():
     assert f"d/dx [{low}, 0.286, 0.571, …, 4.86, 5.14, {high}] min {low}, max {high}" in short
     whole = invoke("eval", "-", *given, "--full", stdin="sum(x*x)\n").stdout
     assert "d/dx [" + ", ".join(f"{v:.3g}" for v in 2 * x) + "]" in whole
+
+
+def test_the_hessian_asked_for_is_written_whole():
+    """--hessian of 40 inputs: 1,600 entries, past the summary threshold, but asked for."""
+    x = np.linspace(-2, 2, 40)
+    out = invoke("eval", "sum(x*x*x)", "--x", json.dumps(x.tolist()), "--hessian", "--json",
+                 "--no-check")
+    record = json.loads(out.stdout)
+    np.testing.assert_allclose(record["hessian"]["x"]["x"], np.diag(6 * x), rtol=1e-15)
+    assert record["point"]["x"] == x.tolist()  # 40 elements: under the threshold

@@ -59,16 +59,21 @@ def main(argv: list[str] | None = None) -> None:
     (``cli.plain_eval``) without click, any other command line through click (``cli.base``);
     either way the process ends with a documented exit status (``cli.exits``). ``argv``: the
     arguments after ``gradcli`` (None: ``sys.argv``'s)."""
-    with quiet_interrupts():  # the imports of the parser and the core
-        from gradcli.cli.exits import run_to_exit
-        from gradcli.cli.plain_eval import plain_form, run_plain
+    args = sys.argv[1:] if argv is None else list(argv)
+    plain = None
+    if args[:1] == ["eval"]:  # other commands load neither the plain eval nor the core here
+        with quiet_interrupts():  # the imports of the parser and the core
+            from gradcli.cli.plain_eval import plain_form
 
-        plain = plain_form(sys.argv[1:] if argv is None else list(argv))
+            plain = plain_form(args)
     if plain is None:
         with quiet_interrupts():  # the imports of click and the command
             from gradcli.cli.base import main as click_main
         click_main(argv)
     else:
+        from gradcli.cli.exits import run_to_exit
+        from gradcli.cli.plain_eval import run_plain
+
         run_to_exit(lambda: run_plain(*plain), argv)
 
 

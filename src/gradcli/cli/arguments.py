@@ -126,15 +126,14 @@ def program_arguments(set_help: str, file_help: str = "Read the program from FIL
     return decorate
 
 
-def digits_option(command: Callable[..., Any]) -> Callable[..., Any]:
+def digits_option(more: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--digits N``, one option for every command that prints numbers for people (its range
-    is ``output.values.MAX_DIGITS``: every float reads back from 17 digits)."""
+    is ``output.values.MAX_DIGITS``: every float reads back from 17 digits); ``more``: what
+    else it means in the command."""
     return click.option(
         "--digits", type=click.IntRange(1, 17), metavar="N",
         help="Print numbers with N significant digits (default: every digit, the shortest form "
-             "that reads back as the same float); an array past a few elements is summarised "
-             "(--full where a command has it prints them all). JSON and CSV keep every digit "
-             "(so --digits with --json or --csv is a usage error).")(command)
+             f"that reads back as the same float); {more}.")
 
 
 def full_option(more: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:

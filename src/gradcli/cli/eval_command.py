@@ -123,7 +123,8 @@ TOLERANCE = Tolerance()
 @click.option("--check-nodes", is_flag=True,
               help="In a batch, also check every intermediate node's gradient (one program: "
                    "always done up to 300 nodes). Input gradients are always checked.")
-@digits_option
+@digits_option("an array past a few elements is summarised (--full prints them all). JSON and "
+               "CSV keep every digit (so --digits with --json or --csv is a usage error)")
 @click.option("--mode", type=click.Choice(("auto", "forward", "reverse")), default="auto",
               show_default=True,
               help="How a program with several outputs (f, g) or an array output computes its "

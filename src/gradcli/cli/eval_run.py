@@ -1,7 +1,8 @@
 """What ``gradcli eval`` does once its command line is read (by click, ``eval_command``, or by
 hand, ``plain_eval``): one program, a batch from stdin, or a sweep over a grid of points.
 
-Nothing here loads click: the plain eval runs without it."""
+Nothing on the plain eval's path loads click: only ``--cluster`` and ``--skip`` (cli.cluster), which
+the plain eval never takes, do."""
 
 from __future__ import annotations
 
@@ -213,8 +214,8 @@ def run_sweep(request: EvalRequest) -> int:
         console.print(sweep_view(summary, plain=not console.is_terminal, digits=request.digits))
     if summary.unsettled:
         echo(f"note: NumPy's rounding may change the results at {summary.unsettled:,} "
-                   f"of {summary.size:,} points by more than a relative "
-                   f"{AGREEMENT:g}; only {summary.rechecked:,} such points could be "
-                   "re-evaluated on the scalar path (evaluate the others one at a time for "
-                   "exactly what one point gives)", err=True)
+             f"of {summary.size:,} points by more than a relative "
+             f"{AGREEMENT:g}; only {summary.rechecked:,} such points could be "
+             "re-evaluated on the scalar path (evaluate the others one at a time for "
+             "exactly what one point gives)", err=True)
     return summary.status

@@ -39,7 +39,7 @@ entries' (2 usage, parse or name error; 3 numeric error; 1 a check failed).
 
 
 @cli.command("repl", help=REPL_HELP)
-@digits_option
+@digits_option("an array past a few elements is summarised (--full prints them all)")
 @full_option()
 def repl_command(digits: int | None, full: bool) -> None:
     from gradcli.cli.session import Session

@@ -54,9 +54,9 @@ def result_record(
     ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
     ``json_pieces`` write it; ``list()`` it to look at it. Without ``nodes`` (``--no-nodes``)
     the record has no ``"nodes"`` key, and no node's label is made. Every array in the record
-    but the output's value and the inputs' gradients (written whole: they are what was asked
-    for) is written by ``json_array``: whole up to ``JSON_SHOWN_ELEMENTS`` elements (or with
-    ``full``), else as its summary."""
+    but the output's value, the inputs' gradients, the Hessian and H·v (written whole: they are
+    what was asked for) is written by ``json_array``: whole up to ``JSON_SHOWN_ELEMENTS``
+    elements (or with ``full``), else as its summary."""
     if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
         return jacobian_record(result, source, line, nodes, full)
     if isinstance(result, FreeResult):  # value and gradients as texts under "symbolic"
@@ -81,11 +81,11 @@ def result_record(
     if result.hessian is not None:
         hessian_check = result.hessian.check
         matrix = result.hessian.matrix
-        record["hessian"] = ({a: _lists(row, full) for a, row in matrix.items()} if arrays
-                             else matrix)
+        record["hessian"] = ({a: _lists(row, True) for a, row in matrix.items()} if arrays
+                             else matrix)  # asked for: whole (MAX_HESSIAN_ENTRIES bounds it)
         record["hessian_check"] = None if hessian_check is None else check_record(hessian_check)
     if result.hvp is not None:  # an array program's H·v (gradcheck/hessian.py)
-        record["hvp"] = _lists(result.hvp.product, full)
+        record["hvp"] = _lists(result.hvp.product, True)  # asked for: whole
         record["hvp_direction"] = _lists(result.hvp.direction, full)
         record["hvp_check"] = None if result.hvp.check is None else check_record(result.hvp.check)
     return record
@@ -108,8 +108,9 @@ JSON_SHOWN_ELEMENTS = 1000
 def json_array(value: Any, full: bool = False) -> Any:
     """A number as itself, an array as nested lists, or past ``JSON_SHOWN_ELEMENTS`` elements
     (unless ``full``) as ``array_summary``: the one rule for the arrays of every record that
-    were not asked for (the point, nodes, Hessian blocks), so that a 1000x1000 input is a few
-    hundred bytes rather than 20 MB of text per place it appears; ``--full`` keeps every element."""
+    were not asked for (the point, the nodes, the direction of H·v), so that a 1000x1000 input
+    is a few hundred bytes rather than 20 MB of text per place it appears; ``--full`` keeps
+    every element."""
     if full or getattr(value, "size", 0) <= JSON_SHOWN_ELEMENTS:
         return _listed(value)
     return array_summary(value)
