@@ -71,7 +71,7 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
               help="Write to FILE instead of stdout (all of it or nothing).")
 @click.option("--max-nodes", type=click.IntRange(0, MAX_NODES_OPTION), default=MAX_DRAWN_NODES,
               show_default=True, help="Draw at most N nodes, nearest the output (0: all).")
-@digits_option("an array of more than 4 elements is drawn as its range [min … max], "
+@digits_option("an array of more than 4 elements is drawn as its range [min ... max], "
                "beside its shape")
 @click.pass_context
 def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
