@@ -84,11 +84,15 @@ def test_a_large_array_is_a_shape_and_a_range(tmp_path):
 
 
 def test_digits_is_one_option(mlp_args):
-    """The same option text for eval and graph (one definition), and it is honoured."""
+    """The same option for eval, graph and repl (one definition: one opening, then what it
+    means in the command), and it is honoured."""
     helps = [CliRunner().invoke(cli, [name, "--help"], terminal_width=200).stdout
-             for name in ("eval", "graph")]
+             for name in ("eval", "graph", "repl")]
     texts = [next(line for line in text.splitlines() if "--digits" in line) for text in helps]
-    assert texts[0].split() == texts[1].split()
+    openings = {text.split(";")[0].split("--digits N")[1].strip() for text in texts}
+    assert openings == {"Print numbers with N significant digits (default: every digit, the "
+                        "shortest form that reads back as the same float)"}
+    assert "drawn as" in texts[1] and "--json" not in texts[1] + texts[2]
     assert "value 0.333" in graph("x/3", "--x", "1", "--digits", "3", "--format", "tree")
 
 

@@ -71,6 +71,12 @@ STANDARD = {
     # org.python.core (importtime lists the attempt)
     "dataclasses", "inspect", "ast", "_ast", "dis", "opcode", "_opcode", "token", "tokenize",
     "linecache", "copy", "org", "org.python", "org.python.core",
+    # Type hints read at run time (errors.py's ClassVar, the compiled core's annotations); a
+    # `site` that loads .pth files often has them already, a fresh venv does not
+    "typing", "_typing", "collections.abc", "typing.io", "typing.re",
+    "math",  # the graph's and the numbers' float functions (engine/graph.py)
+    # a batch's Ctrl-C handler is set only on the main thread (cli/show.py)
+    "threading", "weakref", "_weakrefset",
 }
 ALLOWED = {
     # The table: the view of one result, in its pieces by concern (the same code views.py
