@@ -14,13 +14,16 @@ import importlib.util
 import math
 import os
 import random
+import shlex
 import sys
 from pathlib import Path
 
 import mpmath
 import pytest
+from click.testing import CliRunner
 
 import gradcli
+from gradcli.cli import cli
 from gradcli.engine.graph import forward
 from gradcli.engine.ops import ROWS
 from gradcli.errors import NumericError
@@ -289,6 +292,22 @@ def test_dsinc_and_its_slope_near_zero(x):
     at = gradcli.evaluate("dsinc(x)", {"x": x}, check=False)  # its Hessian refuses 0
     _close(at.value, slope, 4 * 2.2e-16)
     _close(at.gradients["x"], second, 4 * 2.2e-16)
+
+
+def test_diff_where_a_printed_formula_divides_by_zero_says_what_to_type():
+    """sinc's third derivative at 0 is 0, but the formula ``diff --order 3`` substitutes into
+    divides by x: the error names the user's expression and the derivative, not the formula's
+    piece (2*dsinc(x)/x), and its hint is a command that takes the limit: mpmath's answer."""
+    result = CliRunner().invoke(cli, ["diff", "sinc(x)", "--order", "3", "--x", "0"])
+    assert result.exit_code == 3
+    assert "d3/dx dx dx of sinc(x) has no value at x = 0" in result.output
+    assert "2*dsinc(x)/x" not in result.output
+    command = result.output.split("try gradcli ", 1)[1].split(", or a point nearby")[0]
+    hinted = CliRunner().invoke(cli, shlex.split(command))
+    assert hinted.exit_code == 0, hinted.output
+    with mpmath.workdps(80):
+        true = mpmath.diff(lambda u: mpmath.sinc(mpmath.pi * u), 0, 3)
+    _close(float(hinted.stdout.split("= ", 1)[1]), true, 4 * 2.2e-16)
 
 
 @pytest.mark.parametrize(("x", "y"), [(1e8, -0.1), (-2.0, 1e-8), (1e100, 1e-3), (-0.5, -1e-3),
