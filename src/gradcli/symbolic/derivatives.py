@@ -179,6 +179,15 @@ def _symmetric(flat: dict[tuple[str, ...], SymNode],
     return {path: flat[tuple(sorted(path, key=rank.__getitem__))] for path in flat}
 
 
+def _taken_once(tree: dict[tuple[str, ...], SymNode],
+                variables: list[str]) -> dict[tuple[str, ...], SymNode]:
+    """Each mixed second derivative of ``tree`` as the one taken in the order of the program's
+    ``variables``, the entry ``eval --hessian`` keeps (gradcheck/hessian.py's ``once_each``):
+    the two orders differentiate two formulas, whose roundings differ in the last bits."""
+    rank = {name: i for i, name in enumerate(variables)}
+    return {path: tree[tuple(sorted(path, key=rank.__getitem__))] for path in tree}
+
+
 def _at_point(
     program: Program, names: list[str], order: int, values: Mapping[str, float], max_nodes: int
 ) -> tuple[SymNode, dict[str, SymNode], dict[tuple[str, ...], SymNode]]:
@@ -214,7 +223,7 @@ def _at_point(
             _, row = gradients_at(nodes, point, result, names)
             tree.update({(name, other): entry for other, entry in zip(names, row, strict=True)})
         check_folded([value, *grads, *tree.values()])
-        return value, first, tree
+        return value, first, _taken_once(tree, [*program.variables]) if full else tree
     check_folded([value, *grads])
     try:
         for level in levels[1:-1]:
