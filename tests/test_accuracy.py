@@ -56,7 +56,10 @@ RELAXED: dict[tuple[str, int], tuple[float, str]] = {
                                                 "ive(12, x)", "ive(28, x)")},
     **{(f"ive({n}, x)", 0): (1.5, "the power series' rounding: up to 4.1 ulps (bound 4)")
        for n in (2, 5, 12, 28)},
-    ("gamma(x)", 2): (2.5, "subnormal second derivatives near x = -180"),
+    ("gamma(x)", 2): (2.5, "gamma(digamma**2 + trigamma) with gamma's subnormal value below "
+                           "x = -171: one or two bits near -180 (3.05e-312 for 1.71e-312 at "
+                           "-180 + 1.8e-6, 2 times the bound); the reverse pass's sensitivity "
+                           "to digamma is gamma itself, whatever the slope's form"),
     ("dbeta(a, b)", 1): (1.5, "d2/da db beta, a product of beta and a sum of positive terms: "
                               "up to 5.3 ulps (bound 4), 1e-15 relatively"),
 }
@@ -326,6 +329,16 @@ def test_atan2_mixed_second_derivative_is_mpmath_s(x, y):
     a, b = mpmath.mpf(x), mpmath.mpf(y)
     _close(_hessian("atan2(y, x)", x=x, y=y)["y"]["x"], (b * b - a * a) / (a * a + b * b) ** 2,
            1e-13)
+
+
+@pytest.mark.parametrize(("x", "rel"), [(-150.5, 1e-13), (-170.3, 1e-13), (-170.7, 1e-13),
+                                        (-176.0 + 0.01, 1e-5), (-180.0 + 1.8e-6, 0.8)])
+def test_gamma_second_derivative_where_gamma_is_subnormal(x, rel):
+    """docs/accuracy.md's region of gamma'': full digits above x = -171, where gamma is normal;
+    below, gamma (digamma**2 + trigamma) keeps only the digits of gamma's subnormal value."""
+    with mpmath.workdps(60):
+        true = mpmath.diff(mpmath.gamma, mpmath.mpf(x), 2)
+    _close(_hessian("gamma(x)", x=x)["x"]["x"], true, rel)
 
 
 def test_diff_where_a_printed_formula_divides_by_zero_says_what_to_type():
