@@ -14,15 +14,18 @@ import importlib.util
 import math
 import os
 import random
+import shlex
 import sys
 from pathlib import Path
 
 import mpmath
 import pytest
+from click.testing import CliRunner
 
 import gradcli
+from gradcli.cli import cli
 from gradcli.engine.graph import forward
-from gradcli.engine.ops import ROWS
+from gradcli.engine.ops import PREC_ATOM, ROWS
 from gradcli.errors import NumericError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +56,10 @@ RELAXED: dict[tuple[str, int], tuple[float, str]] = {
                                                 "ive(12, x)", "ive(28, x)")},
     **{(f"ive({n}, x)", 0): (1.5, "the power series' rounding: up to 4.1 ulps (bound 4)")
        for n in (2, 5, 12, 28)},
-    ("gamma(x)", 2): (2.5, "subnormal second derivatives near x = -180"),
+    ("gamma(x)", 2): (2.5, "gamma(digamma**2 + trigamma) with gamma's subnormal value below "
+                           "x = -171: one or two bits near -180 (3.05e-312 for 1.71e-312 at "
+                           "-180 + 1.8e-6, 2 times the bound); the reverse pass's sensitivity "
+                           "to digamma is gamma itself, whatever the slope's form"),
     ("dbeta(a, b)", 1): (1.5, "d2/da db beta, a product of beta and a sum of positive terms: "
                               "up to 5.3 ulps (bound 4), 1e-15 relatively"),
 }
@@ -289,6 +295,66 @@ def test_dsinc_and_its_slope_near_zero(x):
     at = gradcli.evaluate("dsinc(x)", {"x": x}, check=False)  # its Hessian refuses 0
     _close(at.value, slope, 4 * 2.2e-16)
     _close(at.gradients["x"], second, 4 * 2.2e-16)
+
+
+TWO_OPERANDS = [row for row in ROWS if row.arity == 2 and not row.is_array]
+PAIRS = [(2.0, 0.7), (3.0, 2.5), (1.5, 1.5), (0.25, 3.0), (-1.7, 2.5), (7.0, 0.011), (-0.6, -0.9)]
+
+
+def _two_operand_text(row) -> str:
+    infix = row.symbol and row.precedence != PREC_ATOM
+    return f"x {row.symbol} y" if infix else f"{row.name}(x, y)"
+
+
+@pytest.mark.parametrize("row", TWO_OPERANDS, ids=lambda row: row.name)
+def test_every_two_operand_hessian_is_exactly_symmetric(row):
+    """d2/dx dy and d2/dy dx differentiate two formulas (the y-slope by x, the x-slope by y),
+    whose roundings differ: each mixed derivative is taken once, in eval and in diff alike."""
+    text, taken = _two_operand_text(row), 0
+    for x, y in PAIRS:
+        try:
+            matrix = _hessian(text, x=x, y=y)
+        except NumericError:
+            continue  # outside the domain (pow of a negative base, polygamma of order 0.25)
+        taken += 1
+        assert matrix["x"]["y"] == matrix["y"]["x"], (text, x, y)
+        tree = gradcli.differentiate(text, ["y", "x"], order=2, values={"x": x, "y": y}).tree
+        assert tree["x"]["y"].value == tree["y"]["x"].value == matrix["x"]["y"], (text, x, y)
+    assert taken or f"{row.name}(a, b)" in REFUSING, text  # no Hessian anywhere: REFUSING
+
+
+@pytest.mark.parametrize(("x", "y"), [(2.0, 0.7), (0.25, 3.0), (-1.7, 2.5), (1e-3, 3.0)])
+def test_atan2_mixed_second_derivative_is_mpmath_s(x, y):
+    """d2/dx dy atan2(y, x) = (y**2 - x**2)/(x**2 + y**2)**2, the one value of both entries."""
+    a, b = mpmath.mpf(x), mpmath.mpf(y)
+    _close(_hessian("atan2(y, x)", x=x, y=y)["y"]["x"], (b * b - a * a) / (a * a + b * b) ** 2,
+           1e-13)
+
+
+@pytest.mark.parametrize(("x", "rel"), [(-150.5, 1e-13), (-170.3, 1e-13), (-170.7, 1e-13),
+                                        (-176.0 + 0.01, 1e-5), (-180.0 + 1.8e-6, 0.8)])
+def test_gamma_second_derivative_where_gamma_is_subnormal(x, rel):
+    """docs/accuracy.md's region of gamma'': full digits above x = -171, where gamma is normal;
+    below, gamma (digamma**2 + trigamma) keeps only the digits of gamma's subnormal value."""
+    with mpmath.workdps(60):
+        true = mpmath.diff(mpmath.gamma, mpmath.mpf(x), 2)
+    _close(_hessian("gamma(x)", x=x)["x"]["x"], true, rel)
+
+
+def test_diff_where_a_printed_formula_divides_by_zero_says_what_to_type():
+    """sinc's third derivative at 0 is 0, but the formula ``diff --order 3`` substitutes into
+    divides by x: the error names the user's expression and the derivative, not the formula's
+    piece (2*dsinc(x)/x), and its hint is a command that takes the limit: mpmath's answer."""
+    result = CliRunner().invoke(cli, ["diff", "sinc(x)", "--order", "3", "--x", "0"])
+    assert result.exit_code == 3
+    assert "d3/dx dx dx of sinc(x) has no value at x = 0" in result.output
+    assert "2*dsinc(x)/x" not in result.output
+    command = result.output.split("try gradcli ", 1)[1].split(", or a point nearby")[0]
+    hinted = CliRunner().invoke(cli, shlex.split(command))
+    assert hinted.exit_code == 0, hinted.output
+    with mpmath.workdps(80):
+        true = mpmath.diff(lambda u: mpmath.sinc(mpmath.pi * u), 0, 3)
+    _close(float(hinted.stdout.split("= ", 1)[1]), true, 4 * 2.2e-16)
 
 
 @pytest.mark.parametrize(("x", "y"), [(1e8, -0.1), (-2.0, 1e-8), (1e100, 1e-3), (-0.5, -1e-3),

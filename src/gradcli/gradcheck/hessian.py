@@ -108,7 +108,19 @@ def hessian_at(
         matrix[name] = {other: row[other].grad if other in row else 0.0 for other in names}
         if checking is not None:
             _check_row(checking, report, name, gradient_program, share)
-    return HessianResult(matrix, report)
+    return HessianResult(once_each(matrix, names), report)
+
+
+def once_each(matrix: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:
+    """``matrix`` with each mixed derivative taken once: H[b][a] is H[a][b] where a comes
+    first in ``names`` (the program's variables), as ``diff`` prints d2/dy dx as d2/dx dy.
+    Row b differentiates another formula than row a (d/dx of the y-slope against d/dy of the
+    x-slope), whose roundings differ: atan2's, hypot's and pow's differed in the last bits,
+    and at atan2(1.5, 1.5) in sign (+-2.8e-17 for 0). A Hessian is symmetric."""
+    for position, name in enumerate(names):
+        for other in names[:position]:
+            matrix[name][other] = matrix[other][name]
+    return matrix
 
 
 def _check_row(checking: Checking, report: Any, name: str, row: Program, budget: int) -> None:

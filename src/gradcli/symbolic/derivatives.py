@@ -14,7 +14,8 @@ from typing import Any
 
 from gradcli.engine.collector import collector_paused
 from gradcli.engine.graph import Program, nodes_of
-from gradcli.errors import UsageError, listed
+from gradcli.engine.notation import format_number
+from gradcli.errors import NumericError, UsageError, listed
 from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
 from gradcli.symbolic.builder import (
     Builder,
@@ -178,6 +179,15 @@ def _symmetric(flat: dict[tuple[str, ...], SymNode],
     return {path: flat[tuple(sorted(path, key=rank.__getitem__))] for path in flat}
 
 
+def _taken_once(tree: dict[tuple[str, ...], SymNode],
+                variables: list[str]) -> dict[tuple[str, ...], SymNode]:
+    """Each mixed second derivative of ``tree`` as the one taken in the order of the program's
+    ``variables``, the entry ``eval --hessian`` keeps (gradcheck/hessian.py's ``once_each``):
+    the two orders differentiate two formulas, whose roundings differ in the last bits."""
+    rank = {name: i for i, name in enumerate(variables)}
+    return {path: tree[tuple(sorted(path, key=rank.__getitem__))] for path in tree}
+
+
 def _at_point(
     program: Program, names: list[str], order: int, values: Mapping[str, float], max_nodes: int
 ) -> tuple[SymNode, dict[str, SymNode], dict[tuple[str, ...], SymNode]]:
@@ -213,13 +223,49 @@ def _at_point(
             _, row = gradients_at(nodes, point, result, names)
             tree.update({(name, other): entry for other, entry in zip(names, row, strict=True)})
         check_folded([value, *grads, *tree.values()])
-        return value, first, tree
+        return value, first, _taken_once(tree, [*program.variables]) if full else tree
     check_folded([value, *grads])
-    for level in levels[1:-1]:
-        nodes = nodes_of(level.values())
+    try:
+        for level in levels[1:-1]:
+            nodes = nodes_of(level.values())
+            check_local_derivatives(nodes, bound_values(nodes, point))
+        numbers = substitute([*levels[-1].values()], point)
+    except NumericError as error:
+        raise _formula_error(program, levels, point, error) from None
+    return value, first, dict(zip([*levels[-1]], numbers, strict=True))
+
+
+def _formula_error(program: Program, levels: list[dict[tuple[str, ...], SymNode]],
+                   point: Mapping[str, float], error: NumericError) -> NumericError:
+    """``error`` of a derivative of order 3 and above, which takes the numbers into the formula
+    ``diff`` prints, told in what the user typed: that formula's pieces (``2*dsinc(x)/x``) are
+    no text of theirs, and its quotient may have a finite limit (sinc''' at 0 is 0). The hint
+    is the command that takes the last two orders as ``eval --hessian`` does, whose formulas
+    keep such points (series, not quotients): ``diff`` at order 2 of the derivative two
+    orders below, written out."""
+    path = next(key for key, node in levels[-1].items() if _fails(node, point))
+    at = ", ".join(f"{name} = {format_number(value)}" for name, value in point.items())
+    problem = error.message.split(" in ", 1)[0]
+    label = f"d{len(path)}/" + " ".join(f"d{name}" for name in path)
+    below = to_text(levels[-3][path[:-2]])
+    values = " ".join(f"--{name} {format_number(value)}" for name, value in point.items())
+    return NumericError(
+        f"{label} of {program.source.strip()} has no value at {at} by its formula (what "
+        f"gradcli diff prints without values): {problem}",
+        hint=f'its limit there may be finite: try gradcli diff "{below}" --order 2 '
+             f"--wrt {','.join(dict.fromkeys(path[-2:]))} {values}, or a point nearby")
+
+
+def _fails(node: SymNode, point: Mapping[str, float]) -> bool:
+    """Whether ``node``, a derivative of order 3 and above, raises a NumericError at ``point``
+    (in a piece of it or in substituting it), as ``_at_point`` checks them."""
+    try:
+        nodes = nodes_of([node])
         check_local_derivatives(nodes, bound_values(nodes, point))
-    keys = [*levels[-1]]
-    return value, first, dict(zip(keys, substitute([*levels[-1].values()], point), strict=True))
+        substitute([node], point)
+    except NumericError:
+        return True
+    return False
 
 
 def _refuse_repeats_and_size(names: list[str], order: int) -> None:
