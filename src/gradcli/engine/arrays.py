@@ -58,10 +58,22 @@ def as_array(name: str, value: Any) -> Any:
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use a smaller array")
     # A finite sum has no inf or nan in it: one reduction, no array of flags (the sum of large
     # finite elements may overflow: then each element is looked at).
-    if not math.isfinite(array.sum()) and not np.all(np.isfinite(array)):
+    if not math.isfinite(_total(array)) and not np.all(np.isfinite(array)):
         raise UsageError(f"the value of {name} has an element that is not a finite number",
                          hint="give finite numbers such as 2, -0.5 or 1e-3")
     return array
+
+
+def _total(array: Any) -> float:
+    """The sum of ``array``'s elements; a C-ordered matrix's as BLAS's product of its rows with
+    ones, which reads it about twice as fast as NumPy's pairwise sum (a value's finiteness is
+    checked on every evaluation, and a 1000x1000 matrix's check took a fifth of A1's)."""
+    np = numpy()
+    if array.ndim < 2 or not array.flags.c_contiguous:
+        return float(array.sum())
+    columns = array.shape[-1]
+    with np.errstate(over="ignore", invalid="ignore"):  # large finite elements may overflow
+        return float(np.sum(array.reshape(-1, columns) @ np.ones(columns)))
 
 
 def _numbers_only(name: str, items: list) -> bool:
@@ -281,7 +293,8 @@ def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
     """One reverse pass from ``output`` seeded with ``seed`` (the output's shape): the gradient
     of ``sum(seed * output)`` for every node upstream of it that needs one, by node index. As in
     ``compute``, floating-point flags raise on the fast path, and only a flag leads to the
-    careful path that names the element."""
+    careful path that names the element (a rule's BLAS and LAPACK results raise one in
+    ``xp``, since they set none)."""
     np = numpy()
     grads: dict[int, Any] = {output.index: seed}
     with np.errstate(**_RAISE):
@@ -295,8 +308,6 @@ def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
                     known = grads.get(source.index)
                     try:
                         part = contribution(node, args, position, g)
-                        if node.op.is_array and not math.isfinite(np.sum(part)):
-                            raise FloatingPointError  # LAPACK raises no NumPy flag
                         grads[source.index] = part if known is None else known + part
                     except FloatingPointError:
                         grads[source.index] = _careful(node, args, position, g, known)

@@ -13,9 +13,11 @@ narrowed down to the elements that disagree. The verdict says which ran: ``direc
 The budget counts work, not elements: a replay costs what it recomputes (``replay_cost``: the
 elements each downstream node reads and writes, a matrix product's multiplications, a
 determinant's or an inverse's n^3, NumPy's cost per call), a direction two replays and the
-moved copy, an element two replays (a twentieth of that in columns). Each node gets a fair
-share of ``ARRAY_CHECK_BUDGET`` (about a second); a plan past its share checks fewer elements,
-then fewer directions (never fewer than one), and the report names the node (``shrunk``).
+moved copy, an element two replays (in columns a twentieth of that, but for the
+multiplications of a matrix product or a factorisation, which each column repeats). Each node
+gets a fair share of ``ARRAY_CHECK_BUDGET`` (about a second); a plan past its share checks fewer
+elements, then fewer directions (never fewer than one), and the report names the node
+(``shrunk``).
 """
 
 from __future__ import annotations
@@ -54,13 +56,20 @@ def node_work(node: Node) -> int:
     """What computing ``node`` costs, in elements read and written (and multiplications)."""
     np = numpy()
     work = int(np.size(node.value)) + sum(int(np.size(s.value)) for s in node.inputs)
+    return work + multiplications(node) + NODE_OVERHEAD
+
+
+def multiplications(node: Node) -> int:
+    """The work of a matrix product's or a factorisation's multiplications: what columns do
+    not divide (each column multiplies as much as one replay does)."""
+    np = numpy()
     name = node.op.name if node.inputs else ""
     if name == "matmul":
         a, b = (np.shape(s.value) for s in node.inputs)
-        work += math.prod(a) * math.prod(b[1:]) // MULTIPLICATIONS_PER_UNIT
-    elif name in _CUBIC:
-        work += int(np.shape(node.inputs[0].value)[-1]) ** 3 // MULTIPLICATIONS_PER_UNIT
-    return work + NODE_OVERHEAD
+        return math.prod(a) * math.prod(b[1:]) // MULTIPLICATIONS_PER_UNIT
+    if name in _CUBIC:
+        return int(np.shape(node.inputs[0].value)[-1]) ** 3 // MULTIPLICATIONS_PER_UNIT
+    return 0
 
 
 def replay_cost(nodes: list[Node]) -> int:
@@ -140,8 +149,9 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     # copy in place (the loop) costs less.
     columns = method == "central" and size <= COLUMN_MAX_ELEMENTS and replayable(downstream)
     cost = replay_cost(downstream)
-    element_cost = (2 * (cost - NODE_OVERHEAD * len(downstream)) / ARRAY_COLUMN_FACTOR
-                    if columns else 2 * cost)
+    multiplied = sum(multiplications(n) for n in downstream)
+    element_cost = (2 * (multiplied + (cost - multiplied - NODE_OVERHEAD * len(downstream))
+                         / ARRAY_COLUMN_FACTOR) if columns else 2 * cost)
     direction_cost = 2 * (cost + 2 * size)
     directions, count, shrunk = plan(size, direction_cost, element_cost, budget)
     count = min(count, ARRAY_CHECK_ELEMENTS)

@@ -8,6 +8,7 @@ graph nodes, building the gradient as an array program (``gradcli diff``, ``--he
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol
 
 from gradcli.engine.ops.row import numpy as _np
@@ -66,6 +67,18 @@ class Arrays(Protocol):
         operand ``x`` over the axes that broadcasting stretched."""
 
 
+def _flagged(value: Any) -> Any:
+    """``value``, a BLAS or LAPACK result, which raises no floating-point flag: under
+    ``errstate(over="raise")`` (the engine's fast reverse pass, arrays.backward_from) one that
+    is not finite raises FloatingPointError as a ufunc's overflow would. Every other rule is
+    ufuncs, which raise their own, so the engine need not sum each array rule's result (an
+    outer product's gradient, a broadcast reduction's) to look for one."""
+    np = _np()
+    if np.geterr()["over"] == "raise" and not math.isfinite(np.sum(value)):
+        raise FloatingPointError(f"{type(value).__name__} that is not finite")
+    return value
+
+
 class NumPyArrays:
     """The ``Arrays`` namespace on NumPy arrays: the numeric gradients."""
 
@@ -73,7 +86,7 @@ class NumPyArrays:
         return tuple(x.shape)
 
     def matmul(self, a: Any, b: Any) -> Any:
-        return _np().matmul(a, b)
+        return _flagged(_np().matmul(a, b))
 
     def outer(self, a: Any, b: Any) -> Any:
         return _np().outer(a, b)
@@ -82,7 +95,7 @@ class NumPyArrays:
         return _np().transpose(x)
 
     def inv(self, x: Any) -> Any:
-        return _np().linalg.inv(x)
+        return _flagged(_np().linalg.inv(x))
 
     def eye(self, n: int) -> Any:
         return _np().eye(n)
