@@ -93,18 +93,12 @@ class BindingCommand(GradcliCommand):
                      for flag in param.opts if flag.startswith("--") and flag != "--help")
 
 
-def _options_of_other_commands(ctx: click.Context, own: Iterable[str]) -> dict[str, str]:
-    return options_of_other_commands(ctx.parent.command if ctx.parent is not None else None, own)
-
-
 def options_of_other_commands(group: object, own: Iterable[str]) -> dict[str, str]:
     """Each long option of gradcli's other commands (those of ``group``) that this one lacks,
     with its commands (``--wrt`` -> ``gradcli diff``): the words of the error for ``gradcli
     eval ... --wrt y``."""
     return {flag: " and ".join(names) for flag, names in option_owners(group).items()
             if flag.startswith("--") and flag not in own}
-
-
 
 
 # The largest --max-nodes (8 GB of program text): a larger number is a usage error, never an
@@ -157,7 +151,8 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
                *((text, f"--set {text.strip()}") for text in assignments)]
     command = ctx.command
     options = command.long_options(ctx) if isinstance(command, BindingCommand) else ()
-    given = Given.read(written, options, lambda: _options_of_other_commands(ctx, options),
+    group = ctx.parent.command if ctx.parent is not None else None
+    given = Given.read(written, options, lambda: options_of_other_commands(group, options),
                        f"gradcli {ctx.info_name}")
     path = ctx.meta.get(VALUES_FILE_KEY)
     if path is None and ctx.meta.get(ALLOW_UNUSED_KEY):

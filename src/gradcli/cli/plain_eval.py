@@ -19,7 +19,6 @@ from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import show_error
 from gradcli.errors import GradcliError, UsageError
 from gradcli.gradcheck.evaluation import EvalSettings
-from gradcli.limits import MAX_NODES
 
 # eval's long options, as click's ``BindingCommand.long_options`` gives them: a ``--rtl 1``
 # that meant ``--rtol`` is said so
@@ -50,7 +49,7 @@ def plain_form(args: list[str]) -> tuple[str, Given, bool] | None:
 def run_plain(expr: str, given: Given, as_json: bool) -> int:
     """What ``gradcli eval EXPR --NAME VALUE ... [--json]`` does; its exit status."""
     try:
-        program = ProgramText.read("eval", expr, None, MAX_NODES)
+        program = ProgramText.read("eval", expr, None)
     except GradcliError as error:
         return show_error(error, as_json, expr)
     settings = EvalSettings(strict=False)  # the command line's defaults: free variables stay

@@ -40,33 +40,48 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         sys.stdout.writelines(json_pieces(result_record(result, source, nodes=nodes,
                                                         full=full)))
         sys.stdout.write("\n")
-    elif not _printed_plain(result, digits, full):
+    else:
+        parts = _piped_parts(result, digits, full)
+        if parts is not None and _printed_plain(parts):
+            return result.status
         from gradcli.output.console import make_console
         from gradcli.output.views import result_view
 
         console = make_console()
-        hint = {} if free_hint is None else {"free_hint": free_hint}
-        console.print(result_view(result, plain=not console.is_terminal, digits=digits,
-                                  full=full, **hint))
+        if parts is not None:  # built for a pipe already: Rich draws the same pieces
+            from rich.console import Group
+
+            console.print(Group(*parts))
+        else:
+            hint = {} if free_hint is None else {"free_hint": free_hint}
+            console.print(result_view(result, plain=not console.is_terminal, digits=digits,
+                                      full=full, **hint))
     return result.status
 
 
-def _printed_plain(result: Result | FreeResult, digits: int | None, full: bool) -> bool:
-    """Prints the tables of ``result`` to a pipe without Rich (``output.plain``), if they are
-    the plain lines it can make; False, having printed nothing, where Rich must draw them."""
-    if not isinstance(result, Result):
-        return False
-    from gradcli.output.console import console_width
-    from gradcli.output.plain import plain_lines, writes_plain
+def _piped_parts(result: Result | FreeResult, digits: int | None,
+                 full: bool) -> list[Any] | None:
+    """The pieces of ``result``'s view in their plain form where stdout is a pipe that Rich
+    prints plain text to (``output.plain.writes_plain``), else None."""
+    from gradcli.output.plain import writes_plain
+
+    if not isinstance(result, Result) or not writes_plain(sys.stdout):
+        return None
     from gradcli.output.views import result_parts
 
-    stream = sys.stdout
-    if not writes_plain(stream):
-        return False
-    lines = plain_lines(result_parts(result, True, digits, full), console_width(stream))
+    return result_parts(result, True, digits, full)
+
+
+def _printed_plain(parts: list[Any]) -> bool:
+    """Prints ``parts`` to stdout without Rich (``output.plain``), if they are the plain lines
+    it can make; False, having printed nothing, where Rich must draw them."""
+    from gradcli.output.console import console_width
+    from gradcli.output.plain import plain_lines
+
+    lines = plain_lines(parts, console_width(sys.stdout))
     if lines is None:
         return False
-    stream.write("".join(line + "\n" for line in lines))
+    sys.stdout.write("".join(line + "\n" for line in lines))
     return True
 
 
@@ -91,7 +106,7 @@ def _say_constants_given(values: Iterable[str]) -> None:
     for name in values:
         if name in CONSTANTS:
             echo(f"gradcli: note: {name} is given a value, so in every line it is a "
-                       f"variable, not the constant {name}", err=True)
+                 f"variable, not the constant {name}", err=True)
 
 
 def show_error(error: GradcliError, as_json: bool, source: str = "", name: str = "") -> int:

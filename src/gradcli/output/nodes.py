@@ -126,7 +126,7 @@ def hvp_table(result: Result, plain: bool = False, digits: int | None = None,
 
 
 def _input_table(title: str, headers: tuple[str, str], result: Result,
-                 rows: list[tuple[str, Any, Any]], check: Any, plain: bool,
+                 rows: list[tuple[str, Any, Any]], report: Any, plain: bool,
                  digits: int | None, full: bool) -> FittedTable:
     """One row per input: (shape,) a cyan and a magenta value, the check's cells and ✓/✗."""
     digits = checked_digits(digits)
@@ -135,7 +135,7 @@ def _input_table(title: str, headers: tuple[str, str], result: Result,
         Column("variable", fold=True, head=True, style="bold"), *shape_columns(arrays),
         value_column(headers[0], "cyan", arrays), value_column(headers[1], "magenta", arrays),
         *check_columns(arrays), Column("ok")], plain)
-    checks = check.gradients if check is not None else {}
+    checks = report.gradients if report is not None else {}
     for name, first, second in rows:
         check = checks.get(name)
         shape = [Text(shape_text(getattr(second, "shape", ())))] if arrays else []

@@ -87,9 +87,9 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
     if check.unchecked:
         text.append(f"\n{plural(len(check.unchecked), 'variable')} unchecked (not verified): the "
                     f"check's budget ran out ({listed(check.unchecked)})", style="yellow")
-    counts = {getattr(c, "directions", 0) for c in checks} - {0}
-    directions = max(counts, default=0)
     if checked < size:
+        counts = {getattr(c, "directions", 0) for c in checks} - {0}
+        directions = max(counts, default=0)
         most = plural(directions, "random direction")
         along = (f"; every element of the larger arrays along "
                  f"{most if len(counts) == 1 else 'up to ' + most}" if directions else "")
