@@ -32,8 +32,8 @@ from gradcli.gradcheck.differences import (  # noqa: F401 (named here too)
     complex_step_check,
     richardson_check,
     richardson_estimate,
+    settled_check,
 )
-from gradcli.gradcheck.steps import CENTRAL
 from gradcli.gradcheck.tolerances import (  # noqa: F401 (named here too)
     BATCH_NODE_CHECK_LIMIT,
     DEFAULT_ATOL,
@@ -210,6 +210,5 @@ def _central_at_once(
     from gradcli.gradcheck.columns import central_at_once
 
     nodes = program.nodes
-    return {index: GradientCheck(nodes[index].grad, settled.numeric, settled.abs_error,
-                                 settled.tolerance, True, CENTRAL.method, settled.step)
+    return {index: settled_check(nodes[index].grad, settled)
             for index, settled in central_at_once(program, targets, rtol, atol).items()}

@@ -5,7 +5,7 @@ column each, and replays the graph once for all columns instead of twice per nod
 (``replay_columns``). ``central_columns`` does the same for the sampled elements of one array
 node: each shift is a column along a new leading axis, and the nodes downstream are replayed once
 for a block of columns instead of twice per element. Only the differences that agree are settled
-there; any other goes through ``check.check_node`` (smaller steps, one-sided differences, the
+there; any other goes through ``differences.check_node`` (smaller steps, one-sided differences, the
 exact message), which perturbs one element at a time through an ``ElementReplayer``.
 
 A column's value of a downstream array node has the node's shape behind the leading axis
@@ -78,7 +78,7 @@ def central_at_once(program: Program, targets: list[Node], rtol: float, atol: fl
 def _settled(grad: float, up: float, down: float, most: float, h: float, rtol: float,
              atol: float) -> Settled | None:
     """The central difference of f(v + h) = ``up`` and f(v - h) = ``down`` if it agrees with
-    ``grad``; None if not, or not finite (``check.check_node`` then decides)."""
+    ``grad``; None if not, or not finite (``differences.check_node`` then decides)."""
     numeric = quotient(CENTRAL, (up, down), h)
     if not (math.isfinite(most) and math.isfinite(numeric)):
         return None

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from gradcli.errors import NumericError
 from gradcli.gradcheck.steps import (
@@ -87,6 +88,13 @@ class GradientCheck:
         if self.failed is None:
             self.failed = 0 if self.ok else 1
 
+
+
+def settled_check(grad: float, settled: Any) -> GradientCheck:
+    """A central difference that agreed in a vectorised replay (``columns.Settled``), as the
+    check that passed: the same verdict ``check_node`` gives it."""
+    return GradientCheck(grad, settled.numeric, settled.abs_error, settled.tolerance, True,
+                         CENTRAL.method, settled.step)
 
 
 def check_node(

@@ -27,14 +27,13 @@ import math
 from gradcli.engine.graph import Node, Program, node_text
 from gradcli.engine.ops import numpy
 from gradcli.gradcheck.columns import COLUMN_MAX_ELEMENTS, central_columns, replayable
-from gradcli.gradcheck.differences import GradientCheck
+from gradcli.gradcheck.differences import GradientCheck, settled_check
 from gradcli.gradcheck.directions import (
     DirectionReplayer,
     check_direction,
     check_element,
     narrow,
 )
-from gradcli.gradcheck.steps import CENTRAL
 from gradcli.limits import (
     ARRAY_ALL_ELEMENTS,
     ARRAY_CHECK_BUDGET,
@@ -183,8 +182,7 @@ def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: f
         settled = passed.get(flat)
         found[flat] = (check_element(replayer, node, flat, rtol, atol, method)
                        if settled is None else
-                       GradientCheck(float(grads[flat]), settled.numeric, settled.abs_error,
-                                     settled.tolerance, True, CENTRAL.method, settled.step))
+                       settled_check(float(grads[flat]), settled))
     return found
 
 

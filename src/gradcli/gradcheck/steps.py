@@ -17,10 +17,10 @@ Thus sqrt(x) at x = 1e-7 -- a function that changes on a scale far below h -- is
 a wrong gradient, while a wrong gradient disagrees at every step.
 
 Every function here works on floats and, elementwise, on NumPy arrays (pass ``numpy.maximum`` as
-``maximum``): ``check.check_node`` applies the policy to one node, ``settle`` to many entries at
-once (the points of a sweep, a column of a Hessian), and the two agree entry by entry. They
-differ only in how they evaluate f at the shifted points and in how they keep track of which
-entries still need a smaller step.
+``maximum``): ``differences.check_node`` applies the policy to one node, ``settle`` to many
+entries at once (the points of a sweep, a column of a Hessian), and the two agree entry by
+entry. They differ only in how they evaluate f at the shifted points and in how they keep track
+of which entries still need a smaller step.
 """
 
 from __future__ import annotations
@@ -195,10 +195,10 @@ Sample = Callable[[Any, float, Any], tuple[Any, Any, Any]]
 def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: float,
            atol: float, judged: Callable[..., None] | None = None,
            own: Any = None) -> Estimates:
-    """``check.check_node``'s policy for the entries ``rows`` at once (the points of a sweep, a
-    column of a Hessian), each at its own first step ``base``, then 16 times smaller after a
-    disagreement: the first stencil that evaluates (``first_stencil``), an entry settled as
-    soon as it agrees, a swamped step ending its search; an entry that never agrees keeps its
+    """``differences.check_node``'s policy for the entries ``rows`` at once (the points of a
+    sweep, a column of a Hessian), each at its own first step ``base``, then 16 times smaller
+    after a disagreement: the first stencil that evaluates (``first_stencil``), an entry settled
+    as soon as it agrees, a swamped step ending its search; an entry that never agrees keeps its
     closest estimate. ``f0`` is f at every entry; ``judged(rows, h, shrink, estimate, error,
     tolerance, largest, stencil)`` sees each step's verdicts. ``own``: each entry's
     ``own_step``, tried last where it is below the smallest shrink (as ``steps_for``)."""
@@ -231,7 +231,7 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
 
 def first_stencil(sample: Sample, f0: Any, rows: Any, h: Any) -> tuple[Any, Any, Any]:
     """(estimate, largest magnitude, stencil index) at ``rows`` by the first stencil that
-    evaluates at each (as ``check._difference`` at one point); NaN and -1 where none does."""
+    evaluates at each (as ``differences._difference`` at one point); NaN and -1 where none does."""
     np = numpy()
     estimate = np.full(rows.size, np.nan)
     used = np.full(rows.size, -1, dtype=np.int8)

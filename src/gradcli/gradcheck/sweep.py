@@ -251,7 +251,7 @@ _STENCIL_GAIN = 4.0
 
 
 def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> GradientSweepCheck:
-    """Finite differences for one variable at every point, with ``check.check_node``'s policy
+    """Finite differences for one variable at every point, with ``differences.check_node``'s policy
     (``steps.settle``): a point that disagrees is retried with a smaller step until it agrees,
     the steps run out or the step is swamped, and keeps its closest estimate.
 
