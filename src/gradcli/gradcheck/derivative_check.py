@@ -1,21 +1,10 @@
-"""``gradcli diff`` checks what it prints: every derivative, before it is shown.
-
-Each printed derivative is read back with gradcli's own parser, as a user would paste it, and
-evaluated at the values given (else at several points where the program is defined,
-symbolic/sampling.py); a ``--format python`` export is imported from a temporary module and
-called at the same points. Both are compared with what ``eval``'s numeric engine computes from
-the program itself, which shares no code with the symbolic derivatives:
-
-- a gradient or a Jacobian with the reverse-mode pass (engine/arrays.py, engine/jacobian.py);
-- a Hessian with fourth-order central differences of that reverse-mode gradient;
-- order k >= 3 with central differences of the printed order k - 1, itself checked so.
-
-A disagreement is a ``CheckError`` (exit status 1) naming the entry, the point and both numbers:
-a wrong formula is never printed as an answer.
-
-Here: the check's walk over points, and what ``diff`` printed read back (each text parsed, the
-``--format python`` export imported and called) and compared with the truth entry by entry. What
-is checked, the tolerances and the truth: ``derivative_truth``.
+"""``gradcli diff`` checks what it prints, before it is shown: each printed derivative is read
+back with gradcli's own parser (as a user would paste it) and a ``--format python`` export is
+imported and called, at the values given or at sample points (symbolic/sampling.py), and both
+are compared with the numeric engine, which shares no code with the symbolic derivatives: the
+reverse-mode gradient or Jacobian, central differences of it for a Hessian, of the checked order
+below for higher orders. A disagreement is a ``CheckError`` (status 1) naming the entry, the
+point and both numbers. What is checked, the tolerances and the truth: ``derivative_truth``.
 """
 
 from __future__ import annotations
@@ -61,7 +50,7 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
             truth = Truth(request, point)
             truth.prepare()
         except NumericError:
-            if not _free(request):
+            if all(name in request.given for name in request.shapes):
                 break  # the user's point, where diff computed: a reference fails, not diff
             continue  # the program is not defined here (or not differentiable): elsewhere
         for each in (*readers, reader):
@@ -73,10 +62,6 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
                "hessian": "central differences of the reverse-mode gradient",
                "higher": "central differences of the order below"}[request.kind]
     return Checked(checked, sum(each.entries for each in (*readers, reader)), against)
-
-
-def _free(request: DiffCheck) -> list[str]:
-    return [name for name in request.shapes if name not in request.given]
 
 
 # --- what diff printed, read back --------------------------------------------------------------

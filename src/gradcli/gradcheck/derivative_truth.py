@@ -1,9 +1,7 @@
-"""What ``gradcli diff`` asks to have checked (``DiffCheck``: the derivatives it is about to
-print), what the check reports (``Checked``) and the tolerances it holds them to; the truth a
-printed derivative is held to: the program's own numbers at a point, from the numeric engine
-(reverse mode; central differences of it for Hessians and higher orders); and how a printed entry
-is read back and compared with it: parsed as a user would paste it, equal within the tolerance,
-or a ``CheckError`` naming the entry, the point and both numbers.
+"""What ``gradcli diff`` asks to have checked (``DiffCheck``) and what the check reports
+(``Checked``); the truth a printed derivative is held to (the numeric engine's numbers at a
+point); and how a printed entry is read back and compared with it, within the tolerances, or a
+``CheckError`` naming the entry, the point and both numbers.
 """
 
 from __future__ import annotations
@@ -112,7 +110,8 @@ def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expec
     if printed.shape != expected.shape:
         if strict or printed.ndim or not expected.ndim:
             raise mismatch(label, text, point, printed, expected,
-                            f"shape {_shape(printed)}, not {_shape(expected)}")
+                           f"shape {arrays.shape_text(printed.shape)}, not "
+                           f"{arrays.shape_text(expected.shape)}")
         printed = np.broadcast_to(printed, expected.shape)
     rtol, atol = (RTOL, ATOL) if exact else (FD_RTOL, FD_ATOL)
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
@@ -135,10 +134,6 @@ def _short(value: Any) -> str:
                f"{_short(value.max())}]"
     rounded = np.array([float(f"{v:.10g}") for v in value.ravel()]).reshape(value.shape)
     return format_number(rounded if value.ndim else float(rounded))
-
-
-def _shape(value: Any) -> str:
-    return arrays.shape_text(tuple(value.shape))
 
 
 def mismatch(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
@@ -196,9 +191,9 @@ class Truth:
             if v is None:
                 found = differences(lambda p: _gradient(program, p), self.point, name)
             else:
-                base = self.point[name]
+                base, zero = self.point[name], arrays.numpy().asarray(0.0)
                 found = differences(lambda p: _gradient(program, {
-                    **self.point, name: base + p["t"] * v}), {"t": _zero()}, "t")
+                    **self.point, name: base + p["t"] * v}), {"t": zero}, "t")
             self.cache[key] = found
         return self.cache[key]
 
@@ -336,10 +331,6 @@ def differences(function: Callable[[dict[str, Any]], Any], point: Mapping[str, A
                     raise
         columns.append(_combine(taken, h * shrink))
     return _stacked(columns, base.shape)
-
-
-def _zero() -> Any:
-    return arrays.numpy().asarray(0.0)
 
 
 def _moved(base: Any, element: tuple[int, ...], step: float) -> Any:

@@ -1,27 +1,12 @@
 """Hessians and Hessian-vector products at a point, and their check, for programs of numbers and
-of arrays (a number is the array of shape ``()``).
-
-Exact second derivatives come from reverse mode run on derivatives built as graphs:
-
-- a program of numbers (``hessian_at``): symbolic/builder.py builds each variable's first
-  derivative d/da as a graph, and one reverse pass of it gives the row H[a] (a float each);
-- an array program: symbolic/jacobians.py builds each input's gradient as a graph of array
-  ops (the VJP rules that give numeric gradients, run on graph nodes, in forms exact at every
-  point: ``exact=True``), and reverse passes of those graphs seeded with a direction ``v``
-  (one cotangent per input, engine/arrays.py's ``backward_from``) give J(grad)' v = H v, the
-  Hessian being symmetric. The full Hessian is one product per input element (a column each,
-  a block ``H[a][b]`` of shape a followed by shape b); ``hvp_at`` is one product.
-
-The check differentiates the first derivatives by finite differences with the step policy of
-the gradient check (gradcheck/steps.py) at the point given: the step of an element is
-eps^(1/3) * max(1, |its value|), one-sided differences where a shifted point leaves the domain,
-smaller steps after a disagreement, a rounding-noise allowance. A program of numbers replays
-each row's graph (the gradient check's ``check_node``); an array program perturbs one input
-element at a time (or moves along v) and compares a whole column of the numeric gradient
-(engine/arrays.py's backward pass, independent of the rules above) at once.
-
-The gradient check's report, verdict and one-node check come in as a ``Checking`` from the
-caller: this module imports neither the check nor evaluation (which import it).
+of arrays (a number is the array of shape ``()``). Exact second derivatives come from reverse
+mode run on first derivatives built as graphs: symbolic/builder.py's d/da for a program of
+numbers (one reverse pass of it is the row H[a]), symbolic/jacobians.py's gradient graphs
+(``exact=True``) for an array program, whose reverse passes seeded with v give H v (one per
+input element for the whole Hessian). The check differentiates the first derivatives by finite
+differences with the gradient check's step policy (gradcheck/steps.py). The gradient check's
+report, verdict and one-node check come in as a ``Checking``: this module imports neither the
+check nor evaluation (which import it).
 """
 
 from __future__ import annotations
@@ -43,10 +28,8 @@ from gradcli.symbolic.printing import to_text
 
 
 class Checking(NamedTuple):
-    """What the Hessian's check takes from the gradient check (gradcheck/check.py), at its
-    tolerances: ``report(rtol, atol, nodes_skipped=True)`` makes the report, ``verdict(...)``
-    one verdict (the gradient check's fields and the element fields ``checked``, ``size``,
-    ``failed``, ``where``), ``check_node(replayer, node, rtol, atol)`` checks one node."""
+    """What the Hessian's check takes from the gradient check (gradcheck/check.py): the
+    report's and one verdict's constructors and ``check_node``, at its tolerances."""
 
     rtol: float
     atol: float
@@ -99,8 +82,8 @@ def hessian_at(
     report = None if checking is None else checking.report(checking.rtol, checking.atol,
                                                            nodes_skipped=True)
     for name, grad in zip(names, grads, strict=True):
-        variables = [node for node in nodes_of([grad]) if node.op is VAR]
         nodes = nodes_of([grad])
+        variables = [node for node in nodes if node.op is VAR]
         gradient_program = Program.build(to_text(grad), grad, variables, {}, is_masked(nodes))
         gradient_program.bind(point)
         values_and_gradients(gradient_program)
@@ -113,10 +96,8 @@ def hessian_at(
 
 def once_each(matrix: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:
     """``matrix`` with each mixed derivative taken once: H[b][a] is H[a][b] where a comes
-    first in ``names`` (the program's variables), as ``diff`` prints d2/dy dx as d2/dx dy.
-    Row b differentiates another formula than row a (d/dx of the y-slope against d/dy of the
-    x-slope), whose roundings differ: atan2's, hypot's and pow's differed in the last bits,
-    and at atan2(1.5, 1.5) in sign (+-2.8e-17 for 0). A Hessian is symmetric."""
+    first in ``names``, as ``diff`` prints it. Rows a and b differentiate different formulas,
+    whose roundings differ in the last bits (even in sign, for a 0)."""
     for position, name in enumerate(names):
         for other in names[:position]:
             matrix[name][other] = matrix[other][name]
@@ -124,10 +105,8 @@ def once_each(matrix: dict[str, dict[str, Any]], names: list[str]) -> dict[str, 
 
 
 def _check_row(checking: Checking, report: Any, name: str, row: Program, budget: int) -> None:
-    """Check the entries of one row, the diagonal first, as far as ``budget`` reaches: each
-    row gets an equal share of the check's node recomputations, and the entries past it are
-    listed in ``report.unchecked`` (never as failed). Every entry is computed; only the
-    verification is sampled."""
+    """Check the entries of one row, the diagonal first, as far as its ``budget`` share of
+    node recomputations reaches; the entries past it go to ``report.unchecked``."""
     nodes = row.nodes
     replayer = Replayer(nodes)
     entries = sorted(row.variables.items(), key=lambda item: item[0] != name)
@@ -197,9 +176,8 @@ class GradientGraphs:
 
 
 class _Line:
-    """The numeric gradient of the program (flattened, every input's joined) at the points
-    point + t * direction, each computed once (the caller puts the node values back:
-    ``_restored``)."""
+    """The numeric gradient of the program (flattened, joined) at point + t * direction, each
+    computed once (the caller puts the node values back: ``_restored``)."""
 
     def __init__(self, graphs: GradientGraphs, direction: Mapping[str, Any]) -> None:
         self.graphs, self.direction = graphs, direction
@@ -357,9 +335,8 @@ def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> 
 
 
 class _Checked:
-    """Every column k of the matrix ``analytic`` checked along ``lines[k]`` (a direction and
-    its first step; the program's values put back after), an empty ``report``, and each
-    block's verdict from the columns."""
+    """Every column k of ``analytic`` checked along ``lines[k]`` (a direction and its first
+    step), an empty ``report``, and each block's verdict from the columns."""
 
     def __init__(self, checking: Checking, graphs: GradientGraphs, analytic: Any,
                  lines: list[tuple[Mapping[str, Any], float]]) -> None:
@@ -373,9 +350,8 @@ class _Checked:
         self.report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
 
     def verdict(self, rows: slice, cols: slice, shape: tuple[int, ...]) -> Any:
-        """One verdict for the block ``rows`` x ``cols`` (of ``shape``): how many entries
-        were checked and failed, and the numbers of the worst (the first failure with the
-        largest error, else the largest error)."""
+        """One verdict for the block ``rows`` x ``cols`` (of ``shape``): counts, and the worst
+        entry (the failure with the largest error, else the largest error)."""
         np = numpy()
         part = Estimates(*(field[rows, cols].reshape(-1) for field in self.columns))
         analytic = self.analytic[rows, cols].reshape(-1)

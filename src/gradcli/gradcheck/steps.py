@@ -1,26 +1,15 @@
 """The finite-difference step policy, written once for one point (floats) and many (arrays).
 
-For a value v, the derivative is estimated by the central difference (f(v + h) - f(v - h)) / 2h
-with h = eps^(1/3) * max(1, |v|) (the step that balances truncation error, O(h^2), against
-rounding error, O(eps/h)). Where v - h or v + h leaves the domain (sqrt near 0), or the difference
-overflows, a second-order one-sided difference is used instead (``STENCILS``, tried in order).
-
-An estimate passes when |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|) + noise,
-where noise = 16 * eps * M / h is the rounding error the difference itself can carry (M is the
-largest magnitude among the recomputed values): without it, ``1e8 + x`` would "fail" because the
-difference quotient of numbers near 1e8 cannot resolve 1e-8. If a step disagrees, a step 16 times
-smaller is tried (its truncation error is 256 times smaller; the noise allowance grows with 1/h),
+The central difference (f(v + h) - f(v - h)) / 2h with h = eps^(1/3) * max(1, |v|), which
+balances truncation (O(h^2)) against rounding (O(eps/h)); a second-order one-sided difference
+where a shifted point leaves the domain or the difference overflows (``STENCILS``, in order). An
+estimate passes when |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|) + noise,
+noise = 16 eps M / h being the rounding the difference can carry (M: the largest magnitude it
+saw), so that ``1e8 + x`` does not "fail". After a disagreement a step 16 times smaller is tried,
 up to ``SHRINKS`` times and never past the step where the noise allowance alone would exceed the
-user's tolerance (the step is "swamped": the allowance could then wave a wrong gradient through).
-A value smaller than every such step gets one more, at its own scale (``steps_for``).
-Thus sqrt(x) at x = 1e-7 -- a function that changes on a scale far below h -- is not reported as
-a wrong gradient, while a wrong gradient disagrees at every step.
-
-Every function here works on floats and, elementwise, on NumPy arrays (pass ``numpy.maximum`` as
-``maximum``): ``differences.check_node`` applies the policy to one node, ``settle`` to many
-entries at once (the points of a sweep, a column of a Hessian), and the two agree entry by
-entry. They differ only in how they evaluate f at the shifted points and in how they keep track
-of which entries still need a smaller step.
+tolerance ("swamped"); then one at the value's own scale (``steps_for``). So sqrt(x) at 1e-7 is
+not a wrong gradient, while a wrong gradient disagrees at every step. ``differences.check_node``
+applies the policy to one node, ``settle`` to many entries at once; the two agree entry by entry.
 """
 
 from __future__ import annotations
@@ -42,11 +31,8 @@ _CUBE_ROOT_EPS = EPS ** (1.0 / 3.0)
 
 
 class Stencil(NamedTuple):
-    """f'(v) ~ (sum of weight * f(v + offset * h)) / 2h, summed in the order listed.
-
-    An offset of 0 stands for f(v), which is known and not evaluated again. The order of the
-    terms is part of the formula: it fixes the rounding, so every caller gets the same bits.
-    """
+    """f'(v) ~ (sum of weight * f(v + offset * h)) / 2h, summed in the order listed (which
+    fixes the rounding: every caller gets the same bits); offset 0 is f(v), known already."""
 
     method: str  # the name a verdict reports
     offsets: tuple[float, ...]
@@ -73,11 +59,9 @@ def step(base: Any, shrink: int) -> Any:
 
 
 def steps_for(value: float) -> Iterator[float]:
-    """The steps one value's check tries in turn, made as they are needed (most checks agree at
-    the first): ``step(base_step(value), k)`` for k = 0 ... ``SHRINKS`` and, for a value far
-    below them, last one at its own scale, eps^(1/3) * |value|: a function of tiny operands
-    (``norm`` at 1e-200) changes on that scale, which the others never reach, while one that
-    needs an absolute step (``x + 1``) has agreed before it."""
+    """The steps one value's check tries in turn, made as needed: ``step(base_step(value), k)``
+    for k = 0 ... ``SHRINKS``, then, for a value far below them, its ``own_step`` (a function
+    of tiny operands, ``norm`` at 1e-200, changes on that scale)."""
     base = h = base_step(value)
     for shrink in range(SHRINKS + 1):
         h = step(base, shrink)
@@ -93,11 +77,8 @@ def own_step(value: Any) -> Any:
 
 
 def quotient(stencil: Stencil, samples: Sequence[Any], h: Any) -> Any:
-    """The stencil's estimate from ``samples``, f at v + offset * h for each of its offsets.
-
-    A result that is not finite (the difference overflowed, values near 1e308) is no estimate:
-    the caller tries the next stencil, as it does when a shifted point is outside the domain.
-    """
+    """The stencil's estimate from ``samples``, f at v + offset * h for each of its offsets
+    (a result that is not finite is no estimate: the caller tries the next stencil)."""
     weights = stencil.weights
     total = weights[0] * samples[0]
     for k in range(1, len(weights)):
@@ -114,10 +95,8 @@ def tolerance(
     analytic: Any, numeric: Any, rtol: float, atol: float, noise: Any = 0.0,
     maximum: Callable[[Any, Any], Any] = max,
 ) -> Any:
-    """atol + rtol * max(|analytic|, |numeric|) + noise: how far apart two gradients may be.
-
-    ``maximum`` is ``max`` for floats and ``numpy.maximum`` for arrays.
-    """
+    """atol + rtol * max(|analytic|, |numeric|) + noise: how far apart two gradients may be
+    (``maximum``: ``max`` for floats, ``numpy.maximum`` for arrays)."""
     return atol + rtol * maximum(abs(analytic), abs(numeric)) + noise
 
 
@@ -125,13 +104,9 @@ def judge(
     analytic: Any, numeric: Any, largest: Any, h: Any, shrink: int, rtol: float, atol: float,
     maximum: Callable[[Any, Any], Any] = max,
 ) -> tuple[Any, Any, Any, Any]:
-    """(error, tolerance, agrees, swamped) of the estimate ``numeric`` at step ``h``.
-
-    ``largest`` is the largest magnitude the difference saw. ``swamped``: a smaller step is only
-    evidence while its noise allowance stays below the user's tolerance; past that the allowance
-    alone could wave a wrong gradient through, so the caller stops shrinking and keeps the
-    closest earlier estimate. The estimate is accepted when it agrees and is not swamped.
-    """
+    """(error, tolerance, agrees, swamped) of the estimate ``numeric`` at step ``h``
+    (``largest``: the largest magnitude the difference saw). Swamped: the noise allowance
+    alone could wave a wrong gradient through, so the caller stops shrinking."""
     error = abs(analytic - numeric)
     noise = noise_allowance(largest, h)
     allowed = tolerance(analytic, numeric, rtol, atol, noise, maximum)
@@ -195,13 +170,10 @@ Sample = Callable[[Any, float, Any], tuple[Any, Any, Any]]
 def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: float,
            atol: float, judged: Callable[..., None] | None = None,
            own: Any = None) -> Estimates:
-    """``differences.check_node``'s policy for the entries ``rows`` at once (the points of a
-    sweep, a column of a Hessian), each at its own first step ``base``, then 16 times smaller
-    after a disagreement: the first stencil that evaluates (``first_stencil``), an entry settled
-    as soon as it agrees, a swamped step ending its search; an entry that never agrees keeps its
-    closest estimate. ``f0`` is f at every entry; ``judged(rows, h, shrink, estimate, error,
-    tolerance, largest, stencil)`` sees each step's verdicts. ``own``: each entry's
-    ``own_step``, tried last where it is below the smallest shrink (as ``steps_for``)."""
+    """``differences.check_node``'s policy for the entries ``rows`` at once, each from its own
+    first step ``base``: settled when it agrees, ended when swamped, else keeping its closest
+    estimate. ``f0`` is f at every entry; ``judged(rows, h, shrink, estimate, error, tolerance,
+    largest, stencil)`` sees each step; ``own``: each entry's ``own_step``, tried last."""
     np = numpy()
     found = Estimates.empty(np.shape(analytic))
     for shrink in range(SHRINKS + 1 + (own is not None)):

@@ -1,42 +1,14 @@
-"""A program at many points at once: values, gradients and the finite-difference check, vectorised.
+"""A block of a sweep evaluated and checked, vectorised: values and gradients from
+``vector.evaluate_vector``, each input gradient checked with the scalar check's step policy
+(``steps``) on whole arrays, two extra evaluations per variable and no loop per point.
 
-A sweep is the grid of the given values (several swept variables form every combination, the
-first varying slowest), evaluated a block of points at a time: ``stream_sweep`` yields one
-``Sweep`` per block, in grid order, so that memory does not grow with the number of points (a
-block holds at most ``SWEEP_BLOCK_POINTS`` points and ``SWEEP_BLOCK_CELLS`` points x nodes).
-Blocks are evaluated on threads (NumPy lets go of the GIL), a few ahead of the one being written;
-CSV and JSON Lines are written block by block, and the table needs only ``SweepSummary``: the
-first rows, counts, the worst point and the ranges, gathered block by block. A sweep larger than
-``MAX_SWEEP_POINTS`` points or ``MAX_SWEEP_CELLS`` points x nodes is refused up front
-(``sweep_plan``). ``evaluate_sweep`` evaluates given columns at once (one block: what
-``gradcli check`` does per block of a check; ``sweep_columns`` gives every point of a grid).
-
-In a block, the value and every reverse-mode gradient come from ``vector.evaluate_vector``, and
-each input gradient is checked against finite differences with the step policy the scalar check
-uses for one point (``steps``: its stencils, steps, noise allowance and tolerance) -- on whole
-arrays: each variable costs two extra evaluations of the graph for all points, never a Python
-loop per point.
-
-Agreement with one point (``gradcli eval`` at that point, the scalar path): NumPy's
-transcendental functions may round differently from libm's by a few ulp, and a program can
-amplify that without bound (``sin(cosh(atan2(y, 2))**x)`` at x = 700 has a value of about
-sin(4e31)). With ``reconcile`` (``stream_sweep``'s default, so every ``gradcli eval`` sweep;
-``evaluate_sweep`` leaves it off unless asked), each block is also evaluated ``RUNS`` more
-times with every result that NumPy may round differently perturbed by the most it may differ
-(``perturbation.Perturbation``); a
-point where that moves the value or a gradient by more than ``AGREEMENT`` relative (after a
-safety factor), or where it could flip the check's verdict, is *unsure* and is re-evaluated on
-the scalar path -- value, gradients and check -- so that it prints exactly what one point prints.
-At most ``SWEEP_RECHECK_BUDGET`` node computations per sweep are spent on that; the points past
-it keep NumPy's results and are counted in ``unsettled`` (``gradcli eval`` says so on stderr).
-
-A point where a value or gradient is not finite is marked in ``failed``; the exact message (which
-names the node) comes from re-running just that point on the scalar path (``api.evaluate``).
-NumPy is imported on first use (``ops.numpy``), so gradcli starts without it.
-
-Here: a block evaluated and checked. The grid is ``sweep_grid``, a whole sweep block by block
-and its summary ``sweep_stream``, what a block holds and its points as JSON and CSV
-``sweep_results``.
+NumPy may round transcendental functions a few ulp apart from libm, and a program can amplify
+that without bound (``sin(cosh(atan2(y, 2))**x)`` at x = 700). With ``reconcile`` each block is
+evaluated ``RUNS`` more times with every such result perturbed by the most it may differ; a
+point that moves by more than ``AGREEMENT`` (after ``SAFETY``), or whose verdict could flip, is
+*unsure* and re-evaluated on the scalar path within ``SWEEP_RECHECK_BUDGET`` (the rest are
+counted in ``unsettled``). A failed point's message comes from the scalar path, which names the
+node. The grid is ``sweep_grid``, the stream of blocks ``sweep_stream``, a block ``sweep_results``.
 """
 
 from __future__ import annotations
@@ -67,8 +39,7 @@ from gradcli.limits import SWEEP_RECHECK_BUDGET
 
 
 class RecheckBudget:
-    """Node computations the scalar path may still spend on unsure points (shared by the blocks
-    of one sweep)."""
+    """Node computations the scalar path may still spend on one sweep's unsure points."""
 
     def __init__(self) -> None:
         self.cells = SWEEP_RECHECK_BUDGET
@@ -91,16 +62,9 @@ def evaluate_sweep(
     explain_limit: int | None = None,
     reconcile: bool = False,
 ) -> Sweep:
-    """Value, gradients and (with ``check``) the finite-difference check at every point.
-
-    ``columns`` comes from ``sweep_columns`` or a plan's blocks (one array per input variable).
-    With ``reconcile`` (what ``gradcli eval`` sweeps do: ``stream_sweep``) the points where
-    NumPy's results may differ from the scalar path's by more than ``AGREEMENT`` are
-    re-evaluated on the scalar path, within a ``RecheckBudget`` (``stream_sweep`` shares one
-    among the blocks of a sweep); without, every point is NumPy's.
-    The first ``explain_limit`` failed points (all when None) are re-run on the scalar path for
-    their exact error message.
-    """
+    """Value, gradients and (with ``check``) the check at every point of ``columns`` (one
+    array per input variable); unsure points reconciled when asked, and the first
+    ``explain_limit`` failed points (all when None) explained by the scalar path."""
     sweep = vector_sweep(program, columns, check=check, rtol=rtol, atol=atol,
                          reconcile=reconcile)
     finish_sweep(sweep, explain_limit)
@@ -177,8 +141,7 @@ def _measure_spread(sweep: Sweep) -> None:
 
 
 def _recheck(sweep: Sweep, budget: RecheckBudget) -> None:
-    """Every unsure point evaluated again on the scalar path (value, gradients and check, the
-    check as ``gradcli eval`` does it at one point), as long as ``budget`` lasts."""
+    """Every unsure point evaluated again on the scalar path, as long as ``budget`` lasts."""
     np = numpy()
     rows = np.flatnonzero(sweep.unsure).tolist()
     if not rows:
@@ -251,12 +214,9 @@ _STENCIL_GAIN = 4.0
 
 
 def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> GradientSweepCheck:
-    """Finite differences for one variable at every point, with ``differences.check_node``'s policy
-    (``steps.settle``): a point that disagrees is retried with a smaller step until it agrees,
-    the steps run out or the step is swamped, and keeps its closest estimate.
-
-    Where ``sweep.unsure`` is measured, a point whose verdict at some step could go the other
-    way on the scalar path is marked unsure (``_mark_close_calls``)."""
+    """Finite differences for one variable at every point with the scalar check's policy
+    (``steps.settle``); where ``sweep.unsure`` is measured, a point whose verdict could go the
+    other way on the scalar path is marked unsure (``_mark_close_calls``)."""
     np = numpy()
     name = str(node.name)
     downstream = _downstream(sweep.program, node)
@@ -274,8 +234,7 @@ def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> Gradie
 
 @dataclass
 class _Judged:
-    """One step of the check at some points: estimate, error, tolerance, noise allowance and
-    the stencil used (index into ``STENCILS``; -1: none evaluated)."""
+    """One step of the check at some points (stencil: an index into ``STENCILS``, -1: none)."""
 
     numeric: Any
     error: Any
@@ -300,15 +259,10 @@ class _Judged:
 
 def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rows: Any, h: Any,
                       shrink: int, rtol: float, judged: _Judged) -> None:
-    """Mark unsure the points where the scalar check could judge this step otherwise.
-
-    The verdict compares |gradient - estimate| with a tolerance; the scalar path's gradient is
-    within ``gradient_spreads`` of NumPy's, and its estimate differs by what the two paths'
-    values of f at the shifted points differ by, over h. First a rough bound: f off by
-    ``value_spread`` at each shifted point, independently. Where that could flip the verdict,
-    the estimate is computed again with the ops downstream of the variable perturbed
-    (``perturbation.Perturbation``; what does not depend on the variable shifts both points
-    alike and cancels) and the change, times ``SAFETY``, is the bound."""
+    """Mark unsure the points where the scalar check could judge this step otherwise: first a
+    rough bound (f off by ``value_spread`` at each shifted point); where that could flip the
+    verdict, the estimate again with the ops downstream of the variable perturbed (what does
+    not depend on it cancels), the change times ``SAFETY`` being the bound."""
     if sweep.unsure is None or sweep.value_spread is None or sweep.gradient_spreads is None:
         return
     np = numpy()
@@ -345,8 +299,7 @@ def _replay(
     sweep: Sweep, name: str, downstream: list[int], rows: Any, moved: Any,
     perturbed: bool = False,
 ) -> tuple[Any, Any, Any]:
-    """Output, largest downstream magnitude and failure mask with ``name`` moved to ``moved``
-    (with ``perturbed``: the nodes ``downstream`` perturbed, as run ``RUNS``)."""
+    """Output, largest downstream magnitude and failure mask with ``name`` at ``moved``."""
     np = numpy()
     columns = {key: column[rows] for key, column in sweep.columns.items()}
     columns[name] = moved

@@ -1,6 +1,5 @@
-"""A whole sweep, block by block: blocks evaluated on threads a few ahead of the one being
-written, and ``SweepSummary``, what the table needs of all the points, gathered block by block.
-"""
+"""A whole sweep, block by block (evaluated on threads a few ahead of the one being written),
+and ``SweepSummary``, what the table needs of all the points."""
 
 from __future__ import annotations
 
@@ -30,15 +29,10 @@ def stream_sweep(
     points: int | None = None,
     threads: int | None = None,
 ) -> Iterator[Sweep]:
-    """Every block of the grid of ``values`` evaluated (as ``evaluate_sweep``), in grid order.
-
-    The grid is checked here, before anything is evaluated (``sweep_plan`` raises its
-    UsageError at the call). Blocks of ``points`` (``block_points`` by default) are evaluated on
-    ``threads`` threads (``min(default_jobs(), SWEEP_THREADS)`` by default), at most one more
-    block ahead than there are threads; the scalar half of each (``finish_sweep``) runs in the
-    caller's thread, which shares one ``RecheckBudget`` among them. Close the iterator (or run
-    it to the end) to stop the threads.
-    """
+    """Every block of the grid of ``values`` evaluated (as ``evaluate_sweep``), in grid order:
+    the grid is checked at the call; blocks of ``points`` are evaluated on ``threads`` threads,
+    at most one block more ahead, and finished (``finish_sweep``, one ``RecheckBudget``) in the
+    caller's thread. Close the iterator (or run it to the end) to stop the threads."""
     plan = sweep_plan(program, values)
     threads = threads or min(default_jobs(), SWEEP_THREADS)
     return _stream(plan, dict(check=check, rtol=rtol, atol=atol, reconcile=reconcile),
@@ -120,14 +114,8 @@ class PointMask:
 
 class SweepSummary:
     """What a sweep's table needs, gathered block by block (``add``): the first ``keep`` points
-    in full (``head``), how many points failed and how many the check failed at, the worst
-    point of the check, and the smallest and largest value and gradients.
-
-    It reads like the ``Sweep`` of all the points for ``output.sweep_views.sweep_view``: the
-    first ``keep`` points are there (``columns``, ``value``, ``gradients``, ``error_message``),
-    ``size`` and ``status`` count every point, and ``failed`` and ``check_ok`` are
-    ``PointMask``s.
-    """
+    in full, counts of failures and disagreements, the check's worst point and the ranges. It
+    reads like the ``Sweep`` of all the points for ``output.sweep_views.sweep_view``."""
 
     def __init__(self, keep: int) -> None:
         self.keep = keep
@@ -198,36 +186,16 @@ class SweepSummary:
         assert self.head is not None, "no block added"
         return self.head
 
-    # the first ``keep`` points: the head's
-    @property
-    def columns(self) -> dict[str, Any]:
-        return self._shown.columns
+    def __getattr__(self, name: str) -> Any:
+        """The first ``keep`` points' ``columns``, ``value``, ``gradients``, ``checks``,
+        ``rtol``, ``atol``, ``point`` and ``error_message``: the head's."""
+        if name not in _HEAD_FIELDS:
+            raise AttributeError(name)
+        return getattr(self._shown, name)
 
-    @property
-    def value(self) -> Any:
-        return self._shown.value
 
-    @property
-    def gradients(self) -> dict[str, Any]:
-        return self._shown.gradients
-
-    @property
-    def checks(self) -> dict[str, GradientSweepCheck] | None:
-        return self._shown.checks
-
-    @property
-    def rtol(self) -> float:
-        return self._shown.rtol
-
-    @property
-    def atol(self) -> float:
-        return self._shown.atol
-
-    def point(self, index: int) -> dict[str, float]:
-        return self._shown.point(index)
-
-    def error_message(self, index: int) -> str:
-        return self._shown.error_message(index)
+_HEAD_FIELDS = frozenset({"columns", "value", "gradients", "checks", "rtol", "atol", "point",
+                          "error_message"})
 
 
 def _joined(parts: list[Sweep], count: int) -> Sweep:
