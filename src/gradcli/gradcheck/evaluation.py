@@ -1,9 +1,6 @@
-"""Evaluation at one point: value, reverse-mode gradients of every input, and their check.
-
-``evaluate`` is what ``gradcli eval`` runs for one program and what a batch runs per line. What the
-user asked for travels as one frozen ``EvalSettings``; the answer is a ``Result`` (numbers), or a
-``FreeResult`` when some variables have no value and ``strict`` is off (expressions in them).
-"""
+"""Evaluation at one point (``gradcli eval``, and a batch per line): value, reverse-mode
+gradients of every input and their check, asked for by one frozen ``EvalSettings``; a ``Result``,
+or a ``FreeResult`` (expressions) when variables have no value and ``strict`` is off."""
 
 from __future__ import annotations
 
@@ -36,11 +33,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EvalSettings:
-    """Everything about how to evaluate, apart from the program and its values.
-
-    The CLI builds one from its options; the Python API from keyword arguments
-    (``evaluate(p, v, check=False)`` is ``evaluate(p, v, EvalSettings(check=False))``).
-    """
+    """How to evaluate, apart from the program and its values: from the CLI's options, or
+    the API's keywords (``evaluate(p, v, check=False)``)."""
 
     check: bool = True  # run the finite-difference check
     rtol: float = DEFAULT_RTOL
@@ -118,11 +112,8 @@ class Result:
 
     @property
     def status(self) -> ExitStatus:
-        failed = self.check is not None and not self.check.ok
-        hessian = self.hessian.check if self.hessian is not None else None
-        failed = failed or (hessian is not None and not hessian.ok)
-        hvp = self.hvp.check if self.hvp is not None else None
-        failed = failed or (hvp is not None and not hvp.ok)
+        checks = (self.check, self.hessian and self.hessian.check, self.hvp and self.hvp.check)
+        failed = any(check is not None and not check.ok for check in checks)
         return ExitStatus.CHECK_FAILED if failed else ExitStatus.OK
 
     def node_rows(self, only: Iterable[int] | None = None) -> list[NodeRow]:
@@ -235,8 +226,8 @@ def evaluate(
     validate_values(values)
     if not settings.strict and program.unbound(values):
         unbound = program.unbound(values)
-        refused = _forgotten_call(program, unbound) or (
-            (_lookalike(program, unbound) or hessian_needs_values(unbound))
+        refused = _note_error(program, unbound, "function") or (
+            (_note_error(program, unbound) or hessian_needs_values(unbound))
             if settings.order >= 2 else None)
         if refused is not None:
             raise refused
@@ -366,12 +357,8 @@ def _checking(settings: EvalSettings) -> Checking | None:
 
 
 def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:
-    """A program with free variables: texts in ``symbolic``, no numbers.
-
-    The nodes that depend only on bound variables are computed by eval's own passes first
-    (``partial_evaluate``), so a bound part outside its domain is the NumericError that ``eval``
-    raises at every completion of the point, naming the same node; the cost is one forward pass
-    over those nodes."""
+    """A program with free variables: texts in ``symbolic``, no numbers. The bound part is
+    computed first (``partial_evaluate``), so outside its domain it is eval's NumericError."""
     from gradcli.symbolic.derivatives import partial_evaluate
 
     point = {n: float(v) for n, v in {**program.defaults, **values}.items()
@@ -408,10 +395,8 @@ def evaluate_lines(
     settings: EvalSettings | None = None,
     **changes: Any,
 ) -> Iterator[LineOutcome]:
-    """Evaluate each non-blank line not starting with ``#`` as its own program, in order.
-
-    Yields exactly one outcome per such line; an error on one line never stops the others.
-    """
+    """One outcome per non-blank line not starting with ``#``, each its own program, in
+    order; an error on one line never stops the others."""
     settings = replace(settings or DEFAULT_SETTINGS, **changes)
     for number, raw in enumerate(lines, start=1):
         outcome = evaluate_line(number, raw, values, settings)
@@ -442,22 +427,18 @@ def require_values(program: Program, values: Mapping[str, Any], why: str = "") -
     defaults do not give, and how to pass them (``why``: said after the names)."""
     missing = program.unbound(values)
     if missing:
-        raise (_forgotten_call(program, missing) or _lookalike(program, missing)
+        raise (_note_error(program, missing, "function") or _note_error(program, missing)
                or UsageError(missing_values_message(missing) + why,
                              hint=missing_values_hint(missing)))
 
 
-def _forgotten_call(program: Program, missing: list[str]) -> GradcliError | None:
-    """``exp is a function: call it as exp(x)`` for ``exp + x``: a variable with a function's
-    name and no value is more likely a call without its parentheses than a free variable."""
-    notes = [note for note in program.notes if note.name in missing and note.reading == "function"]
-    return notes[0].error() if notes else None
-
-
-def _lookalike(program: Program, missing: list[str]) -> GradcliError | None:
-    """``PI has no value; did you mean the constant pi?`` when a name without a value differs
-    from a constant or function only by case: that, not a forgotten --PI, is the likely slip."""
-    notes = [note for note in program.notes if note.name in missing]
+def _note_error(program: Program, missing: list[str],
+                reading: str | None = None) -> GradcliError | None:
+    """The error of the first note (of ``reading``) on a name without a value: ``exp is a
+    function: call it as exp(x)`` for ``exp + x``, ``PI has no value; did you mean the constant
+    pi?``: that, not a forgotten --PI, is the likely slip."""
+    notes = [note for note in program.notes
+             if note.name in missing and reading in (None, note.reading)]
     return notes[0].error() if notes else None
 
 
@@ -466,11 +447,9 @@ HESSIAN_NEEDS_VALUES = "the Hessian needs a value for every variable"
 
 def hessian_needs_values(missing: list[str]) -> UsageError:
     """order=2 with free variables: the Hessian is numbers, so every variable needs a value."""
-    flags = " ".join(f"--{name} VALUE" for name in missing[:MAX_LISTED_NAMES])
-    return UsageError(f"{HESSIAN_NEEDS_VALUES}: "
-                      f"{missing_values_message(missing)}",
-                      hint=f"pass {flags}; gradcli diff --order 2 gives the Hessian as "
-                           "expressions")
+    return UsageError(f"{HESSIAN_NEEDS_VALUES}: {missing_values_message(missing)}",
+                      hint=f"pass {_flags(missing)}; gradcli diff --order 2 gives the Hessian "
+                           "as expressions")
 
 
 def missing_values_message(names: list[str]) -> str:
@@ -478,5 +457,8 @@ def missing_values_message(names: list[str]) -> str:
 
 
 def missing_values_hint(names: list[str]) -> str:
-    flags = " ".join(f"--{name} VALUE" for name in names[:MAX_LISTED_NAMES])
-    return f"pass them as {flags} (or --set NAME=VALUE), or assign them in the program"
+    return f"pass them as {_flags(names)} (or --set NAME=VALUE), or assign them in the program"
+
+
+def _flags(names: list[str]) -> str:
+    return " ".join(f"--{name} VALUE" for name in names[:MAX_LISTED_NAMES])

@@ -1,9 +1,6 @@
-"""The parser's builder: one callback per grammar alias, called by the LALR parser at every
-reduction (language/parser.py), each returning the graph node for that piece of text -- numbers,
-names, calls, operators, statements and arrays (function definitions: language/functions.py).
-It keeps what a program declares as it goes: its variables, named values, defaults, notes, the
-limit on nodes.
-"""
+"""The parser's builder: one callback per grammar alias, each returning the graph node for that
+piece of text (function definitions: language/functions.py), keeping what the program declares:
+variables, named values, defaults, notes, the node count."""
 
 from __future__ import annotations
 
@@ -264,16 +261,11 @@ class GraphBuilder(Definitions):
             return outputs
         return children[-1]
 
-    # --- arrays (docs/arrays.md) --------------------------------------------------------------
-    # The ops are the op table's array rows (engine/ops/linear_algebra.py). A literal of numbers
-    # is one constant node holding a NumPy array (so ``x = [1, 2, 3]`` is an input with a
-    # default, like ``x = 2``); a literal with expressions in it stacks their values
-    # (``[x, 2*y]``). Subscripts and the sizes of ``zeros(n)``, ``ones(n)`` and ``eye(n)`` are
-    # constant whole numbers, known when the program is parsed. NumPy is imported only for an
-    # array literal.
+    # --- arrays (docs/arrays.md): subscripts and sizes are constant whole numbers -----------
 
     def array(self, children: list[Node]) -> Node:
-        """``[1, 2]`` and ``[[1, 2], [3, 4]]`` as one constant; ``[x, y]`` as a stack node."""
+        """``[1, 2]`` and ``[[1, 2], [3, 4]]`` as one constant (``x = [1, 2]`` is an input with a
+        default, as ``x = 2``); ``[x, y]`` as a stack node."""
         import numpy as np
 
         self.arrays = True

@@ -1,15 +1,7 @@
-"""Arrays from the files NumPy users keep them in, and results saved for them (issue 30).
-
-``--W W.npy``, ``--W W.csv`` and ``--W data.npz`` (the array named W in it, or its only one) give
-one variable an array; ``--values data.npz`` gives every array of the archive to the variable of
-its name; a check file's ``at = {W = "W.npy"}`` names a file beside it; ``eval --save out.npz``
-writes the value and every input's gradient.
-
-A file is told by its first bytes, never by decoding it as text: ``\\x93NUMPY`` starts an ``.npy``
-array, ``PK\\x03\\x04`` a zip archive (``.npz``); anything else must be CSV text (numbers separated
-by commas, one row per line, ``#`` comments). Pickled objects are never loaded
-(``allow_pickle=False``), so a file cannot run code; an array's size is checked against
-``MAX_ARRAY_ELEMENTS`` from its header, before its data is read.
+"""Arrays from the files NumPy users keep them in (``--W W.npy``, ``W.csv``, ``data.npz``,
+``--values data.npz``), and ``eval --save out.npz``. A file is told by its first bytes, never by
+decoding it; pickles are never loaded (``allow_pickle=False``), and an array's size is checked
+from its header before its data is read.
 """
 
 from __future__ import annotations

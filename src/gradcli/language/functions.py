@@ -1,14 +1,7 @@
-"""A person's own functions: ``f(a, b) = a*b + 1; f(x, y) + f(y, x)``.
-
-A definition is parsed like any statement, its body into graph nodes built on placeholder nodes,
-one per parameter. A call inlines the body: the nodes that depend on a parameter are copied with
-the call's arguments in the parameters' places (in creation order, so no recursion), and the
-nodes that do not (numbers, the program's own names) are shared. The graph is then the one the
-call written out would give, so values, gradients, the check, ``diff`` and pictures need nothing
-of their own; the call's result node is labelled with the call as written, ``f(x, y)``.
-
-A function is known from its definition on: a call to a function defined later, to itself, or
-around a cycle is an error naming it, so inlining always ends.
+"""A person's own functions: ``f(a, b) = a*b + 1; f(x, y) + f(y, x)``. A call inlines the body:
+the nodes that depend on a parameter are copied with the arguments in its place (in creation
+order, no recursion), the others shared, so the graph is the call written out and nothing else
+needs to know. A function is known from its definition on, so inlining always ends.
 """
 
 from __future__ import annotations
@@ -25,9 +18,8 @@ LABEL_LIMIT = 60  # a call written longer than this is labelled f(...)
 
 
 class Head:
-    """``f(a, b)`` before the ``=`` of a definition: the name and the parameters' placeholders.
-    (Plain classes, not dataclasses: every start of gradcli loads this module, and a dataclass
-    costs about 1 ms there.)"""
+    """``f(a, b)`` before the ``=`` of a definition: the name and the parameters' placeholders
+    (plain classes: a dataclass would cost every start of gradcli about 1 ms)."""
 
     __slots__ = ("parameters", "token")
 
@@ -89,9 +81,8 @@ class Function:
 
 
 class Definitions:
-    """The parser builder's part for definitions and calls of the program's own functions (a
-    mixin of ``building.GraphBuilder``, whose state -- ``variables``, ``named``, ``functions``,
-    ``parameters``, ``defining``, ``statement_start``, ``masked``, ``source`` -- it uses)."""
+    """The parser builder's part for the program's own functions (a mixin of
+    ``building.GraphBuilder``, whose state it uses)."""
 
     variables: dict[str, Node]
     named: dict[str, Node]

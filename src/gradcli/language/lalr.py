@@ -1,24 +1,12 @@
-"""A small LALR(1) driver for tables that Lark computed from ``grammar/expr.lark``.
+"""A small LALR(1) driver for the tables Lark computes from ``grammar/expr.lark``.
 
-Why not call Lark at every start: importing Lark and building its LALR tables costs more than
-everything else a small ``gradcli eval`` does, and Lark's generic lexer and per-token objects
-dominate the time of a batch of small programs. The grammar file stays the only description of
-the syntax: ``generate_tables`` asks Lark (imported only then) for its terminals, rules and parse
-table and turns them into plain literals, which ``_lalr_tables.py`` ships. That module is Python
-source written by this function, checked into the package like any other module: nothing
-deserialised, no cache file, nothing loaded from outside the package. ``load_tables`` regenerates
-the tables in memory if the grammar no longer matches (an edited grammar in an editable install),
-so a stale table is never used. After editing the grammar, ``gradcli.language.lalr.write_tables()``
-rewrites the module.
-
-The driver applies Lark's tree-shaping rules (filtered punctuation, ``_rule`` inlining, ``?rule``
-single-child expansion, ``-> alias`` callbacks) and raises ``UnexpectedCharacters`` /
-``UnexpectedToken`` with the same fields as Lark's, in the same order (the lexer runs lazily).
-One rule is the driver's own, as a postlexer's would be in Lark: a newline separator inside open
-parentheses is dropped, so that a formula continues on the next line (see the grammar's header).
-A keyword (a string such as ``"and"`` that the NAME pattern also matches) is lexed as a name and
-then given its own type, as Lark's basic lexer does (its ``UnlessCallback``): the scanner tries
-no alternative for it.
+Importing Lark and building its tables costs more than a small ``gradcli eval``, and its generic
+lexer dominates a batch of small programs; so ``generate_tables`` turns Lark's terminals, rules
+and parse table into plain literals, shipped as ``_lalr_tables.py`` (``write_tables()`` rewrites
+it after a grammar edit; ``load_tables`` regenerates them in memory when the grammar no longer
+matches). The driver applies Lark's tree-shaping rules and raises its ``UnexpectedCharacters`` /
+``UnexpectedToken``; its one rule of its own, a postlexer's in Lark, drops a newline inside open
+brackets, so a formula goes on over lines. A keyword (``"and"``) is lexed as a NAME and retyped.
 """
 
 from __future__ import annotations
@@ -74,11 +62,7 @@ class UnexpectedToken(UnexpectedInput):
 
 class Parser:
     """Parses text with ``tables``, calling ``builder.<rule alias>(children)`` at each reduction.
-
-    Actions are ints (a state to shift to, or ``~rule`` to reduce by); a rule that only passes
-    its one child up (``?sum: product``) costs a goto and nothing else; only the terminals some
-    rule keeps (names and numbers) become ``Token`` objects.
-    """
+    Actions are ints (a state to shift to, or ``~rule``); only kept terminals become Tokens."""
 
     def __init__(self, tables: dict[str, Any], builder: object) -> None:
         terminals = tables["terminals"]
@@ -121,13 +105,9 @@ class Parser:
 
     @staticmethod
     def _reducer(rule: list, builder: object) -> tuple[int, str, int, Any]:
-        """(length, origin, how, what) for one grammar rule.
-
-        ``how`` is _PASS (the value is the popped value at position ``what``: ``?rule`` with one
-        child, ``"(" sum ")"``), _CALL (``what`` is (method, pick): ``pick`` takes the kept
-        values from the popped ones, None when all are kept) or
-        _SPLICE (``what`` builds the children with ``_rule`` inlining, Lark's general case).
-        """
+        """(length, origin, how, what) for one grammar rule: _PASS (the popped value at
+        position ``what``), _CALL (``what`` is (method, pick), ``pick`` None when all are kept)
+        or _SPLICE (``what`` builds the children with ``_rule`` inlining)."""
         origin, length, callback, expand1, kept = rule
         method = getattr(builder, callback, None)
         if not origin.startswith("_") and not expand1 and method is None:
@@ -305,11 +285,8 @@ def grammar_text() -> str:
 
 
 def grammar_digest(text: str) -> str:
-    """A checksum that tells whether the tables were made from this grammar text.
-
-    It only detects a forgotten regeneration (the tables and the grammar ship together), so a
-    CRC is enough, and zlib is far cheaper to import at start-up than hashlib.
-    """
+    """A checksum that tells whether the tables were made from this grammar text (a CRC: it
+    only detects a forgotten regeneration, and zlib is cheaper to import than hashlib)."""
     return f"crc32:{zlib.crc32(text.encode('utf-8')):08x}:{len(text)}"
 
 

@@ -1,11 +1,6 @@
-"""Program text -> graph. The LALR parser calls the builder (``GraphBuilder``, building.py) at
-every reduction, so nodes are built while parsing (no parse tree, no recursion: 10^5 nesting
-levels are only a deep stack list), and syntax errors become ``ParseError``s with a line, a
-column and a hint (syntax_errors.py). The parse tables are Lark's, computed from
-grammar/expr.lark and shipped as literals (see ``lalr.py``), so starting gradcli neither imports
-Lark nor rebuilds the tables. One leading byte-order mark (U+FEFF, as editors on Windows write)
-is dropped.
-"""
+"""Program text -> graph: the LALR parser (``lalr.py``, Lark's tables shipped as literals) calls
+the builder (building.py) at every reduction, so nodes are built while parsing, with no parse
+tree and no recursion; syntax errors become ``ParseError``s with a hint (syntax_errors.py)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """Friendly errors of the parser: every mistake gets a message that says what to write instead.
 
-A function used as a name (``exp + x``), a function gradcli spells otherwise (``ln``,
-``arctan``), a program that ends with a statement, a decimal comma, and non-ASCII look-alikes.
-The language is ASCII, and that stays so: the minus sign U+2212, the multiplication sign and dot
-operators, the division sign, superscript digits, fullwidth or Arabic-Indic digits and no-break
-spaces are refused, each with the exact ASCII to write (``write x**2 for x`` + superscript two)
--- accepting them would make pasted text mean something its author may not have checked, and a
-CI tool should rather stop. A name that differs from a constant or a function only by case
-(``PI``, ``E``) stays a variable of its own, and is listed in ``Program.notes``.
+The language is ASCII and stays so: a minus sign U+2212, a superscript digit or a no-break space
+is refused with the exact ASCII to write, since accepting it would make pasted text mean what its
+author may not have checked. A name differing from a constant or function only by case (``PI``)
+stays a variable of its own, listed in ``Program.notes``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Values given from outside a program: one number, a range ``start:stop:count``, or a list.
-
-``--x 2`` is a point; ``--x -2:2:9`` is 9 evenly spaced values from -2 to 2 (both included);
-``--x 1,2,5`` is those three values. Several swept variables form a grid (every combination).
-``--x "[1, 2, 3]"`` and ``--W "[[1, 2], [3, 4]]"`` are arrays (docs/arrays.md): one value, not a
-sweep, read by ``parse_array`` (brackets as in JSON, numbers as the language writes them).
+"""Values given from outside a program: a number (``--x 2``), a range ``START:STOP:COUNT``
+(``-2:2:9``, both ends included), a list (``1,2,5``), an array (``"[[1, 2], [3, 4]]"``, one value,
+docs/arrays.md) or an array file. Several swept variables form a grid (every combination).
 """
 
 from __future__ import annotations

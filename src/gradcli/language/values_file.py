@@ -1,11 +1,6 @@
-"""Values from a file (``--values point.json``): a JSON or TOML object of name -> number.
-
-A shared point file is read the way ``--NAME VALUE`` options are: names as the language writes
-them, finite numbers, no constants. An array (a list, or nested lists of equal length) is read
-and checked here too, and the command line gives it to the program as an array
-(docs/arrays.md).
-
-Every problem is a UsageError that names the file and, where it can be found, the line.
+"""Values from a file (``--values point.json``): a JSON or TOML object of name -> number or
+array, read as ``--NAME VALUE`` options are; every problem is a UsageError naming the file and,
+where it can be found, the line.
 """
 
 from __future__ import annotations
