@@ -1,19 +1,9 @@
 """Jacobians of programs with several outputs, or an array output (docs/matrix-calculus.md).
 
-Layout: the Jacobian of an output ``f`` (shape ``F``) with respect to an input ``x`` (shape
-``X``) is an array of shape ``F + X``: entry ``[i..., j...]`` is d f[i...] / d x[j...]. For a
-scalar output this is the gradient, with the input's shape.
-
-Two ways, both on the rules of the op table and nothing else:
-
-- reverse mode: one backward pass per output element, seeded with that element's unit vector
-  (every row's ``Op.vjp``); it gives a row of the Jacobian: that element's gradient with
-  respect to every input at once;
-- forward mode: one tangent pass per input element (the element-wise rows' rules are local
-  partials, so an element-wise node's tangent is the sum of partial * operand tangent; array
-  ops have their JVP in their row); it gives a column: every output at once.
-
-``choose_mode`` takes the one with fewer passes, as ``jax.jacfwd``/``jacrev`` advice goes.
+The Jacobian of an output f (shape F) with respect to an input x (shape X) has shape F + X. Two
+ways, on the op table's rules alone: reverse mode, one backward pass per output element (a row);
+forward mode, one tangent pass per input element (a column). ``choose_mode`` takes the one with
+fewer passes.
 """
 
 from __future__ import annotations

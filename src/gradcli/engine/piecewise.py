@@ -1,18 +1,10 @@
 """Programs with conditionals at many points: the branch not taken is masked, point by point.
 
-``where(c, a, b)`` takes ``a`` at some points and ``b`` at others, so a node is live at some
-points only (``graph.liveness`` is the one-point form). Every node is computed at every point
-with NumPy's floating-point errors ignored, then each node's liveness is worked out as a boolean
-array, from the output back: a where node passes its own to its condition, ``c != 0`` of it to
-``a`` and the rest to ``b``. Then only live entries count: a value or gradient that is not finite
-where its node is live fails that point; elsewhere it is no error, raises no NumPy warning and
-never reaches a gradient (contributions are masked with ``np.where``, not multiplied by 0,
-since 0 * inf is NaN).
-
-This costs a boolean array per node and a masked pass per gradient contribution, so programs
-without a conditional never come here (``Program.masked``). The forward pass itself, every
-node's value at many points, is the plain evaluation's too (``forward_vector``, used by
-vector.py), as is what both return (``VectorEvaluation``).
+Every node is computed at every point with NumPy's errors ignored, then each node's liveness is
+a boolean array worked out from the output back (a where node passes its own to its condition,
+``c != 0`` of it to ``a``, the rest to ``b``); only live entries count, and dead contributions
+are masked with ``np.where`` (0 * inf is NaN). Programs without a conditional never come here.
+The forward pass and the result (``VectorEvaluation``) are vector.py's too.
 """
 
 from __future__ import annotations
@@ -45,10 +37,8 @@ def forward_vector(
     np: Any, program: Program, given: Mapping[str, Any], drop: Callable[[Any], None] | None,
     kept: list[bool], perturbation: Perturbation | None = None,
 ) -> list[Any]:
-    """Per node: its value, a float (the same at every point) or a (size,) array. With ``drop``
-    (which settles what it is given), an intermediate value that is not ``kept`` (for the
-    backward pass) is let go after its last use. With a ``perturbation``, the value of an op
-    that is not in ``SAME_BITS`` is perturbed."""
+    """Per node: its value, a float (the same at every point) or a (size,) array; with
+    ``drop``, an intermediate not ``kept`` for the backward pass goes after its last use."""
     nodes = program.nodes
     last_use = last_uses(nodes) if drop is not None else []
     operands: list[Any] = []

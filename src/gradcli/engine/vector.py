@@ -1,14 +1,8 @@
-"""Forward values and reverse-mode gradients at many points at once, with NumPy.
-
-The same graph and the same op table as the scalar path (``graph.py``): each node is computed once
-for all points with the op's ``vector`` column, and each derivative rule runs once on whole arrays
-(rules are written with ``F``, which dispatches arrays to NumPy). A point where some value or
-gradient is not finite is marked in ``failed`` instead of raising; callers that need the exact
-message re-evaluate that one point on the scalar path, which names the node.
-
-NumPy's transcendental functions may round differently from libm's: a ``Perturbation``
-(``perturbation.py``) shows how much that can change each output. The forward pass itself lives
-in ``piecewise.py``, shared with the masked evaluation of conditionals.
+"""Forward values and reverse-mode gradients at many points at once, with NumPy: the scalar
+path's graph and op table, each node computed once for all points (the op's ``vector`` column)
+and each derivative rule run on whole arrays. A point where a value or gradient is not finite is
+marked in ``failed`` instead of raising (the scalar path, re-run there, names the node). The
+forward pass is piecewise.py's, shared with the masked evaluation of conditionals.
 """
 
 from __future__ import annotations
@@ -29,27 +23,15 @@ def evaluate_vector(
     program: Program, columns: Mapping[str, Any], gradients: bool = True,
     every_node: bool = False, perturbation: Perturbation | None = None,
 ) -> VectorEvaluation:
-    """Evaluate ``program`` at the points whose coordinates are ``columns`` (name -> array).
+    """Evaluate ``program`` at the points whose coordinates are ``columns`` (name -> array of
+    one length, or a scalar; missing variables take their defaults, else a KeyError).
 
-    Every column must have the same length (or be a scalar, broadcast to all points); variables
-    missing from ``columns`` take the program's defaults. Raises KeyError for a variable with no
-    value at all (callers check ``program.unbound`` first).
-
-    The results hold the output's value, the input variables' values and (with ``gradients``)
-    their gradients; an intermediate node's value and gradient are dropped once used, so memory
-    follows the live part of the graph (at 10^6 points each array is 8 MB, and fresh memory
-    costs more than the arithmetic on it). ``every_node`` keeps them all. Either way ``failed``
-    covers every value and gradient, dropped or not.
-
-    A value that is the same at every point (a constant, a scalar column, what is computed from
-    those alone) stays one NumPy scalar while computing -- ``np.float64``, never a Python float,
-    so that ``1/0`` or ``0**-1`` give inf and a flag as arrays do, not an exception. NumPy then
-    takes its fast paths (``x ** 2`` squares instead of calling pow) and no array is filled with
-    copies. The results are (size,) arrays (read-only broadcast views where the value is
-    uniform).
-
-    With a ``perturbation`` (of the same number of points), every value and derivative that
-    NumPy may round differently from the scalar path is perturbed by it (see ``Perturbation``).
+    The results hold the output's and the inputs' values and (with ``gradients``) gradients, as
+    (size,) arrays (read-only broadcast views where uniform); intermediates are dropped once
+    used, so memory follows the live part of the graph, unless ``every_node``. ``failed`` covers
+    every value and gradient. A uniform value stays one ``np.float64`` (never a Python float, so
+    ``1/0`` gives inf and a flag, not an exception). With a ``perturbation``, what NumPy may
+    round differently from the scalar path is perturbed by it.
     """
     if program.arrays or any(getattr(column, "ndim", 0) > 1 for column in columns.values()):
         raise UsageError("sweeps and plots evaluate scalar programs at many points; this one "
@@ -70,13 +52,9 @@ BLOCK = 1 << 16  # points at a time in a large evaluation: a block's arrays stay
 def _evaluate_in_blocks(
     np: Any, program: Program, given: Mapping[str, Any], size: int, gradients: bool
 ) -> VectorEvaluation:
-    """``_evaluate`` a block of points at a time, on every core, into whole-size results.
-
-    Each op is a pass over its operands, which at 10^6 points (8 MB an array) come from main
-    memory every time; a block's arrays stay in the CPU's caches between ops. NumPy lets go of
-    the GIL inside its loops, so threads (``default_jobs()``) evaluate blocks side by side; each
-    block collects its own floating-point flags (NumPy's error state is per thread).
-    """
+    """``_evaluate`` a block of points at a time (its arrays stay in the CPU's caches between
+    ops), on ``default_jobs()`` threads (NumPy lets go of the GIL; its error state is per
+    thread), into whole-size results."""
     from concurrent.futures import ThreadPoolExecutor
 
     starts = range(0, size, BLOCK)
@@ -133,14 +111,9 @@ def _evaluate(
 
 
 class _Finiteness:
-    """The points where no value or gradient looked at so far is non-finite (``ok``).
-
-    From finite arrays, NumPy makes a non-finite one only by raising a floating-point flag
-    (overflow, division by zero, invalid). Collecting the flags (``raised``) instead of testing
-    every array saves a pass over the points per node and per gradient: an array is looked at
-    only if its inputs were not all finite or a flag was raised before it was let go. Uniform
-    values are always looked at (a Python float raises no flag).
-    """
+    """The points where no value or gradient looked at so far is non-finite (``ok``). From
+    finite arrays NumPy makes a non-finite one only with a floating-point flag, so an array is
+    tested only if the inputs were not all finite or a flag was ``raised``."""
 
     def __init__(self, np: Any, given: Mapping[str, Any], size: int) -> None:
         self.np = np
@@ -169,18 +142,11 @@ def _backward_vector(
     np: Any, program: Program, operands: list[Any], size: int,
     drop: Callable[[Any], None] | None, perturbation: Perturbation | None = None,
 ) -> list[Any]:
-    """Per node: its gradient (a float or an array), or None for nodes that need none. With
-    ``drop`` (which settles what it is given), an intermediate node's value and gradient are let
-    go once the node has passed its gradient on: only the variables' gradients remain.
-
-    Each point costs a pass over memory per array made, and fresh memory costs more than the
-    arithmetic, so products and sums are written into an array that this pass made itself and
-    that nothing else holds (``mine``) whenever there is one; operands, the caller's columns and
-    a gradient passed on unchanged to an input are never written to.
-
-    With a ``perturbation``, the result of a derivative rule that computes what NumPy may round
-    differently (``_inexact_calls``) is perturbed.
-    """
+    """Per node: its gradient (a float or an array), or None where none is needed. With
+    ``drop``, an intermediate's value and gradient go once it has passed its gradient on. Fresh
+    memory costs more than the arithmetic, so products and sums go into an array this pass made
+    and nothing else holds (``mine``) when there is one. With a ``perturbation``, a rule's
+    result that NumPy may round differently (``_inexact_calls``) is perturbed."""
     nodes = program.nodes
     places = len(nodes)
     grads: list[Any] = [None] * len(nodes)  # None: no contribution yet
@@ -296,11 +262,8 @@ def _is_fresh(np: Any, value: Any, size: int) -> bool:
 
 
 def _times(np: Any, grad: Any, partial: Any, fresh: bool, size: int) -> tuple[Any, bool]:
-    """(grad * partial, whether that is an array only the caller holds).
-
-    No pass over the points when either factor is exactly 1 (sums, the output's own gradient):
-    the other factor is shared as it is. A ``fresh`` partial (a rule's own result) takes the
-    product in place."""
+    """(grad * partial, whether that is an array only the caller holds): no pass when a factor
+    is exactly 1, and a ``fresh`` partial (a rule's own result) takes the product in place."""
     if type(partial) is float and partial == 1.0:
         return grad, False
     if type(grad) is float and grad == 1.0:
