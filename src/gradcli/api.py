@@ -1,7 +1,5 @@
-"""The public Python API: what ``import gradcli`` offers, gathered from where each piece lives.
-
-Nothing inside gradcli imports this module; it is the facade for users (and ``gradcli/__init__``
-loads its names lazily from here). The CLI is a thin layer over the same functions.
+"""The public Python API, the facade for users (``gradcli/__init__`` loads its names lazily
+from here; nothing inside gradcli imports it).
 
     >>> import gradcli
     >>> result = gradcli.evaluate("(x*W+b-t)**2", {"x": 2, "W": 3, "b": 1, "t": 8})
@@ -60,8 +58,7 @@ def differentiate(
     defaults: bool = False,
 ) -> Derivatives:
     """Symbolic derivatives of ``program`` (text or parsed) up to ``order`` with respect to
-    ``wrt`` (a list of names, or one string of comma-separated names as ``--wrt`` takes them);
-    see ``engine.derivatives.differentiate``."""
+    ``wrt`` (names, or one comma-separated string as ``--wrt`` takes them)."""
     if isinstance(program, str):
         program = parse(program, given=values or ())
     if isinstance(wrt, str):  # "xy" is one name, never the letters x and y

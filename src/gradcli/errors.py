@@ -22,10 +22,8 @@ class ExitStatus(IntEnum):
 
 
 class GradcliError(Exception):
-    """An error in the user's input, with where it happened when that is known.
-
-    ``line`` and ``column`` are 1-based positions in the program text; ``hint`` says what to try.
-    """
+    """An error in the user's input: where (1-based ``line`` and ``column`` in the program
+    text) when known, and a ``hint`` of what to try."""
 
     kind = "usage"
     status = ExitStatus.USAGE
@@ -49,8 +47,8 @@ class GradcliError(Exception):
         self.marks: tuple[int, ...] = ()  # more columns of that line to mark (a name used twice)
 
     def __str__(self) -> str:
-        """``line 1, column 2: unexpected name x; ...``: the message and where (a traceback's
-        last line); the CLI and JSON records print ``title``, ``message`` and ``hint`` instead."""
+        """``line 1, column 2: unexpected name x``: a traceback's last line (the CLI and JSON
+        records print ``title``, ``message`` and ``hint`` instead)."""
         where = self.where
         return f"{where}: {self.message}" if where else self.message
 
@@ -74,9 +72,8 @@ class GradcliError(Exception):
 
 
 def visible(text: str) -> str:
-    """``text`` with control and other unprintable characters as Python escapes (``\\x1b``,
-    ``\\n``): a file name or key from the input can then neither break a one-line message nor
-    drive the terminal."""
+    """``text`` with unprintable characters as Python escapes (``\\x1b``), so that a name from
+    the input can neither break a one-line message nor drive the terminal."""
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
@@ -101,21 +98,12 @@ class GradcliNameError(GradcliError):
 
 
 class Note:
-    """A program that parses but may not say what was meant. Three readings:
-
-    - ``case``: in ``PI*x``, ``PI`` is a variable of its own, while the constant is ``pi``;
-    - ``function``: in ``beta*x``, ``beta`` is a variable, since only ``beta(a, b)`` calls the
-      function (docs/language.md: a name followed by ``(`` is a call, any other use a variable);
-    - ``shadow``: ``e = 2`` or ``--e 2`` makes ``e`` a variable, hiding the constant.
-
-    Not an error: ``PI``, ``beta`` and ``--e 2`` may well be meant, and then all is well. The
-    surprise comes when a ``case`` or ``function`` name gets no value and the answer is in a free
-    variable ``PI``, so ``Program.notes`` lists them and the caller decides: show each note whose
-    ``name`` gets no value, or refuse with ``note.error()``; a ``shadow`` note is always shown.
-    The fields are a ``GradcliError``'s (``title``, ``message``, a caret under ``column`` of
-    ``source_line``, ``hint``, ``one_line()``), so one display serves both. (A plain class:
-    every start of gradcli loads this module, and a dataclass costs about 1 ms there.)
-    """
+    """A program that parses but may not say what was meant, by its ``reading``: ``case``
+    (``PI*x``: a variable, the constant is ``pi``), ``function`` (``beta*x``: only ``beta(a, b)``
+    calls) or ``shadow`` (``e = 2`` hides the constant). Such names may well be meant, so the
+    caller decides: show the note when the name gets no value, or refuse with ``error()``. Its
+    fields are a ``GradcliError``'s, so one display serves both (a plain class: a dataclass
+    would cost every start of gradcli about 1 ms)."""
 
     kind: ClassVar[str] = "note"
 
@@ -167,9 +155,7 @@ class Note:
         return f"{self.title}: {self.message} (hint: {self.hint})"
 
     def error(self) -> GradcliNameError:
-        """The note as an error, for a caller that refuses such a name when it gets no value:
-        ``PI has no value; did you mean the constant pi?``, ``exp is a function: call it as
-        exp(x)``."""
+        """The note as an error, for a caller that refuses such a name without a value."""
         if self.reading == "function":
             return GradcliNameError(
                 f"{self.name} is a function: call it as {self.meant}", line=self.line,
@@ -182,8 +168,8 @@ class Note:
 
 
 class ResourceError(GradcliError):
-    """A program that needs more memory than gradcli may use, or a batch line whose worker
-    process died: a usage error (status 2), like a program over ``--max-nodes``."""
+    """A program that needs more memory than gradcli may use, or a batch line whose worker died:
+    status 2, like a program over ``--max-nodes``."""
 
     kind = "resource"
 
@@ -232,9 +218,8 @@ LONGEST_ECHO = 80  # characters of one word of the input that a message repeats
 
 
 def shortened(text: str, longest: int = LONGEST_ECHO) -> str:
-    """``text`` with every word longer than ``longest`` characters cut to its start and end and
-    its length (``99999…99999 (1,000,000 characters)``): a message that echoes the input stays
-    one readable line, however long the number or name it quotes."""
+    """``text`` with every word longer than ``longest`` characters cut to its start, end and
+    length (``99999…99999 (1,000,000 characters)``), so that an echo stays one readable line."""
     if len(text) <= longest:
         return text
     return _LONG_WORD.sub(_elided, text) if _LONG_WORD.search(text) else text

@@ -1,19 +1,11 @@
 """Why a correct gradient can still fail the check: the program is ill-conditioned at the point.
 
-A central difference errs by truncation, about (h/L)^2 relative where L is the scale on which the
-function changes, and by rounding, eps * M / h where M is the largest value the difference
-subtracts. The check shrinks the step while the rounding allowance stays below the user's
-tolerance (gradcheck/steps.py). Near a singular matrix both fail at once: ``sum(inv(A))`` at
-A = [[1, 1], [1, 1.0001]] changes on a scale L ~ 1e-4 while its intermediate values reach 1e4,
-so no step is both small enough to follow it and large enough to beat rounding.
-
-The check tells this apart from a wrong gradient or a kink by the next, smaller step: there the
-disagreement shrank as truncation does (O(h^2)) and is within that step's rounding allowance.
-A wrong gradient keeps its error at every step; a kink (abs at 0) keeps its half-and-half
-estimate. ``GradientCheck.ill_conditioned`` holds the rounding amplification the check measured
-(M over |f|); the verdict names, where the program has one, the condition number of the matrix
-that ``inv``, ``det`` or ``logdet`` takes (its 2-norm condition number, ||A|| ||A^-1||), the
-largest among those that depend on a variable, and else that amplification.
+Near a singular matrix no step is both small enough to follow the function and large enough to
+beat rounding (``sum(inv(A))`` at A = [[1, 1], [1, 1.0001]] changes on a scale of 1e-4 while its
+values reach 1e4). The check tells this apart from a wrong gradient (whose error stays at every
+step) or a kink by the next, smaller step: there the disagreement shrank as truncation does and
+is within that step's rounding allowance. The verdict names the largest 2-norm condition number
+of a matrix that ``inv``, ``det`` or ``logdet`` takes, else the rounding amplification measured.
 """
 
 from __future__ import annotations
