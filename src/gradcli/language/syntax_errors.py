@@ -46,13 +46,9 @@ def number_output_error(source: str, number: int) -> ParseError:
     line = source.count("\n", 0, position) + 1
     start = source.rfind("\n", 0, position) + 1
     text = source.split("\n")[line - 1]
-    before, after = source[start:position].rstrip(), source[position + 1:]
-    found, digits = _trailing_number(before), _take_digits(after)
-    if found and digits and before.endswith(found) and "." not in found:
-        hint = f"did you mean {found}.{digits}? gradcli writes decimals with a point"
-    else:
-        hint = ("a ',' separates a function's arguments, as in max(x, y), or the program's "
-                "outputs, as in f, g; a number is not an output")
+    hint = _decimal_comma(source[start:position].rstrip(), source[position + 1:]) or (
+        "a ',' separates a function's arguments, as in max(x, y), or the program's outputs, "
+        "as in f, g; a number is not an output")
     return ParseError("unexpected ','", line=line, column=position - start + 1,
                       source_line=text, hint=hint)
 
@@ -105,7 +101,8 @@ def syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) ->
                     hint=f"add the expression to evaluate after the statements, e.g. {example}")
         else:
             what = f"unexpected {_describe_token(token)}"
-    depth, innermost = _open_parentheses(source, _offset(lines, line, column))
+    offset = sum(len(row) + 1 for row in lines[:line - 1]) + column - 1
+    depth, innermost = _open_parentheses(source, offset)
     message = f"{what}; expected {_describe_expected(expected, depth)}"
     if hint is None:
         hint = _syntax_hint(text, column, depth, expected, token)
@@ -135,10 +132,6 @@ def _last_statement(error: UnexpectedInput, expected: set[str],
 def _end_column(text: str) -> int:
     """The column just after the code of a line (before a trailing comment)."""
     return len(text.split("#", 1)[0].rstrip()) + 1
-
-
-def _offset(lines: list[str], line: int, column: int) -> int:
-    return sum(len(text) + 1 for text in lines[: line - 1]) + column - 1
 
 
 def _open_parentheses(source: str, end: int) -> tuple[int, tuple[int, int] | None]:
@@ -190,10 +183,8 @@ def _syntax_hint(text: str, column: int, depth: int, expected: set[str],
                  token: Token | None) -> str | None:
     before, after = text[: column - 1].rstrip(), text[column - 1:]
     if token is not None and token.type == "COMMA":
-        number, digits = _trailing_number(before), _take_digits(after[1:])
-        if number and digits and before.endswith(number) and "." not in number:
-            return f"did you mean {number}.{digits}? gradcli writes decimals with a point"
-        return "a ',' only separates a function's arguments, as in max(x, y)"
+        return (_decimal_comma(before, after[1:])
+                or "a ',' only separates a function's arguments, as in max(x, y)")
     if expected and expected <= _PROGRAM_END:
         return ("only the program's last part is an expression to evaluate: make the one "
                 "before a statement (name = ...) or remove it")
@@ -202,7 +193,7 @@ def _syntax_hint(text: str, column: int, depth: int, expected: set[str],
                 "'\\' or put the formula in ( )")
     if before and (before[-1].isalnum() or before[-1] in "_)]") and after[:1].isalnum():
         left = before.split()[-1].split("(")[-1] if before.split() else before
-        right = "".join(c for c in _take_word(after))
+        right = _take_word(after)
         if left in FUNCTIONS:
             return f"did you mean {left}({right})? a function's argument goes in parentheses"
         return f"did you mean {left}*{right}? gradcli needs * between factors"
@@ -222,30 +213,22 @@ def _syntax_hint(text: str, column: int, depth: int, expected: set[str],
 
 
 def _take_word(text: str) -> str:
-    word = []
-    for char in text:
-        if not (char.isalnum() or char in "._"):
-            break
-        word.append(char)
-    return "".join(word)
+    return _WORD.match(text).group()  # always matches (maybe empty)
 
 
-def _take_digits(text: str) -> str:
-    end = 0
-    while end < len(text) and text[end] in "0123456789":
-        end += 1
-    return text[:end]
+_WORD = re.compile(r"[\w.]*")
 
 
-def _trailing_number(text: str) -> str:
-    """The ASCII number that ``text`` ends with (``1`` of ``x*1``), if it is one."""
-    start = len(text)
-    while start > 0 and text[start - 1] in "0123456789.":
-        start -= 1
-    number = text[start:]
-    if not number or (start > 0 and (text[start - 1].isalpha() or text[start - 1] == "_")):
-        return ""  # part of a name such as x1
-    return number
+def _decimal_comma(before: str, after: str) -> str | None:
+    """``did you mean 1.5?`` for ``1,5``: a whole number (not the end of a name such as x1)
+    right before the comma, ASCII digits right after it."""
+    whole = before[len(before.rstrip("0123456789.")):]
+    digits = after[:len(after) - len(after.lstrip("0123456789"))]
+    start = len(before) - len(whole)
+    if (not whole or "." in whole or not digits
+            or (start and (before[start - 1].isalpha() or before[start - 1] == "_"))):
+        return None
+    return f"did you mean {whole}.{digits}? gradcli writes decimals with a point"
 
 
 # --- characters the language does not have -----------------------------------------------------
