@@ -206,9 +206,6 @@ class GraphBuilder(Definitions):
         left, operator, right = children
         return self.made_node(Node(_COMPARISON_OPS[str(operator)], (left, right)))
 
-    def logical_not(self, children: list[Node]) -> Node:
-        return self.made_node(Node(OPS["logical_not"], (children[0],)))
-
     # --- statements -----------------------------------------------------------------------
 
     def assign(self, children: list) -> None:
@@ -272,7 +269,7 @@ class GraphBuilder(Definitions):
         if all(_is_number(child) for child in children):
             values = np.array([child.value for child in children], dtype=float)
             return self.made_node(Node(CONST, (), values))
-        if all(_is_array_constant(child) for child in children):
+        if all(child.op is CONST and type(child.value) is not float for child in children):
             shapes = {child.value.shape for child in children}
             if len(shapes) > 1:
                 lengths = ", ".join(sorted(map(shape_text, shapes)))
@@ -287,14 +284,6 @@ class GraphBuilder(Definitions):
                                                   "the text")
             return self.made_node(Node(CONST, (), stacked))
         return self.made_node(Node(stack_op(len(children)), tuple(children)))
-
-    def matmul(self, children: list[Node]) -> Node:
-        self.arrays = True
-        return self.made_node(Node(OPS["matmul"], tuple(children)))
-
-    def transpose(self, children: list[Node]) -> Node:
-        self.arrays = True
-        return self.made_node(Node(OPS["transpose"], tuple(children)))
 
     def array_call(self, token: Token, args: list[Node]) -> Node:
         """``sum(x)``, ``max(x)`` (one argument), ``eye(3)``: a node of an array function."""
@@ -342,25 +331,27 @@ class GraphBuilder(Definitions):
         return ("slice", None, None)
 
 
-def _binary_callback(op_name: str):
+def _operator_callback(op_name: str, arrays: bool = False):
+    """The callback of an operator whose grammar alias is its op's name (``a @ b``: arrays)."""
     op = OPS[op_name]
 
     def callback(self: GraphBuilder, children: list[Node]) -> Node:
-        return self.made_node(Node(op, (children[0], children[1])))
+        if arrays:
+            self.arrays = True
+        return self.made_node(Node(op, tuple(children)))
 
     return callback
 
 
-for _name in ("add", "sub", "mul", "div", "mod", "pow", "logical_and", "logical_or"):
-    setattr(GraphBuilder, _name, _binary_callback(_name))
+for _name in ("add", "sub", "mul", "div", "mod", "pow", "logical_and", "logical_or",
+              "logical_not"):
+    setattr(GraphBuilder, _name, _operator_callback(_name))
+for _name in ("matmul", "transpose"):
+    setattr(GraphBuilder, _name, _operator_callback(_name, arrays=True))
 
 
 def _is_number(node: Node) -> bool:
     return node.op is CONST and type(node.value) is float
-
-
-def _is_array_constant(node: Node) -> bool:
-    return node.op is CONST and type(node.value) is not float
 
 
 def _array_row(name: str) -> Op | None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Collection
-from typing import Any
+from collections.abc import Collection
 
 from gradcli.engine.graph import Program
 from gradcli.engine.ops import CONSTANTS
@@ -49,9 +48,13 @@ class _Parser:
             if given:
                 self.builder.shadowing = frozenset(name for name in given if name in CONSTANTS)
             self.builder.both_ways = both_ways
+            parse = self.lalr.parse
+            if len(source) >= _PAUSED_FROM:  # the cycle collector paused (engine.collector)
+                from gradcli.engine.collector import collector_paused
+
+                parse = collector_paused(parse)
             try:
-                output = (self.lalr.parse if len(source) < _PAUSED_FROM
-                          else _paused(self.lalr.parse))(source)
+                output = parse(source)
             except UnexpectedInput as error:
                 raise syntax_error(source, error, self.builder.named) from None
             except NumberOutputError as error:
@@ -102,14 +105,6 @@ def _unused(source: str, token: Token, message: str, hint: str) -> UsageError:
     error = error_at(UsageError, token, message, hint)
     error.source_line = source.split("\n")[token.line - 1]
     return error
-
-
-def _paused(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``parse`` with the cycle collector paused (``engine.collector``), loaded only for a
-    program long enough to gain from it."""
-    from gradcli.engine.collector import collector_paused
-
-    return collector_paused(parse)
 
 
 # A text this long pauses the cycle collector while it is parsed: a long program's nodes would
