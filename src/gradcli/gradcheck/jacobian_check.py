@@ -1,12 +1,7 @@
-"""Programs with several outputs or an array output: the Jacobian, checked by finite differences.
-
-``evaluate_jacobian`` is what ``evaluate`` runs for ``f, g`` or for ``W@x``: every output's value,
-the Jacobian of every output with respect to every input (engine/jacobian.py: reverse or forward
-mode), and a check of every entry. One perturbed evaluation gives a whole column of the
-Jacobian (every output at once), so the check costs two forward passes per input element:
-``x[j] + h`` and ``x[j] - h``, the central difference ``(f(x + h) - f(x - h)) / 2h`` for every
-output element. Past ``ARRAY_CHECK_ELEMENTS`` input elements, an evenly spread sample of them is
-perturbed, and the verdict says how many.
+"""Programs with several outputs or an array output (``f, g``, ``W@x``): every output's value,
+the Jacobian (engine/jacobian.py) and its check by central differences, two forward passes per
+input element, each giving a whole column; past ``ARRAY_CHECK_ELEMENTS`` input elements an
+evenly spread sample of them, and the verdict says how many.
 """
 
 from __future__ import annotations
@@ -126,8 +121,8 @@ class JacobianResult:
             yield {"id": i, "op": node.op.name, "label": node.name or texts[i],
                    "value": _plain(np.array(node.value)), "shape": list(np.shape(node.value)),
                    "inputs": [source.index for source in node.inputs],
-                   "gradients": {label: _maybe(found.get(label, {}).get(i))
-                                 for label in self.values}}
+                   "gradients": {label: None if (g := found.get(label, {}).get(i)) is None
+                                 else _plain(g) for label in self.values}}
 
 
 def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
@@ -138,7 +133,7 @@ def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
         raise UsageError("Jacobians are checked by central differences only",
                          hint="drop --check-method (or use --no-check)")
     outputs = program.outputs or [program.nodes[-1]]
-    inputs = [node for node in program.variables.values()]
+    inputs = list(program.variables.values())
     mode = jacobian.choose_mode(outputs, inputs, settings.mode)
     found = jacobian.jacobian(program.nodes, outputs, inputs, mode)
     labels = output_labels(program)
@@ -153,10 +148,6 @@ def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
         result.check = check_jacobian(program, outputs, labels, blocks, settings.rtol,
                                       settings.atol)
     return result
-
-
-def _maybe(value: Any) -> Any:
-    return None if value is None else _plain(value)
 
 
 def _rebind(program: Program, point: dict[str, Any]) -> None:
@@ -206,7 +197,7 @@ def _columns(program: Program, outputs: list[Node], v: Node,
     found: dict[int, list[Any]] = {out.index: [] for out in outputs}
     try:
         for flat in elements:
-            x = float(original.flat[flat]) if np.ndim(original) else float(original)
+            x = float(np.ravel(original)[flat])
             h = _STEP * max(1.0, abs(x))
             ups = _outputs_at(program, outputs, v, original, flat, x + h)
             downs = _outputs_at(program, outputs, v, original, flat, x - h)
@@ -221,12 +212,8 @@ def _columns(program: Program, outputs: list[Node], v: Node,
 def _outputs_at(program: Program, outputs: list[Node], v: Node, original: Any, flat: int,
                 moved: float) -> dict[int, Any]:
     np = arrays.numpy()
-    value = np.array(original, dtype=float)
-    if value.ndim:
-        value.flat[flat] = moved
-    else:
-        value = np.asarray(moved)
-    v.value = value
+    v.value = np.array(original, dtype=float)
+    v.value.flat[flat] = moved  # a number is the array of shape ()
     try:
         arrays.forward(program.nodes)
     except NumericError:  # a step outside the domain: this column cannot be checked
