@@ -11,6 +11,7 @@ check nor evaluation (which import it).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -139,6 +140,10 @@ class GradientGraphs:
         self.point = {n: node.value for n, node in program.variables.items()}
         self.shapes = {n: tuple(np.shape(v)) for n, v in self.point.items()}
         self.sizes = {n: int(np.size(v)) for n, v in self.point.items()}
+        starts = list(itertools.accumulate(self.sizes.values(), initial=0))
+        # each input's rows (and columns) in the joined, flattened Hessian
+        self.spans = {n: slice(start, stop) for n, start, stop
+                      in zip(self.names, starts, starts[1:], strict=False)}
         shapes = program_shapes(program, {}, self.point)
         found, _ = array_gradients(program, shapes, self.names, max_nodes, self.point,
                                    exact=True)
@@ -209,13 +214,6 @@ class _Line:
                             for n, node in graphs.program.variables.items()})
 
 
-def hessian_size_error(elements: int) -> UsageError:
-    return UsageError(
-        f"the Hessian of {elements:,} input elements is {elements:,}x{elements:,}, over the "
-        f"limit of {MAX_ARRAY_HESSIAN_INPUTS:,} input elements",
-        hint="--hvp NAME=ARRAY gives the Hessian-vector product H·v along one direction")
-
-
 def _array_hessian(program: Program, checking: Checking | None,
                    max_nodes: int) -> HessianResult:
     """Every block H[a][b] (shape of a followed by shape of b) of the evaluated program,
@@ -224,7 +222,10 @@ def _array_hessian(program: Program, checking: Checking | None,
     names = list(program.variables)
     elements = sum(int(np.size(program.variables[n].value)) for n in names)
     if elements > MAX_ARRAY_HESSIAN_INPUTS:
-        raise hessian_size_error(elements)
+        raise UsageError(
+            f"the Hessian of {elements:,} input elements is {elements:,}x{elements:,}, over the "
+            f"limit of {MAX_ARRAY_HESSIAN_INPUTS:,} input elements",
+            hint="--hvp NAME=ARRAY gives the Hessian-vector product H·v along one direction")
     graphs = GradientGraphs(program, max_nodes)
     columns, units = [], []
     for b in names:
@@ -238,13 +239,13 @@ def _array_hessian(program: Program, checking: Checking | None,
     if checking is not None:
         found = _Checked(checking, graphs, matrix, units)
         report = found.report
-        for a, rows in _spans(graphs).items():
-            for b, cols in _spans(graphs).items():
+        for a, rows in graphs.spans.items():
+            for b, cols in graphs.spans.items():
                 shape = graphs.shapes[a] + graphs.shapes[b]
                 if math.prod(shape):
                     report.gradients[f"{a},{b}"] = found.verdict(rows, cols, shape)
     blocks = {a: {b: _plain(matrix[rows, cols].reshape(graphs.shapes[a] + graphs.shapes[b]))
-                  for b, cols in _spans(graphs).items()} for a, rows in _spans(graphs).items()}
+                  for b, cols in graphs.spans.items()} for a, rows in graphs.spans.items()}
     return HessianResult(blocks, report)
 
 
@@ -280,7 +281,7 @@ def hvp_at(program: Program, direction: Mapping[str, Any], checking: Checking | 
         found = _Checked(checking, graphs, graphs.flat(product)[:, None],
                          [(v, _line_step(graphs, v))])
         report = found.report
-        for name, rows in _spans(graphs).items():
+        for name, rows in graphs.spans.items():
             if graphs.sizes[name]:
                 report.gradients[name] = found.verdict(rows, slice(0, 1), graphs.shapes[name])
     return HvpResult({n: _plain(p) for n, p in product.items()},
@@ -295,15 +296,6 @@ def _line_step(graphs: GradientGraphs, direction: Mapping[str, Any]) -> float:
               for n in graphs.names
               if (moved := np.asarray(direction[n]) != 0).any()]
     return float(min(np.min(limit) for limit in limits)) if limits else base_step(0.0)
-
-
-def _spans(graphs: GradientGraphs) -> dict[str, slice]:
-    """Each input's range of rows (and columns) in the joined, flattened Hessian."""
-    spans, start = {}, 0
-    for name in graphs.names:
-        spans[name] = slice(start, start + graphs.sizes[name])
-        start += graphs.sizes[name]
-    return spans
 
 
 @contextmanager
