@@ -1,9 +1,7 @@
-"""Printed forms of a graph: numbers, and each node's expression in a notation.
-
-One precedence logic for every notation: gradcli's own language here (``TEXT``), LaTeX and Python
-in ``printing``. Node labels in tables and JSON, error messages and symbolic derivatives are all
-written by ``expression_texts``. It reads only a node's op, inputs, name and value, so the graph
-module can name its nodes in messages.
+"""Printed forms of a graph: numbers, and each node's expression in a notation, with one
+precedence logic for every notation (gradcli's own language here, LaTeX and Python in
+``printing``). It reads only a node's op, inputs, name and value, so the graph module can name
+its nodes in messages.
 """
 
 from __future__ import annotations
@@ -58,12 +56,9 @@ def _nest(texts: list[str], shape: tuple[int, ...]) -> str:
 
 
 class Notation:
-    """How ``expression_texts`` spells numbers, names, calls and operators.
-
-    The default is gradcli's own language; ``printing`` subclasses it for LaTeX and Python, so
-    every notation shares the one precedence logic below. ``free_operands`` lists the operand
-    positions of an op that never need parentheses (LaTeX's fraction and exponent).
-    """
+    """How ``expression_texts`` spells numbers, names, calls and operators: gradcli's own
+    language, subclassed by ``printing``. ``free_operands``: the operand positions of an op that
+    never need parentheses (LaTeX's fraction and exponent)."""
 
     def number(self, value: Any) -> str:
         return format_number(value)
@@ -93,12 +88,9 @@ TEXT = Notation()
 def expression_texts(
     nodes: Sequence[Node], limit: int | None = 48, notation: Notation = TEXT
 ) -> list[str]:
-    """Each node's expression with operands shown by name, or as ``#id`` once they grow long.
-
-    ``nodes`` must be in topological order. Capping operand texts keeps this linear in the graph
-    size however deep the expression is; ``limit=None`` writes operands out in full (printers
-    name shared nodes first, so the full text stays linear in size).
-    """
+    """Each node's expression (``nodes`` in topological order) with operands shown by name, or
+    as ``#id`` past ``limit`` characters, which keeps this linear in the graph's size; ``None``
+    writes them in full (printers name shared nodes first, so that stays linear too)."""
     return list(texts_by_node(nodes, limit, notation).values())
 
 

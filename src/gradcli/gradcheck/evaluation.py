@@ -236,16 +236,11 @@ def evaluate(
     program.bind(values)
     value = values_and_gradients(program)
     point = {name: node.value for name, node in program.variables.items()}
-    return Result(
-        program=program,
-        point=point,
-        value=value,
-        gradients={name: node.grad for name, node in program.variables.items()},
-        check=_check(program, settings),
-        hessian=_second_derivatives(program, settings, point)[0],
-        node_values=_taken_values(program),
-        node_grads=[node.grad for node in program.nodes],
-    )
+    gradients = {name: node.grad for name, node in program.variables.items()}
+    return Result(program, point, value, gradients, _check(program, settings),
+                  hessian=_second_derivatives(program, settings, point)[0],
+                  node_values=_taken_values(program),
+                  node_grads=[node.grad for node in program.nodes])
 
 
 DEFAULT_SETTINGS = EvalSettings()
@@ -288,17 +283,11 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     arrays.backward(program.nodes)
     report = _check(program, settings)
     hessian, hvp = _second_derivatives(program, settings, {})
-    return Result(
-        program=program,
-        point={name: _plain(node.value) for name, node in program.variables.items()},
-        value=float(value),
-        gradients={name: _plain(node.grad) for name, node in program.variables.items()},
-        check=report,
-        node_values=[node.value for node in program.nodes],
-        node_grads=[node.grad for node in program.nodes],
-        hessian=hessian,
-        hvp=hvp,
-    )
+    point = {name: _plain(node.value) for name, node in program.variables.items()}
+    gradients = {name: _plain(node.grad) for name, node in program.variables.items()}
+    return Result(program, point, float(value), gradients, report, hessian=hessian, hvp=hvp,
+                  node_values=[node.value for node in program.nodes],
+                  node_grads=[node.grad for node in program.nodes])
 
 
 def _second_derivatives(program: Program, settings: EvalSettings,
