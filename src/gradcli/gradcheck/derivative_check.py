@@ -170,10 +170,8 @@ def _export_entries(request: DiffCheck, returned: Any) -> tuple[Any, dict[tuple,
     """The export's value and ``{path: entry}``, whatever its kind returns."""
     if request.python_kind == "scalar":
         value, gradient, *rest = returned
-        found: dict[tuple, Any] = {}
         names = request.wrt or list(request.texts)
-        for name, g in zip(names, gradient, strict=True):
-            found[(name,)] = g
+        found: dict[tuple, Any] = {(name,): g for name, g in zip(names, gradient, strict=True)}
         if rest:
             for a, row in zip(names, rest[0], strict=True):
                 for b, h in zip(names, row, strict=True):

@@ -349,10 +349,8 @@ def one_sided(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any
     for element in np.ndindex(*base.shape):
         h = 1e-6 * max(1.0, abs(float(base[element])))
         for side, sign in enumerate((-1.0, 1.0)):
-            taken = []
-            for offset in (1.0, 2.0):
-                moved = _moved(base, element, sign * offset * h)
-                taken.append(np.asarray(function({**point, name: moved}), dtype=float))
+            taken = [np.asarray(function({**point, name: _moved(base, element, sign * k * h)}),
+                                dtype=float) for k in (1.0, 2.0)]
             sides[side].append(sign * (-3 * at + 4 * taken[0] - taken[1]) / (2 * h))
     left, right = (_stacked(columns, base.shape) for columns in sides)
     return left, right

@@ -207,14 +207,11 @@ def evaluate(
 ) -> Result | FreeResult:
     """Value and reverse-mode gradients of ``program`` at ``values``, checked by finite differences.
 
-    ``settings`` (default ``EvalSettings()``) says how; keyword arguments change single fields
-    (``check=False``, ``order=2``, ``strict=False``, ``check_method="complex"``). ``values``
-    override the program's own ``x = 2`` defaults; names the program does not use are ignored (so
-    one set of values can serve a whole batch; the CLI, which knows how they were written, makes
-    them a usage error). Raises ``GradcliError`` subclasses: ``ParseError``, ``GradcliNameError``,
-    ``UsageError`` (a value missing, a program over ``max_nodes``) or ``NumericError``. With
-    ``strict=False`` missing values give a ``FreeResult`` -- unless ``order=2`` asks for the
-    Hessian, a matrix of numbers: then they are a UsageError too.
+    ``settings`` (default ``EvalSettings()``) says how; keywords change single fields
+    (``check=False``, ``order=2``, ``strict=False``). ``values`` override the program's defaults;
+    names it does not use are ignored (one set of values can serve a batch). Raises
+    ``GradcliError``s; with ``strict=False`` missing values give a ``FreeResult``, unless
+    ``order=2`` asks for the Hessian, a matrix of numbers.
     """
     settings = replace(settings or DEFAULT_SETTINGS, **changes) if changes else (
         settings or DEFAULT_SETTINGS)

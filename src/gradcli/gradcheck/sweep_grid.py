@@ -1,6 +1,5 @@
 """A sweep's grid: every combination of the swept values (the first varying slowest), checked
-against the size limits up front and made a block of points at a time.
-"""
+against the size limits up front and made a block of points at a time."""
 
 from __future__ import annotations
 
@@ -45,12 +44,9 @@ class SweepPlan:
 
 def sweep_plan(program: Program, values: Mapping[str, Value], *,
                max_points: int = MAX_SWEEP_POINTS, max_cells: int = MAX_SWEEP_CELLS) -> SweepPlan:
-    """The grid of ``values`` for ``program``, checked: a UsageError for a value that is not a
-    finite number, a variable with no value, or a grid past ``max_points`` points or
-    ``max_cells`` points x nodes (the message states the size; a cluster allows more).
-
-    Values of names the program does not use are ignored, as ``evaluate`` does.
-    """
+    """The grid of ``values`` for ``program`` (names it does not use ignored), checked: a
+    UsageError for a value that is not a finite number, a variable with no value, or a grid past
+    ``max_points`` points or ``max_cells`` points x nodes (a cluster allows more)."""
     np = numpy()
     validate_values(values)
     if program.arrays or any(hasattr(value, "ndim") for value in values.values()):

@@ -1,7 +1,6 @@
 """What a block of a sweep evaluates to (``Sweep``: values, gradients, the check at every
-point), the agreement with the scalar path it is held to (``sweep``'s docstring), and its points
-for machines: JSON-ready records and CSV rows.
-"""
+point), the agreement with the scalar path it is held to, and its points as JSON-ready records
+and CSV rows."""
 
 from __future__ import annotations
 
@@ -84,11 +83,8 @@ class Sweep:
 # --- a sweep's points as JSON-ready records and CSV rows ------------------------------------------
 
 def point_records(sweep: Sweep) -> Iterator[dict[str, Any]]:
-    """Each point as a JSON-ready dict: point, value, gradients, check (or null), error (or null).
-
-    Arrays become Python lists once, up front: converting NumPy scalars one by one is what would
-    make 100,000 records slow.
-    """
+    """Each point as a JSON-ready dict: point, value, gradients, check and error (or nulls);
+    arrays become lists once, up front (NumPy scalars one by one would be slow)."""
     names = list(sweep.columns)
     columns = {name: sweep.columns[name].tolist() for name in names}
     values = sweep.value.tolist()

@@ -120,15 +120,12 @@ _COMMENT = re.compile(r"#[^\n]*")
 
 def parse(source: str, max_nodes: int = MAX_NODES, given: Collection[str] = (),
           both_ways: bool = False) -> Program:
-    """Parse a gradcli program into a graph; raises ParseError, GradcliNameError or UsageError.
+    """Parse a gradcli program into a graph; raises ParseError, GradcliNameError or UsageError
+    (past ``max_nodes`` nodes, or a text too long to hold that many, as soon as it is passed).
 
-    ``given``: the names that will get values from outside (``--e 2``): a constant among them
-    is a variable of the program, with a note that it hides the constant. ``both_ways``: a
-    name may be both called and read as a variable, as in a printed derivative (d/dx of
-    ``cos*x + sin(x)`` is ``cos(x) + cos``), which ``diff`` reads back to check it.
-
-    A program of more than ``max_nodes`` nodes (or a text too long to hold that many, see
-    ``limits``) is a UsageError, raised as soon as the limit is passed.
+    ``given``: the names that will get values from outside (``--e 2``), a constant among them
+    a variable of the program. ``both_ways``: a name may be both called and read, as in a
+    printed derivative (d/dx of ``cos*x + sin(x)`` is ``cos(x) + cos``) that ``diff`` reads back.
     """
     global _parser
     if _parser is None:

@@ -136,11 +136,7 @@ def _end_column(text: str) -> int:
 
 def _open_parentheses(source: str, end: int) -> tuple[int, tuple[int, int] | None]:
     """How many '(' are still open at ``end`` (comments skipped), and the (line, column) of the
-    innermost one.
-
-    Only on the way to an error message, but a program may be megabytes: C-speed string
-    methods do the scanning, and Python only loops over the parentheses themselves.
-    """
+    innermost one; string methods scan, as a program may be megabytes."""
     import re  # only for this message
 
     code = source[:end]
