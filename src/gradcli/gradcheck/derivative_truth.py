@@ -158,7 +158,6 @@ class Truth:
         self.request = request
         self.point = point
         self.cache: dict[tuple, Any] = {}
-        self.levels: dict[int, dict[tuple, Program]] = {}
 
     def prepare(self) -> None:
         """The value and first derivatives (a NumericError: not defined here), and, for a
