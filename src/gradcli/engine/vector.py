@@ -89,8 +89,8 @@ def _evaluate_in_blocks(
     with ThreadPoolExecutor(max_workers=default_jobs()) as pool:
         for start, part in zip(starts, pool.map(block, starts), strict=True):
             if not values:  # the first block says which results there are
-                values = [_whole(np, v, size) for v in part.values]
-                grads = [_whole(np, g, size) for g in part.grads or ()]
+                values = [None if v is None else np.empty(size) for v in part.values]
+                grads = [None if g is None else np.empty(size) for g in part.grads or ()]
             stop = start + part.size
             pairs = (*zip(values, part.values, strict=True),
                      *zip(grads, part.grads or (), strict=True))
@@ -99,10 +99,6 @@ def _evaluate_in_blocks(
                     whole[start:stop] = piece
             failed[start:stop] = part.failed
     return VectorEvaluation(size, values, grads if gradients else None, failed)
-
-
-def _whole(np: Any, piece: Any, size: int) -> Any:
-    return None if piece is None else np.empty(size)
 
 
 def _evaluate(
@@ -142,20 +138,14 @@ class _Finiteness:
         self.inputs_finite = all(np.isfinite(a).all() for a in given.values())
 
     def settle(self, value: Any) -> None:
-        """Mark the points where ``value`` is not finite, if it may not be."""
-        if value is not None and (
-            self.raised or not self.inputs_finite or self.np.ndim(value) == 0
-        ):
-            _mark_finite(self.np, self.ok, value)
-
-
-def _mark_finite(np: Any, ok: Any, value: Any) -> None:
-    """ok &= isfinite(value), in place."""
-    if np.ndim(value) == 0:
-        if not math.isfinite(value):
-            ok[:] = False
-    else:
-        np.logical_and(ok, np.isfinite(value), out=ok)
+        """ok &= isfinite(value), in place, if ``value`` may not be finite."""
+        if value is None:
+            return
+        if self.np.ndim(value) == 0:
+            if not math.isfinite(value):
+                self.ok[:] = False
+        elif self.raised or not self.inputs_finite:
+            self.np.logical_and(self.ok, self.np.isfinite(value), out=self.ok)
 
 
 def _backward_vector(
