@@ -75,11 +75,7 @@ __all__ = [
 # once: a heavy or rarely used module (NumPy, Rich, Lark, the symbolic engine...) is imported
 # inside the function that needs it, so that a plain scalar ``gradcli eval`` loads none of them
 # (tests/test_packaging.py checks what a small eval loads).
-_API_NAMES = frozenset({
-    "CheckReport", "Derivatives", "EvalSettings", "FreeResult", "GradientCheck",
-    "HessianResult", "LineOutcome", "Node", "NodeRow", "Program", "Result", "SymbolicResult",
-    "differentiate", "evaluate", "evaluate_lines", "parse",
-})
+_API_NAMES = frozenset(__all__) - set(globals())  # those not imported above: the API's
 
 
 def __getattr__(name: str) -> object:

@@ -55,9 +55,7 @@ class GradcliError(Exception):
     @property
     def where(self) -> str:
         """``line 1, column 2``, ``line 3``, or empty when the error has no position."""
-        if self.line is None:
-            return ""
-        return f"line {self.line}" + ("" if self.column is None else f", column {self.column}")
+        return _where(self.line, self.column)
 
     @property
     def title(self) -> str:
@@ -69,6 +67,12 @@ class GradcliError(Exception):
         """The whole error on one line: what, where, and the hint."""
         hint = f" (hint: {self.hint})" if self.hint else ""
         return f"{self.title}: {self.message}{hint}"
+
+
+def _where(line: int | None, column: int | None) -> str:
+    if line is None:
+        return ""
+    return f"line {line}" + ("" if column is None else f", column {column}")
 
 
 def visible(text: str) -> str:
@@ -146,10 +150,7 @@ class Note:
     @property
     def title(self) -> str:
         """``note at line 1, column 1``."""
-        if self.line is None:
-            return "note"
-        return f"note at line {self.line}" + (
-            "" if self.column is None else f", column {self.column}")
+        return f"note at {_where(self.line, self.column)}" if self.line is not None else "note"
 
     def one_line(self) -> str:
         return f"{self.title}: {self.message} (hint: {self.hint})"
