@@ -44,18 +44,11 @@ class EvalSettings:
     order: int = 1  # 2 adds the Hessian
     strict: bool = True  # False: variables without a value stay free (a FreeResult)
     max_nodes: int = MAX_NODES
-    # A Jacobian (several outputs, or an array output): "forward", "reverse", or "auto" (the
-    # one with fewer passes; docs/matrix-calculus.md)
-    mode: str = "auto"
-    # A direction per input (name -> array): the Hessian-vector product of an array program
-    # (gradcheck/hessian.py); None: none asked for
+    mode: str = "auto"  # a Jacobian's: forward, reverse or auto (the one with fewer passes)
+    # H·v (an array program's): a direction per input (name -> array)
     hvp: Mapping[str, Any] | None = field(default=None, compare=False)
-    # --json records list every node (label, value, gradient, check); False: a lean record
-    # (value, gradients, check), which a batch makes and writes in less time
-    nodes: bool = True
-    # --json records write every array whole; False: arrays past records.JSON_SHOWN_ELEMENTS
-    # elements as their summary (--full)
-    full: bool = False
+    nodes: bool = True  # --json lists every node; False: a lean record, quicker (a batch's)
+    full: bool = False  # --json writes every array whole (--full); False: long ones summarised
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "forward", "reverse"):
