@@ -1,11 +1,7 @@
-"""The complex and vector forms and the domain checks of the op table's rows, where they need
-more than one expression (the op table, engine/ops/, holds the rows themselves, which name these).
-
-Complex forms are analytic continuations, for complex-step differentiation; an op that is not
-analytic follows its real part, so that its kink conventions hold. Vector forms take NumPy as
-their first argument (``vector(np, *arrays)``). A domain check returns what is wrong with its
-operands, or None.
-"""
+"""The complex forms (analytic continuations, for complex-step differentiation; a non-analytic op
+follows its real part, keeping its kink conventions), vector forms (``vector(np, *arrays)``) and
+domain checks (what is wrong with the operands, or None) that the op table's rows name where they
+need more than one expression."""
 
 from __future__ import annotations
 
