@@ -1,21 +1,13 @@
 """Array programs' nodes as expressions: a builder whose nodes carry values, and the VJP rules'
-namespace on them (``GraphArrays``), which symbolic/jacobians.py runs backward.
+namespace on them (``GraphArrays``: ``xp.matmul`` makes an ``@`` node), which
+symbolic/jacobians.py runs backward.
 
-Every node an ``ArrayBuilder`` makes carries its numeric value at one point of the given shapes
-(the values given, or a sample point): that gives every node's shape (which VJP form applies:
-vector or matrix), and it is how a test compares the printed gradient with ``eval``'s.
-Simplifications: the scalar builder's (x*1, x+0, like terms, ...), plus ``(x')' -> x``,
-``x' -> x`` for a vector, ``eye(n)@A -> A``, ``exp(log_softmax(x)) -> softmax(x)``,
-``exp(x - logsumexp(x)) -> softmax(x)`` for a vector, zeros of a shape through products and
-sums, and a gradient of ones spread only when a shape needs it.
-
-Array ops run their rows' own VJP rules (engine/ops/linear_algebra.py) on ``GraphArrays``, the graph
-form of the rules' namespace: ``xp.matmul`` makes an ``@`` node, ``xp.transpose`` a ``'``,
-``xp.eq`` an ``==``. The rules that give numeric gradients give these, so there is no second
-list of derivatives. A builder for printing (``gradcli diff``) writes prod's gradient as
-``prod(x)/x``, as a person does (undefined where an element is 0, like the scalar diff's
-``y*x**(y - 1)``); one for second derivatives (``exact=True``: ``--hessian``, ``--hvp``)
-builds the longer form that is exact at zero elements too.
+Every node carries its value at one point of the given shapes: that gives its shape (which VJP
+form applies) and lets a test compare the printed gradient with ``eval``'s. Beside the scalar
+builder's rewrites it writes ``(x')' -> x``, ``eye(n)@A -> A``, ``exp(log_softmax(x)) ->
+softmax(x)`` and zeros of a shape through products and sums. A builder for printing writes
+prod's gradient as ``prod(x)/x``, as a person does; one for second derivatives (``exact``) the
+longer form exact at zero elements too.
 """
 
 from __future__ import annotations

@@ -1,35 +1,13 @@
 """The canonical form of a derivative: sums and products flattened, sorted and collected.
 
-The builder (``symbolic``) simplifies locally while a derivative is built, looking a fixed number
-of levels down. This pass runs once on the finished graphs, in one topological walk, and gives
-every sum and product one written form whatever order the rules produced it in:
-
-- a sum is a number plus terms with numeric coefficients, like terms collected
-  (``2*sin(x)*cos(x) - 2*cos(x)*sin(x)`` is 0), nested sums flattened;
-- a product is a numeric coefficient times bases raised to exponents, powers of one base merged
-  (``x*x**(x - 1)`` is ``x**x``, ``t**2/t**6`` is ``t**-4``), exponents added as sums;
-- terms and factors are written in one order (by their text), a positive term first and the
-  number last; negative exponents as division (``1/t**4``); the sign goes in front of the
-  quotient (``-3*x/(y - 2)**4``); a factor that every term of a sum shares is pulled out
-  (``x**x*(log(x) + 1)``), and so is a number when that saves multiplications;
-- plain signs are used (relu of a visibly positive sum is the sum, its heaviside 1), and
-  ``exp(u)/(exp(u) + 1)`` is ``sigmoid(u)``; a small sum in a product is multiplied out where
-  that cancels terms.
-
-Every rewrite is an identity for real numbers where the original is defined; the ones that
-extend the domain (``x/x`` -> 1, ``x**a*x**b`` -> ``x**(a + b)``) are those docs/derivatives.md
-lists. Never done: ``sqrt(x**2)`` -> x, ``(x*y)**0.5`` -> ``x**0.5*y**0.5``, ``(x**2)**0.5`` ->
-x (only integer powers are distributed). Numbers are folded with the op table's float functions
-(a sum's terms are reassociated, so values agree with the unsimplified graph up to rounding).
-
-The pass is linear: a sum or product used more than once is merged into its users only while it
-is small (else it stays one shared term, printed once as ``t1 = ...``), merges copy at most
-``MERGE_LIMIT`` entries, and caps on size and time (``SIZE_FACTOR``, ``SECONDS``, ``GROWTH``)
-make it give up and return the graphs it was given (correct, just less simplified).
-
-Three modules: this one reads nodes into forms (``Canonical``, one method per kind of node) and
-adds and multiplies forms (``Arithmetic``); ``canonical_writing`` writes them as nodes;
-``canonical_forms`` holds the forms themselves, the limits, and a node's place and sign.
+The builder simplifies locally while a derivative is built; this pass runs once on the finished
+graphs, in one topological walk, and gives every sum and product one written form whatever order
+the rules produced it in (docs/derivatives.md lists its rewrites, the domain they extend and
+those never done). It is linear: a shared sum or product is merged into its users only while it
+is small, merges copy at most ``MERGE_LIMIT`` entries, and caps on size and time make it give up
+and return the graphs it was given (correct, just less simplified). This module reads nodes into
+forms (``Canonical``) and adds and multiplies them (``Arithmetic``); ``canonical_writing`` writes
+them as nodes; ``canonical_forms`` holds the forms, the limits, and a node's place and sign.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The pieces of a canonical form (``canonical``): sums and products as data, the limits of the
-pass, numbers that fold only while they stay finite, and what is known of a node without looking
-deeper than its inputs -- its place among terms and factors, and its sign.
+"""The pieces of a canonical form: sums and products as data, the pass's limits, numbers folded
+only while they stay finite, and a node's place and sign, known from its inputs alone.
 """
 
 from __future__ import annotations

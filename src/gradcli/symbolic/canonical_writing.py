@@ -1,7 +1,6 @@
-"""Writing canonical forms as graph nodes: the part of ``Canonical`` (symbolic/canonical.py) that
-turns a sum or a product into nodes -- terms in one order (by their text), a positive term first
-and the number last, negative exponents as division, the sign in front of a quotient, a factor
-every term shares pulled out, a small sum multiplied out where that cancels terms.
+"""Writing canonical forms as nodes (the part of ``Canonical`` that does it): terms in one order,
+negative exponents as division, a shared factor pulled out, small sums multiplied out where
+that cancels terms.
 """
 
 from __future__ import annotations

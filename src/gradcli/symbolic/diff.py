@@ -1,18 +1,10 @@
 """``gradcli diff``: one entry for every program, scalar or array.
 
-``diff`` picks how a program's derivatives are built -- here and nowhere else:
-
-- a scalar program: ``differentiate`` (symbolic/derivatives.py), any order, at a point or as a
-  formula;
-- several scalar outputs (``f, g``): the Jacobian, one ``differentiate`` per output
-  (``jacobian_texts``);
-- anything with arrays in it (an array op, a ``--shape``, an array value): the vectorized
-  gradient, or the Jacobian of an array output or of several outputs, or the Hessian
-  (symbolic/jacobians.py), with their NumPy export (symbolic/numpy_export.py).
-
-Before anything is returned it is compared with ``eval``'s engine by the ``verify`` the caller
-passes (the comparison lives above this package: gradcheck/derivative_check.py); it receives
-the fields of a ``DiffCheck`` as keywords and returns what the caller prints about it.
+``diff`` picks how a program's derivatives are built, here and nowhere else: ``differentiate``
+for a scalar program (symbolic/derivatives.py), one per output for several scalar outputs, and
+symbolic/jacobians.py with its NumPy export for anything with arrays in it. Before anything is
+returned the caller's ``verify`` (gradcheck/derivative_check.py) compares it with ``eval``'s
+engine; it receives a ``DiffCheck``'s fields as keywords.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """``gradcli diff --format python`` of array programs: a NumPy function, one line per node.
 
-A row is written in its NumPy form (``Op.numpy``, checked against the row's own forward in
-tests/test_numpy_export.py); a row without one (erf, lgamma, gelu, ...) runs gradcli's own
-scalar function element by element: the export carries a copy of it (as the scalar export does,
-``printing.PythonNotation``) wrapped in ``np.vectorize`` under a ``_gc_`` name, which no
-variable can shadow (variables do not start with ``_``), and a comment says which rows.
+A row is written in its NumPy form (``Op.numpy``); a row without one (erf, gelu) runs gradcli's
+own scalar function, copied as the scalar export copies it, in ``np.vectorize`` under a ``_gc_``
+name (variables never start with ``_``), and a comment says which rows.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Printed forms of expression graphs: gradcli's language, LaTeX and a Python function.
 
-The three use ``notation.texts_by_node`` (one precedence logic) with a ``Notation``. A node used
-more than once is printed once, as a named statement (``t1 = ...; t1*t1``), so the printed size
-grows linearly with the graph even where writing it out as a tree would grow exponentially. The
-text form parses back into the same numbers; the Python form imports nothing but ``math``.
+All three use ``notation.texts_by_node`` with a ``Notation``. A node used more than once is
+printed once, as a statement (``t1 = ...; t1*t1``), so printed sizes grow linearly with the
+graph. The text parses back into the same numbers; the Python form imports only ``math``.
 """
 
 from __future__ import annotations

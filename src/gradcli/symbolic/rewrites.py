@@ -1,17 +1,11 @@
 """Local rewrites: what a ``Builder`` does to each node it makes, before keeping it.
 
-Constant folding (with the table's own forward functions, so folded numbers are the floats the
-numeric path computes), x*1, x+0, x*0, x-x, --x, x**1, like terms gathered (2*x + x -> 3*x),
-powers of the same base gathered (x * x**2 -> x**3) and common factors pulled (a*b + a*c ->
-a*(b + c)). Rewrites only look a fixed number of levels down, so building stays linear. A
-builder for a formula (``exact_constants``) keeps log(2), 1/3, pi and e as written instead of
-folding their digits.
-
-A conditional keeps its branches apart: a factor, a sign or a sum of two conditionals on the same
-condition moves into the branches (g*where(c, a, b) -> where(c, g*a, g*b)), so that the
-derivative of where(x > 0, log(x), 0) is where(x > 0, 1/x, 0) -- which, like the program, is 0
-at x = 0 -- and not where(x > 0, 1, 0)/x, which divides by zero there. Nothing moves out of a
-branch, and a condition is folded only when it is a number.
+Constant folding with the table's own forward functions, identities (x*1, x - x, --x), like
+terms and powers gathered, common factors pulled; each looks a fixed number of levels down, so
+building stays linear. A formula's builder (``exact_constants``) keeps log(2), 1/3, pi and e as
+written. A factor, a sign or a sum of two conditionals on one condition moves into the branches
+(g*where(c, a, b) -> where(c, g*a, g*b)), so that d/dx where(x > 0, log(x), 0) is where(x > 0,
+1/x, 0), which like the program is 0 at x = 0; nothing moves out of a branch.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Sample points for ``gradcli diff``: where a program's derivatives are built and checked.
 
-A derivative printed as an expression holds on the program's domain, so it is built (the array
-builder needs every node's value for its shape) and checked at points of that domain. The
-values the user gave are used as they are; the other variables are drawn at random, seeded,
-from ranges tried in turn: first around 1, -1 and 0 (where most formulas are defined and well
-scaled: the check's points, so that a rounding error is not taken for a wrong formula), then
-further out (``log(x - 2)`` needs x > 2, ``sqrt(-x)`` x < 0). A square
-matrix gets ``n*eye(n)`` added, so that it is invertible with a positive determinant in the
-first ranges (``inv``, ``logdet``).
+A printed derivative holds on the program's domain, so it is built (the array builder needs
+every node's value for its shape) and checked at points of it: the values given, the other
+variables drawn, seeded, from ranges tried in turn, first around 1, -1 and 0 (well scaled, so
+that rounding is not taken for a wrong formula), then further out (``log(x - 2)``). A square
+matrix gets ``n*eye(n)`` added: invertible, with a positive determinant.
 """
 
 from __future__ import annotations
