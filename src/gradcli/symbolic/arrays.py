@@ -432,7 +432,6 @@ def reduce_to(b: ArrayBuilder, part: SymNode, out: tuple[int, ...],
                      f"to {shape}", hint="gradcli eval gives its numeric gradient")
 
 
-
 def unbroadcast(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:
     """The gradient of an operand that broadcasting stretched, summed back to ``shape``."""
     have = shape_of(g)

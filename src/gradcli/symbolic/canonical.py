@@ -319,7 +319,6 @@ class Canonical(Arithmetic):
                 return 1.0
         return self.make(op, tuple(self.node(arg) for arg in args))
 
-
     def multiply(self, left: Form, right: Form, sign: float) -> Form:
         """left * right (sign 1) or left / right (sign -1)."""
         if isinstance(right, float):
@@ -400,7 +399,6 @@ class Canonical(Arithmetic):
                 factors.get(divisor) == -1.0):
             del factors[power], factors[divisor]
             self.merge(factors, self.make(OPS["sigmoid"], power.inputs), 1.0)
-
 
     def power(self, base: Form, exponent: Form) -> Form:
         if isinstance(exponent, float):

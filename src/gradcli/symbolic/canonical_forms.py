@@ -32,7 +32,6 @@ class TooLarge(Exception):  # noqa: N818 (not an error: a reason to stop)
     """The canonical form grew too large, took too long or met a number that does not fold."""
 
 
-
 # A form is never changed once made (a new form may share its dict: a sum plus a number keeps
 # the sum's terms); ``merge`` changes only the new dicts that it is given.
 Factors = dict  # base node -> exponent (a float, or a node)
@@ -60,9 +59,7 @@ class Product:
         self.factors = factors
 
 
-
 Form = float | SymNode | Sum | Product  # a node is an atom: a variable, a call, a shared piece
-
 
 
 # The numbers the op table's rules compute from constants (log2's rule divides by log(2)): in a
@@ -157,7 +154,6 @@ class Signs(_ByInputs):
         if not node.inputs:
             return UNKNOWN
         return node_sign(node.op, [self[s] for s in node.inputs], node.inputs)
-
 
 
 UNKNOWN, NON_NEGATIVE, POSITIVE = 0, 1, 2

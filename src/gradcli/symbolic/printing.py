@@ -263,19 +263,30 @@ def to_latex(output: Node) -> str:
 
 # --- LaTeX of array programs: matrix notation -------------------------------------------
 
-_MATRIX_LATEX_CALLS = {
+_MATRIX_CALLS = {
     "tr": r"\operatorname{tr}", "det": r"\det", "logdet": r"\log\det",
     "sum": r"\operatorname{sum}", "mean": r"\operatorname{mean}",
     "softmax": r"\operatorname{softmax}", "logsumexp": r"\operatorname{logsumexp}",
     "log_softmax": r"\operatorname{log\_softmax}", "sign": r"\operatorname{sign}"}
+# op -> (template of its operands' texts, how tightly each must bind, how tightly it binds: 0 a
+# sum, 1 a product, 2 a power, 3 an atom)
+_MATRIX_LATEX: dict[str, tuple[str, tuple[int, ...], int]] = {
+    "add": ("{0} + {1}", (0, 1), 0), "sub": ("{0} - {1}", (0, 1), 0), "neg": ("-{0}", (1,), 0),
+    "div": (r"\frac{{{0}}}{{{1}}}", (0, 0), 2), "matmul": ("{0} {1}", (1, 2), 1),
+    "transpose": (r"{0}^\top", (3,), 2), "outer": (r"{0} \otimes {1}", (2, 2), 1),
+    "inv": ("{0}^{{-1}}", (3,), 2), "eq": (r"\left[{0} = {1}\right]", (1, 1), 3),  # Iverson's
+    "norm": (r"\left\lVert {0} \right\rVert_{{2}}", (0,), 3),
+    "norm1": (r"\left\lVert {0} \right\rVert_{{1}}", (0,), 3),
+    "dot": (r"\left\langle {0}, {1} \right\rangle", (0, 0), 3),
+} | {name: (head.replace("{", "{{").replace("}", "}}") + r"\left({0}\right)", (0,), 3)
+     for name, head in _MATRIX_CALLS.items()}
 
 
 def matrix_latex(output: Node) -> str:
     """Matrix notation: ``A^\\top``, ``\\odot`` between arrays, ``\\otimes`` for outer, a
     product of matrices side by side, ``X^{-1}``, ``\\operatorname{tr}``, ``\\mathbf{1}_{n}``,
     ``I_{n}``; operands in full (each node's text once per use)."""
-    # id -> (text, how tightly it binds: 0 a sum, 1 a product, 2 a power, 3 an atom)
-    texts: dict[int, tuple[str, int]] = {}
+    texts: dict[int, tuple[str, int]] = {}  # id -> (text, how tightly it binds)
 
     def arg(node: Node, at_least: int) -> str:
         text, precedence = texts[id(node)]
@@ -299,46 +310,26 @@ def _matrix_latex_node(node: Node, arg: Callable[[Node, int], str],
     op, inputs = node.op, node.inputs
     name = op.name
     array = [bool(getattr(source.value, "ndim", 0)) for source in inputs]
-    if name in ("add", "sub"):
-        return f"{arg(inputs[0], 0)} {'+' if name == 'add' else '-'} {arg(inputs[1], 1)}", 0
+    if name in _MATRIX_LATEX:
+        template, binding, precedence = _MATRIX_LATEX[name]
+        return template.format(*map(arg, inputs, binding)), precedence
     if name == "mul":
         joint = r" \odot " if all(array) else r" \cdot "
         return arg(inputs[0], 1) + joint + arg(inputs[1], 2 if all(array) else 1), 1
-    if name == "div":
-        return rf"\frac{{{arg(inputs[0], 0)}}}{{{arg(inputs[1], 0)}}}", 2
-    if name == "neg":
-        return f"-{arg(inputs[0], 1)}", 0
     if name == "pow":
         hadamard = r"\circ " if array[0] else ""
         return f"{arg(inputs[0], 3)}^{{{hadamard}{arg(inputs[1], 0)}}}", 2
-    if name == "matmul":
-        return f"{arg(inputs[0], 1)} {arg(inputs[1], 2)}", 1
-    if name == "transpose":
-        return arg(inputs[0], 3) + r"^\top", 2
-    if name == "outer":
-        return rf"{arg(inputs[0], 2)} \otimes {arg(inputs[1], 2)}", 1
-    if name == "inv":
-        return arg(inputs[0], 3) + "^{-1}", 2
     if name == "index":
         return f"{arg(inputs[0], 3)}_{{{op.postfix[1:-1]}}}", 3
-    if name == "eq":  # Iverson's bracket: 1 where it holds
-        return rf"\left[{arg(inputs[0], 1)} = {arg(inputs[1], 1)}\right]", 3
     if name in ("ones", "eye"):
         size = latex.number(inputs[0].value)
         return (rf"\mathbf{{1}}_{{{size}}}" if name == "ones" else f"I_{{{size}}}"), 3
-    if name in ("norm", "norm1"):
-        return rf"\left\lVert {arg(inputs[0], 0)} \right\rVert_{{{1 if name == 'norm1' else 2}}}", 3
-    if name == "dot":
-        return rf"\left\langle {arg(inputs[0], 0)}, {arg(inputs[1], 0)} \right\rangle", 3
-    if name in _MATRIX_LATEX_CALLS:
-        return rf"{_MATRIX_LATEX_CALLS[name]}\left({arg(inputs[0], 0)}\right)", 3
     if getattr(op, "symbol", None) and len(inputs) == 2:  # comparisons, and, or
         return latex.infix(op, arg(inputs[0], 1), arg(inputs[1], 1)), 0
     if name == "logical_not":
         return latex.prefix(op, arg(inputs[0], 3)), 0
     texts = [arg(source, 0) for source in inputs]
     return latex.call(op, texts), 3
-
 
 
 # --- Python ----------------------------------------------------------------------------------
@@ -387,7 +378,6 @@ class PythonNotation(Notation):
         raise UsageError(f"{op.name} has no Python form: its forward function is neither in "
                          "math nor a named function of the op table",
                          hint="use --format text or --format latex")
-
 
     def _copy(self, forward: Callable[..., float]) -> None:
         """Copy the op's own function, and the helpers of its module that it calls (``_i0e``

@@ -312,7 +312,6 @@ def _xlogy(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
     return None
 
 
-
 def _where(b: Maker, c: SymNode, x: SymNode, y: SymNode) -> SymNode | None:
     if _const(c):
         return x if c.value else y
