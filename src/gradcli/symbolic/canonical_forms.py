@@ -98,9 +98,8 @@ def short_quotient(a: float, b: float) -> float | None:
 # --- what a node's inputs tell: its place among terms and factors, its sign ---------------------
 
 class _ByInputs(dict):
-    """A property of nodes computed from their inputs' (``of``), the first time it is asked for:
-    most nodes a canonical form writes are never sorted nor asked their sign. An explicit
-    stack, so any depth is safe."""
+    """A property of nodes computed from their inputs' (``of``) when first asked for (most
+    nodes are never asked), by an explicit stack."""
 
     __slots__ = ()
 
@@ -125,8 +124,7 @@ class _ByInputs(dict):
 
 
 class Places(_ByInputs):
-    """node -> (is a sum, its text cut to ``SIGNATURE``, seq): its place among terms and
-    factors (by text, then by creation: deterministic)."""
+    """node -> (is a sum, text cut to ``SIGNATURE``, seq): its place among terms and factors."""
 
     __slots__ = ()
 
@@ -196,8 +194,7 @@ def node_sign(op, signs: list[int], inputs: tuple[SymNode, ...]) -> int:
 
 
 def signature(op, inputs: list[str], needs_grad: bool) -> str:
-    """The text that orders a node among terms and factors, cut to ``SIGNATURE`` characters;
-    numbers and functions of numbers (log(2)) come after what depends on a variable."""
+    """The text that orders a node among terms and factors (``cut``)."""
     if op.symbol is None:
         text = f"{op.name}({','.join(inputs)})"
     elif op.arity == 1:
@@ -208,8 +205,8 @@ def signature(op, inputs: list[str], needs_grad: bool) -> str:
 
 
 def cut(text: str, needs_grad: bool) -> str:
-    """A node's text as its signature: cut to ``SIGNATURE`` characters, and marked with ``~``
-    when it depends on no variable, so that it comes after those that do."""
+    """A node's text cut to ``SIGNATURE`` characters, marked ``~`` (sorted after what depends
+    on a variable) when it depends on none."""
     if not needs_grad and not text.startswith("~"):
         text = "~" + text
     return text[:SIGNATURE]

@@ -103,10 +103,8 @@ def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
 def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
                  wrt: Sequence[str] | None, max_nodes: int, order: int = 1,
                  given: Mapping[str, Any] | None = None) -> str:
-    """Source of ``def f(variables): return values, blocks``, NumPy only: the outputs'
-    values and the Jacobian (``order`` 1: ``{output: {input: block}}``) or the value and the
-    Hessian (2: ``{a: {b: block}}``, the value bare as the gradient's export returns it), one
-    line per node, shared nodes computed once."""
+    """Source of ``def f(variables): return values, blocks``: the outputs' values and Jacobian
+    (``order`` 1) or the value, bare, and Hessian (2), one line per node."""
     found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes,
                                                               given)
     writer = NumpyWriter(list(program.variables))

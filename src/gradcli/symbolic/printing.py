@@ -45,11 +45,8 @@ def print_shared(
     outputs: Sequence[Node], notation: Notation = TEXT,
     reserved: set[str] | frozenset = frozenset(), lazy: bool = False,
 ) -> Printed:
-    """Print ``outputs`` together, naming every non-leaf node that is used more than once.
-
-    With ``lazy`` (Python, which computes its statements whether a branch is taken or not), a
-    node inside a branch of a conditional is never made a statement: it is written out where it
-    is used, inside the branch (``_in_branches_only``)."""
+    """Print ``outputs`` together, naming every non-leaf node used more than once; ``lazy``
+    (Python, whose statements run whatever branch is taken) names none inside a branch."""
     outputs, nodes, uses = _presented(outputs)
     shared = _statements(nodes, uses, set(outputs))
     if shared and lazy:
@@ -112,9 +109,8 @@ def _nodes_and_uses(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, int
 
 
 def presented(outputs: Sequence[Node]) -> list[Node]:
-    """The graph as it is printed: ``c*(p*q)`` regrouped as ``c*p*q`` where ``p*q`` is used only
-    there. The builder keeps numbers on the left of one product (so that 2*x + 3*x gathers);
-    regrouping saves the parentheses. The printed text parses back to exactly this graph."""
+    """The graph as printed (and parsed back): ``c*(p*q)``, the builder's number in front, as
+    ``c*p*q`` where ``p*q`` is used only there."""
     return _presented(outputs)[0]
 
 
@@ -283,9 +279,8 @@ _MATRIX_LATEX: dict[str, tuple[str, tuple[int, ...], int]] = {
 
 
 def matrix_latex(output: Node) -> str:
-    """Matrix notation: ``A^\\top``, ``\\odot`` between arrays, ``\\otimes`` for outer, a
-    product of matrices side by side, ``X^{-1}``, ``\\operatorname{tr}``, ``\\mathbf{1}_{n}``,
-    ``I_{n}``; operands in full (each node's text once per use)."""
+    """Matrix notation (``A^\\top``, ``\\odot``, ``\\otimes``, ``X^{-1}``, ``I_{n}``), each
+    node's text written out at each use."""
     texts: dict[int, tuple[str, int]] = {}  # id -> (text, how tightly it binds)
 
     def arg(node: Node, at_least: int) -> str:
@@ -360,10 +355,8 @@ class PythonNotation(Notation):
         return f"{self.function(op)}({', '.join(args)})"
 
     def function(self, op: Any) -> str:
-        """``math.erf``, ``max``, or the name of a helper copied from the op table (engine/ops/),
-        engine/special.py or engine/special_slopes.py (each written against ``math`` alone); a
-        row whose forward is none of those (a lambda, a function of another module, which may
-        use that module's names) is a UsageError: the generated code imports only ``math``."""
+        """``math.erf``, ``max``, or a helper copied from engine/ops/, special.py or
+        special_slopes.py (written against ``math`` alone); anything else is a UsageError."""
         forward = op.forward
         module = getattr(forward, "__module__", None)
         name = getattr(forward, "__name__", "")
@@ -403,9 +396,8 @@ class PythonNotation(Notation):
 
 
 def _python_names_used() -> set[str]:
-    """Every name the generated code may call: Python's builtins (min, max, abs) and the op
-    table's float functions (a copied helper), so that a variable named like one (``sum``,
-    ``round``) is renamed rather than hide it."""
+    """The builtins and the op table's float functions the generated code may call: a
+    variable named like one (``sum``) is renamed rather than hide it."""
     names = set(dir(builtins))
     for op in OPS.values():
         names.add(getattr(op.forward, "__name__", ""))

@@ -24,9 +24,8 @@ FIRST_SEED = 17
 
 def candidate(shapes: Mapping[str, tuple[int, ...]], attempt: int,
               given: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The ``attempt``-th candidate point: ``given`` values as float arrays, every other
-    variable of ``shapes`` drawn from ``RANGES[attempt % len(RANGES)]``. The arrays are
-    shared between calls (the draws are deterministic): read them, do not write them."""
+    """The ``attempt``-th candidate point: ``given`` values as float arrays, the others drawn
+    from ``RANGES[attempt % len(RANGES)]`` (arrays shared between calls: read only)."""
     import numpy as np
 
     drawn = _drawn(tuple(shapes.items()), attempt)
@@ -61,9 +60,8 @@ def candidates(shapes: Mapping[str, tuple[int, ...]],
 
 def defined_point(shapes: Mapping[str, tuple[int, ...]], given: Mapping[str, Any] | None,
                   build: Callable[[dict[str, Any]], Any]) -> Any:
-    """``build(point)`` at the first candidate point where it raises no NumericError. At the
-    user's own full point its error is the answer (as ``eval`` says it); where no candidate
-    works, a UsageError with the last failure."""
+    """``build(point)`` at the first candidate point where it raises no NumericError (at a
+    point given in full, its error); a UsageError where none works."""
     failure: NumericError | None = None
     free = [name for name in shapes if given is None or name not in given]
     for point in candidates(shapes, given):
