@@ -4,6 +4,7 @@ partial evaluation, all by the op table's own rules run on symbolic nodes (``bui
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,15 +61,8 @@ class Derivatives:
         if fmt not in ("text", "latex"):
             raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
         printer = to_text if fmt == "text" else to_latex
-        printed: dict[SymNode, str] = {}  # a Hessian's symmetric entries are one node
-
-        def once(node: SymNode) -> str:
-            text = printed.get(node)
-            if text is None:
-                text = printed[node] = printer(node)
-            return text
-
-        return _map_tree(self.canonical(), once)
+        # a Hessian's symmetric entries are one node, printed once
+        return _map_tree(self.canonical(), functools.cache(printer))
 
     @collector_paused
     def python(self) -> str:

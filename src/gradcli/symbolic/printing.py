@@ -178,8 +178,8 @@ def to_text(output: Node) -> str:
 
 _LATEX_FUNCTIONS = {"asin": r"\arcsin", "acos": r"\arccos", "atan": r"\arctan",
                     "log2": r"\log_{2}", "log10": r"\log_{10}", "gamma": r"\Gamma",
-                    "digamma": r"\psi"}
-_LATEX_NAMED = {"sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log"}
+                    "digamma": r"\psi"} | {
+    name: "\\" + name for name in ("sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log")}
 _LATEX_SYMBOLS = {"le": r"\le", "ge": r"\ge", "eq": "=", "ne": r"\ne", "logical_and": r"\land",
                   "logical_or": r"\lor"}
 
@@ -217,11 +217,8 @@ class LatexNotation(Notation):
             return rf"\sqrt{{{args[0]}}}"
         if op.name == "abs":
             return rf"\left|{args[0]}\right|"
-        if op.name in _LATEX_NAMED:
-            head = "\\" + op.name
-        else:
-            escaped = op.name.replace("_", "\\_")
-            head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{escaped}}}")
+        escaped = op.name.replace("_", "\\_")
+        head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{escaped}}}")
         return rf"{head}\left({', '.join(args)}\right)"
 
     def prefix(self, op: Any, operand: str) -> str:
