@@ -152,3 +152,12 @@ def test_every_row_exports_runnable_scalar_python(tmp_path, name):
     assert value == pytest.approx(result.value, rel=1e-12, abs=1e-300)
     for n, got in zip(names, gradient, strict=True):
         assert got == pytest.approx(result.gradients[n], rel=1e-9, abs=1e-12), n
+
+
+@pytest.mark.parametrize("op", [op for op in ROWS if op.numpy], ids=lambda op: op.name)
+def test_a_row_s_numpy_form_writes_each_operand(op):
+    """A row's NumPy form is a format string with one place per operand (``{0}``, ...)."""
+    operands = [f"operand{i}" for i in range(op.arity)]
+    written = op.numpy.format(*operands)
+    assert all(operand in written for operand in operands)
+    assert "{" not in written

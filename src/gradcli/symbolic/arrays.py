@@ -1,21 +1,13 @@
 """Array programs' nodes as expressions: a builder whose nodes carry values, and the VJP rules'
-namespace on them (``GraphArrays``), which symbolic/jacobians.py runs backward.
+namespace on them (``GraphArrays``: ``xp.matmul`` makes an ``@`` node), which
+symbolic/jacobians.py runs backward.
 
-Every node an ``ArrayBuilder`` makes carries its numeric value at one point of the given shapes
-(the values given, or a sample point): that gives every node's shape (which VJP form applies:
-vector or matrix), and it is how a test compares the printed gradient with ``eval``'s.
-Simplifications: the scalar builder's (x*1, x+0, like terms, ...), plus ``(x')' -> x``,
-``x' -> x`` for a vector, ``eye(n)@A -> A``, ``exp(log_softmax(x)) -> softmax(x)``,
-``exp(x - logsumexp(x)) -> softmax(x)`` for a vector, zeros of a shape through products and
-sums, and a gradient of ones spread only when a shape needs it.
-
-Array ops run their rows' own VJP rules (engine/ops/linear_algebra.py) on ``GraphArrays``, the graph
-form of the rules' namespace: ``xp.matmul`` makes an ``@`` node, ``xp.transpose`` a ``'``,
-``xp.eq`` an ``==``. The rules that give numeric gradients give these, so there is no second
-list of derivatives. A builder for printing (``gradcli diff``) writes prod's gradient as
-``prod(x)/x``, as a person does (undefined where an element is 0, like the scalar diff's
-``y*x**(y - 1)``); one for second derivatives (``exact=True``: ``--hessian``, ``--hvp``)
-builds the longer form that is exact at zero elements too.
+Every node carries its value at one point of the given shapes: that gives its shape (which VJP
+form applies) and lets a test compare the printed gradient with ``eval``'s. Beside the scalar
+builder's rewrites it writes ``(x')' -> x``, ``eye(n)@A -> A``, ``exp(log_softmax(x)) ->
+softmax(x)`` and zeros of a shape through products and sums. A builder for printing writes
+prod's gradient as ``prod(x)/x``, as a person does; one for second derivatives (``exact``) the
+longer form exact at zero elements too.
 """
 
 from __future__ import annotations
@@ -123,9 +115,8 @@ _ABSORBING = {"mul": None, "matmul": None, "outer": None, "dot": None, "div": (0
 
 
 def _through_zeros(b: ArrayBuilder, op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:
-    """Zeros of an array shape through a product, a sum or a reduction: ``A@zeros`` is zeros
-    of ``A@zeros``'s shape, ``A + zeros`` is ``A`` when A has the sum's shape (the scalar
-    builder folds the number 0 alone)."""
+    """Zeros of an array shape through a product, a sum or a reduction: ``A@zeros`` is zeros,
+    ``A + zeros`` is ``A`` (the scalar builder folds the number 0 alone)."""
     zeros_at = [i for i, node in enumerate(inputs) if _is_zeros(node)]
     if not zeros_at or all(is_zero(inputs[i]) for i in zeros_at):
         return None
@@ -158,9 +149,8 @@ def zeros(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
 
 
 def _array_rewrite(b: ArrayBuilder, op: Op, inputs: tuple[SymNode, ...]) -> SymNode | None:
-    """(x')' -> x; x' -> x for a vector or a number; (a@b)' -> b'@a'; inv(s)' -> inv(s) for
-    s = a'@a; (-a)' -> -(a');
-    sum(-x) -> -sum(x); eye(n)@A -> A; A@eye(n) -> A; ones(n)[k] -> 1."""
+    """(x')' -> x; x' -> x for a vector or a number; (a@b)' -> b'@a'; inv(a'@a)' -> inv(a'@a);
+    (-a)' -> -(a'); sum(-x) -> -sum(x); eye(n)@A -> A; A@eye(n) -> A; ones(n)[k] -> 1."""
     if op.name == "transpose":
         (x,) = inputs
         if x.op is OPS["transpose"]:
@@ -213,8 +203,7 @@ def _times_one(op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:
 
 
 def _softmax_of(node: SymNode) -> SymNode | None:
-    """``x`` when exp(node) is softmax(x): node is log_softmax(x), or x - logsumexp(x) with x
-    a vector (a matrix's logsumexp is of every element, its softmax along rows)."""
+    """``x`` when exp(node) is softmax(x): log_softmax(x), or x - logsumexp(x) of a vector."""
     if node.op is OPS["log_softmax"]:
         return node.inputs[0]
     if node.op is SUB and node.inputs[1].op is OPS["logsumexp"]:
@@ -249,9 +238,8 @@ def spread(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:
 
 
 class GraphArrays:
-    """The VJP rules' namespace (engine/ops/xp.py's ``Arrays``) on graph nodes: each name
-    makes the array program's own nodes, so a rule run here builds its operand's gradient as an
-    expression. What the language cannot write is a UsageError naming it."""
+    """The VJP rules' namespace (ops/xp.py's ``Arrays``) on graph nodes: a rule run here builds
+    its gradient as an expression; what the language cannot write is a UsageError."""
 
     def __init__(self, b: ArrayBuilder, exact: bool) -> None:
         self.b = b
@@ -294,8 +282,7 @@ class GraphArrays:
         return self._op("sum", x)
 
     def sum_last(self, x: SymNode) -> SymNode:
-        """A vector's sum (a number broadcasts as a length-1 axis); a matrix's row sums
-        ``x@ones(m)``, spread back over the columns as ``outer(x@ones(m), ones(m))``."""
+        """A vector's sum; a matrix's row sums spread back, ``outer(x@ones(m), ones(m))``."""
         shape = shape_of(x)
         if len(shape) < 2:
             return self.sum(x) if shape else x
@@ -316,11 +303,9 @@ class GraphArrays:
         return v
 
     def others_product(self, x: SymNode, out: SymNode) -> SymNode:
-        """``prod(x)/x`` to print, unless x has a zero element at the point (the values
-        given); exact (``self.exact``, or that zero): with z = (x == 0) and safe = x with
-        its zeros replaced by 1, ``(1 - z)*prod(x)/safe`` where x is not 0, and at a zero
-        ``prod(safe)`` when it is the only zero, times the other zero's value when there are
-        two (0 with derivative 1 along it): every first and second derivative is exact."""
+        """``prod(x)/x``, unless exact (or x has a zero at the point): with z = (x == 0) and
+        safe = x with its zeros made 1, ``(1 - z)*prod(x)/safe`` off zeros, and at a zero
+        ``prod(safe)`` times the other zero's value if there is one: exact to second order."""
         b = self.b
         if not self.exact and bool(arrays.numpy().all(x.value != 0)):
             return b.make(OPS["div"], (out, x))
@@ -337,8 +322,8 @@ class GraphArrays:
         return b.make(ADD, (elsewhere, at_zero))
 
     def scatter(self, g: SymNode, key: tuple[Any, ...], x: SymNode) -> SymNode:
-        """``g`` placed at ``x[key]`` with constant 0/1 arrays: a one-hot vector ``e`` for a
-        whole-number index, a selection matrix ``S`` (``S'@g`` puts a slice back) for a slice."""
+        """``g`` at ``x[key]`` by constant 0/1 arrays: one-hot for an index, a selection
+        matrix ``S`` for a slice (``S'@g`` puts it back)."""
         return _scatter(self, g, key, shape_of(x))
 
     def take(self, g: SymNode, position: int) -> SymNode:
@@ -399,8 +384,7 @@ def _scatter(xp: GraphArrays, g: SymNode, key: tuple[Any, ...],
 # --- gradients summed back over broadcast axes ----------------------------------------------------
 
 def _spread_matrix(b: ArrayBuilder, part: SymNode, shape: tuple[int, ...]) -> SymNode:
-    """An (m, 1) column or (1, n) row ``part`` as the (m, n) matrix it broadcasts to: its
-    entries repeated along the stretched axis (outer with ones)."""
+    """An (m, 1) column or (1, n) row ``part`` as the (m, n) matrix it broadcasts to."""
     rows, columns = shape_of(part)
     if (rows, columns) == (1, 1):
         return spread(b, op_node(b, "sum", part), shape)
@@ -413,10 +397,9 @@ def _spread_matrix(b: ArrayBuilder, part: SymNode, shape: tuple[int, ...]) -> Sy
 
 def reduce_to(b: ArrayBuilder, part: SymNode, out: tuple[int, ...],
               shape: tuple[int, ...]) -> SymNode:
-    """The gradient an operand of ``shape`` receives from ``part``, which stands for
-    ``part`` broadcast to the node's shape ``out`` (a number or a row is left to broadcasting):
-    every axis the operand was stretched along is summed. Where ``part`` too is constant along
-    it, the sum is a count: ``sum(X@W + b)`` gives b the gradient ``4*ones(2)`` for 4 rows."""
+    """The gradient an operand of ``shape`` receives from ``part`` (broadcast to the node's
+    shape ``out``): summed along every stretched axis, a count where ``part`` too is constant
+    along it (``sum(X@W + b)`` gives b ``4*ones(2)`` for 4 rows)."""
     rank = len(out)
     have = (1,) * (rank - len(shape_of(part))) + shape_of(part)
     want = (1,) * (rank - len(shape)) + shape
@@ -438,7 +421,6 @@ def reduce_to(b: ArrayBuilder, part: SymNode, out: tuple[int, ...],
         return op_node(b, "outer", row_sums, ones_vector(b, 1))
     raise UsageError(f"gradcli diff cannot yet sum a gradient of shape {shape_of(part)} back "
                      f"to {shape}", hint="gradcli eval gives its numeric gradient")
-
 
 
 def unbroadcast(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:

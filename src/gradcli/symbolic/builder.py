@@ -1,16 +1,11 @@
 """Derivatives as graphs: the backward pass run on graph nodes instead of floats.
 
-``Builder`` makes the ``SymNode``s (symbolic/nodes.py) the op table's rules build when run on
-nodes. It hash-conses (the same op on the same inputs is the same node, so shared
-subexpressions stay shared and printed sizes stay linear) and simplifies locally as it builds
-(symbolic/rewrites.py). What is printed is the canonical form of the finished graph
-(``canonical``).
-
-Some rewrites assume the expression they drop is defined (``x - x -> 0`` whatever x is, even
-log(-1)), which is right for a formula but not at a point. So derivatives at a point do not
-substitute numbers into the simplified graph: ``gradients_at`` runs ``eval``'s own forward and
-backward passes on every node that depends only on bound variables (same numbers, same
-NumericErrors) and the rules on SymNodes only where a free variable is involved.
+``Builder`` makes the ``SymNode``s the op table's rules build when run on nodes: it hash-conses
+(shared subexpressions stay shared, printed sizes linear) and simplifies locally
+(symbolic/rewrites.py). Some rewrites assume what they drop is defined (``x - x -> 0`` even for
+log(-1)): right for a formula, not at a point. So ``gradients_at`` runs ``eval``'s own passes on
+the nodes that depend only on bound variables (same numbers, same NumericErrors) and the rules
+on SymNodes only where a free variable is involved.
 """
 
 from __future__ import annotations
@@ -49,16 +44,11 @@ class Builder(Maker):
         self._table: dict[tuple, SymNode] = {}
         self._numbers: dict[float, SymNode] = {}  # nonzero unnamed constants by value
         self._rewriting = 0  # how many rewrites are under way, one inside another
-        # What make() gave for each (op, inputs) outside any rewrite: the same again (the rules
-        # ask for the same products and sums many times; a rewrite's answer depends only on the
-        # inputs and on how deep it runs, so the answer is reused rather than worked out again).
+        # What make() gave for each (op, inputs) outside any rewrite (the rules ask for the same
+        # products many times; a rewrite's answer depends only on its inputs and depth)
         self._made: dict[tuple, SymNode] = {}
-        # Derivatives can grow fast: past this, a UsageError. (int(): a caller's NumPy integer or
-        # 1e5 is as good as an int, and the compiled core takes only an int here.)
-        self.max_nodes = int(max_nodes)
-        # Whether some node made here has only constant operands (a piece that did not fold,
-        # such as log(-1) or log(2)): only then need ``check_folded`` look at the graphs.
-        self.constant_operands = False
+        self.max_nodes = int(max_nodes)  # a UsageError past it (int(): 1e5 is fine too)
+        self.constant_operands = False  # see Maker
         # A formula keeps log(2) as log(2) (``fold_constants``); a point wants its digits.
         self.exact_constants = exact_constants
 
@@ -160,8 +150,7 @@ class Builder(Maker):
         return None if folded is None else self.constant(folded)
 
     def raw(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
-        """The node ``op(inputs)`` exactly as given: no folding, no rewrite (shared all the
-        same). For callers that built a simplified form themselves (``canonical``)."""
+        """``op(inputs)`` as given, not folded nor rewritten (``canonical``'s forms are)."""
         if len(inputs) == 2:  # keyed as make keys it
             key: tuple = (op.name, inputs[0].seq, inputs[1].seq)
         elif len(inputs) == 1:
@@ -175,18 +164,14 @@ class Builder(Maker):
         return self.constant(0.0)
 
     def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
-        """What ``node``'s gradient ``grad`` adds to its operand at ``position``'s (``backward``):
-        grad times the op table's rule for that operand."""
+        """What ``node``'s gradient adds to its operand ``position``'s: grad times its rule."""
         return _chained(self, grad, node.op.rules[position](*node.inputs, node))
 
     def import_graph(
         self, outputs: Sequence[Node], values: Mapping[str, float] | None = None
     ) -> list[SymNode]:
-        """Rebuild ``outputs`` (any graph nodes) here; variables in ``values`` become constants.
-
-        Walks the nodes in topological order (no recursion), so every node is simplified and
-        folded again: this is how bound variables are substituted.
-        """
+        """Rebuild ``outputs`` here, simplified and folded again, the variables in ``values``
+        made constants (how bound variables are substituted)."""
         values = values or {}
         made: dict[Node, SymNode] = {}
         make, image = self.make, made.__getitem__
@@ -205,11 +190,8 @@ class Builder(Maker):
 
 
 def substitute(outputs: Sequence[Node], values: Mapping[str, float]) -> list[SymNode]:
-    """``outputs`` with the variables in ``values`` replaced by numbers and folded.
-
-    A piece that is all numbers yet does not fold (log(-1) once x = -1) raises the NumericError
-    that evaluating it would raise, naming that piece, rather than being printed as if fine.
-    """
+    """``outputs`` with the variables in ``values`` replaced by numbers and folded
+    (``check_folded``)."""
     result = Builder().import_graph(outputs, values)
     check_folded(result)
     return result
@@ -250,10 +232,8 @@ def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
 
 
 def backward(output: SymNode) -> dict[Node, SymNode]:
-    """d(output)/d(every node it depends on through a path that needs a gradient), made by
-    ``eval``'s reverse pass on SymNodes: each node's gradient times its local derivatives
-    (the builder's ``contribution``, a product here and an op's VJP in an ArrayBuilder), the
-    contributions to a node summed."""
+    """d(output)/d(every node on a path that needs a gradient): ``eval``'s reverse pass on
+    SymNodes, with the builder's ``contribution`` (an ArrayBuilder's is the op's VJP)."""
     builder = output.builder
     make, contribution = builder.make, builder.contribution
     grads: dict[Node, SymNode] = {output: builder.constant(1.0)}
@@ -271,10 +251,8 @@ def backward(output: SymNode) -> dict[Node, SymNode]:
 
 
 def _chained(builder: Maker, grad: SymNode, local: Any) -> SymNode:
-    """grad * local, the chain rule's product, as ``make`` gives it. A sum's rules are the
-    number 1 and its gradient is often the number 1, so a factor 1 (and a local -1, a negation)
-    is taken care of here without the builder's lookups and rewrites, with the same result: a
-    number times 1 folds to that number, except a name (pi) that a point's builder writes out."""
+    """grad * local as ``make`` gives it, a factor 1 or -1 (a sum's rules, and often its
+    gradient) without the builder's lookups; a name (pi) that a point's builder writes out."""
     unit = grad.op is CONST and grad.value == 1.0 and grad.name is None
     if type(local) is float:
         if local == 1.0 and (grad.op is not CONST or grad.name is None):
@@ -293,11 +271,9 @@ def _chained(builder: Maker, grad: SymNode, local: Any) -> SymNode:
 # --- at a point: eval's passes on the bound nodes, the rules on SymNodes for the rest -----------
 
 def bound_values(nodes: Sequence[Node], values: Mapping[str, float]) -> dict[Node, float]:
-    """The value of every node of ``nodes`` (a topological order) that depends only on constants
-    and the variables in ``values``, computed as ``eval``'s forward pass computes it
-    (``quick_compute``, in the same order), so a node outside its domain raises the NumericError
-    ``eval`` raises, naming it -- before any rewrite could drop it. Sets those nodes' ``value``
-    (as ``eval`` does: ``local_derivative`` reads it)."""
+    """The value of every node of ``nodes`` (topological) that depends only on constants and
+    the variables in ``values``, as ``eval``'s forward pass computes (and sets) it, so a node
+    outside its domain raises ``eval``'s NumericError before a rewrite could drop it."""
     masked = is_masked(nodes)
     numbers: dict[Node, float] = {}
     failed: list[Node] = []
@@ -325,9 +301,8 @@ def bound_values(nodes: Sequence[Node], values: Mapping[str, float]) -> dict[Nod
 
 def _live_numbers(nodes: Sequence[Node], numbers: dict[Node, float],
                   failed: list[Node]) -> dict[Node, float]:
-    """``numbers`` without the nodes in a branch not taken (a condition with a free variable
-    takes both): those are left to the symbolic rules, where the conditional's folding drops
-    them. A live node in ``failed`` raises its error (the first one in topological order)."""
+    """``numbers`` without the nodes of a branch not taken (left to the symbolic rules); the
+    first live node in ``failed`` raises its error."""
     live = liveness(list(nodes), lambda node: numbers.get(node))
     for node in failed:
         if live[node.index]:
@@ -349,16 +324,10 @@ def check_local_derivatives(nodes: Sequence[Node], numbers: Mapping[Node, float]
 def gradients_at(
     nodes: Sequence[Node], values: Mapping[str, float], builder: Builder, wrt: Sequence[str]
 ) -> tuple[SymNode, list[SymNode]]:
-    """The output (the last of ``nodes``, a topological order) and its derivatives by ``wrt`` at
-    a point that gives some variables ``values``, made in ``builder``.
-
-    Every node that depends only on bound variables is a number computed by ``eval``'s forward
-    pass, and its local derivatives are ``eval``'s numbers (``local_derivative``), errors
-    included; the op table's rules run on SymNodes only for nodes that involve a free variable.
-    The contributions are summed in ``eval``'s order (reverse topological, starting from 0), so
-    when every variable is bound the answers are exactly ``eval``'s gradients, and a gradient
-    that overflows raises as there.
-    """
+    """The output (the last of ``nodes``, topological) and its derivatives by ``wrt`` where
+    ``values`` binds some variables: bound nodes and their local derivatives are ``eval``'s
+    numbers, errors included, the rules run on SymNodes only where a free variable is, and the
+    sums go in ``eval``'s order, so a full point gives exactly ``eval``'s gradients."""
     numbers = bound_values(nodes, values)
     images: dict[Node, SymNode] = {}
     variables = {str(node.name): node for node in nodes if node.op is VAR}

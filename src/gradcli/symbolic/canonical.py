@@ -1,35 +1,13 @@
 """The canonical form of a derivative: sums and products flattened, sorted and collected.
 
-The builder (``symbolic``) simplifies locally while a derivative is built, looking a fixed number
-of levels down. This pass runs once on the finished graphs, in one topological walk, and gives
-every sum and product one written form whatever order the rules produced it in:
-
-- a sum is a number plus terms with numeric coefficients, like terms collected
-  (``2*sin(x)*cos(x) - 2*cos(x)*sin(x)`` is 0), nested sums flattened;
-- a product is a numeric coefficient times bases raised to exponents, powers of one base merged
-  (``x*x**(x - 1)`` is ``x**x``, ``t**2/t**6`` is ``t**-4``), exponents added as sums;
-- terms and factors are written in one order (by their text), a positive term first and the
-  number last; negative exponents as division (``1/t**4``); the sign goes in front of the
-  quotient (``-3*x/(y - 2)**4``); a factor that every term of a sum shares is pulled out
-  (``x**x*(log(x) + 1)``), and so is a number when that saves multiplications;
-- plain signs are used (relu of a visibly positive sum is the sum, its heaviside 1), and
-  ``exp(u)/(exp(u) + 1)`` is ``sigmoid(u)``; a small sum in a product is multiplied out where
-  that cancels terms.
-
-Every rewrite is an identity for real numbers where the original is defined; the ones that
-extend the domain (``x/x`` -> 1, ``x**a*x**b`` -> ``x**(a + b)``) are those docs/derivatives.md
-lists. Never done: ``sqrt(x**2)`` -> x, ``(x*y)**0.5`` -> ``x**0.5*y**0.5``, ``(x**2)**0.5`` ->
-x (only integer powers are distributed). Numbers are folded with the op table's float functions
-(a sum's terms are reassociated, so values agree with the unsimplified graph up to rounding).
-
-The pass is linear: a sum or product used more than once is merged into its users only while it
-is small (else it stays one shared term, printed once as ``t1 = ...``), merges copy at most
-``MERGE_LIMIT`` entries, and caps on size and time (``SIZE_FACTOR``, ``SECONDS``, ``GROWTH``)
-make it give up and return the graphs it was given (correct, just less simplified).
-
-Three modules: this one reads nodes into forms (``Canonical``, one method per kind of node) and
-adds and multiplies forms (``Arithmetic``); ``canonical_writing`` writes them as nodes;
-``canonical_forms`` holds the forms themselves, the limits, and a node's place and sign.
+The builder simplifies locally while a derivative is built; this pass runs once on the finished
+graphs, in one topological walk, and gives every sum and product one written form whatever order
+the rules produced it in (docs/derivatives.md lists its rewrites, the domain they extend and
+those never done). It is linear: a shared sum or product is merged into its users only while it
+is small, merges copy at most ``MERGE_LIMIT`` entries, and caps on size and time make it give up
+and return the graphs it was given (correct, just less simplified). This module reads nodes into
+forms (``Canonical``) and adds and multiplies them (``Arithmetic``); ``canonical_writing`` writes
+them as nodes; ``canonical_forms`` holds the forms, the limits, and a node's place and sign.
 """
 
 from __future__ import annotations
@@ -82,8 +60,7 @@ class Arithmetic(Writer):
     """Sums and products of forms, and their signs where their shape shows them."""
 
     def sign(self, form: Form) -> int:
-        """POSITIVE or NON_NEGATIVE where the form's own shape shows it (x**2 + 0.5, exp(x),
-        relu(x)), else UNKNOWN: a look at its terms and factors, never deeper."""
+        """POSITIVE or NON_NEGATIVE where the form's terms and factors show it, else UNKNOWN."""
         if isinstance(form, float):
             return number_sign(form)
         if isinstance(form, Sum):  # non-negative terms, one of them positive
@@ -129,8 +106,7 @@ class Arithmetic(Writer):
         return Sum(0.0, {self.atom(form): 1.0})
 
     def term(self, factors: Factors) -> Term:
-        """The factors as a term of a sum, shared products among them multiplied out: in a sum,
-        w*x*y*z and t1*x with t1 = w*y*z are one term (written back, it is the same node)."""
+        """The factors as a term, shared products multiplied out (t1*x, t1 = w*y*z, is w*x*y*z)."""
         if not self.products or self.products.keys().isdisjoint(factors):
             return frozenset(factors.items())
         factors = dict(factors)
@@ -163,8 +139,7 @@ class Arithmetic(Writer):
         return Product(1.0, {form: 1.0})
 
     def added(self, left: Form, right: Form, sign: float) -> Sum:
-        """left + sign * right for any forms (``add`` once both are sums); the usual sum plus
-        a number keeps the sum's terms as they are (forms are never changed once made)."""
+        """left + sign * right for any forms; a sum plus a number shares the sum's terms."""
         if right.__class__ is float:
             form = self.as_sum(left)
             return Sum(add_numbers(form.const, sign * right), form.terms)
@@ -174,8 +149,7 @@ class Arithmetic(Writer):
         return self.add(self.as_sum(left), self.as_sum(right), sign)
 
     def add(self, left: Sum, right: Sum, sign: float) -> Sum:
-        """left + sign * right, for a sign of 1 or -1 (which never overflows a number, so only
-        the sums are checked: ``add_numbers``)."""
+        """left + sign * right of sums, the sign 1 or -1."""
         const = add_numbers(left.const, sign * right.const)
         if sign == 1.0 and len(right.terms) > len(left.terms):
             left, right = right, left
@@ -189,8 +163,7 @@ class Arithmetic(Writer):
         return Sum(const, terms)
 
     def scaled(self, form: Form, factor: float) -> Form:
-        """factor * form: a number times a sum goes into its terms (collected, then pulled out
-        again when written, so 2*(a + b) prints as it reads)."""
+        """factor * form, into a sum's terms (pulled out again when written)."""
         if isinstance(form, float):
             return multiply_numbers(factor, form)
         if isinstance(form, Sum):
@@ -200,8 +173,7 @@ class Arithmetic(Writer):
         return Product(multiply_numbers(factor, product.coefficient), product.factors)
 
     def times(self, form: Form, factor: float) -> Form:
-        """factor * form as a product: a number goes into a sum's terms when they are few
-        (-(a - b) is b - a), else it multiplies the sum (2*(x + y - z**2) stays as written)."""
+        """factor * form: into a sum's terms when they are few (-(a - b) is b - a)."""
         if form.__class__ is Product:  # the usual: 2*(x*y) is 2*x*y
             return Product(multiply_numbers(factor, form.coefficient), form.factors)
         if isinstance(form, Sum) and len(form.terms) > DISTRIBUTED_TERMS and factor != -1.0:
@@ -242,8 +214,8 @@ class Arithmetic(Writer):
 
 def canonical(outputs: Sequence[SymNode], named: bool = False,
               seconds: float = SECONDS) -> list[SymNode]:
-    """``outputs`` in canonical form, in a new builder; ``outputs`` themselves if it gives up.
-    ``named`` writes the numbers of ``NAMED`` as calls (for formulas, not for points)."""
+    """``outputs`` in canonical form, or themselves if it gives up; ``named`` writes the
+    numbers of ``NAMED`` as calls (formulas, not points)."""
     nodes, uses = nodes_and_uses(outputs)  # an output listed twice is one node
     limit = SIZE_FACTOR * len(nodes) + SIZE_EXTRA
     builder = Builder(max_nodes=limit + 1, exact_constants=True)
@@ -261,14 +233,12 @@ def canonical(outputs: Sequence[SymNode], named: bool = False,
 
 
 class Canonical(Arithmetic):
-    """One canonicalization: the forms of the nodes of a graph (a sum, a product, a number or an
-    atom each), made in one topological walk; ``Writer`` writes them as nodes."""
+    """One canonicalization: each node's form made in one topological walk."""
 
     def run(self, nodes: list, uses: dict[SymNode, int],
             outputs: Sequence[SymNode]) -> list[SymNode]:
-        """The canonical forms of ``nodes`` (a topological order), given how often each is an
-        operand over all outputs (as the printer counts them for one output, or fewer: a piece
-        may be named needlessly), written out for ``outputs``."""
+        """The canonical forms of ``nodes`` (topological; ``uses`` over all outputs), written
+        out for ``outputs``."""
         forms: dict[SymNode, Form] = {}
         given = _Given(self, forms, uses)  # what a node's users read: ``shared``
         operands = given.__getitem__
@@ -289,8 +259,7 @@ class Canonical(Arithmetic):
         return [self.node(forms[node]) for node in outputs]
 
     def readers(self) -> dict[str, Callable[..., Form]]:
-        """The form of each arithmetic op's node from its operands' forms (other ops are calls
-        of functions, ``call``)."""
+        """The form of an arithmetic node from its operands' (other ops: ``call``)."""
         return {"add": partial(self.added, sign=1.0), "sub": partial(self.added, sign=-1.0),
                 "mul": partial(self.multiply, sign=1.0),
                 "div": partial(self.multiply, sign=-1.0),
@@ -301,8 +270,7 @@ class Canonical(Arithmetic):
             raise TooLarge
 
     def shared(self, form: Form, uses: int) -> Form:
-        """A form merges into its users while it is small (a number times one term, 2*x, when it
-        is used more than once in an output: else it is one term, printed as a statement)."""
+        """A form merges into its users while it is small, else it is one (shared) term."""
         if not _written_when_shared(form, uses):
             return form
         if isinstance(form, Product):  # 2*t1: the 2 still folds
@@ -340,7 +308,6 @@ class Canonical(Arithmetic):
             if self.sign(args[0]) == POSITIVE:
                 return 1.0
         return self.make(op, tuple(self.node(arg) for arg in args))
-
 
     def multiply(self, left: Form, right: Form, sign: float) -> Form:
         """left * right (sign 1) or left / right (sign -1)."""
@@ -393,9 +360,8 @@ class Canonical(Arithmetic):
         return quotient
 
     def opened(self, factors: Factors, piece: SymNode) -> None:
-        """A shared product among factors is multiplied out, in place, where it shares a base
-        with them (t1*z with t1 = x*z is x*z**2), a sum written with a factor pulled out always
-        (y*(z*(2 - 4*y)) is y*z*(2 - 4*y)): else it stays one factor."""
+        """A shared product among factors multiplied out, in place, where it shares a base with
+        them (t1*z with t1 = x*z is x*z**2), or is a sum with a factor pulled out."""
         inner = self.products[piece]
         exponent = factors.get(piece)
         if not isinstance(exponent, float):
@@ -409,8 +375,7 @@ class Canonical(Arithmetic):
             self.merge(factors, base, power * exponent)
 
     def logistic(self, factors: Factors, divisor: SymNode) -> None:
-        """exp(u)/(exp(u) + 1) -> sigmoid(u), in place: the identity that makes the derivative
-        of log(1 + exp(x)) the derivative of softplus(x)."""
+        """exp(u)/(exp(u) + 1) -> sigmoid(u), in place (d/dx log(1 + exp(x)) is softplus')."""
         form = self.sums.get(divisor)
         if form is None or form.const != 1.0 or len(form.terms) != 1:
             return
@@ -422,7 +387,6 @@ class Canonical(Arithmetic):
                 factors.get(divisor) == -1.0):
             del factors[power], factors[divisor]
             self.merge(factors, self.make(OPS["sigmoid"], power.inputs), 1.0)
-
 
     def power(self, base: Form, exponent: Form) -> Form:
         if isinstance(exponent, float):
@@ -452,8 +416,7 @@ class Canonical(Arithmetic):
 
 
 def _written_when_shared(form: Form, uses: int) -> bool:
-    """Whether ``shared`` writes the form as a node for its users (a sum or product too large
-    to merge into them), rather than give them the form itself."""
+    """Whether ``shared`` writes the form as a node (too large to merge into its users)."""
     if type(form) is Sum:
         return len(form.terms) + 1 > (SHARED_SUM_LIMIT if uses > 1 else MERGE_LIMIT)
     if type(form) is Product:
@@ -462,9 +425,8 @@ def _written_when_shared(form: Form, uses: int) -> bool:
 
 
 class _Given(dict):
-    """node -> the form its users read. ``run`` stores the usual answer, the node's own form;
-    a form that ``shared`` writes is written when a user asks, at each use as it always was (so
-    that the nodes are made in the same order, which breaks ties between equal texts)."""
+    """node -> the form its users read: ``run`` stores the node's own form; one ``shared``
+    writes is written at each use (the nodes made in one order, which breaks ties)."""
 
     __slots__ = ("canonical", "forms", "uses")
 

@@ -1,6 +1,5 @@
-"""The pieces of a canonical form (``canonical``): sums and products as data, the limits of the
-pass, numbers that fold only while they stay finite, and what is known of a node without looking
-deeper than its inputs -- its place among terms and factors, and its sign.
+"""The pieces of a canonical form: sums and products as data, the pass's limits, numbers folded
+only while they stay finite, and a node's place and sign, known from its inputs alone.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ class TooLarge(Exception):  # noqa: N818 (not an error: a reason to stop)
     """The canonical form grew too large, took too long or met a number that does not fold."""
 
 
-
 # A form is never changed once made (a new form may share its dict: a sum plus a number keeps
 # the sum's terms); ``merge`` changes only the new dicts that it is given.
 Factors = dict  # base node -> exponent (a float, or a node)
@@ -61,9 +59,7 @@ class Product:
         self.factors = factors
 
 
-
 Form = float | SymNode | Sum | Product  # a node is an atom: a variable, a call, a shared piece
-
 
 
 # The numbers the op table's rules compute from constants (log2's rule divides by log(2)): in a
@@ -102,9 +98,8 @@ def short_quotient(a: float, b: float) -> float | None:
 # --- what a node's inputs tell: its place among terms and factors, its sign ---------------------
 
 class _ByInputs(dict):
-    """A property of nodes computed from their inputs' (``of``), the first time it is asked for:
-    most nodes a canonical form writes are never sorted nor asked their sign. An explicit
-    stack, so any depth is safe."""
+    """A property of nodes computed from their inputs' (``of``) when first asked for (most
+    nodes are never asked), by an explicit stack."""
 
     __slots__ = ()
 
@@ -129,8 +124,7 @@ class _ByInputs(dict):
 
 
 class Places(_ByInputs):
-    """node -> (is a sum, its text cut to ``SIGNATURE``, seq): its place among terms and
-    factors (by text, then by creation: deterministic)."""
+    """node -> (is a sum, text cut to ``SIGNATURE``, seq): its place among terms and factors."""
 
     __slots__ = ()
 
@@ -158,7 +152,6 @@ class Signs(_ByInputs):
         if not node.inputs:
             return UNKNOWN
         return node_sign(node.op, [self[s] for s in node.inputs], node.inputs)
-
 
 
 UNKNOWN, NON_NEGATIVE, POSITIVE = 0, 1, 2
@@ -201,8 +194,7 @@ def node_sign(op, signs: list[int], inputs: tuple[SymNode, ...]) -> int:
 
 
 def signature(op, inputs: list[str], needs_grad: bool) -> str:
-    """The text that orders a node among terms and factors, cut to ``SIGNATURE`` characters;
-    numbers and functions of numbers (log(2)) come after what depends on a variable."""
+    """The text that orders a node among terms and factors (``cut``)."""
     if op.symbol is None:
         text = f"{op.name}({','.join(inputs)})"
     elif op.arity == 1:
@@ -213,8 +205,8 @@ def signature(op, inputs: list[str], needs_grad: bool) -> str:
 
 
 def cut(text: str, needs_grad: bool) -> str:
-    """A node's text as its signature: cut to ``SIGNATURE`` characters, and marked with ``~``
-    when it depends on no variable, so that it comes after those that do."""
+    """A node's text cut to ``SIGNATURE`` characters, marked ``~`` (sorted after what depends
+    on a variable) when it depends on none."""
     if not needs_grad and not text.startswith("~"):
         text = "~" + text
     return text[:SIGNATURE]

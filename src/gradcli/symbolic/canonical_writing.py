@@ -1,7 +1,6 @@
-"""Writing canonical forms as graph nodes: the part of ``Canonical`` (symbolic/canonical.py) that
-turns a sum or a product into nodes -- terms in one order (by their text), a positive term first
-and the number last, negative exponents as division, the sign in front of a quotient, a factor
-every term shares pulled out, a small sum multiplied out where that cancels terms.
+"""Writing canonical forms as nodes (the part of ``Canonical`` that does it): terms in one order,
+negative exponents as division, a shared factor pulled out, small sums multiplied out where
+that cancels terms.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ from gradcli.symbolic.nodes import SymNode
 
 
 class Writer:
-    """The state of one canonicalization and the writing of its forms as nodes. The forms'
-    arithmetic it uses (``merge``, ``negated``) is its subclass ``Arithmetic``'s."""
+    """One canonicalization's state, and its forms written as nodes (``merge`` and
+    ``negated`` are its subclass ``Arithmetic``'s)."""
 
     def __init__(self, builder: Builder, limit: int, deadline: float, named: bool) -> None:
         self.builder = builder
@@ -147,8 +146,7 @@ class Writer:
         return result
 
     def written_term(self, coefficient: float, term: Term) -> SymNode:
-        """coefficient * term as a node; the usual term (one base to a positive power, times 1)
-        as ``write_product`` writes it, without making a product first."""
+        """coefficient * term as a node (the usual one without making a product first)."""
         if len(term) == 1:
             ((base, exponent),) = term
             usual = self.one_power(coefficient, base, exponent)
@@ -158,22 +156,19 @@ class Writer:
 
     def one_power(self, coefficient: float, base: SymNode, exponent: float | SymNode
                   ) -> SymNode | None:
-        """The usual term -- one base (not a number, which folds) to a positive power, times 1
-        -- written as it is; None for any other."""
+        """The usual term, 1 times a base (no number) to a positive power, written; else None."""
         if coefficient == 1.0 and exponent.__class__ is float and exponent > 0.0 and (
                 base.op is not CONST or base.name is not None):
             return self.raised(base, exponent)
         return None
 
     def in_order(self, term: Term) -> list:
-        """A term's (base, exponent) pairs in the order of ``keys``: a frozenset's own order
-        follows the nodes' hashes (their addresses), which differ from run to run."""
+        """A term's pairs in the order of ``keys`` (a frozenset's follows addresses)."""
         keys = self.keys
         return sorted(term, key=lambda pair: keys[pair[0]])
 
     def small_sum(self, term: Term) -> Sum | None:
-        """The first factor of ``term`` (in the order of ``keys``) that is a sum of at most
-        ``EXPANDED_TERMS`` terms to the power 1, or None."""
+        """The first factor of ``term`` (by ``keys``) that is a small sum to the power 1."""
         found = self.small.intersection(term)
         if not found:
             return None
@@ -184,12 +179,9 @@ class Writer:
         return self.sums[base]
 
     def expanded(self, terms: dict[Term, float], const: float) -> tuple[dict[Term, float], float]:
-        """The terms (and the constant) with small sums among their factors multiplied out, in
-        up to ``EXPANSION_ROUNDS`` rounds, when that leaves fewer terms: t/y + (x/y - 1/y**2)*t*y
-        is t*x; y - (y - 1), left inside when a factor is pulled out, is 1; t1*t2*(1/t1 + 1/t2)
-        with t2 = 1 - t1 is 1. Else the terms as they are (multiplying out lengthens what does
-        not cancel). Fewer terms are better (a number counts as half a term), then fewer
-        factors: t1*w*t2*(1/t2 - 1/t1) with t2 = 1 - t1 is -w."""
+        """The terms and constant with small sums among their factors multiplied out (up to
+        ``EXPANSION_ROUNDS`` rounds) when that costs less (``_cost``): t/y + (x/y - 1/y**2)*t*y
+        is t*x, t1*t2*(1/t1 + 1/t2) with t2 = 1 - t1 is 1; else the terms as they are."""
         current, number = terms, const
         cap = EXPANSION_GROWTH * len(terms) + EXPANSION_GROWTH
         for _ in range(EXPANSION_ROUNDS):
@@ -205,8 +197,8 @@ class Writer:
 
     def _expanded_once(self, terms: dict[Term, float],
                        const: float) -> tuple[dict[Term, float], float, bool] | None:
-        """Each term's first small sum multiplied out (None if no term has one), and whether
-        any two terms or two factors met (else nothing can have cancelled)."""
+        """Each term's first small sum multiplied out (None if none has one), and whether two
+        terms or factors met (else nothing cancelled)."""
         small, small_sum = self.small, self.small_sum
         inners = [small_sum(term) if len(term) <= EXPANDED_FACTORS
                   and not small.isdisjoint(term) else None for term in terms]
@@ -226,8 +218,8 @@ class Writer:
 
     def _multiplied_out(self, result: dict[Term, float], term: Term, coefficient: float,
                         inner: Sum) -> bool:
-        """coefficient * term, with its factor ``inner`` multiplied out, added to ``result``;
-        whether a piece met a term already there or a base cancelled (x * 1/x)."""
+        """coefficient * term, its factor ``inner`` multiplied out, added to ``result``; whether
+        a piece met a term there or a base cancelled."""
         sums = self.sums
         rest = {base: exponent for base, exponent in term if sums.get(base) is not inner}
         met = False
@@ -248,9 +240,8 @@ class Writer:
         return met
 
     def factored(self, const: float, terms: dict[Term, float], depth: int) -> SymNode | None:
-        """The sum with a factor that all its terms share pulled out, or None when they share
-        none: x**x*log(x) + x**x -> x**x*(log(x) + 1), a/x + b/x -> (a + b)/x. (Pulling a
-        factor out of some of the terms is not done: it rarely pays for its search.)"""
+        """The sum with a factor all its terms share pulled out (a/x + b/x -> (a + b)/x), or
+        None; from some of the terms only, it would rarely pay for its search."""
         if const != 0.0:
             return None
         smallest = min(terms, key=len)
@@ -322,8 +313,8 @@ class Writer:
         return self.quotient(coefficient, factors)
 
     def quotient(self, coefficient: float, factors: Factors) -> SymNode:
-        """coefficient * factors as a node: the factors in the order of ``keys``, those with a
-        negative exponent under a division, the sign on the first factor (-3*x*y, -x*y/z)."""
+        """coefficient * factors as a node, in the order of ``keys``, negative exponents under
+        a division, the sign on the first factor (-x*y/z)."""
         up, down = [], []
         keys = self.keys
         for base in sorted(factors, key=keys.__getitem__) if len(factors) > 1 else factors:
@@ -379,8 +370,8 @@ def _cost(terms: dict[Term, float], const: float) -> tuple[float, int]:
 
 
 def _numbers_folded(form: Product) -> Product:
-    """The product with its number bases to positive powers (a shared sum written as the
-    number it multiplied out to: t1*(t1 + t2 - t1 - 1 + 2)) folded into the coefficient."""
+    """The product with number bases to positive powers (a shared sum multiplied out to a
+    number) folded into the coefficient."""
     factors = form.factors
     for base in factors:  # (a loop, not all(): this runs for every product written)
         if base.op is CONST and base.name is None:
@@ -401,11 +392,9 @@ def _numbers_folded(form: Product) -> Product:
 
 
 def _common_coefficient(coefficients, const: float) -> float | None:
-    """The number to pull out of a sum, when that writes fewer multiplications (2*a - 2*b ->
-    2*(a - b), but not 8*W - 28 -> 4*(2*W - 7)); or None. Positive: the caller signs it as the
-    sum's first term (worked out only then). It divides every coefficient and the constant
-    into integers: their greatest common divisor if they are integers, else the smallest
-    coefficient."""
+    """The positive number to pull out of a sum where that saves multiplications (2*a - 2*b,
+    not 8*W - 28), else None: the integers' gcd, else the smallest coefficient, if it divides
+    every one into an integer."""
     if _UNITS.issuperset(coefficients):
         return None  # no multiplication to save
     numbers = [*coefficients, const] if const else [*coefficients]

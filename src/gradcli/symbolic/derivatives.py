@@ -1,12 +1,10 @@
-"""Derivatives as expressions: ``gradcli diff``, Hessians at a point, and partial evaluation.
-
-Everything here runs the op table's own rules on symbolic nodes (``builder.gradients``); the
-printed forms come from ``printing``. Hessians at a point (``gradcheck.hessian``) are built from
-the same symbolic first derivatives.
+"""Derivatives as expressions: ``gradcli diff`` of scalar programs, Hessians at a point and
+partial evaluation, all by the op table's own rules run on symbolic nodes (``builder``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,10 +33,8 @@ MAX_ORDER = 6
 
 @dataclass
 class Derivatives:
-    """d^order(output)/d(wrt)... as graphs; ``tree`` nests one dict level per order.
-
-    The graphs are the builder's (simplified locally, correct, shared); what is printed is
-    their canonical form (``canonical``), made when it is printed, for just what is printed."""
+    """d^order(output)/d(wrt)... as the builder's graphs, ``tree`` one dict level per order;
+    their canonical form is made when printed, for just what is printed."""
 
     program: Program
     order: int
@@ -65,15 +61,8 @@ class Derivatives:
         if fmt not in ("text", "latex"):
             raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
         printer = to_text if fmt == "text" else to_latex
-        printed: dict[SymNode, str] = {}  # a Hessian's symmetric entries are one node
-
-        def once(node: SymNode) -> str:
-            text = printed.get(node)
-            if text is None:
-                text = printed[node] = printer(node)
-            return text
-
-        return _map_tree(self.canonical(), once)
+        # a Hessian's symmetric entries are one node, printed once
+        return _map_tree(self.canonical(), functools.cache(printer))
 
     @collector_paused
     def python(self) -> str:
@@ -101,20 +90,11 @@ def differentiate(
     defaults: bool = False,
     max_nodes: int = MAX_NODES,
 ) -> Derivatives:
-    """Symbolic derivatives of ``program`` up to ``order`` with respect to ``wrt`` (default: every
-    variable not given a value).
-
-    Given ``values``, the derivatives are taken at that point the way ``eval`` takes them
-    (``_at_point``): the same NumericErrors for the bound part of the program, and, when every
-    variable has a value, exactly ``eval``'s gradients (order 1) and Hessian entries (order 2).
-    With free variables left, the answers are expressions in them.
-
-    A derivative is a formula, so the program's own values (``x = 2; x**2``) stay symbols
-    (``2*x``, listed in ``kept_defaults``) unless ``defaults`` asks to substitute them as well;
-    ``values`` override them either way. (``evaluate`` always uses them: it wants numbers.)
-    There are len(wrt)^order derivatives, at most ``MAX_DERIVATIVES``, and building them may
-    make at most ``max_nodes`` graph nodes; past either, a UsageError says so.
-    """
+    """Symbolic derivatives of ``program`` up to ``order`` by ``wrt`` (default: every variable
+    without a value). Given ``values``, they are taken at that point as ``eval`` takes them
+    (``_at_point``), errors included. A derivative is a formula, so the program's own values
+    (``x = 2``) stay symbols unless ``defaults`` substitutes them; past ``MAX_DERIVATIVES``
+    derivatives or ``max_nodes`` graph nodes, a UsageError."""
     refuse_arrays(program, values, "gradcli diff")
     own = {name: program.defaults[name] for name in program.variables
            if name in program.defaults}
@@ -172,36 +152,20 @@ def _levels(program: Program, names: list[str], order: int,
 
 def _symmetric(flat: dict[tuple[str, ...], SymNode],
                names: list[str]) -> dict[tuple[str, ...], SymNode]:
-    """Each mixed derivative as the one taken in the order of ``names``: d²/dy dx is d²/dx dy,
-    equal wherever the formula is twice continuously differentiable (Schwarz). So a Hessian
-    prints symmetric, as by hand, and each distinct entry is simplified and printed once."""
+    """Each mixed derivative as the one taken in the order of ``names`` (equal by Schwarz): a
+    Hessian prints symmetric and each entry is printed once; in the order of the program's
+    variables, it is the entry ``eval --hessian`` keeps (``once_each``), to the last bit."""
     rank = {name: i for i, name in enumerate(names)}
     return {path: flat[tuple(sorted(path, key=rank.__getitem__))] for path in flat}
-
-
-def _taken_once(tree: dict[tuple[str, ...], SymNode],
-                variables: list[str]) -> dict[tuple[str, ...], SymNode]:
-    """Each mixed second derivative of ``tree`` as the one taken in the order of the program's
-    ``variables``, the entry ``eval --hessian`` keeps (gradcheck/hessian.py's ``once_each``):
-    the two orders differentiate two formulas, whose roundings differ in the last bits."""
-    rank = {name: i for i, name in enumerate(variables)}
-    return {path: tree[tuple(sorted(path, key=rank.__getitem__))] for path in tree}
 
 
 def _at_point(
     program: Program, names: list[str], order: int, values: Mapping[str, float], max_nodes: int
 ) -> tuple[SymNode, dict[str, SymNode], dict[tuple[str, ...], SymNode]]:
-    """The value, first derivatives and order-``order`` derivatives at a point that gives some
-    (or all) variables a value, computed the way ``eval`` computes them.
-
-    Order 1 is ``eval``'s forward and backward pass over the program (``gradients_at``): the
-    nodes that depend only on bound variables are eval's numbers, errors included, and at a
-    full point the derivatives are exactly eval's gradients. Order 2 is the same pass over each
-    symbolic first derivative d/da, built as ``eval --hessian`` builds it (``hessian_at``), so
-    at a full point row a is eval's Hessian row. Higher orders check every order's graphs at the
-    point the same way (values and local derivatives of the bound nodes) and then substitute
-    the numbers into the symbolic derivatives.
-    """
+    """The value, first and order-``order`` derivatives at a point that binds some or all
+    variables, as ``eval`` computes them: order 1 is its passes over the program
+    (``gradients_at``), order 2 the same over each first derivative as ``eval --hessian`` builds
+    it; higher orders check every order's bound nodes the same way, then substitute."""
     point = {name: float(values[name]) for name in program.variables if name in values}
     result = Builder(max_nodes, exact_constants=True)
     value, grads = gradients_at(program.nodes, point, result, names)
@@ -223,7 +187,7 @@ def _at_point(
             _, row = gradients_at(nodes, point, result, names)
             tree.update({(name, other): entry for other, entry in zip(names, row, strict=True)})
         check_folded([value, *grads, *tree.values()])
-        return value, first, _taken_once(tree, [*program.variables]) if full else tree
+        return value, first, _symmetric(tree, [*program.variables]) if full else tree
     check_folded([value, *grads])
     try:
         for level in levels[1:-1]:
@@ -257,8 +221,7 @@ def _formula_error(program: Program, levels: list[dict[tuple[str, ...], SymNode]
 
 
 def _fails(node: SymNode, point: Mapping[str, float]) -> bool:
-    """Whether ``node``, a derivative of order 3 and above, raises a NumericError at ``point``
-    (in a piece of it or in substituting it), as ``_at_point`` checks them."""
+    """Whether ``node`` raises a NumericError at ``point``, as ``_at_point`` checks it."""
     try:
         nodes = nodes_of([node])
         check_local_derivatives(nodes, bound_values(nodes, point))
@@ -335,7 +298,7 @@ class SymbolicResult:
 
 
 def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str) -> None:
-    """Symbolic derivatives are of scalar programs: an array program is a clear UsageError."""
+    """An array program is a UsageError here (symbolic derivatives of scalar programs)."""
     if program.arrays or has_arrays(values or {}):
         raise UsageError(f"{what} works on scalar programs; this one has arrays"
                          + (" in an output" if program.outputs else ""),
@@ -348,10 +311,8 @@ def has_arrays(values: Mapping[str, Any]) -> bool:
 
 
 def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicResult:
-    """The value and gradients with the bound variables (given or program defaults) as numbers
-    and the free ones symbolic: ``gradients_at``, so every node that depends only on bound
-    variables is computed (and fails) as ``eval`` computes it, and the printed expressions at
-    any values of the free variables agree with ``eval`` there."""
+    """The value and gradients with the bound variables (given or the program's) as numbers
+    and the free ones symbolic, the bound nodes computed (and failing) as ``eval`` does."""
     refuse_arrays(program, values, "free variables")
     point = {**program.defaults, **values}
     bound = {n: float(point[n]) for n in program.variables if n in point}

@@ -1,18 +1,10 @@
 """``gradcli diff``: one entry for every program, scalar or array.
 
-``diff`` picks how a program's derivatives are built -- here and nowhere else:
-
-- a scalar program: ``differentiate`` (symbolic/derivatives.py), any order, at a point or as a
-  formula;
-- several scalar outputs (``f, g``): the Jacobian, one ``differentiate`` per output
-  (``jacobian_texts``);
-- anything with arrays in it (an array op, a ``--shape``, an array value): the vectorized
-  gradient, or the Jacobian of an array output or of several outputs, or the Hessian
-  (symbolic/jacobians.py), with their NumPy export (symbolic/numpy_export.py).
-
-Before anything is returned it is compared with ``eval``'s engine by the ``verify`` the caller
-passes (the comparison lives above this package: gradcheck/derivative_check.py); it receives
-the fields of a ``DiffCheck`` as keywords and returns what the caller prints about it.
+``diff`` picks how a program's derivatives are built, here and nowhere else: ``differentiate``
+for a scalar program (symbolic/derivatives.py), one per output for several scalar outputs, and
+symbolic/jacobians.py with its NumPy export for anything with arrays in it. Before anything is
+returned the caller's ``verify`` (gradcheck/derivative_check.py) compares it with ``eval``'s
+engine; it receives a ``DiffCheck``'s fields as keywords.
 """
 
 from __future__ import annotations
@@ -71,9 +63,8 @@ def diff(program: Program, ask: DiffAsk, verify: Verify | None = None) -> Diff:
 
 
 def _has_array_parts(program: Program, ask: DiffAsk) -> bool:
-    """Shapes, array values (given, or the program's own) or an array op: several outputs are
-    then differentiated on the array path (a program with outputs is marked ``arrays`` whether
-    it has any or not)."""
+    """Shapes, array values (given or the program's own) or an array op: several outputs are
+    then differentiated on the array path (``program.arrays`` is set for any outputs)."""
 
     return bool(ask.shapes) or has_arrays(ask.values) or has_arrays(program.defaults) or any(
         node.op.is_array for node in program.nodes)
@@ -172,10 +163,8 @@ def _arrays(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
 
 
 def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
-    """``gradcli diff "sum((W@x - t)**2)" --shape W=3x2 ...``: vectorized gradients, as
-    expressions with no indices; the Jacobian of an array output or of several outputs;
-    ``--order 2`` the Hessian (docs/matrix-calculus.md). The values given are the point the
-    derivatives are built and checked at."""
+    """The gradients, the Jacobian of an array output or of several outputs, or (``--order
+    2``) the Hessian, built and checked at the values given (docs/matrix-calculus.md)."""
     from gradcli.symbolic.jacobians import has_array_output
 
     own = program.defaults if ask.defaults else {}
@@ -210,9 +199,8 @@ def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
 
 
 def _own_values_note(program: Program, ask: DiffAsk) -> str | None:
-    """What became of an array program's values: its derivatives keep every variable a symbol,
-    so values given (``--W``) and, with ``--defaults``, its own (``W = [[1, 2]]``) are the point
-    they are built and checked at."""
+    """What became of an array program's values (given, or its own with ``--defaults``): the
+    point its derivatives, which keep every variable a symbol, are built and checked at."""
     given = [name for name in ask.values if name in program.variables]
     own = [name for name in program.defaults
            if name in program.variables and name not in ask.values]

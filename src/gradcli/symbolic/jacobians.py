@@ -1,31 +1,12 @@
-"""Gradients, Jacobians and Hessians of array programs as expressions: ``gradcli diff`` of an
-array program, of several outputs (``f, g``), of an array output, and ``--order 2`` of an array
-program (the Jacobian of the gradient).
+"""Gradients, Jacobians and Hessians of array programs as expressions (docs/matrix-calculus.md).
 
-A gradient is the scalar ``diff``'s backward pass (``backward``, symbolic/builder.py) run on an
-``ArrayBuilder``'s nodes (symbolic/arrays.py): element-wise ops use the op table's own rules
-(written with ``F``) on ``SymNode``s, the gradient of a broadcast operand is summed back
-(``sum(...)`` to a number, ``ones(m)@G`` to a row), and array ops run their rows' own VJP rules
-on ``GraphArrays``. The result is an expression in gradcli's language, with no indices.
-
-A program of scalar outputs has its Jacobian row by row, each output's gradient made by
-``differentiate`` (``jacobian_texts``), and its Hessian is ``differentiate``'s order 2. In an
-array program each block d(output)/d(input) is tried two ways, in this order:
-
-- vectorized, by forward mode on symbolic nodes: each node's Jacobian with respect to a vector
-  (or number) input ``x``, built from its operands' Jacobians with the language's own
-  operations. An element-wise ``f(u)`` scales the rows, ``diag(f'(u)) @ J(u)``, written
-  ``(eye(n)*f'(u))@J(u)`` (the language has no ``diag``: ``eye(n)*v`` is the matrix with ``v``
-  on its diagonal); ``A@u`` gives ``A@J(u)``; ``softmax(u)`` gives ``(eye(n)*s - outer(s,
-  s))@J(u)``; ``sum``, ``mean``, ``dot``, ``norm``, ``logsumexp``, subscripts and ``[a, b]``
-  have theirs. J(x) is ``eye(m)``, which the builder drops from products: ``sin(x)`` gives
-  ``eye(3)*cos(x)``, ``W@x`` gives ``W``. Programs whose nodes are numbers and vectors only.
-- otherwise row by row: output element ``k`` is ``sum(y * E_k)`` (``E_k`` a one-hot array)
-  and its gradient is the vectorized gradient (``gradients``); the rows are stacked
-  as an array literal ``[row0, row1, ...]``. Up to ``MAX_JACOBIAN_ROWS`` output elements.
-
-Every block is compared with the numeric Jacobian (engine/jacobian.py) at the sample point
-before it is printed: a vectorized form that disagreed would fall back to the rows.
+A gradient is ``backward`` (symbolic/builder.py) run on an ``ArrayBuilder``'s nodes: element-wise
+ops use the op table's own rules, array ops their rows' VJP rules on ``GraphArrays``, so there is
+no second list of derivatives. A block d(output)/d(input) of a Jacobian or a Hessian (the
+Jacobian of the gradient) is built vectorized, by forward mode on symbolic nodes (``eye(n)*
+f'(u)`` scales the rows of J(u): the language has no ``diag``), or row by row (output element
+``k`` is ``sum(y * E_k)``, the rows stacked as ``[row0, row1, ...]``; a scalar output's one row
+first); whichever is printed agrees with the numeric Jacobian (engine/jacobian.py) at the point.
 """
 
 from __future__ import annotations
@@ -64,13 +45,9 @@ MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
 def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
               max_nodes: int, point: Mapping[str, Any] | None = None, keep_value: bool = False,
               *, exact: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:
-    """d(output)/d(each of ``wrt``) as expressions, and the point they carry values at.
-
-    ``shapes`` gives every variable's shape (``()`` for a number); ``point`` the values (the
-    first sample point of symbolic/sampling.py when None). The output must be a scalar.
-    ``keep_value`` adds the output itself as ``"__value__"``; ``exact`` builds forms exact at
-    every point, for second derivatives (``GraphArrays.others_product``).
-    """
+    """d(output)/d(each of ``wrt``) of a scalar output as expressions, and the ``point`` (else
+    the first sample point) their nodes carry values at. ``keep_value`` adds the output as
+    ``"__value__"``; ``exact`` builds forms exact at every point (second derivatives)."""
     np = arrays.numpy()
     if point is None:
         from gradcli.symbolic.sampling import candidate
@@ -115,8 +92,7 @@ def sampled_gradients(program: Program, shapes: Mapping[str, tuple[int, ...]],
                       given: Mapping[str, Any] | None = None
                       ) -> tuple[dict[str, SymNode], dict[str, Any]]:
     """``gradients`` at the given values, else at a sample point where the program is defined
-    (symbolic/sampling.py): the values give shapes, so a point outside a domain (``log(x - 2)``
-    at x = 1) is retried elsewhere."""
+    (``log(x - 2)`` at x = 1 is retried elsewhere)."""
     return defined_point(
         _of(program, shapes), given,
         lambda point: gradients(program, shapes, names, max_nodes, point, keep_value))
@@ -129,15 +105,13 @@ class _NoFormError(Exception):
 
 
 def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> bool:
-    """Whether the program has several outputs or an array output (its derivative is a
-    Jacobian), from the shape rules of its nodes."""
+    """Whether the program has several outputs or an array output: a Jacobian."""
     return bool(program.outputs) or bool(arrays.value_shape(program, shapes))
 
 
 @dataclass
 class Blocks:
-    """Blocks of a Jacobian or a Hessian as symbolic nodes of one builder, with the values
-    they belong to: ``{output label: node}`` (a Hessian: its one output)."""
+    """Blocks of a Jacobian or a Hessian as nodes of one builder, and their outputs' values."""
 
     values: dict[str, SymNode]
     blocks: dict[str, dict[str, SymNode]]
@@ -151,8 +125,8 @@ class Blocks:
 def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    wrt: Sequence[str] | None, max_nodes: int,
                    given: Mapping[str, Any] | None = None) -> Blocks:
-    """Every output's Jacobian with respect to each of ``wrt`` (default every variable), built
-    at the ``given`` values or a sample point where the program is defined."""
+    """Every output's Jacobian by each of ``wrt`` (default every variable), built at the
+    ``given`` values or a sample point where the program is defined."""
     names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
@@ -169,8 +143,7 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
 def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                   wrt: Sequence[str] | None, max_nodes: int,
                   given: Mapping[str, Any] | None = None) -> Blocks:
-    """``[a][b]`` = d2/da db, the Jacobian of each gradient (``gradients``), of shape
-    ``a`` followed by ``b``, of a scalar-output array program."""
+    """``[a][b]`` = d2/da db (shape of a, then of b): the Jacobian of each gradient."""
     names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
@@ -197,10 +170,8 @@ def jacobian_texts(
     max_nodes: int = MAX_NODES,
     fmt: str = "text",
 ) -> dict[str, dict[str, str]]:
-    """The Jacobian of a program with several outputs (``f, g``) as expressions: output label
-    -> variable -> d(output)/d(variable) printed in ``fmt``, each row made by ``differentiate``
-    of that output alone; a variable an output does not use gets ``0``. Every output must be
-    a scalar formula (an array op in one is the UsageError of ``refuse_arrays``)."""
+    """The Jacobian of scalar outputs (``f, g``), {label: {variable: text}}, each row made by
+    ``differentiate`` of that output alone (``0`` for a variable it does not use)."""
     given = {**(program.defaults if defaults else {}), **(values or {})}
     names = wrt_names(program, wrt, [n for n in program.variables if n not in given])
     variables = list(program.variables.values())
@@ -220,8 +191,7 @@ def jacobian_texts(
 
 def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tuple[int, ...]],
           max_nodes: int) -> SymNode:
-    """d(output)/d(name), shape of the output followed by the input's: vectorized when every
-    node has a form, else row by row (a scalar output: its gradient first); whichever is used
+    """d(output)/d(name), of the output's shape then the input's, in the first form that
     equals the numeric Jacobian at b's point."""
     numeric = _numeric(b, output, name)
     if numeric is None:
@@ -257,9 +227,8 @@ def _agrees(value: Any, numeric: Any) -> bool:
 
 
 def _numeric(b: ArrayBuilder, output: SymNode, name: str) -> Any:
-    """The Jacobian of ``output`` at the builder's point by reverse mode (engine/jacobian.py),
-    on a graph of the symbolic nodes (which carry their values at that point); None when the
-    output does not depend on ``name``."""
+    """The numeric Jacobian of ``output`` at the builder's point (engine/jacobian.py), or None
+    when the output does not depend on ``name``."""
     leaves = [node for node in nodes_of([output]) if node.op is VAR]
     program = Program.build_outputs("jacobian", [output], leaves, {})
     if name not in program.variables:
@@ -270,8 +239,7 @@ def _numeric(b: ArrayBuilder, output: SymNode, name: str) -> Any:
 
 def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tuple[int, ...]],
           max_nodes: int) -> SymNode:
-    """The gradient of each output element ``sum(y * E_k)``, stacked as ``[row0, row1, ...]``
-    (each made at the builder's point, where the program is known to be defined)."""
+    """The gradient of each output element ``sum(y * E_k)``, stacked as ``[row0, row1, ...]``."""
     shape = shape_of(output)
     size = math.prod(shape)
     if size > MAX_JACOBIAN_ROWS:
@@ -295,8 +263,7 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
 
 
 def _one_hot(b: ArrayBuilder, shape: tuple[int, ...], element: tuple[int, ...]) -> SymNode:
-    """The array of ``shape`` with a 1 at ``element``, made of ``eye`` rows (an array literal
-    would stay in the printed rows): ``eye(3)[1]``, ``outer(eye(3)[1], eye(2)[0])``."""
+    """A 1 at ``element`` as rows of ``eye`` (printed so): ``outer(eye(3)[1], eye(2)[0])``."""
     if len(shape) > 2:
         raise UsageError("gradcli diff prints Jacobians of numbers, vectors and matrices")
     rows = [b.make(index_op((i,), f"[{i}]"), (op_node(b, "eye", b.constant(float(n))),))
@@ -317,8 +284,8 @@ def _stack(b: ArrayBuilder, rows: list[SymNode], shape: tuple[int, ...]) -> SymN
 
 def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
                      shape: tuple[int, ...]) -> SymNode | None:
-    """J(output) with respect to the variable ``name`` (a number or a vector), or None when
-    the output does not depend on it; _NoFormError when a node on the way has no form here."""
+    """J(output) by the number or vector ``name``; None if the output does not depend on it,
+    _NoFormError if a node on the way has no form here."""
     if len(shape) > 1:
         raise _NoFormError
     found: dict[int, SymNode | None] = {}

@@ -1,11 +1,9 @@
 """Graph nodes as values: ``SymNode`` builds a node when it is used in arithmetic.
 
-The op table's derivative rules are written with arithmetic operators and ``F.name(...)``; ``F``
-hands anything with an ``apply`` method back to it. A ``SymNode`` is a graph ``Node`` whose
-operators and ``apply`` go through its ``Maker`` (symbolic/builder.py's ``Builder``), so running
-the very same rules on SymNodes builds d(output)/d(x) as a graph (DeZero's double backprop) --
-no second list of derivatives. ``Maker`` is what the nodes and the local rewrites
-(symbolic/rewrites.py) ask of a builder, so that neither imports the builder itself.
+The op table's rules are written with operators and ``F.name(...)``, which hands anything with
+an ``apply`` back to it; so the very same rules run on SymNodes build d(output)/d(x) as a graph
+(DeZero's double backprop). ``Maker`` is what nodes and rewrites ask of a builder, so that
+neither imports symbolic/builder.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """``gradcli diff --format python`` of array programs: a NumPy function, one line per node.
 
-Every row of both op tables has a form here. An element-wise row is written with NumPy where
-NumPy has the same function (``_NUMPY_FORMS``, ``_NUMPY_NAMES``, checked against the row's own
-forward in tests/test_numpy_export.py); every other row (erf, lgamma, gelu, ...) runs gradcli's
-own scalar function element by element: the export carries a copy of it (as the scalar export
-does, ``printing.PythonNotation``) wrapped in ``np.vectorize`` under a ``_gc_`` name, which no
-variable can shadow (variables do not start with ``_``), and a comment says which rows.
+A row is written in its NumPy form (``Op.numpy``); a row without one (erf, gelu) runs gradcli's
+own scalar function, copied as the scalar export copies it, in ``np.vectorize`` under a ``_gc_``
+name (variables never start with ``_``), and a comment says which rows.
 """
 
 from __future__ import annotations
@@ -19,40 +16,6 @@ from gradcli.symbolic.arrays import shape_of
 from gradcli.symbolic.derivatives import wrt_names
 from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes, sampled_gradients
 from gradcli.symbolic.nodes import SymNode
-
-_NUMPY_NAMES = {"acos": "np.arccos", "asin": "np.arcsin", "atan": "np.arctan",
-                "atan2": "np.arctan2", "max": "np.maximum", "min": "np.minimum",
-                "asinh": "np.arcsinh", "acosh": "np.arccosh", "atanh": "np.arctanh",
-                "sum": "np.sum", "mean": "np.mean", "prod": "np.prod", "tr": "np.trace",
-                "det": "np.linalg.det", "inv": "np.linalg.inv", "norm": "np.linalg.norm",
-                "outer": "np.outer", "transpose": "np.transpose"}
-# element-wise rows NumPy computes as the row does (the others run the row's own function)
-_SAME_IN_NUMPY = frozenset({
-    "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "asin",
-    "acos", "atan", "atan2", "hypot", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sign",
-    "exp2", "cbrt", "square", "floor", "ceil", "trunc", "deg2rad", "rad2deg", "logaddexp",
-    "logaddexp2", "max", "min"})
-_NUMPY_FORMS = {
-    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
-    "neg": "-{0}", "pow": "{0} ** {1}", "matmul": "{0} @ {1}", "dot": "np.sum({0} * {1})",
-    "abs": "np.abs({0})", "reciprocal": "1.0 / {0}",
-    "sigmoid": "1 / (1 + np.exp(-{0}))", "relu": "np.maximum({0}, 0.0)",
-    "sech": "2 * np.exp(-np.abs({0})) / (1 + np.exp(-2 * np.abs({0})))",  # cosh overflows
-    "heaviside": "({0} > 0) * 1.0", "softplus": "np.logaddexp(0.0, {0})",
-    "lt": "({0} < {1}) * 1.0", "le": "({0} <= {1}) * 1.0", "gt": "({0} > {1}) * 1.0",
-    "ge": "({0} >= {1}) * 1.0", "eq": "({0} == {1}) * 1.0", "ne": "({0} != {1}) * 1.0",
-    "logical_and": "np.logical_and({0} != 0, {1} != 0) * 1.0",
-    "logical_or": "np.logical_or({0} != 0, {1} != 0) * 1.0",
-    "logical_not": "({0} == 0) * 1.0", "where": "np.where({0} != 0, {1}, {2})",
-    "norm1": "np.sum(np.abs({0}))",
-    "logdet": "np.linalg.slogdet({0})[1]", "max1": "np.max({0})", "min1": "np.min({0})",
-    "logsumexp": "np.max({0}) + np.log(np.sum(np.exp({0} - np.max({0}))))",
-    "softmax": "np.exp({0} - np.max({0}, axis=-1, keepdims=True)) / np.sum(np.exp({0} - "
-               "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True)",
-    "log_softmax": "{0} - np.max({0}, axis=-1, keepdims=True) - np.log(np.sum(np.exp({0} - "
-                   "np.max({0}, axis=-1, keepdims=True)), axis=-1, keepdims=True))",
-    "zeros": "np.zeros(int({0}))", "ones": "np.ones(int({0}))", "eye": "np.eye(int({0}))",
-}
 
 
 class NumpyWriter:
@@ -92,20 +55,8 @@ class NumpyWriter:
                 return f"np.array({value.tolist()!r})"
             return f"({value!r})" if value < 0 else repr(value)  # -2.0 ** 2 would be -4
         args = [self.texts[id(source)] for source in node.inputs]
-        name = op.name
-        if name in ("max", "min") and op.arity == 1:
-            name += "1"
-        if op.is_array and op.postfix and name == "index":
-            text = args[0] + op.postfix
-        elif name == "array":
-            text = f"np.stack([{', '.join(args)}])"
-        elif name in _NUMPY_FORMS:
-            text = _NUMPY_FORMS[name].format(*args)
-        elif op.is_array or name in _SAME_IN_NUMPY:
-            function = _NUMPY_NAMES.get(name, f"np.{name}")
-            text = f"{function}({', '.join(args)})"
-        else:
-            text = f"{self.helper(op)}({', '.join(args)})"
+        form = op.numpy
+        text = form.format(*args) if form else f"{self.helper(op)}({', '.join(args)})"
         self.lines.append(f"t{len(self.lines)} = {text}")
         return f"t{len(self.lines) - 1}"
 
@@ -152,10 +103,8 @@ def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
 def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
                  wrt: Sequence[str] | None, max_nodes: int, order: int = 1,
                  given: Mapping[str, Any] | None = None) -> str:
-    """Source of ``def f(variables): return values, blocks``, NumPy only: the outputs'
-    values and the Jacobian (``order`` 1: ``{output: {input: block}}``) or the value and the
-    Hessian (2: ``{a: {b: block}}``, the value bare as the gradient's export returns it), one
-    line per node, shared nodes computed once."""
+    """Source of ``def f(variables): return values, blocks``: the outputs' values and Jacobian
+    (``order`` 1) or the value, bare, and Hessian (2), one line per node."""
     found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes,
                                                               given)
     writer = NumpyWriter(list(program.variables))

@@ -1,9 +1,8 @@
 """Printed forms of expression graphs: gradcli's language, LaTeX and a Python function.
 
-The three use ``notation.texts_by_node`` (one precedence logic) with a ``Notation``. A node used
-more than once is printed once, as a named statement (``t1 = ...; t1*t1``), so the printed size
-grows linearly with the graph even where writing it out as a tree would grow exponentially. The
-text form parses back into the same numbers; the Python form imports nothing but ``math``.
+All three use ``notation.texts_by_node`` with a ``Notation``. A node used more than once is
+printed once, as a statement (``t1 = ...; t1*t1``), so printed sizes grow linearly with the
+graph. The text parses back into the same numbers; the Python form imports only ``math``.
 """
 
 from __future__ import annotations
@@ -46,11 +45,8 @@ def print_shared(
     outputs: Sequence[Node], notation: Notation = TEXT,
     reserved: set[str] | frozenset = frozenset(), lazy: bool = False,
 ) -> Printed:
-    """Print ``outputs`` together, naming every non-leaf node that is used more than once.
-
-    With ``lazy`` (Python, which computes its statements whether a branch is taken or not), a
-    node inside a branch of a conditional is never made a statement: it is written out where it
-    is used, inside the branch (``_in_branches_only``)."""
+    """Print ``outputs`` together, naming every non-leaf node used more than once; ``lazy``
+    (Python, whose statements run whatever branch is taken) names none inside a branch."""
     outputs, nodes, uses = _presented(outputs)
     shared = _statements(nodes, uses, set(outputs))
     if shared and lazy:
@@ -113,9 +109,8 @@ def _nodes_and_uses(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, int
 
 
 def presented(outputs: Sequence[Node]) -> list[Node]:
-    """The graph as it is printed: ``c*(p*q)`` regrouped as ``c*p*q`` where ``p*q`` is used only
-    there. The builder keeps numbers on the left of one product (so that 2*x + 3*x gathers);
-    regrouping saves the parentheses. The printed text parses back to exactly this graph."""
+    """The graph as printed (and parsed back): ``c*(p*q)``, the builder's number in front, as
+    ``c*p*q`` where ``p*q`` is used only there."""
     return _presented(outputs)[0]
 
 
@@ -183,8 +178,8 @@ def to_text(output: Node) -> str:
 
 _LATEX_FUNCTIONS = {"asin": r"\arcsin", "acos": r"\arccos", "atan": r"\arctan",
                     "log2": r"\log_{2}", "log10": r"\log_{10}", "gamma": r"\Gamma",
-                    "digamma": r"\psi"}
-_LATEX_NAMED = {"sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log"}
+                    "digamma": r"\psi"} | {
+    name: "\\" + name for name in ("sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log")}
 _LATEX_SYMBOLS = {"le": r"\le", "ge": r"\ge", "eq": "=", "ne": r"\ne", "logical_and": r"\land",
                   "logical_or": r"\lor"}
 
@@ -222,11 +217,8 @@ class LatexNotation(Notation):
             return rf"\sqrt{{{args[0]}}}"
         if op.name == "abs":
             return rf"\left|{args[0]}\right|"
-        if op.name in _LATEX_NAMED:
-            head = "\\" + op.name
-        else:
-            escaped = op.name.replace("_", "\\_")
-            head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{escaped}}}")
+        escaped = op.name.replace("_", "\\_")
+        head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{escaped}}}")
         return rf"{head}\left({', '.join(args)}\right)"
 
     def prefix(self, op: Any, operand: str) -> str:
@@ -264,19 +256,29 @@ def to_latex(output: Node) -> str:
 
 # --- LaTeX of array programs: matrix notation -------------------------------------------
 
-_MATRIX_LATEX_CALLS = {
+_MATRIX_CALLS = {
     "tr": r"\operatorname{tr}", "det": r"\det", "logdet": r"\log\det",
     "sum": r"\operatorname{sum}", "mean": r"\operatorname{mean}",
     "softmax": r"\operatorname{softmax}", "logsumexp": r"\operatorname{logsumexp}",
     "log_softmax": r"\operatorname{log\_softmax}", "sign": r"\operatorname{sign}"}
+# op -> (template of its operands' texts, how tightly each must bind, how tightly it binds: 0 a
+# sum, 1 a product, 2 a power, 3 an atom)
+_MATRIX_LATEX: dict[str, tuple[str, tuple[int, ...], int]] = {
+    "add": ("{0} + {1}", (0, 1), 0), "sub": ("{0} - {1}", (0, 1), 0), "neg": ("-{0}", (1,), 0),
+    "div": (r"\frac{{{0}}}{{{1}}}", (0, 0), 2), "matmul": ("{0} {1}", (1, 2), 1),
+    "transpose": (r"{0}^\top", (3,), 2), "outer": (r"{0} \otimes {1}", (2, 2), 1),
+    "inv": ("{0}^{{-1}}", (3,), 2), "eq": (r"\left[{0} = {1}\right]", (1, 1), 3),  # Iverson's
+    "norm": (r"\left\lVert {0} \right\rVert_{{2}}", (0,), 3),
+    "norm1": (r"\left\lVert {0} \right\rVert_{{1}}", (0,), 3),
+    "dot": (r"\left\langle {0}, {1} \right\rangle", (0, 0), 3),
+} | {name: (head.replace("{", "{{").replace("}", "}}") + r"\left({0}\right)", (0,), 3)
+     for name, head in _MATRIX_CALLS.items()}
 
 
 def matrix_latex(output: Node) -> str:
-    """Matrix notation: ``A^\\top``, ``\\odot`` between arrays, ``\\otimes`` for outer, a
-    product of matrices side by side, ``X^{-1}``, ``\\operatorname{tr}``, ``\\mathbf{1}_{n}``,
-    ``I_{n}``; operands in full (each node's text once per use)."""
-    # id -> (text, how tightly it binds: 0 a sum, 1 a product, 2 a power, 3 an atom)
-    texts: dict[int, tuple[str, int]] = {}
+    """Matrix notation (``A^\\top``, ``\\odot``, ``\\otimes``, ``X^{-1}``, ``I_{n}``), each
+    node's text written out at each use."""
+    texts: dict[int, tuple[str, int]] = {}  # id -> (text, how tightly it binds)
 
     def arg(node: Node, at_least: int) -> str:
         text, precedence = texts[id(node)]
@@ -300,46 +302,26 @@ def _matrix_latex_node(node: Node, arg: Callable[[Node, int], str],
     op, inputs = node.op, node.inputs
     name = op.name
     array = [bool(getattr(source.value, "ndim", 0)) for source in inputs]
-    if name in ("add", "sub"):
-        return f"{arg(inputs[0], 0)} {'+' if name == 'add' else '-'} {arg(inputs[1], 1)}", 0
+    if name in _MATRIX_LATEX:
+        template, binding, precedence = _MATRIX_LATEX[name]
+        return template.format(*map(arg, inputs, binding)), precedence
     if name == "mul":
         joint = r" \odot " if all(array) else r" \cdot "
         return arg(inputs[0], 1) + joint + arg(inputs[1], 2 if all(array) else 1), 1
-    if name == "div":
-        return rf"\frac{{{arg(inputs[0], 0)}}}{{{arg(inputs[1], 0)}}}", 2
-    if name == "neg":
-        return f"-{arg(inputs[0], 1)}", 0
     if name == "pow":
         hadamard = r"\circ " if array[0] else ""
         return f"{arg(inputs[0], 3)}^{{{hadamard}{arg(inputs[1], 0)}}}", 2
-    if name == "matmul":
-        return f"{arg(inputs[0], 1)} {arg(inputs[1], 2)}", 1
-    if name == "transpose":
-        return arg(inputs[0], 3) + r"^\top", 2
-    if name == "outer":
-        return rf"{arg(inputs[0], 2)} \otimes {arg(inputs[1], 2)}", 1
-    if name == "inv":
-        return arg(inputs[0], 3) + "^{-1}", 2
     if name == "index":
         return f"{arg(inputs[0], 3)}_{{{op.postfix[1:-1]}}}", 3
-    if name == "eq":  # Iverson's bracket: 1 where it holds
-        return rf"\left[{arg(inputs[0], 1)} = {arg(inputs[1], 1)}\right]", 3
     if name in ("ones", "eye"):
         size = latex.number(inputs[0].value)
         return (rf"\mathbf{{1}}_{{{size}}}" if name == "ones" else f"I_{{{size}}}"), 3
-    if name in ("norm", "norm1"):
-        return rf"\left\lVert {arg(inputs[0], 0)} \right\rVert_{{{1 if name == 'norm1' else 2}}}", 3
-    if name == "dot":
-        return rf"\left\langle {arg(inputs[0], 0)}, {arg(inputs[1], 0)} \right\rangle", 3
-    if name in _MATRIX_LATEX_CALLS:
-        return rf"{_MATRIX_LATEX_CALLS[name]}\left({arg(inputs[0], 0)}\right)", 3
     if getattr(op, "symbol", None) and len(inputs) == 2:  # comparisons, and, or
         return latex.infix(op, arg(inputs[0], 1), arg(inputs[1], 1)), 0
     if name == "logical_not":
         return latex.prefix(op, arg(inputs[0], 3)), 0
     texts = [arg(source, 0) for source in inputs]
     return latex.call(op, texts), 3
-
 
 
 # --- Python ----------------------------------------------------------------------------------
@@ -370,10 +352,8 @@ class PythonNotation(Notation):
         return f"{self.function(op)}({', '.join(args)})"
 
     def function(self, op: Any) -> str:
-        """``math.erf``, ``max``, or the name of a helper copied from the op table (engine/ops/),
-        engine/special.py or engine/special_slopes.py (each written against ``math`` alone); a
-        row whose forward is none of those (a lambda, a function of another module, which may
-        use that module's names) is a UsageError: the generated code imports only ``math``."""
+        """``math.erf``, ``max``, or a helper copied from engine/ops/, special.py or
+        special_slopes.py (written against ``math`` alone); anything else is a UsageError."""
         forward = op.forward
         module = getattr(forward, "__module__", None)
         name = getattr(forward, "__name__", "")
@@ -388,7 +368,6 @@ class PythonNotation(Notation):
         raise UsageError(f"{op.name} has no Python form: its forward function is neither in "
                          "math nor a named function of the op table",
                          hint="use --format text or --format latex")
-
 
     def _copy(self, forward: Callable[..., float]) -> None:
         """Copy the op's own function, and the helpers of its module that it calls (``_i0e``
@@ -414,9 +393,8 @@ class PythonNotation(Notation):
 
 
 def _python_names_used() -> set[str]:
-    """Every name the generated code may call: Python's builtins (min, max, abs) and the op
-    table's float functions (a copied helper), so that a variable named like one (``sum``,
-    ``round``) is renamed rather than hide it."""
+    """The builtins and the op table's float functions the generated code may call: a
+    variable named like one (``sum``) is renamed rather than hide it."""
     names = set(dir(builtins))
     for op in OPS.values():
         names.add(getattr(op.forward, "__name__", ""))

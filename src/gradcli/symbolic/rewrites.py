@@ -1,17 +1,11 @@
 """Local rewrites: what a ``Builder`` does to each node it makes, before keeping it.
 
-Constant folding (with the table's own forward functions, so folded numbers are the floats the
-numeric path computes), x*1, x+0, x*0, x-x, --x, x**1, like terms gathered (2*x + x -> 3*x),
-powers of the same base gathered (x * x**2 -> x**3) and common factors pulled (a*b + a*c ->
-a*(b + c)). Rewrites only look a fixed number of levels down, so building stays linear. A
-builder for a formula (``exact_constants``) keeps log(2), 1/3, pi and e as written instead of
-folding their digits.
-
-A conditional keeps its branches apart: a factor, a sign or a sum of two conditionals on the same
-condition moves into the branches (g*where(c, a, b) -> where(c, g*a, g*b)), so that the
-derivative of where(x > 0, log(x), 0) is where(x > 0, 1/x, 0) -- which, like the program, is 0
-at x = 0 -- and not where(x > 0, 1, 0)/x, which divides by zero there. Nothing moves out of a
-branch, and a condition is folded only when it is a number.
+Constant folding with the table's own forward functions, identities (x*1, x - x, --x), like
+terms and powers gathered, common factors pulled; each looks a fixed number of levels down, so
+building stays linear. A formula's builder (``exact_constants``) keeps log(2), 1/3, pi and e as
+written. A factor, a sign or a sum of two conditionals on one condition moves into the branches
+(g*where(c, a, b) -> where(c, g*a, g*b)), so that d/dx where(x > 0, log(x), 0) is where(x > 0,
+1/x, 0), which like the program is 0 at x = 0; nothing moves out of a branch.
 """
 
 from __future__ import annotations
@@ -50,9 +44,8 @@ _ALWAYS_FOLDED = frozenset({"add", "sub", "mul", "div", "neg", "abs", "sign", "r
 
 
 def fold_constants(op: Op, values: list[float], exact_constants: bool) -> float | None:
-    """``fold``, except that with ``exact_constants`` a function of numbers whose value is not
-    an integer (log(2), 2**0.5) and a quotient that is no short number (1/3) are left as
-    written: a derivative rule's log(2) stays log(2)."""
+    """``fold``, except that ``exact_constants`` leaves a function's value that is no integer
+    (log(2), 2**0.5) and a quotient that is no short number (1/3) as written."""
     folded = fold(op, values)
     if folded is None or not exact_constants:
         return folded
@@ -127,9 +120,8 @@ def _factors(node: SymNode) -> tuple[SymNode, SymNode | None]:
 
 
 def _like_terms(b: Maker, op: Op, x: SymNode, y: SymNode) -> SymNode | None:
-    """x ± y (op is add or sub) as one term when they are like terms (2*x + x -> 3*x), else with
-    a common factor pulled out (``_common_factor``). Terms without a coefficient or a factor
-    are like only when they are the same node."""
+    """x ± y as one term when they are like terms (2*x + x -> 3*x), else with a common factor
+    pulled out (``_common_factor``)."""
     if x.op is not MUL and y.op is not MUL and x.op is not NEG and y.op is not NEG:
         return _scaled(b, fold(op, [1.0, 1.0]), x) if x is y and x.op is not CONST else None
     (cx, rx), (cy, ry) = _term(x), _term(y)
@@ -231,9 +223,8 @@ def _mul(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
 
 
 def _moved_product(b: Maker, p: SymNode, q: SymNode) -> SymNode | None:
-    """p*q for a rewrite that moves a factor across a division, or None (no rewrite) when p and q
-    are numbers whose product is not a normal float: (a/1e200)/1e200 is a number, while
-    a/(1e200*1e200) would divide by an overflow and a/(1e-200*1e-200) by an underflowed 0."""
+    """p*q for a factor moved across a division; None where numbers p and q have no normal
+    product (a/(1e200*1e200) would divide by an overflow, (a/1e200)/1e200 does not)."""
     if _const(p) and _const(q) and p.value != 0.0 and q.value != 0.0:
         product = fold(MUL, [p.value, q.value])
         if product is None or abs(product) < sys.float_info.min:
@@ -318,7 +309,6 @@ def _xlogy(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
     return None
 
 
-
 def _where(b: Maker, c: SymNode, x: SymNode, y: SymNode) -> SymNode | None:
     if _const(c):
         return x if c.value else y
@@ -332,9 +322,8 @@ def _where(b: Maker, c: SymNode, x: SymNode, y: SymNode) -> SymNode | None:
 
 
 def _into_branches(b: Maker, op: Op, x: SymNode, y: SymNode) -> SymNode:
-    """``op`` of x and y with the conditional among them (x's if both are) taken apart:
-    g*where(c, p, q) -> where(c, g*p, g*q); where(c, p, q) + where(c, r, s) -> where(c, p + r,
-    q + s). Each branch keeps what it had, so nothing is computed where it was not."""
+    """``op`` of x and y moved into the branches of the conditional among them (x's if both):
+    g*where(c, p, q) -> where(c, g*p, g*q); each branch keeps what it had."""
     split = x if x.op is WHERE else y
     condition = split.inputs[0]
 

@@ -1,13 +1,10 @@
 """Sample points for ``gradcli diff``: where a program's derivatives are built and checked.
 
-A derivative printed as an expression holds on the program's domain, so it is built (the array
-builder needs every node's value for its shape) and checked at points of that domain. The
-values the user gave are used as they are; the other variables are drawn at random, seeded,
-from ranges tried in turn: first around 1, -1 and 0 (where most formulas are defined and well
-scaled: the check's points, so that a rounding error is not taken for a wrong formula), then
-further out (``log(x - 2)`` needs x > 2, ``sqrt(-x)`` x < 0). A square
-matrix gets ``n*eye(n)`` added, so that it is invertible with a positive determinant in the
-first ranges (``inv``, ``logdet``).
+A printed derivative holds on the program's domain, so it is built (the array builder needs
+every node's value for its shape) and checked at points of it: the values given, the other
+variables drawn, seeded, from ranges tried in turn, first around 1, -1 and 0 (well scaled, so
+that rounding is not taken for a wrong formula), then further out (``log(x - 2)``). A square
+matrix gets ``n*eye(n)`` added: invertible, with a positive determinant.
 """
 
 from __future__ import annotations
@@ -27,9 +24,8 @@ FIRST_SEED = 17
 
 def candidate(shapes: Mapping[str, tuple[int, ...]], attempt: int,
               given: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The ``attempt``-th candidate point: ``given`` values as float arrays, every other
-    variable of ``shapes`` drawn from ``RANGES[attempt % len(RANGES)]``. The arrays are
-    shared between calls (the draws are deterministic): read them, do not write them."""
+    """The ``attempt``-th candidate point: ``given`` values as float arrays, the others drawn
+    from ``RANGES[attempt % len(RANGES)]`` (arrays shared between calls: read only)."""
     import numpy as np
 
     drawn = _drawn(tuple(shapes.items()), attempt)
@@ -64,9 +60,8 @@ def candidates(shapes: Mapping[str, tuple[int, ...]],
 
 def defined_point(shapes: Mapping[str, tuple[int, ...]], given: Mapping[str, Any] | None,
                   build: Callable[[dict[str, Any]], Any]) -> Any:
-    """``build(point)`` at the first candidate point where it raises no NumericError. At the
-    user's own full point its error is the answer (as ``eval`` says it); where no candidate
-    works, a UsageError with the last failure."""
+    """``build(point)`` at the first candidate point where it raises no NumericError (at a
+    point given in full, its error); a UsageError where none works."""
     failure: NumericError | None = None
     free = [name for name in shapes if given is None or name not in given]
     for point in candidates(shapes, given):

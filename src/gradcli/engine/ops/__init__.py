@@ -1,7 +1,7 @@
 """The op table: every operation gradcli knows, each described once, in one table.
 
 A row (``Op``, ops/row.py) holds an op's arity, forward function, one derivative rule per operand,
-domain check, complex and vector forms, printed form, shape rule and a one-line summary.
+domain check, complex and vector forms, printed and NumPy forms, shape rule and a summary.
 Everything else -- the parser's function names, the graph's forward and backward passes (floats,
 arrays, graph nodes), the printers, ``gradcli functions`` and docs/functions.md, the tests --
 reads this table, so adding a function is one row plus its test points (and ``python

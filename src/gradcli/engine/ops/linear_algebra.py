@@ -210,16 +210,20 @@ def _constructor(name: str, make: Callable[..., Any], shape: Callable[[int], Sha
                 jvp=lambda np, tangents, out, n: np.zeros(np.shape(out)), **row)
 
 
+# The NumPy export's softmax along the last axis, the max subtracted (no overflow).
+_SHIFTED = "{0} - np.max({0}, axis=-1, keepdims=True)"
+_SUM_EXP = f"np.sum(np.exp({_SHIFTED}), axis=-1, keepdims=True)"
+
 ROWS: list[Op] = [
     # --- products --------------------------------------------------------------------------
     _row("matmul", 2, lambda np, a, b: np.matmul(a, b), (_matmul_left, _matmul_right),
          shape=_matmul_shape, complex=SAME, symbol="@", precedence=PREC_PRODUCT,
          jvp=_product_jvp(lambda np, a, b: np.matmul(a, b)),
-         summary="matrix product; vector @ vector is the dot product"),
+         numpy="{0} @ {1}", summary="matrix product; vector @ vector is the dot product"),
     _row("dot", 2, lambda np, x, y: np.sum(x * y),
          (lambda xp, g, out, x, y: g * y, lambda xp, g, out, x, y: g * x),
          shape=_same_shapes, complex=SAME,
-         summary="sum(x*y) of two arrays of one shape (NumPy's vdot)"),
+         numpy="np.sum({0} * {1})", summary="sum(x*y) of two arrays of one shape (NumPy's vdot)"),
     # NumPy flattens matrices given to outer (xp.vector); the language cannot, so the graph
     # form of these rules refuses them (a usage error), and their numeric gradient remains
     _row("outer", 2, lambda np, x, y: np.outer(x, y),
@@ -227,60 +231,64 @@ ROWS: list[Op] = [
           lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(xp.transpose(g), xp.vector(x)), y)),
          shape=lambda x, y: (math.prod(x), math.prod(y)), complex=SAME,
          jvp=_product_jvp(lambda np, x, y: np.outer(x, y)),
-         summary="outer product of two vectors: a matrix"),
+         numpy="np.outer({0}, {1})", summary="outer product of two vectors: a matrix"),
     _row("transpose", 1, lambda np, x: x.T, (lambda xp, g, out, x: xp.transpose(g),),
          shape=lambda x: x[::-1], postfix="'", complex=SAME, jvp=_linear(lambda np, t: t.T),
-         summary="transpose, written x'; a vector stays a vector"),
+         numpy="np.transpose({0})", summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
     _reduction("sum", lambda np, x: np.sum(x), lambda xp, g, out, x: xp.spread(g, x),
-               complex=SAME, summary="sum of the elements"),
+               complex=SAME, numpy="np.sum({0})", summary="sum of the elements"),
     _reduction("mean", lambda np, x: np.mean(x),
                lambda xp, g, out, x: xp.spread(g / math.prod(xp.shape(x)), x),
-               complex=SAME, summary="mean of the elements"),
+               complex=SAME, numpy="np.mean({0})", summary="mean of the elements"),
     _reduction("prod", scaled_prod, lambda xp, g, out, x: g * xp.others_product(x, out),
-               complex=SAME, summary="product of the elements"),
-    _reduction("max", lambda np, x: _pick(np, x, True), _extreme_vjp,
+               complex=SAME, numpy="np.prod({0})", summary="product of the elements"),
+    _reduction("max", lambda np, x: _pick(np, x, True), _extreme_vjp, numpy="np.max({0})",
                complex=SAME, summary="largest element; tied elements share the gradient equally"),
-    _reduction("min", lambda np, x: _pick(np, x, False), _extreme_vjp,
+    _reduction("min", lambda np, x: _pick(np, x, False), _extreme_vjp, numpy="np.min({0})",
                complex=SAME, summary="smallest element; tied elements share the gradient equally"),
     _reduction("norm", lambda np, x: norm2(np, x), lambda xp, g, out, x: g * (x / out),
-               domain=_nonzero_norm, complex=SAME,
+               domain=_nonzero_norm, complex=SAME, numpy="np.linalg.norm({0})",
                summary="2-norm of a vector, Frobenius norm of a matrix"),
     _reduction("norm1", lambda np, x: np.sum(np.where(x.real < 0, -x, x)),
-               lambda xp, g, out, x: g * xp.sign(x),
+               lambda xp, g, out, x: g * xp.sign(x), numpy="np.sum(np.abs({0}))",
                complex=SAME, summary="sum of absolute values; its derivative at 0 is 0, as abs'"),
     _reduction("logsumexp", _logsumexp, lambda xp, g, out, x: g * xp.shares(x, out),
+               numpy="np.max({0}) + np.log(np.sum(np.exp({0} - np.max({0}))))",
                complex=SAME, summary="log(sum(exp(x))) with the max subtracted (no overflow)"),
     # --- along the last axis --------------------------------------------------------------
     _row("softmax", 1, _softmax,
          (lambda xp, g, out, x: out * (g - xp.sum_last(g * out)),),
-         shape=_has_axis, complex=SAME, jvp=_softmax_jvp,
+         shape=_has_axis, complex=SAME, jvp=_softmax_jvp, numpy=f"np.exp({_SHIFTED}) / {_SUM_EXP}",
          summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
     _row("log_softmax", 1, _log_softmax,
          # g - softmax(x)*sum(g), written so that NumPy reuses its temporary arrays
          (lambda xp, g, out, x: xp.exp(out) * -xp.sum_last(g) + g,),
          shape=_has_axis, complex=SAME, jvp=_log_softmax_jvp,
+         numpy=f"{_SHIFTED} - np.log({_SUM_EXP})",
          summary="x - logsumexp(x) along the last axis (rows)"),
     # --- linear algebra -------------------------------------------------------------------
     _row("tr", 1, lambda np, x: np.trace(x),
          (lambda xp, g, out, x: g * xp.eye(xp.shape(x)[0]),),
-         shape=_square_to_number, complex=SAME, summary="trace of a square matrix"),
+         shape=_square_to_number, complex=SAME, numpy="np.trace({0})",
+         summary="trace of a square matrix"),
     _row("det", 1, _det, (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
          shape=_square_to_number, domain=_invertible, complex=SAME,
-         summary="determinant (a singular matrix is an error)"),
+         numpy="np.linalg.det({0})", summary="determinant (a singular matrix is an error)"),
     _row("logdet", 1, _logdet, (lambda xp, g, out, x: g * xp.transpose(xp.inv(x)),),
          shape=_square_to_number, domain=_positive_determinant, complex=SAME,
+         numpy="np.linalg.slogdet({0})[1]",
          summary="log(det(x)) by slogdet; the determinant must be positive"),
     _row("inv", 1, lambda np, x: np.linalg.inv(x), (_inv_vjp,), shape=_square,
          domain=_invertible, complex=SAME, jvp=_inv_jvp,
-         summary="matrix inverse (a singular matrix is an error)"),
+         numpy="np.linalg.inv({0})", summary="matrix inverse (a singular matrix is an error)"),
     # --- constructors: a constant whole number n ------------------------------------------
     _constructor("zeros", lambda np, n: np.zeros(n), lambda n: (n,),
-                 complex=SAME, summary="a vector of n zeros"),
+                 complex=SAME, numpy="np.zeros(int({0}))", summary="a vector of n zeros"),
     _constructor("ones", lambda np, n: np.ones(n), lambda n: (n,), complex=SAME,
-                 summary="a vector of n ones"),
+                 numpy="np.ones(int({0}))", summary="a vector of n ones"),
     _constructor("eye", lambda np, n: np.eye(n), lambda n: (n, n),
-                 complex=SAME, summary="the n x n identity matrix"),
+                 complex=SAME, numpy="np.eye(int({0}))", summary="the n x n identity matrix"),
 ]
 
 # How the listing (``gradcli functions``, docs/functions.md) shows the rows made per use.
@@ -314,6 +322,7 @@ def index_op(key: tuple[Any, ...], text: str) -> Op:
         return tuple(numpy().broadcast_to(0.0, x)[subscript].shape)
 
     return _row("index", 1, forward, (vjp,), shape=shape, postfix=text, key=key, complex=SAME,
+                numpy="{0}" + text,
                 jvp=lambda np, tangents, out, x: forward(np, tangents[0]),
                 summary="indexing and slicing by constant integers")
 
@@ -337,4 +346,5 @@ def stack_op(count: int) -> Op:
 
     return _row("array", count, lambda np, *args: np.stack(args),
                 tuple(vjp_for(i) for i in range(count)), shape=shape, complex=SAME, jvp=jvp,
+                numpy="np.stack([" + ", ".join(f"{{{i}}}" for i in range(count)) + "])",
                 summary="an array of expressions")

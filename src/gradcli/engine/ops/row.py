@@ -110,6 +110,10 @@ class Op:
     # shape(*operand_shapes) -> the value's shape, or a ShapeError; a constructor's takes its
     # whole number n. None: ``broadcast``, the one rule of element-wise rows.
     shape: Callable[..., Shape] | None = field(default=None, kw_only=True)
+    # The NumPy export's form (``diff --format python`` of arrays), a format string over the
+    # operands' texts: ``"np.arcsin({0})"``. None: NumPy has no such function, and the export
+    # runs the row's own float function element by element (symbolic/numpy_export.py).
+    numpy: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         for form in ("complex", "vector"):
@@ -123,8 +127,9 @@ class Op:
             raise TypeError(f"op {self.name}: summary= says in one line what it computes")
         if self.kind not in (ELEMENTWISE, ARRAY):
             raise TypeError(f"op {self.name}: kind= must be ELEMENTWISE or ARRAY")
-        if self.kind is ARRAY and self.shape is None:
-            raise TypeError(f"op {self.name}: an array row says the shape of its value (shape=)")
+        if self.kind is ARRAY and (self.shape is None or self.numpy is None):
+            raise TypeError(f"op {self.name}: an array row says the shape of its value (shape=) "
+                            "and its NumPy form (numpy=)")
 
     @property
     def is_array(self) -> bool:
