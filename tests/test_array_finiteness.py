@@ -72,3 +72,17 @@ def test_a_finite_matrix_gives_numpy_s_value_and_gradients():
     np.testing.assert_allclose(result.gradients["W"], np.outer(g, x), rtol=1e-12)
     np.testing.assert_allclose(result.gradients["x"], weights.T @ g, rtol=1e-12, atol=1e-15)
     assert result.check is not None and result.check.ok
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_a_file_names_its_first_element_that_is_not_finite(tmp_path, bad):
+    from gradcli.language.data_files import read_array
+
+    weights = matrix(bad)
+    weights[N - 1, 0] = -np.inf
+    np.save(tmp_path / "W.npy", weights)
+    with pytest.raises(UsageError, match=rf"W in .*W\.npy has {bad} at \[{N // 3}, {N // 2}\], "
+                                         "not a finite number"):
+        read_array("W", str(tmp_path / "W.npy"))
+    np.save(tmp_path / "W.npy", weights[: N // 3])
+    np.testing.assert_array_equal(read_array("W", str(tmp_path / "W.npy")), weights[: N // 3])

@@ -66,12 +66,17 @@ def _read(name: str, value: Any) -> Any:
     return array
 
 
-def require_finite(name: str, array: Any) -> None:
-    """The UsageError of a value with an element that is not a finite number. A finite sum has
-    no inf or nan in it: one reduction, no array of flags (the sum of large finite elements
-    may overflow: then each element is looked at)."""
+def all_finite(array: Any) -> bool:
+    """Whether every element of the float array is finite. A finite sum has no inf or nan in
+    it: one reduction, no array of flags (the sum of large finite elements may overflow: then
+    each element is looked at)."""
     np = numpy()
-    if not math.isfinite(_total(array)) and not np.all(np.isfinite(array)):
+    return math.isfinite(_total(array)) or bool(np.all(np.isfinite(array)))
+
+
+def require_finite(name: str, array: Any) -> None:
+    """The UsageError of a value with an element that is not a finite number."""
+    if not all_finite(array):
         raise UsageError(f"the value of {name} has an element that is not a finite number",
                          hint="give finite numbers such as 2, -0.5 or 1e-3")
 
