@@ -106,6 +106,15 @@ def test_a_cell_wraps_as_rich_wraps_it(text, width, justify, wrap):
     assert _cell_lines(text, width, justify, wrap) == expected
 
 
+@given(st.text(max_size=30))
+def test_narrow_text_is_what_it_was_written_as(text):
+    """``is_narrow``'s quick form against its definition, character by character."""
+    from gradcli.output.text import MARKS, is_narrow
+
+    assert is_narrow(text) == (text.isprintable() and all(
+        ord(char) < 0x300 or 0x370 <= ord(char) < 0x400 or char in MARKS for char in text))
+
+
 def test_what_only_rich_can_lay_out_is_left_to_it():
     """A table too wide for the width (the record layout), wide and control characters."""
     text, values, _ = CASES["long label"]

@@ -80,9 +80,9 @@ def _row_lines(texts: list[str], columns: list[Column], widths: list[int],
     return ["  " + "   ".join(line) + "  " for line in zip(*cells, strict=True)]
 
 
-# A word and the spaces around it, as rich._wrap reads them
-_WORD = re.compile(r"\s*\S+\s*")
-_TRAILING_SPACE = re.compile(r"\s+$")
+# A word and the spaces around it, as rich._wrap reads them (compiled by ``re`` on first use)
+_WORD = r"\s*\S+\s*"
+_TRAILING_SPACE = r"\s+$"
 
 
 def _cell_lines(text: str, width: int, justify: str, wrap: bool) -> list[str]:
@@ -93,7 +93,7 @@ def _cell_lines(text: str, width: int, justify: str, wrap: bool) -> list[str]:
     lines = []
     for line in text.split("\n"):
         pieces = [line]
-        if wrap:
+        if wrap and len(line) > width:  # a line that fits is one piece (and compiles no regex)
             ends = [0, *_breaks(line, width), len(line)]
             pieces = [_end_trimmed(line[start:end], width) for start, end in pairwise(ends)]
         lines += [piece.rstrip()[:width].rjust(width) if justify == "right" else
@@ -105,7 +105,7 @@ def _breaks(text: str, width: int) -> list[int]:
     """Where ``rich._wrap.divide_line`` breaks ``text`` for ``width`` (folding long words)."""
     breaks: list[int] = []
     used = 0
-    for match in _WORD.finditer(text):
+    for match in re.finditer(_WORD, text):
         start, word = match.start(), match.group()
         length = len(word.rstrip())
         if width - used >= length:
@@ -129,5 +129,5 @@ def _end_trimmed(piece: str, width: int) -> str:
     """Rich's ``rstrip_end``: the spaces at the end of a piece longer than the width, as many
     as it is too long."""
     excess = len(piece) - width
-    found = _TRAILING_SPACE.search(piece) if excess > 0 else None
+    found = re.search(_TRAILING_SPACE, piece) if excess > 0 else None
     return piece[:len(piece) - min(len(found.group()), excess)] if found else piece
