@@ -118,7 +118,7 @@ def bind(program: Program, values: dict[str, Any]) -> None:
     Each value is checked for elements that are not finite, but for a large one that only
     matrix products use (W of ``W@x``): a product sums every element of its operands into its
     result, which ``compute`` checks, so a pass over W to sum it would read it again for
-    nothing (a fifth of evaluating ``mean((W@x + b - t)**2)``). ``forward`` says such a
+    nothing (a tenth of evaluating ``mean((W@x + b - t)**2)``). ``forward`` says such a
     value's error, and, for any error, an earlier variable's first, as binding did."""
     unchecked: list[Node] = []
     try:
