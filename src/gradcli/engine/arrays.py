@@ -265,10 +265,6 @@ def _guard_shape(node: Node, args: list[Any]) -> tuple[int, ...]:
     error, and so are an empty value and one larger than ``MAX_ARRAY_ELEMENTS`` (refused before
     it is made: ``outer(x, x)`` of a long x is a usage error, not memory exhausted)."""
     op = node.op
-    if op.shape is None and not op.is_array:  # element-wise: of equal shapes, that shape
-        shape = _equal_shapes(args)
-        if shape is not None:
-            return shape
     try:
         shape = op.out_shape(*args)
     except ShapeError as error:
@@ -290,19 +286,6 @@ def _guard_shape(node: Node, args: list[Any]) -> tuple[int, ...]:
     if elements > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"{describe(node)} would have {elements:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use smaller arrays")
-    return shape
-
-
-def _equal_shapes(args: list[Any]) -> tuple[int, ...] | None:
-    """The one shape of the operands that are not numbers, None if they differ (then the
-    row's shape rule broadcasts them). It is an operand's, so within the limits already."""
-    shape: tuple[int, ...] = ()
-    for arg in args:
-        own = getattr(arg, "shape", ())
-        if own and own != shape:
-            if shape:
-                return None
-            shape = own
     return shape
 
 
