@@ -16,16 +16,19 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from gradcli.gradcheck.evaluation import evaluate
 from gradcli.output.console import _TrimmedLines
-from gradcli.output.plain import plain_lines, writes_plain
+from gradcli.output.plain import _cell_lines, plain_lines, writes_plain
 from gradcli.output.tables import MAX_TABLE_ROWS
 from gradcli.output.text import Text
 from gradcli.output.views import result_parts, result_view
 
 WIDTHS = (30, 60, 80, 120, 200, 1000)
+RNG = np.random.default_rng(30)
 
 CASES = {
     "seed": ("(x*W+b-t)**2", {"x": 2.0, "W": 3.0, "b": 1.0, "t": 8.0}, {}),
@@ -41,6 +44,13 @@ CASES = {
                             "x": np.array([0.5, -1.0])}, {}),
     "large array": ("sum(x*x)", {"x": np.linspace(0.0, 1.0, 50)}, {}),
     "many nodes": ("+".join(f"x*{i}" for i in range(MAX_TABLE_ROWS)), {"x": 1.5}, {}),
+    # issue 30's A1: summarised arrays whose cells wrap over several lines
+    "A1": ("mean((W@x + b - t)**2)", {name: RNG.normal(size=shape) for name, shape in (
+        ("W", (40, 40)), ("x", 40), ("b", 40), ("t", 40))}, {}),
+    "A1 unchecked": ("mean((W@x + b - t)**2)", {"W": RNG.normal(size=(7, 3)) * 1e-200,
+                                                "x": RNG.normal(size=3) * 1e150,
+                                                "b": np.zeros(7), "t": np.ones(7)},
+                     {"check": False}),
 }
 
 
@@ -66,15 +76,47 @@ def test_the_plain_lines_are_rich_s_lines(case, width):
 
 
 @pytest.mark.parametrize("case", ["seed", "statements", "a failed check", "no check",
-                                  "hessian", "greek", "arrays", "many nodes"])
+                                  "hessian", "greek", "arrays", "many nodes", "large array",
+                                  "A1", "A1 unchecked"])
 def test_common_results_are_printed_without_rich(case):
     text, values, settings = CASES[case]
     result = evaluate(text, values, strict=False, **settings)
     assert plain_lines(result_parts(result, True), 200) is not None
 
 
+def test_a_label_that_folds_is_written_plain():
+    """At 120 columns the long label folds over several lines of its column."""
+    text, values, _ = CASES["long label"]
+    lines = plain_lines(result_parts(evaluate(text, values), True), 120)
+    assert lines is not None and len(lines) > 12
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="ab ,-[]…\n", max_size=40), width=st.integers(1, 12),
+       justify=st.sampled_from(["left", "right"]), wrap=st.booleans())
+def test_a_cell_wraps_as_rich_wraps_it(text, width, justify, wrap):
+    """Any text of narrow characters, spaces and line ends: the lines of Rich's ``Text.wrap``
+    (overflow "fold"), padded to the width as a table cell pads them."""
+    from rich.text import Text as RichText
+
+    console = Console(width=200, file=io.StringIO())
+    theirs = RichText(text).wrap(console, width, justify=justify, overflow="fold",
+                                 no_wrap=not wrap)
+    expected = [line.plain + " " * (width - len(line.plain)) for line in theirs]
+    assert _cell_lines(text, width, justify, wrap) == expected
+
+
+@given(st.text(max_size=30))
+def test_narrow_text_is_what_it_was_written_as(text):
+    """``is_narrow``'s quick form against its definition, character by character."""
+    from gradcli.output.text import MARKS, is_narrow
+
+    assert is_narrow(text) == (text.isprintable() and all(
+        ord(char) < 0x300 or 0x370 <= ord(char) < 0x400 or char in MARKS for char in text))
+
+
 def test_what_only_rich_can_lay_out_is_left_to_it():
-    """A table too wide for the width (the record layout) and a label that folds."""
+    """A table too wide for the width (the record layout), wide and control characters."""
     text, values, _ = CASES["long label"]
     result = evaluate(text, values)
     assert plain_lines(result_parts(result, True), 80) is None

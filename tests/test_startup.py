@@ -186,13 +186,19 @@ def test_the_plain_eval_makes_the_request_click_makes():
 
     command, ctx = _eval_command()
     args = [*SEED[1:], "--json"]
-    expr, given, as_json = plain_form(["eval", *args])
+    expr, given, options = plain_form(["eval", *args])
     with ctx:
         command.parse_args(ctx, list(args))
         clicked = eval_request(ctx, **ctx.params)
-    assert (expr, given.values, given.spelled, as_json) == (
-        clicked.program.text, clicked.values, clicked.given.spelled, True)
+    assert (expr, given.values, given.spelled, options) == (
+        clicked.program.text, clicked.values, clicked.given.spelled, ["--json"])
     assert EvalSettings(strict=False) == clicked.settings
+    unchecked = [*SEED[1:], "--no-check"]
+    with ctx:
+        command.parse_args(ctx, list(unchecked))
+        clicked = eval_request(ctx, **ctx.params)
+    assert plain_form(["eval", *unchecked])[2] == ["--no-check"]
+    assert EvalSettings(strict=False, check=False) == clicked.settings
 
 
 # Command lines the plain eval takes: each prints and ends as click's reading of it does.
@@ -204,12 +210,18 @@ PLAIN = [
     ["eval", "x+", "--x", "1", "--json"], ["eval", "x", "--x", "1", "--wrt", "2"],
     ["eval", "u = x*W; z = u + b; err = z - t; err*err", "--x", "2", "--W", "3", "--b", "1",
      "--t", "8"],
+    [*SEED, "--no-check"], ["eval", "x", "--no-check", "--x", "1", "--json"],
+    ["eval", "sum(x)", "--x", "[1, 2]"],
+    ["eval", "mean((W@x - t)**2)", "--W", "[[1, 2], [3, 4]]", "--x", "[0.5, -1]", "--t", "[1, 2]",
+     "--no-check"],
 ]
 # ... and some it leaves to click: an option, a range, an array, a batch, a file, help,
 # a name given twice, a binding without its value, another command's flag, two EXPRs.
 TO_CLICK = [
     [*SEED, "--rtol", "1e-6"], ["eval", "x", "--x", "1,2"], ["eval", "x", "--x", "-2:2:5"],
-    ["eval", "sum(x)", "--x", "[1, 2]"], ["eval", "-", "--x", "1"], ["eval", "-f", "a.grad"],
+    [*SEED, "--no-check", "--no-check"], ["eval", "x", "--x", "1", "--no-check=1"],
+    ["eval", "sum(x*x)", "--x", "[1, true]", "--json"],  # a usage error: click words it
+    ["eval", "-", "--x", "1"], ["eval", "-f", "a.grad"],
     ["eval", "--help"], ["eval", "x", "-h"], ["eval", "x", "--x", "1", "--x", "2"],
     ["eval", "x", "--x"], ["eval", "x", "--x", "1", "--defaults"], ["eval", "x", "y"],
     ["eval", "x", "--x", "1", "--json", "--json"], ["eval", "--x", "1"], ["diff", "x", "--x", "1"],
@@ -228,6 +240,27 @@ def test_the_plain_eval_prints_what_click_s_reading_prints(args):
     plain, clicked = ran.values()
     assert plain == clicked
     assert plain[1] or plain[2]  # it said something
+
+
+def test_arrays_from_files_are_printed_as_click_s_reading_prints_them(tmp_path):
+    """``--W W.npy``: the plain eval reads the files and prints what click's reading prints."""
+    import numpy as np
+
+    rng = np.random.default_rng(30)
+    for name, shape in (("W", (30, 20)), ("x", 20), ("t", 30)):
+        np.save(tmp_path / f"{name}.npy", rng.normal(size=shape))
+    args = ["eval", "mean((W@x - t)**2)", *(part for name in "Wxt"
+                                           for part in (f"--{name}", f"{name}.npy"))]
+    assert plain_form(args) is None  # the files are not in this directory
+    ran = {}
+    for entry in ("gradcli.cli import main", "gradcli.cli.base import main"):
+        done = subprocess.run([sys.executable, "-c", f"from {entry}; main()", *args],
+                              capture_output=True, text=True, cwd=tmp_path, check=False,
+                              env={**os.environ, "COLUMNS": "120"})
+        ran[entry] = (done.returncode, done.stdout, done.stderr)
+    plain, clicked = ran.values()
+    assert plain == clicked and plain[0] == 0
+    assert "gradients of the output" in plain[1]
 
 
 @pytest.mark.parametrize("args", TO_CLICK, ids=" ".join)

@@ -1,12 +1,14 @@
 """The plain ``gradcli eval EXPR --NAME VALUE ... [--json]``, read without click.
 
 It is the command line a shell loop, a pre-commit hook or a CI step runs thousands of times,
-and loading click is a fifth of such a run. So this one form is read here: one EXPR, numbers
-for its variables, perhaps ``--json``; the bindings split by the function click's reading uses
-(``cli.bindings``), against eval's options as ``cli.command_table`` lists them. Anything else --
-another option, ``-f``, a batch on stdin, a range or an array, a name given twice, ``--help``,
-any usage error -- is left to click (``cli.base``), which reads every form and words every
-error. The request made here is the one click's reading makes (tests/test_startup.py).
+and loading click is a fifth of such a run. So this one form is read here: one EXPR, a number
+or an array (``--W W.npy``, ``--x "[1, 2]"``) for each variable, perhaps ``--json`` and
+``--no-check``; the bindings split by the function click's reading uses (``cli.bindings``),
+against eval's options as ``cli.command_table`` lists them. Anything else -- another option,
+``-f``, a batch on stdin, a range or a list of values (a sweep), a name given twice,
+``--help``, any usage error -- is left to click (``cli.base``), which reads every form and
+words every error. The request made here is the one click's reading makes
+(tests/test_startup.py).
 """
 
 from __future__ import annotations
@@ -25,9 +27,14 @@ from gradcli.gradcheck.evaluation import EvalSettings
 LONG_OPTIONS = tuple(flag for flag in EVAL_OPTIONS if flag.startswith("--") and flag != "--help")
 
 
-def plain_form(args: list[str]) -> tuple[str, Given, bool] | None:
-    """``(EXPR, the values, --json)`` when ``args`` (after ``gradcli``) are the plain eval, else
-    None. Nothing is read, printed or evaluated here."""
+# the options the plain eval takes, each at most once
+PLAIN_OPTIONS = frozenset(("--json", "--no-check"))
+
+
+def plain_form(args: list[str]) -> tuple[str, Given, list[str]] | None:
+    """``(EXPR, the values, the options)`` when ``args`` (after ``gradcli``) are the plain eval,
+    else None. Nothing is printed or evaluated here (files of arrays are read: click's path,
+    which a usage error takes, reads them again)."""
     if not args or args[0] != "eval":
         return None
     try:
@@ -35,24 +42,28 @@ def plain_form(args: list[str]) -> tuple[str, Given, bool] | None:
             args[1:], EVAL_OPTIONS, flags_of_other_commands(EVAL_OPTIONS))
     except UsageError:
         return None
-    if options not in ([], ["--json"]) or len(positional) != 1 or positional[0] == "-":
+    if (not PLAIN_OPTIONS.issuperset(options) or len(set(options)) != len(options)
+            or len(positional) != 1 or positional[0] == "-"):
         return None
     try:
         given = Given.read(bindings, LONG_OPTIONS, _options_elsewhere, "gradcli eval")
     except UsageError:
         return None
-    if any(type(value) is not float for value in given.values.values()):
-        return None  # a sweep (2,3 or -2:2:9) or an array: click's reading checks those
-    return positional[0], given, options == ["--json"]
+    if any(isinstance(value, tuple) for value in given.values.values()):
+        return None  # a sweep (2,3 or -2:2:9): click's reading checks its options
+    return positional[0], given, options
 
 
-def run_plain(expr: str, given: Given, as_json: bool) -> int:
-    """What ``gradcli eval EXPR --NAME VALUE ... [--json]`` does; its exit status."""
+def run_plain(expr: str, given: Given, options: list[str]) -> int:
+    """What ``gradcli eval EXPR --NAME VALUE ... [--json] [--no-check]`` does; its exit
+    status."""
+    as_json = "--json" in options
     try:
         program = ProgramText.read("eval", expr, None)
     except GradcliError as error:
         return show_error(error, as_json, expr)
-    settings = EvalSettings(strict=False)  # the command line's defaults: free variables stay
+    # the command line's defaults: free variables stay
+    settings = EvalSettings(strict=False, check="--no-check" not in options)
     return run_eval(EvalRequest(program, given, settings, "json" if as_json else "table"))
 
 

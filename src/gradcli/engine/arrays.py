@@ -22,7 +22,7 @@ from typing import Any
 from gradcli.engine.graph import Node, Program, describe, node_text
 from gradcli.engine.notation import format_number, shape_text
 from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, ShapeError, numpy
-from gradcli.errors import NumericError, UsageError
+from gradcli.errors import GradcliError, NumericError, UsageError
 from gradcli.limits import MAX_ARRAY_DIMS, MAX_ARRAY_ELEMENTS, check_dims
 
 
@@ -37,6 +37,13 @@ def is_array_value(value: Any) -> bool:
 
 def as_array(name: str, value: Any) -> Any:
     """A variable's value as a float array; a UsageError says what is wrong with it."""
+    array = _read(name, value)
+    require_finite(name, array)
+    return array
+
+
+def _read(name: str, value: Any) -> Any:
+    """``as_array`` but for the finiteness of the elements."""
     np = numpy()
     if isinstance(value, list) and not _numbers_only(name, value):
         raise UsageError(f"the value of {name} is not a rectangular array of numbers",
@@ -56,12 +63,22 @@ def as_array(name: str, value: Any) -> Any:
     if array.size > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"the value of {name} has {array.size:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use a smaller array")
-    # A finite sum has no inf or nan in it: one reduction, no array of flags (the sum of large
-    # finite elements may overflow: then each element is looked at).
-    if not math.isfinite(_total(array)) and not np.all(np.isfinite(array)):
+    return array
+
+
+def all_finite(array: Any) -> bool:
+    """Whether every element of the float array is finite. A finite sum has no inf or nan in
+    it: one reduction, no array of flags (the sum of large finite elements may overflow: then
+    each element is looked at)."""
+    np = numpy()
+    return math.isfinite(_total(array)) or bool(np.all(np.isfinite(array)))
+
+
+def require_finite(name: str, array: Any) -> None:
+    """The UsageError of a value with an element that is not a finite number."""
+    if not all_finite(array):
         raise UsageError(f"the value of {name} has an element that is not a finite number",
                          hint="give finite numbers such as 2, -0.5 or 1e-3")
-    return array
 
 
 def _total(array: Any) -> float:
@@ -91,47 +108,123 @@ def _numbers_only(name: str, items: list) -> bool:
     return True
 
 
+# An array this large that only matrix products use is not summed when bound (``bind``)
+_IN_PRODUCTS_SIZE = 1 << 16
+
+
 def bind(program: Program, values: dict[str, Any]) -> None:
-    """Every variable from ``values`` or the program's defaults, every leaf as a float array."""
+    """Every variable from ``values`` or the program's defaults, every leaf as a float array.
+
+    Each value is checked for elements that are not finite, but for a large one that only
+    matrix products use (W of ``W@x``): a product sums every element of its operands into its
+    result, which ``compute`` checks, so a pass over W to sum it would read it again for
+    nothing (a tenth of evaluating ``mean((W@x + b - t)**2)``). ``forward`` says such a
+    value's error, and, for any error, an earlier variable's first, as binding did."""
+    unchecked: list[Node] = []
+    try:
+        for node in program.nodes:
+            if node.inputs:
+                continue
+            if node.name in program.variables and node is program.variables[node.name]:
+                given = values[node.name] if node.name in values else program.defaults[node.name]
+                node.value = _read(node.name, given)
+                if node.value.size >= _IN_PRODUCTS_SIZE:
+                    unchecked.append(node)
+                else:
+                    require_finite(node.name, node.value)
+            else:
+                node.value = numpy().asarray(node.value, dtype=float)
+    except UsageError:
+        _require_finite_leaves(unchecked)
+        raise
+    products = _used_in_products_only(program, unchecked) if unchecked else set()
+    _require_finite_leaves([node for node in unchecked if node.index not in products])
+
+
+def _used_in_products_only(program: Program, leaves: list[Node]) -> set[int]:
+    """The indices of ``leaves`` that are operands of matrix products and of nothing else (nor
+    an output)."""
+    used = {node.index: True for node in leaves}
+    for node in (program.output, *program.outputs):
+        used[node.index] = False
     for node in program.nodes:
-        if node.inputs:
-            continue
-        if node.name in program.variables and node is program.variables[node.name]:
-            given = values[node.name] if node.name in values else program.defaults[node.name]
-            node.value = as_array(node.name, given)
-        else:
-            node.value = numpy().asarray(node.value, dtype=float)
+        for source in node.inputs:
+            if source.index in used and node.op.name != "matmul":
+                used[source.index] = False
+    return {index for index, only in used.items() if only}
+
+
+def _require_finite_leaves(nodes: list[Node]) -> None:
+    """The first value among the named leaves ``nodes`` with an element that is not finite,
+    as binding says it."""
+    for node in nodes:
+        if not node.inputs and node.name:
+            require_finite(node.name, node.value)
 
 
 # --- forward ------------------------------------------------------------------------------------
 
 def forward(nodes: list[Node]) -> Any:
-    """Every node's value in topological order; the output's value (the last node)."""
-    for node in nodes:
-        if node.inputs:
-            node.value = compute(node, [source.value for source in node.inputs])
+    """Every node's value in topological order; the output's value (the last node).
+
+    A failure first says a variable whose value is not finite (``bind`` leaves one that only
+    products use to them), as binding would have said it before anything was computed."""
+    np = numpy()
+    try:
+        with np.errstate(**_RAISE):
+            for node in nodes:
+                if node.inputs:
+                    args = [source.value for source in node.inputs]
+                    node.value = _fast(node, args)
+                    if node.op.name == "matmul":
+                        _zeros_hide_nothing(node, args)
+    except GradcliError:
+        _require_finite_leaves([node for node in nodes if not node.inputs])
+        raise
     return nodes[-1].value
+
+
+def _zeros_hide_nothing(node: Node, args: list[Any]) -> None:
+    """A large variable's finiteness, which ``bind`` left to this product's check, is read from
+    the product only where the other operand has no zero: a BLAS that skips the terms of a
+    zero (reference BLAS does) would drop ``inf * 0``."""
+    for position, source in enumerate(node.inputs):
+        if (not source.inputs and source.name and source.value.size >= _IN_PRODUCTS_SIZE
+                and not args[1 - position].all()):
+            require_finite(source.name, source.value)
 
 
 def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     """``node``'s op on array ``args``; errors name the node (shapes, domains, singularity).
 
-    The operands are finite (values are checked when bound), so a value that is not finite
-    raises one of NumPy's floating-point flags on its way: the fast path runs with those flags
-    raising (``_RAISE``) and checks nothing else; a flag sends it to the careful path, which
-    recomputes with them off and names the first element that is not finite (or accepts the
-    value if it is finite after all). Complex-step replays always take the careful path.
+    The operands are finite (values are checked when bound, or by the products that use
+    them), so a value that is not finite raises one of NumPy's floating-point flags on its
+    way: the fast path runs with those flags raising (``_RAISE``) and checks nothing else; a
+    flag sends it to the careful path, which recomputes with them off and names the first
+    element that is not finite (or accepts the value if it is finite after all). Complex-step
+    replays always take the careful path.
     """
     np = numpy()
     if not complex_step:
-        try:
-            with np.errstate(**_RAISE):
-                value = np.asarray(_apply(node, args, False))
-                if node.op.is_array and not math.isfinite(np.sum(value)):
-                    raise FloatingPointError  # LAPACK (inv, det) raises no NumPy flag
-                return value
-        except FloatingPointError:
-            pass
+        with np.errstate(**_RAISE):
+            return _fast(node, args)
+    return _careful_value(node, args, True)
+
+
+def _fast(node: Node, args: list[Any]) -> Any:
+    """``compute``'s fast path, under ``_RAISE`` already."""
+    np = numpy()
+    try:
+        value = np.asarray(_apply(node, args, False))
+        if node.op.is_array and not math.isfinite(np.sum(value)):
+            raise FloatingPointError  # LAPACK (inv, det) raises no NumPy flag
+        return value
+    except FloatingPointError:
+        return _careful_value(node, args, False)
+
+
+def _careful_value(node: Node, args: list[Any], complex_step: bool) -> Any:
+    np = numpy()
     with np.errstate(all="ignore"):
         value = np.asarray(_apply(node, args, complex_step))
         if not np.all(np.isfinite(value)):

@@ -103,8 +103,16 @@ MARKS = frozenset("—✓✗…→←↺•─")  # Latin-1 signs (², ±, ·) a
 def is_narrow(text: str) -> bool:
     """Whether every character of ``text`` takes one column, as Rich counts them (ASCII and
     Latin-1 letters and signs, Greek, gradcli's marks; no control characters)."""
-    return text.isprintable() and all(
-        ord(char) < 0x300 or 0x370 <= ord(char) < 0x400 or char in MARKS for char in text)
+    if not text.isprintable():
+        return False
+    rest = text
+    for mark in MARKS:  # C's loops, not one of Python's per character: a table line of an
+        rest = rest.replace(mark, "")  # array's elements is some 200 characters
+    try:
+        rest.encode("latin-1")
+    except UnicodeEncodeError:
+        return all(ord(char) < 0x300 or 0x370 <= ord(char) < 0x400 for char in rest)
+    return True
 
 
 def cell_len(text: str) -> int:

@@ -1,0 +1,88 @@
+"""A value with an element that is not finite is said as binding says it, whoever reads it.
+
+A large matrix that only products use is not summed when bound (engine/arrays.py ``bind``): the
+product's own check reads it. These tests put inf or nan in such a matrix, with and without
+zeros in the other operand (a BLAS may skip a zero's terms), beside other errors that binding
+or the forward pass would meet, and expect the message a checked value gives, as for a value
+small enough to be summed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcli
+from gradcli.errors import NumericError, UsageError
+
+N = 300  # 90,000 elements: past the size that binding leaves to the products
+RNG = np.random.default_rng(30)
+MESSAGE = "the value of W has an element that is not a finite number"
+
+
+def matrix(bad: float, n: int = N) -> np.ndarray:
+    weights = RNG.normal(size=(n, n))
+    weights[n // 3, n // 2] = bad
+    return weights
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("zeros", ["none", "at the bad column", "all"])
+@pytest.mark.parametrize("n", [N, 20])
+def test_a_matrix_that_is_not_finite_is_named(bad, zeros, n):
+    x = RNG.normal(size=n)
+    if zeros == "at the bad column":
+        x[n // 2] = 0.0
+    elif zeros == "all":
+        x[:] = 0.0
+    values = {"W": matrix(bad, n), "x": x, "t": np.ones(n)}
+    for program in ("mean((W@x - t)**2)", "sum(x@W)", "sum(W@W@x)"):
+        with pytest.raises(UsageError, match=MESSAGE):
+            gradcli.evaluate(program, values, check=False)
+
+
+def test_binding_s_order_of_errors_is_kept():
+    """An earlier variable's error first: a later value that cannot be read, a node that fails
+    before the product is computed."""
+    values = {"W": matrix(np.inf), "x": RNG.normal(size=N), "t": np.ones(N)}
+    with pytest.raises(UsageError, match=MESSAGE):
+        gradcli.evaluate("sum(W@x) + sum(t)", {**values, "t": np.array([])}, check=False)
+    with pytest.raises(UsageError, match=MESSAGE):
+        gradcli.evaluate("sum(W@x) + sum(log(-t))", values, check=False)
+    finite = {**values, "W": RNG.normal(size=(N, N))}
+    with pytest.raises(UsageError, match="the value of t is an empty array"):
+        gradcli.evaluate("sum(W@x) + sum(t)", {**finite, "t": np.array([])}, check=False)
+    with pytest.raises(NumericError, match="log"):
+        gradcli.evaluate("sum(W@x) + sum(log(-t))", finite, check=False)
+
+
+def test_a_matrix_used_elsewhere_too_is_checked_when_bound():
+    values = {"W": matrix(np.nan), "x": RNG.normal(size=N)}
+    for program in ("sum(W@x) + sum(W)", "W[0, 0]*sum(W@x)", "sum(W*W)"):
+        with pytest.raises(UsageError, match=MESSAGE):
+            gradcli.evaluate(program, values, check=False)
+
+
+def test_a_finite_matrix_gives_numpy_s_value_and_gradients():
+    weights, x, t = RNG.normal(size=(N, N)), RNG.normal(size=N), RNG.normal(size=N)
+    result = gradcli.evaluate("mean((W@x - t)**2)", {"W": weights, "x": x, "t": t})
+    r = weights @ x - t
+    g = 2 * r / N
+    assert result.value == pytest.approx(np.mean(r**2), rel=1e-12)
+    np.testing.assert_allclose(result.gradients["W"], np.outer(g, x), rtol=1e-12)
+    np.testing.assert_allclose(result.gradients["x"], weights.T @ g, rtol=1e-12, atol=1e-15)
+    assert result.check is not None and result.check.ok
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_a_file_names_its_first_element_that_is_not_finite(tmp_path, bad):
+    from gradcli.language.data_files import read_array
+
+    weights = matrix(bad)
+    weights[N - 1, 0] = -np.inf
+    np.save(tmp_path / "W.npy", weights)
+    with pytest.raises(UsageError, match=rf"W in .*W\.npy has {bad} at \[{N // 3}, {N // 2}\], "
+                                         "not a finite number"):
+        read_array("W", str(tmp_path / "W.npy"))
+    np.save(tmp_path / "W.npy", weights[: N // 3])
+    np.testing.assert_array_equal(read_array("W", str(tmp_path / "W.npy")), weights[: N // 3])
