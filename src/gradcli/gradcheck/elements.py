@@ -23,6 +23,7 @@ elements, then fewer directions (never fewer than one), and the report names the
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from gradcli.engine.graph import Node, Program, node_text
 from gradcli.engine.ops import numpy
@@ -155,12 +156,14 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     directions, count, shrunk = plan(size, direction_cost, element_cost, budget)
     count = min(count, ARRAY_CHECK_ELEMENTS)
     flats = sample(size, count)
-    elements = _elements(replayer, node, flats, rtol, atol, method, columns)
+    # A small node's directions join its elements' column replay (copies: ``draw`` refills)
+    drawn = [replayer.draw(k).copy() for k in range(directions)] if columns else None
+    elements, settled = _elements(replayer, node, flats, rtol, atol, method, drawn)
     along: list[GradientCheck] = []
     narrowed: dict[int, GradientCheck] = {}
     for k in range(directions):
-        v = replayer.draw(k)
-        verdict = check_direction(replayer, node, v, rtol, atol, method)
+        v = replayer.draw(k) if drawn is None else drawn[k]
+        verdict = settled.get(k) or check_direction(replayer, node, v, rtol, atol, method)
         along.append(verdict)
         if not verdict.ok and not narrowed:  # the next failed directions lead to the same
             narrowed = narrow(replayer, node, v, rtol, atol, method)
@@ -170,12 +173,15 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
 
 
 def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: float,
-              atol: float, method: str, columns: bool) -> dict[int, GradientCheck]:
-    """The element-wise verdicts of the elements ``flats`` of ``node``, by flat index: central
-    differences at the first step settled as columns where they can be, the rest one by one."""
+              atol: float, method: str, drawn: list[Any] | None
+              ) -> tuple[dict[int, GradientCheck], dict[int, GradientCheck]]:
+    """The element-wise verdicts of the elements ``flats`` of ``node``, by flat index, and
+    those of the directions ``drawn`` that agree, by number: central differences at the first
+    step settled as columns where they can be (``drawn`` not None), the rest one by one."""
     np = numpy()
-    passed = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
-                             atol) if columns and flats else {}
+    along = tuple((v, replayer.dot(v, node.grad)) for v in drawn or ())
+    passed, lines = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
+                                    atol, along) if drawn is not None else ({}, {})
     grads = np.asarray(node.grad).flat  # no copy of a broadcast gradient
     found = {}
     for flat in flats:
@@ -183,7 +189,7 @@ def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: f
         found[flat] = (check_element(replayer, node, flat, rtol, atol, method)
                        if settled is None else
                        settled_check(float(grads[flat]), settled))
-    return found
+    return found, {k: settled_check(along[k][1], line) for k, line in lines.items()}
 
 
 def _combined(node: Node, elements: dict[int, GradientCheck],

@@ -22,6 +22,8 @@ from typing import Any
 
 from gradcli.engine.ops.row import (
     ARRAY,
+    LINEAR_ALL,
+    LINEAR_EACH,
     PREC_PRODUCT,
     SAME,
     Op,
@@ -214,11 +216,11 @@ ROWS: list[Op] = [
     # --- products --------------------------------------------------------------------------
     _row("matmul", 2, lambda np, a, b: np.matmul(a, b), (_matmul_left, _matmul_right),
          shape=_matmul_shape, complex=SAME, symbol="@", precedence=PREC_PRODUCT,
-         jvp=_product_jvp(lambda np, a, b: np.matmul(a, b)),
+         jvp=_product_jvp(lambda np, a, b: np.matmul(a, b)), linear=LINEAR_EACH,
          summary="matrix product; vector @ vector is the dot product"),
     _row("dot", 2, lambda np, x, y: np.sum(x * y),
          (lambda xp, g, out, x, y: g * y, lambda xp, g, out, x, y: g * x),
-         shape=_same_shapes, complex=SAME,
+         shape=_same_shapes, complex=SAME, linear=LINEAR_EACH,
          summary="sum(x*y) of two arrays of one shape (NumPy's vdot)"),
     # NumPy flattens matrices given to outer (xp.vector); the language cannot, so the graph
     # form of these rules refuses them (a usage error), and their numeric gradient remains
@@ -226,17 +228,17 @@ ROWS: list[Op] = [
          (lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(g, xp.vector(y)), x),
           lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(xp.transpose(g), xp.vector(x)), y)),
          shape=lambda x, y: (math.prod(x), math.prod(y)), complex=SAME,
-         jvp=_product_jvp(lambda np, x, y: np.outer(x, y)),
+         jvp=_product_jvp(lambda np, x, y: np.outer(x, y)), linear=LINEAR_EACH,
          summary="outer product of two vectors: a matrix"),
     _row("transpose", 1, lambda np, x: x.T, (lambda xp, g, out, x: xp.transpose(g),),
          shape=lambda x: x[::-1], postfix="'", complex=SAME, jvp=_linear(lambda np, t: t.T),
-         summary="transpose, written x'; a vector stays a vector"),
+         linear=LINEAR_ALL, summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
     _reduction("sum", lambda np, x: np.sum(x), lambda xp, g, out, x: xp.spread(g, x),
-               complex=SAME, summary="sum of the elements"),
+               complex=SAME, linear=LINEAR_ALL, summary="sum of the elements"),
     _reduction("mean", lambda np, x: np.mean(x),
                lambda xp, g, out, x: xp.spread(g / math.prod(xp.shape(x)), x),
-               complex=SAME, summary="mean of the elements"),
+               complex=SAME, linear=LINEAR_ALL, summary="mean of the elements"),
     _reduction("prod", scaled_prod, lambda xp, g, out, x: g * xp.others_product(x, out),
                complex=SAME, summary="product of the elements"),
     _reduction("max", lambda np, x: _pick(np, x, True), _extreme_vjp,
@@ -264,7 +266,8 @@ ROWS: list[Op] = [
     # --- linear algebra -------------------------------------------------------------------
     _row("tr", 1, lambda np, x: np.trace(x),
          (lambda xp, g, out, x: g * xp.eye(xp.shape(x)[0]),),
-         shape=_square_to_number, complex=SAME, summary="trace of a square matrix"),
+         shape=_square_to_number, complex=SAME, linear=LINEAR_ALL,
+         summary="trace of a square matrix"),
     _row("det", 1, _det, (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
          shape=_square_to_number, domain=_invertible, complex=SAME,
          summary="determinant (a singular matrix is an error)"),
@@ -314,6 +317,7 @@ def index_op(key: tuple[Any, ...], text: str) -> Op:
         return tuple(numpy().broadcast_to(0.0, x)[subscript].shape)
 
     return _row("index", 1, forward, (vjp,), shape=shape, postfix=text, key=key, complex=SAME,
+                linear=LINEAR_ALL,
                 jvp=lambda np, tangents, out, x: forward(np, tangents[0]),
                 summary="indexing and slicing by constant integers")
 
@@ -337,4 +341,5 @@ def stack_op(count: int) -> Op:
 
     return _row("array", count, lambda np, *args: np.stack(args),
                 tuple(vjp_for(i) for i in range(count)), shape=shape, complex=SAME, jvp=jvp,
+                linear=LINEAR_ALL,
                 summary="an array of expressions")
