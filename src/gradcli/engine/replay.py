@@ -153,19 +153,27 @@ class Moved:
     recomputed node (the conditions a replay turns over)."""
 
     def __init__(self, target: Node, downstream: list[Node], linear: set[int], d: Any,
-                 output: Node, buffer: Any = None, note: Any = None) -> None:
-        from gradcli.engine.arrays import compute
-
+                 output: Node, buffer: Any = None, note: Any = None,
+                 unit: int | None = None) -> None:
         np = numpy()
         self.target, self.output, self.buffer, self.note = target, output, buffer, note
-        self.moves = {target.index: d}
+        moves = self.moves = {target.index: d}
         for node in downstream:
-            if node.index in linear:
-                stays = (np.broadcast_to(0.0, np.shape(s.value)) if node.op.linear == LINEAR_ALL
-                         else s.value for s in node.inputs)  # a zero move, or the operand
-                args = [self.moves.get(s.index, stay) for s, stay in
-                        zip(node.inputs, stays, strict=True)]
-                self.moves[node.index] = compute(node, args)
+            op = node.op
+            sources = [s.index for s in node.inputs]
+            if (node.index in linear and unit is not None and op.unit is not None
+                    and target.index in sources):  # d, the unit array at flat ``unit``, moves
+                moves[node.index] = np.asarray(op.unit(  # the row's operand: its unit form
+                    np, sources.index(target.index), unit, *[s.value for s in node.inputs]))
+            elif node.index in linear:  # an operand that stays moves by zeros, or is itself
+                args = [moves[s.index] if s.index in moves else
+                        np.broadcast_to(0.0, np.shape(s.value)) if op.linear == LINEAR_ALL
+                        else s.value for s in node.inputs]
+                # the forward form alone: the evaluation checked the shapes and the domain (of
+                # the operands that stay); a move that overflowed makes replays that are not
+                # finite, which the difference treats as a domain's edge
+                moves[node.index] = np.asarray(op.forward(np, *args) if op.is_array
+                                               else op.apply_vector(*args))
         self.rest = [node for node in downstream if node.index not in linear]
 
     def replay(self, t: Any, largest: float, complex_step: bool = False,

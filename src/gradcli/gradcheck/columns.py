@@ -205,18 +205,19 @@ class ElementReplayer:
         return sum(np.size(n.value) + sum(np.size(s.value) for s in n.inputs)
                    for n in self.downstream)
 
-    def moving(self, d: Any, buffer: Any = None) -> Moved:
-        """The replays of the aimed node moved along ``d`` (None: placed by the caller)."""
+    def moving(self, d: Any, buffer: Any = None, unit: int | None = None) -> Moved:
+        """The replays of the aimed node moved along ``d`` (None: placed by the caller; a unit
+        array: 1 at flat index ``unit``)."""
         note = self._note_switch if self.masked else None
         linear = self.linear if d is not None else set()
-        return Moved(self.target, self.downstream, linear, d, self.nodes[-1], buffer, note)
+        return Moved(self.target, self.downstream, linear, d, self.nodes[-1], buffer, note, unit)
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         np = numpy()
         node = self.target
         if self.linear:
             if self.unit is None or self.unit[0] != index:
-                self.unit = (index, self.moving(self._unit(index)))
+                self.unit = (index, self.moving(self._unit(index), unit=index))
             step = value - np.asarray(node.value).flat[index]  # the step rounding let it take
             return self.unit[1].replay(step, abs(value), complex_step)
         moved = self.moved[complex_step]
@@ -291,14 +292,22 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
         replayed = _replay(node, downstream, output, moved, largest)
         if replayed is None:
             break
-        out, most = replayed
-        for k, flat in enumerate([*chunk.tolist(), *(range(len(along)) if not start else ())]):
-            up, down = (k, k + count) if k < count else (k + count, k + count + len(along))
-            grad = float(grads[flat]) if k < count else along[flat][1]
-            settled = _settled(grad, out[up], out[down], max(most[up], most[down], f0),
-                               float(steps[k]) if k < count else h, rtol, atol)
-            if settled is not None:
-                (passed if k < count else lines)[flat] = settled
+        lines_here = len(along) if not start else 0
+        ups = np.r_[0:count, 2 * count:2 * count + lines_here]
+        downs = np.r_[count:2 * count, 2 * count + lines_here:2 * count + 2 * lines_here]
+        out, most = np.asarray(replayed[0]), np.asarray(replayed[1])
+        g = np.concatenate((grads[chunk], [grad for _, grad in along[:lines_here]]))
+        h_all = np.concatenate((steps, np.full(lines_here, h)))
+        with np.errstate(all="ignore"):  # a column that failed is NaN: not settled
+            numeric = quotient(CENTRAL, (out[ups], out[downs]), h_all)
+            largest = np.maximum(np.maximum(most[ups], most[downs]), f0)
+            error, allowed, agrees, _ = judge(g, numeric, largest, h_all, 0, rtol, atol,
+                                              np.maximum)
+        agrees &= np.isfinite(largest) & np.isfinite(numeric)
+        keys = [*chunk.tolist(), *range(lines_here)]
+        for k in np.flatnonzero(agrees).tolist():
+            (passed if k < count else lines)[keys[k]] = Settled(
+                float(numeric[k]), float(error[k]), float(allowed[k]), float(h_all[k]))
     return passed, lines
 
 

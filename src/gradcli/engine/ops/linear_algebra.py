@@ -107,6 +107,20 @@ def _matmul_shape(a: Shape, b: Shape) -> Shape:
     return a[:-1] + b[1:]
 
 
+def _matmul_unit(np: Any, position: int, flat: int, a: Any, b: Any) -> Any:
+    """a@b with operand ``position`` the unit array e (1 at flat index ``flat``): e_ij @ b is
+    b's row j in row i, a @ e_jk is a's column j in column k; O(n) where the product is O(n^2)
+    (``Op.unit``)."""
+    out = np.zeros(_matmul_shape(np.shape(a), np.shape(b)))
+    if position == 0:
+        index = np.unravel_index(flat, np.shape(a))
+        out[index[:-1]] = b[index[-1]]
+    else:
+        index = np.unravel_index(flat, np.shape(b))
+        out[(..., *index[1:])] = a[..., index[0]]
+    return out
+
+
 def _same_shapes(x: Shape, y: Shape) -> Shape:
     if x != y:
         raise ShapeError(f"needs two arrays of one shape, not {shape_text(x)} and "
@@ -217,6 +231,7 @@ ROWS: list[Op] = [
     _row("matmul", 2, lambda np, a, b: np.matmul(a, b), (_matmul_left, _matmul_right),
          shape=_matmul_shape, complex=SAME, symbol="@", precedence=PREC_PRODUCT,
          jvp=_product_jvp(lambda np, a, b: np.matmul(a, b)), linear=LINEAR_EACH,
+         unit=_matmul_unit,
          summary="matrix product; vector @ vector is the dot product"),
     _row("dot", 2, lambda np, x, y: np.sum(x * y),
          (lambda xp, g, out, x, y: g * y, lambda xp, g, out, x, y: g * x),

@@ -117,6 +117,10 @@ class Op:
     # whole number n. None: ``broadcast``, the one rule of element-wise rows.
     shape: Callable[..., Shape] | None = field(default=None, kw_only=True)
     linear: str = field(default="", kw_only=True)  # LINEAR_ALL, _EACH, _FIRST or "": none
+    # unit(np, position, flat, *arrays): a LINEAR_EACH row's value with operand ``position`` a
+    # unit array (1 at flat index ``flat``), without computing the whole product (a row of the
+    # other operand, placed): one sampled element's move in the check. None: the row's forward.
+    unit: Callable[..., Any] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         for form in ("complex", "vector"):
