@@ -6,7 +6,8 @@ elements, element by element, every element (the sampled elements replay togethe
 columns where they can, gradcheck/columns.py). A larger one along ``ARRAY_CHECK_DIRECTIONS``
 random directions, each of which checks every element at once (gradcheck/directions.py), plus
 up to ``ARRAY_CHECK_MIN`` elements of an evenly spread, deterministic sample (costing at most
-half what the directions cost, so at least 2 of a matrix feeding a product); a failed direction is
+half what the directions cost, so at least 2 of a matrix feeding a product; a node small enough
+for columns replays its directions in its sample's columns); a failed direction is
 narrowed down to the elements that disagree. The verdict says which ran: ``directions``,
 ``checked`` of ``size`` elements.
 
@@ -14,10 +15,11 @@ The budget counts work, not elements: a replay costs what it recomputes (``repla
 elements each downstream node reads and writes, a matrix product's multiplications, a
 determinant's or an inverse's n^3, NumPy's cost per call), a direction two replays and the
 moved copy, an element two replays (in columns a twentieth of that, but for the
-multiplications of a matrix product or a factorisation, which each column repeats). Each node
-gets a fair share of ``ARRAY_CHECK_BUDGET`` (about a second); a plan past its share checks fewer
-elements, then fewer directions (never fewer than one), and the report names the node
-(``shrunk``).
+multiplications of a matrix product or a factorisation, which each column repeats): upper
+bounds where the replays move the linear ops once per direction or element (replay.Moved,
+W@x's product once per direction instead of per replay). Each node gets a fair share of
+``ARRAY_CHECK_BUDGET`` (about a second); a plan past its share checks fewer elements, then
+fewer directions (never fewer than one), and the report names the node (``shrunk``).
 """
 
 from __future__ import annotations
