@@ -103,3 +103,45 @@ def test_scalar_and_array_gradients_have_the_same_json_fields():
     assert {k: scalar["x"][k] for k in ("checked", "size", "failed", "where")} == {
         "checked": 1, "size": 1, "failed": 0, "where": []}
     assert scalar["x"]["analytic"] == 12.0 and array["x"]["checked"] == 2
+
+
+# --- replays through the linear ops (engine/replay.py's Moved) ----------------------------------
+
+@pytest.mark.parametrize(("shapes", "position"), [
+    (((3, 4), (4,)), 0), (((3, 4), (4,)), 1), (((3, 4), (4, 5)), 0), (((3, 4), (4, 5)), 1),
+    (((4,), (4, 5)), 0), (((4,), (4, 5)), 1), (((4,), (4,)), 0), (((4,), (4,)), 1)])
+def test_the_unit_form_of_matmul_is_the_product_with_a_unit_array(shapes, position):
+    """Op.unit: one row (or column) of the other operand placed, against NumPy's product with
+    the unit array written out."""
+    import numpy as np
+
+    from gradcli.engine.ops import OPS
+
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal(shape) for shape in shapes)
+    moving = (a, b)[position]
+    for flat in range(moving.size):
+        unit = np.zeros(moving.shape)
+        unit.reshape(-1)[flat] = 1.0
+        expected = unit @ b if position == 0 else a @ unit
+        got = OPS["matmul"].unit(np, position, flat, a, b)
+        assert np.shape(got) == np.shape(expected) and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize(("text", "moving", "linear"), [
+    ("mean((W@x + b - t)**2)", "W", ["W@x", "W@x + b", "W@x + b - t"]),
+    ("sum(x*x) + sum(x')", "x", ["x'", "sum(x')"]),
+    ("sum(W@W) + tr(W)/2", "W", ["tr(W)", "tr(W)/2"]),
+    ("sum(exp(x)*x)", "x", []),
+])
+def test_the_linear_part_is_the_nodes_that_move_linearly(text, moving, linear):
+    """Products with both factors moving (x*x, W@W) and functions (exp) are not linear; a sum,
+    a transpose, a trace, a quotient's numerator and what follows only them are."""
+    from gradcli.engine.graph import node_text
+    from gradcli.gradcheck.columns import ElementReplayer
+
+    values = {"W": [[1.0, 2.0], [3.0, 4.0]], "x": [0.5, -1.0], "b": [1.0, 2.0], "t": [0.0, 1.0]}
+    program = gradcli.evaluate(text, values, check=False).program
+    replayer = ElementReplayer(program.nodes)
+    replayer.aim(program.variables[moving])
+    assert sorted(node_text(program.nodes[i]) for i in replayer.linear) == sorted(linear)

@@ -4,6 +4,14 @@ The finite-difference check at a point perturbs one node at a time and replays t
 many times per node (central, one-sided, smaller steps) and for many nodes of the same graph. A
 ``Replayer`` belongs to that one check: it keeps the graph's user lists (built once) and the nodes
 affected by the last perturbed node, and goes away with the check.
+
+An array program's node moved along a fixed direction d, x + t d (one element: d a unit array), is
+replayed by ``Moved``. Ops linear in the moving operands (the rows' ``linear``: sums, products
+with one factor moving, transposes, indexing) move by their own value at the move, f(x + t d) =
+f(x) + t f(d): each such node's move is computed once per direction and serves every step and
+both signs, so W@x with W moving costs one product per direction (d@x) and a replay only
+f(x) + t f(d) at the first node that is not linear and what follows. That is the forward ops'
+algebra, not a derivative rule: the check stays independent of the rules it checks.
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ import math
 from typing import Any
 
 from gradcli.engine.graph import Node, compute, liveness, quick_compute
-from gradcli.engine.ops import CONDITIONAL, LOGICAL
+from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
+from gradcli.engine.ops.row import LINEAR_ALL, LINEAR_EACH, LINEAR_FIRST
 from gradcli.errors import NumericError
 
 
@@ -117,6 +126,93 @@ class Replayer:
         seen.discard(index)
         self._index, self._affected = index, [self.nodes[i] for i in sorted(seen)]
         return self._affected
+
+
+def linear_part(target: Node, downstream: list[Node]) -> set[int]:
+    """The nodes of ``downstream`` (``target``'s, in topological order) that move linearly with
+    ``target``: every moving operand is ``target`` or such a node, and the row is linear in
+    those operands (``Op.linear``; a product with both factors moving, x*x, is not)."""
+    moving, linear = {target.index}, {target.index}
+    for node in downstream:
+        hit = [i for i, source in enumerate(node.inputs) if source.index in moving]
+        moving.add(node.index)
+        if any(node.inputs[i].index not in linear for i in hit):
+            continue
+        kind = node.op.linear
+        if (kind == LINEAR_ALL or (kind == LINEAR_EACH and len(hit) == 1)
+                or (kind == LINEAR_FIRST and hit == [0])):
+            linear.add(node.index)
+    linear.discard(target.index)
+    return linear
+
+
+class Moved:
+    """The output of an array program with node ``target`` at x + t d, for any t (module
+    docstring): ``moves`` holds d and each linear node's f(d), computed once. ``buffer`` (x's
+    shape) holds x + t d where a replay needs it; ``note(node, args, result)`` sees every
+    recomputed node (the conditions a replay turns over)."""
+
+    def __init__(self, target: Node, downstream: list[Node], linear: set[int], d: Any,
+                 output: Node, buffer: Any = None, note: Any = None,
+                 unit: int | None = None) -> None:
+        np = numpy()
+        self.target, self.output, self.buffer, self.note = target, output, buffer, note
+        moves = self.moves = {target.index: d}
+        for node in downstream:
+            op = node.op
+            sources = [s.index for s in node.inputs]
+            if (node.index in linear and unit is not None and op.unit is not None
+                    and target.index in sources):  # d, the unit array at flat ``unit``, moves
+                moves[node.index] = np.asarray(op.unit(  # the row's operand: its unit form
+                    np, sources.index(target.index), unit, *[s.value for s in node.inputs]))
+            elif node.index in linear:  # an operand that stays moves by zeros, or is itself
+                args = [moves[s.index] if s.index in moves else
+                        np.broadcast_to(0.0, np.shape(s.value)) if op.linear == LINEAR_ALL
+                        else s.value for s in node.inputs]
+                # the forward form alone: the evaluation checked the shapes and the domain (of
+                # the operands that stay); a move that overflowed makes replays that are not
+                # finite, which the difference treats as a domain's edge
+                moves[node.index] = np.asarray(op.forward(np, *args) if op.is_array
+                                               else op.apply_vector(*args))
+        self.rest = [node for node in downstream if node.index not in linear]
+
+    def replay(self, t: Any, largest: float, complex_step: bool = False,
+               at: Any = None) -> tuple[Any, float]:
+        """The output at x + t d (or with the target at ``at``, made by the caller) and the
+        largest magnitude recomputed, from ``largest``, the moved target's (which the caller
+        knows without a pass)."""
+        from gradcli.engine.arrays import compute
+
+        np = numpy()
+        target = self.target.index
+        changed: dict[int, Any] = {} if at is None else {target: at}
+        moves, buffer = self.moves, self.buffer
+
+        def value(source: Node) -> Any:
+            nonlocal largest
+            i = source.index
+            if i in changed or i not in moves:
+                return changed.get(i, source.value)
+            if i == target and buffer is not None and not complex_step:
+                moved = np.multiply(moves[i], t, out=buffer)
+                moved += source.value
+            else:
+                moved = source.value + t * moves[i]
+                if i != target and np.size(moved):
+                    largest = max(largest, float(np.max(np.abs(moved))))
+            changed[i] = moved
+            return moved
+
+        for node in self.rest:
+            args = [value(source) for source in node.inputs]
+            result = compute(node, args, complex_step)
+            changed[node.index] = result
+            if self.note is not None:
+                self.note(node, args, result)
+            if result.size:
+                largest = max(largest, float(np.max(np.abs(result))))
+        output = value(self.output)
+        return output.item() if hasattr(output, "item") else output, largest
 
 
 def _complex_compute(node: Node, args: list[Any]) -> Any:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gradcli.engine.graph import Node, Program, last_uses
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, OPS, numpy
 from gradcli.engine.ops.linear_algebra import norm2
+from gradcli.engine.replay import Moved, linear_part
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
 
 if TYPE_CHECKING:
@@ -166,7 +167,9 @@ COLUMN_MAX_ELEMENTS = 2**16  # a larger node is perturbed in place, an element a
 class ElementReplayer:
     """The output's value if one element of one node had another value (``replay.Replayer``'s
     interface, ``steps.Replays``: ``replay(index, value, complex_step)``, ``nodes`` and
-    ``switched``, the conditions and truth values a replay turned over)."""
+    ``switched``, the conditions and truth values a replay turned over). An element's move
+    through the nodes linear in it (``replay.Moved``) is computed once for all its replays: for
+    W in W@x, x's elements times the step added to one row of W@x."""
 
     def __init__(self, nodes: list[Node]) -> None:
         self.nodes = nodes
@@ -176,7 +179,10 @@ class ElementReplayer:
                 self.users[source.index].append(node.index)
         self.target: Node = nodes[-1]
         self.downstream: list[Node] = []
-        self.moved: dict[bool, Any] = {}  # the target's value, real and complex, perturbed
+        self.linear: set[int] = set()  # the downstream nodes linear in the target
+        self.unit: tuple[int, Moved] | None = None  # the last element moved, and its moves
+        # the target's value, real and complex, perturbed; None: a unit array of its shape
+        self.moved: dict[bool | None, Any] = {}
         self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
         self.switched: set[int] = set()
 
@@ -192,15 +198,28 @@ class ElementReplayer:
                     stack.append(user)
         seen.discard(node.index)
         self.target, self.downstream = node, [self.nodes[i] for i in sorted(seen)]
-        # The replays perturb an element of a private copy in place, and put it back; the copy
-        # is made by the first replay (columns and directions need none).
-        self.moved = {False: None, True: None}
+        self.linear, self.unit = linear_part(node, self.downstream), None
+        # Without linear nodes, the replays perturb an element of a private copy in place, and
+        # put it back; the copy is made by the first replay (columns and directions need none).
+        self.moved = {False: None, True: None, None: None}
         return sum(np.size(n.value) + sum(np.size(s.value) for s in n.inputs)
                    for n in self.downstream)
+
+    def moving(self, d: Any, buffer: Any = None, unit: int | None = None) -> Moved:
+        """The replays of the aimed node moved along ``d`` (None: placed by the caller; a unit
+        array: 1 at flat index ``unit``)."""
+        note = self._note_switch if self.masked else None
+        linear = self.linear if d is not None else set()
+        return Moved(self.target, self.downstream, linear, d, self.nodes[-1], buffer, note, unit)
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         np = numpy()
         node = self.target
+        if self.linear:
+            if self.unit is None or self.unit[0] != index:
+                self.unit = (index, self.moving(self._unit(index), unit=index))
+            step = value - np.asarray(node.value).flat[index]  # the step rounding let it take
+            return self.unit[1].replay(step, abs(value), complex_step)
         moved = self.moved[complex_step]
         if moved is None:
             kind = complex if complex_step else float
@@ -209,26 +228,22 @@ class ElementReplayer:
         kept = flat[index]
         flat[index] = value
         try:
-            return self._replay_from(moved, abs(value), complex_step)
+            return self.moving(None).replay(None, abs(value), complex_step, at=moved)
         finally:
             flat[index] = kept
 
-    def _replay_from(self, moved: Any, largest: float, complex_step: bool) -> tuple[Any, float]:
-        from gradcli.engine import arrays
-
+    def _unit(self, index: int) -> Any:
+        """The aimed node's shape, 1 at flat ``index`` and 0 elsewhere: one buffer per aimed
+        node, whose previous 1 is put back to 0."""
         np = numpy()
-        changed = {self.target.index: moved}
-        for user in self.downstream:
-            args = [changed.get(source.index, source.value) for source in user.inputs]
-            result = arrays.compute(user, args, complex_step)
-            changed[user.index] = result
-            if self.masked:
-                self._note_switch(user, args, result)
-            if result.size:
-                largest = max(largest, float(np.max(np.abs(result))))
-        last = self.nodes[-1]
-        output = changed.get(last.index, last.value)
-        return output.item() if hasattr(output, "item") else output, largest
+        unit = self.moved.get(None)
+        if unit is None:
+            unit = self.moved[None] = np.zeros(np.shape(self.target.value))
+        flat = unit.reshape(-1)
+        if self.unit is not None:
+            flat[self.unit[0]] = 0.0
+        flat[index] = 1.0
+        return unit
 
     def _note_switch(self, node: Node, args: list[Any], result: Any) -> None:
         """Note a truth value or a condition that this replay turned over (in any element)."""
@@ -242,7 +257,6 @@ class ElementReplayer:
                 self.switched.add(condition.index)
 
 
-
 def replayable(nodes: list[Node]) -> bool:
     """Every op of ``nodes`` has a column form (element-wise ops always do)."""
 
@@ -250,44 +264,61 @@ def replayable(nodes: list[Node]) -> bool:
 
 
 def central_columns(node: Node, downstream: list[Node], output: Node, flats: list[int],
-                    rtol: float, atol: float) -> dict[int, Settled]:
+                    rtol: float, atol: float, along: tuple[tuple[Any, float], ...] = ()
+                    ) -> tuple[dict[int, Settled], dict[int, Settled]]:
     """The central-difference check of the elements ``flats`` of ``node`` (flat indices), a
-    block of columns at a time; only the checks that pass, by flat index."""
+    block of columns at a time, and in the first block, along each direction v of ``along``
+    ((v, v·g) pairs: t = 0 moved by the base step, as ``directions.check_direction`` moves
+    it); only the checks that pass: the elements' by flat index, the directions' by number."""
     np = numpy()
     values, grads = np.ravel(node.value), np.ravel(node.grad)
     widest = max([np.size(n.value) for n in downstream] + [np.size(node.value), 1])
     block = max(1, COLUMN_CELLS // (2 * widest))
     passed: dict[int, Settled] = {}
-    for start in range(0, len(flats), block):
-        chunk = np.asarray(flats[start:start + block])
+    lines: dict[int, Settled] = {}
+    f0 = abs(float(output.value))
+    for start in range(0, max(len(flats), 1), block):
+        chunk = np.asarray(flats[start:start + block], dtype=np.intp)
         steps = base_step(values[chunk], np.maximum)
-        shifts = np.concatenate((steps, -steps))
-        replayed = _replay(node, downstream, output, np.concatenate((chunk, chunk)), shifts)
+        count, at = len(chunk), np.concatenate((chunk, chunk))
+        moved = np.repeat(values.reshape(1, -1), 2 * count, axis=0)
+        moved[np.arange(2 * count), at] += np.concatenate((steps, -steps))
+        largest = np.abs(moved[np.arange(2 * count), at])
+        h = base_step(0.0)
+        if not start and along:
+            ends = [values + sign * h * np.ravel(v) for sign in (1.0, -1.0) for v, _ in along]
+            moved = np.concatenate((moved, ends))
+            largest = np.concatenate((largest, np.abs(ends).max(axis=1)))
+        replayed = _replay(node, downstream, output, moved, largest)
         if replayed is None:
-            return passed
-        out, largest = replayed
-        count = len(chunk)
-        f0 = abs(float(output.value))
-        for k, flat in enumerate(chunk.tolist()):
-            most = max(largest[k], largest[k + count], f0)
-            settled = _settled(float(grads[flat]), out[k], out[k + count], most,
-                               float(steps[k]), rtol, atol)
-            if settled is not None:
-                passed[flat] = settled
-    return passed
+            break
+        lines_here = len(along) if not start else 0
+        ups = np.r_[0:count, 2 * count:2 * count + lines_here]
+        downs = np.r_[count:2 * count, 2 * count + lines_here:2 * count + 2 * lines_here]
+        out, most = np.asarray(replayed[0]), np.asarray(replayed[1])
+        g = np.concatenate((grads[chunk], [grad for _, grad in along[:lines_here]]))
+        h_all = np.concatenate((steps, np.full(lines_here, h)))
+        with np.errstate(all="ignore"):  # a column that failed is NaN: not settled
+            numeric = quotient(CENTRAL, (out[ups], out[downs]), h_all)
+            largest = np.maximum(np.maximum(most[ups], most[downs]), f0)
+            error, allowed, agrees, _ = judge(g, numeric, largest, h_all, 0, rtol, atol,
+                                              np.maximum)
+        agrees &= np.isfinite(largest) & np.isfinite(numeric)
+        keys = [*chunk.tolist(), *range(lines_here)]
+        for k in np.flatnonzero(agrees).tolist():
+            (passed if k < count else lines)[keys[k]] = Settled(
+                float(numeric[k]), float(error[k]), float(allowed[k]), float(h_all[k]))
+    return passed, lines
 
 
-def _replay(node: Node, downstream: list[Node], output: Node, flats: Any,
-            shifts: Any) -> tuple[list[float], list[float]] | None:
-    """Column j: ``node`` with element ``flats[j]`` moved by ``shifts[j]``; the output and the
-    largest magnitude recomputed, per column (NaN where a value is not finite). None: some op
-    could not replay columns."""
+def _replay(node: Node, downstream: list[Node], output: Node, moved: Any,
+            largest: Any) -> tuple[list[float], list[float]] | None:
+    """Column j: ``node`` at ``moved[j]`` (flat); the output and the largest magnitude
+    recomputed (from ``largest``, the moved values'), per column (NaN where a value is not
+    finite). None: some op could not replay columns."""
     np = numpy()
-    columns = len(flats)
-    moved = np.repeat(np.reshape(node.value, (1, -1)), columns, axis=0)
-    moved[np.arange(columns), flats] += shifts
+    columns = len(moved)
     changed: dict[int, Any] = {node.index: moved.reshape((columns, *np.shape(node.value)))}
-    largest = np.abs(moved[np.arange(columns), flats])
     with np.errstate(all="ignore"):
         try:
             for user in downstream:

@@ -6,7 +6,8 @@ elements, element by element, every element (the sampled elements replay togethe
 columns where they can, gradcheck/columns.py). A larger one along ``ARRAY_CHECK_DIRECTIONS``
 random directions, each of which checks every element at once (gradcheck/directions.py), plus
 up to ``ARRAY_CHECK_MIN`` elements of an evenly spread, deterministic sample (costing at most
-half what the directions cost, so at least 2 of a matrix feeding a product); a failed direction is
+half what the directions cost, so at least 2 of a matrix feeding a product; a node small enough
+for columns replays its directions in its sample's columns); a failed direction is
 narrowed down to the elements that disagree. The verdict says which ran: ``directions``,
 ``checked`` of ``size`` elements.
 
@@ -14,15 +15,17 @@ The budget counts work, not elements: a replay costs what it recomputes (``repla
 elements each downstream node reads and writes, a matrix product's multiplications, a
 determinant's or an inverse's n^3, NumPy's cost per call), a direction two replays and the
 moved copy, an element two replays (in columns a twentieth of that, but for the
-multiplications of a matrix product or a factorisation, which each column repeats). Each node
-gets a fair share of ``ARRAY_CHECK_BUDGET`` (about a second); a plan past its share checks fewer
-elements, then fewer directions (never fewer than one), and the report names the node
-(``shrunk``).
+multiplications of a matrix product or a factorisation, which each column repeats): upper
+bounds where the replays move the linear ops once per direction or element (replay.Moved,
+W@x's product once per direction instead of per replay). Each node gets a fair share of
+``ARRAY_CHECK_BUDGET`` (about a second); a plan past its share checks fewer elements, then
+fewer directions (never fewer than one), and the report names the node (``shrunk``).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from gradcli.engine.graph import Node, Program, node_text
 from gradcli.engine.ops import numpy
@@ -155,12 +158,14 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     directions, count, shrunk = plan(size, direction_cost, element_cost, budget)
     count = min(count, ARRAY_CHECK_ELEMENTS)
     flats = sample(size, count)
-    elements = _elements(replayer, node, flats, rtol, atol, method, columns)
+    # A small node's directions join its elements' column replay (copies: ``draw`` refills)
+    drawn = [replayer.draw(k).copy() for k in range(directions)] if columns else None
+    elements, settled = _elements(replayer, node, flats, rtol, atol, method, drawn)
     along: list[GradientCheck] = []
     narrowed: dict[int, GradientCheck] = {}
     for k in range(directions):
-        v = replayer.draw(k)
-        verdict = check_direction(replayer, node, v, rtol, atol, method)
+        v = replayer.draw(k) if drawn is None else drawn[k]
+        verdict = settled.get(k) or check_direction(replayer, node, v, rtol, atol, method)
         along.append(verdict)
         if not verdict.ok and not narrowed:  # the next failed directions lead to the same
             narrowed = narrow(replayer, node, v, rtol, atol, method)
@@ -170,12 +175,15 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
 
 
 def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: float,
-              atol: float, method: str, columns: bool) -> dict[int, GradientCheck]:
-    """The element-wise verdicts of the elements ``flats`` of ``node``, by flat index: central
-    differences at the first step settled as columns where they can be, the rest one by one."""
+              atol: float, method: str, drawn: list[Any] | None
+              ) -> tuple[dict[int, GradientCheck], dict[int, GradientCheck]]:
+    """The element-wise verdicts of the elements ``flats`` of ``node``, by flat index, and
+    those of the directions ``drawn`` that agree, by number: central differences at the first
+    step settled as columns where they can be (``drawn`` not None), the rest one by one."""
     np = numpy()
-    passed = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
-                             atol) if columns and flats else {}
+    along = tuple((v, replayer.dot(v, node.grad)) for v in drawn or ())
+    passed, lines = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
+                                    atol, along) if drawn is not None else ({}, {})
     grads = np.asarray(node.grad).flat  # no copy of a broadcast gradient
     found = {}
     for flat in flats:
@@ -183,7 +191,7 @@ def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: f
         found[flat] = (check_element(replayer, node, flat, rtol, atol, method)
                        if settled is None else
                        settled_check(float(grads[flat]), settled))
-    return found
+    return found, {k: settled_check(along[k][1], line) for k, line in lines.items()}
 
 
 def _combined(node: Node, elements: dict[int, GradientCheck],
@@ -193,13 +201,14 @@ def _combined(node: Node, elements: dict[int, GradientCheck],
     np = numpy()
     failures = [check for check in (*elements.values(), *along) if not check.ok]
     failed = sum(not check.ok for check in elements.values())
-    candidates: list[tuple[tuple[float, float], tuple[int, ...], GradientCheck]] = []
-    for flat, verdict in elements.items():
-        where = tuple(int(i) for i in np.unravel_index(flat, np.shape(node.value)))
-        candidates.append(((float(not verdict.ok), verdict.abs_error or 0.0), where, verdict))
+    candidates: list[tuple[tuple[float, float], int | None, GradientCheck]] = [
+        ((float(not verdict.ok), verdict.abs_error or 0.0), flat, verdict)
+        for flat, verdict in elements.items()]
     if not elements or (failures and not failed):
-        candidates += [((float(not v.ok), v.abs_error or 0.0), (), v) for v in along]
-    _, where, worst = max(candidates, key=lambda candidate: candidate[0])
+        candidates += [((float(not v.ok), v.abs_error or 0.0), None, v) for v in along]
+    _, flat, worst = max(candidates, key=lambda candidate: candidate[0])
+    where = () if flat is None else tuple(
+        int(i) for i in np.unravel_index(flat, np.shape(node.value)))
     measured = [check.ill_conditioned for check in failures]
     fields = {**vars(worst), "checked": len(elements), "size": int(np.size(node.value)),
               "failed": failed or (1 if failures else 0), "where": where, "ok": not failures,

@@ -10,6 +10,9 @@ from typing import Any
 
 from gradcli.engine import forms, special
 from gradcli.engine.ops.row import (
+    LINEAR_ALL,
+    LINEAR_EACH,
+    LINEAR_FIRST,
     PREC_POWER,
     PREC_PRODUCT,
     PREC_SUM,
@@ -154,17 +157,22 @@ def _xlogy_slope(x: Any, y: Any, out: Any) -> Any:
 
 ROWS: list[Op] = [
     # --- arithmetic: the grammar's operators (forward takes complex numbers and arrays too) ----
-    binary("add", operator.add, lambda x, y, out: 1.0, lambda x, y, out: 1.0, numpy="{0} + {1}",
-           complex=SAME, vector=SAME, symbol="+", precedence=PREC_SUM, summary="sum"),
-    binary("sub", operator.sub, lambda x, y, out: 1.0, lambda x, y, out: -1.0, numpy="{0} - {1}",
-           complex=SAME, vector=SAME, symbol="-", precedence=PREC_SUM, summary="difference"),
-    binary("mul", operator.mul, lambda x, y, out: y, lambda x, y, out: x, numpy="{0} * {1}",
-           complex=SAME, vector=SAME, symbol="*", precedence=PREC_PRODUCT, summary="product"),
+    binary("add", operator.add, lambda x, y, out: 1.0, lambda x, y, out: 1.0,
+           complex=SAME, vector=SAME, symbol="+", precedence=PREC_SUM, summary="sum",
+           linear=LINEAR_ALL, numpy="{0} + {1}"),
+    binary("sub", operator.sub, lambda x, y, out: 1.0, lambda x, y, out: -1.0,
+           complex=SAME, vector=SAME, symbol="-", precedence=PREC_SUM, summary="difference",
+           linear=LINEAR_ALL, numpy="{0} - {1}"),
+    binary("mul", operator.mul, lambda x, y, out: y, lambda x, y, out: x,
+           complex=SAME, vector=SAME, symbol="*", precedence=PREC_PRODUCT, summary="product",
+           linear=LINEAR_EACH, numpy="{0} * {1}"),
     binary("div", operator.truediv, lambda x, y, out: 1.0 / y, lambda x, y, out: -out / y,
-           domain=forms.nonzero_divisor, complex=SAME, vector=SAME, symbol="/", numpy="{0} / {1}",
-           precedence=PREC_PRODUCT, summary="quotient (division by zero is an error)"),
-    unary("neg", operator.neg, lambda x, out: -1.0, numpy="-{0}",
-          complex=SAME, vector=SAME, symbol="-", precedence=PREC_UNARY, summary="negation"),
+           domain=forms.nonzero_divisor, complex=SAME, vector=SAME, symbol="/",
+           precedence=PREC_PRODUCT, summary="quotient (division by zero is an error)",
+           linear=LINEAR_FIRST, numpy="{0} / {1}"),
+    unary("neg", operator.neg, lambda x, out: -1.0,
+          complex=SAME, vector=SAME, symbol="-", precedence=PREC_UNARY, summary="negation",
+          linear=LINEAR_ALL, numpy="-{0}"),
     # d/dy needs log(x): the backward pass asks for it only when y depends on a variable, so
     # (-2)**3 is fine and (-2)**y is a domain error there. At a zero base the peers' limits
     # (HIPS autograd, PyTorch, JAX): 0**0 = 1, d/dx x**0 = 0 (_pow_slope) and

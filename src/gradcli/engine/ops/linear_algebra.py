@@ -22,6 +22,8 @@ from typing import Any
 
 from gradcli.engine.ops.row import (
     ARRAY,
+    LINEAR_ALL,
+    LINEAR_EACH,
     PREC_PRODUCT,
     SAME,
     Op,
@@ -103,6 +105,20 @@ def _matmul_shape(a: Shape, b: Shape) -> Shape:
     if len(a) not in (1, 2) or len(b) not in (1, 2) or a[-1] != b[0]:
         raise ShapeError("")
     return a[:-1] + b[1:]
+
+
+def _matmul_unit(np: Any, position: int, flat: int, a: Any, b: Any) -> Any:
+    """a@b with operand ``position`` the unit array e (1 at flat index ``flat``): e_ij @ b is
+    b's row j in row i, a @ e_jk is a's column j in column k; O(n) where the product is O(n^2)
+    (``Op.unit``)."""
+    out = np.zeros(_matmul_shape(np.shape(a), np.shape(b)))
+    if position == 0:
+        index = np.unravel_index(flat, np.shape(a))
+        out[index[:-1]] = b[index[-1]]
+    else:
+        index = np.unravel_index(flat, np.shape(b))
+        out[(..., *index[1:])] = a[..., index[0]]
+    return out
 
 
 def _same_shapes(x: Shape, y: Shape) -> Shape:
@@ -218,29 +234,32 @@ ROWS: list[Op] = [
     # --- products --------------------------------------------------------------------------
     _row("matmul", 2, lambda np, a, b: np.matmul(a, b), (_matmul_left, _matmul_right),
          shape=_matmul_shape, complex=SAME, symbol="@", precedence=PREC_PRODUCT,
-         jvp=_product_jvp(lambda np, a, b: np.matmul(a, b)),
-         numpy="{0} @ {1}", summary="matrix product; vector @ vector is the dot product"),
+         jvp=_product_jvp(lambda np, a, b: np.matmul(a, b)), linear=LINEAR_EACH,
+         unit=_matmul_unit, numpy="{0} @ {1}",
+         summary="matrix product; vector @ vector is the dot product"),
     _row("dot", 2, lambda np, x, y: np.sum(x * y),
          (lambda xp, g, out, x, y: g * y, lambda xp, g, out, x, y: g * x),
-         shape=_same_shapes, complex=SAME,
-         numpy="np.sum({0} * {1})", summary="sum(x*y) of two arrays of one shape (NumPy's vdot)"),
+         shape=_same_shapes, complex=SAME, linear=LINEAR_EACH, numpy="np.sum({0} * {1})",
+         summary="sum(x*y) of two arrays of one shape (NumPy's vdot)"),
     # NumPy flattens matrices given to outer (xp.vector); the language cannot, so the graph
     # form of these rules refuses them (a usage error), and their numeric gradient remains
     _row("outer", 2, lambda np, x, y: np.outer(x, y),
          (lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(g, xp.vector(y)), x),
           lambda xp, g, out, x, y: xp.reshape_as(xp.matmul(xp.transpose(g), xp.vector(x)), y)),
          shape=lambda x, y: (math.prod(x), math.prod(y)), complex=SAME,
-         jvp=_product_jvp(lambda np, x, y: np.outer(x, y)),
+         jvp=_product_jvp(lambda np, x, y: np.outer(x, y)), linear=LINEAR_EACH,
          numpy="np.outer({0}, {1})", summary="outer product of two vectors: a matrix"),
     _row("transpose", 1, lambda np, x: x.T, (lambda xp, g, out, x: xp.transpose(g),),
          shape=lambda x: x[::-1], postfix="'", complex=SAME, jvp=_linear(lambda np, t: t.T),
-         numpy="np.transpose({0})", summary="transpose, written x'; a vector stays a vector"),
+         linear=LINEAR_ALL, numpy="np.transpose({0})",
+         summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
     _reduction("sum", lambda np, x: np.sum(x), lambda xp, g, out, x: xp.spread(g, x),
-               complex=SAME, numpy="np.sum({0})", summary="sum of the elements"),
+               complex=SAME, linear=LINEAR_ALL, numpy="np.sum({0})", summary="sum of the elements"),
     _reduction("mean", lambda np, x: np.mean(x),
                lambda xp, g, out, x: xp.spread(g / math.prod(xp.shape(x)), x),
-               complex=SAME, numpy="np.mean({0})", summary="mean of the elements"),
+               complex=SAME, linear=LINEAR_ALL, numpy="np.mean({0})",
+               summary="mean of the elements"),
     _reduction("prod", scaled_prod, lambda xp, g, out, x: g * xp.others_product(x, out),
                complex=SAME, numpy="np.prod({0})", summary="product of the elements"),
     _reduction("max", lambda np, x: _pick(np, x, True), _extreme_vjp, numpy="np.max({0})",
@@ -270,7 +289,7 @@ ROWS: list[Op] = [
     # --- linear algebra -------------------------------------------------------------------
     _row("tr", 1, lambda np, x: np.trace(x),
          (lambda xp, g, out, x: g * xp.eye(xp.shape(x)[0]),),
-         shape=_square_to_number, complex=SAME, numpy="np.trace({0})",
+         shape=_square_to_number, complex=SAME, linear=LINEAR_ALL, numpy="np.trace({0})",
          summary="trace of a square matrix"),
     _row("det", 1, _det, (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
          shape=_square_to_number, domain=_invertible, complex=SAME,
@@ -322,7 +341,7 @@ def index_op(key: tuple[Any, ...], text: str) -> Op:
         return tuple(numpy().broadcast_to(0.0, x)[subscript].shape)
 
     return _row("index", 1, forward, (vjp,), shape=shape, postfix=text, key=key, complex=SAME,
-                numpy="{0}" + text,
+                linear=LINEAR_ALL, numpy="{0}" + text,
                 jvp=lambda np, tangents, out, x: forward(np, tangents[0]),
                 summary="indexing and slicing by constant integers")
 
@@ -346,5 +365,6 @@ def stack_op(count: int) -> Op:
 
     return _row("array", count, lambda np, *args: np.stack(args),
                 tuple(vjp_for(i) for i in range(count)), shape=shape, complex=SAME, jvp=jvp,
+                linear=LINEAR_ALL,
                 numpy="np.stack([" + ", ".join(f"{{{i}}}" for i in range(count)) + "])",
                 summary="an array of expressions")

@@ -38,6 +38,12 @@ PREC_NONE = -9  # a function's argument: nothing needs parentheses there
 
 ELEMENTWISE = "elementwise"  # a row's kind: partial rules, applied element by element
 ARRAY = "array"  # a row's kind: VJP rules on whole arrays
+# How a row's value moves with its operands (``linear=``), algebra rather than a derivative
+# rule, so that the check's replays (engine/replay.py) stay independent of the rules they check:
+# LINEAR_ALL, f(a + h d) = f(a) + h f(d) with every operand moved at once (an operand that
+# stays moves by zeros); LINEAR_EACH, the same in any one operand while the others stay (a
+# product); LINEAR_FIRST, in the first operand alone (a quotient).
+LINEAR_ALL, LINEAR_EACH, LINEAR_FIRST = "all", "each", "first"
 
 Shape = tuple[int, ...]
 
@@ -114,6 +120,11 @@ class Op:
     # operands' texts: ``"np.arcsin({0})"``. None: NumPy has no such function, and the export
     # runs the row's own float function element by element (symbolic/numpy_export.py).
     numpy: str | None = field(default=None, kw_only=True)
+    linear: str = field(default="", kw_only=True)  # LINEAR_ALL, _EACH, _FIRST or "": none
+    # unit(np, position, flat, *arrays): a LINEAR_EACH row's value with operand ``position`` a
+    # unit array (1 at flat index ``flat``), without computing the whole product (a row of the
+    # other operand, placed): one sampled element's move in the check. None: the row's forward.
+    unit: Callable[..., Any] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         for form in ("complex", "vector"):
@@ -127,6 +138,8 @@ class Op:
             raise TypeError(f"op {self.name}: summary= says in one line what it computes")
         if self.kind not in (ELEMENTWISE, ARRAY):
             raise TypeError(f"op {self.name}: kind= must be ELEMENTWISE or ARRAY")
+        if self.linear not in ("", LINEAR_ALL, LINEAR_EACH, LINEAR_FIRST):
+            raise TypeError(f"op {self.name}: linear= must be LINEAR_ALL, _EACH or _FIRST")
         if self.kind is ARRAY and (self.shape is None or self.numpy is None):
             raise TypeError(f"op {self.name}: an array row says the shape of its value (shape=) "
                             "and its NumPy form (numpy=)")
