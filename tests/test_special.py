@@ -14,7 +14,7 @@ import random
 import mpmath as mp
 import pytest
 
-from gradcli.engine import special
+from gradcli.engine import special, special_slopes
 
 mp.mp.dps = 50
 EPS = 2.0**-52
@@ -181,7 +181,8 @@ def test_scaled_bessel_functions_are_accurate_on_both_series_and_across_their_sw
     def reference(x):
         return mp.besseli(n, x) * mp.exp(-abs(x))
 
-    error, where = _worst(lambda x: special._ive(n, x), reference, points)
+    error, where = _worst(lambda x: special_slopes._ive(n, x), reference, points)
     assert error < 64, where  # 1.4e-14: the asymptotic series' terms cancel a little near n^2/4
-    assert special._i0e(0.0) == 1.0 and special._i1e(0.0) == 0.0
-    assert special._i0e(-2.5) == special._i0e(2.5) and special._i1e(-2.5) == -special._i1e(2.5)
+    assert special_slopes._i0e(0.0) == 1.0 and special_slopes._i1e(0.0) == 0.0
+    assert special_slopes._i0e(-2.5) == special_slopes._i0e(2.5)
+    assert special_slopes._i1e(-2.5) == -special_slopes._i1e(2.5)
