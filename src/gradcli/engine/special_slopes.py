@@ -1,7 +1,9 @@
 """Float helpers of the special rows' derivative rules: the slopes whose forms as written
-would cancel (digamma differences, ive's slopes) or underflow a factor (beta's), on floats;
-and the float functions of ``dbeta`` and ``dlbeta``, beta's and lbeta's slopes as rows of
-their own, with their derivatives (a Hessian's second derivatives of beta and lbeta).
+would cancel (digamma differences) or underflow a factor (beta's), on floats; the float
+functions of ``dbeta`` and ``dlbeta``, beta's and lbeta's slopes as rows of their own, with
+their derivatives (a Hessian's second derivatives of beta and lbeta); and the scaled Bessel
+functions ``ive``, ``i0e``, ``i1e`` and ``dive`` (ive's slope as a row), whose values and
+derivatives are one exact sum of their series.
 
 A rule calls one of these on floats and keeps its textbook form for formulas (``gradcli diff``
 prints it), as ops/special_functions.py says of each. Written against ``math`` alone, as
