@@ -177,6 +177,15 @@ def _ive_branch(n: float, x: float) -> Callable[..., Any] | None:
         (lambda m, t: mpmath.besseli(m, t) * mpmath.exp(t))
 
 
+def _dive_branch(n: float, x: float) -> Callable[..., Any] | None:
+    """ive's slope on the side of 0 that x is on: exp(-|t|) (I_n'(t) - sign(t) I_n(t))."""
+    if x == 0.0:
+        return None
+    side = 1 if x > 0 else -1
+    return lambda m, t: mpmath.exp(-side * t) * (
+        (mpmath.besseli(m - 1, t) + mpmath.besseli(m + 1, t)) / 2 - side * mpmath.besseli(m, t))
+
+
 def _sign(x: float) -> float:
     return 0.0 if x == 0 else math.copysign(1.0, x)
 
@@ -352,6 +361,8 @@ REFERENCES: dict[str, Reference] = {
     "i1e": R(lambda x: _ive(1, x), (REAL,), branch=lambda x: _of_order(1.0, x)),
     "ive": R(_ive, (Domain(0.0, 30.0, False, integer=True), REAL),
              fixed=tuple((float(n), None) for n in (2, 5, 12, 28)), branch=_ive_branch),
+    "dive": R(lambda n, x: _dive_branch(n, x)(n, x), (Domain(0.0, 30.0, False, integer=True), REAL),
+              fixed=tuple((float(n), None) for n in (1, 5, 28)), branch=_dive_branch),
     "beta": R(lambda a, b: mpmath.exp(_lbeta(a, b)), (POSITIVE, POSITIVE),
               closed=lambda a, b, orders: _beta_partial(a, b, *orders), pairs=(
         (1.0, 1e10), (1e-10, 1.0), (1e-5, 1e-5), (0.5, 1e12), (1e3, 1e3), (1e-300, 1e-300),

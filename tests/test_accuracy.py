@@ -48,14 +48,7 @@ RANDOM = 2
 # (case, order) -> (factor on the bound, why). Orders: 0 value, 1 gradient, 2 Hessian. Each
 # is in docs/accuracy.md too; an infinite factor is a region where gradcli's numbers are known
 # to be wrong (a formula that cancels), which that page names.
-BESSEL = ("the Hessian differentiates the slope as written, (I_n-1 + I_n+1)/2 - I_n, whose "
-          "terms' slopes cancel: about |x| ulps lost (1e-12 relatively at |x| = 1e4, 6e-11 at "
-          "1e6), beyond which it is a numeric error")
 RELAXED: dict[tuple[str, int], tuple[float, str]] = {
-    **{(text, 2): (1e3, BESSEL) for text in ("i0e(x)", "i1e(x)", "ive(2, x)", "ive(5, x)",
-                                                "ive(12, x)", "ive(28, x)")},
-    **{(f"ive({n}, x)", 0): (1.5, "the power series' rounding: up to 4.1 ulps (bound 4)")
-       for n in (2, 5, 12, 28)},
     ("gamma(x)", 2): (2.5, "gamma(digamma**2 + trigamma) with gamma's subnormal value below "
                            "x = -171: one or two bits near -180 (3.05e-312 for 1.71e-312 at "
                            "-180 + 1.8e-6, 2 times the bound); the reverse pass's sensitivity "
@@ -65,8 +58,8 @@ RELAXED: dict[tuple[str, int], tuple[float, str]] = {
 }
 # Cases that refuse finite answers somewhere (a numeric error, never a wrong number), and where.
 REFUSING = {
-    **{text: "both derivatives past |x| = 1e6 (BESSEL)" for text in (
-        "i0e(x)", "i1e(x)", "ive(2, x)", "ive(5, x)", "ive(12, x)", "ive(28, x)")},
+    **{text: "every second derivative: ive's third, whose formula cancels where |x| is large"
+       for text in ("dive(1, x)", "dive(5, x)", "dive(28, x)")},
     **{text: "every second derivative: beta's and lbeta's third, whose formulas cancel"
        for text in ("dbeta(a, b)", "dlbeta(a, b)")},
 }
@@ -212,6 +205,11 @@ def test_the_highest_order_diff_prints_is_one_eval_accepts(text, order, limit):
     at = text.replace("n", str(order), 1)
     with pytest.raises(NumericError, match=f"above the largest order .*{limit}"):
         gradcli.differentiate(at, ["x"])
+    if text.startswith("ive"):  # eval's Hessian differentiates dive(30, x): no order 31
+        with mpmath.workdps(60):
+            true = mpmath.diff(lambda t: mpmath.besseli(order, t) * mpmath.exp(-t), 3, 2)
+        _close(_hessian(at, x=3.0)["x"]["x"], true, 1e-13)
+        return
     with pytest.raises(NumericError, match="above the largest order"):
         _at(at, x=3.0)
 
@@ -320,7 +318,8 @@ def test_every_two_operand_hessian_is_exactly_symmetric(row):
         assert matrix["x"]["y"] == matrix["y"]["x"], (text, x, y)
         tree = gradcli.differentiate(text, ["y", "x"], order=2, values={"x": x, "y": y}).tree
         assert tree["x"]["y"].value == tree["y"]["x"].value == matrix["x"]["y"], (text, x, y)
-    assert taken or f"{row.name}(a, b)" in REFUSING, text  # no Hessian anywhere: REFUSING
+    # no Hessian anywhere: REFUSING
+    assert taken or any(case.startswith(f"{row.name}(") for case in REFUSING), text
 
 
 @pytest.mark.parametrize(("x", "y"), [(2.0, 0.7), (0.25, 3.0), (-1.7, 2.5), (1e-3, 3.0)])
@@ -439,14 +438,24 @@ def test_digamma_below_4_sums_no_terms_of_both_signs():
                                       (1.245,), (3.1,), (-2.7,)], (0,))
 
 
-BESSEL_POINTS = [(15.0,), (37.5,), (-59.9,), (60.1,), (250.3,), (1e4,), (-5e5,)]
+BESSEL_POINTS = [(1e-3,), (8.4,), (15.0,), (37.5,), (-59.9,), (60.1,), (250.3,), (1e4,),
+                 (-5e5,), (1e8,), (-3e15,)]
 
 
-@pytest.mark.parametrize("text", ["i0e(x)", "i1e(x)", "ive(5, x)", "ive(28, x)"])
-def test_scaled_bessel_slopes_far_out(text):
-    """ive's slope by its own series (the power series' or Hankel's, summed exactly): the
-    written (I_n-1 + I_n+1)/2 - I_n lost |x| ulps (8e3 at 1e4)."""
-    _held_to_the_bound(text, BESSEL_POINTS, (1,))
+@pytest.mark.parametrize("text", ["i0e(x)", "i1e(x)", "ive(5, x)", "ive(28, x)", "dive(5, x)"])
+def test_scaled_bessel_functions_and_their_derivatives_far_out(text):
+    """ive, its slope and its second derivative by its own series (the power series' or
+    Hankel's, differentiated term by term and summed exactly): the written
+    (I_n-1 + I_n+1)/2 - I_n lost |x| ulps (8e3 at 1e4), and its derivative, the Hessian's, as
+    many (2.9e3 ulps at 1e4, a numeric error past 1e6); the power series in floats 4.1 ulps."""
+    _held_to_the_bound(text, BESSEL_POINTS, (0, 1) if text.startswith("dive") else (0, 1, 2))
+
+
+@pytest.mark.parametrize("x", [2.8e307, 1e308, -1.7976931348623157e308])
+def test_scaled_bessel_at_the_largest_floats(x):
+    """(2 pi x)**-1/2 (1 + 1/(8x)): 2 pi x overflowed past 2.8e307, and i0e was 0."""
+    t = abs(mpmath.mpf(x))
+    _close(_value("i0e(x)", x=x), 1 / mpmath.sqrt(2 * mpmath.pi * t) * (1 + 1 / (8 * t)), 4e-16)
 
 
 def test_power_slope_of_tiny_exponents_at_extreme_bases():

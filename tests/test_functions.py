@@ -274,7 +274,7 @@ def _domain_points(name: str, rng: random.Random, count: int) -> list[tuple[floa
         point = tuple(rng.uniform(low, high) for _ in range(op.arity))
         if name == "clip":
             point = (point[0], min(point[1:]), max(point[1:]))
-        if name in ("polygamma", "ive"):  # a whole order first
+        if name in ("polygamma", "ive", "dive"):  # a whole order first
             point = (float(rng.randrange(4)), point[1])
         if op.domain is None or op.domain(*point) is None:
             points.append(point)
@@ -326,7 +326,8 @@ def test_a_sweep_of_a_point_by_point_row_is_checked():
 # --- diff --format python of every function ----------------------------------------------------
 
 POINT = {1: (0.3,), 2: (0.6, 1.7), 3: (0.3, -1.0, 1.0)}
-POINTS_OF = {"acosh": (1.7,), "polygamma": (1.0, 1.7), "ive": (1.0, 1.7), "xlogy": (0.6, 1.7)}
+POINTS_OF = {"acosh": (1.7,), "polygamma": (1.0, 1.7), "ive": (1.0, 1.7), "dive": (1.0, 1.7),
+             "xlogy": (0.6, 1.7)}
 
 
 @pytest.mark.parametrize("name", sorted(op.name for op in ROWS if op.is_function

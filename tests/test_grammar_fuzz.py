@@ -27,10 +27,10 @@ GRAMMAR = resources.files("gradcli.language.grammar").joinpath(GRAMMAR_FILE).rea
 # Functions smooth wherever they are defined: at a kink (abs, relu, sign, min, max, clip, selu...),
 # a jump (floor, mod...) or across a branch cut (atan2 at y = 0, x < 0) a finite difference
 # rightly disagrees with the derivative, and the orders of polygamma and ive have no neighbours
-# to difference (i0e = exp(-|x|) I0(x) has abs's kink at 0).
+# to difference (i0e = exp(-|x|) I0(x) has abs's kink at 0, dive(0, x) a jump).
 NOT_SMOOTH = {"abs", "relu", "sign", "min", "max", "atan2", "arctan2", "clip", "hardtanh",
               "leaky_relu", "selu", "floor", "ceil", "round", "trunc", "mod", "polygamma",
-              "ive", "i0e"}
+              "ive", "dive", "i0e"}
 # A conditional (where) is smooth but at its condition's switch, which the check names.
 SMOOTH = sorted(set(FUNCTIONS) - NOT_SMOOTH)
 VARIABLES = ["x", "y", "z", "pi", "e"]  # constants too: assigning them is a documented error

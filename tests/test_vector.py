@@ -159,7 +159,7 @@ def _row_formula(op):
 
 # First operands of _row_formula that the generic one, (x*y + 0.5), would put outside the domain.
 INSIDE_THE_DOMAIN = {"acosh": "(x*y + 1.5)", "polygamma": "floor(x*y + 1.5)",
-                     "ive": "floor(x*y + 1.5)"}
+                     "ive": "floor(x*y + 1.5)", "dive": "floor(x*y + 1.5)"}
 
 
 @pytest.mark.parametrize("name", sorted(op.name for op in ROWS if not op.is_array))

@@ -301,52 +301,6 @@ def _polygamma(n: float, x: float) -> float:
     return result + sign * total
 
 
-def _ive(n: float, x: float) -> float:
-    # exp(-|x|) I_n(x), I_n the modified Bessel function of the first kind of whole order n >= 0
-    # (the domain check, n <= 30), odd in x for odd n. Where |x| <= max(60, n^2/4), its power
-    # series (|x|/2)^n sum_k (x^2/4)^k / (k! (k+n)!): every term positive, so no digit cancels.
-    # Beyond, Hankel's asymptotic series exp(-x) I_n(x) ~ (2 pi x)^-1/2 sum_k (-1)^k a_k / x^k,
-    # a_k = prod_{j <= k} (4 n^2 - (2j - 1)^2) / (k! 8^k), summed while its terms fall: its sum
-    # is above e^-2 there (I_n(x) ~ e^x e^(-n^2/2x) / sqrt(2 pi x)), so its terms, at most about
-    # 2, cancel little, and its smallest is far below 1e-17. Against mpmath: within 1e-14.
-    n = int(n)
-    size = abs(x)
-    if size <= max(60.0, n * n / 4.0):
-        quarter = 0.25 * size * size
-        term = (0.5 * size) ** n / math.factorial(n)
-        total, k = term, 0
-        while True:
-            k += 1
-            term *= quarter / (k * (k + n))
-            total += term
-            if term <= total * 1e-17 and k * (k + n) > quarter:
-                break
-        value = total * math.exp(-size)
-    else:
-        mu = 4.0 * n * n
-        term = total = 1.0
-        k = 0
-        while True:
-            k += 1
-            following = -term * (mu - (2 * k - 1) ** 2) / (8.0 * k * size)
-            if k > n and abs(following) >= abs(term):
-                break  # past its smallest term the series diverges
-            term = following
-            total += term
-            if abs(term) <= abs(total) * 1e-17:
-                break
-        value = total / math.sqrt(2.0 * math.pi * size)
-    return -value if x < 0.0 and n % 2 else value
-
-
-def _i0e(x: float) -> float:
-    return _ive(0.0, x)
-
-
-def _i1e(x: float) -> float:
-    return _ive(1.0, x)
-
-
 def _gelu(x: float) -> float:
     # x * Phi(x), Phi the normal CDF, as 0.5 x erfc(-x / sqrt 2): no 1 + erf cancellation.
     return 0.5 * x * math.erfc(-x * 0.7071067811865476)

@@ -1,7 +1,9 @@
 """Float helpers of the special rows' derivative rules: the slopes whose forms as written
-would cancel (digamma differences, ive's slopes) or underflow a factor (beta's), on floats;
-and the float functions of ``dbeta`` and ``dlbeta``, beta's and lbeta's slopes as rows of
-their own, with their derivatives (a Hessian's second derivatives of beta and lbeta).
+would cancel (digamma differences) or underflow a factor (beta's), on floats; the float
+functions of ``dbeta`` and ``dlbeta``, beta's and lbeta's slopes as rows of their own, with
+their derivatives (a Hessian's second derivatives of beta and lbeta); and the scaled Bessel
+functions ``ive``, ``i0e``, ``i1e`` and ``dive`` (ive's slope as a row), whose values and
+derivatives are one exact sum of their series.
 
 A rule calls one of these on floats and keeps its textbook form for formulas (``gradcli diff``
 prints it), as ops/special_functions.py says of each. Written against ``math`` alone, as
@@ -43,78 +45,131 @@ def _digamma_difference(a: float, b: float) -> float:
     return math.fsum(terms)
 
 
-def ive_slope(n: float, x: float) -> float:
-    """d/dx ive(n, x) for x != 0, ive's slope on floats, in the two forms of ``_ive``: the
-    power series and Hankel's series, each differentiated term by term. The rule's
-    (ive(n - 1, x) + ive(n + 1, x))/2 - sign(x) ive(n, x) subtracts two numbers that agree
-    to 1 - O(1/x), so it keeps about 16 - log10|x| digits (none from |x| = 1e16 on); the series'
-    own terms cancel a factor 2 sqrt|x| at most (the power series), or not at all (Hankel's,
-    whose terms the derivative takes times -1/2 - k). A helper of the derivative rule, not a
-    row (the rule keeps the form above for formulas, which it prints)."""
-    n = int(n)
-    size = abs(x)
-    slope = _hankel_slope(n, size) if size > 60.0 else None
-    if slope is None:
-        slope = _ive_series_slope(n, size) * math.exp(-size)
-    return slope if x > 0.0 or n % 2 else -slope
+def _ive(n: float, x: float) -> float:
+    """exp(-|x|) I_n(x), I_n the modified Bessel function of the first kind of whole order
+    n >= 0 (the domain check, n <= 30): the ``ive`` row."""
+    return _scaled_bessel(0, n, x)
 
 
-def _hankel_slope(n: int, s: float) -> float | None:
-    """d/ds of (2 pi s)^-1/2 sum_k (-1)^k a_k / s^k (``_ive``'s Hankel series), its k-th term
-    times -(k + 1/2) / s; None where the series diverges before its terms fall below 1e-17 of
-    the sum (s not large enough beside n^2). The terms, up to a few units where n^2 is near s,
-    cancel to the slope's O(1): summed as whole numbers and rounded once (as the power series
-    below), since each term in floats carries the k roundings of the ones before it."""
+def _i0e(x: float) -> float:
+    return _scaled_bessel(0, 0.0, x)
+
+
+def _i1e(x: float) -> float:
+    return _scaled_bessel(0, 1.0, x)
+
+
+def _dive(n: float, x: float) -> float:
+    """d/dx ive(n, x): the ``dive`` row, ive's slope as a row of its own, so that a Hessian
+    differentiates it by a rule that keeps its digits (``_scaled_bessel`` of order 2)."""
+    return _scaled_bessel(1, n, x)
+
+
+BESSEL_SWITCH = 60.0  # |x| above which Hankel's series, where it converges to 1e-18
+
+
+def _scaled_bessel(m: int, n: float, x: float) -> float:
+    """d^m/dx^m exp(-|x|) I_n(x), m = 0, 1, 2: ive, its slope and its second derivative, odd
+    or even in x as n + m, at 0 the limits of both sides (0 at a kink: ive(0, x)'s slope and
+    ive(1, x)'s second derivative, as abs's). Above |x| = BESSEL_SWITCH Hankel's series, else
+    the power series times exp(-|x|), each differentiated term by term and summed in whole
+    numbers, rounded once: the written slope (I_n-1 + I_n+1)/2 - sign(x) I_n subtracts numbers
+    that agree to 1 - O(1/x) (|x| ulps lost, and as much again by its own derivative), the
+    series' terms in floats each carry the roundings of the ones before (30 ulps at 60)."""
+    k, size = int(n), abs(x)
+    if size == 0.0:
+        return ((1.0,), (0.0, 0.5), (1.5, 0.0, 0.25))[m][k] if k <= m else 0.0
+    value = _bessel_hankel(m, k, size) if size > BESSEL_SWITCH else None
+    if value is None:
+        value = _bessel_series(m, k, size) * math.exp(-size)
+    return -value if x < 0.0 and (k + m) % 2 else value
+
+
+def _bessel_hankel(m: int, n: int, s: float) -> float | None:
+    """d^m/ds^m of Hankel's exp(-s) I_n(s) ~ (2 pi s)^-1/2 sum_k (-1)^k a_k / s^k,
+    a_k = prod_{j <= k} (4 n^2 - (2j - 1)^2) / (k! 8^k): its k-th term times
+    (-1)^m (k + 1/2) ... (k + m - 1/2) / s^m; None where the series diverges before its terms
+    fall below 1e-18 of the sum (s not large enough beside n^2). The terms, up to e^(n^2/2s),
+    cancel to a sum of order 1: summed exactly, the only error is the series' remainder."""
     mu = 4 * n * n
-    term, total, k = 1.0, -0.5, 0
+    term, total, k = 1.0, float(math.prod(range(1, 2 * m, 2))), 0
     while True:  # how many terms, in floats
         k += 1
         following = -term * (mu - (2 * k - 1) ** 2) / (8.0 * k * s)
         if k > n and abs(following) >= abs(term):
             return None  # past its smallest term the series diverges
         term = following
-        total -= term * (k + 0.5)
-        if abs(term) * (k + 0.5) <= abs(total) * 1e-18:
+        weight = math.prod(range(2 * k + 1, 2 * k + 2 * m, 2))
+        total += term * weight
+        if abs(term) * weight <= abs(total) * 1e-18:
             break
     top, den = s.as_integer_ratio()
-    # sum_j (-1)^j A_j (2j + 1) den^j 8^(K - j) K!/j! top^(K - j), A_j = prod (mu - (2i - 1)^2)
+    # sum_j (-1)^j A_j P(j) den^j 8^(K - j) K!/j! top^(K - j), A_j = prod (mu - (2i - 1)^2),
+    # P(j) = (2j + 1) ... (2j + 2m - 1), over 8^K K! top^K (rest) times (2s)^m
     weights, rest = [1] * (k + 1), 1
     for j in range(k, 0, -1):
         rest *= 8 * j * top
         weights[j - 1] = rest
     exact, product = 0, 1
     for j in range(k + 1):
-        exact += product * (2 * j + 1) * weights[j]
+        exact += product * math.prod(range(2 * j + 1, 2 * j + 2 * m, 2)) * weights[j]
         product *= -(mu - (2 * j + 1) ** 2) * den
-    return -exact / (2 * rest) / s / math.sqrt(2.0 * math.pi * s)
+    # 1/sqrt(2 pi s) as 1/(4 sqrt(pi/8 s)): 2 pi s overflows past 2.8e307
+    scaled = (-1) ** m * exact * den ** m / (rest * (2 * top) ** m)
+    return scaled / (4.0 * math.sqrt(0.125 * math.pi * s))
 
 
-def _ive_series_slope(n: int, s: float) -> float:
-    """e^s d/ds (e^-s I_n(s)) = sum_k t_k ((n + 2k)/s - 1), t_k = (s/2)^(n + 2k) / (k! (k + n)!),
-    s > 0, in whole numbers (s is one, over a power of 2) and rounded once: its terms have both
-    signs and cancel a factor up to 2 sqrt(s), which in floats cost 30 ulps at s = 60 (the
-    terms' own roundings, each made of the one before)."""
+def _bessel_series(m: int, n: int, s: float) -> float:
+    """e^s d^m/ds^m (e^-s I_n(s)) = sum_k t_k sum_j C(m, j) (-1)^(m - j) p!/(p - j)! s^-j,
+    t_k = (s/2)^p / (k! (k + n)!), p = n + 2k, s > 0, in whole numbers (s is one, over a
+    power of 2) and rounded once: for m > 0 its terms have both signs and cancel a factor up
+    to (2 sqrt(s))^m. The value (m = 0), whose terms are all positive, in fixed point instead:
+    each term to 2^-FIXED_BITS of the first, the sum rounded once (the exact sum's numbers of
+    thousands of bits cost 50 times the time near s = 60)."""
+    if m == 0:
+        return _bessel_value_series(n, s)
     quarter, term, weight, k = 0.25 * s * s, 1.0, 1.0, 0
-    while True:  # how many terms: as _ive's power series, in floats
+    while True:  # how many terms, in floats (the derivatives' terms weigh up to (p/s)^m)
         k += 1
         term *= quarter / (k * (k + n))
         weight += term
-        if term <= weight * 1e-18 and k * (k + n) > quarter:
+        if term <= weight * 1e-18 / (1.0 + s) ** m and k * (k + n) > quarter:
             break
     top, den = s.as_integer_ratio()
     square, scale = top * top, 4 * den * den
-    # sum_k (top^2)^k scale^(K - k) K!/k! (K + n)!/(k + n)! ((n + 2k) den - top), k = 0 ... K
+    # sum_k (top^2)^k scale^(K - k) K!/k! (K + n)!/(k + n)! V_k, k = 0 ... K, with
+    # V_k = sum_j C(m, j) (-1)^(m - j) p!/(p - j)! top^(m - j) den^j = (s den)^m times the
+    # inner sum
     total, power, rest = 0, 1, 1
     weights = [1] * (k + 1)
     for j in range(k, 0, -1):
         rest *= scale * j * (j + n)
         weights[j - 1] = rest
     for j in range(k + 1):
-        total += power * weights[j] * ((n + 2 * j) * den - top)
+        inner = sum(math.comb(m, i) * (-1) ** (m - i) * math.perm(n + 2 * j, i)
+                    * top ** (m - i) * den ** i for i in range(m + 1))
+        total += power * weights[j] * inner
         power *= square
-    # over scale^K K! (K + n)! den = rest n! den (rest ends as scale^K K! (K + n)!/n!), times
-    # (s/2)^n / s = top^n den / ((2 den)^n top)
-    return total * top ** n / (rest * math.factorial(n) * (2 * den) ** n * top)
+    # over scale^K K! (K + n)! = rest n!, times (s/2)^n / (s den)^m = top^n / ((2 den)^n top^m)
+    return total * top ** n / (rest * math.factorial(n) * (2 * den) ** n * top ** m)
+
+
+FIXED_BITS = 128  # the fixed point of _bessel_value_series: its K floors cost K 2^-128
+
+
+def _bessel_value_series(n: int, s: float) -> float:
+    """e^s I_n(s) = (s/2)^n/n! sum_k u_k, u_k = prod_{i <= k} (s^2/4)/(i (i + n)): each u_k
+    in units of 2^-FIXED_BITS, floored (u_0 is 1, so the K floors move the sum by K units at
+    most), the whole rounded once with (s/2)^n/n! (s = top/den, den a power of 2)."""
+    top, den = s.as_integer_ratio()
+    square, scale = top * top, 4 * den * den
+    term = total = 1 << FIXED_BITS
+    k = 0
+    while term > total >> 64 or square > scale * k * (k + n):  # until past the peak and tiny
+        k += 1
+        term = term * square // (scale * k * (k + n))
+        total += term
+    return total * top ** n / ((2 * den) ** n * math.factorial(n) << FIXED_BITS)
 
 
 def _beta_slope(a: float, b: float, value: float) -> float:

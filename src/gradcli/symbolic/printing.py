@@ -371,7 +371,7 @@ class PythonNotation(Notation):
 
     def _copy(self, forward: Callable[..., float]) -> None:
         """Copy the op's own function, and the helpers of its module that it calls (``_i0e``
-        calls ``_ive``), each once."""
+        calls ``_scaled_bessel``), each once."""
         import inspect  # the Python printer copies the op's own function
 
         waiting = [forward]

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from gradcli.engine import forms, special, special_slopes
-from gradcli.engine.ops.row import NONE, F, Op, above, binary, printed, unary, written
+from gradcli.engine.ops.row import NONE, F, Op, above, binary, numpy, printed, unary, written
 from gradcli.errors import NumericError
 
 GELU_TANH_SCALE = 1.5957691216057308  # 2 sqrt(2/pi): gelu_tanh(x) = x sigmoid(scale (x + c x^3))
@@ -91,43 +91,65 @@ def _dbeta_db(a: Any, b: Any, out: Any) -> Any:
     return out * (F.digamma(b) - F.digamma(a + b)) + F.beta(a, b) * _dlbeta_db(a, b, out)
 
 
+THIRD_DERIVATIVES = {  # a slope row: whose third derivatives its Hessian would be, and where
+    # their formulas (the textbook ones that ``diff`` prints) cancel
+    "dbeta": ("beta", "where one operand is much smaller than the other or both are small"),
+    "dlbeta": ("lbeta", "where one operand is much smaller than the other or both are small"),
+    "dive": ("ive", "where |x| is large (terms that agree to 1 - O(1/x))"),
+}
+
+
 def _refuse_a_third_derivative(name: str, a: Any, b: Any) -> None:
-    """A Hessian of dbeta or dlbeta (beta's or lbeta's third derivatives) is a NumericError:
-    its formulas, the textbook ones that ``diff`` prints, subtract terms that agree where
-    a << b or both are small (d2/da2 dbeta(1e-5, 1e-5) came out -5515 for -2.706), and no rule
-    of floats takes their place (docs/accuracy.md)."""
+    """A Hessian of dbeta, dlbeta or dive (third derivatives of beta, lbeta and ive) is a
+    NumericError: its formulas, the textbook ones that ``diff`` prints, subtract terms that
+    agree (d2/da2 dbeta(1e-5, 1e-5) came out -5515 for -2.706), and no rule of floats takes
+    their place (docs/accuracy.md)."""
     if _in_a_hessian(a, b):
+        of, where = THIRD_DERIVATIVES[name]
         raise NumericError(
-            f"the second derivatives of {name} (third derivatives of beta and lbeta) would "
-            "lose their digits where one operand is much smaller than the other or both are "
-            "small; gradcli computes only their value and gradient",
+            f"the second derivatives of {name} (third derivatives of {of}) would lose their "
+            f"digits {where}; gradcli computes only their value and gradient",
             hint="gradcli diff prints their formulas")
 
 
-BESSEL_SLOPE_LIMIT = 1e6  # |x| past which ive's second derivative loses over 6e-11 relatively
-
-
 def _bessel(n: Any, x: Any, out: Any) -> Any:
-    """d/dx ive(n, x) = (I_n-1 + I_n+1)/2 - sign(x) I_n, scaled by exp(-|x|), I_-1 = I_1. On
-    floats special_slopes.ive_slope, whose series do not cancel: the form as written subtracts
-    terms that agree to 1 - O(1/x) (16 - log10|x| digits kept). A formula (``gradcli diff``, the
-    Hessian) is that form, whose own derivative (the Hessian's) cancels the same way: past
-    BESSEL_SLOPE_LIMIT a float x is a NumericError, since the floats it gets are the
-    Hessian's too."""
+    """d/dx ive(n, x) = (I_n-1 + I_n+1)/2 - sign(x) I_n, scaled by exp(-|x|), I_-1 = I_1: the
+    ``dive`` row (its float function special_slopes._dive, series that do not cancel), whose
+    own derivative keeps its digits too; printed, the textbook form, whose two terms agree to
+    1 - O(1/x) (16 - log10|x| digits kept), as do those of its own derivative."""
     if type(n) is float and type(x) is float:
-        if abs(x) > BESSEL_SLOPE_LIMIT:
-            raise NumericError(
-                f"the derivatives of i0e, i1e or ive at |x| = {abs(x):g} would lose their "
-                f"digits (the second is a difference of nearly equal terms beyond "
-                f"|x| = {BESSEL_SLOPE_LIMIT:g})")
-        if x == 0.0:
-            return 0.5 if n == 1.0 else 0.0  # a kink for even n: slope 0, as abs
-        return special_slopes.ive_slope(n, x)
-    if type(n) is float and n == 0.0:
+        return special_slopes._dive(n, x)
+    if printed(n) or printed(x):
+        return _written_slope("ive", n, x, out)
+    return F.dive(n, x)
+
+
+def _dive_slope(n: Any, x: Any, out: Any) -> Any:
+    """d2/dx2 ive(n, x): on floats special_slopes._scaled_bessel of order 2, ive's series
+    differentiated twice; printed, and on arrays, the derivative of ive's written slope,
+    (dive(n - 1, x) + dive(n + 1, x))/2 - sign(x) dive(n, x), which cancels as that slope does:
+    a Hessian of dive (ive's third derivatives) is a NumericError. On arrays (an array
+    Hessian of ive) the float function point by point."""
+    if type(n) is float and type(x) is float:
+        return special_slopes._scaled_bessel(2, n, x)
+    if not (written(n) or written(x) or hasattr(x, "apply")):  # arrays, not probes
+        np = numpy()
+        second = np.frompyfunc(lambda m, t: special_slopes._scaled_bessel(2, m, t), 2, 1)
+        value = np.asarray(second(n, x), dtype=float)
+        return value if value.ndim else value[()]
+    _refuse_a_third_derivative("dive", n, x)
+    return _written_slope("dive", n, x, out)
+
+
+def _written_slope(name: str, n: Any, x: Any, out: Any) -> Any:
+    """(f(n - 1, x) + f(n + 1, x))/2 - sign(x) out, f the row ``name`` (ive or dive), out
+    f(n, x), f(-1, x) = f(1, x); ive's neighbours of orders 0 and 1 printed i0e and i1e."""
+    row = getattr(F, name)
+    if name == "ive" and type(n) is float and n == 0.0:
         return F.i1e(x) - F.sign(x) * out
-    neighbours = (F.i0e(x) + F.ive(2.0, x) if type(n) is float and n == 1.0
-                  else F.ive(F.abs(n - 1.0), x) + F.ive(_next_order(n, "ive"), x))
-    return 0.5 * neighbours - F.sign(x) * out
+    lower = (F.i0e(x) if name == "ive" and type(n) is float and n == 1.0
+             else row(F.abs(n - 1.0), x))
+    return 0.5 * (lower + row(_next_order(n, name), x)) - F.sign(x) * out
 
 
 # sinc''(x) = -pi**2 (1/3 - p/10 + ...), p = (pi x)**2: the k-th coefficient is
@@ -189,7 +211,8 @@ def _silu_slope(x: Any, out: Any) -> Any:
     return F.sigmoid(x) * (1.0 + x * F.sigmoid(-x))
 
 
-ORDER_LIMITS = {"polygamma": forms.MAX_POLYGAMMA_ORDER, "ive": forms.MAX_IVE_ORDER}
+ORDER_LIMITS = {"polygamma": forms.MAX_POLYGAMMA_ORDER, "ive": forms.MAX_IVE_ORDER,
+                "dive": forms.MAX_IVE_ORDER}
 
 
 def _next_order(n: Any, name: str) -> Any:
@@ -256,18 +279,23 @@ ROWS: list[Op] = [
     # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
     # factor exp(-|x|) adds -sign(x) times the function (a kink at 0 for even n: slope 0 there,
     # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
-    unary("i0e", special._i0e, lambda x, out: _bessel(0.0, x, out),
+    unary("i0e", special_slopes._i0e, lambda x, out: _bessel(0.0, x, out),
           complex=NONE,
           vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0",
           aliases=("bessel_i0e",)),
-    unary("i1e", special._i1e, lambda x, out: _bessel(1.0, x, out),
+    unary("i1e", special_slopes._i1e, lambda x, out: _bessel(1.0, x, out),
           complex=NONE,
           vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1",
           aliases=("bessel_i1e",)),
-    binary("ive", special._ive, lambda n, x, out: 0.0,
+    binary("ive", special_slopes._ive, lambda n, x, out: 0.0,
            lambda n, x, out: _bessel(n, x, out), domain=forms.ive_domain, complex=NONE,
            vector=NONE,
            summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
+    # ive's slope in x, a row of its own so that a Hessian differentiates it with a rule that
+    # keeps its digits (docs/accuracy.md)
+    binary("dive", special_slopes._dive, lambda n, x, out: 0.0, _dive_slope,
+           domain=forms.ive_domain, complex=NONE, vector=NONE,
+           summary="d/dx ive(n, x), n a whole number from 0 to 30"),
     binary("beta", special._beta, lambda a, b, out: _beta_slope(b, a, out),
            lambda a, b, out: _beta_slope(a, b, out), domain=forms.positive_pair,
            complex=NONE, vector=NONE,
