@@ -10,7 +10,7 @@ import click
 from gradcli.cli.base import cli
 from gradcli.cli.cluster import checks_on, cluster_address, cluster_option
 from gradcli.cli.files import write_atomically
-from gradcli.cli.show import say_shadowed, with_progress
+from gradcli.cli.show import print_error, say_shadowed, with_progress
 from gradcli.errors import GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
@@ -54,12 +54,9 @@ def check_command(ctx: click.Context, cluster: str | None, **options: Any) -> No
 def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | None,
                       fail_fast: bool, pattern: str | None,
                       cluster: ClusterAddress | None = None) -> int:
-    """Everything ``gradcli check`` does; returns the exit status.
-
-    Nothing runs if a file is bad, ``-k`` selects nothing, ``--junit`` is empty or the checks are
-    too large for one run (``run_budget_error``). A JUnit report that cannot be written does not
-    hide the results: they are reported, then the error, and the status is at least 2.
-    """
+    """Everything ``gradcli check`` does; returns the exit status. Nothing runs if a file is
+    bad, ``-k`` selects nothing, ``--junit`` is empty or the checks are too large; a JUnit
+    report that cannot be written is said after the results (status at least 2)."""
     from gradcli.formulas.files import load_check_files
     from gradcli.formulas.reports import github_annotations, junit_xml
     from gradcli.formulas.run import no_match_error, run_budget_error, run_checks, select
@@ -101,8 +98,8 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
 
 def _report(outcomes: list[Any], errors: list[Any], as_json: bool,
             late: list[Any] | None = None) -> int:
-    """Print the errors and the checks' table, then the ``late`` errors (of writing the
-    report), or one JSON document; returns the exit status."""
+    """The errors, the checks' table and the ``late`` errors (of writing the report), or one
+    JSON document; returns the exit status."""
     from gradcli.formulas.outcomes import report_record, report_status
 
     late = late or []
@@ -114,14 +111,13 @@ def _report(outcomes: list[Any], errors: list[Any], as_json: bool,
             click.echo(f"gradcli: {error.one_line()}", err=True)
         return report_status(outcomes, errors + late)
     from gradcli.output.console import make_console
-    from gradcli.output.errors import error_view
     from gradcli.output.sweep_views import check_view
 
     for error in errors:
-        make_console(stderr=True).print(error_view(error))
+        print_error(error)
     if outcomes:
         console = make_console()
         console.print(check_view(outcomes, plain=not console.is_terminal))
     for error in late:
-        make_console(stderr=True).print(error_view(error))
+        print_error(error)
     return report_status(outcomes, errors + late)
