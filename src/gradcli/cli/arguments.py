@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradcli.cli.bindings import flags_of_other_commands, split_arguments
-from gradcli.cli.commands import option_owners
 from gradcli.cli.given import BINDINGS_KEY, Given
+from gradcli.cli.usage import option_owners
 from gradcli.errors import UsageError, visible
 from gradcli.language.values import Value
 from gradcli.limits import MAX_VALUES_FILE_BYTES

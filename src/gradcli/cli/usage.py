@@ -15,8 +15,28 @@ from typing import IO, Any
 
 import click
 
-from gradcli.cli.commands import option_owners
+from gradcli.cli.command_table import COMMANDS
 from gradcli.errors import GradcliError, UsageError, visible
+
+
+def every_command(group: object) -> dict[str, click.Command]:
+    """All of ``group``'s commands, loaded (the messages about another command's options)."""
+    if isinstance(group, click.Group):
+        ctx = click.Context(group)
+        for name in COMMANDS:
+            group.get_command(ctx, name)
+    return getattr(group, "commands", {})
+
+
+def option_owners(group: object) -> dict[str, list[str]]:
+    """Each option of ``group``'s commands and the commands that have it (``--wrt``:
+    ``["gradcli diff"]``)."""
+    owners: dict[str, list[str]] = {}
+    for name, command in every_command(group).items():
+        for param in command.params:
+            for flag in param.opts if isinstance(param, click.Option) else ():
+                owners.setdefault(flag, []).append(f"gradcli {name}")
+    return owners
 
 
 class ShownError(click.ClickException):
