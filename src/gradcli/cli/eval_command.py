@@ -18,7 +18,7 @@ from gradcli.cli.arguments import (
     program_arguments,
 )
 from gradcli.cli.base import cli
-from gradcli.cli.cluster import cluster_option, placement, skip_option
+from gradcli.cli.cluster import cluster_option, placement
 from gradcli.cli.eval_run import EvalRequest, run_eval
 from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import show_error
@@ -138,7 +138,9 @@ TOLERANCE = Tolerance()
                    "--hessian, the Jacobian of several outputs) and the check's verdict to "
                    "FILE.npz, for NumPy (numpy.load).")
 @cluster_option
-@skip_option
+@click.option("--skip", type=click.IntRange(0, sys.maxsize), default=0, metavar="N",
+              help="Skip the first N lines of stdin (a batch that stopped after line N goes on "
+                   "from line N+1; records keep their line numbers).")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     try:
