@@ -18,7 +18,7 @@ from gradcli.cli.arguments import (
 from gradcli.cli.base import cli
 from gradcli.cli.files import write_file
 from gradcli.cli.program_text import ProgramText
-from gradcli.cli.show import say_shadowed, show_error
+from gradcli.cli.show import print_tree, say_shadowed, show_error
 from gradcli.cli.streams import binary_stdout, can_encode
 from gradcli.errors import ExitStatus, GradcliError, UsageError, plural, visible
 from gradcli.language.values import as_point
@@ -159,13 +159,10 @@ def _checked_format(picture_format: str | None, output_path: str | None) -> str:
 
 
 def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
-    from gradcli.output.console import make_console
     from gradcli.output.trees import graph_tree
 
     if output_path is None:
-        console = make_console()
-        # Each level indents 4 columns: stop where about 40 columns are left for the text.
-        console.print(graph_tree(picture, max_nodes, max(8, (console.width - 40) // 4)))
+        print_tree(picture, max_nodes)
         return
     import io
 

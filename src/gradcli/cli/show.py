@@ -113,6 +113,16 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
     return error.status
 
 
+def print_tree(picture: Any, max_nodes: int) -> None:
+    """The graph as a tree on stdout, to the depth where about 40 columns are left for text
+    (each level indents 4)."""
+    from gradcli.output.console import make_console
+    from gradcli.output.trees import graph_tree
+
+    console = make_console()
+    console.print(graph_tree(picture, max_nodes, max(8, (console.width - 40) // 4)))
+
+
 def print_error(error: GradcliError, source_name: str = "") -> None:
     """The caret display of ``error`` on stderr."""
     from gradcli.output.console import make_console
