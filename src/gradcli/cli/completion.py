@@ -1,11 +1,6 @@
-"""Shell completion that knows the formula: the commands that take ``--NAME VALUE`` offer the
-program's own variables first (the script itself: ``gradcli completion``, ``reference_commands``).
-
-After ``gradcli eval "(x*W+b-t)**2" --``, Tab offers ``--x --W --b --t`` (those not given yet)
-and then the command's options; ``--wrt`` offers the variables (after a comma too: ``x,``
-offers ``x,W``...). The program is read from EXPR or ``-f FILE`` as they stand on the command
-line; one that does not parse yet still offers the names written in it.
-"""
+"""Shell completion that knows the formula: after ``gradcli eval "(x*W+b-t)**2" --``, Tab offers
+``--x --W --b --t`` (those without a value) before the options; ``--wrt`` offers the variables.
+A program that does not parse yet offers the names written in it."""
 
 from __future__ import annotations
 
@@ -60,8 +55,8 @@ def _program_text(ctx: click.Context) -> str:
 
 
 def _file_start(path: str) -> str:
-    """The first MB of the program file, or nothing: Tab never waits, so a FIFO without a
-    writer, a terminal or a device is not read (opened without blocking, then left alone)."""
+    """The first MB of a regular program file, or nothing: Tab never waits on a FIFO or a
+    device."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
@@ -77,8 +72,7 @@ def _file_start(path: str) -> str:
 
 
 def variable_options(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
-    """``--x``, ``--W``...: the program's variables that have no value yet, matching
-    ``incomplete`` (only when it starts an option: ``-`` or ``--``)."""
+    """``--x``, ``--W``...: the program's variables without a value, matching ``incomplete``."""
     from click.shell_completion import CompletionItem
 
     if not incomplete.startswith("-") or incomplete.startswith("---"):

@@ -120,8 +120,7 @@ def _check_output_path(path: str | None, example: str) -> None:
 
 
 def _default_format(output_path: str | None) -> str:
-    """The format -o's suffix names; a suffix that names none is refused (``-o g.pdf`` must not
-    quietly get DOT text)."""
+    """The format -o's suffix names (``-o g.pdf`` must not quietly get DOT text)."""
     if output_path is None:
         return "tree" if sys.stdout.isatty() else "dot"
     suffix = os.path.splitext(output_path)[1].lower()
@@ -139,8 +138,7 @@ _TEXT_FORMATS = ("tree", "dot", "mermaid")  # what a .txt file may hold
 
 
 def _checked_format(picture_format: str | None, output_path: str | None) -> str:
-    """--format, or the format -o's suffix names; a suffix that names another format than
-    --format is refused (``-o g.svg --format png`` would write a PNG named .svg)."""
+    """--format, or the format -o's suffix names; ``-o g.svg --format png`` is refused."""
     if picture_format is None:
         return _default_format(output_path)
     suffix = os.path.splitext(output_path or "")[1].lower()
@@ -175,8 +173,7 @@ def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
 
 
 def _write_bytes(data: bytes, output_path: str | None) -> None:
-    """``data`` to stdout, or to the file ``output_path``: whole, or not at all (a failure
-    leaves the file as it was) -- a UsageError naming the file if it cannot be written."""
+    """``data`` to stdout, or whole to the file ``output_path`` (a UsageError if it cannot)."""
     if output_path is None:
         stream = binary_stdout()
         stream.write(data)
@@ -231,8 +228,7 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
 
 
 def _refuse_terminal_sizes(ctx: click.Context, output_path: str | None) -> None:
-    """--width and --height size the terminal plot; an image saved with -o has its own size,
-    so with -o they would be ignored in silence."""
+    """--width and --height with -o would be ignored in silence: an image has its own size."""
     if output_path is None:
         return
     for name in ("width", "height"):
