@@ -146,14 +146,15 @@ def eval_command(ctx: click.Context, **options: Any) -> None:
     try:
         request = eval_request(ctx, **options)
     except GradcliError as error:
-        ctx.exit(show_error(error, options["as_json"], _shown_source(options["expr"])))
+        expr = options["expr"]
+        ctx.exit(show_error(error, options["as_json"], expr if expr not in (None, "-") else ""))
     ctx.exit(run_eval(request))
 
 
 def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str, ...],
                  program_file: str | None, as_json: bool, as_csv: bool,
                  **options: Any) -> EvalRequest:
-    """The request behind click's options, or a UsageError for a combination that means nothing."""
+    """The request behind click's options; a UsageError for a combination that means nothing."""
     if as_csv and as_json:
         raise UsageError("--csv and --json are two output formats: give one")
     if options["no_nodes"] and not as_json:
@@ -198,20 +199,16 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     return request
 
 
-_TABLE_ONLY = ("digits",)  # it shapes tables and batch lines; JSON and CSV keep every digit
 _CHECK_ONLY = ("rtol", "atol", "check_method", "check_nodes")  # they tune the check
 
 
 def _refuse_options_without_effect(ctx: click.Context, data_format: str | None,
                                    no_check: bool) -> None:
-    """A UsageError for an option given on the command line that the other options make
-    meaningless (``--digits 3 --json``, ``--no-check --rtol 1e-3``): the person meant
-    something, and running without it would pass in silence."""
-    for name in _TABLE_ONLY:
-        if data_format and _given(ctx, name):
-            raise UsageError(f"--{name.replace('_', '-')} shapes tables and batch lines, and "
-                             f"{data_format} always prints every digit",
-                             hint=f"drop --{name.replace('_', '-')}, or {data_format}")
+    """A UsageError for an option that the other options make meaningless (``--digits 3
+    --json``, ``--no-check --rtol 1e-3``): running without it would pass in silence."""
+    if data_format and _given(ctx, "digits"):
+        raise UsageError(f"--digits shapes tables and batch lines, and {data_format} always "
+                         "prints every digit", hint=f"drop --digits, or {data_format}")
     if data_format == "--csv" and _given(ctx, "full"):
         raise UsageError("--full prints every element of large arrays, and --csv writes a "
                          "sweep's numbers, every one of them", hint="drop --full, or --csv")
@@ -269,9 +266,5 @@ def _check_sweep(request: EvalRequest) -> None:
                          "differences only",
                          hint="drop --check-method, or " + (
                              "evaluate single points" if grid else "--csv"))
-
-
-def _shown_source(expr: str | None) -> str:
-    return expr if expr not in (None, "-") else ""
 
 

@@ -174,34 +174,23 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
     console = make_console()
     # Piped: a failed line is said on stderr too, for a person watching the terminal.
     echo_errors = not console.is_terminal
-    status = ExitStatus.OK
     if make_runs is None:
         from gradcli.output.batch_lines import TableStyle, table_line
 
         style = TableStyle(digits, full)
-        records: Iterator[Any] = (table_line(outcome, style)
-                                  for outcome in evaluate_lines(lines, values, settings))
-        runs: Any = None
+        runs: Any = ([table_line(outcome, style)]
+                     for outcome in evaluate_lines(lines, values, settings))
     else:
         runs = make_runs(lines, values, settings)
-        records = (record for run in runs for record in run)
-    try:
-        for record in with_progress(records, None, "programs",
-                                    detail=getattr(runs, "detail", None)):
-            with stops.writing():
-                console.print(record.view)
-                console.file.flush()
+
+    def write(run: list[Any]) -> None:
+        for record in run:
+            console.print(record.view)
+            console.file.flush()
             if echo_errors and record.error is not None:
                 _say(f"gradcli: line {record.line}: {visible(record.error)}")
-            uses.saw(record.names)
-            status = max(status, record.status)
-    except GradcliError as error:
-        echo(f"gradcli: {error.one_line()}", err=True)
-        return max(status, error.status)
-    finally:
-        if runs is not None:
-            runs.close()  # stops the cluster's tasks now, whatever ended the loop
-    return status
+
+    return _write_runs(runs, write, uses, stops, None if make_runs is None else len)
 
 
 class _BatchUses:
@@ -227,25 +216,34 @@ class _BatchUses:
 def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
                 uses: _BatchUses, stops: _Stops,
                 make_runs: Callable[..., Iterator[Any]] | None = None) -> int:
-    """Records made on every core (``runs.batch``), written in input order a run at a time:
-    a run is written whole or not at all; a failure is one line after the last record."""
+    """Records made on every core (``runs.batch``), written in input order a run at a time."""
     from gradcli.runs.batch import json_runs
 
+    write_text = sys.stdout.write
+
+    def write(records: list[Any]) -> None:
+        for record in records:  # a write each: cheaper than joining them first
+            write_text(record.text)
+            write_text("\n")
+        sys.stdout.flush()
+        for record in records:
+            if record.error is not None:
+                echo(f"gradcli: line {record.line}: {record.error}", err=True)
+
+    return _write_runs((make_runs or json_runs)(lines, values, settings), write, uses, stops, len)
+
+
+def _write_runs(runs: Any, write: Callable[[Any], None], uses: _BatchUses, stops: _Stops,
+                size: Callable[[Any], int] | None) -> int:
+    """Each run of records written whole or (stopped before it) not at all; a failure of the
+    workers is one line after the last record. Returns the largest status."""
     status = ExitStatus.OK
-    write = sys.stdout.write
-    runs = (make_runs or json_runs)(lines, values, settings)
     try:
-        for records in with_progress(runs, None, "programs", size=len,
-                                     detail=getattr(runs, "detail", None)):
+        for run in with_progress(runs, None, "programs", size=size,
+                                 detail=getattr(runs, "detail", None)):
             with stops.writing():
-                for record in records:  # a write each: cheaper than joining them first
-                    write(record.text)
-                    write("\n")
-                sys.stdout.flush()
-                for record in records:
-                    if record.error is not None:
-                        echo(f"gradcli: line {record.line}: {record.error}", err=True)
-            for record in records:
+                write(run)
+            for record in run:
                 status = max(status, record.status)
                 uses.saw(record.names)
     except GradcliError as error:
