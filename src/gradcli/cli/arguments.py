@@ -158,6 +158,11 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
     return with_file_values(given, path, ctx.meta.get(ALLOW_UNUSED_KEY, False))
 
 
+def option_given(ctx: click.Context, name: str) -> bool:
+    """Whether the option ``name`` was given (on the command line), not left at its default."""
+    return ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+
+
 def _program_on_stdin(ctx: click.Context) -> bool:
     """``-f -``, EXPR ``-``, or eval's batch from stdin."""
     expr, path = ctx.params.get("expr"), ctx.params.get("program_file")

@@ -15,6 +15,7 @@ from gradcli.cli.arguments import (
     digits_option,
     full_option,
     given_values,
+    option_given,
     program_arguments,
 )
 from gradcli.cli.base import cli
@@ -171,7 +172,7 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     program = None if batch else ProgramText.read("eval", expr, program_file,
                                                   options["max_nodes"])
     order = 2 if options["hessian"] else options["order"]
-    if options["hessian"] and options["order"] != 2 and _given(ctx, "order"):
+    if options["hessian"] and options["order"] != 2 and option_given(ctx, "order"):
         raise UsageError(f"--hessian is --order 2, and --order {options['order']} was given too",
                          hint="give one of them")
     node_limit = NODE_CHECK_LIMIT if not batch or options["check_nodes"] else (
@@ -206,23 +207,17 @@ def _refuse_options_without_effect(ctx: click.Context, data_format: str | None,
                                    no_check: bool) -> None:
     """A UsageError for an option that the other options make meaningless (``--digits 3
     --json``, ``--no-check --rtol 1e-3``): running without it would pass in silence."""
-    if data_format and _given(ctx, "digits"):
+    if data_format and option_given(ctx, "digits"):
         raise UsageError(f"--digits shapes tables and batch lines, and {data_format} always "
                          "prints every digit", hint=f"drop --digits, or {data_format}")
-    if data_format == "--csv" and _given(ctx, "full"):
+    if data_format == "--csv" and option_given(ctx, "full"):
         raise UsageError("--full prints every element of large arrays, and --csv writes a "
                          "sweep's numbers, every one of them", hint="drop --full, or --csv")
     for name in _CHECK_ONLY:
-        if no_check and _given(ctx, name):
+        if no_check and option_given(ctx, name):
             raise UsageError(f"--{name.replace('_', '-')} tunes the finite-difference check, "
                              "and --no-check skips it",
                              hint=f"drop --{name.replace('_', '-')}, or --no-check")
-
-
-def _given(ctx: click.Context, name: str) -> bool:
-    """Whether the option ``name`` was given (on the command line), not left at its default."""
-    source = ctx.get_parameter_source(name)
-    return source is not None and source is not click.core.ParameterSource.DEFAULT
 
 
 def hvp_direction(assignments: tuple[str, ...]) -> dict[str, Any] | None:

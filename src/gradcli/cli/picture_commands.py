@@ -13,6 +13,7 @@ from gradcli.cli.arguments import (
     BindingCommand,
     digits_option,
     given_values,
+    option_given,
     program_arguments,
 )
 from gradcli.cli.base import cli
@@ -232,7 +233,7 @@ def _refuse_terminal_sizes(ctx: click.Context, output_path: str | None) -> None:
     if output_path is None:
         return
     for name in ("width", "height"):
-        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
+        if option_given(ctx, name):
             raise UsageError(f"--{name} sizes the plot in the terminal, and -o "
                              f"{visible(output_path)} saves an image of a fixed size",
                              hint=f"drop --{name}, or -o to plot in the terminal")

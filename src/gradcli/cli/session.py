@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from click import echo
+
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
@@ -123,19 +125,11 @@ class Session:
         if not expression:
             raise UsageError(f"{name}({parameters}) = needs an expression",
                              hint=f"e.g. {name}({parameters}) = 2*{parameters or 1}")
-        trial = {**self.definitions, name: expression}
-        before = self.parameters.get(name)
-        self.parameters[name] = parameters
+        trial = Session({**self.definitions, name: expression},
+                        {**self.parameters, name: parameters})
         arguments = ", ".join("0" for part in parameters.split(",") if part.strip())
-        try:
-            parse(self.source(f"{name}({arguments})", trial))
-        except GradcliError:
-            if before is None:
-                del self.parameters[name]
-            else:
-                self.parameters[name] = before
-            raise
-        self.definitions = trial
+        parse(trial.source(f"{name}({arguments})"))
+        self.definitions, self.parameters = trial.definitions, trial.parameters
 
     def statement(self, name: str, definitions: dict[str, str] | None = None) -> str:
         """``name = ...`` or, for a function, ``name(a, b) = ...``."""
@@ -194,7 +188,7 @@ class Session:
         return action(argument.strip())
 
     def _help(self, argument: str) -> int:
-        _say(HELP)
+        echo(HELP)
         return ExitStatus.OK
 
     def _quit(self, argument: str) -> int:
@@ -203,16 +197,16 @@ class Session:
 
     def _vars(self, argument: str) -> int:
         if not self.definitions:
-            _say("no definitions yet (W = 3 defines one)")
+            echo("no definitions yet (W = 3 defines one)")
         for name in _definition_order(" ".join(f"{n}()" if n in self.parameters else n
                                                for n in self.definitions),
                                       self.definitions, self.parameters):
-            _say(self.statement(name))
+            echo(self.statement(name))
         return ExitStatus.OK
 
     def _reset(self, argument: str) -> int:
         self.definitions, self.parameters, self.last = {}, {}, None
-        _say("forgot every definition")
+        echo("forgot every definition")
         return ExitStatus.OK
 
     def _del(self, argument: str) -> int:
@@ -269,12 +263,6 @@ class Session:
         if self.last is None:
             raise UsageError("no expression yet", hint="type one first, e.g. x**2 + W")
         return self.last
-
-
-def _say(text: str) -> None:
-    import click
-
-    click.echo(text)
 
 
 def _items(text: str) -> list[str]:

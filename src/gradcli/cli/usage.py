@@ -45,16 +45,12 @@ class ShownError(click.ClickException):
         self.exit_code = int(error.status)
 
     def show(self, file: IO[Any] | None = None) -> None:
+        from gradcli.cli.show import show_error, show_report
+
         if self.as_json and self.command == "check":
-            from gradcli.formulas.outcomes import report_record
-            from gradcli.output.records import dumps
-
-            click.echo(dumps(report_record([], [self.error])))
-            click.echo(f"gradcli: {self.error.one_line()}", err=True)
-            return
-        from gradcli.cli.show import show_error
-
-        show_error(self.error, self.as_json)
+            show_report([], [self.error], True)
+        else:
+            show_error(self.error, self.as_json)
 
 
 def shown(error: Exception, args: Sequence[str], group: click.Group) -> ShownError:
