@@ -5,9 +5,12 @@ is a usage error, as an unused ``--NAME`` is, unless ``--allow-unused`` (a share
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +20,9 @@ from gradcli.cli.usage import option_owners
 from gradcli.errors import UsageError, visible
 from gradcli.language.values import Value
 from gradcli.limits import MAX_VALUES_FILE_BYTES
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 
 class GradcliCommand(click.Command):
@@ -69,9 +75,7 @@ class BindingCommand(GradcliCommand):
         return super().parse_args(ctx, options + (["--", *positional] if positional else []))
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
-        """The program's own variables (``--x --W``) before the options (``cli.completion``)."""
-        from gradcli.cli.completion import variable_options
-
+        """The program's own variables (``--x --W``) before the options."""
         return [*variable_options(ctx, incomplete), *super().shell_complete(ctx, incomplete)]
 
     def long_options(self, ctx: click.Context) -> tuple[str, ...]:
@@ -180,7 +184,7 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
 
 
 def complete_files(ctx: click.Context, param: click.Parameter,
-                   incomplete: str) -> list[click.shell_completion.CompletionItem]:
+                   incomplete: str) -> list[CompletionItem]:
     """A path: the shell completes it (Tab after -f, --values)."""
     from click.shell_completion import CompletionItem
 
@@ -230,8 +234,6 @@ def _text_values(given: Given, path: str) -> tuple[dict[str, Value], dict[str, s
 def _is_binary(path: str) -> bool:
     """An ``.npz`` (or ``.npy``) file, told by its first bytes: never decoded as text. Only a
     regular file is sniffed: a pipe (``--values <(...)``) is read once, as text."""
-    import os
-
     from gradcli.language.data_files import kind_of as binary_kind
 
     if path.lower().endswith((".npz", ".npy")):
@@ -248,3 +250,83 @@ def _archive_values(given: Given, path: str) -> tuple[dict[str, Value], dict[str
     if not arrays and not given.values:
         raise UsageError(f"{visible(path)} has no arrays", hint="write them with numpy.savez")
     return arrays, {name: f"{name} in {visible(path)}" for name in arrays}
+
+
+# Shell completion that knows the formula: after ``gradcli eval "(x*W+b-t)**2" --``, Tab
+# offers ``--x --W --b --t`` (those without a value) before the options; ``--wrt`` the
+# variables.
+# A name in a formula that does not parse yet (functions are left out where it is used).
+_NAME = r"(?<![\w.])[A-Za-z_]\w*"
+_KEYWORDS = frozenset({"if", "else", "and", "or", "not"})
+
+
+def program_variables(ctx: click.Context) -> list[str]:
+    """The variables of the program on the command line (EXPR or ``-f FILE``), in order."""
+    text = _program_text(ctx)
+    if not text:
+        return []
+    from gradcli.errors import GradcliError
+    from gradcli.language.parser import parse
+
+    try:
+        return list(parse(text).variables)
+    except GradcliError:  # half-typed: the names written in it, but calls and constants
+        from gradcli.engine.ops import CONSTANTS
+
+        names = dict.fromkeys(re.findall(_NAME, re.sub(r"#[^\n]*", "", text)))
+        assigned = set(re.findall(r"([A-Za-z_]\w*)\s*=(?!=)", text))
+        # a definition's parameters (f(a, b) = ...) and the keywords are not variables either
+        for head in re.findall(r"[A-Za-z_]\w*\s*\(([^()]*)\)\s*=(?!=)", text):
+            assigned.update(part.strip() for part in head.split(","))
+        assigned.update(re.findall(r"([A-Za-z_]\w*)\s*\(", text))  # called: a function
+        return [name for name in names if name not in CONSTANTS and name not in assigned
+                and name not in _KEYWORDS]
+
+
+def _program_text(ctx: click.Context) -> str:
+    path = ctx.params.get("program_file")
+    if path and path != "-":
+        return _file_start(path)
+    expr = ctx.params.get("expr")
+    return expr if isinstance(expr, str) and expr != "-" else ""
+
+
+def _file_start(path: str) -> str:
+    """The first MB of a regular program file, or nothing: Tab never waits on a FIFO or a
+    device."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        return os.read(descriptor, 1 << 20).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(descriptor)
+
+
+def variable_options(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+    """``--x``, ``--W``...: the program's variables without a value, matching ``incomplete``."""
+    from click.shell_completion import CompletionItem
+
+    if not incomplete.startswith("-") or incomplete.startswith("---"):
+        return []
+    given = {text.partition("=")[0] for text, _ in ctx.meta.get(BINDINGS_KEY, [])}
+    return [CompletionItem(f"--{name}", help="a variable of the program")
+            for name in program_variables(ctx)
+            if name not in given and f"--{name}".startswith(incomplete)]
+
+
+def complete_wrt(ctx: click.Context, param: click.Parameter,
+                 incomplete: str) -> list[CompletionItem]:
+    """``--wrt``'s values: the program's variables, also after a comma (``x,`` -> ``x,W``)."""
+    from click.shell_completion import CompletionItem
+
+    done, _, start = incomplete.rpartition(",")
+    listed = set(done.split(",")) if done else set()
+    prefix = f"{done}," if done else ""
+    return [CompletionItem(prefix + name) for name in program_variables(ctx)
+            if name.startswith(start) and name not in listed]

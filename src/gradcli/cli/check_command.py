@@ -62,9 +62,9 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
     from gradcli.formulas.run import no_match_error, run_budget_error, run_checks, select
 
     if junit_path == "":
-        return show_report([], [UsageError("--junit was given an empty path",
-                                       hint="give --junit the file to write, e.g. report.xml")],
-                       as_json)
+        empty = UsageError("--junit was given an empty path",
+                           hint="give --junit the file to write, e.g. report.xml")
+        return show_report([], [empty], as_json)
     specs, errors = load_check_files(files)
     selected = select(specs, pattern)
     for spec in selected:  # at = {e = 2}: the constant is a variable of that check

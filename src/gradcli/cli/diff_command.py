@@ -8,9 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, given_values, program_arguments
+from gradcli.cli.arguments import (
+    MAX_NODES_OPTION,
+    BindingCommand,
+    complete_wrt,
+    given_values,
+    program_arguments,
+)
 from gradcli.cli.base import cli
-from gradcli.cli.completion import complete_wrt
 from gradcli.cli.given import Given
 from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import say_shadowed, show_error

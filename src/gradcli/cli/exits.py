@@ -36,16 +36,22 @@ def run_to_exit(command: Callable[[], int], argv: list[str] | None) -> NoReturn:
 
 
 def _status_of(command: Callable[[], int]) -> int:
+    """``command``'s status, or the status of how it failed, said in one line on stderr."""
     try:
         return command()
     except (KeyboardInterrupt, UserInterruptError):
         return _interrupted()
-    except (BrokenPipeError, ReaderGoneError):
-        return _reader_gone()
-    except OutputFailedError as error:
-        return _output_failed(error)
+    except (BrokenPipeError, ReaderGoneError):  # quiet, as Unix tools are
+        streams.silence_stdout()  # later writes and the exit-time flush go nowhere
+        return ExitStatus.READER_GONE
+    except OutputFailedError as error:  # a full disk, a closed descriptor
+        streams.silence_stdout()
+        echo(f"gradcli: cannot write to stdout: {error.reason}", err=True)
+        return ExitStatus.OUTPUT_FAILED
     except MemoryError:  # a command that does not say it itself (eval and batches do)
-        return _out_of_memory()
+        memory = out_of_memory()  # what the attempt took is free again here
+        echo(f"gradcli: {memory.one_line()}", err=True)
+        return memory.status
 
 
 def _flushed(status: int) -> int:
@@ -66,23 +72,3 @@ def _interrupted() -> int:
     echo("gradcli: interrupted", err=True)
     streams.quiet_after_stop()
     return ExitStatus.INTERRUPTED
-
-
-def _out_of_memory() -> int:
-    """What the attempt took is free again here: one line on stderr, no traceback."""
-    error = out_of_memory()
-    echo(f"gradcli: {error.one_line()}", err=True)
-    return error.status
-
-
-def _reader_gone() -> int:
-    """Stop quietly, as Unix tools do: later writes and the exit-time flush go nowhere."""
-    streams.silence_stdout()
-    return ExitStatus.READER_GONE
-
-
-def _output_failed(error: OutputFailedError) -> int:
-    """stdout failed (a full disk, a closed descriptor): one line on stderr, and its status."""
-    streams.silence_stdout()
-    echo(f"gradcli: cannot write to stdout: {error.reason}", err=True)
-    return ExitStatus.OUTPUT_FAILED

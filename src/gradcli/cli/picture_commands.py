@@ -135,17 +135,14 @@ def _default_format(output_path: str | None) -> str:
     return _SUFFIX_FORMATS[suffix]
 
 
-_TEXT_FORMATS = ("tree", "dot", "mermaid")  # what a .txt file may hold
-
-
 def _checked_format(picture_format: str | None, output_path: str | None) -> str:
     """--format, or the format -o's suffix names; ``-o g.svg --format png`` is refused."""
     if picture_format is None:
         return _default_format(output_path)
     suffix = os.path.splitext(output_path or "")[1].lower()
     named = _SUFFIX_FORMATS.get(suffix)
-    fits = named in (None, picture_format) or (suffix == ".txt" and picture_format in
-                                                _TEXT_FORMATS)
+    text = picture_format in ("tree", "dot", "mermaid")  # what a .txt file may hold
+    fits = named in (None, picture_format) or (suffix == ".txt" and text)
     if not fits:
         path = output_path or ""
         suffixes = {name: suffix for suffix, name in reversed(_SUFFIX_FORMATS.items())}

@@ -238,23 +238,17 @@ def binary_stdin() -> IO[bytes]:
 def silence_stdout() -> None:
     """After stdout failed or its reader went away: what is buffered or written later goes
     nowhere instead of failing again."""
-    raw = _raw(sys.stdout)
+    binary = getattr(sys.stdout, "binary", None) or getattr(sys.stdout, "buffer", None)
+    raw = getattr(binary, "raw", None)
     if isinstance(raw, _WholeWrites):
         raw.discard = True
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # no descriptor (tests)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (AttributeError, OSError, ValueError):  # no descriptor (tests, embedding)
-        pass
 
 
 def quiet_after_stop() -> None:
     """After a stop has been said: what the signal cut off half-way (a Dask ``Future``) may
     fail in its ``__del__`` at exit; those "Exception ignored" reports are not the user's."""
     sys.unraisablehook = lambda unraisable: None
-
-
-def _raw(stream: Any) -> Any:
-    binary = getattr(stream, "binary", None) or getattr(stream, "buffer", None)
-    return getattr(binary, "raw", None)
