@@ -15,7 +15,6 @@ from gradcli.cli import streams
 from gradcli.errors import UsageError, visible
 from gradcli.limits import CHARS_PER_NODE, MAX_NODES, max_chars
 
-_EXAMPLES = {"eval": '"(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8'}  # else: try COMMAND --help
 # The commands whose --max-nodes limits the program (graph's limits the drawing).
 _NODE_OPTION = {"eval", "diff"}
 
@@ -37,9 +36,8 @@ class ProgramText:
         read, is too large for ``max_nodes`` nodes or is not UTF-8."""
         if program_file is not None and expr is not None:
             raise UsageError("give either EXPR or -f FILE, not both")
-        example = _EXAMPLES.get(command)
-        try_this = f"try: gradcli {command} {example}" if example else (
-            f"try: gradcli {command} --help")
+        try_this = (f"try: gradcli {command} --help" if command != "eval" else
+                    'try: gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8')
         if program_file is not None:
             name = "<stdin>" if program_file == "-" else program_file
             text = read_program_file(program_file, max_nodes, command in _NODE_OPTION)
