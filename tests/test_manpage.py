@@ -19,7 +19,7 @@ def page() -> str:
 
 def test_every_command_and_option_is_in_the_page():
     from gradcli.cli import cli
-    from gradcli.cli.commands import every_command
+    from gradcli.cli.usage import every_command
 
     text = page()
     root = click.Context(cli, info_name="gradcli")

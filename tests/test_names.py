@@ -265,7 +265,7 @@ def test_fmod_is_not_mod_and_the_hint_says_why():
 
 
 def test_completion_offers_a_function_named_variable():
-    from gradcli.cli.completion import program_variables
+    from gradcli.cli.arguments import program_variables
 
     class Context:
         def __init__(self, expr: str) -> None:

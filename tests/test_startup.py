@@ -21,9 +21,9 @@ import sys
 import click
 import pytest
 
-from gradcli.cli.command_table import EVAL_OPTIONS
-from gradcli.cli.commands import COMMANDS, every_command
+from gradcli.cli.command_table import COMMANDS, EVAL_OPTIONS
 from gradcli.cli.plain_eval import LONG_OPTIONS, plain_form
+from gradcli.cli.usage import every_command
 from gradcli.gradcheck.evaluation import EvalSettings
 
 SEED = ["eval", "(x*W+b-t)**2", "--x", "2", "--W", "3", "--b", "1", "--t", "8"]

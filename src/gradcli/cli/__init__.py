@@ -1,17 +1,8 @@
-"""The command line: reads argv and stdin, prints, picks exit statuses. The work is done by the
-library below it (engine, language, gradcheck, formulas, output), callable from Python as well.
-
-One module per command; the ``cli`` group imports a command's module when the command runs
-(``commands.COMMANDS``), so that ``gradcli eval`` loads neither ``diff`` nor ``check``; and
-the plain ``gradcli eval EXPR --NAME VALUE ... [--json]`` is read without click
-(``plain_eval``).
-
-Ctrl-C while gradcli starts up is one line and status 130, as later, never a traceback: main()
-turns a KeyboardInterrupt into "gradcli: interrupted" and status 130, but only once it runs;
-before that the CLI spends tens of milliseconds importing the parser, the graph core and
-(but for the plain eval) click.
-While those imports run (``quiet_interrupts``), SIGINT ends the process at once instead: nothing
-has been written yet and nothing needs undoing.
+"""The command line: reads argv and stdin, prints, picks exit statuses; the library below it
+does the work. A command's module is imported when it runs (``command_table.COMMANDS``), and the
+plain ``gradcli eval EXPR --NAME VALUE ... [--json]`` is read without click (``plain_eval``).
+Ctrl-C during the imports of start-up (``quiet_interrupts``) ends the process at once with
+"gradcli: interrupted" and 130, as later: nothing has been written yet.
 """
 
 from __future__ import annotations
@@ -30,9 +21,8 @@ INTERRUPTED_LINE = "gradcli: interrupted\n"
 
 @contextmanager
 def quiet_interrupts() -> Iterator[None]:
-    """Within the block, SIGINT ends the process with ``INTERRUPTED_LINE`` on stderr and status
-    130; the previous handler comes back afterwards (so a program that imports the CLI, such as
-    a test run, keeps its own Ctrl-C)."""
+    """Within the block, SIGINT ends the process with ``INTERRUPTED_LINE`` and 130; the previous
+    handler comes back afterwards (a program that imports the CLI keeps its own Ctrl-C)."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background (`&`,
         yield  # nohup): Ctrl-C is not for this process, during start-up or later
         return
@@ -55,10 +45,8 @@ def _exit_interrupted(signum: int, frame: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point (the ``gradcli`` script, ``python -m gradcli``): the plain eval
-    (``cli.plain_eval``) without click, any other command line through click (``cli.base``);
-    either way the process ends with a documented exit status (``cli.exits``). ``argv``: the
-    arguments after ``gradcli`` (None: ``sys.argv``'s)."""
+    """Entry point: the plain eval without click, any other command line through click
+    (``cli.base``); ``argv``: the arguments after ``gradcli`` (None: ``sys.argv``'s)."""
     args = sys.argv[1:] if argv is None else list(argv)
     plain = None
     if args[:1] == ["eval"]:  # other commands load neither the plain eval nor the core here
@@ -78,8 +66,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    """``gradcli.cli.cli``, the click group, loaded when asked for: the plain eval runs
-    without click."""
+    """``gradcli.cli.cli``, the click group, loaded when asked for."""
     if name == "cli":
         from gradcli.cli.base import cli
 

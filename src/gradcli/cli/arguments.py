@@ -1,14 +1,13 @@
 """How a command reads its arguments: an option given twice, ``--NAME VALUE`` bindings, an
 EXPR that starts with ``-``, ``-f FILE``, ``--set NAME=VALUE`` and ``--values FILE`` together.
-
-``--values FILE`` gives many values at once, from a shared point file: the file's values come
-first and ``--NAME VALUE`` options override them one by one. A name in the file that the
-program does not use is the same usage error as an unused ``--NAME`` (a typo in a point file is
-as silent as one on the command line), unless ``--allow-unused`` says the file is shared by
-programs that use different names."""
+``--NAME VALUE`` overrides the file's values; a name in the file that the program does not use
+is a usage error, as an unused ``--NAME`` is, unless ``--allow-unused`` (a shared point file)."""
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -16,21 +15,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradcli.cli.bindings import flags_of_other_commands, split_arguments
-from gradcli.cli.commands import option_owners
 from gradcli.cli.given import BINDINGS_KEY, Given
+from gradcli.cli.usage import option_owners
 from gradcli.errors import UsageError, visible
 from gradcli.language.values import Value
 from gradcli.limits import MAX_VALUES_FILE_BYTES
 
 if TYPE_CHECKING:
-    from gradcli.language.values_file import FileValue
+    from click.shell_completion import CompletionItem
+
 
 class GradcliCommand(click.Command):
-    """Every gradcli command: an option that takes a value, given twice, is a usage error.
-
-    click keeps the last one, so ``--wrt x --wrt y`` would differentiate by y alone and
-    ``--values a.json --values b.json`` would read only b.json; gradcli never drops what a
-    person typed. Flags (``--json --json``) and repeatable options (``--set``) are fine."""
+    """Every gradcli command: an option that takes a value, given twice, is a usage error
+    (click would keep the last one: ``--wrt x --wrt y`` by y alone)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not ctx.resilient_parsing:
@@ -41,7 +38,7 @@ class GradcliCommand(click.Command):
 
 def _refuse_repeats(order: Iterable[click.Parameter]) -> None:
     """A UsageError for the first single-valued option that ``order`` (click's record of the
-    options seen, one entry per time) holds more than once."""
+    options seen) holds more than once."""
     seen: set[str] = set()
     for param in order:
         if not isinstance(param, click.Option) or param.multiple or param.is_flag or (
@@ -56,12 +53,8 @@ def _refuse_repeats(order: Iterable[click.Parameter]) -> None:
 
 
 class BindingCommand(GradcliCommand):
-    """Lets any ``--NAME VALUE`` bind a variable and lets EXPR start with ``-`` (eval, graph, plot).
-
-    Before click parses, arguments that are not the command's own options are taken out:
-    ``--NAME VALUE`` and ``--NAME=VALUE`` become bindings; anything else is the expression, passed
-    after ``--`` so that ``-x**2`` is never read as a cluster of short options.
-    """
+    """Before click parses, ``--NAME VALUE`` and ``--NAME=VALUE`` become bindings; anything else
+    that is not an option is the expression, passed after ``--`` (``-x**2`` is no option)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         takes_value = {
@@ -82,9 +75,7 @@ class BindingCommand(GradcliCommand):
         return super().parse_args(ctx, options + (["--", *positional] if positional else []))
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
-        """The program's own variables (``--x --W``) before the options (``cli.completion``)."""
-        from gradcli.cli.completion import variable_options
-
+        """The program's own variables (``--x --W``) before the options."""
         return [*variable_options(ctx, incomplete), *super().shell_complete(ctx, incomplete)]
 
     def long_options(self, ctx: click.Context) -> tuple[str, ...]:
@@ -94,25 +85,35 @@ class BindingCommand(GradcliCommand):
 
 
 def options_of_other_commands(group: object, own: Iterable[str]) -> dict[str, str]:
-    """Each long option of gradcli's other commands (those of ``group``) that this one lacks,
-    with its commands (``--wrt`` -> ``gradcli diff``): the words of the error for ``gradcli
-    eval ... --wrt y``."""
+    """Each long option of ``group``'s other commands that ``own`` lacks, with its commands
+    (``--wrt`` -> ``gradcli diff``): the words of the error for ``gradcli eval ... --wrt y``."""
     return {flag: " and ".join(names) for flag, names in option_owners(group).items()
             if flag.startswith("--") and flag not in own}
 
 
-# The largest --max-nodes (8 GB of program text): a larger number is a usage error, never an
-# OverflowError where a size must fit a machine word.
+# The largest --max-nodes (8 GB of program text): no OverflowError where a size is a word.
 MAX_NODES_OPTION = 10**9
 
 
 def program_arguments(set_help: str, file_help: str = "Read the program from FILE (- for stdin)."
                       ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """EXPR, --set NAME=VALUE, -f FILE and --values FILE: how a command is given a program."""
+    """EXPR, --set NAME=VALUE, -f FILE, --values FILE and --allow-unused: how a command is given
+    a program. The last two go to ``ctx.meta`` (``given_values`` reads them), so the commands'
+    signatures do not change."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        command = values_file_options(command)
-        command = file_option(file_help)(command)
+        command = click.option(
+            "--allow-unused", is_flag=True, expose_value=False, callback=_remember,
+            help="Names in --values FILE that the program does not use are ignored (a shared "
+                 "point file), not an error.")(command)
+        command = click.option(
+            "--values", metavar="FILE", expose_value=False, callback=_remember,
+            shell_complete=complete_files,
+            help="Read values from FILE: a JSON or TOML object of name -> number or array, or a "
+                 "NumPy .npz archive of arrays by name (- for stdin); --NAME VALUE overrides "
+                 "them.")(command)
+        command = click.option("-f", "--file", "program_file", metavar="FILE", help=file_help,
+                               shell_complete=complete_files)(command)
         command = click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
                                help=set_help)(command)
         return click.argument("expr", required=False)(command)
@@ -121,9 +122,8 @@ def program_arguments(set_help: str, file_help: str = "Read the program from FIL
 
 
 def digits_option(more: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--digits N``, one option for every command that prints numbers for people (its range
-    is ``output.values.MAX_DIGITS``: every float reads back from 17 digits); ``more``: what
-    else it means in the command."""
+    """``--digits N`` for every command that prints numbers for people; ``more``: what else it
+    means in the command (17 digits read back as the same float)."""
     return click.option(
         "--digits", type=click.IntRange(1, 17), metavar="N",
         help="Print numbers with N significant digits (default: every digit, the shortest form "
@@ -131,22 +131,15 @@ def digits_option(more: str) -> Callable[[Callable[..., Any]], Callable[..., Any
 
 
 def full_option(more: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--full``: tables print every element of large arrays (``more``: what else it does in
-    the command)."""
+    """``--full``; ``more``: what else it does in the command."""
     return click.option("--full", is_flag=True,
                         help="Tables print every element of large arrays (default: shape, min, "
                              "max and a few entries)" + (f"; {more}" if more else "") + ".")
 
 
-def file_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``-f FILE``: a path, read by ``ProgramText.read`` (gradcli's errors, its size limit)."""
-    return click.option("-f", "--file", "program_file", metavar="FILE", help=help_text,
-                        shell_complete=complete_files)
-
-
 def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
-    """``--NAME VALUE`` bindings and ``--set NAME=VALUE`` together (ranges allowed), with how
-    each was written and the command's options, for the errors about them (``cli.given``)."""
+    """``--NAME VALUE``, ``--set NAME=VALUE`` and ``--values FILE`` together, with how each was
+    written and the command's options, for the errors about them (``cli.given``)."""
     written = [*ctx.meta.get(BINDINGS_KEY, []),
                *((text, f"--set {text.strip()}") for text in assignments)]
     command = ctx.command
@@ -169,44 +162,29 @@ def given_values(ctx: click.Context, assignments: tuple[str, ...]) -> Given:
     return with_file_values(given, path, ctx.meta.get(ALLOW_UNUSED_KEY, False))
 
 
+def option_given(ctx: click.Context, name: str) -> bool:
+    """Whether the option ``name`` was given (on the command line), not left at its default."""
+    return ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+
+
 def _program_on_stdin(ctx: click.Context) -> bool:
-    """``-f -``, EXPR ``-``, or (eval's batch) neither EXPR nor -f with stdin not a terminal."""
+    """``-f -``, EXPR ``-``, or eval's batch from stdin."""
     expr, path = ctx.params.get("expr"), ctx.params.get("program_file")
     implicit = ctx.info_name == "eval" and expr is None and path is None
     return "-" in (expr, path) or (implicit and not sys.stdin.isatty())
 
 
-VALUES_FILE_KEY = "gradcli.values_file"  # ctx.meta: the path given to --values, or absent
+VALUES_FILE_KEY = "gradcli.values"  # ctx.meta: the path given to --values, or absent
 ALLOW_UNUSED_KEY = "gradcli.allow_unused"
 
 
-def values_file_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Adds ``--values FILE`` and ``--allow-unused`` to a command that takes ``--NAME VALUE``.
-
-    They are read by ``cli.arguments.given_values`` from ``ctx.meta``, so a command's own signature
-    does not change."""
-    command = click.option(
-        "--allow-unused", is_flag=True, expose_value=False, callback=_remember(ALLOW_UNUSED_KEY),
-        help="Names in --values FILE that the program does not use are ignored (a shared "
-             "point file), not an error.")(command)
-    return click.option(
-        "--values", metavar="FILE", expose_value=False, callback=_remember(VALUES_FILE_KEY),
-        shell_complete=complete_files,
-        help="Read values from FILE: a JSON or TOML object of name -> number or array, or a "
-             "NumPy .npz archive of arrays by name (- for stdin); --NAME VALUE overrides them.")(
-        command)
-
-
-def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
-    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-        if value is not None:
-            ctx.meta[key] = value
-
-    return callback
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value is not None:
+        ctx.meta[f"gradcli.{param.name}"] = value
 
 
 def complete_files(ctx: click.Context, param: click.Parameter,
-                    incomplete: str) -> list[click.shell_completion.CompletionItem]:
+                   incomplete: str) -> list[CompletionItem]:
     """A path: the shell completes it (Tab after -f, --values)."""
     from click.shell_completion import CompletionItem
 
@@ -215,12 +193,23 @@ def complete_files(ctx: click.Context, param: click.Parameter,
 
 def with_file_values(given: Given, path: str, allow_unused: bool = False) -> Given:
     """``given`` (the command line's values) on top of the values of the file at ``path``."""
+    if path != "-" and _is_binary(path):
+        values, spelled = _archive_values(given, path)
+    else:
+        values, spelled = _text_values(given, path)
+    optional = frozenset(values) if allow_unused else frozenset()
+    return Given({**values, **given.values}, {**spelled, **given.spelled}, given.options,
+                 given.optional | optional)
+
+
+def _text_values(given: Given, path: str) -> tuple[dict[str, Value], dict[str, str]]:
+    """A TOML or JSON file's values that ``given`` does not override, and how each is written;
+    an array as a NumPy array (a tuple would be a sweep)."""
     from gradcli.cli.program_text import read_program_file  # the file's size limit and UTF-8 errors
+    from gradcli.engine.notation import format_number
     from gradcli.language.values_file import kind_of, parse_values_text
 
     file_name = "<stdin>" if path == "-" else path
-    if path != "-" and _is_binary(path):
-        return _with_archive(given, path, allow_unused)
     text = read_program_file(path, node_option=False, limit=MAX_VALUES_FILE_BYTES,
                              what="a values file")
     entries = parse_values_text(text, file_name, kind_of(path))
@@ -232,18 +221,19 @@ def with_file_values(given: Given, path: str, allow_unused: bool = False) -> Giv
     for entry in entries:
         if entry.name in given.values:
             continue  # --NAME VALUE overrides the file
-        values[entry.name] = _number(entry, file_name)
-        spelled[entry.name] = f"{entry.name} = {_shown(entry.value)} in {entry.where(file_name)}"
-    optional = frozenset(values) if allow_unused else frozenset()
-    return Given({**values, **given.values}, {**spelled, **given.spelled}, given.options,
-                 given.optional | optional)
+        if isinstance(entry.value, float):
+            values[entry.name], shown = entry.value, format_number(entry.value)
+        else:
+            import numpy as np
+
+            values[entry.name], shown = np.array(entry.value, dtype=float), "[...]"
+        spelled[entry.name] = f"{entry.name} = {shown} in {entry.where(file_name)}"
+    return values, spelled
 
 
 def _is_binary(path: str) -> bool:
     """An ``.npz`` (or ``.npy``) file, told by its first bytes: never decoded as text. Only a
     regular file is sniffed: a pipe (``--values <(...)``) is read once, as text."""
-    import os
-
     from gradcli.language.data_files import kind_of as binary_kind
 
     if path.lower().endswith((".npz", ".npy")):
@@ -251,7 +241,7 @@ def _is_binary(path: str) -> bool:
     return os.path.isfile(path) and binary_kind(path) != "csv"
 
 
-def _with_archive(given: Given, path: str, allow_unused: bool) -> Given:
+def _archive_values(given: Given, path: str) -> tuple[dict[str, Value], dict[str, str]]:
     """``--values data.npz``: each array to the variable of its name (``--NAME`` overrides)."""
     from gradcli.language.data_files import read_arrays
 
@@ -259,23 +249,84 @@ def _with_archive(given: Given, path: str, allow_unused: bool) -> Given:
               if name not in given.values}
     if not arrays and not given.values:
         raise UsageError(f"{visible(path)} has no arrays", hint="write them with numpy.savez")
-    spelled = {name: f"{name} in {visible(path)}" for name in arrays}
-    optional = frozenset(arrays) if allow_unused else frozenset()
-    return Given({**arrays, **given.values}, {**spelled, **given.spelled}, given.options,
-                 given.optional | optional)
+    return arrays, {name: f"{name} in {visible(path)}" for name in arrays}
 
 
-def _number(entry: FileValue, file_name: str) -> Value:
-    """A number, or an array (docs/arrays.md) as a NumPy array: a tuple would be a sweep."""
-    if entry.is_array:
-        import numpy as np
-
-        return np.array(entry.value, dtype=float)
-    assert isinstance(entry.value, float)
-    return entry.value
+# Shell completion that knows the formula: after ``gradcli eval "(x*W+b-t)**2" --``, Tab
+# offers ``--x --W --b --t`` (those without a value) before the options; ``--wrt`` the
+# variables.
+# A name in a formula that does not parse yet (functions are left out where it is used).
+_NAME = r"(?<![\w.])[A-Za-z_]\w*"
+_KEYWORDS = frozenset({"if", "else", "and", "or", "not"})
 
 
-def _shown(value: Any) -> str:
-    from gradcli.engine.notation import format_number
+def program_variables(ctx: click.Context) -> list[str]:
+    """The variables of the program on the command line (EXPR or ``-f FILE``), in order."""
+    text = _program_text(ctx)
+    if not text:
+        return []
+    from gradcli.errors import GradcliError
+    from gradcli.language.parser import parse
 
-    return format_number(value) if isinstance(value, float) else "[...]"
+    try:
+        return list(parse(text).variables)
+    except GradcliError:  # half-typed: the names written in it, but calls and constants
+        from gradcli.engine.ops import CONSTANTS
+
+        names = dict.fromkeys(re.findall(_NAME, re.sub(r"#[^\n]*", "", text)))
+        assigned = set(re.findall(r"([A-Za-z_]\w*)\s*=(?!=)", text))
+        # a definition's parameters (f(a, b) = ...) and the keywords are not variables either
+        for head in re.findall(r"[A-Za-z_]\w*\s*\(([^()]*)\)\s*=(?!=)", text):
+            assigned.update(part.strip() for part in head.split(","))
+        assigned.update(re.findall(r"([A-Za-z_]\w*)\s*\(", text))  # called: a function
+        return [name for name in names if name not in CONSTANTS and name not in assigned
+                and name not in _KEYWORDS]
+
+
+def _program_text(ctx: click.Context) -> str:
+    path = ctx.params.get("program_file")
+    if path and path != "-":
+        return _file_start(path)
+    expr = ctx.params.get("expr")
+    return expr if isinstance(expr, str) and expr != "-" else ""
+
+
+def _file_start(path: str) -> str:
+    """The first MB of a regular program file, or nothing: Tab never waits on a FIFO or a
+    device."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        return os.read(descriptor, 1 << 20).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(descriptor)
+
+
+def variable_options(ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+    """``--x``, ``--W``...: the program's variables without a value, matching ``incomplete``."""
+    from click.shell_completion import CompletionItem
+
+    if not incomplete.startswith("-") or incomplete.startswith("---"):
+        return []
+    given = {text.partition("=")[0] for text, _ in ctx.meta.get(BINDINGS_KEY, [])}
+    return [CompletionItem(f"--{name}", help="a variable of the program")
+            for name in program_variables(ctx)
+            if name not in given and f"--{name}".startswith(incomplete)]
+
+
+def complete_wrt(ctx: click.Context, param: click.Parameter,
+                 incomplete: str) -> list[CompletionItem]:
+    """``--wrt``'s values: the program's variables, also after a comma (``x,`` -> ``x,W``)."""
+    from click.shell_completion import CompletionItem
+
+    done, _, start = incomplete.rpartition(",")
+    listed = set(done.split(",")) if done else set()
+    prefix = f"{done}," if done else ""
+    return [CompletionItem(prefix + name) for name in program_variables(ctx)
+            if name.startswith(start) and name not in listed]

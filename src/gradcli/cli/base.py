@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -9,7 +10,7 @@ import click
 
 from gradcli import __version__
 from gradcli.cli.arguments import GradcliCommand
-from gradcli.cli.commands import LazyGroup
+from gradcli.cli.command_table import COMMANDS
 from gradcli.cli.exits import (  # noqa: F401 (tests reach _interrupted here)
     ReaderGoneError,
     UserInterruptError,
@@ -24,13 +25,24 @@ from gradcli.errors import GradcliError
 ARGS_KEY = "gradcli.args"
 
 
-class _Group(LazyGroup):
+class _Group(click.Group):
+    """The group: each command's module (``COMMANDS``) is imported when the command is asked
+    for, so that ``gradcli eval`` loads neither ``diff`` nor ``check``."""
+
     command_class = GradcliCommand
+
+    def get_command(self, ctx: click.Context | None, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(COMMANDS[cmd_name][0])  # importing registers it
+        return self.commands.get(cmd_name)
+
+    def list_commands(self, ctx: click.Context | None) -> list[str]:
+        return sorted(COMMANDS)
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
-        """Parsing gradcli's own options (``--help`` and ``--version`` print here): a usage
-        error in gradcli's style, and a reader that went away is 141, not click's 1."""
+        """gradcli's own options (``--help``, ``--version``): usage errors in gradcli's style,
+        and a reader that went away is 141, not click's 1."""
         given = list(args)
         if not args and sys.stdin.isatty() and sys.stdout.isatty():
             args = ["repl"]  # `gradcli` alone on a terminal: a session (in a pipe: the help)
@@ -46,11 +58,8 @@ class _Group(LazyGroup):
         return ctx
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Every command's BrokenPipeError goes past click (which would exit with 1, "check
-        failed") to main(), which ends with 141; its KeyboardInterrupt goes past click too
-        (which would print a blank line on stderr first) to main(), which ends with 130.
-        click's usage errors (and a UsageError from splitting the command line) are shown in
-        gradcli's style (``cli.usage``)."""
+        """A command's BrokenPipeError and KeyboardInterrupt go past click (its 1 would say "check
+        failed") to main(): 141 and 130; usage errors are shown in gradcli's style."""
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
@@ -62,8 +71,8 @@ class _Group(LazyGroup):
 
 
 def _print_version(context: click.Context, _: click.Parameter, asked: bool) -> None:
-    """gradcli's version, and whether its symbolic core is compiled (setup.py): a machine with
-    no C compiler installs it as Python, and ``pip install`` shows no build messages."""
+    """gradcli's version, and whether its symbolic core is compiled: a machine with no C
+    compiler installs it as Python, silently."""
     if not asked or context.resilient_parsing:
         return
     from gradcli.engine import core_is_compiled
@@ -96,13 +105,12 @@ def cli() -> None:
     """
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of every command line that the plain eval, ``cli.plain_eval``, does not
-    take: click reads it, and ``exits.run_to_exit`` maps every way out to an exit status."""
+    """Entry point of every command line the plain eval does not take."""
     run_to_exit(lambda: _run_click(argv), argv)
 
 
 def _run_click(argv: list[str] | None) -> int:
-    """click's run of the command line; its errors shown (gradcli's style, ``cli.usage``)."""
+    """click's run of the command line; its errors shown in gradcli's style."""
     try:
         return cli.main(args=argv, prog_name="gradcli", standalone_mode=False) or 0
     except click.exceptions.Abort:

@@ -17,9 +17,8 @@ _OPTION_LIKE = re.compile(r"--[A-Za-z][-A-Za-z0-9_]*")
 
 
 def flags_of_other_commands(own: Collection[str]) -> set[str]:
-    """``--json`` and the like of gradcli's other commands: given to a command that lacks them,
-    they are a mistaken option (click says so), not a variable waiting for a value. Read from
-    ``COMMANDS``, so that ``gradcli eval`` need not load the other commands to know them."""
+    """The other commands' flags (``--json``...) that ``own`` lacks: a mistaken option (click
+    says so), not a variable waiting for a value; read from ``COMMANDS``, no command loaded."""
     return {flag for _, flags in COMMANDS.values() for flag in flags if flag not in own}
 
 
@@ -29,7 +28,7 @@ def split_arguments(
     """``args`` in three parts: the command's options (and what looks like an option, for click
     to report), ``(NAME=VALUE, as written)`` bindings in the order given, and the rest (EXPR)."""
     options: list[str] = []
-    bindings: list[tuple[str, str]] = []  # (NAME=VALUE, as written), in the order given
+    bindings: list[tuple[str, str]] = []
     positional: list[str] = []
     i = 0
     while i < len(args):
@@ -72,8 +71,7 @@ def _is_option(arg: str, takes_value: Collection[str], foreign_flags: Collection
 
 
 def _needs_a_value(flag: str, options: Collection[str]) -> UsageError:
-    """``--W`` with nothing after it (or an option): a variable without its value -- or, when
-    it is close to an option (``--hesian``), that option misspelt."""
+    """``--W`` with no value after it: a variable without its value, or a misspelt option."""
     meant = closest_option(flag[2:], [o for o in options if o.startswith("--") and o != "--help"])
     if meant is not None:
         return UsageError(f"no such option {visible(flag)}", hint=f"did you mean {meant[0]}?")

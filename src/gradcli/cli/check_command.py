@@ -10,7 +10,7 @@ import click
 from gradcli.cli.base import cli
 from gradcli.cli.cluster import checks_on, cluster_address, cluster_option
 from gradcli.cli.files import write_atomically
-from gradcli.cli.show import say_shadowed, with_progress
+from gradcli.cli.show import say_shadowed, show_report, with_progress
 from gradcli.errors import GradcliError, UsageError, visible
 
 if TYPE_CHECKING:
@@ -47,44 +47,41 @@ def check_command(ctx: click.Context, cluster: str | None, **options: Any) -> No
     try:
         address = cluster_address(ctx, cluster)
     except UsageError as error:
-        ctx.exit(_report([], [error], options["as_json"]))
+        ctx.exit(show_report([], [error], options["as_json"]))
     ctx.exit(run_check_command(**options, cluster=address))
 
 
 def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | None,
                       fail_fast: bool, pattern: str | None,
                       cluster: ClusterAddress | None = None) -> int:
-    """Everything ``gradcli check`` does; returns the exit status.
-
-    Nothing runs if a file is bad, ``-k`` selects nothing, ``--junit`` is empty or the checks are
-    too large for one run (``run_budget_error``). A JUnit report that cannot be written does not
-    hide the results: they are reported, then the error, and the status is at least 2.
-    """
+    """Everything ``gradcli check`` does; returns the exit status. Nothing runs if a file is
+    bad, ``-k`` selects nothing, ``--junit`` is empty or the checks are too large; a JUnit
+    report that cannot be written is said after the results (status at least 2)."""
     from gradcli.formulas.files import load_check_files
     from gradcli.formulas.reports import github_annotations, junit_xml
     from gradcli.formulas.run import no_match_error, run_budget_error, run_checks, select
 
     if junit_path == "":
-        return _report([], [UsageError("--junit was given an empty path",
-                                       hint="give --junit the file to write, e.g. report.xml")],
-                       as_json)
+        empty = UsageError("--junit was given an empty path",
+                           hint="give --junit the file to write, e.g. report.xml")
+        return show_report([], [empty], as_json)
     specs, errors = load_check_files(files)
     selected = select(specs, pattern)
     for spec in selected:  # at = {e = 2}: the constant is a variable of that check
         say_shadowed(spec.program, where=f"{spec.file}:{spec.line_of('expr')}: check "
                                          f"{spec.name!r}")
     if not errors and not selected and pattern is not None:
-        return _report([], [no_match_error(pattern, specs)], as_json)
+        return show_report([], [no_match_error(pattern, specs)], as_json)
     too_large = None if errors else run_budget_error(selected)
     if too_large is not None:
-        return _report([], [too_large], as_json)
+        return show_report([], [too_large], as_json)
     try:
         runs = run_checks(selected, fail_fast) if errors or cluster is None else checks_on(
             cluster, selected, fail_fast)
         outcomes = [] if errors else list(with_progress(runs, len(selected), "checking",
                                                         quiet=as_json))
     except GradcliError as error:  # the cluster: unreachable, or lost
-        return _report([], [error], as_json)
+        return show_report([], [error], as_json)
     late: list[UsageError] = []
     if junit_path is not None:
         try:
@@ -96,32 +93,4 @@ def run_check_command(files: tuple[str, ...], as_json: bool, junit_path: str | N
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(outcomes, errors):
             click.echo(line, err=as_json)
-    return _report(outcomes, errors, as_json, late)
-
-
-def _report(outcomes: list[Any], errors: list[Any], as_json: bool,
-            late: list[Any] | None = None) -> int:
-    """Print the errors and the checks' table, then the ``late`` errors (of writing the
-    report), or one JSON document; returns the exit status."""
-    from gradcli.formulas.outcomes import report_record, report_status
-
-    late = late or []
-    if as_json:
-        from gradcli.output.records import dumps
-
-        click.echo(dumps(report_record(outcomes, errors + late)))
-        for error in errors + late:
-            click.echo(f"gradcli: {error.one_line()}", err=True)
-        return report_status(outcomes, errors + late)
-    from gradcli.output.console import make_console
-    from gradcli.output.errors import error_view
-    from gradcli.output.sweep_views import check_view
-
-    for error in errors:
-        make_console(stderr=True).print(error_view(error))
-    if outcomes:
-        console = make_console()
-        console.print(check_view(outcomes, plain=not console.is_terminal))
-    for error in late:
-        make_console(stderr=True).print(error_view(error))
-    return report_status(outcomes, errors + late)
+    return show_report(outcomes, errors, as_json, late)

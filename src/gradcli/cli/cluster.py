@@ -1,13 +1,9 @@
 """``--cluster ADDRESS`` and ``--skip N``: batches, sweeps and check files on a Dask cluster.
-
-The options and the glue between click and ``output.cluster`` (the connection) and
-``output.cluster_runs`` (the work); nothing here imports Dask or those modules unless a cluster
-is asked for, so a command without ``--cluster`` runs as before.
-"""
+The glue between click and ``runs.cluster``/``runs.cluster_runs``, imported only when a cluster
+is asked for."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import suppress
 from functools import partial
@@ -25,8 +21,6 @@ if TYPE_CHECKING:
 CLUSTER_HELP = ("Run on the Dask scheduler at ADDRESS (tcp://HOST:8786, a scheduler .json file, "
                 "or local:N for N local worker processes); env GRADCLI_CLUSTER. Needs "
                 "gradcli[cluster]. Batches, sweeps and gradcli check.")
-SKIP_HELP = ("Skip the first N lines of stdin (a batch that stopped after line N goes on from "
-             "line N+1; records keep their line numbers).")
 
 
 def cluster_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -35,16 +29,11 @@ def cluster_option(command: Callable[..., Any]) -> Callable[..., Any]:
                         help=CLUSTER_HELP)(command)
 
 
-def skip_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--skip", type=click.IntRange(0, sys.maxsize), default=0, metavar="N",
-                        help=SKIP_HELP)(command)
-
-
 def cluster_address(ctx: click.Context, text: str | None,
                     refused: UsageError | None = None) -> ClusterAddress | None:
-    """The ``--cluster`` address, checked; None without one. Where a cluster does not apply
-    (``refused``: why not), ``--cluster`` is that usage error, while ``$GRADCLI_CLUSTER`` is
-    ignored: it is set for a whole session, and such a run is made here."""
+    """The ``--cluster`` address, checked; None without one. Where a cluster does not apply,
+    ``--cluster`` is the ``refused`` error, while ``$GRADCLI_CLUSTER`` (set for a whole
+    session) is ignored."""
     if not text:
         return None
     if refused is not None:
@@ -61,8 +50,8 @@ ONE_POINT = UsageError("--cluster runs batches and sweeps: one program at one po
                                               "(gradcli eval - --json) or a sweep (--x 0:1:100)")
 def placement(ctx: click.Context, cluster: str | None, skip: int, *, batch: bool,
               json_lines: bool, sweep: bool) -> ClusterAddress | None:
-    """Where ``gradcli eval`` runs (None: here), with ``--skip`` checked: a cluster takes a
-    batch (JSON Lines or a table's lines) or a sweep; ``--skip`` a batch in JSON Lines."""
+    """Where ``gradcli eval`` runs (None: here): a cluster takes a batch or a sweep; ``--skip``
+    a batch in JSON Lines."""
     refused = None if batch or sweep else ONE_POINT
     address = cluster_address(ctx, cluster, refused)
     if skip and not batch:
@@ -74,8 +63,7 @@ def placement(ctx: click.Context, cluster: str | None, skip: int, *, batch: bool
 
 
 def connect(address: ClusterAddress) -> Cluster:
-    """The cluster at ``address``; a note on stderr if it has no workers yet (the tasks wait
-    for them, as Dask jobs do)."""
+    """The cluster at ``address``; a note on stderr if it has no workers yet."""
     from gradcli.runs.cluster import connect as connect_to
 
     cluster = connect_to(address)
@@ -87,9 +75,8 @@ def connect(address: ClusterAddress) -> Cluster:
 
 def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
              show: Callable[..., int], table: TableStyle | None = None) -> int:
-    """Run ``show(lines, runs=...)`` (``show_batch``) on the cluster at ``address`` (or here when
-    None), from input line ``skip + 1``; ``table``: a table batch, whose lines the workers
-    make."""
+    """``show(lines, runs=...)`` (``show_batch``) on the cluster at ``address`` (None: here),
+    from input line ``skip + 1``; ``table``: a table batch, whose lines the workers make."""
     if skip:
         lines = islice(lines, skip, None)
     if address is None:
@@ -113,9 +100,8 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
 
 def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
              values: Mapping[str, Any], options: Mapping[str, Any]) -> Iterator[Any]:
-    """The blocks of a sweep evaluated on the cluster, in grid order (``stream_sweep``'s):
-    the grid is checked (against the cluster's larger limits) and the cluster reached before
-    this returns, so that errors come at the call."""
+    """The blocks of a sweep evaluated on the cluster, in grid order; the grid is checked and
+    the cluster reached before this returns, so that errors come at the call."""
     from gradcli.gradcheck.sweep_grid import sweep_plan
     from gradcli.limits import MAX_CLUSTER_SWEEP_CELLS, MAX_CLUSTER_SWEEP_POINTS
     from gradcli.runs.cluster_runs import cluster_sweep
@@ -127,8 +113,7 @@ def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
 
 
 def checks_on(address: ClusterAddress, specs: list[Any], fail_fast: bool) -> Iterator[Any]:
-    """``run_checks`` on the cluster: the check files are read again here, and their text sent
-    (a worker need not see this machine's files)."""
+    """``run_checks`` on the cluster, with the check files' text (a worker need not see them)."""
     from gradcli.runs.cluster import ClusterError
     from gradcli.runs.cluster_runs import cluster_checks
 

@@ -1,6 +1,5 @@
-"""What gradcli's commands are and which options they have, known without loading click or the
-commands: the lazy group (``cli.commands``) and the plain eval, ``cli.plain_eval``, read it.
-tests/test_startup.py checks it against the commands themselves."""
+"""gradcli's commands and their options, known without loading click or the commands (the
+lazy group in ``cli.base`` and the plain eval read it); tests/test_startup.py checks it."""
 
 from __future__ import annotations
 
@@ -15,11 +14,8 @@ EVAL_OPTIONS: dict[str, bool] = {
     "-h": False, "--help": False,
 }
 
-# Each command: the module that defines it (and registers it with ``cli``), imported only when
-# the command runs, so that ``gradcli eval`` does not load ``gradcli diff``; and its long flags
-# (options without a value), with which a binding command tells another command's flag
-# (``gradcli eval ... --defaults``) from a variable without loading the others.
-# tests/test_startup.py checks both against the commands themselves.
+# Each command: the module that defines it, imported when the command runs; and its long flags
+# (options without a value), so that ``gradcli eval ... --defaults`` is told from a variable.
 COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "check": ("gradcli.cli.check_command", ("--fail-fast", "--json")),
     "completion": ("gradcli.cli.reference_commands", ()),

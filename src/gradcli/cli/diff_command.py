@@ -8,9 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from gradcli.cli.arguments import MAX_NODES_OPTION, BindingCommand, given_values, program_arguments
+from gradcli.cli.arguments import (
+    MAX_NODES_OPTION,
+    BindingCommand,
+    complete_wrt,
+    given_values,
+    program_arguments,
+)
 from gradcli.cli.base import cli
-from gradcli.cli.completion import complete_wrt
 from gradcli.cli.given import Given
 from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import say_shadowed, show_error
@@ -80,12 +85,28 @@ written.
 @click.option("--no-check", is_flag=True,
               help="Print the derivatives without comparing them with eval's engine first.")
 @click.pass_context
-def diff_command(ctx: click.Context, **options: Any) -> None:
+def diff_command(ctx: click.Context, *, expr: str | None, wrt: str | None, order: int, fmt: str,
+                 assignments: tuple[str, ...], program_file: str | None, as_json: bool,
+                 use_defaults: bool, max_nodes: int, shapes: tuple[str, ...],
+                 no_check: bool) -> None:
+    from gradcli.language.parser import parse
+
+    source, file_name = expr or "", ""
     try:
-        request = diff_request(ctx, **options)
+        given = given_values(ctx, assignments)
+        values = as_point(given.values)
+        text = ProgramText.read("diff", expr, program_file, max_nodes)
+        request = DiffRequest(text, None if wrt is None else wrt_names(wrt), order, values, fmt,
+                              as_json, use_defaults, max_nodes, given, _shapes(shapes),
+                              not no_check)
+        source, file_name = text.text, text.file_name
+        program = parse(source, max_nodes, [*values, *(request.shapes or {})])
+        given.check_used(program)
+        say_shadowed(program, program.unbound(values))
+        status = show_diff(request, program)
     except GradcliError as error:
-        ctx.exit(show_error(error, options["as_json"], options["expr"] or ""))
-    ctx.exit(run_diff(request))
+        status = show_error(error, as_json, source, file_name)
+    ctx.exit(status)
 
 
 @dataclass(frozen=True)
@@ -106,23 +127,9 @@ class DiffRequest:
     session: bool = False  # the session's :diff: notes on stdout, none about --defaults
 
 
-def diff_request(ctx: click.Context, *, expr: str | None, wrt: str | None, order: int, fmt: str,
-                 assignments: tuple[str, ...], program_file: str | None, as_json: bool,
-                 use_defaults: bool, max_nodes: int, shapes: tuple[str, ...] = (),
-                 no_check: bool = False) -> DiffRequest:
-    """The request behind click's options (keyword-only: click passes them by name)."""
-    given = given_values(ctx, assignments)
-    values = as_point(given.values)
-    program = ProgramText.read("diff", expr, program_file, max_nodes)
-    names = None if wrt is None else wrt_names(wrt)
-    return DiffRequest(program, names, order, values, fmt, as_json, use_defaults, max_nodes,
-                       given, _shapes(shapes), not no_check)
-
-
 def wrt_names(wrt: str, written: str = "--wrt") -> list[str]:
-    """``--wrt x,W`` (or the session's ``:diff x,W``: ``written``) as ["x", "W"]; a UsageError
-    for an empty name (``--wrt ""``, ``--wrt "$A,$B"`` with B unset), which would otherwise
-    fall back to every variable or drop a name in silence."""
+    """``--wrt x,W`` (or the session's ``:diff x,W``: ``written``) as ["x", "W"]; an empty name
+    (``--wrt "$A,$B"`` with B unset) is a UsageError, not every variable or a name dropped."""
     names = [name.strip() for name in wrt.split(",")]
     if not any(names):
         none = "drop --wrt" if written == "--wrt" else "name none"
@@ -162,24 +169,9 @@ _SHAPE_HINT = ("diff builds dense Jacobians: give small shapes, or evaluate larg
                "gradcli eval")
 
 
-def run_diff(request: DiffRequest) -> int:
-    """Everything ``gradcli diff`` does after parsing its options; returns the exit status."""
-    from gradcli.language.parser import parse
-
-    source = request.program.text
-    try:
-        program = parse(source, request.max_nodes, [*request.values, *(request.shapes or {})])
-        request.given.check_used(program)
-        say_shadowed(program, program.unbound(request.values))
-        return show_diff(request, program)
-    except GradcliError as error:
-        return show_error(error, request.as_json, source, request.program.file_name)
-
-
 def show_diff(request: DiffRequest, program: Program) -> int:
     """The derivatives of a parsed ``program`` checked, then printed: the one path of
-    ``gradcli diff`` and the session's ``:diff``, for scalar and array programs alike.
-    Raises the GradcliError of a program it cannot differentiate (its caller shows it)."""
+    ``gradcli diff`` and the session's ``:diff``; its caller shows a GradcliError."""
     from gradcli.symbolic.diff import DiffAsk, diff
 
     _refuse_other_shapes(request, program)
@@ -211,8 +203,8 @@ def show_diff(request: DiffRequest, program: Program) -> int:
 
 
 def _refuse_other_shapes(request: DiffRequest, program: Program) -> None:
-    """A value fixes its variable's shape, as ``--shape`` does: the two disagreeing (a value
-    given, or with ``--defaults`` the program's own) is a UsageError naming both."""
+    """A value (given, or with ``--defaults`` the program's own) whose shape is not its
+    ``--shape`` is a UsageError naming both."""
     if not request.shapes:
         return
     from gradcli.engine.arrays import numpy
@@ -235,8 +227,7 @@ def _refuse_other_shapes(request: DiffRequest, program: Program) -> None:
 
 
 def _short(text: str, width: int = 60) -> str:
-    """A value as written, cut in the middle to ``width``: a long array literal or path keeps
-    its option and its file's name."""
+    """A value as written, cut in the middle to ``width`` (it keeps its option and file name)."""
     text = visible(text)
     return text if len(text) <= width else text[:width // 3] + "…" + text[-(width * 2 // 3):]
 

@@ -15,10 +15,11 @@ from gradcli.cli.arguments import (
     digits_option,
     full_option,
     given_values,
+    option_given,
     program_arguments,
 )
 from gradcli.cli.base import cli
-from gradcli.cli.cluster import cluster_option, placement, skip_option
+from gradcli.cli.cluster import cluster_option, placement
 from gradcli.cli.eval_run import EvalRequest, run_eval
 from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import show_error
@@ -138,20 +139,23 @@ TOLERANCE = Tolerance()
                    "--hessian, the Jacobian of several outputs) and the check's verdict to "
                    "FILE.npz, for NumPy (numpy.load).")
 @cluster_option
-@skip_option
+@click.option("--skip", type=click.IntRange(0, sys.maxsize), default=0, metavar="N",
+              help="Skip the first N lines of stdin (a batch that stopped after line N goes on "
+                   "from line N+1; records keep their line numbers).")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     try:
         request = eval_request(ctx, **options)
     except GradcliError as error:
-        ctx.exit(show_error(error, options["as_json"], _shown_source(options["expr"])))
+        expr = options["expr"]
+        ctx.exit(show_error(error, options["as_json"], expr if expr not in (None, "-") else ""))
     ctx.exit(run_eval(request))
 
 
 def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str, ...],
                  program_file: str | None, as_json: bool, as_csv: bool,
                  **options: Any) -> EvalRequest:
-    """The request behind click's options, or a UsageError for a combination that means nothing."""
+    """The request behind click's options; a UsageError for a combination that means nothing."""
     if as_csv and as_json:
         raise UsageError("--csv and --json are two output formats: give one")
     if options["no_nodes"] and not as_json:
@@ -168,7 +172,7 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     program = None if batch else ProgramText.read("eval", expr, program_file,
                                                   options["max_nodes"])
     order = 2 if options["hessian"] else options["order"]
-    if options["hessian"] and options["order"] != 2 and _given(ctx, "order"):
+    if options["hessian"] and options["order"] != 2 and option_given(ctx, "order"):
         raise UsageError(f"--hessian is --order 2, and --order {options['order']} was given too",
                          hint="give one of them")
     node_limit = NODE_CHECK_LIMIT if not batch or options["check_nodes"] else (
@@ -196,34 +200,24 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
     return request
 
 
-_TABLE_ONLY = ("digits",)  # it shapes tables and batch lines; JSON and CSV keep every digit
 _CHECK_ONLY = ("rtol", "atol", "check_method", "check_nodes")  # they tune the check
 
 
 def _refuse_options_without_effect(ctx: click.Context, data_format: str | None,
                                    no_check: bool) -> None:
-    """A UsageError for an option given on the command line that the other options make
-    meaningless (``--digits 3 --json``, ``--no-check --rtol 1e-3``): the person meant
-    something, and running without it would pass in silence."""
-    for name in _TABLE_ONLY:
-        if data_format and _given(ctx, name):
-            raise UsageError(f"--{name.replace('_', '-')} shapes tables and batch lines, and "
-                             f"{data_format} always prints every digit",
-                             hint=f"drop --{name.replace('_', '-')}, or {data_format}")
-    if data_format == "--csv" and _given(ctx, "full"):
+    """A UsageError for an option that the other options make meaningless (``--digits 3
+    --json``, ``--no-check --rtol 1e-3``): running without it would pass in silence."""
+    if data_format and option_given(ctx, "digits"):
+        raise UsageError(f"--digits shapes tables and batch lines, and {data_format} always "
+                         "prints every digit", hint=f"drop --digits, or {data_format}")
+    if data_format == "--csv" and option_given(ctx, "full"):
         raise UsageError("--full prints every element of large arrays, and --csv writes a "
                          "sweep's numbers, every one of them", hint="drop --full, or --csv")
     for name in _CHECK_ONLY:
-        if no_check and _given(ctx, name):
+        if no_check and option_given(ctx, name):
             raise UsageError(f"--{name.replace('_', '-')} tunes the finite-difference check, "
                              "and --no-check skips it",
                              hint=f"drop --{name.replace('_', '-')}, or --no-check")
-
-
-def _given(ctx: click.Context, name: str) -> bool:
-    """Whether the option ``name`` was given (on the command line), not left at its default."""
-    source = ctx.get_parameter_source(name)
-    return source is not None and source is not click.core.ParameterSource.DEFAULT
 
 
 def hvp_direction(assignments: tuple[str, ...]) -> dict[str, Any] | None:
@@ -267,9 +261,5 @@ def _check_sweep(request: EvalRequest) -> None:
                          "differences only",
                          hint="drop --check-method, or " + (
                              "evaluate single points" if grid else "--csv"))
-
-
-def _shown_source(expr: str | None) -> str:
-    return expr if expr not in (None, "-") else ""
 
 

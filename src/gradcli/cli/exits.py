@@ -1,5 +1,5 @@
-"""Every way out of a command mapped to its exit status, for both ways a command line is read:
-click's (``cli.base``) and the plain eval's (``cli.plain_eval``). Nothing here loads click."""
+"""Every way out of a command mapped to its exit status, for click's reading (``cli.base``)
+and the plain eval's alike. Nothing here loads click."""
 
 from __future__ import annotations
 
@@ -23,35 +23,40 @@ class UserInterruptError(Exception):
 
 
 def run_to_exit(command: Callable[[], int], argv: list[str] | None) -> NoReturn:
-    """Runs ``command`` (its exit status) and ends the process with a documented status.
-
-    The standard streams are settled first (``cli.streams``): closed descriptors, a stdout
-    that fails, a stderr that fails, an encoding without gradcli's marks. ``argv`` None: the
-    process ends here (console script, python -m gradcli)."""
+    """Runs ``command`` on settled streams (``cli.streams``) and ends the process with the
+    documented status of how it went; ``argv`` None: the console script's own process."""
     streams.settle()
     _warn_if_the_core_is_stale()
-    status: int = ExitStatus.OK
-    try:
-        status = command()
-    except (KeyboardInterrupt, UserInterruptError):
-        status = _interrupted()
-    except (BrokenPipeError, ReaderGoneError):
-        status = _reader_gone()
-    except OutputFailedError as error:
-        status = _output_failed(error)
-    except MemoryError:  # a command that does not say it itself (eval and batches do)
-        status = _out_of_memory()
-    try:
-        sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
-    except (BrokenPipeError, ReaderGoneError):
-        status = _reader_gone()
-    except OutputFailedError as error:
-        status = _output_failed(error)
-    except KeyboardInterrupt:
-        status = _interrupted()
+    status = _status_of(command)
+    status = _status_of(lambda: _flushed(status))
     if argv is None:
-        _skip_the_last_collection()
+        # Exit's full collections cost more than 10 ms and free nothing the OS does not reclaim.
+        gc.freeze()
     sys.exit(int(status or 0))
+
+
+def _status_of(command: Callable[[], int]) -> int:
+    """``command``'s status, or the status of how it failed, said in one line on stderr."""
+    try:
+        return command()
+    except (KeyboardInterrupt, UserInterruptError):
+        return _interrupted()
+    except (BrokenPipeError, ReaderGoneError):  # quiet, as Unix tools are
+        streams.silence_stdout()  # later writes and the exit-time flush go nowhere
+        return ExitStatus.READER_GONE
+    except OutputFailedError as error:  # a full disk, a closed descriptor
+        streams.silence_stdout()
+        echo(f"gradcli: cannot write to stdout: {error.reason}", err=True)
+        return ExitStatus.OUTPUT_FAILED
+    except MemoryError:  # a command that does not say it itself (eval and batches do)
+        memory = out_of_memory()  # what the attempt took is free again here
+        echo(f"gradcli: {memory.one_line()}", err=True)
+        return memory.status
+
+
+def _flushed(status: int) -> int:
+    sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
+    return status
 
 
 def _warn_if_the_core_is_stale() -> None:
@@ -62,39 +67,8 @@ def _warn_if_the_core_is_stale() -> None:
               "old code runs; install again: pip install -e .", file=sys.stderr)
 
 
-def _skip_the_last_collection() -> None:
-    """Leave every object alive now out of the cyclic collections at interpreter exit.
-
-    Those full passes over all of Click's, Rich's and gradcli's module objects cost more than
-    10 ms of a small ``gradcli eval`` and free nothing the OS does not reclaim anyway. Exit still
-    runs atexit handlers (batch workers) and flushes stdout and stderr; files are closed by
-    ``with`` blocks before this point.
-    """
-    gc.freeze()
-
-
 def _interrupted() -> int:
     """Ctrl-C: one line on stderr, the shell's status for SIGINT, no traceback."""
     echo("gradcli: interrupted", err=True)
     streams.quiet_after_stop()
     return ExitStatus.INTERRUPTED
-
-
-def _out_of_memory() -> int:
-    """What the attempt took is free again here: one line on stderr, no traceback."""
-    error = out_of_memory()
-    echo(f"gradcli: {error.one_line()}", err=True)
-    return error.status
-
-
-def _reader_gone() -> int:
-    """Stop quietly, as Unix tools do: later writes and the exit-time flush go nowhere."""
-    streams.silence_stdout()
-    return ExitStatus.READER_GONE
-
-
-def _output_failed(error: OutputFailedError) -> int:
-    """stdout failed (a full disk, a closed descriptor): one line on stderr, and its status."""
-    streams.silence_stdout()
-    echo(f"gradcli: cannot write to stdout: {error.reason}", err=True)
-    return ExitStatus.OUTPUT_FAILED

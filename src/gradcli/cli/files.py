@@ -1,17 +1,8 @@
-"""Writing the files gradcli is asked to write (``check --junit``; ``graph -o``, ``plot -o``,
-``eval --save``).
-
-``write_atomically`` writes the whole data or leaves the path as it was: the data goes into a
-temporary file next to the target (same directory, so the same file system), is flushed to disk,
-then renamed over the target with ``os.replace``, which is atomic. A reader never sees half a
-file, two gradcli processes writing the same path leave one of the two complete files (never a
-mix), and a full disk or any other failure leaves the old file (or none) and no temporary file.
-
-A path that exists and is not a regular file -- ``/dev/null``, ``/dev/full``, a FIFO -- is
-written in place: renaming over it would replace the device itself; so are ``/dev/stdout``,
-``/dev/stderr``, ``/dev/fd/N`` and paths under ``/proc/``, which may lead to the very file the
-shell redirected stdout to. Another symbolic link is followed, so the file it points to is
-replaced and the link stays.
+"""Writing the files gradcli is asked to write (``check --junit``, ``graph -o``, ``eval --save``)
+whole or not at all: a temporary file beside the target, flushed, then ``os.replace``d over it.
+A device or FIFO, ``/dev/stdout``, ``/dev/fd/N`` and ``/proc/`` paths are written in place
+(renaming would replace the device, or miss the file stdout goes to); a symbolic link is
+followed, so the link stays.
 """
 
 from __future__ import annotations
@@ -35,8 +26,7 @@ def write_file(path: str, data: bytes) -> None:
 
 
 def write_atomically(path: str, data: bytes) -> None:
-    """Write ``data`` to the file ``path``, all of it or nothing; raises OSError (its
-    ``strerror`` says what went wrong: ``No space left on device``, ``Permission denied``...)."""
+    """Write ``data`` to the file ``path``, all of it or nothing; raises OSError."""
     if not path:
         raise FileNotFoundError(errno.ENOENT, "an empty path is not a file name", path)
     try:

@@ -1,14 +1,9 @@
 """Values given on the command line, and the usage errors about them that gradcli never keeps quiet.
 
-A value is given once, and it is given for a name the program uses: a ``--w 3`` for a program in
-``W``, a ``--rtl 1`` meant as ``--rtol``, a ``--u 3`` for a name the program computes would
-otherwise be dropped without a word while the command still exits 0. Each is a usage error that
-names the value and suggests what was probably meant (a variable of the program, or an option of
-the command). A batch (``gradcli eval -``) gives one set of values to many programs: there, a
-name that no line uses is the error, reported after every line has its record.
-
-The Python API (``evaluate``, ``evaluate_lines``) still ignores names a program does not use; the
-check lives here, where it is known how each value was written and which options the command has.
+A value is given once, for a name the program uses: ``--w 3`` for a program in ``W``, ``--rtl 1``
+meant as ``--rtol``, ``--u 3`` for a computed name are usage errors that suggest what was meant.
+In a batch, a name that no line uses is the error, after the last record. The Python API ignores
+unused names; the check lives here, where it is known how each value was written.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ BINDINGS_KEY = "gradcli.bindings"
 
 class Given:
     """The values of ``--NAME VALUE`` and ``--set NAME=VALUE``, and how each was written. (A
-    plain class, not a dataclass: one costs about 1 ms of start-up.)"""
+    plain class: a dataclass costs about 1 ms of start-up.)"""
 
     def __init__(self, values: dict[str, Value] | None = None,
                  spelled: dict[str, str] | None = None, options: tuple[str, ...] = (),
@@ -39,21 +34,16 @@ class Given:
         self.spelled: dict[str, str] = {} if spelled is None else spelled  # name -> "--w 3"
         self.options = options  # the command's own long options: `--rtl 1` meant `--rtol`
         self.optional = optional  # may go unused (--values FILE --allow-unused)
-        # Other commands' options, and whose (``--wrt`` -> "gradcli diff"), with this
-        # command's name: ``gradcli eval ... --wrt y`` is an option of the wrong command, not a
-        # variable wrt. Made only for that error's words.
+        # Other commands' options, and whose (``--wrt`` -> "gradcli diff"), made only for the
+        # error about ``gradcli eval ... --wrt y``.
         self.elsewhere = elsewhere
         self.command = command
-
-    def __repr__(self) -> str:
-        return f"Given(values={self.values!r}, spelled={self.spelled!r})"
 
     @classmethod
     def read(cls, written: Iterable[tuple[str, str]], options: Iterable[str] = (),
              elsewhere: Callable[[], dict[str, str]] = dict,
              command: str = "this command") -> Given:
-        """``(NAME=VALUE, as written)`` pairs, in the order given; a UsageError names a value
-        given twice (``--x 1 --x=5``, ``--set W=3 --W 4``: which one was meant is a guess)."""
+        """``(NAME=VALUE, as written)`` pairs, in order; a value given twice is a UsageError."""
         spelled: dict[str, str] = {}
         values: dict[str, Value] = {}
         given = cls(values, spelled, tuple(options), elsewhere=elsewhere, command=command)
@@ -68,7 +58,8 @@ class Given:
             try:
                 values.update(parse_assignments([text]))
             except UsageError:  # `--check_method central`: an option, not a variable
-                option = None if as_written.startswith("--set") else given._closest_option(name)
+                option = None if as_written.startswith("--set") else closest_option(
+                    name, given.options)
                 if option is not None:
                     raise UsageError(f"no such option --{visible(name)}",
                                      hint=f"did you mean {option[0]}?") from None
@@ -79,8 +70,7 @@ class Given:
         return given
 
     def foreign_option(self, name: str) -> UsageError | None:
-        """The error for ``--name``, an option of gradcli's other commands but not of this one
-        (and not a variable of the program), or None if it is no command's option."""
+        """The error for ``--name``, an option of another command but not of this one, or None."""
         owners = self.elsewhere().get(f"--{name}")
         if owners is None or f"--{name}" in self.options:
             return None
@@ -88,8 +78,7 @@ class Given:
                           hint=f"--{name} is an option of {owners}")
 
     def check_used(self, program: Program) -> None:
-        """A UsageError when a value is given for a name that ``program``'s result does not
-        depend on (a value for a name the program assigns a number, ``x = 2``, overrides it)."""
+        """A UsageError for a value given for a name that ``program`` does not take as input."""
         if not self.values:
             return
         inputs = program.variables
@@ -104,9 +93,8 @@ class Given:
     def unused_error(self, unused: list[str], inputs: Collection[str],
                      program: Program | None = None, unread: int = 0) -> UsageError:
         """The error for values given for ``unused`` names: ``program`` is the one program they
-        were given to, or None for a batch, where ``inputs`` are the variables of all its lines
-        (but ``unread`` lines, which failed before their variables were known: a syntax error,
-        or out of memory)."""
+        were given to, or None for a batch: ``inputs`` are then its lines' variables (but
+        ``unread`` lines', which failed before their variables were known)."""
         shown = ", ".join(visible(self.spelled.get(name, f"--{name}"))
                           for name in unused[:MAX_LISTED_NAMES])
         foreign = self.foreign_option(unused[0]) if len(unused) == 1 else None
@@ -134,8 +122,7 @@ class Given:
         return UsageError(message, hint=f"did you mean {meant}? {known}")
 
     def _closest(self, name: str, inputs: Collection[str]) -> str | None:
-        """``--W`` for ``w`` (case first), else the nearest variable or option by edit distance;
-        a variable that already has a value is not a guess."""
+        """``--W`` for ``w`` (case first), else the nearest free variable or option."""
         import difflib  # only for this message
 
         free = [n for n in inputs if n not in self.values]
@@ -146,19 +133,16 @@ class Given:
                 return f"--{candidate}"
             by_lower.setdefault(candidate.lower(), candidate)
         variable = difflib.get_close_matches(lower, by_lower, n=1)
-        option = self._closest_option(name)
+        option = closest_option(name, self.options)
         if option is not None and (not variable or option[1] > difflib.SequenceMatcher(
                 None, lower, variable[0]).ratio()):
             return f"the option {option[0]}"
         return f"--{by_lower[variable[0]]}" if variable else None
 
-    def _closest_option(self, name: str) -> tuple[str, float] | None:
-        return closest_option(name, self.options)
-
 
 def closest_option(name: str, options: Iterable[str]) -> tuple[str, float] | None:
-    """The option (``--check-method``) nearest the name ``name`` and how near (difflib's
-    ratio), if near enough; compared as options are written: check_method meant check-method."""
+    """The option nearest ``name`` and how near (difflib's ratio), if near enough
+    (check_method meant --check-method)."""
     import difflib  # only for this message
 
     key = name.lower().replace("_", "-")
@@ -170,9 +154,8 @@ def closest_option(name: str, options: Iterable[str]) -> tuple[str, float] | Non
 
 
 def _why_unused(name: str, shown: str, program: Program) -> str:
-    """Why ``program`` does not use ``name``: it computes it (``u = x*W``), it is a parameter of
-    one of its functions, or the name is not in it (a statement that nothing reads, where it
-    could hide, is an error of its own: language/parser.py)."""
+    """Why ``program`` does not use ``name``: it computes it, a function of it has it as a
+    parameter, or the name is not in it."""
     if name in program.parameters:
         return (f"{name} is a parameter of the program's function {program.parameters[name]}, "
                 f"not an input, so {shown} would be ignored")
@@ -183,9 +166,8 @@ def _why_unused(name: str, shown: str, program: Program) -> str:
 
 def check_batch_names(given: Given, used: Collection[str], lines: int,
                       unread: int = 0) -> UsageError | None:
-    """After a batch: the error for no program lines at all, or for a given name that no line
-    uses (``used``: the variables of every line that parsed; ``unread`` lines failed first),
-    or None."""
+    """After a batch: the error for no program lines, or for a given name that no line uses
+    (``used``: the variables of every line that parsed), or None."""
     if lines == 0:
         return UsageError("no programs on stdin",
                           hint="give one program per line (blank lines and # comments are "

@@ -13,12 +13,13 @@ from gradcli.cli.arguments import (
     BindingCommand,
     digits_option,
     given_values,
+    option_given,
     program_arguments,
 )
 from gradcli.cli.base import cli
 from gradcli.cli.files import write_file
 from gradcli.cli.program_text import ProgramText
-from gradcli.cli.show import say_shadowed, show_error
+from gradcli.cli.show import print_tree, say_shadowed, show_error
 from gradcli.cli.streams import binary_stdout, can_encode
 from gradcli.errors import ExitStatus, GradcliError, UsageError, plural, visible
 from gradcli.language.values import as_point
@@ -120,8 +121,7 @@ def _check_output_path(path: str | None, example: str) -> None:
 
 
 def _default_format(output_path: str | None) -> str:
-    """The format -o's suffix names; a suffix that names none is refused (``-o g.pdf`` must not
-    quietly get DOT text)."""
+    """The format -o's suffix names (``-o g.pdf`` must not quietly get DOT text)."""
     if output_path is None:
         return "tree" if sys.stdout.isatty() else "dot"
     suffix = os.path.splitext(output_path)[1].lower()
@@ -135,18 +135,14 @@ def _default_format(output_path: str | None) -> str:
     return _SUFFIX_FORMATS[suffix]
 
 
-_TEXT_FORMATS = ("tree", "dot", "mermaid")  # what a .txt file may hold
-
-
 def _checked_format(picture_format: str | None, output_path: str | None) -> str:
-    """--format, or the format -o's suffix names; a suffix that names another format than
-    --format is refused (``-o g.svg --format png`` would write a PNG named .svg)."""
+    """--format, or the format -o's suffix names; ``-o g.svg --format png`` is refused."""
     if picture_format is None:
         return _default_format(output_path)
     suffix = os.path.splitext(output_path or "")[1].lower()
     named = _SUFFIX_FORMATS.get(suffix)
-    fits = named in (None, picture_format) or (suffix == ".txt" and picture_format in
-                                                _TEXT_FORMATS)
+    text = picture_format in ("tree", "dot", "mermaid")  # what a .txt file may hold
+    fits = named in (None, picture_format) or (suffix == ".txt" and text)
     if not fits:
         path = output_path or ""
         suffixes = {name: suffix for suffix, name in reversed(_SUFFIX_FORMATS.items())}
@@ -159,13 +155,10 @@ def _checked_format(picture_format: str | None, output_path: str | None) -> str:
 
 
 def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
-    from gradcli.output.console import make_console
     from gradcli.output.trees import graph_tree
 
     if output_path is None:
-        console = make_console()
-        # Each level indents 4 columns: stop where about 40 columns are left for the text.
-        console.print(graph_tree(picture, max_nodes, max(8, (console.width - 40) // 4)))
+        print_tree(picture, max_nodes)
         return
     import io
 
@@ -178,8 +171,7 @@ def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:
 
 
 def _write_bytes(data: bytes, output_path: str | None) -> None:
-    """``data`` to stdout, or to the file ``output_path``: whole, or not at all (a failure
-    leaves the file as it was) -- a UsageError naming the file if it cannot be written."""
+    """``data`` to stdout, or whole to the file ``output_path`` (a UsageError if it cannot)."""
     if output_path is None:
         stream = binary_stdout()
         stream.write(data)
@@ -234,12 +226,11 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
 
 
 def _refuse_terminal_sizes(ctx: click.Context, output_path: str | None) -> None:
-    """--width and --height size the terminal plot; an image saved with -o has its own size,
-    so with -o they would be ignored in silence."""
+    """--width and --height with -o would be ignored in silence: an image has its own size."""
     if output_path is None:
         return
     for name in ("width", "height"):
-        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
+        if option_given(ctx, name):
             raise UsageError(f"--{name} sizes the plot in the terminal, and -o "
                              f"{visible(output_path)} saves an image of a fixed size",
                              hint=f"drop --{name}, or -o to plot in the terminal")

@@ -1,5 +1,5 @@
-"""A program as the command line gives it: EXPR, the text of ``-f FILE`` (or of stdin) read
-within its size limit as UTF-8, and a batch's lines of stdin as they arrive."""
+"""A program as the command line gives it: EXPR, ``-f FILE`` (or stdin) read within its size
+limit as UTF-8, and a batch's lines of stdin as they arrive."""
 
 from __future__ import annotations
 
@@ -15,16 +15,13 @@ from gradcli.cli import streams
 from gradcli.errors import UsageError, visible
 from gradcli.limits import CHARS_PER_NODE, MAX_NODES, max_chars
 
-_EXAMPLES = {"eval": '"(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8'}  # else: try COMMAND --help
 # The commands whose --max-nodes limits the program (graph's limits the drawing).
 _NODE_OPTION = {"eval", "diff"}
 
 
 class ProgramText:
     """A program as given on the command line: EXPR, or the text of ``-f FILE`` and its name.
-
-    A plain class, as the other values made on the eval path: a dataclass costs about 1 ms of
-    start-up each (its methods are compiled from source when the module loads)."""
+    (A plain class: a dataclass costs about 1 ms of start-up.)"""
 
     __slots__ = ("file_name", "text")
 
@@ -32,19 +29,15 @@ class ProgramText:
         self.text = text
         self.file_name = file_name  # the file it came from ("" for EXPR): errors name it
 
-    def __repr__(self) -> str:
-        return f"ProgramText(text={self.text!r}, file_name={self.file_name!r})"
-
     @classmethod
     def read(cls, command: str, expr: str | None, program_file: str | None,
              max_nodes: int = MAX_NODES) -> ProgramText:
-        """EXPR or the file's text; a UsageError when both or neither are given, or when the
-        file cannot be read, is larger than a program of ``max_nodes`` nodes or not UTF-8."""
+        """EXPR or the file's text; a UsageError for both or neither, or a file that cannot be
+        read, is too large for ``max_nodes`` nodes or is not UTF-8."""
         if program_file is not None and expr is not None:
             raise UsageError("give either EXPR or -f FILE, not both")
-        example = _EXAMPLES.get(command)
-        try_this = f"try: gradcli {command} {example}" if example else (
-            f"try: gradcli {command} --help")
+        try_this = (f"try: gradcli {command} --help" if command != "eval" else
+                    'try: gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8')
         if program_file is not None:
             name = "<stdin>" if program_file == "-" else program_file
             text = read_program_file(program_file, max_nodes, command in _NODE_OPTION)
@@ -63,14 +56,10 @@ class ProgramText:
 
 def read_program_file(path: str, max_nodes: int = MAX_NODES, node_option: bool = True,
                       limit: int | None = None, what: str = "a program") -> str:
-    """The text of ``-f FILE`` (``-``: stdin), as UTF-8 (a BOM is dropped).
-
-    The size is checked before the text is read: a file larger than the longest program of
-    ``max_nodes`` nodes (``limits.max_chars``; ``limit`` bytes for ``what`` is not a program)
-    is refused with both sizes, and of a stream no more than that (plus one byte) is read. Bytes
-    that are not UTF-8 are a usage error that says where (a batch on stdin reads them as U+FFFD
-    instead: there each line is its own record).
-    """
+    """The text of ``-f FILE`` (``-``: stdin) as UTF-8, without a BOM. A file larger than the
+    longest program of ``max_nodes`` nodes (``limit`` bytes, when ``what`` is not a program) is
+    refused before it is read; of a stream no more is read. Bytes that are not UTF-8 are a usage
+    error that says where."""
     if path == "":
         raise UsageError("-f was given an empty path", hint="give -f the file to read, e.g. "
                                                             "examples/seed.grad")
@@ -122,8 +111,7 @@ def _file_size(stream: Any) -> int | None:
 
 
 def _read_at_most(stream: Any, size: int) -> bytes:
-    """Up to ``size`` bytes: all of a smaller file or stream, in pieces (a pipe gives a little
-    at a time)."""
+    """Up to ``size`` bytes, in pieces (a pipe gives a little at a time)."""
     pieces, left = [], size
     while left > 0 and (piece := stream.read(min(left, 1 << 20))):
         pieces.append(piece)
@@ -141,13 +129,9 @@ def is_blank(text: str) -> bool:
 
 
 def stdin_lines(max_bytes: int) -> Iterator[str]:
-    """Lines of stdin as text, read one at a time as they arrive (a batch is a stream).
-
-    Bytes that are not UTF-8 become U+FFFD and then a parse error. Of a line longer than
-    ``max_bytes`` only ``max_bytes + 1`` bytes are kept (the rest is read and dropped, so memory
-    stays flat): if the cut falls in the program, that ASCII text is over the length limit and
-    becomes an error record; if it falls in a trailing comment, nothing that matters was lost.
-    """
+    """Lines of stdin as text, as they arrive; bytes that are not UTF-8 become U+FFFD (then a
+    parse error). Of a longer line only ``max_bytes + 1`` bytes are kept, so memory stays flat
+    and the line is over the length limit (an error record) unless the cut is in a comment."""
     stream = getattr(sys.stdin, "buffer", sys.stdin)
     while True:
         raw = stream.readline(max_bytes + 1)

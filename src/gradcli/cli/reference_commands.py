@@ -1,13 +1,6 @@
 """What gradcli says about itself: ``gradcli functions`` (the language, from the op table),
-``gradcli completion`` (the shell's script) and ``gradcli man`` (the manual page).
-
-The manual page ``gradcli.1`` is made from the click commands themselves: every command's help,
-usage and options come from the same objects that print ``--help``, so the page cannot drift
-from the program, and no generated copy has to be kept in step with the help texts. ``gradcli
-man | man -l -`` reads it; ``gradcli man > DIR/man1/gradcli.1`` with DIR on the MANPATH
-(``~/.local/share/man``) makes ``man gradcli`` work. What Tab offers beyond click's own is in
-``cli.completion``.
-"""
+``gradcli completion`` (the shell's script) and ``gradcli man`` (the manual page, made from the
+click commands that print ``--help``, so it cannot drift from the program)."""
 
 from __future__ import annotations
 
@@ -135,7 +128,9 @@ def manual_page() -> str:
         ctx = click.Context(command, info_name=name, parent=root)
         usage = " ".join(command.collect_usage_pieces(ctx))
         lines += [f'.SS "gradcli {name} {roff(usage)}"', *help_text(command.help or "")]
-        lines += option_entries(command, ctx)
+        records = [param.get_help_record(ctx) for param in command.get_params(ctx)
+                   if isinstance(param, click.Option)]  # arguments: in the usage and the help
+        lines += definitions([record for record in records if record is not None])
     lines += [".SH EXIT STATUS", *definitions(_EXIT_STATUS), ".SH ENVIRONMENT",
               *definitions(_ENVIRONMENT), ".SH FILES", r".TP", r"\fI~/.local/state/gradcli/"
               r"history\fR", "The repl's history (see XDG_STATE_HOME).", ".SH SEE ALSO",
@@ -143,21 +138,9 @@ def manual_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-def option_entries(command: click.Command, ctx: click.Context) -> list[str]:
-    lines = []
-    for param in command.get_params(ctx):
-        if not isinstance(param, click.Option):
-            continue  # arguments are in the usage line and the help
-        record = param.get_help_record(ctx)
-        if record is None:
-            continue
-        flags, text = record
-        lines += [".TP", rf"\fB{roff(flags)}\fR", roff(text) or "."]
-    return lines
-
-
 def definitions(pairs: list[tuple[str, str]]) -> list[str]:
-    return [line for term, text in pairs for line in (".TP", rf"\fB{roff(term)}\fR", roff(text))]
+    return [line for term, text in pairs
+            for line in (".TP", rf"\fB{roff(term)}\fR", roff(text) or ".")]
 
 
 def help_text(text: str) -> list[str]:

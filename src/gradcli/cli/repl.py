@@ -1,10 +1,6 @@
-"""``gradcli repl`` (and ``gradcli`` alone on a terminal): an interactive session.
-
-On a terminal the session reads with prompt_toolkit (``cli.terminal``: history, Tab completion,
-an open parenthesis or bracket continues the line); from a pipe or a file it reads lines as
-they come, with no prompt, and ends with the largest status of its entries, so a session can
-be scripted. This module is imported at every start of gradcli and imports nothing heavy itself.
-"""
+"""``gradcli repl`` (and ``gradcli`` alone on a terminal): an interactive session, read with
+prompt_toolkit on a terminal (``cli.terminal``), else line by line with no prompt, ending with
+the largest status of its entries, so that a session can be scripted."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
-"""The interactive session behind ``gradcli repl``: definitions that persist, expressions that
-print what ``gradcli eval`` prints, and ``:commands`` about the last expression.
-
-A session is a program being written one entry at a time. ``W = 3`` and ``u = x*W`` are kept
-(a name defined again replaces its definition); an expression is evaluated as the last line of
-a program made of the definitions it needs, put in an order where each name is defined before
-it is used (the language requires it), so ``u = x*W`` may come before ``x = 2``. This module
-reads no terminal: ``cli.terminal`` (prompt_toolkit) or a plain stream (``cli.repl``) feeds it
-entries. An entry ends at a newline outside brackets: an open parenthesis or bracket continues
-it on the next line, as a newline inside brackets does in a file (``open_brackets``).
+"""The interactive session behind ``gradcli repl``: definitions that persist (a name defined
+again replaces its definition), expressions that print what ``gradcli eval`` prints, and
+``:commands``. An expression is evaluated as the last line of a program of the definitions it
+needs, each after those it uses, so ``u = x*W`` may come before ``x = 2``. No terminal is read
+here: ``cli.terminal`` or a stream (``cli.repl``) feeds the entries, which end at a newline
+outside brackets (``open_brackets``).
 """
 
 from __future__ import annotations
@@ -16,6 +12,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from click import echo
 
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 
@@ -28,7 +26,7 @@ _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?!\s*\()")  # a name, not a function
 # `f(a, b) = ...`: a function of the session (issue 15); its calls are uses of it.
 _FUNCTION = re.compile(r"\s*([A-Za-z_]\w*)\s*\(([^()]*)\)\s*=(?!=)(.*)", re.DOTALL)
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
-_COMMENT = re.compile(r"#[^\n]*")
+_COMMENT = re.compile(r"#[^\r\n]*")
 
 COMMANDS = {  # name -> what it does (the order of :help)
     ":diff": ":diff [x,y]     derivatives of the last expression as expressions",
@@ -74,7 +72,7 @@ class Session:
 
     def run(self, entry: str) -> int:
         """One entry (a command, or definitions and at most one expression, split by ``;`` or
-        newlines); prints what it gives and returns its status (errors are printed too)."""
+        newlines), printed; returns its status."""
         from gradcli.cli.show import show_error
 
         text = entry.strip()
@@ -127,19 +125,11 @@ class Session:
         if not expression:
             raise UsageError(f"{name}({parameters}) = needs an expression",
                              hint=f"e.g. {name}({parameters}) = 2*{parameters or 1}")
-        trial = {**self.definitions, name: expression}
-        before = self.parameters.get(name)
-        self.parameters[name] = parameters
+        trial = Session({**self.definitions, name: expression},
+                        {**self.parameters, name: parameters})
         arguments = ", ".join("0" for part in parameters.split(",") if part.strip())
-        try:
-            parse(self.source(f"{name}({arguments})", trial))
-        except GradcliError:
-            if before is None:
-                del self.parameters[name]
-            else:
-                self.parameters[name] = before
-            raise
-        self.definitions = trial
+        parse(trial.source(f"{name}({arguments})"))
+        self.definitions, self.parameters = trial.definitions, trial.parameters
 
     def statement(self, name: str, definitions: dict[str, str] | None = None) -> str:
         """``name = ...`` or, for a function, ``name(a, b) = ...``."""
@@ -198,7 +188,7 @@ class Session:
         return action(argument.strip())
 
     def _help(self, argument: str) -> int:
-        _say(HELP)
+        echo(HELP)
         return ExitStatus.OK
 
     def _quit(self, argument: str) -> int:
@@ -207,16 +197,16 @@ class Session:
 
     def _vars(self, argument: str) -> int:
         if not self.definitions:
-            _say("no definitions yet (W = 3 defines one)")
+            echo("no definitions yet (W = 3 defines one)")
         for name in _definition_order(" ".join(f"{n}()" if n in self.parameters else n
                                                for n in self.definitions),
                                       self.definitions, self.parameters):
-            _say(self.statement(name))
+            echo(self.statement(name))
         return ExitStatus.OK
 
     def _reset(self, argument: str) -> int:
         self.definitions, self.parameters, self.last = {}, {}, None
-        _say("forgot every definition")
+        echo("forgot every definition")
         return ExitStatus.OK
 
     def _del(self, argument: str) -> int:
@@ -244,22 +234,16 @@ class Session:
         return show_result(result, self.source(expression), True)
 
     def _graph(self, argument: str) -> int:
+        from gradcli.cli.show import print_tree
         from gradcli.limits import MAX_DRAWN_NODES
-        from gradcli.output.console import make_console
         from gradcli.output.pictures import prepare
-        from gradcli.output.trees import graph_tree
 
-        picture = prepare(self.parsed(self._last(argument)), {}, self.digits)
-        console = make_console()
-        # Each level indents 4 columns: stop where about 40 columns are left for the text.
-        console.print(graph_tree(picture, MAX_DRAWN_NODES, max(8, (console.width - 40) // 4)))
+        print_tree(prepare(self.parsed(self._last(argument)), {}, self.digits), MAX_DRAWN_NODES)
         return ExitStatus.OK
 
     def _diff(self, argument: str) -> int:
-        """Derivatives as expressions in the session's names, as ``gradcli diff`` prints them
-        for the session's program (the same path, ``diff_command.show_diff``): its values stay
-        symbols (the numbers at the point are in the table the expression printed), and the
-        arrays it defines give their shapes."""
+        """Derivatives as expressions in the session's names, by ``gradcli diff``'s own path:
+        its values stay symbols (the table printed the numbers)."""
         from gradcli.cli.diff_command import DiffRequest, show_diff, wrt_names
         from gradcli.cli.given import Given
         from gradcli.cli.program_text import ProgramText
@@ -279,12 +263,6 @@ class Session:
         if self.last is None:
             raise UsageError("no expression yet", hint="type one first, e.g. x**2 + W")
         return self.last
-
-
-def _say(text: str) -> None:
-    import click
-
-    click.echo(text)
 
 
 def _items(text: str) -> list[str]:
@@ -307,9 +285,8 @@ def _names(text: str) -> set[str]:
 
 def _definition_order(expression: str, definitions: dict[str, str],
                       parameters: dict[str, str] | None = None) -> list[str]:
-    """The definitions ``expression`` needs, each after the ones it uses (a depth-first order
-    with an explicit stack); a UsageError for definitions that use each other in a circle.
-    A function's ``parameters`` are its own names, not uses of definitions."""
+    """The definitions ``expression`` needs, each after the ones it uses (depth first, with a
+    stack); a UsageError for a circle. A function's ``parameters`` are not uses."""
     order: list[str] = []
     state: dict[str, int] = {}  # 1: being visited, 2: done
     position = {name: number for number, name in enumerate(definitions)}
@@ -341,21 +318,16 @@ def _definition_order(expression: str, definitions: dict[str, str],
 
 
 def open_brackets(text: str) -> int:
-    """How many ``(`` and ``[`` are not closed yet (comments ignored): the entry goes on, as a
-    newline inside brackets does in a file. Counted by ``str.count``, not a loop per character:
-    the terminal asks at every key of a 90 KB paste."""
+    """How many ``(`` and ``[`` are not closed yet (comments ignored): the entry goes on. By
+    ``str.count``, not a loop per character: the terminal asks at every key of a paste."""
     if "#" in text:
         text = _COMMENT.sub("", text)
     return text.count("(") + text.count("[") - text.count(")") - text.count("]")
 
 
-_COMMENT = re.compile(r"#[^\r\n]*")
-
-
 class GrowingEntry:
-    """``open_brackets`` of an entry that grows at its end, as typing or a paste makes it: the
-    whole lines seen before are counted once, so a key costs a comparison with them (C speed)
-    and a count of the last line, not a count of the whole entry."""
+    """``open_brackets`` of an entry that grows at its end (typing, a paste): whole lines are
+    counted once, so a key costs a count of the last line, not of the whole entry."""
 
     def __init__(self) -> None:
         self.counted = ""  # whole lines, up to and with their last newline

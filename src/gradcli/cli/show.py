@@ -1,13 +1,9 @@
-"""Printing for the commands: results, errors and batches as JSON or Rich, to stdout and stderr.
-
-Each function prints what it is given and returns the exit status that goes with it; nothing
-here evaluates.
-"""
+"""Printing for the commands: results, errors and batches as JSON or Rich; each function
+returns the exit status that goes with what it printed. Nothing here evaluates."""
 
 from __future__ import annotations
 
 import gc
-import os
 import signal
 import sys
 import threading
@@ -31,9 +27,8 @@ from gradcli.gradcheck.evaluation import (
 def show_result(result: Result | FreeResult, source: str, as_json: bool,
                 digits: int | None = None, full: bool = False,
                 free_hint: str | None = None, nodes: bool = True) -> int:
-    """One evaluated program: the JSON record (``nodes``: with the per-node list), or the node
-    table, gradients and verdict (``free_hint``: how to bind free variables, where that is not
-    the command line's way)."""
+    """One evaluated program: the JSON record, or the node table, gradients and verdict
+    (``free_hint``: how to bind free variables, where that is not the command line's way)."""
     if as_json:
         from gradcli.output.records import json_pieces, result_record
 
@@ -61,8 +56,7 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
 
 def _piped_parts(result: Result | FreeResult, digits: int | None,
                  full: bool) -> list[Any] | None:
-    """The pieces of ``result``'s view in their plain form where stdout is a pipe that Rich
-    prints plain text to (``output.plain.writes_plain``), else None."""
+    """The pieces of ``result``'s view in their plain form where stdout is a plain pipe."""
     from gradcli.output.plain import writes_plain
 
     if not isinstance(result, Result) or not writes_plain(sys.stdout):
@@ -73,8 +67,7 @@ def _piped_parts(result: Result | FreeResult, digits: int | None,
 
 
 def _printed_plain(parts: list[Any]) -> bool:
-    """Prints ``parts`` to stdout without Rich (``output.plain``), if they are the plain lines
-    it can make; False, having printed nothing, where Rich must draw them."""
+    """Prints ``parts`` without Rich (``output.plain``) if it can; False where Rich must."""
     from gradcli.output.console import console_width
     from gradcli.output.plain import plain_lines
 
@@ -86,11 +79,10 @@ def _printed_plain(parts: list[Any]) -> bool:
 
 
 def say_shadowed(program: Any, free: Collection[str] = (), where: str | None = None) -> None:
-    """``note: e is a variable, not the constant e`` on stderr, for each constant that the
-    program assigns or that is given a value: on purpose with ``--e 2``, a slip with ``e = 2``
-    more often, and said either way; and the notes of the ``free`` variables (``PI``, ``beta``
-    with no value: errors.Note), where a command keeps them free (``diff``). ``where`` says
-    where the program is when its own lines would mislead (a check's expr, a session's entry)."""
+    """``note: e is a variable, not the constant e`` on stderr for each constant the program
+    assigns or is given (``e = 2`` is more often a slip), and the notes of the ``free``
+    variables (``PI`` with no value) where a command keeps them free. ``where``: where the
+    program is when its own lines would mislead (a check's expr, a session's entry)."""
     for note in getattr(program, "notes", ()):
         if note.reading == "shadow" or note.name in free:
             said = note.one_line() if where is None else (
@@ -99,8 +91,7 @@ def say_shadowed(program: Any, free: Collection[str] = (), where: str | None = N
 
 
 def _say_constants_given(values: Iterable[str]) -> None:
-    """A batch's ``--e 2``: once, before the records, that the constant is a variable in every
-    line (a line's own ``e = 2`` is said by nothing but its record's values)."""
+    """A batch's ``--e 2``: said once, before the records."""
     from gradcli.engine.ops import CONSTANTS
 
     for name in values:
@@ -118,11 +109,55 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
         echo(dumps(error_record(error, source)))
         echo(f"gradcli: {error.one_line()}", err=True)
     else:
-        from gradcli.output.console import make_console
-        from gradcli.output.errors import error_view
-
-        make_console(stderr=True).print(error_view(error, f"{name}: " if name else ""))
+        print_error(error, f"{name}: " if name else "")
     return error.status
+
+
+def print_tree(picture: Any, max_nodes: int) -> None:
+    """The graph as a tree on stdout, to the depth where about 40 columns are left for text
+    (each level indents 4)."""
+    from gradcli.output.console import make_console
+    from gradcli.output.trees import graph_tree
+
+    console = make_console()
+    console.print(graph_tree(picture, max_nodes, max(8, (console.width - 40) // 4)))
+
+
+def print_error(error: GradcliError, source_name: str = "") -> None:
+    """The caret display of ``error`` on stderr."""
+    from gradcli.output.console import make_console
+    from gradcli.output.errors import error_view
+
+    make_console(stderr=True).print(error_view(error, source_name))
+
+
+def show_report(outcomes: list[Any], errors: list[Any], as_json: bool,
+                late: list[Any] | None = None) -> int:
+    """``gradcli check``'s report: the errors, the checks' table and the ``late`` errors (of
+    writing the report), or one JSON document; returns the exit status."""
+    import click  # only for check, which has loaded it
+
+    from gradcli.formulas.outcomes import report_record, report_status
+
+    late = late or []
+    if as_json:
+        from gradcli.output.records import dumps
+
+        click.echo(dumps(report_record(outcomes, errors + late)))
+        for error in errors + late:
+            click.echo(f"gradcli: {error.one_line()}", err=True)
+        return report_status(outcomes, errors + late)
+    from gradcli.output.console import make_console
+    from gradcli.output.sweep_views import check_view
+
+    for error in errors:
+        print_error(error)
+    if outcomes:
+        console = make_console()
+        console.print(check_view(outcomes, plain=not console.is_terminal))
+    for error in late:
+        print_error(error)
+    return report_status(outcomes, errors + late)
 
 
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
@@ -130,16 +165,11 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
                runs: Callable[..., Iterator[Any]] | None = None, full: bool = False) -> int:
     """One record per program line, in order; returns the largest status among them.
 
-    After the last record, a batch with no program lines, or given a value (``given``: how it
-    was written) that no line uses, is a usage error on stderr: stdout keeps exactly one record
-    per program line, so the error is not a record of its own.
-
-    ``runs(lines, values, settings)`` makes the JSON records a run at a time (default
-    ``output.batch.json_runs``; a cluster's ``output.cluster_runs.ClusterRuns``).
-
-    Ctrl-C, SIGTERM and SIGHUP stop the batch between records (``_Stops``): Ctrl-C ends with
-    130 (main() says "interrupted"), SIGTERM and SIGHUP here, with "gradcli: terminated" and
-    128 + the signal's number, as shells report it (143, 129).
+    No program lines, or a given value no line uses, is a usage error on stderr after the last
+    record (stdout keeps one record per line). ``runs(lines, values, settings)`` makes the
+    records a run at a time (default ``runs.batch.json_runs``; a cluster's ``ClusterRuns``).
+    Ctrl-C, SIGTERM and SIGHUP stop between records (``_Stops``): 130, or "gradcli:
+    terminated" and 128 + the signal's number, as shells report it.
     """
     _collect_rarely()
     uses = _BatchUses(given if given is not None else Given(dict(values)))
@@ -160,10 +190,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     if as_json:
         echo(f"gradcli: {error.one_line()}", err=True)
     else:
-        from gradcli.output.console import make_console
-        from gradcli.output.errors import error_view
-
-        make_console(stderr=True).print(error_view(error))
+        print_error(error)
     return max(status, error.status)
 
 
@@ -174,42 +201,29 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
     from gradcli.output.console import make_console
 
     console = make_console()
-    # Piped, the records go to a file or a program: a failed line is said on stderr too, so a
-    # person watching the terminal sees it (on a terminal it is already there, in red).
+    # Piped: a failed line is said on stderr too, for a person watching the terminal.
     echo_errors = not console.is_terminal
-    status = ExitStatus.OK
     if make_runs is None:
         from gradcli.output.batch_lines import TableStyle, table_line
 
         style = TableStyle(digits, full)
-        records: Iterator[Any] = (table_line(outcome, style)
-                                  for outcome in evaluate_lines(lines, values, settings))
-        runs: Any = None
+        runs: Any = ([table_line(outcome, style)]
+                     for outcome in evaluate_lines(lines, values, settings))
     else:
         runs = make_runs(lines, values, settings)
-        records = (record for run in runs for record in run)
-    try:
-        for record in with_progress(records, None, "programs",
-                                    detail=getattr(runs, "detail", None)):
-            with stops.writing():
-                console.print(record.view)
-                console.file.flush()
+
+    def write(run: list[Any]) -> None:
+        for record in run:
+            console.print(record.view)
+            console.file.flush()
             if echo_errors and record.error is not None:
                 _say(f"gradcli: line {record.line}: {visible(record.error)}")
-            uses.saw(record.names)
-            status = max(status, record.status)
-    except GradcliError as error:
-        echo(f"gradcli: {error.one_line()}", err=True)
-        return max(status, error.status)
-    finally:
-        if runs is not None:
-            runs.close()  # stops the cluster's tasks now, whatever ended the loop
-    return status
+
+    return _write_runs(runs, write, uses, stops, None if make_runs is None else len)
 
 
 class _BatchUses:
-    """Which given names the lines of a batch use, counted as the records come (cheap: once
-    every given name has been seen, a record costs a count and one test)."""
+    """Which given names the lines of a batch use, counted as the records come."""
 
     def __init__(self, given: Given) -> None:
         self.given = given
@@ -231,26 +245,34 @@ class _BatchUses:
 def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
                 uses: _BatchUses, stops: _Stops,
                 make_runs: Callable[..., Iterator[Any]] | None = None) -> int:
-    """Records made on every core (``output.batch``), written here in input order, a run at a
-    time: a run is written whole, or (stopped before it) not at all. If the workers cannot go on
-    (``output.workers``), one error line follows the last complete record."""
+    """Records made on every core (``runs.batch``), written in input order a run at a time."""
     from gradcli.runs.batch import json_runs
 
+    write_text = sys.stdout.write
+
+    def write(records: list[Any]) -> None:
+        for record in records:  # a write each: cheaper than joining them first
+            write_text(record.text)
+            write_text("\n")
+        sys.stdout.flush()
+        for record in records:
+            if record.error is not None:
+                echo(f"gradcli: line {record.line}: {record.error}", err=True)
+
+    return _write_runs((make_runs or json_runs)(lines, values, settings), write, uses, stops, len)
+
+
+def _write_runs(runs: Any, write: Callable[[Any], None], uses: _BatchUses, stops: _Stops,
+                size: Callable[[Any], int] | None) -> int:
+    """Each run of records written whole or (stopped before it) not at all; a failure of the
+    workers is one line after the last record. Returns the largest status."""
     status = ExitStatus.OK
-    write = sys.stdout.write
-    runs = (make_runs or json_runs)(lines, values, settings)
     try:
-        for records in with_progress(runs, None, "programs", size=len,
-                                     detail=getattr(runs, "detail", None)):
+        for run in with_progress(runs, None, "programs", size=size,
+                                 detail=getattr(runs, "detail", None)):
             with stops.writing():
-                for record in records:  # a write each: joining them first costs more (a
-                    write(record.text)  # large temporary string is fresh memory, page by page)
-                    write("\n")
-                sys.stdout.flush()
-                for record in records:
-                    if record.error is not None:
-                        echo(f"gradcli: line {record.line}: {record.error}", err=True)
-            for record in records:
+                write(run)
+            for record in run:
                 status = max(status, record.status)
                 uses.saw(record.names)
     except GradcliError as error:
@@ -262,9 +284,8 @@ def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSe
 
 
 class _TerminatedError(BaseException):
-    """SIGTERM or SIGHUP during a batch. Not an ``Exception``, as ``KeyboardInterrupt`` is not:
-    the handler raises it wherever the main thread waits, also inside a library's
-    ``except Exception`` (a cluster's wait for a task), which must not take it for a failure."""
+    """SIGTERM or SIGHUP during a batch: a BaseException, so that a library's ``except
+    Exception`` (a cluster's wait for a task) does not take it for a failure."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -272,11 +293,9 @@ class _TerminatedError(BaseException):
 
 
 class _Stops:
-    """Ctrl-C, SIGTERM and SIGHUP during a batch, acted on between records, so that the output
-    never ends in half a record: a signal that comes while a run of records is being written
-    waits until the run is out (``writing``). A second one while that write is still blocked
-    (nobody reads the output) stops at once and drops what was not written. A signal that was
-    ignored when gradcli started (``nohup``, ``&``) stays ignored."""
+    """Ctrl-C, SIGTERM and SIGHUP during a batch, acted on between records, so the output never
+    ends in half a record; a second one while a write is blocked stops at once and drops the
+    rest. A signal ignored at start (``nohup``, ``&``) stays ignored."""
 
     NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
 
@@ -304,7 +323,7 @@ class _Stops:
             if self.pending is None:
                 self.pending = signum
                 return
-            _drop_output()
+            streams.silence_stdout()  # its reader stopped in the middle of a write
         _stop(signum)
 
     @contextmanager
@@ -325,25 +344,15 @@ def _stop(signum: int) -> None:
     raise _TerminatedError(signum)
 
 
-def _drop_output() -> None:
-    """Send what is left of stdout to /dev/null: its reader stopped in the middle of a write."""
-    with suppress(OSError, ValueError, AttributeError):  # no real file (tests)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-
-
 def _say(line: str) -> None:
     with suppress(OSError):  # the terminal is gone (SIGHUP)
         echo(line, err=True)
 
 
 def _collect_rarely() -> None:
-    """Tune the cycle collector for a batch, which makes a few hundred short-lived objects per
-    program and keeps none: collecting the young generation every 700 allocations scanned each
-    program's live graph over and over. Every 50,000 is enough for the few cycles an error's
-    traceback makes. What start-up made is frozen out of the collector's sight (and stays
-    shared, untouched, by forked workers)."""
+    """A batch makes short-lived objects and keeps none: collecting every 700 allocations
+    rescans each program's graph; every 50,000 is enough for an error's cycles. Start-up's
+    objects are frozen out of sight (and stay shared by forked workers)."""
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
 
@@ -351,10 +360,9 @@ def _collect_rarely() -> None:
 def with_progress(items: Iterator[Any], total: int | None, what: str,
                   quiet: bool = False, size: Callable[[Any], int] | None = None,
                   detail: Callable[[], str] | None = None) -> Iterator[Any]:
-    """Yield ``items``, showing a transient progress line on stderr while they come -- only when
-    stderr is a terminal that the output itself does not already fill (stdout elsewhere).
-    ``size(item)`` is how many of ``what`` an item stands for (default 1); with ``detail``
-    (a cluster's workers), the line also shows the rate and ``detail()``."""
+    """Yield ``items`` with a transient progress line on stderr, when stderr is a terminal the
+    output does not fill. ``size(item)``: how many of ``what`` an item is (default 1);
+    ``detail`` (a cluster's workers) adds the rate and ``detail()``."""
     if quiet or not sys.stderr.isatty() or (total is None and sys.stdout.isatty()):
         yield from items
         return

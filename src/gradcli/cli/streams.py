@@ -1,25 +1,11 @@
 """stdin, stdout and stderr in whatever state the shell hands them over, like a Unix tool.
 
-``settle()`` runs first thing in ``main()``:
-
-- A closed descriptor (``>&-``, ``<&-``, ``2>&-``) gets ``/dev/null`` in its place, so that no
-  file gradcli opens later lands on 0, 1 or 2. A closed stdin reads as empty (a batch then has
-  no programs: a usage error); a closed stderr swallows what is written to it; writing to a
-  closed stdout fails like any other write to it (below).
-- stdout writes every byte or fails (``_WholeWrites``): a short write to a pipe is finished,
-  not dropped; a reader that went away is a ``BrokenPipeError`` (main() ends with 141); any
-  other failure -- a full disk (``> /dev/full``), a closed descriptor, an I/O error -- is an
-  ``OutputFailedError``, which no ``except OSError`` in a command mistakes for a file of its own:
-  main() says ``gradcli: cannot write to stdout: No space left on device`` and ends with
-  ``ExitStatus.OUTPUT_FAILED``.
-- stderr never changes the outcome (``_QuietText``): if it is full or gone, messages are lost,
-  and the exit status is the one the command chose.
-- A stream whose encoding cannot write gradcli's marks (``PYTHONIOENCODING=ascii``, ``LC_ALL=C``
-  without UTF-8 mode) gets ASCII stand-ins: ``✓`` ok, ``✗`` FAIL, ``—`` -, ``…`` ...; any other
-  character it cannot encode becomes ``?``. Rich sees the encoding and draws ASCII boxes.
-
-Only the interpreter's own streams are replaced: a program or a test that has put its own
-``sys.stdout`` in place (pytest, ``CliRunner``) keeps it.
+``settle()`` runs first in ``main()``. A closed descriptor (``>&-``) gets ``/dev/null``, so no
+file opened later lands on 0, 1 or 2. stdout writes every byte or fails (``_WholeWrites``): a
+gone reader is a ``BrokenPipeError`` (status 141), any other failure an ``OutputFailedError``
+(status 4), which no ``except OSError`` in a command mistakes for a file of its own. stderr never
+changes the outcome (``_QuietText``). An encoding without gradcli's marks gets ASCII stand-ins
+(``ASCII_STAND_INS``). Streams a test or program put in place (``CliRunner``) are kept.
 """
 
 from __future__ import annotations
@@ -57,14 +43,9 @@ class OutputFailedError(Exception):
 
 
 class _WholeWrites(io.RawIOBase):
-    """stdout's file descriptor, written until every byte is out or the write fails.
-
-    One large write to a pipe whose reader goes away (``| head -1``) returns a short count, not
-    an error, and Python's buffered writer then drops the rest silently: a 200 KB check table or
-    an 80 MB DOT file ended with status 0. Writing the rest gets the EPIPE (BrokenPipeError).
-    Any other error is an ``OutputFailedError``; a descriptor that was closed when gradcli
-    started (``closed``) fails every write with EBADF.
-    """
+    """stdout's descriptor, written until every byte is out: a short write to a pipe whose
+    reader left would otherwise be dropped in silence by Python's buffered writer (status 0);
+    writing the rest gets the EPIPE. A descriptor closed at start fails every write (EBADF)."""
 
     def __init__(self, fd: int, closed: bool = False) -> None:
         super().__init__()
@@ -94,18 +75,17 @@ class _WholeWrites(io.RawIOBase):
             except BrokenPipeError:
                 raise
             except BlockingIOError:  # a non-blocking stdout that is full for now: wait
-                _wait_writable(self.fd)
+                import select
+
+                select.select([], [self.fd], [], 1.0)
             except OSError as error:
                 raise OutputFailedError(error) from None
         return done
 
 
 class _QuietText:
-    """stderr: a write or flush that fails puts ``/dev/null`` in its place, so that the messages
-    are lost and nothing else changes (the exit status is the command's).
-
-    The stream below writes through, with no buffer (``_text_stream``'s ``unbuffered``).
-    """
+    """stderr: a write or flush that fails puts ``/dev/null`` in its place; the messages are
+    lost and the exit status stays the command's."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
@@ -132,16 +112,9 @@ class _QuietText:
         return getattr(self.stream, name)
 
 
-def _wait_writable(fd: int) -> None:
-    import select
-
-    select.select([], [fd], [], 1.0)
-
-
 class _AsciiText(io.TextIOWrapper):
-    """A text stream in an encoding without gradcli's marks. It hides ``buffer``: click would
-    otherwise see an ASCII stream as misconfigured and write UTF-8 bytes to it behind its back;
-    binary output goes to ``binary`` (``binary_stdout()``)."""
+    """A text stream in an encoding without gradcli's marks. It hides ``buffer``, which click
+    would write UTF-8 bytes to; binary output goes to ``binary`` (``binary_stdout()``)."""
 
     binary: IO[bytes]
 
@@ -169,9 +142,7 @@ def settle() -> None:
 
 
 def _occupy(fd: int, flags: int, always: bool = False) -> bool:
-    """True if ``fd`` was closed; it is then ``/dev/null``, so that no file opened later
-    takes its number (and receives what is meant for stdout or stderr). ``always``: put
-    ``/dev/null`` in its place whatever it was."""
+    """True if ``fd`` was closed; it is then ``/dev/null`` (``always``: whatever it was)."""
     try:
         os.fstat(fd)
         if not always:
@@ -189,10 +160,9 @@ def _occupy(fd: int, flags: int, always: bool = False) -> bool:
 
 
 def _text_stream(binary: Any, old: IO[str] | None, unbuffered: bool = False) -> IO[str]:
-    """A text stream over ``binary`` with ``old``'s encoding and buffering, or ASCII stand-ins
-    where that encoding lacks gradcli's marks. ``unbuffered`` (stderr): each write goes straight
-    to the descriptor, so that no buffer's lock is ever held by a thread (Rich's progress
-    refresh) that interpreter exit cannot wait for -- a fatal error, SIGABRT, if it does."""
+    """A text stream over ``binary`` with ``old``'s encoding, or ASCII stand-ins. ``unbuffered``
+    (stderr): no buffer's lock is ever held by a thread (Rich's progress refresh) that
+    interpreter exit cannot wait for, which would be a SIGABRT."""
     encoding = getattr(old, "encoding", None) or "utf-8"
     line_buffering = bool(getattr(old, "line_buffering", True))
     if can_encode(encoding):
@@ -226,8 +196,7 @@ def _register_stand_ins() -> None:
 
 def _stand_in(error: UnicodeError) -> tuple[str, int]:
     """The ASCII for the characters ``error`` could not encode. A stand-in wider than its
-    character (``ok`` for ``✓``) takes the room from the spaces after it, if more than one
-    follows (a table cell's padding), so that a table's columns stay in line."""
+    character (``ok`` for ``✓``) takes the room from a table cell's padding after it."""
     if not isinstance(error, UnicodeEncodeError):
         raise error
     text, end = error.object, error.end
@@ -243,8 +212,7 @@ def _stand_in(error: UnicodeError) -> tuple[str, int]:
 
 
 def echo(line: str, err: bool = False) -> None:
-    """``line`` and a newline on stdout (``err``: stderr), flushed at once: click.echo for
-    gradcli's one-line messages, on paths that do not load click (the plain eval)."""
+    """``line`` on stdout (``err``: stderr), flushed: click.echo without loading click."""
     stream = sys.stderr if err else sys.stdout
     if stream is None:  # no such stream at all (pythonw)
         return
@@ -264,36 +232,23 @@ def binary_stdout() -> IO[bytes]:
 def binary_stdin() -> IO[bytes]:
     """stdin as bytes (``-f -``)."""
     binary = getattr(sys.stdin, "buffer", None)
-    # A stdin without one (a stand-in that reads bytes already) is read as it is.
     return binary if binary is not None else cast("IO[bytes]", sys.stdin)
 
 
 def silence_stdout() -> None:
-    """After stdout failed or its reader went away: what is still buffered, and anything
-    written later (the flush at exit), goes nowhere instead of failing again."""
-    raw = _raw(sys.stdout)
+    """After stdout failed or its reader went away: what is buffered or written later goes
+    nowhere instead of failing again."""
+    binary = getattr(sys.stdout, "binary", None) or getattr(sys.stdout, "buffer", None)
+    raw = getattr(binary, "raw", None)
     if isinstance(raw, _WholeWrites):
         raw.discard = True
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # no descriptor (tests)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (AttributeError, OSError, ValueError):  # no descriptor (tests, embedding)
-        pass
 
 
 def quiet_after_stop() -> None:
-    """After a stop (Ctrl-C, SIGTERM, SIGHUP) has been said: what the signal cut off half-way,
-    such as a Dask ``Future`` stopped inside its ``__init__``, can fail in its ``__del__`` at
-    exit, which Python prints as "Exception ignored in ..." and a traceback after gradcli's last
-    line. None of it is the user's, so those reports go nowhere."""
-    sys.unraisablehook = _ignore
-
-
-def _ignore(unraisable: Any) -> None:
-    return None
-
-
-def _raw(stream: Any) -> Any:
-    binary = getattr(stream, "binary", None) or getattr(stream, "buffer", None)
-    return getattr(binary, "raw", None)
+    """After a stop has been said: what the signal cut off half-way (a Dask ``Future``) may
+    fail in its ``__del__`` at exit; those "Exception ignored" reports are not the user's."""
+    sys.unraisablehook = lambda unraisable: None

@@ -1,11 +1,6 @@
-"""The session on a terminal, with prompt_toolkit (imported only here, only by ``gradcli repl``).
-
-History lives in the XDG state directory, Tab completes functions, constants, the session's
-names and ``:commands``, Enter with an open parenthesis or bracket continues the entry on the
-next line, Ctrl-C cancels the line being typed (or stops an evaluation), Ctrl-D leaves.
-prompt_toolkit follows ``NO_COLOR`` itself, and the results are printed by the same consoles
-as ``eval``'s.
-"""
+"""The session on a terminal, with prompt_toolkit (imported only here, only by ``gradcli repl``):
+XDG history, Tab completion, an open bracket continues the entry, Ctrl-C cancels the line (or
+stops an evaluation), Ctrl-D leaves."""
 
 from __future__ import annotations
 
@@ -34,15 +29,15 @@ _WORD = re.compile(r"[:A-Za-z_]\w*$")
 
 def history_path() -> Path:
     """``$XDG_STATE_HOME/gradcli/history``; ``~/.local/state/...`` when it is unset or not an
-    absolute path (the XDG rule: a relative path is to be ignored)."""
+    absolute path (the XDG rule)."""
     state = os.environ.get("XDG_STATE_HOME", "")
     root = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
     return root / "gradcli" / "history"
 
 
 def _history() -> History:
-    """The history file, or none with one line on stderr when it cannot be one: a directory, a
-    device (``/dev/full`` reads as endless zeros), a FIFO, a place that cannot be written."""
+    """The history file, or none with one line on stderr when it cannot be one (a directory, a
+    device, a FIFO, a place that cannot be written)."""
     path = history_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,8 +56,8 @@ def _history_lost(path: Path, error: OSError, verb: str = "is no longer") -> Non
 
 
 class _FileHistory(FileHistory):
-    """A history file whose first failed write (a full disk, EIO) ends its keeping with one
-    line on stderr, after the entry has run: the session goes on without history."""
+    """A history file whose first failed write ends its keeping (one line on stderr, after
+    the entry has run)."""
 
     lost: OSError | None = None
     told = False
@@ -144,16 +139,16 @@ UNDO_STEPS = 100
 
 
 def _shorter_undo(buffer: Buffer) -> None:
-    """Keep the last ``UNDO_STEPS`` undo steps: each is a copy of the whole entry, and a paste
-    that arrives as keys (no bracketed paste) saves one at each line: 500 MB for 30 KB."""
+    """Keep the last ``UNDO_STEPS`` undo steps: each copies the whole entry, and a paste that
+    arrives as keys saves one at each line (500 MB for 30 KB)."""
     stack = getattr(buffer, "_undo_stack", None)
     if isinstance(stack, list) and len(stack) > 2 * UNDO_STEPS:
         del stack[:-UNDO_STEPS]
 
 
 def _no_mouse() -> KeyBindings:
-    """The session asks for no mouse events, so a sequence that reads as one is typed text such
-    as ``ESC[31m`` (prompt_toolkit's own handler fails on it): it is dropped, as shells do."""
+    """A sequence that reads as a mouse event is typed text (the session asks for none), which
+    prompt_toolkit's own handler fails on: dropped, as shells do."""
     bindings = KeyBindings()
     bindings.add(Keys.Vt100MouseEvent)(lambda event: None)
     return bindings

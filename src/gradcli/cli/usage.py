@@ -1,11 +1,6 @@
-"""click's own usage errors in gradcli's style, so that every command has one error style.
-
-An unknown option, a bad value, a missing argument or an unknown command is shown as gradcli
-shows its own usage errors -- ``error: usage error: no such option --hesian`` and ``hint: did
-you mean --hessian?`` on stderr, status 2 -- and with ``--json`` as a JSON error record on stdout
-(the shape of ``output.records.error_record``; ``gradcli check`` prints its report) plus one line
-on stderr, never click's ``Usage: ... Error: ...``.
-"""
+"""click's own usage errors in gradcli's style (``error: usage error: no such option
+--hesian``, ``hint: did you mean --hessian?``, status 2; with ``--json`` a JSON error record),
+never click's ``Usage: ... Error: ...``: every command has one error style."""
 
 from __future__ import annotations
 
@@ -15,13 +10,32 @@ from typing import IO, Any
 
 import click
 
-from gradcli.cli.commands import option_owners
+from gradcli.cli.command_table import COMMANDS
 from gradcli.errors import GradcliError, UsageError, visible
 
 
+def every_command(group: object) -> dict[str, click.Command]:
+    """All of ``group``'s commands, loaded (the messages about another command's options)."""
+    if isinstance(group, click.Group):
+        ctx = click.Context(group)
+        for name in COMMANDS:
+            group.get_command(ctx, name)
+    return getattr(group, "commands", {})
+
+
+def option_owners(group: object) -> dict[str, list[str]]:
+    """Each option of ``group``'s commands and the commands that have it (``--wrt``:
+    ``["gradcli diff"]``)."""
+    owners: dict[str, list[str]] = {}
+    for name, command in every_command(group).items():
+        for param in command.params:
+            for flag in param.opts if isinstance(param, click.Option) else ():
+                owners.setdefault(flag, []).append(f"gradcli {name}")
+    return owners
+
+
 class ShownError(click.ClickException):
-    """A usage error on its way out, shown in gradcli's style by click's ``show()`` call (in
-    main(), and in click's standalone mode, as under ``CliRunner``)."""
+    """A usage error on its way out, shown in gradcli's style by click's ``show()`` call."""
 
     def __init__(self, error: GradcliError, as_json: bool = False, command: str = "") -> None:
         super().__init__(error.message)
@@ -31,21 +45,16 @@ class ShownError(click.ClickException):
         self.exit_code = int(error.status)
 
     def show(self, file: IO[Any] | None = None) -> None:
+        from gradcli.cli.show import show_error, show_report
+
         if self.as_json and self.command == "check":
-            from gradcli.formulas.outcomes import report_record
-            from gradcli.output.records import dumps
-
-            click.echo(dumps(report_record([], [self.error])))
-            click.echo(f"gradcli: {self.error.one_line()}", err=True)
-            return
-        from gradcli.cli.show import show_error
-
-        show_error(self.error, self.as_json)
+            show_report([], [self.error], True)
+        else:
+            show_error(self.error, self.as_json)
 
 
 def shown(error: Exception, args: Sequence[str], group: click.Group) -> ShownError:
-    """``error`` (click's, or a gradcli UsageError from parsing the command line) as gradcli
-    shows it; ``args`` is the command line after ``gradcli``: it says which command ran and
+    """``error`` as gradcli shows it; ``args`` (after ``gradcli``) say which command ran and
     whether ``--json`` was asked for."""
     if isinstance(error, ShownError):
         return error
@@ -112,7 +121,7 @@ def from_click(error: Exception, args: Sequence[str], group: click.Group) -> Usa
 
 
 def _short_options(command: click.Command) -> str:
-    """``-f, -h``: the one-letter options of ``command`` (its help's among them)."""
+    """``-f, -h``: the one-letter options of ``command``."""
     flags = [flag for param in command.params if isinstance(param, click.Option)
              for flag in param.opts if re.fullmatch(r"-[A-Za-z]", flag)]
     return ", ".join([*flags, "-h"])
@@ -148,15 +157,14 @@ def _choice_hint(error: click.BadParameter) -> str | None:
 
 
 def _command_path(ctx: click.Context | None) -> str:
-    """``gradcli eval``: the command as typed (whatever name the program was run by)."""
+    """``gradcli eval``, whatever name the program was run by."""
     if ctx is None:
         return "gradcli"
     return " ".join(["gradcli", *ctx.command_path.split()[1:]])
 
 
 def _extra_hint(ctx: click.Context | None) -> str | None:
-    """What the command takes: no arguments, EXPR in quotes, or its one argument (``gradcli
-    completion bash bash`` is not a formula's EXPR split in two)."""
+    """What the command takes: no arguments, EXPR in quotes, or its one argument."""
     if ctx is None:
         return None
     arguments = [p for p in ctx.command.params if isinstance(p, click.Argument)]
@@ -207,8 +215,7 @@ def _shell_word(arg: str) -> str:
 
 
 def _command_name(args: Sequence[str]) -> str | None:
-    """The command: the first argument that is not an option (gradcli's own options take no
-    values)."""
+    """The first argument that is not an option (gradcli's own options take no values)."""
     return next((arg for arg in _options(args) if not arg.startswith("-")), None)
 
 
