@@ -1,9 +1,6 @@
-"""The language's operators and functions as people read them: a Rich table (``gradcli
-functions``) and the Markdown of docs/functions.md, both from ``ops.table_rows()``.
-
-docs/functions.md is exactly ``markdown()`` (tests/test_op_table.py checks it); after changing the
-op table, rewrite it with ``python tests/test_op_table.py``.
-"""
+"""The language's operators and functions from ``ops.table_rows()``: a Rich table (``gradcli
+functions``) and docs/functions.md, exactly ``markdown()`` (``python tests/test_op_table.py``
+rewrites it)."""
 
 from __future__ import annotations
 
