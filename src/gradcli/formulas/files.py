@@ -132,14 +132,13 @@ class _CheckReader:
         self.header = lines.header(number)
 
     def fail(self, key: str, message: str, hint: str | None = None) -> CheckFileError:
-        line = self.lines.key(self.number, *key.split("."))
-        return CheckFileError(message, file=self.file, line=line, key=f"check.{key}", hint=hint)
+        return CheckFileError(message, file=self.file, line=self._line(*key.split(".")),
+                              key=f"check.{key}", hint=hint)
 
     def read(self) -> CheckSpec:
         for key in self.table:
             if key not in CHECK_KEYS:
-                line = self.lines.key(self.number, key)
-                raise _unknown(key, CHECK_KEYS, self.file, line, "a [[check]]")
+                raise _unknown(key, CHECK_KEYS, self.file, self._line(key), "a [[check]]")
         name = self._string("name")
         if not name.isprintable():
             raise self.fail("name", f"has a control character: {visible(name)}",
@@ -183,10 +182,8 @@ class _CheckReader:
 
     def _all_keys(self) -> list[str]:
         keys = list(self.table)
-        for key in ("gradients", "derivative", "at", "sweep"):
+        for key in ("gradients", "derivative", "at", "sweep", "jacobian"):
             keys += [f"{key}.{sub}" for sub in self.table.get(key, {})]
-        for output in self.table.get("jacobian", {}):
-            keys.append(f"jacobian.{output}")
         return keys
 
     def _jacobian(self, program: Program) -> dict[str, dict[str, Any]]:

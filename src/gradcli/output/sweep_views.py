@@ -113,15 +113,15 @@ def check_totals(outcomes: Sequence[CheckOutcome]) -> Text:
     return text.append(f" ({plural(points, 'point')})", style="")
 
 
+# USAGE: the check's own mistake (shapes, a value); any other failing status: failed
+_VERDICTS = {ExitStatus.OK: "✓ passed", ExitStatus.NUMERIC: "✗ numeric error",
+             ExitStatus.USAGE: "✗ error"}
+
+
 def _check_verdict(outcome: CheckOutcome) -> Text:
     extra = f", {plural(outcome.skipped, 'point')} skipped" if outcome.skipped else ""
-    if outcome.status == ExitStatus.NUMERIC:
-        return Text("✗ numeric error" + extra, style="bold red")
-    if outcome.status == ExitStatus.USAGE:  # the check's own mistake: shapes, a value
-        return Text("✗ error" + extra, style="bold red")
-    if not outcome.ok:
-        return Text("✗ failed" + extra, style="bold red")
-    return Text("✓ passed" + extra, style="green")
+    return Text(_VERDICTS.get(outcome.status, "✗ failed") + extra,
+                style="green" if outcome.ok else "bold red")
 
 
 # --- CSV of one point of an array program ------------------------------------------------------

@@ -188,12 +188,9 @@ def _parallel(
             while order and (records := _next(pool, order, 0)) is not None:
                 if records:  # finished, and all before it written
                     yield records
-            if not pool.room(IN_FLIGHT, IN_FLIGHT_CHARS):
-                if records := _next(pool, order, None):
-                    yield records
-                continue
-            lines = feed.take(CHUNK, CHUNK_CHARS, wait=INPUT_PAUSE if order else None)
-            if lines is None:  # no input for a while: write what is done before waiting more
+            lines = None if not pool.room(IN_FLIGHT, IN_FLIGHT_CHARS) else feed.take(
+                CHUNK, CHUNK_CHARS, wait=INPUT_PAUSE if order else None)
+            if lines is None:  # workers full, or no input for a while: write what is done
                 if records := _next(pool, order, None):
                     yield records
                 continue
