@@ -313,7 +313,8 @@ def drawing(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Drawin
     kept = {node.index for node in shown}
     boxes = []
     for node in shown:
-        parts = (picture.label(node), _op_text(node), picture.facts(node))
+        parts = (picture.label(node), "" if node.op is CONST else node.op.name,
+                 picture.facts(node))
         boxes.append((f"n{node.index}", "\n".join(p for p in parts if p), picture.kind(node)))
     if elided:
         boxes.append(("elided", f"… {elided:,} more node{'' if elided == 1 else 's'}", "elided"))
@@ -353,10 +354,6 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
         lines.append(f"  graph [label={dot_string(picture.note)}, labelloc=b];")
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def _op_text(node: Node) -> str:
-    return "" if node.op is CONST else node.op.name
 
 
 # --- Mermaid -------------------------------------------------------------------------------------

@@ -65,8 +65,9 @@ def result_record(
         value=_listed(result.value),  # what was asked for: whole, as the gradients
         gradients=_lists(result.gradients, True) if arrays else result.gradients,
         # an iterator: dumps and json_pieces write it in chunks
-        nodes=(_listed_node(node, full) for node in result.node_records()) if arrays
-        else result.node_records(),
+        nodes=({**node, "value": json_array(node["value"], full),
+                "grad": json_array(node["grad"], full)} for node in result.node_records())
+        if arrays else result.node_records(),
         check=None if check is None else check_record(check),
         error=None,
     )
@@ -125,12 +126,6 @@ def array_summary(array: Any) -> dict[str, Any]:
         stats.update(min=low, max=high, mean=float(scaled.mean()) * scale,
                      norm=float(np.linalg.norm(scaled)) * scale)
     return {"summarised": True, "shape": list(values.shape), **stats, "nan": nan, "inf": inf}
-
-
-def _listed_node(record: dict[str, Any], full: bool = False) -> dict[str, Any]:
-    record["value"] = json_array(record["value"], full)
-    record["grad"] = json_array(record["grad"], full)
-    return record
 
 
 def _record(source: str, line: int | None = None, **fields: Any) -> dict[str, Any]:
