@@ -296,8 +296,7 @@ class _CheckReader:
             raise self.fail(key, error.message, hint=error.hint) from None
 
     def _array(self, key: str, given: list) -> Any:
-        """A TOML array of numbers (nested for a matrix) as a NumPy array, or an error at its
-        line."""
+        """A TOML array of numbers (nested for a matrix) as a NumPy array."""
         from gradcli.language.values import parse_array
 
         pending = [(given, 0)]
@@ -386,8 +385,7 @@ def _tolerance(table: dict[str, Any], key: str, file: str, line: int | None,
 
 
 def _is_number(value: Any) -> bool:
-    """A finite TOML integer or float (not ``true``, ``nan``, ``inf`` or an integer too large
-    for a float)."""
+    """A finite TOML integer or float (not ``true``, nor an integer too large for a float)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return math.isfinite(value) if isinstance(value, float) else abs(value) <= 2**1023

@@ -187,8 +187,7 @@ def _judge_sweeps(spec: CheckSpec, tally: _Tally) -> None:
 
 def _assertions(spec: CheckSpec, value: Any, gradients: Mapping[str, Any],
                 expected: Callable[[Expected], Any]) -> Iterator[tuple[str, str, Any, Any, Any]]:
-    """(assertion, key, variable, expected, actual) of ``value``, ``gradients`` and
-    ``derivative``, in order; ``expected`` evaluates an expected expression."""
+    """(assertion, key, variable, expected, actual) of ``value``, ``gradients``, ``derivative``."""
     if spec.value is not None:
         yield "value", "value", None, expected(spec.value), value
     for name, number in spec.gradients.items():
@@ -406,8 +405,7 @@ def _expected_nodes(spec: CheckSpec) -> int:
 
 
 def run_budget_error(specs: Sequence[CheckSpec], limit: int = MAX_RUN_CELLS) -> UsageError | None:
-    """A UsageError, stating the estimate and how to split the run, if the checks of one run
-    are estimated past ``limit`` cells (``check_cells``); else None."""
+    """A UsageError if the checks of one run are estimated past ``limit`` cells, else None."""
     sizes = [check_cells(spec) for spec in specs]
     total = sum(sizes)
     if total <= limit:

@@ -42,8 +42,7 @@ def table_line(outcome: LineOutcome, style: TableStyle) -> TableLine:
 
 
 def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = False) -> Text:
-    """One line of human batch output: line number, value, gradients, Hessian, H·v, verdict or
-    the error."""
+    """One line of human batch output: value, gradients, Hessian, H·v, verdict, or the error."""
     digits = checked_digits(digits)
     text = Text(f"line {outcome.line}: ", style="dim")
     if outcome.error is not None:

@@ -11,11 +11,6 @@ from rich.text import Text
 
 from gradcli.engine.ops import CONSTANTS, table_rows
 
-
-def listing_rows() -> list[dict[str, Any]]:
-    """What ``gradcli functions`` lists: the op table, element-wise rows then array rows."""
-    return table_rows()
-
 COMPLEX_WORDS = {True: "yes", False: "no: --check-method complex refuses it"}
 VECTOR_WORDS = {True: "NumPy", False: "no: point by point (slower)"}
 
@@ -48,7 +43,7 @@ def markdown(rows: list[dict[str, Any]] | None = None) -> str:
     """docs/functions.md: an introduction and one table row per operator or function."""
     lines = ["| name | written | what it computes | complex step | vector |",
              "| --- | --- | --- | --- | --- |"]
-    for row in listing_rows() if rows is None else rows:
+    for row in table_rows() if rows is None else rows:
         written = ", ".join(f"`{_cell(text)}`" for text in row["written"])
         cells = [row["name"], written, _cell(_plain(row["summary"])),
                  COMPLEX_WORDS[row["complex_step"]], VECTOR_WORDS[row["vector"]]]
@@ -76,7 +71,7 @@ def functions_table(rows: list[dict[str, Any]] | None = None, plain: bool = Fals
     table = titled_table("functions and operators", plain)
     for column in ("name", "written", "what it computes", "complex step", "vector"):
         table.add_column(column)
-    for row in listing_rows() if rows is None else rows:
+    for row in table_rows() if rows is None else rows:
         table.add_row(
             Text(row["name"], style="bold"),
             Text(", ".join(row["written"]), style="cyan"),

@@ -62,8 +62,7 @@ def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | Non
 
 def contribution_table(result: JacobianResult, plain: bool = False, digits: int | None = None,
                        full: bool = False) -> FittedTable:
-    """One row per node: its value and each output's gradient with respect to it (``—`` where
-    the output does not depend on the node)."""
+    """One row per node: its value and each output's gradient with respect to it."""
     columns = [*node_columns(True), value_column("value", "cyan", True)]
     for label in result.values:
         top = label if label.isidentifier() else f"({label})"

@@ -44,8 +44,7 @@ DEEP_RANKS = 6  # a graph of more ranks is drawn top to bottom, so that it fits 
 
 @dataclass
 class GraphPicture:
-    """A program ready to draw: evaluated, or else the values the given variables determine
-    (``known``, by node index)."""
+    """A program ready to draw: evaluated, or the values the given ones determine (``known``)."""
 
     program: Program
     evaluated: bool
@@ -169,8 +168,7 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None,
 
 
 def known_values(program: Program, values: Mapping[str, float]) -> dict[int, float]:
-    """Node index -> value for every node whose variables all have a value (given, else the
-    program's default), in one pass."""
+    """Node index -> value of every node whose variables all have a value (or a default)."""
     point = {**program.defaults, **values}
     known: dict[int, float] = {}
     failed: list[Node] = []
@@ -223,8 +221,7 @@ def known_arrays(program: Program, values: Mapping[str, Any]) -> dict[int, Any]:
 
 
 def nearest_nodes(program: Program, max_nodes: int) -> tuple[list[Node], int]:
-    """Up to ``max_nodes`` (0: all) nodes closest to the output, breadth first, in topological
-    order, and how many were left out."""
+    """The ``max_nodes`` (0: all) nodes nearest the output, in order, and how many were left."""
     nodes = program.nodes
     if max_nodes <= 0 or len(nodes) <= max_nodes:
         return nodes, 0
@@ -392,8 +389,7 @@ def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str
 # --- SVG / PNG through the Graphviz program ------------------------------------------------------
 
 def render_with_graphviz(dot_source: str, file_format: str) -> bytes:
-    """``dot_source`` rendered by Graphviz ``dot`` as ``svg`` or ``png`` bytes; a UsageError
-    when ``dot`` is missing or fails."""
+    """``dot_source`` rendered by Graphviz ``dot`` as ``svg`` or ``png`` bytes."""
     import shutil
     import subprocess
 

@@ -41,8 +41,7 @@ class Curve:
 
 
 def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
-    """Evaluate ``program`` along the one variable given several values (``--x -3:3:200``);
-    the others need one value each (or a default)."""
+    """Evaluate ``program`` along the one variable given several values (``--x -3:3:200``)."""
     if isinstance(program, str):
         program = parse(program, given=values)
     validate_values(values)
@@ -111,8 +110,7 @@ def segments(curve: Curve, ys: Any) -> Iterator[tuple[list[float], list[float]]]
 
 
 def thinned(curve: Curve, most: int) -> Curve:
-    """At most about ``most`` points of ``curve``, evenly strided; a point is a gap if any point
-    of its stride is one."""
+    """About ``most`` points of ``curve``, strided; a gap if any point of its stride is one."""
     np = numpy()
     size = curve.xs.size
     stride = -(-size // most)

@@ -14,8 +14,7 @@ _EDGE = 3  # entries shown at each end of a summarised array
 
 
 def number_text(value: float, digits: int | None = None) -> str:
-    """``value`` in full (its shortest round-trip text, ``2`` rather than ``2.0``), or to
-    ``digits`` significant digits."""
+    """``value`` in full (its shortest round-trip text), or to ``digits`` significant digits."""
     if digits is None or (type(value) is not float and getattr(value, "ndim", 0)):
         return format_number(value)  # an array: as the language writes it (graph trees)
     return f"{float(value):.{digits}g}"

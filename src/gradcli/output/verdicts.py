@@ -121,8 +121,7 @@ def hessian_verdict(check: CheckReport | None,
 
 
 def check_columns(arrays: bool) -> list[Column]:
-    """A number's check: the estimate and its error; an array's: its largest error and how many
-    elements were checked."""
+    """A number's check: estimate and error; an array's: largest error and elements checked."""
     if arrays:
         return [Column("max error", justify="right"), Column("checked", justify="right")]
     return [Column("numeric", justify="right"), Column("error", justify="right")]

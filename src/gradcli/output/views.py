@@ -39,8 +39,7 @@ def result_view(result: Result | FreeResult, plain: bool = False,
 
 def result_parts(result: Result, plain: bool = False, digits: int | None = None,
                  full: bool = False) -> list[FittedTable | Text]:
-    """The pieces of ``result_view`` of a ``Result``, which ``output.plain`` can print without
-    Rich."""
+    """The pieces of ``result_view`` of a ``Result`` (``output.plain`` prints them)."""
     digits = checked_digits(digits)
     arrays = result.program.arrays
     parts: list[FittedTable | Text] = [node_table(result, plain, digits, full),
