@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gradcli.output.console import MIN_WIDTH
 from gradcli.output.text import Text, cell_len, rich_text
@@ -17,27 +17,19 @@ if TYPE_CHECKING:
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
 
 
-class Column:
+class Column(NamedTuple):
     """A column of a ``FittedTable``: as wide as its longest text, unless it may ``fold``
     (labels, messages) down to its header's longest word (with ``words``, a cell's too). In the
     record layout a ``head`` column starts each row's block, the others show as ``header
     text`` unless ``in_records=False``. (Not a dataclass: that would cost ~1 ms at import.)"""
 
-    __slots__ = ("fold", "head", "header", "in_records", "justify", "style", "words")
-
-    def __init__(self, header: str, justify: JustifyMethod = "left", fold: bool = False,
-                 words: bool = False, head: bool = False, in_records: bool = True,
-                 style: str = "") -> None:
-        self.header = header
-        self.justify: JustifyMethod = justify
-        self.fold = fold
-        self.words = words
-        self.head = head
-        self.in_records = in_records
-        self.style = style
-
-    def __repr__(self) -> str:
-        return f"Column({self.header!r})"
+    header: str
+    justify: JustifyMethod = "left"
+    fold: bool = False
+    words: bool = False
+    head: bool = False
+    in_records: bool = True
+    style: str = ""
 
 
 _NOTHING = ("", "—")  # cells the record layout leaves out (no input, no gradient, not checked)
