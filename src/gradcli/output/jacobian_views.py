@@ -11,7 +11,7 @@ from rich.text import Text
 from gradcli.engine.notation import shape_text
 from gradcli.engine.ops import numpy
 from gradcli.errors import plural
-from gradcli.gradcheck.jacobian_check import EntryCheck, JacobianCheck, JacobianResult
+from gradcli.gradcheck.jacobian_check import JacobianCheck, JacobianResult
 from gradcli.limits import MAX_CONTRIBUTION_CELLS
 from gradcli.output.nodes import (
     add_node_rows,
@@ -22,7 +22,14 @@ from gradcli.output.nodes import (
 )
 from gradcli.output.tables import Column, FittedTable
 from gradcli.output.values import value_text
-from gradcli.output.verdicts import KINK_CAUSE, SKIPPED, check_verdict, tolerances
+from gradcli.output.verdicts import (
+    KINK_CAUSE,
+    SKIPPED,
+    check_cells,
+    check_mark,
+    check_verdict,
+    tolerances,
+)
 
 _MODE_WORDS = {"reverse": "reverse mode, one pass per output element",
                "forward": "forward mode, one pass per input element"}
@@ -50,7 +57,8 @@ def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | Non
         for name, block in row.items():
             check = result.check.blocks[label][name] if result.check is not None else None
             blocks.add_row(Text(label), Text(name), Text(_block_shape(result, label, name)),
-                           Text(value_text(block, digits, full)), *_check_cells(check))
+                           Text(value_text(block, digits, full)), *check_cells(check, True),
+                           check_mark(check))
     parts: list[RenderableType] = [contribution_table(result, plain, digits, full), outputs,
                                    blocks]
     if result.check is not None:
@@ -90,17 +98,6 @@ def _block_shape(result: JacobianResult, label: str, name: str) -> str:
     out, into = np.shape(result.values[label]), np.shape(result.point[name])
     parts = [shape_text(shape) for shape in (out, into) if shape]
     return " x ".join(parts) or "scalar"
-
-
-def _check_cells(check: EntryCheck | None) -> list[Text]:
-    if check is None:
-        return [Text("—", style="dim")] * 3
-    style = "green" if check.ok else "bold red"
-    at = f" at [{', '.join(map(str, check.where))}]" if check.where else ""
-    count = f"{check.checked:,}" if check.checked == check.size else (
-        f"{check.checked:,} of {check.size:,}")
-    return [Text(f"{check.max_error:.1e}{at}", style=style), Text(count, style="dim"),
-            Text("✓", style="green") if check.ok else Text("✗", style="bold red")]
 
 
 def jacobian_verdict(check: JacobianCheck) -> Text:

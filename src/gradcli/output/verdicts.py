@@ -13,6 +13,7 @@ from gradcli.output.text import Text
 if TYPE_CHECKING:
     from gradcli.gradcheck.check import CheckReport, GradientCheck
     from gradcli.gradcheck.conditioning import Conditioning
+    from gradcli.gradcheck.jacobian_check import EntryCheck
 
 NUMERIC_DIGITS = 10  # the finite-difference estimate's column, when --digits is not given
 POLE_GRADIENT = 1e12  # a gradient this large is a pole's, not a formula's mistake
@@ -127,17 +128,18 @@ def check_columns(arrays: bool) -> list[Column]:
     return [Column("numeric", justify="right"), Column("error", justify="right")]
 
 
-def check_cells(check: GradientCheck | None, arrays: bool,
+def check_cells(check: GradientCheck | EntryCheck | None, arrays: bool,
                 digits: int | None = None) -> list[Text]:
-    """The cells of ``check_columns``; the estimate to ``NUMERIC_DIGITS`` (or ``digits``), about
-    what central differences get right."""
+    """The cells of ``check_columns`` (of a Jacobian block's check too); the estimate to
+    ``NUMERIC_DIGITS`` (or ``digits``), about what central differences get right."""
     if check is None:
         return [Text("—", style="dim"), Text("—", style="dim")]
     style = "green" if check.ok else "bold red"
     if arrays:
         size, checked = getattr(check, "size", 1), getattr(check, "checked", 1)
         where = getattr(check, "where", ())
-        error = "n/a" if check.abs_error is None else f"{check.abs_error:.1e}"
+        error = getattr(check, "abs_error", getattr(check, "max_error", None))
+        error = "n/a" if error is None else f"{error:.1e}"
         at = f" at [{', '.join(map(str, where))}]" if where else ""
         count = f"{checked:,}" if checked == size else f"{checked:,} of {size:,}"
         directions = getattr(check, "directions", 0)
