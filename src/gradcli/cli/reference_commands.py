@@ -30,9 +30,9 @@ Exit status: 0; 4 stdout could not be written.
                    '"complex_step", "vector"}.')
 @click.pass_context
 def functions_command(ctx: click.Context, as_json: bool) -> None:
-    from gradcli.output.functions import listing_rows
+    from gradcli.engine.ops import table_rows
 
-    rows = listing_rows()
+    rows = table_rows()
     if as_json:
         import json
 

@@ -1,14 +1,10 @@
-"""Check files: TOML with ``[[check]]`` tables, loaded and validated into ``CheckSpec`` objects
-(formulas/checks.py).
-
-Every mistake -- TOML syntax, an unknown key, a wrong type, a check that asserts nothing, an
-expression that does not parse -- is a ``CheckFileError`` that names the file, the line and the
-key (found by ``KeyLines``, formulas/key_lines.py). Loading takes time linear in the file. A
-UTF-8 byte order mark at the start is ignored.
-"""
+"""Check files: TOML with ``[[check]]`` tables, loaded in linear time into ``CheckSpec``
+objects. Every mistake is a ``CheckFileError`` naming the file, the line (``KeyLines``) and the
+key. A UTF-8 byte order mark at the start is ignored."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import re
@@ -19,7 +15,6 @@ from typing import Any
 from gradcli.engine.graph import Program, output_labels
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.formulas.checks import Axis, CheckSpec, Expected, Range
-from gradcli.formulas.key_lines import KeyLines
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
 from gradcli.language.values import Value, names_a_file, parse_value, range_ends
@@ -55,8 +50,6 @@ class CheckFileError(GradcliError):
         file = visible(self.file)
         where = file if self.line is None else f"{file}:{self.line}"
         return where + ("" if self.key is None else f": {visible(self.key)}")
-
-
 
 
 def load_check_files(paths: Iterable[str]) -> tuple[list[CheckSpec], list[CheckFileError]]:
@@ -139,14 +132,13 @@ class _CheckReader:
         self.header = lines.header(number)
 
     def fail(self, key: str, message: str, hint: str | None = None) -> CheckFileError:
-        line = self.lines.key(self.number, *key.split("."))
-        return CheckFileError(message, file=self.file, line=line, key=f"check.{key}", hint=hint)
+        return CheckFileError(message, file=self.file, line=self._line(*key.split(".")),
+                              key=f"check.{key}", hint=hint)
 
     def read(self) -> CheckSpec:
         for key in self.table:
             if key not in CHECK_KEYS:
-                line = self.lines.key(self.number, key)
-                raise _unknown(key, CHECK_KEYS, self.file, line, "a [[check]]")
+                raise _unknown(key, CHECK_KEYS, self.file, self._line(key), "a [[check]]")
         name = self._string("name")
         if not name.isprintable():
             raise self.fail("name", f"has a control character: {visible(name)}",
@@ -190,15 +182,13 @@ class _CheckReader:
 
     def _all_keys(self) -> list[str]:
         keys = list(self.table)
-        for key in ("gradients", "derivative", "at", "sweep"):
+        for key in ("gradients", "derivative", "at", "sweep", "jacobian"):
             keys += [f"{key}.{sub}" for sub in self.table.get(key, {})]
-        for output in self.table.get("jacobian", {}):
-            keys.append(f"jacobian.{output}")
         return keys
 
     def _jacobian(self, program: Program) -> dict[str, dict[str, Any]]:
-        """``jacobian = {f = {x = 3, y = "x"}, "W@x" = {x = [[1, 2], [3, 4]]}}``: each output
-        (its name, or its expression as the table prints it) to each input's block."""
+        """``jacobian = {f = {x = 3, y = "x"}, "W@x" = {x = [[1, 2]]}}``: each output (its name
+        or expression) to each input's block."""
         table = self.table["jacobian"]
         if not isinstance(table, dict):
             raise self.fail("jacobian", "must be a table such as {f = {x = 1}}")
@@ -306,8 +296,7 @@ class _CheckReader:
             raise self.fail(key, error.message, hint=error.hint) from None
 
     def _array(self, key: str, given: list) -> Any:
-        """A TOML array of numbers (nested for a matrix) as a NumPy array; rows of different
-        lengths or something else than numbers in it are errors at its line."""
+        """A TOML array of numbers (nested for a matrix) as a NumPy array."""
         from gradcli.language.values import parse_array
 
         pending = [(given, 0)]
@@ -354,17 +343,15 @@ class _CheckReader:
 
 
 def _empty_assertion(reader: _CheckReader, key: str) -> CheckFileError:
-    """``gradients = {}``: a key that asserts, left empty, would let the check pass on nothing
-    it names (and count as "asserts something")."""
+    """``gradients = {}`` would let the check pass on nothing it names."""
     example = "{f = {x = 4}}" if key == "jacobian" else "{x = 4}"
     return reader.fail(key, "is empty, so it asserts nothing",
                        hint=f"give what to compare, e.g. {example}, or delete the key")
 
 
 def _range(variable: str, text: str) -> Value | Range:
-    """``"START:STOP:COUNT"`` checked as ``parse_value`` checks it, without making the values:
-    START and STOP are read alone; any other mistake (``1:2:1`` included) is left to
-    ``parse_value``, which finds it before making any value (and raises the same error)."""
+    """``"START:STOP:COUNT"`` checked without making the values; any mistake (``1:2:1``
+    included) is left to ``parse_value``, which raises it before making any value."""
     parts = text.strip().split(":")
     try:
         count = int(parts[2]) if len(parts) == 3 else 0
@@ -398,8 +385,7 @@ def _tolerance(table: dict[str, Any], key: str, file: str, line: int | None,
 
 
 def _is_number(value: Any) -> bool:
-    """A finite TOML integer or float (``true`` is not a number here; ``nan``/``inf`` are not,
-    nor is an integer too large for a float)."""
+    """A finite TOML integer or float (not ``true``, nor an integer too large for a float)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return math.isfinite(value) if isinstance(value, float) else abs(value) <= 2**1023
@@ -412,3 +398,69 @@ def _tomllib() -> Any:
     else:  # pragma: no cover - exercised on Python 3.10 only
         import tomli as tomllib
     return tomllib
+
+
+class KeyLines:
+    """The line (1-based) of a key in a check file's text: ``tomllib`` reports no positions.
+
+    The n-th ``[[check]]`` header starts the n-th check's block, and a key is the first line of
+    that block that assigns it. The text is indexed once (for every key, the lines that assign
+    it at a line's start, ``key =`` or ``[check.key]``, and anywhere, ``{key = ...}``), so a
+    look-up is a binary search and a whole file's keys take linear time.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.count = 0
+        self.headers: list[int] = []  # 0-based lines of the [[check]] headers
+        self.leading: dict[str, list[int]] = {}
+        self.inner: dict[str, list[int]] = {}
+        for number, line in enumerate(text.split("\n")):  # TOML ends lines with LF (or CR LF)
+            self.count += 1
+            if _HEADER.match(line):
+                self.headers.append(number)
+                continue
+            found = _LEADING.match(line)
+            if found:
+                key = _unquoted(found.group(1) or found.group(2) or found.group(3))
+                self.leading.setdefault(key, []).append(number)
+            for found in _INNER.finditer(line):
+                key = _unquoted(found.group(1))
+                lines = self.inner.setdefault(key, [])
+                if not lines or lines[-1] != number:
+                    lines.append(number)
+
+    def header(self, number: int) -> int:
+        return self.headers[number] + 1 if number < len(self.headers) else 1
+
+    def top(self, key: str) -> int | None:
+        end = self.headers[0] if self.headers else self.count
+        return _first(self.leading.get(key), 0, end)
+
+    def key(self, number: int, *path: str) -> int:
+        """The line of ``path`` (``("gradients", "x")``) in the ``number``-th check's block."""
+        start = self.headers[number] if number < len(self.headers) else 0
+        end = self.headers[number + 1] if number + 1 < len(self.headers) else self.count
+        found = _first(self.leading.get(path[0]), start, end) or self.header(number)
+        for part in path[1:]:
+            found = _first(self.inner.get(part), found - 1, end) or found
+        return found
+
+
+def _first(lines: list[int] | None, start: int, end: int) -> int | None:
+    """The first of ``lines`` (sorted, 0-based) in ``start`` ... ``end - 1``, 1-based."""
+    if not lines:
+        return None
+    at = bisect.bisect_left(lines, start)
+    return lines[at] + 1 if at < len(lines) and lines[at] < end else None
+
+
+_KEY = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""  # bare, "quoted" or 'literal'
+_HEADER = re.compile(r"\s*\[\[\s*check\s*\]\]")
+# ``key = ``, ``key.sub = ``, a ``[check.key]`` sub-table or a ``[key]`` table
+_LEADING = re.compile(rf"\s*(?:({_KEY})\s*[=.]|\[\s*check\s*\.\s*({_KEY})\s*\]|\[\s*({_KEY})\s*\])")
+# ``key =`` anywhere: at the start, or after ``{``, ``,``, a space or a dot
+_INNER = re.compile(rf"(?:^|(?<=[{{,\s.]))({_KEY})\s*=")
+
+
+def _unquoted(key: str) -> str:
+    return key[1:-1] if key[:1] in "\"'" and len(key) >= 2 else key

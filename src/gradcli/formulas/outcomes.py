@@ -1,9 +1,6 @@
-"""What running checks finds: a ``Finding`` per assertion of a check (over all its points), a
+"""What running checks finds: a ``Finding`` per assertion of a check over all its points (how
+many fail, and the worst one with its coordinates, an array's element named as ``W[1, 0]``), a
 ``CheckOutcome`` per check, and the whole run as a JSON-ready record (``gradcli check --json``).
-
-A finding covers every point of its check: how many points fail, and the worst one (largest
-error relative to its tolerance) with its coordinates -- an array's worst element named as
-``W[1, 0]`` beside the scalar variables -- the expected and the actual number.
 """
 
 from __future__ import annotations
@@ -105,17 +102,16 @@ def outcome_record(outcome: CheckOutcome) -> dict[str, Any]:
 
 def report_status(outcomes: Sequence[CheckOutcome],
                   errors: Sequence[GradcliError] = ()) -> ExitStatus:
-    """The run's exit status: the worst check's, and at least 2 if a file or the usage is bad
-    (no check runs then) or the JUnit report could not be written (3 stays 3)."""
+    """The run's exit status: the worst check's, at least 2 if a file, the usage or the JUnit
+    report went wrong."""
     worst = max((outcome.status for outcome in outcomes), default=ExitStatus.OK)
     return max(worst, ExitStatus.USAGE) if errors else worst
 
 
 def report_record(outcomes: Sequence[CheckOutcome],
                   errors: Sequence[GradcliError] = ()) -> dict[str, Any]:
-    """The whole run as one JSON-ready document, ``gradcli check --json``: ``ok``, ``status``,
-    ``checks`` and ``errors`` -- a bad check file (with its file, line and key) or a usage
-    error such as a ``-k`` that matches nothing (file, line and key null)."""
+    """``gradcli check --json``: ``ok``, ``status``, ``checks`` and ``errors`` (a bad check file,
+    or a usage error with file, line and key null)."""
     status = report_status(outcomes, errors)
     return {"ok": status == ExitStatus.OK, "status": int(status),
             "checks": [outcome_record(outcome) for outcome in outcomes],

@@ -1,13 +1,6 @@
 """Reports CI systems read: JUnit XML (one testsuite per file, one testcase per check) and
-GitHub Actions workflow commands (``::error file=…,line=…::message``).
-
-GitHub's escaping rules (actions/toolkit, ``command.ts``): in the message ``%``, ``\\r`` and ``\\n``
-become ``%25``, ``%0D`` and ``%0A``; in property values also ``:`` and ``,`` become ``%3A`` and
-``%2C``. The title is a property too.
-
-XML 1.0 forbids most control characters (and lone surrogates) anywhere, even escaped, and
-ElementTree writes them as they are: ``xml_text`` replaces each with U+FFFD first, so a report
-stays well-formed whatever a check's name, expression or message holds.
+GitHub Actions workflow commands (``::error file=…,line=…::message``), escaped as GitHub's
+``command.ts`` does; characters XML 1.0 forbids even escaped become U+FFFD (``xml_text``).
 """
 
 from __future__ import annotations

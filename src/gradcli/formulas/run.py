@@ -1,23 +1,10 @@
-"""Running checks, scalar and array alike: a check's points are judged a block at a time, and the
-findings of the blocks are combined (failures add up, the worst point is the worst of all
-blocks, the first numeric error is the first of all) into one ``Finding`` per assertion.
-
-A block is a vectorised sweep of up to ``block_points`` points (``check_blocks``: at most
-``CHECK_BLOCK_POINTS`` points and ``CHECK_BLOCK_CELLS`` points x nodes), so the memory a check
-takes does not grow with its number of points. A check with arrays in it (its expr, or a value
-of ``at``; ``CheckSpec.arrays``) is instead judged a point at a time by ``evaluate`` with its
-per-element finite-difference check, at most ``MAX_POINTWISE_CHECK_POINTS`` points: there
-``gradients`` may be arrays (or a number every element must equal), a ``derivative`` expression
-may evaluate to an array of the gradient's shape, and a program of several outputs asserts its
-``jacobian``. Before anything runs, ``run_budget_error`` refuses a run whose estimated size
-(``check_cells``) is past ``MAX_RUN_CELLS``.
-
-Values, gradients and derivative identities pass when |actual - expected| <= atol + rtol *
-max(|actual|, |expected|) (``tolerance``), element by element; the finite-difference check of
-every gradient always runs with the check's rtol/atol, and its finding expects the difference
-and shows the gradient as the actual number. A point where a value or gradient is not finite is
-a numeric error (exit status 3) unless the check says ``finite = false``, which skips such
-points instead (unless every point has one).
+"""Running checks: a scalar check is judged a vectorised block of points at a time
+(``check_blocks``), a check with arrays (``CheckSpec.arrays``) a point at a time with its
+per-element finite-difference check, and each assertion's findings over the blocks or points
+are combined into one ``Finding`` (failures add up, the worst point is the worst of all).
+Numbers pass when |actual - expected| <= ``tolerance``; a point with a value or gradient that is
+not finite is a numeric error unless the check says ``finite = false``. ``run_budget_error``
+refuses a run whose estimated size (``check_cells``) is past ``MAX_RUN_CELLS``.
 """
 
 from __future__ import annotations
@@ -26,7 +13,7 @@ import fnmatch
 import math
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -76,9 +63,8 @@ def run_checks(specs: Iterable[CheckSpec], fail_fast: bool = False) -> Iterator[
 
 
 def run_check(spec: CheckSpec) -> CheckOutcome:
-    """Evaluate one check at all its points and judge every assertion. A mistake the check
-    itself makes (shapes that do not fit, a value missing at a point) is that check's error, a
-    finding with the error's status: the other checks run, and the report is written whole."""
+    """Evaluate one check at all its points and judge every assertion; the check's own mistake
+    (shapes that do not fit) is its finding with the error's status, and the other checks run."""
     started = time.perf_counter()
     tally = _Tally()
     try:
@@ -94,8 +80,8 @@ def run_check(spec: CheckSpec) -> CheckOutcome:
 
 
 class _Tally:
-    """A check's verdicts over all its blocks: the points, those with a numeric error (how many,
-    the first one and its message), and each assertion's finding with its worst ratio."""
+    """A check's verdicts over its blocks: the points, those with a numeric error (how many, the
+    first with its message), and each assertion's finding with its worst ratio."""
 
     def __init__(self) -> None:
         self.size = 0
@@ -115,8 +101,8 @@ class _Tally:
         return CheckOutcome(spec, self.size, findings, skipped, seconds)
 
     def _numeric_findings(self, spec: CheckSpec) -> list[Finding]:
-        """``finite``: a failure (status 3) if any point has a numeric error, unless
-        finite = false (and some point has none)."""
+        """``finite``: a failure if any point has a numeric error, unless finite = false (and
+        some point has none)."""
         everywhere = self.failed == self.size
         if spec.finite is False and not everywhere:
             return []
@@ -133,7 +119,7 @@ class _Tally:
 def _combined(first: tuple[Finding, float], second: tuple[Finding, float]
               ) -> tuple[Finding, float]:
     """One assertion over two blocks: failures add up; the worst point is the worse one (the
-    earlier on a tie, as ``argmax`` picks within a block)."""
+    earlier on a tie, as ``argmax``)."""
     (a, a_ratio), (b, b_ratio) = first, second
     worse, ratio = (b, b_ratio) if b_ratio > a_ratio else (a, a_ratio)
     failures = a.failures + b.failures
@@ -142,8 +128,7 @@ def _combined(first: tuple[Finding, float], second: tuple[Finding, float]
 
 
 class Comparison(NamedTuple):
-    """Actual and expected numbers (arrays: at every point of a sweep, or every element of an
-    array), and how they compare."""
+    """Actual and expected numbers (at every point, or element), and how they compare."""
 
     actual: Any
     expected: Any
@@ -200,23 +185,25 @@ def _judge_sweeps(spec: CheckSpec, tally: _Tally) -> None:
             tally.judge(_block_findings(spec, sweep, usable))
 
 
+def _assertions(spec: CheckSpec, value: Any, gradients: Mapping[str, Any],
+                expected: Callable[[Expected], Any]) -> Iterator[tuple[str, str, Any, Any, Any]]:
+    """(assertion, key, variable, expected, actual) of ``value``, ``gradients``, ``derivative``."""
+    if spec.value is not None:
+        yield "value", "value", None, expected(spec.value), value
+    for name, number in spec.gradients.items():
+        yield f"gradient d/d{name}", f"gradients.{name}", name, number, gradients[name]
+    for name, given in spec.derivative.items():
+        yield (f"derivative d/d{name}", f"derivative.{name}", name, expected(given),
+               gradients[name])
+
+
 def _block_findings(spec: CheckSpec, sweep: Sweep, usable: Any) -> list[tuple[Finding, float]]:
     """Every assertion judged at the usable points of one block, with its worst ratio."""
     np = numpy()
-    judged = []
-    if spec.value is not None:
-        judged.append(_sweep_finding(spec, sweep, usable, "value", "value", _compared(
-            spec, sweep.value, _expected_values(spec.value, sweep))))
-    for name, number in spec.gradients.items():
-        judged.append(_sweep_finding(spec, sweep, usable, f"gradient d/d{name}",
-                                     f"gradients.{name}", _compared(
-                                         spec, sweep.gradients[name],
-                                         np.full(sweep.size, number))))
-    for name, expected in spec.derivative.items():
-        judged.append(_sweep_finding(spec, sweep, usable, f"derivative d/d{name}",
-                                     f"derivative.{name}", _compared(
-                                         spec, sweep.gradients[name],
-                                         _expected_values(expected, sweep))))
+    judged = [_sweep_finding(spec, sweep, usable, assertion, key, _compared(
+        spec, actual, np.broadcast_to(expected, actual.shape)))
+              for assertion, key, _, expected, actual in _assertions(
+                  spec, sweep.value, sweep.gradients, lambda e: _expected_values(e, sweep))]
     return judged + [
         _sweep_finding(spec, sweep, usable, f"finite differences d/d{name}", "expr",
                        Comparison(sweep.gradients[name], check.numeric, check.abs_error,
@@ -227,8 +214,7 @@ def _block_findings(spec: CheckSpec, sweep: Sweep, usable: Any) -> list[tuple[Fi
 
 def _sweep_finding(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, key: str,
                    comparison: Comparison) -> tuple[Finding, float]:
-    """Counts failures among the usable points and picks the worst (largest error/tolerance);
-    returns the finding and that largest ratio."""
+    """The finding over the usable points and its worst (largest) error / tolerance ratio."""
     np = numpy()
     rows = np.flatnonzero(usable)
     ratios = _ratios(comparison)[rows]
@@ -240,10 +226,9 @@ def _sweep_finding(spec: CheckSpec, sweep: Sweep, usable: Any, assertion: str, k
 
 
 def _expected_values(expected: Expected, sweep: Sweep) -> Any:
-    """An expected number at every point, or an expected expression evaluated at every point."""
-    np = numpy()
+    """An expected number, or an expected expression evaluated at every point."""
     if expected.program is None:
-        return np.full(sweep.size, expected.number)
+        return expected.number
     return evaluate_vector(expected.program, sweep.columns, gradients=False).output
 
 
@@ -275,19 +260,10 @@ def _point_findings(spec: CheckSpec, point: dict[str, Any], result: Any
         raise UsageError(f"check {spec.name!r}: gradients and derivative are of one scalar "
                          "output; this expr has several outputs or an array output",
                          hint="assert its Jacobian: jacobian = {f = {x = ...}}")
-    judged = []
-    if spec.value is not None:  # a Jacobian's value is its last output's
-        judged.append(_compare_elements(spec, point, "value", "value", None,
-                                        _expected(spec.value, point), result.value))
-    if jacobian:
+    judged = [_compare_elements(spec, point, *assertion) for assertion in _assertions(
+        spec, result.value, {} if jacobian else result.gradients, lambda e: _expected(e, point))]
+    if jacobian:  # a Jacobian's value is its last output's
         return judged + _jacobian_findings(spec, point, result)
-    for name, expected in spec.gradients.items():
-        judged.append(_compare_elements(spec, point, f"gradient d/d{name}", f"gradients.{name}",
-                                        name, expected, result.gradients[name]))
-    for name, expected in spec.derivative.items():
-        judged.append(_compare_elements(spec, point, f"derivative d/d{name}",
-                                        f"derivative.{name}", name, _expected(expected, point),
-                                        result.gradients[name]))
     conditioning = result.check.conditioning if result.check else None
     for name, check in (result.check.gradients.items() if result.check else ()):
         numeric = check.numeric if check.numeric is not None else math.nan
@@ -349,7 +325,7 @@ def _element_finding(spec: CheckSpec, point: dict[str, Any], assertion: str, key
                      comparison: Comparison, name: str | None = None,
                      where: tuple[int, ...] = (), ratios: Any = None) -> tuple[Finding, float]:
     """The finding at one point: it fails if any element does; its worst element is at
-    ``where`` of the comparison (or of ``name``'s value, for a check's worst element)."""
+    ``where`` (of the comparison, or of ``name``'s value)."""
     at = where if comparison.error.ndim else ()
     ratio = float((_ratios(comparison) if ratios is None else ratios)[at])
     failures = int(not comparison.ok.all())
@@ -370,8 +346,7 @@ def _scalars(point: dict[str, Any]) -> dict[str, float]:
 
 
 def _expected(expected: Expected, point: dict[str, Any]) -> Any:
-    """An expected number, or the value of an expected expression at ``point`` (any shape), on
-    the array path without gradients."""
+    """An expected number, or an expected expression's value at ``point`` (any shape)."""
     if expected.program is None:
         return expected.number
     program = expected.program
@@ -387,9 +362,8 @@ def block_points(spec: CheckSpec) -> int:
 
 
 def check_blocks(spec: CheckSpec) -> Iterator[dict[str, Any]]:
-    """The points of a check's grid (``SweepPlan``: the first variable varies slowest, as
-    ``values.grid``), a block of ``block_points`` at a time: one array per input variable of its
-    program. A run's size is bounded by ``run_budget_error``, not by a sweep's limits."""
+    """The points of a check's grid (the first variable slowest, as ``values.grid``), a block
+    of ``block_points`` at a time (a run's size is bounded by ``run_budget_error`` instead)."""
     plan = sweep_plan(spec.program, _values(spec), max_points=sys.maxsize, max_cells=sys.maxsize)
     return plan.blocks(block_points(spec))
 
@@ -401,13 +375,10 @@ def _values(spec: CheckSpec) -> dict[str, Any]:
 
 
 def check_cells(spec: CheckSpec) -> int:
-    """A check's estimated size in cells, one node evaluated at one point: nodes x points x
-    passes. Its expr is evaluated twice for the value and gradients (forward and backward) and
-    twice more per variable for the finite differences; each expected expression once. Every
-    block of points also counts ``CHECK_BLOCK_OVERHEAD`` points more: a node costs as much at
-    one point as at that many (NumPy's cost per call), and every check ``CHECK_FIXED_CELLS``
-    more (what it costs beyond its nodes: ~2 ms). A check with arrays counts the array check's
-    work instead (``_array_cells``)."""
+    """A check's estimated size in cells (one node at one point): nodes x points x passes, two
+    passes for value and gradients and two per variable for the finite differences, expected
+    expressions once; each block adds ``CHECK_BLOCK_OVERHEAD`` points (NumPy's cost per call)
+    and each check ``CHECK_FIXED_CELLS``. A check with arrays counts ``_array_cells``."""
     if spec.arrays:
         return _array_cells(spec)
     passes = 2 + 2 * len(spec.program.variables)
@@ -419,9 +390,7 @@ def check_cells(spec: CheckSpec) -> int:
 
 def _array_cells(spec: CheckSpec) -> int:
     """An array check's size in cells: at each point the array check's own measure of work
-    (``elements.estimated_work``: an evaluation, and the checks of every node's gradient within
-    its budget), each node taken as large as the largest value given, ``WORK_PER_CELL`` units
-    of work to a cell."""
+    (``elements.estimated_work``), each node as large as the largest value given."""
     from gradcli.gradcheck.elements import WORK_PER_CELL, estimated_work
 
     nodes = len(spec.program.nodes) + _expected_nodes(spec)
@@ -436,8 +405,7 @@ def _expected_nodes(spec: CheckSpec) -> int:
 
 
 def run_budget_error(specs: Sequence[CheckSpec], limit: int = MAX_RUN_CELLS) -> UsageError | None:
-    """A UsageError if the checks of one run are estimated past ``limit`` cells (``check_cells``),
-    else None: it states the estimate and the limit, and how to split the run."""
+    """A UsageError if the checks of one run are estimated past ``limit`` cells, else None."""
     sizes = [check_cells(spec) for spec in specs]
     total = sum(sizes)
     if total <= limit:

@@ -17,16 +17,15 @@ MAX_LINE_GRADIENTS = 50  # a batch line shows this many gradients, then how many
 
 
 class TableStyle(NamedTuple):
-    """How a table batch writes its lines (``--digits``, ``--full``): what a cluster's workers
-    need to make them as this process would."""
+    """How a table batch writes its lines (``--digits``, ``--full``), for a cluster's workers."""
 
     digits: int | None = None
     full: bool = False
 
 
 class TableLine(NamedTuple):
-    """One line of a table batch, made where the program was evaluated (here, or on a cluster's
-    worker), with what the batch needs besides: its status, its error for stderr, its names."""
+    """One line of a table batch, made where the program was evaluated, with its status, its
+    error for stderr and its names."""
 
     line: int
     status: int
@@ -43,9 +42,7 @@ def table_line(outcome: LineOutcome, style: TableStyle) -> TableLine:
 
 
 def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = False) -> Text:
-    """One line of human batch output: line number, value, gradients, Hessian, H·v, verdict or
-    the error (numbers in full, or to ``digits`` significant digits; arrays summarised as the
-    tables summarise them, every element with ``full``)."""
+    """One line of human batch output: value, gradients, Hessian, H·v, verdict, or the error."""
     digits = checked_digits(digits)
     text = Text(f"line {outcome.line}: ", style="dim")
     if outcome.error is not None:
@@ -94,7 +91,7 @@ def _result_parts(text: Text, result: Result, digits: int | None, full: bool) ->
 
 def _hessian_line(text: Text, matrix: dict, digits: int | None, full: bool) -> None:
     """``d2/dx [6, 4]`` per row of numbers; an array program's blocks one by one,
-    ``d2/dz dz [[6, 0], [0, 12]]`` (each the shape of one input followed by the other's)."""
+    ``d2/dz dz [[6, 0], [0, 12]]``."""
     blocks = [block for row in matrix.values() for block in row.values()]
     if not any(getattr(block, "ndim", 0) for block in blocks):
         for row_name, row in matrix.items():

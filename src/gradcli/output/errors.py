@@ -32,15 +32,13 @@ SOURCE_WINDOW = 60  # characters of the source line shown on each side of the ca
 
 
 def _window(line: str, column: int) -> tuple[str, int]:
-    """The part of a long source line around ``column`` (marked ``…`` where cut) and the caret's
-    column in it: a 10^6-character line is not echoed whole."""
+    """The part of a long line around ``column`` (``…`` where cut), and the caret's column."""
     start = max(0, column - 1 - SOURCE_WINDOW)
     end = column - 1 + SOURCE_WINDOW
     if start == 0 and end >= len(line):
         return line, column
     head = "…" if start else ""
     return head + line[start:end] + ("…" if end < len(line) else ""), column - start + len(head)
-
 
 
 def printable(line: str) -> str:

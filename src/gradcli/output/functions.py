@@ -1,9 +1,6 @@
-"""The language's operators and functions as people read them: a Rich table (``gradcli
-functions``) and the Markdown of docs/functions.md, both from ``ops.table_rows()``.
-
-docs/functions.md is exactly ``markdown()`` (tests/test_op_table.py checks it); after changing the
-op table, rewrite it with ``python tests/test_op_table.py``.
-"""
+"""The language's operators and functions from ``ops.table_rows()``: a Rich table (``gradcli
+functions``) and docs/functions.md, exactly ``markdown()`` (``python tests/test_op_table.py``
+rewrites it)."""
 
 from __future__ import annotations
 
@@ -13,11 +10,6 @@ from rich.table import Table
 from rich.text import Text
 
 from gradcli.engine.ops import CONSTANTS, table_rows
-
-
-def listing_rows() -> list[dict[str, Any]]:
-    """What ``gradcli functions`` lists: the op table, element-wise rows then array rows."""
-    return table_rows()
 
 COMPLEX_WORDS = {True: "yes", False: "no: --check-method complex refuses it"}
 VECTOR_WORDS = {True: "NumPy", False: "no: point by point (slower)"}
@@ -51,7 +43,7 @@ def markdown(rows: list[dict[str, Any]] | None = None) -> str:
     """docs/functions.md: an introduction and one table row per operator or function."""
     lines = ["| name | written | what it computes | complex step | vector |",
              "| --- | --- | --- | --- | --- |"]
-    for row in listing_rows() if rows is None else rows:
+    for row in table_rows() if rows is None else rows:
         written = ", ".join(f"`{_cell(text)}`" for text in row["written"])
         cells = [row["name"], written, _cell(_plain(row["summary"])),
                  COMPLEX_WORDS[row["complex_step"]], VECTOR_WORDS[row["vector"]]]
@@ -79,7 +71,7 @@ def functions_table(rows: list[dict[str, Any]] | None = None, plain: bool = Fals
     table = titled_table("functions and operators", plain)
     for column in ("name", "written", "what it computes", "complex step", "vector"):
         table.add_column(column)
-    for row in listing_rows() if rows is None else rows:
+    for row in table_rows() if rows is None else rows:
         table.add_row(
             Text(row["name"], style="bold"),
             Text(", ".join(row["written"]), style="cyan"),

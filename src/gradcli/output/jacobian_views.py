@@ -1,9 +1,5 @@
-"""Tables of Jacobians (docs/matrix-calculus.md): outputs, blocks, and the check.
-
-A ``JacobianResult`` prints as the outputs' values, then one row per (output, input) block of
-the Jacobian (shape ``out x in``, the block as the language writes an array), the check's worst
-error in it, and a verdict that says which mode ran and how many passes it made.
-"""
+"""Tables of Jacobians (docs/matrix-calculus.md): the outputs' values, one row per (output,
+input) block with the check's worst error in it, and a verdict naming the mode and passes."""
 
 from __future__ import annotations
 
@@ -13,8 +9,9 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from gradcli.engine.notation import shape_text
+from gradcli.engine.ops import numpy
 from gradcli.errors import plural
-from gradcli.gradcheck.jacobian_check import EntryCheck, JacobianCheck, JacobianResult
+from gradcli.gradcheck.jacobian_check import JacobianCheck, JacobianResult
 from gradcli.limits import MAX_CONTRIBUTION_CELLS
 from gradcli.output.nodes import (
     add_node_rows,
@@ -25,7 +22,14 @@ from gradcli.output.nodes import (
 )
 from gradcli.output.tables import Column, FittedTable
 from gradcli.output.values import value_text
-from gradcli.output.verdicts import KINK_CAUSE, SKIPPED, check_verdict, tolerances
+from gradcli.output.verdicts import (
+    KINK_CAUSE,
+    SKIPPED,
+    check_cells,
+    check_mark,
+    check_verdict,
+    tolerances,
+)
 
 _MODE_WORDS = {"reverse": "reverse mode, one pass per output element",
                "forward": "forward mode, one pass per input element"}
@@ -34,7 +38,7 @@ _MODE_WORDS = {"reverse": "reverse mode, one pass per output element",
 def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | None = None,
                   full: bool = False) -> RenderableType:
     """The outputs, the Jacobian's blocks, and the verdict."""
-    np = _np()
+    np = numpy()
     outputs = FittedTable("outputs", [
         Column("output", fold=True, head=True, style="bold"), Column("shape"),
         Column("value", fold=True, words=True, justify="right", style="cyan")], plain)
@@ -53,7 +57,8 @@ def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | Non
         for name, block in row.items():
             check = result.check.blocks[label][name] if result.check is not None else None
             blocks.add_row(Text(label), Text(name), Text(_block_shape(result, label, name)),
-                           Text(value_text(block, digits, full)), *_check_cells(check))
+                           Text(value_text(block, digits, full)), *check_cells(check, True),
+                           check_mark(check))
     parts: list[RenderableType] = [contribution_table(result, plain, digits, full), outputs,
                                    blocks]
     if result.check is not None:
@@ -65,9 +70,7 @@ def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | Non
 
 def contribution_table(result: JacobianResult, plain: bool = False, digits: int | None = None,
                        full: bool = False) -> FittedTable:
-    """One row per node: its value and each output's gradient with respect to it (shape of
-    the output followed by the node's: a number's gradient for a number output), ``—`` where
-    the output does not depend on the node."""
+    """One row per node: its value and each output's gradient with respect to it."""
     columns = [*node_columns(True), value_column("value", "cyan", True)]
     for label in result.values:
         top = label if label.isidentifier() else f"({label})"
@@ -89,29 +92,12 @@ def contribution_table(result: JacobianResult, plain: bool = False, digits: int 
     return table
 
 
-def _np() -> Any:
-    import numpy as np
-
-    return np
-
-
 def _block_shape(result: JacobianResult, label: str, name: str) -> str:
     """``3 x 2x2``: the output's shape, then the input's (a scalar's is left out)."""
-    np = _np()
+    np = numpy()
     out, into = np.shape(result.values[label]), np.shape(result.point[name])
     parts = [shape_text(shape) for shape in (out, into) if shape]
     return " x ".join(parts) or "scalar"
-
-
-def _check_cells(check: EntryCheck | None) -> list[Text]:
-    if check is None:
-        return [Text("—", style="dim")] * 3
-    style = "green" if check.ok else "bold red"
-    at = f" at [{', '.join(map(str, check.where))}]" if check.where else ""
-    count = f"{check.checked:,}" if check.checked == check.size else (
-        f"{check.checked:,} of {check.size:,}")
-    return [Text(f"{check.max_error:.1e}{at}", style=style), Text(count, style="dim"),
-            Text("✓", style="green") if check.ok else Text("✗", style="bold red")]
 
 
 def jacobian_verdict(check: JacobianCheck) -> Text:

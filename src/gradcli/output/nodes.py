@@ -1,11 +1,7 @@
 """The tables of one program at a point: per node, per input (gradients, H·v), the Hessian.
-
-A number is a value of shape ``()``: a program of numbers and one with arrays get the same
-tables, built by the same loop; a program with arrays adds a shape column, prints its arrays
-whole or summarised (``values.value_text``), and checks them element by element, so its check
-columns give the largest error and how many elements were checked. The Hessian of numbers is a
-matrix, a mark on each entry checked; of arrays, one row per block d²f/da db.
-"""
+Numbers and arrays get the same tables from the same loop (a number is of shape ``()``); arrays
+add a shape column and check columns of the largest error and the elements checked. The Hessian
+of numbers is a matrix; of arrays, one row per block d²f/da db."""
 
 from __future__ import annotations
 
@@ -25,8 +21,7 @@ if TYPE_CHECKING:
 
 
 def value_column(header: str, style: str, arrays: bool) -> Column:
-    """A column of numbers (as wide as the longest), or of arrays (which wrap between their
-    entries, in the column's style)."""
+    """A column of numbers (as wide as the longest), or of arrays (which wrap)."""
     if arrays:
         return Column(header, fold=True, words=True, justify="right", style=style)
     return Column(header, justify="right")
@@ -39,7 +34,7 @@ def value_cell(value: Any, style: str, arrays: bool, digits: int | None = None,
 
 
 def shape_columns(arrays: bool) -> list[Column]:
-    """A shape column where the program has arrays (a number's shape goes without saying)."""
+    """A shape column where the program has arrays."""
     return [Column("shape")] if arrays else []
 
 
@@ -63,9 +58,9 @@ def node_cells(row: dict[str, Any], arrays: bool) -> list[Text]:
 
 def add_node_rows(table: FittedTable, result: Any,
                   cells: Callable[[dict[str, Any]], list[Text]]) -> None:
-    """One row per node of ``result`` (its ``node_records``, made into ``cells``); a graph of
-    more than ``MAX_TABLE_ROWS`` nodes shows the first half of that and its output, with a note
-    between them that says how many are hidden (only the rows shown are built)."""
+    """One row per node of ``result`` (``cells`` of its ``node_records``); past
+    ``MAX_TABLE_ROWS`` nodes, the first half of that, a note of how many are hidden, and the
+    output (only the rows shown are built)."""
     count = len(result.program.nodes)
     wanted = None if count <= MAX_TABLE_ROWS else [*range(MAX_TABLE_ROWS // 2), count - 1]
     rows = list(result.node_records(wanted))
@@ -80,8 +75,7 @@ def add_node_rows(table: FittedTable, result: Any,
 
 def node_table(result: Result, plain: bool = False, digits: int | None = None,
                full: bool = False) -> FittedTable:
-    """One row per node: id, label, op, (shape,) inputs, value, gradient and the per-node
-    check."""
+    """One row per node: id, label, op, (shape,) inputs, value, gradient, its check."""
     digits = checked_digits(digits)
     arrays = result.program.arrays
     checks = result.check.nodes if result.check is not None else {}
@@ -102,8 +96,7 @@ def node_table(result: Result, plain: bool = False, digits: int | None = None,
 
 def gradient_table(result: Result, plain: bool = False, digits: int | None = None,
                    full: bool = False) -> FittedTable:
-    """One row per input variable: (shape,) value, gradient, its check and ✓/✗; past
-    ``MAX_TABLE_ROWS`` variables, a note says how many more there are."""
+    """One row per input variable: (shape,) value, gradient, its check and ✓/✗."""
     shown = itertools.islice(result.gradients.items(), MAX_TABLE_ROWS)
     table = _input_table("gradients of the output", ("value", "gradient"), result,
                          [(name, result.point[name], gradient) for name, gradient in shown],

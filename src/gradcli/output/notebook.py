@@ -1,13 +1,6 @@
-"""Results where people already look: Jupyter and IPython show a ``Result`` as the table
-``gradcli eval`` prints.
-
-IPython and Jupyter ask an object for ``_repr_html_`` (a notebook cell) and ``_repr_pretty_``
-(the IPython terminal); a plain Python prompt uses ``__repr__``, which stays short (it lives with
-the class, in ``gradcheck.evaluation``). The result classes sit below ``output`` and may not
-import it, so ``api`` (the facade, loaded with ``import gradcli``'s names) attaches these two
-methods with ``show_in_notebooks``. Rich is imported when a result is first displayed, never by
-``import gradcli``.
-"""
+"""Jupyter and IPython show a ``Result`` as the table ``gradcli eval`` prints: ``api`` attaches
+``_repr_html_`` and ``_repr_pretty_`` (``show_in_notebooks``), as the result classes may not
+import ``output``. Rich is imported when a result is first displayed."""
 
 from __future__ import annotations
 
@@ -33,26 +26,23 @@ def result_console(width: int = NOTEBOOK_WIDTH, color: bool = True) -> Any:
 PYTHON_FREE_HINT = "give them values for numbers; strict=True makes this an error"
 
 
-def result_html(result: Any) -> str:
-    """The result's tables and verdict as HTML with inline styles (a notebook cell)."""
+def _printed(result: Any, width: int, color: bool) -> Any:
     from gradcli.output.views import result_view
 
-    console = result_console()
+    console = result_console(width, color)
     console.print(result_view(result, free_hint=PYTHON_FREE_HINT))
-    return console.export_html(inline_styles=True, code_format=_PRE)
+    return console
+
+
+def result_html(result: Any) -> str:
+    """The result's tables and verdict as HTML with inline styles (a notebook cell)."""
+    return _printed(result, NOTEBOOK_WIDTH, True).export_html(inline_styles=True,
+                                                             code_format=_PRE)
 
 
 def result_text(result: Any, width: int = NOTEBOOK_WIDTH) -> str:
     """The same tables as plain text (the IPython terminal)."""
-    from gradcli.output.views import result_view
-
-    console = result_console(width, color=False)
-    console.print(result_view(result, free_hint=PYTHON_FREE_HINT))
-    return console.export_text().rstrip("\n")
-
-
-def _repr_html_(self: Any) -> str:
-    return result_html(self)
+    return _printed(result, width, False).export_text().rstrip("\n")
 
 
 def _repr_pretty_(self: Any, printer: Any, cycle: bool) -> None:
@@ -61,7 +51,7 @@ def _repr_pretty_(self: Any, printer: Any, cycle: bool) -> None:
 
 def show_in_notebooks(*classes: type) -> None:
     """Give ``classes`` (``Result``, ``FreeResult``) the methods IPython and Jupyter look for."""
-    methods = {"_repr_html_": _repr_html_, "_repr_pretty_": _repr_pretty_}
+    methods = {"_repr_html_": result_html, "_repr_pretty_": _repr_pretty_}
     for cls in classes:
         for name, method in methods.items():  # set by name: the classes do not declare them
             setattr(cls, name, method)

@@ -1,13 +1,9 @@
 """Pictures of the computational graph: Graphviz DOT, Mermaid, a tree outline, SVG/PNG via ``dot``.
 
-The style follows the teaching diagrams gradcli comes from: each node shows its label, op and
-value (and gradient); solid edges run forward from an operand to its user; dashed edges run
-backward, labelled with the gradient that flows along THAT use -- the user's gradient times the
-op table's local partial for that operand position -- so ``err*err`` draws two edges of -1 that
-sum to err's gradient of -2. A program whose variables are not all given is drawn without
-gradients, with the values that the given ones (and the program's own ``x = 2``) determine; the
-picture says which variables have none. Nothing here imports rich: ``render.graph_tree`` turns
-the outline into a Rich tree.
+Each node shows its label, op, value and gradient; solid edges run forward, dashed edges run
+backward labelled with the gradient that flows along THAT use (``err*err`` draws two edges of -1
+that sum to err's gradient of -2). Without every variable's value, the picture shows the values
+the given ones determine and no gradients. Nothing here imports rich (``trees.graph_tree``).
 """
 
 from __future__ import annotations
@@ -41,17 +37,14 @@ _STYLES = {
 
 
 GRAPH_SHOWN_ELEMENTS = 4  # a larger array is drawn as its range: a label stays a label
-# An operand whose text is longer is named by its number in a node's label (``relu(#14)``): the
-# picture draws the operand itself, so a deep node's label stays a line, not the whole program.
-LABEL_OPERAND_CHARS = 20
+LABEL_OPERAND_CHARS = 20  # a longer operand is named by its number in a label: ``relu(#14)``
 FACTS_LINE_CHARS = 40  # a box's facts longer than this together go one to a line
 DEEP_RANKS = 6  # a graph of more ranks is drawn top to bottom, so that it fits a screen's width
 
 
 @dataclass
 class GraphPicture:
-    """A program ready to draw: evaluated when every variable has a value; else the values the
-    given variables determine (``known``, by node index), and no gradients."""
+    """A program ready to draw: evaluated, or the values the given ones determine (``known``)."""
 
     program: Program
     evaluated: bool
@@ -78,9 +71,8 @@ class GraphPicture:
         return node.value if self.evaluated else self.known.get(node.index)
 
     def number(self, value: Any, digits: int | None = None) -> str:
-        """A number to ``digits`` (else the picture's, else every digit); an array of more than
-        ``GRAPH_SHOWN_ELEMENTS`` as its range, ``[-0.5 … 1.2]`` (its shape is drawn too), so
-        that a layer's weights make a label, not a wall of digits."""
+        """A number to ``digits`` (else the picture's); an array of more than
+        ``GRAPH_SHOWN_ELEMENTS`` as its range, ``[-0.5 … 1.2]``: a label, not a wall of digits."""
         digits = self.digits if digits is None else digits
         if getattr(value, "ndim", 0) and value.size > GRAPH_SHOWN_ELEMENTS:
             return f"[{self.number(float(value.min()), digits)} … " \
@@ -88,9 +80,8 @@ class GraphPicture:
         return value_text(value, digits, full=True)
 
     def facts(self, node: Node) -> str:
-        """``value 2 · grad -6``; without every value, ``value 2`` or ``""``; one fact to a line
-        when together they would be longer than ``FACTS_LINE_CHARS`` (an array's shape, value
-        and gradient), so that a box is narrow."""
+        """``value 2 · grad -6`` (without every value, ``value 2`` or ``""``), one fact to a line
+        past ``FACTS_LINE_CHARS``, so that a box is narrow."""
         if node.op is CONST and not self.evaluated:
             return self.number(node.value)
         value = self.value_of(node)
@@ -107,9 +98,8 @@ class GraphPicture:
         return text if len(text) <= FACTS_LINE_CHARS else "\n".join(facts)
 
     def direction(self, shown: list[Node]) -> str:
-        """``LR`` (inputs left, output right, as the teaching diagrams draw), or ``TB`` when
-        the ``shown`` nodes (in topological order) make more than ``DEEP_RANKS`` ranks, whose
-        boxes side by side would not fit a screen (a 3-layer MLP has 11)."""
+        """``LR`` (inputs left, output right), or ``TB`` when the ``shown`` nodes make more
+        than ``DEEP_RANKS`` ranks, which side by side would not fit a screen."""
         ranks: dict[int, int] = {}
         for node in shown:  # an operand's rank is known before its user's; one not drawn is 0
             ranks[node.index] = 1 + max((ranks.get(s.index, 0) for s in node.inputs), default=0)
@@ -156,22 +146,19 @@ class GraphPicture:
 
 def prepare(program: str | Program, values: Mapping[str, float] | None = None,
             digits: int | None = None) -> GraphPicture:
-    """Parse and, when every variable has a value, evaluate ``program`` for drawing.
-
-    Missing values are not an error here: the picture shows the values that the given ones
-    decide, and no gradients. A numeric error at the given point is raised (``NumericError``),
-    as ``evaluate`` does.
-    """
+    """Parse and, when every variable has a value, evaluate ``program`` for drawing (missing
+    values are no error here; a numeric error at the given point is)."""
+    values = values or {}
     if isinstance(program, str):
-        program = parse(program, given=values or ())
-    missing = program.unbound(values or {})
-    if missing and (program.arrays or any(hasattr(v, "ndim") for v in (values or {}).values())):
-        return GraphPicture(program, evaluated=False, missing=missing,
-                            known=known_arrays(program, values or {}), digits=digits)
+        program = parse(program, given=values)
+    missing = program.unbound(values)
     if missing:
-        validate_values(values or {})
-        return GraphPicture(program, evaluated=False, missing=missing,
-                            known=known_values(program, values or {}), digits=digits)
+        if program.arrays or any(hasattr(v, "ndim") for v in values.values()):
+            known = known_arrays(program, values)
+        else:
+            validate_values(values)
+            known = known_values(program, values)
+        return GraphPicture(program, evaluated=False, missing=missing, known=known, digits=digits)
     if not isinstance(evaluate(program, values, check=False), Result):
         raise UsageError("gradcli graph draws the gradient of one scalar output; this program "
                          "has several outputs or an array output",
@@ -181,8 +168,7 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None,
 
 
 def known_values(program: Program, values: Mapping[str, float]) -> dict[int, float]:
-    """Node index -> value for every node whose variables all have a value (given, else the
-    program's default), in one pass in topological order."""
+    """Node index -> value of every node whose variables all have a value (or a default)."""
     point = {**program.defaults, **values}
     known: dict[int, float] = {}
     failed: list[Node] = []
@@ -213,10 +199,8 @@ def known_values(program: Program, values: Mapping[str, float]) -> dict[int, flo
 
 
 def known_arrays(program: Program, values: Mapping[str, Any]) -> dict[int, Any]:
-    """``known_values`` of an array program: node index -> array for every node whose
-    variables all have a value, computed by the array passes (a shape mismatch among the given
-    values is the usage error ``eval`` gives). A node whose value fails in a program with a
-    conditional is left unknown: its branch may not be taken."""
+    """``known_values`` of an array program, by the array passes; a node whose value fails in
+    a program with a conditional is left unknown (its branch may not be taken)."""
     from gradcli.engine import arrays
 
     point = {**program.defaults, **values}
@@ -237,10 +221,7 @@ def known_arrays(program: Program, values: Mapping[str, Any]) -> dict[int, Any]:
 
 
 def nearest_nodes(program: Program, max_nodes: int) -> tuple[list[Node], int]:
-    """Up to ``max_nodes`` nodes closest to the output (breadth first), in topological order.
-
-    Returns them and how many nodes were left out; ``max_nodes`` 0 keeps every node.
-    """
+    """The ``max_nodes`` (0: all) nodes nearest the output, in order, and how many were left."""
     nodes = program.nodes
     if max_nodes <= 0 or len(nodes) <= max_nodes:
         return nodes, 0
@@ -258,9 +239,8 @@ def nearest_nodes(program: Program, max_nodes: int) -> tuple[list[Node], int]:
 
 @dataclass
 class TreeEntry:
-    """One line of the tree: a node under ``parent`` (an earlier entry's position, None for the
-    root); ``repeat`` means the node was drawn earlier and is only referenced here; ``cut`` that
-    its operands lie deeper than the tree goes."""
+    """One line of the tree: a node under ``parent`` (an earlier entry's position); ``repeat``:
+    drawn earlier, only referenced here; ``cut``: its operands lie deeper than the tree goes."""
 
     node: Node
     parent: int | None
@@ -271,13 +251,10 @@ class TreeEntry:
 
 def tree_outline(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
                  max_depth: int = 0) -> tuple[list[TreeEntry], int]:
-    """The graph as a tree from the output down, depth first, operands in order (iterative).
-
-    A node reached again is a ``repeat`` entry with no children, so a DAG stays as large as its
-    edge count. Stops after ``max_nodes`` entries and does not go below ``max_depth`` levels
-    (0: no limit); returns the entries and how many nodes below the output were never drawn
-    (an input the output does not use is in no tree: see ``unused_inputs``).
-    """
+    """The graph as a tree from the output down, depth first (iterative); a node reached again
+    is a ``repeat`` with no children, so a DAG stays as large as its edges. At most
+    ``max_nodes`` entries and ``max_depth`` levels (0: no limit); returns the entries and how
+    many nodes below the output were never drawn."""
     entries: list[TreeEntry] = []
     drawn: set[int] = set()
     stack: list[tuple[Node, int | None, float | None, int]] = [
@@ -297,8 +274,7 @@ def tree_outline(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
 
 
 def unused_inputs(picture: GraphPicture) -> list[Node]:
-    """The inputs a program declares (``y = 2``) that its output does not use: leaves at the
-    front of its nodes, with no user (``Program.build``)."""
+    """The inputs a program declares (``y = 2``) that its output does not use."""
     used = {source.index for node in picture.nodes for source in node.inputs}
     output = picture.program.output
     return [node for node in picture.nodes
@@ -311,16 +287,15 @@ _DOT_UNSAFE = re.compile(r'[\\"\n\r\t\x00-\x1f\x7f]')
 
 
 def dot_string(text: str) -> str:
-    """``text`` as a DOT double-quoted string: backslashes and quotes escaped, line breaks as
-    ``\\n``, other control characters dropped (Graphviz would otherwise read ``\\l`` etc.)."""
+    """``text`` as a DOT double-quoted string, control characters but line breaks dropped."""
     replacements = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
     return '"' + _DOT_UNSAFE.sub(lambda m: replacements.get(m.group(), ""), text) + '"'
 
 
 @dataclass
 class Drawing:
-    """What DOT and Mermaid both draw: boxes (id, text, kind), forward edges (from, to) and
-    backward edges (from, to, gradient flow); ``elided`` nodes stand behind one ``elided`` box."""
+    """What DOT and Mermaid both draw: boxes (id, text, kind), forward edges (from, to), backward
+    edges (from, to, flow); ``elided`` nodes stand behind one box."""
 
     boxes: list[tuple[str, str, str]]
     forward: list[tuple[str, str]]
@@ -335,7 +310,8 @@ def drawing(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Drawin
     kept = {node.index for node in shown}
     boxes = []
     for node in shown:
-        parts = (picture.label(node), _op_text(node), picture.facts(node))
+        parts = (picture.label(node), "" if node.op is CONST else node.op.name,
+                 picture.facts(node))
         boxes.append((f"n{node.index}", "\n".join(p for p in parts if p), picture.kind(node)))
     if elided:
         boxes.append(("elided", f"… {elided:,} more node{'' if elided == 1 else 's'}", "elided"))
@@ -377,10 +353,6 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _op_text(node: Node) -> str:
-    return "" if node.op is CONST else node.op.name
-
-
 # --- Mermaid -------------------------------------------------------------------------------------
 
 _MERMAID_ENTITIES = {'"': "#quot;", "#": "#35;", "<": "#lt;", ">": "#gt;", "`": "#96;",
@@ -390,8 +362,7 @@ _MERMAID_UNSAFE = re.compile(r'["#<>`\[\]{}|\\&]|[\x00-\x1f\x7f]')
 
 
 def mermaid_string(text: str) -> str:
-    """``text`` as Mermaid quoted label text: special characters as ``#code;`` entities, lines
-    joined with ``<br>``, control characters dropped."""
+    """``text`` as Mermaid quoted label text: ``#code;`` entities, ``<br>`` between lines."""
     lines = text.split("\n")
     return '"' + "<br>".join(
         _MERMAID_UNSAFE.sub(lambda m: _MERMAID_ENTITIES.get(m.group(), ""), line) for line in lines
@@ -418,10 +389,7 @@ def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str
 # --- SVG / PNG through the Graphviz program ------------------------------------------------------
 
 def render_with_graphviz(dot_source: str, file_format: str) -> bytes:
-    """``dot_source`` rendered by the Graphviz ``dot`` program as ``svg`` or ``png`` bytes.
-
-    A UsageError (with how to install it) when ``dot`` is not on PATH or fails.
-    """
+    """``dot_source`` rendered by Graphviz ``dot`` as ``svg`` or ``png`` bytes."""
     import shutil
     import subprocess
 

@@ -1,10 +1,7 @@
-"""The output and its derivative along one swept variable: sampled with NumPy, drawn in the
-terminal (plotext) or saved as SVG/PNG (matplotlib, the optional extra ``gradcli[plot]``).
-
-Sampling is one vectorised forward and backward pass (``vector.evaluate_vector``). A point where
-the value or the gradient is not finite (a domain error, an overflow) is a gap in both curves,
-never a crash. plotext and matplotlib are imported only when a picture is drawn.
-"""
+"""The output and its derivative along one swept variable: sampled in one vectorised pass,
+drawn in the terminal (plotext) or saved as SVG/PNG (matplotlib, ``gradcli[plot]``), both
+imported only when a picture is drawn. A point without a finite value or gradient is a gap in
+both curves, never a crash."""
 
 from __future__ import annotations
 
@@ -32,10 +29,8 @@ MAX_IMAGE_POINTS = 20_000  # a picture 700 pixels wide shows no more; an SVG sta
 
 @dataclass
 class Curve:
-    """The output ``values`` and ``derivative`` d(output)/d(``name``) at the points ``xs``.
-
-    Both arrays hold NaN where the function has a numeric error (``gaps`` counts those points).
-    """
+    """The output ``values`` and ``derivative`` d(output)/d(``name``) at the points ``xs``, NaN
+    where the function has a numeric error (``gaps`` of them)."""
 
     name: str
     title: str  # the output's expression
@@ -46,10 +41,7 @@ class Curve:
 
 
 def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
-    """Evaluate ``program`` along the one variable given several values (``--x -3:3:200``).
-
-    The other variables need one value each (or the program's default). UsageError otherwise.
-    """
+    """Evaluate ``program`` along the one variable given several values (``--x -3:3:200``)."""
     if isinstance(program, str):
         program = parse(program, given=values)
     validate_values(values)
@@ -87,8 +79,8 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
 
 def _nothing_to_draw(program: Program, values: Mapping[str, Value], name: str, title: str,
                      xs: Any) -> NumericError:
-    """Every point is a numeric error: an empty frame would look like a plot. The error says
-    so, with the reason at the first point (the scalar path's exact message)."""
+    """Every point is a numeric error (an empty frame would look like a plot): say so, with the
+    reason at the first point."""
     first = {key: value[0] if isinstance(value, tuple) else value
              for key, value in values.items() if key in program.variables}
     reason = ""
@@ -118,8 +110,7 @@ def segments(curve: Curve, ys: Any) -> Iterator[tuple[list[float], list[float]]]
 
 
 def thinned(curve: Curve, most: int) -> Curve:
-    """At most about ``most`` points of ``curve``, evenly strided, for a picture that cannot show
-    more. A point stands for its whole stride: it is a gap if any point of the stride is one."""
+    """About ``most`` points of ``curve``, strided; a gap if any point of its stride is one."""
     np = numpy()
     size = curve.xs.size
     stride = -(-size // most)
@@ -137,12 +128,8 @@ def thinned(curve: Curve, most: int) -> Curve:
 
 def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool = True,
                   ascii_only: bool = False) -> str:
-    """The curve and its derivative as text for a terminal (plotext), ANSI colours optional;
-    ``ascii_only`` marks the points with ``#`` and ``*`` (for a stdout that cannot encode more).
-
-    A terminal shows about two dots per column, so a long sweep is thinned to 8 points per column
-    first (plotext's time grows with the number of points).
-    """
+    """The curve and its derivative as text for a terminal (plotext), thinned to 8 points per
+    column; ``ascii_only`` marks the points with ``#`` and ``*``."""
     import plotext
 
     curve = thinned(curve, 8 * width)
@@ -173,8 +160,7 @@ def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool 
 
 
 def image_format(path: str | Path, file_format: str | None = None) -> str:
-    """``svg`` or ``png``: ``file_format``, else the suffix of ``path``; a UsageError for any
-    other."""
+    """``svg`` or ``png``: ``file_format``, else the suffix of ``path``."""
     file_format = file_format or Path(path).suffix.lstrip(".").lower()
     if file_format not in FILE_FORMATS:
         raise UsageError(f"cannot save a plot as {file_format or 'a file without a suffix'!r}",
@@ -183,13 +169,8 @@ def image_format(path: str | Path, file_format: str | None = None) -> str:
 
 
 def plot_image(curve: Curve, file_format: str) -> bytes:
-    """The curve and its derivative as an SVG or PNG file's bytes (matplotlib, lazily).
-
-    A long sweep is thinned to ``MAX_IMAGE_POINTS`` first. matplotlib says nothing on stderr:
-    its warnings (a slow legend, overflow in its tick arithmetic for huge values) are silenced,
-    and a home directory it cannot write to gets a temporary configuration directory instead of
-    a warning (``_matplotlib_home``).
-    """
+    """The curve and its derivative as an SVG or PNG file's bytes (thinned to
+    ``MAX_IMAGE_POINTS``); matplotlib's warnings are silenced, so it says nothing on stderr."""
     import io
     import logging
     import warnings
@@ -222,8 +203,7 @@ def plot_image(curve: Curve, file_format: str) -> bytes:
 
 def _matplotlib_home() -> None:
     """Point ``MPLCONFIGDIR`` at a temporary directory (removed at exit) when matplotlib's own
-    directories cannot be written -- a read-only or missing home -- before it is imported:
-    matplotlib would make one itself, but with a warning on stderr."""
+    cannot be written: matplotlib would make one itself, with a warning on stderr."""
     if "MPLCONFIGDIR" in os.environ or "matplotlib" in sys.modules:
         return
     try:

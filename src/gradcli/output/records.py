@@ -15,10 +15,9 @@ if TYPE_CHECKING:
 
 
 def result_arrays(result: Any) -> dict[str, Any]:
-    """What ``eval --save FILE.npz`` writes for people who go on in NumPy: ``value``, each
-    input's ``point/NAME`` and ``grad/NAME``, ``hessian/A/B`` with order 2, ``check_ok`` and
-    ``check_max_abs_error`` with the check; of several outputs ``value/LABEL`` and
-    ``jacobian/LABEL/NAME``. A result with free variables has no numbers to save."""
+    """What ``eval --save FILE.npz`` writes: ``value``, ``point/NAME``, ``grad/NAME``,
+    ``hessian/A/B``, ``check_ok`` and ``check_max_abs_error``; of several outputs
+    ``value/LABEL`` and ``jacobian/LABEL/NAME``."""
     if isinstance(result, FreeResult):
         raise UsageError(f"--save writes numbers, and {listed(result.free)} "
                          f"{'has' if len(result.free) == 1 else 'have'} no value",
@@ -46,17 +45,12 @@ def result_record(
     result: Result | FreeResult, source: str, line: int | None = None, nodes: bool = True,
     full: bool = False,
 ) -> dict[str, Any]:
-    """``{"expression", "value", "gradients", "nodes", "check", "error": null}``, plus
-    ``"hessian"`` and ``"hessian_check"`` with order 2 (an array program's blocks as nested
-    lists), ``"hvp"``, ``"hvp_direction"`` and ``"hvp_check"`` with ``--hvp``; with free
-    variables ``"symbolic"``.
+    """``{"expression", "value", "gradients", "nodes", "check", "error": null}``, plus the
+    ``"hessian"`` and ``"hvp"`` keys when asked for; with free variables ``"symbolic"``.
 
-    ``"nodes"`` is an iterator of dicts (``Result.node_records``): ``dumps`` and
-    ``json_pieces`` write it; ``list()`` it to look at it. Without ``nodes`` (``--no-nodes``)
-    the record has no ``"nodes"`` key, and no node's label is made. Every array in the record
-    but the output's value, the inputs' gradients, the Hessian and H·v (written whole: they are
-    what was asked for) is written by ``json_array``: whole up to ``JSON_SHOWN_ELEMENTS``
-    elements (or with ``full``), else as its summary."""
+    ``"nodes"`` is an iterator of dicts (``json_pieces`` writes it a piece at a time), left out
+    without ``nodes``. Arrays not asked for (all but the value, the gradients, the Hessian and
+    H·v) are written by ``json_array``."""
     if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
         return jacobian_record(result, source, line, nodes, full)
     if isinstance(result, FreeResult):  # value and gradients as texts under "symbolic"
@@ -71,8 +65,9 @@ def result_record(
         value=_listed(result.value),  # what was asked for: whole, as the gradients
         gradients=_lists(result.gradients, True) if arrays else result.gradients,
         # an iterator: dumps and json_pieces write it in chunks
-        nodes=(_listed_node(node, full) for node in result.node_records()) if arrays
-        else result.node_records(),
+        nodes=({**node, "value": json_array(node["value"], full),
+                "grad": json_array(node["grad"], full)} for node in result.node_records())
+        if arrays else result.node_records(),
         check=None if check is None else check_record(check),
         error=None,
     )
@@ -107,10 +102,8 @@ JSON_SHOWN_ELEMENTS = 1000
 
 def json_array(value: Any, full: bool = False) -> Any:
     """A number as itself, an array as nested lists, or past ``JSON_SHOWN_ELEMENTS`` elements
-    (unless ``full``) as ``array_summary``: the one rule for the arrays of every record that
-    were not asked for (the point, the nodes, the direction of H·v), so that a 1000x1000 input
-    is a few hundred bytes rather than 20 MB of text per place it appears; ``--full`` keeps
-    every element."""
+    (unless ``full``) as ``array_summary``: a 1000x1000 input is a few hundred bytes, not 20 MB
+    of text per place it appears."""
     if full or getattr(value, "size", 0) <= JSON_SHOWN_ELEMENTS:
         return _listed(value)
     return array_summary(value)
@@ -118,10 +111,8 @@ def json_array(value: Any, full: bool = False) -> Any:
 
 def array_summary(array: Any) -> dict[str, Any]:
     """``{"summarised": true, "shape", "min", "max", "mean", "norm", "nan", "inf"}``: the
-    statistics of the finite elements (null when there are none) and how many elements are NaN
-    and how many infinite, so that one NaN does not hide the scale of the rest. The mean and
-    the norm are taken of the elements divided by the largest magnitude, so that elements near
-    the largest float do not overflow them."""
+    statistics of the finite elements (scaled by the largest magnitude, so that they do not
+    overflow), and how many are NaN or infinite."""
     import numpy as np
 
     values = np.asarray(array, dtype=float)
@@ -137,15 +128,8 @@ def array_summary(array: Any) -> dict[str, Any]:
     return {"summarised": True, "shape": list(values.shape), **stats, "nan": nan, "inf": inf}
 
 
-def _listed_node(record: dict[str, Any], full: bool = False) -> dict[str, Any]:
-    record["value"] = json_array(record["value"], full)
-    record["grad"] = json_array(record["grad"], full)
-    return record
-
-
 def _record(source: str, line: int | None = None, **fields: Any) -> dict[str, Any]:
-    """The keys every record has, in their order (``line`` in a batch), null unless given in
-    ``fields``; then the other ``fields``."""
+    """The keys every record has, in order (``line`` in a batch), null unless given."""
     record: dict[str, Any] = {} if line is None else {"line": line}
     record.update(expression=source, point=None, value=None, gradients=None, nodes=None,
                   check=None)
@@ -155,36 +139,24 @@ def _record(source: str, line: int | None = None, **fields: Any) -> dict[str, An
 
 def check_record(check: CheckReport) -> dict[str, Any]:
     return {
-        "ok": check.ok,
-        "max_abs_error": check.max_abs_error,
-        "rtol": check.rtol,
+        "ok": check.ok, "max_abs_error": check.max_abs_error, "rtol": check.rtol,
         "atol": check.atol,
         "gradients": {name: _gradient_check(g) for name, g in check.gradients.items()},
-        "nodes_checked": not check.nodes_skipped,
-        "method": check.method,
-        "unchecked": check.unchecked,
-        "shrunk": check.shrunk,
+        "nodes_checked": not check.nodes_skipped, "method": check.method,
+        "unchecked": check.unchecked, "shrunk": check.shrunk,
         "ill_conditioned": None if check.conditioning is None else check.conditioning.record(),
     }
 
 
+_GRADIENT_CHECK_KEYS = ("analytic", "numeric", "abs_error", "tolerance", "ok", "method",
+                        "error_estimate", "checked", "size", "failed", "where", "directions")
+
+
 def _gradient_check(check: GradientCheck) -> dict[str, Any]:
-    """One gradient's check, with how many elements were checked and failed and where the
-    worst one is (its numbers are that element's)."""
-    return {
-        "analytic": check.analytic,
-        "numeric": check.numeric,
-        "abs_error": check.abs_error,
-        "tolerance": check.tolerance,
-        "ok": check.ok,
-        "method": check.method,
-        "error_estimate": check.error_estimate,
-        "checked": check.checked,
-        "size": check.size,
-        "failed": check.failed,
-        "where": list(check.where),
-        "directions": check.directions,
-    }
+    """One gradient's check; its numbers are its worst element's (at ``where``)."""
+    record = {key: getattr(check, key) for key in _GRADIENT_CHECK_KEYS}
+    record["where"] = list(check.where)
+    return record
 
 
 def error_record(error: GradcliError, source: str, line: int | None = None) -> dict[str, Any]:
@@ -203,13 +175,9 @@ NODES_PER_PIECE = 4096
 
 
 def json_pieces(record: dict[str, Any]) -> Iterator[str]:
-    """The JSON text of ``record`` in pieces, in order; an iterator value (a result's nodes) is
-    turned into dicts and written ``NODES_PER_PIECE`` at a time, so that a 10^6-node record
-    holds only one piece's dicts and text at once.
-
-    orjson writes a batch's records five times faster than the json module (8 KB of nodes per
-    program of the W2 benchmark: ~30 us instead of ~150 us, a sixth of the whole batch).
-    """
+    """The JSON text of ``record`` in pieces; an iterator value (a result's nodes) is written
+    ``NODES_PER_PIECE`` at a time, so that a 10^6-node record holds one piece at once. orjson:
+    five times faster than the json module on a batch's records."""
     lazy = next((key for key, value in record.items() if isinstance(value, Iterator)), None)
     if lazy is None:
         yield _text(record)
@@ -240,16 +208,15 @@ def _text(value: Any) -> str:
 
 def _plain(value: Any) -> Any:
     """A NumPy scalar or array as the Python number or nested lists it holds: orjson writes
-    neither a ``numpy.float64`` (a float subclass) nor a 0-d array, and a record may carry one
-    wherever a computed number lands (a check's worst element, a point of an array program)."""
+    neither a ``numpy.float64`` nor a 0-d array."""
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _without_surrogates(value: Any) -> Any:
-    """``value`` with each string's undecodable bytes (Python keeps them as lone surrogates,
-    U+DC80 to U+DCFF) read as U+FFFD, as a batch reads bytes that are not UTF-8 on stdin."""
+    """``value`` with each string's undecodable bytes (lone surrogates) read as U+FFFD, as a
+    batch reads bytes that are not UTF-8 on stdin."""
     if isinstance(value, str):
         if not _SURROGATE.search(value):
             return value
@@ -283,9 +250,8 @@ def _escaped(match: re.Match) -> str:
 def jacobian_record(result: Any, source: str, line: int | None = None,
                     nodes: bool = True, full: bool = False) -> dict[str, Any]:
     """``{"expression", "point", "outputs", "jacobian": {output: {input: nested lists}},
-    "mode", "passes", "check", "error": null, "nodes"}``; each node record gains
-    ``"gradients": {output: nested lists, or null where the output does not use the node}``;
-    arrays as ``json_array`` writes them."""
+    "mode", "passes", "check", "error": null, "nodes"}``; each node record gains each output's
+    ``"gradients"`` (null where the output does not use the node)."""
     record: dict[str, Any] = {} if line is None else {"line": line}
     record.update(
         expression=source,

@@ -1,6 +1,4 @@
 """Rich renderables for sweeps (``gradcli eval --x -2:2:9``) and check runs (``gradcli check``).
-
-As in ``views.py``, user text goes in as ``Text`` (never markup), and nothing here prints.
 """
 
 from __future__ import annotations
@@ -24,11 +22,7 @@ if TYPE_CHECKING:
 
 
 def sweep_view(sweep: Sweep, plain: bool = False, digits: int | None = None) -> RenderableType:
-    """One row per point (variables, value, gradients, verdict), then a one-line summary.
-
-    Numbers in full, or to ``digits`` significant digits; a sweep with too many variables for
-    the width shows one line per point (``x -2  value 4  d/dx -4  check ✓``).
-    """
+    """One row per point (variables, value, gradients, verdict), then a one-line summary."""
     digits = checked_digits(digits)
     names = list(sweep.columns)
     table = FittedTable(plural(sweep.size, "point"), [
@@ -119,15 +113,15 @@ def check_totals(outcomes: Sequence[CheckOutcome]) -> Text:
     return text.append(f" ({plural(points, 'point')})", style="")
 
 
+# USAGE: the check's own mistake (shapes, a value); any other failing status: failed
+_VERDICTS = {ExitStatus.OK: "✓ passed", ExitStatus.NUMERIC: "✗ numeric error",
+             ExitStatus.USAGE: "✗ error"}
+
+
 def _check_verdict(outcome: CheckOutcome) -> Text:
     extra = f", {plural(outcome.skipped, 'point')} skipped" if outcome.skipped else ""
-    if outcome.status == ExitStatus.NUMERIC:
-        return Text("✗ numeric error" + extra, style="bold red")
-    if outcome.status == ExitStatus.USAGE:  # the check's own mistake: shapes, a value
-        return Text("✗ error" + extra, style="bold red")
-    if not outcome.ok:
-        return Text("✗ failed" + extra, style="bold red")
-    return Text("✓ passed" + extra, style="green")
+    return Text(_VERDICTS.get(outcome.status, "✗ failed") + extra,
+                style="green" if outcome.ok else "bold red")
 
 
 # --- CSV of one point of an array program ------------------------------------------------------
@@ -135,9 +129,8 @@ def _check_verdict(outcome: CheckOutcome) -> Text:
 def point_sweep(program: Program, point: Mapping[str, Any], result: Result | None = None,
                 error: GradcliError | None = None) -> Sweep:
     """One point of an array program as a sweep of one point whose columns are the inputs'
-    elements (``W[0,1]``), so that its CSV is written by the scalar sweep's own ``csv_header``
-    and ``csv_body``: the same value, ``d/dW[0,1]``, ok and error columns. ``result`` is the
-    point evaluated, or None with the ``error`` that stopped it (a row of empty numbers)."""
+    elements (``W[0,1]``), so that the sweep's own CSV writes it; ``result`` is the point
+    evaluated, or None with the ``error`` that stopped it."""
     from gradcli.engine import arrays
 
     np = arrays.numpy()

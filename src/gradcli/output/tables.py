@@ -1,14 +1,10 @@
-"""Tables whose numbers are printed whole at any width (``FittedTable``).
-
-Every piece of user text goes in as ``Text`` (never as markup), so ``[bold]`` in a label prints as
-typed. A table too wide for the screen folds its label columns, and if that is not enough, shows
-one block of lines per row.
-"""
+"""Tables whose numbers are printed whole at any width (``FittedTable``); user text goes in as
+``Text``, never markup, so ``[bold]`` in a label prints as typed."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gradcli.output.console import MIN_WIDTH
 from gradcli.output.text import Text, cell_len, rich_text
@@ -21,33 +17,19 @@ if TYPE_CHECKING:
 MAX_TABLE_ROWS = 400  # a larger graph shows its first and last rows and says how many it hid
 
 
-class Column:
-    """A column of a ``FittedTable``.
+class Column(NamedTuple):
+    """A column of a ``FittedTable``: as wide as its longest text, unless it may ``fold``
+    (labels, messages) down to its header's longest word (with ``words``, a cell's too). In the
+    record layout a ``head`` column starts each row's block, the others show as ``header
+    text`` unless ``in_records=False``. (Not a dataclass: that would cost ~1 ms at import.)"""
 
-    A column that does not ``fold`` (numbers, ids, marks) is always as wide as its longest text.
-    A folding column (labels, expressions, messages) may be made narrower, and its texts then
-    continue on the next lines: down to its header's longest word, and with ``words`` never
-    narrower than the longest word of a cell either (a text with numbers in it). In the record
-    layout a ``head`` column starts each row's block; the others show as ``header text``, and a
-    column with ``in_records=False`` is left out there. (A plain class: a dataclass would cost
-    about 1 ms of every table's start-up, compiling its methods when this module loads.)
-    """
-
-    __slots__ = ("fold", "head", "header", "in_records", "justify", "style", "words")
-
-    def __init__(self, header: str, justify: JustifyMethod = "left", fold: bool = False,
-                 words: bool = False, head: bool = False, in_records: bool = True,
-                 style: str = "") -> None:
-        self.header = header
-        self.justify: JustifyMethod = justify
-        self.fold = fold
-        self.words = words
-        self.head = head
-        self.in_records = in_records
-        self.style = style
-
-    def __repr__(self) -> str:
-        return f"Column({self.header!r})"
+    header: str
+    justify: JustifyMethod = "left"
+    fold: bool = False
+    words: bool = False
+    head: bool = False
+    in_records: bool = True
+    style: str = ""
 
 
 _NOTHING = ("", "—")  # cells the record layout leaves out (no input, no gradient, not checked)
@@ -56,14 +38,10 @@ RECORD_INDENT = 2  # the indent of a block's continuation lines in the record la
 
 
 class FittedTable:
-    """A table whose numbers are printed whole at any width.
-
-    At render time the width decides the layout: every column at its natural width if that fits;
-    else the folding columns are narrowed (the widest first); and if even the narrowest table is
-    too wide, one block of lines per row (``#3 x*W + b  op add  value 7  gradient -2 ...``),
-    packed to the width, a field never split. A note row (``… 12 more nodes``) sits in the first
-    folding column, or is a line of its own in the record layout.
-    """
+    """A table whose numbers are printed whole at any width: every column at its natural width
+    if that fits, else the folding columns narrowed (the widest first), else one block of lines
+    per row (``#3 x*W + b  op add  value 7 ...``), a field never split. A note row (``… 12 more
+    nodes``) sits in the first folding column, or on a line of its own."""
 
     def __init__(self, title: str | None, columns: Sequence[Column], plain: bool = False) -> None:
         self.title = title
@@ -73,8 +51,7 @@ class FittedTable:
         self.rows: list[tuple[list[Any], list[str] | None] | Any] = []
 
     def add_row(self, *cells: Any, fields: Sequence[str] | None = None) -> None:
-        """One row; ``fields`` names the record-layout fields of the non-head columns (default:
-        their headers)."""
+        """One row; ``fields`` names its record-layout fields (default: the headers)."""
         assert len(cells) == len(self.columns), "one cell per column"
         self.rows.append((list(cells), None if fields is None else list(fields)))
 
@@ -122,8 +99,7 @@ class FittedTable:
         return Text.assemble(Text("… ", style="dim"), note) if self._note_column == 0 else note
 
     def cells(self) -> Iterator[list[Any]]:
-        """Each row's cells as the table shows them: a note is a row of its own, ``…`` in the
-        first column and the note in the first folding one."""
+        """Each row's cells as the table shows them (a note: ``…`` and the note)."""
         for row in self.rows:
             if isinstance(row, tuple):
                 yield row[0]
@@ -205,9 +181,8 @@ def _longest_word(text: str) -> int:
 
 def _block(head: Text, fields: list[tuple[str, Column, Any]], width: int) -> Text:
     """A row of the record layout: the head, then each ``name text`` field where it still fits
-    on the line, else on the next line, indented. A number field too long for a line of its own
-    puts its name and its number on two lines; a folding field (a message, an expression) too
-    long for one wraps as text, and the field after it starts the next line."""
+    on the line, else on the next, indented; a number too long for a line goes under its name,
+    a folding field too long wraps as text."""
     block = head.copy()
     used = cell_len(head.plain)  # the width of the block's last line
     indent = " " * RECORD_INDENT

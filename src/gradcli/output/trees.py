@@ -1,8 +1,5 @@
-"""The graph as a Rich tree (``gradcli graph --format tree``).
-
-The walk is ``pictures.tree_outline`` (iterative; a node used again is referenced as
-``↺ label``); this only dresses its entries.
-"""
+"""The graph as a Rich tree (``gradcli graph --format tree``): dresses the entries of
+``pictures.tree_outline``."""
 
 from __future__ import annotations
 
@@ -28,18 +25,14 @@ _KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "outpu
 def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
                max_depth: int = 30, digits: int | None = None) -> Tree:
     """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges
-    that are not a node's whole gradient.
-
-    Below ``max_depth`` levels the guides would push the text off the screen, so deeper operands
-    are left out (and counted with the other elided nodes).
-    """
+    that are not a node's whole gradient; below ``max_depth`` levels (whose guides would push
+    the text off the screen) operands are left out."""
     from rich.tree import Tree
 
     from gradcli.output.pictures import tree_outline, unused_inputs
 
     class WholeLines(Tree):
-        """Where lines do not wrap (a pipe), each node's line is printed whole: Rich would cut
-        a tree's lines at the width."""
+        """Where lines do not wrap (a pipe), each line is printed whole, not cut."""
 
         def __rich_console__(self, console: Console, options: ConsoleOptions) -> Any:
             if options.no_wrap:
@@ -73,8 +66,7 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
 
 
 def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> Text:
-    """The node's line; the gradient that flows along its edge when it is not the node's whole
-    gradient (the node has other uses): a node used once shows it as its gradient already."""
+    """The node's line, and the gradient along its edge when it is not the node's whole one."""
     node = entry.node
     kind = picture.kind(node)
     text = Text()

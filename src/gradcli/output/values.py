@@ -1,11 +1,6 @@
-"""Numbers and arrays as tables and lines print them.
-
-A number is printed whole (``number_text``: its shortest round-trip text, or ``digits``
-significant digits when asked), never cut to fit. An array of up to ``SHOWN_ELEMENTS``
-elements is printed whole, as the language writes it (``[[1, 2], [3, 4]]``); a larger one as
-its first and last entries, minimum and maximum (``full`` prints every element). A number is an
-array of shape ``()`` to the tables, but is printed without loading NumPy.
-"""
+"""Numbers and arrays as tables and lines print them: a number whole (or to ``digits``), never
+cut; an array as the language writes it (``[[1, 2], [3, 4]]``), past ``SHOWN_ELEMENTS`` as its
+ends, minimum and maximum unless ``full``. A number needs no NumPy."""
 
 from __future__ import annotations
 
@@ -19,8 +14,7 @@ _EDGE = 3  # entries shown at each end of a summarised array
 
 
 def number_text(value: float, digits: int | None = None) -> str:
-    """``value`` in full (its shortest text that reads back as the same float, ``2`` rather than
-    ``2.0``), or rounded to ``digits`` significant digits (``f"{value:.{digits}g}"``)."""
+    """``value`` in full (its shortest round-trip text), or to ``digits`` significant digits."""
     if digits is None or (type(value) is not float and getattr(value, "ndim", 0)):
         return format_number(value)  # an array: as the language writes it (graph trees)
     return f"{float(value):.{digits}g}"
@@ -36,8 +30,8 @@ def checked_digits(digits: int | None) -> int | None:
 
 
 def value_text(value: Any, digits: int | None = None, full: bool = False) -> str:
-    """A number (or a 0-d array) as ``number_text`` writes it, an array as nested brackets,
-    summarised past ``SHOWN_ELEMENTS`` unless ``full``; None (a branch not taken) as such."""
+    """A number as ``number_text`` writes it, an array as nested brackets (summarised past
+    ``SHOWN_ELEMENTS`` unless ``full``), None (a branch not taken) as such."""
     if value is None:
         return "not taken"
     if type(value) is float or not getattr(value, "ndim", 0):

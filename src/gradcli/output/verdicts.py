@@ -1,9 +1,5 @@
-"""What a check found, in words: the verdict under a table, and the check's cells in it.
-
-A check of a number and a check of an array read alike: an array's check counts its elements
-(``19 gradient elements of 9 nodes``), a number is one element. Every verdict starts with
-``✓ check passed:`` or ``✗ check failed:``.
-"""
+"""What a check found, in words: the verdict under a table (``✓ check passed:`` or ``✗ check
+failed:``, counting an array's elements), and the check's cells in a table."""
 
 from __future__ import annotations
 
@@ -17,6 +13,7 @@ from gradcli.output.text import Text
 if TYPE_CHECKING:
     from gradcli.gradcheck.check import CheckReport, GradientCheck
     from gradcli.gradcheck.conditioning import Conditioning
+    from gradcli.gradcheck.jacobian_check import EntryCheck
 
 NUMERIC_DIGITS = 10  # the finite-difference estimate's column, when --digits is not given
 POLE_GRADIENT = 1e12  # a gradient this large is a pole's, not a formula's mistake
@@ -34,9 +31,7 @@ KINK_CAUSE = ("a point where the function is not differentiable (relu or abs at 
 def _likely_cause(failed: list[GradientCheck], boundaries: list[str] | None = None,
                   conditioning: Conditioning | None = None) -> str:
     """What else makes a correct gradient fail: a condition that switched (``boundaries``), an
-    ill-conditioned point (``conditioning``: a smaller step converged but rounding swamped it),
-    a pole (a huge gradient no step can follow) or a kink; a wrong gradient is what the check
-    exists to catch, so these are only "may be"."""
+    ill-conditioned point, a pole (a huge gradient) or a kink."""
     if conditioning is not None:
         return conditioning.cause()
     if boundaries:
@@ -64,9 +59,8 @@ def check_verdict(ok: bool, agreement: str, disagreement: str) -> Text:
 def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"),
             against: str | None = None, of: tuple[str, str] | None = None) -> Text:
     """``✓ check passed: 5 gradients agree with ...`` or ``✗ check failed: 1 of 5 gradients
-    disagrees ...``; ``what`` is the thing checked, singular and plural, counted element by
-    element; ``of`` names what holds the elements where they are arrays' (``19 gradient
-    elements of 9 nodes``). A check that sampled the larger arrays says how many it left out."""
+    disagrees ...``; ``what`` is the thing checked (singular, plural), counted element by
+    element, ``of`` what holds the elements (``19 gradient elements of 9 nodes``)."""
     checks, failures = check.checks, check.failures
     checked = sum(getattr(c, "checked", 1) for c in checks)
     size = sum(getattr(c, "size", 1) for c in checks)
@@ -103,8 +97,7 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
 
 
 def gradient_verdict(check: CheckReport | None, arrays: bool = False) -> Text:
-    """The gradient check's verdict (element by element in an array program), or that it was
-    skipped."""
+    """The gradient check's verdict, or that it was skipped."""
     if check is None:
         return Text(SKIPPED, style="dim")
     if arrays:
@@ -116,9 +109,7 @@ def hessian_verdict(check: CheckReport | None,
                     what: tuple[str, str] = ("second derivative", "second derivatives"),
                     of: tuple[str, str] | None = None) -> Text:
     """The check of second derivatives (the Hessian's, or H·v's) against finite differences of
-    the gradient; when no gradient depends on a variable every entry is an exact 0 and nothing
-    was compared, which ``0 second derivatives agree`` would hide. ``of``: the blocks of an
-    array program's Hessian."""
+    the gradient; ``nothing to check`` where every entry is an exact 0."""
     if check is None:
         return Text(SKIPPED, style="dim")
     if not check.checks and not check.unchecked:
@@ -131,24 +122,24 @@ def hessian_verdict(check: CheckReport | None,
 
 
 def check_columns(arrays: bool) -> list[Column]:
-    """A number's check: the finite-difference estimate and its error; an array's: its largest
-    error (at its element) and how many elements were checked."""
+    """A number's check: estimate and error; an array's: largest error and elements checked."""
     if arrays:
         return [Column("max error", justify="right"), Column("checked", justify="right")]
     return [Column("numeric", justify="right"), Column("error", justify="right")]
 
 
-def check_cells(check: GradientCheck | None, arrays: bool,
+def check_cells(check: GradientCheck | EntryCheck | None, arrays: bool,
                 digits: int | None = None) -> list[Text]:
-    """The cells of ``check_columns``. The estimate is printed to 10 significant digits (or
-    ``digits``): about what central differences get right."""
+    """The cells of ``check_columns`` (of a Jacobian block's check too); the estimate to
+    ``NUMERIC_DIGITS`` (or ``digits``), about what central differences get right."""
     if check is None:
         return [Text("—", style="dim"), Text("—", style="dim")]
     style = "green" if check.ok else "bold red"
     if arrays:
         size, checked = getattr(check, "size", 1), getattr(check, "checked", 1)
         where = getattr(check, "where", ())
-        error = "n/a" if check.abs_error is None else f"{check.abs_error:.1e}"
+        error = getattr(check, "abs_error", getattr(check, "max_error", None))
+        error = "n/a" if error is None else f"{error:.1e}"
         at = f" at [{', '.join(map(str, where))}]" if where else ""
         count = f"{checked:,}" if checked == size else f"{checked:,} of {size:,}"
         directions = getattr(check, "directions", 0)

@@ -1,10 +1,5 @@
-"""What ``gradcli eval`` shows of one program: its tables and verdicts, and derivatives as text.
-
-Functions here build renderables and never print or exit; the CLI does that. The pieces live
-by concern: ``console`` (widths, pipes), ``tables`` (tables that never cut a number),
-``values`` (numbers and arrays as text), ``nodes`` (the per-node, gradient and
-Hessian tables), ``verdicts``, ``errors``, ``batch_lines``, ``trees`` and ``jacobian_views``.
-"""
+"""What ``gradcli eval`` shows of one program: its tables and verdicts, and derivatives as text
+(renderables only: the CLI prints them)."""
 
 from __future__ import annotations
 
@@ -27,13 +22,9 @@ def result_view(result: Result | FreeResult, plain: bool = False,
                 digits: int | None = None, full: bool = False,
                 free_hint: str = FREE_HINT) -> RenderableType:
     """The node table, the gradient table and the check verdict of one program; then its
-    Hessian and H·v with their verdicts, when asked.
-
-    ``digits``: print values and gradients rounded to that many significant digits (1 to
-    ``MAX_DIGITS``); None prints every number in full (its shortest round-trip text).
-    ``full``: every element of large arrays. ``free_hint``: how to give free variables values
-    where the result is shown (the command line, an interactive session, Python).
-    """
+    Hessian and H·v with their verdicts, when asked. ``digits``: significant digits (None:
+    every number in full); ``full``: every element of large arrays; ``free_hint``: how to give
+    free variables values where the result is shown."""
     from rich.console import Group
 
     digits = checked_digits(digits)
@@ -48,8 +39,7 @@ def result_view(result: Result | FreeResult, plain: bool = False,
 
 def result_parts(result: Result, plain: bool = False, digits: int | None = None,
                  full: bool = False) -> list[FittedTable | Text]:
-    """The pieces of ``result_view`` of a ``Result``, one under the other: tables and texts,
-    which the plain writer (``output.plain``) prints without Rich."""
+    """The pieces of ``result_view`` of a ``Result`` (``output.plain`` prints them)."""
     digits = checked_digits(digits)
     arrays = result.program.arrays
     parts: list[FittedTable | Text] = [node_table(result, plain, digits, full),

@@ -1,20 +1,8 @@
 """A batch as JSON Lines on every core: one record per program line, in input order, streamed.
-
-The first ``SERIAL_LINES`` lines are evaluated in this process, so a small batch never starts a
-worker. After that, lines go in chunks to forked workers (``output.workers``), which parse,
-evaluate, check and turn each line into its finished JSON text; this process only writes them,
-oldest chunk first, so the order is the input's. Memory stays bounded: a chunk is at most
-``CHUNK`` lines and about ``CHUNK_CHARS`` characters, a worker holds at most ``IN_FLIGHT``
-chunks and ``IN_FLIGHT_CHARS`` characters of them, a reader thread holds at most as many lines
-again and ``FEED_CHARS``, and records come back a piece at a time. Output stays prompt: a chunk
-is sent as soon as the input pauses, and finished records are written before this process waits
-more than ``INPUT_PAUSE`` for input. ``GRADCLI_JOBS=1`` keeps everything in one process.
-
-Nothing is lost: a line that runs out of memory gets a ``resource`` error record, and a worker
-that dies (killed, or by the OOM killer) is replaced and its lines evaluated again, so the output
-is the same as if it had not died; a line that kills its worker twice gets a ``resource`` error
-record instead.
-"""
+The first ``SERIAL_LINES`` lines run here (a small batch starts no worker); the rest go in
+bounded chunks to forked workers (``runs.workers``), which return finished JSON text, written
+oldest chunk first. A line out of memory, or one that kills its worker twice, gets a
+``resource`` error record; ``GRADCLI_JOBS=1`` keeps everything in one process."""
 
 from __future__ import annotations
 
@@ -48,9 +36,8 @@ LINE_PAUSE = 0.002  # a pause this long between lines ends a chunk early
 
 
 class JsonLine(NamedTuple):
-    """One finished record: its line number, exit status, JSON text, error message if any, and
-    the line's input variables (made where the line was evaluated, often a worker: the parent
-    learns which given values the batch used without parsing a line again)."""
+    """One finished record, with the line's input variables (so that the parent learns which
+    given values were used without parsing the line again)."""
 
     line: int
     status: int
@@ -79,10 +66,8 @@ def json_lines(
     settings: EvalSettings = DEFAULT_SETTINGS,
     jobs: int | None = None,
 ) -> Iterator[JsonLine]:
-    """Evaluate each program line (as ``evaluate_lines``) into its JSON record, in order.
-
-    ``jobs`` worker processes (default: ``$GRADCLI_JOBS`` or the CPUs this process may use).
-    """
+    """Each program line's JSON record, in order, on ``jobs`` workers (default:
+    ``$GRADCLI_JOBS`` or the CPUs this process may use)."""
     for records in json_runs(lines, values, settings, jobs):
         yield from records
 
@@ -94,10 +79,8 @@ def json_runs(
     jobs: int | None = None,
     first: int = 1,
 ) -> Iterator[list[JsonLine]]:
-    """``json_lines`` in runs of records that are ready together (one record per run while
-    evaluating in this process, a worker's whole chunk after that): a writer that writes and
-    flushes a run at once makes one system call per chunk instead of one per line. ``first``
-    is the number of the first line (``--skip``: lines before it were given earlier)."""
+    """``json_lines`` in runs of records ready together (a worker's whole chunk), so a writer
+    makes one system call per chunk; ``first`` numbers the first line (``--skip``)."""
     values = dict(values or {})
     numbered: Iterator[tuple[int, str]] = enumerate(lines, start=first)
     yield from _serial(islice(numbered, SERIAL_LINES), values, settings)
@@ -130,9 +113,8 @@ def _serial(
 def line_record(number: int, raw: str, values: Mapping[str, float],
                 settings: EvalSettings, table: TableStyle | None = None
                 ) -> JsonLine | TableLine | None:
-    """The record of one line (None for a blank or comment line; ``table``: with its table
-    line); a MemoryError while making it becomes its error record, made once the memory of the
-    attempt is free again."""
+    """The record of one line (None for a blank or comment line; ``table``: a table line); a
+    MemoryError becomes its error record, made once the attempt's memory is free again."""
     try:
         return _record(number, raw, values, settings, table)
     except MemoryError:
@@ -147,9 +129,7 @@ def _record(number: int, raw: str, values: Mapping[str, float],
     outcome = evaluate_line(number, raw, values, settings)
     if outcome is None:
         return None
-    if table is not None:
-        return _table_line(outcome, table)
-    return json_line(outcome, settings.nodes, settings.full)
+    return _finished(outcome, table, settings.nodes, settings.full)
 
 
 # A line this long loads NumPy (which the check of a large program uses) before it is parsed:
@@ -159,9 +139,8 @@ NUMPY_FIRST_CHARS = 1 << 16
 
 
 def _load_numpy() -> None:
-    """Import NumPy with one BLAS thread unless told otherwise: the check uses only elementwise
-    operations, and each BLAS thread reserves tens of MB of address space, which a limit such as
-    ``prlimit --as`` counts."""
+    """Import NumPy with one BLAS thread unless told otherwise: each BLAS thread reserves tens
+    of MB of address space, which a limit such as ``prlimit --as`` counts."""
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         numpy()
@@ -173,17 +152,20 @@ def failed_record(number: int, raw: str, why: str,
     if not is_program(raw):
         return None
     outcome = LineOutcome(number, raw.rstrip("\r\n"), error=ResourceError(why, hint=RESOURCE_HINT))
-    return json_line(outcome) if table is None else _table_line(outcome, table)
+    return _finished(outcome, table)
 
 
-def _table_line(outcome: LineOutcome, table: TableStyle) -> TableLine:
+def _finished(outcome: LineOutcome, table: TableStyle | None, nodes: bool = True,
+              full: bool = False) -> JsonLine | TableLine:
+    if table is None:
+        return json_line(outcome, nodes, full)
     from gradcli.output.batch_lines import table_line
 
     return table_line(outcome, table)
 
 
 def is_program(raw: str) -> bool:
-    """Whether a line is a program (gets a record): not blank, not a ``#`` comment."""
+    """Whether a line gets a record: not blank, not a ``#`` comment."""
     source = raw.rstrip("\r\n")
     return bool(source.strip()) and not source.lstrip().startswith("#")
 
@@ -206,12 +188,9 @@ def _parallel(
             while order and (records := _next(pool, order, 0)) is not None:
                 if records:  # finished, and all before it written
                     yield records
-            if not pool.room(IN_FLIGHT, IN_FLIGHT_CHARS):
-                if records := _next(pool, order, None):
-                    yield records
-                continue
-            lines = feed.take(CHUNK, CHUNK_CHARS, wait=INPUT_PAUSE if order else None)
-            if lines is None:  # no input for a while: write what is done before waiting more
+            lines = None if not pool.room(IN_FLIGHT, IN_FLIGHT_CHARS) else feed.take(
+                CHUNK, CHUNK_CHARS, wait=INPUT_PAUSE if order else None)
+            if lines is None:  # workers full, or no input for a while: write what is done
                 if records := _next(pool, order, None):
                     yield records
                 continue
@@ -243,8 +222,7 @@ _END = object()
 
 
 class _Feed:
-    """Reads the lines on a thread into a bounded queue (at most ``most_lines`` lines and, but
-    for one long line, ``most_chars`` characters), so that the parent can see whether more
+    """Reads the lines on a thread into a bounded queue, so that the parent sees whether more
     input is waiting (send a chunk now) or not (write what is finished first)."""
 
     def __init__(self, numbered: Iterator[tuple[int, str]], most_lines: int,
@@ -286,9 +264,9 @@ class _Feed:
 
     def take(self, most: int, most_chars: int,
              wait: float | None = None) -> list[tuple[int, str]] | None:
-        """Up to ``most`` lines and about ``most_chars`` characters: the first waited for (at
-        most ``wait`` seconds: None if none came), then those that follow without a pause; []
-        at the end of the input."""
+        """Up to ``most`` lines and about ``most_chars`` characters: the first waited for at
+        most ``wait`` seconds (None if none came), then those that follow without a pause; []
+        at the end."""
         if self.ended:
             return []
         item = self._get(wait)

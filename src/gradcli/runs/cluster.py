@@ -1,27 +1,14 @@
 """Batches, sweeps and check files on a Dask cluster (``--cluster ADDRESS``): nothing lost.
 
-This process stays the writer: it reads the input, cuts it into chunks (batch lines) or blocks
-(sweep points), hands them to the scheduler as tasks, and writes the results oldest first, so the
-output is in input order and byte for byte what a local run writes. At most ``in_flight`` tasks
-are out at a time (two per worker and two more), so neither side ever holds more than a few
-chunks, whatever the size of the input; a slow reader of stdout slows the cluster down.
-
-What travels: the call of a gradcli function named by reference (workers need the same gradcli
-installed; ``connect`` compares versions) with plain data -- program lines, program text, values,
-settings, arrays of coordinates -- and records or arrays back. Never a user's code, never a
-parsed graph: a worker parses the program text itself.
-
-Nothing lost, nothing twice: a worker that dies mid-task (SIGKILL, the OOM killer) is noticed by
-the scheduler, which runs its tasks again on another worker; a task is a pure function of its
-input, so the rerun gives the same records. A chunk that keeps killing its workers (the
-scheduler gives up with ``KilledWorker``) is run again a line at a time, and a line that still
-kills its worker gets a ``resource`` error record, as in a local batch. The scheduler lost
-mid-run: the records written so far are whole chunks, ``ClusterLostError`` says after which input
-line, and ``--skip N`` resumes there.
-
-This module is the connection (``connect``, ``Cluster``) and the tasks in flight (``Tasks``);
-what the tasks are is ``output.cluster_runs``. Dask is imported only here, and only when a
-cluster is asked for: ``gradcli[cluster]``.
+This process stays the writer: it hands chunks (batch lines) or blocks (sweep points) to the
+scheduler as tasks, at most ``in_flight`` at a time, and writes the results oldest first, byte
+for byte what a local run writes. A task is a gradcli function named by reference with plain
+data (program text, values, settings, coordinates; never a user's code or a parsed graph), so a
+rerun after a lost worker gives the same records; a chunk that keeps killing workers
+(``KilledWorker``) is run a line at a time, and a line that still does gets a ``resource``
+record. A lost scheduler is ``ClusterLostError``, which says where ``--skip N`` resumes. This
+module is the connection and the tasks in flight (``Tasks``); the tasks are ``runs.cluster_runs``.
+Dask (``gradcli[cluster]``) is imported only here, and only when asked for.
 """
 
 from __future__ import annotations
@@ -35,16 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
+from gradcli.limits import default_jobs
 
-CLUSTER_ENV = "GRADCLI_CLUSTER"
 CONNECT_SECONDS = 5.0  # an unreachable scheduler is an error after this long
 POLL_SECONDS = 0.25  # how often a wait looks at the scheduler connection
 INSTALL_HINT = "pip install 'gradcli[cluster]' (Dask's distributed scheduler)"
 
 
 class ClusterError(GradcliError):
-    """The cluster cannot be used: Dask missing, the scheduler unreachable or lost, workers
-    without gradcli. A usage error (status 2): nothing was evaluated wrongly."""
+    """The cluster cannot be used (Dask missing, the scheduler unreachable or lost, workers
+    without gradcli): a usage error, as nothing was evaluated wrongly."""
 
     kind = "cluster"
     status = ExitStatus.USAGE
@@ -98,8 +85,8 @@ def parse_address(text: str) -> ClusterAddress:
 
 
 def load_distributed() -> Any:
-    """``dask.distributed``, or a UsageError that says how to install it. Its log lines are
-    silenced here: gradcli says itself, in one line, what went wrong."""
+    """``dask.distributed`` with its logs silenced (gradcli says what went wrong, in one line),
+    or a UsageError that says how to install it."""
     try:
         import distributed
     except ImportError:
@@ -110,8 +97,8 @@ def load_distributed() -> Any:
 
 
 def _quiet_logs() -> None:
-    """Dask's loggers (some with levels of their own, from its configuration) say nothing
-    below CRITICAL: a lost scheduler would otherwise print tracebacks of its reconnections."""
+    """Dask's loggers (some with levels of their own) say nothing below CRITICAL: a lost
+    scheduler would otherwise print tracebacks of its reconnections."""
     import logging
 
     parts = ("distributed", "tornado", "asyncio", "dask")
@@ -133,12 +120,11 @@ class Cluster:
     @property
     def in_flight(self) -> int:
         """Tasks given out at a time: two per worker (one running, one on its way) and two
-        more, so that every worker is busy and each holds at most two chunks; it follows the
-        workers as they come and go (an adaptive cluster, a Slurm job that starts later)."""
+        more; it follows the workers as they come and go."""
         return 2 * max(1, self.workers_now()) + 2
 
     def workers(self) -> int:
-        """The workers the scheduler knows now (the client's view, updated as they come)."""
+        """The workers the scheduler knows now (the client's view)."""
         info = self.client.scheduler_info() or {}
         return len(info.get("workers", {}))
 
@@ -164,15 +150,15 @@ class Cluster:
 
 
 def connect(address: ClusterAddress) -> Cluster:
-    """Connect to the scheduler (or start a local cluster), and make sure the workers run this
-    gradcli: a ClusterError naming the address within ``CONNECT_SECONDS`` if it cannot."""
+    """Connect to the scheduler (or start a local cluster) whose workers run this gradcli, or
+    raise a ClusterError naming the address within ``CONNECT_SECONDS``."""
     distributed = load_distributed()
     local = None
     try:
         if address.local:
             with _interrupts_held():
                 local = distributed.LocalCluster(  # reachable from this machine only
-                    n_workers=address.workers or _cpus(), threads_per_worker=1,
+                    n_workers=address.workers or default_jobs(), threads_per_worker=1,
                     processes=True, host="127.0.0.1", scheduler_port=0,
                     dashboard_address="127.0.0.1:0", silence_logs=50,
                     preload=["gradcli.runs.cluster"])  # dask_setup, in each worker
@@ -199,9 +185,8 @@ def connect(address: ClusterAddress) -> Cluster:
 
 
 def _within(seconds: float, make: Callable[[], Any]) -> Any:
-    """``make()``, or a TimeoutError after ``seconds``: Dask's own timeout covers opening the
-    connection, not a scheduler that accepts it and never answers. The thread left waiting is a
-    daemon: it ends with gradcli."""
+    """``make()``, or a TimeoutError after ``seconds``: Dask's own timeout misses a scheduler
+    that accepts the connection and never answers (the waiting thread is a daemon)."""
     import threading
 
     outcome: dict[str, Any] = {}
@@ -223,9 +208,8 @@ def _within(seconds: float, make: Callable[[], Any]) -> Any:
 
 
 def _scheduler_in(path: str) -> str:
-    """The scheduler's address from its file (what ``dask scheduler --scheduler-file`` writes),
-    read here: Dask itself waits for a missing file to appear, and fails with a traceback on one
-    that holds no address."""
+    """The scheduler's address from its file, read here: Dask waits for a missing file to
+    appear, and fails with a traceback on one that holds no address."""
     import json
 
     hint = "give the file that dask scheduler --scheduler-file wrote, or the scheduler's address"
@@ -248,10 +232,9 @@ def _scheduler_in(path: str) -> str:
 
 @contextlib.contextmanager
 def _interrupts_held() -> Iterator[None]:
-    """SIGINT blocked while a local cluster starts: the thread that Dask starts for it, and the
-    worker processes that thread spawns (now and to replace a dead one), inherit the blocked
-    signal, so Ctrl-C in a terminal (sent to every process of the group) reaches this process
-    alone, which stops them cleanly. A Ctrl-C meanwhile is delivered when this block ends."""
+    """SIGINT blocked while a local cluster starts: Dask's thread and the workers it spawns
+    inherit the blocked signal, so Ctrl-C in a terminal reaches this process alone, which stops
+    them cleanly (a Ctrl-C meanwhile is delivered when this block ends)."""
     import signal
 
     block = getattr(signal, "pthread_sigmask", None)
@@ -266,20 +249,13 @@ def _interrupts_held() -> Iterator[None]:
 
 
 def dask_setup(worker: Any) -> None:
-    """Run by each worker of a local cluster as it starts (Dask's ``preload``): Ctrl-C in a
-    terminal reaches every process of the group, and is gradcli's to handle (it stops them),
-    so a worker ignores it, as ``_interrupts_held`` makes it do until then."""
+    """Run by each worker of a local cluster as it starts (Dask's ``preload``): Ctrl-C is
+    gradcli's to handle (it stops the workers), so a worker ignores it."""
     import signal
     import threading
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _cpus() -> int:
-    from gradcli.limits import default_jobs
-
-    return default_jobs()
 
 
 def _reason(error: BaseException) -> str:
@@ -313,8 +289,8 @@ def _same_gradcli(cluster: Cluster) -> None:
 # --- tasks in input order, a fixed number at a time ----------------------------------------------
 
 class Tasks:
-    """Futures in the order of their input, oldest first: ``add`` one, ``next_done`` waits for
-    the oldest. A wait notices a lost scheduler (``lost``: raise what the caller says)."""
+    """Futures in input order: ``add`` one, ``next_done`` waits for the oldest and raises
+    ``lost()`` if the scheduler is gone."""
 
     def __init__(self, cluster: Cluster, lost: Callable[[], BaseException]) -> None:
         self.cluster, self.lost = cluster, lost
@@ -367,9 +343,8 @@ def task_failed(error: BaseException) -> TaskError:
 
 
 def _scheduler_gone(error: BaseException) -> bool:
-    """Whether ``result()`` failed because the scheduler went away, not because of the task: the
-    futures cancelled, or the connection that gathers the result closed (CommClosedError, an
-    OSError, can come before the client notices that it is disconnected)."""
+    """Whether ``result()`` failed because the scheduler went away (futures cancelled, or the
+    connection closed before the client noticed), not because of the task."""
     import concurrent.futures
 
     if isinstance(error, concurrent.futures.CancelledError) or "cancelled" in \
@@ -383,5 +358,5 @@ def killed(error: BaseException) -> bool:
 
 
 class TaskError(ClusterError):
-    """A task raised something other than a worker's loss (a worker without NumPy, out of
-    memory, a bug): one line with the worker's message, the records before it kept."""
+    """A task raised something other than a worker's loss: one line with the worker's
+    message, the records before it kept."""

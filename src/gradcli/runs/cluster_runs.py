@@ -1,12 +1,7 @@
-"""What runs on a Dask cluster: batch chunks, sweep blocks and checks, results in input order.
-
-The tasks and their callers. Each task is a function of this module, named by reference, with
-plain data (``output.cluster`` says what travels and how a lost worker or scheduler is handled):
-``evaluate_chunk`` makes the JSON records of a chunk of batch lines, ``sweep_block`` the NumPy
-half of a sweep block, ``run_check_task`` one check of a check file's text. The callers --
-``ClusterRuns``, ``cluster_sweep``, ``cluster_checks`` -- hand them out a few at a time
-(``Tasks``) and give back their results oldest first, as the local batch, sweep and check do.
-"""
+"""What runs on a Dask cluster (``runs.cluster`` says what travels): the tasks
+``evaluate_chunk`` (a chunk of batch lines), ``sweep_block`` and ``run_check_task``, and their
+callers ``ClusterRuns``, ``cluster_sweep`` and ``cluster_checks``, which give the results back
+oldest first, as the local batch, sweep and check do."""
 
 from __future__ import annotations
 
@@ -47,13 +42,9 @@ FEED_LINES = 1 << 16  # lines read ahead at most (and FEED_CHARS characters)
 # --- batches -------------------------------------------------------------------------------------
 
 class ClusterRuns:
-    """``batch.json_runs`` on a cluster: runs of records, one run per chunk, in input order
-    (``table``: each record with its table line, made on the worker as a local table batch
-    makes it).
-
-    Iterate it once; ``done`` is the last input line whose record (if any) has been handed out,
-    ``detail()`` says how many workers there are (for a progress line). ``close()`` stops the
-    tasks still out, as ``json_runs``' close stops the local workers."""
+    """``batch.json_runs`` on a cluster, one run per chunk (``table``: table lines made on the
+    worker). Iterate it once; ``done`` is the last input line handed out, ``detail()`` the
+    workers for a progress line, ``close()`` stops the tasks still out."""
 
     def __init__(self, cluster: Cluster, lines: Iterable[str], values: Mapping[str, float],
                  settings: EvalSettings, first: int = 1, table: TableStyle | None = None) -> None:
@@ -76,8 +67,11 @@ class ClusterRuns:
         count = self.cluster.workers_now()
         return f"{count} worker" + ("" if count == 1 else "s")
 
+    def _tasks(self) -> Tasks:
+        return Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text, self.done))
+
     def _generate(self) -> Iterator[list[JsonLine]]:
-        tasks = Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text, self.done))
+        tasks = self._tasks()
         feed = _Feed(self.numbered, FEED_LINES, FEED_CHARS)
         try:
             while True:
@@ -114,8 +108,7 @@ class ClusterRuns:
         its worker gets a ``resource`` record."""
         if not killed(error):
             raise task_failed(error)
-        tasks = Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text,
-                                                             self.done))
+        tasks = self._tasks()
         for number, raw in lines:
             tasks.add((number, raw), evaluate_chunk, [(number, raw)], self.values,
                       self.settings, self.table, priority=-number)
@@ -136,24 +129,18 @@ class ClusterRuns:
 
 
 def chunk_lines(workers: int) -> int:
-    """Lines per task: ``CHUNK_LINES``, or ``LINES_PER_WORKER`` per worker on a large cluster.
-    Then the scheduler handles at most workers / (lines x a line's time) = 1 / (4 x a line's
-    time) tasks a second however many workers there are (~370 for W2's programs), well below
-    the thousand or more a Dask scheduler can (docs/performance.md, on a cluster)."""
+    """Lines per task: ``CHUNK_LINES``, or ``LINES_PER_WORKER`` per worker on a large cluster,
+    so that the scheduler gets at most 1 / (4 x a line's time) tasks a second whatever the
+    number of workers (docs/performance.md)."""
     return max(CHUNK_LINES, LINES_PER_WORKER * workers)
 
 
 def evaluate_chunk(lines: list[tuple[int, str]], values: dict[str, float],
                    settings: EvalSettings, table: TableStyle | None = None) -> list[JsonLine]:
-    """A worker's task: the records of a chunk of batch lines (blank and comment lines give
-    none), exactly as a local batch makes them (``table``: with their table lines)."""
+    """A worker's task: the records of a chunk of batch lines, as a local batch makes them."""
     _one_blas_thread()
-    records = []
-    for number, raw in lines:
-        record = line_record(number, raw, values, settings, table)
-        if record is not None:
-            records.append(record)
-    return records
+    records = (line_record(number, raw, values, settings, table) for number, raw in lines)
+    return [record for record in records if record is not None]
 
 
 def _one_blas_thread() -> None:
@@ -165,20 +152,14 @@ def _one_blas_thread() -> None:
 
 def cluster_sweep(cluster: Cluster, text: str, max_nodes: int, plan: Any,
                   options: Mapping[str, Any]) -> Iterator[Any]:
-    """``sweep.stream_sweep`` on a cluster: the grid's blocks (the same blocks as a local
-    sweep) evaluated by workers with the vectorised code, finished here in grid order.
-
-    A worker gets the program text and a block's coordinates and returns the NumPy half of the
-    block (``vector_sweep``); the scalar half (``finish_sweep``: unsure points re-evaluated
-    within one budget shared by the blocks in order, failed points explained) runs here, as in
-    a local sweep, so the numbers are the same bit for bit."""
+    """``sweep.stream_sweep`` on a cluster: workers make the NumPy half of each block of the
+    grid (``vector_sweep``); the scalar half (``finish_sweep``, with one recheck budget shared
+    by the blocks in order) runs here, so the numbers are a local sweep's bit for bit."""
     from gradcli.gradcheck.sweep import RecheckBudget, finish_sweep
     from gradcli.gradcheck.sweep_grid import block_points
 
     budget = RecheckBudget()
-    tasks = Tasks(cluster, lambda: ClusterError(
-        f"lost the Dask scheduler at {visible(cluster.address.text)} during the sweep",
-        hint="run the sweep again when the scheduler is back"))
+    tasks = Tasks(cluster, _lost(cluster, "the sweep"))
     options = dict(options)
     try:
         for index, columns in enumerate(plan.blocks(block_points(plan.program))):
@@ -189,6 +170,12 @@ def cluster_sweep(cluster: Cluster, text: str, max_nodes: int, plan: Any,
             yield _finished_block(tasks, plan.program, budget, finish_sweep)
     finally:
         tasks.cancel()
+
+
+def _lost(cluster: Cluster, during: str) -> Callable[[], ClusterError]:
+    return lambda: ClusterError(
+        f"lost the Dask scheduler at {visible(cluster.address.text)} during {during}",
+        hint=f"run {during} again when the scheduler is back")
 
 
 def _finished_block(tasks: Tasks, program: Any, budget: Any, finish: Callable) -> Any:
@@ -210,8 +197,7 @@ def _parsed(text: str, max_nodes: int, given: frozenset[str]) -> Any:
 def sweep_block(text: str, max_nodes: int, columns: dict[str, Any],
                 options: dict[str, Any]) -> Any:
     """A worker's task: the NumPy half of one sweep block, without the parsed program (the
-    client has its own) and the spreads (used up by the check): values, gradients, check and
-    the unsure points."""
+    client has its own) and the spreads (used up by the check)."""
     from gradcli.gradcheck.sweep import vector_sweep
 
     _one_blas_thread()
@@ -224,12 +210,9 @@ def sweep_block(text: str, max_nodes: int, columns: dict[str, Any],
 
 def cluster_checks(cluster: Cluster, specs: Iterable[Any], texts: Mapping[str, str],
                    fail_fast: bool = False) -> Iterator[Any]:
-    """``formulas.run.run_checks`` on a cluster: each check a task (the text of its file and its
-    name travel; a worker reads the file text itself), the outcomes in the order of the checks.
-    With ``fail_fast``, the tasks after the first check that does not pass are cancelled."""
-    tasks = Tasks(cluster, lambda: ClusterError(
-        f"lost the Dask scheduler at {visible(cluster.address.text)} during the checks",
-        hint="run the checks again when the scheduler is back"))
+    """``formulas.run.run_checks`` on a cluster: each check a task (its file's text and its
+    name travel), outcomes in order; ``fail_fast`` cancels the rest after a failure."""
+    tasks = Tasks(cluster, _lost(cluster, "the checks"))
     pending = enumerate(specs)
     try:
         while True:
@@ -251,8 +234,8 @@ def cluster_checks(cluster: Cluster, specs: Iterable[Any], texts: Mapping[str, s
 
 
 def run_check_task(text: str, file: str, name: str) -> Any:
-    """A worker's task: one check of a check file's text, run as ``gradcli check`` runs it
-    (the outcome without its spec: the client has its own)."""
+    """A worker's task: one check of a check file's text (the outcome without its spec: the
+    client has its own)."""
     from gradcli.formulas.run import run_check
 
     _one_blas_thread()

@@ -1,19 +1,11 @@
 """The processes of a batch: forked workers that evaluate chunks of lines, and a lost one redone.
 
-Each worker has its own pipes: chunks go in (a thread in the worker reads them as they come, so
-the parent never waits to hand one over), and records come out in pieces of at most
-``PIECE_CHARS`` characters (or one record, if that is larger). The parent reads a worker's pipe
-only when the chunk that worker holds is the oldest not yet written: the others wait in their
-pipe (or in their worker, which then pauses), so this process holds one piece at a time however
-large the records are.
-
-A worker that dies (``kill -9``, the OOM killer) closes a sentinel pipe; the parent sees it while
-it waits, starts a new worker and gives it the lost worker's chunks again, from the first line
-whose record it has not yet received. Each worker writes the number of the line it is
-evaluating into a word of shared memory, so a death is charged to that line: a line that has
-killed its worker ``MAX_DEATHS`` times is not evaluated again but becomes an error record.
-Deaths that no line is charged with (a worker idle or handing over records) are redone too, up
-to ``MAX_UNCHARGED`` in a row without any progress; past that the batch ends with an error.
+Chunks go in through a pipe (a thread in the worker reads them as they come); records come out
+in pieces of at most ``PIECE_CHARS`` characters, read only from the worker holding the oldest
+chunk, so this process holds one piece at a time. A worker that dies closes a sentinel pipe: it
+is replaced and its chunks given again from the first line not yet received. A death is charged
+to the line in the worker's shared progress word; a line charged ``MAX_DEATHS`` times becomes an
+error record, and ``MAX_UNCHARGED`` uncharged deaths in a row end the batch with an error.
 """
 
 from __future__ import annotations
@@ -40,12 +32,8 @@ MAX_DEATHS = 2  # deaths charged to one line after which it gets an error record
 MAX_UNCHARGED = 4  # deaths in a row charged to no line and without progress: give up
 
 Lines = list[tuple[int, str]]  # (line number, raw text)
-# What a worker runs for one line: its record (an object with ``line`` and ``text``, such as
-# ``batch.JsonLine``), or None for a blank or comment line.
-Work = Callable[[int, str], Any]
-# The same for a line that is not evaluated again: an error record saying why (the third
-# argument), or None for a blank or comment line.
-Failed = Callable[[int, str, str], Any]
+Work = Callable[[int, str], Any]  # a line's record (with ``line`` and ``text``), or None
+Failed = Callable[[int, str, str], Any]  # the error record of a line not evaluated again
 IsProgram = Callable[[str], bool]  # whether a raw line gets a record
 
 
@@ -122,9 +110,8 @@ class WorkerPool:
         self._send(worker, chunk)
 
     def receive(self, chunk: Chunk, timeout: float | None) -> list | None:
-        """The next records of ``chunk`` (the oldest chunk not yet finished), waiting at most
-        ``timeout`` seconds (None: as long as it takes); None if none came. A worker found dead
-        meanwhile is replaced and its chunks given again."""
+        """The next records of ``chunk`` (the oldest not finished) within ``timeout`` seconds
+        (None: no limit), or None; a worker found dead meanwhile is replaced."""
         while True:
             worker = self._holder(chunk)
             ready = wait([worker.results, *(w.sentinel for w in self.workers)], timeout)
@@ -145,8 +132,7 @@ class WorkerPool:
                 self._replace(dead)
 
     def close(self, abort: bool = False) -> None:
-        """Stop the workers: let them finish (they are idle at the end of a batch) or, with
-        ``abort``, kill them at once; either way wait for them, so that none outlives this."""
+        """Stop the workers (with ``abort``: kill them) and wait for them: none outlives this."""
         for worker in self.workers:
             if abort:
                 with contextlib.suppress(ProcessLookupError):
@@ -184,8 +170,8 @@ class WorkerPool:
             worker.tasks.send((rest, condemned))
 
     def _replace(self, worker: _Worker, charged: int | None = None) -> None:
-        """A worker died (or must: it was cut off in the middle of a message): charge the death
-        to the line it was evaluating, start another worker and give it the same chunks."""
+        """A worker died (or must: cut off mid-message): charge the death to its line, start
+        another worker and give it the same chunks."""
         line = worker.current_line() if charged is None else charged
         with contextlib.suppress(ProcessLookupError):
             os.kill(worker.pid, signal.SIGKILL)
@@ -259,9 +245,8 @@ def _widen(connection: Connection) -> None:
 
 
 def _become_worker() -> None:
-    """Ctrl-C is the parent's to handle (it stops the workers); SIGTERM and SIGHUP end a worker
-    at once and silently, unless they were ignored (``nohup``). Standard input and output are
-    the parent's: a worker reads and writes only its pipes."""
+    """Ctrl-C is the parent's to handle; SIGTERM and SIGHUP end a worker silently (unless
+    ignored: ``nohup``); a worker reads and writes only its pipes, never stdin or stdout."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in ("SIGTERM", "SIGHUP"):
         number = getattr(signal, name, None)
@@ -317,8 +302,8 @@ def _serve(tasks: Connection, results: Connection, progress: mmap.mmap, work: Wo
 
 
 def _send(results: Connection, piece: list, sources: Lines, last: bool, failed: Failed) -> None:
-    """Send a piece of records; if the copy for sending does not fit in memory, each long
-    record is replaced by an error record saying so."""
+    """Send a piece of records; if its copy does not fit in memory, long records become error
+    records saying so."""
     try:
         results.send((piece, last))
         return
