@@ -86,3 +86,25 @@ def test_a_file_names_its_first_element_that_is_not_finite(tmp_path, bad):
         read_array("W", str(tmp_path / "W.npy"))
     np.save(tmp_path / "W.npy", weights[: N // 3])
     np.testing.assert_array_equal(read_array("W", str(tmp_path / "W.npy")), weights[: N // 3])
+
+
+@pytest.mark.parametrize("program", ["sum(x)", "mean(x)", "max(x) + sum(x)"])
+def test_an_overflowing_reduction_names_its_node_and_prints_no_numpy_warning(program):
+    """1e308 + 1e308 overflows in the sum, not in binding's finiteness test (whose own sum may
+    overflow for finite elements) nor in max (whose tied elements are 1e308 itself)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-W", "error", "-m", "gradcli", "eval", program,
+                           "--x", "[1e308, 1e308]"], capture_output=True, text=True)
+    assert done.returncode == 3
+    assert done.stderr.splitlines() == [
+        "error: numeric error: overflow: the result is not a finite float in "
+        + ("#2 sum(x)" if "max" in program else f"#1 {program}")]
+
+
+@pytest.mark.parametrize(("program", "expected"), [("max(x)", 1e308), ("min(-x)", -1e308)])
+def test_tied_extremes_near_the_largest_float_are_the_element(program, expected):
+    result = gradcli.evaluate(program, {"x": [1e308, 1e308, 1.0]})
+    assert result.value == expected
+    assert list(result.gradients["x"]) == [0.5 * abs(expected) / expected] * 2 + [0.0]

@@ -86,10 +86,10 @@ def _total(array: Any) -> float:
     ones, which reads it about twice as fast as NumPy's pairwise sum (a value's finiteness is
     checked on every evaluation, and a 1000x1000 matrix's check took a fifth of A1's)."""
     np = numpy()
-    if array.ndim < 2 or not array.flags.c_contiguous:
-        return float(array.sum())
-    columns = array.shape[-1]
     with np.errstate(over="ignore", invalid="ignore"):  # large finite elements may overflow
+        if array.ndim < 2 or not array.flags.c_contiguous:
+            return float(array.sum())
+        columns = array.shape[-1]
         return float(np.sum(array.reshape(-1, columns) @ np.ones(columns)))
 
 

@@ -65,11 +65,14 @@ def _extreme_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
 
 
 def _pick(np: Any, x: Any, largest: bool) -> Any:
-    """max/min of the real parts (a complex-step replay follows the real values), ties averaged."""
+    """max/min of the real parts (a complex-step replay follows the real values), ties' imaginary
+    parts averaged. The tied real parts are ``best`` itself: averaging them too would overflow
+    for max([1e308, 1e308])."""
     real = x.real
     best = real.max() if largest else real.min()
-    hits = real == best
-    return x[hits].mean()
+    if not np.iscomplexobj(x):
+        return best
+    return best + 1j * x.imag[real == best].mean()
 
 
 def _logsumexp(np: Any, x: Any) -> Any:
