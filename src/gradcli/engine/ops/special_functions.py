@@ -164,23 +164,19 @@ def _sinc_second_series(x: Any) -> Any:
     return -special.PI_SQUARED * total
 
 
-SIGMOID_CENTRE = 1.0  # |x| below which a Hessian's sigmoid slope is sech(x/2)**2/4
-
-
 def _sigmoid_slope(x: Any, out: Any) -> Any:
     """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16.
-    ``diff`` prints s (1 - s). A Hessian's formula is s (1 - s) of the one rounded s too, from
-    |x| = SIGMOID_CENTRE on: in a log-loss, log(s) and log(1 - s) divide by the same s and
-    1 - s, which cancel exactly, where sech(x/2)**2/4 (accurate on its own) left 1 - s's
-    rounding in the Hessian (7e-4 relatively at s = 1 - 3e-7). Below it, where s and 1 - s
-    are near 1/2 and nothing divides by a small 1 - s, sech(x/2)**2/4: the derivative of
-    s (1 - s), s' (1 - 2 s), cancels near 0 (1e-16/|x| relatively), sech's does not."""
+    ``diff`` prints s (1 - s). A Hessian's formula is (sech(x/2)/2)**2: its value keeps every
+    digit (d2/dx dy of y*sigmoid(x)), as does its derivative, -2 (sech(x/2)/2)**2 tanh(x/2)/2,
+    where that of s (1 - s), s' (1 - 2 s), cancels near 0 (1e-16/|x| relatively) and s (1 - s)
+    of a rounded s near 1 keeps eps/(1 - s) (0 for 4e-18 at x = 37). A program that divides by
+    its own rounded 1 - s (a log-loss written with log(1 - sigmoid(z))) keeps that rounding in
+    its Hessian: its own condition, which softplus forms avoid (docs/accuracy.md)."""
     if not written(x):
         return out * F.sigmoid(-x)
     if printed(x):
         return out * (1.0 - out)
-    half = F.sech(0.5 * x)
-    return F.where(F.lt(F.abs(x), SIGMOID_CENTRE), 0.25 * (half * half), out * (1.0 - out))
+    return F.square(0.5 * F.sech(0.5 * x))
 
 
 def _silu_slope(x: Any, out: Any) -> Any:
