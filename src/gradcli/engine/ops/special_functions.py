@@ -91,17 +91,44 @@ def _dbeta_db(a: Any, b: Any, out: Any) -> Any:
     return out * (F.digamma(b) - F.digamma(a + b)) + F.beta(a, b) * _dlbeta_db(a, b, out)
 
 
-def _refuse_a_third_derivative(name: str, a: Any, b: Any) -> None:
-    """A Hessian of dbeta or dlbeta (beta's or lbeta's third derivatives) is a NumericError:
-    its formulas, the textbook ones that ``diff`` prints, subtract terms that agree where
-    a << b or both are small (d2/da2 dbeta(1e-5, 1e-5) came out -5515 for -2.706), and no rule
-    of floats takes their place (docs/accuracy.md)."""
-    if _in_a_hessian(a, b):
+BETA_THIRD = ("beta and lbeta", "where one operand is much smaller than the other or both are "
+              "small")
+
+
+def _refuse_a_third_derivative(name: str, *operands: Any, of: tuple[str, str] = BETA_THIRD
+                               ) -> None:
+    """A Hessian of dbeta, dlbeta or dgamma (beta's, lbeta's or gamma's third derivatives) is
+    a NumericError: its formulas, the textbook ones that ``diff`` prints, subtract terms that
+    agree where a << b or both are small (d2/da2 dbeta(1e-5, 1e-5) came out -5515 for -2.706),
+    or multiply gamma's subnormal value below x = -171, and no rule of floats takes their
+    place (docs/accuracy.md)."""
+    if _in_a_hessian(*operands):
+        functions, where = of
         raise NumericError(
-            f"the second derivatives of {name} (third derivatives of beta and lbeta) would "
-            "lose their digits where one operand is much smaller than the other or both are "
-            "small; gradcli computes only their value and gradient",
+            f"the second derivatives of {name} (third derivatives of {functions}) would "
+            f"lose their digits {where}; gradcli computes only their value and gradient",
             hint="gradcli diff prints their formulas")
+
+
+def _gamma_slope(x: Any, out: Any) -> Any:
+    """gamma' = gamma digamma: on floats rounded once where gamma is subnormal (x < -171,
+    special_slopes._gamma_times); in a Hessian's formula the ``dgamma`` row, whose own slope
+    gamma (digamma**2 + trigamma) is one value rounded so too (the product rule over
+    gamma digamma multiplied gamma's subnormal value: 0 from x = -178 on, for 1e-317);
+    printed, and on arrays, as written."""
+    if type(x) is float:
+        return special_slopes._gamma_times(x, special._digamma(x), out)
+    if _in_a_hessian(x):
+        return F.dgamma(x)
+    return out * F.digamma(x)
+
+
+def _dgamma_slope(x: Any, out: Any) -> Any:
+    """gamma'' = gamma (digamma**2 + trigamma): on floats special_slopes._dgamma_slope."""
+    if type(x) is float:
+        return special_slopes._dgamma_slope(x)
+    _refuse_a_third_derivative("dgamma", x, of=("gamma", "where gamma is subnormal"))
+    return F.gamma(x) * (F.digamma(x) ** 2.0 + F.polygamma(1.0, x))
 
 
 BESSEL_SLOPE_LIMIT = 1e6  # |x| past which ive's second derivative loses over 6e-11 relatively
@@ -235,9 +262,14 @@ ROWS: list[Op] = [
     unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,
           domain=forms.open_unit_interval, complex=NONE, vector=NONE,
           summary="inverse of erf, -1 < x < 1", aliases=("erf_inv",)),
-    unary("gamma", math.gamma, lambda x, out: out * F.digamma(x), domain=forms.not_a_pole,
+    unary("gamma", math.gamma, _gamma_slope, domain=forms.not_a_pole,
           complex=NONE, vector=NONE,
           summary="gamma function (0 and the negative integers are poles: an error)"),
+    # gamma's slope, a row of its own so that a Hessian differentiates it with a rule that
+    # keeps its digits where gamma is subnormal (docs/accuracy.md)
+    unary("dgamma", special_slopes._dgamma, _dgamma_slope, domain=forms.not_a_pole,
+          complex=NONE, vector=NONE,
+          summary="gamma's derivative gamma(x) digamma(x), exact where gamma is subnormal"),
     unary("lgamma", special._lgamma, lambda x, out: F.digamma(x), domain=forms.not_a_pole,
           complex=NONE, vector=NONE, summary="log |gamma(x)|"),
     unary("digamma", special._digamma, lambda x, out: F.polygamma(1.0, x),
