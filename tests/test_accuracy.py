@@ -347,6 +347,9 @@ def test_gamma_derivatives_where_gamma_is_subnormal(x):
     dgamma = gradcli.evaluate("dgamma(x)", {"x": x}, check=False)  # its Hessian: REFUSING
     _close(dgamma.value, first, 1e-13)
     _close(dgamma.gradients["x"], second, 1e-13)
+    arrays = gradcli.evaluate("sum(gamma(x))", {"x": [x, 2.5]}, check=False, order=2)
+    assert arrays.gradients["x"][0] == result.gradients["x"]  # dgamma point by point
+    assert arrays.hessian.matrix["x"]["x"][0][0] == result.hessian.matrix["x"]["x"]
 
 
 def test_diff_where_a_printed_formula_divides_by_zero_says_what_to_type():

@@ -9,7 +9,17 @@ import math
 from typing import Any
 
 from gradcli.engine import forms, special, special_slopes
-from gradcli.engine.ops.row import NONE, F, Op, above, binary, printed, unary, written
+from gradcli.engine.ops.row import (
+    NONE,
+    F,
+    Op,
+    above,
+    binary,
+    numpy,
+    printed,
+    unary,
+    written,
+)
 from gradcli.errors import NumericError
 
 GELU_TANH_SCALE = 1.5957691216057308  # 2 sqrt(2/pi): gelu_tanh(x) = x sigmoid(scale (x + c x^3))
@@ -114,19 +124,22 @@ def _gamma_slope(x: Any, out: Any) -> Any:
     """gamma' = gamma digamma: on floats rounded once where gamma is subnormal (x < -171,
     special_slopes._gamma_times); in a Hessian's formula the ``dgamma`` row, whose own slope
     gamma (digamma**2 + trigamma) is one value rounded so too (the product rule over
-    gamma digamma multiplied gamma's subnormal value: 0 from x = -178 on, for 1e-317);
-    printed, and on arrays, as written."""
+    gamma digamma multiplied gamma's subnormal value: 0 from x = -178 on, for 1e-317), and on
+    arrays dgamma point by point; printed as written."""
     if type(x) is float:
         return special_slopes._gamma_times(x, special._digamma(x), out)
-    if _in_a_hessian(x):
-        return F.dgamma(x)
-    return out * F.digamma(x)
+    if printed(x):
+        return out * F.digamma(x)
+    return F.dgamma(x)
 
 
 def _dgamma_slope(x: Any, out: Any) -> Any:
-    """gamma'' = gamma (digamma**2 + trigamma): on floats special_slopes._dgamma_slope."""
+    """gamma'' = gamma (digamma**2 + trigamma): on floats special_slopes._dgamma_slope, and on
+    arrays point by point."""
     if type(x) is float:
         return special_slopes._dgamma_slope(x)
+    if not written(x):
+        return numpy().vectorize(special_slopes._dgamma_slope, otypes=[float])(x)
     _refuse_a_third_derivative("dgamma", x, of=("gamma", "where gamma is subnormal"))
     return F.gamma(x) * (F.digamma(x) ** 2.0 + F.polygamma(1.0, x))
 
