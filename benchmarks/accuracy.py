@@ -207,6 +207,10 @@ def _lgamma(x: Any) -> Any:
     return mpmath.log(abs(mpmath.gamma(x)))
 
 
+def _dgamma(x: Any) -> Any:
+    return mpmath.gamma(x) * mpmath.digamma(x)
+
+
 def _psi(order: int, x: Any) -> Any:
     """polygamma(order, x); order -1 is log |gamma(x)|."""
     return _lgamma(x) if order < 0 else mpmath.polygamma(order, x)
@@ -348,6 +352,8 @@ REFERENCES: dict[str, Reference] = {
     "erfinv": R(mpmath.erfinv, (OPEN_UNIT,)),
     "gamma": R(mpmath.gamma, (Domain(-180.0, 180.0, special=GAMMA_X.special[:-1]),),
                branch=lambda x: None if x <= 0 and x == math.floor(x) else mpmath.gamma),
+    "dgamma": R(_dgamma, (Domain(-180.0, 180.0, special=GAMMA_X.special[:-1]),),
+                branch=lambda x: None if x <= 0 and x == math.floor(x) else _dgamma),
     "lgamma": R(_lgamma, (GAMMA_X,), branch=lambda x: _off_poles(x, _lgamma),
                 closed=lambda x, orders: _psi(orders[0] - 1, x)),
     "digamma": R(mpmath.digamma, (GAMMA_X,), branch=lambda x: _off_poles(x, mpmath.digamma),

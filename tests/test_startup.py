@@ -47,7 +47,7 @@ GRADCLI = {
     "gradcli.language.building", "gradcli.language.syntax_errors",
     "gradcli.engine", "gradcli.engine.ops", "gradcli.engine.core_ops", "gradcli.engine.forms",
     "gradcli.engine.special", "gradcli.engine.graph", "gradcli.engine.node",
-    "gradcli.engine.special_slopes",  # the float functions of the dbeta and dlbeta rows
+    "gradcli.engine.special_slopes",  # the float functions of the dbeta, dlbeta and dgamma rows
     "gradcli.engine.notation",
     "gradcli.engine.replay",
     # the op table, one package: its row class and its sections, array rows too (one registry

@@ -398,15 +398,15 @@ def _beta(a: float, b: float) -> float:
     if a >= 1e-300 and b < 10.0:
         return math.gamma(a) * (math.gamma(b) / math.gamma(a + b))
     if a < 1.0:
-        return math.exp(_lbeta_far(a, b, math.lgamma(1.0 + a))) / a
-    return math.exp(_lbeta_far(a, b, math.lgamma(a)))
+        return math.exp(_lbeta_far(a, b, _lgamma(1.0 + a))) / a
+    return math.exp(_lbeta_far(a, b, _lgamma(a)))
 
 
 def _lbeta(a: float, b: float) -> float:
     a, b = min(a, b), max(a, b)
     if a >= 1e-300 and b < 10.0:
         return math.log(math.gamma(a) * (math.gamma(b) / math.gamma(a + b)))
-    return _lbeta_far(a, b, math.lgamma(a))
+    return _lbeta_far(a, b, _lgamma(a))
 
 
 def _lbeta_far(a: float, b: float, lgamma_a: float) -> float:
@@ -420,7 +420,7 @@ def _lbeta_far(a: float, b: float, lgamma_a: float) -> float:
     #            u - log1p(u) by its series below 1/2 (it is about u^2/2).
     # (``lgamma_a`` is lgamma(a), or lgamma(1 + a) for log(a B(a, b)): _beta's)
     if b < 10.0:  # a tiny: lgamma(b) - lgamma(a + b) is small, and so is its rounding
-        return lgamma_a + (math.lgamma(b) - math.lgamma(a + b))
+        return lgamma_a + (_lgamma(b) - _lgamma(a + b))
     s = a + b
     corrections = []
     for x in (a, b, s):

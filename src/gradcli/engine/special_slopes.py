@@ -1,9 +1,9 @@
 """Float helpers of the special rows' derivative rules: the slopes whose forms as written
-would cancel (digamma differences) or underflow a factor (beta's), on floats; the float
-functions of ``dbeta`` and ``dlbeta``, beta's and lbeta's slopes as rows of their own, with
-their derivatives (a Hessian's second derivatives of beta and lbeta); and the scaled Bessel
-functions ``ive``, ``i0e``, ``i1e`` and ``dive`` (ive's slope as a row), whose values and
-derivatives are one exact sum of their series.
+would cancel (digamma differences) or underflow a factor (beta's, gamma's), on floats; the
+float functions of ``dbeta``, ``dlbeta`` and ``dgamma``, the slopes of beta, lbeta and gamma as
+rows of their own, with their derivatives (a Hessian's second derivatives of those); and the
+scaled Bessel functions ``ive``, ``i0e``, ``i1e`` and ``dive`` (ive's slope as a row), whose
+values and derivatives are one exact sum of their series.
 
 A rule calls one of these on floats and keeps its textbook form for formulas (``gradcli diff``
 prints it), as ops/special_functions.py says of each. Written against ``math`` alone, as
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.engine.special import _beta, _lbeta, _polygamma
+from gradcli.engine.special import _beta, _digamma, _lbeta, _polygamma
 
 BERNOULLI = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6)
 
@@ -285,3 +285,39 @@ def _dbeta_db(a: float, b: float) -> float:
     if a < 1.0:
         return (a * _beta(a, b)) * (_digamma_quotient(a, b) * drop + _trigamma_quotient(a, b))
     return _beta(a, b) * (drop * drop + _trigamma_difference(a, b))
+
+
+TINY_NORMAL = 2.2250738585072014e-308
+GAMMA_NORMAL_FROM = -170.0  # gamma is a normal float above -171 (1.1e-308 at -171.5)
+GAMMA_UNDERFLOW = -200.0  # below, gamma'' < 1e-330 even a rounding from a pole: 0
+
+
+def _gamma_times(x: float, factor: float, value: float | None = None) -> float:
+    """gamma(x) factor rounded once, ``value`` gamma(x) if known. Below x = -171 gamma is
+    subnormal, with few digits (one or two bits near -180, 0 from -178 on away from the poles),
+    which a product keeps: there gamma(x + k) / (x (x + 1) ... (x + k - 1)), x + k in
+    (-170, -169] (each x + i exact: all are in [128, 256) in size), computed 2**600 times too
+    large and scaled back, so that the one rounding into the subnormals is the last."""
+    if value is None:
+        value = math.gamma(x)
+    if abs(value) >= TINY_NORMAL or x >= GAMMA_NORMAL_FROM:
+        return value * factor
+    if x < GAMMA_UNDERFLOW:
+        return 0.0 * value * factor
+    shift = math.ceil(GAMMA_NORMAL_FROM - x)
+    product = 1.0
+    for i in range(shift):
+        product *= x + i
+    return math.ldexp(math.ldexp(math.gamma(x + shift), 600) * factor / product, -600)
+
+
+def _dgamma(x: float) -> float:
+    """gamma'(x) = gamma(x) digamma(x): the ``dgamma`` row (gamma's slope in a Hessian)."""
+    return _gamma_times(x, _digamma(x))
+
+
+def _dgamma_slope(x: float) -> float:
+    """gamma''(x) = gamma(x) (digamma(x)**2 + trigamma(x)), one value rounded once (where
+    gamma is subnormal too): dgamma's slope on floats, gamma's second derivative."""
+    psi = _digamma(x)
+    return _gamma_times(x, psi * psi + _polygamma(1.0, x))

@@ -92,24 +92,50 @@ def _dbeta_db(a: Any, b: Any, out: Any) -> Any:
 
 
 THIRD_DERIVATIVES = {  # a slope row: whose third derivatives its Hessian would be, and where
-    # their formulas (the textbook ones that ``diff`` prints) cancel
+    # their formulas (the textbook ones that ``diff`` prints) lose their digits
     "dbeta": ("beta", "where one operand is much smaller than the other or both are small"),
     "dlbeta": ("lbeta", "where one operand is much smaller than the other or both are small"),
     "dive": ("ive", "where |x| is large (terms that agree to 1 - O(1/x))"),
+    "dgamma": ("gamma", "where gamma is subnormal"),
 }
 
 
-def _refuse_a_third_derivative(name: str, a: Any, b: Any) -> None:
-    """A Hessian of dbeta, dlbeta or dive (third derivatives of beta, lbeta and ive) is a
-    NumericError: its formulas, the textbook ones that ``diff`` prints, subtract terms that
-    agree (d2/da2 dbeta(1e-5, 1e-5) came out -5515 for -2.706), and no rule of floats takes
-    their place (docs/accuracy.md)."""
-    if _in_a_hessian(a, b):
+def _refuse_a_third_derivative(name: str, *operands: Any) -> None:
+    """A Hessian of dbeta, dlbeta, dive or dgamma (third derivatives of beta, lbeta, ive and
+    gamma) is a NumericError: its formulas, the textbook ones that ``diff`` prints, subtract
+    terms that agree (d2/da2 dbeta(1e-5, 1e-5) came out -5515 for -2.706) or multiply gamma's
+    subnormal value below x = -171, and no rule of floats takes their place
+    (docs/accuracy.md)."""
+    if _in_a_hessian(*operands):
         of, where = THIRD_DERIVATIVES[name]
         raise NumericError(
             f"the second derivatives of {name} (third derivatives of {of}) would lose their "
             f"digits {where}; gradcli computes only their value and gradient",
             hint="gradcli diff prints their formulas")
+
+
+def _gamma_slope(x: Any, out: Any) -> Any:
+    """gamma' = gamma digamma: on floats rounded once where gamma is subnormal (x < -171,
+    special_slopes._gamma_times); in a Hessian's formula the ``dgamma`` row, whose own slope
+    gamma (digamma**2 + trigamma) is one value rounded so too (the product rule over
+    gamma digamma multiplied gamma's subnormal value: 0 from x = -178 on, for 1e-317), and on
+    arrays dgamma point by point; printed as written."""
+    if type(x) is float:
+        return special_slopes._gamma_times(x, special._digamma(x), out)
+    if printed(x):
+        return out * F.digamma(x)
+    return F.dgamma(x)
+
+
+def _dgamma_slope(x: Any, out: Any) -> Any:
+    """gamma'' = gamma (digamma**2 + trigamma): on floats special_slopes._dgamma_slope, and on
+    arrays point by point."""
+    if type(x) is float:
+        return special_slopes._dgamma_slope(x)
+    if not written(x):
+        return numpy().vectorize(special_slopes._dgamma_slope, otypes=[float])(x)
+    _refuse_a_third_derivative("dgamma", x)
+    return F.gamma(x) * (F.digamma(x) ** 2.0 + F.polygamma(1.0, x))
 
 
 def _bessel(n: Any, x: Any, out: Any) -> Any:
@@ -186,23 +212,19 @@ def _sinc_second_series(x: Any) -> Any:
     return -special.PI_SQUARED * total
 
 
-SIGMOID_CENTRE = 1.0  # |x| below which a Hessian's sigmoid slope is sech(x/2)**2/4
-
-
 def _sigmoid_slope(x: Any, out: Any) -> Any:
     """sigmoid(x) sigmoid(-x); out (1 - out) is 0 from x = 37 on, where the answer is 1e-16.
-    ``diff`` prints s (1 - s). A Hessian's formula is s (1 - s) of the one rounded s too, from
-    |x| = SIGMOID_CENTRE on: in a log-loss, log(s) and log(1 - s) divide by the same s and
-    1 - s, which cancel exactly, where sech(x/2)**2/4 (accurate on its own) left 1 - s's
-    rounding in the Hessian (7e-4 relatively at s = 1 - 3e-7). Below it, where s and 1 - s
-    are near 1/2 and nothing divides by a small 1 - s, sech(x/2)**2/4: the derivative of
-    s (1 - s), s' (1 - 2 s), cancels near 0 (1e-16/|x| relatively), sech's does not."""
+    ``diff`` prints s (1 - s). A Hessian's formula is (sech(x/2)/2)**2: its value keeps every
+    digit (d2/dx dy of y*sigmoid(x)), as does its derivative, -2 (sech(x/2)/2)**2 tanh(x/2)/2,
+    where that of s (1 - s), s' (1 - 2 s), cancels near 0 (1e-16/|x| relatively) and s (1 - s)
+    of a rounded s near 1 keeps eps/(1 - s) (0 for 4e-18 at x = 37). A program that divides by
+    its own rounded 1 - s (a log-loss written with log(1 - sigmoid(z))) keeps that rounding in
+    its Hessian: its own condition, which softplus forms avoid (docs/accuracy.md)."""
     if not written(x):
         return out * F.sigmoid(-x)
     if printed(x):
         return out * (1.0 - out)
-    half = F.sech(0.5 * x)
-    return F.where(F.lt(F.abs(x), SIGMOID_CENTRE), 0.25 * (half * half), out * (1.0 - out))
+    return F.square(0.5 * F.sech(0.5 * x))
 
 
 def _silu_slope(x: Any, out: Any) -> Any:
@@ -262,9 +284,14 @@ ROWS: list[Op] = [
     unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,
           domain=forms.open_unit_interval, complex=NONE, vector=NONE,
           summary="inverse of erf, -1 < x < 1", aliases=("erf_inv",)),
-    unary("gamma", math.gamma, lambda x, out: out * F.digamma(x), domain=forms.not_a_pole,
+    unary("gamma", math.gamma, _gamma_slope, domain=forms.not_a_pole,
           complex=NONE, vector=NONE,
           summary="gamma function (0 and the negative integers are poles: an error)"),
+    # gamma's slope, a row of its own so that a Hessian differentiates it with a rule that
+    # keeps its digits where gamma is subnormal (docs/accuracy.md)
+    unary("dgamma", special_slopes._dgamma, _dgamma_slope, domain=forms.not_a_pole,
+          complex=NONE, vector=NONE,
+          summary="gamma's derivative gamma(x) digamma(x), exact where gamma is subnormal"),
     unary("lgamma", special._lgamma, lambda x, out: F.digamma(x), domain=forms.not_a_pole,
           complex=NONE, vector=NONE, summary="log |gamma(x)|"),
     unary("digamma", special._digamma, lambda x, out: F.polygamma(1.0, x),
