@@ -13,9 +13,15 @@ what that node reaches. Each element of v is a random sign times a random magnit
 [0.5, 1), times max(1, |x_i|), the element's own step scale (``steps.base_step``), so every
 element moves about as far as its element-wise check moves it. The magnitudes differ so that
 equal errors in two elements (``relu`` at two kinks) cannot cancel exactly, as they would half
-the time with ±1 alone. The draws come from a generator seeded with ``DIRECTION_SEED``, the
-node's index and the direction's number, so the same program at the same point is always
-checked along the same directions.
+the time with ±1 alone. A large matrix's direction (past ``COLUMN_MAX_ELEMENTS``; its last
+axis the columns) is (u v^T) * max(1, |x|), u and v drawn alike (``replay.Scaled``): m + n
+draws, not m n, its dot with the gradient u^T ((s * g) v) with s * g made once, and a matrix
+product moved by one product with s (``Op.scaled``), where a dense one is formed, drawn and
+multiplied whole. It still sees any wrong element: u^T (s * e) v is zero with probability 0
+for an error e that is not, and two wrong elements cancel only if their errors do exactly
+times the draws; ``narrow`` forms the direction to halve it. The draws come from a generator
+seeded with ``DIRECTION_SEED``, the node's index and the direction's number, so the same
+program at the same point is always checked along the same directions.
 
 On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
 directional difference, the halves that disagree are split again, and a single element left is
@@ -64,7 +70,9 @@ class DirectionReplayer(ElementReplayer):
         self.direction: Moved | None = None  # the replays along a direction; None: one element
         self.drawn: Any = None  # the buffer ``draw`` fills
         self.buffer: Any = None  # x + t v
-        self.scale: Any = None  # max(1, |x_i|) / 2^15, flat: each element's step scale per bit
+        # max(1, |x_i|) / 2^15, flat: each element's step scale per bit (a scaled direction's:
+        # max(1, |x_i|) in x's shape, u and v carry the 2^-15)
+        self.scale: Any = None
         self.reach = 0.0  # |x + t v| <= reach + |t| * max(1, reach): max|v_i| <= max(1, |x|)
         self.scaled = False  # directions (u v^T) * scale (a large matrix): ``replay.Scaled``
         self.weighted: Any = None  # scale * grad, rows by columns: <(u v^T) * scale, grad>
@@ -76,11 +84,12 @@ class DirectionReplayer(ElementReplayer):
         self.scale = np.abs(np.ravel(node.value))  # flat, so that a 0-d value is an array too
         self.reach = float(np.max(self.scale))
         np.maximum(self.scale, 1.0, out=self.scale)
-        self.scale *= 1.0 / 32768  # a 16-bit draw's unit: once here, not on every draw
         shape = np.shape(node.value)
         self.scaled = len(shape) >= 2 and self.scale.size > COLUMN_MAX_ELEMENTS
-        if self.scaled:
+        if self.scaled:  # u and v carry the draws' unit: no pass over the matrix
             self.scale = self.scale.reshape(shape)
+        else:
+            self.scale *= 1.0 / 32768  # a 16-bit draw's unit: once here, not on every draw
         return elements
 
     def along(self, direction: Any) -> None:
@@ -103,8 +112,8 @@ class DirectionReplayer(ElementReplayer):
         if self.scaled:  # (u v^T) * scale, u and v drawn alike: m + n draws (module docstring)
             shape = np.shape(self.scale)
             rows = self.scale.size // shape[-1]
-            drawn = _signed(_bits(rows + shape[-1], seed)).astype(float)
-            return Scaled(drawn[:rows].reshape(shape[:-1]), drawn[rows:] / 32768, self.scale)
+            drawn = _signed(_bits(rows + shape[-1], seed)) * (1.0 / 32768)
+            return Scaled(drawn[:rows].reshape(shape[:-1]), drawn[rows:], self.scale)
         if self.drawn is None:
             self.drawn = np.empty(np.shape(self.target.value))
         flat = self.drawn.reshape(-1)
