@@ -158,8 +158,9 @@ class Scaled:
         self.u, self.v, self.s = u, v, s
 
     def dense(self) -> Any:
-        np = numpy()
-        return np.multiply(np.multiply.outer(self.u, self.v), self.s)
+        formed = numpy().multiply.outer(self.u, self.v)
+        formed *= self.s  # in place: one array of the matrix's size
+        return formed
 
 
 class Moved:
