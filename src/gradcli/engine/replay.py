@@ -146,6 +146,23 @@ def linear_part(target: Node, downstream: list[Node]) -> set[int]:
     return linear
 
 
+class Scaled:
+    """The direction (u v^T) * s of a matrix (u along its rows, v its columns, s its shape): a
+    direction of m + n random numbers, where a dense one draws m n. A row with a ``scaled`` form
+    (a matrix product) moves by it without forming it (W's direction in W@x: one product with
+    s); ``dense`` forms it where a replay needs it whole."""
+
+    __slots__ = ("s", "u", "v")
+
+    def __init__(self, u: Any, v: Any, s: Any) -> None:
+        self.u, self.v, self.s = u, v, s
+
+    def dense(self) -> Any:
+        formed = numpy().multiply.outer(self.u, self.v)
+        formed *= self.s  # in place: one array of the matrix's size
+        return formed
+
+
 class Moved:
     """The output of an array program with node ``target`` at x + t d, for any t (module
     docstring): ``moves`` holds d and each linear node's f(d), computed once. ``buffer`` (x's
@@ -158,14 +175,22 @@ class Moved:
         np = numpy()
         self.target, self.output, self.buffer, self.note = target, output, buffer, note
         moves = self.moves = {target.index: d}
+        scaled = d if isinstance(d, Scaled) else None
         for node in downstream:
             op = node.op
             sources = [s.index for s in node.inputs]
+            values = [s.value for s in node.inputs]
             if (node.index in linear and unit is not None and op.unit is not None
                     and target.index in sources):  # d, the unit array at flat ``unit``, moves
                 moves[node.index] = np.asarray(op.unit(  # the row's operand: its unit form
-                    np, sources.index(target.index), unit, *[s.value for s in node.inputs]))
+                    np, sources.index(target.index), unit, *values))
+            elif (node.index in linear and scaled is not None and op.scaled is not None
+                    and target.index in sources):  # d = (u v^T) * s: the row's scaled form
+                moves[node.index] = np.asarray(op.scaled(
+                    np, sources.index(target.index), scaled.u, scaled.v, scaled.s, *values))
             elif node.index in linear:  # an operand that stays moves by zeros, or is itself
+                if isinstance(moves[target.index], Scaled) and target.index in sources:
+                    moves[target.index] = d.dense()  # formed once, where a row needs it
                 args = [moves[s.index] if s.index in moves else
                         np.broadcast_to(0.0, np.shape(s.value)) if op.linear == LINEAR_ALL
                         else s.value for s in node.inputs]
@@ -175,6 +200,9 @@ class Moved:
                 moves[node.index] = np.asarray(op.forward(np, *args) if op.is_array
                                                else op.apply_vector(*args))
         self.rest = [node for node in downstream if node.index not in linear]
+        if isinstance(moves[target.index], Scaled) and (output is target or any(
+                source is target for node in self.rest for source in node.inputs)):
+            moves[target.index] = d.dense()
 
     def replay(self, t: Any, largest: float, complex_step: bool = False,
                at: Any = None) -> tuple[Any, float]:

@@ -13,9 +13,15 @@ what that node reaches. Each element of v is a random sign times a random magnit
 [0.5, 1), times max(1, |x_i|), the element's own step scale (``steps.base_step``), so every
 element moves about as far as its element-wise check moves it. The magnitudes differ so that
 equal errors in two elements (``relu`` at two kinks) cannot cancel exactly, as they would half
-the time with ±1 alone. The draws come from a generator seeded with ``DIRECTION_SEED``, the
-node's index and the direction's number, so the same program at the same point is always
-checked along the same directions.
+the time with ±1 alone. A large matrix's direction (past ``COLUMN_MAX_ELEMENTS``; its last
+axis the columns) is (u v^T) * max(1, |x|), u and v drawn alike (``replay.Scaled``): m + n
+draws, not m n, its dot with the gradient u^T ((s * g) v) with s * g made once, and a matrix
+product moved by one product with s (``Op.scaled``), where a dense one is formed, drawn and
+multiplied whole. It still sees any wrong element: u^T (s * e) v is zero with probability 0
+for an error e that is not, and two wrong elements cancel only if their errors do exactly
+times the draws; ``narrow`` forms the direction to halve it. The draws come from a generator
+seeded with ``DIRECTION_SEED``, the node's index and the direction's number, so the same
+program at the same point is always checked along the same directions.
 
 On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
 directional difference, the halves that disagree are split again, and a single element left is
@@ -32,8 +38,8 @@ from typing import Any
 
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import numpy
-from gradcli.engine.replay import Moved
-from gradcli.gradcheck.columns import ElementReplayer
+from gradcli.engine.replay import Moved, Scaled
+from gradcli.gradcheck.columns import COLUMN_MAX_ELEMENTS, ElementReplayer
 from gradcli.gradcheck.differences import GradientCheck, check_node
 
 DIRECTION_SEED = 30
@@ -64,17 +70,26 @@ class DirectionReplayer(ElementReplayer):
         self.direction: Moved | None = None  # the replays along a direction; None: one element
         self.drawn: Any = None  # the buffer ``draw`` fills
         self.buffer: Any = None  # x + t v
-        self.scale: Any = None  # max(1, |x_i|) / 2^15, flat: each element's step scale per bit
+        # max(1, |x_i|) / 2^15, flat: each element's step scale per bit (a scaled direction's:
+        # max(1, |x_i|) in x's shape, u and v carry the 2^-15)
+        self.scale: Any = None
         self.reach = 0.0  # |x + t v| <= reach + |t| * max(1, reach): max|v_i| <= max(1, |x|)
+        self.scaled = False  # directions (u v^T) * scale (a large matrix): ``replay.Scaled``
+        self.weighted: Any = None  # scale * grad, rows by columns: <(u v^T) * scale, grad>
 
     def aim(self, node: Node) -> int:
         np = numpy()
-        self.direction, self.drawn, self.buffer = None, None, None
+        self.direction, self.drawn, self.buffer, self.weighted = None, None, None, None
         elements = super().aim(node)
         self.scale = np.abs(np.ravel(node.value))  # flat, so that a 0-d value is an array too
         self.reach = float(np.max(self.scale))
         np.maximum(self.scale, 1.0, out=self.scale)
-        self.scale *= 1.0 / 32768  # a 16-bit draw's unit: once here, not on every draw
+        shape = np.shape(node.value)
+        self.scaled = len(shape) >= 2 and self.scale.size > COLUMN_MAX_ELEMENTS
+        if self.scaled:  # u and v carry the draws' unit: no pass over the matrix
+            self.scale = self.scale.reshape(shape)
+        else:
+            self.scale *= 1.0 / 32768  # a 16-bit draw's unit: once here, not on every draw
         return elements
 
     def along(self, direction: Any) -> None:
@@ -83,7 +98,7 @@ class DirectionReplayer(ElementReplayer):
             self.direction = None
             return
         if self.buffer is None:
-            self.buffer = numpy().empty(numpy().shape(direction))
+            self.buffer = numpy().empty(numpy().shape(self.target.value))
         self.direction = self.moving(direction, self.buffer)
 
     def draw(self, k: int) -> Any:
@@ -93,22 +108,27 @@ class DirectionReplayer(ElementReplayer):
         direction is drawn for every check of a large array, so its bits are made in place on
         16-bit integers (a pass costs a fifth of one over floats) and one pass makes floats."""
         np = numpy()
+        seed = (DIRECTION_SEED << 40) | (self.target.index << 8) | k
+        if self.scaled:  # (u v^T) * scale, u and v drawn alike: m + n draws (module docstring)
+            shape = np.shape(self.scale)
+            rows = self.scale.size // shape[-1]
+            drawn = _signed(_bits(rows + shape[-1], seed)) * (1.0 / 32768)
+            return Scaled(drawn[:rows].reshape(shape[:-1]), drawn[rows:], self.scale)
         if self.drawn is None:
             self.drawn = np.empty(np.shape(self.target.value))
-        bits = _bits(self.scale.size, (DIRECTION_SEED << 40) | (self.target.index << 8) | k)
-        sign = bits >> 15  # 0 or -1 (all bits set)
-        np.bitwise_and(bits, 0x3FFE, out=bits)
-        np.bitwise_or(bits, 0x4000, out=bits)  # an even m in [2^14, 2^15)
-        np.bitwise_xor(bits, sign, out=bits)  # m, or -(m + 1) where the sign is -1
         flat = self.drawn.reshape(-1)
-        np.copyto(flat, bits)  # to floats, then a product of floats: faster than one mixed
-        np.multiply(flat, self.scale, out=flat)
+        np.copyto(flat, _signed(_bits(self.scale.size, seed)))  # to floats, then a product
+        np.multiply(flat, self.scale, out=flat)  # of floats: faster than one mixed
         return self.drawn
 
     def dot(self, v: Any, grad: Any) -> float:
         """v·grad, summed pairwise in the replays' buffer (a reduction's gradient is often a
         broadcast view, which a dot product would first copy whole)."""
         np = numpy()
+        if isinstance(v, Scaled):  # u^T ((scale * grad) v), scale * grad made once per node
+            if self.weighted is None:
+                self.weighted = np.multiply(self.scale, grad).reshape(-1, np.size(v.v))
+            return float(np.ravel(v.u) @ (self.weighted @ v.v))
         grad = np.asarray(grad, dtype=float)
         if grad.flags.c_contiguous and np.shape(grad) == np.shape(v):
             return float(np.vdot(v, grad))  # one pass, no buffer
@@ -121,6 +141,16 @@ class DirectionReplayer(ElementReplayer):
             return super().replay(index, value, complex_step)
         largest = self.reach + abs(value) * max(1.0, self.reach)
         return self.direction.replay(value, largest, complex_step)
+
+
+def _signed(bits: Any) -> Any:
+    """16-bit random ``bits`` made, in place, a random sign times an even m in [2^14, 2^15)."""
+    np = numpy()
+    sign = bits >> 15  # 0 or -1 (all bits set)
+    np.bitwise_and(bits, 0x3FFE, out=bits)
+    np.bitwise_or(bits, 0x4000, out=bits)  # an even m in [2^14, 2^15)
+    np.bitwise_xor(bits, sign, out=bits)  # m, or -(m + 1) where the sign is -1
+    return bits
 
 
 def _bits(size: int, seed: int) -> Any:
@@ -163,7 +193,7 @@ def narrow(replayer: DirectionReplayer, node: Node, v: Any, rtol: float, atol: f
     leads to: halves of its support that disagree are split until one element is left (module
     docstring). Empty when no half disagrees (the error is spread thinly over many elements)."""
     np = numpy()
-    flat = np.ravel(v)
+    flat = np.ravel(v.dense() if isinstance(v, Scaled) else v)
     pending = [(0, flat.size)]
     found: dict[int, GradientCheck] = {}
     part = np.zeros_like(flat)
@@ -180,7 +210,8 @@ def narrow(replayer: DirectionReplayer, node: Node, v: Any, rtol: float, atol: f
             halves += 1
             part[:] = 0.0
             part[low:high] = flat[low:high]
-            half = check_direction(replayer, node, part.reshape(np.shape(v)), rtol, atol, method)
+            half = check_direction(replayer, node, part.reshape(np.shape(node.value)), rtol,
+                                   atol, method)
             if not half.ok:
                 pending.append((low, high))
     return found

@@ -124,6 +124,15 @@ def _matmul_unit(np: Any, position: int, flat: int, a: Any, b: Any) -> Any:
     return out
 
 
+def _matmul_scaled(np: Any, position: int, u: Any, v: Any, s: Any, a: Any, b: Any) -> Any:
+    """a@b with operand ``position`` the matrix (u v^T) * s (``Op.scaled``): (V@b)_i is
+    u_i (s @ (v * b))_i and (a@V)_j is ((a * u) @ s)_j v_j, one product with s each."""
+    if position == 0:
+        tail = (1,) * (np.ndim(b) - 1)  # b a matrix: u and v scale its rows
+        return np.matmul(s, v.reshape(v.shape + tail) * b) * u.reshape(u.shape + tail)
+    return np.matmul(a * u, s) * v
+
+
 def _same_shapes(x: Shape, y: Shape) -> Shape:
     if x != y:
         raise ShapeError(f"needs two arrays of one shape, not {shape_text(x)} and "
@@ -238,7 +247,7 @@ ROWS: list[Op] = [
     _row("matmul", 2, lambda np, a, b: np.matmul(a, b), (_matmul_left, _matmul_right),
          shape=_matmul_shape, complex=SAME, symbol="@", precedence=PREC_PRODUCT,
          jvp=_product_jvp(lambda np, a, b: np.matmul(a, b)), linear=LINEAR_EACH,
-         unit=_matmul_unit, numpy="{0} @ {1}",
+         unit=_matmul_unit, scaled=_matmul_scaled, numpy="{0} @ {1}",
          summary="matrix product; vector @ vector is the dot product"),
     _row("dot", 2, lambda np, x, y: np.sum(x * y),
          (lambda xp, g, out, x, y: g * y, lambda xp, g, out, x, y: g * x),
