@@ -4,7 +4,7 @@ The CLI is a thin layer over this API (docs/python-api.md)::
 
     result = gradcli.evaluate("(x*W+b-t)**2", {"x": 2, "W": 3, "b": 1, "t": 8})
     result.value, result.gradients, result.check.ok, result.node_rows()
-    gradcli.differentiate("(x*W+b-t)**2", ["x"]).texts()   # {'x': '2*(x*W + b - t)*W'}
+    gradcli.differentiate("(x*W+b-t)**2", ["x"]).texts()   # {'x': '2*W*(W*x + b - t)'}
 """
 
 from __future__ import annotations

@@ -179,8 +179,10 @@ ALLOW_UNUSED_KEY = "gradcli.allow_unused"
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """--values and --allow-unused are kept aside (ctx.meta) for ``given_values``, which reads
+    them under the keys below, whatever the options' parameter names."""
     if value is not None:
-        ctx.meta[f"gradcli.{param.name}"] = value
+        ctx.meta[{"values": VALUES_FILE_KEY, "allow_unused": ALLOW_UNUSED_KEY}[param.name]] = value
 
 
 def complete_files(ctx: click.Context, param: click.Parameter,

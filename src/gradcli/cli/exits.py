@@ -30,7 +30,8 @@ def run_to_exit(command: Callable[[], int], argv: list[str] | None) -> NoReturn:
     status = _status_of(command)
     status = _status_of(lambda: _flushed(status))
     if argv is None:
-        # Exit's full collections cost more than 10 ms and free nothing the OS does not reclaim.
+        # Exit's full collections cost more than 10 ms and free nothing the OS does not reclaim;
+        # atexit handlers (batch workers) and the flushes of stdout and stderr still run.
         gc.freeze()
     sys.exit(int(status or 0))
 

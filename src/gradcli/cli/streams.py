@@ -1,7 +1,8 @@
 """stdin, stdout and stderr in whatever state the shell hands them over, like a Unix tool.
 
 ``settle()`` runs first in ``main()``. A closed descriptor (``>&-``) gets ``/dev/null``, so no
-file opened later lands on 0, 1 or 2. stdout writes every byte or fails (``_WholeWrites``): a
+file opened later lands on 0, 1 or 2; a closed stdin reads as empty (a batch then has no
+programs: a usage error). stdout writes every byte or fails (``_WholeWrites``): a
 gone reader is a ``BrokenPipeError`` (status 141), any other failure an ``OutputFailedError``
 (status 4), which no ``except OSError`` in a command mistakes for a file of its own. stderr never
 changes the outcome (``_QuietText``). An encoding without gradcli's marks gets ASCII stand-ins

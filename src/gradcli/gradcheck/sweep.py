@@ -9,6 +9,7 @@ point that moves by more than ``AGREEMENT`` (after ``SAFETY``), or whose verdict
 *unsure* and re-evaluated on the scalar path within ``SWEEP_RECHECK_BUDGET`` (the rest are
 counted in ``unsettled``). A failed point's message comes from the scalar path, which names the
 node. The grid is ``sweep_grid``, the stream of blocks ``sweep_stream``, a block ``sweep_results``.
+NumPy is imported on first use (``ops.numpy``), so gradcli starts without it.
 """
 
 from __future__ import annotations

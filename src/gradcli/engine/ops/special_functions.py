@@ -109,8 +109,8 @@ def _refuse_a_third_derivative(name: str, *operands: Any) -> None:
     if _in_a_hessian(*operands):
         of, where = THIRD_DERIVATIVES[name]
         raise NumericError(
-            f"the second derivatives of {name} (third derivatives of {of}) would lose their "
-            f"digits {where}; gradcli computes only their value and gradient",
+            f"gradcli computes only the value and gradient of {name}: its second derivatives "
+            f"(third derivatives of {of}) lose their digits {where}, so none is given",
             hint="gradcli diff prints their formulas")
 
 
