@@ -82,7 +82,7 @@ def run_eval(request: EvalRequest) -> int:
         _check_mode_used(request.settings.mode, result)
         if request.save is not None:
             from gradcli.cli.files import write_file
-            from gradcli.language.data_files import npz_bytes
+            from gradcli.language.values import npz_bytes
             from gradcli.output.records import result_arrays
 
             write_file(request.save, npz_bytes(result_arrays(result)))
