@@ -1,9 +1,5 @@
-"""The table's array rows: products, reductions, linear algebra, indexing and constructors.
-
-Element-wise functions and operators are rows of the other sections: they already run on NumPy
-arrays, broadcasting. Here is what only exists for arrays, each row as ops/row.py describes an
-``ARRAY`` row (HIPS autograd's ``defvjp`` and ``defjvp`` lines, written with ``xp``), with the
-shape of its value (``shape``): what the row takes is said there, before anything is computed.
+"""The table's array rows (ops/row.py's ``ARRAY`` kind): products, reductions, linear algebra,
+indexing and constructors; each row's ``shape`` rule says what it takes, before computing.
 
 Conventions (docs/arrays.md): reductions (``sum``, ``mean``, ``prod``, ``max``, ``min``, ``norm``,
 ``norm1``, ``logsumexp``) reduce every element to a scalar; ``softmax`` and ``log_softmax`` work
@@ -39,7 +35,6 @@ Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradien
 
 def _row(name: str, arity: int, forward: Callable[..., Any], rules: tuple[Vjp, ...],
          **row: Any) -> Op:
-    """An array row: its forward takes arrays (``vector=SAME``)."""
     return Op(name, arity, forward, rules, kind=ARRAY, vector=SAME, **row)
 
 
@@ -65,9 +60,8 @@ def _extreme_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
 
 
 def _pick(np: Any, x: Any, largest: bool) -> Any:
-    """max/min of the real parts (a complex-step replay follows the real values), ties' imaginary
-    parts averaged. The tied real parts are ``best`` itself: averaging them too would overflow
-    for max([1e308, 1e308])."""
+    """max/min of the real parts (a complex-step replay follows them), ties' imaginary parts
+    averaged (not their real parts: the mean of [1e308, 1e308] overflows)."""
     real = x.real
     best = real.max() if largest else real.min()
     if not np.iscomplexobj(x):
@@ -81,9 +75,8 @@ def _logsumexp(np: Any, x: Any) -> Any:
 
 
 def norm2(np: Any, x: Any, axis: int | None = None) -> Any:
-    """sqrt(sum(x*x)) (along ``axis``) with neither overflow nor underflow: x is divided by its
-    largest |element| first (|x| = 1e200 or 1e-200 is fine). The scale is a constant, taken of
-    the real parts, so the complex-step check's perturbation passes through it analytically."""
+    """sqrt(sum(x*x)) (along ``axis``) without overflow or underflow: x is divided by its largest
+    |real part| first, a constant the complex-step perturbation passes through analytically."""
     scale = np.max(np.abs(x.real), axis=axis, keepdims=True)
     scale = np.where(scale > 0, scale, 1.0)
     scaled = x / scale
@@ -111,9 +104,8 @@ def _matmul_shape(a: Shape, b: Shape) -> Shape:
 
 
 def _matmul_unit(np: Any, position: int, flat: int, a: Any, b: Any) -> Any:
-    """a@b with operand ``position`` the unit array e (1 at flat index ``flat``): e_ij @ b is
-    b's row j in row i, a @ e_jk is a's column j in column k; O(n) where the product is O(n^2)
-    (``Op.unit``)."""
+    """a@b with operand ``position`` the unit array at ``flat``: e_ij @ b is b's row j in row i,
+    a @ e_jk is a's column j in column k (``Op.unit``)."""
     out = np.zeros(_matmul_shape(np.shape(a), np.shape(b)))
     if position == 0:
         index = np.unravel_index(flat, np.shape(a))
@@ -173,10 +165,6 @@ def _inv_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
     """-X^-T g X^-T."""
     inverse_t = xp.transpose(out)
     return -xp.matmul(xp.matmul(inverse_t, g), inverse_t)
-
-
-def _det(np: Any, x: Any) -> Any:
-    return np.linalg.det(x)
 
 
 def _logdet(np: Any, x: Any) -> Any:
@@ -294,7 +282,8 @@ ROWS: list[Op] = [
          (lambda xp, g, out, x: g * xp.eye(xp.shape(x)[0]),),
          shape=_square_to_number, complex=SAME, linear=LINEAR_ALL, numpy="np.trace({0})",
          summary="trace of a square matrix"),
-    _row("det", 1, _det, (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
+    _row("det", 1, lambda np, x: np.linalg.det(x),
+         (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
          shape=_square_to_number, domain=_invertible, complex=SAME,
          numpy="np.linalg.det({0})", summary="determinant (a singular matrix is an error)"),
     _row("logdet", 1, _logdet, (lambda xp, g, out, x: g * xp.transpose(xp.inv(x)),),
