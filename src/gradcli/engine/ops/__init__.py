@@ -30,40 +30,28 @@ from typing import Any
 from gradcli.engine.ops import elementary, linear_algebra, logic, special_functions
 from gradcli.engine.ops.linear_algebra import MADE_PER_USE, index_op, stack_op
 from gradcli.engine.ops.row import (
-    ARRAY,
-    ELEMENTWISE,
     NONE,
     OPS,
-    PREC_AND,
     PREC_ATOM,
     PREC_COMPARE,
     PREC_NONE,
-    PREC_NOT,
-    PREC_OR,
-    PREC_POWER,
-    PREC_PRODUCT,
     PREC_SUM,
     PREC_UNARY,
     SAME,
     F,
-    Form,
     Op,
-    Rule,
     ShapeError,
-    elementwise,
     numpy,
     shape_text,
 )
 from gradcli.engine.ops.special_functions import GELU_TANH_SCALE
-from gradcli.engine.ops.xp import NUMPY, Arrays, NumPyArrays, subscript_of, unbroadcast
+from gradcli.engine.ops.xp import NUMPY
 
 __all__ = [
-    "ARRAY", "CALLS", "CONDITIONAL", "CONST", "CONSTANTS", "ELEMENTWISE", "FUNCTIONS",
-    "FUNCTION_NAMES", "GELU_TANH_SCALE", "LOGICAL", "NONE", "NUMPY", "OPS", "PREC_AND",
-    "PREC_ATOM", "PREC_COMPARE", "PREC_NONE", "PREC_NOT", "PREC_OR", "PREC_POWER", "PREC_PRODUCT",
-    "PREC_SUM", "PREC_UNARY", "ROWS", "SAME", "SYMBOL_ALIASES", "VAR", "Arrays", "F", "Form",
-    "NumPyArrays", "Op", "Rule", "ShapeError", "elementwise", "index_op", "numpy", "shape_text",
-    "spellings", "stack_op", "subscript_of", "table_rows", "unbroadcast",
+    "CALLS", "CONDITIONAL", "CONST", "CONSTANTS", "FUNCTIONS", "FUNCTION_NAMES", "GELU_TANH_SCALE",
+    "LOGICAL", "NONE", "NUMPY", "OPS", "PREC_ATOM", "PREC_COMPARE", "PREC_NONE", "PREC_SUM",
+    "PREC_UNARY", "ROWS", "SAME", "VAR", "F", "Op", "ShapeError", "index_op", "numpy",
+    "shape_text", "spellings", "stack_op", "table_rows",
 ]
 
 # The table: every row once, by section; the element-wise rows first.

@@ -1,12 +1,8 @@
 """The table's array rows (ops/row.py's ``ARRAY`` kind): products, reductions, linear algebra,
 indexing and constructors; each row's ``shape`` rule says what it takes, before computing.
 
-Conventions (docs/arrays.md): reductions (``sum``, ``mean``, ``prod``, ``max``, ``min``, ``norm``,
-``norm1``, ``logsumexp``) reduce every element to a scalar; ``softmax`` and ``log_softmax`` work
-along the last axis (rows of a matrix); a tie in ``max``/``min`` splits the gradient equally
-between the tied elements; ``dot(x, y)`` is ``sum(x*y)`` of two arrays of one shape (NumPy's
-``vdot``); ``x'`` transposes (a vector stays a vector, as in NumPy); ``det``, ``logdet`` and
-``inv`` of a singular matrix are numeric errors naming the node.
+Conventions are docs/arrays.md's: reductions give a number, softmax works along the last axis,
+a tie in max/min splits the gradient, a singular matrix is a numeric error naming the node.
 """
 
 from __future__ import annotations

@@ -21,40 +21,19 @@ class Arrays(Protocol):
     def inv(self, x: Any) -> Any: ...
     def eye(self, n: int) -> Any: ...
     def exp(self, x: Any) -> Any: ...
-
-    def shares(self, x: Any, out: Any) -> Any:
-        """``exp(x - out)`` for ``out = logsumexp(x)``, logsumexp's gradient (NumPy's form
-        normalises by the sum itself: the rounding of ``out`` does not reach it)."""
-
+    def shares(self, x: Any, out: Any) -> Any: ...  # exp(x - logsumexp(x)): its gradient
     def sign(self, x: Any) -> Any: ...
     def eq(self, x: Any, y: Any) -> Any: ...  # 1 where x == y, else 0 (its derivative is 0)
     def sum(self, x: Any) -> Any: ...  # of every element: a number
-
-    def sum_last(self, x: Any) -> Any:
-        """Sums along the last axis, kept as an axis of length 1 (broadcasts back over it)."""
-
-    def spread(self, g: Any, x: Any) -> Any:
-        """A reduction's gradient ``g`` (a number) at every element of ``x``."""
-
-    def vector(self, x: Any) -> Any:
-        """The elements of ``x`` as a vector (NumPy's ravel); ``reshape_as`` goes back."""
-
+    def sum_last(self, x: Any) -> Any: ...  # along the last axis, kept as an axis of length 1
+    def spread(self, g: Any, x: Any) -> Any: ...  # a reduction's gradient at every element of x
+    def vector(self, x: Any) -> Any: ...  # the elements as a vector (ravel)
     def reshape_as(self, v: Any, x: Any) -> Any: ...
-
-    def others_product(self, x: Any, out: Any) -> Any:
-        """At each element, the product of all the others (prod's gradient), exact at zeros."""
-
-    def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any:
-        """Zeros of the shape of ``x`` with ``g`` at ``x[key]`` (an index's gradient)."""
-
-    def take(self, g: Any, position: int) -> Any:
-        """``g[position]`` along the first axis."""
-
-    def whole(self, g: Any, out: Any) -> Any:
-        """``g`` as the gradient of all of ``out``, as an array row's rule receives it."""
-
-    def unbroadcast(self, part: Any, out: Any, x: Any) -> Any:
-        """``part``, a gradient of the element-wise ``out``, summed back to ``x``'s shape."""
+    def others_product(self, x: Any, out: Any) -> Any: ...  # prod's gradient, exact at zeros
+    def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any: ...  # g at x[key], else 0
+    def take(self, g: Any, position: int) -> Any: ...  # g[position] along the first axis
+    def whole(self, g: Any, out: Any) -> Any: ...  # g as the gradient of all of out
+    def unbroadcast(self, part: Any, out: Any, x: Any) -> Any: ...  # summed back to x's shape
 
 
 def _flagged(value: Any) -> Any:
@@ -92,6 +71,7 @@ class NumPyArrays:
         return _np().exp(x)
 
     def shares(self, x: Any, out: Any) -> Any:
+        """Normalised by the sum itself: the rounding of ``out`` does not reach the shares."""
         np = _np()
         scaled = np.exp(x - x.real.max())  # the largest is exactly 1: no overflow, no loss
         return scaled / np.sum(scaled)
