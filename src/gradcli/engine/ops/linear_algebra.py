@@ -146,11 +146,9 @@ def _invertible(np: Any, x: Any) -> str | None:
 
 def _positive_determinant(np: Any, x: Any) -> str | None:
     problem = _invertible(np, x)
-    if problem is not None:
-        return problem
-    if np.linalg.slogdet(x.real)[0] <= 0:
-        return "logarithm of a non-positive determinant"
-    return None
+    if problem is None and np.linalg.slogdet(x.real)[0] <= 0:
+        problem = "logarithm of a non-positive determinant"
+    return problem
 
 
 def _nonzero_norm(np: Any, x: Any) -> str | None:
@@ -169,11 +167,6 @@ def _logdet(np: Any, x: Any) -> Any:
     return np.linalg.slogdet(x)[1]
 
 
-def _linear(apply: Callable[..., Any]) -> Callable[..., Any]:
-    """The JVP of a linear op of one operand: the op applied to the tangent."""
-    return lambda np, tangents, out, x: apply(np, tangents[0])
-
-
 def _product_jvp(product: Callable[..., Any]) -> Callable[..., Any]:
     """The JVP of a bilinear op (``@``, ``outer``): product(ta, b) + product(a, tb)."""
 
@@ -184,20 +177,6 @@ def _product_jvp(product: Callable[..., Any]) -> Callable[..., Any]:
         return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
     return jvp
-
-
-def _softmax_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
-    t = tangents[0]
-    return out * (t - np.sum(out * t, axis=-1, keepdims=True))
-
-
-def _log_softmax_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
-    t = tangents[0]
-    return t - np.sum(np.exp(out) * t, axis=-1, keepdims=True)
-
-
-def _inv_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
-    return -(out @ tangents[0] @ out)
 
 
 def _reduction(name: str, forward: Callable[..., Any], vjp: Vjp, **row: Any) -> Op:
@@ -237,7 +216,7 @@ ROWS: list[Op] = [
          jvp=_product_jvp(lambda np, x, y: np.outer(x, y)), linear=LINEAR_EACH,
          numpy="np.outer({0}, {1})", summary="outer product of two vectors: a matrix"),
     _row("transpose", 1, lambda np, x: x.T, (lambda xp, g, out, x: xp.transpose(g),),
-         shape=lambda x: x[::-1], postfix="'", complex=SAME, jvp=_linear(lambda np, t: t.T),
+         shape=lambda x: x[::-1], postfix="'", complex=SAME, jvp=lambda np, ts, out, x: ts[0].T,
          linear=LINEAR_ALL, numpy="np.transpose({0})",
          summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
@@ -265,12 +244,14 @@ ROWS: list[Op] = [
     # --- along the last axis --------------------------------------------------------------
     _row("softmax", 1, _softmax,
          (lambda xp, g, out, x: out * (g - xp.sum_last(g * out)),),
-         shape=_has_axis, complex=SAME, jvp=_softmax_jvp, numpy=f"np.exp({_SHIFTED}) / {_SUM_EXP}",
+         shape=_has_axis, complex=SAME, numpy=f"np.exp({_SHIFTED}) / {_SUM_EXP}",
+         jvp=lambda np, ts, out, x: out * (ts[0] - np.sum(out * ts[0], axis=-1, keepdims=True)),
          summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
     _row("log_softmax", 1, _log_softmax,
          # g - softmax(x)*sum(g), written so that NumPy reuses its temporary arrays
          (lambda xp, g, out, x: xp.exp(out) * -xp.sum_last(g) + g,),
-         shape=_has_axis, complex=SAME, jvp=_log_softmax_jvp,
+         shape=_has_axis, complex=SAME,
+         jvp=lambda np, ts, out, x: ts[0] - np.sum(np.exp(out) * ts[0], axis=-1, keepdims=True),
          numpy=f"{_SHIFTED} - np.log({_SUM_EXP})",
          summary="x - logsumexp(x) along the last axis (rows)"),
     # --- linear algebra -------------------------------------------------------------------
@@ -287,7 +268,7 @@ ROWS: list[Op] = [
          numpy="np.linalg.slogdet({0})[1]",
          summary="log(det(x)) by slogdet; the determinant must be positive"),
     _row("inv", 1, lambda np, x: np.linalg.inv(x), (_inv_vjp,), shape=_square,
-         domain=_invertible, complex=SAME, jvp=_inv_jvp,
+         domain=_invertible, complex=SAME, jvp=lambda np, ts, out, x: -(out @ ts[0] @ out),
          numpy="np.linalg.inv({0})", summary="matrix inverse (a singular matrix is an error)"),
     # --- constructors: a constant whole number n ------------------------------------------
     _constructor("zeros", lambda np, n: np.zeros(n), lambda n: (n,),
