@@ -1,15 +1,8 @@
 """The table's piecewise rows (issue 15): comparisons, logic and the conditional (element-wise;
-see ops/row.py for what a row holds).
-
-Truth values are 1.0 and 0.0; any non-zero number counts as true. A comparison's or a logical op's
-derivative is 0 (a step, like sign). where(c, a, b) passes the gradient to the branch that c
-picks; the branch not taken is not evaluated at that point (graph.forward_masked), so log(x) in
-where(x > 0, log(x), 0) is no error at x = -1.
-"""
+see ops/row.py for what a row holds)."""
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -24,16 +17,35 @@ from gradcli.engine.ops.row import (
     unary,
 )
 
+# --- piecewise definitions (issue 15): comparisons, logic and the conditional ------------------
+# Truth values are 1.0 and 0.0; any non-zero number counts as true. A comparison's or a logical
+# op's derivative is 0 (a step, like sign). where(c, a, b) passes the gradient to the branch
+# that c picks; the branch not taken is masked: its nodes are not evaluated at that point
+# (graph.forward_masked), so log(x) in where(x > 0, log(x), 0) is no error at x = -1.
 
-def _truth(test: Callable[[float, float], bool]) -> Callable[[float, float], float]:
-    def _truth_value(x: float, y: float) -> float:
-        return 1.0 if test(x, y) else 0.0
 
-    return _truth_value
+def _lt(x: float, y: float) -> float:
+    return 1.0 if x < y else 0.0
 
 
-_lt, _le, _gt, _ge, _eq, _ne = map(_truth, (operator.lt, operator.le, operator.gt, operator.ge,
-                                             operator.eq, operator.ne))
+def _le(x: float, y: float) -> float:
+    return 1.0 if x <= y else 0.0
+
+
+def _gt(x: float, y: float) -> float:
+    return 1.0 if x > y else 0.0
+
+
+def _ge(x: float, y: float) -> float:
+    return 1.0 if x >= y else 0.0
+
+
+def _eq(x: float, y: float) -> float:
+    return 1.0 if x == y else 0.0
+
+
+def _ne(x: float, y: float) -> float:
+    return 1.0 if x != y else 0.0
 
 
 def _on_real_parts(test: Callable[..., float]) -> Callable[..., complex]:
