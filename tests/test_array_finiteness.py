@@ -76,7 +76,7 @@ def test_a_finite_matrix_gives_numpy_s_value_and_gradients():
 
 @pytest.mark.parametrize("bad", [np.inf, np.nan])
 def test_a_file_names_its_first_element_that_is_not_finite(tmp_path, bad):
-    from gradcli.language.data_files import read_array
+    from gradcli.language.values import read_array
 
     weights = matrix(bad)
     weights[N - 1, 0] = -np.inf

@@ -15,9 +15,8 @@ from click.testing import CliRunner
 
 from gradcli.cli import cli
 from gradcli.formulas import run as run_module
-from gradcli.formulas.checks import Range
 from gradcli.formulas.files import CheckFileError, load_check_file, parse_check_file
-from gradcli.formulas.outcomes import outcome_record
+from gradcli.formulas.outcomes import Range, outcome_record
 from gradcli.formulas.run import (
     block_points,
     check_blocks,

@@ -12,7 +12,7 @@ from gradcli.formulas.files import load_check_file
 from gradcli.formulas.run import run_checks
 from gradcli.gradcheck.evaluation import evaluate
 from gradcli.gradcheck.sweep import evaluate_sweep
-from gradcli.gradcheck.sweep_grid import sweep_columns
+from gradcli.gradcheck.sweep_stream import sweep_columns
 from gradcli.language.parser import parse
 from gradcli.output.pictures import prepare, to_dot
 from gradcli.output.plot import sample

@@ -20,7 +20,7 @@ from rich.text import Text
 from gradcli.engine.notation import format_number
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate, evaluate_line
 from gradcli.gradcheck.sweep import evaluate_sweep
-from gradcli.gradcheck.sweep_grid import sweep_columns
+from gradcli.gradcheck.sweep_stream import sweep_columns
 from gradcli.language.parser import parse
 from gradcli.output.batch_lines import batch_line
 from gradcli.output.console import MIN_WIDTH
@@ -274,7 +274,7 @@ def test_sweep_numbers_equal_the_json_at_every_width(width):
     program = parse("sin(x*y)/3 + z")
     sweep = evaluate_sweep(program, sweep_columns(
         program, {"x": (0.1, 2.0 / 3.0, 1e-7), "y": 1.7, "z": -1e300}))
-    from gradcli.gradcheck.sweep_results import point_records
+    from gradcli.gradcheck.sweep import point_records
 
     records = list(point_records(sweep))
     text = render(sweep_view(sweep), width)

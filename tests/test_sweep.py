@@ -12,9 +12,8 @@ from click.testing import CliRunner
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.gradcheck.sweep import check_variable, evaluate_sweep
-from gradcli.gradcheck.sweep_grid import sweep_columns
-from gradcli.gradcheck.sweep_results import csv_rows, point_records
+from gradcli.gradcheck.sweep import check_variable, csv_rows, evaluate_sweep, point_records
+from gradcli.gradcheck.sweep_stream import sweep_columns
 from gradcli.language.values import parse_value
 
 np = pytest.importorskip("numpy")

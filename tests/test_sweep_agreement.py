@@ -23,9 +23,8 @@ from gradcli.engine.perturbation import EPS_UNITS, Perturbation, amplitude, same
 from gradcli.engine.replay import Replayer
 from gradcli.gradcheck import sweep as sweep_module
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL, check_node
-from gradcli.gradcheck.sweep import evaluate_sweep
-from gradcli.gradcheck.sweep_grid import sweep_columns
-from gradcli.gradcheck.sweep_results import AGREEMENT
+from gradcli.gradcheck.sweep import AGREEMENT, evaluate_sweep
+from gradcli.gradcheck.sweep_stream import sweep_columns
 
 np = pytest.importorskip("numpy")
 

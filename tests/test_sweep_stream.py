@@ -19,11 +19,15 @@ from rich.console import Console
 
 import gradcli
 from gradcli.cli import cli
-from gradcli.gradcheck import sweep_grid, sweep_stream
-from gradcli.gradcheck.sweep import evaluate_sweep
-from gradcli.gradcheck.sweep_grid import sweep_columns, sweep_plan
-from gradcli.gradcheck.sweep_results import csv_body, csv_header, csv_rows, point_records
-from gradcli.gradcheck.sweep_stream import PointMask, SweepSummary, stream_sweep
+from gradcli.gradcheck import sweep_stream
+from gradcli.gradcheck.sweep import csv_body, csv_header, csv_rows, evaluate_sweep, point_records
+from gradcli.gradcheck.sweep_stream import (
+    PointMask,
+    SweepSummary,
+    stream_sweep,
+    sweep_columns,
+    sweep_plan,
+)
 from gradcli.language.values import parse_value
 from gradcli.limits import MAX_SWEEP_CELLS
 from gradcli.output import sweep_views
@@ -180,7 +184,7 @@ def test_the_cli_refuses_it_before_writing_anything():
 
 
 def test_cli_csv_and_json_stream_every_block_in_grid_order(monkeypatch):
-    monkeypatch.setattr(sweep_grid, "SWEEP_BLOCK_POINTS", 3)  # 35 points: 12 blocks
+    monkeypatch.setattr(sweep_stream, "SWEEP_BLOCK_POINTS", 3)  # 35 points: 12 blocks
     args = ["eval", "log(x)*y", "--x", "-1:2:7", "--y", "1:2:5"]
     program = gradcli.parse("log(x)*y")
     whole = evaluate_sweep(program, sweep_columns(program, _values({"x": "-1:2:7", "y": "1:2:5"})),

@@ -236,7 +236,7 @@ def _text_values(given: Given, path: str) -> tuple[dict[str, Value], dict[str, s
 def _is_binary(path: str) -> bool:
     """An ``.npz`` (or ``.npy``) file, told by its first bytes: never decoded as text. Only a
     regular file is sniffed: a pipe (``--values <(...)``) is read once, as text."""
-    from gradcli.language.data_files import kind_of as binary_kind
+    from gradcli.language.values import kind_of as binary_kind
 
     if path.lower().endswith((".npz", ".npy")):
         return True
@@ -245,7 +245,7 @@ def _is_binary(path: str) -> bool:
 
 def _archive_values(given: Given, path: str) -> tuple[dict[str, Value], dict[str, str]]:
     """``--values data.npz``: each array to the variable of its name (``--NAME`` overrides)."""
-    from gradcli.language.data_files import read_arrays
+    from gradcli.language.values import read_arrays
 
     arrays = {name: value for name, value in read_arrays(path).items()
               if name not in given.values}

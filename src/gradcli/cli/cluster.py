@@ -102,7 +102,7 @@ def sweep_on(address: ClusterAddress, text: str, max_nodes: int, program: Any,
              values: Mapping[str, Any], options: Mapping[str, Any]) -> Iterator[Any]:
     """The blocks of a sweep evaluated on the cluster, in grid order; the grid is checked and
     the cluster reached before this returns, so that errors come at the call."""
-    from gradcli.gradcheck.sweep_grid import sweep_plan
+    from gradcli.gradcheck.sweep_stream import sweep_plan
     from gradcli.limits import MAX_CLUSTER_SWEEP_CELLS, MAX_CLUSTER_SWEEP_POINTS
     from gradcli.runs.cluster_runs import cluster_sweep
 

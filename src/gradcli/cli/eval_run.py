@@ -82,7 +82,7 @@ def run_eval(request: EvalRequest) -> int:
         _check_mode_used(request.settings.mode, result)
         if request.save is not None:
             from gradcli.cli.files import write_file
-            from gradcli.language.data_files import npz_bytes
+            from gradcli.language.values import npz_bytes
             from gradcli.output.records import result_arrays
 
             write_file(request.save, npz_bytes(result_arrays(result)))
@@ -128,7 +128,7 @@ def _point_csv(request: EvalRequest, program: Any) -> int:
     from gradcli.errors import NumericError
     from gradcli.gradcheck.evaluation import Result
     from gradcli.gradcheck.jacobian_check import JacobianResult
-    from gradcli.gradcheck.sweep_results import csv_rows
+    from gradcli.gradcheck.sweep import csv_rows
     from gradcli.output.sweep_views import point_sweep
 
     if request.cluster is not None:
@@ -161,7 +161,7 @@ def run_sweep(request: EvalRequest) -> int:
     and counts), so memory does not grow with the number of points."""
     from contextlib import closing
 
-    from gradcli.gradcheck.sweep_results import AGREEMENT, csv_body, csv_header, point_records
+    from gradcli.gradcheck.sweep import AGREEMENT, csv_body, csv_header, point_records
     from gradcli.gradcheck.sweep_stream import SweepSummary, stream_sweep
 
     if request.cluster is not None:

@@ -1,15 +1,11 @@
-"""The autograd core: the op table, graphs of nodes, forward values and reverse-mode gradients at
-one point or many, derivatives as graphs, and the printed forms of graphs. No I/O, no parsing.
+"""The numeric core: the op table, graphs of nodes, forward values and reverse-mode gradients at
+one point or many. No I/O, no parsing.
 
-The backward pass exists in three forms, on purpose: on floats (``graph.backward``, the hot path of
-every ``gradcli eval``: plain loops, no NumPy), on arrays of many points (``vector``, NumPy, frees
-intermediates as it goes) and on graph nodes (``symbolic.builder.backward``: derivatives as
-graphs, of numbers or of arrays, for ``gradcli diff`` and Hessians). What they share is what
-matters: the op table's derivative rules, written once with ``F.name(...)`` so that the same rule
-runs on floats, complex numbers, arrays and nodes, and the same reverse topological order with
-``+=`` accumulation. Replays (the check's perturbations, ``replay.Replayer`` on floats and
-``gradcheck.columns`` on arrays) follow the same split. Each form is tested against the others
-point by point.
+The backward pass has three forms, on purpose: on floats (``graph.backward``, the hot path of
+``gradcli eval``, no NumPy), on arrays (``arrays``, ``vector``: NumPy) and on graph nodes
+(``symbolic.builder``: derivatives as formulas). They share the op table's rules, written once
+with ``F.name(...)``, and the reverse topological order with ``+=``; each is tested against the
+others point by point.
 """
 
 
@@ -26,9 +22,8 @@ def core_is_compiled() -> bool:
 
 def stale_core_modules() -> list[str]:
     """The core's modules whose source changed after they were compiled, in a source checkout
-    (an editable install): Python loads the compiled module, so the edit would go unseen.
-    An installed package is never stale (its files are written together): not looked at.
-    (os.path, not pathlib: this runs as every command starts, and pathlib is 9 ms of imports.)"""
+    (an installed package is never stale): Python would load the compiled one, unseen. os.path,
+    not pathlib: this runs as every command starts, and pathlib is 9 ms of imports."""
     import os
     from importlib.machinery import EXTENSION_SUFFIXES
 

@@ -1,15 +1,8 @@
 """Forward and backward passes of array programs: NumPy values, broadcasting, VJPs.
 
-A program enters this path only when it has an array in it (a literal, an array op, or an array
-value given for a variable); scalar programs never import this module (engine/graph.py stays
-their path). The nodes are the same ``graph.Node`` objects and the order is the same topological
-order; only the values are NumPy arrays (0-d for scalars).
-
-Every op is a row of the one op table (engine/ops/): element-wise rows' ``vector`` forms
-broadcast as NumPy does, array rows (products, reductions, linear algebra) take whole arrays, and
-every row gives an operand's gradient by ``Op.vjp`` (an element-wise row's partial times ``g``,
-summed back over the broadcast axes). Gradients accumulate with ``+``, so a node used twice
-receives both contributions, as on floats.
+A program comes here only when it has an array in it (a literal, an array op, an array value);
+scalar programs never import this module. The nodes and their order are graph.py's; only the
+values are NumPy arrays (0-d for scalars), and every operand's gradient is its row's ``Op.vjp``.
 """
 
 from __future__ import annotations
@@ -42,8 +35,7 @@ def as_array(name: str, value: Any) -> Any:
     return array
 
 
-def _read(name: str, value: Any) -> Any:
-    """``as_array`` but for the finiteness of the elements."""
+def _read(name: str, value: Any) -> Any:  # as_array but for the elements' finiteness
     np = numpy()
     if isinstance(value, list) and not _numbers_only(name, value):
         raise UsageError(f"the value of {name} is not a rectangular array of numbers",
@@ -67,24 +59,21 @@ def _read(name: str, value: Any) -> Any:
 
 
 def all_finite(array: Any) -> bool:
-    """Whether every element of the float array is finite. A finite sum has no inf or nan in
-    it: one reduction, no array of flags (the sum of large finite elements may overflow: then
-    each element is looked at)."""
+    """Whether every element is finite: a finite sum has no inf or nan in it (one reduction, no
+    array of flags); a sum that overflows looks at each element."""
     np = numpy()
     return math.isfinite(_total(array)) or bool(np.all(np.isfinite(array)))
 
 
 def require_finite(name: str, array: Any) -> None:
-    """The UsageError of a value with an element that is not a finite number."""
     if not all_finite(array):
         raise UsageError(f"the value of {name} has an element that is not a finite number",
                          hint="give finite numbers such as 2, -0.5 or 1e-3")
 
 
 def _total(array: Any) -> float:
-    """The sum of ``array``'s elements; a C-ordered matrix's as BLAS's product of its rows with
-    ones, which reads it about twice as fast as NumPy's pairwise sum (a value's finiteness is
-    checked on every evaluation, and a 1000x1000 matrix's check took a fifth of A1's)."""
+    """The sum of the elements; a C-ordered matrix's as BLAS's product with ones, twice as fast
+    as NumPy's pairwise sum (every evaluation checks its values' finiteness)."""
     np = numpy()
     with np.errstate(over="ignore", invalid="ignore"):  # large finite elements may overflow
         if array.ndim < 2 or not array.flags.c_contiguous:
@@ -94,8 +83,8 @@ def _total(array: Any) -> float:
 
 
 def _numbers_only(name: str, items: list) -> bool:
-    """Nested lists of ints and floats only (NumPy would read True as 1), looked at without
-    recursion, and nested no deeper than an array may be."""
+    """Nested lists of ints and floats only (NumPy would read True as 1), no deeper than an
+    array may be; without recursion."""
     pending = [(items, 1)]
     while pending:
         current, depth = pending.pop()
@@ -108,18 +97,15 @@ def _numbers_only(name: str, items: list) -> bool:
     return True
 
 
-# An array this large that only matrix products use is not summed when bound (``bind``)
 _IN_PRODUCTS_SIZE = 1 << 16
 
 
 def bind(program: Program, values: dict[str, Any]) -> None:
-    """Every variable from ``values`` or the program's defaults, every leaf as a float array.
-
-    Each value is checked for elements that are not finite, but for a large one that only
-    matrix products use (W of ``W@x``): a product sums every element of its operands into its
-    result, which ``compute`` checks, so a pass over W to sum it would read it again for
-    nothing (a tenth of evaluating ``mean((W@x + b - t)**2)``). ``forward`` says such a
-    value's error, and, for any error, an earlier variable's first, as binding did."""
+    """Every variable from ``values`` or the program's defaults, every leaf as a float array,
+    checked finite -- but for one of ``_IN_PRODUCTS_SIZE`` elements or more that only matrix
+    products use (W of ``W@x``): a product's result, which ``compute`` checks, holds every
+    element of it, so summing W would read it again for nothing. ``forward`` then says its
+    error, and an earlier variable's first, as binding would have."""
     unchecked: list[Node] = []
     try:
         for node in program.nodes:
@@ -142,8 +128,7 @@ def bind(program: Program, values: dict[str, Any]) -> None:
 
 
 def _used_in_products_only(program: Program, leaves: list[Node]) -> set[int]:
-    """The indices of ``leaves`` that are operands of matrix products and of nothing else (nor
-    an output)."""
+    """The indices of ``leaves`` that are operands of matrix products only (not outputs)."""
     used = {node.index: True for node in leaves}
     for node in (program.output, *program.outputs):
         used[node.index] = False
@@ -155,8 +140,6 @@ def _used_in_products_only(program: Program, leaves: list[Node]) -> set[int]:
 
 
 def _require_finite_leaves(nodes: list[Node]) -> None:
-    """The first value among the named leaves ``nodes`` with an element that is not finite,
-    as binding says it."""
     for node in nodes:
         if not node.inputs and node.name:
             require_finite(node.name, node.value)
@@ -165,10 +148,8 @@ def _require_finite_leaves(nodes: list[Node]) -> None:
 # --- forward ------------------------------------------------------------------------------------
 
 def forward(nodes: list[Node]) -> Any:
-    """Every node's value in topological order; the output's value (the last node).
-
-    A failure first says a variable whose value is not finite (``bind`` leaves one that only
-    products use to them), as binding would have said it before anything was computed."""
+    """Every node's value in topological order; the output's (the last node). A failure first
+    says a variable whose value is not finite (one that ``bind`` left to the products)."""
     np = numpy()
     try:
         with np.errstate(**_RAISE):
@@ -185,9 +166,8 @@ def forward(nodes: list[Node]) -> Any:
 
 
 def _zeros_hide_nothing(node: Node, args: list[Any]) -> None:
-    """A large variable's finiteness, which ``bind`` left to this product's check, is read from
-    the product only where the other operand has no zero: a BLAS that skips the terms of a
-    zero (reference BLAS does) would drop ``inf * 0``."""
+    """A large variable's finiteness, left to this product, is checked here when the other operand
+    has a zero: a BLAS that skips a zero's terms (reference BLAS does) drops ``inf * 0``."""
     for position, source in enumerate(node.inputs):
         if (not source.inputs and source.name and source.value.size >= _IN_PRODUCTS_SIZE
                 and not args[1 - position].all()):
@@ -197,12 +177,10 @@ def _zeros_hide_nothing(node: Node, args: list[Any]) -> None:
 def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     """``node``'s op on array ``args``; errors name the node (shapes, domains, singularity).
 
-    The operands are finite (values are checked when bound, or by the products that use
-    them), so a value that is not finite raises one of NumPy's floating-point flags on its
-    way: the fast path runs with those flags raising (``_RAISE``) and checks nothing else; a
+    The operands are finite, so a value that is not finite raises a NumPy floating-point flag on
+    its way: the fast path runs with the flags raising (``_RAISE``) and checks nothing else; a
     flag sends it to the careful path, which recomputes with them off and names the first
-    element that is not finite (or accepts the value if it is finite after all). Complex-step
-    replays always take the careful path.
+    element that is not finite. Complex-step replays always take the careful path.
     """
     np = numpy()
     if not complex_step:
@@ -211,8 +189,7 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     return _careful_value(node, args, True)
 
 
-def _fast(node: Node, args: list[Any]) -> Any:
-    """``compute``'s fast path, under ``_RAISE`` already."""
+def _fast(node: Node, args: list[Any]) -> Any:  # compute's fast path, under _RAISE already
     np = numpy()
     try:
         value = np.asarray(_apply(node, args, False))
@@ -244,9 +221,8 @@ def _apply(node: Node, args: list[Any], complex_step: bool) -> Any:
 
 
 def value_shape(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
-    """The shape of the program's value when its variables have ``shapes``, from the rows'
-    shape rules alone (nothing is computed): where shapes do not fit, the UsageError that
-    evaluating says."""
+    """The program's value's shape when its variables have ``shapes``, from the shape rules alone:
+    where shapes do not fit, the UsageError that evaluating says."""
     np = numpy()
     names = {node.index: name for name, node in program.variables.items()}
     stand_ins: list[Any] = []  # per node, a view of one zero with the node's shape
@@ -261,9 +237,8 @@ def value_shape(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> tupl
 
 
 def _guard_shape(node: Node, args: list[Any]) -> tuple[int, ...]:
-    """The row's shape rule, before computing: operands of shapes it cannot take are a usage
-    error, and so are an empty value and one larger than ``MAX_ARRAY_ELEMENTS`` (refused before
-    it is made: ``outer(x, x)`` of a long x is a usage error, not memory exhausted)."""
+    """The row's shape rule, before computing: shapes it cannot take, an empty value and one over
+    ``MAX_ARRAY_ELEMENTS`` (``outer(x, x)`` of a long x: not memory exhausted) are usage errors."""
     op = node.op
     try:
         shape = op.out_shape(*args)
@@ -345,8 +320,8 @@ def shape_error(node: Node, args: list[Any], detail: str = "") -> UsageError:
 
 
 def _not_finite(node: Node, op: Any, args: list[Any], value: Any) -> NumericError:
-    """The first element where the value is not finite: the scalar path's message, with the
-    element's index and the operands' values there."""
+    """The scalar path's message for the first element that is not finite, with its index and
+    the operands' values there."""
     np = numpy()
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0]) if value.ndim else ()
     if op.is_array:
@@ -373,8 +348,7 @@ def _operands(node: Node, args: list[Any], reals: list[float], index: tuple[int,
 # --- backward -----------------------------------------------------------------------------------
 
 def backward(nodes: list[Node]) -> None:
-    """Reverse-mode gradients of the scalar output into every node that needs one: each node's
-    gradient has the node's shape."""
+    """Reverse-mode gradients of the scalar output into every node (each of the node's shape)."""
     np = numpy()
     grads = backward_from(nodes, nodes[-1], np.ones(np.shape(nodes[-1].value)))
     for node in nodes:
@@ -383,11 +357,9 @@ def backward(nodes: list[Node]) -> None:
 
 
 def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
-    """One reverse pass from ``output`` seeded with ``seed`` (the output's shape): the gradient
-    of ``sum(seed * output)`` for every node upstream of it that needs one, by node index. As in
-    ``compute``, floating-point flags raise on the fast path, and only a flag leads to the
-    careful path that names the element (a rule's BLAS and LAPACK results raise one in
-    ``xp``, since they set none)."""
+    """The gradient of ``sum(seed * output)`` for every node upstream of ``output`` that needs one,
+    by node index. As in ``compute``, only a floating-point flag leads to the careful path that
+    names the element (``xp`` raises one for BLAS and LAPACK results, which set none)."""
     np = numpy()
     grads: dict[int, Any] = {output.index: seed}
     with np.errstate(**_RAISE):
@@ -434,8 +406,7 @@ def contribution(node: Node, args: list[Any], position: int, g: Any) -> Any:
 
 
 def indexed_text(node: Node, where: str) -> str:
-    """``x[0]``, ``log(x)[0]``, ``(x - 2)[0]``: a node's label with an element's index, in
-    parentheses unless the label is an atom (a name, a call, a subscript)."""
+    """``x[0]``, ``log(x)[0]``, ``(x - 2)[0]``: a node's label with an element's index."""
     text = node_text(node)
     if not where:
         return text

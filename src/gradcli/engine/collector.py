@@ -1,10 +1,6 @@
-"""Python's cycle collector, paused while a large graph is built.
-
-Building a graph makes many small containers (nodes, their operand tuples, the parser's
-tokens) that all stay alive until the work is done, and the collector would walk them again
-and again to free nothing: each young-generation pass promotes them, and the full passes that
-the growing older generations trigger scan every node made so far. A graph has no cycles
-(a node only refers to nodes made before it), so nothing is lost by not looking.
+"""Python's cycle collector, paused while a large graph is built: its many small containers
+(nodes, operand tuples, tokens) stay alive until the work is done, so the collector's passes
+would scan them again and again to free nothing; and a graph has no cycles.
 """
 
 from __future__ import annotations
@@ -19,12 +15,9 @@ Result = TypeVar("Result")
 
 
 def collector_paused(work: Callable[Parameters, Result]) -> Callable[Parameters, Result]:
-    """``work`` with Python's cycle collector paused while it runs.
-
-    What the work leaves is collected when it ends, in one pass over the young generation: a
-    loop of many calls does not pile up garbage, and that pass's time is the call's own. The
-    collector is the process's: another thread of a program that calls gradcli meanwhile runs
-    without cyclic collection for that long (reference counting still frees what it drops).
+    """``work`` with the cycle collector paused, then one young-generation pass, so a loop of
+    calls piles up no garbage. The collector is the process's: other threads run without cyclic
+    collection meanwhile (reference counting still frees what they drop).
     """
 
     @functools.wraps(work)

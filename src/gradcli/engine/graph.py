@@ -1,12 +1,8 @@
-"""The autograd core: nodes, topological order, forward values and reverse-mode gradients.
+"""The autograd core: topological order, forward values and reverse-mode gradients on floats.
 
-A micrograd-style ``Node`` (value, grad, inputs, a local rule from the op table) with one change
-that makes it safe on any DAG and any depth: every node gets a creation number (``seq``) larger
-than its inputs' numbers, because a node can only be built from nodes that already exist. Sorting
-the nodes an output depends on by ``seq`` is therefore a topological order -- DeZero's generation
-idea without a heap -- found with an explicit stack, never recursion. Backward walks that order in
-reverse, so a node's gradient is complete before it is passed on, and uses ``+=`` so that a node
-used twice (``err*err``) receives both contributions.
+Sorting the nodes an output depends on by creation number (``Node.seq``) is a topological order
+-- DeZero's generation idea without a heap -- found with an explicit stack, never recursion.
+Backward walks it in reverse with ``+=``, so a node used twice (``err*err``) gets both parts.
 """
 
 from __future__ import annotations
@@ -31,13 +27,12 @@ def topological_order(output: Node) -> list[Node]:
 
 
 def nodes_of(outputs: Iterable[Node]) -> list[Node]:
-    """Every node the outputs depend on, once each (an output listed twice too), inputs before
-    users, ordered by creation number."""
+    """Every node the outputs depend on, once each, inputs before users (by creation number)."""
     stack = list(dict.fromkeys(outputs))
     seen = set(stack)  # nodes hash by identity
     found: list[Node] = []
-    # Bound methods in locals: this walk runs several times per derivative printed. (It is
-    # ``nodes_and_uses`` without the counting, which would make it 10-20% slower.)
+    # Bound methods in locals: this walk (``nodes_and_uses`` without the counting, which costs
+    # 10-20%) runs several times per derivative printed.
     pop, push, keep, mark = stack.pop, stack.append, found.append, seen.add
     while stack:
         node = pop()
@@ -54,8 +49,7 @@ _by_creation = operator.attrgetter("seq")
 
 
 def nodes_and_uses(outputs: Iterable[Node]) -> tuple[list[Node], dict[Node, int]]:
-    """``nodes_of`` and, in the same walk, how often each node is an operand (0 for an output
-    that is no other node's operand): each node's operands are looked at once."""
+    """``nodes_of`` and, in the same walk, how often each node is an operand (0: an output)."""
     stack = list(dict.fromkeys(outputs))
     uses = dict.fromkeys(stack, 0)
     found: list[Node] = []
@@ -87,17 +81,12 @@ def last_uses(nodes: list) -> list[int]:
 class Program:
     """A parsed program: its output node, everything the output depends on, and its inputs.
 
-    ``nodes`` is in topological order with ``node.index`` equal to the position, the output
-    last; ``variables`` maps each input variable to its node, in order of first appearance in
-    the text: those the output depends on and those the program declares (``y = 2``) whether
-    used or not (an unused one is a leaf at the front of ``nodes``, with gradient 0);
-    ``defaults`` holds the values that the program itself assigns (``x = 2``); ``notes`` are
-    variables whose names differ from a constant or a function only by case (``PI``: see
-    ``errors.Note``), set by the parser. ``arrays`` is True when the text has an array in it (a
-    literal, an array op): such a program runs on engine/arrays.py. ``parameters`` maps the
-    parameter names of the program's own functions to the function's name. ``masked`` is True
-    when the output depends on a conditional (``where``), whose branch not taken is not
-    evaluated (``forward_masked``).
+    ``nodes`` is in topological order, ``node.index`` its position, the output last;
+    ``variables`` are the inputs in order of first appearance, those the program declares
+    (``y = 2``) included even if unused (a leaf at the front, gradient 0); ``defaults`` the values
+    it assigns; ``notes`` names that differ from a constant or function only by case (``PI``);
+    ``arrays``: it runs on engine/arrays.py; ``parameters`` maps its own functions' parameter
+    names to the function; ``masked``: it depends on a ``where`` (``forward_masked``).
     """
 
     source: str
@@ -109,8 +98,7 @@ class Program:
     arrays: bool = False
     parameters: dict[str, str] = field(default_factory=dict)
     masked: bool = False
-    # Several outputs (``f, g`` at the end of the program, docs/matrix-calculus.md); empty for
-    # the usual one output. Such a program runs on the array path, as a Jacobian.
+    # Several outputs (``f, g``, docs/matrix-calculus.md), run as a Jacobian; empty: one output.
     outputs: list[Node] = field(default_factory=list)
 
     @classmethod
@@ -129,8 +117,7 @@ class Program:
         """A program with several outputs: every node any of them depends on."""
         nodes = nodes_of(outputs)
         used = set(nodes)
-        # An input the program declares (``y = 2``) but no output uses is still an input, with
-        # gradient 0 (as JAX reports it): a leaf at the front of the order.
+        # An input declared (``y = 2``) but unused stays an input, gradient 0 (as in JAX).
         inputs = [v for v in variables if v in used or v.name in defaults]
         nodes = [v for v in inputs if v not in used] + nodes
         for index, node in enumerate(nodes):
@@ -167,11 +154,8 @@ def output_labels(program: Program) -> list[str]:
 
 def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     """``node``'s op on ``args``, or a NumericError naming the node if the result is not finite.
-
-    With ``complex_step`` the arguments are complex and the op's ``complex`` column is used; the
-    domain check still looks at the real parts, so log of a non-positive real part is the same
-    named error as on floats rather than a silent complex logarithm.
-    """
+    With ``complex_step`` the domain check looks at the real parts: log of a negative real part
+    is the floats' error, not a silent complex logarithm."""
     op = node.op
     reals = [arg.real for arg in args] if complex_step else args
     if op.domain is not None:
@@ -190,11 +174,8 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
 
 
 def quick_compute(node: Node, args: list[Any]) -> Any:
-    """``compute`` on floats, with its error handling only where the result needs it.
-
-    The forward pass and every replay of a check call this once per node, so the common case is
-    a domain test, the op and a finiteness test; ``compute`` then names what went wrong.
-    """
+    """``compute`` on floats, its error handling only where needed: the forward pass and every
+    replay call this per node, so the common case is a domain test, the op and ``isfinite``."""
     op = node.op
     domain = op.domain
     if domain is None or domain(*args) is None:
@@ -218,11 +199,9 @@ def forward(nodes: list[Node]) -> Any:
     return nodes[-1].value
 
 
-# --- piecewise: the branch not taken is not evaluated ---------------------------------------------
-# In where(c, a, b) only the branch that c picks counts: a node is *live* at a point if the
-# output depends on it through taken branches only. A dead node's value does not matter, so its
-# errors are not errors (log(x) in where(x > 0, log(x), 0) at x = -1) and it passes no gradient
-# on. Programs without a conditional never come here (``Program.masked``).
+# --- piecewise: a node is *live* if the output depends on it through taken branches only; a dead
+# node's errors are not errors (log(x) in where(x > 0, log(x), 0) at x = -1) and it passes no
+# gradient on. Programs without a conditional never come here (``Program.masked``).
 
 def is_masked(nodes: Iterable[Node]) -> bool:
     """Whether a conditional is among ``nodes`` (then evaluation goes through liveness)."""
@@ -230,10 +209,8 @@ def is_masked(nodes: Iterable[Node]) -> bool:
 
 
 def liveness(nodes: list[Node], value_of: Any = None) -> list[bool]:
-    """Per node (``nodes`` in topological order, ``node.index`` its position): whether the output
-    depends on it through taken branches only. ``value_of(node)`` gives a condition's value
-    (default: ``node.value``); a condition that is NaN (it failed) takes neither branch, and
-    one whose value is None (not known: a free variable) takes both."""
+    """Per node: whether it is live. ``value_of(node)`` gives a condition's value (default:
+    ``node.value``); a NaN condition (it failed) takes neither branch, None (unknown) both."""
     live = [False] * len(nodes)
     live[-1] = True
     for node in reversed(nodes):
@@ -255,10 +232,8 @@ def liveness(nodes: list[Node], value_of: Any = None) -> list[bool]:
 
 
 def forward_masked(nodes: list[Node]) -> tuple[Any, list[bool]]:
-    """``forward`` for a program with conditionals: every node is computed, a failure only
-    remembered (its value NaN); then the first failure among the live nodes raises its error
-    (the first in topological order is where the trouble starts). Returns the output value and
-    the liveness (``liveness``) for ``backward``."""
+    """``forward`` with conditionals: a node's failure is remembered (its value NaN), then the
+    first live one raises its error. Returns the output value and the liveness for ``backward``."""
     failed = []
     nan = math.nan
     for node in nodes:
@@ -277,8 +252,7 @@ def forward_masked(nodes: list[Node]) -> tuple[Any, list[bool]]:
 
 
 def values_and_gradients(program: Program) -> Any:
-    """Forward and backward at the point bound in ``program``'s variables; the output value.
-    Programs with a conditional mask the branches not taken (``forward_masked``)."""
+    """Forward and backward at the point bound in ``program``'s variables; the output value."""
     if program.masked:
         value, live = forward_masked(program.nodes)
         backward(program.nodes, live)
@@ -291,10 +265,8 @@ def values_and_gradients(program: Program) -> Any:
 # --- backward ------------------------------------------------------------------------------------
 
 def backward(nodes: list[Node], live: list[bool] | None = None) -> None:
-    """Reverse-mode gradients of the output (the last node) into every node that needs one.
-
-    With ``live`` (from ``forward_masked``), a dead node passes nothing on: its gradient is 0.
-    """
+    """Reverse-mode gradients of the output (the last node) into every node that needs one; with
+    ``live`` (``forward_masked``) a dead node passes nothing on."""
     for node in nodes:
         node.grad = 0.0
     nodes[-1].grad = 1.0

@@ -1,8 +1,7 @@
-"""The graph's node: a variable, a constant, or an op applied to input nodes.
+"""The graph's node, below both graph.py and the printed forms (``notation``) that read it.
 
 Every node gets a creation number (``seq``) larger than its inputs' numbers, because a node can
-only be built from nodes that already exist: sorting by it is a topological order (``graph``).
-The printed forms (``notation``) read nodes too, so the node lives below both.
+only be built from nodes that already exist: sorting by it is a topological order.
 """
 
 from __future__ import annotations
@@ -19,9 +18,7 @@ class Node:
     """One value in the graph: a variable, a constant, or an op applied to input nodes."""
 
     __slots__ = ("grad", "index", "inputs", "name", "needs_grad", "op", "seq", "value")
-    # ``value`` and ``grad`` are floats on the scalar path; the same nodes carry complex numbers
-    # (the complex-step check) and NumPy arrays (engine/arrays.py, vector.py), whose ``op`` may
-    # be an array row of the op table.
+    # ``value`` and ``grad``: floats, complex numbers (the complex-step check) or NumPy arrays.
     op: Any
     inputs: tuple[Node, ...]
     value: Any

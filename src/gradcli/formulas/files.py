@@ -14,7 +14,7 @@ from typing import Any
 
 from gradcli.engine.graph import Program, output_labels
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
-from gradcli.formulas.checks import Axis, CheckSpec, Expected, Range
+from gradcli.formulas.outcomes import Axis, CheckSpec, Expected, Range
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
 from gradcli.language.values import Value, names_a_file, parse_value, range_ends
@@ -287,7 +287,7 @@ class _CheckReader:
 
     def _array_file(self, key: str, variable: str, path: str) -> Any:
         """The array of a ``.npy``/``.npz``/``.csv`` file named beside the check file."""
-        from gradcli.language.data_files import read_array
+        from gradcli.language.values import read_array
 
         where = os.path.join(os.path.dirname(self.file), path)
         try:

@@ -21,13 +21,11 @@ from gradcli.engine import arrays
 from gradcli.engine.ops import numpy
 from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError, listed, visible
-from gradcli.formulas.checks import CheckSpec, Expected, Range
-from gradcli.formulas.outcomes import CheckOutcome, Finding
+from gradcli.formulas.outcomes import CheckOutcome, CheckSpec, Expected, Finding, Range
 from gradcli.gradcheck.evaluation import EvalSettings, Result, evaluate
 from gradcli.gradcheck.steps import tolerance
-from gradcli.gradcheck.sweep import evaluate_sweep
-from gradcli.gradcheck.sweep_grid import sweep_plan
-from gradcli.gradcheck.sweep_results import Sweep
+from gradcli.gradcheck.sweep import Sweep, evaluate_sweep
+from gradcli.gradcheck.sweep_stream import sweep_plan
 from gradcli.language.values import grid
 from gradcli.limits import (
     CHECK_BLOCK_CELLS,

@@ -12,11 +12,11 @@ from gradcli.engine.ops import (
     CONDITIONAL,
     CONST,
     CONSTANTS,
+    FUNCTION_NAMES,
     FUNCTIONS,
     OPS,
     Op,
     index_op,
-    is_function_name,
     shape_text,
     stack_op,
 )
@@ -116,7 +116,7 @@ class GraphBuilder(Definitions):
         where = {"line": token.line, "column": token.column}
         if name in CONSTANTS:
             return Note(name, name, "constant", reading="shadow", **where)
-        if is_function_name(name):
+        if name in FUNCTION_NAMES:
             return Note(name, language_signature(name), "function", reading="function",
                         **where)
         lookalike = LOOKALIKES.get(name.lower())
@@ -150,7 +150,7 @@ class GraphBuilder(Definitions):
     def call(self, children: list) -> Node:
         token, args = children[0], children[1:]
         name = str(token)
-        if is_function_name(name) and name not in self.functions and not self.both_ways:
+        if name in FUNCTION_NAMES and name not in self.functions and not self.both_ways:
             variable = self.first_use.get(name)
             if variable is not None or name in self.named:
                 raise self.both_ways_error(name, token, variable or token)

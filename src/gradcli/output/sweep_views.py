@@ -12,7 +12,7 @@ from rich.text import Text
 from gradcli.engine.notation import format_number
 from gradcli.errors import ExitStatus, GradcliError, plural, visible
 from gradcli.formulas.outcomes import CheckOutcome, format_point
-from gradcli.gradcheck.sweep_results import GradientSweepCheck, Sweep
+from gradcli.gradcheck.sweep import GradientSweepCheck, Sweep
 from gradcli.output.tables import MAX_TABLE_ROWS, Column, FittedTable
 from gradcli.output.values import checked_digits, number_text
 

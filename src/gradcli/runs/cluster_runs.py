@@ -156,7 +156,7 @@ def cluster_sweep(cluster: Cluster, text: str, max_nodes: int, plan: Any,
     grid (``vector_sweep``); the scalar half (``finish_sweep``, with one recheck budget shared
     by the blocks in order) runs here, so the numbers are a local sweep's bit for bit."""
     from gradcli.gradcheck.sweep import RecheckBudget, finish_sweep
-    from gradcli.gradcheck.sweep_grid import block_points
+    from gradcli.gradcheck.sweep_stream import block_points
 
     budget = RecheckBudget()
     tasks = Tasks(cluster, _lost(cluster, "the sweep"))

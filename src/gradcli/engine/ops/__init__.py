@@ -1,67 +1,25 @@
 """The op table: every operation gradcli knows, each described once, in one table.
 
-A row (``Op``, ops/row.py) holds an op's arity, forward function, one derivative rule per operand,
-domain check, complex and vector forms, printed and NumPy forms, shape rule and a summary.
-Everything else -- the parser's function names, the graph's forward and backward passes (floats,
-arrays, graph nodes), the printers, ``gradcli functions`` and docs/functions.md, the tests --
-reads this table, so adding a function is one row plus its test points (and ``python
-tests/test_op_table.py`` to rewrite docs/functions.md). The rows are grouped by section, one
-module each, as HIPS autograd's numpy_vjps.py groups its rules: ``elementary`` (arithmetic,
-exponentials and logarithms, trigonometry), ``special_functions`` (special functions,
-activations, steps), ``logic`` (comparisons, the conditional) and ``linear_algebra`` (the array
-rows: products, reductions, linear algebra, indexing, constructors).
+A row (``Op``, ops/row.py) holds an op's forward, one derivative rule per operand, domain check,
+complex and vector forms, printed and NumPy forms, shape rule and summary. The parser, the forward
+and backward passes (floats, arrays, graph nodes), the printers, ``gradcli functions`` and
+docs/functions.md all read it, so adding a function is one row plus its test points (``python
+tests/test_op_table.py`` rewrites docs/functions.md). The rows are grouped by section, one module
+each, as HIPS autograd's numpy_vjps.py groups its rules: ``elementary``, ``special_functions``,
+``logic`` and ``linear_algebra`` (the array rows).
 
-An element-wise row's derivative rule receives the operand values and the op's output,
-``rule(*operands, out)``, and returns the local partial derivative d(out)/d(operand). Receiving
-``out`` lets exp, tanh, sqrt and sigmoid reuse their result. Rules are written only with
-arithmetic operators and table functions called through ``F`` (``F.cos(x)``), so the same rule
-works on floats, on complex numbers, on NumPy arrays and on anything that implements ``apply``
-(graph nodes, for symbolic derivatives). The operands are named by the first rule's parameters
-(``atan2(y, x)``) wherever a row is listed. An array row's rules are vector-Jacobian products
-(ops/row.py); ``Op.vjp`` asks either kind for an operand's gradient.
-
-Besides the float ``forward``, every row states two more forms, by keyword and with no default
-(a row that leaves one out fails when the table is built):
-
-- ``complex``: the analytic continuation, for complex-step differentiation (``--check-method
-  complex``); for ops that are not analytic it follows the real part, so that abs/relu/min/max
-  keep the conventions below.
-- ``vector``: ``vector(np, *arrays)``, NumPy, for evaluating many points at once (sweeps, check
-  files, plots, the check's vectorised first pass); NumPy is imported only when an array arrives.
-
-Either may be ``SAME`` -- ``forward`` itself already takes complex numbers and arrays (the
-arithmetic operators, every array row) -- or ``NONE``, the row has no such form:
-
-- no ``vector`` form: ``apply_vector`` falls back to ``forward`` point by point
-  (``elementwise``): NaN where the domain check refuses a point, ``forward`` raises or its result
-  is not finite, and NumPy's "invalid" flag raised for those points, as ``np.log(-1)`` would, so
-  that the vector passes mark them failed and callers re-run them on the scalar path for the
-  exact message. The values are the scalar path's, bit for bit (the same float function), and
-  gradients stay vectorised (the rules run on whole arrays through ``F``); only the speed differs
-  (a Python call a point: some ten times slower than a NumPy form), so a row adds a NumPy form
-  when its sweeps get large.
-- no ``complex`` form: ``--check-method complex`` refuses a program where such an op depends on
-  a variable, with a usage error (exit status 2) that names the function and suggests
-  ``--check-method central`` or ``richardson`` (see gradcheck/check.py); ``apply_complex`` raises
-  the same error for any other caller. Nothing else needs complex numbers.
-
-The float functions of rows that need more than one expression live in engine/special.py
-(written against ``math`` alone: ``diff --format python`` copies them), their complex and vector
-forms and domain checks in engine/forms.py. A row's ``aliases`` are other names people type
-(``ln`` for log): the parser accepts them, and everything prints the row's own name.
-
-Conventions where mathematicians shrug and peers disagree (JAX says abs'(0)=1, PyTorch 0):
-
-- kinks: abs'(0) = 0; relu, leaky_relu and selu take the slope of their left side at 0
-  (relu'(0) = 0, leaky_relu'(0) = a), as PyTorch and JAX; min/max at a tie split the gradient
-  equally (1/2 each), and so do clip and hardtanh at a bound (they are min and max).
-- jumps: sign, floor, ceil, round and trunc have slope 0 everywhere, at a jump too; mod's slopes
-  are 1 and -floor(x / y) everywhere. The finite-difference check flags a jump.
-- pow at a zero base (HIPS autograd, PyTorch, JAX): 0**0 = 1, d/dx x**0 = 0 at x = 0, and
-  d/dy 0**y = 0 for y > 0 (xlogy); d/dy at 0**0 is an error (0**y jumps there).
-- polygamma(n, x): the order n takes whole values only; d/dn is 0, as JAX has it.
-
-Building the rows costs no NumPy import: an array row's functions import it when they run.
+Every row states its ``complex`` form (the analytic continuation, for ``--check-method
+complex``; a non-analytic op follows the real part) and its ``vector`` form (``vector(np,
+*arrays)``, for many points at once), either of them ``SAME`` (``forward`` takes them already)
+or ``NONE``. Without a vector form ``apply_vector`` runs ``forward`` point by point
+(``elementwise``: the scalar path's values bit for bit, about ten times slower than NumPy); without
+a complex form ``--check-method complex`` refuses a program where the op depends on a variable
+(a usage error that suggests ``central`` or ``richardson``). Multi-expression float functions live
+in engine/special.py (``math`` alone: ``diff --format python`` copies them), their complex and
+vector forms in engine/forms.py. ``aliases`` are other names people type (``ln``); everything
+prints the row's own name. Kinks, jumps and zero bases follow the conventions of
+docs/language.md (abs'(0) = 0, a tie splits the gradient 1/2 each, 0**0 = 1). Building the rows
+imports no NumPy.
 """
 
 from __future__ import annotations
@@ -72,40 +30,28 @@ from typing import Any
 from gradcli.engine.ops import elementary, linear_algebra, logic, special_functions
 from gradcli.engine.ops.linear_algebra import MADE_PER_USE, index_op, stack_op
 from gradcli.engine.ops.row import (
-    ARRAY,
-    ELEMENTWISE,
     NONE,
     OPS,
-    PREC_AND,
     PREC_ATOM,
     PREC_COMPARE,
     PREC_NONE,
-    PREC_NOT,
-    PREC_OR,
-    PREC_POWER,
-    PREC_PRODUCT,
     PREC_SUM,
     PREC_UNARY,
     SAME,
     F,
-    Form,
     Op,
-    Rule,
     ShapeError,
-    elementwise,
     numpy,
     shape_text,
 )
 from gradcli.engine.ops.special_functions import GELU_TANH_SCALE
-from gradcli.engine.ops.xp import NUMPY, Arrays, NumPyArrays, subscript_of, unbroadcast
+from gradcli.engine.ops.xp import NUMPY
 
 __all__ = [
-    "ARRAY", "CALLS", "CONDITIONAL", "CONST", "CONSTANTS", "ELEMENTWISE", "FUNCTIONS",
-    "FUNCTION_NAMES", "GELU_TANH_SCALE", "LOGICAL", "NONE", "NUMPY", "OPS", "PREC_AND",
-    "PREC_ATOM", "PREC_COMPARE", "PREC_NONE", "PREC_NOT", "PREC_OR", "PREC_POWER", "PREC_PRODUCT",
-    "PREC_SUM", "PREC_UNARY", "ROWS", "SAME", "SYMBOL_ALIASES", "VAR", "Arrays", "F", "Form",
-    "NumPyArrays", "Op", "Rule", "ShapeError", "elementwise", "index_op", "is_function_name",
-    "numpy", "shape_text", "spellings", "stack_op", "subscript_of", "table_rows", "unbroadcast",
+    "CALLS", "CONDITIONAL", "CONST", "CONSTANTS", "FUNCTIONS", "FUNCTION_NAMES", "GELU_TANH_SCALE",
+    "LOGICAL", "NONE", "NUMPY", "OPS", "PREC_ATOM", "PREC_COMPARE", "PREC_NONE", "PREC_SUM",
+    "PREC_UNARY", "ROWS", "SAME", "VAR", "F", "Op", "ShapeError", "index_op", "numpy",
+    "shape_text", "spellings", "stack_op", "table_rows",
 ]
 
 # The table: every row once, by section; the element-wise rows first.
@@ -146,15 +92,9 @@ FUNCTIONS.update({alias: op for op in ROWS for alias in op.aliases})
 CONDITIONAL = OPS["where"]
 # Ops whose value is a truth value (1 or 0): their derivative is 0 by convention, and a finite
 # difference that perturbs them flips a condition, so the check leaves them out.
-LOGICAL = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
-                     "logical_not"})
+LOGICAL = frozenset(op.name for op in logic.ROWS if op is not CONDITIONAL)
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
-
-
-def is_function_name(name: str) -> bool:
-    """Whether ``name`` is one of the language's functions (of numbers or arrays), or an alias."""
-    return name in FUNCTION_NAMES
 
 
 SYMBOL_ALIASES = {"**": ("^",)}  # the grammar's other spellings of an operator (expr.lark)
@@ -177,10 +117,8 @@ def spellings(op: Op) -> list[str]:
 
 
 def table_rows() -> list[dict[str, Any]]:
-    """Every operator and function of the language, in table order: name, how it is written,
-    summary and whether it has complex-step and vector forms (``SAME`` counts: it has them);
-    then the array rows made per use (subscripts, array literals). What ``gradcli functions``
-    lists and docs/functions.md shows."""
+    """Every operator and function in table order, then the rows made per use (subscripts,
+    array literals): what ``gradcli functions`` lists and docs/functions.md shows."""
     return [
         {
             "name": op.name,

@@ -1,16 +1,8 @@
-"""The table's array rows: products, reductions, linear algebra, indexing and constructors.
+"""The table's array rows (ops/row.py's ``ARRAY`` kind): products, reductions, linear algebra,
+indexing and constructors; each row's ``shape`` rule says what it takes, before computing.
 
-Element-wise functions and operators are rows of the other sections: they already run on NumPy
-arrays, broadcasting. Here is what only exists for arrays, each row as ops/row.py describes an
-``ARRAY`` row (HIPS autograd's ``defvjp`` and ``defjvp`` lines, written with ``xp``), with the
-shape of its value (``shape``): what the row takes is said there, before anything is computed.
-
-Conventions (docs/arrays.md): reductions (``sum``, ``mean``, ``prod``, ``max``, ``min``, ``norm``,
-``norm1``, ``logsumexp``) reduce every element to a scalar; ``softmax`` and ``log_softmax`` work
-along the last axis (rows of a matrix); a tie in ``max``/``min`` splits the gradient equally
-between the tied elements; ``dot(x, y)`` is ``sum(x*y)`` of two arrays of one shape (NumPy's
-``vdot``); ``x'`` transposes (a vector stays a vector, as in NumPy); ``det``, ``logdet`` and
-``inv`` of a singular matrix are numeric errors naming the node.
+Conventions are docs/arrays.md's: reductions give a number, softmax works along the last axis,
+a tie in max/min splits the gradient, a singular matrix is a numeric error naming the node.
 """
 
 from __future__ import annotations
@@ -39,7 +31,6 @@ Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradien
 
 def _row(name: str, arity: int, forward: Callable[..., Any], rules: tuple[Vjp, ...],
          **row: Any) -> Op:
-    """An array row: its forward takes arrays (``vector=SAME``)."""
     return Op(name, arity, forward, rules, kind=ARRAY, vector=SAME, **row)
 
 
@@ -65,9 +56,8 @@ def _extreme_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
 
 
 def _pick(np: Any, x: Any, largest: bool) -> Any:
-    """max/min of the real parts (a complex-step replay follows the real values), ties' imaginary
-    parts averaged. The tied real parts are ``best`` itself: averaging them too would overflow
-    for max([1e308, 1e308])."""
+    """max/min of the real parts (a complex-step replay follows them), ties' imaginary parts
+    averaged (not their real parts: the mean of [1e308, 1e308] overflows)."""
     real = x.real
     best = real.max() if largest else real.min()
     if not np.iscomplexobj(x):
@@ -81,9 +71,8 @@ def _logsumexp(np: Any, x: Any) -> Any:
 
 
 def norm2(np: Any, x: Any, axis: int | None = None) -> Any:
-    """sqrt(sum(x*x)) (along ``axis``) with neither overflow nor underflow: x is divided by its
-    largest |element| first (|x| = 1e200 or 1e-200 is fine). The scale is a constant, taken of
-    the real parts, so the complex-step check's perturbation passes through it analytically."""
+    """sqrt(sum(x*x)) (along ``axis``) without overflow or underflow: x is divided by its largest
+    |real part| first, a constant the complex-step perturbation passes through analytically."""
     scale = np.max(np.abs(x.real), axis=axis, keepdims=True)
     scale = np.where(scale > 0, scale, 1.0)
     scaled = x / scale
@@ -111,9 +100,8 @@ def _matmul_shape(a: Shape, b: Shape) -> Shape:
 
 
 def _matmul_unit(np: Any, position: int, flat: int, a: Any, b: Any) -> Any:
-    """a@b with operand ``position`` the unit array e (1 at flat index ``flat``): e_ij @ b is
-    b's row j in row i, a @ e_jk is a's column j in column k; O(n) where the product is O(n^2)
-    (``Op.unit``)."""
+    """a@b with operand ``position`` the unit array at ``flat``: e_ij @ b is b's row j in row i,
+    a @ e_jk is a's column j in column k (``Op.unit``)."""
     out = np.zeros(_matmul_shape(np.shape(a), np.shape(b)))
     if position == 0:
         index = np.unravel_index(flat, np.shape(a))
@@ -167,11 +155,9 @@ def _invertible(np: Any, x: Any) -> str | None:
 
 def _positive_determinant(np: Any, x: Any) -> str | None:
     problem = _invertible(np, x)
-    if problem is not None:
-        return problem
-    if np.linalg.slogdet(x.real)[0] <= 0:
-        return "logarithm of a non-positive determinant"
-    return None
+    if problem is None and np.linalg.slogdet(x.real)[0] <= 0:
+        problem = "logarithm of a non-positive determinant"
+    return problem
 
 
 def _nonzero_norm(np: Any, x: Any) -> str | None:
@@ -184,19 +170,10 @@ def _inv_vjp(xp: Arrays, g: Any, out: Any, x: Any) -> Any:
     return -xp.matmul(xp.matmul(inverse_t, g), inverse_t)
 
 
-def _det(np: Any, x: Any) -> Any:
-    return np.linalg.det(x)
-
-
 def _logdet(np: Any, x: Any) -> Any:
     if np.iscomplexobj(x):
         return np.log(np.linalg.det(x))
     return np.linalg.slogdet(x)[1]
-
-
-def _linear(apply: Callable[..., Any]) -> Callable[..., Any]:
-    """The JVP of a linear op of one operand: the op applied to the tangent."""
-    return lambda np, tangents, out, x: apply(np, tangents[0])
 
 
 def _product_jvp(product: Callable[..., Any]) -> Callable[..., Any]:
@@ -209,20 +186,6 @@ def _product_jvp(product: Callable[..., Any]) -> Callable[..., Any]:
         return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
     return jvp
-
-
-def _softmax_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
-    t = tangents[0]
-    return out * (t - np.sum(out * t, axis=-1, keepdims=True))
-
-
-def _log_softmax_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
-    t = tangents[0]
-    return t - np.sum(np.exp(out) * t, axis=-1, keepdims=True)
-
-
-def _inv_jvp(np: Any, tangents: list[Any], out: Any, x: Any) -> Any:
-    return -(out @ tangents[0] @ out)
 
 
 def _reduction(name: str, forward: Callable[..., Any], vjp: Vjp, **row: Any) -> Op:
@@ -262,7 +225,7 @@ ROWS: list[Op] = [
          jvp=_product_jvp(lambda np, x, y: np.outer(x, y)), linear=LINEAR_EACH,
          numpy="np.outer({0}, {1})", summary="outer product of two vectors: a matrix"),
     _row("transpose", 1, lambda np, x: x.T, (lambda xp, g, out, x: xp.transpose(g),),
-         shape=lambda x: x[::-1], postfix="'", complex=SAME, jvp=_linear(lambda np, t: t.T),
+         shape=lambda x: x[::-1], postfix="'", complex=SAME, jvp=lambda np, ts, out, x: ts[0].T,
          linear=LINEAR_ALL, numpy="np.transpose({0})",
          summary="transpose, written x'; a vector stays a vector"),
     # --- reductions: every element to one number --------------------------------------------
@@ -290,12 +253,14 @@ ROWS: list[Op] = [
     # --- along the last axis --------------------------------------------------------------
     _row("softmax", 1, _softmax,
          (lambda xp, g, out, x: out * (g - xp.sum_last(g * out)),),
-         shape=_has_axis, complex=SAME, jvp=_softmax_jvp, numpy=f"np.exp({_SHIFTED}) / {_SUM_EXP}",
+         shape=_has_axis, complex=SAME, numpy=f"np.exp({_SHIFTED}) / {_SUM_EXP}",
+         jvp=lambda np, ts, out, x: out * (ts[0] - np.sum(out * ts[0], axis=-1, keepdims=True)),
          summary="exp(x) / sum(exp(x)) along the last axis (rows)"),
     _row("log_softmax", 1, _log_softmax,
          # g - softmax(x)*sum(g), written so that NumPy reuses its temporary arrays
          (lambda xp, g, out, x: xp.exp(out) * -xp.sum_last(g) + g,),
-         shape=_has_axis, complex=SAME, jvp=_log_softmax_jvp,
+         shape=_has_axis, complex=SAME,
+         jvp=lambda np, ts, out, x: ts[0] - np.sum(np.exp(out) * ts[0], axis=-1, keepdims=True),
          numpy=f"{_SHIFTED} - np.log({_SUM_EXP})",
          summary="x - logsumexp(x) along the last axis (rows)"),
     # --- linear algebra -------------------------------------------------------------------
@@ -303,7 +268,8 @@ ROWS: list[Op] = [
          (lambda xp, g, out, x: g * xp.eye(xp.shape(x)[0]),),
          shape=_square_to_number, complex=SAME, linear=LINEAR_ALL, numpy="np.trace({0})",
          summary="trace of a square matrix"),
-    _row("det", 1, _det, (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
+    _row("det", 1, lambda np, x: np.linalg.det(x),
+         (lambda xp, g, out, x: g * out * xp.transpose(xp.inv(x)),),
          shape=_square_to_number, domain=_invertible, complex=SAME,
          numpy="np.linalg.det({0})", summary="determinant (a singular matrix is an error)"),
     _row("logdet", 1, _logdet, (lambda xp, g, out, x: g * xp.transpose(xp.inv(x)),),
@@ -311,7 +277,7 @@ ROWS: list[Op] = [
          numpy="np.linalg.slogdet({0})[1]",
          summary="log(det(x)) by slogdet; the determinant must be positive"),
     _row("inv", 1, lambda np, x: np.linalg.inv(x), (_inv_vjp,), shape=_square,
-         domain=_invertible, complex=SAME, jvp=_inv_jvp,
+         domain=_invertible, complex=SAME, jvp=lambda np, ts, out, x: -(out @ ts[0] @ out),
          numpy="np.linalg.inv({0})", summary="matrix inverse (a singular matrix is an error)"),
     # --- constructors: a constant whole number n ------------------------------------------
     _constructor("zeros", lambda np, n: np.zeros(n), lambda n: (n,),

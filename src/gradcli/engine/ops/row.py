@@ -1,22 +1,13 @@
 """One row of the op table (``Op``), the forms a row states, and ``F``, which rules call.
 
-A row is of one of two kinds, and says which (``kind``):
-
-- ``ELEMENTWISE``: ``forward(*floats)``, and one local partial derivative per operand,
-  ``rule(*operands, out)`` = d(out)/d(operand), written only with arithmetic operators and table
-  functions called through ``F`` (``F.cos(x)``), so that the same rule runs on floats (the scalar
-  fast path), complex numbers, NumPy arrays and graph nodes. Forward mode needs these partials.
-- ``ARRAY``: products, reductions, linear algebra, indexing, constructors. ``forward(np,
-  *arrays)``, and one vector-Jacobian product per operand, ``rule(xp, g, out, *operands)``, as
-  HIPS autograd's ``defvjp``: it receives the gradient ``g`` of the output and returns that
-  operand's, written with the namespace ``xp`` (ops/xp.py), which is NumPy for numbers and the
-  graph itself for ``gradcli diff``. ``jvp(np, tangents, out, *arrays)`` is its forward mode.
-
-Whatever the kind, ``row.vjp(xp, position, g, out, *operands)`` is the gradient an operand
-receives: an element-wise row's is ``g`` times its partial, summed back over the axes that
-broadcasting stretched. The array engine and the symbolic array code ask only that. Likewise
-``row.out_shape(*operands)`` is the shape of its value, from the operands' shapes alone: one rule,
-NumPy's broadcasting, for every element-wise row, and an array row's own ``shape`` rule.
+An ``ELEMENTWISE`` row has ``forward(*floats)`` and one partial per operand, ``rule(*operands,
+out)`` = d(out)/d(operand), written with arithmetic and ``F.name(...)`` only, so that one rule runs
+on floats, complex numbers, NumPy arrays and graph nodes; receiving ``out`` lets exp or tanh reuse
+it. An ``ARRAY`` row (products, reductions, linear algebra, indexing) has ``forward(np, *arrays)``
+and one VJP per operand, ``rule(xp, g, out, *operands)`` as HIPS autograd's ``defvjp``, written
+against ``xp`` (ops/xp.py: NumPy, or the graph for ``gradcli diff``), and ``jvp(np, tangents, out,
+*arrays)``. Whatever the kind, ``row.vjp`` is an operand's gradient and ``row.out_shape`` the
+value's shape from the operands' shapes alone.
 """
 
 from __future__ import annotations
@@ -38,11 +29,10 @@ PREC_NONE = -9  # a function's argument: nothing needs parentheses there
 
 ELEMENTWISE = "elementwise"  # a row's kind: partial rules, applied element by element
 ARRAY = "array"  # a row's kind: VJP rules on whole arrays
-# How a row's value moves with its operands (``linear=``), algebra rather than a derivative
-# rule, so that the check's replays (engine/replay.py) stay independent of the rules they check:
-# LINEAR_ALL, f(a + h d) = f(a) + h f(d) with every operand moved at once (an operand that
-# stays moves by zeros); LINEAR_EACH, the same in any one operand while the others stay (a
-# product); LINEAR_FIRST, in the first operand alone (a quotient).
+# How a row's value moves with its operands (``linear=``): algebra, not a derivative rule, so the
+# check's replays (engine/replay.py) stay independent of the rules they check. f(a + h d) = f(a)
+# + h f(d) with every operand moved at once (ALL), any one operand (EACH: a product) or the first
+# alone (FIRST: a quotient).
 LINEAR_ALL, LINEAR_EACH, LINEAR_FIRST = "all", "each", "first"
 
 Shape = tuple[int, ...]
@@ -54,14 +44,12 @@ class ShapeError(ValueError):
 
 
 def shape_text(shape: Sequence[int]) -> str:
-    """``3``, ``2x3``; ``scalar`` for the empty shape (how messages and tables write shapes; a
-    shape as NumPy gives it, or as a JSON record holds it, a list)."""
+    """``3``, ``2x3``; ``scalar`` for the empty shape: how messages and tables write shapes."""
     return "x".join(str(n) for n in shape) or "scalar"
 
 
 def broadcast(*shapes: Shape) -> Shape:
-    """The shape rule of every element-wise row, NumPy's broadcasting: shapes aligned on the
-    right, each axis of one size or 1 (a missing leading axis counts as 1)."""
+    """The shape rule of every element-wise row: NumPy's broadcasting."""
     rank = max((len(shape) for shape in shapes), default=0)
     padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes]
     out = []
@@ -109,21 +97,17 @@ class Op:
     postfix: str | None = field(default=None, kw_only=True)  # printed after the operand: x'
     constant_args: bool = field(default=False, kw_only=True)  # zeros(n): constant whole n
     key: Any = field(default=None, kw_only=True)  # the subscript of an index row
-    # An array row's forward mode, jvp(np, tangents, out, *arrays), ``tangents`` one per operand
-    # (None: zero). None: the value is a number, and its JVP is the sum over operands of
-    # vjp(1) * tangent (the VJP of 1 is the gradient).
+    # An array row's forward mode, ``tangents`` one per operand (None: zero). None: the value is
+    # a number, and its JVP is the sum over operands of vjp(1) * tangent.
     jvp: Callable[..., Any] | None = field(default=None, kw_only=True)
-    # shape(*operand_shapes) -> the value's shape, or a ShapeError; a constructor's takes its
-    # whole number n. None: ``broadcast``, the one rule of element-wise rows.
+    # shape(*operand_shapes) -> the value's shape or a ShapeError (a constructor's takes its n).
     shape: Callable[..., Shape] | None = field(default=None, kw_only=True)
-    # The NumPy export's form (``diff --format python`` of arrays), a format string over the
-    # operands' texts: ``"np.arcsin({0})"``. None: NumPy has no such function, and the export
-    # runs the row's own float function element by element (symbolic/numpy_export.py).
+    # The NumPy export's form over the operands' texts, ``"np.arcsin({0})"``; None: the export
+    # runs the row's float function element by element (symbolic/numpy_export.py).
     numpy: str | None = field(default=None, kw_only=True)
     linear: str = field(default="", kw_only=True)  # LINEAR_ALL, _EACH, _FIRST or "": none
     # unit(np, position, flat, *arrays): a LINEAR_EACH row's value with operand ``position`` a
-    # unit array (1 at flat index ``flat``), without computing the whole product (a row of the
-    # other operand, placed): one sampled element's move in the check. None: the row's forward.
+    # unit array (1 at flat index ``flat``), cheaper than the product. None: the row's forward.
     unit: Callable[..., Any] | None = field(default=None, kw_only=True)
     # scaled(np, position, u, v, s, *arrays): the same with operand ``position`` the matrix
     # (u v^T) * s (``replay.Scaled``, a large matrix's random direction in the check), in
@@ -150,33 +134,29 @@ class Op:
 
     @property
     def is_array(self) -> bool:
-        """A row of whole arrays (VJP rules), as opposed to an element-wise one (partials)."""
         return self.kind is ARRAY
 
     @property
     def is_function(self) -> bool:
-        """Written as ``name(args)`` in the language (as opposed to an operator symbol)."""
+        """Written as ``name(args)`` in the language, not as an operator."""
         return self.symbol is None and self.postfix is None
 
     def vjp(self, xp: Any, position: int, g: Any, out: Any, *args: Any) -> Any:
-        """The gradient of operand ``position`` given the output's gradient ``g``: the one way
-        to ask any row, on NumPy arrays (``xp`` = ``NUMPY``) or on graph nodes."""
+        """Operand ``position``'s gradient given the output's ``g``, on arrays or graph nodes."""
         if self.kind is ARRAY:
             return self.rules[position](xp, xp.whole(g, out), out, *args)
         return xp.unbroadcast(g * self.rules[position](*args, out), out, args[position])
 
     def out_shape(self, *operands: Any) -> Shape:
-        """The shape of the row's value on ``operands`` (numbers or arrays), known before it is
-        computed: a ``ShapeError`` (an index out of range: ``IndexError``) where the row cannot
-        take them."""
+        """The shape of the row's value on ``operands``, before computing it: a ``ShapeError`` (an
+        index out of range: ``IndexError``) where the row cannot take them."""
         rule = self.shape or broadcast
         if self.constant_args:
             return rule(*(int(n.real) for n in operands))
         return rule(*(numpy().shape(x) for x in operands))
 
     def apply_complex(self, *args: Any) -> Any:
-        """The complex form on complex operands (``SAME``: forward; ``NONE``: a UsageError);
-        an array row's take ``np`` first, as its forward does."""
+        """The complex form (``SAME``: forward; ``NONE``: a UsageError); array rows take ``np``."""
         form = self.complex
         if isinstance(form, Form):
             if form is NONE:
@@ -185,23 +165,21 @@ class Op:
         return form(*args)
 
     def apply_vector(self, *args: Any) -> Any:
-        """An element-wise row's vector form on arrays (``SAME``: forward; ``NONE``:
-        ``elementwise``)."""
+        """The vector form on arrays (``SAME``: forward; ``NONE``: ``elementwise``)."""
         form = self.vector
         if isinstance(form, Form):
             return elementwise(self, numpy(), *args) if form is NONE else self.forward(*args)
         return form(numpy(), *args)
 
     def no_complex_form(self) -> UsageError:
-        """The error for a complex-step evaluation of a row without a complex form."""
         return UsageError(f"{self.name} has no complex-step form, so --check-method complex "
                           "cannot check this program",
                           hint="use --check-method central or --check-method richardson")
 
     @property
     def operands(self) -> tuple[str, ...]:
-        """The operands' names, as an element-wise row's first rule calls them (``y, x`` for
-        atan2); ``n`` for a constructor, ``x, y`` for other array rows."""
+        """The operands' names as the first rule calls them (``y, x`` for atan2); an array row's
+        are ``n`` (a constructor) or ``x, y``."""
         if self.kind is ARRAY:
             return ("n",) if self.constant_args else ("x", "y")[:self.arity]
         code = getattr(self.rules[0], "__code__", None) if self.rules else None
@@ -210,14 +188,9 @@ class Op:
 
 
 def elementwise(op: Op, np: Any, *args: Any) -> Any:
-    """``op`` on arrays (or NumPy scalars) by its float ``forward``, point by point: the vector
-    form of a row that has none (package docstring).
-
-    A point where the domain check refuses, ``forward`` raises or its result is not finite is NaN,
-    and NumPy's "invalid" flag is raised for it: the vector passes learn of non-finite values from
-    the flags (``vector._Finiteness``), as they do from ``np.log(-1)``. A uniform value (NumPy
-    scalars only) stays a NumPy scalar.
-    """
+    """``op`` on arrays by its float ``forward``, point by point: the vector form of a row that
+    has none. A point that fails is NaN with NumPy's "invalid" flag raised, as ``np.log(-1)``
+    does: the vector passes learn of failures from the flags (``vector._Finiteness``)."""
     forward, domain = op.forward, op.domain
     isfinite, nan = math.isfinite, math.nan
 
@@ -244,16 +217,13 @@ def numpy() -> Any:
     return np
 
 
-# The registry, name -> row: filled by the package (ops/__init__.py) once every section's rows
-# exist; ``F`` reads it at its first use of a name.
+# The registry, name -> row: filled by ops/__init__.py; ``F`` reads it at a name's first use.
 OPS: dict[str, Op] = {}
 
 
 class _TableFunctions:
-    """``F.name(*args)``: apply a table op to floats, complex numbers, arrays or graph nodes.
-
-    This is what lets derivative rules be written once for every kind of value.
-    """
+    """``F.name(*args)``: a table op on floats, complex numbers, arrays or graph nodes, which
+    lets derivative rules be written once for every kind of value."""
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         op = OPS[name]
@@ -287,22 +257,17 @@ F = _TableFunctions()
 # --- what rules of several sections ask of their operands ----------------------------------------
 
 def written(value: Any) -> bool:
-    """A graph node: the rule is building a printed derivative (``gradcli diff``). There the
-    zero-base limits are left out, so that d/dx x**y prints as ``y*x**(y - 1)`` and d/dy as
-    ``x**y*log(x)``, as SymPy and a person write them; they differ from the numbers ``eval``
-    computes only at x = 0 (docs/derivatives.md), where the printed forms are undefined."""
-    # a graph node has an op; the probes of vector._reads have ``apply`` only, and take the
-    # path that numbers take (what they find out is what arrays will read)
+    """A graph node: the rule builds a derivative formula, which leaves out the zero-base limits
+    (d/dx x**y prints as ``y*x**(y - 1)``, as SymPy writes it; docs/derivatives.md). The probes
+    of vector._reads have ``apply`` but no ``op``: they take the numbers' path."""
     return hasattr(value, "apply") and hasattr(value, "op")
 
 
 def printed(value: Any) -> bool:
-    """A graph node of a formula that ``gradcli diff`` prints, as opposed to one that a Hessian
-    evaluates at a point: a builder of numbers keeps constants named (``exact_constants``:
-    log(2), pi) only for printing, a builder of arrays builds the forms exact at every point
-    (``arrays.exact``) only for a Hessian. A rule may print the textbook form (atanh's
-    1/((1 - x)(1 + x))) and give a Hessian a form whose value and derivative keep their
-    digits (1 + x**2/((1 - x)(1 + x)), docs/accuracy.md)."""
+    """A graph node of a formula that ``gradcli diff`` prints, not one a Hessian evaluates: a rule
+    may print the textbook form (atanh's 1/((1 - x)(1 + x))) and give a Hessian one that keeps
+    its digits (docs/accuracy.md). Number builders keep constants named (``exact_constants``)
+    only for printing; array builders are ``exact`` only for a Hessian."""
     if not written(value):
         return False
     arrays = getattr(value.builder, "arrays", None)

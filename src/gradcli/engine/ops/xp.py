@@ -1,9 +1,6 @@
-"""``xp``, the namespace that VJP rules are written against, and ``NUMPY``, its NumPy form.
-
-A rule calls ``+ - * /``, unary ``-`` and the names of ``Arrays``: ``NUMPY`` runs it on arrays
-(the numeric gradients), and symbolic/arrays.py's ``GraphArrays`` runs the very same rule on
-graph nodes, building the gradient as an array program (``gradcli diff``, ``--hessian``,
-``--hvp``). NumPy is imported when the first array program runs, never on the scalar path.
+"""``xp``, the namespace that VJP rules are written against, and ``NUMPY``, its NumPy form; the
+very same rule runs on graph nodes with symbolic/arrays.py's ``GraphArrays`` (``gradcli diff``,
+``--hessian``, ``--hvp``).
 """
 
 from __future__ import annotations
@@ -15,9 +12,7 @@ from gradcli.engine.ops.row import numpy as _np
 
 
 class Arrays(Protocol):
-    """What a VJP rule may call besides ``+ - * /`` and unary ``-``: the same names on NumPy
-    arrays (``NUMPY``) and on graph nodes (``GraphArrays``, which makes the array program's own
-    nodes: ``matmul`` is ``a@b``, ``eq`` is ``x == y``)."""
+    """What a VJP rule may call besides ``+ - * /`` and unary ``-``."""
 
     def shape(self, x: Any) -> tuple[int, ...]: ...
     def matmul(self, a: Any, b: Any) -> Any: ...
@@ -26,53 +21,25 @@ class Arrays(Protocol):
     def inv(self, x: Any) -> Any: ...
     def eye(self, n: int) -> Any: ...
     def exp(self, x: Any) -> Any: ...
-
-    def shares(self, x: Any, out: Any) -> Any:
-        """``exp(x - out)`` for ``out = logsumexp(x)``: each element's share of the sum (its
-        softmax over every element), logsumexp's gradient; NumPy's form normalises by the sum
-        itself, so that the rounding of ``out`` (about |x| ulps) does not reach it."""
-
+    def shares(self, x: Any, out: Any) -> Any: ...  # exp(x - logsumexp(x)): its gradient
     def sign(self, x: Any) -> Any: ...
     def eq(self, x: Any, y: Any) -> Any: ...  # 1 where x == y, else 0 (its derivative is 0)
     def sum(self, x: Any) -> Any: ...  # of every element: a number
-
-    def sum_last(self, x: Any) -> Any:
-        """Sums along the last axis, kept as an axis of length 1 (broadcasts back over it)."""
-
-    def spread(self, g: Any, x: Any) -> Any:
-        """A reduction's gradient ``g`` (a number) at every element of ``x``; the graph form
-        leaves it a number, since broadcasting spreads it where a shape needs it."""
-
-    def vector(self, x: Any) -> Any:
-        """The elements of ``x`` as a vector (NumPy's ravel); ``reshape_as`` goes back."""
-
+    def sum_last(self, x: Any) -> Any: ...  # along the last axis, kept as an axis of length 1
+    def spread(self, g: Any, x: Any) -> Any: ...  # a reduction's gradient at every element of x
+    def vector(self, x: Any) -> Any: ...  # the elements as a vector (ravel)
     def reshape_as(self, v: Any, x: Any) -> Any: ...
-
-    def others_product(self, x: Any, out: Any) -> Any:
-        """At each element, the product of all the other elements (prod's gradient), exact
-        where elements are zero: no division by them."""
-
-    def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any:
-        """Zeros of the shape of ``x`` with ``g`` at ``x[key]`` (an index's gradient)."""
-
-    def take(self, g: Any, position: int) -> Any:
-        """``g[position]`` along the first axis."""
-
-    def whole(self, g: Any, out: Any) -> Any:
-        """``g`` as the gradient of all of ``out``, as an array row's rule receives it (the
-        graph keeps a gradient of ones as a number until a shape needs it)."""
-
-    def unbroadcast(self, part: Any, out: Any, x: Any) -> Any:
-        """``part``, a gradient for the element-wise ``out``, summed back to the shape of its
-        operand ``x`` over the axes that broadcasting stretched."""
+    def others_product(self, x: Any, out: Any) -> Any: ...  # prod's gradient, exact at zeros
+    def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any: ...  # g at x[key], else 0
+    def take(self, g: Any, position: int) -> Any: ...  # g[position] along the first axis
+    def whole(self, g: Any, out: Any) -> Any: ...  # g as the gradient of all of out
+    def unbroadcast(self, part: Any, out: Any, x: Any) -> Any: ...  # summed back to x's shape
 
 
 def _flagged(value: Any) -> Any:
-    """``value``, a BLAS or LAPACK result, which raises no floating-point flag: under
-    ``errstate(over="raise")`` (the engine's fast reverse pass, arrays.backward_from) one that
-    is not finite raises FloatingPointError as a ufunc's overflow would. Every other rule is
-    ufuncs, which raise their own, so the engine need not sum each array rule's result (an
-    outer product's gradient, a broadcast reduction's) to look for one."""
+    """``value``, a BLAS or LAPACK result, which sets no floating-point flag: under
+    ``errstate(over="raise")`` (arrays.backward_from) one that is not finite raises
+    FloatingPointError as a ufunc would, so the engine need not sum every rule's result."""
     np = _np()
     if np.geterr()["over"] == "raise" and not math.isfinite(np.sum(value)):
         raise FloatingPointError(f"{type(value).__name__} that is not finite")
@@ -104,6 +71,7 @@ class NumPyArrays:
         return _np().exp(x)
 
     def shares(self, x: Any, out: Any) -> Any:
+        """Normalised by the sum itself: the rounding of ``out`` does not reach the shares."""
         np = _np()
         scaled = np.exp(x - x.real.max())  # the largest is exactly 1: no overflow, no loss
         return scaled / np.sum(scaled)
@@ -118,8 +86,7 @@ class NumPyArrays:
         return _np().sum(x)
 
     def sum_last(self, x: Any) -> Any:
-        # a vector's sum as a number: NumPy reuses a temporary array fast with a number, slowly
-        # with a length-1 array
+        # a vector's sum as a number: NumPy reuses temporaries faster than with a length-1 array
         return _np().sum(x, axis=-1, keepdims=True) if x.ndim > 1 else x.sum()
 
     def spread(self, g: Any, x: Any) -> Any:
@@ -134,10 +101,9 @@ class NumPyArrays:
         return np.reshape(v, np.shape(x))
 
     def others_product(self, x: Any, out: Any) -> Any:
-        """The whole product over each element, in mantissas and exponents (``scaled_product``:
-        no partial product overflows or underflows); with one zero element only that element
-        gets a product (of the rest), with two or more every one is 0. A complex perturbation
-        (the complex-step check) takes exclusive cumulative products from both sides."""
+        """The whole product over each element, in mantissas and exponents (``scaled_product``);
+        one zero element gets the product of the rest, two or more make all 0. A complex
+        perturbation takes exclusive cumulative products from both sides."""
         np = _np()
         if np.iscomplexobj(x):
             return _cumulative_others(np, x)
@@ -177,10 +143,9 @@ _EXPONENT_CLAMP = 4096
 
 
 def scaled_product(np: Any, flat: Any) -> tuple[Any, int]:
-    """The product of the real vector ``flat`` as (mantissa, exponent), product = mantissa *
-    2**exponent: mantissas in [0.5, 1) multiplied pairwise and renormalised (``frexp``) at
-    every level, exponents added as integers. Each product rounds once, as in a plain product,
-    but none overflows or underflows on the way (1e-200 * 1e-200 * 1e200 is 1e-200, not 0)."""
+    """The product of the real vector ``flat`` as (mantissa, exponent): mantissas multiplied
+    pairwise and renormalised (``frexp``), exponents added as integers, so no partial product
+    overflows or underflows (1e-200 * 1e-200 * 1e200 is 1e-200, not 0)."""
     mantissas, exponents = np.frexp(flat)
     exponent = int(exponents.sum(dtype=np.int64))
     while mantissas.size > 1:
@@ -198,8 +163,7 @@ def _ldexp(np: Any, mantissa: Any, exponent: Any) -> Any:
 
 
 def scaled_prod(np: Any, x: Any) -> Any:
-    """prod's forward: ``scaled_product`` of every element (NumPy's product for a complex
-    perturbation, whose imaginary part the complex-step check reads)."""
+    """prod's forward: ``scaled_product`` (NumPy's product for a complex perturbation)."""
     values = np.asarray(x)
     if np.iscomplexobj(values):
         return np.prod(values)
