@@ -104,12 +104,6 @@ def _check_mode_used(mode: str, result: Any) -> None:
                               "output")
 
 
-def _has_arrays(program: Any, values: dict[str, Value]) -> bool:
-    """An array program (an array value, an array op, or several outputs)."""
-    return bool(program.arrays or program.outputs
-                or any(hasattr(value, "ndim") for value in values.values()))
-
-
 def _point_csv(request: EvalRequest, program: Any) -> int:
     """``--csv`` of one point of an array program: the scalar sweep's CSV, a column per input
     element (``W[0,1]``, ``d/dW[0,1]``); a UsageError for an array output or several."""
@@ -117,7 +111,6 @@ def _point_csv(request: EvalRequest, program: Any) -> int:
     from dataclasses import replace
 
     from gradcli.errors import NumericError
-    from gradcli.gradcheck.evaluation import Result
     from gradcli.gradcheck.jacobian_check import JacobianResult
     from gradcli.gradcheck.sweep_results import csv_rows
     from gradcli.output.sweep_views import point_sweep
@@ -137,7 +130,6 @@ def _point_csv(request: EvalRequest, program: Any) -> int:
             raise UsageError(f"--csv writes a row of one number and its gradients, and this "
                              f"program {what}: its Jacobian has no row form",
                              hint="--json writes its values and Jacobian")
-        assert isinstance(result, Result)  # strict: no free variables, so no FreeResult
         sweep = point_sweep(program, result.point, result)
     csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(sweep))
     return sweep.status
@@ -160,8 +152,9 @@ def run_sweep(request: EvalRequest) -> int:
         parsed = parse(program.text, settings.max_nodes, request.values)
         request.given.check_used(parsed)
         say_shadowed(parsed)
-        if not is_sweep(request.values) and _has_arrays(parsed, request.values):
-            return _point_csv(request, parsed)
+        if not is_sweep(request.values) and (parsed.arrays or parsed.outputs or any(
+                hasattr(value, "ndim") for value in request.values.values())):
+            return _point_csv(request, parsed)  # one point of an array program
         options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol)
         blocks = (stream_sweep(parsed, request.values, **options) if request.cluster is None
                   else sweep_on(request.cluster, program.text, settings.max_nodes, parsed,
