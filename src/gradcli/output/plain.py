@@ -100,14 +100,9 @@ def _breaks(text: str, width: int) -> list[int]:
         if width - used >= length:
             used += len(word)
         elif length > width:  # folded: pieces of the width, the last one continues its line
-            pieces = [word[at:at + width] for at in range(0, len(word), width)]
-            for piece in pieces[:-1]:
-                if start:
-                    breaks.append(start)
-                start += len(piece)
-            if start:
-                breaks.append(start)
-            used = len(pieces[-1])
+            cuts = range(start, start + len(word), width)
+            breaks += [cut for cut in cuts if cut]
+            used = len(word) - (len(cuts) - 1) * width
         elif used and start:
             breaks.append(start)
             used = len(word)
