@@ -46,7 +46,7 @@ class Text:
         """Strings, Texts and ``(string, style)`` pairs, one after the other."""
         text = cls(style=style)
         for part in parts:
-            if isinstance(part, (str, Text)) or hasattr(part, "plain"):
+            if isinstance(part, str) or hasattr(part, "plain"):  # a Text, gradcli's or Rich's
                 text.append(part)
             else:
                 text.append(*part)
@@ -56,9 +56,6 @@ class Text:
         copied = Text(self.plain, self.style)
         copied.spans = list(self.spans)
         return copied
-
-    def __bool__(self) -> bool:
-        return bool(self.plain)
 
     def __len__(self) -> int:
         return len(self.plain)
