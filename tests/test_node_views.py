@@ -124,3 +124,29 @@ def test_an_array_check_names_the_likely_cause_as_a_number_check_does(analytic, 
     text = verdict(CheckReport(1e-5, 1e-8, {"x": failed}), *ELEMENTS).plain
     assert text.startswith("✗ check failed: 1 of 3 gradient elements of 1 node disagrees")
     assert cause in text and ("pole" in text) == (cause == "pole")
+
+
+def test_each_array_is_summarised_once_per_result(monkeypatch):
+    """The node table and the variables' table both show W, x and their gradients: each large
+    array is read (``np.asarray`` in ``value_text``) once per result, and every cell still
+    says its own array's ends, minimum and maximum (W = 0..19 and x = 1..5 by hand)."""
+    import numpy as np
+
+    from gradcli.output import values
+    from gradcli.output.views import result_parts
+
+    w, x = np.arange(20.0).reshape(4, 5), np.arange(1.0, 6.0)
+    result = evaluate("sum(W@x)", {"W": w, "x": x}, check=False)
+    read: list[int] = []
+    real = np.asarray
+    monkeypatch.setattr(np, "asarray", lambda value, *args, **kwargs: (
+        read.append(id(value)), real(value, *args, **kwargs))[1])
+    parts = result_parts(result, plain=True)
+    assert read.count(id(result.point["W"])) == 1
+    assert read.count(id(result.gradients["W"])) == 1
+    text = "\n".join(" ".join(cell.plain for cell in cells) for part in parts
+                     if hasattr(part, "cells") for cells in part.cells())
+    assert text.count("[0, 1, 2, …, 17, 18, 19] min 0, max 19") == 2  # W in both tables
+    # d/dW[i, j] = x[j]: the rows of x, 1..5, four times
+    assert text.count("[1, 2, 3, …, 3, 4, 5] min 1, max 5") == 2
+    assert values.value_text(w) == "[0, 1, 2, …, 17, 18, 19] min 0, max 19"

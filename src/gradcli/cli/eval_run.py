@@ -1,8 +1,5 @@
 """What ``gradcli eval`` does once its command line is read (by click, ``eval_command``, or by
-hand, ``plain_eval``): one program, a batch from stdin, or a sweep over a grid of points.
-
-Nothing on the plain eval's path loads click: only ``--cluster`` and ``--skip`` (cli.cluster), which
-the plain eval never takes, do."""
+hand, ``plain_eval``, whose path loads no click): one program, a batch, or a sweep."""
 
 from __future__ import annotations
 
@@ -25,8 +22,8 @@ if TYPE_CHECKING:
 
 
 class EvalRequest:
-    """What one ``gradcli eval`` asks for, checked and typed: made from click's options by
-    ``eval_request``, carried out by ``run_eval``. (A plain class: see ``ProgramText``.)"""
+    """What one ``gradcli eval`` asks for, checked and typed. (A plain class: see
+    ``ProgramText``.)"""
 
     def __init__(self, program: ProgramText | None, given: Given, settings: EvalSettings,
                  output: str, digits: int | None = None,
@@ -42,8 +39,7 @@ class EvalRequest:
         self.save = save  # --save FILE.npz: the result's arrays, for NumPy
 
     @property
-    def full(self) -> bool:
-        """Every element of large arrays, in tables and in JSON records (--full)."""
+    def full(self) -> bool:  # every element of large arrays (--full)
         return self.settings.full
 
     @property
@@ -60,17 +56,16 @@ def run_eval(request: EvalRequest) -> int:
     as_json = request.output == "json"
     if request.program is None:
         lines = stdin_lines(max_chars(request.settings.max_nodes))
-        if request.cluster is not None or request.skip:
-            from gradcli.cli.cluster import batch_on
-            from gradcli.output.batch_lines import TableStyle
+        batch = partial(show_batch, values=as_point(request.values), settings=request.settings,
+                        as_json=as_json, given=request.given, digits=request.digits,
+                        full=request.full)
+        if request.cluster is None and not request.skip:
+            return batch(lines)
+        from gradcli.cli.cluster import batch_on
+        from gradcli.output.batch_lines import TableStyle
 
-            table = None if as_json else TableStyle(request.digits, request.full)
-            return batch_on(request.cluster, request.skip, lines, partial(
-                show_batch, values=as_point(request.values), settings=request.settings,
-                as_json=as_json, given=request.given, digits=request.digits,
-                full=request.full), table)
-        return show_batch(lines, as_point(request.values), request.settings, as_json,
-                          request.given, request.digits, full=request.full)
+        table = None if as_json else TableStyle(request.digits, request.full)
+        return batch_on(request.cluster, request.skip, lines, batch, table)
     if request.is_sweep:
         return run_sweep(request)
     program = request.program
@@ -97,8 +92,7 @@ def run_eval(request: EvalRequest) -> int:
 
 
 def _check_mode_used(mode: str, result: Any) -> None:
-    """``--mode forward|reverse`` is how a Jacobian is computed: for a program with one scalar
-    output (one reverse pass, no Jacobian) it would do nothing, so it is a usage error."""
+    """``--mode`` chooses how a Jacobian is computed: with one scalar output it is an error."""
     if mode == "auto":
         return
     from gradcli.gradcheck.jacobian_check import JacobianResult  # not on the scalar path
@@ -110,23 +104,13 @@ def _check_mode_used(mode: str, result: Any) -> None:
                               "output")
 
 
-def _has_arrays(program: Any, values: dict[str, Value]) -> bool:
-    """An array program (an array value, an array op, or several outputs) -- cheap checks
-    first: a scalar program's ``--csv`` (a sweep of one point) does no more work for it."""
-    if program.arrays or program.outputs:
-        return True
-    return any(hasattr(value, "ndim") for value in values.values())
-
-
 def _point_csv(request: EvalRequest, program: Any) -> int:
-    """``--csv`` of one point of an array program: the scalar sweep's CSV (the same columns,
-    written by the same functions), one column per input element (``W[0,1]``, ``d/dW[0,1]``).
-    Raises the UsageError of what a row cannot hold: an array output, several outputs."""
+    """``--csv`` of one point of an array program: the scalar sweep's CSV, a column per input
+    element (``W[0,1]``, ``d/dW[0,1]``); a UsageError for an array output or several."""
     import csv
     from dataclasses import replace
 
     from gradcli.errors import NumericError
-    from gradcli.gradcheck.evaluation import Result
     from gradcli.gradcheck.jacobian_check import JacobianResult
     from gradcli.gradcheck.sweep import csv_rows
     from gradcli.output.sweep_views import point_sweep
@@ -142,23 +126,18 @@ def _point_csv(request: EvalRequest, program: Any) -> int:
         sweep = point_sweep(program, {name: point[name] for name in program.variables}, error=error)
     else:
         if isinstance(result, JacobianResult):
-            what = ("has several outputs" if len(result.values) > 1 else
-                    "has an array output")
+            what = "has several outputs" if len(result.values) > 1 else "has an array output"
             raise UsageError(f"--csv writes a row of one number and its gradients, and this "
                              f"program {what}: its Jacobian has no row form",
                              hint="--json writes its values and Jacobian")
-        assert isinstance(result, Result)  # strict: no free variables, so no FreeResult
         sweep = point_sweep(program, result.point, result)
     csv.writer(sys.stdout, lineterminator="\n").writerows(csv_rows(sweep))
     return sweep.status
 
 
 def run_sweep(request: EvalRequest) -> int:
-    """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV.
-
-    The grid is evaluated a block at a time (``stream_sweep``); CSV and JSON Lines are written
-    block by block, in grid order, and the table is made from a ``SweepSummary`` (its first rows
-    and counts), so memory does not grow with the number of points."""
+    """``gradcli eval`` at every point of a grid: a table, JSON Lines or CSV, written a block at
+    a time (the table from a ``SweepSummary``): memory does not grow with the points."""
     from contextlib import closing
 
     from gradcli.gradcheck.sweep import AGREEMENT, csv_body, csv_header, point_records
@@ -173,39 +152,33 @@ def run_sweep(request: EvalRequest) -> int:
         parsed = parse(program.text, settings.max_nodes, request.values)
         request.given.check_used(parsed)
         say_shadowed(parsed)
-        if not is_sweep(request.values) and _has_arrays(parsed, request.values):
-            return _point_csv(request, parsed)
+        if not is_sweep(request.values) and (parsed.arrays or parsed.outputs or any(
+                hasattr(value, "ndim") for value in request.values.values())):
+            return _point_csv(request, parsed)  # one point of an array program
         options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol)
         blocks = (stream_sweep(parsed, request.values, **options) if request.cluster is None
                   else sweep_on(request.cluster, program.text, settings.max_nodes, parsed,
                                 request.values, {**options, "reconcile": True}))
     except GradcliError as error:
         return show_error(error, request.output == "json", program.text, program.file_name)
-    keep = 0
-    if request.output == "table":
-        from gradcli.output.tables import MAX_TABLE_ROWS
+    from gradcli.output.tables import MAX_TABLE_ROWS
 
-        keep = MAX_TABLE_ROWS
-    summary = SweepSummary(keep)
+    summary = SweepSummary(MAX_TABLE_ROWS if request.output == "table" else 0)
+    if request.output == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(csv_header(list(parsed.variables)))
     with closing(blocks):
-        if request.output == "csv":
-            import csv
-
-            writer = csv.writer(sys.stdout, lineterminator="\n")
-            writer.writerow(csv_header(list(parsed.variables)))
-            for sweep in blocks:
+        for sweep in blocks:
+            if request.output == "csv":
                 writer.writerows(csv_body(sweep))
-                summary.add(sweep)
-        elif request.output == "json":
-            from gradcli.output.records import dumps
+            elif request.output == "json":
+                from gradcli.output.records import dumps
 
-            for sweep in blocks:
-                for record in point_records(sweep):
-                    sys.stdout.write(dumps({"expression": program.text, **record}) + "\n")
-                summary.add(sweep)
-        else:
-            for sweep in blocks:
-                summary.add(sweep)
+                sys.stdout.writelines(dumps({"expression": program.text, **record}) + "\n"
+                                      for record in point_records(sweep))
+            summary.add(sweep)
     if request.output == "table":
         from gradcli.output.console import make_console
         from gradcli.output.sweep_views import sweep_view

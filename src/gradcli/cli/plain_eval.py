@@ -1,15 +1,7 @@
-"""The plain ``gradcli eval EXPR --NAME VALUE ... [--json]``, read without click.
-
-It is the command line a shell loop, a pre-commit hook or a CI step runs thousands of times,
-and loading click is a fifth of such a run. So this one form is read here: one EXPR, a number
-or an array (``--W W.npy``, ``--x "[1, 2]"``) for each variable, perhaps ``--json`` and
-``--no-check``; the bindings split by the function click's reading uses (``cli.bindings``),
-against eval's options as ``cli.command_table`` lists them. Anything else -- another option,
-``-f``, a batch on stdin, a range or a list of values (a sweep), a name given twice,
-``--help``, any usage error -- is left to click (``cli.base``), which reads every form and
-words every error. The request made here is the one click's reading makes
-(tests/test_startup.py).
-"""
+"""The plain ``gradcli eval EXPR --NAME VALUE ... [--json] [--no-check]``, read without click
+(a fifth of a run that a shell loop or CI step makes thousands of times). Anything else -- another
+option, ``-f``, stdin, a sweep, a name given twice, any usage error -- is left to click, whose
+reading makes the same request (tests/test_startup.py)."""
 
 from __future__ import annotations
 
@@ -22,19 +14,15 @@ from gradcli.cli.show import show_error
 from gradcli.errors import GradcliError, UsageError
 from gradcli.gradcheck.evaluation import EvalSettings
 
-# eval's long options, as click's ``BindingCommand.long_options`` gives them: a ``--rtl 1``
-# that meant ``--rtol`` is said so
+# eval's long options as click's ``BindingCommand.long_options`` has them (naming a near miss)
 LONG_OPTIONS = tuple(flag for flag in EVAL_OPTIONS if flag.startswith("--") and flag != "--help")
 
-
-# the options the plain eval takes, each at most once
 PLAIN_OPTIONS = frozenset(("--json", "--no-check"))
 
 
 def plain_form(args: list[str]) -> tuple[str, Given, list[str]] | None:
     """``(EXPR, the values, the options)`` when ``args`` (after ``gradcli``) are the plain eval,
-    else None. Nothing is printed or evaluated here (files of arrays are read: click's path,
-    which a usage error takes, reads them again)."""
+    else None. Nothing is printed or evaluated (files are read)."""
     if not args or args[0] != "eval":
         return None
     try:
@@ -55,21 +43,18 @@ def plain_form(args: list[str]) -> tuple[str, Given, list[str]] | None:
 
 
 def run_plain(expr: str, given: Given, options: list[str]) -> int:
-    """What ``gradcli eval EXPR --NAME VALUE ... [--json] [--no-check]`` does; its exit
-    status."""
+    """What the plain eval does; its exit status."""
     as_json = "--json" in options
     try:
         program = ProgramText.read("eval", expr, None)
     except GradcliError as error:
         return show_error(error, as_json, expr)
-    # the command line's defaults: free variables stay
     settings = EvalSettings(strict=False, check="--no-check" not in options)
     return run_eval(EvalRequest(program, given, settings, "json" if as_json else "table"))
 
 
 def _options_elsewhere() -> dict[str, str]:
-    """The other commands' options, for the words of an error about one of them (click and
-    every command load then, as on click's path)."""
+    """The other commands' options, for the words of an error about one of them."""
     from gradcli.cli.arguments import options_of_other_commands
     from gradcli.cli.base import cli
 

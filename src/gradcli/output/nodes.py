@@ -28,9 +28,10 @@ def value_column(header: str, style: str, arrays: bool) -> Column:
 
 
 def value_cell(value: Any, style: str, arrays: bool, digits: int | None = None,
-               full: bool = False) -> Text:
-    """A number in ``style`` (its column's, where the column holds arrays)."""
-    return Text(value_text(value, digits, full), style="" if arrays else style)
+               full: bool = False, seen: dict[int, tuple[Any, str]] | None = None) -> Text:
+    """A number in ``style`` (its column's, where the column holds arrays); ``seen`` as
+    ``value_text`` keeps it."""
+    return Text(value_text(value, digits, full, seen), style="" if arrays else style)
 
 
 def shape_columns(arrays: bool) -> list[Column]:
@@ -74,8 +75,9 @@ def add_node_rows(table: FittedTable, result: Any,
 
 
 def node_table(result: Result, plain: bool = False, digits: int | None = None,
-               full: bool = False) -> FittedTable:
-    """One row per node: id, label, op, (shape,) inputs, value, gradient, its check."""
+               full: bool = False, seen: dict[int, tuple[Any, str]] | None = None) -> FittedTable:
+    """One row per node: id, label, op, (shape,) inputs, value, gradient, its check (``seen``:
+    the arrays already written, as ``value_text`` keeps them)."""
     digits = checked_digits(digits)
     arrays = result.program.arrays
     checks = result.check.nodes if result.check is not None else {}
@@ -85,9 +87,10 @@ def node_table(result: Result, plain: bool = False, digits: int | None = None,
 
     def cells(row: dict[str, Any]) -> list[Text]:
         grad = row["grad"]
-        return [*node_cells(row, arrays), value_cell(row["value"], "cyan", arrays, digits, full),
+        return [*node_cells(row, arrays),
+                value_cell(row["value"], "cyan", arrays, digits, full, seen),
                 Text("—", style="dim") if grad is None
-                else value_cell(grad, "magenta", arrays, digits, full),
+                else value_cell(grad, "magenta", arrays, digits, full, seen),
                 *check_cells(checks.get(row["id"]), arrays, digits)]
 
     add_node_rows(table, result, cells)
@@ -95,12 +98,14 @@ def node_table(result: Result, plain: bool = False, digits: int | None = None,
 
 
 def gradient_table(result: Result, plain: bool = False, digits: int | None = None,
-                   full: bool = False) -> FittedTable:
-    """One row per input variable: (shape,) value, gradient, its check and ✓/✗."""
+                   full: bool = False,
+                   seen: dict[int, tuple[Any, str]] | None = None) -> FittedTable:
+    """One row per input variable: (shape,) value, gradient, its check and ✓/✗ (``seen`` as
+    ``node_table`` takes it)."""
     shown = itertools.islice(result.gradients.items(), MAX_TABLE_ROWS)
     table = _input_table("gradients of the output", ("value", "gradient"), result,
                          [(name, result.point[name], gradient) for name, gradient in shown],
-                         result.check, plain, digits, full)
+                         result.check, plain, digits, full, seen)
     if len(result.gradients) > MAX_TABLE_ROWS:
         hidden = len(result.gradients) - MAX_TABLE_ROWS
         table.add_note(Text(f"{plural(hidden, 'more variable')} (--json lists all)"))
@@ -120,7 +125,8 @@ def hvp_table(result: Result, plain: bool = False, digits: int | None = None,
 
 def _input_table(title: str, headers: tuple[str, str], result: Result,
                  rows: list[tuple[str, Any, Any]], report: Any, plain: bool,
-                 digits: int | None, full: bool) -> FittedTable:
+                 digits: int | None, full: bool,
+                 seen: dict[int, tuple[Any, str]] | None = None) -> FittedTable:
     """One row per input: (shape,) a cyan and a magenta value, the check's cells and ✓/✗."""
     digits = checked_digits(digits)
     arrays = result.program.arrays
@@ -132,8 +138,8 @@ def _input_table(title: str, headers: tuple[str, str], result: Result,
     for name, first, second in rows:
         check = checks.get(name)
         shape = [Text(shape_text(getattr(second, "shape", ())))] if arrays else []
-        table.add_row(Text(name), *shape, value_cell(first, "cyan", arrays, digits, full),
-                      value_cell(second, "magenta", arrays, digits, full),
+        table.add_row(Text(name), *shape, value_cell(first, "cyan", arrays, digits, full, seen),
+                      value_cell(second, "magenta", arrays, digits, full, seen),
                       *check_cells(check, arrays, digits), check_mark(check))
     return table
 

@@ -1,14 +1,7 @@
-"""Tables and texts as the lines Rich prints in a pipe, written without loading Rich.
-
-A table or a result piped to a file or a program has no colour, so Rich's work there is the
-layout of ``FittedTable`` in its plain box (``box.SIMPLE``: a blank line, the header, a rule,
-the rows, a blank line), and Rich's modules are most of the start-up of such a ``gradcli
-eval``. ``plain_lines`` makes exactly those lines, cells that wrap over several lines (an
-array's elements, a long label) included; anything else (the record layout of a table too
-wide, a wide or control character, an encoding without the rule's ``─``, an environment that
-makes Rich colour a pipe) answers None, and Rich draws it as always. tests/test_plain_output.py
-compares the two on the same results.
-"""
+"""Tables and texts as the lines Rich prints in a pipe (no colour: ``FittedTable``'s plain box,
+wrapped cells included), written without loading Rich (most of such a run's start-up). What only
+Rich can lay out (a table's record layout, wide characters, colour forced) answers None.
+tests/test_plain_output.py compares the two."""
 
 from __future__ import annotations
 
@@ -27,7 +20,7 @@ _RICH_TERMINAL = ("FORCE_COLOR", "TTY_COMPATIBLE")
 
 
 def writes_plain(stream: IO[str]) -> bool:
-    """Whether Rich would print plain text to ``stream``: not a terminal, UTF-8 (or Rich draws
+    """Whether Rich would print plain text to ``stream``: not a terminal, UTF-8 (else Rich draws
     ASCII rules), nothing in the environment that makes Rich colour a pipe."""
     encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
     return (not stream.isatty() and encoding == "utf8" and sys.platform != "win32"
@@ -35,9 +28,9 @@ def writes_plain(stream: IO[str]) -> bool:
 
 
 def plain_lines(parts: Sequence[Any], width: int) -> list[str] | None:
-    """The lines (without their ends) that a Rich console of ``width`` in a pipe prints for
-    ``parts`` (Texts and plain ``FittedTable``\\ s, one under the other), spaces at the ends of
-    lines dropped as ``console.make_console`` drops them; None where only Rich can say."""
+    """The lines that a Rich console of ``width`` in a pipe prints for ``parts`` (Texts and plain
+    ``FittedTable``\\ s), ends stripped as ``console.make_console`` does; None where only Rich
+    can say."""
     lines: list[str] = []
     for part in parts:
         if isinstance(part, Text):
@@ -67,10 +60,8 @@ def _table_lines(table: FittedTable, width: int) -> list[str] | None:
 
 def _row_lines(texts: list[str], columns: list[Column], widths: list[int],
                bottom: bool = False) -> list[str]:
-    """A row of the plain box: each cell's lines (``_cell_lines``), the shorter cells filled
-    with blank lines below (the header's above, as Rich aligns a header to its bottom); each
-    line a cell padded by a space on each side, the columns apart by one more, an edge of one
-    space at each end."""
+    """A row of the plain box: each cell's lines, shorter cells filled below (a header's above:
+    Rich aligns it to the bottom), cells padded by a space and one more between columns."""
     cells = [_cell_lines(text, size, column.justify, column.fold)
              for text, column, size in zip(texts, columns, widths, strict=True)]
     height = max(len(lines) for lines in cells)
@@ -80,16 +71,14 @@ def _row_lines(texts: list[str], columns: list[Column], widths: list[int],
     return ["  " + "   ".join(line) + "  " for line in zip(*cells, strict=True)]
 
 
-# A word and the spaces around it, as rich._wrap reads them (compiled by ``re`` on first use)
+# A word and the spaces around it, as rich._wrap reads them
 _WORD = r"\s*\S+\s*"
 _TRAILING_SPACE = r"\s+$"
 
 
 def _cell_lines(text: str, width: int, justify: str, wrap: bool) -> list[str]:
-    """A cell's text as Rich's ``Text.wrap`` lays it out in a column ``width`` wide (overflow
-    "fold"): each of its lines broken before the words that do not fit (a word longer than the
-    width cut into pieces of the width), then justified to the width. Every character counts
-    one column: ``plain_lines`` declines lines with any other."""
+    """A cell's text as Rich's ``Text.wrap`` lays it out ``width`` wide (overflow "fold"): lines
+    broken before words that do not fit, then justified (every character one column wide)."""
     lines = []
     for line in text.split("\n"):
         pieces = [line]
@@ -111,14 +100,9 @@ def _breaks(text: str, width: int) -> list[int]:
         if width - used >= length:
             used += len(word)
         elif length > width:  # folded: pieces of the width, the last one continues its line
-            pieces = [word[at:at + width] for at in range(0, len(word), width)]
-            for piece in pieces[:-1]:
-                if start:
-                    breaks.append(start)
-                start += len(piece)
-            if start:
-                breaks.append(start)
-            used = len(pieces[-1])
+            cuts = range(start, start + len(word), width)
+            breaks += [cut for cut in cuts if cut]
+            used = len(word) - (len(cuts) - 1) * width
         elif used and start:
             breaks.append(start)
             used = len(word)
@@ -126,8 +110,7 @@ def _breaks(text: str, width: int) -> list[int]:
 
 
 def _end_trimmed(piece: str, width: int) -> str:
-    """Rich's ``rstrip_end``: the spaces at the end of a piece longer than the width, as many
-    as it is too long."""
+    """Rich's ``rstrip_end``: as many end spaces of ``piece`` as it is longer than ``width``."""
     excess = len(piece) - width
     found = re.search(_TRAILING_SPACE, piece) if excess > 0 else None
     return piece[:len(piece) - min(len(found.group()), excess)] if found else piece

@@ -1,11 +1,5 @@
-"""Styled text for gradcli's tables and verdicts, made without loading Rich.
-
-``Text`` keeps what Rich's ``rich.text.Text`` keeps of the calls gradcli makes (the text, a
-base style, styled spans) and becomes that Rich object when Rich draws it (``__rich__``), so
-that a terminal shows exactly what it did. In a pipe, where styles print as nothing, the plain
-writer (``output.plain``) prints its ``plain`` text without Rich at all: Rich's modules are
-most of the start-up of a ``gradcli eval`` whose table goes to a file or a program.
-"""
+"""Styled text for gradcli's tables and verdicts, made without loading Rich: a terminal gets
+the same ``rich.text.Text`` (``__rich__``), a pipe its ``plain`` text (``output.plain``)."""
 
 from __future__ import annotations
 
@@ -16,9 +10,7 @@ _STRIPPED = dict.fromkeys((7, 8, 11, 12, 13))
 
 
 class Text:
-    """The part of ``rich.text.Text`` that gradcli's tables and verdicts use: made from a
-    string and a style, ``append``, ``assemble`` and ``copy``, read through ``plain``; a Rich
-    ``Text`` may be appended to it (its spans kept)."""
+    """The part of ``rich.text.Text`` that gradcli uses (a Rich ``Text`` may be appended)."""
 
     __slots__ = ("plain", "spans", "style")
 
@@ -28,8 +20,8 @@ class Text:
         self.spans: list[tuple[int, int, Any]] = []  # (start, end, style), as Rich's Span
 
     def append(self, text: Any, style: str | None = None) -> Text:
-        """``text`` (a string in ``style``, or a Text with its own styles) at the end, as
-        ``rich.text.Text.append`` does it."""
+        """``text`` (a string in ``style``, or a Text with its own styles) at the end, as Rich
+        appends it."""
         if isinstance(text, str):
             text = text.translate(_STRIPPED)
             if text and style:
@@ -42,8 +34,10 @@ class Text:
         if plain:
             if text.style:
                 self.spans.append((offset, offset + len(plain), text.style))
+            spans = text.spans if isinstance(text, Text) else [
+                (span.start, span.end, span.style) for span in text.spans]
             self.spans.extend((start + offset, end + offset, span_style)
-                              for start, end, span_style in _spans(text))
+                              for start, end, span_style in spans)
             self.plain += plain
         return self
 
@@ -52,7 +46,7 @@ class Text:
         """Strings, Texts and ``(string, style)`` pairs, one after the other."""
         text = cls(style=style)
         for part in parts:
-            if isinstance(part, (str, Text)) or hasattr(part, "plain"):
+            if isinstance(part, str) or hasattr(part, "plain"):  # a Text, gradcli's or Rich's
                 text.append(part)
             else:
                 text.append(*part)
@@ -62,9 +56,6 @@ class Text:
         copied = Text(self.plain, self.style)
         copied.spans = list(self.spans)
         return copied
-
-    def __bool__(self) -> bool:
-        return bool(self.plain)
 
     def __len__(self) -> int:
         return len(self.plain)
@@ -84,20 +75,13 @@ class Text:
                         spans=[Span(start, end, style) for start, end, style in self.spans])
 
 
-def _spans(text: Any) -> list[tuple[int, int, Any]]:
-    """The styled spans of a gradcli Text or of a Rich one."""
-    if isinstance(text, Text):
-        return text.spans
-    return [(span.start, span.end, span.style) for span in text.spans]
-
-
 def rich_text(text: Any) -> Any:
     """``text`` as Rich draws it: a gradcli Text as a ``rich.text.Text``, anything else as it is."""
     return text.__rich__() if isinstance(text, Text) else text
 
 
-# Characters one column wide that gradcli prints besides ASCII: its marks, rules and ellipses
-MARKS = frozenset("—✓✗…→←↺•─")  # Latin-1 signs (², ±, ·) are below U+0300
+# Characters one column wide that gradcli prints besides ASCII and Latin-1 (², ±, ·)
+MARKS = frozenset("—✓✗…→←↺•─")
 
 
 def is_narrow(text: str) -> bool:
@@ -106,13 +90,9 @@ def is_narrow(text: str) -> bool:
     if not text.isprintable():
         return False
     rest = text
-    for mark in MARKS:  # C's loops, not one of Python's per character: a table line of an
-        rest = rest.replace(mark, "")  # array's elements is some 200 characters
-    try:
-        rest.encode("latin-1")
-    except UnicodeEncodeError:
-        return all(ord(char) < 0x300 or 0x370 <= ord(char) < 0x400 for char in rest)
-    return True
+    for mark in MARKS:  # C's loops, not Python's per character of 200-character lines
+        rest = rest.replace(mark, "")
+    return rest.isascii() or all(ord(char) < 0x300 or 0x370 <= ord(char) < 0x400 for char in rest)
 
 
 def cell_len(text: str) -> int:

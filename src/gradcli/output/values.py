@@ -29,23 +29,31 @@ def checked_digits(digits: int | None) -> int | None:
     return digits
 
 
-def value_text(value: Any, digits: int | None = None, full: bool = False) -> str:
+def value_text(value: Any, digits: int | None = None, full: bool = False,
+               seen: dict[int, tuple[Any, str]] | None = None) -> str:
     """A number as ``number_text`` writes it, an array as nested brackets (summarised past
-    ``SHOWN_ELEMENTS`` unless ``full``), None (a branch not taken) as such."""
+    ``SHOWN_ELEMENTS`` unless ``full``), None (a branch not taken) as such. ``seen`` keeps the
+    arrays written (with the same ``digits`` and ``full``) by id: the tables of one result show
+    the same large arrays more than once, and each summary is passes over all the elements."""
     if value is None:
         return "not taken"
     if type(value) is float or not getattr(value, "ndim", 0):
         return number_text(value, digits)
+    if seen is not None and id(value) in seen:
+        return seen[id(value)][1]
     import numpy as np
 
     array = np.asarray(value)
     if full or array.size <= SHOWN_ELEMENTS:
-        return _nested(array.tolist(), digits)
-    flat = array.ravel()
-    ends = [number_text(v, digits) for v in flat[:_EDGE].tolist()]
-    ends += ["…"] + [number_text(v, digits) for v in flat[-_EDGE:].tolist()]
-    return (f"[{', '.join(ends)}] min {number_text(float(flat.min()), digits)}, max "
-            f"{number_text(float(flat.max()), digits)}")
+        text = _nested(array.tolist(), digits)
+    else:
+        flat = array.ravel()
+        ends = [number_text(v, digits) for v in [*flat[:_EDGE].tolist(), *flat[-_EDGE:].tolist()]]
+        low, high = (number_text(float(end), digits) for end in (flat.min(), flat.max()))
+        text = f"[{', '.join(ends[:_EDGE])}, …, {', '.join(ends[_EDGE:])}] min {low}, max {high}"
+    if seen is not None:
+        seen[id(value)] = (value, text)  # the array kept: its id is not another's meanwhile
+    return text
 
 
 def _nested(items: Any, digits: int | None) -> str:

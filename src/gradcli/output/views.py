@@ -42,8 +42,9 @@ def result_parts(result: Result, plain: bool = False, digits: int | None = None,
     """The pieces of ``result_view`` of a ``Result`` (``output.plain`` prints them)."""
     digits = checked_digits(digits)
     arrays = result.program.arrays
-    parts: list[FittedTable | Text] = [node_table(result, plain, digits, full),
-                                       gradient_table(result, plain, digits, full),
+    seen: dict[int, tuple[Any, str]] = {}  # the inputs' arrays are in both tables
+    parts: list[FittedTable | Text] = [node_table(result, plain, digits, full, seen),
+                                       gradient_table(result, plain, digits, full, seen),
                                        gradient_verdict(result.check, arrays)]
     if result.hessian is not None or result.hvp is not None:
         parts += _second_derivatives(result, plain, digits, full)
