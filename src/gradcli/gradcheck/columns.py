@@ -264,12 +264,16 @@ def replayable(nodes: list[Node]) -> bool:
 
 
 def central_columns(node: Node, downstream: list[Node], output: Node, flats: list[int],
-                    rtol: float, atol: float, along: tuple[tuple[Any, float], ...] = ()
+                    rtol: float, atol: float, along: tuple[tuple[Any, float], ...] = (),
+                    linear: set[int] | None = None
                     ) -> tuple[dict[int, Settled], dict[int, Settled]]:
     """The central-difference check of the elements ``flats`` of ``node`` (flat indices), a
     block of columns at a time, and in the first block, along each direction v of ``along``
     ((v, v·g) pairs: t = 0 moved by the base step, as ``directions.check_direction`` moves
-    it); only the checks that pass: the elements' by flat index, the directions' by number."""
+    it); only the checks that pass: the elements' by flat index, the directions' by number.
+    The ``linear`` nodes (``replay.linear_part``) move as ``replay.Moved`` moves them, by their
+    value at each column's move: x's columns in W@x are W's columns and one W@v per direction,
+    not a product over all the columns."""
     np = numpy()
     values, grads = np.ravel(node.value), np.ravel(node.grad)
     widest = max([np.size(n.value) for n in downstream] + [np.size(node.value), 1])
@@ -289,10 +293,17 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
             ends = [values + sign * h * np.ravel(v) for sign in (1.0, -1.0) for v, _ in along]
             moved = np.concatenate((moved, ends))
             largest = np.concatenate((largest, np.abs(ends).max(axis=1)))
-        replayed = _replay(node, downstream, output, moved, largest)
+        lines_here = len(along) if not start else 0
+        changed = {node.index: moved.reshape((len(moved), *np.shape(node.value)))}
+        rest: list[Node] | None = downstream
+        if linear:
+            t = np.concatenate((steps, -steps, np.full(lines_here, h), np.full(lines_here, -h)))
+            rest, largest = _linear_columns(node, downstream, linear, output, chunk.tolist(),
+                                            [v for v, _ in along[:lines_here]], t, changed,
+                                            largest)
+        replayed = None if rest is None else _replay(changed, rest, output, largest)
         if replayed is None:
             break
-        lines_here = len(along) if not start else 0
         ups = np.r_[0:count, 2 * count:2 * count + lines_here]
         downs = np.r_[count:2 * count, 2 * count + lines_here:2 * count + 2 * lines_here]
         out, most = np.asarray(replayed[0]), np.asarray(replayed[1])
@@ -311,17 +322,52 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
     return passed, lines
 
 
-def _replay(node: Node, downstream: list[Node], output: Node, moved: Any,
-            largest: Any) -> tuple[list[float], list[float]] | None:
-    """Column j: ``node`` at ``moved[j]`` (flat); the output and the largest magnitude
-    recomputed (from ``largest``, the moved values'), per column (NaN where a value is not
-    finite). None: some op could not replay columns."""
+def _linear_columns(node: Node, downstream: list[Node], linear: set[int], output: Node,
+                    flats: list[int], vs: list[Any], t: Any, changed: dict[int, Any],
+                    largest: Any) -> tuple[list[Node] | None, Any]:
+    """The columns' values of the ``linear`` nodes that the rest reads, put in ``changed``:
+    value + t f(d) per column, f(d) by ``replay.Moved`` for each element (a unit array, the
+    rows' unit forms) and each direction of ``vs``. Returns the nodes left to replay and
+    ``largest`` with the moved values' magnitudes; None: a move failed."""
     np = numpy()
-    columns = len(moved)
-    changed: dict[int, Any] = {node.index: moved.reshape((columns, *np.shape(node.value)))}
+    movers = []
     with np.errstate(all="ignore"):
         try:
-            for user in downstream:
+            for flat in flats:
+                unit = np.zeros(np.shape(node.value))
+                unit.reshape(-1)[flat] = 1.0
+                movers.append(Moved(node, downstream, linear, unit, output, unit=flat))
+            movers += [Moved(node, downstream, linear, v, output) for v in vs]
+        except (ValueError, IndexError, ArithmeticError):
+            return None, largest
+    if not movers:
+        return downstream, largest
+    rest = movers[0].rest
+    count = len(flats)
+    order = np.r_[0:count, 0:count, count:len(movers), count:len(movers)]
+    read = {source.index for user in rest for source in user.inputs} | {output.index}
+    for user in downstream:
+        if user.index in linear and user.index in read:
+            shape = np.shape(user.value)
+            moves = np.stack([np.broadcast_to(m.moves[user.index], shape) for m in movers])
+            value = user.value + t.reshape((-1, *(1,) * len(shape))) * moves[order]
+            changed[user.index] = value
+            magnitude = np.abs(value).reshape(len(t), -1).max(axis=1, initial=0.0)
+            largest = np.maximum(largest, magnitude)
+    return rest, largest
+
+
+def _replay(changed: dict[int, Any], nodes: list[Node], output: Node,
+            largest: Any) -> tuple[list[float], list[float]] | None:
+    """Column j: the values of ``changed`` (the moved nodes', with the column axis first)
+    replayed through ``nodes``; the output and the largest magnitude recomputed (from
+    ``largest``, the moved values'), per column (NaN where a value is not finite). None: some
+    op could not replay columns."""
+    np = numpy()
+    columns = len(largest)
+    with np.errstate(all="ignore"):
+        try:
+            for user in nodes:
                 value = _column_compute(user, changed, columns)
                 changed[user.index] = value
                 magnitude = np.abs(value).reshape(columns, -1).max(axis=1, initial=0.0)
