@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gradcli.engine.graph import Node, Program, last_uses
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, OPS, numpy
 from gradcli.engine.ops.linear_algebra import norm2
-from gradcli.engine.replay import Moved, linear_part
+from gradcli.engine.replay import Moved, linear_part, moved_columns
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
 
 if TYPE_CHECKING:
@@ -298,7 +298,7 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
         rest: list[Node] | None = downstream
         if linear:
             t = np.concatenate((steps, -steps, np.full(lines_here, h), np.full(lines_here, -h)))
-            rest, largest = _linear_columns(node, downstream, linear, output, chunk.tolist(),
+            rest, largest = moved_columns(node, downstream, linear, output, chunk.tolist(),
                                             [v for v, _ in along[:lines_here]], t, changed,
                                             largest)
         replayed = None if rest is None else _replay(changed, rest, output, largest)
@@ -320,41 +320,6 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
             (passed if k < count else lines)[keys[k]] = Settled(
                 float(numeric[k]), float(error[k]), float(allowed[k]), float(h_all[k]))
     return passed, lines
-
-
-def _linear_columns(node: Node, downstream: list[Node], linear: set[int], output: Node,
-                    flats: list[int], vs: list[Any], t: Any, changed: dict[int, Any],
-                    largest: Any) -> tuple[list[Node] | None, Any]:
-    """The columns' values of the ``linear`` nodes that the rest reads, put in ``changed``:
-    value + t f(d) per column, f(d) by ``replay.Moved`` for each element (a unit array, the
-    rows' unit forms) and each direction of ``vs``. Returns the nodes left to replay and
-    ``largest`` with the moved values' magnitudes; None: a move failed."""
-    np = numpy()
-    movers = []
-    with np.errstate(all="ignore"):
-        try:
-            for flat in flats:
-                unit = np.zeros(np.shape(node.value))
-                unit.reshape(-1)[flat] = 1.0
-                movers.append(Moved(node, downstream, linear, unit, output, unit=flat))
-            movers += [Moved(node, downstream, linear, v, output) for v in vs]
-        except (ValueError, IndexError, ArithmeticError):
-            return None, largest
-    if not movers:
-        return downstream, largest
-    rest = movers[0].rest
-    count = len(flats)
-    order = np.r_[0:count, 0:count, count:len(movers), count:len(movers)]
-    read = {source.index for user in rest for source in user.inputs} | {output.index}
-    for user in downstream:
-        if user.index in linear and user.index in read:
-            shape = np.shape(user.value)
-            moves = np.stack([np.broadcast_to(m.moves[user.index], shape) for m in movers])
-            value = user.value + t.reshape((-1, *(1,) * len(shape))) * moves[order]
-            changed[user.index] = value
-            magnitude = np.abs(value).reshape(len(t), -1).max(axis=1, initial=0.0)
-            largest = np.maximum(largest, magnitude)
-    return rest, largest
 
 
 def _replay(changed: dict[int, Any], nodes: list[Node], output: Node,
