@@ -145,3 +145,37 @@ def test_the_linear_part_is_the_nodes_that_move_linearly(text, moving, linear):
     replayer = ElementReplayer(program.nodes)
     replayer.aim(program.variables[moving])
     assert sorted(node_text(program.nodes[i]) for i in replayer.linear) == sorted(linear)
+
+
+@pytest.mark.parametrize("text", ["sum((W@x + b)**2)", "sum(W@x)", "sum((x'@W')**2)"])
+def test_columns_moved_through_a_product_match_the_closed_form(text):
+    """x's columns in W@x (its elements through matmul's unit form, its directions through
+    one product each): the central differences settled are the closed form's v·g, and an
+    element whose gradient is made wrong is left to the element-wise check."""
+    import numpy as np
+
+    from gradcli.gradcheck.columns import ElementReplayer, central_columns
+
+    rng = np.random.default_rng(3)
+    w, x, b = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal(3)
+    program = gradcli.evaluate(text, {"W": w, "x": x, "b": b}, check=False).program
+    closed = (2 * w.T @ (w @ x + b) if "b" in text else w.T @ np.ones(3)
+              if "**" not in text else 2 * w.T @ (w @ x))
+    node = program.variables["x"]
+    replayer = ElementReplayer(program.nodes)
+    replayer.aim(node)
+    assert replayer.linear
+    v = rng.standard_normal(4)
+    along = ((v, float(v @ closed)),)
+    flats = list(range(4))
+    for linear in (replayer.linear, None):
+        passed, lines = central_columns(node, replayer.downstream, program.nodes[-1], flats,
+                                        1e-6, 1e-9, along, linear)
+        assert sorted(passed) == flats and list(lines) == [0]
+        assert np.allclose([passed[i].numeric for i in flats], closed, rtol=1e-7, atol=1e-9)
+        assert math.isclose(lines[0].numeric, v @ closed, rel_tol=1e-7, abs_tol=1e-9)
+    node.grad = np.array(node.grad, dtype=float)
+    node.grad[2] += 1e-3
+    passed, _ = central_columns(node, replayer.downstream, program.nodes[-1], flats, 1e-6,
+                                1e-9, (), replayer.linear)
+    assert sorted(passed) == [0, 1, 3]

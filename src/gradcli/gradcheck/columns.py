@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gradcli.engine.graph import Node, Program, last_uses
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, OPS, numpy
 from gradcli.engine.ops.linear_algebra import norm2
-from gradcli.engine.replay import Moved, linear_part
+from gradcli.engine.replay import Moved, linear_part, moved_columns
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
 
 if TYPE_CHECKING:
@@ -264,12 +264,16 @@ def replayable(nodes: list[Node]) -> bool:
 
 
 def central_columns(node: Node, downstream: list[Node], output: Node, flats: list[int],
-                    rtol: float, atol: float, along: tuple[tuple[Any, float], ...] = ()
+                    rtol: float, atol: float, along: tuple[tuple[Any, float], ...] = (),
+                    linear: set[int] | None = None
                     ) -> tuple[dict[int, Settled], dict[int, Settled]]:
     """The central-difference check of the elements ``flats`` of ``node`` (flat indices), a
     block of columns at a time, and in the first block, along each direction v of ``along``
     ((v, v·g) pairs: t = 0 moved by the base step, as ``directions.check_direction`` moves
-    it); only the checks that pass: the elements' by flat index, the directions' by number."""
+    it); only the checks that pass: the elements' by flat index, the directions' by number.
+    The ``linear`` nodes (``replay.linear_part``) move as ``replay.Moved`` moves them, by their
+    value at each column's move: x's columns in W@x are W's columns and one W@v per direction,
+    not a product over all the columns."""
     np = numpy()
     values, grads = np.ravel(node.value), np.ravel(node.grad)
     widest = max([np.size(n.value) for n in downstream] + [np.size(node.value), 1])
@@ -289,10 +293,17 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
             ends = [values + sign * h * np.ravel(v) for sign in (1.0, -1.0) for v, _ in along]
             moved = np.concatenate((moved, ends))
             largest = np.concatenate((largest, np.abs(ends).max(axis=1)))
-        replayed = _replay(node, downstream, output, moved, largest)
+        lines_here = len(along) if not start else 0
+        changed = {node.index: moved.reshape((len(moved), *np.shape(node.value)))}
+        rest: list[Node] | None = downstream
+        if linear:
+            t = np.concatenate((steps, -steps, np.full(lines_here, h), np.full(lines_here, -h)))
+            rest, largest = moved_columns(node, downstream, linear, output, chunk.tolist(),
+                                            [v for v, _ in along[:lines_here]], t, changed,
+                                            largest)
+        replayed = None if rest is None else _replay(changed, rest, output, largest)
         if replayed is None:
             break
-        lines_here = len(along) if not start else 0
         ups = np.r_[0:count, 2 * count:2 * count + lines_here]
         downs = np.r_[count:2 * count, 2 * count + lines_here:2 * count + 2 * lines_here]
         out, most = np.asarray(replayed[0]), np.asarray(replayed[1])
@@ -311,17 +322,17 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
     return passed, lines
 
 
-def _replay(node: Node, downstream: list[Node], output: Node, moved: Any,
+def _replay(changed: dict[int, Any], nodes: list[Node], output: Node,
             largest: Any) -> tuple[list[float], list[float]] | None:
-    """Column j: ``node`` at ``moved[j]`` (flat); the output and the largest magnitude
-    recomputed (from ``largest``, the moved values'), per column (NaN where a value is not
-    finite). None: some op could not replay columns."""
+    """Column j: the values of ``changed`` (the moved nodes', with the column axis first)
+    replayed through ``nodes``; the output and the largest magnitude recomputed (from
+    ``largest``, the moved values'), per column (NaN where a value is not finite). None: some
+    op could not replay columns."""
     np = numpy()
-    columns = len(moved)
-    changed: dict[int, Any] = {node.index: moved.reshape((columns, *np.shape(node.value)))}
+    columns = len(largest)
     with np.errstate(all="ignore"):
         try:
-            for user in downstream:
+            for user in nodes:
                 value = _column_compute(user, changed, columns)
                 changed[user.index] = value
                 magnitude = np.abs(value).reshape(columns, -1).max(axis=1, initial=0.0)

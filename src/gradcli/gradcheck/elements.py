@@ -183,7 +183,8 @@ def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: f
     np = numpy()
     along = tuple((v, replayer.dot(v, node.grad)) for v in drawn or ())
     passed, lines = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
-                                    atol, along) if drawn is not None else ({}, {})
+                                    atol, along, _multiplying(replayer)
+                                    ) if drawn is not None else ({}, {})
     grads = np.asarray(node.grad).flat  # no copy of a broadcast gradient
     found = {}
     for flat in flats:
@@ -192,6 +193,15 @@ def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: f
                        if settled is None else
                        settled_check(float(grads[flat]), settled))
     return found, {k: settled_check(along[k][1], line) for k, line in lines.items()}
+
+
+def _multiplying(replayer: DirectionReplayer) -> set[int] | None:
+    """The nodes linear in the aimed node when one of them multiplies (x in W@x): the columns
+    move them once per element or direction (``columns.central_columns``); elsewhere a column
+    replay of cheap element-wise ops costs less than a move per column."""
+    linear = replayer.linear
+    return linear if any(multiplications(n) for n in replayer.downstream
+                         if n.index in linear) else None
 
 
 def _combined(node: Node, elements: dict[int, GradientCheck],
