@@ -14,6 +14,7 @@ they call); tested against mpmath in tests/test_accuracy.py.
 from __future__ import annotations
 
 import math
+from decimal import Decimal, localcontext
 
 from gradcli.engine.special import _beta, _digamma, _lbeta, _polygamma
 
@@ -230,24 +231,34 @@ def _trigamma_quotient(h: float, x: float) -> float:
     return _trigamma_difference(h, x) / h
 
 
-def _mean_excess(h: float, x: float) -> float:
-    """((psi(x + h) - psi(x))/h - psi'(x + h))/h >= 0, x >= 1, h > 0: psi''s mean over
-    [x, x + h] above its value at x + h, over h (beta's mixed second derivative is a sum of
-    these, all positive). Below h/x = TAYLOR_REACH its Taylor series in h,
-    -sum_j psi^(j+1)(x) h^(j-1) j/(j + 1)!, whose terms fall like (h/x)^j and alternate:
-    the difference as written cancels to O(h/x) there. Above, the difference: it cancels a
-    factor 6 at most."""
+def _mean_excess(h: float, x: float, rest: float = 0.0) -> float:
+    """((psi(y + h) - psi(y))/h - psi'(y + h))/h >= 0, y = x + rest >= 1 (``rest`` the rounding
+    of a sum that made x, exact), h > 0: psi''s mean over [y, y + h] above its value at
+    y + h, over h (beta's mixed second derivative is a sum of these, all positive). Below
+    h/x = TAYLOR_REACH its Taylor series in h, -sum_j psi^(j+1)(y) h^(j-1) j/(j + 1)!, whose
+    terms fall like (h/x)^j and alternate: the difference as written cancels to O(h/x) there;
+    each psi^(j+1)(y) as psi^(j+1)(x) + rest psi^(j+2)(x) (the rounding of 1 + 1e-12 moved
+    E(1e-15, 1 + 1e-12) by 1.3 ulps). Above, the difference: it cancels a factor 6 at most."""
     if h > TAYLOR_REACH * x:
         return (_digamma_difference(h, x) / h - _polygamma(1.0, x + h)) / h
     total, power, j = 0.0, 1.0, 1
+    slope = _polygamma(2.0, x)
     while j < 90:
-        term = -_polygamma(j + 1.0, x) / math.factorial(j + 1) * j * power
+        following = _polygamma(j + 2.0, x)
+        term = -(slope + rest * following) / math.factorial(j + 1) * j * power
         total += term
         if abs(term) <= 1e-18 * abs(total):
             break
         power *= h
+        slope = following
         j += 1
     return total
+
+
+def _plus_one(v: float) -> tuple[float, float]:
+    """1 + v as a float and the rest, exact (Fast2Sum, the larger first)."""
+    total = 1.0 + v
+    return total, (v - (total - 1.0)) if v <= 1.0 else (1.0 - (total - v))
 
 
 def _dbeta(a: float, b: float) -> float:
@@ -272,9 +283,10 @@ def _dbeta_da(a: float, b: float) -> float:
     a, b = min(a, b), max(a, b)
     s = a + b
     scaled = a * _beta(a, b)
-    excess = _mean_excess(a, b + 1.0) + _mean_excess(b, a + 1.0)
+    (after_a, rest_a), (after_b, rest_b) = _plus_one(a), _plus_one(b)
+    excess = _mean_excess(a, after_b, rest_b) + _mean_excess(b, after_a, rest_a)
     return scaled * (b / s * excess
-                     + _digamma_quotient(a, b + 1.0) * _digamma_difference(b, a + 1.0))
+                     + _digamma_quotient(a, after_b) * _digamma_difference(b, after_a))
 
 
 def _dbeta_db(a: float, b: float) -> float:
@@ -318,6 +330,41 @@ def _dgamma(x: float) -> float:
 
 def _dgamma_slope(x: float) -> float:
     """gamma''(x) = gamma(x) (digamma(x)**2 + trigamma(x)), one value rounded once (where
-    gamma is subnormal too): dgamma's slope on floats, gamma's second derivative."""
+    gamma is subnormal too): dgamma's slope on floats, gamma's second derivative. gamma from
+    _gamma_exact, as math.gamma is up to 5 ulps off in (-1, 0); above x = 171 (where the
+    product overflows) and below GAMMA_UNDERFLOW (where it is 0) _gamma_times."""
     psi = _digamma(x)
-    return _gamma_times(x, psi * psi + _polygamma(1.0, x))
+    factor = psi * psi + _polygamma(1.0, x)
+    if not GAMMA_UNDERFLOW <= x <= 171.0:
+        return _gamma_times(x, factor)
+    return float(_gamma_exact(Decimal(x)) * Decimal(factor))
+
+
+GAMMA_DIGITS = 40  # _gamma_exact's working precision: each of its ~200 roundings is 1e-40
+STIRLING = ((1, 12), (-1, 360), (1, 1260), (-1, 1680), (1, 1188), (-691, 360360), (1, 156),
+            (-3617, 122400), (43867, 244188), (-174611, 125400))  # B_2k / (2k (2k - 1))
+HALF_LOG_TAU = "0.918938533204672741780329736405617639861397474"  # log(2 pi) / 2
+
+
+def _gamma_exact(x: Decimal) -> Decimal:
+    """Gamma(x) to about 1e-30 relatively, x not a pole, above -200 and below 172: for the
+    slope paths that need gamma to its last bit (a Hessian's, 100 us a call), not the rows'
+    values. Gamma(z) / (x (x + 1) ... (x + N - 1)), z = x + N >= 20 (each factor one rounding
+    of an exact sum, also next to a pole and below -171), log Gamma(z) by Stirling's series:
+    (z - 1/2) log z - z + log(2 pi)/2 + sum_k B_2k / (2k (2k - 1) z^(2k - 1)), whose
+    eleventh term, left out, is 6e-27 at z = 20. The caller rounds it once to a float
+    (Decimal's float() rounds correctly, into the subnormals too)."""
+    with localcontext() as context:
+        context.prec = GAMMA_DIGITS
+        shift = max(0, math.ceil(20 - x))
+        product = Decimal(1)
+        for k in range(shift):
+            product *= x + k
+        z = x + shift
+        inverse = 1 / z
+        square = inverse * inverse
+        series = Decimal(0)
+        for top, bottom in reversed(STIRLING):
+            series = series * square + Decimal(top) / bottom
+        log = (z - Decimal("0.5")) * z.ln() - z + Decimal(HALF_LOG_TAU) + series * inverse
+        return log.exp() / product
