@@ -122,15 +122,18 @@ def _bessel_hankel(m: int, n: int, s: float) -> float | None:
 def _bessel_series(m: int, n: int, s: float) -> float:
     """e^s d^m/ds^m (e^-s I_n(s)) = (s/2)^n/n! sum_k u_k V_k, u_k = prod_{i <= k}
     (s^2/4)/(i (i + n)), V_k = sum_j C(m, j) (-1)^(m - j) p!/(p - j)! s^-j, p = n + 2k: each
-    u_k in units of 2^-FIXED_BITS, floored (u_0 is 1, the K floors move each u_k by K units
-    at most), times the whole number (s den)^m V_k (s = top/den, den a power of 2), the sum
+    u_k in units of 2^-bits, floored (u_0 is 1, the K floors move each u_k by K units at
+    most), times the whole number (s den)^m V_k (s = top/den, den a power of 2), the sum
     rounded once with (s/2)^n/n! / (s den)^m. The value's terms (m = 0) are all positive;
-    the derivatives' have both signs and cancel a factor up to (2 sqrt(s))^m, 13 bits of the
-    128 at s = 60, so their tail runs 16 m bits further (the exact sum's numbers of thousands
-    of bits cost 50 times the time near s = 60)."""
+    the derivatives' have both signs and cancel (up to 7 bits for m = 1, 11 for m = 2 on
+    (0, 60], measured), and weigh up to (p/s)^m: below s = 1 the units and the tail go
+    m log2(1/s) bits further (i0e'' at 1e-20 takes u_1 = 2.5e-41 times 2/s^2), the tail
+    16 m bits further everywhere. Fixed point, not the exact sum: its numbers of thousands
+    of bits cost 5 to 50 times the time near s = 60."""
     top, den = s.as_integer_ratio()
-    square, scale, depth = top * top, 4 * den * den, 64 + 16 * m
-    term = mass = total = 1 << FIXED_BITS
+    lift = m * max(0, -math.frexp(s)[1])
+    square, scale, depth = top * top, 4 * den * den, 64 + 16 * m + lift
+    term = mass = total = 1 << FIXED_BITS + lift
     if m:
         total *= _bessel_weight(m, n, top, den)
     k = 0
@@ -139,7 +142,7 @@ def _bessel_series(m: int, n: int, s: float) -> float:
         term = term * square // (scale * k * (k + n))
         mass += term
         total += term * _bessel_weight(m, n + 2 * k, top, den) if m else term
-    return total * top ** n / ((2 * den) ** n * math.factorial(n) * top ** m << FIXED_BITS)
+    return total * top ** n / ((2 * den) ** n * math.factorial(n) * top ** m << FIXED_BITS + lift)
 
 
 def _bessel_weight(m: int, p: int, top: int, den: int) -> int:
@@ -148,7 +151,7 @@ def _bessel_weight(m: int, p: int, top: int, den: int) -> int:
     return gap if m == 1 else gap * gap - p * den * den
 
 
-FIXED_BITS = 128  # the fixed point of _bessel_series: its K floors cost K 2^-128
+FIXED_BITS = 128  # _bessel_series' fixed point (more below s = 1): K floors cost K units
 
 
 def _beta_slope(a: float, b: float, value: float) -> float:
