@@ -3,7 +3,7 @@ would cancel (digamma differences) or underflow a factor (beta's, gamma's), on f
 float functions of ``dbeta``, ``dlbeta`` and ``dgamma``, the slopes of beta, lbeta and gamma as
 rows of their own, with their derivatives (a Hessian's second derivatives of those); and the
 scaled Bessel functions ``ive``, ``i0e``, ``i1e`` and ``dive`` (ive's slope as a row), whose
-values and derivatives are one exact sum of their series.
+values and derivatives are one sum of their series, rounded once.
 
 A rule calls one of these on floats and keeps its textbook form for formulas (``gradcli diff``
 prints it), as ops/special_functions.py says of each. Written against ``math`` alone, as
@@ -73,9 +73,10 @@ def _scaled_bessel(m: int, n: float, x: float) -> float:
     or even in x as n + m, at 0 the limits of both sides (0 at a kink: ive(0, x)'s slope and
     ive(1, x)'s second derivative, as abs's). Above |x| = BESSEL_SWITCH Hankel's series, else
     the power series times exp(-|x|), each differentiated term by term and summed in whole
-    numbers, rounded once: the written slope (I_n-1 + I_n+1)/2 - sign(x) I_n subtracts numbers
-    that agree to 1 - O(1/x) (|x| ulps lost, and as much again by its own derivative), the
-    series' terms in floats each carry the roundings of the ones before (30 ulps at 60)."""
+    numbers (the power series' in fixed point), rounded once: the written slope
+    (I_n-1 + I_n+1)/2 - sign(x) I_n subtracts numbers that agree to 1 - O(1/x) (|x| ulps lost,
+    and as much again by its own derivative), the series' terms in floats each carry the
+    roundings of the ones before (30 ulps at 60)."""
     k, size = int(n), abs(x)
     if size == 0.0:
         return ((1.0,), (0.0, 0.5), (1.5, 0.0, 0.25))[m][k] if k <= m else 0.0
