@@ -14,9 +14,12 @@ they call); tested against mpmath in tests/test_accuracy.py.
 from __future__ import annotations
 
 import math
-from decimal import Decimal, localcontext
+from typing import TYPE_CHECKING
 
 from gradcli.engine.special import _beta, _digamma, _lbeta, _polygamma
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 BERNOULLI = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6)
 
@@ -316,6 +319,8 @@ def _dgamma_slope(x: float) -> float:
     gamma is subnormal too): dgamma's slope on floats, gamma's second derivative. gamma from
     _gamma_exact, as math.gamma is up to 5 ulps off in (-1, 0); above x = 171 (where the
     product overflows) and below GAMMA_UNDERFLOW (where it is 0) _gamma_times."""
+    from decimal import Decimal  # only here: the decimal module is a start-up cost
+
     psi = _digamma(x)
     factor = psi * psi + _polygamma(1.0, x)
     if not GAMMA_UNDERFLOW <= x <= 171.0:
@@ -337,6 +342,8 @@ def _gamma_exact(x: Decimal) -> Decimal:
     (z - 1/2) log z - z + log(2 pi)/2 + sum_k B_2k / (2k (2k - 1) z^(2k - 1)), whose
     eleventh term, left out, is 6e-27 at z = 20. The caller rounds it once to a float
     (Decimal's float() rounds correctly, into the subnormals too)."""
+    from decimal import Decimal, localcontext
+
     with localcontext() as context:
         context.prec = GAMMA_DIGITS
         shift = max(0, math.ceil(20 - x))
