@@ -524,6 +524,15 @@ def test_beta_mixed_second_derivative_as_dbeta_s_slope_within_4_ulps():
                                        (0.2, 12.0)], (0, 1))
 
 
+def test_beta_mixed_second_derivative_where_one_operand_is_tiny():
+    """d/da dbeta at a << b ~ 0.3 holds E(b, 1 + a), whose Taylor series alternates and
+    cancels about 2x at b/(1 + a) = 0.3 (4.2 ulps at (1e-8, 0.3)): summed as positive terms."""
+    rng = random.Random(int(SEED))
+    sample = [(1e-8, 0.3)] + [(10 ** rng.uniform(-12.0, -3.0), rng.uniform(0.05, 2.0))
+                              for _ in range(30)]
+    _held_to_the_bound("dbeta(a, b)", sample, (1,))
+
+
 def _gamma_points() -> list[float]:
     """Random points over (-1, 0), next to poles down to -170, below -171 (gamma subnormal)
     and up to 171, and tiny ones."""
