@@ -262,6 +262,8 @@ def _mean_excess_head(h: float, x: float, rest: float) -> float:
     its terms up to y + k = max(HEAD_END, 40 h) in Decimal, the rest E(h, y + K) by the
     series, where h/(y + K) <= 1/40 (0.5 ulps off, not 3.2, with the head to 20 alone) and it
     is 1e-3 of the whole or less: the sum rounded once."""
+    from decimal import Decimal, localcontext
+
     y, steps = Decimal(x) + Decimal(rest), math.ceil(max(HEAD_END, 40.0 * h) - x)
     with localcontext() as context:
         context.prec = GAMMA_DIGITS
@@ -312,6 +314,8 @@ def _scaled_beta(a: float, b: float) -> float:
     (3.6e-11, 1.55), the sum a + b rounded inside it too)."""
     if b >= 170.0:
         return a * _beta(a, b)
+    from decimal import Decimal, localcontext
+
     with localcontext() as context:
         context.prec = GAMMA_DIGITS
         big_a, big_b = Decimal(a), Decimal(b)
