@@ -161,21 +161,24 @@ def run_sweep(request: EvalRequest) -> int:
                                 request.values, {**options, "reconcile": True}))
     except GradcliError as error:
         return show_error(error, request.output == "json", program.text, program.file_name)
-    from gradcli.output.tables import MAX_TABLE_ROWS
+    keep = 0  # points a table shows; CSV and JSON keep none (and need no table module)
+    if request.output == "table":
+        from gradcli.output.tables import MAX_TABLE_ROWS
 
-    summary = SweepSummary(MAX_TABLE_ROWS if request.output == "table" else 0)
-    if request.output == "csv":
+        keep = MAX_TABLE_ROWS
+    elif request.output == "csv":
         import csv
 
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(csv_header(list(parsed.variables)))
+    else:
+        from gradcli.output.records import dumps
+    summary = SweepSummary(keep)
     with closing(blocks):
         for sweep in blocks:
             if request.output == "csv":
                 writer.writerows(csv_body(sweep))
             elif request.output == "json":
-                from gradcli.output.records import dumps
-
                 sys.stdout.writelines(dumps({"expression": program.text, **record}) + "\n"
                                       for record in point_records(sweep))
             summary.add(sweep)
