@@ -1,6 +1,7 @@
 """The command line: reads argv and stdin, prints, picks exit statuses; the library below it
 does the work. A command's module is imported when it runs (``command_table.COMMANDS``), and the
-plain ``gradcli eval EXPR --NAME VALUE ... [--json]`` is read without click (``plain_eval``).
+plain ``gradcli eval EXPR --NAME VALUE ... [--json] [--no-check]`` is read without click
+(``plain_eval``).
 Ctrl-C during the imports of start-up (``quiet_interrupts``) ends the process at once with
 "gradcli: interrupted" and 130, as later: nothing has been written yet.
 """

@@ -135,17 +135,15 @@ def show_report(outcomes: list[Any], errors: list[Any], as_json: bool,
                 late: list[Any] | None = None) -> int:
     """``gradcli check``'s report: the errors, the checks' table and the ``late`` errors (of
     writing the report), or one JSON document; returns the exit status."""
-    import click  # only for check, which has loaded it
-
     from gradcli.formulas.outcomes import report_record, report_status
 
     late = late or []
     if as_json:
         from gradcli.output.records import dumps
 
-        click.echo(dumps(report_record(outcomes, errors + late)))
+        echo(dumps(report_record(outcomes, errors + late)))
         for error in errors + late:
-            click.echo(f"gradcli: {error.one_line()}", err=True)
+            echo(f"gradcli: {error.one_line()}", err=True)
         return report_status(outcomes, errors + late)
     from gradcli.output.console import make_console
     from gradcli.output.sweep_views import check_view
