@@ -36,6 +36,11 @@ class EntryCheck:
     def ok(self) -> bool:
         return not self.failed
 
+    @property
+    def abs_error(self) -> float:
+        """The worst entry's error under the gradient check's name (one table cell for both)."""
+        return self.max_error
+
 
 @dataclass
 class JacobianCheck:

@@ -26,6 +26,7 @@ from gradcli.output.verdicts import (
     KINK_CAUSE,
     SKIPPED,
     check_cells,
+    check_columns,
     check_mark,
     check_verdict,
     tolerances,
@@ -51,8 +52,7 @@ def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | Non
         Column("output", fold=True, head=True, style="bold"), Column("input", style="bold"),
         Column("shape"), Column("jacobian", fold=True, words=True, justify="right",
                                 style="magenta"),
-        Column("max error", justify="right"), Column("checked", justify="right"),
-        Column("ok")], plain)
+        *check_columns(True), Column("ok")], plain)
     for label, row in result.jacobian.items():
         for name, block in row.items():
             check = result.check.blocks[label][name] if result.check is not None else None

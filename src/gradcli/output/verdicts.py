@@ -138,7 +138,7 @@ def check_cells(check: GradientCheck | EntryCheck | None, arrays: bool,
     if arrays:
         size, checked = getattr(check, "size", 1), getattr(check, "checked", 1)
         where = getattr(check, "where", ())
-        error = getattr(check, "abs_error", getattr(check, "max_error", None))
+        error = check.abs_error
         error = "n/a" if error is None else f"{error:.1e}"
         at = f" at [{', '.join(map(str, where))}]" if where else ""
         count = f"{checked:,}" if checked == size else f"{checked:,} of {size:,}"
