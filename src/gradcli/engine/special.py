@@ -62,6 +62,7 @@ def _sinc(x: float) -> float:
 # (-1)**(k - 1) 2k/(2k + 1)!; twelve reach 1e-20 relatively at |x| = 0.5.
 DSINC_SERIES = tuple((-1) ** (k - 1) * 2 * k / math.factorial(2 * k + 1) for k in range(1, 13))
 PI_SQUARED = 9.869604401089358  # pi**2 correctly rounded (math.pi**2 is too, by luck)
+TINY_NORMAL = 2.2250738585072014e-308  # the smallest normal float: below it, few digits
 
 
 def _dsinc(x: float) -> float:

@@ -6,9 +6,11 @@ scaled Bessel functions ``ive``, ``i0e``, ``i1e`` and ``dive`` (ive's slope as a
 values and derivatives are one sum of their series, rounded once.
 
 A rule calls one of these on floats and keeps its textbook form for formulas (``gradcli diff``
-prints it), as ops/special_functions.py says of each. Written against ``math`` alone, as
-engine/special.py (``diff --format python`` copies the rows' functions and the ``_`` helpers
-they call); tested against mpmath in tests/test_accuracy.py.
+prints it), as ops/special_functions.py says of each. The rows' functions are written
+against ``math`` alone, as engine/special.py (``diff --format python`` copies them and the
+``_`` helpers they call); the exact paths of a Hessian (``_gamma_exact``, ``_scaled_beta``,
+``_mean_excess_head``) import ``decimal`` where they use it. Tested against mpmath in
+tests/test_accuracy.py.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from gradcli.engine.special import _beta, _digamma, _lbeta, _polygamma
+from gradcli.engine.special import TINY_NORMAL, _beta, _digamma, _lbeta, _polygamma
 
 if TYPE_CHECKING:
     from decimal import Decimal
@@ -171,7 +173,7 @@ def _beta_slope(a: float, b: float, value: float) -> float:
     if drop < 1e-290:  # a < 1e-290 b: a scaled to 2**-70 b is still in the linear regime
         shift = math.frexp(b)[1] - math.frexp(a)[1] - 70
         return -math.ldexp(value * _digamma_difference(math.ldexp(a, shift), b), -shift)
-    if abs(value) < 2.2250738585072014e-308:
+    if abs(value) < TINY_NORMAL:
         return -math.exp(_lbeta(a, b) + math.log(drop))
     return -value * drop
 
@@ -333,7 +335,6 @@ def _dbeta_db(a: float, b: float) -> float:
     return _beta(a, b) * (drop * drop + _trigamma_difference(a, b))
 
 
-TINY_NORMAL = 2.2250738585072014e-308
 GAMMA_NORMAL_FROM = -170.0  # gamma is a normal float above -171 (1.1e-308 at -171.5)
 GAMMA_UNDERFLOW = -200.0  # below, gamma'' < 1e-330 even a rounding from a pole: 0
 

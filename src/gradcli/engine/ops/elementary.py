@@ -26,6 +26,7 @@ from gradcli.engine.ops.row import (
     unary,
     written,
 )
+from gradcli.engine.special import TINY_NORMAL
 
 LN2 = math.log(2.0)
 
@@ -122,9 +123,6 @@ def _atan2_slope(x: Any, y: Any) -> Any:
 def _inverse_hypot(x: Any) -> Any:
     """1/sqrt(x**2 + 1) without x**2, which overflows at |x| = 1.3e154."""
     return 1.0 / F.hypot(x, 1.0)
-
-
-TINY_NORMAL = 2.2250738585072014e-308
 
 
 def _hypot_slope(x: Any, y: Any, out: Any) -> Any:

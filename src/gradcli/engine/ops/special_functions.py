@@ -127,13 +127,26 @@ def _gamma_slope(x: Any, out: Any) -> Any:
     return F.dgamma(x)
 
 
+def _on_arrays(*operands: Any) -> bool:
+    """NumPy values (an array Hessian), neither graph nodes nor ``vector._reads``' probes, which
+    take a slope row's formula."""
+    return not any(hasattr(v, "apply") for v in operands)
+
+
+def _point_by_point(function: Any, *operands: Any) -> Any:
+    """A slope row's float derivative over arrays, one point at a time."""
+    np = numpy()
+    value = np.asarray(np.frompyfunc(function, len(operands), 1)(*operands), dtype=float)
+    return value if value.ndim else value[()]
+
+
 def _dgamma_slope(x: Any, out: Any) -> Any:
     """gamma'' = gamma (digamma**2 + trigamma): on floats special_slopes._dgamma_slope, and on
     arrays point by point."""
     if type(x) is float:
         return special_slopes._dgamma_slope(x)
-    if not written(x):
-        return numpy().vectorize(special_slopes._dgamma_slope, otypes=[float])(x)
+    if _on_arrays(x):
+        return _point_by_point(special_slopes._dgamma_slope, x)
     _refuse_a_third_derivative("dgamma", x)
     return F.gamma(x) * (F.digamma(x) ** 2.0 + F.polygamma(1.0, x))
 
@@ -152,17 +165,14 @@ def _bessel(n: Any, x: Any, out: Any) -> Any:
 
 def _dive_slope(n: Any, x: Any, out: Any) -> Any:
     """d2/dx2 ive(n, x): on floats special_slopes._scaled_bessel of order 2, ive's series
-    differentiated twice; printed, and on arrays, the derivative of ive's written slope,
-    (dive(n - 1, x) + dive(n + 1, x))/2 - sign(x) dive(n, x), which cancels as that slope does:
-    a Hessian of dive (ive's third derivatives) is a NumericError. On arrays (an array
-    Hessian of ive) the float function point by point."""
+    differentiated twice, and on arrays (an array Hessian of ive) the same point by point;
+    printed, the derivative of ive's written slope, (dive(n - 1, x) + dive(n + 1, x))/2 -
+    sign(x) dive(n, x), which cancels as that slope does: a Hessian of dive (ive's third
+    derivatives) is a NumericError."""
     if type(n) is float and type(x) is float:
         return special_slopes._scaled_bessel(2, n, x)
-    if not (written(n) or written(x) or hasattr(x, "apply")):  # arrays, not probes
-        np = numpy()
-        second = np.frompyfunc(lambda m, t: special_slopes._scaled_bessel(2, m, t), 2, 1)
-        value = np.asarray(second(n, x), dtype=float)
-        return value if value.ndim else value[()]
+    if _on_arrays(n, x):
+        return _point_by_point(lambda m, t: special_slopes._scaled_bessel(2, m, t), n, x)
     _refuse_a_third_derivative("dive", n, x)
     return _written_slope("dive", n, x, out)
 
