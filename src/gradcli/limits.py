@@ -19,18 +19,20 @@ MAX_NODES = 1_000_000  # graph nodes of one program (--max-nodes)
 CHARS_PER_NODE = 8
 CHECK_BUDGET = 1_000_000  # node recomputations of the check: about a second
 VECTOR_CHECK_FACTOR = 50  # the vectorised pass recomputes elements ~50 times faster
-MAX_RANGE_COUNT = 10_000_000
+MAX_RANGE_COUNT = 10_000_000  # values of one START:STOP:COUNT range
 MAX_SWEEP_POINTS = 10_000_000  # 10^7 CSV rows are about a GB
 MAX_SWEEP_CELLS = 3_000_000_000  # points x nodes: 10^7 points of a 300-node program
+# A sweep on a Dask cluster: its memory is a few blocks per process whatever its size
 MAX_CLUSTER_SWEEP_POINTS = 10**12
 MAX_CLUSTER_SWEEP_CELLS = 10**14
+# A sweep streams in blocks: the check keeps every node's value of a block (16 MB)
 SWEEP_BLOCK_POINTS = 2**16
 SWEEP_BLOCK_CELLS = 2**21
 SWEEP_THREADS = 8  # at most (fewer with fewer CPUs or $GRADCLI_JOBS): blocks in memory at once
 SWEEP_RECHECK_BUDGET = 500_000  # scalar re-evaluations of unsure points (gradcheck/sweep.py)
 MAX_CHECK_FILE_BYTES = 4 * 2**20  # tomllib reads ~0.3 MB/s of number arrays
 MAX_CHECK_NODES = 100_000  # ~5 s for a check at one point
-MAX_CHECK_POINTS = 1_000_000
+MAX_CHECK_POINTS = 1_000_000  # points of one check in a check file
 MAX_CHECK_CELLS = 30_000_000  # points x nodes: ~4 s
 CHECK_BLOCK_POINTS = 2**16  # points of a check evaluated at a time
 CHECK_BLOCK_CELLS = 2**23  # points x nodes evaluated at a time: ~70 MB
@@ -43,12 +45,12 @@ MAX_VALUES_FILE_BYTES = 2**24 * 25  # 2^24 numbers written with 17 digits and th
 MAX_ARRAY_DIMS = 12  # checked before NumPy (64) or Python's recursion refuses a value
 # The array check (gradcheck/elements.py): every element of a gradient up to ARRAY_ALL_ELEMENTS,
 # else random directions plus an evenly spread sample; columns cost ARRAY_COLUMN_FACTOR less.
-ARRAY_CHECK_ELEMENTS = 10_000
+ARRAY_CHECK_ELEMENTS = 10_000  # sampled elements of one gradient, at most
 ARRAY_CHECK_BUDGET = 1_000_000_000  # work units of about a nanosecond: about a second
-ARRAY_CHECK_MIN = 20
-ARRAY_ALL_ELEMENTS = 256
-ARRAY_CHECK_DIRECTIONS = 3
-ARRAY_COLUMN_FACTOR = 20
+ARRAY_CHECK_MIN = 20  # sampled elements of a large gradient, at least
+ARRAY_ALL_ELEMENTS = 256  # gradients up to this size are checked element by element
+ARRAY_CHECK_DIRECTIONS = 3  # random directions of a large gradient (each checks all of it)
+ARRAY_COLUMN_FACTOR = 20  # a column of a vectorised replay, against a replay of its own
 MAX_HESSIAN_ENTRIES = 1_000_000  # a Hessian of up to 1,000 variables
 MAX_ARRAY_HESSIAN_INPUTS = 500  # input elements of an array program's --hessian
 MAX_JACOBIAN_ROWS = 16  # output elements of a Jacobian gradcli diff prints row by row

@@ -137,8 +137,6 @@ def _end_column(text: str) -> int:
 def _open_parentheses(source: str, end: int) -> tuple[int, tuple[int, int] | None]:
     """How many '(' are still open at ``end`` (comments skipped), and the (line, column) of the
     innermost one; string methods scan, as a program may be megabytes."""
-    import re  # only for this message
-
     code = source[:end]
     if "#" in code:  # blank comments out, keeping every position
         code = re.sub(r"#[^\n]*", lambda comment: " " * len(comment.group()), code)
