@@ -135,10 +135,7 @@ class Builder(Maker):
                 simpler = rewrite(self, *inputs)
             finally:
                 self._rewriting -= 1
-        if simpler is not None:
-            return simpler
-        node = self._table.get(key)
-        return node if node is not None else self._create(key, op, inputs)
+        return simpler if simpler is not None else self._intern(key, op, inputs)
 
     def _folded(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode | None:
         """op on numbers as a number, where it folds (a formula keeps pi and e as names)."""
@@ -150,15 +147,9 @@ class Builder(Maker):
         return None if folded is None else self.constant(folded)
 
     def raw(self, op: Op, inputs: tuple[SymNode, ...]) -> SymNode:
-        """``op(inputs)`` as given, not folded nor rewritten (``canonical``'s forms are)."""
-        if len(inputs) == 2:  # keyed as make keys it
-            key: tuple = (op.name, inputs[0].seq, inputs[1].seq)
-        elif len(inputs) == 1:
-            key = (op.name, inputs[0].seq)
-        else:
-            key = (op.name, *[node.seq for node in inputs])
-        node = self._table.get(key)
-        return node if node is not None else self._create(key, op, inputs)
+        """``op(inputs)`` as given, not folded nor rewritten (``canonical``'s forms are), keyed
+        as ``make`` keys it."""
+        return self._intern((op.name, *[node.seq for node in inputs]), op, inputs)
 
     def zero(self) -> SymNode:
         return self.constant(0.0)

@@ -283,18 +283,15 @@ class Canonical(Arithmetic):
         """A variable or a constant: a node of this builder, or a plain number."""
         op = node.op
         if op is VAR:
-            return self.leaf(self.builder.variable(str(node.name)))
+            return self.builder.variable(str(node.name))  # its place and sign: when asked
         if op is CONST:
             if node.name in CONSTANTS:
-                return self.leaf(self.builder.constant(node.value, str(node.name)))
+                return self.builder.constant(node.value, str(node.name))
             if self.named and node.value in NAMED:
                 function, argument = NAMED[node.value]
                 return self.make(OPS[function], (self.node(argument),))
             return node.value
         return self.call(op, [])
-
-    def leaf(self, node: SymNode) -> SymNode:
-        return node  # its place and sign are worked out when asked for (``Places``, ``Signs``)
 
     def call(self, op, args: list[Form]) -> Form:
         if all(isinstance(arg, float) for arg in args):

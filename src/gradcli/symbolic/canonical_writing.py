@@ -56,10 +56,7 @@ class Writer:
         self.pulled_products: set[SymNode] = set()
         self.signs = Signs()  # POSITIVE or NON_NEGATIVE where that is plain
 
-    # The forms' arithmetic: ``Arithmetic``'s and ``Canonical``'s.
-    def leaf(self, node: SymNode) -> SymNode:
-        raise NotImplementedError
-
+    # The forms' arithmetic: ``Arithmetic``'s.
     def merge(self, factors: Factors, base: SymNode, exponent: float | SymNode) -> None:
         raise NotImplementedError
 
@@ -70,7 +67,7 @@ class Writer:
         if isinstance(form, SymNode):
             return form
         if isinstance(form, float):
-            return self.leaf(self.builder.constant(form))
+            return self.builder.constant(form)
         made = self.made.get(form)
         if made is None:
             made = self.write_sum(form) if isinstance(form, Sum) else self.write_product(form)

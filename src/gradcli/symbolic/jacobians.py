@@ -43,27 +43,15 @@ MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
 # --- gradients: reverse mode on an ArrayBuilder's nodes -------------------------------------------
 
 def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
-              max_nodes: int, point: Mapping[str, Any] | None = None, keep_value: bool = False,
-              *, exact: bool = False) -> tuple[dict[str, SymNode], dict[str, Any]]:
-    """d(output)/d(each of ``wrt``) of a scalar output as expressions, and the ``point`` (else
-    the first sample point) their nodes carry values at. ``keep_value`` adds the output as
-    ``"__value__"``; ``exact`` builds forms exact at every point (second derivatives)."""
+              max_nodes: int, point: Mapping[str, Any], keep_value: bool = False,
+              *, exact: bool = False) -> dict[str, SymNode]:
+    """d(output)/d(each of ``wrt``) of a scalar output as expressions, their nodes carrying
+    values at ``point``. ``keep_value`` adds the output as ``"__value__"``; ``exact`` builds
+    forms exact at every point (second derivatives)."""
     np = arrays.numpy()
-    if point is None:
-        from gradcli.symbolic.sampling import candidate
-
-        point = candidate(_of(program, shapes), 0)
     b = ArrayBuilder({n: np.asarray(v, dtype=float) for n, v in point.items()}, max_nodes,
                      exact)
-    made: dict[int, SymNode] = {}
-    for node in nodes_of([program.output]):
-        if node.op is VAR:
-            made[id(node)] = b.variable(str(node.name))
-        elif node.op is CONST:
-            made[id(node)] = b.constant(node.value)
-        else:
-            made[id(node)] = b.make(node.op, [made[id(s)] for s in node.inputs])
-    output = made[id(program.output)]
+    (output,) = b.import_graph([program.output])
     if shape_of(output):
         raise UsageError(f"gradcli diff of an array program needs a scalar output, not shape "
                          f"{shape_text(shape_of(output))}",
@@ -74,23 +62,21 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
         grad = grads.get(b.variable(name))
         grad = None if grad is None else unbroadcast(b, grad, shapes[name])
         found[name] = zeros(b, shapes[name]) if grad is None or is_zero(grad) else grad
-    return found, point
+    return found
 
 
 def gradient_texts(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    wrt: Sequence[str] | None, max_nodes: int,
                    fmt: str = "text", given: Mapping[str, Any] | None = None) -> dict[str, str]:
     """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
-    found, _ = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes,
-                                 given=given)
+    found = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes, given=given)
     printer = to_text if fmt == "text" else matrix_latex
     return {name: printer(node) for name, node in found.items()}
 
 
 def sampled_gradients(program: Program, shapes: Mapping[str, tuple[int, ...]],
                       names: list[str], max_nodes: int, keep_value: bool = False,
-                      given: Mapping[str, Any] | None = None
-                      ) -> tuple[dict[str, SymNode], dict[str, Any]]:
+                      given: Mapping[str, Any] | None = None) -> dict[str, SymNode]:
     """``gradients`` at the given values, else at a sample point where the program is defined
     (``log(x - 2)`` at x = 1 is retried elsewhere)."""
     return defined_point(
@@ -147,7 +133,7 @@ def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
     names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
-        grads, _ = gradients(program, shapes, names, max_nodes, point)
+        grads = gradients(program, shapes, names, max_nodes, point)
         b = ArrayBuilder(point, max_nodes)
         imported = b.import_graph([grads[name] for name in names])
         value = b.import_graph([program.output])[0]
@@ -196,7 +182,7 @@ def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
     numeric = _numeric(b, output, name)
     if numeric is None:
         return b.constant(0.0)
-    ways = (_rows, _vectorized) if not shape_of(output) else (_vectorized, _rows)
+    ways = (_rows, forward_jacobian) if not shape_of(output) else (forward_jacobian, _rows)
     refusal: UsageError | None = None
     for way in ways:
         try:
@@ -204,20 +190,14 @@ def block(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
         except UsageError as error:  # no form for an op, or too many rows
             refusal = refusal or error
             continue
+        except _NoFormError:
+            continue
         if found is not None and _agrees(found.value, numeric):
             return found
     if refusal is not None:
         raise refusal
     raise UsageError(f"gradcli diff found no form of the Jacobian with respect to {name} that "
                      "agrees with the numeric one", hint="gradcli eval gives the numbers")
-
-
-def _vectorized(b: ArrayBuilder, output: SymNode, name: str,
-                shapes: Mapping[str, tuple[int, ...]], max_nodes: int) -> SymNode | None:
-    try:
-        return forward_jacobian(b, output, name, shapes[name])
-    except _NoFormError:
-        return None
 
 
 def _agrees(value: Any, numeric: Any) -> bool:
@@ -255,7 +235,7 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
         program = Program.build_outputs("row", [picked], leaves, {})
         grad = None
         if name in program.variables:
-            grads, _ = gradients(program, _of(program, shapes), [name], max_nodes,
+            grads = gradients(program, _of(program, shapes), [name], max_nodes,
                                  {n: b.point[n] for n in program.variables})
             grad = grads[name]
         rows.append(b.import_graph([grad])[0] if grad is not None else zeros(b, shapes[name]))
@@ -283,9 +263,10 @@ def _stack(b: ArrayBuilder, rows: list[SymNode], shape: tuple[int, ...]) -> SymN
 # --- vectorized: forward mode on symbolic nodes ---------------------------------------------------
 
 def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
-                     shape: tuple[int, ...]) -> SymNode | None:
+                     shapes: Mapping[str, tuple[int, ...]], max_nodes: int) -> SymNode | None:
     """J(output) by the number or vector ``name``; None if the output does not depend on it,
-    _NoFormError if a node on the way has no form here."""
+    _NoFormError if a node on the way has no form here (``max_nodes``: as ``_rows``, unused)."""
+    shape = shapes[name]
     if len(shape) > 1:
         raise _NoFormError
     found: dict[int, SymNode | None] = {}

@@ -90,8 +90,8 @@ def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
              given: Mapping[str, Any] | None = None) -> str:
     """Source of ``def f(variables): return value, {name: gradient}``, NumPy only: one line
     per node of the value and the gradients (shared nodes computed once)."""
-    found, _ = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes,
-                                 keep_value=True, given=given)
+    found = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes,
+                              keep_value=True, given=given)
     output = found.pop("__value__")
     writer = NumpyWriter(list(program.variables))
     writer.add([output, *found.values()])

@@ -58,7 +58,8 @@ def print_shared(
     counter = 0
     for node in shared:  # named while printed (the graph may be printed again, differently)
         counter += 1
-        while (name := f"t{counter}") in taken or name in reserved or _is_language_name(name):
+        while (name := f"t{counter}") in taken or name in reserved or (
+                name in CONSTANTS or name in FUNCTIONS):  # a statement may not take those
             counter += 1
         node.name = name
     try:
@@ -66,11 +67,6 @@ def print_shared(
     finally:
         for node in shared:
             node.name = None
-
-
-def _is_language_name(name: str) -> bool:
-    """Whether ``name`` is a constant's or a function's (a statement may not take it)."""
-    return name in CONSTANTS or name in FUNCTIONS
 
 
 def _printed(outputs: Sequence[Node], nodes: list[Node], shared: list[Node],
@@ -178,7 +174,7 @@ def to_text(output: Node) -> str:
 
 _LATEX_FUNCTIONS = {"asin": r"\arcsin", "acos": r"\arccos", "atan": r"\arctan",
                     "log2": r"\log_{2}", "log10": r"\log_{10}", "gamma": r"\Gamma",
-                    "digamma": r"\psi"} | {
+                    "digamma": r"\psi", "det": r"\det", "logdet": r"\log\det"} | {
     name: "\\" + name for name in ("sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log")}
 _LATEX_SYMBOLS = {"le": r"\le", "ge": r"\ge", "eq": "=", "ne": r"\ne", "logical_and": r"\land",
                   "logical_or": r"\lor"}
@@ -256,11 +252,6 @@ def to_latex(output: Node) -> str:
 
 # --- LaTeX of array programs: matrix notation -------------------------------------------
 
-_MATRIX_CALLS = {
-    "tr": r"\operatorname{tr}", "det": r"\det", "logdet": r"\log\det",
-    "sum": r"\operatorname{sum}", "mean": r"\operatorname{mean}",
-    "softmax": r"\operatorname{softmax}", "logsumexp": r"\operatorname{logsumexp}",
-    "log_softmax": r"\operatorname{log\_softmax}", "sign": r"\operatorname{sign}"}
 # op -> (template of its operands' texts, how tightly each must bind, how tightly it binds: 0 a
 # sum, 1 a product, 2 a power, 3 an atom)
 _MATRIX_LATEX: dict[str, tuple[str, tuple[int, ...], int]] = {
@@ -271,8 +262,7 @@ _MATRIX_LATEX: dict[str, tuple[str, tuple[int, ...], int]] = {
     "norm": (r"\left\lVert {0} \right\rVert_{{2}}", (0,), 3),
     "norm1": (r"\left\lVert {0} \right\rVert_{{1}}", (0,), 3),
     "dot": (r"\left\langle {0}, {1} \right\rangle", (0, 0), 3),
-} | {name: (head.replace("{", "{{").replace("}", "}}") + r"\left({0}\right)", (0,), 3)
-     for name, head in _MATRIX_CALLS.items()}
+}  # any other op: as ``LatexNotation.call`` writes it (\operatorname{tr}, \det)
 
 
 def matrix_latex(output: Node) -> str:
@@ -293,12 +283,11 @@ def matrix_latex(output: Node) -> str:
                 str(node.value.tolist()))
             texts[id(node)] = (text, 3 if not text.startswith("-") else 0)
         else:
-            texts[id(node)] = _matrix_latex_node(node, arg, LATEX)
+            texts[id(node)] = _matrix_latex_node(node, arg)
     return texts[id(output)][0]
 
 
-def _matrix_latex_node(node: Node, arg: Callable[[Node, int], str],
-                       latex: Any) -> tuple[str, int]:
+def _matrix_latex_node(node: Node, arg: Callable[[Node, int], str]) -> tuple[str, int]:
     op, inputs = node.op, node.inputs
     name = op.name
     array = [bool(getattr(source.value, "ndim", 0)) for source in inputs]
@@ -314,14 +303,14 @@ def _matrix_latex_node(node: Node, arg: Callable[[Node, int], str],
     if name == "index":
         return f"{arg(inputs[0], 3)}_{{{op.postfix[1:-1]}}}", 3
     if name in ("ones", "eye"):
-        size = latex.number(inputs[0].value)
+        size = LATEX.number(inputs[0].value)
         return (rf"\mathbf{{1}}_{{{size}}}" if name == "ones" else f"I_{{{size}}}"), 3
     if getattr(op, "symbol", None) and len(inputs) == 2:  # comparisons, and, or
-        return latex.infix(op, arg(inputs[0], 1), arg(inputs[1], 1)), 0
+        return LATEX.infix(op, arg(inputs[0], 1), arg(inputs[1], 1)), 0
     if name == "logical_not":
-        return latex.prefix(op, arg(inputs[0], 3)), 0
+        return LATEX.prefix(op, arg(inputs[0], 3)), 0
     texts = [arg(source, 0) for source in inputs]
-    return latex.call(op, texts), 3
+    return LATEX.call(op, texts), 3
 
 
 # --- Python ----------------------------------------------------------------------------------
