@@ -248,23 +248,20 @@ class GraphArrays:
     def shape(self, x: SymNode) -> tuple[int, ...]:
         return shape_of(x)
 
-    def _op(self, name: str, *args: Any) -> SymNode:
-        return self.b.make(OPS[name], args)
-
     def matmul(self, a: SymNode, b: SymNode) -> SymNode:
-        return self._op("matmul", a, b)
+        return op_node(self.b, "matmul", a, b)
 
     def outer(self, a: SymNode, b: SymNode) -> SymNode:
-        return self._op("outer", a, b)
+        return op_node(self.b, "outer", a, b)
 
     def transpose(self, x: SymNode) -> SymNode:
-        return self._op("transpose", x)
+        return op_node(self.b, "transpose", x)
 
     def inv(self, x: SymNode) -> SymNode:
-        return self._op("inv", x)
+        return op_node(self.b, "inv", x)
 
     def eye(self, n: int) -> SymNode:
-        return self._op("eye", self.b.constant(float(n)))
+        return op_node(self.b, "eye", self.b.constant(float(n)))
 
     def exp(self, x: SymNode) -> SymNode:
         return self.b.make(EXP, (x,))
@@ -279,7 +276,7 @@ class GraphArrays:
         return self.b.make(EQ, (x, y))
 
     def sum(self, x: SymNode) -> SymNode:
-        return self._op("sum", x)
+        return op_node(self.b, "sum", x)
 
     def sum_last(self, x: SymNode) -> SymNode:
         """A vector's sum; a matrix's row sums spread back, ``outer(x@ones(m), ones(m))``."""
@@ -312,7 +309,7 @@ class GraphArrays:
         zero = self.eq(x, 0.0)
         nonzero = b.make(SUB, (1.0, zero))
         safe = b.make(ADD, (b.make(MUL, (x, nonzero)), zero))
-        rest = self._op("prod", safe)
+        rest = op_node(self.b, "prod", safe)
         zeros = self.sum(zero)
         other_zero = b.make(SUB, (self.sum(b.make(MUL, (zero, x))), x))
         count = b.make(ADD, (self.eq(zeros, 1.0),

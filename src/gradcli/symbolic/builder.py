@@ -193,27 +193,9 @@ def check_folded(outputs: Sequence[Node]) -> None:
     fold (log(-1) once x = -1), naming that piece, rather than print it as if fine."""
     if all(type(node) is SymNode and not node.builder.constant_operands for node in outputs):
         return  # the usual case: their builders made no such piece, so none is in the graphs
-    if not _any_unfolded(outputs):  # no need to order the nodes
-        return
     for node in nodes_of(outputs):
         if node.inputs and all(source.op is CONST for source in node.inputs):
             compute(node, [source.value for source in node.inputs])
-
-
-def _any_unfolded(outputs: Sequence[Node]) -> bool:
-    """Whether some node of ``outputs`` has only constant operands (a walk in no order)."""
-    stack = list(outputs)
-    seen = set(stack)
-    while stack:
-        node = stack.pop()
-        inputs = node.inputs
-        if inputs and all(source.op is CONST for source in inputs):
-            return True
-        for source in inputs:
-            if source not in seen:
-                seen.add(source)
-                stack.append(source)
-    return False
 
 
 def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:

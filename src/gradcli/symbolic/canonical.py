@@ -115,14 +115,25 @@ class Arithmetic(Writer):
             if not pieces:
                 break
             for piece in pieces:
-                exponent = factors[piece]
-                inner = self.products[piece]
-                if isinstance(exponent, float) and all(isinstance(e, float)
-                                                       for e in inner.values()):
-                    del factors[piece]
-                    for base, power in inner.items():
-                        self.merge(factors, base, power * exponent)
+                self.opened(factors, piece, always=True)
         return frozenset(factors.items())
+
+    def opened(self, factors: Factors, piece: SymNode, always: bool = False) -> None:
+        """A shared product among factors multiplied out, in place: ``always``, or where it
+        shares a base with them (t1*z with t1 = x*z is x*z**2), or is a sum with a factor pulled
+        out."""
+        inner = self.products[piece]
+        exponent = factors.get(piece)
+        if not isinstance(exponent, float):
+            return
+        if not always and piece not in self.pulled_products and not any(
+                b in factors for b in inner):
+            return
+        if not all(isinstance(power, float) for power in inner.values()):
+            return  # a symbolic power inside: the piece stays one factor (never half-opened)
+        del factors[piece]
+        for base, power in inner.items():
+            self.merge(factors, base, power * exponent)
 
     def as_product(self, form: Form) -> Product:
         if isinstance(form, Product):
@@ -355,21 +366,6 @@ class Canonical(Arithmetic):
             if exponent == 1.0:
                 self.logistic(factors, base)
         return quotient
-
-    def opened(self, factors: Factors, piece: SymNode) -> None:
-        """A shared product among factors multiplied out, in place, where it shares a base with
-        them (t1*z with t1 = x*z is x*z**2), or is a sum with a factor pulled out."""
-        inner = self.products[piece]
-        exponent = factors.get(piece)
-        if not isinstance(exponent, float):
-            return
-        if piece not in self.pulled_products and not any(b in factors for b in inner):
-            return
-        if not all(isinstance(power, float) for power in inner.values()):
-            return  # a symbolic power inside: the piece stays one factor (never half-opened)
-        del factors[piece]
-        for base, power in inner.items():
-            self.merge(factors, base, power * exponent)
 
     def logistic(self, factors: Factors, divisor: SymNode) -> None:
         """exp(u)/(exp(u) + 1) -> sigmoid(u), in place (d/dx log(1 + exp(x)) is softplus')."""

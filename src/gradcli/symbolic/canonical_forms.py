@@ -133,25 +133,36 @@ class Places(_ByInputs):
         if not inputs:
             text = str(node.name) if node.name is not None else "~" + format_number(node.value)
             return (False, text, node.seq)
-        op = node.op
-        if len(inputs) == 2 and op.symbol is not None:  # the usual node: a + b, a*b
-            text = cut(f"{self[inputs[0]][1]}{op.symbol}{self[inputs[1]][1]}", node.needs_grad)
-        else:
-            text = signature(op, [self[s][1] for s in inputs], node.needs_grad)
-        return (op is ADD or op is SUB, text, node.seq)
+        op, texts = node.op, [self[source][1] for source in inputs]
+        if op.symbol is None:
+            text = f"{op.name}({','.join(texts)})"
+        else:  # -a, a + b
+            text = op.symbol.join(texts) if len(texts) == 2 else op.symbol + texts[0]
+        return (op is ADD or op is SUB, cut(text, node.needs_grad), node.seq)
 
 
 class Signs(_ByInputs):
-    """node -> POSITIVE, NON_NEGATIVE or UNKNOWN, where its shape shows it (``node_sign``)."""
+    """node -> POSITIVE, NON_NEGATIVE or UNKNOWN, where its shape shows it."""
 
     __slots__ = ()
 
     def of(self, node: SymNode) -> int:
         if node.op is CONST:
             return number_sign(node.value)
-        if not node.inputs:
+        inputs, name = node.inputs, node.op.name
+        if not inputs:
             return UNKNOWN
-        return node_sign(node.op, [self[s] for s in node.inputs], node.inputs)
+        if name in _POSITIVE_CALLS:
+            return POSITIVE
+        if name in _NON_NEGATIVE_CALLS:
+            return NON_NEGATIVE
+        signs = [self[source] for source in inputs]
+        if name in ("add", "mul", "div") and min(signs) >= NON_NEGATIVE:
+            return max(signs) if name == "add" else min(signs)
+        if name == "pow":
+            exponent = inputs[1]
+            return power_sign(signs[0], exponent.value if exponent.op is CONST else exponent)
+        return UNKNOWN
 
 
 UNKNOWN, NON_NEGATIVE, POSITIVE = 0, 1, 2
@@ -176,32 +187,6 @@ def power_sign(base: int, exponent: float | SymNode) -> int:
         if exponent % 2.0 == 0.0:
             return NON_NEGATIVE
     return UNKNOWN
-
-
-def node_sign(op, signs: list[int], inputs: tuple[SymNode, ...]) -> int:
-    """The sign of a node made of inputs of these signs, where it is plain."""
-    name = op.name
-    if name in _POSITIVE_CALLS:
-        return POSITIVE
-    if name in _NON_NEGATIVE_CALLS:
-        return NON_NEGATIVE
-    if name in ("add", "mul", "div") and min(signs) >= NON_NEGATIVE:
-        return max(signs) if name == "add" else min(signs)
-    if name == "pow":
-        exponent = inputs[1]
-        return power_sign(signs[0], exponent.value if exponent.op is CONST else exponent)
-    return UNKNOWN
-
-
-def signature(op, inputs: list[str], needs_grad: bool) -> str:
-    """The text that orders a node among terms and factors (``cut``)."""
-    if op.symbol is None:
-        text = f"{op.name}({','.join(inputs)})"
-    elif op.arity == 1:
-        text = f"{op.symbol}{inputs[0]}"
-    else:
-        text = f"{inputs[0]}{op.symbol}{inputs[1]}"
-    return cut(text, needs_grad)
 
 
 def cut(text: str, needs_grad: bool) -> str:

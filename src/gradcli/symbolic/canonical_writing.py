@@ -130,34 +130,17 @@ class Writer:
         else:
             first = ordered[0] if first is None else first
             ordered.remove(first)
-            result = self.written_term(terms[first], first)
+            result = self.write_product(Product(terms[first], dict(first)))
             const = form.const
         for term in ordered:
             coefficient = terms[term]
             op = ADD if coefficient > 0.0 else SUB
-            addend = self.written_term(abs(coefficient), term)
+            addend = self.write_product(Product(abs(coefficient), dict(term)))
             result = self.make(op, (result, addend))
         if const != 0.0:
             op = ADD if const > 0.0 else SUB
             result = self.make(op, (result, self.node(abs(const))))
         return result
-
-    def written_term(self, coefficient: float, term: Term) -> SymNode:
-        """coefficient * term as a node (the usual one without making a product first)."""
-        if len(term) == 1:
-            ((base, exponent),) = term
-            usual = self.one_power(coefficient, base, exponent)
-            if usual is not None:
-                return usual
-        return self.write_product(Product(coefficient, dict(term)))
-
-    def one_power(self, coefficient: float, base: SymNode, exponent: float | SymNode
-                  ) -> SymNode | None:
-        """The usual term, 1 times a base (no number) to a positive power, written; else None."""
-        if coefficient == 1.0 and exponent.__class__ is float and exponent > 0.0 and (
-                base.op is not CONST or base.name is not None):
-            return self.raised(base, exponent)
-        return None
 
     def in_order(self, term: Term) -> list:
         """A term's pairs in the order of ``keys`` (a frozenset's follows addresses)."""
@@ -289,11 +272,11 @@ class Writer:
         return node
 
     def write_product(self, form: Product) -> SymNode:
-        if len(form.factors) == 1:
+        if len(form.factors) == 1 and form.coefficient == 1.0:
             ((base, exponent),) = form.factors.items()
-            usual = self.one_power(form.coefficient, base, exponent)
-            if usual is not None:
-                return usual
+            if exponent.__class__ is float and exponent > 0.0 and (  # the usual term: x, x**2
+                    base.op is not CONST or base.name is not None):
+                return self.raised(base, exponent)
         form = _numbers_folded(form)
         coefficient = form.coefficient
         if coefficient == 0.0:

@@ -33,36 +33,40 @@ MAX_ORDER = 6
 
 @dataclass
 class Derivatives:
-    """d^order(output)/d(wrt)... as the builder's graphs, ``tree`` one dict level per order;
+    """d^order(output)/d(wrt)... as the builder's graphs, by path (``("x", "y")`` is d2/dx dy);
     their canonical form is made when printed, for just what is printed."""
 
     program: Program
     order: int
     wrt: list[str]
     value: SymNode
-    tree: dict[str, Any]  # var -> node (order 1), var -> var -> node (order 2), ...
+    flat: dict[tuple[str, ...], SymNode]  # (var,) -> node (order 1), (var, var) -> node, ...
     first: dict[str, SymNode]  # the first derivatives, whatever the order
     values: dict[str, float]  # the variables substituted by numbers
     kept_defaults: dict[str, float]  # the program's own ``x = 2`` values left as symbols
     used_defaults: dict[str, float]  # the program's own values substituted (``defaults=True``)
     named: bool = False  # write log(2) for the rules' numbers (a formula, not a point)
 
+    @property
+    def tree(self) -> dict[str, Any]:
+        """var -> node (order 1), var -> var -> node (order 2), ..."""
+        return _nest(self.flat)
+
     @collector_paused
-    def canonical(self) -> dict[str, Any]:
-        """``tree`` in canonical form: one written form for equal sums and products."""
-        paths = _paths(self.tree)
-        made = canonical([node for _, node in paths], self.named)
+    def canonical(self) -> dict[tuple[str, ...], SymNode]:
+        """``flat`` in canonical form: one written form for equal sums and products."""
+        made = canonical(list(self.flat.values()), self.named)
         check_folded(made)  # x/x cancelled can leave numbers alone: (-2)**0.5
-        return _nest({path: node for (path, _), node in zip(paths, made, strict=True)})
+        return dict(zip(self.flat, made, strict=True))
 
     @collector_paused
     def texts(self, fmt: str = "text") -> dict[str, Any]:
-        """The same nesting with every node printed in ``fmt`` (text or latex)."""
+        """Every derivative printed in ``fmt`` (text or latex), one dict level per order."""
         if fmt not in ("text", "latex"):
             raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
-        printer = to_text if fmt == "text" else to_latex
         # a Hessian's symmetric entries are one node, printed once
-        return _map_tree(self.canonical(), functools.cache(printer))
+        printer = functools.cache(to_text if fmt == "text" else to_latex)
+        return _nest({path: printer(node) for path, node in self.canonical().items()})
 
     @collector_paused
     def python(self) -> str:
@@ -71,7 +75,7 @@ class Derivatives:
             raise UsageError("--format python supports --order 1 and 2",
                              hint="use --format text for higher orders")
         first = [self.first[name] for name in self.wrt]
-        hessian = ([self.tree[a][b] for a in self.wrt for b in self.wrt]
+        hessian = ([self.flat[a, b] for a in self.wrt for b in self.wrt]
                    if self.order == 2 else [])
         value, *made = canonical([self.value, *first, *hessian], self.named)
         n = len(self.wrt)
@@ -116,7 +120,7 @@ def differentiate(
         first = {path[0]: node for path, node in levels[1].items()}
         output = levels[0][()]
         check_folded([output, *flat.values(), *first.values()])
-    return Derivatives(program, order, names, output, _nest(flat), first, values,
+    return Derivatives(program, order, names, output, flat, first, values,
                        {name: value for name, value in own.items() if name not in values},
                        {name: value for name, value in own.items()
                         if defaults and name not in given}, named=not values)
@@ -260,7 +264,7 @@ def _refuse_growth(nodes: int, order: int, max_nodes: int) -> None:
             hint="ask for a lower --order, or raise --max-nodes")
 
 
-def _nest(flat: dict[tuple[str, ...], SymNode]) -> dict[str, Any]:
+def _nest(flat: dict[tuple[str, ...], Any]) -> dict[str, Any]:
     tree: dict[str, Any] = {}
     for path, node in flat.items():
         level = tree
@@ -268,22 +272,6 @@ def _nest(flat: dict[tuple[str, ...], SymNode]) -> dict[str, Any]:
             level = level.setdefault(name, {})
         level[path[-1]] = node
     return tree
-
-
-def _paths(tree: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[tuple, SymNode]]:
-    """(path, node) for every leaf of ``tree``, in order (depth at most ``MAX_ORDER``)."""
-    found: list[tuple[tuple, SymNode]] = []
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            found += _paths(value, (*path, key))
-        else:
-            found.append(((*path, key), value))
-    return found
-
-
-def _map_tree(tree: dict[str, Any], function: Any) -> dict[str, Any]:
-    return {k: _map_tree(v, function) if isinstance(v, dict) else function(v)
-            for k, v in tree.items()}
 
 
 # --- partial evaluation: some variables unbound -------------------------------------------------

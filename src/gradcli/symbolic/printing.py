@@ -435,6 +435,4 @@ def to_python(
 
 
 def _tuple(items: Sequence[str]) -> str:
-    if not items:
-        return "()"
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"

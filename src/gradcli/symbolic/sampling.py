@@ -22,17 +22,6 @@ ATTEMPTS = 3 * len(RANGES)  # candidates drawn before a program is called undefi
 FIRST_SEED = 17
 
 
-def candidate(shapes: Mapping[str, tuple[int, ...]], attempt: int,
-              given: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The ``attempt``-th candidate point: ``given`` values as float arrays, the others drawn
-    from ``RANGES[attempt % len(RANGES)]`` (arrays shared between calls: read only)."""
-    import numpy as np
-
-    drawn = _drawn(tuple(shapes.items()), attempt)
-    return {name: np.asarray(given[name], dtype=float)
-            if given is not None and name in given else drawn[name] for name in shapes}
-
-
 @functools.lru_cache(maxsize=64)
 def _drawn(shapes: tuple[tuple[str, tuple[int, ...]], ...], attempt: int) -> dict[str, Any]:
     """Every variable drawn (diff builds at a point, then checks at the same points)."""
@@ -52,10 +41,16 @@ def _drawn(shapes: tuple[tuple[str, tuple[int, ...]], ...], attempt: int) -> dic
 
 def candidates(shapes: Mapping[str, tuple[int, ...]],
                given: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-    """``candidate`` for every attempt; only one when every variable has a given value."""
-    free = [name for name in shapes if given is None or name not in given]
-    for attempt in range(ATTEMPTS if free else 1):
-        yield candidate(shapes, attempt, given)
+    """The candidate points: ``given`` values as float arrays, the others drawn from
+    ``RANGES[attempt % len(RANGES)]`` (arrays shared between calls: read only) at each attempt;
+    only one when every variable has a given value."""
+    import numpy as np
+
+    given = given or {}
+    for attempt in range(ATTEMPTS if any(name not in given for name in shapes) else 1):
+        drawn = _drawn(tuple(shapes.items()), attempt)
+        yield {name: np.asarray(given[name], dtype=float) if name in given else drawn[name]
+               for name in shapes}
 
 
 def defined_point(shapes: Mapping[str, tuple[int, ...]], given: Mapping[str, Any] | None,
@@ -63,12 +58,11 @@ def defined_point(shapes: Mapping[str, tuple[int, ...]], given: Mapping[str, Any
     """``build(point)`` at the first candidate point where it raises no NumericError (at a
     point given in full, its error); a UsageError where none works."""
     failure: NumericError | None = None
-    free = [name for name in shapes if given is None or name not in given]
     for point in candidates(shapes, given):
         try:
             return build(point)
         except NumericError as error:
-            if not free:
+            if given is not None and all(name in given for name in shapes):
                 raise
             failure = error
     why = f" ({failure.message})" if failure is not None else ""
