@@ -16,7 +16,7 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
-from gradcli.engine.core_ops import ADD, CONST, MUL, NEG, VAR, WHERE
+from gradcli.engine.core_ops import ADD, CONST, MUL, VAR
 from gradcli.engine.graph import (
     Node,
     compute,
@@ -156,7 +156,7 @@ class Builder(Maker):
 
     def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
         """What ``node``'s gradient adds to its operand ``position``'s: grad times its rule."""
-        return _chained(self, grad, node.op.rules[position](*node.inputs, node))
+        return self.make(MUL, (grad, node.op.rules[position](*node.inputs, node)))
 
     def import_graph(
         self, outputs: Sequence[Node], values: Mapping[str, float] | None = None
@@ -221,24 +221,6 @@ def backward(output: SymNode) -> dict[Node, SymNode]:
                 before = grads.get(source)
                 grads[source] = part if before is None else make(ADD, (before, part))
     return grads
-
-
-def _chained(builder: Maker, grad: SymNode, local: Any) -> SymNode:
-    """grad * local as ``make`` gives it, a factor 1 or -1 (a sum's rules, and often its
-    gradient) without the builder's lookups; a name (pi) that a point's builder writes out."""
-    unit = grad.op is CONST and grad.value == 1.0 and grad.name is None
-    if type(local) is float:
-        if local == 1.0 and (grad.op is not CONST or grad.name is None):
-            return grad  # g*1 -> g
-        if unit:
-            return builder.constant(local)  # 1*c -> c
-        if local == -1.0 and grad.op is not CONST and grad.op is not WHERE:
-            return builder.make(NEG, (grad,))  # g*-1 -> -g (a conditional takes it inside)
-    elif unit:
-        local = builder.lift(local)
-        if local.op is not CONST or local.name is None:
-            return local  # 1*l -> l
-    return builder.make(MUL, (grad, local))
 
 
 # --- at a point: eval's passes on the bound nodes, the rules on SymNodes for the rest -----------
