@@ -17,13 +17,12 @@ from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.formulas.outcomes import Axis, CheckSpec, Expected, Range
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
-from gradcli.language.values import Value, names_a_file, parse_value, range_ends
+from gradcli.language.values import Value, names_a_file, parse_value, range_parts
 from gradcli.limits import (
     MAX_CHECK_CELLS,
     MAX_CHECK_FILE_BYTES,
     MAX_CHECK_NODES,
     MAX_CHECK_POINTS,
-    MAX_RANGE_COUNT,
     check_dims,
 )
 
@@ -350,22 +349,12 @@ def _empty_assertion(reader: _CheckReader, key: str) -> CheckFileError:
 
 
 def _range(variable: str, text: str) -> Value | Range:
-    """``"START:STOP:COUNT"`` checked without making the values; any mistake (``1:2:1``
-    included) is left to ``parse_value``, which raises it before making any value."""
-    parts = text.strip().split(":")
+    """``"START:STOP:COUNT"`` checked without making the values; any other text, or a mistake,
+    is left to ``parse_value``, which raises it (with the whole text) before making any value."""
     try:
-        count = int(parts[2]) if len(parts) == 3 else 0
-    except ValueError:
-        count = 0
-    if 1 <= count <= MAX_RANGE_COUNT:
-        try:
-            start, stop = range_ends(variable, text.strip())
-        except GradcliError:
-            pass  # the whole text gives the error, with the whole text in it
-        else:
-            if count > 1 or start == stop:
-                return Range(variable, text, count)
-    return parse_value(variable, text)
+        return Range(variable, text, range_parts(variable, text.strip())[2])
+    except GradcliError:
+        return parse_value(variable, text)
 
 
 def _unknown(key: str, known: tuple[str, ...], file: str, line: int | None,
