@@ -8,7 +8,6 @@ import bisect
 import math
 import os
 import re
-import sys
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -18,6 +17,7 @@ from gradcli.formulas.outcomes import Axis, CheckSpec, Expected, Range
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
 from gradcli.language.values import Value, names_a_file, parse_value, range_parts
+from gradcli.language.values_file import toml_reader
 from gradcli.limits import (
     MAX_CHECK_CELLS,
     MAX_CHECK_FILE_BYTES,
@@ -82,7 +82,7 @@ def load_check_file(path: str) -> list[CheckSpec]:
 
 def parse_check_file(text: str, file: str = "<checks>") -> list[CheckSpec]:
     """Validate the text of a check file (``file`` is the name its errors show)."""
-    tomllib = _tomllib()
+    tomllib = toml_reader()
     text = text.removeprefix("\ufeff")  # a byte order mark, as some Windows editors write
     try:
         data = tomllib.loads(text)
@@ -378,15 +378,6 @@ def _is_number(value: Any) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return math.isfinite(value) if isinstance(value, float) else abs(value) <= 2**1023
-
-
-def _tomllib() -> Any:
-    """The TOML reader: stdlib ``tomllib`` on 3.11+, the ``tomli`` package on 3.10."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on Python 3.10 only
-        import tomli as tomllib
-    return tomllib
 
 
 class KeyLines:

@@ -99,11 +99,17 @@ def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
     return list(document)
 
 
-def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+def toml_reader() -> Any:
+    """The TOML reader: stdlib ``tomllib`` on 3.11+, the ``tomli`` package on 3.10."""
     if sys.version_info >= (3, 11):
         import tomllib
-    else:
+    else:  # pragma: no cover - exercised on Python 3.10 only
         import tomli as tomllib
+    return tomllib
+
+
+def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+    tomllib = toml_reader()
     try:
         document = tomllib.loads(text)
     except RecursionError:
