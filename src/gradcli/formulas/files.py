@@ -149,12 +149,7 @@ class _CheckReader:
         if "value" in self.table:
             spec.value = self._expected("value", self.table["value"], program)
         for variable, given in self._table("gradients", program).items():
-            if isinstance(given, list):  # an array program's gradient (docs/arrays.md)
-                spec.gradients[variable] = self._array(f"gradients.{variable}", given)
-                continue
-            if not _is_number(given):
-                raise self.fail(f"gradients.{variable}", "must be a number")
-            spec.gradients[variable] = float(given)
+            spec.gradients[variable] = self._number(f"gradients.{variable}", given)
         for variable, given in self._table("derivative", program).items():
             spec.derivative[variable] = self._expected(f"derivative.{variable}", given, program,
                                                        numbers=False)
@@ -253,16 +248,8 @@ class _CheckReader:
     def _points(self, program: Program) -> dict[str, Axis]:
         values: dict[str, Axis] = {}
         for variable, given in self._table("at", program).items():
-            if isinstance(given, list):  # an array: at = {x = [1, 2, 3]}
-                values[variable] = self._array(f"at.{variable}", given)
-                continue
-            if isinstance(given, str) and names_a_file(given):  # at = {W = "W.npy"}
-                values[variable] = self._array_file(f"at.{variable}", variable, given)
-                continue
-            if not _is_number(given):
-                raise self.fail(f"at.{variable}", "must be a number",
-                                hint="sweeps go in sweep = {x = \"-5:5:101\"}")
-            values[variable] = float(given)
+            values[variable] = self._number(f"at.{variable}", given, variable,
+                                            hint="sweeps go in sweep = {x = \"-5:5:101\"}")
         for variable, given in self._table("sweep", program).items():
             key = f"sweep.{variable}"
             if variable in values:
@@ -283,6 +270,18 @@ class _CheckReader:
                             f"(points x nodes at most {MAX_CHECK_CELLS:,})",
                             hint="use fewer points, or split the formula into several checks")
         return values
+
+    def _number(self, key: str, given: Any, variable: str | None = None,
+                hint: str | None = None) -> Any:
+        """A number, or an array: a TOML array (an array program's, docs/arrays.md) or, for a
+        ``variable``'s value, a file named beside the check file (``at = {W = "W.npy"}``)."""
+        if isinstance(given, list):
+            return self._array(key, given)
+        if variable is not None and isinstance(given, str) and names_a_file(given):
+            return self._array_file(key, variable, given)
+        if not _is_number(given):
+            raise self.fail(key, "must be a number", hint=hint)
+        return float(given)
 
     def _array_file(self, key: str, variable: str, path: str) -> Any:
         """The array of a ``.npy``/``.npz``/``.csv`` file named beside the check file."""
