@@ -8,7 +8,6 @@ import bisect
 import math
 import os
 import re
-import sys
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -17,13 +16,13 @@ from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.formulas.outcomes import Axis, CheckSpec, Expected, Range
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
-from gradcli.language.values import Value, names_a_file, parse_value, range_ends
+from gradcli.language.values import Value, names_a_file, parse_value, range_parts
+from gradcli.language.values_file import toml_reader
 from gradcli.limits import (
     MAX_CHECK_CELLS,
     MAX_CHECK_FILE_BYTES,
     MAX_CHECK_NODES,
     MAX_CHECK_POINTS,
-    MAX_RANGE_COUNT,
     check_dims,
 )
 
@@ -83,7 +82,7 @@ def load_check_file(path: str) -> list[CheckSpec]:
 
 def parse_check_file(text: str, file: str = "<checks>") -> list[CheckSpec]:
     """Validate the text of a check file (``file`` is the name its errors show)."""
-    tomllib = _tomllib()
+    tomllib = toml_reader()
     text = text.removeprefix("\ufeff")  # a byte order mark, as some Windows editors write
     try:
         data = tomllib.loads(text)
@@ -150,12 +149,7 @@ class _CheckReader:
         if "value" in self.table:
             spec.value = self._expected("value", self.table["value"], program)
         for variable, given in self._table("gradients", program).items():
-            if isinstance(given, list):  # an array program's gradient (docs/arrays.md)
-                spec.gradients[variable] = self._array(f"gradients.{variable}", given)
-                continue
-            if not _is_number(given):
-                raise self.fail(f"gradients.{variable}", "must be a number")
-            spec.gradients[variable] = float(given)
+            spec.gradients[variable] = self._number(f"gradients.{variable}", given)
         for variable, given in self._table("derivative", program).items():
             spec.derivative[variable] = self._expected(f"derivative.{variable}", given, program,
                                                        numbers=False)
@@ -254,16 +248,8 @@ class _CheckReader:
     def _points(self, program: Program) -> dict[str, Axis]:
         values: dict[str, Axis] = {}
         for variable, given in self._table("at", program).items():
-            if isinstance(given, list):  # an array: at = {x = [1, 2, 3]}
-                values[variable] = self._array(f"at.{variable}", given)
-                continue
-            if isinstance(given, str) and names_a_file(given):  # at = {W = "W.npy"}
-                values[variable] = self._array_file(f"at.{variable}", variable, given)
-                continue
-            if not _is_number(given):
-                raise self.fail(f"at.{variable}", "must be a number",
-                                hint="sweeps go in sweep = {x = \"-5:5:101\"}")
-            values[variable] = float(given)
+            values[variable] = self._number(f"at.{variable}", given, variable,
+                                            hint="sweeps go in sweep = {x = \"-5:5:101\"}")
         for variable, given in self._table("sweep", program).items():
             key = f"sweep.{variable}"
             if variable in values:
@@ -284,6 +270,18 @@ class _CheckReader:
                             f"(points x nodes at most {MAX_CHECK_CELLS:,})",
                             hint="use fewer points, or split the formula into several checks")
         return values
+
+    def _number(self, key: str, given: Any, variable: str | None = None,
+                hint: str | None = None) -> Any:
+        """A number, or an array: a TOML array (an array program's, docs/arrays.md) or, for a
+        ``variable``'s value, a file named beside the check file (``at = {W = "W.npy"}``)."""
+        if isinstance(given, list):
+            return self._array(key, given)
+        if variable is not None and isinstance(given, str) and names_a_file(given):
+            return self._array_file(key, variable, given)
+        if not _is_number(given):
+            raise self.fail(key, "must be a number", hint=hint)
+        return float(given)
 
     def _array_file(self, key: str, variable: str, path: str) -> Any:
         """The array of a ``.npy``/``.npz``/``.csv`` file named beside the check file."""
@@ -350,22 +348,12 @@ def _empty_assertion(reader: _CheckReader, key: str) -> CheckFileError:
 
 
 def _range(variable: str, text: str) -> Value | Range:
-    """``"START:STOP:COUNT"`` checked without making the values; any mistake (``1:2:1``
-    included) is left to ``parse_value``, which raises it before making any value."""
-    parts = text.strip().split(":")
+    """``"START:STOP:COUNT"`` checked without making the values; any other text, or a mistake,
+    is left to ``parse_value``, which raises it (with the whole text) before making any value."""
     try:
-        count = int(parts[2]) if len(parts) == 3 else 0
-    except ValueError:
-        count = 0
-    if 1 <= count <= MAX_RANGE_COUNT:
-        try:
-            start, stop = range_ends(variable, text.strip())
-        except GradcliError:
-            pass  # the whole text gives the error, with the whole text in it
-        else:
-            if count > 1 or start == stop:
-                return Range(variable, text, count)
-    return parse_value(variable, text)
+        return Range(variable, text, range_parts(variable, text.strip())[2])
+    except GradcliError:
+        return parse_value(variable, text)
 
 
 def _unknown(key: str, known: tuple[str, ...], file: str, line: int | None,
@@ -389,15 +377,6 @@ def _is_number(value: Any) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return math.isfinite(value) if isinstance(value, float) else abs(value) <= 2**1023
-
-
-def _tomllib() -> Any:
-    """The TOML reader: stdlib ``tomllib`` on 3.11+, the ``tomli`` package on 3.10."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on Python 3.10 only
-        import tomli as tomllib
-    return tomllib
 
 
 class KeyLines:

@@ -28,7 +28,6 @@ from gradcli.language.syntax_errors import (
     NumberOutputError,
     error_at,
     function_hint,
-    function_signature,
     language_signature,
 )
 from gradcli.limits import MAX_ARRAY_ELEMENTS, MAX_NODES, check_dims
@@ -97,8 +96,9 @@ class GraphBuilder(Definitions):
             return self.made_node(Node(CONST, (), CONSTANTS[name], name), token)
         if name not in self.variables:
             if name in self.functions:
+                signature = self.functions[name].signature
                 raise error_at(GradcliNameError, token,
-                                f"{name} is a function: call it as {self._signature(name)}",
+                                f"{name} is a function: call it as {signature}",
                                 hint=f"{name} is the program's function; a name is a function "
                                      f"or a variable, not both: for a variable pick another "
                                      f"name, e.g. {name}_")
@@ -185,7 +185,7 @@ class GraphBuilder(Definitions):
             raise error_at(GradcliNameError, token, f"unknown function {name}", hint=hint)
         if len(args) != op.arity:
             plural = "s" if op.arity > 1 else ""
-            hint = f"write it as {function_signature(op.name)}"
+            hint = f"write it as {language_signature(op.name)}"
             if op.name == "log" and len(args) == 2:
                 hint += ", the natural logarithm; in base b: log(x)/log(b), log2(x), log10(x)"
             raise error_at(GradcliNameError, token,
@@ -241,11 +241,6 @@ class GraphBuilder(Definitions):
             self.named[name] = value
             self.assigned[name] = token
         self.statement_start = len(self.variables)
-
-    def _signature(self, name: str) -> str:
-        if name in self.functions:
-            return self.functions[name].signature
-        return language_signature(name)
 
     def start(self, children: list) -> Node | list[Node]:
         """The output; a list of the outputs when the program ends with ``f, g``."""

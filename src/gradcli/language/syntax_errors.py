@@ -344,10 +344,6 @@ def function_hint(name: str) -> str:
     return f"{listed}; for a product write {name}*(...)"
 
 
-def function_signature(name: str) -> str:
-    return f"{name}({', '.join(FUNCTIONS[name].operands)})"
-
-
 def _operator_spelling(name: str) -> str | None:
     """How an operator row that ``gradcli functions`` lists by name is written (``add``:
     ``x + y``, ``matmul``: ``x @ y``), or None for a name that is no operator."""

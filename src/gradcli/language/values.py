@@ -172,20 +172,9 @@ def grid(values: Mapping[str, Value]) -> tuple[list[str], list[tuple[float, ...]
 
 
 def _parse_range(name: str, text: str) -> tuple[float, ...]:
-    parts = text.split(":")
-    if len(parts) != 3:
-        raise UsageError(f"cannot read the range {text!r} for {name}",
-                         hint="write START:STOP:COUNT, e.g. -2:2:9")
-    start, stop = range_ends(name, text)
-    try:
-        count = int(parts[2])
-    except ValueError:
-        count = 0
-    if not 1 <= count <= MAX_RANGE_COUNT:
-        raise UsageError(f"the count in {text!r} for {name} must be a whole number from 1 to "
-                         f"{MAX_RANGE_COUNT:,}", hint="write START:STOP:COUNT, e.g. -2:2:9")
+    start, stop, count = range_parts(name, text)
     if count == 1:
-        return (start,) if start == stop else _one_point_of_two(name, text)
+        return (start,)
     intervals = count - 1
     step = (stop - start) / intervals
     if math.isfinite(step):
@@ -196,20 +185,29 @@ def _parse_range(name: str, text: str) -> tuple[float, ...]:
             stop)
 
 
-def range_ends(name: str, text: str) -> tuple[float, float]:
-    """START and STOP of ``text``, a range ``START:STOP:COUNT`` (a UsageError if either is not
-    a finite number): what a check file reads without making the range's values."""
+def range_parts(name: str, text: str) -> tuple[float, float, int]:
+    """START, STOP and COUNT of a range ``START:STOP:COUNT``, checked (a UsageError names the
+    first mistake): what a check file keeps without making the range's values."""
     parts = text.split(":")
-    return _number(name, parts[0], text), _number(name, parts[1], text)
-
-
-def _one_point_of_two(name: str, text: str) -> tuple[float, ...]:
-    """``1:2:1``: both ends are included, so one point cannot hold two different ends; taking
-    START alone would drop STOP without a word."""
-    start, stop = (part.strip() for part in text.split(":")[:2])
-    raise UsageError(f"the range {text!r} for {name} has a count of 1, so its end {stop} "
-                     "would be dropped",
-                     hint=f"write {start}:{stop}:2 for both ends, or {start} alone for one point")
+    if len(parts) != 3:
+        raise UsageError(f"cannot read the range {text!r} for {name}",
+                         hint="write START:STOP:COUNT, e.g. -2:2:9")
+    start, stop = _number(name, parts[0], text), _number(name, parts[1], text)
+    try:
+        count = int(parts[2])
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_RANGE_COUNT:
+        raise UsageError(f"the count in {text!r} for {name} must be a whole number from 1 to "
+                         f"{MAX_RANGE_COUNT:,}", hint="write START:STOP:COUNT, e.g. -2:2:9")
+    if count == 1 and start != stop:
+        # Both ends are included, so one point cannot hold two different ends; taking START
+        # alone would drop STOP without a word.
+        start_text, stop_text = (part.strip() for part in parts[:2])
+        raise UsageError(f"the range {text!r} for {name} has a count of 1, so its end "
+                         f"{stop_text} would be dropped", hint=f"write {start_text}:{stop_text}:2 "
+                         f"for both ends, or {start_text} alone for one point")
+    return start, stop, count
 
 
 # A number as the grammar writes one (ASCII digits; no `1_000`, no `inf`), with an optional sign.

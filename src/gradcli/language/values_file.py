@@ -93,17 +93,23 @@ def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
                          f"(column {error.colno})",
                          hint='write one object of name: number, e.g. {"x": 2, "W": 3}') from None
     if not isinstance(document, _Pairs):
-        raise UsageError(f"{visible(file_name)} holds {_json_kind(document)} of JSON, not an "
+        raise UsageError(f"{visible(file_name)} holds {_kind(document)} of JSON, not an "
                          "object of name: number", hint='write e.g. {"x": 2, "W": 3}')
     _refuse_duplicates(document, _key_lines(text, "json"), file_name)
     return list(document)
 
 
-def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+def toml_reader() -> Any:
+    """The TOML reader: stdlib ``tomllib`` on 3.11+, the ``tomli`` package on 3.10."""
     if sys.version_info >= (3, 11):
         import tomllib
-    else:
+    else:  # pragma: no cover - exercised on Python 3.10 only
         import tomli as tomllib
+    return tomllib
+
+
+def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+    tomllib = toml_reader()
     try:
         document = tomllib.loads(text)
     except RecursionError:
@@ -235,14 +241,10 @@ def _array(raw: list, shown: str, kind: str) -> tuple[FileNumber, ...]:
     return built[id(raw)]
 
 
-def _kind(raw: Any, kind: str) -> str:
-    return _json_kind(raw) if kind == "json" else {
-        str: "a string", bool: "a boolean", dict: "a table"}.get(type(raw), "a date or time")
+# What a value that is not a number is, in words: JSON's kinds, and TOML's tables
+_KINDS = {bool: "a boolean", str: "a string", list: "an array", type(None): "null",
+          _Pairs: "an object", dict: "a table"}
 
 
-def _json_kind(raw: Any) -> str:
-    if isinstance(raw, bool):
-        return "a boolean"
-    if isinstance(raw, _Pairs):
-        return "an object"
-    return {str: "a string", list: "an array", type(None): "null"}.get(type(raw), "a number")
+def _kind(raw: Any, kind: str = "json") -> str:
+    return _KINDS.get(type(raw), "a number" if kind == "json" else "a date or time")

@@ -149,9 +149,9 @@ def hessian_table(result: Result, plain: bool = False, digits: int | None = None
     """The Hessian at the point: a matrix of numbers, or one row per block of arrays."""
     assert result.hessian is not None
     digits = checked_digits(digits)
-    if result.program.arrays:
-        return _hessian_blocks(result, plain, digits, full)
     checks = result.hessian.check.gradients if result.hessian.check is not None else {}
+    if result.program.arrays:
+        return _hessian_blocks(result.hessian.matrix, checks, plain, digits, full)
     names = list(result.hessian.matrix)
     table = FittedTable("Hessian of the output", [
         Column("", fold=True, words=True, in_records=False, style="bold"),
@@ -169,15 +169,13 @@ def hessian_table(result: Result, plain: bool = False, digits: int | None = None
     return table
 
 
-def _hessian_blocks(result: Result, plain: bool, digits: int | None,
-                    full: bool) -> FittedTable:
-    assert result.hessian is not None
-    checks = result.hessian.check.gradients if result.hessian.check is not None else {}
+def _hessian_blocks(matrix: dict[str, dict[str, Any]], checks: dict[str, Any], plain: bool,
+                    digits: int | None, full: bool) -> FittedTable:
     table = FittedTable("Hessian of the output", [
         Column("block", fold=True, head=True, style="bold"), *shape_columns(True),
         value_column("second derivatives", "magenta", True), *check_columns(True),
         Column("ok")], plain)
-    for a, row in result.hessian.matrix.items():
+    for a, row in matrix.items():
         for b, block in row.items():
             check = checks.get(f"{a},{b}")
             table.add_row(Text(f"d²/d{a} d{b}"), Text(shape_text(getattr(block, "shape", ()))),

@@ -5,9 +5,6 @@ both curves, never a crash."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,7 +172,8 @@ def plot_image(curve: Curve, file_format: str) -> bytes:
     import logging
     import warnings
 
-    _matplotlib_home()
+    # Its log's warnings too: without a writable home, matplotlib makes a temporary config
+    # directory (removed at exit) and would say so.
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -199,38 +197,3 @@ def plot_image(curve: Curve, file_format: str) -> bytes:
         image = io.BytesIO()
         figure.savefig(image, format=file_format)
     return image.getvalue()
-
-
-def _matplotlib_home() -> None:
-    """Point ``MPLCONFIGDIR`` at a temporary directory (removed at exit) when matplotlib's own
-    cannot be written: matplotlib would make one itself, with a warning on stderr."""
-    if "MPLCONFIGDIR" in os.environ or "matplotlib" in sys.modules:
-        return
-    try:
-        home = Path.home()
-    except (RuntimeError, KeyError):
-        home = None
-    if sys.platform.startswith(("linux", "freebsd")):
-        bases = [os.environ.get("XDG_CONFIG_HOME") or (home and home / ".config"),
-                 os.environ.get("XDG_CACHE_HOME") or (home and home / ".cache")]
-        wanted = [Path(base, "matplotlib") if base else None for base in bases]
-    else:
-        wanted = [home / ".matplotlib" if home else None]
-    if all(path is not None and _writable_directory(path) for path in wanted):
-        return
-    import atexit
-    import shutil
-    import tempfile
-
-    directory = tempfile.mkdtemp(prefix="gradcli-matplotlib-")
-    atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    os.environ["MPLCONFIGDIR"] = directory
-
-
-def _writable_directory(path: Path) -> bool:
-    with contextlib.suppress(OSError):
-        path.mkdir(parents=True, exist_ok=True)
-    try:
-        return path.is_dir() and os.access(path, os.W_OK)
-    except OSError:
-        return False

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from gradcli.engine.notation import format_number
 from gradcli.errors import ExitStatus, GradcliError, plural, visible
 from gradcli.formulas.outcomes import CheckOutcome, format_point
 from gradcli.gradcheck.sweep import GradientSweepCheck, Sweep
 from gradcli.output.tables import MAX_TABLE_ROWS, Column, FittedTable
 from gradcli.output.values import checked_digits, number_text
+from gradcli.output.verdicts import check_mark, tolerances
 
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
@@ -40,7 +40,7 @@ def sweep_view(sweep: Sweep, plain: bool = False, digits: int | None = None) -> 
             continue
         numbers = [sweep.value[index], *(sweep.gradients[name][index] for name in names)]
         table.add_row(*coordinates, *(Text(number_text(x, digits)) for x in numbers),
-                      _verdict_cell(sweep, bool(ok[index])))
+                      check_mark(None if sweep.checks is None else bool(ok[index])))
     parts: list[RenderableType] = [table]
     if sweep.size > len(shown):
         parts.append(Text(f"… {plural(sweep.size - len(shown), 'more point')} (--csv or --json "
@@ -66,13 +66,7 @@ def sweep_summary(sweep: Sweep) -> Text:
         text.append("✓ check passed ", style="bold green")
         rest = " without numeric errors" if failed else ""
         text.append(f"at {plural(sweep.size - failed, 'point')}{rest} ")
-    return text.append(f"(rtol {format_number(sweep.rtol)}, atol {format_number(sweep.atol)})")
-
-
-def _verdict_cell(sweep: Sweep, ok: bool) -> Text:
-    if sweep.checks is None:
-        return Text("—", style="dim")
-    return Text("✓", style="green") if ok else Text("✗", style="bold red")
+    return text.append(f"({tolerances(sweep)})")
 
 
 def check_view(outcomes: Sequence[CheckOutcome], plain: bool = False) -> RenderableType:

@@ -152,7 +152,9 @@ def check_cells(check: GradientCheck | EntryCheck | None, arrays: bool,
 
 
 def check_mark(check: Any) -> Text:
-    """``✓`` or ``✗``; ``—`` where nothing was checked."""
+    """``✓`` or ``✗`` for a check (or a sweep point's verdict, a bool); ``—`` where nothing was
+    checked."""
     if check is None:
         return Text("—", style="dim")
-    return Text("✓", style="green") if check.ok else Text("✗", style="bold red")
+    ok = check if isinstance(check, bool) else check.ok
+    return Text("✓", style="green") if ok else Text("✗", style="bold red")
