@@ -15,13 +15,14 @@ element moves about as far as its element-wise check moves it. The magnitudes di
 equal errors in two elements (``relu`` at two kinks) cannot cancel exactly, as they would half
 the time with ±1 alone. A large matrix's direction (past ``COLUMN_MAX_ELEMENTS``; its last
 axis the columns) is (u v^T) * max(1, |x|), u and v drawn alike (``replay.Scaled``): m + n
-draws, not m n, its dot with the gradient u^T ((s * g) v) with s * g made once, and a matrix
-product moved by one product with s (``Op.scaled``), where a dense one is formed, drawn and
-multiplied whole. It still sees any wrong element: u^T (s * e) v is zero with probability 0
-for an error e that is not, and two wrong elements cancel only if their errors do exactly
-times the draws; ``narrow`` forms the direction to halve it. The draws come from a generator
-seeded with ``DIRECTION_SEED``, the node's index and the direction's number, so the same
-program at the same point is always checked along the same directions.
+draws, not m n, its dot with the gradient u^T ((s * g) v), made for every direction in the pass
+that makes s (``_scales``), and a matrix product moved by one product with s (``Op.scaled``),
+where a dense one is formed, drawn and multiplied whole. It still sees any wrong element:
+u^T (s * e) v is zero with probability 0 for an error e that is not, and two wrong elements
+cancel only if their errors do exactly times the draws; ``narrow`` forms the direction to halve
+it. The draws come from a generator seeded with ``DIRECTION_SEED``, the node's index and the
+direction's number, so the same program at the same point is always checked along the same
+directions.
 
 On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
 directional difference, the halves that disagree are split again, and a single element left is
@@ -172,10 +173,10 @@ def _scales(value: Any, unit: float, out: Any, grad: Any, draws: list[Scaled]
     weights = np.reshape(np.broadcast_to(grad, np.shape(out)), (-1, columns)) if draws else None
     block = np.empty((min(step, len(matrix)), columns)) if draws else None
     products = np.empty((len(draws), len(matrix)))
-    reach = 0.0
+    peaks = []  # each block's max |x_i|: NumPy's max keeps a NaN, Python's would drop it
     for start in range(0, len(matrix), step):
         part = np.abs(matrix[start:start + step], out=scale[start:start + step])
-        reach = max(reach, float(part.max()))
+        peaks.append(part.max())
         np.maximum(part, 1.0, out=part)
         if unit != 1.0:
             part *= unit
@@ -183,6 +184,7 @@ def _scales(value: Any, unit: float, out: Any, grad: Any, draws: list[Scaled]
             weighted = np.multiply(part, weights[start:start + step], out=block[:len(part)])
             for k, direction in enumerate(draws):
                 np.matmul(weighted, direction.v, out=products[k, start:start + step])
+    reach = float(np.max(peaks, initial=0.0))
     return reach, [float(np.ravel(d.u) @ products[k]) for k, d in enumerate(draws)]
 
 
