@@ -164,27 +164,30 @@ def _scales(value: Any, unit: float, out: Any, grad: Any, draws: list[Scaled]
     block then, where a whole s * grad would be one more array of x's size, read once per
     direction."""
     np = numpy()
-    columns = np.shape(out)[-1] if draws else 1
-    matrix = np.reshape(value, (-1, columns))
-    scale = out.reshape(-1, columns)
-    step = max(1, BLOCK // columns)
     if grad is None:
         draws = []
-    weights = np.reshape(np.broadcast_to(grad, np.shape(out)), (-1, columns)) if draws else None
-    block = np.empty((min(step, len(matrix)), columns)) if draws else None
-    products = np.empty((len(draws), len(matrix)))
-    peaks = []  # each block's max |x_i|: NumPy's max keeps a NaN, Python's would drop it
+    if draws:
+        columns = np.shape(out)[-1]
+        matrix, scale = np.reshape(value, (-1, columns)), out.reshape(-1, columns)
+        step = max(1, BLOCK // columns)
+        weights = np.reshape(np.broadcast_to(grad, np.shape(out)), (-1, columns))
+        block = np.empty((min(step, len(matrix)), columns))
+        products = np.empty((len(draws), len(matrix)))
+    else:
+        matrix, scale, step = np.ravel(value), out, BLOCK
+    peaks = []  # each block's max |x_i|
     for start in range(0, len(matrix), step):
         part = np.abs(matrix[start:start + step], out=scale[start:start + step])
         peaks.append(part.max())
         np.maximum(part, 1.0, out=part)
         if unit != 1.0:
             part *= unit
-        if weights is not None:
+        if draws:
             weighted = np.multiply(part, weights[start:start + step], out=block[:len(part)])
             for k, direction in enumerate(draws):
                 np.matmul(weighted, direction.v, out=products[k, start:start + step])
-    reach = float(np.max(peaks, initial=0.0))
+    # NumPy's max keeps a NaN, where Python's would drop it after the first block
+    reach = float(peaks[0] if len(peaks) == 1 else np.max(peaks, initial=0.0))
     return reach, [float(np.ravel(d.u) @ products[k]) for k, d in enumerate(draws)]
 
 
