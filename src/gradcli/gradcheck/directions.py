@@ -126,10 +126,8 @@ class DirectionReplayer(ElementReplayer):
         broadcast view, which a dot product would first copy whole)."""
         np = numpy()
         if isinstance(v, Scaled):  # u^T ((scale * grad) v), made by ``aim`` for its draws
-            known = next((k for k, d in enumerate(self.draws) if d is v), None)
-            if known is not None and known < len(self.dots):
-                return self.dots[known]
-            return float(np.vdot(v.dense(), np.broadcast_to(grad, np.shape(v.s))))
+            made = [dot for drawn, dot in zip(self.draws, self.dots, strict=False) if drawn is v]
+            return made[0] if made else float(np.vdot(v.dense(), np.broadcast_to(grad, v.s.shape)))
         grad = np.asarray(grad, dtype=float)
         if grad.flags.c_contiguous and np.shape(grad) == np.shape(v):
             return float(np.vdot(v, grad))  # one pass, no buffer
@@ -164,8 +162,7 @@ def _scales(value: Any, unit: float, out: Any, grad: Any, draws: list[Scaled]
     block then, where a whole s * grad would be one more array of x's size, read once per
     direction."""
     np = numpy()
-    if grad is None:
-        draws = []
+    draws = draws if grad is not None else []
     if draws:
         columns = np.shape(out)[-1]
         matrix, scale = np.reshape(value, (-1, columns)), out.reshape(-1, columns)
