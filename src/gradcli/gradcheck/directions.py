@@ -15,13 +15,14 @@ element moves about as far as its element-wise check moves it. The magnitudes di
 equal errors in two elements (``relu`` at two kinks) cannot cancel exactly, as they would half
 the time with ±1 alone. A large matrix's direction (past ``COLUMN_MAX_ELEMENTS``; its last
 axis the columns) is (u v^T) * max(1, |x|), u and v drawn alike (``replay.Scaled``): m + n
-draws, not m n, its dot with the gradient u^T ((s * g) v) with s * g made once, and a matrix
-product moved by one product with s (``Op.scaled``), where a dense one is formed, drawn and
-multiplied whole. It still sees any wrong element: u^T (s * e) v is zero with probability 0
-for an error e that is not, and two wrong elements cancel only if their errors do exactly
-times the draws; ``narrow`` forms the direction to halve it. The draws come from a generator
-seeded with ``DIRECTION_SEED``, the node's index and the direction's number, so the same
-program at the same point is always checked along the same directions.
+draws, not m n, its dot with the gradient u^T ((s * g) v), made for every direction in the pass
+that makes s (``_scales``), and a matrix product moved by one product with s (``Op.scaled``),
+where a dense one is formed, drawn and multiplied whole. It still sees any wrong element:
+u^T (s * e) v is zero with probability 0 for an error e that is not, and two wrong elements
+cancel only if their errors do exactly times the draws; ``narrow`` forms the direction to halve
+it. The draws come from a generator seeded with ``DIRECTION_SEED``, the node's index and the
+direction's number, so the same program at the same point is always checked along the same
+directions.
 
 On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
 directional difference, the halves that disagree are split again, and a single element left is
@@ -41,11 +42,13 @@ from gradcli.engine.ops import numpy
 from gradcli.engine.replay import Moved, Scaled
 from gradcli.gradcheck.columns import COLUMN_MAX_ELEMENTS, ElementReplayer
 from gradcli.gradcheck.differences import GradientCheck, check_node
+from gradcli.limits import ARRAY_CHECK_DIRECTIONS
 
 DIRECTION_SEED = 30
 NARROWED_ELEMENTS = 8  # failing elements followed down to their index
 NARROWING_HALVES = 256  # halves checked at most while narrowing one direction down
 NUMPY_DRAWS = 1 << 16  # a direction of this many elements or more is drawn by NumPy's generator
+BLOCK = 1 << 16  # elements of a block of ``_scales``: 512 KB, within a core's cache
 
 
 class Probe:
@@ -75,21 +78,22 @@ class DirectionReplayer(ElementReplayer):
         self.scale: Any = None
         self.reach = 0.0  # |x + t v| <= reach + |t| * max(1, reach): max|v_i| <= max(1, |x|)
         self.scaled = False  # directions (u v^T) * scale (a large matrix): ``replay.Scaled``
-        self.weighted: Any = None  # scale * grad, rows by columns: <(u v^T) * scale, grad>
+        # a large matrix's first directions, drawn by ``aim``, and their dot products with the
+        # gradient, made in the same pass as the scale
+        self.draws: list[Scaled] = []
+        self.dots: list[float] = []
 
     def aim(self, node: Node) -> int:
         np = numpy()
-        self.direction, self.drawn, self.buffer, self.weighted = None, None, None, None
+        self.direction, self.drawn, self.buffer = None, None, None
         elements = super().aim(node)
-        self.scale = np.abs(np.ravel(node.value))  # flat, so that a 0-d value is an array too
-        self.reach = float(np.max(self.scale))
-        np.maximum(self.scale, 1.0, out=self.scale)
         shape = np.shape(node.value)
-        self.scaled = len(shape) >= 2 and self.scale.size > COLUMN_MAX_ELEMENTS
-        if self.scaled:  # u and v carry the draws' unit: no pass over the matrix
-            self.scale = self.scale.reshape(shape)
-        else:
-            self.scale *= 1.0 / 32768  # a 16-bit draw's unit: once here, not on every draw
+        self.scaled = len(shape) >= 2 and int(np.size(node.value)) > COLUMN_MAX_ELEMENTS
+        self.scale = np.empty(shape if self.scaled else int(np.size(node.value)))
+        # u and v carry a scaled direction's unit; a dense one's is the scale's, once here
+        unit = 1.0 if self.scaled else 1.0 / 32768
+        self.draws = [self._scaled(k) for k in range(ARRAY_CHECK_DIRECTIONS)] if self.scaled else []
+        self.reach, self.dots = _scales(node.value, unit, self.scale, node.grad, self.draws)
         return elements
 
     def along(self, direction: Any) -> None:
@@ -108,16 +112,12 @@ class DirectionReplayer(ElementReplayer):
         direction is drawn for every check of a large array, so its bits are made in place on
         16-bit integers (a pass costs a fifth of one over floats) and one pass makes floats."""
         np = numpy()
-        seed = (DIRECTION_SEED << 40) | (self.target.index << 8) | k
-        if self.scaled:  # (u v^T) * scale, u and v drawn alike: m + n draws (module docstring)
-            shape = np.shape(self.scale)
-            rows = self.scale.size // shape[-1]
-            drawn = _signed(_bits(rows + shape[-1], seed)) * (1.0 / 32768)
-            return Scaled(drawn[:rows].reshape(shape[:-1]), drawn[rows:], self.scale)
+        if self.scaled:
+            return self.draws[k] if k < len(self.draws) else self._scaled(k)
         if self.drawn is None:
             self.drawn = np.empty(np.shape(self.target.value))
         flat = self.drawn.reshape(-1)
-        np.copyto(flat, _signed(_bits(self.scale.size, seed)))  # to floats, then a product
+        np.copyto(flat, _signed(_bits(self.scale.size, self._seed(k))))  # to floats, then a product
         np.multiply(flat, self.scale, out=flat)  # of floats: faster than one mixed
         return self.drawn
 
@@ -125,10 +125,9 @@ class DirectionReplayer(ElementReplayer):
         """v·grad, summed pairwise in the replays' buffer (a reduction's gradient is often a
         broadcast view, which a dot product would first copy whole)."""
         np = numpy()
-        if isinstance(v, Scaled):  # u^T ((scale * grad) v), scale * grad made once per node
-            if self.weighted is None:
-                self.weighted = np.multiply(self.scale, grad).reshape(-1, np.size(v.v))
-            return float(np.ravel(v.u) @ (self.weighted @ v.v))
+        if isinstance(v, Scaled):  # u^T ((scale * grad) v), made by ``aim`` for its draws
+            made = [dot for drawn, dot in zip(self.draws, self.dots, strict=False) if drawn is v]
+            return made[0] if made else float(np.vdot(v.dense(), np.broadcast_to(grad, v.s.shape)))
         grad = np.asarray(grad, dtype=float)
         if grad.flags.c_contiguous and np.shape(grad) == np.shape(v):
             return float(np.vdot(v, grad))  # one pass, no buffer
@@ -141,6 +140,52 @@ class DirectionReplayer(ElementReplayer):
             return super().replay(index, value, complex_step)
         largest = self.reach + abs(value) * max(1.0, self.reach)
         return self.direction.replay(value, largest, complex_step)
+
+    def _seed(self, k: int) -> int:
+        return (DIRECTION_SEED << 40) | (self.target.index << 8) | k
+
+    def _scaled(self, k: int) -> Scaled:
+        """The aimed matrix's ``k``-th direction (u v^T) * scale, u and v drawn alike: m + n
+        draws (module docstring)."""
+        shape = numpy().shape(self.scale)
+        rows = self.scale.size // shape[-1]
+        drawn = _signed(_bits(rows + shape[-1], self._seed(k))) * (1.0 / 32768)
+        return Scaled(drawn[:rows].reshape(shape[:-1]), drawn[rows:], self.scale)
+
+
+def _scales(value: Any, unit: float, out: Any, grad: Any, draws: list[Scaled]
+            ) -> tuple[float, list[float]]:
+    """Fills ``out`` (flat, or a matrix's shape when ``draws``) with max(1, |x_i|) * ``unit``;
+    returns max |x_i| and, for each direction (u v^T) * s of ``draws``, u^T ((s * grad) v)
+    (none without a gradient). One pass over x and the gradient in blocks of whole rows that
+    stay in a core's cache: s * grad lives one block at a time, and every direction reads each
+    block then, where a whole s * grad would be one more array of x's size, read once per
+    direction."""
+    np = numpy()
+    draws = draws if grad is not None else []
+    if draws:
+        columns = np.shape(out)[-1]
+        matrix, scale = np.reshape(value, (-1, columns)), out.reshape(-1, columns)
+        step = max(1, BLOCK // columns)
+        weights = np.reshape(np.broadcast_to(grad, np.shape(out)), (-1, columns))
+        block = np.empty((min(step, len(matrix)), columns))
+        products = np.empty((len(draws), len(matrix)))
+    else:
+        matrix, scale, step = np.ravel(value), out, BLOCK
+    peaks = []  # each block's max |x_i|
+    for start in range(0, len(matrix), step):
+        part = np.abs(matrix[start:start + step], out=scale[start:start + step])
+        peaks.append(part.max())
+        np.maximum(part, 1.0, out=part)
+        if unit != 1.0:
+            part *= unit
+        if draws:
+            weighted = np.multiply(part, weights[start:start + step], out=block[:len(part)])
+            for k, direction in enumerate(draws):
+                np.matmul(weighted, direction.v, out=products[k, start:start + step])
+    # NumPy's max keeps a NaN, where Python's would drop it after the first block
+    reach = float(peaks[0] if len(peaks) == 1 else np.max(peaks, initial=0.0))
+    return reach, [float(np.ravel(d.u) @ products[k]) for k, d in enumerate(draws)]
 
 
 def _signed(bits: Any) -> Any:
