@@ -24,10 +24,12 @@ from typing import Any, NamedTuple
 
 from gradcli.engine.graph import Node, Program, last_uses
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, OPS, numpy
-from gradcli.engine.replay import Moved, linear_part, moved_columns
+from gradcli.engine.ops.row import LINEAR_ALL
+from gradcli.engine.replay import Moved, linear_part
 from gradcli.gradcheck.column_forms import (
     COLUMN_FORMS,
     Sparse,
+    aligned,
     column_compute,
     dense,
     others,
@@ -335,20 +337,69 @@ def _split_replay(node: Node, downstream: list[Node], output: Node, moved: Spars
 def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: Node,
                   columns: tuple[Sparse, Any, list[Any], Any], largest: Any
                   ) -> tuple[Any, Any] | None:
-    """``_replay`` of the columns with the ``linear`` nodes moved (``replay.moved_columns``);
-    the moved node itself is formed whole only if a node left to replay reads it."""
+    """``_replay`` of the columns with the ``linear`` nodes moved as ``replay.Moved`` moves
+    them, value + t f(d) per column: f(d) by ``_unit_moves`` for the elements and a ``Moved``
+    per direction (t: the elements' up then down, then the directions'); the moved node
+    itself is formed whole only if a node left to replay reads it."""
     np = numpy()
     moved, ends, vs, t = columns
-    changed: dict[int, Any] = {}
     count = len(moved.at) // 2
-    rest, largest = moved_columns(node, downstream, linear, output, moved.at[:count].tolist(),
-                                  vs, t, changed, largest)
-    if rest is None:
-        return None
+    with np.errstate(all="ignore"):
+        try:
+            moves = _unit_moves(node, downstream, linear, moved.at[:count].tolist())
+            movers = [Moved(node, downstream, linear, v, output) for v in vs]
+        except (ValueError, IndexError, ArithmeticError):
+            return None
+    rest = [user for user in downstream if user.index not in linear]
+    changed: dict[int, Any] = {}
+    order = np.r_[0:count, 0:count, count:count + len(vs), count:count + len(vs)]
+    read = {source.index for user in rest for source in user.inputs} | {output.index}
+    for user in downstream:
+        if user.index in linear and user.index in read:  # value + t f(d), per column
+            shape = np.shape(user.value)
+            stacked = np.concatenate((np.broadcast_to(moves[user.index], (count, *shape)),
+                                      np.reshape([np.broadcast_to(m.moves[user.index], shape)
+                                                  for m in movers], (len(movers), *shape))))
+            value = user.value + t.reshape((-1, *(1,) * len(shape))) * stacked[order]
+            changed[user.index] = value
+            magnitude = np.abs(value).reshape(len(t), -1).max(axis=1, initial=0.0)
+            largest = np.maximum(largest, magnitude)
     if output is node or any(s is node for user in rest for s in user.inputs):
         whole = np.concatenate((dense(node.value, moved).reshape(len(moved.at), -1), ends))
         changed[node.index] = whole.reshape((len(whole), *np.shape(node.value)))
     return _replay(changed, rest, output, largest)
+
+
+def _unit_moves(node: Node, downstream: list[Node], linear: set[int], flats: list[int]
+                ) -> dict[int, Any]:
+    """f(d) of each ``linear`` node for d the unit array at each of ``flats``, as
+    ``replay.Moved`` moves them one at a time, the column axis first: a row's unit form where
+    it has one (W's columns for x in W@x), element-wise ops on all the columns at once."""
+    np = numpy()
+    count = len(flats)
+    units = np.zeros((count, np.size(node.value)))
+    units[np.arange(count), flats] = 1.0
+    moves = {node.index: units.reshape((count, *np.shape(node.value)))}
+    for user in downstream:
+        if user.index not in linear:
+            continue
+        op, sources = user.op, [s.index for s in user.inputs]
+        values = [s.value for s in user.inputs]
+        if op.unit is not None and node.index in sources:
+            position = sources.index(node.index)
+            moved = [op.unit(np, position, flat, *values) for flat in flats]
+        else:  # an operand that stays moves by zeros, or is itself (``Moved``)
+            moving = [i in moves or op.linear == LINEAR_ALL for i in sources]
+            args = [moves[i] if i in moves else np.broadcast_to(0.0, (count, *np.shape(v)))
+                    if move else v for i, v, move in zip(sources, values, moving, strict=True)]
+            if not op.is_array:
+                moves[user.index] = np.broadcast_to(op.apply_vector(*aligned(np, args, moving)),
+                                                    (count, *np.shape(user.value)))
+                continue
+            moved = [op.forward(np, *(a[k] if move else a for a, move in zip(
+                args, moving, strict=True))) for k in range(count)]
+        moves[user.index] = np.reshape(moved, (count, *np.shape(user.value)))
+    return moves
 
 
 def _replay(changed: dict[int, Any], nodes: list[Node], output: Node,
