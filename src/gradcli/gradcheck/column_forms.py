@@ -15,6 +15,7 @@ others, known from the node's value (``others``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -39,15 +40,17 @@ def sparse_compute(node: Node, changed: dict[int, Any]) -> Sparse | None:
     are ``Sparse`` of its own shape and whose others have its shape or one element; else None
     (``dense`` then)."""
     np = numpy()
-    if node.op.is_array or np.asarray(node.value).dtype.kind != "f":
+    value = node.value
+    if node.op.is_array or not isinstance(value, np.ndarray) or value.dtype.kind != "f":
         return None
-    shape, at = np.shape(node.value), None
-    for source in node.inputs:
+    shape, at = value.shape, None
+    shapes = [np.shape(source.value) for source in node.inputs]
+    for source, own in zip(node.inputs, shapes, strict=True):
         moved = changed.get(source.index)
         if moved is None:
-            if np.shape(source.value) != shape and np.size(source.value) != 1:
+            if own != shape and math.prod(own) != 1:
                 return None
-        elif not isinstance(moved, Sparse) or np.shape(source.value) != shape or (
+        elif not isinstance(moved, Sparse) or own != shape or (
                 at is not None and moved.at is not at):
             return None
         else:
@@ -55,22 +58,21 @@ def sparse_compute(node: Node, changed: dict[int, Any]) -> Sparse | None:
     if at is None:
         return None
     args = [changed[s.index].values if s.index in changed else
-            np.ravel(s.value)[at] if np.shape(s.value) == shape else np.ravel(s.value)
-            for s in node.inputs]
+            np.ravel(s.value)[at] if own == shape else np.ravel(s.value)
+            for s, own in zip(node.inputs, shapes, strict=True)]
     values = np.asarray(node.op.apply_vector(*args))
     return Sparse(at, values) if values.shape == np.shape(at) else None
 
 
 def others(value: Any, at: Any) -> Any:
     """Per column, the largest magnitude of ``value`` but for its element ``at[j]`` (0 for a
-    single element): the two largest, so no pass per column."""
+    single element): from the two largest, not a pass per column."""
     np = numpy()
-    magnitudes = np.abs(np.ravel(value))
-    if magnitudes.size < 2:
-        return np.zeros(len(at))
+    magnitudes = np.abs(np.ravel(value))  # a copy: the largest is put out of the way
     first = int(np.argmax(magnitudes))  # NaN counts as the largest, as np.max has it
-    second = np.max(np.delete(magnitudes, first))
-    return np.where(at == first, second, magnitudes[first])
+    top = magnitudes[first]
+    magnitudes[first] = 0.0
+    return np.where(at == first, magnitudes.max(), top)
 
 
 def dense(value: Any, moved: Sparse) -> Any:

@@ -294,29 +294,31 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
         vs = [v for v, _ in along[:lines_here]]
         at = np.concatenate((chunk, chunk))
         moved = Sparse(at, values[at] + np.concatenate((steps, -steps)))
-        ends = np.reshape([values + sign * h * np.ravel(v) for sign in (1.0, -1.0) for v in vs],
-                          (2 * lines_here, values.size))
+        hv = h * np.reshape(vs, (lines_here, values.size))  # t = ±h along each direction
+        ends = values + np.concatenate((hv, -hv))
         largest = np.concatenate((np.abs(moved.values), np.abs(ends).max(axis=1, initial=0.0)))
-        t = np.concatenate((steps, -steps, np.full(lines_here, h), np.full(lines_here, -h)))
-        replayed = (_moved_replay(node, downstream, linear, output, (moved, ends, vs, t), largest)
+        replayed = (_moved_replay(node, downstream, linear, output, (moved, ends, vs, steps),
+                                  largest)
                     if linear else _split_replay(node, downstream, output, moved, ends, largest))
         if replayed is None:
             break
-        ups = np.r_[0:count, 2 * count:2 * count + lines_here]
-        downs = np.r_[count:2 * count, 2 * count + lines_here:2 * count + 2 * lines_here]
-        out, most = replayed
+        out, most = replayed  # the elements' up, down, then the directions' up, down
+        out_up, most_up = (np.concatenate((a[:count], a[2 * count:2 * count + lines_here]))
+                           for a in (out, most))
+        out_down, most_down = (np.concatenate((a[count:2 * count], a[2 * count + lines_here:]))
+                               for a in (out, most))
         g = np.concatenate((grads[chunk], [grad for _, grad in along[:lines_here]]))
         h_all = np.concatenate((steps, np.full(lines_here, h)))
         with np.errstate(all="ignore"):  # a column that failed is NaN: not settled
-            numeric = quotient(CENTRAL, (out[ups], out[downs]), h_all)
-            largest = np.maximum(np.maximum(most[ups], most[downs]), f0)
+            numeric = quotient(CENTRAL, (out_up, out_down), h_all)
+            largest = np.maximum(np.maximum(most_up, most_down), f0)
             error, allowed, agrees, _ = judge(g, numeric, largest, h_all, 0, rtol, atol,
                                               np.maximum)
         agrees &= np.isfinite(largest) & np.isfinite(numeric)
         keys = [*chunk.tolist(), *range(lines_here)]
-        for k in np.flatnonzero(agrees).tolist():
-            (passed if k < count else lines)[keys[k]] = Settled(
-                float(numeric[k]), float(error[k]), float(allowed[k]), float(h_all[k]))
+        found = zip(*(a[agrees].tolist() for a in (numeric, error, allowed, h_all)), strict=True)
+        for k, settled in zip(np.flatnonzero(agrees).tolist(), found, strict=True):
+            (passed if k < count else lines)[keys[k]] = Settled(*settled)
     return passed, lines
 
 
@@ -342,8 +344,9 @@ def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: 
     per direction (t: the elements' up then down, then the directions'); the moved node
     itself is formed whole only if a node left to replay reads it."""
     np = numpy()
-    moved, ends, vs, t = columns
-    count = len(moved.at) // 2
+    moved, ends, vs, steps = columns
+    count, h = len(steps), base_step(0.0)
+    t = np.concatenate((steps, -steps, np.full(len(vs), h), np.full(len(vs), -h)))
     with np.errstate(all="ignore"):
         try:
             moves = _unit_moves(node, downstream, linear, moved.at[:count].tolist())

@@ -193,13 +193,12 @@ def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: f
     along = tuple((v, replayer.dot(v, node.grad)) for v in drawn or ())
     passed, lines = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
                                     atol, along, linear) if drawn is not None else ({}, {})
-    grads = np.asarray(node.grad).flat  # no copy of a broadcast gradient
+    grads = np.asarray(node.grad).flat[flats].tolist()  # .flat: no copy of a broadcast one
     found = {}
-    for flat in flats:
+    for flat, grad in zip(flats, grads, strict=True):
         settled = passed.get(flat)
         found[flat] = (check_element(replayer, node, flat, rtol, atol, method)
-                       if settled is None else
-                       settled_check(float(grads[flat]), settled))
+                       if settled is None else settled_check(grad, settled))
     return found, {k: settled_check(along[k][1], line) for k, line in lines.items()}
 
 
