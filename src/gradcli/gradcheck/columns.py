@@ -20,22 +20,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gradcli.engine.graph import Node, Program, last_uses
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, OPS, numpy
 from gradcli.engine.ops.row import LINEAR_ALL
 from gradcli.engine.replay import Moved, linear_part
-from gradcli.gradcheck.column_forms import (
-    COLUMN_FORMS,
-    Sparse,
-    aligned,
-    column_compute,
-    dense,
-    others,
-    sparse_compute,
-)
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
+
+if TYPE_CHECKING:  # the array columns' module is imported where they are made
+    from gradcli.gradcheck.column_forms import Sparse
 
 
 class Settled(NamedTuple):
@@ -265,6 +259,8 @@ class ElementReplayer:
 def replayable(nodes: list[Node]) -> bool:
     """Every op of ``nodes`` has a column form (element-wise ops always do)."""
 
+    from gradcli.gradcheck.column_forms import COLUMN_FORMS
+
     return all(not n.op.is_array or n.op.name in COLUMN_FORMS for n in nodes)
 
 
@@ -279,6 +275,8 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
     The ``linear`` nodes (``replay.linear_part``) move as ``replay.Moved`` moves them, by their
     value at each column's move: x's columns in W@x are W's columns and one W@v per direction,
     not a product over all the columns. Elsewhere the elements' columns are ``Sparse``."""
+    from gradcli.gradcheck.column_forms import Sparse
+
     np = numpy()
     values, grads = np.ravel(node.value), np.ravel(node.grad)
     widest = max([np.size(n.value) for n in downstream] + [np.size(node.value), 1])
@@ -343,6 +341,8 @@ def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: 
     them, value + t f(d) per column: f(d) by ``_unit_moves`` for the elements and a ``Moved``
     per direction (t: the elements' up then down, then the directions'); the moved node
     itself is formed whole only if a node left to replay reads it."""
+    from gradcli.gradcheck.column_forms import dense
+
     np = numpy()
     moved, ends, vs, steps = columns
     count, h = len(steps), base_step(0.0)
@@ -378,6 +378,8 @@ def _unit_moves(node: Node, downstream: list[Node], linear: set[int], flats: lis
     """f(d) of each ``linear`` node for d the unit array at each of ``flats``, as
     ``replay.Moved`` moves them one at a time, the column axis first: a row's unit form where
     it has one (W's columns for x in W@x), element-wise ops on all the columns at once."""
+    from gradcli.gradcheck.column_forms import aligned
+
     np = numpy()
     count = len(flats)
     units = np.zeros((count, np.size(node.value)))
@@ -411,6 +413,8 @@ def _replay(changed: dict[int, Any], nodes: list[Node], output: Node,
     ``Sparse``) replayed through ``nodes``; the output and the largest magnitude recomputed
     (from ``largest``, the moved values'), per column (NaN where a value is not finite). None:
     some op could not replay columns."""
+    from gradcli.gradcheck.column_forms import Sparse, column_compute, dense, others, sparse_compute
+
     np = numpy()
     columns = len(largest)
     with np.errstate(all="ignore"):
