@@ -94,6 +94,8 @@ def column_compute(node: Node, changed: dict[int, Any], columns: int) -> Any:
     if op.is_array:
         return COLUMN_FORMS[op.name](np, op, args, moving, columns)
     value = op.apply_vector(*aligned(np, args, moving))
+    if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == columns:
+        return value  # mostly it has the column axis already
     return np.broadcast_to(value, (columns, *np.shape(value)[1:]))
 
 
