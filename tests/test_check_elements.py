@@ -179,3 +179,51 @@ def test_columns_moved_through_a_product_match_the_closed_form(text):
     passed, _ = central_columns(node, replayer.downstream, program.nodes[-1], flats, 1e-6,
                                 1e-9, (), replayer.linear)
     assert sorted(passed) == [0, 1, 3]
+
+
+@pytest.mark.parametrize("text", [
+    "sum(log(x) * b + x**2 - 3) + mean(exp(x - t))",  # element-wise of one shape, a scalar
+    "sum((x + W) * b) + max(x * 2)",  # x broadcast into W's shape: read whole
+    "sum(sqrt(x - 0.5))",  # a column outside the domain: NaN, as the whole replay has it
+])
+def test_sparse_columns_replay_as_the_whole_columns(text):
+    """Columns that move one element each, kept ``Sparse`` through element-wise ops, give the
+    outputs and the largest magnitudes of the same columns replayed whole, to the bit."""
+    import numpy as np
+
+    from gradcli.gradcheck.column_forms import Sparse, dense
+    from gradcli.gradcheck.columns import ElementReplayer, _replay
+
+    rng = np.random.default_rng(7)
+    values = {"W": rng.standard_normal((3, 4)), "x": np.array([0.6, 1.5, 0.9, 1.2]),
+              "b": rng.standard_normal(4), "t": rng.standard_normal(4)}
+    program = gradcli.evaluate(text, values, check=False).program
+    node = program.variables["x"]
+    replayer = ElementReplayer(program.nodes)
+    replayer.aim(node)
+    at = np.array([0, 1, 2, 3, 0, 3])
+    moved = Sparse(at, np.ravel(node.value)[at] + np.array([0.1, -0.2, 0.3, -0.4, -0.6, 1.0]))
+    largest = np.abs(moved.values)
+    sparse = _replay({node.index: moved}, replayer.downstream, program.nodes[-1], largest)
+    whole = _replay({node.index: dense(node.value, moved)}, replayer.downstream,
+                    program.nodes[-1], largest)
+    assert sparse is not None and whole is not None
+    for got, expected in zip(sparse, whole, strict=True):
+        assert np.array_equal(got, expected, equal_nan=True)
+    if "sqrt" in text:
+        assert np.isnan(sparse[0][4]) and not np.isnan(sparse[0][0])  # 0.6 - 0.6 < 0.5
+
+
+def test_the_largest_other_magnitude_of_each_column():
+    """``others``: per column, the largest |value| but the moved element's (ties, NaN, one
+    element), against the maximum taken over the rest directly."""
+    import numpy as np
+
+    from gradcli.gradcheck.column_forms import others
+
+    for value in ([3.0, -5.0, 5.0, 1.0], [[2.0, -7.0], [0.5, 7.0]], [4.0, math.nan, 1.0],
+                  [-2.5]):
+        flat = np.abs(np.ravel(value))
+        at = np.arange(flat.size).repeat(2)
+        expected = [np.max(np.delete(flat, i), initial=0.0) for i in at]
+        assert np.array_equal(others(np.array(value), at), expected, equal_nan=True)

@@ -12,7 +12,7 @@ f(x) + t f(d): each such node's move is computed once per direction and serves e
 both signs, so W@x with W moving costs one product per direction (d@x) and a replay only
 f(x) + t f(d) at the first node that is not linear and what follows. That is the forward ops'
 algebra, not a derivative rule: the check stays independent of the rules it checks.
-``moved_columns`` moves them so for many elements and directions at once (x's columns in W@x:
+gradcheck/columns.py moves them so for many elements and directions at once (x's columns in W@x:
 W's columns and one W@v per direction, not a product for every column).
 """
 
@@ -243,43 +243,6 @@ class Moved:
                 largest = max(largest, float(np.max(np.abs(result))))
         output = value(self.output)
         return output.item() if hasattr(output, "item") else output, largest
-
-
-def moved_columns(node: Node, downstream: list[Node], linear: set[int], output: Node,
-                  flats: list[int], vs: list[Any], t: Any, changed: dict[int, Any],
-                  largest: Any) -> tuple[list[Node] | None, Any]:
-    """``Moved`` for many columns (gradcheck/columns.py's, the column axis first): the values
-    of the ``linear`` nodes that the rest reads, value + t f(d) per column, put in ``changed``,
-    f(d) by ``Moved`` for each element of ``flats`` (a unit array: the rows' unit forms) and
-    each direction of ``vs``; ``t`` per column, the elements' up then down, then the
-    directions'. Returns the nodes left to replay and ``largest`` with the moved values'
-    magnitudes; None: a move failed."""
-    np = numpy()
-    movers = []
-    with np.errstate(all="ignore"):
-        try:
-            for flat in flats:
-                unit = np.zeros(np.shape(node.value))
-                unit.reshape(-1)[flat] = 1.0
-                movers.append(Moved(node, downstream, linear, unit, output, unit=flat))
-            movers += [Moved(node, downstream, linear, v, output) for v in vs]
-        except (ValueError, IndexError, ArithmeticError):
-            return None, largest
-    if not movers:
-        return downstream, largest
-    rest = movers[0].rest
-    count = len(flats)
-    order = np.r_[0:count, 0:count, count:len(movers), count:len(movers)]
-    read = {source.index for user in rest for source in user.inputs} | {output.index}
-    for user in downstream:
-        if user.index in linear and user.index in read:
-            shape = np.shape(user.value)
-            moves = np.stack([np.broadcast_to(m.moves[user.index], shape) for m in movers])
-            value = user.value + t.reshape((-1, *(1,) * len(shape))) * moves[order]
-            changed[user.index] = value
-            magnitude = np.abs(value).reshape(len(t), -1).max(axis=1, initial=0.0)
-            largest = np.maximum(largest, magnitude)
-    return rest, largest
 
 
 def _complex_compute(node: Node, args: list[Any]) -> Any:

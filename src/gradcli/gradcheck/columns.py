@@ -9,28 +9,27 @@ there; any other goes through ``differences.check_node`` (smaller steps, one-sid
 exact message), which perturbs one element at a time through an ``ElementReplayer``.
 
 A column's value of a downstream array node has the node's shape behind the leading axis
-(``(columns, *shape)``); a value that no perturbation reaches stays as it is and broadcasts.
-Element-wise ops broadcast as usual once the column axis is set apart (``_aligned``); each array
-op has its column form in ``_COLUMN_FORMS``. A node whose op has none (or whose replay raises)
-makes the pass give up for that node: the per-element check then does all of it. The array
+(``(columns, *shape)``), or, while element-wise ops carry one moved element per column, is
+``Sparse``: gradcheck/column_forms.py computes both. A node whose op has no column form (or
+whose replay raises) makes the pass give up for that node: the per-element check then does
+all of it. The array
 engine (engine/arrays.py) is imported where it is used: a float program's columns never load it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gradcli.engine.graph import Node, Program, last_uses
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, OPS, numpy
-from gradcli.engine.ops.linear_algebra import norm2
-from gradcli.engine.replay import Moved, linear_part, moved_columns
+from gradcli.engine.ops.row import LINEAR_ALL
+from gradcli.engine.replay import Moved, linear_part
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
 
-if TYPE_CHECKING:
-    from gradcli.engine.ops import Op
+if TYPE_CHECKING:  # the array columns' module is imported where they are made
+    from gradcli.gradcheck.column_forms import Sparse
 
 
 class Settled(NamedTuple):
@@ -260,7 +259,9 @@ class ElementReplayer:
 def replayable(nodes: list[Node]) -> bool:
     """Every op of ``nodes`` has a column form (element-wise ops always do)."""
 
-    return all(not n.op.is_array or n.op.name in _COLUMN_FORMS for n in nodes)
+    from gradcli.gradcheck.column_forms import COLUMN_FORMS
+
+    return all(not n.op.is_array or n.op.name in COLUMN_FORMS for n in nodes)
 
 
 def central_columns(node: Node, downstream: list[Node], output: Node, flats: list[int],
@@ -273,7 +274,9 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
     it); only the checks that pass: the elements' by flat index, the directions' by number.
     The ``linear`` nodes (``replay.linear_part``) move as ``replay.Moved`` moves them, by their
     value at each column's move: x's columns in W@x are W's columns and one W@v per direction,
-    not a product over all the columns."""
+    not a product over all the columns. Elsewhere the elements' columns are ``Sparse``."""
+    from gradcli.gradcheck.column_forms import Sparse
+
     np = numpy()
     values, grads = np.ravel(node.value), np.ravel(node.grad)
     widest = max([np.size(n.value) for n in downstream] + [np.size(node.value), 1])
@@ -281,205 +284,159 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
     passed: dict[int, Settled] = {}
     lines: dict[int, Settled] = {}
     f0 = abs(float(output.value))
+    h = base_step(0.0)
     for start in range(0, max(len(flats), 1), block):
         chunk = np.asarray(flats[start:start + block], dtype=np.intp)
         steps = base_step(values[chunk], np.maximum)
-        count, at = len(chunk), np.concatenate((chunk, chunk))
-        moved = np.repeat(values.reshape(1, -1), 2 * count, axis=0)
-        moved[np.arange(2 * count), at] += np.concatenate((steps, -steps))
-        largest = np.abs(moved[np.arange(2 * count), at])
-        h = base_step(0.0)
-        if not start and along:
-            ends = [values + sign * h * np.ravel(v) for sign in (1.0, -1.0) for v, _ in along]
-            moved = np.concatenate((moved, ends))
-            largest = np.concatenate((largest, np.abs(ends).max(axis=1)))
-        lines_here = len(along) if not start else 0
-        changed = {node.index: moved.reshape((len(moved), *np.shape(node.value)))}
-        rest: list[Node] | None = downstream
-        if linear:
-            t = np.concatenate((steps, -steps, np.full(lines_here, h), np.full(lines_here, -h)))
-            rest, largest = moved_columns(node, downstream, linear, output, chunk.tolist(),
-                                            [v for v, _ in along[:lines_here]], t, changed,
-                                            largest)
-        replayed = None if rest is None else _replay(changed, rest, output, largest)
+        count, lines_here = len(chunk), len(along) if not start else 0
+        vs = [v for v, _ in along[:lines_here]]
+        at = np.concatenate((chunk, chunk))
+        moved = Sparse(at, values[at] + np.concatenate((steps, -steps)))
+        hv = h * np.reshape(vs, (lines_here, values.size))  # t = ±h along each direction
+        ends = values + np.concatenate((hv, -hv))
+        largest = np.concatenate((np.abs(moved.values), np.abs(ends).max(axis=1, initial=0.0)))
+        replayed = (_moved_replay(node, downstream, linear, output, (moved, ends, vs, steps),
+                                  largest)
+                    if linear else _split_replay(node, downstream, output, moved, ends, largest))
         if replayed is None:
             break
-        ups = np.r_[0:count, 2 * count:2 * count + lines_here]
-        downs = np.r_[count:2 * count, 2 * count + lines_here:2 * count + 2 * lines_here]
-        out, most = np.asarray(replayed[0]), np.asarray(replayed[1])
+        out, most = replayed  # the elements' up, down, then the directions' up, down
+        out_up, most_up = (np.concatenate((a[:count], a[2 * count:2 * count + lines_here]))
+                           for a in (out, most))
+        out_down, most_down = (np.concatenate((a[count:2 * count], a[2 * count + lines_here:]))
+                               for a in (out, most))
         g = np.concatenate((grads[chunk], [grad for _, grad in along[:lines_here]]))
         h_all = np.concatenate((steps, np.full(lines_here, h)))
         with np.errstate(all="ignore"):  # a column that failed is NaN: not settled
-            numeric = quotient(CENTRAL, (out[ups], out[downs]), h_all)
-            largest = np.maximum(np.maximum(most[ups], most[downs]), f0)
+            numeric = quotient(CENTRAL, (out_up, out_down), h_all)
+            largest = np.maximum(np.maximum(most_up, most_down), f0)
             error, allowed, agrees, _ = judge(g, numeric, largest, h_all, 0, rtol, atol,
                                               np.maximum)
         agrees &= np.isfinite(largest) & np.isfinite(numeric)
         keys = [*chunk.tolist(), *range(lines_here)]
-        for k in np.flatnonzero(agrees).tolist():
-            (passed if k < count else lines)[keys[k]] = Settled(
-                float(numeric[k]), float(error[k]), float(allowed[k]), float(h_all[k]))
+        found = zip(*(a[agrees].tolist() for a in (numeric, error, allowed, h_all)), strict=True)
+        for k, settled in zip(np.flatnonzero(agrees).tolist(), found, strict=True):
+            (passed if k < count else lines)[keys[k]] = Settled(*settled)
     return passed, lines
 
 
+def _split_replay(node: Node, downstream: list[Node], output: Node, moved: Sparse, ends: Any,
+                  largest: Any) -> tuple[Any, Any] | None:
+    """``_replay`` of the elements' columns (``Sparse``), then of the directions' (whole)."""
+    np = numpy()
+    count = len(moved.at)
+    first = _replay({node.index: moved}, downstream, output, largest[:count])
+    if first is None or not len(ends):
+        return first
+    second = _replay({node.index: ends.reshape((len(ends), *np.shape(node.value)))},
+                     downstream, output, largest[count:])
+    return None if second is None else (np.concatenate((first[0], second[0])),
+                                        np.concatenate((first[1], second[1])))
+
+
+def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: Node,
+                  columns: tuple[Sparse, Any, list[Any], Any], largest: Any
+                  ) -> tuple[Any, Any] | None:
+    """``_replay`` of the columns with the ``linear`` nodes moved as ``replay.Moved`` moves
+    them, value + t f(d) per column: f(d) by ``_unit_moves`` for the elements and a ``Moved``
+    per direction (t: the elements' up then down, then the directions'); the moved node
+    itself is formed whole only if a node left to replay reads it."""
+    from gradcli.gradcheck.column_forms import dense
+
+    np = numpy()
+    moved, ends, vs, steps = columns
+    count, h = len(steps), base_step(0.0)
+    t = np.concatenate((steps, -steps, np.full(len(vs), h), np.full(len(vs), -h)))
+    with np.errstate(all="ignore"):
+        try:
+            moves = _unit_moves(node, downstream, linear, moved.at[:count].tolist())
+            movers = [Moved(node, downstream, linear, v, output) for v in vs]
+        except (ValueError, IndexError, ArithmeticError):
+            return None
+    rest = [user for user in downstream if user.index not in linear]
+    changed: dict[int, Any] = {}
+    order = np.r_[0:count, 0:count, count:count + len(vs), count:count + len(vs)]
+    read = {source.index for user in rest for source in user.inputs} | {output.index}
+    for user in downstream:
+        if user.index in linear and user.index in read:  # value + t f(d), per column
+            shape = np.shape(user.value)
+            stacked = np.concatenate((np.broadcast_to(moves[user.index], (count, *shape)),
+                                      np.reshape([np.broadcast_to(m.moves[user.index], shape)
+                                                  for m in movers], (len(movers), *shape))))
+            value = user.value + t.reshape((-1, *(1,) * len(shape))) * stacked[order]
+            changed[user.index] = value
+            magnitude = np.abs(value).reshape(len(t), -1).max(axis=1, initial=0.0)
+            largest = np.maximum(largest, magnitude)
+    if output is node or any(s is node for user in rest for s in user.inputs):
+        whole = np.concatenate((dense(node.value, moved).reshape(len(moved.at), -1), ends))
+        changed[node.index] = whole.reshape((len(whole), *np.shape(node.value)))
+    return _replay(changed, rest, output, largest)
+
+
+def _unit_moves(node: Node, downstream: list[Node], linear: set[int], flats: list[int]
+                ) -> dict[int, Any]:
+    """f(d) of each ``linear`` node for d the unit array at each of ``flats``, as
+    ``replay.Moved`` moves them one at a time, the column axis first: a row's unit form where
+    it has one (W's columns for x in W@x), element-wise ops on all the columns at once."""
+    from gradcli.gradcheck.column_forms import aligned
+
+    np = numpy()
+    count = len(flats)
+    units = np.zeros((count, np.size(node.value)))
+    units[np.arange(count), flats] = 1.0
+    moves = {node.index: units.reshape((count, *np.shape(node.value)))}
+    for user in downstream:
+        if user.index not in linear:
+            continue
+        op, sources = user.op, [s.index for s in user.inputs]
+        values = [s.value for s in user.inputs]
+        if op.unit is not None and node.index in sources:
+            position = sources.index(node.index)
+            moved = [op.unit(np, position, flat, *values) for flat in flats]
+        else:  # an operand that stays moves by zeros, or is itself (``Moved``)
+            moving = [i in moves or op.linear == LINEAR_ALL for i in sources]
+            args = [moves[i] if i in moves else np.broadcast_to(0.0, (count, *np.shape(v)))
+                    if move else v for i, v, move in zip(sources, values, moving, strict=True)]
+            if not op.is_array:
+                moves[user.index] = np.broadcast_to(op.apply_vector(*aligned(np, args, moving)),
+                                                    (count, *np.shape(user.value)))
+                continue
+            moved = [op.forward(np, *(a[k] if move else a for a, move in zip(
+                args, moving, strict=True))) for k in range(count)]
+        moves[user.index] = np.reshape(moved, (count, *np.shape(user.value)))
+    return moves
+
+
 def _replay(changed: dict[int, Any], nodes: list[Node], output: Node,
-            largest: Any) -> tuple[list[float], list[float]] | None:
-    """Column j: the values of ``changed`` (the moved nodes', with the column axis first)
-    replayed through ``nodes``; the output and the largest magnitude recomputed (from
-    ``largest``, the moved values'), per column (NaN where a value is not finite). None: some
-    op could not replay columns."""
+            largest: Any) -> tuple[Any, Any] | None:
+    """Column j: the values of ``changed`` (the moved nodes', with the column axis first, or
+    ``Sparse``) replayed through ``nodes``; the output and the largest magnitude recomputed
+    (from ``largest``, the moved values'), per column (NaN where a value is not finite). None:
+    some op could not replay columns."""
+    from gradcli.gradcheck.column_forms import Sparse, column_compute, dense, others, sparse_compute
+
     np = numpy()
     columns = len(largest)
     with np.errstate(all="ignore"):
         try:
             for user in nodes:
-                value = _column_compute(user, changed, columns)
+                value = sparse_compute(user, changed)
+                if value is None:
+                    for source in user.inputs:  # a reduction or an array op reads them whole
+                        moved = changed.get(source.index)
+                        if isinstance(moved, Sparse):
+                            changed[source.index] = dense(source.value, moved)
+                    value = column_compute(user, changed, columns)
+                    magnitude = np.abs(value).reshape(columns, -1).max(axis=1, initial=0.0)
+                else:
+                    magnitude = np.maximum(np.abs(value.values), others(user.value, value.at))
                 changed[user.index] = value
-                magnitude = np.abs(value).reshape(columns, -1).max(axis=1, initial=0.0)
                 largest = np.maximum(largest, magnitude)  # NaN stays: that column failed
         except (ValueError, IndexError, ArithmeticError, np.linalg.LinAlgError):
             return None
     out = changed.get(output.index)
     if out is None:
         return None
-    return np.asarray(out, dtype=float).reshape(columns).tolist(), largest.tolist()
-
-
-def _column_compute(node: Node, changed: dict[int, Any], columns: int) -> Any:
-    """``node``'s value in every column: its operands in ``changed`` have the column axis."""
-
-    np = numpy()
-    args = [changed.get(s.index, s.value) for s in node.inputs]
-    moving = [s.index in changed for s in node.inputs]
-    op = node.op
-    if op.is_array:
-        return _COLUMN_FORMS[op.name](np, op, args, moving, columns)
-    value = op.apply_vector(*_aligned(np, args, moving))
-    return np.broadcast_to(value, (columns, *np.shape(value)[1:]))
-
-
-def _aligned(np: Any, args: list[Any], moving: list[bool]) -> list[Any]:
-    """The operands of an element-wise op with the column axis set apart: a moving operand
-    gets axes of length 1 after it, so that its own axes line up with the others' from the
-    right, as NumPy broadcasting lines them up without columns."""
-    rank = max(np.ndim(a) - m for a, m in zip(args, moving, strict=True))
-    aligned = []
-    for arg, move in zip(args, moving, strict=True):
-        if move:
-            core = arg.shape[1:]
-            arg = arg.reshape((arg.shape[0], *(1,) * (rank - len(core)), *core))
-        aligned.append(arg)
-    return aligned
-
-
-def _columned(np: Any, arg: Any, move: bool, columns: int) -> Any:
-    """An operand with the column axis, whether or not a perturbation reaches it."""
-    return arg if move else np.broadcast_to(arg, (columns, *np.shape(arg)))
-
-
-def _flat(np: Any, args: list[Any], moving: list[bool], columns: int) -> Any:
-    return _columned(np, args[0], moving[0], columns).reshape(columns, -1)
-
-
-def _extreme(largest: bool) -> Callable[..., Any]:
-    def form(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-        flat = _flat(np, args, moving, columns)
-        best = flat.max(axis=1, keepdims=True) if largest else flat.min(axis=1, keepdims=True)
-        hits = flat == best
-        return (flat * hits).sum(axis=1) / hits.sum(axis=1)
-
-    return form
-
-
-def _logsumexp(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    flat = _flat(np, args, moving, columns)
-    top = flat.max(axis=1, keepdims=True)
-    return top[:, 0] + np.log(np.sum(np.exp(flat - top), axis=1))
-
-
-def _last_axis(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    """softmax, log_softmax, inv, det: already along the last axes of stacked operands."""
-    if op.domain is not None and op.name in ("inv", "det"):
-        values = _columned(np, args[0], moving[0], columns)
-        if not np.all(np.isfinite(values)) or np.any(np.linalg.cond(values) > 1e15):
-            raise ValueError("a singular column")
-    return op.forward(np, _columned(np, args[0], moving[0], columns))
-
-
-def _logdet(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    sign, value = np.linalg.slogdet(_columned(np, args[0], moving[0], columns))
-    return np.where(sign > 0, value, np.nan)
-
-
-def _matmul(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    """A matrix product with a column axis on either operand or both: einsum, by core ranks
-    (``optimize`` lets it call BLAS for large operands: many columns are one matrix product)."""
-    ca, cb = (np.ndim(arg) - move for arg, move in zip(args, moving, strict=True))
-    if ca not in (1, 2) or cb not in (1, 2):
-        raise ValueError("@ multiplies vectors and matrices")
-    left, right, out = _MATMUL_INDICES[ca, cb]
-    left, right = ("c" + left if moving[0] else left), ("c" + right if moving[1] else right)
-    large = max(np.size(arg) for arg in args) > _BLAS_ELEMENTS
-    return np.einsum(f"{left},{right}->c{out}", *args, optimize=large)
-
-
-_BLAS_ELEMENTS = 4096  # a product with a larger operand is worth einsum's search for BLAS
-
-
-# (core rank of a, of b) -> einsum indices of a, b and the product, without the column axis
-_MATMUL_INDICES = {(1, 1): ("i", "i", ""), (1, 2): ("i", "ik", "k"),
-                   (2, 1): ("ij", "j", "i"), (2, 2): ("ij", "jk", "ik")}
-
-
-def _dot(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    if np.shape(args[0])[moving[0]:] != np.shape(args[1])[moving[1]:]:
-        raise ValueError("shapes differ")
-    product = np.multiply(*_aligned(np, args, moving))
-    return np.broadcast_to(product, (columns, *product.shape[1:])).reshape(columns, -1).sum(1)
-
-
-def _outer(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    a, b = (_columned(np, arg, move, columns).reshape(columns, -1)
-            for arg, move in zip(args, moving, strict=True))
-    return a[:, :, None] * b[:, None, :]
-
-
-def _stack(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    return np.stack([_columned(np, a, m, columns) for a, m in zip(args, moving, strict=True)],
-                    axis=1)
-
-
-def _reduce(name: str) -> Callable[..., Any]:
-    def form(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-        flat = _flat(np, args, moving, columns)
-        if name == "norm":
-            return norm2(np, flat, axis=1)
-        if name == "norm1":
-            return np.sum(np.abs(flat), axis=1)
-        return getattr(np, name)(flat, axis=1)
-
-    return form
-
-
-def _transpose(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    value = _columned(np, args[0], moving[0], columns)
-    return np.swapaxes(value, -1, -2) if value.ndim == 3 else value
-
-
-def _index(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    key = (slice(None), *(slice(*part) if isinstance(part, tuple) else part for part in op.key))
-    return _columned(np, args[0], moving[0], columns)[key]
-
-
-def _trace(np: Any, op: Op, args: list[Any], moving: list[bool], columns: int) -> Any:
-    return np.trace(_columned(np, args[0], moving[0], columns), axis1=-2, axis2=-1)
-
-
-_COLUMN_FORMS: dict[str, Callable[..., Any]] = {
-    "matmul": _matmul, "dot": _dot, "outer": _outer, "transpose": _transpose,
-    "sum": _reduce("sum"), "mean": _reduce("mean"), "prod": _reduce("prod"),
-    "norm": _reduce("norm"), "norm1": _reduce("norm1"), "max": _extreme(True),
-    "min": _extreme(False), "logsumexp": _logsumexp, "softmax": _last_axis,
-    "log_softmax": _last_axis, "tr": _trace, "det": _last_axis, "logdet": _logdet,
-    "inv": _last_axis, "index": _index, "array": _stack,
-}
+    if isinstance(out, Sparse):
+        out = dense(output.value, out)
+    return np.asarray(out, dtype=float).reshape(columns), largest

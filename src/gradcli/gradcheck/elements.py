@@ -11,7 +11,7 @@ for columns replays its directions in its sample's columns); a failed direction 
 narrowed down to the elements that disagree. The verdict says which ran: ``directions``,
 ``checked`` of ``size`` elements.
 
-The budget counts work, not elements: a replay costs what it recomputes (``replay_cost``: the
+The budget counts work, not elements: a replay costs what it recomputes (``node_work``: the
 elements each downstream node reads and writes, a matrix product's multiplications, a
 determinant's or an inverse's n^3, NumPy's cost per call), a direction two replays and the
 moved copy, an element two replays (in columns a twentieth of that, but for the
@@ -24,6 +24,7 @@ fewer directions (never fewer than one), and the report names the node (``shrunk
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -74,11 +75,6 @@ def multiplications(node: Node) -> int:
     return 0
 
 
-def replay_cost(nodes: list[Node]) -> int:
-    """What recomputing ``nodes`` costs (one evaluation of a program: all of its nodes)."""
-    return sum(node_work(node) for node in nodes)
-
-
 def estimated_work(nodes: int, elements: int, targets: int) -> int:
     """The same measure before any value is computed (a check file's up-front estimate): one
     evaluation of ``nodes`` nodes of ``elements`` elements each, forward and backward, and the
@@ -102,10 +98,11 @@ def check_arrays(program: Program, rtol: float, atol: float, method: str, per_no
     targets = variables + others
     checks: dict[int, GradientCheck] = {}
     shrunk: list[str] = []
+    work = [(node_work(n), multiplications(n)) for n in nodes]  # once, not per target
     for done, node in enumerate(targets):
         share = budget / (len(targets) - done)
         checks[node.index], spent, short = check_node_elements(
-            replayer, node, rtol, atol, method, share)
+            replayer, node, rtol, atol, method, share, work)
         budget -= spent
         if short:
             shrunk.append(node.name or node_text(node))
@@ -118,7 +115,13 @@ def sample(size: int, count: int) -> list[int]:
         return list(range(size))
     if count <= 0:
         return []
-    return sorted(set(numpy().linspace(0, size - 1, count).round().astype(int).tolist()))
+    return list(_spread(size, count))
+
+
+@functools.lru_cache(maxsize=64)
+def _spread(size: int, count: int) -> tuple[int, ...]:
+    """``sample``'s indices, made once per size and count (every node of a layer asks)."""
+    return tuple(sorted(set(numpy().linspace(0, size - 1, count).round().astype(int).tolist())))
 
 
 def plan(size: int, direction_cost: float, element_cost: float,
@@ -140,9 +143,10 @@ def plan(size: int, direction_cost: float, element_cost: float,
 
 
 def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, atol: float,
-                        method: str, budget: float) -> tuple[GradientCheck, float, bool]:
+                        method: str, budget: float, work: list[tuple[int, int]]
+                        ) -> tuple[GradientCheck, float, bool]:
     """The check of ``node``'s gradient (module docstring); returns it, the budget spent, and
-    whether the budget shrank it."""
+    whether the budget shrank it. ``work``: each node's ``node_work`` and ``multiplications``."""
     np = numpy()
     replayer.aim(node)
     size = int(np.size(node.value))
@@ -150,8 +154,8 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     # Columns copy the whole node once each: for a large one, perturbing one element of one
     # copy in place (the loop) costs less.
     columns = method == "central" and size <= COLUMN_MAX_ELEMENTS and replayable(downstream)
-    cost = replay_cost(downstream)
-    multiplied = sum(multiplications(n) for n in downstream)
+    cost = sum(work[n.index][0] for n in downstream)
+    multiplied = sum(work[n.index][1] for n in downstream)
     element_cost = (2 * (multiplied + (cost - multiplied - NODE_OVERHEAD * len(downstream))
                          / ARRAY_COLUMN_FACTOR) if columns else 2 * cost)
     direction_cost = 2 * (cost + 2 * size)
@@ -160,7 +164,9 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     flats = sample(size, count)
     # A small node's directions join its elements' column replay (copies: ``draw`` refills)
     drawn = [replayer.draw(k).copy() for k in range(directions)] if columns else None
-    elements, settled = _elements(replayer, node, flats, rtol, atol, method, drawn)
+    multiplying = multiplied and any(work[i][1] for i in replayer.linear)
+    elements, settled = _elements(replayer, node, flats, rtol, atol, method, drawn,
+                                  replayer.linear if multiplying else None)
     along: list[GradientCheck] = []
     narrowed: dict[int, GradientCheck] = {}
     for k in range(directions):
@@ -175,33 +181,25 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
 
 
 def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: float,
-              atol: float, method: str, drawn: list[Any] | None
+              atol: float, method: str, drawn: list[Any] | None, linear: set[int] | None
               ) -> tuple[dict[int, GradientCheck], dict[int, GradientCheck]]:
     """The element-wise verdicts of the elements ``flats`` of ``node``, by flat index, and
     those of the directions ``drawn`` that agree, by number: central differences at the first
-    step settled as columns where they can be (``drawn`` not None), the rest one by one."""
+    step settled as columns where they can be (``drawn`` not None), the rest one by one. The
+    columns move the ``linear`` nodes once per element or direction when one of them
+    multiplies (x in W@x, ``columns.central_columns``); elsewhere a column replay of cheap
+    element-wise ops costs less than a move per column."""
     np = numpy()
     along = tuple((v, replayer.dot(v, node.grad)) for v in drawn or ())
     passed, lines = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
-                                    atol, along, _multiplying(replayer)
-                                    ) if drawn is not None else ({}, {})
-    grads = np.asarray(node.grad).flat  # no copy of a broadcast gradient
+                                    atol, along, linear) if drawn is not None else ({}, {})
+    grads = np.asarray(node.grad).flat[flats].tolist()  # .flat: no copy of a broadcast one
     found = {}
-    for flat in flats:
+    for flat, grad in zip(flats, grads, strict=True):
         settled = passed.get(flat)
         found[flat] = (check_element(replayer, node, flat, rtol, atol, method)
-                       if settled is None else
-                       settled_check(float(grads[flat]), settled))
+                       if settled is None else settled_check(grad, settled))
     return found, {k: settled_check(along[k][1], line) for k, line in lines.items()}
-
-
-def _multiplying(replayer: DirectionReplayer) -> set[int] | None:
-    """The nodes linear in the aimed node when one of them multiplies (x in W@x): the columns
-    move them once per element or direction (``columns.central_columns``); elsewhere a column
-    replay of cheap element-wise ops costs less than a move per column."""
-    linear = replayer.linear
-    return linear if any(multiplications(n) for n in replayer.downstream
-                         if n.index in linear) else None
 
 
 def _combined(node: Node, elements: dict[int, GradientCheck],
