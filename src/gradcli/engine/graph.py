@@ -68,13 +68,17 @@ def nodes_and_uses(outputs: Iterable[Node]) -> tuple[list[Node], dict[Node, int]
     return found, uses
 
 
-def last_uses(nodes: list) -> list[int]:
-    """For each node, the index of its last user (its own index if it has none)."""
+def last_uses(nodes: list) -> tuple[list[int], list[int]]:
+    """For each node, the index of its last user and that of the user before the last (its own
+    index where it has none): a value can go after the first, and wait idle after the second."""
     last = list(range(len(nodes)))
+    before = list(range(len(nodes)))
     for node in nodes:
         for source in node.inputs:
-            last[source.index] = node.index
-    return last
+            k = source.index
+            before[k] = last[k]
+            last[k] = node.index
+    return last, before
 
 
 @dataclass
