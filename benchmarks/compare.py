@@ -85,6 +85,7 @@ class Version:
 class Sample:
     wall: float
     cpu: float
+    memory: int = 0  # peak RSS in bytes (``wait4``), where one process is measured
 
 
 @dataclass
@@ -155,7 +156,7 @@ def measure(args: list[str], stdin: Path | None = None, expect: int = 0) -> Samp
             errors.seek(0)
             raise SystemExit(f"{' '.join(args)[:200]}: exit {process.returncode}\n"
                              f"{errors.read().decode(errors='replace')[-2000:]}")
-    return Sample(wall, usage.ru_utime + usage.ru_stime)
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024)
 
 
 def least_of(runs: int, args: list[str]) -> Sample:
@@ -275,6 +276,16 @@ def table(items: list[Workload], old: Version, new: Version) -> str:
     return "\n".join(lines)
 
 
+def memory_table(items: list[Workload], old: Version, new: Version) -> str:
+    """The largest peak RSS of the rounds, for the workloads measured as one process."""
+    lines = ["| workload | old peak RSS | new peak RSS | new/old |", "|---|---:|---:|---:|"]
+    for item in items:
+        a, b = (max(s.memory for s in item.samples[v.label]) for v in (old, new))
+        if a and b:
+            lines.append(f"| {item.name} | {a / 1e6:,.1f} MB | {b / 1e6:,.1f} MB | {b / a:.2f} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def against_reference(items: list[Workload], versions: list[Version]) -> str:
     """W1 over the bare imports of click, lark and rich, round by round (issue 31's goals)."""
     named = {item.name: item for item in items}
@@ -386,6 +397,10 @@ def main() -> None:
           "a shared machine; wall time moves with other work on the same cores. Ratios: "
           f"median of {args.rounds} rounds (smallest-largest); below 1, new is faster.\n")
     print(table(items, old, new))
+    memory = memory_table(items, old, new)
+    if memory:
+        print(f"\nPeak memory (the process's maximum RSS, ``wait4``; batch workers not "
+              f"included):\n\n{memory}")
     reference = against_reference(items, versions)
     if reference:
         print(f"\nW1 over the bare imports (`{workloads.REFERENCE_IMPORTS}`), issue 31's "

@@ -8,9 +8,10 @@ import random
 import pytest
 
 import gradcli
+from gradcli.engine.graph import last_uses
 from gradcli.engine.replay import Replayer
 from gradcli.gradcheck import check
-from gradcli.gradcheck.columns import replay_columns
+from gradcli.gradcheck.float_columns import replay_columns
 
 np = pytest.importorskip("numpy")
 
@@ -156,3 +157,32 @@ def test_an_overflowing_central_difference_is_not_a_pass_in_the_vector_pass(monk
     assert checked.ok and math.isfinite(checked.numeric)
     assert checked.step == pytest.approx(6.0554544523933e294 / 16, rel=1e-12)
     assert checked.numeric == pytest.approx(2e13, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_replay_columns_equals_replay_when_values_wait_packed(seed, monkeypatch):
+    """Statements read again only by a final sum far below (W3's shape) wait packed (their
+    recomputed columns only), and the largest values go through many small blocks: each column
+    is still its scalar replay, bit for bit (relu's NumPy form is exact, but not in ``_EXACT``:
+    ``where`` keeps its other columns)."""
+    from gradcli.gradcheck import float_columns as module
+
+    monkeypatch.setattr(module, "_BLOCK_CELLS", 7)
+    monkeypatch.setattr(module, "_FAR", 8)
+    rng = random.Random(seed)
+    names = ["x", "y", "z"]
+    statements = []
+    for k in range(40):
+        a, b, c = (rng.choice(names[-6:]) for _ in range(3))
+        statements.append(f"t{k} = {a}*{b}/(1 + {c}*{c}) - relu({a} - 0.3)*0.25")
+        names.append(f"t{k}")
+    program = gradcli.parse("; ".join(statements) + "; " + " + ".join(names[3:]))
+    gradcli.evaluate(program, POINT, check=False)
+    nodes = program.nodes
+    last, before = last_uses(nodes)
+    assert sum(last[k] - before[k] > 8 for k in range(len(nodes)) if nodes[k].needs_grad) > 20
+    pinned = [n.index for n in nodes if n.needs_grad][::7]
+    shifted = [nodes[i].value * (1 + 1e-3 * (k + 1)) + 1e-7 for k, i in enumerate(pinned)]
+    columns = replay_columns(program, pinned, shifted)
+    for k, (index, value) in enumerate(zip(pinned, shifted, strict=True)):
+        assert (columns.output[k], columns.largest[k]) == Replayer(nodes).replay(index, value)

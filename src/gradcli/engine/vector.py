@@ -309,7 +309,7 @@ def forward_vector(
     """Per node: its value, a float (the same at every point) or a (size,) array; with
     ``drop``, an intermediate not ``kept`` for the backward pass goes after its last use."""
     nodes = program.nodes
-    last_use = last_uses(nodes) if drop is not None else []
+    last_use = last_uses(nodes)[0] if drop is not None else []
     operands: list[Any] = []
     for node in nodes:
         if node.op is VAR:

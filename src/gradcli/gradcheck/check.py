@@ -4,7 +4,7 @@ Scalars are the smallest arrays: every verdict is a ``GradientCheck`` that says 
 of a gradient were checked, how many failed and where the worst one is. On floats one node is
 perturbed at a time and the nodes downstream replayed (``replay.Replayer``, the fast path,
 picked when every value is a float); a first pass settles many perturbations at once as NumPy
-columns (gradcheck/columns.py) when that saves time, so a small scalar program never imports
+columns (gradcheck/float_columns.py) when that saves time, so a small scalar program never imports
 NumPy. A float program's inputs are checked within ``CHECK_BUDGET`` node recomputations, those
 past it listed as ``unchecked``. An array program's gradients are checked element by element,
 and a large one's along random directions too, within ``ARRAY_CHECK_BUDGET`` (gradcheck/
@@ -202,12 +202,12 @@ def _central_at_once(
     program: Program, targets: list[Node], rtol: float, atol: float
 ) -> dict[int, GradientCheck]:
     """The first step of ``check_node`` -- a central difference at the base step -- for every
-    target in one vectorised replay (``columns.central_at_once``), when that saves time; only
+    target in one vectorised replay (``float_columns.central_at_once``), when that saves time; only
     the checks that pass, so anything else goes through ``check_node`` as before."""
     work = len(targets) * len(program.nodes)
     if work < _COLUMNS_IF_LOADED or (work < _COLUMNS_ALWAYS and "numpy" not in sys.modules):
         return {}
-    from gradcli.gradcheck.columns import central_at_once
+    from gradcli.gradcheck.float_columns import central_at_once
 
     nodes = program.nodes
     return {index: settled_check(nodes[index].grad, settled)

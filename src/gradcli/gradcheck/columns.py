@@ -1,12 +1,11 @@
-"""The check's replays on NumPy: many perturbations at once as columns, or one array element.
+"""The check's replays of arrays on NumPy: many perturbations at once as columns, or one element.
 
-``check._central_at_once`` (float programs) shifts every checked node up and down by its step, one
-column each, and replays the graph once for all columns instead of twice per node
-(``replay_columns``). ``central_columns`` does the same for the sampled elements of one array
-node: each shift is a column along a new leading axis, and the nodes downstream are replayed once
-for a block of columns instead of twice per element. Only the differences that agree are settled
-there; any other goes through ``differences.check_node`` (smaller steps, one-sided differences, the
-exact message), which perturbs one element at a time through an ``ElementReplayer``.
+As ``float_columns`` does for float programs, ``central_columns`` shifts the sampled elements
+of one array node up and down by their steps: each shift is a column along a new leading axis,
+and the nodes downstream are replayed once for a block of columns instead of twice per element.
+Only the differences that agree are settled there; any other goes through
+``differences.check_node`` (smaller steps, one-sided differences, the exact message), which
+perturbs one element at a time through an ``ElementReplayer``.
 
 A column's value of a downstream array node has the node's shape behind the leading axis
 (``(columns, *shape)``), or, while element-wise ops carry one moved element per column, is
@@ -18,12 +17,10 @@ engine (engine/arrays.py) is imported where it is used: a float program's column
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gradcli.engine.graph import Node, Program, last_uses
-from gradcli.engine.ops import CONDITIONAL, LOGICAL, OPS, numpy
+from gradcli.engine.graph import Node
+from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
 from gradcli.engine.ops.row import LINEAR_ALL
 from gradcli.engine.replay import Moved, linear_part
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
@@ -40,121 +37,6 @@ class Settled(NamedTuple):
     abs_error: float
     tolerance: float
     step: float
-
-
-@dataclass
-class ColumnReplay:
-    """The output with one node pinned per column, as ``Replayer.replay`` gives it one at a time."""
-
-    output: Any  # (columns,) output value
-    largest: Any  # (columns,) largest magnitude among the recomputed values; inf/nan: failed
-
-    @property
-    def failed(self) -> Any:
-        """Columns where a recomputed value is not finite (a domain error on the scalar path)."""
-        return ~numpy().isfinite(self.largest)
-
-
-def central_at_once(program: Program, targets: list[Node], rtol: float, atol: float
-                    ) -> dict[int, Settled]:
-    """A central difference at the base step for every target node of a float program, in one
-    replay of columns (``replay_columns``); only those that agree, by node index."""
-    steps = [base_step(node.value) for node in targets]
-    pinned = [node.index for node in targets] * len(CENTRAL.offsets)
-    shifted = [node.value + offset * h for offset in CENTRAL.offsets
-               for node, h in zip(targets, steps, strict=True)]
-    replayed = replay_columns(program, pinned, shifted)
-    outputs, largest = replayed.output.tolist(), replayed.largest.tolist()
-    f0, count = program.nodes[-1].value, len(targets)
-    passed: dict[int, Settled] = {}
-    for k, (node, h) in enumerate(zip(targets, steps, strict=True)):
-        most = max(largest[k], largest[k + count], abs(f0))
-        settled = _settled(node.grad, outputs[k], outputs[k + count], most, h, rtol, atol)
-        if settled is not None:
-            passed[node.index] = settled
-    return passed
-
-
-def _settled(grad: float, up: float, down: float, most: float, h: float, rtol: float,
-             atol: float) -> Settled | None:
-    """The central difference of f(v + h) = ``up`` and f(v - h) = ``down`` if it agrees with
-    ``grad``; None if not, or not finite (``differences.check_node`` then decides)."""
-    numeric = quotient(CENTRAL, (up, down), h)
-    if not (math.isfinite(most) and math.isfinite(numeric)):
-        return None
-    error, allowed, agrees, _ = judge(grad, numeric, most, h, 0, rtol, atol)
-    return Settled(numeric, error, allowed, h) if agrees else None
-
-
-def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
-    """Column j replays ``program`` with node ``pinned[j]`` set to ``values[j]``.
-
-    Only nodes downstream of a pinned node get an array; in the columns where a node is not
-    downstream of that column's pinned node it keeps exactly its scalar value, so each column
-    recomputes what ``Replayer.replay`` recomputes (and ``largest`` covers just those values). An
-    array is dropped after its last user, so memory follows the live part of the graph.
-    """
-    np = numpy()
-    nodes = program.nodes
-    pinned = np.asarray(pinned, dtype=np.intp)
-    values = np.asarray(values, dtype=float)
-    columns = pinned.size
-    last_use = last_uses(nodes)
-    current: dict[int, Any] = {}  # node index -> (columns,) values, for recomputed nodes
-    # node index -> (columns,) bool, the columns that recompute it; None: every column does
-    dirty: dict[int, Any] = {}
-    pins: dict[int, list[int]] = {}
-    for column, index in enumerate(pinned.tolist()):
-        pins.setdefault(index, []).append(column)
-    largest = np.abs(values)
-    where, maximum, absolute, ndarray, shape = np.where, np.maximum, np.abs, np.ndarray, (columns,)
-    last = len(nodes) - 1
-    with np.errstate(all="ignore"):
-        for node in nodes[int(pinned.min()):] if columns else ():
-            i, inputs = node.index, node.inputs
-            masks = [dirty[s.index] for s in inputs if s.index in dirty]
-            if masks:
-                mask = _union(masks, np)
-                value = node.op.apply_vector(*[current.get(s.index, s.value) for s in inputs])
-                if mask is None:
-                    if type(value) is not ndarray or value.shape != shape:  # mostly it is
-                        value = np.broadcast_to(value, shape)
-                    maximum(largest, absolute(value), out=largest)
-                else:  # columns that do not recompute this node keep its exact scalar value
-                    if node.op not in _EXACT:
-                        value = where(mask, value, node.value)
-                    maximum(largest, absolute(value), out=largest, where=mask)
-                current[i], dirty[i] = value, mask
-            if i in pins:
-                own = np.zeros(columns, dtype=bool)
-                own[pins[i]] = True
-                current[i] = where(own, values, current.get(i, node.value))
-                dirty[i] = _union([own, dirty[i]], np) if i in dirty else own
-            for source in inputs:
-                k = source.index
-                if last_use[k] == i and k != last and k in dirty:
-                    del current[k], dirty[k]
-    output = current.get(len(nodes) - 1, nodes[-1].value)
-    return ColumnReplay(np.broadcast_to(output, (columns,)), largest)
-
-
-# Rows whose vector form rounds exactly as their float form does (IEEE arithmetic, to the
-# bit): a column whose operands keep their scalar values computes the node's own value, so it
-# needs no ``where`` to keep it. Other rows' NumPy forms (sin, pow, ...) may differ in the last bit.
-_EXACT = frozenset(OPS[name] for name in ("add", "sub", "mul", "div", "neg"))
-
-
-def _union(masks: list[Any], np: Any) -> Any:
-    """The columns in any of ``masks``; None stands for every column (and is returned for it)."""
-    if len(masks) == 1:  # most nodes: one operand replayed
-        return masks[0]
-    for mask in masks:
-        if mask is None:
-            return None
-    union = np.logical_or(masks[0], masks[1])
-    for mask in masks[2:]:
-        union |= mask
-    return None if union.all() else union
 
 
 # --- array nodes -----------------------------------------------------------------------------

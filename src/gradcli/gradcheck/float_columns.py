@@ -1,0 +1,187 @@
+"""The check of a float program in one replay of columns: ``check._central_at_once`` shifts every
+checked node up and down by its step, one column each, and replays the graph once for all columns
+instead of twice per node (``replay_columns``). Only the differences that agree are settled here;
+any other goes through ``differences.check_node`` (smaller steps, one-sided differences, the exact
+message). Array programs have theirs in ``columns``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from gradcli.engine.graph import Node, Program, last_uses
+from gradcli.engine.ops import OPS, numpy
+from gradcli.gradcheck.columns import Settled
+from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
+
+
+@dataclass
+class ColumnReplay:
+    """The output with one node pinned per column, as ``Replayer.replay`` gives it one at a time."""
+
+    output: Any  # (columns,) output value
+    largest: Any  # (columns,) largest magnitude among the recomputed values; inf/nan: failed
+
+    @property
+    def failed(self) -> Any:
+        """Columns where a recomputed value is not finite (a domain error on the scalar path)."""
+        return ~numpy().isfinite(self.largest)
+
+
+def central_at_once(program: Program, targets: list[Node], rtol: float, atol: float
+                    ) -> dict[int, Settled]:
+    """A central difference at the base step for every target node of a float program, in one
+    replay of columns (``replay_columns``); only those that agree, by node index."""
+    steps = [base_step(node.value) for node in targets]
+    pinned = [node.index for node in targets] * len(CENTRAL.offsets)
+    shifted = [node.value + offset * h for offset in CENTRAL.offsets
+               for node, h in zip(targets, steps, strict=True)]
+    replayed = replay_columns(program, pinned, shifted)
+    outputs, largest = replayed.output.tolist(), replayed.largest.tolist()
+    f0, count = program.nodes[-1].value, len(targets)
+    passed: dict[int, Settled] = {}
+    for k, (node, h) in enumerate(zip(targets, steps, strict=True)):
+        most = max(largest[k], largest[k + count], abs(f0))
+        settled = _settled(node.grad, outputs[k], outputs[k + count], most, h, rtol, atol)
+        if settled is not None:
+            passed[node.index] = settled
+    return passed
+
+
+def _settled(grad: float, up: float, down: float, most: float, h: float, rtol: float,
+             atol: float) -> Settled | None:
+    """The central difference of f(v + h) = ``up`` and f(v - h) = ``down`` if it agrees with
+    ``grad``; None if not, or not finite (``differences.check_node`` then decides)."""
+    numeric = quotient(CENTRAL, (up, down), h)
+    if not (math.isfinite(most) and math.isfinite(numeric)):
+        return None
+    error, allowed, agrees, _ = judge(grad, numeric, most, h, 0, rtol, atol)
+    return Settled(numeric, error, allowed, h) if agrees else None
+
+
+def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
+    """Column j replays ``program`` with node ``pinned[j]`` set to ``values[j]``.
+
+    Only nodes downstream of a pinned node get an array; in the columns where a node is not
+    downstream of that column's pinned node it keeps exactly its scalar value, so each column
+    recomputes what ``Replayer.replay`` recomputes (and ``largest`` covers just those values). An
+    array is dropped after its last user, so memory follows the live part of the graph; one
+    that waits long for its last user keeps only the columns that recompute it meanwhile (W3's
+    11,111 statements, all read again by the final sum, would hold 18 MB of columns, 95% of
+    them the statements' own values).
+    """
+    np = numpy()
+    nodes = program.nodes
+    pinned = np.asarray(pinned, dtype=np.intp)
+    values = np.asarray(values, dtype=float)
+    columns = pinned.size
+    last_use, used_before = last_uses(nodes)
+    current: dict[int, Any] = {}  # node index -> (columns,) values, for recomputed nodes
+    # node index -> (columns,) bool, the columns that recompute it; None: every column does
+    dirty: dict[int, Any] = {}
+    due: dict[int, list[int]] = {}  # node index -> the packed operands it unpacks first
+    pins: dict[int, list[int]] = {}
+    for column, index in enumerate(pinned.tolist()):
+        pins.setdefault(index, []).append(column)
+    largest = _Largest(np, np.abs(values))
+    add, where, ndarray, shape = largest.add, np.where, np.ndarray, (columns,)
+    last = len(nodes) - 1
+
+    def pack(k: int) -> None:
+        """Node ``k``, idle until its last user, keeps its own columns only (once: ``x*x``
+        names it twice)."""
+        if dirty.get(k) is not None and len(current[k]) == columns:
+            current[k] = current[k][dirty[k]]
+            due.setdefault(last_use[k], []).append(k)
+
+    with np.errstate(all="ignore"):
+        for node in nodes[int(pinned.min()):] if columns else ():
+            i, inputs = node.index, node.inputs
+            for k in due.pop(i, ()):  # unpacked: the others are its scalar value exactly
+                full = np.empty(columns)
+                full.fill(nodes[k].value)
+                full[dirty[k]] = current[k]
+                current[k] = full
+            masks = [dirty[s.index] for s in inputs if s.index in dirty]
+            if masks:
+                mask = masks[0] if len(masks) == 1 else _union(masks, np)
+                value = node.op.apply_vector(*[current.get(s.index, s.value) for s in inputs])
+                if mask is None:
+                    if type(value) is not ndarray or value.shape != shape:  # mostly it is
+                        value = np.broadcast_to(value, shape)
+                elif node.op not in _EXACT:  # columns that do not recompute this node keep
+                    value = where(mask, value, node.value)  # its exact scalar value
+                add(value, mask)
+                current[i], dirty[i] = value, mask
+            if i in pins:
+                own = np.zeros(columns, dtype=bool)
+                own[pins[i]] = True
+                current[i] = where(own, values, current.get(i, node.value))
+                dirty[i] = _union([own, dirty[i]], np) if i in dirty else own
+            if used_before[i] == i and last_use[i] - i > _FAR:
+                pack(i)
+            for source in inputs:
+                k = source.index
+                if last_use[k] == i and k != last and k in dirty:
+                    del current[k], dirty[k]
+                elif used_before[k] == i and last_use[k] - i > _FAR:
+                    pack(k)
+    output = current.get(len(nodes) - 1, nodes[-1].value)
+    return ColumnReplay(np.broadcast_to(output, (columns,)), largest.done())
+
+
+_FAR = 64  # a replayed node idle for longer than this many nodes is packed meanwhile
+_BLOCK_CELLS = 1 << 16  # ``_Largest``'s block: rows x columns (512 KB)
+
+
+class _Largest:
+    """The largest magnitude per column among the values recomputed in it: the values go into
+    a block of rows, reduced over their recomputed columns when it is full (one NumPy call for a
+    block rather than two per node; max is exact, so the order changes nothing)."""
+
+    def __init__(self, np: Any, start: Any) -> None:
+        self.np, self.largest = np, start
+        rows = max(1, _BLOCK_CELLS // max(1, start.size))
+        self.block = np.empty((rows, start.size))
+        self.chosen = np.empty((rows, start.size), dtype=bool)
+        self.row = 0
+
+    def add(self, value: Any, mask: Any) -> None:
+        """``value``'s columns where ``mask`` is True (None: all of them)."""
+        row = self.row
+        self.block[row] = value
+        self.chosen[row] = True if mask is None else mask
+        self.row = row + 1
+        if self.row == len(self.block):
+            self._reduce()
+
+    def _reduce(self) -> None:
+        np, rows = self.np, self.block[:self.row]
+        np.absolute(rows, out=rows)
+        most = np.maximum.reduce(rows, axis=0, where=self.chosen[:self.row], initial=0.0)
+        np.maximum(self.largest, most, out=self.largest)  # NaN stays: that column failed
+        self.row = 0
+
+    def done(self) -> Any:
+        self._reduce()
+        return self.largest
+
+
+# Rows whose vector form rounds exactly as their float form does (IEEE arithmetic, to the
+# bit): a column whose operands keep their scalar values computes the node's own value, so it
+# needs no ``where`` to keep it. Other rows' NumPy forms (sin, pow, ...) may differ in the last bit.
+_EXACT = frozenset(OPS[name] for name in ("add", "sub", "mul", "div", "neg"))
+
+
+def _union(masks: list[Any], np: Any) -> Any:
+    """The columns in any of ``masks``; None stands for every column (and is returned for it)."""
+    if len(masks) == 1:  # most nodes: one operand replayed
+        return masks[0]
+    for mask in masks:
+        if mask is None:
+            return None
+    union = np.logical_or(masks[0], masks[1])
+    for mask in masks[2:]:
+        union |= mask
+    return None if union[union.argmin()] else union  # argmin: the first False, if any
