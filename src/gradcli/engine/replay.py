@@ -2,8 +2,8 @@
 
 The finite-difference check at a point perturbs one node at a time and replays the graph below it,
 many times per node (central, one-sided, smaller steps) and for many nodes of the same graph. A
-``Replayer`` belongs to that one check: it keeps the graph's user lists (built once) and the nodes
-affected by the last perturbed node, and goes away with the check.
+``Replayer`` belongs to that one check: it keeps the nodes affected by the last perturbed node
+(both signs of a central difference replay them in one walk), and goes away with the check.
 
 An array program's node moved along a fixed direction d, x + t d (one element: d a unit array), is
 replayed by ``Moved``. Ops linear in the moving operands (the rows' ``linear``: sums, products
@@ -32,7 +32,6 @@ class Replayer:
 
     def __init__(self, nodes: list[Node]) -> None:
         self.nodes = nodes
-        self._users: list[list[int]] | None = None  # per node: the indices of its users
         self._index = -1  # the node whose affected nodes are in ``_affected``
         self._affected: list[Node] = []
         # Conditionals or truth values: replay_masked, which also notes the conditions that
@@ -67,6 +66,47 @@ class Replayer:
                 largest = magnitude
         last = self.nodes[-1]
         return get(last.index, last.value), largest
+
+    def replay_pair(self, index: int, up: float, down: float) -> tuple[float, float, float] | None:
+        """``replay`` at ``up`` and at ``down`` in one walk, as a central difference needs them:
+        (output at up, output at down, the larger ``largest``), the same numbers to the bit.
+        None where the two replays would not both run plainly (a domain, a failure, a result
+        that is not finite, a conditional): the caller replays one at a time, which names the
+        error. One walk reads each node and its operands once for both values."""
+        if self.masked:
+            return None
+        ups, downs = {index: up}, {index: down}
+        get_up, get_down = ups.get, downs.get
+        largest = max(abs(up), abs(down))
+        isfinite = math.isfinite
+        for node in self.affected(index):
+            op, inputs = node.op, node.inputs
+            if len(inputs) == 2:  # most nodes: no comprehension (a function call in Python 3.11)
+                a, b = inputs
+                i, j, value_a, value_b = a.index, b.index, a.value, b.value
+                above = (get_up(i, value_a), get_up(j, value_b))
+                below = (get_down(i, value_a), get_down(j, value_b))
+            else:
+                above = tuple([get_up(s.index, s.value) for s in inputs])
+                below = tuple([get_down(s.index, s.value) for s in inputs])
+            domain = op.domain
+            if domain is not None and (domain(*above) is not None
+                                       or domain(*below) is not None):
+                return None
+            try:
+                high, low = op.forward(*above), op.forward(*below)
+            except (ArithmeticError, ValueError):
+                return None
+            if not (isfinite(high) and isfinite(low)):
+                return None
+            ups[node.index], downs[node.index] = high, low
+            high, low = abs(high), abs(low)
+            if high > largest:
+                largest = high
+            if low > largest:
+                largest = low
+        last = self.nodes[-1]
+        return get_up(last.index, last.value), get_down(last.index, last.value), largest
 
     def replay_masked(self, index: int, value: Any, complex_step: bool = False
                       ) -> tuple[Any, float]:
@@ -109,25 +149,21 @@ class Replayer:
                 self.switched.add(condition.index)
 
     def affected(self, index: int) -> list[Node]:
-        """The nodes after ``nodes[index]`` that depend on it, in topological order (iterative)."""
+        """The nodes after ``nodes[index]`` that depend on it, in topological order: one sweep
+        down the order, a node hit when one of its operands is (no recursion, no sorting)."""
         if index == self._index:
             return self._affected
-        if self._users is None:
-            self._users = [[] for _ in self.nodes]
-            for node in self.nodes:
-                for source in node.inputs:
-                    self._users[source.index].append(node.index)
-        users = self._users
-        seen = {index}
-        stack = [index]
-        while stack:
-            for user in users[stack.pop()]:
-                if user not in seen:
-                    seen.add(user)
-                    stack.append(user)
-        seen.discard(index)
-        self._index, self._affected = index, [self.nodes[i] for i in sorted(seen)]
-        return self._affected
+        hit = bytearray(len(self.nodes))
+        hit[index] = 1
+        found: list[Node] = []
+        for node in self.nodes[index + 1:]:
+            for source in node.inputs:
+                if hit[source.index]:
+                    hit[node.index] = 1
+                    found.append(node)
+                    break
+        self._index, self._affected = index, found
+        return found
 
 
 def linear_part(target: Node, downstream: list[Node]) -> set[int]:

@@ -172,7 +172,7 @@ class Parser:
                         kind = keywords[word]  # a keyword (not valued), not a name
                     else:
                         pos = match.start(kind)
-                        if counted < pos and "\n" in text[counted:pos]:
+                        if multiline and counted < pos and "\n" in text[counted:pos]:
                             line += text.count("\n", counted, pos)
                             line_start = text.rfind("\n", 0, pos) + 1
                         counted = pos
