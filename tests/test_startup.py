@@ -62,7 +62,6 @@ GRADCLI = {
 }
 # Standard modules gradcli adds to what its dependencies import.
 STANDARD = {
-    "signal",  # the Ctrl-C guard of start-up (cli/__init__.py)
     "gc",  # the exit skips the last collection (cli/exits.py)
     "cmath",  # the ops' complex-step forms
     "zlib",  # the grammar's digest, checked against the shipped tables (language/lalr.py)

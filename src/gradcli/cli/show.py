@@ -3,8 +3,8 @@ returns the exit status that goes with what it printed. Nothing here evaluates."
 
 from __future__ import annotations
 
+import _signal  # not signal: see gradcli.cli
 import gc
-import signal
 import sys
 import threading
 import time
@@ -181,7 +181,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
         except _TerminatedError as stop:
             _say("gradcli: terminated")
             streams.quiet_after_stop()
-            return ExitStatus.HANGUP if stop.signum == signal.SIGHUP else ExitStatus.TERMINATED
+            return ExitStatus.HANGUP if stop.signum == _signal.SIGHUP else ExitStatus.TERMINATED
     error = check_batch_names(uses.given, uses.used, uses.lines, uses.unread)
     if error is None:
         return status
@@ -306,15 +306,15 @@ class _Stops:
         if threading.current_thread() is not threading.main_thread():
             return self  # handlers can only be set in the main thread
         for name in self.NAMES:
-            number = getattr(signal, name, None)
-            if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
-                self.previous[number] = signal.signal(number, self._caught)
+            number = getattr(_signal, name, None)
+            if number is not None and _signal.getsignal(number) != _signal.SIG_IGN:
+                self.previous[number] = _signal.signal(number, self._caught)
         return self
 
     def __exit__(self, *exc: object) -> None:
         for number, handler in self.previous.items():
             # None: a handler not set from Python, which only SIG_DFL can stand for here
-            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+            _signal.signal(number, _signal.SIG_DFL if handler is None else handler)
 
     def _caught(self, signum: int, frame: Any) -> None:
         if self.busy:
@@ -337,7 +337,7 @@ class _Stops:
 
 
 def _stop(signum: int) -> None:
-    if signum == signal.SIGINT:
+    if signum == _signal.SIGINT:
         raise KeyboardInterrupt
     raise _TerminatedError(signum)
 

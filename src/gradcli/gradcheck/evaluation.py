@@ -78,7 +78,7 @@ class NodeRow:
 _ROW_FIELDS = NodeRow.__dataclass_fields__.keys()
 
 
-@dataclass
+@dataclass(repr=False)  # its own __repr__ (a dataclass compiles the one it would make anyway)
 class Result:
     """An evaluated program: value, gradients of every input variable, and the check."""
 
@@ -147,7 +147,7 @@ class Result:
             yield record
 
 
-@dataclass
+@dataclass(repr=False)  # its own __repr__, as Result
 class FreeResult:
     """A program with free variables (``strict`` off): its value and gradients as expressions in
     gradcli's language, with the given values substituted. No numbers, so nothing to check."""
