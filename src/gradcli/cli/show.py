@@ -33,7 +33,7 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         from gradcli.output.records import json_pieces, result_record
 
         sys.stdout.writelines(json_pieces(result_record(result, source, nodes=nodes,
-                                                        full=full)))
+                                                        full=full), once=True))
         sys.stdout.write("\n")
     else:
         parts = _piped_parts(result, digits, full)
@@ -106,7 +106,7 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
     if as_json:
         from gradcli.output.records import dumps, error_record
 
-        echo(dumps(error_record(error, source)))
+        echo(dumps(error_record(error, source), once=True))
         echo(f"gradcli: {error.one_line()}", err=True)
     else:
         print_error(error, f"{name}: " if name else "")
