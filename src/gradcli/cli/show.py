@@ -6,11 +6,9 @@ from __future__ import annotations
 import gc
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
 
 from gradcli.cli import streams
 from gradcli.cli.given import Given, check_batch_names
@@ -22,6 +20,10 @@ from gradcli.gradcheck.evaluation import (
     Result,
     evaluate_lines,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def show_result(result: Result | FreeResult, source: str, as_json: bool,
@@ -303,6 +305,8 @@ class _Stops:
         self.previous: dict[int, Any] = {}
 
     def __enter__(self) -> _Stops:
+        import threading  # a batch's: one eval's start-up does without
+
         if threading.current_thread() is not threading.main_thread():
             return self  # handlers can only be set in the main thread
         for name in self.NAMES:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from gradcli.errors import GradcliError, UsageError, listed
 from gradcli.gradcheck.evaluation import FreeResult, Result
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from gradcli.gradcheck.check import CheckReport, GradientCheck
 
 
