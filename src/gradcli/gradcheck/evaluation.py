@@ -80,7 +80,7 @@ class NodeRow:
 _ROW_FIELDS = NodeRow.__dataclass_fields__.keys()
 
 
-@dataclass
+@dataclass(repr=False)  # its own __repr__: the generated one would only be compiled, unused
 class Result:
     """An evaluated program: value, gradients of every input variable, and the check."""
 
@@ -149,7 +149,7 @@ class Result:
             yield record
 
 
-@dataclass
+@dataclass(repr=False)  # its own __repr__, as Result
 class FreeResult:
     """A program with free variables (``strict`` off): its value and gradients as expressions in
     gradcli's language, with the given values substituted. No numbers, so nothing to check."""

@@ -209,7 +209,7 @@ def _text(value: Any, once: bool = False) -> str:
     except TypeError:  # a lone surrogate: argv bytes that were not UTF-8 (`gradcli eval $'\xff'`)
         text = orjson.dumps(_without_surrogates(value), default=_plain).decode()
     if not text.isascii() or "\x7f" in text:  # only in strings: user text an error quotes
-        text = _NOT_PRINTABLE.sub(_escaped, text)
+        text = re.sub(_NOT_PRINTABLE, _escaped, text)
     return text
 
 
@@ -284,12 +284,12 @@ def _without_surrogates(value: Any) -> Any:
     """``value`` with each string's undecodable bytes (lone surrogates) read as U+FFFD, as a
     batch reads bytes that are not UTF-8 on stdin."""
     if isinstance(value, str):
-        if not _SURROGATE.search(value):
+        if not re.search(_SURROGATE, value):
             return value
         try:
             return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         except UnicodeEncodeError:  # a surrogate that stands for no byte
-            return _SURROGATE.sub("\ufffd", value)
+            return re.sub(_SURROGATE, "\ufffd", value)
     if isinstance(value, dict):
         return {_without_surrogates(key): _without_surrogates(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -297,11 +297,12 @@ def _without_surrogates(value: Any) -> Any:
     return value
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# Patterns compiled when first used (re caches them): rarely, and 3 M instructions at import
+_SURROGATE = "[\ud800-\udfff]"
 
 # The output stays printable ASCII, as the json module's is: a U+2028 or NEL left raw inside a
 # string would split the record for readers that use str.splitlines, and DEL reaches terminals.
-_NOT_PRINTABLE = re.compile(r"[^\x00-\x7e]")
+_NOT_PRINTABLE = r"[^\x00-\x7e]"
 
 
 def _escaped(match: re.Match) -> str:
