@@ -34,6 +34,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
@@ -123,12 +124,19 @@ def export(rev: str | None, into: Path) -> str:
     return f"working tree ({_git('rev-parse', '--short', 'HEAD')}{dirty})"
 
 
-def install(rev: str | None, folder: Path) -> Version:
-    """A venv in ``folder`` with ``rev`` installed by pip (its dependencies: the system's)."""
+def install(rev: str | None, folder: Path, isolated: bool = False) -> Version:
+    """A venv in ``folder`` with ``rev`` installed by pip (its dependencies: the system's).
+    ``isolated``: the system's packages are on the path by a plain path line, so that their
+    ``.pth`` files (an editable install's finder, coverage's hook) do not run at every start,
+    as in a venv that has the dependencies installed in it."""
     label = export(rev, folder / "source")
     venv = folder / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
-                    str(venv)], check=True)
+    shared = [] if isolated else ["--system-site-packages"]
+    subprocess.run([sys.executable, "-m", "venv", *shared, "--without-pip", str(venv)],
+                   check=True)
+    if isolated:
+        site = sysconfig.get_path("purelib", vars={"base": str(venv)})
+        Path(site, "_system_packages.pth").write_text(sysconfig.get_path("purelib") + "\n")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
                     "install", "--no-deps", "--quiet", str(folder / "source")], check=True)
     print(f"installed {label}", file=sys.stderr)
@@ -210,6 +218,8 @@ def workloads_to_run(args: argparse.Namespace, folder: Path) -> list[Workload]:
             # The same for both versions: the yardstick of issue 31's goals
             Workload("reference: import click, lark, rich", lambda v: least_of(
                 args.w1_runs, [v.python, "-c", workloads.REFERENCE_IMPORTS])),
+            Workload("floor: python -c pass", lambda v: least_of(
+                args.w1_runs, [v.python, "-c", "pass"])),
         ]
     if "W2" in chosen:
         batch = folder / "w2.txt"
@@ -370,11 +380,13 @@ def main() -> None:
                              "W2 programs in one process, once per version")
     parser.add_argument("--wide-instructions", type=int, default=5000, metavar="N",
                         help="with --instructions, W3 at N nodes too (default 5,000; 0: not)")
+    parser.add_argument("--isolated", action="store_true",
+                        help="venvs that do not run the system site's .pth files")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="gradcli-compare-"))
     try:
-        old = install(args.old, folder / "old")
-        new = install(args.new, folder / "new")
+        old = install(args.old, folder / "old", args.isolated)
+        new = install(args.new, folder / "new", args.isolated)
         versions = [old, new]
         items = workloads_to_run(args, folder)
         for version in versions:  # warm-up: the page cache, and bytecode pip did not write

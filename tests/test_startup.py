@@ -2,9 +2,10 @@
 
 ``gradcli eval "(x*W+b-t)**2" --x 2 --W 3 --b 1 --t 8`` (and with ``--json``) runs in a fresh
 process under ``-X importtime``; every module it imports must be imported by its dependencies
-anyway (the baseline: orjson for JSON, nothing for the table) or be on the allow-list below.
-Neither click nor Rich is: the plain eval (``cli/plain_eval.py``) reads this command line
-without click, and a piped table is written without Rich (``output/plain.py``). A new import
+anyway (the baseline: ``python -c pass``) or be on the allow-list below. Neither click, Rich
+nor orjson is: the plain eval (``cli/plain_eval.py``) reads this command line without click, a
+piped table is written without Rich (``output/plain.py``), and the one JSON record without
+orjson (``records.plain_json``). A new import
 on the path fails here, so that adding one is a decision: lazy-import it where it is used, or
 add it to the list and say why.
 
@@ -65,17 +66,14 @@ STANDARD = {
     "gc",  # the exit skips the last collection (cli/exits.py)
     "cmath",  # the ops' complex-step forms
     "zlib",  # the grammar's digest, checked against the shipped tables (language/lalr.py)
-    # The op table's rows, the evaluation's settings and its results are dataclasses (orjson
-    # loads the module too), and dataclasses loads inspect and copy; copy looks for Jython's
-    # org.python.core (importtime lists the attempt)
+    # The op table's rows, the evaluation's settings and its results are dataclasses, and
+    # dataclasses loads inspect and copy; copy looks for Jython's org.python.core (importtime
+    # lists the attempt)
     "dataclasses", "inspect", "ast", "_ast", "dis", "opcode", "_opcode", "token", "tokenize",
     "linecache", "copy", "org", "org.python", "org.python.core",
-    # Type hints read at run time (errors.py's ClassVar, the compiled core's annotations); a
-    # `site` that loads .pth files often has them already, a fresh venv does not
-    "typing", "_typing", "collections.abc", "typing.io", "typing.re",
+    "collections.abc",  # the ABCs the modules import for their annotations and checks
     "math",  # the graph's and the numbers' float functions (engine/graph.py)
-    # a batch's Ctrl-C handler is set only on the main thread (cli/show.py)
-    "threading", "weakref", "_weakrefset",
+    "weakref", "_weakrefset",  # copy's (dataclasses loads copy)
 }
 ALLOWED = {
     # The table: the view of one result, in its pieces by concern (the same code views.py
@@ -84,13 +82,12 @@ ALLOWED = {
     "table": GRADCLI | STANDARD | {
         "gradcli.output.views", "gradcli.output.console", "gradcli.output.tables",
         "gradcli.output.values", "gradcli.output.nodes", "gradcli.output.verdicts",
-        "gradcli.output.text", "gradcli.output.plain"},
+        "gradcli.output.text", "gradcli.output.plain",
+        # the table's modules use typing at run time (its NamedTuple, IO)
+        "typing", "_typing", "typing.io", "typing.re"},
     "json": GRADCLI | STANDARD | {"gradcli.output.records"},
 }
-BASELINE = {
-    "table": "pass",
-    "json": "import orjson",
-}
+BASELINE = {"table": "pass", "json": "pass"}
 
 
 # At exit, the modules loaded: ``-X importtime`` does not list those that ``importlib``
@@ -125,6 +122,21 @@ def test_the_seed_example_imports_only_what_it_uses(output):
     assert not unexpected, (
         f"the seed example ({output}) now imports {unexpected}: import it where it is used, "
         "or add it to ALLOWED in tests/test_startup.py with the reason")
+
+
+def test_the_json_path_loads_neither_typing_nor_threading_nor_orjson():
+    """Without ``site`` (whose ``.pth`` files often load typing): the modules of ``eval --json``
+    with its check import none of them (typing alone is a tenth of the run's start-up)."""
+    import gradcli
+
+    path = os.path.dirname(os.path.dirname(gradcli.__file__))
+    code = ("import sys; import gradcli.cli.plain_eval, gradcli.language.parser, "
+            "gradcli.gradcheck.check, gradcli.output.records; "
+            "print(*sorted({'typing', 'threading', 'orjson', 'json'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": path}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == []
 
 
 @pytest.mark.parametrize("output", [[], ["--json"]], ids=["table", "json"])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from importlib import import_module
 from importlib.util import find_spec
-from typing import TYPE_CHECKING
 
 from gradcli.errors import (
     ExitStatus,
@@ -22,6 +21,7 @@ from gradcli.errors import (
     UsageError,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     from gradcli.api import (
         CheckReport,

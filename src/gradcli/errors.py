@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from enum import IntEnum
-from typing import ClassVar
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 class ExitStatus(IntEnum):

@@ -14,9 +14,12 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
 
 from gradcli.errors import ExitStatus
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 INTERRUPTED_LINE = "gradcli: interrupted\n"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from functools import partial
-from typing import TYPE_CHECKING, Any
 
 from gradcli.cli.given import Given
 from gradcli.cli.program_text import ProgramText, stdin_lines
@@ -17,7 +16,10 @@ from gradcli.language.parser import parse
 from gradcli.language.values import Value, as_point, is_sweep
 from gradcli.limits import max_chars
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from gradcli.runs.cluster import ClusterAddress
 
 

@@ -9,12 +9,15 @@ import os
 import sys
 from collections.abc import Callable
 from contextlib import suppress
-from typing import NoReturn
 
 from gradcli.cli import streams
 from gradcli.cli.streams import OutputFailedError, echo
 from gradcli.engine import stale_core_modules
 from gradcli.errors import ExitStatus, out_of_memory
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 class ReaderGoneError(Exception):

@@ -9,11 +9,11 @@ unused names; the check lives here, where it is known how each value was written
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from typing import TYPE_CHECKING
 
 from gradcli.errors import MAX_LISTED_NAMES, UsageError, listed, visible
 from gradcli.language.values import Value, parse_assignments
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
 

@@ -9,11 +9,14 @@ import re
 import stat
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 from gradcli.cli import streams
 from gradcli.errors import UsageError, visible
 from gradcli.limits import CHARS_PER_NODE, MAX_NODES, max_chars
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # The commands whose --max-nodes limits the program (graph's limits the drawing).
 _NODE_OPTION = {"eval", "diff"}

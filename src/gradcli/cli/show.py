@@ -6,11 +6,9 @@ from __future__ import annotations
 import _signal  # not signal: see gradcli.cli
 import gc
 import sys
-import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
 
 from gradcli.cli import streams
 from gradcli.cli.given import Given, check_batch_names
@@ -23,6 +21,10 @@ from gradcli.gradcheck.evaluation import (
     evaluate_lines,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def show_result(result: Result | FreeResult, source: str, as_json: bool,
                 digits: int | None = None, full: bool = False,
@@ -33,7 +35,7 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         from gradcli.output.records import json_pieces, result_record
 
         sys.stdout.writelines(json_pieces(result_record(result, source, nodes=nodes,
-                                                        full=full)))
+                                                        full=full), once=True))
         sys.stdout.write("\n")
     else:
         parts = _piped_parts(result, digits, full)
@@ -106,7 +108,7 @@ def show_error(error: GradcliError, as_json: bool, source: str = "", name: str =
     if as_json:
         from gradcli.output.records import dumps, error_record
 
-        echo(dumps(error_record(error, source)))
+        echo(dumps(error_record(error, source), once=True))
         echo(f"gradcli: {error.one_line()}", err=True)
     else:
         print_error(error, f"{name}: " if name else "")
@@ -303,6 +305,8 @@ class _Stops:
         self.previous: dict[int, Any] = {}
 
     def __enter__(self) -> _Stops:
+        import threading  # a batch's: one eval's start-up does without
+
         if threading.current_thread() is not threading.main_thread():
             return self  # handlers can only be set in the main thread
         for name in self.NAMES:

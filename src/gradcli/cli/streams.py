@@ -17,7 +17,10 @@ import errno
 import io
 import os
 import sys
-from typing import IO, Any, cast
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 # The characters gradcli prints that a non-UTF encoding may lack, and what stands in for them.
 ASCII_STAND_INS = {
@@ -233,7 +236,8 @@ def binary_stdout() -> IO[bytes]:
 def binary_stdin() -> IO[bytes]:
     """stdin as bytes (``-f -``)."""
     binary = getattr(sys.stdin, "buffer", None)
-    return binary if binary is not None else cast("IO[bytes]", sys.stdin)
+    stdin: Any = sys.stdin  # without a buffer: a binary stream put in its place
+    return binary if binary is not None else stdin
 
 
 def silence_stdout() -> None:

@@ -6,9 +6,11 @@ module's dictionary at every use, and ``node.op is CONST`` runs millions of time
 
 from __future__ import annotations
 
-from typing import Final
-
 from gradcli.engine import ops
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Final
 
 CONST: Final = ops.CONST
 VAR: Final = ops.VAR

@@ -8,7 +8,10 @@ from __future__ import annotations
 import cmath
 import math
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # --- complex forms: analytic continuations; non-analytic ops follow the real part --------------
 

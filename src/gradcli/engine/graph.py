@@ -12,13 +12,16 @@ import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
 
 from gradcli.engine.core_ops import CONST
 from gradcli.engine.core_ops import WHERE as CONDITIONAL
 from gradcli.engine.node import Node
 from gradcli.engine.notation import expression_texts, format_number
 from gradcli.errors import Note, NumericError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def topological_order(output: Node) -> list[Node]:
@@ -143,7 +146,7 @@ class Program:
 
 
 def _by_name(variables: list[Node]) -> dict[str, Node]:
-    return {cast(str, v.name): v for v in variables}  # a variable always has its name
+    return {v.name: v for v in variables if v.name is not None}  # a variable always has one
 
 
 def output_labels(program: Program) -> list[str]:

@@ -7,9 +7,12 @@ only be built from nodes that already exist: sorting by it is a topological orde
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 from gradcli.engine.core_ops import CONST, VAR
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _next_seq = itertools.count().__next__
 

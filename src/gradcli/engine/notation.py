@@ -7,7 +7,6 @@ its nodes in messages.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from gradcli.engine.core_ops import (
     ADD,
@@ -22,7 +21,10 @@ from gradcli.engine.core_ops import (
 )
 from gradcli.engine.ops import OPS, shape_text
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from gradcli.engine.node import Node
 
 

@@ -19,12 +19,15 @@ W's columns and one W@v per direction, not a product for every column).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from gradcli.engine.graph import Node, compute, liveness, quick_compute
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
 from gradcli.engine.ops.row import LINEAR_ALL, LINEAR_EACH, LINEAR_FIRST
 from gradcli.errors import NumericError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Replayer:

@@ -16,10 +16,10 @@ tests/test_accuracy.py.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from gradcli.engine.special import TINY_NORMAL, _beta, _digamma, _lbeta, _polygamma
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     from decimal import Decimal
 

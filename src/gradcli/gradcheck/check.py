@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from gradcli.engine.graph import Node, Program, liveness
 from gradcli.engine.ops import LOGICAL, NONE
@@ -45,6 +44,7 @@ from gradcli.gradcheck.tolerances import (  # noqa: F401 (named here too)
 )
 from gradcli.limits import ARRAY_CHECK_BUDGET, CHECK_BUDGET, VECTOR_CHECK_FACTOR
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     from gradcli.gradcheck.conditioning import Conditioning
 

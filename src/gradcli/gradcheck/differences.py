@@ -41,15 +41,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 from gradcli.errors import NumericError
 from gradcli.gradcheck.steps import (
     CENTRAL,
     EPS,
     STENCILS,
-    Perturbed,
-    Replays,
     Stencil,
     judge,
     noise_allowance,
@@ -57,6 +54,12 @@ from gradcli.gradcheck.steps import (
     steps_for,
     tolerance,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+    from gradcli.gradcheck.steps import Perturbed, Replays
 
 COMPLEX_STEP = 1e-100  # relative to max(1, |v|); see the module docstring
 RICHARDSON_LEVELS = 15  # steps h0 ... h0 / 2^14: from max(1, |v|) / 8 down to ~eps^(1/3)

@@ -8,7 +8,6 @@ import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
 
 from gradcli.engine.graph import Program, liveness, values_and_gradients
 from gradcli.engine.notation import texts_by_node, texts_of
@@ -25,7 +24,10 @@ from gradcli.language.parser import parse
 from gradcli.language.values import validate_values
 from gradcli.limits import MAX_NODES
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from gradcli.gradcheck.check import CheckReport
     from gradcli.gradcheck.hessian import Checking, HessianResult, HvpResult
     from gradcli.symbolic.derivatives import SymbolicResult
@@ -78,7 +80,7 @@ class NodeRow:
 _ROW_FIELDS = NodeRow.__dataclass_fields__.keys()
 
 
-@dataclass(repr=False)  # its own __repr__ (a dataclass compiles the one it would make anyway)
+@dataclass(repr=False)  # its own __repr__: the generated one would only be compiled, unused
 class Result:
     """An evaluated program: value, gradients of every input variable, and the check."""
 

@@ -15,12 +15,15 @@ applies the policy to one node, ``settle`` to many entries at once; the two agre
 from __future__ import annotations
 
 import sys
+from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from gradcli.engine.ops import numpy
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from gradcli.engine.node import Node
 
 EPS = sys.float_info.epsilon
@@ -30,13 +33,13 @@ _NOISE_FACTOR = 16.0
 _CUBE_ROOT_EPS = EPS ** (1.0 / 3.0)
 
 
-class Stencil(NamedTuple):
+class Stencil(namedtuple("Stencil", ("method", "offsets", "weights"))):
     """f'(v) ~ (sum of weight * f(v + offset * h)) / 2h, summed in the order listed (which
-    fixes the rounding: every caller gets the same bits); offset 0 is f(v), known already."""
+    fixes the rounding: every caller gets the same bits); offset 0 is f(v), known already.
+    ``method``: the name a verdict reports; ``offsets``, ``weights``: tuples of floats. (A
+    ``typing.NamedTuple`` would import typing at every start of gradcli.)"""
 
-    method: str  # the name a verdict reports
-    offsets: tuple[float, ...]
-    weights: tuple[float, ...]
+    __slots__ = ()
 
 
 CENTRAL = Stencil("central", (1.0, -1.0), (1.0, -1.0))
@@ -116,42 +119,38 @@ def judge(
 
 # --- what a step policy perturbs and replays ------------------------------------------------------
 
-class Perturbed(Protocol):
-    """What the step policies read of the node (or array element) they perturb."""
+if TYPE_CHECKING:  # for the type checker only
+    class Perturbed(Protocol):
+        """What the step policies read of the node (or array element) they perturb."""
 
-    @property
-    def value(self) -> Any: ...
-    @property
-    def grad(self) -> Any: ...
-    @property
-    def index(self) -> int: ...
+        @property
+        def value(self) -> Any: ...
+        @property
+        def grad(self) -> Any: ...
+        @property
+        def index(self) -> int: ...
 
+    class Replays(Protocol):
+        """The output's value with one perturbed value (``replay.Replayer`` on floats,
+        ``columns.ElementReplayer`` for an element of an array)."""
 
-class Replays(Protocol):
-    """The output's value with one perturbed value (``replay.Replayer`` on floats,
-    ``columns.ElementReplayer`` for an element of an array)."""
-
-    @property
-    def nodes(self) -> list[Node]: ...
-    @property
-    def switched(self) -> set[int]: ...  # conditions a replay turned over, by node index
-    def replay(self, index: int, value: Any, complex_step: bool = False
-               ) -> tuple[Any, float]: ...
+        @property
+        def nodes(self) -> list[Node]: ...
+        @property
+        def switched(self) -> set[int]: ...  # conditions a replay turned over, by node index
+        def replay(self, index: int, value: Any, complex_step: bool = False
+                   ) -> tuple[Any, float]: ...
 
 
 # --- the policy for many entries at once ---------------------------------------------------------
 
-class Estimates(NamedTuple):
+class Estimates(namedtuple("Estimates", ("numeric", "error", "tolerance", "ok", "stencil",
+                                           "step"))):
     """Entries checked at once (``settle``), one array each: the estimate (NaN: none), its error
     (inf: none), the tolerance, the verdict, the stencil (an index into ``STENCILS``; -1: none)
     and the step."""
 
-    numeric: Any
-    error: Any
-    tolerance: Any
-    ok: Any
-    stencil: Any
-    step: Any
+    __slots__ = ()
 
     @classmethod
     def empty(cls, shape: Any) -> Estimates:
@@ -164,7 +163,10 @@ class Estimates(NamedTuple):
 
 # f at entries ``rows`` moved by offset * h (h: one step per row): the values, the largest
 # magnitude each one's evaluation saw, and where it failed (outside the domain)
-Sample = Callable[[Any, float, Any], tuple[Any, Any, Any]]
+if TYPE_CHECKING:
+    Sample = Callable[[Any, float, Any], tuple[Any, Any, Any]]
+else:
+    Sample = Callable  # the name other modules import for their annotations, never evaluated
 
 
 def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: float,

@@ -4,8 +4,6 @@ variables, named values, defaults, notes, the node count."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import (
     CALLS,
@@ -31,6 +29,10 @@ from gradcli.language.syntax_errors import (
     language_signature,
 )
 from gradcli.limits import MAX_ARRAY_ELEMENTS, MAX_NODES, check_dims
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 _COMPARISON_OPS = {"<": OPS["lt"], "<=": OPS["le"], ">": OPS["gt"], ">=": OPS["ge"],
                    "==": OPS["eq"], "!=": OPS["ne"]}

@@ -15,7 +15,10 @@ import operator
 import os
 import re
 import zlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 GRAMMAR_FILE = "expr.lark"
 # Inside open parentheses a newline does not end a statement (see the grammar): the driver

@@ -5,7 +5,7 @@ tree and no recursion; syntax errors become ``ParseError``s with a hint (syntax_
 from __future__ import annotations
 
 import re
-import threading
+from _thread import allocate_lock  # threading's Lock, without threading's import
 from collections.abc import Collection
 
 from gradcli.engine.graph import Program
@@ -28,7 +28,7 @@ class _Parser:
     def __init__(self) -> None:
         self.builder = GraphBuilder()
         self.lalr = Parser(load_tables(), self.builder)
-        self.lock = threading.Lock()
+        self.lock = allocate_lock()
 
     def parse(self, source: str, max_nodes: int = MAX_NODES, given: Collection[str] = (),
               both_ways: bool = False) -> Program:

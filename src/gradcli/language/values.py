@@ -16,15 +16,20 @@ import re
 import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from gradcli.engine.notation import shape_text
 from gradcli.errors import UsageError, visible
 from gradcli.limits import MAX_ARRAY_DIMS, MAX_ARRAY_ELEMENTS, MAX_RANGE_COUNT, check_dims
 
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
-Value = Any  # a float, a tuple of floats (a sweep) or a NumPy array
+    Value = Any  # a float, a tuple of floats (a sweep) or a NumPy array
+else:
+    Value = object  # the name other modules import for their annotations, never evaluated
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ARRAY_FILE_SUFFIXES = (".npy", ".npz", ".csv")  # --W W.npy: read_array reads it
 
 

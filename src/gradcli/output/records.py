@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from gradcli.errors import GradcliError, UsageError, listed
 from gradcli.gradcheck.evaluation import FreeResult, Result
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from gradcli.gradcheck.check import CheckReport, GradientCheck
 
 
@@ -166,35 +168,40 @@ def error_record(error: GradcliError, source: str, line: int | None = None) -> d
                                         "hint": error.hint})
 
 
-def dumps(record: dict[str, Any]) -> str:
-    """One line of JSON (values are finite by construction)."""
-    return "".join(json_pieces(record))
+def dumps(record: dict[str, Any], once: bool = False) -> str:
+    """One line of JSON (values are finite by construction); ``once``: see ``json_pieces``."""
+    return "".join(json_pieces(record, once))
 
 
 NODES_PER_PIECE = 4096
 
 
-def json_pieces(record: dict[str, Any]) -> Iterator[str]:
+def json_pieces(record: dict[str, Any], once: bool = False) -> Iterator[str]:
     """The JSON text of ``record`` in pieces; an iterator value (a result's nodes) is written
     ``NODES_PER_PIECE`` at a time, so that a 10^6-node record holds one piece at once. orjson:
-    five times faster than the json module on a batch's records."""
+    five times faster than the json module on a batch's records. ``once``: the one record of
+    the process (``gradcli eval --json``), which ``plain_json`` writes when it is small."""
     lazy = next((key for key, value in record.items() if isinstance(value, Iterator)), None)
     if lazy is None:
-        yield _text(record)
+        yield _text(record, once)
         return
     keys = list(record)
     at = keys.index(lazy)
-    before = _text({key: record[key] for key in keys[:at]})
-    after = _text({key: record[key] for key in keys[at + 1:]})
-    yield before[:-1] + ("," if at else "") + _text(lazy) + ":["
+    before = _text({key: record[key] for key in keys[:at]}, once)
+    after = _text({key: record[key] for key in keys[at + 1:]}, once)
+    yield before[:-1] + ("," if at else "") + _text(lazy, once) + ":["
     items, separator = record[lazy], ""
     while chunk := list(itertools.islice(items, NODES_PER_PIECE)):
-        yield separator + _text(chunk)[1:-1]
+        yield separator + _text(chunk, once)[1:-1]
         separator = ","
     yield "]" + ("," + after[1:] if at + 1 < len(keys) else "}")
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, once: bool = False) -> str:
+    if once:
+        parts: list[str] = []
+        if plain_json(value, parts):
+            return "".join(parts)
     import orjson
 
     try:
@@ -202,8 +209,67 @@ def _text(value: Any) -> str:
     except TypeError:  # a lone surrogate: argv bytes that were not UTF-8 (`gradcli eval $'\xff'`)
         text = orjson.dumps(_without_surrogates(value), default=_plain).decode()
     if not text.isascii() or "\x7f" in text:  # only in strings: user text an error quotes
-        text = _NOT_PRINTABLE.sub(_escaped, text)
+        text = re.sub(_NOT_PRINTABLE, _escaped, text)
     return text
+
+
+# A record of a short run is written without orjson, whose import (with json, datetime, uuid
+# and platform, which it loads) costs more than the run's evaluation; orjson takes a record of
+# more pieces of text than this (about three a value), which it writes several times faster.
+PLAIN_JSON_PARTS = 6000
+
+
+def plain_json(value: Any, parts: list[str]) -> bool:
+    """Appends to ``parts`` the JSON text orjson writes for ``value``, if it holds at most
+    ``PLAIN_JSON_PARTS`` pieces and only dicts of string keys, lists, tuples, printable ASCII
+    text, bools, None, ints of 64 bits and finite floats; False (``parts`` then holds a part of
+    it) for anything else, which orjson writes. Recursive: a record is a few levels deep."""
+    kind = type(value)
+    if kind is float:
+        if value - value != 0:  # inf or nan
+            return False
+        text = repr(value)
+        if text.endswith("e-05"):  # orjson: 0.000012 for 1.2e-05, then 1.2e-6 down to e-9
+            digits = text[:-4].replace(".", "")
+            text = "-0.0000" + digits[1:] if digits[0] == "-" else "0.0000" + digits
+        parts.append(text.replace("e-0", "e-"))
+    elif kind is str:
+        if not (value.isascii() and value.isprintable()):
+            return False
+        parts.append('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    elif value is None or kind is bool:
+        parts.append("null" if value is None else "true" if value else "false")
+    elif kind is int:
+        if not -(2**63) <= value < 2**63:
+            return False
+        parts.append(str(value))
+    elif kind is dict:
+        return _plain_items(value.items(), "{", "}", parts)
+    elif kind is list or kind is tuple:
+        return _plain_items(value, "[", "]", parts)
+    else:
+        return False
+    return True
+
+
+def _plain_items(items: Any, opening: str, closing: str, parts: list[str]) -> bool:
+    """A dict's ``items()`` (key, value pairs) or a list's values as JSON, for ``plain_json``."""
+    parts.append(opening)
+    separator = ""
+    for item in items:
+        if len(parts) > PLAIN_JSON_PARTS:
+            return False
+        parts.append(separator)
+        if opening == "{":
+            key, item = item
+            if type(key) is not str or not plain_json(key, parts):
+                return False
+            parts.append(":")
+        if not plain_json(item, parts):
+            return False
+        separator = ","
+    parts.append(closing)
+    return True
 
 
 def _plain(value: Any) -> Any:
@@ -218,12 +284,12 @@ def _without_surrogates(value: Any) -> Any:
     """``value`` with each string's undecodable bytes (lone surrogates) read as U+FFFD, as a
     batch reads bytes that are not UTF-8 on stdin."""
     if isinstance(value, str):
-        if not _SURROGATE.search(value):
+        if not re.search(_SURROGATE, value):
             return value
         try:
             return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         except UnicodeEncodeError:  # a surrogate that stands for no byte
-            return _SURROGATE.sub("\ufffd", value)
+            return re.sub(_SURROGATE, "\ufffd", value)
     if isinstance(value, dict):
         return {_without_surrogates(key): _without_surrogates(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -231,11 +297,12 @@ def _without_surrogates(value: Any) -> Any:
     return value
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# Patterns compiled when first used (re caches them): rarely, and 3 M instructions at import
+_SURROGATE = "[\ud800-\udfff]"
 
 # The output stays printable ASCII, as the json module's is: a U+2028 or NEL left raw inside a
 # string would split the record for readers that use str.splitlines, and DEL reaches terminals.
-_NOT_PRINTABLE = re.compile(r"[^\x00-\x7e]")
+_NOT_PRINTABLE = r"[^\x00-\x7e]"
 
 
 def _escaped(match: re.Match) -> str:

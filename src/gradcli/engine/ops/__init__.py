@@ -25,7 +25,6 @@ imports no NumPy.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from gradcli.engine.ops import elementary, linear_algebra, logic, special_functions
 from gradcli.engine.ops.linear_algebra import MADE_PER_USE, index_op, stack_op
@@ -46,6 +45,10 @@ from gradcli.engine.ops.row import (
 )
 from gradcli.engine.ops.special_functions import GELU_TANH_SCALE
 from gradcli.engine.ops.xp import NUMPY
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CALLS", "CONDITIONAL", "CONST", "CONSTANTS", "FUNCTIONS", "FUNCTION_NAMES", "GELU_TANH_SCALE",

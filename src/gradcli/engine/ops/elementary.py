@@ -6,7 +6,6 @@ from __future__ import annotations
 import cmath
 import math
 import operator
-from typing import Any
 
 from gradcli.engine import forms, special
 from gradcli.engine.ops.row import (
@@ -27,6 +26,10 @@ from gradcli.engine.ops.row import (
     written,
 )
 from gradcli.engine.special import TINY_NORMAL
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 LN2 = math.log(2.0)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any
 
 from gradcli.engine.ops.row import (
     ARRAY,
@@ -24,9 +23,15 @@ from gradcli.engine.ops.row import (
     numpy,
     shape_text,
 )
-from gradcli.engine.ops.xp import Arrays, scaled_prod, subscript_of
+from gradcli.engine.ops.xp import scaled_prod, subscript_of
 
-Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradient
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+    from gradcli.engine.ops.xp import Arrays
+
+    Vjp = Callable[..., Any]  # rule(xp, g, out, *operands) -> the operand's gradient
 
 
 def _row(name: str, arity: int, forward: Callable[..., Any], rules: tuple[Vjp, ...],

@@ -4,7 +4,6 @@ see ops/row.py for what a row holds)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from gradcli.engine.ops.row import (
     PREC_AND,
@@ -16,6 +15,10 @@ from gradcli.engine.ops.row import (
     binary,
     unary,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 # --- piecewise definitions (issue 15): comparisons, logic and the conditional ------------------
 # Truth values are 1.0 and 0.0; any non-zero number counts as true. A comparison's or a logical

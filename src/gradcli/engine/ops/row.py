@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from gradcli.errors import UsageError
 
-Rule = Callable[..., Any]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+    Rule = Callable[..., Any]
 
 # Printing precedence: higher binds tighter. An atom (number, name, call) never needs parentheses.
 PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 9

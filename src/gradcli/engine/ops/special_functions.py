@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import cmath
 import math
-from typing import Any
 
 from gradcli.engine import forms, special, special_slopes
 from gradcli.engine.ops.row import NONE, F, Op, above, binary, numpy, printed, unary, written
 from gradcli.errors import NumericError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 GELU_TANH_SCALE = 1.5957691216057308  # 2 sqrt(2/pi): gelu_tanh(x) = x sigmoid(scale (x + c x^3))
 SELU_SCALE, SELU_ALPHA = 1.0507009873554805, 1.6732632423543772

@@ -6,34 +6,36 @@ very same rule runs on graph nodes with symbolic/arrays.py's ``GraphArrays`` (``
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
 
 from gradcli.engine.ops.row import numpy as _np
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:  # Arrays is for the type checker only
+    from typing import Any, Protocol
 
-class Arrays(Protocol):
-    """What a VJP rule may call besides ``+ - * /`` and unary ``-``."""
+    class Arrays(Protocol):
+        """What a VJP rule may call besides ``+ - * /`` and unary ``-``."""
 
-    def shape(self, x: Any) -> tuple[int, ...]: ...
-    def matmul(self, a: Any, b: Any) -> Any: ...
-    def outer(self, a: Any, b: Any) -> Any: ...
-    def transpose(self, x: Any) -> Any: ...
-    def inv(self, x: Any) -> Any: ...
-    def eye(self, n: int) -> Any: ...
-    def exp(self, x: Any) -> Any: ...
-    def shares(self, x: Any, out: Any) -> Any: ...  # exp(x - logsumexp(x)): its gradient
-    def sign(self, x: Any) -> Any: ...
-    def eq(self, x: Any, y: Any) -> Any: ...  # 1 where x == y, else 0 (its derivative is 0)
-    def sum(self, x: Any) -> Any: ...  # of every element: a number
-    def sum_last(self, x: Any) -> Any: ...  # along the last axis, kept as an axis of length 1
-    def spread(self, g: Any, x: Any) -> Any: ...  # a reduction's gradient at every element of x
-    def vector(self, x: Any) -> Any: ...  # the elements as a vector (ravel)
-    def reshape_as(self, v: Any, x: Any) -> Any: ...
-    def others_product(self, x: Any, out: Any) -> Any: ...  # prod's gradient, exact at zeros
-    def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any: ...  # g at x[key], else 0
-    def take(self, g: Any, position: int) -> Any: ...  # g[position] along the first axis
-    def whole(self, g: Any, out: Any) -> Any: ...  # g as the gradient of all of out
-    def unbroadcast(self, part: Any, out: Any, x: Any) -> Any: ...  # summed back to x's shape
+        def shape(self, x: Any) -> tuple[int, ...]: ...
+        def matmul(self, a: Any, b: Any) -> Any: ...
+        def outer(self, a: Any, b: Any) -> Any: ...
+        def transpose(self, x: Any) -> Any: ...
+        def inv(self, x: Any) -> Any: ...
+        def eye(self, n: int) -> Any: ...
+        def exp(self, x: Any) -> Any: ...
+        def shares(self, x: Any, out: Any) -> Any: ...  # exp(x - logsumexp(x)): its gradient
+        def sign(self, x: Any) -> Any: ...
+        def eq(self, x: Any, y: Any) -> Any: ...  # 1 where x == y, else 0 (its derivative is 0)
+        def sum(self, x: Any) -> Any: ...  # of every element: a number
+        def sum_last(self, x: Any) -> Any: ...  # along the last axis, kept as an axis of 1
+        def spread(self, g: Any, x: Any) -> Any: ...  # a reduction's gradient at each element
+        def vector(self, x: Any) -> Any: ...  # the elements as a vector (ravel)
+        def reshape_as(self, v: Any, x: Any) -> Any: ...
+        def others_product(self, x: Any, out: Any) -> Any: ...  # prod's gradient, exact at 0
+        def scatter(self, g: Any, key: tuple[Any, ...], x: Any) -> Any: ...  # g at x[key]; 0
+        def take(self, g: Any, position: int) -> Any: ...  # g[position] along the first axis
+        def whole(self, g: Any, out: Any) -> Any: ...  # g as the gradient of all of out
+        def unbroadcast(self, part: Any, out: Any, x: Any) -> Any: ...  # summed to x's shape
 
 
 def _flagged(value: Any) -> Any:
