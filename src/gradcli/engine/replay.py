@@ -204,17 +204,35 @@ class Scaled:
         return formed
 
 
+class _UnitArray:
+    """The unit array of ``shape`` at flat ``unit``, not yet formed (``Moved``)."""
+
+    __slots__ = ("shape", "unit")
+
+    def __init__(self, shape: Any, unit: int) -> None:
+        self.shape, self.unit = shape, unit
+
+    def dense(self) -> Any:
+        formed = numpy().zeros(self.shape)
+        formed.reshape(-1)[self.unit] = 1.0
+        return formed
+
+
 class Moved:
     """The output of an array program with node ``target`` at x + t d, for any t (module
     docstring): ``moves`` holds d and each linear node's f(d), computed once. ``buffer`` (x's
     shape) holds x + t d where a replay needs it; ``note(node, args, result)`` sees every
-    recomputed node (the conditions a replay turns over)."""
+    recomputed node (the conditions a replay turns over). With ``unit`` (a flat index), d is
+    the unit array there, ``d`` None: it is formed only if a node without a unit form reads it
+    (W in W@x moves one row of W@x, O(n), never a unit array of W's size)."""
 
     def __init__(self, target: Node, downstream: list[Node], linear: set[int], d: Any,
                  output: Node, buffer: Any = None, note: Any = None,
                  unit: int | None = None) -> None:
         np = numpy()
         self.target, self.output, self.buffer, self.note = target, output, buffer, note
+        if d is None and unit is not None:  # made where a row or a replay reads it whole
+            d = _UnitArray(np.shape(target.value), unit)
         moves = self.moves = {target.index: d}
         scaled = d if isinstance(d, Scaled) else None
         for node in downstream:
@@ -230,8 +248,9 @@ class Moved:
                 moves[node.index] = np.asarray(op.scaled(
                     np, sources.index(target.index), scaled.u, scaled.v, scaled.s, *values))
             elif node.index in linear:  # an operand that stays moves by zeros, or is itself
-                if isinstance(moves[target.index], Scaled) and target.index in sources:
-                    moves[target.index] = d.dense()  # formed once, where a row needs it
+                lazy = moves[target.index]
+                if isinstance(lazy, (Scaled, _UnitArray)) and target.index in sources:
+                    moves[target.index] = lazy.dense()  # formed once, where a row needs it
                 args = [moves[s.index] if s.index in moves else
                         np.broadcast_to(0.0, np.shape(s.value)) if op.linear == LINEAR_ALL
                         else s.value for s in node.inputs]
@@ -241,7 +260,7 @@ class Moved:
                 moves[node.index] = np.asarray(op.forward(np, *args) if op.is_array
                                                else op.apply_vector(*args))
         self.rest = [node for node in downstream if node.index not in linear]
-        if isinstance(moves[target.index], Scaled) and (output is target or any(
+        if isinstance(moves[target.index], (Scaled, _UnitArray)) and (output is target or any(
                 source is target for node in self.rest for source in node.inputs)):
             moves[target.index] = d.dense()
 

@@ -62,8 +62,8 @@ class ElementReplayer:
         self.downstream: list[Node] = []
         self.linear: set[int] = set()  # the downstream nodes linear in the target
         self.unit: tuple[int, Moved] | None = None  # the last element moved, and its moves
-        # the target's value, real and complex, perturbed; None: a unit array of its shape
-        self.moved: dict[bool | None, Any] = {}
+        # the target's value, real and complex, perturbed
+        self.moved: dict[bool, Any] = {}
         self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
         self.switched: set[int] = set()
 
@@ -82,15 +82,15 @@ class ElementReplayer:
         self.linear, self.unit = linear_part(node, self.downstream), None
         # Without linear nodes, the replays perturb an element of a private copy in place, and
         # put it back; the copy is made by the first replay (columns and directions need none).
-        self.moved = {False: None, True: None, None: None}
+        self.moved = {False: None, True: None}
         return sum(np.size(n.value) + sum(np.size(s.value) for s in n.inputs)
                    for n in self.downstream)
 
     def moving(self, d: Any, buffer: Any = None, unit: int | None = None) -> Moved:
-        """The replays of the aimed node moved along ``d`` (None: placed by the caller; a unit
-        array: 1 at flat index ``unit``)."""
+        """The replays of the aimed node moved along ``d`` (None: placed by the caller, or the
+        unit array at flat index ``unit``)."""
         note = self._note_switch if self.masked else None
-        linear = self.linear if d is not None else set()
+        linear = self.linear if d is not None or unit is not None else set()
         return Moved(self.target, self.downstream, linear, d, self.nodes[-1], buffer, note, unit)
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
@@ -98,7 +98,7 @@ class ElementReplayer:
         node = self.target
         if self.linear:
             if self.unit is None or self.unit[0] != index:
-                self.unit = (index, self.moving(self._unit(index), unit=index))
+                self.unit = (index, self.moving(None, unit=index))
             step = value - np.asarray(node.value).flat[index]  # the step rounding let it take
             return self.unit[1].replay(step, abs(value), complex_step)
         moved = self.moved[complex_step]
@@ -112,19 +112,6 @@ class ElementReplayer:
             return self.moving(None).replay(None, abs(value), complex_step, at=moved)
         finally:
             flat[index] = kept
-
-    def _unit(self, index: int) -> Any:
-        """The aimed node's shape, 1 at flat ``index`` and 0 elsewhere: one buffer per aimed
-        node, whose previous 1 is put back to 0."""
-        np = numpy()
-        unit = self.moved.get(None)
-        if unit is None:
-            unit = self.moved[None] = np.zeros(np.shape(self.target.value))
-        flat = unit.reshape(-1)
-        if self.unit is not None:
-            flat[self.unit[0]] = 0.0
-        flat[index] = 1.0
-        return unit
 
     def _note_switch(self, node: Node, args: list[Any], result: Any) -> None:
         """Note a truth value or a condition that this replay turned over (in any element)."""
