@@ -16,7 +16,6 @@ verdict, ``GradientCheck``, live in gradcheck/differences.py.
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, field
 
@@ -34,7 +33,7 @@ from gradcli.gradcheck.differences import (  # noqa: F401 (named here too)
     richardson_estimate,
     settled_check,
 )
-from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
+from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees
 from gradcli.gradcheck.tolerances import (  # noqa: F401 (named here too)
     BATCH_NODE_CHECK_LIMIT,
     DEFAULT_ATOL,
@@ -179,13 +178,10 @@ def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
         h = base_step(v)  # the first of ``steps_for``
         both = replayer.replay_pair(node.index, v + h, v - h)
         if both is not None:
-            numeric = quotient(CENTRAL, both[:2], h)
             largest = max(float(abs(replayer.nodes[-1].value)), both[2])
-            if math.isfinite(numeric):
-                error, allowed, agrees, _ = judge(node.grad, numeric, largest, h, 0, rtol, atol)
-                if agrees:
-                    return GradientCheck(node.grad, numeric, error, allowed, True,
-                                         CENTRAL.method, h)
+            agreed = central_agrees(node.grad, both[0], both[1], largest, h, rtol, atol)
+            if agreed is not None:
+                return GradientCheck(node.grad, *agreed, True, CENTRAL.method, h)
     return check_node(replayer, node, rtol, atol, method)
 
 

@@ -6,14 +6,13 @@ message). Array programs have theirs in ``columns``."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine.graph import Node, Program, last_uses
 from gradcli.engine.ops import OPS, numpy
 from gradcli.gradcheck.columns import Settled
-from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
+from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees
 
 
 @dataclass
@@ -43,21 +42,10 @@ def central_at_once(program: Program, targets: list[Node], rtol: float, atol: fl
     passed: dict[int, Settled] = {}
     for k, (node, h) in enumerate(zip(targets, steps, strict=True)):
         most = max(largest[k], largest[k + count], abs(f0))
-        settled = _settled(node.grad, outputs[k], outputs[k + count], most, h, rtol, atol)
-        if settled is not None:
-            passed[node.index] = settled
+        agreed = central_agrees(node.grad, outputs[k], outputs[k + count], most, h, rtol, atol)
+        if agreed is not None:
+            passed[node.index] = Settled(*agreed, h)
     return passed
-
-
-def _settled(grad: float, up: float, down: float, most: float, h: float, rtol: float,
-             atol: float) -> Settled | None:
-    """The central difference of f(v + h) = ``up`` and f(v - h) = ``down`` if it agrees with
-    ``grad``; None if not, or not finite (``differences.check_node`` then decides)."""
-    numeric = quotient(CENTRAL, (up, down), h)
-    if not (math.isfinite(most) and math.isfinite(numeric)):
-        return None
-    error, allowed, agrees, _ = judge(grad, numeric, most, h, 0, rtol, atol)
-    return Settled(numeric, error, allowed, h) if agrees else None
 
 
 def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:

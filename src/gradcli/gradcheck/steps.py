@@ -14,6 +14,7 @@ applies the policy to one node, ``settle`` to many entries at once; the two agre
 
 from __future__ import annotations
 
+import math
 import sys
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
@@ -232,3 +233,15 @@ def first_stencil(sample: Sample, f0: Any, rows: Any, h: Any) -> tuple[Any, Any,
         used[at] = index
         todo = todo[~done]
     return estimate, largest, used
+
+
+def central_agrees(grad: float, up: float, down: float, most: float, h: float, rtol: float,
+                   atol: float) -> tuple[float, float, float] | None:
+    """The central difference of f(v + h) = ``up`` and f(v - h) = ``down``, its error and its
+    allowance, if it agrees with ``grad``; None if not, or if it or ``most`` is not finite (an
+    infinite magnitude would allow anything: ``differences.check_node`` then decides)."""
+    numeric = quotient(CENTRAL, (up, down), h)
+    if not (math.isfinite(most) and math.isfinite(numeric)):
+        return None
+    error, allowed, agrees, _ = judge(grad, numeric, most, h, 0, rtol, atol)
+    return (numeric, error, allowed) if agrees else None
