@@ -260,8 +260,10 @@ class Moved:
                 moves[node.index] = np.asarray(op.forward(np, *args) if op.is_array
                                                else op.apply_vector(*args))
         self.rest = [node for node in downstream if node.index not in linear]
-        if isinstance(moves[target.index], (Scaled, _UnitArray)) and (output is target or any(
-                source is target for node in self.rest for source in node.inputs)):
+        # whether a replay forms x + t d (in ``buffer``, when given), or only moves linear nodes
+        self.reads_target = output is target or any(
+            source is target for node in self.rest for source in node.inputs)
+        if isinstance(moves[target.index], (Scaled, _UnitArray)) and self.reads_target:
             moves[target.index] = d.dense()
 
     def replay(self, t: Any, largest: float, complex_step: bool = False,

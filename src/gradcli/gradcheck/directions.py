@@ -101,9 +101,13 @@ class DirectionReplayer(ElementReplayer):
         if direction is None:
             self.direction = None
             return
-        if self.buffer is None:
-            self.buffer = numpy().empty(numpy().shape(self.target.value))
-        self.direction = self.moving(direction, self.buffer)
+        self.direction = self.moving(direction)
+        # x + t v only where a replay reads it (not W's in W@x): a buffer of x's size, even
+        # untouched, grows the heap, and freeing it shrinks the heap, which later faults again
+        if self.direction.reads_target:
+            if self.buffer is None:
+                self.buffer = numpy().empty(numpy().shape(self.target.value))
+            self.direction.buffer = self.buffer
 
     def draw(self, k: int) -> Any:
         """The ``k``-th random direction of the aimed node: a random sign and magnitude in
