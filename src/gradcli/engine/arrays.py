@@ -189,21 +189,35 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     return _careful_value(node, args, True)
 
 
-def _fast(node: Node, args: list[Any]) -> Any:  # compute's fast path, under _RAISE already
+def raising() -> Any:
+    """The floating-point flags of ``compute``'s fast path, set once around many ``recompute``."""
+    return numpy().errstate(**_RAISE)
+
+
+def recompute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
+    """``compute`` for a replay, inside ``raising()``: the operands have the shapes the
+    evaluation computed with (a replay moves values, never shapes), so the shape rule it
+    passed is not asked again; a domain, an op's error and a value that is not finite are."""
+    if not complex_step:
+        return _fast(node, args, False)
+    return _careful_value(node, args, True, False)
+
+
+def _fast(node: Node, args: list[Any], guard: bool = True) -> Any:  # under _RAISE already
     np = numpy()
     try:
-        value = np.asarray(_apply(node, args, False))
+        value = np.asarray(_apply(node, args, False, guard))
         if node.op.is_array and not math.isfinite(np.sum(value)):
             raise FloatingPointError  # LAPACK (inv, det) raises no NumPy flag
         return value
     except FloatingPointError:
-        return _careful_value(node, args, False)
+        return _careful_value(node, args, False, guard)
 
 
-def _careful_value(node: Node, args: list[Any], complex_step: bool) -> Any:
+def _careful_value(node: Node, args: list[Any], complex_step: bool, guard: bool = True) -> Any:
     np = numpy()
     with np.errstate(all="ignore"):
-        value = np.asarray(_apply(node, args, complex_step))
+        value = np.asarray(_apply(node, args, complex_step, guard))
         if not np.all(np.isfinite(value)):
             raise _not_finite(node, node.op, args, value)
     return value
@@ -212,9 +226,10 @@ def _careful_value(node: Node, args: list[Any], complex_step: bool) -> Any:
 _RAISE = {"over": "raise", "divide": "raise", "invalid": "raise", "under": "ignore"}
 
 
-def _apply(node: Node, args: list[Any], complex_step: bool) -> Any:
+def _apply(node: Node, args: list[Any], complex_step: bool, guard: bool = True) -> Any:
     op = node.op
-    _guard_shape(node, args)
+    if guard:
+        _guard_shape(node, args)
     if op.is_array:
         return _array_op(node, op, args, complex_step)
     return _elementwise(node, op, args, complex_step)

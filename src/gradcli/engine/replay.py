@@ -271,7 +271,7 @@ class Moved:
         """The output at x + t d (or with the target at ``at``, made by the caller) and the
         largest magnitude recomputed, from ``largest``, the moved target's (which the caller
         knows without a pass)."""
-        from gradcli.engine.arrays import compute
+        from gradcli.engine.arrays import raising, recompute
 
         np = numpy()
         target = self.target.index
@@ -283,24 +283,26 @@ class Moved:
             i = source.index
             if i in changed or i not in moves:
                 return changed.get(i, source.value)
-            if i == target and buffer is not None and not complex_step:
-                moved = np.multiply(moves[i], t, out=buffer)
-                moved += source.value
-            else:
-                moved = source.value + t * moves[i]
-                if i != target and np.size(moved):
-                    largest = max(largest, float(np.max(np.abs(moved))))
+            with np.errstate(all="ignore"):  # an overflow is a value that is not finite
+                if i == target and buffer is not None and not complex_step:
+                    moved = np.multiply(moves[i], t, out=buffer)
+                    moved += source.value
+                else:
+                    moved = source.value + t * moves[i]
+            if i != target and np.size(moved):
+                largest = max(largest, float(np.max(np.abs(moved))))
             changed[i] = moved
             return moved
 
-        for node in self.rest:
-            args = [value(source) for source in node.inputs]
-            result = compute(node, args, complex_step)
-            changed[node.index] = result
-            if self.note is not None:
-                self.note(node, args, result)
-            if result.size:
-                largest = max(largest, float(np.max(np.abs(result))))
+        with raising():  # once for the replay, not per node
+            for node in self.rest:
+                args = [value(source) for source in node.inputs]
+                result = recompute(node, args, complex_step)
+                changed[node.index] = result
+                if self.note is not None:
+                    self.note(node, args, result)
+                if result.size:
+                    largest = max(largest, float(np.max(np.abs(result))))
         output = value(self.output)
         return output.item() if hasattr(output, "item") else output, largest
 
