@@ -21,8 +21,8 @@ where a dense one is formed, drawn and multiplied whole. It still sees any wrong
 u^T (s * e) v is zero with probability 0 for an error e that is not, and two wrong elements
 cancel only if their errors do exactly times the draws; ``narrow`` forms the direction to halve
 it. The draws come from a generator seeded with ``DIRECTION_SEED``, the node's index and the
-direction's number, so the same program at the same point is always checked along the same
-directions.
+direction's number (a node small enough for columns: all its directions from the first's), so
+the same program at the same point is always checked along the same directions.
 
 On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
 directional difference, the halves that disagree are split again, and a single element left is
@@ -71,7 +71,7 @@ class DirectionReplayer(ElementReplayer):
     def __init__(self, nodes: list[Node]) -> None:
         super().__init__(nodes)
         self.direction: Moved | None = None  # the replays along a direction; None: one element
-        self.drawn: Any = None  # the buffer ``draw`` fills
+        self.drawn: Any = None  # a small node's directions, or the buffer ``draw`` fills
         self.buffer: Any = None  # x + t v
         # max(1, |x_i|) / 2^15, flat: each element's step scale per bit (a scaled direction's:
         # max(1, |x_i|) in x's shape, u and v carry the 2^-15)
@@ -112,12 +112,22 @@ class DirectionReplayer(ElementReplayer):
     def draw(self, k: int) -> Any:
         """The ``k``-th random direction of the aimed node: a random sign and magnitude in
         [0.5, 1) times max(1, |x_i|) per element (module docstring), from 16 random bits each
-        (a sign and 13 bits of magnitude) of a generator seeded by the node and ``k``. The
-        direction is drawn for every check of a large array, so its bits are made in place on
-        16-bit integers (a pass costs a fifth of one over floats) and one pass makes floats."""
+        (a sign and 13 bits of magnitude). A small node's directions are drawn together, the
+        first ``ARRAY_CHECK_DIRECTIONS`` (or ``k`` + 1) from Python's generator seeded by the
+        node (seeding costs more than drawing a thousand elements); a large one's, each from its
+        own generator seeded by the node and ``k``, into one buffer: its bits are made in place
+        on 16-bit integers (a pass costs a fifth of one over floats) and one pass makes
+        floats."""
         np = numpy()
         if self.scaled:
             return self.draws[k] if k < len(self.draws) else self._scaled(k)
+        if self.scale.size <= COLUMN_MAX_ELEMENTS:  # the columns' nodes: distinct arrays
+            if self.drawn is None or k >= len(self.drawn):
+                count = max(k + 1, ARRAY_CHECK_DIRECTIONS)
+                bits = _signed(_bits(self.scale.size * count, self._seed(0), python=True))
+                drawn = np.multiply(bits.reshape(count, -1), self.scale)
+                self.drawn = drawn.reshape((count, *np.shape(self.target.value)))
+            return self.drawn[k]
         if self.drawn is None:
             self.drawn = np.empty(np.shape(self.target.value))
         flat = self.drawn.reshape(-1)
@@ -202,13 +212,13 @@ def _signed(bits: Any) -> Any:
     return bits
 
 
-def _bits(size: int, seed: int) -> Any:
+def _bits(size: int, seed: int, python: bool = False) -> Any:
     """``size`` random 16-bit integers, writable, from a generator seeded with ``seed``:
-    Python's for a small array (NumPy's costs its import, 10-15 ms, for a few random bytes),
-    NumPy's SFC64's raw 64-bit draws cut in four for a large one (0.5 ms for 10^6, where PCG64's
-    take 1.0, Python's 8 and NumPy's ``integers`` 1.3)."""
+    Python's for a small array (NumPy's costs its import, 10-15 ms, for a few random bytes)
+    or with ``python``, NumPy's SFC64's raw 64-bit draws cut in four for a large one (0.5 ms
+    for 10^6, where PCG64's take 1.0, Python's 8 and NumPy's ``integers`` 1.3)."""
     np = numpy()
-    if size < NUMPY_DRAWS:  # a bytearray: the bits are changed in place
+    if python or size < NUMPY_DRAWS:  # a bytearray: the bits are changed in place
         bits = bytearray(random.Random(seed).randbytes(2 * size))
         return np.frombuffer(bits, dtype=np.int16)
     raw = np.random.SFC64(seed).random_raw(-(-size // 4))

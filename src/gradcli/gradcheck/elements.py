@@ -162,8 +162,8 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     directions, count, shrunk = plan(size, direction_cost, element_cost, budget)
     count = min(count, ARRAY_CHECK_ELEMENTS)
     flats = sample(size, count)
-    # A small node's directions join its elements' column replay (copies: ``draw`` refills)
-    drawn = [replayer.draw(k).copy() for k in range(directions)] if columns else None
+    # A small node's directions join its elements' column replay
+    drawn = [replayer.draw(k) for k in range(directions)] if columns else None
     multiplying = multiplied and any(work[i][1] for i in replayer.linear)
     elements, settled = _elements(replayer, node, flats, rtol, atol, method, drawn,
                                   replayer.linear if multiplying else None)
