@@ -350,7 +350,7 @@ def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> Gradie
     other way on the scalar path is marked unsure (``_mark_close_calls``)."""
     np = numpy()
     name = str(node.name)
-    downstream = _downstream(sweep.program, node)
+    downstream = [user.index for user in Replayer(sweep.program.nodes).affected(node.index)]
 
     def judged(rows: Any, h: Any, shrink: int, numeric: Any, error: Any, allowed: Any,
                largest: Any, stencils: Any) -> None:
@@ -441,12 +441,3 @@ def _replay(
     for index in downstream:
         largest = np.maximum(largest, np.abs(run.values[index]))
     return run.output, largest, run.failed
-
-
-def _downstream(program: Program, node: Node) -> list[int]:
-    """Indices of the nodes that depend on ``node`` (one pass in topological order)."""
-    depends = {node.index}
-    for other in program.nodes[node.index + 1 :]:
-        if any(source.index in depends for source in other.inputs):
-            depends.add(other.index)
-    return sorted(depends - {node.index})
