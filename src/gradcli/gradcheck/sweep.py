@@ -415,29 +415,22 @@ def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rows: Any,
 
 
 def _sampler(sweep: Sweep, name: str, downstream: list[int], perturbed: bool = False) -> Sample:
-    """f at points of the sweep with ``name`` moved (``steps.Sample``); with ``perturbed``, the
-    ops downstream of ``name`` perturbed (``_mark_close_calls``)."""
+    """f at points of the sweep with ``name`` moved (``steps.Sample``: the output, the largest
+    downstream magnitude, the failures); with ``perturbed``, the ops downstream of ``name``
+    perturbed (``_mark_close_calls``)."""
+    np = numpy()
 
     def sample(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
-        with numpy().errstate(over="ignore"):  # past 1.8e308: inf, a failed replay
-            moved = sweep.columns[name][rows] + offset * h
-        return _replay(sweep, name, downstream, rows, moved, perturbed)
+        columns = {key: column[rows] for key, column in sweep.columns.items()}
+        with np.errstate(over="ignore"):  # past 1.8e308: inf, a failed replay
+            moved = columns[name] = columns[name] + offset * h
+        perturbation = (Perturbation(np, columns, rows.size, RUNS, downstream) if perturbed
+                        else None)
+        run = evaluate_vector(sweep.program, columns, gradients=False, every_node=True,
+                              perturbation=perturbation)
+        largest = np.abs(moved)
+        for index in downstream:
+            largest = np.maximum(largest, np.abs(run.values[index]))
+        return run.output, largest, run.failed
 
     return sample
-
-
-def _replay(
-    sweep: Sweep, name: str, downstream: list[int], rows: Any, moved: Any,
-    perturbed: bool = False,
-) -> tuple[Any, Any, Any]:
-    """Output, largest downstream magnitude and failure mask with ``name`` at ``moved``."""
-    np = numpy()
-    columns = {key: column[rows] for key, column in sweep.columns.items()}
-    columns[name] = moved
-    perturbation = Perturbation(np, columns, rows.size, RUNS, downstream) if perturbed else None
-    run = evaluate_vector(sweep.program, columns, gradients=False, every_node=True,
-                          perturbation=perturbation)
-    largest = np.abs(moved)
-    for index in downstream:
-        largest = np.maximum(largest, np.abs(run.values[index]))
-    return run.output, largest, run.failed
