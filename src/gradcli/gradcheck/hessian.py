@@ -233,15 +233,9 @@ def _array_hessian(program: Program, checking: Checking | None,
             units.append((unit, base_step(float(np.ravel(graphs.point[b])[k]))))
             columns.append(graphs.flat(graphs.product(unit)))
     matrix = np.stack(columns, axis=-1) if columns else np.zeros((0, 0))
-    report = None
-    if checking is not None:
-        found = _Checked(checking, graphs, matrix, units)
-        report = found.report
-        for a, rows in graphs.spans.items():
-            for b, cols in graphs.spans.items():
-                shape = graphs.shapes[a] + graphs.shapes[b]
-                if math.prod(shape):
-                    report.gradients[f"{a},{b}"] = found.verdict(rows, cols, shape)
+    report = None if checking is None else _Checked(checking, graphs, matrix, units, {
+        f"{a},{b}": (rows, cols, graphs.shapes[a] + graphs.shapes[b])
+        for a, rows in graphs.spans.items() for b, cols in graphs.spans.items()}).report
     blocks = {a: {b: _plain(matrix[rows, cols].reshape(graphs.shapes[a] + graphs.shapes[b]))
                   for b, cols in graphs.spans.items()} for a, rows in graphs.spans.items()}
     return HessianResult(blocks, report)
@@ -274,14 +268,10 @@ def hvp_at(program: Program, direction: Mapping[str, Any], checking: Checking | 
         v[name] = np.asarray(given, dtype=float)
     graphs = GradientGraphs(program, max_nodes)
     product = graphs.product(v)
-    report = None
-    if checking is not None:
-        found = _Checked(checking, graphs, graphs.flat(product)[:, None],
-                         [(v, _line_step(graphs, v))])
-        report = found.report
-        for name, rows in graphs.spans.items():
-            if graphs.sizes[name]:
-                report.gradients[name] = found.verdict(rows, slice(0, 1), graphs.shapes[name])
+    report = None if checking is None else _Checked(
+        checking, graphs, graphs.flat(product)[:, None], [(v, _line_step(graphs, v))],
+        {name: (rows, slice(0, 1), graphs.shapes[name]) for name, rows in graphs.spans.items()}
+    ).report
     return HvpResult({n: _plain(p) for n, p in product.items()},
                      {n: _plain(d) for n, d in v.items()}, report)
 
@@ -298,10 +288,12 @@ def _line_step(graphs: GradientGraphs, direction: Mapping[str, Any]) -> float:
 
 class _Checked:
     """Every column k of ``analytic`` checked along ``lines[k]`` (a direction and its first
-    step), an empty ``report``, and each block's verdict from the columns."""
+    step), and a ``report`` of each block's verdict (``blocks``: key -> rows, columns, shape;
+    an empty block has none)."""
 
     def __init__(self, checking: Checking, graphs: GradientGraphs, analytic: Any,
-                 lines: list[tuple[Mapping[str, Any], float]]) -> None:
+                 lines: list[tuple[Mapping[str, Any], float]],
+                 blocks: dict[str, tuple[slice, slice, tuple[int, ...]]]) -> None:
         self.checking, self.analytic = checking, analytic
         self.columns = Estimates.empty(numpy().shape(analytic))
         nodes = graphs.program.nodes
@@ -315,6 +307,9 @@ class _Checked:
             for node, value in zip(nodes, values, strict=True):
                 node.value = value
         self.report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
+        for key, (rows, cols, shape) in blocks.items():
+            if math.prod(shape):
+                self.report.gradients[key] = self.verdict(rows, cols, shape)
 
     def _check_line(self, line: _Line, base: float, analytic: Any) -> Estimates:
         """Every entry of a column checked at once with ``check_node``'s policy
