@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from gradcli.engine.graph import Node, Program
@@ -343,66 +344,50 @@ def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> Gradie
     np = numpy()
     name = str(node.name)
     downstream = [user.index for user in Replayer(sweep.program.nodes).affected(node.index)]
-
-    def judged(rows: Any, h: Any, shrink: int, numeric: Any, error: Any, allowed: Any,
-               largest: Any, stencils: Any) -> None:
-        _mark_close_calls(sweep, name, downstream, rows, h, shrink, rtol,
-                          _Judged(numeric, error, allowed, noise_allowance(largest, h), stencils))
-
+    judged = None if sweep.unsure is None else partial(_mark_close_calls, sweep, name,
+                                                       downstream, rtol)
     found = settle(sweep.gradients[name], base_step(sweep.columns[name], np.maximum),
                    sweep.value, _sampler(sweep, name, downstream), np.flatnonzero(~sweep.failed),
                    rtol, atol, judged, own_step(sweep.columns[name]))
     return GradientSweepCheck(found.numeric, found.error, found.tolerance, found.ok)
 
 
-@dataclass
-class _Judged:
-    """One step of the check at some points (stencil: an index into ``STENCILS``, -1: none)."""
-
-    numeric: Any
-    error: Any
-    allowed: Any
-    noise: Any
-    stencils: Any
-
-    def __getitem__(self, at: Any) -> _Judged:
-        return _Judged(self.numeric[at], self.error[at], self.allowed[at], self.noise[at],
-                       self.stencils[at])
-
-    def close(self, doubt: Any, shrink: int, rtol: float) -> Any:
-        """Where moving the estimate and the gradient by up to ``doubt`` could change the
-        verdict: |error - tolerance| (agrees) or, after a shrink, |tolerance - 2 noise|
-        (swamped; the tolerance moves by rtol times as much) within ``doubt``."""
-        np = numpy()
-        close = np.abs(self.error - self.allowed) <= doubt
-        if shrink > 0:
-            close |= np.abs(self.allowed - 2.0 * self.noise) <= rtol * doubt
-        return close
+def _close(error: Any, allowed: Any, noise: Any, doubt: Any, shrink: int, rtol: float) -> Any:
+    """Where moving the estimate and the gradient by up to ``doubt`` could change the verdict:
+    |error - tolerance| (agrees) or, after a shrink, |tolerance - 2 noise| (swamped; the
+    tolerance moves by rtol times as much) within ``doubt``."""
+    close = numpy().abs(error - allowed) <= doubt
+    if shrink > 0:
+        close |= numpy().abs(allowed - 2.0 * noise) <= rtol * doubt
+    return close
 
 
-def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rows: Any, h: Any,
-                      shrink: int, rtol: float, judged: _Judged) -> None:
-    """Mark unsure the points where the scalar check could judge this step otherwise: first a
-    rough bound (f off by ``value_spread`` at each shifted point); where that could flip the
-    verdict, the estimate again with the ops downstream of the variable perturbed (what does
-    not depend on it cancels), the change times ``SAFETY`` being the bound."""
-    if sweep.unsure is None or sweep.value_spread is None or sweep.gradient_spreads is None:
-        return
+def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rtol: float, rows: Any,
+                      h: Any, shrink: int, numeric: Any, error: Any, allowed: Any, largest: Any,
+                      stencils: Any) -> None:
+    """Mark unsure the points where the scalar check could judge this step (``settle``'s
+    ``judged``) otherwise: first a rough bound (f off by ``value_spread`` at each shifted
+    point); where that could flip the verdict, the estimate again with the ops downstream of
+    the variable perturbed (what does not depend on it cancels), the change times ``SAFETY``
+    being the bound."""
+    assert sweep.unsure is not None and sweep.value_spread is not None
+    assert sweep.gradient_spreads is not None
     np = numpy()
+    noise = noise_allowance(largest, h)
     gradient_doubt = sweep.gradient_spreads[name][rows]
     rough = (gradient_doubt + _STENCIL_GAIN * sweep.value_spread[rows] / h) * (1.0 + rtol)
-    at = np.flatnonzero(judged.close(rough, shrink, rtol))
+    at = np.flatnonzero(_close(error, allowed, noise, rough, shrink, rtol))
     if not at.size:
         return
-    suspects, h = judged[at], h[at]
+    h = h[at]
     moved, _, _ = first_stencil(_sampler(sweep, name, downstream, perturbed=True), sweep.value,
                                 rows[at], h)
     with np.errstate(invalid="ignore", over="ignore"):
-        shift = SAFETY * np.abs(moved - suspects.numeric)
+        shift = SAFETY * np.abs(moved - numeric[at])
         # a one-sided stencil also reads f at the point itself: -3 f / 2h
-        shift += np.where(suspects.stencils > 0, 1.5 * sweep.value_spread[rows[at]] / h, 0.0)
+        shift += np.where(stencils[at] > 0, 1.5 * sweep.value_spread[rows[at]] / h, 0.0)
         doubt = (gradient_doubt[at] + shift) * (1.0 + rtol)
-        close = suspects.close(doubt, shrink, rtol) | ~np.isfinite(doubt)
+        close = _close(error[at], allowed[at], noise[at], doubt, shrink, rtol) | ~np.isfinite(doubt)
     sweep.unsure[rows[at[close]]] = True
 
 
