@@ -116,9 +116,8 @@ def point_records(sweep: Sweep) -> Iterator[dict[str, Any]]:
     values = sweep.value.tolist()
     gradients = {name: sweep.gradients[name].tolist() for name in names}
     failed = sweep.failed.tolist()
-    checks = None if sweep.checks is None else {
-        name: {"numeric": c.numeric.tolist(), "abs_error": c.abs_error.tolist(),
-               "tolerance": c.tolerance.tolist(), "ok": c.ok.tolist()}
+    checks = None if sweep.checks is None else {  # numeric, abs_error, tolerance, ok
+        name: {key: array.tolist() for key, array in vars(c).items()}
         for name, c in sweep.checks.items()}
     check_ok = sweep.check_ok.tolist()
     for i in range(sweep.size):
