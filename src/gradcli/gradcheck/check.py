@@ -23,16 +23,7 @@ from gradcli.engine.graph import Node, Program, liveness
 from gradcli.engine.ops import LOGICAL, NONE
 from gradcli.engine.replay import Replayer
 from gradcli.errors import UsageError
-from gradcli.gradcheck.differences import (  # noqa: F401 (named here too)
-    COMPLEX_STEP,
-    RICHARDSON_LEVELS,
-    GradientCheck,
-    check_node,
-    complex_step_check,
-    richardson_check,
-    richardson_estimate,
-    settled_check,
-)
+from gradcli.gradcheck.differences import GradientCheck, check_node, settled_check
 from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees
 from gradcli.gradcheck.tolerances import (  # noqa: F401 (named here too)
     BATCH_NODE_CHECK_LIMIT,
@@ -220,7 +211,7 @@ def _central_at_once(
 ) -> dict[int, GradientCheck]:
     """The first step of ``check_node`` -- a central difference at the base step -- for every
     target in one vectorised replay (``float_columns.central_at_once``), when that saves time; only
-    the checks that pass, so anything else goes through ``check_node`` as before."""
+    the checks that pass, anything else goes through ``check_node``."""
     work = len(targets) * len(program.nodes)
     if work < _COLUMNS_IF_LOADED or (work < _COLUMNS_ALWAYS and "numpy" not in sys.modules):
         return {}

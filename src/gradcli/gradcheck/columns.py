@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
 from gradcli.engine.ops.row import LINEAR_ALL
-from gradcli.engine.replay import Moved, linear_part
+from gradcli.engine.replay import Moved, Replayer, linear_part
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
 
 if TYPE_CHECKING:  # the array columns' module is imported where they are made
@@ -54,31 +54,21 @@ class ElementReplayer:
 
     def __init__(self, nodes: list[Node]) -> None:
         self.nodes = nodes
-        self.users: list[list[int]] = [[] for _ in nodes]
-        for node in nodes:
-            for source in node.inputs:
-                self.users[source.index].append(node.index)
+        self.walk = Replayer(nodes)  # its ``affected``: the nodes downstream of the target
         self.target: Node = nodes[-1]
         self.downstream: list[Node] = []
         self.linear: set[int] = set()  # the downstream nodes linear in the target
         self.unit: tuple[int, Moved] | None = None  # the last element moved, and its moves
         # the target's value, real and complex, perturbed
         self.moved: dict[bool, Any] = {}
-        self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
+        self.masked = self.walk.masked
         self.switched: set[int] = set()
 
     def aim(self, node: Node) -> int:
         """Perturb elements of ``node`` from now on; returns the array elements a replay reads
         and writes (a matrix product reads all of its matrix)."""
         np = numpy()
-        seen, stack = {node.index}, [node.index]
-        while stack:
-            for user in self.users[stack.pop()]:
-                if user not in seen:
-                    seen.add(user)
-                    stack.append(user)
-        seen.discard(node.index)
-        self.target, self.downstream = node, [self.nodes[i] for i in sorted(seen)]
+        self.target, self.downstream = node, self.walk.affected(node.index)
         self.linear, self.unit = linear_part(node, self.downstream), None
         # Without linear nodes, the replays perturb an element of a private copy in place, and
         # put it back; the copy is made by the first replay (columns and directions need none).

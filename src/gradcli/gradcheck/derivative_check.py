@@ -151,18 +151,11 @@ def _compare_export(request: DiffCheck, module: Any, truth: Truth) -> int:
         compare("value (python)", "f(...)", truth.point, value, expected_value, True,
                  strict=True)
     for path, got in entries.items():
-        kind = ("hessian" if (len(path) == 2 and request.kind in ("hessian", "higher"))
-                or (request.python_kind == "scalar" and len(path) == 2)
-                else "gradient" if request.kind != "jacobian" else "jacobian")
-        if kind == "hessian":
-            expected, exact = truth.second(path[1])[path[0]], False
+        expected, exact = truth.expected(path)
+        if request.kind != "jacobian":
             got = truth.project(path, got)
-        elif kind == "jacobian":
-            expected, exact = truth.jacobian[path[0]][path[1]], True
-        else:
-            expected, exact = truth.gradient[path[0]], True
-        compare(entry_label(kind, path) + " (python)", "f(...)", truth.point, got, expected, exact,
-                 strict=True)
+        compare(entry_label(request.kind, path) + " (python)", "f(...)", truth.point, got,
+                expected, exact, strict=True)
     return len(entries)
 
 

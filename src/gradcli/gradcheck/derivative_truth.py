@@ -22,7 +22,6 @@ DIRECTIONAL = 30  # a variable's elements past which its Hessian blocks are chec
 # random direction (H@v against the difference of the gradient along v), not element by element
 RTOL, ATOL = 1e-6, 1e-7  # an exact derivative (relative to the entry's largest element)
 FD_RTOL, FD_ATOL = 1e-5, 1e-6  # a derivative compared with central differences
-KINDS = ("gradient", "jacobian", "hessian", "higher")
 
 
 @dataclass

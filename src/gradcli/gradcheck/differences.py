@@ -203,10 +203,9 @@ def richardson_estimate(
 ) -> tuple[float, float, float, float] | None:
     """(estimate, its error estimate, smallest step used, largest magnitude), or None.
 
-    Row k holds the central difference at h0 / 2^k and its extrapolations; entry j of row k
-    removes the h^(2j) term using entry j-1 of rows k and k-1. An entry's error estimate is its
-    distance from the two entries it was built from, but never less than the rounding error of
-    its row's differences (eps * M / h): otherwise a lucky cancellation at a tiny step would win.
+    Row k holds T[k][...] (module docstring). An entry's error estimate is never less than the
+    rounding error of its row's differences (eps * M / h): otherwise a lucky cancellation at a
+    tiny step would win.
     That floor doubles with each row, so the table stops once it exceeds the best estimate (the
     answer is the same, and stopping early saves most of the replays).
     Rows start at the first step that evaluates and stop at the first that does not, so a domain

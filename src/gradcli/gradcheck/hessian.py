@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -181,7 +180,7 @@ class GradientGraphs:
 
 class _Line:
     """The numeric gradient of the program (flattened, joined) at point + t * direction, each
-    computed once (the caller puts the node values back: ``_restored``)."""
+    computed once (``_Checked`` puts the node values back)."""
 
     def __init__(self, graphs: GradientGraphs, direction: Mapping[str, Any]) -> None:
         self.graphs, self.direction = graphs, direction
@@ -234,15 +233,9 @@ def _array_hessian(program: Program, checking: Checking | None,
             units.append((unit, base_step(float(np.ravel(graphs.point[b])[k]))))
             columns.append(graphs.flat(graphs.product(unit)))
     matrix = np.stack(columns, axis=-1) if columns else np.zeros((0, 0))
-    report = None
-    if checking is not None:
-        found = _Checked(checking, graphs, matrix, units)
-        report = found.report
-        for a, rows in graphs.spans.items():
-            for b, cols in graphs.spans.items():
-                shape = graphs.shapes[a] + graphs.shapes[b]
-                if math.prod(shape):
-                    report.gradients[f"{a},{b}"] = found.verdict(rows, cols, shape)
+    report = None if checking is None else _Checked(checking, graphs, matrix, units, {
+        f"{a},{b}": (rows, cols, graphs.shapes[a] + graphs.shapes[b])
+        for a, rows in graphs.spans.items() for b, cols in graphs.spans.items()}).report
     blocks = {a: {b: _plain(matrix[rows, cols].reshape(graphs.shapes[a] + graphs.shapes[b]))
                   for b, cols in graphs.spans.items()} for a, rows in graphs.spans.items()}
     return HessianResult(blocks, report)
@@ -275,14 +268,10 @@ def hvp_at(program: Program, direction: Mapping[str, Any], checking: Checking | 
         v[name] = np.asarray(given, dtype=float)
     graphs = GradientGraphs(program, max_nodes)
     product = graphs.product(v)
-    report = None
-    if checking is not None:
-        found = _Checked(checking, graphs, graphs.flat(product)[:, None],
-                         [(v, _line_step(graphs, v))])
-        report = found.report
-        for name, rows in graphs.spans.items():
-            if graphs.sizes[name]:
-                report.gradients[name] = found.verdict(rows, slice(0, 1), graphs.shapes[name])
+    report = None if checking is None else _Checked(
+        checking, graphs, graphs.flat(product)[:, None], [(v, _line_step(graphs, v))],
+        {name: (rows, slice(0, 1), graphs.shapes[name]) for name, rows in graphs.spans.items()}
+    ).report
     return HvpResult({n: _plain(p) for n, p in product.items()},
                      {n: _plain(d) for n, d in v.items()}, report)
 
@@ -297,48 +286,48 @@ def _line_step(graphs: GradientGraphs, direction: Mapping[str, Any]) -> float:
     return float(min(np.min(limit) for limit in limits)) if limits else base_step(0.0)
 
 
-@contextmanager
-def _restored(program: Program) -> Iterator[None]:
-    """Puts the program's node values back after the check moved its inputs."""
-    values = [node.value for node in program.nodes]
-    try:
-        yield
-    finally:
-        for node, value in zip(program.nodes, values, strict=True):
-            node.value = value
-
-
-def _check_line(checking: Checking, line: _Line, base: float, analytic: Any) -> Estimates:
-    """Every entry of a column checked at once with ``check_node``'s policy (``steps.settle``),
-    f being the numeric gradient along the line (one evaluation per step for every entry)."""
-    np = numpy()
-
-    def sample(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
-        try:
-            value = line.at(offset * float(h[0]))[rows]  # one step for the whole line
-        except NumericError:
-            return np.full(rows.size, np.nan), np.full(rows.size, np.nan), np.ones(rows.size, bool)
-        return value, np.abs(value), np.zeros(rows.size, dtype=bool)
-
-    size = len(analytic)
-    return settle(analytic, np.full(size, base), line.at(0.0), sample, np.arange(size),
-                  checking.rtol, checking.atol)
-
-
 class _Checked:
     """Every column k of ``analytic`` checked along ``lines[k]`` (a direction and its first
-    step), an empty ``report``, and each block's verdict from the columns."""
+    step), and a ``report`` of each block's verdict (``blocks``: key -> rows, columns, shape;
+    an empty block has none)."""
 
     def __init__(self, checking: Checking, graphs: GradientGraphs, analytic: Any,
-                 lines: list[tuple[Mapping[str, Any], float]]) -> None:
+                 lines: list[tuple[Mapping[str, Any], float]],
+                 blocks: dict[str, tuple[slice, slice, tuple[int, ...]]]) -> None:
         self.checking, self.analytic = checking, analytic
         self.columns = Estimates.empty(numpy().shape(analytic))
-        with _restored(graphs.program):
+        nodes = graphs.program.nodes
+        values = [node.value for node in nodes]  # put back after the lines moved the inputs
+        try:
             for k, (direction, base) in enumerate(lines):
-                column = _check_line(checking, _Line(graphs, direction), base, analytic[:, k])
+                column = self._check_line(_Line(graphs, direction), base, analytic[:, k])
                 for mine, theirs in zip(self.columns, column, strict=True):
                     mine[:, k] = theirs
+        finally:
+            for node, value in zip(nodes, values, strict=True):
+                node.value = value
         self.report = checking.report(checking.rtol, checking.atol, nodes_skipped=True)
+        for key, (rows, cols, shape) in blocks.items():
+            if math.prod(shape):
+                self.report.gradients[key] = self.verdict(rows, cols, shape)
+
+    def _check_line(self, line: _Line, base: float, analytic: Any) -> Estimates:
+        """Every entry of a column checked at once with ``check_node``'s policy
+        (``steps.settle``), f being the numeric gradient along the line (one evaluation per
+        step for every entry)."""
+        np = numpy()
+
+        def sample(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
+            try:
+                value = line.at(offset * float(h[0]))[rows]  # one step for the whole line
+            except NumericError:
+                return (np.full(rows.size, np.nan), np.full(rows.size, np.nan),
+                        np.ones(rows.size, bool))
+            return value, np.abs(value), np.zeros(rows.size, dtype=bool)
+
+        size = len(analytic)
+        return settle(analytic, np.full(size, base), line.at(0.0), sample, np.arange(size),
+                      self.checking.rtol, self.checking.atol)
 
     def verdict(self, rows: slice, cols: slice, shape: tuple[int, ...]) -> Any:
         """One verdict for the block ``rows`` x ``cols`` (of ``shape``): counts, and the worst

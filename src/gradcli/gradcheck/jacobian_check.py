@@ -196,7 +196,7 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
 def _columns(program: Program, outputs: list[Node], v: Node,
              elements: list[int]) -> dict[int, Any]:
     """For each output, the central differences along ``elements`` of ``v``: an array of shape
-    ``out + (len(elements),)``."""
+    ``out + (len(elements),)``, NaN in a column whose step leaves the domain."""
     np = arrays.numpy()
     original = v.value
     found: dict[int, list[Any]] = {out.index: [] for out in outputs}
@@ -204,26 +204,21 @@ def _columns(program: Program, outputs: list[Node], v: Node,
         for flat in elements:
             x = float(np.ravel(original)[flat])
             h = _STEP * max(1.0, abs(x))
-            ups = _outputs_at(program, outputs, v, original, flat, x + h)
-            downs = _outputs_at(program, outputs, v, original, flat, x - h)
-            for out in outputs:
-                found[out.index].append((ups[out.index] - downs[out.index]) / (2 * h))
+            ends = []
+            for moved in (x + h, x - h):
+                v.value = np.array(original, dtype=float)
+                v.value.flat[flat] = moved  # a number is the array of shape ()
+                try:
+                    arrays.forward(program.nodes)
+                    ends.append([np.array(out.value, dtype=float) for out in outputs])
+                except NumericError:
+                    ends.append([np.full(np.shape(out.value), np.nan) for out in outputs])
+            for out, up, down in zip(outputs, *ends, strict=True):
+                found[out.index].append((up - down) / (2 * h))
     finally:
         v.value = original
         arrays.forward(program.nodes)
     return {index: np.moveaxis(np.array(cols), 0, -1) for index, cols in found.items()}
-
-
-def _outputs_at(program: Program, outputs: list[Node], v: Node, original: Any, flat: int,
-                moved: float) -> dict[int, Any]:
-    np = arrays.numpy()
-    v.value = np.array(original, dtype=float)
-    v.value.flat[flat] = moved  # a number is the array of shape ()
-    try:
-        arrays.forward(program.nodes)
-    except NumericError:  # a step outside the domain: this column cannot be checked
-        return {out.index: np.full(np.shape(out.value), np.nan) for out in outputs}
-    return {out.index: np.array(out.value, dtype=float) for out in outputs}
 
 
 def _compare(analytic: Any, elements: list[int], numeric: Any, in_shape: tuple[int, ...],

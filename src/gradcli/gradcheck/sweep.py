@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from gradcli.engine.graph import Node, Program
@@ -115,9 +116,8 @@ def point_records(sweep: Sweep) -> Iterator[dict[str, Any]]:
     values = sweep.value.tolist()
     gradients = {name: sweep.gradients[name].tolist() for name in names}
     failed = sweep.failed.tolist()
-    checks = None if sweep.checks is None else {
-        name: {"numeric": c.numeric.tolist(), "abs_error": c.abs_error.tolist(),
-               "tolerance": c.tolerance.tolist(), "ok": c.ok.tolist()}
+    checks = None if sweep.checks is None else {  # numeric, abs_error, tolerance, ok
+        name: {key: array.tolist() for key, array in vars(c).items()}
         for name, c in sweep.checks.items()}
     check_ok = sweep.check_ok.tolist()
     for i in range(sweep.size):
@@ -183,21 +183,13 @@ class RecheckBudget:
         return True
 
 
-def evaluate_sweep(
-    program: Program,
-    columns: Mapping[str, Any],
-    *,
-    check: bool = True,
-    rtol: float = DEFAULT_RTOL,
-    atol: float = DEFAULT_ATOL,
-    explain_limit: int | None = None,
-    reconcile: bool = False,
-) -> Sweep:
-    """Value, gradients and (with ``check``) the check at every point of ``columns`` (one
-    array per input variable); unsure points reconciled when asked, and the first
-    ``explain_limit`` failed points (all when None) explained by the scalar path."""
-    sweep = vector_sweep(program, columns, check=check, rtol=rtol, atol=atol,
-                         reconcile=reconcile)
+def evaluate_sweep(program: Program, columns: Mapping[str, Any], *,
+                   explain_limit: int | None = None, **options: Any) -> Sweep:
+    """Value, gradients and the check at every point of ``columns`` (one array per input
+    variable): ``vector_sweep`` with its keywords (``check``, ``rtol``, ``atol``,
+    ``reconcile``), then ``finish_sweep``, the first ``explain_limit`` failed points (all when
+    None) explained by the scalar path."""
+    sweep = vector_sweep(program, columns, **options)
     finish_sweep(sweep, explain_limit)
     return sweep
 
@@ -350,103 +342,71 @@ def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> Gradie
     other way on the scalar path is marked unsure (``_mark_close_calls``)."""
     np = numpy()
     name = str(node.name)
-    downstream = _downstream(sweep.program, node)
-
-    def judged(rows: Any, h: Any, shrink: int, numeric: Any, error: Any, allowed: Any,
-               largest: Any, stencils: Any) -> None:
-        _mark_close_calls(sweep, name, downstream, rows, h, shrink, rtol,
-                          _Judged(numeric, error, allowed, noise_allowance(largest, h), stencils))
-
+    downstream = [user.index for user in Replayer(sweep.program.nodes).affected(node.index)]
+    judged = None if sweep.unsure is None else partial(_mark_close_calls, sweep, name,
+                                                       downstream, rtol)
     found = settle(sweep.gradients[name], base_step(sweep.columns[name], np.maximum),
                    sweep.value, _sampler(sweep, name, downstream), np.flatnonzero(~sweep.failed),
                    rtol, atol, judged, own_step(sweep.columns[name]))
     return GradientSweepCheck(found.numeric, found.error, found.tolerance, found.ok)
 
 
-@dataclass
-class _Judged:
-    """One step of the check at some points (stencil: an index into ``STENCILS``, -1: none)."""
-
-    numeric: Any
-    error: Any
-    allowed: Any
-    noise: Any
-    stencils: Any
-
-    def __getitem__(self, at: Any) -> _Judged:
-        return _Judged(self.numeric[at], self.error[at], self.allowed[at], self.noise[at],
-                       self.stencils[at])
-
-    def close(self, doubt: Any, shrink: int, rtol: float) -> Any:
-        """Where moving the estimate and the gradient by up to ``doubt`` could change the
-        verdict: |error - tolerance| (agrees) or, after a shrink, |tolerance - 2 noise|
-        (swamped; the tolerance moves by rtol times as much) within ``doubt``."""
-        np = numpy()
-        close = np.abs(self.error - self.allowed) <= doubt
-        if shrink > 0:
-            close |= np.abs(self.allowed - 2.0 * self.noise) <= rtol * doubt
-        return close
+def _close(error: Any, allowed: Any, noise: Any, doubt: Any, shrink: int, rtol: float) -> Any:
+    """Where moving the estimate and the gradient by up to ``doubt`` could change the verdict:
+    |error - tolerance| (agrees) or, after a shrink, |tolerance - 2 noise| (swamped; the
+    tolerance moves by rtol times as much) within ``doubt``."""
+    close = numpy().abs(error - allowed) <= doubt
+    if shrink > 0:
+        close |= numpy().abs(allowed - 2.0 * noise) <= rtol * doubt
+    return close
 
 
-def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rows: Any, h: Any,
-                      shrink: int, rtol: float, judged: _Judged) -> None:
-    """Mark unsure the points where the scalar check could judge this step otherwise: first a
-    rough bound (f off by ``value_spread`` at each shifted point); where that could flip the
-    verdict, the estimate again with the ops downstream of the variable perturbed (what does
-    not depend on it cancels), the change times ``SAFETY`` being the bound."""
-    if sweep.unsure is None or sweep.value_spread is None or sweep.gradient_spreads is None:
-        return
+def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rtol: float, rows: Any,
+                      h: Any, shrink: int, numeric: Any, error: Any, allowed: Any, largest: Any,
+                      stencils: Any) -> None:
+    """Mark unsure the points where the scalar check could judge this step (``settle``'s
+    ``judged``) otherwise: first a rough bound (f off by ``value_spread`` at each shifted
+    point); where that could flip the verdict, the estimate again with the ops downstream of
+    the variable perturbed (what does not depend on it cancels), the change times ``SAFETY``
+    being the bound."""
+    assert sweep.unsure is not None and sweep.value_spread is not None
+    assert sweep.gradient_spreads is not None
     np = numpy()
+    noise = noise_allowance(largest, h)
     gradient_doubt = sweep.gradient_spreads[name][rows]
     rough = (gradient_doubt + _STENCIL_GAIN * sweep.value_spread[rows] / h) * (1.0 + rtol)
-    at = np.flatnonzero(judged.close(rough, shrink, rtol))
+    at = np.flatnonzero(_close(error, allowed, noise, rough, shrink, rtol))
     if not at.size:
         return
-    suspects, h = judged[at], h[at]
+    h = h[at]
     moved, _, _ = first_stencil(_sampler(sweep, name, downstream, perturbed=True), sweep.value,
                                 rows[at], h)
     with np.errstate(invalid="ignore", over="ignore"):
-        shift = SAFETY * np.abs(moved - suspects.numeric)
+        shift = SAFETY * np.abs(moved - numeric[at])
         # a one-sided stencil also reads f at the point itself: -3 f / 2h
-        shift += np.where(suspects.stencils > 0, 1.5 * sweep.value_spread[rows[at]] / h, 0.0)
+        shift += np.where(stencils[at] > 0, 1.5 * sweep.value_spread[rows[at]] / h, 0.0)
         doubt = (gradient_doubt[at] + shift) * (1.0 + rtol)
-        close = suspects.close(doubt, shrink, rtol) | ~np.isfinite(doubt)
+        close = _close(error[at], allowed[at], noise[at], doubt, shrink, rtol) | ~np.isfinite(doubt)
     sweep.unsure[rows[at[close]]] = True
 
 
 def _sampler(sweep: Sweep, name: str, downstream: list[int], perturbed: bool = False) -> Sample:
-    """f at points of the sweep with ``name`` moved (``steps.Sample``); with ``perturbed``, the
-    ops downstream of ``name`` perturbed (``_mark_close_calls``)."""
+    """f at points of the sweep with ``name`` moved (``steps.Sample``: the output, the largest
+    downstream magnitude, the failures); with ``perturbed``, the ops downstream of ``name``
+    perturbed (``_mark_close_calls``)."""
+    np = numpy()
 
     def sample(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
-        with numpy().errstate(over="ignore"):  # past 1.8e308: inf, a failed replay
-            moved = sweep.columns[name][rows] + offset * h
-        return _replay(sweep, name, downstream, rows, moved, perturbed)
+        columns = {key: column[rows] for key, column in sweep.columns.items()}
+        with np.errstate(over="ignore"):  # past 1.8e308: inf, a failed replay
+            moved = columns[name] = columns[name] + offset * h
+        perturbation = (Perturbation(np, columns, rows.size, RUNS, downstream) if perturbed
+                        else None)
+        run = evaluate_vector(sweep.program, columns, gradients=False, every_node=True,
+                              perturbation=perturbation)
+        largest = np.abs(moved)
+        for index in downstream:
+            largest = np.maximum(largest, np.abs(run.values[index]))
+        return run.output, largest, run.failed
 
     return sample
-
-
-def _replay(
-    sweep: Sweep, name: str, downstream: list[int], rows: Any, moved: Any,
-    perturbed: bool = False,
-) -> tuple[Any, Any, Any]:
-    """Output, largest downstream magnitude and failure mask with ``name`` at ``moved``."""
-    np = numpy()
-    columns = {key: column[rows] for key, column in sweep.columns.items()}
-    columns[name] = moved
-    perturbation = Perturbation(np, columns, rows.size, RUNS, downstream) if perturbed else None
-    run = evaluate_vector(sweep.program, columns, gradients=False, every_node=True,
-                          perturbation=perturbation)
-    largest = np.abs(moved)
-    for index in downstream:
-        largest = np.maximum(largest, np.abs(run.values[index]))
-    return run.output, largest, run.failed
-
-
-def _downstream(program: Program, node: Node) -> list[int]:
-    """Indices of the nodes that depend on ``node`` (one pass in topological order)."""
-    depends = {node.index}
-    for other in program.nodes[node.index + 1 :]:
-        if any(source.index in depends for source in other.inputs):
-            depends.add(other.index)
-    return sorted(depends - {node.index})

@@ -12,7 +12,6 @@ from typing import Any
 from gradcli.engine.graph import Program
 from gradcli.engine.ops import numpy
 from gradcli.errors import ExitStatus, UsageError
-from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.gradcheck.evaluation import require_values
 from gradcli.gradcheck.sweep import (
     GradientSweepCheck,
@@ -32,25 +31,16 @@ from gradcli.limits import (
 )
 
 
-def stream_sweep(
-    program: Program,
-    values: Mapping[str, Value],
-    *,
-    check: bool = True,
-    rtol: float = DEFAULT_RTOL,
-    atol: float = DEFAULT_ATOL,
-    reconcile: bool = True,
-    points: int | None = None,
-    threads: int | None = None,
-) -> Iterator[Sweep]:
-    """Every block of the grid of ``values`` evaluated (as ``evaluate_sweep``), in grid order:
-    the grid is checked at the call; blocks of ``points`` are evaluated on ``threads`` threads,
-    at most one block more ahead, and finished (``finish_sweep``, one ``RecheckBudget``) in the
-    caller's thread. Close the iterator (or run it to the end) to stop the threads."""
+def stream_sweep(program: Program, values: Mapping[str, Value], *, points: int | None = None,
+                 threads: int | None = None, **options: Any) -> Iterator[Sweep]:
+    """Every block of the grid of ``values`` evaluated (as ``evaluate_sweep``, with
+    ``vector_sweep``'s keywords, ``reconcile`` on unless turned off), in grid order: the grid is
+    checked at the call; blocks of ``points`` are evaluated on ``threads`` threads, at most one
+    block more ahead, and finished (``finish_sweep``, one ``RecheckBudget``) in the caller's
+    thread. Close the iterator (or run it to the end) to stop the threads."""
     plan = sweep_plan(program, values)
     threads = threads or min(default_jobs(), SWEEP_THREADS)
-    return _stream(plan, dict(check=check, rtol=rtol, atol=atol, reconcile=reconcile),
-                   points, threads)
+    return _stream(plan, {"reconcile": True, **options}, points, threads)
 
 
 def _stream(plan: SweepPlan, options: dict[str, Any], points: int | None,
@@ -200,36 +190,16 @@ class SweepSummary:
         assert self.head is not None, "no block added"
         return self.head
 
-    # the first ``keep`` points: the head's (typed, so that a reader and mypy see them)
-    @property
-    def columns(self) -> dict[str, Any]:
-        return self._shown.columns
+    def __getattr__(self, name: str) -> Any:
+        """The first ``keep`` points as the head holds them: ``columns``, ``value``,
+        ``gradients``, ``checks``, ``rtol``, ``atol``, ``point()`` and ``error_message()``."""
+        if name not in _FROM_HEAD:
+            raise AttributeError(name)
+        return getattr(self._shown, name)
 
-    @property
-    def value(self) -> Any:
-        return self._shown.value
 
-    @property
-    def gradients(self) -> dict[str, Any]:
-        return self._shown.gradients
-
-    @property
-    def checks(self) -> dict[str, GradientSweepCheck] | None:
-        return self._shown.checks
-
-    @property
-    def rtol(self) -> float:
-        return self._shown.rtol
-
-    @property
-    def atol(self) -> float:
-        return self._shown.atol
-
-    def point(self, index: int) -> dict[str, float]:
-        return self._shown.point(index)
-
-    def error_message(self, index: int) -> str:
-        return self._shown.error_message(index)
+_FROM_HEAD = frozenset({"columns", "value", "gradients", "checks", "rtol", "atol", "point",
+                        "error_message"})
 
 
 def _joined(parts: list[Sweep], count: int) -> Sweep:
