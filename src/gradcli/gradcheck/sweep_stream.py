@@ -12,6 +12,7 @@ from typing import Any
 from gradcli.engine.graph import Program
 from gradcli.engine.ops import numpy
 from gradcli.errors import ExitStatus, UsageError
+from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.gradcheck.evaluation import require_values
 from gradcli.gradcheck.sweep import (
     GradientSweepCheck,
@@ -31,16 +32,25 @@ from gradcli.limits import (
 )
 
 
-def stream_sweep(program: Program, values: Mapping[str, Value], *, points: int | None = None,
-                 threads: int | None = None, **options: Any) -> Iterator[Sweep]:
-    """Every block of the grid of ``values`` evaluated (as ``evaluate_sweep``, with
-    ``vector_sweep``'s keywords, ``reconcile`` on unless turned off), in grid order: the grid is
-    checked at the call; blocks of ``points`` are evaluated on ``threads`` threads, at most one
-    block more ahead, and finished (``finish_sweep``, one ``RecheckBudget``) in the caller's
-    thread. Close the iterator (or run it to the end) to stop the threads."""
+def stream_sweep(
+    program: Program,
+    values: Mapping[str, Value],
+    *,
+    check: bool = True,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    reconcile: bool = True,
+    points: int | None = None,
+    threads: int | None = None,
+) -> Iterator[Sweep]:
+    """Every block of the grid of ``values`` evaluated (as ``evaluate_sweep``), in grid order:
+    the grid is checked at the call; blocks of ``points`` are evaluated on ``threads`` threads,
+    at most one block more ahead, and finished (``finish_sweep``, one ``RecheckBudget``) in the
+    caller's thread. Close the iterator (or run it to the end) to stop the threads."""
     plan = sweep_plan(program, values)
     threads = threads or min(default_jobs(), SWEEP_THREADS)
-    return _stream(plan, {"reconcile": True, **options}, points, threads)
+    return _stream(plan, dict(check=check, rtol=rtol, atol=atol, reconcile=reconcile),
+                   points, threads)
 
 
 def _stream(plan: SweepPlan, options: dict[str, Any], points: int | None,
