@@ -183,13 +183,21 @@ class RecheckBudget:
         return True
 
 
-def evaluate_sweep(program: Program, columns: Mapping[str, Any], *,
-                   explain_limit: int | None = None, **options: Any) -> Sweep:
-    """Value, gradients and the check at every point of ``columns`` (one array per input
-    variable): ``vector_sweep`` with its keywords (``check``, ``rtol``, ``atol``,
-    ``reconcile``), then ``finish_sweep``, the first ``explain_limit`` failed points (all when
-    None) explained by the scalar path."""
-    sweep = vector_sweep(program, columns, **options)
+def evaluate_sweep(
+    program: Program,
+    columns: Mapping[str, Any],
+    *,
+    check: bool = True,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    explain_limit: int | None = None,
+    reconcile: bool = False,
+) -> Sweep:
+    """Value, gradients and (with ``check``) the check at every point of ``columns`` (one
+    array per input variable); unsure points reconciled when asked, and the first
+    ``explain_limit`` failed points (all when None) explained by the scalar path."""
+    sweep = vector_sweep(program, columns, check=check, rtol=rtol, atol=atol,
+                         reconcile=reconcile)
     finish_sweep(sweep, explain_limit)
     return sweep
 

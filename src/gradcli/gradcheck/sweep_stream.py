@@ -200,16 +200,36 @@ class SweepSummary:
         assert self.head is not None, "no block added"
         return self.head
 
-    def __getattr__(self, name: str) -> Any:
-        """The first ``keep`` points as the head holds them: ``columns``, ``value``,
-        ``gradients``, ``checks``, ``rtol``, ``atol``, ``point()`` and ``error_message()``."""
-        if name not in _FROM_HEAD:
-            raise AttributeError(name)
-        return getattr(self._shown, name)
+    # the first ``keep`` points: the head's (typed, so that a reader and mypy see them)
+    @property
+    def columns(self) -> dict[str, Any]:
+        return self._shown.columns
 
+    @property
+    def value(self) -> Any:
+        return self._shown.value
 
-_FROM_HEAD = frozenset({"columns", "value", "gradients", "checks", "rtol", "atol", "point",
-                        "error_message"})
+    @property
+    def gradients(self) -> dict[str, Any]:
+        return self._shown.gradients
+
+    @property
+    def checks(self) -> dict[str, GradientSweepCheck] | None:
+        return self._shown.checks
+
+    @property
+    def rtol(self) -> float:
+        return self._shown.rtol
+
+    @property
+    def atol(self) -> float:
+        return self._shown.atol
+
+    def point(self, index: int) -> dict[str, float]:
+        return self._shown.point(index)
+
+    def error_message(self, index: int) -> str:
+        return self._shown.error_message(index)
 
 
 def _joined(parts: list[Sweep], count: int) -> Sweep:
