@@ -70,14 +70,12 @@ class GraphPicture:
         """The node's value, or None when it depends on a variable without one."""
         return node.value if self.evaluated else self.known.get(node.index)
 
-    def number(self, value: Any, digits: int | None = None) -> str:
-        """A number to ``digits`` (else the picture's); an array of more than
-        ``GRAPH_SHOWN_ELEMENTS`` as its range, ``[-0.5 … 1.2]``: a label, not a wall of digits."""
-        digits = self.digits if digits is None else digits
+    def number(self, value: Any) -> str:
+        """A number to the picture's ``digits``; an array of more than ``GRAPH_SHOWN_ELEMENTS``
+        as its range, ``[-0.5 … 1.2]``: a label, not a wall of digits."""
         if getattr(value, "ndim", 0) and value.size > GRAPH_SHOWN_ELEMENTS:
-            return f"[{self.number(float(value.min()), digits)} … " \
-                   f"{self.number(float(value.max()), digits)}]"
-        return value_text(value, digits, full=True)
+            return f"[{self.number(float(value.min()))} … {self.number(float(value.max()))}]"
+        return value_text(value, self.digits, full=True)
 
     def facts(self, node: Node) -> str:
         """``value 2 · grad -6`` (without every value, ``value 2`` or ``""``), one fact to a line
