@@ -355,16 +355,13 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
 
 _MERMAID_ENTITIES = {'"': "#quot;", "#": "#35;", "<": "#lt;", ">": "#gt;", "`": "#96;",
                      "[": "#91;", "]": "#93;", "{": "#123;", "}": "#125;", "|": "#124;",
-                     "\\": "#92;", "&": "#38;"}
+                     "\\": "#92;", "&": "#38;", "\n": "<br>"}
 _MERMAID_UNSAFE = re.compile(r'["#<>`\[\]{}|\\&]|[\x00-\x1f\x7f]')
 
 
 def mermaid_string(text: str) -> str:
     """``text`` as Mermaid quoted label text: ``#code;`` entities, ``<br>`` between lines."""
-    lines = text.split("\n")
-    return '"' + "<br>".join(
-        _MERMAID_UNSAFE.sub(lambda m: _MERMAID_ENTITIES.get(m.group(), ""), line) for line in lines
-    ) + '"'
+    return '"' + _MERMAID_UNSAFE.sub(lambda m: _MERMAID_ENTITIES.get(m.group(), ""), text) + '"'
 
 
 def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
