@@ -88,8 +88,7 @@ class Session:
     # --- definitions and expressions -------------------------------------------------------
 
     def program(self, text: str) -> int:
-        items = [item.strip() for item in _items(_COMMENT.sub("", text))]
-        items = [item for item in items if item]
+        items = [item.strip() for item in _items(_COMMENT.sub("", text)) if item.strip()]
         status: int = ExitStatus.OK
         for number, item in enumerate(items, start=1):
             match = _DEFINITION.fullmatch(item)

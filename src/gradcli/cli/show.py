@@ -42,7 +42,7 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         if parts is not None and _printed_plain(parts):
             return result.status
         from gradcli.output.console import make_console
-        from gradcli.output.views import result_view
+        from gradcli.output.views import FREE_HINT, result_view
 
         console = make_console()
         if parts is not None:  # built for a pipe already: Rich draws the same pieces
@@ -50,9 +50,8 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
 
             console.print(Group(*parts))
         else:
-            hint = {} if free_hint is None else {"free_hint": free_hint}
             console.print(result_view(result, plain=not console.is_terminal, digits=digits,
-                                      full=full, **hint))
+                                      full=full, free_hint=free_hint or FREE_HINT))
     return result.status
 
 
