@@ -141,9 +141,7 @@ def wrt_names(wrt: str, written: str = "--wrt") -> list[str]:
 
 def _shapes(texts: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     """``--shape W=3x2`` as {"W": (3, 2)}."""
-    if not texts:
-        return {}
-    from gradcli.symbolic.diff import read_shape
+    from gradcli.symbolic.diff import read_shape  # loaded already: the command builds a DiffAsk
 
     shapes = {}
     for text in texts:
@@ -220,10 +218,11 @@ def _refuse_other_shapes(request: DiffRequest, program: Program) -> None:
                                   "a value of that shape")
 
 
-def _short(text: str, width: int = 60) -> str:
-    """A value as written, cut in the middle to ``width`` (it keeps its option and file name)."""
+def _short(text: str) -> str:
+    """A value as written, cut in the middle to 60 characters (it keeps its option and file
+    name)."""
     text = visible(text)
-    return text if len(text) <= width else text[:width // 3] + "…" + text[-(width * 2 // 3):]
+    return text if len(text) <= 60 else text[:20] + "…" + text[-40:]
 
 
 def _verify(**parts: Any) -> Checked:

@@ -160,7 +160,7 @@ def show_report(outcomes: list[Any], errors: list[Any], as_json: bool,
 
 
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-               as_json: bool, given: Given | None = None, digits: int | None = None,
+               as_json: bool, given: Given, digits: int | None = None,
                runs: Callable[..., Iterator[Any]] | None = None, full: bool = False) -> int:
     """One record per program line, in order; returns the largest status among them.
 
@@ -171,7 +171,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     terminated" and 128 + the signal's number, as shells report it.
     """
     _collect_rarely()
-    uses = _BatchUses(given if given is not None else Given(dict(values)))
+    uses = _BatchUses(given)
     _say_constants_given(uses.given.values)
     with _Stops() as stops:
         try:
