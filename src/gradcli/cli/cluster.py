@@ -18,15 +18,12 @@ if TYPE_CHECKING:
     from gradcli.output.batch_lines import TableStyle
     from gradcli.runs.cluster import Cluster, ClusterAddress
 
-CLUSTER_HELP = ("Run on the Dask scheduler at ADDRESS (tcp://HOST:8786, a scheduler .json file, "
-                "or local:N for N local worker processes); env GRADCLI_CLUSTER. Needs "
-                "gradcli[cluster]. Batches, sweeps and gradcli check.")
-
-
-def cluster_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--cluster ADDRESS``, also read from ``$GRADCLI_CLUSTER``."""
-    return click.option("--cluster", metavar="ADDRESS", envvar="GRADCLI_CLUSTER",
-                        help=CLUSTER_HELP)(command)
+# ``--cluster ADDRESS``, also read from ``$GRADCLI_CLUSTER``.
+cluster_option = click.option(
+    "--cluster", metavar="ADDRESS", envvar="GRADCLI_CLUSTER",
+    help="Run on the Dask scheduler at ADDRESS (tcp://HOST:8786, a scheduler .json file, or "
+         "local:N for N local worker processes); env GRADCLI_CLUSTER. Needs gradcli[cluster]. "
+         "Batches, sweeps and gradcli check.")
 
 
 def cluster_address(ctx: click.Context, text: str | None,

@@ -26,6 +26,7 @@ from gradcli.limits import MAX_DIFF_SHAPE_ELEMENTS, MAX_NODES
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
     from gradcli.gradcheck.derivative_check import Checked
+    from gradcli.symbolic.diff import DiffAsk
 
 DIFF_HELP = """Print derivatives of EXPR as expressions in gradcli's language (simplified, shared
 subexpressions named once), which `gradcli eval` reads back.
@@ -90,17 +91,18 @@ def diff_command(ctx: click.Context, *, expr: str | None, wrt: str | None, order
                  use_defaults: bool, max_nodes: int, shapes: tuple[str, ...],
                  no_check: bool) -> None:
     from gradcli.language.parser import parse
+    from gradcli.symbolic.diff import DiffAsk
 
     source, file_name = expr or "", ""
     try:
         given = given_values(ctx, assignments)
         values = as_point(given.values)
         text = ProgramText.read("diff", expr, program_file, max_nodes)
-        request = DiffRequest(text, None if wrt is None else wrt_names(wrt), order, values, fmt,
-                              as_json, use_defaults, max_nodes, given, _shapes(shapes),
-                              not no_check)
+        ask = DiffAsk(None if wrt is None else wrt_names(wrt), order, values, fmt, use_defaults,
+                      max_nodes, _shapes(shapes), texts=as_json or fmt != "python")
+        request = DiffRequest(text, ask, as_json, given, not no_check)
         source, file_name = text.text, text.file_name
-        program = parse(source, max_nodes, [*values, *(request.shapes or {})])
+        program = parse(source, max_nodes, [*values, *ask.shapes])
         given.check_used(program)
         say_shadowed(program, program.unbound(values))
         status = show_diff(request, program)
@@ -111,18 +113,13 @@ def diff_command(ctx: click.Context, *, expr: str | None, wrt: str | None, order
 
 @dataclass(frozen=True)
 class DiffRequest:
-    """What one ``gradcli diff`` (or the session's ``:diff``) asks for, checked and typed."""
+    """What one ``gradcli diff`` (or the session's ``:diff``) asks for, checked and typed: the
+    derivatives (``ask``) and how they are shown."""
 
     program: ProgramText
-    wrt: list[str] | None  # None: every variable without a value
-    order: int
-    values: dict[str, float]  # the point (all or some variables) the derivatives are taken at
-    fmt: str  # "text", "latex" or "python"
-    as_json: bool  # one JSON record (with the texts in ``fmt``; python adds its source)
-    use_defaults: bool  # substitute the program's own values (x = 2) too
-    max_nodes: int  # of the program and of the derivatives' graphs
+    ask: DiffAsk
+    as_json: bool  # one JSON record (with the texts in ``ask.fmt``; python adds its source)
     given: Given  # how the values were written: for the error about an unused one
-    shapes: dict[str, tuple[int, ...]] | None = None  # --shape: an array program's shapes
     check: bool = True  # compare what is printed with eval's engine first (--no-check: not)
     session: bool = False  # the session's :diff: notes on stdout, none about --defaults
 
@@ -144,9 +141,7 @@ def wrt_names(wrt: str, written: str = "--wrt") -> list[str]:
 
 def _shapes(texts: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     """``--shape W=3x2`` as {"W": (3, 2)}."""
-    if not texts:
-        return {}
-    from gradcli.symbolic.diff import read_shape
+    from gradcli.symbolic.diff import read_shape  # loaded already: the command builds a DiffAsk
 
     shapes = {}
     for text in texts:
@@ -172,14 +167,10 @@ _SHAPE_HINT = ("diff builds dense Jacobians: give small shapes, or evaluate larg
 def show_diff(request: DiffRequest, program: Program) -> int:
     """The derivatives of a parsed ``program`` checked, then printed: the one path of
     ``gradcli diff`` and the session's ``:diff``; its caller shows a GradcliError."""
-    from gradcli.symbolic.diff import DiffAsk, diff
+    from gradcli.symbolic.diff import diff
 
     _refuse_other_shapes(request, program)
-    ask = DiffAsk(wrt=request.wrt, order=request.order, values=request.values,
-                  fmt=request.fmt, defaults=request.use_defaults,
-                  max_nodes=request.max_nodes, shapes=request.shapes or {},
-                  texts=request.as_json or request.fmt != "python")
-    found = diff(program, ask, _verify if request.check else None)
+    found = diff(program, request.ask, _verify if request.check else None)
     if request.as_json:
         from gradcli.output.records import dumps
 
@@ -194,7 +185,7 @@ def show_diff(request: DiffRequest, program: Program) -> int:
 
         console = make_console()
         for label, texts in found.views():
-            console.print(derivative_view(texts, latex=request.fmt == "latex", of=label))
+            console.print(derivative_view(texts, latex=request.ask.fmt == "latex", of=label))
     if found.note is not None and not request.session:
         click.echo(found.note, err=True)
     if found.checked is not None:  # in a session, after what it printed: its output is stdout
@@ -205,20 +196,21 @@ def show_diff(request: DiffRequest, program: Program) -> int:
 def _refuse_other_shapes(request: DiffRequest, program: Program) -> None:
     """A value (given, or with ``--defaults`` the program's own) whose shape is not its
     ``--shape`` is a UsageError naming both."""
-    if not request.shapes:
+    ask = request.ask
+    if not ask.shapes:
         return
     from gradcli.engine.arrays import numpy
     from gradcli.engine.notation import shape_text
 
     np = numpy()
-    own = program.defaults if request.use_defaults else {}
-    point = {**own, **request.values}
-    for name, shape in request.shapes.items():
+    own = program.defaults if ask.defaults else {}
+    point = {**own, **ask.values}
+    for name, shape in ask.shapes.items():
         if name not in point or name not in program.variables:
             continue
         has = tuple(np.shape(np.asarray(point[name], dtype=float)))
         if has != shape:
-            given = request.given.spelled.get(name) if name in request.values else None
+            given = request.given.spelled.get(name) if name in ask.values else None
             what = f"the program's own {name}" if given is None else _short(given)
             raise UsageError(f"--shape {name}={shape_text(shape)} and {what} (shape "
                              f"{shape_text(has)}) disagree",
@@ -226,10 +218,11 @@ def _refuse_other_shapes(request: DiffRequest, program: Program) -> None:
                                   "a value of that shape")
 
 
-def _short(text: str, width: int = 60) -> str:
-    """A value as written, cut in the middle to ``width`` (it keeps its option and file name)."""
+def _short(text: str) -> str:
+    """A value as written, cut in the middle to 60 characters (it keeps its option and file
+    name)."""
     text = visible(text)
-    return text if len(text) <= width else text[:width // 3] + "…" + text[-(width * 2 // 3):]
+    return text if len(text) <= 60 else text[:20] + "…" + text[-40:]
 
 
 def _verify(**parts: Any) -> Checked:

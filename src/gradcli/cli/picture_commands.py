@@ -81,7 +81,6 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
     from gradcli.language.parser import parse
     from gradcli.output.pictures import prepare, render_with_graphviz, to_dot, to_mermaid
 
-    source = ""
     try:
         _check_output_path(output_path, "graph.svg")
         given = given_values(ctx, assignments)
@@ -107,7 +106,7 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
         if "--max-nodes" in (error.hint or ""):  # the parser's hint; graph's option draws less
             error.hint = (f"gradcli graph reads programs of up to {MAX_NODES:,} nodes; its "
                           "--max-nodes only limits how many are drawn")
-        ctx.exit(show_error(error, False, source))
+        ctx.exit(show_error(error, False))
 
 
 def _check_output_path(path: str | None, example: str) -> None:
@@ -198,7 +197,6 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
     from gradcli.language.parser import parse
     from gradcli.output.plot import image_format, plot_image, sample, terminal_plot
 
-    source = ""
     try:
         _check_output_path(output_path, "plot.svg")
         file_format = None if output_path is None else image_format(output_path)
@@ -222,7 +220,7 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         click.echo(terminal_plot(curve, columns, height, colour, ascii_only))
         click.echo(f"{plural(curve.xs.size, 'point')}{gaps}")
     except GradcliError as error:
-        ctx.exit(show_error(error, False, source))
+        ctx.exit(show_error(error, False))
 
 
 def _refuse_terminal_sizes(ctx: click.Context, output_path: str | None) -> None:

@@ -8,7 +8,6 @@ import click
 
 from gradcli import __version__
 from gradcli.cli.base import cli
-from gradcli.errors import ExitStatus
 
 FUNCTIONS_HELP = """List every operator and function of gradcli's language: its name, how it is
 written, what it computes, and whether it has a complex-step form (--check-method complex) and a
@@ -28,8 +27,7 @@ Exit status: 0; 4 stdout could not be written.
 @click.option("--json", "as_json", is_flag=True,
               help='Print a JSON list of {"name", "kind", "written", "arity", "summary", '
                    '"complex_step", "vector"}.')
-@click.pass_context
-def functions_command(ctx: click.Context, as_json: bool) -> None:
+def functions_command(as_json: bool) -> None:
     from gradcli.engine.ops import table_rows
 
     rows = table_rows()
@@ -43,7 +41,6 @@ def functions_command(ctx: click.Context, as_json: bool) -> None:
 
         console = make_console()
         console.print(functions_table(rows, plain=not console.is_terminal))
-    ctx.exit(ExitStatus.OK)
 
 
 SHELLS = ("bash", "zsh", "fish")

@@ -88,8 +88,7 @@ class Session:
     # --- definitions and expressions -------------------------------------------------------
 
     def program(self, text: str) -> int:
-        items = [item.strip() for item in _items(_COMMENT.sub("", text))]
-        items = [item for item in items if item]
+        items = [item.strip() for item in _items(_COMMENT.sub("", text)) if item.strip()]
         status: int = ExitStatus.OK
         for number, item in enumerate(items, start=1):
             match = _DEFINITION.fullmatch(item)
@@ -247,14 +246,13 @@ class Session:
         from gradcli.cli.diff_command import DiffRequest, show_diff, wrt_names
         from gradcli.cli.given import Given
         from gradcli.cli.program_text import ProgramText
-        from gradcli.limits import MAX_NODES
+        from gradcli.symbolic.diff import DiffAsk
 
         names = wrt_names(argument, ":diff") if argument.strip() else None
         expression = self._last("")
         program = self.parsed(expression)
-        return show_diff(DiffRequest(ProgramText(self.source(expression)), names, 1, {}, "text",
-                                     as_json=False, use_defaults=False, max_nodes=MAX_NODES,
-                                     given=Given(), session=True), program)
+        return show_diff(DiffRequest(ProgramText(self.source(expression)), DiffAsk(names),
+                                     as_json=False, given=Given(), session=True), program)
 
     def _last(self, argument: str) -> str:
         """``:graph EXPR`` is about EXPR; ``:graph`` about the last expression."""

@@ -42,7 +42,7 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
         if parts is not None and _printed_plain(parts):
             return result.status
         from gradcli.output.console import make_console
-        from gradcli.output.views import result_view
+        from gradcli.output.views import FREE_HINT, result_view
 
         console = make_console()
         if parts is not None:  # built for a pipe already: Rich draws the same pieces
@@ -50,9 +50,8 @@ def show_result(result: Result | FreeResult, source: str, as_json: bool,
 
             console.print(Group(*parts))
         else:
-            hint = {} if free_hint is None else {"free_hint": free_hint}
             console.print(result_view(result, plain=not console.is_terminal, digits=digits,
-                                      full=full, **hint))
+                                      full=full, free_hint=free_hint or FREE_HINT))
     return result.status
 
 
@@ -161,7 +160,7 @@ def show_report(outcomes: list[Any], errors: list[Any], as_json: bool,
 
 
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-               as_json: bool, given: Given | None = None, digits: int | None = None,
+               as_json: bool, given: Given, digits: int | None = None,
                runs: Callable[..., Iterator[Any]] | None = None, full: bool = False) -> int:
     """One record per program line, in order; returns the largest status among them.
 
@@ -172,7 +171,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
     terminated" and 128 + the signal's number, as shells report it.
     """
     _collect_rarely()
-    uses = _BatchUses(given if given is not None else Given(dict(values)))
+    uses = _BatchUses(given)
     _say_constants_given(uses.given.values)
     with _Stops() as stops:
         try:

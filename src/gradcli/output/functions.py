@@ -66,9 +66,10 @@ def _plain(text: str) -> str:
 
 def functions_table(rows: list[dict[str, Any]] | None = None, plain: bool = False) -> Table:
     """The rows as a Rich table (user text as ``Text``, never markup)."""
-    from gradcli.output.tables import titled_table
+    from rich import box
 
-    table = titled_table("functions and operators", plain)
+    table = Table(title="functions and operators", title_justify="left", header_style="bold",
+                  box=box.SIMPLE if plain else box.ROUNDED, title_style="bold")
     for column in ("name", "written", "what it computes", "complex step", "vector"):
         table.add_column(column)
     for row in table_rows() if rows is None else rows:

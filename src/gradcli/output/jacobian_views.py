@@ -59,13 +59,9 @@ def jacobian_view(result: JacobianResult, plain: bool = False, digits: int | Non
             blocks.add_row(Text(label), Text(name), Text(_block_shape(result, label, name)),
                            Text(value_text(block, digits, full)), *check_cells(check, True),
                            check_mark(check))
-    parts: list[RenderableType] = [contribution_table(result, plain, digits, full), outputs,
-                                   blocks]
-    if result.check is not None:
-        parts.append(jacobian_verdict(result.check))
-    else:
-        parts.append(Text(SKIPPED, style="dim"))
-    return Group(*parts)
+    verdict = (Text(SKIPPED, style="dim") if result.check is None
+               else jacobian_verdict(result.check))
+    return Group(contribution_table(result, plain, digits, full), outputs, blocks, verdict)
 
 
 def contribution_table(result: JacobianResult, plain: bool = False, digits: int | None = None,

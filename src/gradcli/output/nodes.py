@@ -102,10 +102,12 @@ def gradient_table(result: Result, plain: bool = False, digits: int | None = Non
                    seen: dict[int, tuple[Any, str]] | None = None) -> FittedTable:
     """One row per input variable: (shape,) value, gradient, its check and ✓/✗ (``seen`` as
     ``node_table`` takes it)."""
+    checks = _checks(result.check)
     shown = itertools.islice(result.gradients.items(), MAX_TABLE_ROWS)
-    table = _input_table("gradients of the output", ("value", "gradient"), result,
-                         [(name, result.point[name], gradient) for name, gradient in shown],
-                         result.check, plain, digits, full, seen)
+    table = _input_table("gradients of the output", "variable", ("value", "gradient"),
+                         result.program.arrays,
+                         [(name, checks.get(name), (result.point[name], gradient))
+                          for name, gradient in shown], plain, digits, full, seen)
     if len(result.gradients) > MAX_TABLE_ROWS:
         hidden = len(result.gradients) - MAX_TABLE_ROWS
         table.add_note(Text(f"{plural(hidden, 'more variable')} (--json lists all)"))
@@ -116,30 +118,35 @@ def hvp_table(result: Result, plain: bool = False, digits: int | None = None,
               full: bool = False) -> FittedTable:
     """One row per input: the direction v and (H·v) for that input, and its check."""
     assert result.hvp is not None
-    hvp = result.hvp
-    return _input_table("Hessian-vector product H·v", ("v", "H·v"), result,
-                        [(name, hvp.direction[name], product)
-                         for name, product in hvp.product.items()],
-                        hvp.check, plain, digits, full)
+    hvp, checks = result.hvp, _checks(result.hvp.check)
+    return _input_table("Hessian-vector product H·v", "variable", ("v", "H·v"),
+                        result.program.arrays,
+                        [(name, checks.get(name), (hvp.direction[name], product))
+                         for name, product in hvp.product.items()], plain, digits, full)
 
 
-def _input_table(title: str, headers: tuple[str, str], result: Result,
-                 rows: list[tuple[str, Any, Any]], report: Any, plain: bool,
+def _checks(report: Any) -> dict[str, Any]:
+    """A report's checks by name (none without a report: --no-check)."""
+    return {} if report is None else report.gradients
+
+
+def _input_table(title: str, head: str, headers: tuple[str, ...], arrays: bool,
+                 rows: list[tuple[str, Any, tuple[Any, ...]]], plain: bool,
                  digits: int | None, full: bool,
                  seen: dict[int, tuple[Any, str]] | None = None) -> FittedTable:
-    """One row per input: (shape,) a cyan and a magenta value, the check's cells and ✓/✗."""
+    """One row per input (or Hessian block): (shape,) its values under ``headers`` (the last
+    one's shape; in magenta, a first of two in cyan), the check's cells and ✓/✗."""
     digits = checked_digits(digits)
-    arrays = result.program.arrays
+    styles = ("cyan", "magenta")[-len(headers):]
     table = FittedTable(title, [
-        Column("variable", fold=True, head=True, style="bold"), *shape_columns(arrays),
-        value_column(headers[0], "cyan", arrays), value_column(headers[1], "magenta", arrays),
+        Column(head, fold=True, head=True, style="bold"), *shape_columns(arrays),
+        *map(value_column, headers, styles, [arrays] * len(headers)),
         *check_columns(arrays), Column("ok")], plain)
-    checks = report.gradients if report is not None else {}
-    for name, first, second in rows:
-        check = checks.get(name)
-        shape = [Text(shape_text(getattr(second, "shape", ())))] if arrays else []
-        table.add_row(Text(name), *shape, value_cell(first, "cyan", arrays, digits, full, seen),
-                      value_cell(second, "magenta", arrays, digits, full, seen),
+    for name, check, values in rows:
+        shape = [Text(shape_text(getattr(values[-1], "shape", ())))] if arrays else []
+        table.add_row(Text(name), *shape,
+                      *(value_cell(value, style, arrays, digits, full, seen)
+                        for value, style in zip(values, styles, strict=True)),
                       *check_cells(check, arrays, digits), check_mark(check))
     return table
 
@@ -149,9 +156,12 @@ def hessian_table(result: Result, plain: bool = False, digits: int | None = None
     """The Hessian at the point: a matrix of numbers, or one row per block of arrays."""
     assert result.hessian is not None
     digits = checked_digits(digits)
-    checks = result.hessian.check.gradients if result.hessian.check is not None else {}
+    checks = _checks(result.hessian.check)
     if result.program.arrays:
-        return _hessian_blocks(result.hessian.matrix, checks, plain, digits, full)
+        return _input_table("Hessian of the output", "block", ("second derivatives",), True,
+                            [(f"d²/d{a} d{b}", checks.get(f"{a},{b}"), (block,))
+                             for a, row in result.hessian.matrix.items()
+                             for b, block in row.items()], plain, digits, full)
     names = list(result.hessian.matrix)
     table = FittedTable("Hessian of the output", [
         Column("", fold=True, words=True, in_records=False, style="bold"),
@@ -168,17 +178,3 @@ def hessian_table(result: Result, plain: bool = False, digits: int | None = None
         table.add_row(Text(row_name), *cells, fields=[f"{row_name},{name}" for name in names])
     return table
 
-
-def _hessian_blocks(matrix: dict[str, dict[str, Any]], checks: dict[str, Any], plain: bool,
-                    digits: int | None, full: bool) -> FittedTable:
-    table = FittedTable("Hessian of the output", [
-        Column("block", fold=True, head=True, style="bold"), *shape_columns(True),
-        value_column("second derivatives", "magenta", True), *check_columns(True),
-        Column("ok")], plain)
-    for a, row in matrix.items():
-        for b, block in row.items():
-            check = checks.get(f"{a},{b}")
-            table.add_row(Text(f"d²/d{a} d{b}"), Text(shape_text(getattr(block, "shape", ()))),
-                          value_cell(block, "magenta", True, digits, full),
-                          *check_cells(check, True), check_mark(check))
-    return table

@@ -12,13 +12,13 @@ _PRE = ('<pre style="white-space: pre; overflow-x: auto; line-height: normal; '
         "<code>{code}</code></pre>")
 
 
-def result_console(width: int = NOTEBOOK_WIDTH, color: bool = True) -> Any:
+def result_console(color: bool) -> Any:
     """A Rich console that records what it prints, in memory: the notebook's page."""
     import io
 
     from rich.console import Console
 
-    return Console(file=io.StringIO(), record=True, width=width, force_terminal=color,
+    return Console(file=io.StringIO(), record=True, width=NOTEBOOK_WIDTH, force_terminal=color,
                    no_color=not color, color_system="truecolor" if color else None,
                    highlight=False, emoji=False, force_jupyter=False)
 
@@ -26,23 +26,22 @@ def result_console(width: int = NOTEBOOK_WIDTH, color: bool = True) -> Any:
 PYTHON_FREE_HINT = "give them values for numbers; strict=True makes this an error"
 
 
-def _printed(result: Any, width: int, color: bool) -> Any:
+def _printed(result: Any, color: bool) -> Any:
     from gradcli.output.views import result_view
 
-    console = result_console(width, color)
+    console = result_console(color)
     console.print(result_view(result, free_hint=PYTHON_FREE_HINT))
     return console
 
 
 def result_html(result: Any) -> str:
     """The result's tables and verdict as HTML with inline styles (a notebook cell)."""
-    return _printed(result, NOTEBOOK_WIDTH, True).export_html(inline_styles=True,
-                                                             code_format=_PRE)
+    return _printed(result, True).export_html(inline_styles=True, code_format=_PRE)
 
 
-def result_text(result: Any, width: int = NOTEBOOK_WIDTH) -> str:
+def result_text(result: Any) -> str:
     """The same tables as plain text (the IPython terminal)."""
-    return _printed(result, width, False).export_text().rstrip("\n")
+    return _printed(result, False).export_text().rstrip("\n")
 
 
 def _repr_pretty_(self: Any, printer: Any, cycle: bool) -> None:

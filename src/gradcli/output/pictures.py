@@ -70,14 +70,12 @@ class GraphPicture:
         """The node's value, or None when it depends on a variable without one."""
         return node.value if self.evaluated else self.known.get(node.index)
 
-    def number(self, value: Any, digits: int | None = None) -> str:
-        """A number to ``digits`` (else the picture's); an array of more than
-        ``GRAPH_SHOWN_ELEMENTS`` as its range, ``[-0.5 … 1.2]``: a label, not a wall of digits."""
-        digits = self.digits if digits is None else digits
+    def number(self, value: Any) -> str:
+        """A number to the picture's ``digits``; an array of more than ``GRAPH_SHOWN_ELEMENTS``
+        as its range, ``[-0.5 … 1.2]``: a label, not a wall of digits."""
         if getattr(value, "ndim", 0) and value.size > GRAPH_SHOWN_ELEMENTS:
-            return f"[{self.number(float(value.min()), digits)} … " \
-                   f"{self.number(float(value.max()), digits)}]"
-        return value_text(value, digits, full=True)
+            return f"[{self.number(float(value.min()))} … {self.number(float(value.max()))}]"
+        return value_text(value, self.digits, full=True)
 
     def facts(self, node: Node) -> str:
         """``value 2 · grad -6`` (without every value, ``value 2`` or ``""``), one fact to a line
@@ -357,16 +355,13 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
 
 _MERMAID_ENTITIES = {'"': "#quot;", "#": "#35;", "<": "#lt;", ">": "#gt;", "`": "#96;",
                      "[": "#91;", "]": "#93;", "{": "#123;", "}": "#125;", "|": "#124;",
-                     "\\": "#92;", "&": "#38;"}
+                     "\\": "#92;", "&": "#38;", "\n": "<br>"}
 _MERMAID_UNSAFE = re.compile(r'["#<>`\[\]{}|\\&]|[\x00-\x1f\x7f]')
 
 
 def mermaid_string(text: str) -> str:
     """``text`` as Mermaid quoted label text: ``#code;`` entities, ``<br>`` between lines."""
-    lines = text.split("\n")
-    return '"' + "<br>".join(
-        _MERMAID_UNSAFE.sub(lambda m: _MERMAID_ENTITIES.get(m.group(), ""), line) for line in lines
-    ) + '"'
+    return '"' + _MERMAID_UNSAFE.sub(lambda m: _MERMAID_ENTITIES.get(m.group(), ""), text) + '"'
 
 
 def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:

@@ -156,9 +156,9 @@ def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool 
     return "\n".join(line.rstrip() for line in plotext.uncolorize(text).splitlines())
 
 
-def image_format(path: str | Path, file_format: str | None = None) -> str:
-    """``svg`` or ``png``: ``file_format``, else the suffix of ``path``."""
-    file_format = file_format or Path(path).suffix.lstrip(".").lower()
+def image_format(path: str | Path) -> str:
+    """``svg`` or ``png``: the suffix of ``path``."""
+    file_format = Path(path).suffix.lstrip(".").lower()
     if file_format not in FILE_FORMATS:
         raise UsageError(f"cannot save a plot as {file_format or 'a file without a suffix'!r}",
                          hint="name the file .svg or .png")

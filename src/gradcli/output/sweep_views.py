@@ -14,7 +14,7 @@ from gradcli.formulas.outcomes import CheckOutcome, format_point
 from gradcli.gradcheck.sweep import GradientSweepCheck, Sweep
 from gradcli.output.tables import MAX_TABLE_ROWS, Column, FittedTable
 from gradcli.output.values import checked_digits, number_text
-from gradcli.output.verdicts import check_mark, tolerances
+from gradcli.output.verdicts import SKIPPED, check_mark, tolerances
 
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
@@ -55,7 +55,7 @@ def sweep_summary(sweep: Sweep) -> Text:
         text.append(f"✗ numeric error at {failed:,} of {plural(sweep.size, 'point')}\n",
                     style="bold red")
     if sweep.checks is None:
-        return text.append("finite-difference check skipped (--no-check)", style="dim")
+        return text.append(SKIPPED, style="dim")
     disagree = int((~sweep.check_ok & ~sweep.failed).sum())
     if failed == sweep.size:
         return text.append("no point left to check", style="dim")

@@ -206,11 +206,3 @@ def _block(head: Text, fields: list[tuple[str, Column, Any]], width: int) -> Tex
         used = start + size if start + size <= width else width  # wrapped: next on a new line
     return block
 
-
-def titled_table(title: str, plain: bool) -> Table:
-    """A plain Rich table under a bold title (texts, not numbers: ``gradcli functions``)."""
-    from rich import box
-    from rich.table import Table
-
-    return Table(title=title, title_justify="left", box=box.SIMPLE if plain else box.ROUNDED,
-                 header_style="bold", title_style="bold")

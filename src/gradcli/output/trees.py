@@ -12,7 +12,6 @@ from gradcli.engine.ops import CONST
 from gradcli.errors import plural, visible
 from gradcli.limits import MAX_DRAWN_NODES
 from gradcli.output.console import MAX_WIDTH
-from gradcli.output.values import checked_digits
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -23,7 +22,7 @@ _KIND_STYLES = {"input": "bold blue", "const": "dim", "intermediate": "", "outpu
 
 
 def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
-               max_depth: int = 30, digits: int | None = None) -> Tree:
+               max_depth: int = 30) -> Tree:
     """A Rich tree of ``picture``: op, label, value and gradient per node, flows on the edges
     that are not a node's whole gradient; below ``max_depth`` levels (whose guides would push
     the text off the screen) operands are left out."""
@@ -41,11 +40,10 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
                 options = options.update_width(max(width, options.max_width))
             return super().__rich_console__(console, options)
 
-    digits = checked_digits(digits)
     entries, elided = tree_outline(picture, max_nodes, max_depth)
     trees: list[Tree] = []
     for entry in entries:
-        line = _entry_text(picture, entry, digits)
+        line = _entry_text(picture, entry)
         if entry.parent is None:
             tree = WholeLines(line, guide_style="dim")
         else:
@@ -65,7 +63,7 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
     return root
 
 
-def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> Text:
+def _entry_text(picture: GraphPicture, entry: TreeEntry) -> Text:
     """The node's line, and the gradient along its edge when it is not the node's whole one."""
     node = entry.node
     kind = picture.kind(node)
@@ -85,11 +83,11 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry, digits: int | None) -> 
         if value is not None and node.op is not CONST and not picture.taken(node):
             text.append("  not taken", style="cyan")  # a branch not taken (a where's)
         elif value is not None and node.op is not CONST:
-            text.append(f"  value {picture.number(value, digits)}", style="cyan")
+            text.append(f"  value {picture.number(value)}", style="cyan")
             if picture.evaluated and node.needs_grad:
-                text.append(f"  grad {picture.number(node.grad, digits)}", style="magenta")
+                text.append(f"  grad {picture.number(node.grad)}", style="magenta")
     if entry.flow is not None and not _same(entry.flow, node.grad):
-        text.append(f"  ← {picture.number(entry.flow, digits)} along this edge", style="red")
+        text.append(f"  ← {picture.number(entry.flow)} along this edge", style="red")
     if entry.cut:
         text.append("  (operands deeper than this are not shown)", style="dim")
     return text

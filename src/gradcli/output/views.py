@@ -46,15 +46,6 @@ def result_parts(result: Result, plain: bool = False, digits: int | None = None,
     parts: list[FittedTable | Text] = [node_table(result, plain, digits, full, seen),
                                        gradient_table(result, plain, digits, full, seen),
                                        gradient_verdict(result.check, arrays)]
-    if result.hessian is not None or result.hvp is not None:
-        parts += _second_derivatives(result, plain, digits, full)
-    return parts
-
-
-def _second_derivatives(result: Result, plain: bool, digits: int | None,
-                        full: bool) -> list[FittedTable | Text]:
-    parts: list[FittedTable | Text] = []
-    arrays = result.program.arrays
     if result.hessian is not None:
         parts += [Text(""), hessian_table(result, plain, digits, full)]
         blocks = ("Hessian block", "Hessian blocks") if arrays else None
