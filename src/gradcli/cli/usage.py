@@ -15,12 +15,13 @@ from gradcli.errors import GradcliError, UsageError, visible
 
 
 def every_command(group: object) -> dict[str, click.Command]:
-    """All of ``group``'s commands, loaded (the messages about another command's options)."""
-    if isinstance(group, click.Group):
-        ctx = click.Context(group)
-        for name in COMMANDS:
-            group.get_command(ctx, name)
-    return getattr(group, "commands", {})
+    """All of ``group``'s commands, loaded, in the command table's order (the messages about
+    another command's options name them in an order that does not depend on what ran before)."""
+    if not isinstance(group, click.Group):
+        return getattr(group, "commands", {})
+    ctx = click.Context(group)
+    loaded = {name: group.get_command(ctx, name) for name in COMMANDS}
+    return {name: command for name, command in loaded.items() if command is not None}
 
 
 def option_owners(group: object) -> dict[str, list[str]]:
