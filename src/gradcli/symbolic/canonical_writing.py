@@ -209,9 +209,6 @@ class Writer:
             factors = rest.copy()
             if piece is not None:
                 for base, exponent in piece if len(piece) == 1 else self.in_order(piece):
-                    if base not in factors:  # a new base: nothing to merge
-                        factors[base] = exponent
-                        continue
                     self.merge(factors, base, exponent)
                     met = met or base not in factors  # merged to the power 0: cancelled
             key = frozenset(factors.items())
