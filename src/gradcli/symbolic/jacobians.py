@@ -246,7 +246,7 @@ def _one_hot(b: ArrayBuilder, shape: tuple[int, ...], element: tuple[int, ...]) 
     """A 1 at ``element`` as rows of ``eye`` (printed so): ``outer(eye(3)[1], eye(2)[0])``."""
     if len(shape) > 2:
         raise UsageError("gradcli diff prints Jacobians of numbers, vectors and matrices")
-    rows = [b.make(index_op((i,), f"[{i}]"), (op_node(b, "eye", b.constant(float(n))),))
+    rows = [b.make(index_op((i,), f"[{i}]"), (b.arrays.eye(n),))
             for n, i in zip(shape, element, strict=True)]
     return rows[0] if len(rows) == 1 else op_node(b, "outer", *rows)
 
@@ -272,7 +272,8 @@ def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
     found: dict[int, SymNode | None] = {}
     for node in nodes_of([output]):
         if node.op is VAR:
-            found[id(node)] = _identity(b, shape) if node.name == name else None
+            found[id(node)] = None if node.name != name else (
+                b.arrays.eye(shape[0]) if shape else b.constant(1.0))
         elif node.op is CONST:
             found[id(node)] = None
         else:
@@ -280,10 +281,6 @@ def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
             found[id(node)] = None if all(j is None for j in operands) else (
                 _node_jacobian(b, node, operands, shape))
     return found[id(output)]
-
-
-def _identity(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
-    return op_node(b, "eye", b.constant(float(shape[0]))) if shape else b.constant(1.0)
 
 
 def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
@@ -325,7 +322,7 @@ def _scale_rows(b: ArrayBuilder, factor: SymNode, j: SymNode, wrt: tuple[int, ..
     if not shape_of(factor) or not wrt:
         return b.make(MUL, (factor, j))
     n = shape_of(factor)[0]
-    return op_node(b, "matmul", b.make(MUL, (op_node(b, "eye", b.constant(float(n))), factor)), j)
+    return op_node(b, "matmul", b.make(MUL, (b.arrays.eye(n), factor)), j)
 
 
 def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
@@ -356,7 +353,7 @@ def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
         return op_node(b, "matmul", b.make(DIV, (u, node)), j)
     if name == "logsumexp":
         return op_node(b, "matmul", op_node(b, "softmax", u), j)
-    eye = op_node(b, "eye", b.constant(float(n)))
+    eye = b.arrays.eye(n)
     if name == "softmax":
         local = b.make(OPS["sub"], (b.make(MUL, (eye, node)), op_node(b, "outer", node, node)))
         return op_node(b, "matmul", local, j)
