@@ -110,18 +110,24 @@ class Blocks:
 
 def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    wrt: Sequence[str] | None, max_nodes: int,
-                   given: Mapping[str, Any] | None = None) -> Blocks:
+                   given: Mapping[str, Any] | None = None, order: int = 1) -> Blocks:
     """Every output's Jacobian by each of ``wrt`` (default every variable), built at the
-    ``given`` values or a sample point where the program is defined."""
+    ``given`` values or a sample point where the program is defined; at ``order`` 2 the
+    Hessian, the Jacobian of each gradient."""
     names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
+        grads = gradients(program, shapes, names, max_nodes, point) if order == 2 else {}
         b = ArrayBuilder(point, max_nodes)
-        outputs = dict(zip(output_labels(program),
-                           b.import_graph(program.outputs or [program.output]), strict=True))
-        return Blocks(outputs, {label: {name: block(b, output, name, shapes, max_nodes)
-                                        for name in names}
-                                for label, output in outputs.items()})
+        if order == 2:
+            rows = dict(zip(names, b.import_graph([grads[name] for name in names]), strict=True))
+            values = {"value": b.import_graph([program.output])[0]}
+        else:
+            values = rows = dict(zip(output_labels(program),
+                                     b.import_graph(program.outputs or [program.output]),
+                                     strict=True))
+        return Blocks(values, {label: {name: block(b, row, name, shapes, max_nodes)
+                                       for name in names} for label, row in rows.items()})
 
     return defined_point(_of(program, shapes), given, build)
 
@@ -129,19 +135,8 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
 def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                   wrt: Sequence[str] | None, max_nodes: int,
                   given: Mapping[str, Any] | None = None) -> Blocks:
-    """``[a][b]`` = d2/da db (shape of a, then of b): the Jacobian of each gradient."""
-    names = wrt_names(program, wrt)
-
-    def build(point: dict[str, Any]) -> Blocks:
-        grads = gradients(program, shapes, names, max_nodes, point)
-        b = ArrayBuilder(point, max_nodes)
-        imported = b.import_graph([grads[name] for name in names])
-        value = b.import_graph([program.output])[0]
-        return Blocks({"value": value},
-                      {a: {name: block(b, grad, name, shapes, max_nodes) for name in names}
-                       for a, grad in zip(names, imported, strict=True)})
-
-    return defined_point(_of(program, shapes), given, build)
+    """``[a][b]`` = d2/da db (shape of a, then of b)."""
+    return jacobian_nodes(program, shapes, wrt, max_nodes, given, order=2)
 
 
 def _of(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
