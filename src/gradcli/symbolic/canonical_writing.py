@@ -296,15 +296,10 @@ class Writer:
         keys = self.keys
         for base in sorted(factors, key=keys.__getitem__) if len(factors) > 1 else factors:
             exponent = factors[base]
-            if exponent.__class__ is float and exponent == 1.0:  # the usual factor
-                up.append(base)
-            elif isinstance(exponent, float):
-                if exponent > 0.0:
-                    up.append(self.raised(base, exponent))
-                elif exponent < 0.0:
-                    down.append(self.raised(base, -exponent))
-            else:
+            if not isinstance(exponent, float) or exponent > 0.0:
                 up.append(self.raised(base, exponent))
+            elif exponent < 0.0:
+                down.append(self.raised(base, -exponent))
         if up:
             if abs(coefficient) != 1.0:
                 numerator, rest = self.node(coefficient), up
