@@ -155,10 +155,8 @@ def _open_parentheses(source: str, end: int) -> tuple[int, tuple[int, int] | Non
 
 
 def _describe_token(token: Token) -> str:
-    if token.type == "NUMBER":
-        return f"number {token!s}"
-    if token.type == "NAME":
-        return f"name {token!s}"
+    if token.type in _OPERAND_START:  # number 2, name x
+        return f"{token.type.lower()} {token!s}"
     if token.type == "_SEP":
         return "';'" if str(token) == ";" else "end of line"
     return f"{str(token)!r}"

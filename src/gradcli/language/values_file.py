@@ -48,7 +48,11 @@ def parse_values_text(text: str, file_name: str, kind: str | None = None) -> lis
     for occurrence, (name, raw) in _numbered(pairs):
         line = _line_of(lines, name, occurrence)
         where = visible(file_name) if line is None else f"{visible(file_name)}:{line}"
-        values.append(FileValue(name, _checked(name, raw, where, kind), line))
+        if not NAME.fullmatch(name):
+            raise UsageError(f"{where}: {visible(name)} is not a variable name",
+                             hint="names are letters, digits and _, not starting with a digit")
+        value = _number_or_array(raw, f"{where}: the value of {visible(name)}", kind)
+        values.append(FileValue(name, value, line))
     validate_values({v.name: v.value for v in values if not v.is_array})
     return values
 
@@ -192,17 +196,9 @@ def _numbered(pairs: list[tuple[str, Any]]) -> list[tuple[int, tuple[str, Any]]]
     return numbered
 
 
-def _checked(name: str, raw: Any, where: str, kind: str) -> FileNumber:
-    """A finite float, or nested tuples of them (rectangular); a UsageError names the problem
-    and ``where`` it is (``point.json:3``)."""
-    shown = f"{where}: the value of {visible(name)}"
-    if not NAME.fullmatch(name):
-        raise UsageError(f"{where}: {visible(name)} is not a variable name",
-                         hint="names are letters, digits and _, not starting with a digit")
-    return _number_or_array(raw, shown, kind)
-
-
 def _number_or_array(raw: Any, shown: str, kind: str) -> FileNumber:
+    """A finite float, or nested tuples of them (rectangular); a UsageError names the problem
+    and where it is (``shown``: ``point.json:3: the value of x``)."""
     if isinstance(raw, (bool, _Pairs)) or not isinstance(raw, (int, float, list)):
         raise UsageError(f"{shown} is {_kind(raw, kind)}, not a number",
                          hint="give a number such as 2, -0.5 or 1e-3")

@@ -330,6 +330,12 @@ class Tasks:
                 raise self.lost() from None
             return given, None, error
 
+    def __enter__(self) -> Tasks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()  # what is still out when the caller stops: an error, a generator closed
+
     def cancel(self) -> None:
         futures = [future for _, future in self.order]
         self.order.clear()

@@ -71,9 +71,8 @@ class ClusterRuns:
         return Tasks(self.cluster, lambda: ClusterLostError(self.cluster.address.text, self.done))
 
     def _generate(self) -> Iterator[list[JsonLine]]:
-        tasks = self._tasks()
         feed = _Feed(self.numbered, FEED_LINES, FEED_CHARS)
-        try:
+        with self._tasks() as tasks:
             while True:
                 while tasks.oldest_done():
                     yield self._finished(tasks)
@@ -93,8 +92,6 @@ class ClusterRuns:
                 yield self._finished(tasks)
             if feed.failure is not None:
                 raise feed.failure
-        finally:
-            tasks.cancel()
 
     def _finished(self, tasks: Tasks) -> list[JsonLine]:
         lines, records, error = tasks.next_done()
@@ -108,12 +105,11 @@ class ClusterRuns:
         its worker gets a ``resource`` record."""
         if not killed(error):
             raise task_failed(error)
-        tasks = self._tasks()
-        for number, raw in lines:
-            tasks.add((number, raw), evaluate_chunk, [(number, raw)], self.values,
-                      self.settings, self.table, priority=-number)
         records: list[JsonLine] = []
-        try:
+        with self._tasks() as tasks:
+            for number, raw in lines:
+                tasks.add((number, raw), evaluate_chunk, [(number, raw)], self.values,
+                          self.settings, self.table, priority=-number)
             while tasks:
                 (number, raw), result, failure = tasks.next_done()
                 if failure is not None and not killed(failure):
@@ -123,8 +119,6 @@ class ClusterRuns:
                         number, raw, "the worker evaluating this line died, several times",
                         self.table)] if r]
                 records += result
-        finally:
-            tasks.cancel()
         return records
 
 
@@ -159,17 +153,14 @@ def cluster_sweep(cluster: Cluster, text: str, max_nodes: int, plan: Any,
     from gradcli.gradcheck.sweep_stream import block_points
 
     budget = RecheckBudget()
-    tasks = Tasks(cluster, _lost(cluster, "the sweep"))
     options = dict(options)
-    try:
+    with Tasks(cluster, _lost(cluster, "the sweep")) as tasks:
         for index, columns in enumerate(plan.blocks(block_points(plan.program))):
             tasks.add(None, sweep_block, text, max_nodes, columns, options, priority=-index)
             while tasks.full() or tasks.oldest_done():
                 yield _finished_block(tasks, plan.program, budget, finish_sweep)
         while tasks:
             yield _finished_block(tasks, plan.program, budget, finish_sweep)
-    finally:
-        tasks.cancel()
 
 
 def _lost(cluster: Cluster, during: str) -> Callable[[], ClusterError]:
@@ -212,9 +203,8 @@ def cluster_checks(cluster: Cluster, specs: Iterable[Any], texts: Mapping[str, s
                    fail_fast: bool = False) -> Iterator[Any]:
     """``formulas.run.run_checks`` on a cluster: each check a task (its file's text and its
     name travel), outcomes in order; ``fail_fast`` cancels the rest after a failure."""
-    tasks = Tasks(cluster, _lost(cluster, "the checks"))
     pending = enumerate(specs)
-    try:
+    with Tasks(cluster, _lost(cluster, "the checks")) as tasks:
         while True:
             while not tasks.full() and (item := next(pending, None)) is not None:
                 index, spec = item
@@ -229,8 +219,6 @@ def cluster_checks(cluster: Cluster, specs: Iterable[Any], texts: Mapping[str, s
             yield outcome
             if fail_fast and not outcome.ok:
                 return
-    finally:
-        tasks.cancel()
 
 
 def run_check_task(text: str, file: str, name: str) -> Any:

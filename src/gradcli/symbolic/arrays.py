@@ -21,6 +21,7 @@ from typing import Any
 from gradcli.engine import arrays
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import CONST, OPS, Op, ShapeError, index_op
+from gradcli.engine.ops.row import LINEAR_EACH, LINEAR_FIRST
 from gradcli.errors import UsageError
 from gradcli.symbolic.builder import Builder
 from gradcli.symbolic.nodes import SymNode
@@ -108,12 +109,6 @@ def _is_zeros(node: SymNode) -> bool:
         node.op is OPS["outer"] and all(_is_zeros(part) for part in node.inputs))
 
 
-# ops whose value is zeros when the operands at these positions are (None: any one of them)
-_ABSORBING = {"mul": None, "matmul": None, "outer": None, "dot": None, "div": (0,),
-              "neg": (0,), "transpose": (0,), "index": (0,), "sum": (0,), "mean": (0,),
-              "tr": (0,)}
-
-
 def _through_zeros(b: ArrayBuilder, op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:
     """Zeros of an array shape through a product, a sum or a reduction: ``A@zeros`` is zeros,
     ``A + zeros`` is ``A`` (the scalar builder folds the number 0 alone)."""
@@ -127,10 +122,11 @@ def _through_zeros(b: ArrayBuilder, op: Any, inputs: tuple[SymNode, ...]) -> Sym
     except (ShapeError, IndexError):
         return None  # the node's evaluation says what does not fit
     name = op.name
-    if name in _ABSORBING:
-        positions = _ABSORBING[name]
-        if positions is None or all(i in zeros_at for i in positions):
-            return zeros(b, shape)
+    # A row linear in its operands (the op table's ``linear``) is zeros where they are: a
+    # product where any one is, a quotient where its first is; a one-operand row, an index too.
+    if op.linear == LINEAR_EACH or (0 in zeros_at and (op.linear == LINEAR_FIRST or (
+            op.arity == 1 and (op.linear or name == "index")))):
+        return zeros(b, shape)
     if name in ("add", "sub") and len(zeros_at) == 1:
         other = inputs[1 - zeros_at[0]]
         if shape_of(other) == shape:
@@ -321,7 +317,41 @@ class GraphArrays:
     def scatter(self, g: SymNode, key: tuple[Any, ...], x: SymNode) -> SymNode:
         """``g`` at ``x[key]`` by constant 0/1 arrays: one-hot for an index, a selection
         matrix ``S`` for a slice (``S'@g`` puts it back)."""
-        return _scatter(self, g, key, shape_of(x))
+        np, shape = arrays.numpy(), shape_of(x)
+        if not 1 <= len(shape) <= 2:
+            raise _no_form("an index of an array of more than 2 dimensions")
+        parts = list(key) + [(None, None)] * (len(shape) - len(key))
+        axes = []  # per axis: ("one", e) for an index, ("some", S') or ("all", None) for a slice
+        for part, n in zip(parts, shape, strict=True):
+            if isinstance(part, tuple):
+                chosen = range(n)[slice(*part)]
+                if len(chosen) == n:
+                    axes.append(("all", None))
+                else:
+                    picks = np.zeros((n, len(chosen)))
+                    picks[list(chosen), range(len(chosen))] = 1.0
+                    axes.append(("some", self.b.constant(picks)))
+            else:
+                one = np.zeros(n)
+                one[part] = 1.0
+                axes.append(("one", self.b.constant(one)))
+
+        def put(axis: tuple[str, Any], v: SymNode) -> SymNode:
+            return v if axis[0] == "all" else self.matmul(axis[1], v)
+
+        if len(shape) == 1:
+            kind, array = axes[0]
+            return self.b.make(MUL, (g, array)) if kind == "one" else put(axes[0], g)
+        (row_kind, rows), (column_kind, columns) = axes
+        if row_kind == "one" and column_kind == "one":
+            return self.b.make(MUL, (g, self.outer(rows, columns)))
+        if row_kind == "one":
+            return self.outer(rows, put(axes[1], g))
+        if column_kind == "one":
+            return self.outer(put(axes[0], g), columns)
+        spread_rows = put(axes[0], g)
+        return spread_rows if column_kind == "all" else self.matmul(spread_rows,
+                                                                   self.transpose(columns))
 
     def take(self, g: SymNode, position: int) -> SymNode:
         return self.b.make(index_op((position,), f"[{position}]"), (g,))
@@ -337,45 +367,6 @@ class GraphArrays:
 def _no_form(what: str) -> UsageError:
     return UsageError(f"the gradient of {what} has no form made of array operations",
                       hint="gradcli eval without --hessian/--hvp gives its numeric gradient")
-
-
-def _scatter(xp: GraphArrays, g: SymNode, key: tuple[Any, ...],
-             shape: tuple[int, ...]) -> SymNode:
-    np = arrays.numpy()
-    if not 1 <= len(shape) <= 2:
-        raise _no_form("an index of an array of more than 2 dimensions")
-    parts = list(key) + [(None, None)] * (len(shape) - len(key))
-    axes = []  # per axis: ("one", e) for an index, ("some", S') or ("all", None) for a slice
-    for part, n in zip(parts, shape, strict=True):
-        if isinstance(part, tuple):
-            chosen = range(n)[slice(*part)]
-            if len(chosen) == n:
-                axes.append(("all", None))
-            else:
-                picks = np.zeros((n, len(chosen)))
-                picks[list(chosen), range(len(chosen))] = 1.0
-                axes.append(("some", xp.b.constant(picks)))
-        else:
-            one = np.zeros(n)
-            one[part] = 1.0
-            axes.append(("one", xp.b.constant(one)))
-
-    def put(axis: tuple[str, Any], v: SymNode) -> SymNode:
-        return v if axis[0] == "all" else xp.matmul(axis[1], v)
-
-    if len(shape) == 1:
-        kind, array = axes[0]
-        return xp.b.make(MUL, (g, array)) if kind == "one" else put(axes[0], g)
-    (row_kind, rows), (column_kind, columns) = axes
-    if row_kind == "one" and column_kind == "one":
-        return xp.b.make(MUL, (g, xp.outer(rows, columns)))
-    if row_kind == "one":
-        return xp.outer(rows, put(axes[1], g))
-    if column_kind == "one":
-        return xp.outer(put(axes[0], g), columns)
-    spread_rows = put(axes[0], g)
-    return spread_rows if column_kind == "all" else xp.matmul(spread_rows,
-                                                             xp.transpose(columns))
 
 
 # --- gradients summed back over broadcast axes ----------------------------------------------------
@@ -434,7 +425,6 @@ def unbroadcast(b: ArrayBuilder, g: SymNode, shape: tuple[int, ...]) -> SymNode:
     if len(have) == 1 and shape == (1, have[0]):  # a row as a 1 x n matrix
         return op_node(b, "outer", ones_vector(b, 1), g)
     if len(have) == 2 and len(shape) == 2 and have[0] == 1 and shape[1] == have[1]:
-        rows = ones_vector(b, shape[0])
-        return op_node(b, "outer", rows, op_node(b, "matmul", ones_vector(b, 1), g))
+        return _spread_matrix(b, g, shape)  # a 1 x n row stretched to m rows
     raise UsageError(f"gradcli diff cannot yet sum a gradient of shape {have} back to {shape}",
                      hint="gradcli eval gives its numeric gradient")

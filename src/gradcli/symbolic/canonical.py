@@ -336,7 +336,8 @@ class Canonical(Arithmetic):
                 a, b = b, a
             factors = dict(a.factors)
             coefficient = multiply_numbers(a.coefficient, b.coefficient)
-            self.merged(factors, b.factors)
+            for base, exponent in b.factors.items():
+                self.merge(factors, base, exponent)
         else:
             factors = dict(a.factors)
             coefficient = self.divided(factors, a.coefficient, b)
@@ -345,15 +346,6 @@ class Canonical(Arithmetic):
             for piece in [b for b in factors if b in products]:
                 self.opened(factors, piece)
         return Product(coefficient, factors)
-
-    def merged(self, factors: Factors, more: Factors) -> None:
-        """factors * more, in place: a new base is one entry, a known one ``merge``s."""
-        merge = self.merge
-        for base, exponent in more.items():
-            if base in factors:
-                merge(factors, base, exponent)
-            else:
-                factors[base] = exponent
 
     def divided(self, factors: Factors, coefficient: float, divisor: Product) -> float:
         """factors / the divisor's factors, in place; the coefficient of the quotient."""

@@ -209,9 +209,6 @@ class Writer:
             factors = rest.copy()
             if piece is not None:
                 for base, exponent in piece if len(piece) == 1 else self.in_order(piece):
-                    if base not in factors:  # a new base: nothing to merge
-                        factors[base] = exponent
-                        continue
                     self.merge(factors, base, exponent)
                     met = met or base not in factors  # merged to the power 0: cancelled
             key = frozenset(factors.items())
@@ -299,15 +296,10 @@ class Writer:
         keys = self.keys
         for base in sorted(factors, key=keys.__getitem__) if len(factors) > 1 else factors:
             exponent = factors[base]
-            if exponent.__class__ is float and exponent == 1.0:  # the usual factor
-                up.append(base)
-            elif isinstance(exponent, float):
-                if exponent > 0.0:
-                    up.append(self.raised(base, exponent))
-                elif exponent < 0.0:
-                    down.append(self.raised(base, -exponent))
-            else:
+            if not isinstance(exponent, float) or exponent > 0.0:
                 up.append(self.raised(base, exponent))
+            elif exponent < 0.0:
+                down.append(self.raised(base, -exponent))
         if up:
             if abs(coefficient) != 1.0:
                 numerator, rest = self.node(coefficient), up

@@ -65,7 +65,6 @@ def diff(program: Program, ask: DiffAsk, verify: Verify | None = None) -> Diff:
 def _has_array_parts(program: Program, ask: DiffAsk) -> bool:
     """Shapes, array values (given or the program's own) or an array op: several outputs are
     then differentiated on the array path (``program.arrays`` is set for any outputs)."""
-
     return bool(ask.shapes) or has_arrays(ask.values) or has_arrays(program.defaults) or any(
         node.op.is_array for node in program.nodes)
 
@@ -222,12 +221,12 @@ def _own_values_note(program: Program, ask: DiffAsk) -> str | None:
 def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
                  kind: str, given: dict[str, Any], fmt: str) -> dict[str, Any]:
     """The derivatives printed in ``fmt`` (text or latex)."""
-    from gradcli.symbolic.jacobians import gradient_texts, hessian_nodes, jacobian_nodes
+    from gradcli.symbolic.jacobians import gradient_texts, jacobian_nodes
 
     if kind == "gradient":
         return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
-    blocks = jacobian_nodes if kind == "jacobian" else hessian_nodes
-    return blocks(program, shapes, ask.wrt, ask.max_nodes, given).printed(fmt)
+    order = 1 if kind == "jacobian" else 2
+    return jacobian_nodes(program, shapes, ask.wrt, ask.max_nodes, given, order).printed(fmt)
 
 
 def _numpy_source(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],

@@ -110,18 +110,24 @@ class Blocks:
 
 def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    wrt: Sequence[str] | None, max_nodes: int,
-                   given: Mapping[str, Any] | None = None) -> Blocks:
+                   given: Mapping[str, Any] | None = None, order: int = 1) -> Blocks:
     """Every output's Jacobian by each of ``wrt`` (default every variable), built at the
-    ``given`` values or a sample point where the program is defined."""
+    ``given`` values or a sample point where the program is defined; at ``order`` 2 the
+    Hessian, the Jacobian of each gradient."""
     names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
+        grads = gradients(program, shapes, names, max_nodes, point) if order == 2 else {}
         b = ArrayBuilder(point, max_nodes)
-        outputs = dict(zip(output_labels(program),
-                           b.import_graph(program.outputs or [program.output]), strict=True))
-        return Blocks(outputs, {label: {name: block(b, output, name, shapes, max_nodes)
-                                        for name in names}
-                                for label, output in outputs.items()})
+        if order == 2:
+            rows = dict(zip(names, b.import_graph([grads[name] for name in names]), strict=True))
+            values = {"value": b.import_graph([program.output])[0]}
+        else:
+            values = rows = dict(zip(output_labels(program),
+                                     b.import_graph(program.outputs or [program.output]),
+                                     strict=True))
+        return Blocks(values, {label: {name: block(b, row, name, shapes, max_nodes)
+                                       for name in names} for label, row in rows.items()})
 
     return defined_point(_of(program, shapes), given, build)
 
@@ -129,19 +135,8 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
 def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
                   wrt: Sequence[str] | None, max_nodes: int,
                   given: Mapping[str, Any] | None = None) -> Blocks:
-    """``[a][b]`` = d2/da db (shape of a, then of b): the Jacobian of each gradient."""
-    names = wrt_names(program, wrt)
-
-    def build(point: dict[str, Any]) -> Blocks:
-        grads = gradients(program, shapes, names, max_nodes, point)
-        b = ArrayBuilder(point, max_nodes)
-        imported = b.import_graph([grads[name] for name in names])
-        value = b.import_graph([program.output])[0]
-        return Blocks({"value": value},
-                      {a: {name: block(b, grad, name, shapes, max_nodes) for name in names}
-                       for a, grad in zip(names, imported, strict=True)})
-
-    return defined_point(_of(program, shapes), given, build)
+    """``[a][b]`` = d2/da db (shape of a, then of b)."""
+    return jacobian_nodes(program, shapes, wrt, max_nodes, given, order=2)
 
 
 def _of(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
@@ -246,7 +241,7 @@ def _one_hot(b: ArrayBuilder, shape: tuple[int, ...], element: tuple[int, ...]) 
     """A 1 at ``element`` as rows of ``eye`` (printed so): ``outer(eye(3)[1], eye(2)[0])``."""
     if len(shape) > 2:
         raise UsageError("gradcli diff prints Jacobians of numbers, vectors and matrices")
-    rows = [b.make(index_op((i,), f"[{i}]"), (op_node(b, "eye", b.constant(float(n))),))
+    rows = [b.make(index_op((i,), f"[{i}]"), (b.arrays.eye(n),))
             for n, i in zip(shape, element, strict=True)]
     return rows[0] if len(rows) == 1 else op_node(b, "outer", *rows)
 
@@ -272,7 +267,8 @@ def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
     found: dict[int, SymNode | None] = {}
     for node in nodes_of([output]):
         if node.op is VAR:
-            found[id(node)] = _identity(b, shape) if node.name == name else None
+            found[id(node)] = None if node.name != name else (
+                b.arrays.eye(shape[0]) if shape else b.constant(1.0))
         elif node.op is CONST:
             found[id(node)] = None
         else:
@@ -280,10 +276,6 @@ def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
             found[id(node)] = None if all(j is None for j in operands) else (
                 _node_jacobian(b, node, operands, shape))
     return found[id(output)]
-
-
-def _identity(b: ArrayBuilder, shape: tuple[int, ...]) -> SymNode:
-    return op_node(b, "eye", b.constant(float(shape[0]))) if shape else b.constant(1.0)
 
 
 def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
@@ -325,7 +317,7 @@ def _scale_rows(b: ArrayBuilder, factor: SymNode, j: SymNode, wrt: tuple[int, ..
     if not shape_of(factor) or not wrt:
         return b.make(MUL, (factor, j))
     n = shape_of(factor)[0]
-    return op_node(b, "matmul", b.make(MUL, (op_node(b, "eye", b.constant(float(n))), factor)), j)
+    return op_node(b, "matmul", b.make(MUL, (b.arrays.eye(n), factor)), j)
 
 
 def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
@@ -356,7 +348,7 @@ def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
         return op_node(b, "matmul", b.make(DIV, (u, node)), j)
     if name == "logsumexp":
         return op_node(b, "matmul", op_node(b, "softmax", u), j)
-    eye = op_node(b, "eye", b.constant(float(n)))
+    eye = b.arrays.eye(n)
     if name == "softmax":
         local = b.make(OPS["sub"], (b.make(MUL, (eye, node)), op_node(b, "outer", node, node)))
         return op_node(b, "matmul", local, j)

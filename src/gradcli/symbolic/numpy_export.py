@@ -14,7 +14,7 @@ from gradcli.engine.graph import Node, Program, nodes_of
 from gradcli.engine.ops import CONST, VAR
 from gradcli.symbolic.arrays import shape_of
 from gradcli.symbolic.derivatives import wrt_names
-from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes, sampled_gradients
+from gradcli.symbolic.jacobians import jacobian_nodes, sampled_gradients
 from gradcli.symbolic.nodes import SymNode
 
 
@@ -105,8 +105,7 @@ def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
                  given: Mapping[str, Any] | None = None) -> str:
     """Source of ``def f(variables): return values, blocks``: the outputs' values and Jacobian
     (``order`` 1) or the value, bare, and Hessian (2), one line per node."""
-    found = (jacobian_nodes if order == 1 else hessian_nodes)(program, shapes, wrt, max_nodes,
-                                                              given)
+    found = jacobian_nodes(program, shapes, wrt, max_nodes, given, order)
     writer = NumpyWriter(list(program.variables))
     writer.add([*found.values.values(),
                 *(node for row in found.blocks.values() for node in row.values())])

@@ -176,8 +176,13 @@ _LATEX_FUNCTIONS = {"asin": r"\arcsin", "acos": r"\arccos", "atan": r"\arctan",
                     "log2": r"\log_{2}", "log10": r"\log_{10}", "gamma": r"\Gamma",
                     "digamma": r"\psi", "det": r"\det", "logdet": r"\log\det"} | {
     name: "\\" + name for name in ("sin", "cos", "tan", "sinh", "cosh", "tanh", "exp", "log")}
-_LATEX_SYMBOLS = {"le": r"\le", "ge": r"\ge", "eq": "=", "ne": r"\ne", "logical_and": r"\land",
-                  "logical_or": r"\lor"}
+# Calls and operators LaTeX writes its own way: templates of the operands' texts
+_LATEX_FORMS = {
+    "sqrt": r"\sqrt{{{0}}}", "abs": r"\left|{0}\right|", "logical_not": r"\lnot {0}",
+    "div": r"\frac{{{0}}}{{{1}}}", "pow": "{{{0}}}^{{{1}}}", "mul": r"{0} \cdot {1}",
+    "le": r"{0} \le {1}", "ge": r"{0} \ge {1}", "eq": "{0} = {1}", "ne": r"{0} \ne {1}",
+    "logical_and": r"{0} \land {1}", "logical_or": r"{0} \lor {1}",
+    "where": r"\begin{{cases}} {1} & \text{{if }} {0} \\ {2} & \text{{otherwise}} \end{{cases}}"}
 
 
 # Greek letters that LaTeX writes as a command: \alpha, \Gamma (omicron and the capitals that
@@ -205,33 +210,19 @@ class LatexNotation(Notation):
         return name if len(name) == 1 else rf"\mathrm{{{escaped}}}"
 
     def call(self, op: Any, args: list[str]) -> str:
-        if op is WHERE:
-            condition, taken, other = args
-            return (rf"\begin{{cases}} {taken} & \text{{if }} {condition} \\ "
-                    rf"{other} & \text{{otherwise}} \end{{cases}}")
-        if op.name == "sqrt":
-            return rf"\sqrt{{{args[0]}}}"
-        if op.name == "abs":
-            return rf"\left|{args[0]}\right|"
+        if op.name in _LATEX_FORMS:
+            return _LATEX_FORMS[op.name].format(*args)
         escaped = op.name.replace("_", "\\_")
         head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{escaped}}}")
         return rf"{head}\left({', '.join(args)}\right)"
 
     def prefix(self, op: Any, operand: str) -> str:
-        if op.name == "logical_not":
-            return rf"\lnot {operand}"
-        return super().prefix(op, operand)
+        form = _LATEX_FORMS.get(op.name)
+        return super().prefix(op, operand) if form is None else form.format(operand)
 
     def infix(self, op: Any, left: str, right: str) -> str:
-        if op.name in _LATEX_SYMBOLS:
-            return f"{left} {_LATEX_SYMBOLS[op.name]} {right}"
-        if op.name == "div":
-            return rf"\frac{{{left}}}{{{right}}}"
-        if op.name == "pow":
-            return f"{{{left}}}^{{{right}}}"
-        if op.name == "mul":
-            return rf"{left} \cdot {right}"
-        return super().infix(op, left, right)
+        form = _LATEX_FORMS.get(op.name)
+        return super().infix(op, left, right) if form is None else form.format(left, right)
 
     def parenthesized(self, text: str) -> str:
         return rf"\left({text}\right)"

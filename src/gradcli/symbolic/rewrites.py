@@ -73,10 +73,6 @@ def _is(node: Node, value: float) -> bool:
     return node.op is CONST and node.value == value
 
 
-def _const(node: Node) -> bool:
-    return node.op is CONST
-
-
 def _number(node: Node) -> bool:
     """A number that may be folded into a coefficient (pi and e are names: they stay)."""
     return node.op is CONST and node.name is None
@@ -125,7 +121,7 @@ def _like_terms(b: Maker, op: Op, x: SymNode, y: SymNode) -> SymNode | None:
     if x.op is not MUL and y.op is not MUL and x.op is not NEG and y.op is not NEG:
         return _scaled(b, fold(op, [1.0, 1.0]), x) if x is y and x.op is not CONST else None
     (cx, rx), (cy, ry) = _term(x), _term(y)
-    if rx is ry and not _const(rx):
+    if rx is ry and rx.op is not CONST:
         return _scaled(b, fold(op, [cx, cy]), rx)
     return _common_factor(b, op, x, y)
 
@@ -138,7 +134,7 @@ def _common_factor(b: Maker, op: Op, x: SymNode, y: SymNode) -> SymNode | None:
     if not (p is r or p is s or (q is not None and (q is r or q is s))):
         return None  # no factor in common: the usual case
     for left, right, other_x, other_y in ((p, r, q, s), (p, s, q, r), (q, r, p, s), (q, s, p, r)):
-        if left is not None and left is right and not _const(left):
+        if left is not None and left is right and left.op is not CONST:
             one = b.constant(1.0)
             inner = b.make(op, (one if other_x is None else other_x,
                                 one if other_y is None else other_y))
@@ -225,7 +221,7 @@ def _mul(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
 def _moved_product(b: Maker, p: SymNode, q: SymNode) -> SymNode | None:
     """p*q for a factor moved across a division; None where numbers p and q have no normal
     product (a/(1e200*1e200) would divide by an overflow, (a/1e200)/1e200 does not)."""
-    if _const(p) and _const(q) and p.value != 0.0 and q.value != 0.0:
+    if p.op is CONST and q.op is CONST and p.value != 0.0 and q.value != 0.0:
         product = fold(MUL, [p.value, q.value])
         if product is None or abs(product) < sys.float_info.min:
             return None
@@ -294,7 +290,7 @@ def _pow(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
         return x
     if _is(y, 0.0) or _is(x, 1.0):
         return b.constant(1.0)
-    if x.op is POW and _const(x.inputs[1]) and _const(y) and y.value == math.floor(y.value):
+    if x.op is POW and x.inputs[1].op is CONST and y.op is CONST and y.value == math.floor(y.value):
         return b.make(POW, (x.inputs[0], b.make(MUL, (x.inputs[1], y))))
     return None
 
@@ -304,13 +300,13 @@ def _xlogy(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
     the two agree everywhere): ``diff "2**x"`` prints a product, as before xlogy."""
     if _is(x, 0.0):
         return b.zero()
-    if _const(y) and y.value > 0.0:
+    if y.op is CONST and y.value > 0.0:
         return b.make(MUL, (x, b.make(LOG, (y,))))
     return None
 
 
 def _where(b: Maker, c: SymNode, x: SymNode, y: SymNode) -> SymNode | None:
-    if _const(c):
+    if c.op is CONST:
         return x if c.value else y
     if x is y:
         return x
