@@ -297,8 +297,7 @@ ROWS: list[Op] = [
     unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,
           domain=forms.open_unit_interval, complex=NONE, vector=NONE,
           summary="inverse of erf, -1 < x < 1", aliases=("erf_inv",)),
-    unary("gamma", math.gamma, _gamma_slope, domain=forms.not_a_pole,
-          complex=NONE, vector=NONE,
+    unary("gamma", math.gamma, _gamma_slope, domain=forms.not_a_pole, complex=NONE, vector=NONE,
           summary="gamma function (0 and the negative integers are poles: an error)"),
     # gamma's slope, a row of its own so that a Hessian differentiates it with a rule that
     # keeps its digits where gamma is subnormal (docs/accuracy.md)
@@ -313,24 +312,20 @@ ROWS: list[Op] = [
     # The order n changes only in whole steps: d/dn is 0, as for floor (a constant n is usual).
     binary("polygamma", special._polygamma, lambda n, x, out: 0.0,
            lambda n, x, out: F.polygamma(_next_order(n, "polygamma"), x),
-           domain=forms.polygamma_domain,
-           complex=NONE, vector=NONE,
+           domain=forms.polygamma_domain, complex=NONE, vector=NONE,
            summary="n-th derivative of digamma, n a whole number from 0 to 100"),
     # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
     # factor exp(-|x|) adds -sign(x) times the function (a kink at 0 for even n: slope 0 there,
     # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
     unary("i0e", special_slopes._i0e, lambda x, out: _bessel(0.0, x, out),
-          complex=NONE,
-          vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0",
-          aliases=("bessel_i0e",)),
+          complex=NONE, aliases=("bessel_i0e",),
+          vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0"),
     unary("i1e", special_slopes._i1e, lambda x, out: _bessel(1.0, x, out),
-          complex=NONE,
-          vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1",
-          aliases=("bessel_i1e",)),
+          complex=NONE, aliases=("bessel_i1e",),
+          vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1"),
     binary("ive", special_slopes._ive, lambda n, x, out: 0.0,
            lambda n, x, out: _bessel(n, x, out), domain=forms.ive_domain, complex=NONE,
-           vector=NONE,
-           summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
+           vector=NONE, summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
     # ive's slope in x, a row of its own so that a Hessian differentiates it with a rule that
     # keeps its digits (docs/accuracy.md)
     binary("dive", special_slopes._dive, lambda n, x, out: 0.0, _dive_slope,
