@@ -46,46 +46,12 @@ def complex_abs(x: complex) -> complex:
     return x if x.real > 0.0 else (-x if x.real < 0.0 else 0j)
 
 
-def complex_relu(x: complex) -> complex:
-    return x if x.real > 0.0 else 0j
-
-
 def complex_min(x: complex, y: complex) -> complex:
     return x if x.real < y.real else (y if y.real < x.real else (x + y) / 2.0)
 
 
 def complex_max(x: complex, y: complex) -> complex:
     return x if x.real > y.real else (y if y.real > x.real else (x + y) / 2.0)
-
-
-def is_integer(y: float) -> bool:
-    return y == math.floor(y)
-
-
-# --- domain checks: return a message when the operands are outside the op's domain -------------
-
-def positive(x: float) -> str | None:
-    return None if x > 0.0 else "logarithm of a non-positive number"
-
-
-def non_negative(x: float) -> str | None:
-    return None if x >= 0.0 else "square root of a negative number"
-
-
-def unit_interval(x: float) -> str | None:
-    return None if -1.0 <= x <= 1.0 else "argument outside [-1, 1]"
-
-
-def nonzero_divisor(x: float, y: float) -> str | None:
-    return None if y != 0.0 else "division by zero"
-
-
-def power_domain(x: float, y: float) -> str | None:
-    if x < 0.0 and not is_integer(y):
-        return "negative base with a non-integer exponent"
-    if x == 0.0 and y < 0.0:
-        return "zero raised to a negative power"
-    return None
 
 
 def complex_pow(x: complex, y: complex) -> complex:
@@ -134,10 +100,6 @@ def complex_logit(x: complex) -> complex:
     return cmath.log(x / (1.0 - x))
 
 
-def complex_xlogy(x: complex, y: complex) -> complex:
-    return 0j if x == 0 else x * cmath.log(y)
-
-
 def complex_clip(x: complex, lo: complex, hi: complex) -> complex:
     return complex_min(complex_max(x, lo), hi)
 
@@ -153,6 +115,19 @@ def complex_mod(x: complex, y: complex) -> complex:
 def complex_of_step(function: Callable[[float], float]) -> Callable[[complex], complex]:
     """The complex form of a step function (floor...): the real part's value, derivative 0."""
     return lambda x: complex(function(complex(x).real))
+
+
+def complex_sinc(z: complex) -> complex:
+    """sin(pi z)/(pi z) on complex z: near 0 by its series, where the quotient's imaginary part
+    (what the complex step reads) would cancel."""
+    if abs(z) >= 0.1:  # sin has period 2 in pi z: reduce the real part exactly, as _sinc does
+        return cmath.sin(math.pi * complex(math.fmod(z.real, 2.0), z.imag)) / (math.pi * z)
+    square = -(math.pi * z) ** 2
+    total, term = 0j, 1 + 0j
+    for k in range(1, 13):  # (pi z)^2k / (2k + 1)!, alternating
+        total += term
+        term *= square / ((2 * k) * (2 * k + 1))
+    return total
 
 
 # --- vector forms that need more than one NumPy call ----------------------------------------
@@ -175,38 +150,50 @@ def vector_sigmoid(np: Any, x: Any) -> Any:
     return np.exp(-np.logaddexp(0.0, -x))
 
 
-def vector_elu(np: Any, x: Any) -> Any:
-    return np.where(x > 0.0, x, np.expm1(np.minimum(x, 0.0)))
+def vector_clip(np: Any, x: Any, lo: Any, hi: Any) -> Any:
+    """clip on arrays; where the bounds are out of order, NaN with NumPy's "invalid" flag (as
+    ``np.log(-1)``), so the array and vector paths refuse it as the scalar path does."""
+    out = np.minimum(np.maximum(x, lo), hi)
+    disordered = np.greater(lo, hi)
+    if np.any(disordered):
+        out = np.where(disordered, np.sqrt(np.where(disordered, -1.0, 1.0)), out)
+    return out
 
 
-# --- domain checks of the rows below ----------------------------------------------------------
-
-def above_minus_one(x: float) -> str | None:
-    return None if x > -1.0 else "logarithm of a non-positive number (1 + x <= 0)"
-
-
-def positive_root(x: float) -> str | None:
-    return None if x > 0.0 else "reciprocal square root of a non-positive number"
+def vector_sinc(np: Any, x: Any) -> Any:
+    """_sinc on arrays: the argument reduced exactly (fmod), 1 at 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(x == 0.0, 1.0, np.sin(np.pi * np.fmod(x, 2.0)) / (np.pi * x))
 
 
-def nonzero(x: float) -> str | None:
-    return None if x != 0.0 else "division by zero"
+# --- domain checks: return a message when the operands are outside the op's domain -------------
+
+def is_integer(y: float) -> bool:
+    return y == math.floor(y)
 
 
-def at_least_one(x: float) -> str | None:
-    return None if x >= 1.0 else "argument below 1"
+def positive(x: float) -> str | None:
+    return None if x > 0.0 else "logarithm of a non-positive number"
+
+
+def unit_interval(x: float) -> str | None:
+    return None if -1.0 <= x <= 1.0 else "argument outside [-1, 1]"
+
+
+def nonzero_divisor(x: float, y: float) -> str | None:
+    return None if y != 0.0 else "division by zero"
+
+
+def power_domain(x: float, y: float) -> str | None:
+    if x < 0.0 and not is_integer(y):
+        return "negative base with a non-integer exponent"
+    if x == 0.0 and y < 0.0:
+        return "zero raised to a negative power"
+    return None
 
 
 def open_unit_interval(x: float) -> str | None:
     return None if -1.0 < x < 1.0 else "argument outside (-1, 1)"
-
-
-def probability(x: float) -> str | None:
-    return None if 0.0 < x < 1.0 else "argument outside (0, 1)"
-
-
-def log_of_y(x: float, y: float) -> str | None:
-    return None if x == 0.0 or y > 0.0 else "logarithm of a non-positive number"
 
 
 def not_a_pole(x: float) -> str | None:
@@ -235,36 +222,3 @@ MAX_IVE_ORDER = 30  # above, both of _ive's series would lose digits near |x| = 
 
 def positive_pair(a: float, b: float) -> str | None:
     return None if a > 0.0 and b > 0.0 else "beta needs positive arguments"
-
-
-def ordered_bounds(x: float, lo: float, hi: float) -> str | None:
-    return None if lo <= hi else "clip's lower bound is above its upper bound"
-
-
-def vector_clip(np: Any, x: Any, lo: Any, hi: Any) -> Any:
-    """clip on arrays; where the bounds are out of order, NaN with NumPy's "invalid" flag (as
-    ``np.log(-1)``), so the array and vector paths refuse it as the scalar path does."""
-    out = np.minimum(np.maximum(x, lo), hi)
-    disordered = np.greater(lo, hi)
-    if np.any(disordered):
-        out = np.where(disordered, np.sqrt(np.where(disordered, -1.0, 1.0)), out)
-    return out
-
-
-def complex_sinc(z: complex) -> complex:
-    """sin(pi z)/(pi z) on complex z: near 0 by its series, where the quotient's imaginary part
-    (what the complex step reads) would cancel."""
-    if abs(z) >= 0.1:  # sin has period 2 in pi z: reduce the real part exactly, as _sinc does
-        return cmath.sin(math.pi * complex(math.fmod(z.real, 2.0), z.imag)) / (math.pi * z)
-    square = -(math.pi * z) ** 2
-    total, term = 0j, 1 + 0j
-    for k in range(1, 13):  # (pi z)^2k / (2k + 1)!, alternating
-        total += term
-        term *= square / ((2 * k) * (2 * k + 1))
-    return total
-
-
-def vector_sinc(np: Any, x: Any) -> Any:
-    """_sinc on arrays: the argument reduced exactly (fmod), 1 at 0."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(x == 0.0, 1.0, np.sin(np.pi * np.fmod(x, 2.0)) / (np.pi * x))

@@ -16,14 +16,13 @@ from typing import Any
 from gradcli.engine.ops import GELU_TANH_SCALE, NONE, Op
 
 # Ops whose NumPy form gives exactly the scalar path's bits from the same operands: IEEE 754
-# rounds + - * / and sqrt correctly in both, and the others are exact. (An op without a vector
-# form runs its float function point by point: the same bits too.)
+# rounds + - * / and sqrt correctly in both, and the others (the piecewise ops too) are exact.
+# (An op without a vector form runs its float function point by point: the same bits too.)
 SAME_BITS = frozenset({"add", "sub", "mul", "div", "neg", "sqrt", "abs", "sign", "relu", "min",
                        "max", "var", "const", "square", "reciprocal", "rsqrt", "softsign",
                        "deg2rad", "rad2deg", "floor", "ceil", "round", "trunc", "mod", "clip",
-                       "hardtanh", "leaky_relu"})
-SAME_BITS |= {"lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not",
-              "where"}  # piecewise (issue 15): exact
+                       "hardtanh", "leaky_relu", "lt", "le", "gt", "ge", "eq", "ne",
+                       "logical_and", "logical_or", "logical_not", "where"})
 # How far apart NumPy's and libm's results of one other op may be, relative, in units of eps
 # (2**-52; an ulp of a result is at most eps times it). NumPy's SIMD functions (SVML on AVX-512)
 # are within 4 ulp, glibc's within 1 or 2; measured differences are at most 2. NumPy's sigmoid is

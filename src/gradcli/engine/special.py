@@ -2,10 +2,10 @@
 function, and the accurate forms of cbrt, logit, logaddexp and the activations.
 
 Only the float ``forward`` of a row lives here; its derivative rules, domain check and other
-forms stay in its row of the op table (engine/ops/). Each function is written
-against ``math`` alone and calls no other function of this module, because ``gradcli diff
---format python`` copies a row's forward verbatim into code that imports only ``math``. The
-accuracy of each one is tested against mpmath in tests/test_special.py.
+forms stay in its row of the op table (engine/ops/). Each function is written against ``math``
+alone, because ``gradcli diff --format python`` copies a row's forward verbatim (with the ``_``
+helpers of this module it calls) into code that imports only ``math``. The accuracy of each one
+is tested against mpmath in tests/test_special.py.
 
 SciPy would be the natural source of several of them, but it costs some 0.3 s to import and a
 large install; the standard library has erf, erfc, gamma and lgamma, and the rest are short.
@@ -159,9 +159,9 @@ def _lgamma(x: float) -> float:
     # like (z/2)^k: for z = x - 2 from -0.75 on (x - 2 exact), and below 1.25 through
     # lgamma(x) = lgamma(x + 1) - log(x), z = x - 1 (exact); math.lgamma elsewhere.
     # Within 0.2 of its minimum x0 = 1.46163 (where digamma is 0) it is the Taylor series about
-    # x0, lgamma(x0) + sum_k>=2 psi^(k-1)(x0) z^k / k! (DIGAMMA_AT_ZERO's terms integrated):
-    # no linear term, so nothing cancels
-    # (the series about 2 loses a factor 2-3 there), and z = x - x0 is exact to 1e-32.
+    # x0, lgamma(x0) + sum_k>=2 psi^(k-1)(x0) z^k / k! (DIGAMMA_AT_ZERO's terms integrated): no
+    # linear term, so nothing cancels (the series about 2 loses a factor 2-3 there), and
+    # z = x - x0 is exact to 1e-32.
     if math.fabs(x - 1.4616321449683622) <= 0.2:
         z = (x - 1.4616321449683622) - 9.549995429965697e-17  # x0 in two parts
         total = 0.0

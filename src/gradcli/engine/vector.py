@@ -151,19 +151,22 @@ class _Finiteness:
 def _backward_vector(
     np: Any, program: Program, operands: list[Any], size: int,
     drop: Callable[[Any], None] | None, perturbation: Perturbation | None = None,
+    live: list[Any] | None = None,
 ) -> list[Any]:
     """Per node: its gradient (a float or an array), or None where none is needed. With
     ``drop``, an intermediate's value and gradient go once it has passed its gradient on. Fresh
     memory costs more than the arithmetic, so products and sums go into an array this pass made
     and nothing else holds (``mine``) when there is one. With a ``perturbation``, a rule's
-    result that NumPy may round differently (``_inexact_calls``) is perturbed."""
+    result that NumPy may round differently (``_inexact_calls``) is perturbed. With ``live``
+    (``_liveness``), a dead node passes nothing on, and contributions from dead points are 0."""
     nodes = program.nodes
     places = len(nodes)
     grads: list[Any] = [None] * len(nodes)  # None: no contribution yet
     mine = [False] * len(nodes)  # grads[i] is an array of this pass that nothing else holds
     grads[-1] = 1.0
     for node in reversed(nodes):
-        if not node.inputs or not node.needs_grad:
+        alive = True if live is None else live[node.index]
+        if not node.inputs or not node.needs_grad or alive is False:
             continue
         out = operands[node.index]
         args = [operands[source.index] for source in node.inputs]
@@ -179,6 +182,8 @@ def _backward_vector(
                 fresh = (_is_fresh(np, partial, size) and partial is not out
                          and all(partial is not arg for arg in args))
                 term, fresh = _times(np, grads[node.index], partial, fresh, size)
+                if alive is not True:
+                    term, fresh = np.where(alive, term, 0.0), True
                 _accumulate(np, grads, mine, source.index, term, fresh, size)
         if drop is not None and node.index != len(nodes) - 1:
             drop(operands[node.index])
@@ -348,7 +353,7 @@ def evaluate_masked(
     with np.errstate(all="ignore"):
         values = forward_vector(np, program, given, None, [True] * len(nodes), perturbation)
         live = _liveness(np, program, values)
-        grads = _backward(np, program, values, live) if gradients else []
+        grads = _backward_vector(np, program, values, size, None, None, live) if gradients else []
     ok = np.ones(size, dtype=bool)
     for node in nodes:
         _settle(np, ok, values[node.index], live[node.index])
@@ -394,30 +399,6 @@ def _add(np: Any, live: list[Any], index: int, more: Any) -> None:
         live[index] = more
     else:
         live[index] = np.logical_or(before, more)
-
-
-def _backward(np: Any, program: Program, values: list[Any], live: list[Any]) -> list[Any]:
-    """Per node: its gradient (None where none is needed), contributions from dead points
-    masked to 0."""
-    nodes = program.nodes
-    grads: list[Any] = [None] * len(nodes)
-    grads[-1] = 1.0
-    for node in reversed(nodes):
-        mine, grad = live[node.index], grads[node.index]
-        if not node.inputs or not node.needs_grad or mine is False or grad is None:
-            continue
-        args = [values[source.index] for source in node.inputs]
-        out = values[node.index]
-        for position, source in enumerate(node.inputs):
-            if not source.needs_grad:
-                continue
-            term = grad * node.op.rules[position](*args, out)
-            if mine is not True:
-                term = np.where(mine, term, 0.0)
-            before = grads[source.index]
-            grads[source.index] = term if before is None else before + term
-    return [None if not node.needs_grad else (0.0 if g is None else g)
-            for node, g in zip(nodes, grads, strict=True)]
 
 
 def _live_part(np: Any, value: Any, live: Any) -> Any:

@@ -1,10 +1,9 @@
 """The op table: every operation gradcli knows, each described once, in one table.
 
-A row (``Op``, ops/row.py) holds an op's forward, one derivative rule per operand, domain check,
-complex and vector forms, printed and NumPy forms, shape rule and summary. The parser, the forward
-and backward passes (floats, arrays, graph nodes), the printers, ``gradcli functions`` and
-docs/functions.md all read it, so adding a function is one row plus its test points (``python
-tests/test_op_table.py`` rewrites docs/functions.md). The rows are grouped by section, one module
+The parser, the forward and backward passes (floats, arrays, graph nodes), the printers,
+``gradcli functions`` and docs/functions.md all read its rows (``Op``: ops/row.py says what one
+holds), so adding a function is one row plus its test points (``python tests/test_op_table.py``
+rewrites docs/functions.md). The rows are grouped by section, one module
 each, as HIPS autograd's numpy_vjps.py groups its rules: ``elementary``, ``special_functions``,
 ``logic`` and ``linear_algebra`` (the array rows).
 

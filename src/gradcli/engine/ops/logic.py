@@ -3,6 +3,7 @@ see ops/row.py for what a row holds)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 from gradcli.engine.ops.row import (
@@ -27,31 +28,7 @@ if TYPE_CHECKING:
 # (graph.forward_masked), so log(x) in where(x > 0, log(x), 0) is no error at x = -1.
 
 
-def _lt(x: float, y: float) -> float:
-    return 1.0 if x < y else 0.0
-
-
-def _le(x: float, y: float) -> float:
-    return 1.0 if x <= y else 0.0
-
-
-def _gt(x: float, y: float) -> float:
-    return 1.0 if x > y else 0.0
-
-
-def _ge(x: float, y: float) -> float:
-    return 1.0 if x >= y else 0.0
-
-
-def _eq(x: float, y: float) -> float:
-    return 1.0 if x == y else 0.0
-
-
-def _ne(x: float, y: float) -> float:
-    return 1.0 if x != y else 0.0
-
-
-def _on_real_parts(test: Callable[..., float]) -> Callable[..., complex]:
+def _on_real_parts(test: Callable[..., Any]) -> Callable[..., complex]:
     """A truth-valued op on complex numbers: decided by the real parts, as the check needs."""
     return lambda *args: complex(test(*(arg.real for arg in args)))
 
@@ -65,24 +42,24 @@ def _where(c: float, a: float, b: float) -> float:
 
 
 ROWS: list[Op] = [
-    binary("lt", _lt, _flat, _flat, complex=_on_real_parts(_lt),
-           vector=lambda np, x, y: (x < y) * 1.0, numpy="({0} < {1}) * 1.0",
-           symbol="<", precedence=PREC_COMPARE, summary="1 if x < y else 0"),
-    binary("le", _le, _flat, _flat, complex=_on_real_parts(_le),
-           vector=lambda np, x, y: (x <= y) * 1.0, numpy="({0} <= {1}) * 1.0",
-           symbol="<=", precedence=PREC_COMPARE, summary="1 if x <= y else 0"),
-    binary("gt", _gt, _flat, _flat, complex=_on_real_parts(_gt),
-           vector=lambda np, x, y: (x > y) * 1.0, numpy="({0} > {1}) * 1.0",
-           symbol=">", precedence=PREC_COMPARE, summary="1 if x > y else 0"),
-    binary("ge", _ge, _flat, _flat, complex=_on_real_parts(_ge),
-           vector=lambda np, x, y: (x >= y) * 1.0, numpy="({0} >= {1}) * 1.0",
-           symbol=">=", precedence=PREC_COMPARE, summary="1 if x >= y else 0"),
-    binary("eq", _eq, _flat, _flat, complex=_on_real_parts(_eq),
-           vector=lambda np, x, y: (x == y) * 1.0, numpy="({0} == {1}) * 1.0",
-           symbol="==", precedence=PREC_COMPARE, summary="1 if x == y else 0"),
-    binary("ne", _ne, _flat, _flat, complex=_on_real_parts(_ne),
-           vector=lambda np, x, y: (x != y) * 1.0, numpy="({0} != {1}) * 1.0",
-           symbol="!=", precedence=PREC_COMPARE, summary="1 if x != y else 0"),
+    binary("lt", lambda x, y: 1.0 if x < y else 0.0, _flat, _flat, summary="1 if x < y else 0",
+           complex=_on_real_parts(operator.lt), vector=lambda np, x, y: (x < y) * 1.0,
+           numpy="({0} < {1}) * 1.0", symbol="<", precedence=PREC_COMPARE),
+    binary("le", lambda x, y: 1.0 if x <= y else 0.0, _flat, _flat, summary="1 if x <= y else 0",
+           complex=_on_real_parts(operator.le), vector=lambda np, x, y: (x <= y) * 1.0,
+           numpy="({0} <= {1}) * 1.0", symbol="<=", precedence=PREC_COMPARE),
+    binary("gt", lambda x, y: 1.0 if x > y else 0.0, _flat, _flat, summary="1 if x > y else 0",
+           complex=_on_real_parts(operator.gt), vector=lambda np, x, y: (x > y) * 1.0,
+           numpy="({0} > {1}) * 1.0", symbol=">", precedence=PREC_COMPARE),
+    binary("ge", lambda x, y: 1.0 if x >= y else 0.0, _flat, _flat, summary="1 if x >= y else 0",
+           complex=_on_real_parts(operator.ge), vector=lambda np, x, y: (x >= y) * 1.0,
+           numpy="({0} >= {1}) * 1.0", symbol=">=", precedence=PREC_COMPARE),
+    binary("eq", lambda x, y: 1.0 if x == y else 0.0, _flat, _flat, summary="1 if x == y else 0",
+           complex=_on_real_parts(operator.eq), vector=lambda np, x, y: (x == y) * 1.0,
+           numpy="({0} == {1}) * 1.0", symbol="==", precedence=PREC_COMPARE),
+    binary("ne", lambda x, y: 1.0 if x != y else 0.0, _flat, _flat, summary="1 if x != y else 0",
+           complex=_on_real_parts(operator.ne), vector=lambda np, x, y: (x != y) * 1.0,
+           numpy="({0} != {1}) * 1.0", symbol="!=", precedence=PREC_COMPARE),
     binary("logical_and", lambda x, y: 1.0 if x and y else 0.0, _flat, _flat,
            complex=_on_real_parts(lambda x, y: 1.0 if x and y else 0.0),
            vector=lambda np, x, y: np.logical_and(x, y) * 1.0,

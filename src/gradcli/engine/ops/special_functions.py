@@ -297,8 +297,7 @@ ROWS: list[Op] = [
     unary("erfinv", special._erfinv, lambda x, out: F.exp(out * out) / TWO_OVER_ROOT_PI,
           domain=forms.open_unit_interval, complex=NONE, vector=NONE,
           summary="inverse of erf, -1 < x < 1", aliases=("erf_inv",)),
-    unary("gamma", math.gamma, _gamma_slope, domain=forms.not_a_pole,
-          complex=NONE, vector=NONE,
+    unary("gamma", math.gamma, _gamma_slope, domain=forms.not_a_pole, complex=NONE, vector=NONE,
           summary="gamma function (0 and the negative integers are poles: an error)"),
     # gamma's slope, a row of its own so that a Hessian differentiates it with a rule that
     # keeps its digits where gamma is subnormal (docs/accuracy.md)
@@ -313,24 +312,20 @@ ROWS: list[Op] = [
     # The order n changes only in whole steps: d/dn is 0, as for floor (a constant n is usual).
     binary("polygamma", special._polygamma, lambda n, x, out: 0.0,
            lambda n, x, out: F.polygamma(_next_order(n, "polygamma"), x),
-           domain=forms.polygamma_domain,
-           complex=NONE, vector=NONE,
+           domain=forms.polygamma_domain, complex=NONE, vector=NONE,
            summary="n-th derivative of digamma, n a whole number from 0 to 100"),
     # Scaled Bessel functions exp(-|x|) I_n(x): I_n' = (I_n-1 + I_n+1)/2, I_-1 = I_1, and the
     # factor exp(-|x|) adds -sign(x) times the function (a kink at 0 for even n: slope 0 there,
     # as abs). The order n changes only in whole steps: d/dn is 0, as for polygamma.
     unary("i0e", special_slopes._i0e, lambda x, out: _bessel(0.0, x, out),
-          complex=NONE,
-          vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0",
-          aliases=("bessel_i0e",)),
+          complex=NONE, aliases=("bessel_i0e",),
+          vector=NONE, summary="exp(-|x|) I0(x), the scaled modified Bessel function of order 0"),
     unary("i1e", special_slopes._i1e, lambda x, out: _bessel(1.0, x, out),
-          complex=NONE,
-          vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1",
-          aliases=("bessel_i1e",)),
+          complex=NONE, aliases=("bessel_i1e",),
+          vector=NONE, summary="exp(-|x|) I1(x), the scaled modified Bessel function of order 1"),
     binary("ive", special_slopes._ive, lambda n, x, out: 0.0,
            lambda n, x, out: _bessel(n, x, out), domain=forms.ive_domain, complex=NONE,
-           vector=NONE,
-           summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
+           vector=NONE, summary="exp(-|x|) I_n(x), n a whole number from 0 to 30 (SciPy's ive)"),
     # ive's slope in x, a row of its own so that a Hessian differentiates it with a rule that
     # keeps its digits (docs/accuracy.md)
     binary("dive", special_slopes._dive, lambda n, x, out: 0.0, _dive_slope,
@@ -354,15 +349,16 @@ ROWS: list[Op] = [
                    "a << b"),
     # --- activations and pieces ------------------------------------------------------------
     unary("sigmoid", special._sigmoid, _sigmoid_slope,
-          complex=forms.complex_sigmoid, vector=lambda np, x: np.exp(-np.logaddexp(0.0, -x)),
+          complex=forms.complex_sigmoid, vector=forms.vector_sigmoid,
           numpy="1 / (1 + np.exp(-{0}))", summary="1 / (1 + e ** -x)", aliases=("logistic",)),
     unary("relu", special._relu, lambda x, out: F.heaviside(x),
-          complex=forms.complex_relu, vector=lambda np, x: np.maximum(x, 0.0),
+          complex=lambda x: x if x.real > 0.0 else 0j, vector=lambda np, x: np.maximum(x, 0.0),
           numpy="np.maximum({0}, 0.0)", summary="max(x, 0); relu'(0) = 0"),
     unary("softplus", special._softplus, lambda x, out: F.sigmoid(x),
           complex=forms.complex_softplus, vector=lambda np, x: np.logaddexp(0.0, x),
           numpy="np.logaddexp(0.0, {0})", summary="log(1 + e ** x)"),
-    unary("logit", special._logit, lambda x, out: 1.0 / (x * (1.0 - x)), domain=forms.probability,
+    unary("logit", special._logit, lambda x, out: 1.0 / (x * (1.0 - x)),
+          domain=lambda x: None if 0.0 < x < 1.0 else "argument outside (0, 1)",
           complex=forms.complex_logit, vector=forms.vector_logit,
           summary="log(x / (1 - x)), the inverse of sigmoid, 0 < x < 1"),
     unary("silu", special._silu, _silu_slope,
@@ -380,7 +376,8 @@ ROWS: list[Op] = [
               np, GELU_TANH_SCALE * (x + 0.044715 * x * x * x)),
           summary="gelu's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))"),
     unary("elu", special._elu, lambda x, out: F.exp(F.min(x, 0.0)),
-          complex=lambda x: x if x.real > 0.0 else forms.complex_expm1(x), vector=forms.vector_elu,
+          complex=lambda x: x if x.real > 0.0 else forms.complex_expm1(x),
+          vector=lambda np, x: np.where(x > 0.0, x, np.expm1(np.minimum(x, 0.0))),
           summary="x for x > 0, else e ** x - 1"),
     unary("selu", special._selu, _selu_slope,
           complex=lambda x: SELU_SCALE * (
@@ -430,8 +427,9 @@ ROWS: list[Op] = [
         lambda x, lo, hi, out: (1.0 + F.sign(x - lo)) * (1.0 - F.sign(x - hi)) / 4.0,
         lambda x, lo, hi, out: (1.0 - F.sign(x - lo)) * (1.0 - F.sign(F.max(x, lo) - hi)) / 4.0,
         lambda x, lo, hi, out: (1.0 + F.sign(F.max(x, lo) - hi)) / 2.0),
-        domain=forms.ordered_bounds, complex=forms.complex_clip,
-        vector=forms.vector_clip,
+        domain=lambda x, lo, hi: None if lo <= hi else "clip's lower bound is above its upper "
+                                                       "bound",
+        complex=forms.complex_clip, vector=forms.vector_clip,
         summary="min(max(x, lo), hi), lo <= hi; at a bound the gradient splits as at a tie",
         aliases=("clamp",)),
     # --- steps: derivative 0, at a jump too (as sign's); the check flags a jump -------------

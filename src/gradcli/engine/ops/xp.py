@@ -49,28 +49,17 @@ def _flagged(value: Any) -> Any:
 
 
 class NumPyArrays:
-    """The ``Arrays`` namespace on NumPy arrays: the numeric gradients."""
+    """The ``Arrays`` namespace on NumPy arrays: the numeric gradients. Where NumPy has the
+    name that ``Arrays`` gives (shape, outer, transpose, eye, exp, sign, sum), NumPy's own."""
 
-    def shape(self, x: Any) -> tuple[int, ...]:
-        return tuple(x.shape)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_np(), name)
 
     def matmul(self, a: Any, b: Any) -> Any:
         return _flagged(_np().matmul(a, b))
 
-    def outer(self, a: Any, b: Any) -> Any:
-        return _np().outer(a, b)
-
-    def transpose(self, x: Any) -> Any:
-        return _np().transpose(x)
-
     def inv(self, x: Any) -> Any:
         return _flagged(_np().linalg.inv(x))
-
-    def eye(self, n: int) -> Any:
-        return _np().eye(n)
-
-    def exp(self, x: Any) -> Any:
-        return _np().exp(x)
 
     def shares(self, x: Any, out: Any) -> Any:
         """Normalised by the sum itself: the rounding of ``out`` does not reach the shares."""
@@ -78,14 +67,8 @@ class NumPyArrays:
         scaled = np.exp(x - x.real.max())  # the largest is exactly 1: no overflow, no loss
         return scaled / np.sum(scaled)
 
-    def sign(self, x: Any) -> Any:
-        return _np().sign(x)
-
     def eq(self, x: Any, y: Any) -> Any:
         return (x == y).astype(float)
-
-    def sum(self, x: Any) -> Any:
-        return _np().sum(x)
 
     def sum_last(self, x: Any) -> Any:
         # a vector's sum as a number: NumPy reuses temporaries faster than with a length-1 array
