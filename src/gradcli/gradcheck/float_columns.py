@@ -69,6 +69,7 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
     # node index -> (columns,) bool, the columns that recompute it; None: every column does
     dirty: dict[int, Any] = {}
     packed = _Packed(np, columns)
+    held = packed.held
     pins: dict[int, list[int]] = {}
     for column, index in enumerate(pinned.tolist()):
         pins.setdefault(index, []).append(column)
@@ -80,17 +81,14 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
         """Node ``k``, idle until its last user, keeps its own columns only (once: ``x*x``
         names it twice)."""
         if dirty.get(k) is not None and k in current:
-            packed.put(k, dirty.pop(k), current.pop(k))
+            packed.put(last_use[k], k, dirty.pop(k), current.pop(k))
 
     with np.errstate(all="ignore"):
         for i in range(int(pinned.min()), len(nodes)) if columns else ():
             node = nodes[i]
             inputs = node.inputs
-            if packed.held:  # a packed operand is unpacked at its last user: this node
-                for source in inputs:
-                    if source.index in packed.held:
-                        k = source.index
-                        dirty[k], current[k] = packed.take(k, nodes[k].value)
+            if i in held:  # packed operands, unpacked by their last user: this node
+                packed.take(i, nodes, dirty, current)
             masks = [dirty[s.index] for s in inputs if s.index in dirty]
             if masks:
                 mask = masks[0] if len(masks) == 1 else _union(masks, np)
@@ -120,28 +118,32 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
 
 
 class _Packed:
-    """Nodes idle until their last user, each as one ``bytes``: its mask as bits, then the
-    values of its own columns (W3's 11,111 statements: 150 B each, not 650 B of two arrays, a
-    list and dictionary entries)."""
+    """Nodes idle until their last user, each as one ``bytes`` under that user's index: its
+    mask, then the values of its own columns (W3's 11,111 statements: 320 B each, not 650 B of
+    two arrays, a list and dictionary entries)."""
 
     def __init__(self, np: Any, columns: int) -> None:
         self.np, self.columns = np, columns
-        self.bits = (columns + 7) // 8
-        self.held: dict[int, bytes] = {}
+        self.held: dict[int, Any] = {}  # last user -> (node, bytes), a list of them if several
 
-    def put(self, k: int, mask: Any, values: Any) -> None:
-        self.held[k] = self.np.packbits(mask).tobytes() + values[mask].tobytes()
+    def put(self, user: int, k: int, mask: Any, values: Any) -> None:
+        entry = (k, mask.tobytes() + values[mask].tobytes())
+        other = self.held.setdefault(user, entry)
+        if other is not entry:
+            self.held[user] = [*other, entry] if type(other) is list else [other, entry]
 
-    def take(self, k: int, own: float) -> tuple[Any, Any]:
-        """Node ``k``'s mask and its columns, ``own`` (its scalar value) where it is not
-        recomputed."""
-        np, blob = self.np, self.held.pop(k)
-        mask = np.unpackbits(np.frombuffer(blob, np.uint8, self.bits), count=self.columns)
-        mask = mask.view(bool)
-        full = np.empty(self.columns)
-        full.fill(own)
-        full[mask] = np.frombuffer(blob, float, offset=self.bits)
-        return mask, full
+    def take(self, user: int, nodes: list[Node], dirty: dict[int, Any],
+             current: dict[int, Any]) -> None:
+        """Unpacks the nodes whose last user is ``user`` into ``dirty`` and ``current``, the
+        columns that do not recompute a node holding its own value."""
+        held = self.held.pop(user)
+        np, columns = self.np, self.columns
+        for k, blob in held if type(held) is list else (held,):
+            mask = np.frombuffer(blob, bool, columns)
+            full = np.empty(columns)
+            full.fill(nodes[k].value)
+            full[mask] = np.frombuffer(blob, float, offset=columns)
+            dirty[k], current[k] = mask, full
 
 
 _FAR = 64  # a replayed node idle for longer than this many nodes is packed meanwhile
