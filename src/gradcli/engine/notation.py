@@ -114,11 +114,11 @@ def texts_in_order(nodes: Sequence[Node], chunk: int = 4096) -> Iterator[str]:
     """``texts_by_node``'s texts of a program's nodes (``index``: their position), one at a
     time: written a chunk at a time, each kept only until its last reader, so that the labels
     of --json's 10^5 nodes never exist all at once (W3: 15 MB)."""
-    from array import array  # not at the top: only --json's node list needs it
-
-    if any(node.index != position for position, node in enumerate(nodes)):
-        yield from texts_by_node(nodes).values()  # not numbered by position: all at once
+    if len(nodes) <= chunk or any(node.index != k for k, node in enumerate(nodes)):
+        yield from texts_by_node(nodes).values()  # one chunk, or not numbered by position
         return
+    from array import array  # not at the top: only a long node list needs it
+
     last = array("q", range(len(nodes)))  # each node's last reader (itself: none)
     for node in nodes:
         for source in node.inputs:
