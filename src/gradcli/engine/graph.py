@@ -44,11 +44,31 @@ def nodes_of(outputs: Iterable[Node]) -> list[Node]:
             if source not in seen:
                 mark(source)
                 push(source)
-    found.sort(key=_by_creation)
-    return found
+    return in_creation_order(found)
 
 
 _by_creation = operator.attrgetter("seq")
+
+
+def in_creation_order(nodes: list[Node]) -> list[Node]:
+    """``nodes`` sorted by creation number. A parsed program's numbers are dense, so each node
+    is put at its own number's slot: a sort would make a key object per node (W3: 4 MB)."""
+    if not nodes:
+        return nodes
+    low = high = nodes[0].seq
+    for node in nodes:
+        seq = node.seq
+        if seq < low:
+            low = seq
+        elif seq > high:
+            high = seq
+    if high - low >= 4 * len(nodes):  # sparse: nodes built over an older graph's
+        nodes.sort(key=_by_creation)
+        return nodes
+    slots: list[Node | None] = [None] * (high - low + 1)
+    for node in nodes:
+        slots[node.seq - low] = node
+    return [node for node in slots if node is not None]
 
 
 def nodes_and_uses(outputs: Iterable[Node]) -> tuple[list[Node], dict[Node, int]]:
@@ -67,8 +87,7 @@ def nodes_and_uses(outputs: Iterable[Node]) -> tuple[list[Node], dict[Node, int]
                 push(source)
             else:
                 uses[source] = count + 1
-    found.sort(key=_by_creation)
-    return found, uses
+    return in_creation_order(found), uses
 
 
 def last_uses(nodes: list) -> tuple[Sequence[int], Sequence[int]]:
@@ -126,12 +145,13 @@ class Program:
                       defaults: Mapping[str, float], conditional: bool = False) -> Program:
         """A program with several outputs: every node any of them depends on."""
         nodes = nodes_of(outputs)
-        used = set(nodes)
+        _number(nodes)
         # An input declared (``y = 2``) but unused stays an input, gradient 0 (as in JAX).
-        inputs = [v for v in variables if v in used or v.name in defaults]
-        nodes = [v for v in inputs if v not in used] + nodes
-        for index, node in enumerate(nodes):
-            node.index = index
+        inputs = [v for v in variables if _among(v, nodes) or v.name in defaults]
+        unused = [v for v in inputs if not _among(v, nodes)]
+        if unused:
+            nodes = unused + nodes
+            _number(nodes)
         return cls(source, outputs[-1], nodes, _by_name(inputs), dict(defaults),
                    masked=conditional and is_masked(nodes), outputs=list(outputs))
 
@@ -143,6 +163,16 @@ class Program:
         """Set every variable from ``values``, falling back to the program's own defaults."""
         for name, node in self.variables.items():
             node.value = float(values[name] if name in values else self.defaults[name])
+
+
+def _number(nodes: list[Node]) -> None:
+    for index, node in enumerate(nodes):
+        node.index = index
+
+
+def _among(node: Node, nodes: list[Node]) -> bool:
+    """Whether ``node`` is in ``nodes``, just numbered (no set of 10^5 nodes for a few inputs)."""
+    return 0 <= node.index < len(nodes) and nodes[node.index] is node
 
 
 def _by_name(variables: list[Node]) -> dict[str, Node]:
@@ -277,8 +307,9 @@ def values_and_gradients(program: Program) -> Any:
 def backward(nodes: list[Node], live: list[bool] | None = None) -> None:
     """Reverse-mode gradients of the output (the last node) into every node that needs one; with
     ``live`` (``forward_masked``) a dead node passes nothing on."""
+    zero: Any = 0.0  # one float for every node (compiled, a literal is boxed per assignment)
     for node in nodes:
-        node.grad = 0.0
+        node.grad = zero
     nodes[-1].grad = 1.0
     isfinite = math.isfinite
     for node in reversed(nodes):

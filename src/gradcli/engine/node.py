@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 _next_seq = itertools.count().__next__
+# The value and gradient of a node not yet evaluated: one shared float (compiled, a literal
+# would be boxed for every node: 48 B each).
+_ZERO: Any = 0.0
 
 
 class Node:
@@ -35,13 +38,13 @@ class Node:
         self,
         op: Any,
         inputs: tuple[Node, ...] = (),
-        value: Any = 0.0,
+        value: Any = _ZERO,
         name: str | None = None,
     ) -> None:
         self.op = op
         self.inputs = inputs
         self.value = value
-        self.grad = 0.0
+        self.grad = _ZERO
         self.name = name  # a variable's name, or the name a statement gave an intermediate node
         self.seq = _next_seq()
         # Constants and whatever is computed from constants alone need no gradient; skipping them
@@ -55,7 +58,7 @@ class Node:
         self.index = -1  # position in its program's topological order, set by Program
 
     @classmethod
-    def variable(cls, name: str, value: Any = 0.0) -> Node:
+    def variable(cls, name: str, value: Any = _ZERO) -> Node:
         return cls(VAR, (), value, name)
 
     @classmethod

@@ -6,7 +6,7 @@ its nodes in messages.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from gradcli.engine.core_ops import (
     ADD,
@@ -110,15 +110,43 @@ def texts_of(nodes: Sequence[Node], wanted: Sequence[int]) -> dict[Node, str]:
     return texts_by_node([nodes[i] for i in sorted(needed)])
 
 
+def texts_in_order(nodes: Sequence[Node], chunk: int = 4096) -> Iterator[str]:
+    """``texts_by_node``'s texts of a program's nodes (``index``: their position), one at a
+    time: written a chunk at a time, each kept only until its last reader, so that the labels
+    of --json's 10^5 nodes never exist all at once (W3: 15 MB)."""
+    if len(nodes) <= chunk or any(node.index != k for k, node in enumerate(nodes)):
+        yield from texts_by_node(nodes).values()  # one chunk, or not numbered by position
+        return
+    from array import array  # not at the top: only a long node list needs it
+
+    last = array("q", range(len(nodes)))  # each node's last reader (itself: none)
+    for node in nodes:
+        for source in node.inputs:
+            last[source.index] = node.index
+    texts: dict[Node, str] = {}
+    precedences: dict[Node, int] = {}
+    for start in range(0, len(nodes), chunk):
+        part = nodes[start:start + chunk]
+        texts_by_node(part, texts=texts, precedences=precedences)
+        yield from [texts[node] for node in part]
+        end = start + len(part)
+        # An operand's name is its text (``operand`` below): a named node's is never read.
+        for node in [n for n in texts if n.name is not None or last[n.index] < end]:
+            del texts[node], precedences[node]
+
+
 def texts_by_node(
     nodes: Sequence[Node], limit: int | None = 48, notation: Notation = TEXT,
-    minus: bool = False,
+    minus: bool = False, texts: dict[Node, str] | None = None,
+    precedences: dict[Node, int] | None = None,
 ) -> dict[Node, str]:
     """``expression_texts`` as a dictionary node -> text, in the order of ``nodes``. With
     ``minus``, a sum of a negative term is written as a difference (``a - 2*x``, not
-    ``a + -2*x``): the same number to the bit, as negation is exact in every operation."""
-    texts: dict[Node, str] = {}
-    precedences: dict[Node, int] = {}
+    ``a + -2*x``): the same number to the bit, as negation is exact in every operation.
+    ``texts`` and ``precedences``: those of operands written before (``texts_in_order``),
+    which the new texts join."""
+    texts = {} if texts is None else texts
+    precedences = {} if precedences is None else precedences
 
     def operand(source: Node, binding: int, tighter: bool = False) -> str:
         """Operand text, in parentheses when it binds looser than ``binding`` needs."""

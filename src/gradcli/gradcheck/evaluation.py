@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from gradcli.engine.graph import Program, liveness, values_and_gradients
-from gradcli.engine.notation import texts_by_node, texts_of
+from gradcli.engine.notation import texts_in_order, texts_of
 from gradcli.errors import (
     MAX_LISTED_NAMES,
     ExitStatus,
@@ -123,19 +123,23 @@ class Result:
         """The rows of ``node_rows`` as dicts, one at a time: what ``--json`` writes, a chunk
         at a time, so that a 10^6-node record never exists whole."""
         nodes = self.program.nodes
-        only = None if only is None else list(only)
-        texts = texts_by_node(nodes) if only is None else texts_of(nodes, only)
+        if only is None:
+            order, texts = range(len(nodes)), texts_in_order(nodes)
+        else:
+            only = list(only)
+            written = texts_of(nodes, only)
+            order, texts = only, (written[nodes[i]] for i in only)
         values = self.node_values or [node.value for node in nodes]
         grads = self.node_grads or [node.grad for node in nodes]
         checks = self.check.nodes if self.check is not None else {}
         arrays = self.program.arrays
-        for i in range(len(nodes)) if only is None else only:
+        for i, text in zip(order, texts, strict=True):
             node, value = nodes[i], values[i]
             check = checks.get(i) if checks else None
             record = {
                 "id": i,
                 "op": node.op.name,
-                "label": node.name or texts[node],
+                "label": node.name or text,
                 # NaN: a node in a branch not taken (``_taken_values``), shown as null
                 "value": None if type(value) is float and value != value else value,
                 "grad": grads[i] if node.needs_grad else None,
