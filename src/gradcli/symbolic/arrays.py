@@ -404,7 +404,7 @@ def reduce_to(b: ArrayBuilder, part: SymNode, out: tuple[int, ...],
     if count != 1:
         part = b.make(MUL, (b.constant(float(count)), part))
     summed = [i for i in range(rank) if have[i] > 1 and want[i] == 1]
-    if not summed and rank == 2 and len(shape_of(part)) == 2 and shape_of(part) != shape:
+    if not summed and rank == 2 and len(shape_of(part)) == 2 and have != want:
         return _spread_matrix(b, part, shape)  # a column or a row stretched to the operand
     if not summed:
         return part if len(shape_of(part)) <= len(shape) else unbroadcast(b, part, shape)
