@@ -90,12 +90,23 @@ class ArrayBuilder(Builder):
         else:  # the scalar builder's folding and rewrites (element-wise, so they hold here)
             node = super().make(op, inputs)
         if node.inputs:
-            node.value = arrays.compute(node, [source.value for source in node.inputs])
+            node.value = _computed(node)
         if not op.is_array:
             shape = op.out_shape(*(source.value for source in inputs))
             if shape_of(node) != shape:  # a fold (x - x -> 0, x/x -> 1) keeps the shape
                 return zeros(self, shape) if is_zero(node) else spread(self, node, shape)
         return node
+
+
+def _computed(node: SymNode) -> Any:
+    """The node's value; shapes that do not fit here are a derivative form gone wrong, not the
+    user's program (checked before), so the message names no internal expression."""
+    try:
+        return arrays.compute(node, [source.value for source in node.inputs])
+    except UsageError as error:
+        raise UsageError("gradcli diff built a derivative form whose shapes do not fit",
+                         hint="gradcli eval gives the numeric derivatives; please report "
+                              "this program") from error
 
 
 def is_zero(node: SymNode) -> bool:
