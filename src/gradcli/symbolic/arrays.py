@@ -91,12 +91,23 @@ class ArrayBuilder(Builder):
         else:  # the scalar builder's folding and rewrites (element-wise, so they hold here)
             node = super().make(op, inputs)
         if node.inputs:
-            node.value = arrays.compute(node, [source.value for source in node.inputs])
+            node.value = _computed(node)
         if not op.is_array:
             shape = op.out_shape(*(source.value for source in inputs))
             if shape_of(node) != shape:  # a fold (x - x -> 0, x/x -> 1) keeps the shape
                 return zeros(self, shape) if is_zero(node) else spread(self, node, shape)
         return node
+
+
+def _computed(node: SymNode) -> Any:
+    """The node's value; shapes that do not fit here are a derivative form gone wrong, not the
+    user's program (checked before), so the message names no internal expression."""
+    try:
+        return arrays.compute(node, [source.value for source in node.inputs])
+    except UsageError as error:
+        raise UsageError("gradcli diff built a derivative form whose shapes do not fit",
+                         hint="gradcli eval gives the numeric derivatives; please report "
+                              "this program") from error
 
 
 def is_zero(node: SymNode) -> bool:
@@ -395,7 +406,7 @@ def reduce_to(b: ArrayBuilder, part: SymNode, out: tuple[int, ...],
     if count != 1:
         part = b.make(MUL, (b.constant(float(count)), part))
     summed = [i for i in range(rank) if have[i] > 1 and want[i] == 1]
-    if not summed and rank == 2 and len(shape_of(part)) == 2 and shape_of(part) != shape:
+    if not summed and rank == 2 and len(shape_of(part)) == 2 and have != want:
         return _spread_matrix(b, part, shape)  # a column or a row stretched to the operand
     if not summed:
         return part if len(shape_of(part)) <= len(shape) else unbroadcast(b, part, shape)
