@@ -67,10 +67,11 @@ STANDARD = {
     "cmath",  # the ops' complex-step forms
     "zlib",  # the grammar's digest, checked against the shipped tables (language/lalr.py)
     # The op table's rows, the evaluation's settings and its results are dataclasses, and
-    # dataclasses loads inspect and copy; copy looks for Jython's org.python.core (importtime
-    # lists the attempt)
-    "dataclasses", "inspect", "ast", "_ast", "dis", "opcode", "_opcode", "token", "tokenize",
-    "linecache", "copy", "org", "org.python", "org.python.core",
+    # dataclasses loads copy (not inspect: gradcli/__init__.py); copy looks for Jython's
+    # org.python.core (importtime lists the attempt)
+    "dataclasses", "copy", "org", "org.python", "org.python.core",
+    *(("inspect", "ast", "_ast", "dis", "opcode", "_opcode", "token", "tokenize", "linecache")
+      if sys.version_info >= (3, 12) else ()),  # 3.12's dataclasses reads annotations with it
     "collections.abc",  # the ABCs the modules import for their annotations and checks
     "math",  # the graph's and the numbers' float functions (engine/graph.py)
     "weakref", "_weakrefset",  # copy's (dataclasses loads copy)
@@ -124,19 +125,55 @@ def test_the_seed_example_imports_only_what_it_uses(output):
         "or add it to ALLOWED in tests/test_startup.py with the reason")
 
 
-def test_the_json_path_loads_neither_typing_nor_threading_nor_orjson():
-    """Without ``site`` (whose ``.pth`` files often load typing): the modules of ``eval --json``
-    with its check import none of them (typing alone is a tenth of the run's start-up)."""
+def _without_site(code: str) -> str:
+    """What ``code`` prints in a fresh process without ``site`` (whose ``.pth`` files often load
+    typing or inspect), this gradcli first on the path."""
     import gradcli
 
     path = os.path.dirname(os.path.dirname(gradcli.__file__))
-    code = ("import sys; import gradcli.cli.plain_eval, gradcli.language.parser, "
-            "gradcli.gradcheck.check, gradcli.output.records; "
-            "print(*sorted({'typing', 'threading', 'orjson', 'json'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": path}, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == []
+    return done.stdout
+
+
+def test_the_json_path_loads_neither_typing_nor_threading_nor_orjson():
+    """The modules of ``eval --json`` with its check import none of them (typing alone is a
+    tenth of the run's start-up), nor inspect before Python 3.12 (a fifth)."""
+    unused = {"typing", "threading", "orjson", "json"} | (
+        {"inspect", "ast", "dis", "tokenize"} if sys.version_info < (3, 12) else set())
+    code = ("import sys; import gradcli.cli.plain_eval, gradcli.language.parser, "
+            "gradcli.gradcheck.check, gradcli.output.records; "
+            f"print(*sorted({unused!r} & set(sys.modules)))")
+    assert _without_site(code).split() == []
+
+
+# A dataclass without a docstring (dataclasses writes one with inspect.signature), then
+# inspect imported by the program: the same with gradcli loaded first as with inspect.
+_UNDOCUMENTED = """
+from dataclasses import asdict, dataclass, field, replace
+@dataclass(frozen=True)
+class Undocumented:
+    a: int
+    b: str = "x"
+    c: list = field(default_factory=list)
+print(Undocumented.__doc__, replace(Undocumented(1), b="y"), asdict(Undocumented(2, c=[3])))
+import dataclasses, inspect, sys, types
+print(type(inspect) is types.ModuleType, dataclasses.inspect is inspect is sys.modules["inspect"])
+print(inspect.signature(Undocumented), inspect.getsource(inspect.getmodule).splitlines()[0])
+"""
+
+
+def test_dataclasses_work_when_gradcli_loads_them_without_inspect():
+    """``gradcli/__init__.py`` loads dataclasses with a stand-in for inspect, which imports the
+    real one when first used; afterwards nothing tells the two apart."""
+    loaded = "import gradcli, sys; print('inspect' in sys.modules)\n"
+    with_gradcli = _without_site(loaded + _UNDOCUMENTED).splitlines()
+    alone = _without_site("import inspect\n" + _UNDOCUMENTED).splitlines()
+    assert with_gradcli[0] == str(sys.version_info >= (3, 12))
+    assert with_gradcli[1:] == alone
+    assert alone[0].startswith("Undocumented(a: int, b: str = 'x', c: list = <factory>)")
+    assert alone[1] == "True True"
 
 
 @pytest.mark.parametrize("output", [[], ["--json"]], ids=["table", "json"])

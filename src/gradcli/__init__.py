@@ -9,8 +9,8 @@ The CLI is a thin layer over this API (docs/python-api.md)::
 
 from __future__ import annotations
 
-from importlib import import_module
-from importlib.util import find_spec
+import sys
+from types import ModuleType
 
 from gradcli.errors import (
     ExitStatus,
@@ -20,6 +20,39 @@ from gradcli.errors import (
     ParseError,
     UsageError,
 )
+
+
+class _InspectOnUse(ModuleType):
+    """Stands for ``inspect`` while ``dataclasses`` loads: ``dataclasses`` imports it at the top
+    (with ``ast``, ``dis`` and ``tokenize``, a third of a scalar eval's start-up) but, before
+    Python 3.12, uses it only to write the ``__doc__`` of a class that has none. The real module
+    is imported on the first attribute asked for, and then replaces this one in ``dataclasses``."""
+
+    def __getattr__(self, name: str) -> object:
+        if sys.modules.get("inspect") is self:
+            del sys.modules["inspect"]
+        import inspect
+
+        vars(sys.modules["dataclasses"])["inspect"] = inspect
+        return getattr(inspect, name)
+
+
+def _load_dataclasses() -> None:
+    """``dataclasses`` without ``inspect`` (``_InspectOnUse``), where neither is loaded yet and
+    the version uses ``inspect`` per class no further (3.12 reads every class's annotations
+    with it). ``inspect`` is in ``sys.modules`` only during this import: whoever imports it
+    later gets the real module."""
+    if sys.version_info >= (3, 12) or {"inspect", "dataclasses"} & sys.modules.keys():
+        return
+    sys.modules["inspect"] = _InspectOnUse("inspect")
+    try:
+        import dataclasses  # noqa: F401 (loaded here, with the stand-in, for everyone)
+    finally:
+        if isinstance(sys.modules.get("inspect"), _InspectOnUse):
+            del sys.modules["inspect"]
+
+
+_load_dataclasses()
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -80,6 +113,9 @@ _API_NAMES = frozenset(__all__) - set(globals())  # those not imported above: th
 
 def __getattr__(name: str) -> object:
     """An API name from its module, or a submodule (``gradcli.api``), imported on first use."""
+    from importlib import import_module
+    from importlib.util import find_spec
+
     if name in _API_NAMES:
         value = getattr(import_module(".api", __name__), name)
         globals()[name] = value
