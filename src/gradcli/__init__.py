@@ -22,34 +22,42 @@ from gradcli.errors import (
 )
 
 
-class _InspectOnUse(ModuleType):
-    """Stands for ``inspect`` while ``dataclasses`` loads: ``dataclasses`` imports it at the top
-    (with ``ast``, ``dis`` and ``tokenize``, a third of a scalar eval's start-up) but, before
-    Python 3.12, uses it only to write the ``__doc__`` of a class that has none. The real module
-    is imported on the first attribute asked for, and then replaces this one in ``dataclasses``."""
+class _LoadedOnUse(ModuleType):
+    """Stands for a module that ``dataclasses`` imports at the top and, before Python 3.12, uses
+    only now and then: ``inspect`` (with ``ast``, ``dis`` and ``tokenize``, a fifth of a scalar
+    eval's start-up) to write the ``__doc__`` of a class that has none, ``copy`` in ``asdict``.
+    The first attribute asked for imports the real module, which then replaces the stand-in in
+    ``dataclasses``."""
 
     def __getattr__(self, name: str) -> object:
-        if sys.modules.get("inspect") is self:
-            del sys.modules["inspect"]
-        import inspect
+        from importlib import import_module
 
-        vars(sys.modules["dataclasses"])["inspect"] = inspect
-        return getattr(inspect, name)
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        real = import_module(self.__name__)
+        names = vars(sys.modules.get("dataclasses", real))
+        if names.get(self.__name__) is self:
+            names[self.__name__] = real
+        return getattr(real, name)
+
+
+_ON_USE = ("inspect", "copy")
 
 
 def _load_dataclasses() -> None:
-    """``dataclasses`` without ``inspect`` (``_InspectOnUse``), where neither is loaded yet and
-    the version uses ``inspect`` per class no further (3.12 reads every class's annotations
-    with it). ``inspect`` is in ``sys.modules`` only during this import: whoever imports it
-    later gets the real module."""
-    if sys.version_info >= (3, 12) or {"inspect", "dataclasses"} & sys.modules.keys():
+    """``dataclasses`` with stand-ins (``_LoadedOnUse``), where none of these modules is loaded
+    yet and the version uses them no further (3.12's reads every class's annotations with
+    inspect). The stand-ins are in ``sys.modules`` only during this import: whoever imports
+    ``inspect`` or ``copy`` later gets the real module."""
+    if sys.version_info >= (3, 12) or {"dataclasses", *_ON_USE} & sys.modules.keys():
         return
-    sys.modules["inspect"] = _InspectOnUse("inspect")
+    sys.modules.update({name: _LoadedOnUse(name) for name in _ON_USE})
     try:
-        import dataclasses  # noqa: F401 (loaded here, with the stand-in, for everyone)
+        import dataclasses  # noqa: F401 (loaded here, with the stand-ins, for everyone)
     finally:
-        if isinstance(sys.modules.get("inspect"), _InspectOnUse):
-            del sys.modules["inspect"]
+        for name in _ON_USE:
+            if isinstance(sys.modules.get(name), _LoadedOnUse):
+                del sys.modules[name]
 
 
 _load_dataclasses()
