@@ -66,14 +66,15 @@ STANDARD = {
     "gc",  # the exit skips the last collection (cli/exits.py)
     "cmath",  # the ops' complex-step forms
     "zlib",  # the grammar's digest, checked against the shipped tables (language/lalr.py)
-    # The op table's rows, the evaluation's settings and its results are dataclasses, and
-    # dataclasses loads inspect and copy; copy looks for Jython's org.python.core (importtime
-    # lists the attempt)
-    "dataclasses", "inspect", "ast", "_ast", "dis", "opcode", "_opcode", "token", "tokenize",
-    "linecache", "copy", "org", "org.python", "org.python.core",
+    # The op table's rows, the evaluation's settings and its results are dataclasses; from
+    # 3.12 dataclasses reads every class's annotations with inspect, and gradcli/__init__.py
+    # lets it load inspect and copy (which looks for Jython's org.python.core) as it does
+    "dataclasses",
+    *(("inspect", "ast", "_ast", "dis", "opcode", "_opcode", "token", "tokenize", "linecache",
+       "copy", "org", "org.python", "org.python.core", "weakref", "_weakrefset")
+      if sys.version_info >= (3, 12) else ()),
     "collections.abc",  # the ABCs the modules import for their annotations and checks
     "math",  # the graph's and the numbers' float functions (engine/graph.py)
-    "weakref", "_weakrefset",  # copy's (dataclasses loads copy)
 }
 ALLOWED = {
     # The table: the view of one result, in its pieces by concern (the same code views.py
@@ -124,19 +125,58 @@ def test_the_seed_example_imports_only_what_it_uses(output):
         "or add it to ALLOWED in tests/test_startup.py with the reason")
 
 
-def test_the_json_path_loads_neither_typing_nor_threading_nor_orjson():
-    """Without ``site`` (whose ``.pth`` files often load typing): the modules of ``eval --json``
-    with its check import none of them (typing alone is a tenth of the run's start-up)."""
+def _without_site(code: str) -> str:
+    """What ``code`` prints in a fresh process without ``site`` (whose ``.pth`` files often load
+    typing or inspect), this gradcli first on the path."""
     import gradcli
 
     path = os.path.dirname(os.path.dirname(gradcli.__file__))
-    code = ("import sys; import gradcli.cli.plain_eval, gradcli.language.parser, "
-            "gradcli.gradcheck.check, gradcli.output.records; "
-            "print(*sorted({'typing', 'threading', 'orjson', 'json'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": path}, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == []
+    return done.stdout
+
+
+def test_the_json_path_loads_neither_typing_nor_threading_nor_orjson():
+    """The modules of ``eval --json`` with its check import none of them (typing alone is a
+    tenth of the run's start-up), nor inspect (a fifth) and copy before Python 3.12."""
+    unused = {"typing", "threading", "orjson", "json"} | (
+        {"inspect", "ast", "dis", "tokenize", "copy"} if sys.version_info < (3, 12) else set())
+    code = ("import sys; import gradcli.cli.plain_eval, gradcli.language.parser, "
+            "gradcli.gradcheck.check, gradcli.output.records; "
+            f"print(*sorted({unused!r} & set(sys.modules)))")
+    assert _without_site(code).split() == []
+
+
+# A dataclass without a docstring (dataclasses writes one with inspect.signature), asdict (which
+# copies with copy.deepcopy), then inspect and copy imported by the program: the same with gradcli
+# loaded first as with both loaded before dataclasses.
+_UNDOCUMENTED = """
+from dataclasses import asdict, dataclass, field, replace
+@dataclass(frozen=True)
+class Undocumented:
+    a: int
+    b: str = "x"
+    c: list = field(default_factory=list)
+print(Undocumented.__doc__, replace(Undocumented(1), b="y"), asdict(Undocumented(2, c=[3])))
+import copy, dataclasses, inspect, sys, types
+print(type(inspect) is types.ModuleType, dataclasses.inspect is inspect is sys.modules["inspect"],
+      type(copy) is types.ModuleType, dataclasses.copy is copy is sys.modules["copy"])
+print(inspect.signature(Undocumented), inspect.getsource(inspect.getmodule).splitlines()[0])
+"""
+
+
+def test_dataclasses_work_when_gradcli_loads_them_without_inspect():
+    """``gradcli/__init__.py`` loads dataclasses with stand-ins for inspect and copy, which
+    import the real modules when first used; afterwards nothing tells them apart."""
+    loaded = "import gradcli, sys; print({'inspect', 'copy'} & set(sys.modules))\n"
+    with_gradcli = _without_site(loaded + _UNDOCUMENTED).splitlines()
+    alone = _without_site("import copy, inspect\n" + _UNDOCUMENTED).splitlines()
+    assert with_gradcli[0] == "set()"
+    assert with_gradcli[1:] == alone
+    assert alone[0].startswith("Undocumented(a: int, b: str = 'x', c: list = <factory>)")
+    assert alone[0].endswith("{'a': 2, 'b': 'x', 'c': [3]}")
+    assert alone[1] == "True True True True"
 
 
 @pytest.mark.parametrize("output", [[], ["--json"]], ids=["table", "json"])

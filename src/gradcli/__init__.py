@@ -9,8 +9,8 @@ The CLI is a thin layer over this API (docs/python-api.md)::
 
 from __future__ import annotations
 
-from importlib import import_module
-from importlib.util import find_spec
+import sys
+from types import ModuleType
 
 from gradcli.errors import (
     ExitStatus,
@@ -20,6 +20,47 @@ from gradcli.errors import (
     ParseError,
     UsageError,
 )
+
+
+class _LoadedOnUse(ModuleType):
+    """Stands for a module that ``dataclasses`` imports at the top and, before Python 3.12, uses
+    only now and then: ``inspect`` (with ``ast``, ``dis`` and ``tokenize``, a fifth of a scalar
+    eval's start-up) to write the ``__doc__`` of a class that has none, ``copy`` in ``asdict``.
+    The first attribute asked for imports the real module, which then replaces the stand-in in
+    ``dataclasses``."""
+
+    def __getattr__(self, name: str) -> object:
+        from importlib import import_module
+
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        real = import_module(self.__name__)
+        names = vars(sys.modules.get("dataclasses", real))
+        if names.get(self.__name__) is self:
+            names[self.__name__] = real
+        return getattr(real, name)
+
+
+_ON_USE = ("inspect", "copy")
+
+
+def _load_dataclasses() -> None:
+    """``dataclasses`` with stand-ins (``_LoadedOnUse``), where none of these modules is loaded
+    yet and the version uses them no further (3.12's reads every class's annotations with
+    inspect). The stand-ins are in ``sys.modules`` only during this import: whoever imports
+    ``inspect`` or ``copy`` later gets the real module."""
+    if sys.version_info >= (3, 12) or {"dataclasses", *_ON_USE} & sys.modules.keys():
+        return
+    sys.modules.update({name: _LoadedOnUse(name) for name in _ON_USE})
+    try:
+        import dataclasses  # noqa: F401 (loaded here, with the stand-ins, for everyone)
+    finally:
+        for name in _ON_USE:
+            if isinstance(sys.modules.get(name), _LoadedOnUse):
+                del sys.modules[name]
+
+
+_load_dataclasses()
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -80,6 +121,9 @@ _API_NAMES = frozenset(__all__) - set(globals())  # those not imported above: th
 
 def __getattr__(name: str) -> object:
     """An API name from its module, or a submodule (``gradcli.api``), imported on first use."""
+    from importlib import import_module
+    from importlib.util import find_spec
+
     if name in _API_NAMES:
         value = getattr(import_module(".api", __name__), name)
         globals()[name] = value
