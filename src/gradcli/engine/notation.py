@@ -123,16 +123,20 @@ def texts_in_order(nodes: Sequence[Node], chunk: int = 4096) -> Iterator[str]:
     for node in nodes:
         for source in node.inputs:
             last[source.index] = node.index
+    # the nodes whose texts go after each chunk: those last read in it, and its named ones (an
+    # operand's name is its text, ``operand`` below: a named node's is never read)
+    expiring: list[list[Node]] = [[] for _ in range(0, len(nodes), chunk)]
+    for node in nodes:
+        expiring[(node.index if node.name is not None else last[node.index]) // chunk].append(node)
     texts: dict[Node, str] = {}
     precedences: dict[Node, int] = {}
     for start in range(0, len(nodes), chunk):
         part = nodes[start:start + chunk]
         texts_by_node(part, texts=texts, precedences=precedences)
         yield from [texts[node] for node in part]
-        end = start + len(part)
-        # An operand's name is its text (``operand`` below): a named node's is never read.
-        for node in [n for n in texts if n.name is not None or last[n.index] < end]:
+        for node in expiring[start // chunk]:
             del texts[node], precedences[node]
+        expiring[start // chunk] = []
 
 
 def texts_by_node(
