@@ -28,14 +28,15 @@ if TYPE_CHECKING:
 _SHIFT = 0  # an action kind in the tables (1: reduce)
 _UNIT, _PASS, _LEAF, _CALL, _SPLICE = range(5)  # how a reduction makes its value
 _ERROR = "__ERROR"
+_NOTHING = -(1 << 28)  # no action: a syntax error (or, on $END in the end state, the result)
 
 
 class Parser:
     """Parses text with ``tables``, calling ``builder.<rule alias>(children)`` at each reduction.
 
     Terminals are numbered by their group in the scanner's regex (``match.lastindex``, 0 for
-    the text's end), so a state's actions are a list indexed by that number: an int (a state to
-    shift to, or ``~rule``) or None. Only kept terminals become Tokens."""
+    the text's end), so a state's actions are a list of ints indexed by that number: a state to
+    shift to, ``~rule``, or ``_NOTHING``. Only kept terminals become Tokens."""
 
     def __init__(self, tables: dict[str, Any], builder: object) -> None:
         terminals = tables["terminals"]
@@ -72,13 +73,14 @@ class Parser:
         self.valued = [name in tables["valued"] for name in self.names]  # kept in the tree
         self.brackets = {number[name]: name for name in (
             OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR) if name in number}
-        self.start, self.end = tables["start"], tables["end"]
+        self.start: int = tables["start"]
+        self.end: int = tables["end"]
         self.expected: list[set[str]] = []  # per state: the terminals it accepts
-        self.steps: list[list[int | None]] = []  # per state: terminal number -> action
+        self.steps: list[list[int]] = []  # per state: terminal number -> action
         self.gotos: list[dict[str, int]] = []  # per state: rule name -> state
         for state in tables["actions"]:
             self.expected.append({symbol for symbol in state if symbol.isupper()})
-            row: list[int | None] = [None] * len(self.names)
+            row = [_NOTHING] * len(self.names)
             for symbol, (kind, arg) in state.items():
                 if symbol in number:
                     row[number[symbol]] = arg if kind == _SHIFT else ~arg
@@ -87,7 +89,7 @@ class Parser:
                                if not symbol.isupper()})
         origins = sorted({rule[0] for rule in tables["rules"]})
         self.origins = origins
-        self.stride = len(origins) * len(self.names)  # see _key
+        self.stride = len(origins) * len(self.names)  # see landings
         self.rules = [self._reducer(rule, builder, origins.index(rule[0]) * len(self.names))
                       for rule in tables["rules"]]
         # Rules that only pass their one child up (``?sum: product``) come in chains (atom ->
@@ -155,10 +157,11 @@ class Parser:
         values: list[Any] = []
         line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
         depth = 0  # ( read and not yet closed
-        last = None
+        last: re.Match[str] | None = None
+        made: Any = None
         for match in self.scanner.finditer(text):
-            k = match.lastindex or 0
-            value = None
+            k: int = match.lastindex or 0
+            value: Any = None
             if valued[k]:
                 word = match.group(k)
                 if k == named and word in keywords:
@@ -186,15 +189,15 @@ class Parser:
                 last = match
             while True:
                 action = steps[states[-1]][k]
-                if action is None:
-                    if k == 0 and states[-1] == self.end:
-                        return values[-1]
-                    raise UnexpectedToken(_token(text, names[k] or "", last),
-                                          set(self.expected[states[-1]]), values)
                 if action >= 0:
                     states.append(action)
                     values.append(value)
                     break
+                if action == _NOTHING:
+                    if k == 0 and states[-1] == self.end:
+                        return values[-1]
+                    raise UnexpectedToken(_token(text, names[k] or "", last),
+                                          set(self.expected[states[-1]]), values)
                 length, base, how, what = rules[~action]
                 if how == _LEAF:  # right after a shift: the top state is replaced
                     values[-1] = what([values[-1]])
@@ -237,7 +240,7 @@ class Parser:
         """The top state after every pass-through reduction that terminal ``k`` triggers."""
         while True:
             action = self.steps[top][k]
-            if action is None or action >= 0:
+            if action >= 0 or action == _NOTHING:
                 return top
             _, base, how, _ = self.rules[~action]
             if how != _UNIT:
