@@ -75,18 +75,12 @@ class Parser:
             OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR) if name in number}
         self.start: int = tables["start"]
         self.end: int = tables["end"]
-        self.expected: list[set[str]] = []  # per state: the terminals it accepts
-        self.steps: list[list[int]] = []  # per state: terminal number -> action
-        self.gotos: list[dict[str, int]] = []  # per state: rule name -> state
-        for state in tables["actions"]:
-            self.expected.append({symbol for symbol in state if symbol.isupper()})
-            row = [_NOTHING] * len(self.names)
-            for symbol, (kind, arg) in state.items():
-                if symbol in number:
-                    row[number[symbol]] = arg if kind == _SHIFT else ~arg
-            self.steps.append(row)
-            self.gotos.append({symbol: arg for symbol, (_, arg) in state.items()
-                               if not symbol.isupper()})
+        # per state: terminal number -> action, and rule name -> state
+        self.steps: list[list[int]] = [_row(state, number, len(self.names))
+                                       for state in tables["actions"]]
+        self.gotos: list[dict[str, int]] = [
+            {symbol: arg for symbol, (_, arg) in state.items() if not symbol.isupper()}
+            for state in tables["actions"]]
         origins = sorted({rule[0] for rule in tables["rules"]})
         self.origins = origins
         self.stride = len(origins) * len(self.names)  # see landings
@@ -196,8 +190,9 @@ class Parser:
                 if action == _NOTHING:
                     if k == 0 and states[-1] == self.end:
                         return values[-1]
-                    raise UnexpectedToken(_token(text, names[k] or "", last),
-                                          set(self.expected[states[-1]]), values)
+                    expected = {names[j] or "" for j, a in enumerate(steps[states[-1]])
+                                if a != _NOTHING}
+                    raise UnexpectedToken(_token(text, names[k] or "", last), expected, values)
                 length, base, how, what = rules[~action]
                 if how == _LEAF:  # right after a shift: the top state is replaced
                     values[-1] = what([values[-1]])
@@ -246,6 +241,15 @@ class Parser:
             if how != _UNIT:
                 return top
             top = self.gotos[below][self.origins[base // len(self.names)]]
+
+
+def _row(state: dict[str, list[int]], number: dict[str, int], size: int) -> list[int]:
+    """A state's actions on terminals as a list by terminal number."""
+    row = [_NOTHING] * size
+    for symbol, (kind, arg) in state.items():
+        if symbol.isupper():
+            row[number[symbol]] = arg if kind == _SHIFT else ~arg
+    return row
 
 
 def _position(text: str, pos: int) -> tuple[int, int, int]:
