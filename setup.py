@@ -61,7 +61,7 @@ def _remove_compiled_modules() -> None:
     if "editable_wheel" not in sys.argv[1:]:
         return
     for suffix in EXTENSION_SUFFIXES:
-        for part in ("engine", "symbolic"):  # where the [tool.mypy] files live
+        for part in ("engine", "language", "symbolic"):  # where the [tool.mypy] files live
             for path in (PACKAGE / part).glob(f"*{suffix}"):
                 path.unlink()
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from lark import Lark, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 
-from gradcli.language import lalr
+from gradcli.language import driver, lalr
 from gradcli.language._lalr_tables import TABLES
 
 PROGRAMS = [
@@ -81,7 +81,7 @@ def _tokens(value):
 
 _PARSERS = (Lark(lalr.grammar_text(), parser="lalr", lexer="basic", transformer=_Shape(),
                  postlex=ParenNewlines()),
-            lalr.Parser(TABLES, _ShapeBuilder()))
+            driver.Parser(TABLES, _ShapeBuilder()))
 
 
 @pytest.fixture(scope="module")

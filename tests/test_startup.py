@@ -41,7 +41,7 @@ GRADCLI = {
     "gradcli.cli.bindings", "gradcli.cli.exits", "gradcli.cli.streams",
     "gradcli.cli.program_text", "gradcli.cli.given", "gradcli.cli.eval_run", "gradcli.cli.show",
     "gradcli.language", "gradcli.language.values", "gradcli.language.parser",
-    "gradcli.language.lalr", "gradcli.language._lalr_tables",
+    "gradcli.language.lalr", "gradcli.language.driver", "gradcli.language._lalr_tables",
     "gradcli.language.grammar",  # the tables' digest is checked against the grammar's text
     "gradcli.language.functions",
     # the parser by concern: the builder's reductions, and the friendly errors they raise

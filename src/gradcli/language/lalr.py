@@ -1,17 +1,16 @@
-"""A small LALR(1) driver for the tables Lark computes from ``grammar/expr.lark``.
+"""The LALR(1) tables Lark computes from ``grammar/expr.lark``, and what the driver
+(``driver.py``) gives and raises: Lark's ``Token``, ``UnexpectedCharacters`` and
+``UnexpectedToken``.
 
 Importing Lark and building its tables costs more than a small ``gradcli eval``, and its generic
 lexer dominates a batch of small programs; so ``generate_tables`` turns Lark's terminals, rules
 and parse table into plain literals, shipped as ``_lalr_tables.py`` (``write_tables()`` rewrites
 it after a grammar edit; ``load_tables`` regenerates them in memory when the grammar no longer
-matches). The driver applies Lark's tree-shaping rules and raises its ``UnexpectedCharacters`` /
-``UnexpectedToken``; its one rule of its own, a postlexer's in Lark, drops a newline inside open
-brackets, so a formula goes on over lines. A keyword (``"and"``) is lexed as a NAME and retyped.
+matches).
 """
 
 from __future__ import annotations
 
-import operator
 import os
 import re
 import zlib
@@ -26,15 +25,16 @@ GRAMMAR_FILE = "expr.lark"
 # brackets (array literals, subscripts) count as parentheses: a matrix may span lines.
 OPEN, CLOSE, SEPARATOR = "LPAR", "RPAR", "_SEP"
 SQUARE_OPEN, SQUARE_CLOSE = "LSQB", "RSQB"
-_SHIFT, _REDUCE = 0, 1  # action kinds in the tables
-_PASS, _CALL, _SPLICE = 0, 1, 2  # how a reduction makes its value
-_ERROR = "__ERROR"
 
 
 class Token(str):
     """A terminal's text with its type and 1-based line and column (Lark's ``Token`` fields)."""
 
     __slots__ = ("column", "line", "pos_in_stream", "type")
+    type: str
+    pos_in_stream: int
+    line: int
+    column: int
 
     def __new__(cls, type_: str, text: str, pos: int, line: int, column: int) -> Token:
         token = super().__new__(cls, text)
@@ -61,209 +61,6 @@ class UnexpectedToken(UnexpectedInput):
         # The parser's value stack when it stopped (ours only, not Lark's): what was read so
         # far, for a message such as "the program ends with the statement f = ...".
         self.values = values if values is not None else []
-
-
-class Parser:
-    """Parses text with ``tables``, calling ``builder.<rule alias>(children)`` at each reduction.
-    Actions are ints (a state to shift to, or ``~rule``); only kept terminals become Tokens."""
-
-    def __init__(self, tables: dict[str, Any], builder: object) -> None:
-        terminals = tables["terminals"]
-        ignore = set(tables["ignore"])
-        # Ignored text (spaces, comments) is skipped by the match of the token after it, and
-        # the end of the text is a match of its own (no group: ``$END``), so every token costs
-        # one match. That is safe because no kept terminal can begin with ignored text (a test
-        # compares tokens and errors with Lark's own lexer).
-        skip = "|".join(f"(?:{regex})" for name, regex in terminals if name in ignore)
-        kept = [f"(?P<{name}>{regex})" for name, regex in terminals if name not in ignore]
-        kept.append(f"(?P<{_ERROR}>.|\\n)")
-        prefix = f"(?:{skip})*" if skip else ""
-        self.scanner = re.compile(f"{prefix}(?:{'|'.join(kept)}|\\Z)")
-        self.allowed = {name for name, _ in terminals} - ignore
-        self.valued = frozenset(tables["valued"])  # terminals whose text some rule keeps
-        # keywords: (pattern terminal, {text: keyword terminal}), e.g. ("NAME", {"and": "AND"})
-        retype = tables.get("retype") or {}
-        (self.named, self.keywords), = retype.items() if len(retype) == 1 else ((None, {}),)
-        patterns = dict(terminals)
-        if not (re.fullmatch(patterns.get(OPEN, "$^"), "(")
-                and re.fullmatch(patterns.get(CLOSE, "$^"), ")")
-                and re.fullmatch(patterns.get(SEPARATOR, "$^"), "\n")):
-            raise ValueError(f"the grammar has no terminals {OPEN} '(', {CLOSE} ')' and "
-                             f"{SEPARATOR} matching a newline, which line breaks rely on")
-        self.brackets = frozenset((OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR))
-        self.start, self.end = tables["start"], tables["end"]
-        self.steps: list[dict[str, int]] = []  # per state: terminal -> state or ~rule
-        self.gotos: list[dict[str, int]] = []  # per state: rule name -> state
-        for state in tables["actions"]:
-            self.steps.append({symbol: arg if kind == _SHIFT else ~arg
-                               for symbol, (kind, arg) in state.items() if symbol.isupper()})
-            self.gotos.append({symbol: arg for symbol, (_, arg) in state.items()
-                               if not symbol.isupper()})
-        self.rules = [self._reducer(rule, builder) for rule in tables["rules"]]
-        # Rules that only pass their one child up (``?sum: product``) come in chains (atom ->
-        # power -> unary -> product -> sum) after a reduction's goto: each step replaces the top
-        # state and keeps the one below, so where a reduction lands depends only on (state
-        # below, the rule reduced, lookahead) and is worked out once per such triple.
-        self.landings: dict[tuple[int, str, str], int] = {}  # see _landing
-
-    @staticmethod
-    def _reducer(rule: list, builder: object) -> tuple[int, str, int, Any]:
-        """(length, origin, how, what) for one grammar rule: _PASS (the popped value at
-        position ``what``), _CALL (``what`` is (method, pick), ``pick`` None when all are kept)
-        or _SPLICE (``what`` builds the children with ``_rule`` inlining)."""
-        origin, length, callback, expand1, kept = rule
-        method = getattr(builder, callback, None)
-        if not origin.startswith("_") and not expand1 and method is None:
-            raise TypeError(f"the parser builder has no method for the rule {callback}")
-        plain = not any(splice for _, splice in kept)
-        if expand1 and plain and len(kept) == 1:
-            return length, origin, _PASS, kept[0][0]
-        if plain and not origin.startswith("_") and not expand1:
-            positions = [index for index, _ in kept]
-            if positions == list(range(length)):
-                pick = None
-            elif not positions:  # nothing kept (x[:]): the callback gets an empty list
-                pick = operator.itemgetter(slice(0, 0))
-            elif len(positions) == 1:  # a slice, so that the callback still gets a list
-                pick = operator.itemgetter(slice(positions[0], positions[0] + 1))
-            else:
-                pick = operator.itemgetter(*positions)
-            return length, origin, _CALL, (method, pick)
-
-        # A left-recursive list rule (``_x: _x item``) grows its own list in place, as Lark's
-        # does: copying it at every item would make a long program quadratic.
-        reuse_first = bool(kept) and kept[0] == [0, True]
-
-        def build(values: list) -> Any:
-            children: list = values[0] if reuse_first else []
-            for index, splice in kept[1:] if reuse_first else kept:
-                if splice:
-                    children.extend(values[index])
-                else:
-                    children.append(values[index])
-            if origin.startswith("_"):
-                return children
-            if expand1 and len(children) == 1:
-                return children[0]
-            assert method is not None  # checked above: only _rules and expand1 lack one
-            return method(children)
-
-        return length, origin, _SPLICE, build
-
-    def parse(self, text: str) -> Any:
-        steps, rules, valued, landings = self.steps, self.rules, self.valued, self.landings
-        named, keywords = self.named, self.keywords
-        brackets = self.brackets
-        multiline = "\n" in text  # else no newline to drop: skip the counting (a batch's lines)
-        new_str = str.__new__
-        states: list[int] = [self.start]
-        values: list[Any] = []
-        line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
-        depth = 0  # ( read and not yet closed
-        last = None
-        for match in self.scanner.finditer(text):
-            kind = match.lastgroup
-            value = None
-            if kind is None:  # the end of the text
-                kind = "$END"
-            elif kind == _ERROR:
-                raise UnexpectedCharacters(*_position(text, match.start(kind)), set(self.allowed))
-            else:
-                if kind in valued:
-                    word = match.group(kind)
-                    if word in keywords and kind == named:
-                        kind = keywords[word]  # a keyword (not valued), not a name
-                    else:
-                        pos = match.start(kind)
-                        if multiline and counted < pos and "\n" in text[counted:pos]:
-                            line += text.count("\n", counted, pos)
-                            line_start = text.rfind("\n", 0, pos) + 1
-                        counted = pos
-                        value = new_str(Token, word)  # Token(...) inlined
-                        value.type, value.pos_in_stream = kind, pos
-                        value.line, value.column = line, pos - line_start + 1
-                elif multiline and kind in brackets:
-                    if kind in (OPEN, SQUARE_OPEN):
-                        depth += 1
-                    elif kind in (CLOSE, SQUARE_CLOSE):
-                        depth -= 1
-                    elif depth > 0 and text[match.start(kind)] == "\n":
-                        continue  # a line break inside ( ): the statement goes on
-                last = match
-            while True:
-                action = steps[states[-1]].get(kind)
-                if action is None:
-                    if kind == "$END" and states[-1] == self.end:
-                        return values[-1]
-                    raise UnexpectedToken(_token(text, kind, last), set(steps[states[-1]]),
-                                          values)
-                if action >= 0:
-                    states.append(action)
-                    values.append(value)
-                    break
-                length, origin, how, what = rules[~action]
-                if how == _PASS and length == 1:  # right after a shift (``?x: TERMINAL``);
-                    # after a reduction, the landing has already taken such chains
-                    states[-1] = self._unit_chain((states[-2], states[-1], kind))
-                    continue
-                if how == _CALL and length == 1 and what[1] is None:  # names and numbers
-                    values[-1] = what[0]([values[-1]])
-                    key = (states[-2], origin, kind)
-                    top = landings.get(key)
-                    if top is None:
-                        top = landings[key] = self._landing(key)
-                    states[-1] = top
-                    continue
-                popped = values[-length:] if length else []
-                if length:
-                    del values[-length:]
-                    del states[-length:]
-                if how == _PASS:
-                    values.append(popped[what])
-                elif how == _CALL:
-                    method, pick = what
-                    values.append(method(popped if pick is None else pick(popped)))
-                else:
-                    values.append(what(popped))
-                key = (states[-1], origin, kind)
-                top = landings.get(key)
-                if top is None:
-                    top = landings[key] = self._landing(key)
-                states.append(top)
-        raise AssertionError("unreachable: the text's end either completes the parse or fails")
-
-    def _landing(self, key: tuple[int, str, str]) -> int:
-        """The top state after the goto on a reduced rule and the pass-through reductions that
-        follow it (``_unit_chain``), from (state below, the rule's name, lookahead)."""
-        below, origin, kind = key
-        return self._unit_chain((below, self.gotos[below][origin], kind))
-
-    def _unit_chain(self, key: tuple[int, int, str]) -> int:
-        """The top state after every pass-through reduction that ``kind`` triggers in turn."""
-        below, top, kind = key
-        while True:
-            action = self.steps[top].get(kind)
-            if action is None or action >= 0:
-                return top
-            length, origin, how, _ = self.rules[~action]
-            if not (how == _PASS and length == 1):
-                return top
-            top = self.gotos[below][origin]
-
-
-def _position(text: str, pos: int) -> tuple[int, int, int]:
-    """(pos, line, column) of a character position, 1-based as Lark counts."""
-    line_start = text.rfind("\n", 0, pos) + 1
-    return pos, text.count("\n", 0, pos) + 1, pos - line_start + 1
-
-
-def _token(text: str, kind: str, last: re.Match | None) -> Token:
-    """A token for an error message (Lark's ``$END`` borrows the last token's position)."""
-    if last is None:
-        return Token(kind, "", 0, 1, 1)
-    group = last.lastgroup  # the token without the ignored text before it
-    text_of = "" if kind == "$END" else last.group(group)
-    return Token(kind, text_of, *_position(text, last.start(group)))
 
 
 # --- the tables: generated with Lark, shipped as literals ----------------------------------------

@@ -1,4 +1,4 @@
-"""Program text -> graph: the LALR parser (``lalr.py``, Lark's tables shipped as literals) calls
+"""Program text -> graph: the LALR parser (``driver.py``, Lark's tables shipped as literals) calls
 the builder (building.py) at every reduction, so nodes are built while parsing, with no parse
 tree and no recursion; syntax errors become ``ParseError``s with a hint (syntax_errors.py)."""
 
@@ -12,7 +12,8 @@ from gradcli.engine.graph import Program
 from gradcli.engine.ops import CONSTANTS
 from gradcli.errors import GradcliError, UsageError
 from gradcli.language.building import GraphBuilder
-from gradcli.language.lalr import Parser, Token, UnexpectedInput, load_tables
+from gradcli.language.driver import Parser
+from gradcli.language.lalr import Token, UnexpectedInput, load_tables
 from gradcli.language.syntax_errors import (
     NumberOutputError,
     error_at,

@@ -1,0 +1,267 @@
+"""The LALR(1) driver: parses a program with the tables of ``lalr.py``, calling the builder at
+every reduction, with Lark's tree-shaping rules, and raising Lark's ``UnexpectedCharacters`` /
+``UnexpectedToken`` (``lalr.py``). Its one rule of its own, a postlexer's in Lark, drops a
+newline inside open brackets, so a formula goes on over lines. A keyword (``"and"``) is lexed as
+a NAME and retyped. Plain code on lists and ints, compiled with the core where it is (setup.py).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+
+from gradcli.language.lalr import (
+    CLOSE,
+    OPEN,
+    SEPARATOR,
+    SQUARE_CLOSE,
+    SQUARE_OPEN,
+    Token,
+    UnexpectedCharacters,
+    UnexpectedToken,
+)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+_SHIFT = 0  # an action kind in the tables (1: reduce)
+_UNIT, _PASS, _LEAF, _CALL, _SPLICE = range(5)  # how a reduction makes its value
+_ERROR = "__ERROR"
+_NOTHING = -(1 << 28)  # no action: a syntax error (or, on $END in the end state, the result)
+
+
+class Parser:
+    """Parses text with ``tables``, calling ``builder.<rule alias>(children)`` at each reduction.
+
+    Terminals are numbered by their group in the scanner's regex (``match.lastindex``, 0 for
+    the text's end), so a state's actions are a list of ints indexed by that number: a state to
+    shift to, ``~rule``, or ``_NOTHING``. Only kept terminals become Tokens."""
+
+    def __init__(self, tables: dict[str, Any], builder: object) -> None:
+        terminals = tables["terminals"]
+        ignore = set(tables["ignore"])
+        # Ignored text (spaces, comments) is skipped by the match of the token after it, and
+        # the end of the text is a match of its own (no group: ``$END``), so every token costs
+        # one match. That is safe because no kept terminal can begin with ignored text (a test
+        # compares tokens and errors with Lark's own lexer).
+        skip = "|".join(f"(?:{regex})" for name, regex in terminals if name in ignore)
+        kept = [f"(?P<{name}>{regex})" for name, regex in terminals if name not in ignore]
+        kept.append(f"(?P<{_ERROR}>.|\\n)")
+        prefix = f"(?:{skip})*" if skip else ""
+        self.scanner = re.compile(f"{prefix}(?:{'|'.join(kept)}|\\Z)")
+        self.allowed = {name for name, _ in terminals} - ignore
+        patterns = dict(terminals)
+        if not (re.fullmatch(patterns.get(OPEN, "$^"), "(")
+                and re.fullmatch(patterns.get(CLOSE, "$^"), ")")
+                and re.fullmatch(patterns.get(SEPARATOR, "$^"), "\n")):
+            raise ValueError(f"the grammar has no terminals {OPEN} '(', {CLOSE} ')' and "
+                             f"{SEPARATOR} matching a newline, which line breaks rely on")
+        # keywords: (pattern terminal, {text: keyword terminal}), e.g. ("NAME", {"and": "AND"})
+        retype = tables.get("retype") or {}
+        (named, keywords), = retype.items() if len(retype) == 1 else ((None, {}),)
+        # A terminal's number: its group's (inner groups of a terminal's regex number nothing:
+        # a match's lastindex is the outermost group, closed last), then the keywords'.
+        self.names: list[str | None] = ["$END"] + [None] * self.scanner.groups
+        for name, group in self.scanner.groupindex.items():
+            self.names[group] = name
+        self.names.extend(keywords.values())
+        number = {name: k for k, name in enumerate(self.names) if name is not None}
+        self.named = number.get(named or "", -1)
+        self.keywords = {word: number[kind] for word, kind in keywords.items()}
+        self.error = number[_ERROR]
+        self.valued = [name in tables["valued"] for name in self.names]  # kept in the tree
+        self.brackets = {number[name]: name for name in (
+            OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR) if name in number}
+        self.start: int = tables["start"]
+        self.end: int = tables["end"]
+        # per state: terminal number -> action, and rule name -> state
+        self.steps: list[list[int]] = [_row(state, number, len(self.names))
+                                       for state in tables["actions"]]
+        self.gotos: list[dict[str, int]] = [
+            {symbol: arg for symbol, (_, arg) in state.items() if not symbol.isupper()}
+            for state in tables["actions"]]
+        origins = sorted({rule[0] for rule in tables["rules"]})
+        self.origins = origins
+        self.stride = len(origins) * len(self.names)  # see landings
+        self.rules = [self._reducer(rule, builder, origins.index(rule[0]) * len(self.names))
+                      for rule in tables["rules"]]
+        # Rules that only pass their one child up (``?sum: product``) come in chains (atom ->
+        # power -> unary -> product -> sum) after a reduction's goto: each step replaces the top
+        # state and keeps the one below, so where a reduction lands depends only on (state
+        # below, the rule reduced, lookahead) and is worked out once per such triple, keyed
+        # by ``below * stride + origin * len(names) + lookahead``.
+        self.landings: dict[int, int] = {}
+
+    @staticmethod
+    def _reducer(rule: list, builder: object, base: int) -> tuple[int, int, int, Any]:
+        """(length, base, how, what) for one grammar rule (``base``: its origin's part of a
+        landing's key): _UNIT (``?x: y``, the one child passed up), _PASS (the popped value at
+        position ``what``), _LEAF (``what`` the method, called with the one child), _CALL
+        (``what`` is (method, pick), ``pick`` None when all are kept) or _SPLICE (``what``
+        builds the children with ``_rule`` inlining)."""
+        origin, length, callback, expand1, kept = rule
+        method = getattr(builder, callback, None)
+        if not origin.startswith("_") and not expand1 and method is None:
+            raise TypeError(f"the parser builder has no method for the rule {callback}")
+        plain = not any(splice for _, splice in kept)
+        if expand1 and plain and len(kept) == 1:
+            return length, base, _UNIT if length == 1 else _PASS, kept[0][0]
+        if plain and not origin.startswith("_") and not expand1:
+            positions = [index for index, _ in kept]
+            if positions == list(range(length)):
+                if length == 1:  # names and numbers
+                    return length, base, _LEAF, method
+                pick = None
+            elif not positions:  # nothing kept (x[:]): the callback gets an empty list
+                pick = operator.itemgetter(slice(0, 0))
+            elif len(positions) == 1:  # a slice, so that the callback still gets a list
+                pick = operator.itemgetter(slice(positions[0], positions[0] + 1))
+            else:
+                pick = operator.itemgetter(*positions)
+            return length, base, _CALL, (method, pick)
+
+        # A left-recursive list rule (``_x: _x item``) grows its own list in place, as Lark's
+        # does: copying it at every item would make a long program quadratic.
+        reuse_first = bool(kept) and kept[0] == [0, True]
+
+        def build(values: list) -> Any:
+            children: list = values[0] if reuse_first else []
+            for index, splice in kept[1:] if reuse_first else kept:
+                if splice:
+                    children.extend(values[index])
+                else:
+                    children.append(values[index])
+            if origin.startswith("_"):
+                return children
+            if expand1 and len(children) == 1:
+                return children[0]
+            assert method is not None  # checked above: only _rules and expand1 lack one
+            return method(children)
+
+        return length, base, _SPLICE, build
+
+    def parse(self, text: str) -> Any:
+        steps, rules, landings, stride = self.steps, self.rules, self.landings, self.stride
+        valued, named, keywords, brackets = self.valued, self.named, self.keywords, self.brackets
+        multiline = "\n" in text  # else no newline to drop: skip the counting (a batch's lines)
+        names, error = self.names, self.error
+        new_str: Any = str.__new__
+        states: list[int] = [self.start]
+        values: list[Any] = []
+        line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
+        depth = 0  # ( read and not yet closed
+        last: re.Match[str] | None = None
+        made: Any = None
+        for match in self.scanner.finditer(text):
+            k: int = match.lastindex or 0
+            value: Any = None
+            if valued[k]:
+                word = match.group(k)
+                if k == named and word in keywords:
+                    k = keywords[word]  # a keyword (not valued), not a name
+                else:
+                    pos = match.start(k)
+                    if multiline and counted < pos and "\n" in text[counted:pos]:
+                        line += text.count("\n", counted, pos)
+                        line_start = text.rfind("\n", 0, pos) + 1
+                    counted = pos
+                    value = new_str(Token, word)  # Token(...) inlined
+                    value.type, value.pos_in_stream = names[k], pos
+                    value.line, value.column = line, pos - line_start + 1
+            elif k == error:
+                raise UnexpectedCharacters(*_position(text, match.start(k)), set(self.allowed))
+            elif multiline and k in brackets:
+                kind = brackets[k]
+                if kind in (OPEN, SQUARE_OPEN):
+                    depth += 1
+                elif kind in (CLOSE, SQUARE_CLOSE):
+                    depth -= 1
+                elif depth > 0 and text[match.start(k)] == "\n":
+                    continue  # a line break inside ( ): the statement goes on
+            if k:
+                last = match
+            while True:
+                action = steps[states[-1]][k]
+                if action >= 0:
+                    states.append(action)
+                    values.append(value)
+                    break
+                if action == _NOTHING:
+                    if k == 0 and states[-1] == self.end:
+                        return values[-1]
+                    expected = {names[j] or "" for j, a in enumerate(steps[states[-1]])
+                                if a != _NOTHING}
+                    raise UnexpectedToken(_token(text, names[k] or "", last), expected, values)
+                length, base, how, what = rules[~action]
+                if how == _LEAF:  # right after a shift: the top state is replaced
+                    values[-1] = what([values[-1]])
+                elif how == _UNIT:  # right after a shift; after a reduction, the landing
+                    # has already taken such chains
+                    states[-1] = self._unit_chain(states[-2], states[-1], k)
+                    continue
+                else:
+                    if how == _PASS:
+                        made = values[what - length]
+                    elif how == _CALL:
+                        method, pick = what
+                        popped = values[-length:]
+                        made = method(popped if pick is None else pick(popped))
+                    else:
+                        made = what(values[-length:] if length else [])
+                    if length:
+                        if length > 1:  # leaves the place of the value made
+                            del values[1 - length:]
+                            del states[1 - length:]
+                        values[-1] = made
+                    else:
+                        values.append(made)
+                        states.append(states[-1])
+                key = states[-2] * stride + base + k
+                top = landings.get(key)
+                if top is None:
+                    top = landings[key] = self._landing(key)
+                states[-1] = top
+        raise AssertionError("unreachable: the text's end either completes the parse or fails")
+
+    def _landing(self, key: int) -> int:
+        """The top state after the goto on a reduced rule and the pass-through reductions that
+        follow it (``_unit_chain``), from a key (state below, the rule's origin, lookahead)."""
+        below, rest = divmod(key, self.stride)
+        origin, k = divmod(rest, len(self.names))
+        return self._unit_chain(below, self.gotos[below][self.origins[origin]], k)
+
+    def _unit_chain(self, below: int, top: int, k: int) -> int:
+        """The top state after every pass-through reduction that terminal ``k`` triggers."""
+        while True:
+            action = self.steps[top][k]
+            if action >= 0 or action == _NOTHING:
+                return top
+            _, base, how, _ = self.rules[~action]
+            if how != _UNIT:
+                return top
+            top = self.gotos[below][self.origins[base // len(self.names)]]
+
+
+def _row(state: dict[str, list[int]], number: dict[str, int], size: int) -> list[int]:
+    """A state's actions on terminals as a list by terminal number."""
+    row = [_NOTHING] * size
+    for symbol, (kind, arg) in state.items():
+        if symbol.isupper():
+            row[number[symbol]] = arg if kind == _SHIFT else ~arg
+    return row
+
+
+def _position(text: str, pos: int) -> tuple[int, int, int]:
+    """(pos, line, column) of a character position, 1-based as Lark counts."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    return pos, text.count("\n", 0, pos) + 1, pos - line_start + 1
+
+
+def _token(text: str, kind: str, last: re.Match | None) -> Token:
+    """A token for an error message (Lark's ``$END`` borrows the last token's position)."""
+    if last is None:
+        return Token(kind, "", 0, 1, 1)
+    group = last.lastindex or 0  # the token without the ignored text before it
+    text_of = "" if kind == "$END" else last.group(group)
+    return Token(kind, text_of, *_position(text, last.start(group)))
