@@ -231,11 +231,18 @@ _RAISE = {"over": "raise", "divide": "raise", "invalid": "raise", "under": "igno
 
 def _apply(node: Node, args: list[Any], complex_step: bool, guard: bool = True) -> Any:
     op = node.op
-    if guard:
+    if guard and not (op.shape is None and _one_shape(args)):
         _guard_shape(node, args)
     if op.is_array:
         return _array_op(node, op, args, complex_step)
     return _elementwise(node, op, args, complex_step)
+
+
+def _one_shape(args: list[Any]) -> bool:
+    """Operands of one shape: broadcasting keeps it, and each operand passed the guard (or was
+    read as a value), so an element-wise row's value needs no shape rule (most rows' case)."""
+    first = getattr(args[0], "shape", None)
+    return first is not None and all(getattr(arg, "shape", None) == first for arg in args)
 
 
 def value_shape(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
