@@ -278,17 +278,23 @@ class Moved:
         changed: dict[int, Any] = {} if at is None else {target: at}
         moves, buffer = self.moves, self.buffer
 
+        def shift(i: int, source: Node) -> Any:
+            if i == target and buffer is not None and not complex_step:
+                moved = np.multiply(moves[i], t, out=buffer)
+                moved += source.value
+                return moved
+            return source.value + t * moves[i]
+
         def value(source: Node) -> Any:
             nonlocal largest
             i = source.index
             if i in changed or i not in moves:
                 return changed.get(i, source.value)
-            with np.errstate(all="ignore"):  # an overflow is a value that is not finite
-                if i == target and buffer is not None and not complex_step:
-                    moved = np.multiply(moves[i], t, out=buffer)
-                    moved += source.value
-                else:
-                    moved = source.value + t * moves[i]
+            try:  # under ``raising()``: no flags set per move, only where one is raised
+                moved = shift(i, source)
+            except FloatingPointError:  # an overflow is a value that is not finite
+                with np.errstate(all="ignore"):
+                    moved = shift(i, source)
             if i != target and np.size(moved):
                 largest = max(largest, float(np.max(np.abs(moved))))
             changed[i] = moved
@@ -303,7 +309,7 @@ class Moved:
                     self.note(node, args, result)
                 if result.size:
                     largest = max(largest, float(np.max(np.abs(result))))
-        output = value(self.output)
+            output = value(self.output)
         return output.item() if hasattr(output, "item") else output, largest
 
 

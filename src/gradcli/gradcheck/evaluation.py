@@ -212,8 +212,7 @@ def evaluate(
     ``GradcliError``s; with ``strict=False`` missing values give a ``FreeResult``, unless
     ``order=2`` asks for the Hessian, a matrix of numbers.
     """
-    settings = replace(settings or DEFAULT_SETTINGS, **changes) if changes else (
-        settings or DEFAULT_SETTINGS)
+    settings = _settings(settings, changes) if changes else settings or DEFAULT_SETTINGS
     values = dict(values or {})
     if isinstance(program, str):
         program = parse(program, settings.max_nodes, values)
@@ -240,6 +239,20 @@ def evaluate(
 
 
 DEFAULT_SETTINGS = EvalSettings()
+_CHANGED: dict[tuple[tuple[str, Any], ...], EvalSettings] = {}  # the defaults with keywords
+
+
+def _settings(settings: EvalSettings | None, changes: dict[str, Any]) -> EvalSettings:
+    """``settings`` with ``changes``; the defaults with the same keywords made once, not on each
+    call (``evaluate(p, v, check=False)`` in a loop: ``replace`` costs as much as a small
+    array program's forward pass). An H·v direction is a mapping: never a key; no more than 64.
+    """
+    key = tuple(changes.items())
+    if settings is not None or "hvp" in changes or len(_CHANGED) >= 64:
+        return replace(settings or DEFAULT_SETTINGS, **changes)
+    made = _CHANGED.get(key) or replace(DEFAULT_SETTINGS, **changes)
+    _CHANGED[key] = made
+    return made
 
 
 def _check(program: Program, settings: EvalSettings) -> CheckReport | None:
@@ -304,9 +317,7 @@ def _second_derivatives(program: Program, settings: EvalSettings,
 def _plain(value: Any) -> Any:
     """A 0-d array as a float (a scalar variable of an array program stays a number); an array
     the caller may write to (a reduction's gradient is a read-only broadcast view)."""
-    from gradcli.engine.arrays import numpy
-
-    if not numpy().ndim(value):
+    if not value.ndim:  # an array or a NumPy number: no NumPy call for a float per variable
         return float(value)
     return value if value.flags.writeable else value.copy()
 
