@@ -145,7 +145,7 @@ class Program:
     def build_outputs(cls, source: str, outputs: list[Node], variables: Iterable[Node],
                       defaults: Mapping[str, float], conditional: bool = False) -> Program:
         """A program with several outputs: every node any of them depends on."""
-        nodes = _marked_nodes(outputs)
+        nodes = nodes_of(outputs)
         _number(nodes)
         # An input declared (``y = 2``) but unused stays an input, gradient 0 (as in JAX).
         inputs = [v for v in variables if _among(v, nodes) or v.name in defaults]
@@ -164,29 +164,6 @@ class Program:
         """Set every variable from ``values``, falling back to the program's own defaults."""
         for name, node in self.variables.items():
             node.value = float(values[name] if name in values else self.defaults[name])
-
-
-_FOUND = -2  # a node's index while ``_marked_nodes`` walks: found, not yet numbered
-
-
-def _marked_nodes(outputs: list[Node]) -> list[Node]:
-    """``nodes_of`` for ``Program.build``, which numbers the nodes next: a node found is marked
-    in its index, not put in a set of every node (W3: 4 MiB at the parse's peak)."""
-    stack: list[Node] = []
-    for output in outputs:
-        if output.index != _FOUND:
-            output.index = _FOUND
-            stack.append(output)
-    found: list[Node] = []
-    pop, push, keep = stack.pop, stack.append, found.append
-    while stack:
-        node = pop()
-        keep(node)
-        for source in node.inputs:
-            if source.index != _FOUND:
-                source.index = _FOUND
-                push(source)
-    return in_creation_order(found)
 
 
 def _number(nodes: list[Node]) -> None:
