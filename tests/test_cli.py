@@ -294,3 +294,21 @@ def test_another_commands_flag_is_an_unknown_option_not_a_variable():
     assert "error: usage error: no such option --json" in result.output
     drawn = CliRunner().invoke(cli, ["graph", "json*2", "--set", "json=1", "--format", "dot"])
     assert drawn.exit_code == 0 and "digraph" in drawn.stdout
+
+
+def test_an_eval_in_a_callers_process_freezes_nothing_and_leaves_the_collector_as_it_was():
+    """gc.freeze is for the console script's own process only: in a caller's process (click's
+    runner, an application) frozen objects would never be collected."""
+    import gc
+
+    frozen = gc.get_freeze_count()
+    for _ in range(3):
+        result = CliRunner().invoke(cli, ["eval", "x*x", "--x", "2"])
+        assert result.exit_code == 0, result.output
+    assert gc.get_freeze_count() == frozen
+    gc.disable()
+    try:
+        assert CliRunner().invoke(cli, ["eval", "x*x", "--x", "2"]).exit_code == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

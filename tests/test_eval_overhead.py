@@ -51,3 +51,14 @@ def test_element_wise_nodes_of_one_shape_against_numpy():
 def test_shapes_that_differ_still_meet_the_shape_rule():
     with pytest.raises(UsageError, match="shape mismatch"):
         gradcli.evaluate("sum(x + y)", {"x": np.ones(3), "y": np.ones(4)}, check=False)
+
+
+def test_settings_made_once_keep_a_negative_zero_and_take_one_key_for_every_nan():
+    from gradcli.gradcheck.evaluation import _CHANGED, _settings
+
+    assert math.copysign(1.0, _settings(None, {"atol": 0.0}).atol) == 1.0
+    assert math.copysign(1.0, _settings(None, {"atol": -0.0}).atol) == -1.0
+    before = len(_CHANGED)
+    for _ in range(70):
+        assert math.isnan(_settings(None, {"rtol": math.nan}).rtol)
+    assert len(_CHANGED) <= before + 1

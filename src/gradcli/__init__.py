@@ -27,9 +27,16 @@ class _LoadedOnUse(ModuleType):
     only now and then: ``inspect`` (with ``ast``, ``dis`` and ``tokenize``, a fifth of a scalar
     eval's start-up) to write the ``__doc__`` of a class that has none, ``copy`` in ``asdict``.
     The first attribute asked for imports the real module, which then replaces the stand-in in
-    ``dataclasses``."""
+    ``dataclasses``. (A thread that imports ``inspect`` or ``copy`` during those milliseconds
+    keeps the stand-in: its attributes and ``dir()`` are the real module's.)"""
 
     def __getattr__(self, name: str) -> object:
+        return getattr(self._real(), name)
+
+    def __dir__(self) -> list[str]:
+        return dir(self._real())
+
+    def _real(self) -> ModuleType:
         from importlib import import_module
 
         if sys.modules.get(self.__name__) is self:
@@ -38,7 +45,7 @@ class _LoadedOnUse(ModuleType):
         names = vars(sys.modules.get("dataclasses", real))
         if names.get(self.__name__) is self:
             names[self.__name__] = real
-        return getattr(real, name)
+        return real
 
 
 _ON_USE = ("inspect", "copy")

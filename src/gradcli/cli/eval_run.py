@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from functools import partial
 
+from gradcli.cli.exits import kept_for_good
 from gradcli.cli.given import Given
 from gradcli.cli.program_text import ProgramText, stdin_lines
 from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
@@ -72,7 +73,8 @@ def run_eval(request: EvalRequest) -> int:
         return run_sweep(request)
     program = request.program
     try:
-        parsed = _parsed_for_good(program.text, request.settings.max_nodes, request.values)
+        parsed = parse(program.text, request.settings.max_nodes, request.values)
+        kept_for_good()
         request.given.check_used(parsed)
         say_shadowed(parsed)
         result = evaluate(parsed, as_point(request.values), request.settings)
@@ -91,20 +93,6 @@ def run_eval(request: EvalRequest) -> int:
         return show_result(result, program.text, as_json, request.digits, request.full,
                            nodes=request.settings.nodes)
     return show_error(out_of_memory(), as_json, program.text, program.file_name)
-
-
-def _parsed_for_good(text: str, max_nodes: int, values: dict[str, Value]) -> Any:
-    """The one program of this process, parsed with the cycle collector off and then frozen
-    (``gc.freeze``): the collector never scans its graph again (W3: 10^5 nodes and operand
-    tuples, 0.1 s), and nothing of it becomes garbage before the process ends."""
-    import gc
-
-    gc.disable()
-    try:
-        return parse(text, max_nodes, values)
-    finally:
-        gc.freeze()
-        gc.enable()
 
 
 def _check_mode_used(mode: str, result: Any) -> None:

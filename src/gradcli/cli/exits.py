@@ -28,6 +28,18 @@ class UserInterruptError(Exception):
     """Ctrl-C inside a command: main() prints one line and ends with status 130."""
 
 
+_own_process = False  # run_to_exit runs the console script's own process (argv None)
+
+
+def kept_for_good() -> None:
+    """In the console script's own process, what exists now stays until the process ends: the
+    cycle collector need never scan it again (``gc.freeze``; W3's 10^5 nodes and operand tuples,
+    0.1 s). Elsewhere (click's CliRunner, an application that runs the CLI in its process)
+    nothing, as frozen objects are never collected."""
+    if _own_process:
+        gc.freeze()
+
+
 def run_to_exit(command: Callable[[], int], argv: list[str] | None,
                 at_once: bool = False) -> NoReturn:
     """Runs ``command`` on settled streams (``cli.streams``) and ends the process with the
@@ -35,6 +47,8 @@ def run_to_exit(command: Callable[[], int], argv: list[str] | None,
     ``at_once``: a command that starts no thread or worker (the plain eval) ends without the
     interpreter's teardown, which frees every module's objects one by one (some 2 ms of an
     array eval) for the OS to reclaim anyway."""
+    global _own_process
+    _own_process = argv is None
     streams.settle()
     _warn_if_the_core_is_stale()
     status = _status_of(command)

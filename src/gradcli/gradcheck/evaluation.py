@@ -239,16 +239,16 @@ def evaluate(
 
 
 DEFAULT_SETTINGS = EvalSettings()
-_CHANGED: dict[tuple[tuple[str, type, Any], ...], EvalSettings] = {}  # defaults with keywords
+_CHANGED: dict[tuple[tuple[str, type, str], ...], EvalSettings] = {}  # defaults with keywords
 _KEYS = (bool, int, float, str, type(None))  # values a key holds (an H·v direction does not)
 
 
 def _settings(settings: EvalSettings | None, changes: dict[str, Any]) -> EvalSettings:
     """``settings`` with ``changes``; the defaults with the same keywords made once, not on each
     call (``evaluate(p, v, check=False)`` in a loop: ``replace`` costs as much as a small
-    array program's forward pass), for plain values of their own type (``check=1`` is not
-    ``check=True``), no more than 64."""
-    key = tuple((name, type(value), value) for name, value in changes.items())
+    array program's forward pass), for plain values by type and text (``check=1`` is not
+    ``check=True``, -0.0 not 0.0, and a NaN is one key), no more than 64."""
+    key = tuple((name, type(value), repr(value)) for name, value in changes.items())
     if settings is not None or len(_CHANGED) >= 64 or not all(
             isinstance(value, _KEYS) for value in changes.values()):
         return replace(settings or DEFAULT_SETTINGS, **changes)
