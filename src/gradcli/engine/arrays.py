@@ -159,7 +159,7 @@ def forward(nodes: list[Node]) -> Any:
             for node in nodes:
                 if node.inputs:
                     args = [source.value for source in node.inputs]
-                    node.value = _fast(node, args)
+                    node.value = _fast(node, args, True)
                     if node.op.name == "matmul":
                         _zeros_hide_nothing(node, args)
     except GradcliError:
@@ -185,11 +185,8 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     flag sends it to the careful path, which recomputes with them off and names the first
     element that is not finite. Complex-step replays always take the careful path.
     """
-    np = numpy()
-    if not complex_step:
-        with np.errstate(**_RAISE):
-            return _fast(node, args)
-    return _careful_value(node, args, True)
+    with raising():
+        return _value(node, args, complex_step, True)
 
 
 def raising() -> Any:
@@ -201,12 +198,14 @@ def recompute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     """``compute`` for a replay, inside ``raising()``: the operands have the shapes the
     evaluation computed with (a replay moves values, never shapes), so the shape rule it
     passed is not asked again; a domain, an op's error and a value that is not finite are."""
-    if not complex_step:
-        return _fast(node, args, False)
-    return _careful_value(node, args, True, False)
+    return _value(node, args, complex_step, False)
 
 
-def _fast(node: Node, args: list[Any], guard: bool = True) -> Any:  # under _RAISE already
+def _value(node: Node, args: list[Any], complex_step: bool, guard: bool) -> Any:
+    return _careful_value(node, args, True, guard) if complex_step else _fast(node, args, guard)
+
+
+def _fast(node: Node, args: list[Any], guard: bool) -> Any:  # under _RAISE already
     np = numpy()
     try:
         value = np.asarray(_apply(node, args, False, guard))
