@@ -153,9 +153,8 @@ def _require_finite_leaves(nodes: list[Node]) -> None:
 def forward(nodes: list[Node]) -> Any:
     """Every node's value in topological order; the output's (the last node). A failure first
     says a variable whose value is not finite (one that ``bind`` left to the products)."""
-    np = numpy()
     try:
-        with np.errstate(**_RAISE):
+        with raising():
             for node in nodes:
                 if node.inputs:
                     args = [source.value for source in node.inputs]
@@ -384,9 +383,8 @@ def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
     """The gradient of ``sum(seed * output)`` for every node upstream of ``output`` that needs one,
     by node index. As in ``compute``, only a floating-point flag leads to the careful path that
     names the element (``xp`` raises one for BLAS and LAPACK results, which set none)."""
-    np = numpy()
     grads: dict[int, Any] = {output.index: seed}
-    with np.errstate(**_RAISE):
+    with raising():
         for node in reversed(nodes[:output.index + 1]):
             g = grads.get(node.index)
             if g is None or not node.inputs or not node.needs_grad:
