@@ -1,4 +1,4 @@
-"""A large matrix's random directions (u v^T) * s (replay.Scaled, gradcli/gradcheck/directions.py).
+"""A large matrix's random directions u v^T and (u v^T) * s (replay.Scaled, gradcheck/directions.py).
 
 The matrix product's scaled form and the directional dot product are compared with the same
 matrix formed and multiplied by NumPy; the check along such directions passes right gradients
@@ -18,7 +18,7 @@ import gradcli
 from gradcli.engine.ops import OPS
 from gradcli.engine.replay import Scaled
 from gradcli.gradcheck.columns import COLUMN_MAX_ELEMENTS
-from gradcli.gradcheck.directions import DirectionReplayer
+from gradcli.gradcheck.directions import UNSCALED_REACH, DirectionReplayer
 from gradcli.limits import ARRAY_CHECK_DIRECTIONS
 
 N = 300  # N * N elements: past COLUMN_MAX_ELEMENTS, so W's directions are scaled
@@ -38,39 +38,54 @@ def test_the_matrix_is_large_enough_to_be_scaled():
     assert N * N > COLUMN_MAX_ELEMENTS
 
 
+@pytest.mark.parametrize("scaled", [False, True])
 @pytest.mark.parametrize("other", [(7,), (7, 3)])
-def test_the_products_scaled_form_is_the_product_with_the_matrix_formed(other):
+def test_the_products_scaled_form_is_the_product_with_the_matrix_formed(other, scaled):
     rng = np.random.default_rng(3)
     u, v, s = rng.standard_normal(5), rng.standard_normal(7), rng.uniform(1, 2, (5, 7))
+    s = s if scaled else None
     direction = Scaled(u, v, s)
-    dense = np.outer(u, v) * s
+    dense = np.outer(u, v) * (1.0 if s is None else s)
     np.testing.assert_allclose(direction.dense(), dense, rtol=1e-15)
-    scaled = OPS["matmul"].scaled
+    scaled_form = OPS["matmul"].scaled
     b = rng.standard_normal(other)
-    np.testing.assert_allclose(scaled(np, 0, u, v, s, dense, b), dense @ b, rtol=1e-12)
+    np.testing.assert_allclose(scaled_form(np, 0, u, v, s, dense, b), dense @ b, rtol=1e-12)
     a = rng.standard_normal(5) if len(other) == 1 else rng.standard_normal((3, 5))
-    np.testing.assert_allclose(scaled(np, 1, u, v, s, a, dense), a @ dense, rtol=1e-12)
+    np.testing.assert_allclose(scaled_form(np, 1, u, v, s, a, dense), a @ dense, rtol=1e-12)
 
 
-def test_a_scaled_directions_dot_product_is_the_formed_ones():
-    program = gradcli.evaluate("mean((W@x + b)**2)", POINT, check=False).program
+@pytest.mark.parametrize("spread", [1.0, 10.0, 1e6])
+def test_a_scaled_directions_moves_and_dot_product(spread):
+    """Each element moves at most its own step scale max(1, |w|) and at least a sixteenth of it
+    along u v^T (|W| <= ``UNSCALED_REACH``), or about it along (u v^T) * s (one element a
+    million times the rest); the dot product with the gradient is the formed direction's."""
+    point = {**POINT, "W": POINT["W"].copy()}
+    point["W"][7, 11] *= spread
+    program = gradcli.evaluate("mean((W@x + b)**2)", point, check=False).program
     node = program.variables["W"]
     replayer = DirectionReplayer(program.nodes)
     replayer.aim(node)
+    own = np.maximum(1.0, np.abs(node.value))
+    unscaled = own.max() <= UNSCALED_REACH
     for k in range(3):
         direction = replayer.draw(k)
-        assert isinstance(direction, Scaled)
-        dense = direction.dense()
-        magnitude = np.abs(dense) / np.maximum(1.0, np.abs(node.value))
-        assert magnitude.min() >= 0.25 and magnitude.max() < 1.0  # (module docstring)
+        assert isinstance(direction, Scaled) and (direction.s is None) == unscaled
+        magnitude = np.abs(direction.dense()) / own
+        assert magnitude.min() >= 0.25 / (own.max() if unscaled else 1.0)
+        assert magnitude.max() < 1.0
         assert replayer.dot(direction, node.grad) == pytest.approx(
-            float(np.vdot(dense, node.grad)), rel=1e-12)
+            float(np.vdot(direction.dense(), node.grad)), rel=1e-12)
 
 
+@pytest.mark.parametrize("spread", [1.0, 10.0, 1e4])
 @pytest.mark.parametrize("text", ORACLES)
-def test_scaled_directions_pass_right_gradients(text):
-    result = gradcli.evaluate(text, POINT)
-    expected = autograd.grad(ORACLES[text])(*(POINT[n] for n in ("W", "x", "X", "b")))
+def test_scaled_directions_pass_right_gradients(text, spread):
+    """At a point with |W| <= 4.3, with one element 8.7 (both along u v^T) and with one 8,706
+    (along (u v^T) * s)."""
+    point = {**POINT, "W": POINT["W"].copy()}
+    point["W"][7, 11] *= spread
+    result = gradcli.evaluate(text, point)
+    expected = autograd.grad(ORACLES[text])(*(point[n] for n in ("W", "x", "X", "b")))
     np.testing.assert_allclose(result.gradients["W"], expected, rtol=1e-9, atol=1e-12)
     check = result.check.gradients["W"]
     assert result.check.ok and check.directions == ARRAY_CHECK_DIRECTIONS

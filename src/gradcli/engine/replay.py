@@ -188,19 +188,21 @@ def linear_part(target: Node, downstream: list[Node]) -> set[int]:
 
 
 class Scaled:
-    """The direction (u v^T) * s of a matrix (u along its rows, v its columns, s its shape): a
-    direction of m + n random numbers, where a dense one draws m n. A row with a ``scaled`` form
-    (a matrix product) moves by it without forming it (W's direction in W@x: one product with
-    s); ``dense`` forms it where a replay needs it whole."""
+    """The direction (u v^T) * s of a matrix (u along its rows, v its columns, s its shape or
+    None: u v^T): a direction of m + n random numbers, where a dense one draws m n. A row with
+    a ``scaled`` form (a matrix product) moves by it without forming it (W's direction in W@x:
+    u (v@x), O(m + n), or one product with s); ``dense`` forms it where a replay needs it
+    whole."""
 
     __slots__ = ("s", "u", "v")
 
-    def __init__(self, u: Any, v: Any, s: Any) -> None:
+    def __init__(self, u: Any, v: Any, s: Any = None) -> None:
         self.u, self.v, self.s = u, v, s
 
     def dense(self) -> Any:
         formed = numpy().multiply.outer(self.u, self.v)
-        formed *= self.s  # in place: one array of the matrix's size
+        if self.s is not None:
+            formed *= self.s  # in place: one array of the matrix's size
         return formed
 
 

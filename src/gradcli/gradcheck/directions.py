@@ -14,15 +14,17 @@ what that node reaches. Each element of v is a random sign times a random magnit
 element moves about as far as its element-wise check moves it. The magnitudes differ so that
 equal errors in two elements (``relu`` at two kinks) cannot cancel exactly, as they would half
 the time with ±1 alone. A large matrix's direction (past ``COLUMN_MAX_ELEMENTS``; its last
-axis the columns) is (u v^T) * max(1, |x|), u and v drawn alike (``replay.Scaled``): m + n
-draws, not m n, its dot with the gradient u^T ((s * g) v), made for every direction in the pass
-that makes s (``_scales``), and a matrix product moved by one product with s (``Op.scaled``),
-where a dense one is formed, drawn and multiplied whole. It still sees any wrong element:
-u^T (s * e) v is zero with probability 0 for an error e that is not, and two wrong elements
-cancel only if their errors do exactly times the draws; ``narrow`` forms the direction to halve
-it. The draws come from a generator seeded with ``DIRECTION_SEED``, the node's index and the
-direction's number (a node small enough for columns: all its directions from the first's), so
-the same program at the same point is always checked along the same directions.
+axis the columns) is u v^T (``replay.Scaled``), u and v drawn alike: m + n draws, not m n; its
+dot with the gradient is u^T (g v), and a matrix product moves by outer products of vectors
+(``Op.scaled``: W@x by u (v@x), O(m + n)). Within ``UNSCALED_REACH`` each element moves at least
+a sixteenth of its own step scale, far above its rounding, and at most the scale itself. A
+matrix with a larger element gets (u v^T) * s, s = max(1, |x|) per element, as a dense direction
+(a product with s per direction). Either still sees any wrong element: u^T (s * e) v is zero
+with probability 0 for an error e that is not, and two wrong elements cancel only if their
+errors do exactly times the draws; ``narrow`` forms the direction to halve it. The draws come
+from a generator seeded with ``DIRECTION_SEED``, the node's index and the direction's number (a
+node small enough for columns: all its directions from the first's), so the same program at the
+same point is always checked along the same directions.
 
 On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
 directional difference, the halves that disagree are split again, and a single element left is
@@ -49,6 +51,7 @@ NARROWED_ELEMENTS = 8  # failing elements followed down to their index
 NARROWING_HALVES = 256  # halves checked at most while narrowing one direction down
 NUMPY_DRAWS = 1 << 16  # a direction of this many elements or more is drawn by NumPy's generator
 BLOCK = 1 << 16  # elements of a block of ``_scales``: 512 KB, within a core's cache
+UNSCALED_REACH = 16.0  # a large matrix with max |x| up to this moves along u v^T (docstring)
 
 
 class Probe:
@@ -73,13 +76,13 @@ class DirectionReplayer(ElementReplayer):
         self.direction: Moved | None = None  # the replays along a direction; None: one element
         self.drawn: Any = None  # a small node's directions, or the buffer ``draw`` fills
         self.buffer: Any = None  # x + t v
-        # max(1, |x_i|) / 2^15, flat: each element's step scale per bit (a scaled direction's:
-        # max(1, |x_i|) in x's shape, u and v carry the 2^-15)
+        # max(1, |x_i|) / 2^15, flat: each element's step scale per bit (a dense direction's;
+        # a large matrix's s: max(1, |x_i|) in x's shape, or None)
         self.scale: Any = None
         self.reach = 0.0  # |x + t v| <= reach + |t| * max(1, reach): max|v_i| <= max(1, |x|)
-        self.scaled = False  # directions (u v^T) * scale (a large matrix): ``replay.Scaled``
         # a large matrix's first directions, drawn by ``aim``, and their dot products with the
-        # gradient, made in the same pass as the scale
+        # gradient
+        self.scaled = False
         self.draws: list[Scaled] = []
         self.dots: list[float] = []
 
@@ -89,11 +92,21 @@ class DirectionReplayer(ElementReplayer):
         elements = super().aim(node)
         shape = np.shape(node.value)
         self.scaled = len(shape) >= 2 and int(np.size(node.value)) > COLUMN_MAX_ELEMENTS
-        self.scale = np.empty(shape if self.scaled else int(np.size(node.value)))
-        # u and v carry a scaled direction's unit; a dense one's is the scale's, once here
-        unit = 1.0 if self.scaled else 1.0 / 32768
-        self.draws = [self._scaled(k) for k in range(ARRAY_CHECK_DIRECTIONS)] if self.scaled else []
-        self.reach, self.dots = _scales(node.value, unit, self.scale, node.grad, self.draws)
+        self.scale, self.draws, self.dots = None, [], []
+        if not self.scaled:
+            self.scale = np.empty(int(np.size(node.value)))
+            self.reach = _scales(node.value, self.scale, 1.0 / 32768)
+            return elements
+        weights = None if node.grad is None else np.broadcast_to(node.grad, shape)
+        self.reach = float(np.maximum(np.max(node.value), -np.min(node.value)))  # NaN kept
+        if not self.reach <= UNSCALED_REACH:  # NaN too: each element's own scale
+            self.scale = np.empty(shape)
+            _scales(node.value, self.scale, 1.0)
+            weights = None if weights is None else weights * self.scale
+        self.draws = [self._scaled(k) for k in range(ARRAY_CHECK_DIRECTIONS)]
+        if weights is not None:
+            weights = weights.reshape(-1, shape[-1])
+            self.dots = [float(np.ravel(d.u) @ (weights @ d.v)) for d in self.draws]
         return elements
 
     def along(self, direction: Any) -> None:
@@ -139,9 +152,10 @@ class DirectionReplayer(ElementReplayer):
         """v·grad, summed pairwise in the replays' buffer (a reduction's gradient is often a
         broadcast view, which a dot product would first copy whole)."""
         np = numpy()
-        if isinstance(v, Scaled):  # u^T ((scale * grad) v), made by ``aim`` for its draws
+        if isinstance(v, Scaled):  # u^T ((s * grad) v), made by ``aim`` for its draws
             made = [dot for drawn, dot in zip(self.draws, self.dots, strict=False) if drawn is v]
-            return made[0] if made else float(np.vdot(v.dense(), np.broadcast_to(grad, v.s.shape)))
+            return made[0] if made else float(np.vdot(v.dense(), np.broadcast_to(
+                grad, np.shape(self.target.value))))
         grad = np.asarray(grad, dtype=float)
         if grad.flags.c_contiguous and np.shape(grad) == np.shape(v):
             return float(np.vdot(v, grad))  # one pass, no buffer
@@ -159,47 +173,28 @@ class DirectionReplayer(ElementReplayer):
         return (DIRECTION_SEED << 40) | (self.target.index << 8) | k
 
     def _scaled(self, k: int) -> Scaled:
-        """The aimed matrix's ``k``-th direction (u v^T) * scale, u and v drawn alike: m + n
-        draws (module docstring)."""
-        shape = numpy().shape(self.scale)
-        rows = self.scale.size // shape[-1]
+        """The aimed matrix's ``k``-th direction (u v^T) * s, u and v drawn alike, s None
+        within ``UNSCALED_REACH``: m + n draws (module docstring)."""
+        shape = numpy().shape(self.target.value)
+        rows = int(numpy().size(self.target.value)) // shape[-1]
         drawn = _signed(_bits(rows + shape[-1], self._seed(k))) * (1.0 / 32768)
         return Scaled(drawn[:rows].reshape(shape[:-1]), drawn[rows:], self.scale)
 
 
-def _scales(value: Any, unit: float, out: Any, grad: Any, draws: list[Scaled]
-            ) -> tuple[float, list[float]]:
-    """Fills ``out`` (flat, or a matrix's shape when ``draws``) with max(1, |x_i|) * ``unit``;
-    returns max |x_i| and, for each direction (u v^T) * s of ``draws``, u^T ((s * grad) v)
-    (none without a gradient). One pass over x and the gradient in blocks of whole rows that
-    stay in a core's cache: s * grad lives one block at a time, and every direction reads each
-    block then, where a whole s * grad would be one more array of x's size, read once per
-    direction."""
+def _scales(value: Any, out: Any, unit: float) -> float:
+    """Fills ``out`` with max(1, |x_i|) * ``unit``; returns max |x_i|. One pass in blocks that
+    stay in a core's cache."""
     np = numpy()
-    draws = draws if grad is not None else []
-    if draws:
-        columns = np.shape(out)[-1]
-        matrix, scale = np.reshape(value, (-1, columns)), out.reshape(-1, columns)
-        step = max(1, BLOCK // columns)
-        weights = np.reshape(np.broadcast_to(grad, np.shape(out)), (-1, columns))
-        block = np.empty((min(step, len(matrix)), columns))
-        products = np.empty((len(draws), len(matrix)))
-    else:
-        matrix, scale, step = np.ravel(value), out, BLOCK
+    flat, scale = np.ravel(value), out.reshape(-1)
     peaks = []  # each block's max |x_i|
-    for start in range(0, len(matrix), step):
-        part = np.abs(matrix[start:start + step], out=scale[start:start + step])
+    for start in range(0, len(flat), BLOCK):
+        part = np.abs(flat[start:start + BLOCK], out=scale[start:start + BLOCK])
         peaks.append(part.max())
         np.maximum(part, 1.0, out=part)
         if unit != 1.0:
             part *= unit
-        if draws:
-            weighted = np.multiply(part, weights[start:start + step], out=block[:len(part)])
-            for k, direction in enumerate(draws):
-                np.matmul(weighted, direction.v, out=products[k, start:start + step])
     # NumPy's max keeps a NaN, where Python's would drop it after the first block
-    reach = float(peaks[0] if len(peaks) == 1 else np.max(peaks, initial=0.0))
-    return reach, [float(np.ravel(d.u) @ products[k]) for k, d in enumerate(draws)]
+    return float(peaks[0] if len(peaks) == 1 else np.max(peaks, initial=0.0))
 
 
 def _signed(bits: Any) -> Any:

@@ -113,8 +113,8 @@ class Op:
     # unit array (1 at flat index ``flat``), cheaper than the product. None: the row's forward.
     unit: Callable[..., Any] | None = field(default=None, kw_only=True)
     # scaled(np, position, u, v, s, *arrays): the same with operand ``position`` the matrix
-    # (u v^T) * s (``replay.Scaled``, a large matrix's random direction in the check), in
-    # matrix-vector products: no such matrix formed. None: the row's forward on it formed.
+    # (u v^T) * s, or u v^T where s is None (``replay.Scaled``, a large matrix's random
+    # direction in the check): no such matrix formed. None: the row's forward on it formed.
     scaled: Callable[..., Any] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
