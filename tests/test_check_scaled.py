@@ -1,4 +1,4 @@
-"""A large matrix's random directions u v^T and (u v^T) * s (replay.Scaled, gradcheck/directions.py).
+"""A large matrix's random directions u v^T and (u v^T) * s (replay.Scaled, directions.py).
 
 The matrix product's scaled form and the directional dot product are compared with the same
 matrix formed and multiplied by NumPy; the check along such directions passes right gradients
