@@ -187,6 +187,12 @@ def linear_part(target: Node, downstream: list[Node]) -> set[int]:
     return linear
 
 
+def reads_whole(target: Node, rest: list[Node], output: Node) -> bool:
+    """Whether a replay of ``rest`` (what is left past the nodes linear in ``target``) reads
+    ``target`` itself, which a move must then form whole, or ``target`` is the output."""
+    return output is target or any(source is target for node in rest for source in node.inputs)
+
+
 class Scaled:
     """The direction (u v^T) * s of a matrix (u along its rows, v its columns, s its shape or
     None: u v^T): a direction of m + n random numbers, where a dense one draws m n. A row with
@@ -263,8 +269,7 @@ class Moved:
                                                else op.apply_vector(*args))
         self.rest = [node for node in downstream if node.index not in linear]
         # whether a replay forms x + t d (in ``buffer``, when given), or only moves linear nodes
-        self.reads_target = output is target or any(
-            source is target for node in self.rest for source in node.inputs)
+        self.reads_target = reads_whole(target, self.rest, output)
         if isinstance(moves[target.index], (Scaled, _UnitArray)) and self.reads_target:
             moves[target.index] = d.dense()
 

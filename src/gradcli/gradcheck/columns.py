@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
 from gradcli.engine.ops.row import LINEAR_ALL
-from gradcli.engine.replay import Moved, Replayer, linear_part
+from gradcli.engine.replay import Moved, Replayer, Scaled, linear_part, reads_whole
 from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
 
 if TYPE_CHECKING:  # the array columns' module is imported where they are made
@@ -125,7 +125,7 @@ def replayable(nodes: list[Node]) -> bool:
 
 def central_columns(node: Node, downstream: list[Node], output: Node, flats: list[int],
                     rtol: float, atol: float, along: tuple[tuple[Any, float], ...] = (),
-                    linear: set[int] | None = None
+                    linear: set[int] | None = None, reach: float = 0.0
                     ) -> tuple[dict[int, Settled], dict[int, Settled]]:
     """The central-difference check of the elements ``flats`` of ``node`` (flat indices), a
     block of columns at a time, and in the first block, along each direction v of ``along``
@@ -133,12 +133,16 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
     it); only the checks that pass: the elements' by flat index, the directions' by number.
     The ``linear`` nodes (``replay.linear_part``) move as ``replay.Moved`` moves them, by their
     value at each column's move: x's columns in W@x are W's columns and one W@v per direction,
-    not a product over all the columns. Elsewhere the elements' columns are ``Sparse``."""
+    not a product over all the columns. Elsewhere the elements' columns are ``Sparse``. A
+    large matrix's directions (``replay.Scaled``, ``linear`` given) are never formed: only the
+    linear nodes move, and its moved magnitude is the bound from ``reach``, max |x|, that
+    ``DirectionReplayer.replay`` gives."""
     from gradcli.gradcheck.column_forms import Sparse
 
     np = numpy()
-    values, grads = np.ravel(node.value), np.ravel(node.grad)
-    widest = max([np.size(n.value) for n in downstream] + [np.size(node.value), 1])
+    values = np.ravel(node.value)
+    scaled = any(isinstance(v, Scaled) for v, _ in along)
+    widest = max([np.size(n.value) for n in downstream] + [1 if scaled else values.size, 1])
     block = max(1, COLUMN_CELLS // (2 * widest))
     passed: dict[int, Settled] = {}
     lines: dict[int, Settled] = {}
@@ -151,9 +155,14 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
         vs = [v for v, _ in along[:lines_here]]
         at = np.concatenate((chunk, chunk))
         moved = Sparse(at, values[at] + np.concatenate((steps, -steps)))
-        hv = h * np.reshape(vs, (lines_here, values.size))  # t = ±h along each direction
-        ends = values + np.concatenate((hv, -hv))
-        largest = np.concatenate((np.abs(moved.values), np.abs(ends).max(axis=1, initial=0.0)))
+        if scaled:  # t = ±h along each direction, x + t v never formed
+            ends = None
+            tops = np.full(2 * lines_here, reach + h * max(1.0, reach))
+        else:
+            hv = h * np.reshape(vs, (lines_here, values.size))  # t = ±h along each direction
+            ends = values + np.concatenate((hv, -hv))
+            tops = np.abs(ends).max(axis=1, initial=0.0)
+        largest = np.concatenate((np.abs(moved.values), tops))
         replayed = (_moved_replay(node, downstream, linear, output, (moved, ends, vs, steps),
                                   largest)
                     if linear else _split_replay(node, downstream, output, moved, ends, largest))
@@ -164,7 +173,8 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
                            for a in (out, most))
         out_down, most_down = (np.concatenate((a[count:2 * count], a[2 * count + lines_here:]))
                                for a in (out, most))
-        g = np.concatenate((grads[chunk], [grad for _, grad in along[:lines_here]]))
+        g = np.concatenate((np.asarray(node.grad).flat[chunk],  # .flat: no copy of a broadcast
+                            [grad for _, grad in along[:lines_here]]))
         h_all = np.concatenate((steps, np.full(lines_here, h)))
         with np.errstate(all="ignore"):  # a column that failed is NaN: not settled
             numeric = quotient(CENTRAL, (out_up, out_down), h_all)
@@ -226,7 +236,7 @@ def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: 
             changed[user.index] = value
             magnitude = np.abs(value).reshape(len(t), -1).max(axis=1, initial=0.0)
             largest = np.maximum(largest, magnitude)
-    if output is node or any(s is node for user in rest for s in user.inputs):
+    if reads_whole(node, rest, output):
         whole = np.concatenate((dense(node.value, moved).reshape(len(moved.at), -1), ends))
         changed[node.index] = whole.reshape((len(whole), *np.shape(node.value)))
     return _replay(changed, rest, output, largest)
@@ -241,9 +251,13 @@ def _unit_moves(node: Node, downstream: list[Node], linear: set[int], flats: lis
 
     np = numpy()
     count = len(flats)
-    units = np.zeros((count, np.size(node.value)))
-    units[np.arange(count), flats] = 1.0
-    moves = {node.index: units.reshape((count, *np.shape(node.value)))}
+    moves: dict[int, Any] = {}
+
+    def units() -> Any:  # made only if a row without a unit form reads the node (not W@x's)
+        made = np.zeros((count, np.size(node.value)))
+        made[np.arange(count), flats] = 1.0
+        return made.reshape((count, *np.shape(node.value)))
+
     for user in downstream:
         if user.index not in linear:
             continue
@@ -253,6 +267,8 @@ def _unit_moves(node: Node, downstream: list[Node], linear: set[int], flats: lis
             position = sources.index(node.index)
             moved = [op.unit(np, position, flat, *values) for flat in flats]
         else:  # an operand that stays moves by zeros, or is itself (``Moved``)
+            if node.index in sources and node.index not in moves:
+                moves[node.index] = units()
             moving = [i in moves or op.linear == LINEAR_ALL for i in sources]
             args = [moves[i] if i in moves else np.broadcast_to(0.0, (count, *np.shape(v)))
                     if move else v for i, v, move in zip(sources, values, moving, strict=True)]

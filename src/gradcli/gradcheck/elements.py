@@ -30,6 +30,7 @@ from typing import Any
 
 from gradcli.engine.graph import Node, Program, node_text
 from gradcli.engine.ops import numpy
+from gradcli.engine.replay import reads_whole
 from gradcli.gradcheck.columns import COLUMN_MAX_ELEMENTS, central_columns, replayable
 from gradcli.gradcheck.differences import GradientCheck, settled_check
 from gradcli.gradcheck.directions import (
@@ -162,9 +163,13 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     directions, count, shrunk = plan(size, direction_cost, element_cost, budget)
     count = min(count, ARRAY_CHECK_ELEMENTS)
     flats = sample(size, count)
-    # A small node's directions join its elements' column replay
-    drawn = [replayer.draw(k) for k in range(directions)] if columns else None
     multiplying = multiplied and any(work[i][1] for i in replayer.linear)
+    # A small node's directions join its elements' column replay; so do a large one's where
+    # they move only the linear nodes (W in W@x: the columns are W@x's, W is never formed)
+    rest = [n for n in downstream if n.index not in replayer.linear]
+    replayed = columns or (method == "central" and multiplying and replayable(downstream)
+                           and not reads_whole(node, rest, replayer.nodes[-1]))
+    drawn = [replayer.draw(k) for k in range(directions)] if replayed else None
     elements, settled = _elements(replayer, node, flats, rtol, atol, method, drawn,
                                   replayer.linear if multiplying else None)
     along: list[GradientCheck] = []
@@ -192,7 +197,8 @@ def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: f
     np = numpy()
     along = tuple((v, replayer.dot(v, node.grad)) for v in drawn or ())
     passed, lines = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
-                                    atol, along, linear) if drawn is not None else ({}, {})
+                                    atol, along, linear, replayer.reach
+                                    ) if drawn is not None else ({}, {})
     grads = np.asarray(node.grad).flat[flats].tolist()  # .flat: no copy of a broadcast one
     found = {}
     for flat, grad in zip(flats, grads, strict=True):
