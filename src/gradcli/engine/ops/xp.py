@@ -42,8 +42,7 @@ def _flagged(value: Any) -> Any:
     """``value``, a BLAS or LAPACK result, which sets no floating-point flag: under
     ``errstate(over="raise")`` (arrays.backward_from) one that is not finite raises
     FloatingPointError as a ufunc would, so the engine need not sum every rule's result."""
-    np = _np()
-    if np.geterr()["over"] == "raise" and not math.isfinite(np.sum(value)):
+    if _np().geterr()["over"] == "raise" and not math.isfinite(value.sum()):
         raise FloatingPointError(f"{type(value).__name__} that is not finite")
     return value
 
