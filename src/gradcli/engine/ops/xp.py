@@ -52,7 +52,9 @@ class NumPyArrays:
     name that ``Arrays`` gives (shape, outer, transpose, eye, exp, sign, sum), NumPy's own."""
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(_np(), name)
+        found = getattr(_np(), name)
+        setattr(self, name, found)  # looked up once: the next call finds it without this call
+        return found
 
     def matmul(self, a: Any, b: Any) -> Any:
         return _flagged(_np().matmul(a, b))
