@@ -235,10 +235,12 @@ def _apply(node: Node, args: list[Any], complex_step: bool, guard: bool = True) 
 
 
 def _one_shape(args: list[Any]) -> bool:
-    """Operands of one shape: broadcasting keeps it, and each operand passed the guard (or was
-    read as a value), so an element-wise row's value needs no shape rule (most rows' case)."""
-    first = getattr(args[0], "shape", None)
-    return first is not None and all(getattr(arg, "shape", None) == first for arg in args)
+    """Operands of one shape, numbers (0-d) aside: broadcasting keeps it, and each operand passed
+    the guard (or was read as a value), so an element-wise row's value needs no shape rule (most
+    rows' case, ``x**2`` and ``2*x`` too)."""
+    shapes = {getattr(arg, "shape", None) for arg in args}
+    shapes.discard(())
+    return None not in shapes and len(shapes) < 2
 
 
 def value_shape(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
