@@ -12,9 +12,12 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from gradcli.engine.graph import Node, Program, describe, node_text
 from gradcli.engine.notation import format_number, shape_text
-from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, ShapeError, numpy
+from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, ShapeError
+from gradcli.engine.ops import numpy as numpy  # hessian, derivative_truth: arrays.numpy()
 from gradcli.errors import GradcliError, NumericError, UsageError
 from gradcli.limits import MAX_ARRAY_DIMS, MAX_ARRAY_ELEMENTS, check_dims
 
@@ -36,7 +39,6 @@ def as_array(name: str, value: Any) -> Any:
 
 
 def _read(name: str, value: Any) -> Any:  # as_array but for the elements' finiteness
-    np = numpy()
     if isinstance(value, list) and not _numbers_only(name, value):
         raise UsageError(f"the value of {name} is not a rectangular array of numbers",
                          hint="give numbers (not strings or bools), e.g. [[1, 2], [3, 4]]")
@@ -62,7 +64,6 @@ def all_finite(array: Any) -> bool:
     """Whether every element is finite: a finite sum has no inf or nan in it (one reduction, no
     array of flags); a sum that overflows looks at each element. A small array's flags cost less
     than the ``errstate`` of the sum (x, b and t of ``W@x + b - t``)."""
-    np = numpy()
     if array.size < 4096:
         return bool(np.isfinite(array).all())
     return math.isfinite(_total(array)) or bool(np.all(np.isfinite(array)))
@@ -77,7 +78,6 @@ def require_finite(name: str, array: Any) -> None:
 def _total(array: Any) -> float:
     """The sum of the elements; a C-ordered matrix's as BLAS's product with ones, twice as fast
     as NumPy's pairwise sum (every evaluation checks its values' finiteness)."""
-    np = numpy()
     with np.errstate(over="ignore", invalid="ignore"):  # large finite elements may overflow
         if array.ndim < 2 or not array.flags.c_contiguous:
             return float(array.sum())
@@ -122,7 +122,7 @@ def bind(program: Program, values: dict[str, Any]) -> None:
                 else:
                     require_finite(node.name, node.value)
             else:
-                node.value = numpy().asarray(node.value, dtype=float)
+                node.value = np.asarray(node.value, dtype=float)
     except UsageError:
         _require_finite_leaves(unchecked)
         raise
@@ -190,7 +190,7 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
 
 def raising() -> Any:
     """The floating-point flags of ``compute``'s fast path, set once around many ``recompute``."""
-    return numpy().errstate(**_RAISE)
+    return np.errstate(**_RAISE)
 
 
 def recompute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
@@ -205,10 +205,9 @@ def _value(node: Node, args: list[Any], complex_step: bool, guard: bool) -> Any:
 
 
 def _fast(node: Node, args: list[Any], guard: bool) -> Any:  # under _RAISE already
-    np = numpy()
     try:
         value = np.asarray(_apply(node, args, False, guard))
-        if node.op.is_array and not math.isfinite(np.sum(value)):
+        if node.op.is_array and not math.isfinite(value.sum()):
             raise FloatingPointError  # LAPACK (inv, det) raises no NumPy flag
         return value
     except FloatingPointError:
@@ -216,7 +215,6 @@ def _fast(node: Node, args: list[Any], guard: bool) -> Any:  # under _RAISE alre
 
 
 def _careful_value(node: Node, args: list[Any], complex_step: bool, guard: bool = True) -> Any:
-    np = numpy()
     with np.errstate(all="ignore"):
         value = np.asarray(_apply(node, args, complex_step, guard))
         if not np.all(np.isfinite(value)):
@@ -237,16 +235,17 @@ def _apply(node: Node, args: list[Any], complex_step: bool, guard: bool = True) 
 
 
 def _one_shape(args: list[Any]) -> bool:
-    """Operands of one shape: broadcasting keeps it, and each operand passed the guard (or was
-    read as a value), so an element-wise row's value needs no shape rule (most rows' case)."""
-    first = getattr(args[0], "shape", None)
-    return first is not None and all(getattr(arg, "shape", None) == first for arg in args)
+    """Operands of one shape, numbers (0-d) aside: broadcasting keeps it, and each operand passed
+    the guard (or was read as a value), so an element-wise row's value needs no shape rule (most
+    rows' case, ``x**2`` and ``2*x`` too)."""
+    shapes = {getattr(arg, "shape", None) for arg in args}
+    shapes.discard(())
+    return None not in shapes and len(shapes) < 2
 
 
 def value_shape(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> tuple[int, ...]:
     """The program's value's shape when its variables have ``shapes``, from the shape rules alone:
     where shapes do not fit, the UsageError that evaluating says."""
-    np = numpy()
     names = {node.index: name for name, node in program.variables.items()}
     stand_ins: list[Any] = []  # per node, a view of one zero with the node's shape
     for node in program.nodes:
@@ -288,7 +287,6 @@ def _guard_shape(node: Node, args: list[Any]) -> tuple[int, ...]:
 
 
 def _array_op(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
-    np = numpy()
     problem = op.domain(np, *args) if op.domain is not None else None
     if problem is not None:
         raise NumericError(f"{problem} in {describe(node)}")
@@ -301,7 +299,6 @@ def _array_op(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
 
 
 def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any:
-    np = numpy()
     if not complex_step:
         return op.apply_vector(*args)
     if op.domain is not None:  # the real parts decide the domain, as on the scalar path
@@ -323,7 +320,6 @@ def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any
 
 def shape_error(node: Node, args: list[Any], detail: str = "") -> UsageError:
     """Shapes that do not fit: the node, the operator and every operand's shape."""
-    np = numpy()
     op = node.op
     written = op.symbol or op.postfix or op.name
     shapes = " and ".join(shape_text(np.shape(arg)) for arg in args)
@@ -345,7 +341,6 @@ def shape_error(node: Node, args: list[Any], detail: str = "") -> UsageError:
 def _not_finite(node: Node, op: Any, args: list[Any], value: Any) -> NumericError:
     """The scalar path's message for the first element that is not finite, with its index and
     the operands' values there."""
-    np = numpy()
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0]) if value.ndim else ()
     if op.is_array:
         at = f" at {index_text(index)}" if index else ""
@@ -361,9 +356,9 @@ def _not_finite(node: Node, op: Any, args: list[Any], value: Any) -> NumericErro
 def _operands(node: Node, args: list[Any], reals: list[float], index: tuple[int, ...]) -> str:
     parts = []
     for source, arg, real in zip(node.inputs, args, reals, strict=False):
-        if source.op is CONST and not numpy().ndim(arg):
+        if source.op is CONST and not np.ndim(arg):
             continue
-        where = index_text(index[len(index) - numpy().ndim(arg):]) if numpy().ndim(arg) else ""
+        where = index_text(index[len(index) - np.ndim(arg):]) if np.ndim(arg) else ""
         parts.append(f"{indexed_text(source, where)} = {format_number(real)}")
     return ", where " + ", ".join(parts) if parts else ""
 
@@ -372,7 +367,6 @@ def _operands(node: Node, args: list[Any], reals: list[float], index: tuple[int,
 
 def backward(nodes: list[Node]) -> None:
     """Reverse-mode gradients of the scalar output into every node (each of the node's shape)."""
-    np = numpy()
     grads = backward_from(nodes, nodes[-1], np.ones(np.shape(nodes[-1].value)))
     for node in nodes:
         found = grads.get(node.index)
@@ -403,7 +397,6 @@ def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
 
 def _careful(node: Node, args: list[Any], position: int, g: Any, known: Any) -> Any:
     """One contribution with the flags off, checked element by element."""
-    np = numpy()
     with np.errstate(all="ignore"):
         part = contribution(node, args, position, g)
         if not np.all(np.isfinite(part)):
@@ -416,7 +409,6 @@ def _careful(node: Node, args: list[Any], position: int, g: Any, known: Any) -> 
 
 def contribution(node: Node, args: list[Any], position: int, g: Any) -> Any:
     """The gradient that ``node`` passes to its operand ``position`` (the operand's shape)."""
-    np = numpy()
     op = node.op
     try:  # FloatingPointError is not caught: backward's careful path handles it
         part = op.vjp(NUMPY, position, g, node.value, *args)
@@ -434,12 +426,11 @@ def indexed_text(node: Node, where: str) -> str:
         return text
     value = node.value if node.op is CONST else 0.0
     atom = node.name or (getattr(node.op, "precedence", 0) >= PREC_ATOM
-                         and not (numpy().ndim(value) == 0 and float(value) < 0))
+                         and not (np.ndim(value) == 0 and float(value) < 0))
     return f"{text}{where}" if atom else f"({text}){where}"
 
 
 def _derivative_error(node: Node, args: list[Any], position: int, part: Any) -> NumericError:
-    np = numpy()
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(part))[0]) if part.ndim else ()
     op = node.op
     wrt = "" if op.arity == 1 else f" with respect to operand {position + 1}"

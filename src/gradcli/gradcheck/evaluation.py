@@ -281,7 +281,7 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     program.arrays = True
     arrays.bind(program, values)
     value = arrays.forward(program.nodes)
-    if program.outputs or arrays.numpy().ndim(value):  # a Jacobian (docs/matrix-calculus.md)
+    if program.outputs or value.ndim:  # a Jacobian (docs/matrix-calculus.md)
         from gradcli.gradcheck.jacobian_check import evaluate_jacobian
 
         if settings.order >= 2 or settings.hvp:

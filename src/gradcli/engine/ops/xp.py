@@ -42,8 +42,7 @@ def _flagged(value: Any) -> Any:
     """``value``, a BLAS or LAPACK result, which sets no floating-point flag: under
     ``errstate(over="raise")`` (arrays.backward_from) one that is not finite raises
     FloatingPointError as a ufunc would, so the engine need not sum every rule's result."""
-    np = _np()
-    if np.geterr()["over"] == "raise" and not math.isfinite(np.sum(value)):
+    if _np().geterr()["over"] == "raise" and not math.isfinite(value.sum()):
         raise FloatingPointError(f"{type(value).__name__} that is not finite")
     return value
 
@@ -53,7 +52,9 @@ class NumPyArrays:
     name that ``Arrays`` gives (shape, outer, transpose, eye, exp, sign, sum), NumPy's own."""
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(_np(), name)
+        found = getattr(_np(), name)
+        setattr(self, name, found)  # looked up once: the next call finds it without this call
+        return found
 
     def matmul(self, a: Any, b: Any) -> Any:
         return _flagged(_np().matmul(a, b))
@@ -75,8 +76,13 @@ class NumPyArrays:
         return _np().sum(x, axis=-1, keepdims=True) if x.ndim > 1 else x.sum()
 
     def spread(self, g: Any, x: Any) -> Any:
-        np = _np()
-        return np.broadcast_to(g, np.shape(x))  # a view: no new array
+        """The number ``g`` at every element: a read-only view of it (no new array), strides 0,
+        as ``broadcast_to`` makes it, but without its general rule's Python, which costs as much
+        as a small program's step (mean's gradient, every evaluation)."""
+        number = _np().asarray(g)
+        view = _np().ndarray(x.shape, number.dtype, number, 0, (0,) * x.ndim)
+        view.flags.writeable = False  # one element under every index
+        return view
 
     def vector(self, x: Any) -> Any:
         return _np().ravel(x)
