@@ -1,8 +1,9 @@
 """The check's pass over a large node in blocks (gradcheck/directions.py ``_scales``).
 
-The scale max(1, |x_i|) and max |x_i|, made block by block, and a matrix's directional dot
-products u^T ((s * g) v) are compared with the same quantities formed whole by NumPy, at sizes
-that split into several blocks and a last partial one.
+The scale max(1, |x_i|), max |x_i| and a matrix's directional dot products u^T ((s * g) v) (s
+where an element is past ``UNSCALED_REACH``), made block by block of whole rows, are compared
+with the same quantities formed whole by NumPy, at sizes that split into several blocks and a
+last partial one.
 """
 
 from __future__ import annotations
@@ -70,4 +71,4 @@ def test_a_direction_not_drawn_by_aim_is_dotted_formed():
 def test_a_nan_in_a_later_block_is_the_reach():
     x = np.ones(3 * BLOCK)
     x[2 * BLOCK + 5] = math.nan
-    assert math.isnan(directions._scales(x, np.empty(x.size), 1.0))
+    assert math.isnan(directions._scales(x, 1.0, np.empty(x.size), None, [])[0])

@@ -16,14 +16,15 @@ equal errors in two elements (``relu`` at two kinks) cannot cancel exactly, as t
 the time with ±1 alone. A large matrix's direction (past ``COLUMN_MAX_ELEMENTS``; its last
 axis the columns) is u v^T (``replay.Scaled``), u and v drawn alike: m + n draws, not m n; its
 dot with the gradient is u^T (g v), and a matrix product moves by outer products of vectors
-(``Op.scaled``: W@x by u (v@x), O(m + n)). Within ``UNSCALED_REACH`` each element moves at least
-a sixteenth of its own step scale, far above its rounding, and at most the scale itself. A
-matrix with a larger element gets (u v^T) * s, s = max(1, |x|) per element, as a dense direction
-(a product with s per direction). Either still sees any wrong element: u^T (s * e) v is zero
-with probability 0 for an error e that is not, and two wrong elements cancel only if their
-errors do exactly times the draws; ``narrow`` forms the direction to halve it. The draws come
-from a generator seeded with ``DIRECTION_SEED``, the node's index and the direction's number (a
-node small enough for columns: all its directions from the first's), so the same program at the
+(``Op.scaled``: W@x by u (v@x), O(m + n)). Within ``UNSCALED_REACH`` each element moves at most
+its own step scale and at least a sixteenth of it, far above its rounding. A matrix with a
+larger element gets (u v^T) * s, s = max(1, |x|) per element: s and each direction's
+u^T ((s * g) v) are made in one pass over x (``_scales``), and a matrix product moves by one
+product with s per direction. Either still sees any wrong element: u^T (s * e) v is zero with
+probability 0 for an error e that is not, and two wrong elements cancel only if their errors
+do exactly times the draws; ``narrow`` forms the direction to halve it. The draws come from a
+generator seeded with ``DIRECTION_SEED``, the node's index and the direction's number (a node
+small enough for columns: all its directions from the first's), so the same program at the
 same point is always checked along the same directions.
 
 On a failed direction ``narrow`` bisects its support: each half of the moved elements is its own
@@ -77,12 +78,12 @@ class DirectionReplayer(ElementReplayer):
         self.drawn: Any = None  # a small node's directions, or the buffer ``draw`` fills
         self.buffer: Any = None  # x + t v
         # max(1, |x_i|) / 2^15, flat: each element's step scale per bit (a dense direction's;
-        # a large matrix's s: max(1, |x_i|) in x's shape, or None)
+        # a large matrix's s: max(1, |x_i|) in x's shape, or None within ``UNSCALED_REACH``)
         self.scale: Any = None
         self.reach = 0.0  # |x + t v| <= reach + |t| * max(1, reach): max|v_i| <= max(1, |x|)
+        self.scaled = False  # directions (u v^T) * s (a large matrix): ``replay.Scaled``
         # a large matrix's first directions, drawn by ``aim``, and their dot products with the
-        # gradient
-        self.scaled = False
+        # gradient (with s: made in the same pass as s)
         self.draws: list[Scaled] = []
         self.dots: list[float] = []
 
@@ -95,18 +96,17 @@ class DirectionReplayer(ElementReplayer):
         self.scale, self.draws, self.dots = None, [], []
         if not self.scaled:
             self.scale = np.empty(int(np.size(node.value)))
-            self.reach = _scales(node.value, self.scale, 1.0 / 32768)
+            self.reach = _scales(node.value, 1.0 / 32768, self.scale, None, [])[0]
             return elements
-        weights = None if node.grad is None else np.broadcast_to(node.grad, shape)
         self.reach = float(np.maximum(np.max(node.value), -np.min(node.value)))  # NaN kept
-        if not self.reach <= UNSCALED_REACH:  # NaN too: each element's own scale
+        if not self.reach <= UNSCALED_REACH:  # NaN too: each element's own scale, s
             self.scale = np.empty(shape)
-            _scales(node.value, self.scale, 1.0)
-            weights = None if weights is None else weights * self.scale
         self.draws = [self._scaled(k) for k in range(ARRAY_CHECK_DIRECTIONS)]
-        if weights is not None:
-            weights = weights.reshape(-1, shape[-1])
-            self.dots = [float(np.ravel(d.u) @ (weights @ d.v)) for d in self.draws]
+        if self.scale is not None:  # s and the dots in one pass
+            self.dots = _scales(node.value, 1.0, self.scale, node.grad, self.draws)[1]
+        elif node.grad is not None:
+            grad = np.broadcast_to(node.grad, shape).reshape(-1, shape[-1])
+            self.dots = [float(np.ravel(d.u) @ (grad @ d.v)) for d in self.draws]
         return elements
 
     def along(self, direction: Any) -> None:
@@ -124,7 +124,8 @@ class DirectionReplayer(ElementReplayer):
 
     def draw(self, k: int) -> Any:
         """The ``k``-th random direction of the aimed node: a random sign and magnitude in
-        [0.5, 1) times max(1, |x_i|) per element (module docstring), from 16 random bits each
+        [0.5, 1) times max(1, |x_i|) per element, or a large matrix's (u v^T) * s (module
+        docstring), from 16 random bits each
         (a sign and 13 bits of magnitude). A small node's directions are drawn together, the
         first ``ARRAY_CHECK_DIRECTIONS`` (or ``k`` + 1) from Python's generator seeded by the
         node (seeding costs more than drawing a thousand elements); a large one's, each from its
@@ -181,20 +182,39 @@ class DirectionReplayer(ElementReplayer):
         return Scaled(drawn[:rows].reshape(shape[:-1]), drawn[rows:], self.scale)
 
 
-def _scales(value: Any, out: Any, unit: float) -> float:
-    """Fills ``out`` with max(1, |x_i|) * ``unit``; returns max |x_i|. One pass in blocks that
-    stay in a core's cache."""
+def _scales(value: Any, unit: float, out: Any, grad: Any, draws: list[Scaled]
+            ) -> tuple[float, list[float]]:
+    """Fills ``out`` (flat, or a matrix's shape when ``draws``) with max(1, |x_i|) * ``unit``;
+    returns max |x_i| and, for each direction (u v^T) * s of ``draws``, u^T ((s * grad) v)
+    (none without a gradient). One pass over x and the gradient in blocks of whole rows that
+    stay in a core's cache: s * grad lives one block at a time, and every direction reads each
+    block then, where a whole s * grad would be one more array of x's size, read once per
+    direction."""
     np = numpy()
-    flat, scale = np.ravel(value), out.reshape(-1)
+    draws = draws if grad is not None else []
+    if draws:
+        columns = np.shape(out)[-1]
+        matrix, scale = np.reshape(value, (-1, columns)), out.reshape(-1, columns)
+        step = max(1, BLOCK // columns)
+        weights = np.reshape(np.broadcast_to(grad, np.shape(out)), (-1, columns))
+        block = np.empty((min(step, len(matrix)), columns))
+        products = np.empty((len(draws), len(matrix)))
+    else:
+        matrix, scale, step = np.ravel(value), out, BLOCK
     peaks = []  # each block's max |x_i|
-    for start in range(0, len(flat), BLOCK):
-        part = np.abs(flat[start:start + BLOCK], out=scale[start:start + BLOCK])
+    for start in range(0, len(matrix), step):
+        part = np.abs(matrix[start:start + step], out=scale[start:start + step])
         peaks.append(part.max())
         np.maximum(part, 1.0, out=part)
         if unit != 1.0:
             part *= unit
+        if draws:
+            weighted = np.multiply(part, weights[start:start + step], out=block[:len(part)])
+            for k, direction in enumerate(draws):
+                np.matmul(weighted, direction.v, out=products[k, start:start + step])
     # NumPy's max keeps a NaN, where Python's would drop it after the first block
-    return float(peaks[0] if len(peaks) == 1 else np.max(peaks, initial=0.0))
+    reach = float(peaks[0] if len(peaks) == 1 else np.max(peaks, initial=0.0))
+    return reach, [float(np.ravel(d.u) @ products[k]) for k, d in enumerate(draws)]
 
 
 def _signed(bits: Any) -> Any:

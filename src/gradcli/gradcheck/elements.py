@@ -30,7 +30,6 @@ from typing import Any
 
 from gradcli.engine.graph import Node, Program, node_text
 from gradcli.engine.ops import numpy
-from gradcli.engine.replay import reads_whole
 from gradcli.gradcheck.columns import COLUMN_MAX_ELEMENTS, central_columns, replayable
 from gradcli.gradcheck.differences import GradientCheck, settled_check
 from gradcli.gradcheck.directions import (
@@ -165,10 +164,9 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     flats = sample(size, count)
     multiplying = multiplied and any(work[i][1] for i in replayer.linear)
     # A small node's directions join its elements' column replay; so do a large one's where
-    # they move only the linear nodes (W in W@x: the columns are W@x's, W is never formed)
-    rest = [n for n in downstream if n.index not in replayer.linear]
+    # they move only products (W in W@x: the columns are W@x's, W is never formed)
     replayed = columns or (method == "central" and multiplying and replayable(downstream)
-                           and not reads_whole(node, rest, replayer.nodes[-1]))
+                           and _moved_by_products(node, downstream, replayer.linear))
     drawn = [replayer.draw(k) for k in range(directions)] if replayed else None
     elements, settled = _elements(replayer, node, flats, rtol, atol, method, drawn,
                                   replayer.linear if multiplying else None)
@@ -183,6 +181,15 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
             elements.update(narrowed)
     spent = directions * direction_cost + len(flats) * element_cost
     return _combined(node, elements, along), spent, shrunk
+
+
+def _moved_by_products(node: Node, downstream: list[Node], linear: set[int]) -> bool:
+    """Whether every node that reads ``node`` is linear in it with a unit and a scaled form (W
+    in W@x): its columns then move those nodes alone, and no array of its size is formed per
+    element or direction (a unit array, a direction formed whole)."""
+    readers = [n for n in downstream if any(source is node for source in n.inputs)]
+    return bool(readers) and all(n.index in linear and n.op.unit is not None
+                                 and n.op.scaled is not None for n in readers)
 
 
 def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: float,

@@ -118,9 +118,9 @@ def _matmul_unit(np: Any, position: int, flat: int, a: Any, b: Any) -> Any:
 
 
 def _matmul_scaled(np: Any, position: int, u: Any, v: Any, s: Any, a: Any, b: Any) -> Any:
-    """a@b with operand ``position`` the matrix (u v^T) * s (``Op.scaled``): (V@b)_i is
-    u_i (s @ (v * b))_i and (a@V)_j is ((a * u) @ s)_j v_j, one product with s each; without s,
-    the outer products u (v@b) and (a@u) v^T, O(m + n) for a vector operand."""
+    """a@b with operand ``position`` the matrix (u v^T) * s (``Op.scaled``; a 2-D V, as matmul
+    takes): (V@b)_i is u_i (s @ (v * b))_i and (a@V)_j is ((a * u) @ s)_j v_j, one product with
+    s each; without s, the outer products u (v@b) and (a@u) v^T, O(m + n) for a vector."""
     if s is None:
         return np.multiply.outer(u, v @ b) if position == 0 else np.multiply.outer(a @ u, v)
     if position == 0:
