@@ -122,3 +122,22 @@ def test_a_wrong_element_is_found_along_scaled_directions(name, text, error, at)
     assert not result.check.ok and not check.ok
     assert check.where == at and check.failed >= 1 and check.directions >= 1
     assert check.abs_error == pytest.approx(error(POINT["W"][at]), rel=1e-4)
+
+
+def test_a_large_vector_in_a_product_is_not_checked_in_columns():
+    """Only a large matrix's rank-one directions join the column replay: a large vector's
+    would be formed whole, one per column (x + h v for every direction and sign)."""
+    import tracemalloc
+
+    n = 200_000
+    rng = np.random.default_rng(1)
+    values = {"a": rng.standard_normal(n), "x": rng.standard_normal(n)}
+    gradcli.evaluate("tanh(a@x / 1000)", values, check=False)
+    tracemalloc.start()
+    try:
+        result = gradcli.evaluate("tanh(a@x / 1000)", values)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.check.ok
+    assert peak < 8 * (8 * n)  # 4.6 vectors' worth; in columns it was 19

@@ -163,9 +163,11 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     count = min(count, ARRAY_CHECK_ELEMENTS)
     flats = sample(size, count)
     multiplying = multiplied and any(work[i][1] for i in replayer.linear)
-    # A small node's directions join its elements' column replay; so do a large one's where
-    # they move only products (W in W@x: the columns are W@x's, W is never formed)
-    replayed = columns or (method == "central" and multiplying and replayable(downstream)
+    # A small node's directions join its elements' column replay; so do a large matrix's
+    # (``Scaled``) where they move only products (W in W@x: the columns are W@x's, W is never
+    # formed; a large vector's directions would be formed whole, one per column)
+    replayed = columns or (method == "central" and replayer.scaled and multiplying
+                           and replayable(downstream)
                            and _moved_by_products(node, downstream, replayer.linear))
     drawn = [replayer.draw(k) for k in range(directions)] if replayed else None
     elements, settled = _elements(replayer, node, flats, rtol, atol, method, drawn,
