@@ -8,7 +8,7 @@ import random
 import pytest
 
 import gradcli
-from gradcli.engine.graph import last_uses
+from gradcli.engine.node import last_uses
 from gradcli.engine.replay import Replayer
 from gradcli.gradcheck import check
 from gradcli.gradcheck.float_columns import replay_columns

@@ -10,7 +10,7 @@ from __future__ import annotations
 import cmath
 import math
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gradcli.engine.core_ops import CONST
@@ -88,23 +88,6 @@ def nodes_and_uses(outputs: Iterable[Node]) -> tuple[list[Node], dict[Node, int]
             else:
                 uses[source] = count + 1
     return in_creation_order(found), uses
-
-
-def last_uses(nodes: list) -> tuple[Sequence[int], Sequence[int]]:
-    """For each node, the index of its last user and that of the user before the last (its own
-    index where it has none): a value can go after the first, and wait idle after the second.
-    Machine integers, 4 bytes: lists would hold an int object per node (W3: 6 MB at the check's
-    peak), and a program of over 2^31 nodes cannot be held anyway."""
-    from array import array  # not at the top: an eval without the check never loads it
-
-    last = array("i", range(len(nodes)))
-    before = array("q", last)
-    for node in nodes:
-        for source in node.inputs:
-            k = source.index
-            before[k] = last[k]
-            last[k] = node.index
-    return last, before
 
 
 @dataclass

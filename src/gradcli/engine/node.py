@@ -1,4 +1,5 @@
-"""The graph's node, below both graph.py and the printed forms (``notation``) that read it.
+"""The graph's node, below both graph.py and the printed forms (``notation``) that read it, and
+``last_uses``, which both need.
 
 Every node gets a creation number (``seq``) larger than its inputs' numbers, because a node can
 only be built from nodes that already exist: sorting by it is a topological order.
@@ -12,6 +13,7 @@ from gradcli.engine.core_ops import CONST, VAR
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 _next_seq = itertools.count().__next__
@@ -76,3 +78,21 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.op.name}, name={self.name!r}, value={self.value!r})"
+
+
+def last_uses(nodes: Sequence[Node]) -> tuple[Sequence[int], Sequence[int]]:
+    """For each node of a program (``index``: its position), the index of its last user and
+    that of the user before the last (its own index where it has none): a value can go after
+    the first, and wait idle after the second. Machine integers, 4 bytes: lists would hold an
+    int object per node (W3: 6 MB at the check's peak), and a program of over 2^31 nodes cannot
+    be held anyway."""
+    from array import array  # not at the top: an eval without the check never loads it
+
+    last = array("i", range(len(nodes)))
+    before = array("i", last)
+    for node in nodes:
+        for source in node.inputs:
+            k = source.index
+            before[k] = last[k]
+            last[k] = node.index
+    return last, before

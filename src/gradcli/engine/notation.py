@@ -19,6 +19,7 @@ from gradcli.engine.core_ops import (
     SUB,
     VAR,
 )
+from gradcli.engine.node import last_uses
 from gradcli.engine.ops import OPS, shape_text
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -117,12 +118,7 @@ def texts_in_order(nodes: Sequence[Node], chunk: int = 4096) -> Iterator[str]:
     if len(nodes) <= chunk or any(node.index != k for k, node in enumerate(nodes)):
         yield from texts_by_node(nodes).values()  # one chunk, or not numbered by position
         return
-    from array import array  # not at the top: only a long node list needs it
-
-    last = array("q", range(len(nodes)))  # each node's last reader (itself: none)
-    for node in nodes:
-        for source in node.inputs:
-            last[source.index] = node.index
+    last = last_uses(nodes)[0]  # each node's last reader (itself: none)
     # the nodes whose texts go after each chunk: those last read in it, and its named ones (an
     # operand's name is its text, ``operand`` below: a named node's is never read)
     expiring: list[list[Node]] = [[] for _ in range(0, len(nodes), chunk)]

@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gradcli.engine.graph import Program, last_uses
+from gradcli.engine.graph import Program
+from gradcli.engine.node import last_uses
 from gradcli.engine.ops import CONDITIONAL, CONST, OPS, VAR, Op, numpy
 from gradcli.engine.perturbation import Perturbation, amplitude, same_bits
 from gradcli.errors import UsageError

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gradcli.engine.graph import Node, Program, last_uses
+from gradcli.engine.graph import Node, Program
+from gradcli.engine.node import last_uses
 from gradcli.engine.ops import OPS, numpy
 from gradcli.gradcheck.columns import Settled
 from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees
