@@ -52,7 +52,10 @@ _SWEEP = """
 import sys, time
 import numpy as np
 import gradcli
-from gradcli.engine.vector import evaluate_vector
+try:
+    from gradcli.engine.vector import evaluate_vector
+except ImportError:  # before the tree had subpackages (c7a1259, the baseline of issue 31)
+    from gradcli.vector import evaluate_vector
 rng = np.random.default_rng(6)
 x, y = rng.uniform(-2, 2, 10**6), rng.uniform(-2, 2, 10**6)
 program = gradcli.parse(sys.argv[1])
@@ -250,7 +253,9 @@ def workloads_to_run(args: argparse.Namespace, folder: Path) -> list[Workload]:
 
 def _sweep(version: Version) -> Sample:
     done = subprocess.run([version.python, "-c", _SWEEP, workloads.SWEEP_FORMULA],
-                          capture_output=True, text=True, env=ENV, check=True)
+                          capture_output=True, text=True, env=ENV)
+    if done.returncode:
+        raise SystemExit(f"W5 in {version.label}: exit {done.returncode}\n{done.stderr[-2000:]}")
     wall, cpu = done.stdout.split()
     return Sample(float(wall), float(cpu))
 

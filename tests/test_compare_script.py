@@ -43,3 +43,14 @@ def test_a_commit_is_exported_with_its_files(tmp_path):
         ["git", "-C", str(ROOT), "show", f"{head}:pyproject.toml"], capture_output=True,
         check=True).stdout
     assert (tmp_path / "tree" / "src" / "gradcli" / "cli" / "eval_command.py").is_file()
+
+
+def test_a_failing_sweep_stops_the_comparison_with_its_error(tmp_path):
+    """W5 runs a script in the version's own Python: its failure names the version and shows
+    the script's error (an old tree whose modules moved, say), not a bare CalledProcessError."""
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text("#!/bin/sh\necho 'ImportError: no gradcli.vector' >&2\nexit 1\n")
+    python.chmod(0o755)
+    with pytest.raises(SystemExit, match=r"W5 in c7a1259: exit 1\nImportError: no gradcli"):
+        compare._sweep(compare.Version("c7a1259", tmp_path))
