@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import re
+import sys
 
 from gradcli.language.lalr import (
     CLOSE,
@@ -44,11 +45,13 @@ class Parser:
         # Ignored text (spaces, comments) is skipped by the match of the token after it, and
         # the end of the text is a match of its own (no group: ``$END``), so every token costs
         # one match. That is safe because no kept terminal can begin with ignored text (a test
-        # compares tokens and errors with Lark's own lexer).
+        # compares tokens and errors with Lark's own lexer), nor is skipped text ever given back
+        # (the error group takes any character): a possessive skip (Python 3.11+) is faster.
         skip = "|".join(f"(?:{regex})" for name, regex in terminals if name in ignore)
         kept = [f"(?P<{name}>{regex})" for name, regex in terminals if name not in ignore]
         kept.append(f"(?P<{_ERROR}>.|\\n)")
-        prefix = f"(?:{skip})*" if skip else ""
+        repeat = "*+" if sys.version_info >= (3, 11) else "*"
+        prefix = f"(?:{skip}){repeat}" if skip else ""
         self.scanner = re.compile(f"{prefix}(?:{'|'.join(kept)}|\\Z)")
         self.allowed = {name for name, _ in terminals} - ignore
         patterns = dict(terminals)
