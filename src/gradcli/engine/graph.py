@@ -33,18 +33,15 @@ def nodes_of(outputs: Iterable[Node]) -> list[Node]:
     """Every node the outputs depend on, once each, inputs before users (by creation number)."""
     stack = list(dict.fromkeys(outputs))
     seen = set(stack)  # nodes hash by identity
-    found: list[Node] = []
     # Bound methods in locals: this walk (``nodes_and_uses`` without the counting, which costs
     # 10-20%) runs several times per derivative printed.
-    pop, push, keep, mark = stack.pop, stack.append, found.append, seen.add
+    pop, push, mark = stack.pop, stack.append, seen.add
     while stack:
-        node = pop()
-        keep(node)
-        for source in node.inputs:
+        for source in pop().inputs:
             if source not in seen:
                 mark(source)
                 push(source)
-    return in_creation_order(found)
+    return in_creation_order(list(seen))
 
 
 _by_creation = operator.attrgetter("seq")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import re
+import sys
 
 from gradcli.language.lalr import (
     CLOSE,
@@ -44,11 +45,13 @@ class Parser:
         # Ignored text (spaces, comments) is skipped by the match of the token after it, and
         # the end of the text is a match of its own (no group: ``$END``), so every token costs
         # one match. That is safe because no kept terminal can begin with ignored text (a test
-        # compares tokens and errors with Lark's own lexer).
+        # compares tokens and errors with Lark's own lexer), nor is skipped text ever given back
+        # (the error group takes any character): a possessive skip (Python 3.11+) is faster.
         skip = "|".join(f"(?:{regex})" for name, regex in terminals if name in ignore)
         kept = [f"(?P<{name}>{regex})" for name, regex in terminals if name not in ignore]
         kept.append(f"(?P<{_ERROR}>.|\\n)")
-        prefix = f"(?:{skip})*" if skip else ""
+        repeat = "*+" if sys.version_info >= (3, 11) else "*"
+        prefix = f"(?:{skip}){repeat}" if skip else ""
         self.scanner = re.compile(f"{prefix}(?:{'|'.join(kept)}|\\Z)")
         self.allowed = {name for name, _ in terminals} - ignore
         patterns = dict(terminals)
@@ -98,8 +101,9 @@ class Parser:
         """(length, base, how, what) for one grammar rule (``base``: its origin's part of a
         landing's key): _UNIT (``?x: y``, the one child passed up), _PASS (the popped value at
         position ``what``), _LEAF (``what`` the method, called with the one child), _CALL
-        (``what`` is (method, pick), ``pick`` None when all are kept) or _SPLICE (``what``
-        builds the children with ``_rule`` inlining)."""
+        (``what`` is (method, pick), ``pick`` taking the kept children straight from the top
+        of the value stack: no copy of the popped values) or _SPLICE (``what`` builds the
+        children with ``_rule`` inlining)."""
         origin, length, callback, expand1, kept = rule
         method = getattr(builder, callback, None)
         if not origin.startswith("_") and not expand1 and method is None:
@@ -109,16 +113,17 @@ class Parser:
             return length, base, _UNIT if length == 1 else _PASS, kept[0][0]
         if plain and not origin.startswith("_") and not expand1:
             positions = [index for index, _ in kept]
-            if positions == list(range(length)):
-                if length == 1:  # names and numbers
-                    return length, base, _LEAF, method
-                pick = None
-            elif not positions:  # nothing kept (x[:]): the callback gets an empty list
+            if positions == [0] and length == 1:  # names and numbers
+                return length, base, _LEAF, method
+            if not positions:  # nothing kept (x[:]): the callback gets an empty list
                 pick = operator.itemgetter(slice(0, 0))
+            elif positions == list(range(length)):
+                pick = operator.itemgetter(slice(-length, None))
             elif len(positions) == 1:  # a slice, so that the callback still gets a list
-                pick = operator.itemgetter(slice(positions[0], positions[0] + 1))
+                end = positions[0] - length + 1
+                pick = operator.itemgetter(slice(end - 1, end or None))
             else:
-                pick = operator.itemgetter(*positions)
+                pick = operator.itemgetter(*[index - length for index in positions])
             return length, base, _CALL, (method, pick)
 
         # A left-recursive list rule (``_x: _x item``) grows its own list in place, as Lark's
@@ -147,7 +152,8 @@ class Parser:
         multiline = "\n" in text  # else no newline to drop: skip the counting (a batch's lines)
         names, error = self.names, self.error
         new_str: Any = str.__new__
-        states: list[int] = [self.start]
+        top = self.start
+        states: list[int] = [top]
         values: list[Any] = []
         line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
         depth = 0  # ( read and not yet closed
@@ -169,8 +175,6 @@ class Parser:
                     value = new_str(Token, word)  # Token(...) inlined
                     value.type, value.pos_in_stream = names[k], pos
                     value.line, value.column = line, pos - line_start + 1
-            elif k == error:
-                raise UnexpectedCharacters(*_position(text, match.start(k)), set(self.allowed))
             elif multiline and k in brackets:
                 kind = brackets[k]
                 if kind in (OPEN, SQUARE_OPEN):
@@ -179,34 +183,35 @@ class Parser:
                     depth -= 1
                 elif depth > 0 and text[match.start(k)] == "\n":
                     continue  # a line break inside ( ): the statement goes on
-            if k:
-                last = match
             while True:
-                action = steps[states[-1]][k]
+                action = steps[top][k]
                 if action >= 0:
                     states.append(action)
                     values.append(value)
+                    top = action
                     break
-                if action == _NOTHING:
-                    if k == 0 and states[-1] == self.end:
+                if action == _NOTHING:  # the text's end, or a syntax error
+                    if k == 0 and top == self.end:
                         return values[-1]
-                    expected = {names[j] or "" for j, a in enumerate(steps[states[-1]])
-                                if a != _NOTHING}
-                    raise UnexpectedToken(_token(text, names[k] or "", last), expected, values)
+                    if k == error:
+                        raise UnexpectedCharacters(*_position(text, match.start(k)),
+                                                   set(self.allowed))
+                    expected = {names[j] or "" for j, a in enumerate(steps[top]) if a != _NOTHING}
+                    raise UnexpectedToken(_token(text, names[k] or "", match if k else last),
+                                          expected, values)
                 length, base, how, what = rules[~action]
                 if how == _LEAF:  # right after a shift: the top state is replaced
                     values[-1] = what([values[-1]])
                 elif how == _UNIT:  # right after a shift; after a reduction, the landing
                     # has already taken such chains
-                    states[-1] = self._unit_chain(states[-2], states[-1], k)
+                    top = states[-1] = self._unit_chain(states[-2], top, k)
                     continue
                 else:
-                    if how == _PASS:
-                        made = values[what - length]
-                    elif how == _CALL:
+                    if how == _CALL:
                         method, pick = what
-                        popped = values[-length:]
-                        made = method(popped if pick is None else pick(popped))
+                        made = method(pick(values))
+                    elif how == _PASS:
+                        made = values[what - length]
                     else:
                         made = what(values[-length:] if length else [])
                     if length:
@@ -218,10 +223,11 @@ class Parser:
                         values.append(made)
                         states.append(states[-1])
                 key = states[-2] * stride + base + k
-                top = landings.get(key)
-                if top is None:
+                top = landings.get(key, -1)
+                if top < 0:
                     top = landings[key] = self._landing(key)
                 states[-1] = top
+            last = match
         raise AssertionError("unreachable: the text's end either completes the parse or fails")
 
     def _landing(self, key: int) -> int:
