@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start
 if TYPE_CHECKING:
     from typing import Any
 
-    from gradcli.gradcheck.check import CheckReport, GradientCheck
+    from gradcli.gradcheck.check import CheckReport
 
 
 def result_arrays(result: Any) -> dict[str, Any]:
@@ -143,7 +143,9 @@ def check_record(check: CheckReport) -> dict[str, Any]:
     return {
         "ok": check.ok, "max_abs_error": check.max_abs_error, "rtol": check.rtol,
         "atol": check.atol,
-        "gradients": {name: _gradient_check(g) for name, g in check.gradients.items()},
+        # each gradient's check: the numbers of its worst element, at "where" (a tuple: a list)
+        "gradients": {name: {key: getattr(g, key) for key in _GRADIENT_CHECK_KEYS}
+                      for name, g in check.gradients.items()},
         "nodes_checked": not check.nodes_skipped, "method": check.method,
         "unchecked": check.unchecked, "shrunk": check.shrunk,
         "ill_conditioned": None if check.conditioning is None else check.conditioning.record(),
@@ -152,13 +154,6 @@ def check_record(check: CheckReport) -> dict[str, Any]:
 
 _GRADIENT_CHECK_KEYS = ("analytic", "numeric", "abs_error", "tolerance", "ok", "method",
                         "error_estimate", "checked", "size", "failed", "where", "directions")
-
-
-def _gradient_check(check: GradientCheck) -> dict[str, Any]:
-    """One gradient's check; its numbers are its worst element's (at ``where``)."""
-    record = {key: getattr(check, key) for key in _GRADIENT_CHECK_KEYS}
-    record["where"] = list(check.where)
-    return record
 
 
 def error_record(error: GradcliError, source: str, line: int | None = None) -> dict[str, Any]:
