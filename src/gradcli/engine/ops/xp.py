@@ -123,8 +123,18 @@ class NumPyArrays:
         return g  # the engine's gradients have their node's shape already
 
     def unbroadcast(self, part: Any, out: Any, x: Any) -> Any:
+        """``part`` summed over the axes that broadcasting added or stretched: x's shape."""
         np = _np()
-        return unbroadcast(np.asarray(part, dtype=float), np.shape(x))
+        grad, shape = np.asarray(part, dtype=float), np.shape(x)
+        if grad.shape == shape:
+            return grad
+        extra = grad.ndim - len(shape)
+        if extra > 0:
+            grad = grad.sum(axis=tuple(range(extra)))
+        stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+        if stretched:
+            grad = grad.sum(axis=stretched, keepdims=True)
+        return grad.reshape(shape)
 
 
 NUMPY = NumPyArrays()
@@ -167,19 +177,6 @@ def _cumulative_others(np: Any, x: Any) -> Any:
     left = np.concatenate(([1.0], np.cumprod(flat[:-1])))
     right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1.0]))
     return (left * right).reshape(x.shape)
-
-
-def unbroadcast(grad: Any, shape: tuple[int, ...]) -> Any:
-    """Sum ``grad`` over the axes that broadcasting added or stretched, back to ``shape``."""
-    if grad.shape == shape:
-        return grad
-    extra = grad.ndim - len(shape)
-    if extra > 0:
-        grad = grad.sum(axis=tuple(range(extra)))
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    if stretched:
-        grad = grad.sum(axis=stretched, keepdims=True)
-    return grad.reshape(shape)
 
 
 def subscript_of(key: tuple[Any, ...]) -> tuple[Any, ...]:
