@@ -185,7 +185,7 @@ def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     element that is not finite. Complex-step replays always take the careful path.
     """
     with raising():
-        return _value(node, args, complex_step, True)
+        return recompute(node, args, complex_step, guard=True)
 
 
 def raising() -> Any:
@@ -193,14 +193,12 @@ def raising() -> Any:
     return np.errstate(**_RAISE)
 
 
-def recompute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
+def recompute(node: Node, args: list[Any], complex_step: bool = False,
+              guard: bool = False) -> Any:
     """``compute`` for a replay, inside ``raising()``: the operands have the shapes the
     evaluation computed with (a replay moves values, never shapes), so the shape rule it
-    passed is not asked again; a domain, an op's error and a value that is not finite are."""
-    return _value(node, args, complex_step, False)
-
-
-def _value(node: Node, args: list[Any], complex_step: bool, guard: bool) -> Any:
+    passed is not asked again (``guard``: it is); a domain, an op's error and a value that is
+    not finite are."""
     return _careful_value(node, args, True, guard) if complex_step else _fast(node, args, guard)
 
 
