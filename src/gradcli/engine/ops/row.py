@@ -291,9 +291,19 @@ def above(x: Any) -> Any:
 
 def unary(name: str, forward: Callable[..., float], dx: Rule, **row: Any) -> Op:
     """An element-wise row of one operand."""
-    return Op(name, 1, forward, (dx,), **row)
+    return Op(name, 1, forward, (dx,), **_ufunc_forms(row, 1))
 
 
 def binary(name: str, forward: Callable[..., float], dx: Rule, dy: Rule, **row: Any) -> Op:
     """An element-wise row of two operands."""
-    return Op(name, 2, forward, (dx, dy), **row)
+    return Op(name, 2, forward, (dx, dy), **_ufunc_forms(row, 2))
+
+
+def _ufunc_forms(row: dict[str, Any], arity: int) -> dict[str, Any]:
+    """``ufunc="arcsin"``: the row's vector form and its NumPy export are both that NumPy
+    function of the operands, named once (``vector`` and ``numpy`` otherwise)."""
+    ufunc = row.pop("ufunc", None)
+    if ufunc is not None:
+        row["vector"] = lambda np, *args: getattr(np, ufunc)(*args)
+        row["numpy"] = f"np.{ufunc}(" + ", ".join(f"{{{i}}}" for i in range(arity)) + ")"
+    return row
