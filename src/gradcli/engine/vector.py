@@ -130,23 +130,28 @@ def _evaluate(
 class _Finiteness:
     """The points where no value or gradient looked at so far is non-finite (``ok``). From
     finite arrays NumPy makes a non-finite one only with a floating-point flag, so an array is
-    tested only if the inputs were not all finite or a flag was ``raised``."""
+    tested only if the inputs were not all finite or a flag was ``raised``; with the flags
+    ignored (``every``: a masked evaluation) every array is."""
 
-    def __init__(self, np: Any, given: Mapping[str, Any], size: int) -> None:
+    def __init__(self, np: Any, given: Mapping[str, Any], size: int, every: bool = False) -> None:
         self.np = np
         self.ok = np.ones(size, dtype=bool)
         self.raised: list[str] = []
-        self.inputs_finite = all(np.isfinite(a).all() for a in given.values())
+        self.inputs_finite = not every and all(np.isfinite(a).all() for a in given.values())
 
-    def settle(self, value: Any) -> None:
-        """ok &= isfinite(value), in place, if ``value`` may not be finite."""
-        if value is None:
+    def settle(self, value: Any, live: Any = True) -> None:
+        """ok &= isfinite(value), in place, if ``value`` may not be finite: wherever its node is
+        ``live`` (True, False, or a boolean array of the points)."""
+        np = self.np
+        if value is None or live is False:
             return
-        if self.np.ndim(value) == 0:
+        if live is not True:
+            np.logical_and(self.ok, np.logical_or(np.isfinite(value), ~live), out=self.ok)
+        elif np.ndim(value) == 0:
             if not math.isfinite(value):
                 self.ok[:] = False
         elif self.raised or not self.inputs_finite:
-            self.np.logical_and(self.ok, self.np.isfinite(value), out=self.ok)
+            np.logical_and(self.ok, np.isfinite(value), out=self.ok)
 
 
 def _backward_vector(
@@ -355,11 +360,11 @@ def evaluate_masked(
         values = forward_vector(np, program, given, None, [True] * len(nodes), perturbation)
         live = _liveness(np, program, values)
         grads = _backward_vector(np, program, values, size, None, None, live) if gradients else []
-    ok = np.ones(size, dtype=bool)
+    finite = _Finiteness(np, given, size, every=True)
     for node in nodes:
-        _settle(np, ok, values[node.index], live[node.index])
-        if gradients and grads[node.index] is not None:
-            _settle(np, ok, grads[node.index], live[node.index])
+        finite.settle(values[node.index], live[node.index])
+        if gradients:
+            finite.settle(grads[node.index], live[node.index])
     keep = [every_node or node.op is VAR or node is nodes[-1] for node in nodes]
     columns = [column(np, _live_part(np, v, m), size) if k else None
                for v, m, k in zip(values, live, keep, strict=True)]
@@ -367,7 +372,7 @@ def evaluate_masked(
     if gradients:
         grads_out = [column(np, g, size) if g is not None and (every_node or node.op is VAR)
                      else None for node, g in zip(nodes, grads, strict=True)]
-    return VectorEvaluation(size, columns, grads_out, ~ok)
+    return VectorEvaluation(size, columns, grads_out, ~finite.ok)
 
 
 def _liveness(np: Any, program: Program, values: list[Any]) -> list[Any]:
@@ -411,14 +416,3 @@ def _live_part(np: Any, value: Any, live: Any) -> Any:
         return np.float64(0.0)
     with np.errstate(all="ignore"):
         return np.where(live, value, 0.0)
-
-
-def _settle(np: Any, ok: Any, value: Any, live: Any) -> None:
-    """ok &= (value is finite wherever the node is live), in place."""
-    if value is None or live is False:
-        return
-    finite = np.isfinite(value)
-    if live is True:
-        np.logical_and(ok, finite, out=ok)
-    else:
-        np.logical_and(ok, np.logical_or(finite, ~live), out=ok)
