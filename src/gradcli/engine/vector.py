@@ -60,9 +60,7 @@ def evaluate_vector(
     np = numpy()
     given = {name: np.asarray(value, dtype=float) for name, value in columns.items()}
     size = max((a.size for a in given.values() if a.ndim), default=1)
-    if program.masked:  # conditionals: the branches not taken are masked point by point
-        return evaluate_masked(np, program, given, size, gradients, every_node, perturbation)
-    if every_node or size < 2 * BLOCK or perturbation is not None:
+    if every_node or size < 2 * BLOCK or perturbation is not None or program.masked:
         return _evaluate(np, program, given, size, gradients, every_node, perturbation)
     return _evaluate_in_blocks(np, program, given, size, gradients)
 
@@ -106,25 +104,39 @@ def _evaluate(
     np: Any, program: Program, given: Mapping[str, Any], size: int, gradients: bool,
     every_node: bool, perturbation: Perturbation | None = None,
 ) -> VectorEvaluation:
-    """``evaluate_vector`` of one block of points."""
-    finite = _Finiteness(np, given, size)
-    drop = None if every_node else finite.settle
-    flags = {"divide": "call", "over": "call", "invalid": "call", "under": "ignore"}
-    with np.errstate(**flags, call=lambda kind, flag: finite.raised.append(kind)):
-        kept = _read_backward(program) if gradients else [False] * len(program.nodes)
+    """``evaluate_vector`` of one block of points; a masked program's (module docstring) with
+    NumPy's errors ignored and every value kept until its node's liveness is known."""
+    masked = program.masked
+    finite = _Finiteness(np, given, size, every=masked)
+    drop = None if every_node or masked else finite.settle
+    if masked:  # every value is tested below, where its node is live
+        state = np.errstate(all="ignore")
+    else:
+        state = np.errstate(divide="call", over="call", invalid="call", under="ignore",
+                            call=lambda kind, flag: finite.raised.append(kind))
+    with state:
+        read = gradients and drop is not None  # what the backward pass reads is not dropped
+        kept = _read_backward(program) if read else [False] * len(program.nodes)
         operands = forward_vector(np, program, given, drop, kept, perturbation)
-        grads = (_backward_vector(np, program, operands, size, drop, perturbation)
-                 if gradients else [])
-    output = operands[-1]
-    for value in (*operands, *grads):
-        finite.settle(value)
-    if not every_node:  # what the passes left of uniform intermediates goes too
-        nodes = program.nodes
-        operands = [v if node.op is VAR else None for node, v in zip(nodes, operands, strict=True)]
-        operands[-1] = output
-    columns_out = [None if value is None else column(np, value, size) for value in operands]
-    gradients_out = [None if g is None else column(np, g, size) for g in grads]
-    return VectorEvaluation(size, columns_out, gradients_out if gradients else None, ~finite.ok)
+        live = _liveness(np, program, operands) if masked else None
+        grads = (_backward_vector(np, program, operands, size, drop,
+                                  None if masked else perturbation, live) if gradients else [])
+    if live is None:
+        live = [True] * len(operands)
+    for k, node_live in enumerate(live):
+        finite.settle(operands[k], node_live)
+        if grads:
+            finite.settle(grads[k], node_live)
+    # what the passes left of uniform intermediates goes too, unless ``every_node``
+    last = program.nodes[-1]
+    keep = [every_node or node.op is VAR or node is last for node in program.nodes]
+    columns_out = [column(np, _live_part(np, value, node_live), size) if wanted else None
+                   for value, node_live, wanted in zip(operands, live, keep, strict=True)]
+    gradients_out = None
+    if gradients:
+        gradients_out = [column(np, g, size) if g is not None and (every_node or node.op is VAR)
+                         else None for node, g in zip(program.nodes, grads, strict=True)]
+    return VectorEvaluation(size, columns_out, gradients_out, ~finite.ok)
 
 
 class _Finiteness:
@@ -348,31 +360,6 @@ def forward_vector(
 
 def column(np: Any, value: Any, size: int) -> Any:
     return np.broadcast_to(np.asarray(value, dtype=float), (size,))
-
-
-def evaluate_masked(
-    np: Any, program: Program, given: Mapping[str, Any], size: int, gradients: bool,
-    every_node: bool, perturbation: Any = None,
-) -> Any:
-    """``vector.evaluate_vector`` for a program with conditionals (same arguments and result)."""
-    nodes = program.nodes
-    with np.errstate(all="ignore"):
-        values = forward_vector(np, program, given, None, [True] * len(nodes), perturbation)
-        live = _liveness(np, program, values)
-        grads = _backward_vector(np, program, values, size, None, None, live) if gradients else []
-    finite = _Finiteness(np, given, size, every=True)
-    for node in nodes:
-        finite.settle(values[node.index], live[node.index])
-        if gradients:
-            finite.settle(grads[node.index], live[node.index])
-    keep = [every_node or node.op is VAR or node is nodes[-1] for node in nodes]
-    columns = [column(np, _live_part(np, v, m), size) if k else None
-               for v, m, k in zip(values, live, keep, strict=True)]
-    grads_out = None
-    if gradients:
-        grads_out = [column(np, g, size) if g is not None and (every_node or node.op is VAR)
-                     else None for node, g in zip(nodes, grads, strict=True)]
-    return VectorEvaluation(size, columns, grads_out, ~finite.ok)
 
 
 def _liveness(np: Any, program: Program, values: list[Any]) -> list[Any]:
