@@ -133,7 +133,8 @@ class Program:
         if unused:
             nodes = unused + nodes
             _number(nodes)
-        return cls(source, outputs[-1], nodes, _by_name(inputs), dict(defaults),
+        by_name = {v.name: v for v in inputs if v.name is not None}  # a variable always has one
+        return cls(source, outputs[-1], nodes, by_name, dict(defaults),
                    masked=conditional and is_masked(nodes), outputs=list(outputs))
 
     def unbound(self, values: Mapping[str, float]) -> list[str]:
@@ -154,10 +155,6 @@ def _number(nodes: list[Node]) -> None:
 def _among(node: Node, nodes: list[Node]) -> bool:
     """Whether ``node`` is in ``nodes``, just numbered (no set of 10^5 nodes for a few inputs)."""
     return 0 <= node.index < len(nodes) and nodes[node.index] is node
-
-
-def _by_name(variables: list[Node]) -> dict[str, Node]:
-    return {v.name: v for v in variables if v.name is not None}  # a variable always has one
 
 
 def output_labels(program: Program) -> list[str]:
