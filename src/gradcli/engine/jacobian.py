@@ -32,10 +32,26 @@ def _elements(nodes: list[Node]) -> int:
 def jacobian(nodes: list[Node], outputs: list[Node], inputs: list[Node],
              mode: str) -> dict[int, dict[int, Any]]:
     """``{output index: {input index: array of shape out + in}}``, with the values already
-    computed (``arrays.forward``); ``mode`` is ``forward`` or ``reverse``."""
+    computed (``arrays.forward``); ``mode`` is ``forward`` (the blocks' columns, one tangent pass
+    per input element) or ``reverse`` (their rows, ``contributions``)."""
     np = arrays.numpy()
+    found = {out.index: {v.index: np.zeros(np.shape(out.value) + np.shape(v.value))
+                         for v in inputs} for out in outputs}
     with np.errstate(all="ignore"):
-        found = (_forward_mode if mode == "forward" else _reverse_mode)(nodes, outputs, inputs)
+        if mode == "forward":
+            for v in inputs:
+                shape = np.shape(v.value)
+                for element in np.ndindex(*shape):
+                    direction = np.zeros(shape)
+                    direction[element] = 1.0
+                    tangents = tangents_from(nodes, v, direction)
+                    for out in outputs:
+                        tangent = tangents.get(out.index)
+                        if tangent is not None:
+                            found[out.index][v.index][(Ellipsis, *element)] = tangent
+        else:
+            for out in outputs:
+                found[out.index].update(contributions(nodes, out, {v.index for v in inputs}))
     for out, row in found.items():
         for source, block in row.items():
             if not np.all(np.isfinite(block)):
@@ -47,19 +63,6 @@ def jacobian(nodes: list[Node], outputs: list[Node], inputs: list[Node],
 def passes(outputs: list[Node], inputs: list[Node], mode: str) -> int:
     """How many passes ``mode`` makes: output elements (reverse) or input elements (forward)."""
     return _elements(inputs if mode == "forward" else outputs)
-
-
-# --- reverse mode -------------------------------------------------------------------------------
-
-def _reverse_mode(nodes: list[Node], outputs: list[Node],
-                  inputs: list[Node]) -> dict[int, dict[int, Any]]:
-    np = arrays.numpy()
-    found: dict[int, dict[int, Any]] = {}
-    for output in outputs:
-        blocks = contributions(nodes, output, {v.index for v in inputs})
-        found[output.index] = {v.index: blocks.get(v.index, np.zeros(
-            np.shape(output.value) + np.shape(v.value))) for v in inputs}
-    return found
 
 
 def contributions(nodes: list[Node], output: Node,
@@ -83,26 +86,6 @@ def contributions(nodes: list[Node], output: Node,
                     node_shape = np.shape(nodes[index].value)
                     block = found[index] = np.zeros(shape + node_shape)
                 block[element] = np.broadcast_to(grad, block.shape[len(shape):])
-    return found
-
-
-# --- forward mode -------------------------------------------------------------------------------
-
-def _forward_mode(nodes: list[Node], outputs: list[Node],
-                  inputs: list[Node]) -> dict[int, dict[int, Any]]:
-    np = arrays.numpy()
-    found = {out.index: {v.index: np.zeros(np.shape(out.value) + np.shape(v.value))
-                         for v in inputs} for out in outputs}
-    for v in inputs:
-        shape = np.shape(v.value)
-        for element in np.ndindex(*shape):
-            direction = np.zeros(shape)
-            direction[element] = 1.0
-            tangents = tangents_from(nodes, v, direction)
-            for out in outputs:
-                tangent = tangents.get(out.index)
-                if tangent is not None:
-                    found[out.index][v.index][(Ellipsis, *element)] = tangent
     return found
 
 
