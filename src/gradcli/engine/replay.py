@@ -37,7 +37,7 @@ class Replayer:
         self.nodes = nodes
         self._index = -1  # the node whose affected nodes are in ``_affected``
         self._affected: list[Node] = []
-        # Conditionals or truth values: replay_masked, which also notes the conditions that
+        # Conditionals or truth values: _replay_masked, which also notes the conditions that
         # a replay switched (``switched``: a finite difference across a piece's boundary).
         self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
         self.switched: set[int] = set()
@@ -49,12 +49,12 @@ class Replayer:
         much rounding noise a finite difference of them can carry). With ``complex_step``,
         ``value`` is complex and so are the recomputed values (see ``graph.compute``).
         """
-        if self.masked:
-            return self.replay_masked(index, value, complex_step)
         changed = {index: value}
         get = changed.get
         largest = abs(value)
         evaluate = _complex_compute if complex_step else quick_compute
+        if self.masked:
+            return self._replay_masked(index, changed, largest, evaluate)
         for node in self.affected(index):
             inputs = node.inputs
             if len(inputs) == 2:  # most nodes: no comprehension (a function call in Python 3.11)
@@ -111,15 +111,12 @@ class Replayer:
         last = self.nodes[-1]
         return get_up(last.index, last.value), get_down(last.index, last.value), largest
 
-    def replay_masked(self, index: int, value: Any, complex_step: bool = False
-                      ) -> tuple[Any, float]:
-        """``replay`` of a program with conditionals: a node that fails is remembered (NaN),
-        and raises only if it is live with the replayed values (``graph.liveness``; O(nodes),
-        paid only by replays in which some node failed)."""
-        changed = {index: value}
+    def _replay_masked(self, index: int, changed: dict[int, Any], largest: float,
+                       evaluate: Any) -> tuple[Any, float]:
+        """``replay``'s walk in a program with conditionals: a node that fails is remembered
+        (NaN), and raises only if it is live with the replayed values (``graph.liveness``;
+        O(nodes), paid only by replays in which some node failed)."""
         get = changed.get
-        largest = abs(value)
-        evaluate = _complex_compute if complex_step else quick_compute
         failed = []
         for node in self.affected(index):
             args = [get(source.index, source.value) for source in node.inputs]
