@@ -94,11 +94,15 @@ class NumPyArrays:
     def others_product(self, x: Any, out: Any) -> Any:
         """The whole product over each element, in mantissas and exponents (``scaled_product``);
         one zero element gets the product of the rest, two or more make all 0. A complex
-        perturbation takes exclusive cumulative products from both sides."""
+        perturbation takes exclusive cumulative products from both sides (a zero element needs
+        no division)."""
         np = _np()
+        flat = x.ravel()
         if np.iscomplexobj(x):
-            return _cumulative_others(np, x)
-        flat = x.ravel().astype(float)
+            left = np.concatenate(([1.0], np.cumprod(flat[:-1])))
+            right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1.0]))
+            return (left * right).reshape(x.shape)
+        flat = flat.astype(float)
         zeros = np.flatnonzero(flat == 0)
         others = np.zeros(flat.shape)
         if zeros.size == 0:
@@ -169,14 +173,6 @@ def scaled_prod(np: Any, x: Any) -> Any:
     if np.iscomplexobj(values):
         return np.prod(values)
     return _ldexp(np, *scaled_product(np, values.ravel().astype(float)))
-
-
-def _cumulative_others(np: Any, x: Any) -> Any:
-    """Exclusive cumulative products from both sides: a zero element needs no division."""
-    flat = x.ravel()
-    left = np.concatenate(([1.0], np.cumprod(flat[:-1])))
-    right = np.concatenate((np.cumprod(flat[::-1][:-1])[::-1], [1.0]))
-    return (left * right).reshape(x.shape)
 
 
 def subscript_of(key: tuple[Any, ...]) -> tuple[Any, ...]:
