@@ -162,8 +162,12 @@ class Truth:
         """The value and first derivatives (a NumericError: not defined here), and, for a
         Hessian, its differences (a NumericError: a step left the domain)."""
         if self.request.kind == "jacobian":
-            self.value = self.values()
-            self.jacobian = _jacobian(self.request.program, self.point)
+            from gradcli.gradcheck.evaluation import EvalSettings
+            from gradcli.gradcheck.jacobian_check import evaluate_jacobian
+
+            self.value = self.values()  # binds and evaluates the program at the point
+            self.jacobian = evaluate_jacobian(
+                self.request.program, EvalSettings(check=False, mode="reverse")).jacobian
         else:
             self.gradient = _gradient(self.request.program, self.point)
             self.value = self.request.program.output.value
@@ -276,18 +280,6 @@ def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
     program.bind({n: float(point[n]) for n in program.variables})
     graph.values_and_gradients(program)
     return {n: np.asarray(float(node.grad)) for n, node in program.variables.items()}
-
-
-def _jacobian(program: Program, point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """``{output label: {variable: block}}`` by reverse mode (the outputs evaluated)."""
-    from gradcli.engine.jacobian import jacobian
-
-    outputs = program.outputs or [program.output]
-    inputs = list(program.variables.values())
-    found = jacobian(program.nodes, outputs, inputs, "reverse")
-    return {label: {name: found[out.index][node.index]
-                    for name, node in program.variables.items()}
-            for label, out in zip(output_labels(program), outputs, strict=True)}
 
 
 def _is_array(program: Program, point: Mapping[str, Any]) -> bool:
