@@ -94,8 +94,10 @@ def check_gradients(
     if method not in METHODS:
         raise UsageError(f"unknown check method {method!r}", hint="use " + ", ".join(METHODS))
     nodes = program.nodes
-    if method == "complex":
-        _require_complex_forms(nodes)
+    if method == "complex":  # refused before any replay (differences.py's docstring)
+        for node in nodes:
+            if node.inputs and node.needs_grad and node.op.complex is NONE:
+                raise node.op.no_complex_form()
     report = CheckReport(rtol, atol, method=method)
     per_node = len(nodes) <= node_check_limit
     if program.arrays:
@@ -174,14 +176,6 @@ def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
             if agreed is not None:
                 return GradientCheck(node.grad, *agreed, True, CENTRAL.method, h)
     return check_node(replayer, node, rtol, atol, method)
-
-
-def _require_complex_forms(nodes: list[Node]) -> None:
-    """A UsageError naming the first op without a complex form that a complex replay would
-    reach (every node that depends on a variable; module docstring)."""
-    for node in nodes:
-        if node.inputs and node.needs_grad and node.op.complex is NONE:
-            raise node.op.no_complex_form()
 
 
 def _replay_cost(nodes: list[Node], node: Node) -> int:

@@ -100,8 +100,13 @@ class JacobianResult:
         None past ``MAX_CONTRIBUTION_CELLS`` numbers. Made when first asked (a table or JSON
         shows them; a Jacobian alone does not pay for them), at this result's point."""
         if self._contributions is None and self.contribution_cells() <= MAX_CONTRIBUTION_CELLS:
-            nodes = self.program.nodes
-            _rebind(self.program, self.point)
+            np, nodes = arrays.numpy(), self.program.nodes
+            # back at this result's point if the program was evaluated elsewhere since (the
+            # same parsed program given to ``evaluate`` twice)
+            if any(not np.array_equal(node.value, self.point[name])
+                   for name, node in self.program.variables.items()):
+                arrays.bind(self.program, self.point)
+                arrays.forward(nodes)
             outputs = self.program.outputs or [nodes[-1]]
             self._contributions = {label: jacobian.contributions(nodes, out) for label, out
                                    in zip(self.values, outputs, strict=True)}
@@ -153,16 +158,6 @@ def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
         result.check = check_jacobian(program, outputs, labels, blocks, settings.rtol,
                                       settings.atol)
     return result
-
-
-def _rebind(program: Program, point: dict[str, Any]) -> None:
-    """Put the program back at ``point`` if it was evaluated elsewhere since (the same parsed
-    program given to ``evaluate`` twice)."""
-    np = arrays.numpy()
-    if any(not np.array_equal(node.value, point[name])
-           for name, node in program.variables.items()):
-        arrays.bind(program, point)
-        arrays.forward(program.nodes)
 
 
 def _plain(value: Any) -> Any:
