@@ -64,17 +64,13 @@ class ElementReplayer:
         self.masked = self.walk.masked
         self.switched: set[int] = set()
 
-    def aim(self, node: Node) -> int:
-        """Perturb elements of ``node`` from now on; returns the array elements a replay reads
-        and writes (a matrix product reads all of its matrix)."""
-        np = numpy()
+    def aim(self, node: Node) -> None:
+        """Perturb elements of ``node`` from now on."""
         self.target, self.downstream = node, self.walk.affected(node.index)
         self.linear, self.unit = linear_part(node, self.downstream), None
         # Without linear nodes, the replays perturb an element of a private copy in place, and
         # put it back; the copy is made by the first replay (columns and directions need none).
         self.moved = {False: None, True: None}
-        return sum(np.size(n.value) + sum(np.size(s.value) for s in n.inputs)
-                   for n in self.downstream)
 
     def moving(self, d: Any, buffer: Any = None, unit: int | None = None) -> Moved:
         """The replays of the aimed node moved along ``d`` (None: placed by the caller, or the
