@@ -72,12 +72,12 @@ class ElementReplayer:
         # put it back; the copy is made by the first replay (columns and directions need none).
         self.moved = {False: None, True: None}
 
-    def moving(self, d: Any, buffer: Any = None, unit: int | None = None) -> Moved:
+    def moving(self, d: Any, unit: int | None = None) -> Moved:
         """The replays of the aimed node moved along ``d`` (None: placed by the caller, or the
         unit array at flat index ``unit``)."""
         note = self._note_switch if self.masked else None
         linear = self.linear if d is not None or unit is not None else set()
-        return Moved(self.target, self.downstream, linear, d, self.nodes[-1], buffer, note, unit)
+        return Moved(self.target, self.downstream, linear, d, self.nodes[-1], note=note, unit=unit)
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         np = numpy()
