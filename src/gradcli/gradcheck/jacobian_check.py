@@ -174,17 +174,15 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
     inputs = list(program.variables.values())
     total = sum(int(np.size(v.value)) for v in inputs)
     share = max(1, ARRAY_CHECK_ELEMENTS // max(1, len(inputs)))
-    numeric = {label: {} for label in labels}
+    checks: dict[str, dict[str, EntryCheck]] = {label: {} for label in labels}
     perturbed = 0
     for v in inputs:
         elements = sample(int(np.size(v.value)), max(share, 2))  # both ends, at least
         perturbed += len(elements)
         columns = _columns(program, outputs, v, elements)
         for label, out in zip(labels, outputs, strict=True):
-            numeric[label][v.name] = (elements, columns[out.index])
-    checks = {label: {name: _compare(np.asarray(blocks[label][name]), *numeric[label][name],
-                                     np.shape(program.variables[name].value), rtol, atol)
-                      for name in blocks[label]} for label in labels}
+            checks[label][v.name] = _compare(np.asarray(blocks[label][v.name]), elements,
+                                             columns[out.index], np.shape(v.value), rtol, atol)
     return JacobianCheck(checks, rtol, atol, perturbed, total)
 
 
