@@ -25,13 +25,7 @@ from gradcli.engine.replay import Replayer
 from gradcli.errors import UsageError
 from gradcli.gradcheck.differences import GradientCheck, check_node, settled_check
 from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees
-from gradcli.gradcheck.tolerances import (  # noqa: F401 (named here too)
-    BATCH_NODE_CHECK_LIMIT,
-    DEFAULT_ATOL,
-    DEFAULT_RTOL,
-    METHODS,
-    NODE_CHECK_LIMIT,
-)
+from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
 from gradcli.limits import ARRAY_CHECK_BUDGET, CHECK_BUDGET, VECTOR_CHECK_FACTOR
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
