@@ -114,11 +114,8 @@ def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expec
         printed = np.broadcast_to(printed, expected.shape)
     rtol, atol = (RTOL, ATOL) if exact else (FD_RTOL, FD_ATOL)
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-    with np.errstate(all="ignore"):
-        error = np.abs(printed - expected)
-        if float(np.max(error, initial=0.0)) <= atol * scale:  # NaN compares False: below
-            return
-        bad = ~(error <= atol * scale + rtol * np.abs(expected))
+    with np.errstate(all="ignore"):  # NaN compares False: bad
+        bad = ~(np.abs(printed - expected) <= atol * scale + rtol * np.abs(expected))
     if bool(np.any(bad)):
         where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
         raise mismatch(label, text, point, printed, expected, "", where)
