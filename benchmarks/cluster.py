@@ -159,8 +159,8 @@ def _descendants(pid: int) -> list[int]:
 
 
 def costs() -> None:
-    from gradcli.gradcheck.check import BATCH_NODE_CHECK_LIMIT
     from gradcli.gradcheck.evaluation import EvalSettings
+    from gradcli.gradcheck.tolerances import BATCH_NODE_CHECK_LIMIT
     from gradcli.runs.cluster_runs import CHUNK_LINES, evaluate_chunk
 
     programs = workloads.batch_programs()

@@ -25,13 +25,7 @@ from gradcli.engine.replay import Replayer
 from gradcli.errors import UsageError
 from gradcli.gradcheck.differences import GradientCheck, check_node, settled_check
 from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees
-from gradcli.gradcheck.tolerances import (  # noqa: F401 (named here too)
-    BATCH_NODE_CHECK_LIMIT,
-    DEFAULT_ATOL,
-    DEFAULT_RTOL,
-    METHODS,
-    NODE_CHECK_LIMIT,
-)
+from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
 from gradcli.limits import ARRAY_CHECK_BUDGET, CHECK_BUDGET, VECTOR_CHECK_FACTOR
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -94,8 +88,10 @@ def check_gradients(
     if method not in METHODS:
         raise UsageError(f"unknown check method {method!r}", hint="use " + ", ".join(METHODS))
     nodes = program.nodes
-    if method == "complex":
-        _require_complex_forms(nodes)
+    if method == "complex":  # refused before any replay (differences.py's docstring)
+        for node in nodes:
+            if node.inputs and node.needs_grad and node.op.complex is NONE:
+                raise node.op.no_complex_form()
     report = CheckReport(rtol, atol, method=method)
     per_node = len(nodes) <= node_check_limit
     if program.arrays:
@@ -174,14 +170,6 @@ def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
             if agreed is not None:
                 return GradientCheck(node.grad, *agreed, True, CENTRAL.method, h)
     return check_node(replayer, node, rtol, atol, method)
-
-
-def _require_complex_forms(nodes: list[Node]) -> None:
-    """A UsageError naming the first op without a complex form that a complex replay would
-    reach (every node that depends on a variable; module docstring)."""
-    for node in nodes:
-        if node.inputs and node.needs_grad and node.op.complex is NONE:
-            raise node.op.no_complex_form()
 
 
 def _replay_cost(nodes: list[Node], node: Node) -> int:

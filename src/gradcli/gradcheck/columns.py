@@ -64,24 +64,20 @@ class ElementReplayer:
         self.masked = self.walk.masked
         self.switched: set[int] = set()
 
-    def aim(self, node: Node) -> int:
-        """Perturb elements of ``node`` from now on; returns the array elements a replay reads
-        and writes (a matrix product reads all of its matrix)."""
-        np = numpy()
+    def aim(self, node: Node) -> None:
+        """Perturb elements of ``node`` from now on."""
         self.target, self.downstream = node, self.walk.affected(node.index)
         self.linear, self.unit = linear_part(node, self.downstream), None
         # Without linear nodes, the replays perturb an element of a private copy in place, and
         # put it back; the copy is made by the first replay (columns and directions need none).
         self.moved = {False: None, True: None}
-        return sum(np.size(n.value) + sum(np.size(s.value) for s in n.inputs)
-                   for n in self.downstream)
 
-    def moving(self, d: Any, buffer: Any = None, unit: int | None = None) -> Moved:
+    def moving(self, d: Any, unit: int | None = None) -> Moved:
         """The replays of the aimed node moved along ``d`` (None: placed by the caller, or the
         unit array at flat index ``unit``)."""
         note = self._note_switch if self.masked else None
         linear = self.linear if d is not None or unit is not None else set()
-        return Moved(self.target, self.downstream, linear, d, self.nodes[-1], buffer, note, unit)
+        return Moved(self.target, self.downstream, linear, d, self.nodes[-1], note=note, unit=unit)
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         np = numpy()

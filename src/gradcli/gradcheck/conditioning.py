@@ -60,28 +60,23 @@ def ill_conditioned(error: float, earlier: list[float], agrees_within_noise: boo
 
 
 def conditioning(program: Program, measured: float) -> Conditioning:
-    """The largest condition number of a matrix that inv/det/logdet takes and that depends on
-    a variable; the check's ``measured`` amplification where the program has none."""
+    """The largest 2-norm condition number of a matrix that inv/det/logdet takes and that
+    depends on a variable (one NumPy cannot take is passed over); the check's ``measured``
+    amplification where the program has none."""
     from gradcli.engine.graph import node_text
+    from gradcli.engine.ops import numpy
 
     worst: tuple[float, str, str] | None = None
     for node in program.nodes:
         if node.op.name not in MATRIX_OPS or not node.inputs or not node.inputs[0].needs_grad:
             continue
-        number = _condition_number(node.inputs[0].value)
+        np = numpy()
+        try:
+            number = float(np.linalg.cond(np.asarray(node.inputs[0].value, dtype=float)))
+        except (ValueError, TypeError, np.linalg.LinAlgError):
+            continue
         if math.isfinite(number) and (worst is None or number > worst[0]):
             worst = (number, node_text(node.inputs[0]), node.op.name)
     if worst is None:
         return Conditioning(float(measured))
-    return Conditioning(worst[0], worst[1], worst[2])
-
-
-def _condition_number(matrix: object) -> float:
-    """The 2-norm condition number, inf for a matrix NumPy cannot take."""
-    from gradcli.engine.arrays import numpy
-
-    np = numpy()
-    try:
-        return float(np.linalg.cond(np.asarray(matrix, dtype=float)))
-    except (ValueError, TypeError, np.linalg.LinAlgError):
-        return math.inf
+    return Conditioning(*worst)

@@ -114,11 +114,8 @@ def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expec
         printed = np.broadcast_to(printed, expected.shape)
     rtol, atol = (RTOL, ATOL) if exact else (FD_RTOL, FD_ATOL)
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-    with np.errstate(all="ignore"):
-        error = np.abs(printed - expected)
-        if float(np.max(error, initial=0.0)) <= atol * scale:  # NaN compares False: below
-            return
-        bad = ~(error <= atol * scale + rtol * np.abs(expected))
+    with np.errstate(all="ignore"):  # NaN compares False: bad
+        bad = ~(np.abs(printed - expected) <= atol * scale + rtol * np.abs(expected))
     if bool(np.any(bad)):
         where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
         raise mismatch(label, text, point, printed, expected, "", where)
@@ -162,8 +159,12 @@ class Truth:
         """The value and first derivatives (a NumericError: not defined here), and, for a
         Hessian, its differences (a NumericError: a step left the domain)."""
         if self.request.kind == "jacobian":
-            self.value = self.values()
-            self.jacobian = _jacobian(self.request.program, self.point)
+            from gradcli.gradcheck.evaluation import EvalSettings
+            from gradcli.gradcheck.jacobian_check import evaluate_jacobian
+
+            self.value = self.values()  # binds and evaluates the program at the point
+            self.jacobian = evaluate_jacobian(
+                self.request.program, EvalSettings(check=False, mode="reverse")).jacobian
         else:
             self.gradient = _gradient(self.request.program, self.point)
             self.value = self.request.program.output.value
@@ -276,18 +277,6 @@ def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
     program.bind({n: float(point[n]) for n in program.variables})
     graph.values_and_gradients(program)
     return {n: np.asarray(float(node.grad)) for n, node in program.variables.items()}
-
-
-def _jacobian(program: Program, point: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """``{output label: {variable: block}}`` by reverse mode (the outputs evaluated)."""
-    from gradcli.engine.jacobian import jacobian
-
-    outputs = program.outputs or [program.output]
-    inputs = list(program.variables.values())
-    found = jacobian(program.nodes, outputs, inputs, "reverse")
-    return {label: {name: found[out.index][node.index]
-                    for name, node in program.variables.items()}
-            for label, out in zip(output_labels(program), outputs, strict=True)}
 
 
 def _is_array(program: Program, point: Mapping[str, Any]) -> bool:

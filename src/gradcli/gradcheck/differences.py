@@ -49,7 +49,6 @@ from gradcli.gradcheck.steps import (
     STENCILS,
     Stencil,
     judge,
-    noise_allowance,
     quotient,
     steps_for,
     tolerance,
@@ -173,11 +172,11 @@ def complex_step_check(
     h = COMPLEX_STEP * max(1.0, abs(node.value))
     try:
         output, _ = replayer.replay(node.index, complex(node.value, h), complex_step=True)
+        numeric = output.imag / h
     except NumericError:  # the complex evaluation overflowed where the real one did not
+        numeric = math.nan
+    if not math.isfinite(numeric):  # no estimate (an overflowed Im f / h: inf <= inf passes)
         return check_node(replayer, node, rtol, atol)  # the verdict says "central" (or one-sided)
-    numeric = output.imag / h
-    if not math.isfinite(numeric):  # Im f / h overflowed: no estimate (inf <= inf would pass)
-        return check_node(replayer, node, rtol, atol)
     error = abs(analytic - numeric)
     allowed = tolerance(analytic, numeric, rtol, atol)
     return GradientCheck(analytic, numeric, error, allowed, error <= allowed, "complex", h)
@@ -191,11 +190,8 @@ def richardson_check(
     if best is None or not math.isfinite(best[0]):  # an overflowed table is no estimate
         return check_node(replayer, node, rtol, atol)  # the verdict says "forward", "central"...
     numeric, estimate, h, largest = best
-    analytic = node.grad
-    error = abs(analytic - numeric)
-    allowed = tolerance(analytic, numeric, rtol, atol, noise_allowance(largest, h))
-    return GradientCheck(analytic, numeric, error, allowed, error <= allowed, "richardson", h,
-                         estimate)
+    error, allowed, agrees, _ = judge(node.grad, numeric, largest, h, 0, rtol, atol)
+    return GradientCheck(node.grad, numeric, error, allowed, agrees, "richardson", h, estimate)
 
 
 def richardson_estimate(

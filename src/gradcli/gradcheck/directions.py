@@ -87,17 +87,17 @@ class DirectionReplayer(ElementReplayer):
         self.draws: list[Scaled] = []
         self.dots: list[float] = []
 
-    def aim(self, node: Node) -> int:
+    def aim(self, node: Node) -> None:
         np = numpy()
         self.direction, self.drawn, self.buffer = None, None, None
-        elements = super().aim(node)
+        super().aim(node)
         shape = np.shape(node.value)
         self.scaled = len(shape) >= 2 and int(np.size(node.value)) > COLUMN_MAX_ELEMENTS
         self.scale, self.draws, self.dots = None, [], []
         if not self.scaled:
             self.scale = np.empty(int(np.size(node.value)))
             self.reach = _scales(node.value, 1.0 / 32768, self.scale, None, [])[0]
-            return elements
+            return
         self.reach = float(np.maximum(np.max(node.value), -np.min(node.value)))  # NaN kept
         if not self.reach <= UNSCALED_REACH:  # NaN too: each element's own scale, s
             self.scale = np.empty(shape)
@@ -107,7 +107,6 @@ class DirectionReplayer(ElementReplayer):
         elif node.grad is not None:
             grad = np.broadcast_to(node.grad, shape).reshape(-1, shape[-1])
             self.dots = [float(np.ravel(d.u) @ (grad @ d.v)) for d in self.draws]
-        return elements
 
     def along(self, direction: Any) -> None:
         """Move the aimed node along ``direction`` (its shape) from now on; None: one element."""

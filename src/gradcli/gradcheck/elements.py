@@ -224,12 +224,10 @@ def _combined(node: Node, elements: dict[int, GradientCheck],
     np = numpy()
     failures = [check for check in (*elements.values(), *along) if not check.ok]
     failed = sum(not check.ok for check in elements.values())
-    candidates: list[tuple[tuple[float, float], int | None, GradientCheck]] = [
-        ((float(not verdict.ok), verdict.abs_error or 0.0), flat, verdict)
-        for flat, verdict in elements.items()]
+    candidates: list[tuple[int | None, GradientCheck]] = list(elements.items())
     if not elements or (failures and not failed):
-        candidates += [((float(not v.ok), v.abs_error or 0.0), None, v) for v in along]
-    _, flat, worst = max(candidates, key=lambda candidate: candidate[0])
+        candidates += [(None, verdict) for verdict in along]
+    flat, worst = max(candidates, key=lambda c: (not c[1].ok, c[1].abs_error or 0.0))
     where = () if flat is None else tuple(
         int(i) for i in np.unravel_index(flat, np.shape(node.value)))
     measured = [check.ill_conditioned for check in failures]

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from gradcli.gradcheck.check import CheckReport
-    from gradcli.gradcheck.hessian import Checking, HessianResult, HvpResult
+    from gradcli.gradcheck.hessian import HessianResult, HvpResult
     from gradcli.symbolic.derivatives import SymbolicResult
 
 
@@ -307,9 +307,13 @@ def _second_derivatives(program: Program, settings: EvalSettings,
     (an array program's Hessian reads its point from its nodes), if asked."""
     if settings.order < 2 and not settings.hvp:
         return None, None
-    from gradcli.gradcheck.hessian import hessian_at, hvp_at
+    from gradcli.gradcheck.hessian import Checking, hessian_at, hvp_at
 
-    checking = _checking(settings)
+    checking = None
+    if settings.check:  # what the Hessian module needs of the gradient check (not imported there)
+        from gradcli.gradcheck.check import CheckReport, GradientCheck, check_node
+
+        checking = Checking(settings.rtol, settings.atol, CheckReport, GradientCheck, check_node)
     hessian = hessian_at(program, point, checking, max_nodes=settings.max_nodes) if (
         settings.order >= 2) else None
     hvp = hvp_at(program, settings.hvp, checking, settings.max_nodes) if settings.hvp else None
@@ -342,16 +346,6 @@ def _taken_values(program: Program) -> list[float]:
     live = liveness(program.nodes)
     return [node.value if taken or not node.inputs else math.nan  # inputs keep their values
             for node, taken in zip(program.nodes, live, strict=True)]
-
-
-def _checking(settings: EvalSettings) -> Checking | None:
-    """What the Hessian module needs of the gradient check (it does not import it)."""
-    if not settings.check:
-        return None
-    from gradcli.gradcheck.check import CheckReport, GradientCheck, check_node
-    from gradcli.gradcheck.hessian import Checking
-
-    return Checking(settings.rtol, settings.atol, CheckReport, GradientCheck, check_node)
 
 
 def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:

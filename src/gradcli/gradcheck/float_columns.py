@@ -192,9 +192,8 @@ _EXACT = frozenset(OPS[name] for name in ("add", "sub", "mul", "div", "neg"))
 
 
 def _union(masks: list[Any], np: Any) -> Any:
-    """The columns in any of ``masks``; None stands for every column (and is returned for it)."""
-    if len(masks) == 1:  # most nodes: one operand replayed
-        return masks[0]
+    """The columns in any of two or more ``masks``; None stands for every column (and is
+    returned for it)."""
     for mask in masks:
         if mask is None:
             return None

@@ -188,13 +188,10 @@ class _Line:
         self.moved = [n for n in graphs.names if numpy().any(direction[n])]  # others stay
 
     def at(self, t: float) -> Any:
-        """The gradient at point + t * direction; a NumericError where that point is outside
-        the domain."""
-        if t not in self.cache:
-            self.cache[t] = self._gradient(t)
-        return self.cache[t]
-
-    def _gradient(self, t: float) -> Any:
+        """The gradient at point + t * direction (computed once); a NumericError where that
+        point is outside the domain."""
+        if t in self.cache:
+            return self.cache[t]
         from gradcli.engine import arrays
 
         np = arrays.numpy()
@@ -208,8 +205,9 @@ class _Line:
             grads = arrays.backward_from(nodes, nodes[-1], np.ones(np.shape(nodes[-1].value)))
         except FloatingPointError as error:  # an overflow the careful path did not name
             raise NumericError(str(error)) from None
-        return graphs.flat({n: grads.get(node.index, np.zeros(graphs.shapes[n]))
-                            for n, node in graphs.program.variables.items()})
+        self.cache[t] = graphs.flat({n: grads.get(node.index, np.zeros(graphs.shapes[n]))
+                                     for n, node in graphs.program.variables.items()})
+        return self.cache[t]
 
 
 def _array_hessian(program: Program, checking: Checking | None,

@@ -100,8 +100,13 @@ class JacobianResult:
         None past ``MAX_CONTRIBUTION_CELLS`` numbers. Made when first asked (a table or JSON
         shows them; a Jacobian alone does not pay for them), at this result's point."""
         if self._contributions is None and self.contribution_cells() <= MAX_CONTRIBUTION_CELLS:
-            nodes = self.program.nodes
-            _rebind(self.program, self.point)
+            np, nodes = arrays.numpy(), self.program.nodes
+            # back at this result's point if the program was evaluated elsewhere since (the
+            # same parsed program given to ``evaluate`` twice)
+            if any(not np.array_equal(node.value, self.point[name])
+                   for name, node in self.program.variables.items()):
+                arrays.bind(self.program, self.point)
+                arrays.forward(nodes)
             outputs = self.program.outputs or [nodes[-1]]
             self._contributions = {label: jacobian.contributions(nodes, out) for label, out
                                    in zip(self.values, outputs, strict=True)}
@@ -155,16 +160,6 @@ def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
     return result
 
 
-def _rebind(program: Program, point: dict[str, Any]) -> None:
-    """Put the program back at ``point`` if it was evaluated elsewhere since (the same parsed
-    program given to ``evaluate`` twice)."""
-    np = arrays.numpy()
-    if any(not np.array_equal(node.value, point[name])
-           for name, node in program.variables.items()):
-        arrays.bind(program, point)
-        arrays.forward(program.nodes)
-
-
 def _plain(value: Any) -> Any:
     """A 0-d array as a float, an array as a copy of its own."""
     np = arrays.numpy()
@@ -179,17 +174,15 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
     inputs = list(program.variables.values())
     total = sum(int(np.size(v.value)) for v in inputs)
     share = max(1, ARRAY_CHECK_ELEMENTS // max(1, len(inputs)))
-    numeric = {label: {} for label in labels}
+    checks: dict[str, dict[str, EntryCheck]] = {label: {} for label in labels}
     perturbed = 0
     for v in inputs:
         elements = sample(int(np.size(v.value)), max(share, 2))  # both ends, at least
         perturbed += len(elements)
         columns = _columns(program, outputs, v, elements)
         for label, out in zip(labels, outputs, strict=True):
-            numeric[label][v.name] = (elements, columns[out.index])
-    checks = {label: {name: _compare(np.asarray(blocks[label][name]), *numeric[label][name],
-                                     np.shape(program.variables[name].value), rtol, atol)
-                      for name in blocks[label]} for label in labels}
+            checks[label][v.name] = _compare(np.asarray(blocks[label][v.name]), elements,
+                                             columns[out.index], np.shape(v.value), rtol, atol)
     return JacobianCheck(checks, rtol, atol, perturbed, total)
 
 

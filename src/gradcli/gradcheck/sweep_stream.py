@@ -273,13 +273,12 @@ class SweepPlan:
     fixed: dict[str, float]  # every other input variable of the program: given or its default
     size: int
 
-    def blocks(self, points: int | None = None) -> Iterator[dict[str, Any]]:
-        """The grid's points, ``points`` at a time (``block_points`` by default): one array per
-        input variable of the program, in the program's order."""
+    def blocks(self, points: int) -> Iterator[dict[str, Any]]:
+        """The grid's points, ``points`` at a time: one array per input variable of the
+        program, in the program's order."""
         np = numpy()
-        step_ = points or block_points(self.program)
-        for start in range(0, self.size, step_):
-            count = min(self.size, start + step_) - start
+        for start in range(0, self.size, points):
+            count = min(self.size, start + points) - start
             given = {}
             rest = np.arange(start, start + count)
             for name, axis in reversed(self.axes.items()):  # the last one varies fastest

@@ -1,5 +1,5 @@
 """The check's defaults and choices, which ``EvalSettings`` and the CLI's options name when they
-load: kept apart from ``check.py`` (which re-exports them), so that a run without the check
+load: kept apart from ``check.py`` (which imports them), so that a run without the check
 (``--no-check``) does not load the check."""
 
 DEFAULT_RTOL = 1e-5
