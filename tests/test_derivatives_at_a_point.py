@@ -207,7 +207,11 @@ def _agrees(text: str, remaining: dict[str, float], expected: float, scale: floa
             rounding: float = 1e-12) -> None:
     try:
         got = _at(text, remaining)
-    except NumericError as error:  # pragma: no cover - a failure is a bug
+    except NumericError as error:
+        # The printed form writes y**-n as c/y**n (as a person would): where eval's y**-n
+        # underflowed to 0, the printed denominator overflows instead. Both ran out of floats,
+        # so this point gives no verdict (268451840/y**16386 at y = 2, eval 0.0).
+        assume(not (expected == 0.0 and str(error).startswith("overflow")))
         raise AssertionError(f"{text} fails at {remaining} where eval gives {expected}: "
                              f"{error}") from None
     assert math.isclose(got, expected, rel_tol=1e-9, abs_tol=rounding * scale), (
