@@ -161,7 +161,7 @@ def show_report(outcomes: list[Any], errors: list[Any], as_json: bool,
 
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
                as_json: bool, given: Given, digits: int | None = None,
-               runs: Callable[..., Iterator[Any]] | None = None, full: bool = False) -> int:
+               runs: Callable[..., Iterator[Any]] | None = None) -> int:
     """One record per program line, in order; returns the largest status among them.
 
     No program lines, or a given value no line uses, is a usage error on stderr after the last
@@ -178,7 +178,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
             if as_json:
                 status = _json_batch(lines, values, settings, uses, stops, runs)
             else:
-                status = _table_batch(lines, values, settings, uses, stops, digits, full, runs)
+                status = _table_batch(lines, values, settings, uses, stops, digits, runs)
         except _TerminatedError as stop:
             _say("gradcli: terminated")
             streams.quiet_after_stop()
@@ -194,7 +194,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
 
 
 def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-                 uses: _BatchUses, stops: _Stops, digits: int | None, full: bool = False,
+                 uses: _BatchUses, stops: _Stops, digits: int | None,
                  make_runs: Callable[..., Iterator[Any]] | None = None) -> int:
     """A line per program, made here, or (``make_runs``: a cluster's) by the workers."""
     from gradcli.output.console import make_console
@@ -205,7 +205,7 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
     if make_runs is None:
         from gradcli.output.batch_lines import TableStyle, table_line
 
-        style = TableStyle(digits, full)
+        style = TableStyle(digits, settings.full)
         runs: Any = ([table_line(outcome, style)]
                      for outcome in evaluate_lines(lines, values, settings))
     else:
