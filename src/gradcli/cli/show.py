@@ -218,7 +218,7 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
             if echo_errors and record.error is not None:
                 _say(f"gradcli: line {record.line}: {visible(record.error)}")
 
-    return _write_runs(runs, write, uses, stops, None if make_runs is None else len)
+    return _write_runs(runs, write, uses, stops)
 
 
 class _BatchUses:
@@ -258,16 +258,15 @@ def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSe
             if record.error is not None:
                 echo(f"gradcli: line {record.line}: {record.error}", err=True)
 
-    return _write_runs((make_runs or json_runs)(lines, values, settings), write, uses, stops, len)
+    return _write_runs((make_runs or json_runs)(lines, values, settings), write, uses, stops)
 
 
-def _write_runs(runs: Any, write: Callable[[Any], None], uses: _BatchUses, stops: _Stops,
-                size: Callable[[Any], int] | None) -> int:
+def _write_runs(runs: Any, write: Callable[[Any], None], uses: _BatchUses, stops: _Stops) -> int:
     """Each run of records written whole or (stopped before it) not at all; a failure of the
     workers is one line after the last record. Returns the largest status."""
     status = ExitStatus.OK
     try:
-        for run in with_progress(runs, None, "programs", size=size,
+        for run in with_progress(runs, None, "programs", size=len,
                                  detail=getattr(runs, "detail", None)):
             with stops.writing():
                 write(run)
