@@ -523,12 +523,12 @@ def test_what_a_stop_cut_off_half_way_says_nothing_after_gradcli_s_last_line():
     stop has been said, such reports go nowhere, and stderr ends with gradcli's line."""
     script = (
         "import sys\n"
-        "from gradcli.cli import base\n"
+        "from gradcli.cli import exits\n"
         "class HalfBuilt:\n"
         "    def __del__(self):\n"
         "        raise AttributeError('_client')\n"
         "kept = HalfBuilt()\n"
-        "sys.exit(base._interrupted())\n")
+        "sys.exit(exits._interrupted())\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)
     assert (done.returncode, done.stderr) == (130, "gradcli: interrupted\n")

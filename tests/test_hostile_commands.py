@@ -91,7 +91,7 @@ def test_a_large_write_reports_a_reader_that_goes_away_mid_write():
     import os
     import threading
 
-    from gradcli.cli.base import _WholeWrites
+    from gradcli.cli.streams import _WholeWrites
 
     read_end, write_end = os.pipe()
 

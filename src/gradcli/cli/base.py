@@ -11,13 +11,7 @@ import click
 from gradcli import __version__
 from gradcli.cli.arguments import GradcliCommand
 from gradcli.cli.command_table import COMMANDS
-from gradcli.cli.exits import (  # noqa: F401 (tests reach _interrupted here)
-    ReaderGoneError,
-    UserInterruptError,
-    _interrupted,
-    run_to_exit,
-)
-from gradcli.cli.streams import _WholeWrites  # noqa: F401 (tests reach it here)
+from gradcli.cli.exits import ReaderGoneError, UserInterruptError, run_to_exit
 from gradcli.cli.usage import shown
 from gradcli.engine import stale_core_modules
 from gradcli.errors import GradcliError

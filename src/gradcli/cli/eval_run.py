@@ -42,10 +42,6 @@ class EvalRequest:
         self.save = save  # --save FILE.npz: the result's arrays, for NumPy
 
     @property
-    def full(self) -> bool:  # every element of large arrays (--full)
-        return self.settings.full
-
-    @property
     def values(self) -> dict[str, Value]:
         return self.given.values
 
@@ -60,14 +56,13 @@ def run_eval(request: EvalRequest) -> int:
     if request.program is None:
         lines = stdin_lines(max_chars(request.settings.max_nodes))
         batch = partial(show_batch, values=as_point(request.values), settings=request.settings,
-                        as_json=as_json, given=request.given, digits=request.digits,
-                        full=request.full)
+                        as_json=as_json, given=request.given, digits=request.digits)
         if request.cluster is None and not request.skip:
             return batch(lines)
         from gradcli.cli.cluster import batch_on
         from gradcli.output.batch_lines import TableStyle
 
-        table = None if as_json else TableStyle(request.digits, request.full)
+        table = None if as_json else TableStyle(request.digits, request.settings.full)
         return batch_on(request.cluster, request.skip, lines, batch, table)
     if request.is_sweep:
         return run_sweep(request)
@@ -90,7 +85,7 @@ def run_eval(request: EvalRequest) -> int:
     except MemoryError:
         pass  # said below, once what the attempt took is free again
     else:
-        return show_result(result, program.text, as_json, request.digits, request.full,
+        return show_result(result, program.text, as_json, request.digits, request.settings.full,
                            nodes=request.settings.nodes)
     return show_error(out_of_memory(), as_json, program.text, program.file_name)
 

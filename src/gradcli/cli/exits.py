@@ -52,7 +52,8 @@ def run_to_exit(command: Callable[[], int], argv: list[str] | None,
     streams.settle()
     _warn_if_the_core_is_stale()
     status = _status_of(command)
-    status = _status_of(lambda: _flushed(status))
+    # stdout flushed here, not at interpreter exit, where a broken pipe can't be caught
+    status = _status_of(sys.stdout.flush) or status
     if argv is None:
         # Exit's full collections cost more than 10 ms and free nothing the OS does not reclaim;
         # atexit handlers (batch workers) and the flushes of stdout and stderr still run.
@@ -66,7 +67,7 @@ def run_to_exit(command: Callable[[], int], argv: list[str] | None,
     sys.exit(int(status or 0))
 
 
-def _status_of(command: Callable[[], int]) -> int:
+def _status_of(command: Callable[[], int | None]) -> int | None:
     """``command``'s status, or the status of how it failed, said in one line on stderr."""
     try:
         return command()
@@ -83,11 +84,6 @@ def _status_of(command: Callable[[], int]) -> int:
         memory = out_of_memory()  # what the attempt took is free again here
         echo(f"gradcli: {memory.one_line()}", err=True)
         return memory.status
-
-
-def _flushed(status: int) -> int:
-    sys.stdout.flush()  # here, not at interpreter exit, where a broken pipe can't be caught
-    return status
 
 
 def _warn_if_the_core_is_stale() -> None:

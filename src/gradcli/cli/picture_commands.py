@@ -119,38 +119,31 @@ def _check_output_path(path: str | None, example: str) -> None:
                          hint=f"give -o a file in it: -o {os.path.join(visible(path), example)}")
 
 
-def _default_format(output_path: str | None) -> str:
-    """The format -o's suffix names (``-o g.pdf`` must not quietly get DOT text)."""
-    if output_path is None:
-        return "tree" if sys.stdout.isatty() else "dot"
-    suffix = os.path.splitext(output_path)[1].lower()
-    if not suffix and os.path.exists(output_path) and not os.path.isfile(output_path):
-        return "dot"  # /dev/stdout, a FIFO: a stream, as when stdout is piped
-    if suffix not in _SUFFIX_FORMATS:
-        what = f"a {visible(suffix)} file" if suffix else "a file without a suffix"
-        raise UsageError(f"gradcli graph cannot write {what} ({visible(output_path)})",
-                         hint="name the file " + ", ".join(_SUFFIX_FORMATS)
-                         + ", or give --format " + "|".join(FORMATS))
-    return _SUFFIX_FORMATS[suffix]
-
-
 def _checked_format(picture_format: str | None, output_path: str | None) -> str:
-    """--format, or the format -o's suffix names; ``-o g.svg --format png`` is refused."""
-    if picture_format is None:
-        return _default_format(output_path)
-    suffix = os.path.splitext(output_path or "")[1].lower()
+    """--format, or the format -o's suffix names (``-o g.pdf`` must not quietly get DOT text);
+    ``-o g.svg --format png`` is refused."""
+    if output_path is None:
+        return picture_format or ("tree" if sys.stdout.isatty() else "dot")
+    suffix = os.path.splitext(output_path)[1].lower()
     named = _SUFFIX_FORMATS.get(suffix)
+    if picture_format is None:
+        if not suffix and os.path.exists(output_path) and not os.path.isfile(output_path):
+            return "dot"  # /dev/stdout, a FIFO: a stream, as when stdout is piped
+        if named is None:
+            what = f"a {visible(suffix)} file" if suffix else "a file without a suffix"
+            raise UsageError(f"gradcli graph cannot write {what} ({visible(output_path)})",
+                             hint="name the file " + ", ".join(_SUFFIX_FORMATS)
+                             + ", or give --format " + "|".join(FORMATS))
+        return named
     text = picture_format in ("tree", "dot", "mermaid")  # what a .txt file may hold
-    fits = named in (None, picture_format) or (suffix == ".txt" and text)
-    if not fits:
-        path = output_path or ""
-        suffixes = {name: suffix for suffix, name in reversed(_SUFFIX_FORMATS.items())}
-        renamed = os.path.splitext(path)[0] + suffixes[picture_format]
-        raise UsageError(f"-o {visible(path)} is a {suffix} file, and --format {picture_format} "
-                         f"would write {picture_format} into it",
-                         hint=f"write -o {visible(renamed)}, or drop --format to write "
-                              f"{named} (the format {suffix} names)")
-    return picture_format
+    if named in (None, picture_format) or (suffix == ".txt" and text):
+        return picture_format
+    suffixes = {name: suffix for suffix, name in reversed(_SUFFIX_FORMATS.items())}
+    renamed = os.path.splitext(output_path)[0] + suffixes[picture_format]
+    raise UsageError(f"-o {visible(output_path)} is a {suffix} file, and --format "
+                     f"{picture_format} would write {picture_format} into it",
+                     hint=f"write -o {visible(renamed)}, or drop --format to write "
+                          f"{named} (the format {suffix} names)")
 
 
 def _write_tree(picture: Any, max_nodes: int, output_path: str | None) -> None:

@@ -7,7 +7,6 @@ import contextlib
 import os
 import re
 import stat
-import sys
 from collections.abc import Iterator
 
 from gradcli.cli import streams
@@ -135,7 +134,7 @@ def stdin_lines(max_bytes: int) -> Iterator[str]:
     """Lines of stdin as text, as they arrive; bytes that are not UTF-8 become U+FFFD (then a
     parse error). Of a longer line only ``max_bytes + 1`` bytes are kept, so memory stays flat
     and the line is over the length limit (an error record) unless the cut is in a comment."""
-    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    stream = streams.binary_stdin()
     while True:
         raw = stream.readline(max_bytes + 1)
         if not raw:

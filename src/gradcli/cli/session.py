@@ -112,9 +112,9 @@ class Session:
         if not expression:
             raise UsageError(f"{name} = needs an expression", hint=f"e.g. {name} = 2")
         parse(f"{name} = {expression}\n{name}")  # its own errors, at line 1
-        trial = {**self.definitions, name: expression}
-        parse(self.source(name, trial))
-        self.definitions = trial
+        trial = Session({**self.definitions, name: expression}, self.parameters)
+        parse(trial.source(name))
+        self.definitions = trial.definitions
         self.parameters.pop(name, None)
 
     def define_function(self, name: str, parameters: str, expression: str) -> None:
@@ -130,9 +130,9 @@ class Session:
         parse(trial.source(f"{name}({arguments})"))
         self.definitions, self.parameters = trial.definitions, trial.parameters
 
-    def statement(self, name: str, definitions: dict[str, str] | None = None) -> str:
+    def statement(self, name: str) -> str:
         """``name = ...`` or, for a function, ``name(a, b) = ...``."""
-        text = (self.definitions if definitions is None else definitions)[name]
+        text = self.definitions[name]
         head = f"{name}({self.parameters[name]})" if name in self.parameters else name
         return f"{head} = {text}"
 
@@ -162,11 +162,10 @@ class Session:
             parse(expression)  # errors at line 1 of what was typed (alone, it knows no f(...))
         return parse(self.source(expression))
 
-    def source(self, expression: str, definitions: dict[str, str] | None = None) -> str:
+    def source(self, expression: str) -> str:
         """The definitions ``expression`` needs, each after those it uses, then the expression."""
-        definitions = self.definitions if definitions is None else definitions
-        ordered = _definition_order(expression, definitions, self.parameters)
-        return "".join(f"{self.statement(name, definitions)}\n" for name in ordered) + expression
+        ordered = _definition_order(expression, self.definitions, self.parameters)
+        return "".join(f"{self.statement(name)}\n" for name in ordered) + expression
 
     # --- :commands ------------------------------------------------------------------------
 

@@ -161,7 +161,7 @@ def show_report(outcomes: list[Any], errors: list[Any], as_json: bool,
 
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
                as_json: bool, given: Given, digits: int | None = None,
-               runs: Callable[..., Iterator[Any]] | None = None, full: bool = False) -> int:
+               runs: Callable[..., Iterator[Any]] | None = None) -> int:
     """One record per program line, in order; returns the largest status among them.
 
     No program lines, or a given value no line uses, is a usage error on stderr after the last
@@ -178,7 +178,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
             if as_json:
                 status = _json_batch(lines, values, settings, uses, stops, runs)
             else:
-                status = _table_batch(lines, values, settings, uses, stops, digits, full, runs)
+                status = _table_batch(lines, values, settings, uses, stops, digits, runs)
         except _TerminatedError as stop:
             _say("gradcli: terminated")
             streams.quiet_after_stop()
@@ -194,7 +194,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
 
 
 def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
-                 uses: _BatchUses, stops: _Stops, digits: int | None, full: bool = False,
+                 uses: _BatchUses, stops: _Stops, digits: int | None,
                  make_runs: Callable[..., Iterator[Any]] | None = None) -> int:
     """A line per program, made here, or (``make_runs``: a cluster's) by the workers."""
     from gradcli.output.console import make_console
@@ -205,7 +205,7 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
     if make_runs is None:
         from gradcli.output.batch_lines import TableStyle, table_line
 
-        style = TableStyle(digits, full)
+        style = TableStyle(digits, settings.full)
         runs: Any = ([table_line(outcome, style)]
                      for outcome in evaluate_lines(lines, values, settings))
     else:
@@ -218,7 +218,7 @@ def _table_batch(lines: Iterable[str], values: dict[str, float], settings: EvalS
             if echo_errors and record.error is not None:
                 _say(f"gradcli: line {record.line}: {visible(record.error)}")
 
-    return _write_runs(runs, write, uses, stops, None if make_runs is None else len)
+    return _write_runs(runs, write, uses, stops)
 
 
 class _BatchUses:
@@ -258,16 +258,15 @@ def _json_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSe
             if record.error is not None:
                 echo(f"gradcli: line {record.line}: {record.error}", err=True)
 
-    return _write_runs((make_runs or json_runs)(lines, values, settings), write, uses, stops, len)
+    return _write_runs((make_runs or json_runs)(lines, values, settings), write, uses, stops)
 
 
-def _write_runs(runs: Any, write: Callable[[Any], None], uses: _BatchUses, stops: _Stops,
-                size: Callable[[Any], int] | None) -> int:
+def _write_runs(runs: Any, write: Callable[[Any], None], uses: _BatchUses, stops: _Stops) -> int:
     """Each run of records written whole or (stopped before it) not at all; a failure of the
     workers is one line after the last record. Returns the largest status."""
     status = ExitStatus.OK
     try:
-        for run in with_progress(runs, None, "programs", size=size,
+        for run in with_progress(runs, None, "programs", size=len,
                                  detail=getattr(runs, "detail", None)):
             with stops.writing():
                 write(run)

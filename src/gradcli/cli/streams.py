@@ -234,10 +234,9 @@ def binary_stdout() -> IO[bytes]:
 
 
 def binary_stdin() -> IO[bytes]:
-    """stdin as bytes (``-f -``)."""
-    binary = getattr(sys.stdin, "buffer", None)
-    stdin: Any = sys.stdin  # without a buffer: a binary stream put in its place
-    return binary if binary is not None else stdin
+    """stdin as bytes (``-f -``, a batch's lines); without a buffer, stdin is a binary stream
+    put in its place."""
+    return getattr(sys.stdin, "buffer", sys.stdin)
 
 
 def silence_stdout() -> None:

@@ -187,7 +187,6 @@ def _choices(param: click.Parameter) -> str:
     return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
 
 
-
 def _no_such_command(args: Sequence[str], group: click.Group) -> UsageError:
     """``gradcli "x*2" --x 2``: an expression where the command goes; ``gradcli evl``: a typo."""
     import difflib  # only for this message

@@ -34,15 +34,10 @@ def value_cell(value: Any, style: str, arrays: bool, digits: int | None = None,
     return Text(value_text(value, digits, full, seen), style="" if arrays else style)
 
 
-def shape_columns(arrays: bool) -> list[Column]:
-    """A shape column where the program has arrays."""
-    return [Column("shape")] if arrays else []
-
-
 def node_columns(arrays: bool) -> list[Column]:
     """The columns every per-node table starts with: id, label, op, (shape,) inputs."""
     return [Column("id", head=True, style="dim"), Column("label", fold=True, head=True),
-            Column("op", style="dim"), *shape_columns(arrays),
+            Column("op", style="dim"), *([Column("shape")] if arrays else []),
             Column("inputs", fold=True, words=True, style="dim")]
 
 
@@ -139,7 +134,7 @@ def _input_table(title: str, head: str, headers: tuple[str, ...], arrays: bool,
     digits = checked_digits(digits)
     styles = ("cyan", "magenta")[-len(headers):]
     table = FittedTable(title, [
-        Column(head, fold=True, head=True, style="bold"), *shape_columns(arrays),
+        Column(head, fold=True, head=True, style="bold"), *([Column("shape")] if arrays else []),
         *map(value_column, headers, styles, [arrays] * len(headers)),
         *check_columns(arrays), Column("ok")], plain)
     for name, check, values in rows:

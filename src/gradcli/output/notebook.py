@@ -12,24 +12,20 @@ _PRE = ('<pre style="white-space: pre; overflow-x: auto; line-height: normal; '
         "<code>{code}</code></pre>")
 
 
-def result_console(color: bool) -> Any:
-    """A Rich console that records what it prints, in memory: the notebook's page."""
-    import io
-
-    from rich.console import Console
-
-    return Console(file=io.StringIO(), record=True, width=NOTEBOOK_WIDTH, force_terminal=color,
-                   no_color=not color, color_system="truecolor" if color else None,
-                   highlight=False, emoji=False, force_jupyter=False)
-
-
 PYTHON_FREE_HINT = "give them values for numbers; strict=True makes this an error"
 
 
 def _printed(result: Any, color: bool) -> Any:
+    """A Rich console that has recorded ``result``'s view, in memory: the notebook's page."""
+    import io
+
+    from rich.console import Console
+
     from gradcli.output.views import result_view
 
-    console = result_console(color)
+    console = Console(file=io.StringIO(), record=True, width=NOTEBOOK_WIDTH, force_terminal=color,
+                      no_color=not color, color_system="truecolor" if color else None,
+                      highlight=False, emoji=False, force_jupyter=False)
     console.print(result_view(result, free_hint=PYTHON_FREE_HINT))
     return console
 

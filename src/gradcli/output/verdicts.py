@@ -56,11 +56,14 @@ def check_verdict(ok: bool, agreement: str, disagreement: str) -> Text:
     return Text("✗ check failed: ", style="bold red").append(disagreement)
 
 
-def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"),
+def verdict(check: CheckReport | None, what: tuple[str, str] = ("gradient", "gradients"),
             against: str | None = None, of: tuple[str, str] | None = None) -> Text:
     """``✓ check passed: 5 gradients agree with ...`` or ``✗ check failed: 1 of 5 gradients
     disagrees ...``; ``what`` is the thing checked (singular, plural), counted element by
-    element, ``of`` what holds the elements (``19 gradient elements of 9 nodes``)."""
+    element, ``of`` what holds the elements (``19 gradient elements of 9 nodes``); ``SKIPPED``
+    without a check (--no-check)."""
+    if check is None:
+        return Text(SKIPPED, style="dim")
     checks, failures = check.checks, check.failures
     checked = sum(getattr(c, "checked", 1) for c in checks)
     size = sum(getattr(c, "size", 1) for c in checks)
@@ -98,8 +101,6 @@ def verdict(check: CheckReport, what: tuple[str, str] = ("gradient", "gradients"
 
 def gradient_verdict(check: CheckReport | None, arrays: bool = False) -> Text:
     """The gradient check's verdict, or that it was skipped."""
-    if check is None:
-        return Text(SKIPPED, style="dim")
     if arrays:
         return verdict(check, ("gradient element", "gradient elements"), of=("node", "nodes"))
     return verdict(check)
@@ -110,9 +111,7 @@ def hessian_verdict(check: CheckReport | None,
                     of: tuple[str, str] | None = None) -> Text:
     """The check of second derivatives (the Hessian's, or H·v's) against finite differences of
     the gradient; ``nothing to check`` where every entry is an exact 0."""
-    if check is None:
-        return Text(SKIPPED, style="dim")
-    if not check.checks and not check.unchecked:
+    if check is not None and not check.checks and not check.unchecked:
         return Text("✓ nothing to check: no gradient depends on a variable, so every entry of "
                     "the Hessian is exactly 0", style="green")
     return verdict(check, what, "finite differences of the gradient", of)

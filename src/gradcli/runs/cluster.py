@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -330,13 +330,28 @@ class Tasks:
                 raise self.lost() from None
             return given, None, error
 
+    def results(self, work: Iterable[tuple[Any, Callable[..., Any], tuple[Any, ...]]]
+                ) -> Iterator[tuple[Any, Any]]:
+        """Each ``(given, function, arguments)`` of ``work`` handed out as room allows, the
+        earlier first, and ``(given, result)`` back oldest first; a task that failed is a
+        ``TaskError``."""
+        pending = enumerate(work)
+        while True:
+            while not self.full() and (item := next(pending, None)) is not None:
+                index, (given, function, arguments) = item
+                self.add(given, function, *arguments, priority=-index)
+            if not self:
+                return
+            given, result, error = self.next_done()
+            if error is not None:
+                raise task_failed(error)
+            yield given, result
+
     def __enter__(self) -> Tasks:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.cancel()  # what is still out when the caller stops: an error, a generator closed
-
-    def cancel(self) -> None:
+        """Cancels what is still out when the caller stops: an error, a generator closed."""
         futures = [future for _, future in self.order]
         self.order.clear()
         with contextlib.suppress(Exception):

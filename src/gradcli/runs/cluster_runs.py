@@ -154,28 +154,19 @@ def cluster_sweep(cluster: Cluster, text: str, max_nodes: int, plan: Any,
 
     budget = RecheckBudget()
     options = dict(options)
+    work = ((None, sweep_block, (text, max_nodes, columns, options))
+            for columns in plan.blocks(block_points(plan.program)))
     with Tasks(cluster, _lost(cluster, "the sweep")) as tasks:
-        for index, columns in enumerate(plan.blocks(block_points(plan.program))):
-            tasks.add(None, sweep_block, text, max_nodes, columns, options, priority=-index)
-            while tasks.full() or tasks.oldest_done():
-                yield _finished_block(tasks, plan.program, budget, finish_sweep)
-        while tasks:
-            yield _finished_block(tasks, plan.program, budget, finish_sweep)
+        for _, sweep in tasks.results(work):
+            sweep.program = plan.program
+            finish_sweep(sweep, None, budget)
+            yield sweep
 
 
 def _lost(cluster: Cluster, during: str) -> Callable[[], ClusterError]:
     return lambda: ClusterError(
         f"lost the Dask scheduler at {visible(cluster.address.text)} during {during}",
         hint=f"run {during} again when the scheduler is back")
-
-
-def _finished_block(tasks: Tasks, program: Any, budget: Any, finish: Callable) -> Any:
-    _, sweep, error = tasks.next_done()
-    if error is not None:
-        raise task_failed(error)
-    sweep.program = program
-    finish(sweep, None, budget)
-    return sweep
 
 
 @functools.lru_cache(maxsize=8)
@@ -203,18 +194,9 @@ def cluster_checks(cluster: Cluster, specs: Iterable[Any], texts: Mapping[str, s
                    fail_fast: bool = False) -> Iterator[Any]:
     """``formulas.run.run_checks`` on a cluster: each check a task (its file's text and its
     name travel), outcomes in order; ``fail_fast`` cancels the rest after a failure."""
-    pending = enumerate(specs)
+    work = ((spec, run_check_task, (texts[spec.file], spec.file, spec.name)) for spec in specs)
     with Tasks(cluster, _lost(cluster, "the checks")) as tasks:
-        while True:
-            while not tasks.full() and (item := next(pending, None)) is not None:
-                index, spec = item
-                tasks.add(spec, run_check_task, texts[spec.file], spec.file, spec.name,
-                          priority=-index)
-            if not tasks:
-                return
-            spec, outcome, error = tasks.next_done()
-            if error is not None:
-                raise task_failed(error)
+        for spec, outcome in tasks.results(work):
             outcome = replace(outcome, spec=spec)
             yield outcome
             if fail_fast and not outcome.ok:
