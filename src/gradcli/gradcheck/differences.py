@@ -6,7 +6,10 @@
 two more methods. Everything that checks a gradient by finite differences -- a float program's
 nodes (``replay.Replayer``), an array's elements (``columns.ElementReplayer``), an array along a
 random direction (``directions.DirectionReplayer``), sweeps and Hessians -- goes through it, so
-there is one step policy, one tolerance and one verdict, a ``GradientCheck``.
+there is one step policy, one tolerance and one verdict, a ``GradientCheck``. Where no central
+step agrees but the error was still falling as h^2 when the noise stopped the shrinking,
+Richardson's extrapolation (below) gets a second opinion before the failure is reported
+(``_still_truncating``).
 
 The two methods asked for by name (``method=``, ``--check-method``); each verdict records the
 one it used:
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
 COMPLEX_STEP = 1e-100  # relative to max(1, |v|); see the module docstring
 RICHARDSON_LEVELS = 15  # steps h0 ... h0 / 2^14: from max(1, |v|) / 8 down to ~eps^(1/3)
 _RICHARDSON_FIRST_STEP = 0.125
+_TRUNCATION_DROP = 16.0  # h^2 falls 256-fold at a 16 times smaller step; noise and errors do not
 
 
 @dataclass
@@ -128,7 +132,22 @@ def check_node(
         if agrees:
             return check
         tried.append(check)
-    return min(tried, key=lambda c: math.inf if c.abs_error is None else c.abs_error)
+    failed = min(tried, key=lambda c: math.inf if c.abs_error is None else c.abs_error)
+    if _still_truncating(tried):
+        second = _richardson_verdict(replayer, node, rtol, atol)
+        if second is not None and second.ok:
+            return second
+    return failed
+
+
+def _still_truncating(tried: list[GradientCheck]) -> bool:
+    """The last two central differences' errors fell by ``_TRUNCATION_DROP`` or more from one
+    step to the next, 16 times smaller: truncation error, which falls as h^2, when the shrinking
+    had to stop (noise) -- a function that changes on a scale far below the steps, summed over
+    many elements along a direction. Richardson's extrapolation cancels it, so it gets a second
+    opinion; a wrong gradient's error does not fall, and noise grows as h falls."""
+    errors = [c.abs_error for c in tried if c.method == CENTRAL.method and c.abs_error is not None]
+    return len(errors) >= 2 and errors[-1] * _TRUNCATION_DROP <= errors[-2]
 
 
 def _difference(replayer: Replays, node: Perturbed, h: float) -> tuple[float, str, float] | None:
@@ -186,9 +205,19 @@ def richardson_check(
     replayer: Replays, node: Perturbed, rtol: float, atol: float
 ) -> GradientCheck:
     """d(output)/d(node) by Richardson extrapolation of central differences (module docstring)."""
+    verdict = _richardson_verdict(replayer, node, rtol, atol)
+    if verdict is None:  # the verdict says "forward", "central"...
+        return check_node(replayer, node, rtol, atol)
+    return verdict
+
+
+def _richardson_verdict(
+    replayer: Replays, node: Perturbed, rtol: float, atol: float
+) -> GradientCheck | None:
+    """Richardson's verdict, or None where no two steps evaluate or the table overflowed."""
     best = richardson_estimate(replayer, node)
     if best is None or not math.isfinite(best[0]):  # an overflowed table is no estimate
-        return check_node(replayer, node, rtol, atol)  # the verdict says "forward", "central"...
+        return None
     numeric, estimate, h, largest = best
     error, allowed, agrees, _ = judge(node.grad, numeric, largest, h, 0, rtol, atol)
     return GradientCheck(node.grad, numeric, error, allowed, agrees, "richardson", h, estimate)
