@@ -71,22 +71,20 @@ def _top_level_commas(source: str) -> list[int]:
 
 
 def syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) -> ParseError:
+    """The ParseError for the driver's error (``UnexpectedCharacters`` or ``UnexpectedToken``,
+    always at a line and column of ``source``)."""
     lines = source.split("\n")
-    line = max(error.line, 1) if isinstance(error.line, int) else len(lines)
-    column = error.column if isinstance(error.column, int) and error.column > 0 else 1
-    text = lines[line - 1] if line <= len(lines) else ""
-    hint = None
+    line, column = error.line, error.column
+    text = lines[line - 1]
     token = None
     if isinstance(error, UnexpectedCharacters):
-        pos = error.pos_in_stream
-        char = source[pos] if pos < len(source) else ""
-        what = f"unexpected character {char!r}"
-        expected = set(error.allowed or ())
-        hint = _character_hint(source, pos)
+        what = f"unexpected character {source[error.pos_in_stream]!r}"
+        expected = error.allowed
+        hint = _character_hint(source, error.pos_in_stream)
     else:
-        token = error.token if isinstance(error, UnexpectedToken) else None
-        expected = set(getattr(error, "expected", ()) or ())
-        if token is None or token.type == "$END":
+        assert isinstance(error, UnexpectedToken)
+        token, expected, hint = error.token, error.expected, None
+        if token.type == "$END":
             what, column = "unexpected end of input", _end_column(text)
             last = _last_statement(error, expected, named)
             if last is not None:
@@ -113,10 +111,10 @@ def syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) ->
     return ParseError(message, line=line, column=column, hint=hint, source_line=text)
 
 
-def _last_statement(error: UnexpectedInput, expected: set[str],
+def _last_statement(error: UnexpectedToken, expected: set[str],
                     named: dict[str, Node]) -> str | None:
     """The name the program's last statement assigns, when the program ends right after it."""
-    values = getattr(error, "values", None) or []
+    values = error.values
     if "_SEP" not in expected or "$END" in expected:
         return None
     if len(values) >= 3 and isinstance(values[-3], Head) and isinstance(values[-1], Node):
@@ -242,8 +240,8 @@ def _character_hint(source: str, pos: int) -> str | None:
     """What to write instead of the character at ``pos``, which the language does not have."""
     import unicodedata  # only for this message
 
-    char = source[pos] if pos < len(source) else ""
-    if not char or (char.isascii() and char.isprintable() and char != "\\"):
+    char = source[pos]
+    if char.isascii() and char.isprintable() and char != "\\":
         return None
     code = f"U+{ord(char):04X}"
     described = f"{code} {unicodedata.name(char, '')}".rstrip()

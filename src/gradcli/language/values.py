@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
 from gradcli.engine.notation import shape_text
-from gradcli.errors import UsageError, visible
+from gradcli.errors import UsageError, shortened, visible
 from gradcli.limits import MAX_ARRAY_DIMS, MAX_ARRAY_ELEMENTS, MAX_RANGE_COUNT, check_dims
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -159,8 +159,6 @@ def _rectangular(name: str, text: str, rows: list[Any]) -> Any:
 
 
 def _array_error(name: str, text: str, problem: str) -> UsageError:
-    from gradcli.errors import shortened
-
     return UsageError(f"cannot read the array {shortened(text)!r} for {name}: {problem}",
                       hint=f"write e.g. --{name} \"[1, 2, 3]\" or --{name} \"[[1, 2], [3, 4]]\"")
 

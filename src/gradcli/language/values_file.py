@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from gradcli.errors import UsageError, visible
-from gradcli.language.values import NAME, nested_shape, validate_values
+from gradcli.language.values import NAME, nested_shape
 from gradcli.limits import MAX_ARRAY_DIMS, check_dims
 
 # A number, or an array of them: nested tuples, every level rectangular.
@@ -53,7 +53,6 @@ def parse_values_text(text: str, file_name: str, kind: str | None = None) -> lis
                              hint="names are letters, digits and _, not starting with a digit")
         value = _number_or_array(raw, f"{where}: the value of {visible(name)}", kind)
         values.append(FileValue(name, value, line))
-    validate_values({v.name: v.value for v in values if not v.is_array})
     return values
 
 
