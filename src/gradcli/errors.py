@@ -7,7 +7,9 @@ from enum import IntEnum
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import ClassVar
+    from typing import Any, ClassVar
+
+    from typing_extensions import Self
 
 
 class ExitStatus(IntEnum):
@@ -48,6 +50,11 @@ class GradcliError(Exception):
         self.hint = hint
         self.source_line = source_line  # the text of the offending line, for a caret display
         self.marks: tuple[int, ...] = ()  # more columns of that line to mark (a name used twice)
+
+    @classmethod
+    def at(cls, token: Any, message: str, hint: str | None = None) -> Self:
+        """The error at ``token``, a ``lalr.Token`` of the program text (its line and column)."""
+        return cls(message, line=token.line, column=token.column, hint=hint)
 
     def __str__(self) -> str:
         """``line 1, column 2: unexpected name x``: a traceback's last line (the CLI and JSON

@@ -16,7 +16,6 @@ from gradcli.language.driver import Parser
 from gradcli.language.lalr import UnexpectedInput, load_tables
 from gradcli.language.syntax_errors import (
     NumberOutputError,
-    error_at,
     number_output_error,
     syntax_error,
 )
@@ -90,13 +89,13 @@ def _refuse_unused(builder: GraphBuilder) -> None:
     One read only by an unused statement is not reported: that statement is, first."""
     for name, token in builder.assigned.items():
         if name not in builder.read:
-            raise error_at(UsageError, token, f"{name} is assigned but the output never uses it",
-                           f"use {name} in the output, or delete the statement '{name} = ...'")
+            raise UsageError.at(token, f"{name} is assigned but the output never uses it",
+                                f"use {name} in the output, or delete the statement '{name} = ...'")
     for name, function in builder.functions.items():
         if name not in builder.called:
-            raise error_at(UsageError, function.token, f"{name} is defined but never called",
-                           f"call it in the output, as {function.signature}, or delete its "
-                           "definition")
+            raise UsageError.at(function.token, f"{name} is defined but never called",
+                                f"call it in the output, as {function.signature}, or delete its "
+                                "definition")
 
 
 # A text this long pauses the cycle collector while it is parsed: a long program's nodes would

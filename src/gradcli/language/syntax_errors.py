@@ -296,10 +296,6 @@ def _greek_name(described: str) -> str | None:
     return None
 
 
-def error_at(cls: type, token: Token, message: str, hint: str | None = None):
-    return cls(message, line=token.line, column=token.column, hint=hint)
-
-
 # Other libraries' names for gradcli's functions (the ones people type most are aliases in the op
 # table: ln, arcsin, ...), and formulas for functions gradcli lacks.
 _SPELLED_OTHERWISE = {
