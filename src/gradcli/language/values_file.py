@@ -174,14 +174,12 @@ def _line_of(lines: dict[str, list[int]], name: str, occurrence: int) -> int | N
 
 def _refuse_duplicates(pairs: list[tuple[str, Any]], lines: dict[str, list[int]],
                        file_name: str) -> None:
-    seen: set[str] = set()
     for occurrence, (name, _) in _numbered(pairs):
-        if name in seen:
+        if occurrence:  # the name came before
             line = _line_of(lines, name, occurrence)
             where = f"{visible(file_name)}:{line}" if line is not None else visible(file_name)
             raise UsageError(f"{where}: {visible(name)} is given twice in the file",
                              hint=f"give {visible(name)} one value")
-        seen.add(name)
 
 
 def _numbered(pairs: list[tuple[str, Any]]) -> list[tuple[int, tuple[str, Any]]]:
