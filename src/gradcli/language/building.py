@@ -23,9 +23,9 @@ from gradcli.language.functions import Definitions, Function, Head, defined_late
 from gradcli.language.lalr import Token
 from gradcli.language.syntax_errors import (
     LOOKALIKES,
-    NumberOutputError,
     function_hint,
     language_signature,
+    number_output_error,
 )
 from gradcli.limits import MAX_ARRAY_ELEMENTS, MAX_NODES, check_dims
 
@@ -244,7 +244,7 @@ class GraphBuilder(Definitions):
             outputs = [child for child in children if child is not None]
             for number, output in enumerate(outputs):
                 if output.op is CONST and output.name is None and type(output.value) is float:
-                    raise NumberOutputError(number)  # parse() says where: `1,5` is a slip
+                    raise number_output_error(self.source, number)  # `1,5` is a slip
             self.arrays = True  # several outputs are a Jacobian: the array path
             return outputs
         return children[-1]

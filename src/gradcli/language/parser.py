@@ -14,11 +14,7 @@ from gradcli.errors import GradcliError, UsageError
 from gradcli.language.building import GraphBuilder
 from gradcli.language.driver import Parser
 from gradcli.language.lalr import UnexpectedInput, load_tables
-from gradcli.language.syntax_errors import (
-    NumberOutputError,
-    number_output_error,
-    syntax_error,
-)
+from gradcli.language.syntax_errors import syntax_error
 from gradcli.limits import MAX_NODES, max_chars
 
 
@@ -72,8 +68,6 @@ class _Parser:
                         note.source_line = lines[note.line - 1] if note.line else None
             except UnexpectedInput as error:
                 raise syntax_error(source, error, self.builder.named) from None
-            except NumberOutputError as error:
-                raise number_output_error(source, error.number) from None
             except GradcliError as error:  # a builder's error or _refuse_unused's: its line
                 if error.line is not None and error.source_line is None:
                     error.source_line = source.split("\n")[error.line - 1]

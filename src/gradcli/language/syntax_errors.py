@@ -30,17 +30,9 @@ LOOKALIKES = {**{name.lower(): (name, "function") for name in FUNCTIONS},
                **{name.lower(): (name, "constant") for name in CONSTANTS}}
 
 
-class NumberOutputError(Exception):
-    """An output of ``f, g`` is a plain number: ``1,5`` meant 1.5, or a slip (number ``number``
-    of the outputs)."""
-
-    def __init__(self, number: int) -> None:
-        super().__init__(number)
-        self.number = number
-
-
 def number_output_error(source: str, number: int) -> ParseError:
-    """The comma next to the number output: a decimal comma's hint, or what a comma does."""
+    """Output ``number`` of ``f, g`` is a plain number: ``1,5`` meant 1.5, or a slip. The error
+    is at the comma next to it: a decimal comma's hint, or what a comma does."""
     commas = _top_level_commas(source)
     position = commas[max(number - 1, 0)]
     line = source.count("\n", 0, position) + 1
