@@ -158,8 +158,8 @@ class GraphBuilder(Definitions):
             if known is None or token.pos_in_stream < known.pos_in_stream:
                 self.language_calls[name] = token
         op = FUNCTIONS.get(name)
-        if (op is None or len(args) != op.arity) and _array_row(name) is not None:
-            return self.made_node(self.array_call(token, args), token)  # sum(x), max(x)
+        if (op is None or len(args) != op.arity) and (row := _array_row(name)) is not None:
+            return self.made_node(self.array_call(token, row, args), token)  # sum(x), max(x)
         if op is None:
             if name in self.functions:
                 return self.call_defined(self.functions[name], token, args)
@@ -276,11 +276,10 @@ class GraphBuilder(Definitions):
             return self.made_node(Node(CONST, (), stacked))
         return self.made_node(Node(stack_op(len(children)), tuple(children)))
 
-    def array_call(self, token: Token, args: list[Node]) -> Node:
-        """``sum(x)``, ``max(x)`` (one argument), ``eye(3)``: a node of an array function."""
+    def array_call(self, token: Token, op: Op, args: list[Node]) -> Node:
+        """``sum(x)``, ``max(x)`` (one argument), ``eye(3)``: a node of the array function
+        ``op``, the language's array row of that name."""
         name = str(token)
-        op = _array_row(name)
-        assert op is not None  # the caller asked
         if len(args) != op.arity:
             counts = sorted({row.arity for row in CALLS[name]})  # max: max(x) and max(x, y)
             taken = " or ".join(map(str, counts))
@@ -289,7 +288,7 @@ class GraphBuilder(Definitions):
                              hint=f"write it as {language_signature(name)}")
         self.arrays = True
         if op.constant_args:
-            _size(token, args[0], square=name == "eye")
+            _check_size(token, args[0], square=name == "eye")
         return Node(op, tuple(args))
 
     def subscript(self, children: list) -> Node:
@@ -349,15 +348,14 @@ def _array_row(name: str) -> Op | None:
     return next((op for op in CALLS.get(name, ()) if op.is_array), None)
 
 
-def _size(token: Token, node: Node, square: bool) -> int:
-    """The ``n`` of ``zeros(n)``: a constant whole number, not too large."""
+def _check_size(token: Token, node: Node, square: bool) -> None:
+    """Refuse the ``n`` of ``zeros(n)`` unless a constant whole number, not too large."""
     value = node.value if _is_number(node) else None
     count = int(value) if value is not None and value == int(value) else 0
     elements = count * count if square else count
     if count < 1 or elements > MAX_ARRAY_ELEMENTS:
         raise UsageError.at(token, f"{token}(n) needs n to be a whole number from 1 up, with at "
                             f"most {MAX_ARRAY_ELEMENTS:,} elements", hint=f"write e.g. {token}(3)")
-    return count
 
 
 def _whole(node: Node) -> int:

@@ -235,8 +235,7 @@ def _character_hint(source: str, pos: int) -> str | None:
     char = source[pos]
     if char.isascii() and char.isprintable() and char != "\\":
         return None
-    code = f"U+{ord(char):04X}"
-    described = f"{code} {unicodedata.name(char, '')}".rstrip()
+    described = f"U+{ord(char):04X} {unicodedata.name(char, '')}".rstrip()
     if char == "\\":
         if not source[pos + 1:].split("\n", 1)[0].strip(" \t\f\r"):
             return ("a '\\' at the end of a line continues the statement on the next line, "
@@ -278,14 +277,14 @@ def _character_hint(source: str, pos: int) -> str | None:
 
 def _greek_name(described: str) -> str | None:
     """``alpha`` for ``U+03B1 GREEK SMALL LETTER ALPHA`` (a name to write instead)."""
-    for prefix in ("GREEK SMALL LETTER ", "GREEK CAPITAL LETTER "):
-        if prefix in described:
-            word = described.split(prefix, 1)[1]
-            if " " in word:
-                return None
-            word = "lambda" if word == "LAMDA" else word
-            return word.lower() if "SMALL" in prefix else word.capitalize()
-    return None
+    letter = _GREEK_LETTER.search(described)
+    if letter is None:
+        return None
+    word = "lambda" if letter[2] == "LAMDA" else letter[2]  # Unicode spells it LAMDA
+    return word.lower() if letter[1] == "SMALL" else word.capitalize()
+
+
+_GREEK_LETTER = re.compile(r"GREEK (SMALL|CAPITAL) LETTER (\S+)$")  # one word: not "ALPHA WITH ..."
 
 
 # Other libraries' names for gradcli's functions (the ones people type most are aliases in the op
