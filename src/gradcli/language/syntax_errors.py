@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from gradcli.engine.graph import Node
-from gradcli.engine.ops import CALLS, CONSTANTS, FUNCTIONS
+from gradcli.engine.ops import CALLS, CONSTANTS, FUNCTIONS, table_rows
 from gradcli.errors import ParseError
 from gradcli.language.functions import Head
 from gradcli.language.lalr import (
@@ -316,26 +316,15 @@ def function_hint(name: str) -> str:
     lower = LOOKALIKES.get(name.lower())
     if lower is not None and lower[1] == "function":
         return f"did you mean {lower[0]}? names are case-sensitive"
-    written = _operator_spelling(name)
-    if written is not None:
-        return f"{name} is an operator: write {written}"
+    for row in table_rows():  # an operator that ``gradcli functions`` lists by name (add, matmul)
+        if row["name"] == name and "function" not in row["kind"]:
+            return f"{name} is an operator: write {' or '.join(row['written'])}"
     import difflib  # only for this message
 
     close = difflib.get_close_matches(name, list(CALLS), n=1)
     if close:
         return f"did you mean {close[0]}? {listed}"
     return f"{listed}; for a product write {name}*(...)"
-
-
-def _operator_spelling(name: str) -> str | None:
-    """How an operator row that ``gradcli functions`` lists by name is written (``add``:
-    ``x + y``, ``matmul``: ``x @ y``), or None for a name that is no operator."""
-    from gradcli.engine import ops  # only for this message
-
-    for row in ops.table_rows():
-        if row["name"] == name and row["kind"] != "function" and "function" not in row["kind"]:
-            return " or ".join(row["written"])
-    return None
 
 
 def language_signature(name: str) -> str:
