@@ -277,14 +277,11 @@ def _character_hint(source: str, pos: int) -> str | None:
 
 def _greek_name(described: str) -> str | None:
     """``alpha`` for ``U+03B1 GREEK SMALL LETTER ALPHA`` (a name to write instead)."""
-    letter = _GREEK_LETTER.search(described)
+    letter = re.search(r"GREEK (SMALL|CAPITAL) LETTER (\S+)$", described)  # not "ALPHA WITH ..."
     if letter is None:
         return None
     word = "lambda" if letter[2] == "LAMDA" else letter[2]  # Unicode spells it LAMDA
     return word.lower() if letter[1] == "SMALL" else word.capitalize()
-
-
-_GREEK_LETTER = re.compile(r"GREEK (SMALL|CAPITAL) LETTER (\S+)$")  # one word: not "ALPHA WITH ..."
 
 
 # Other libraries' names for gradcli's functions (the ones people type most are aliases in the op

@@ -337,8 +337,7 @@ def _load_csv(path: str) -> Any:
                               "(or start it with #)") from None
     if table.size == 0:
         raise UsageError(f"{visible(path)} has no numbers", hint="write one row per line")
-    rows, columns = table.shape
-    return table.ravel() if 1 in (rows, columns) else table
+    return table.ravel() if 1 in table.shape else table  # one row or one column: a vector
 
 
 def _refuse_large(name: str, path: str, elements: float) -> None:
