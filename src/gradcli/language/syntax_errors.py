@@ -174,7 +174,7 @@ def _syntax_hint(text: str, column: int, depth: int, expected: set[str],
         return ("the line ends the statement: to go on on the next line, end this one with "
                 "'\\' or put the formula in ( )")
     if before and (before[-1].isalnum() or before[-1] in "_)]") and after[:1].isalnum():
-        left = before.split()[-1].split("(")[-1] if before.split() else before
+        left = before.split()[-1].split("(")[-1]  # before ends in a word or a bracket
         right = _take_word(after)
         if left in FUNCTIONS:
             return f"did you mean {left}({right})? a function's argument goes in parentheses"
@@ -258,7 +258,7 @@ def _character_hint(source: str, pos: int) -> str | None:
     if char == "\u221a":
         return "write sqrt(x) for \u221ax: names are ASCII"
     if pos == 0 and char == "\ufeff":
-        return None  # unreachable: the parser drops a leading byte-order mark
+        return None  # a second one (the parser drops a leading byte-order mark)
     category = unicodedata.category(char)
     if category == "Zs":
         return f"write a plain space for {described}"
