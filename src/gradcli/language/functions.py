@@ -15,7 +15,7 @@ from gradcli.errors import GradcliNameError
 from gradcli.language.lalr import Token
 
 LABEL_LIMIT = 60  # a call written longer than this is labelled f(...)
-name_error = GradcliNameError.at
+name_error = GradcliNameError.at  # the error at a token: a name the program misuses
 
 
 class Head:
