@@ -67,9 +67,8 @@ class UnexpectedToken(UnexpectedInput):
 
 def grammar_text() -> str:
     """The grammar shipped as ``gradcli.language.grammar`` (wheel or editable install alike)."""
-    from gradcli.language import (
-        grammar,  # a plain file next to the package's __init__: no importlib.resources
-    )
+    # a plain file next to the package's __init__: no importlib.resources
+    from gradcli.language import grammar
 
     path = os.path.join(os.path.dirname(grammar.__file__ or ""), GRAMMAR_FILE)
     if os.path.isfile(path):

@@ -14,12 +14,7 @@ from gradcli.engine.graph import Node
 from gradcli.engine.ops import CALLS, CONSTANTS, FUNCTIONS, table_rows
 from gradcli.errors import ParseError
 from gradcli.language.functions import Head
-from gradcli.language.lalr import (
-    Token,
-    UnexpectedCharacters,
-    UnexpectedInput,
-    UnexpectedToken,
-)
+from gradcli.language.lalr import Token, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 _OPERAND_START = {"NUMBER", "NAME"}
 _PROGRAM_END = {"_SEP", "$END"}
