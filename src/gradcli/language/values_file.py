@@ -42,8 +42,8 @@ def parse_values_text(text: str, file_name: str, kind: str | None = None) -> lis
     from the text (a JSON object starts with ``{``, a TOML file never does)."""
     if kind is None:
         kind = _guessed_kind(text)
-    pairs = _json_pairs(text, file_name) if kind == "json" else _toml_pairs(text, file_name)
-    lines = _key_lines(text, kind)
+    lines = _key_lines(text, kind)  # one pass, for the pairs' lines and a duplicate's
+    pairs = (_json_pairs if kind == "json" else _toml_pairs)(text, file_name, lines)
     values = []
     for occurrence, (name, raw) in _numbered(pairs):
         line = _line_of(lines, name, occurrence)
@@ -81,7 +81,7 @@ class _Pairs(list):
     """A JSON object as its (key, value) pairs in order: duplicates are kept, to be reported."""
 
 
-def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+def _json_pairs(text: str, file_name: str, lines: dict[str, list[int]]) -> list[tuple[str, Any]]:
     def refuse_constant(word: str) -> Any:
         line = text.count("\n", 0, max(text.find(word), 0)) + 1
         raise UsageError(f"{visible(file_name)}:{line}: {word} is not a finite number",
@@ -98,7 +98,7 @@ def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
     if not isinstance(document, _Pairs):
         raise UsageError(f"{visible(file_name)} holds {_kind(document)} of JSON, not an "
                          "object of name: number", hint='write e.g. {"x": 2, "W": 3}')
-    _refuse_duplicates(document, _key_lines(text, "json"), file_name)
+    _refuse_duplicates(document, lines, file_name)
     return list(document)
 
 
@@ -111,14 +111,14 @@ def toml_reader() -> Any:
     return tomllib
 
 
-def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+def _toml_pairs(text: str, file_name: str, lines: dict[str, list[int]]) -> list[tuple[str, Any]]:
     tomllib = toml_reader()
     try:
         document = tomllib.loads(text)
     except RecursionError:
         raise _too_deep(file_name) from None
     except tomllib.TOMLDecodeError as error:  # its message ends "(at line 2, column 5)"
-        _refuse_duplicates(_toml_keys(text), _key_lines(text, "toml"), file_name)
+        _refuse_duplicates(_toml_keys(text), lines, file_name)
         raise UsageError(f"{visible(file_name)}: not valid TOML: {error}",
                          hint="write one name = number per line, e.g. x = 2") from None
     return list(document.items())  # TOML itself refuses a key given twice
