@@ -19,14 +19,13 @@ from gradcli.engine.ops import (
     stack_op,
 )
 from gradcli.errors import GradcliNameError, Note, ParseError, UsageError
-from gradcli.language.functions import Definitions, Function, Head, defined_later
+from gradcli.language.functions import Definitions, Function, Head, defined_later, name_error
 from gradcli.language.lalr import Token
 from gradcli.language.syntax_errors import (
     LOOKALIKES,
-    NumberOutputError,
-    error_at,
     function_hint,
     language_signature,
+    number_output_error,
 )
 from gradcli.limits import MAX_ARRAY_ELEMENTS, MAX_NODES, check_dims
 
@@ -82,7 +81,7 @@ class GraphBuilder(Definitions):
         token = children[0]
         node = self.made_node(Node.constant(float(token)), token)
         if node.value == float("inf"):
-            raise error_at(ParseError, token, f"the number {token} is too large for a float")
+            raise ParseError.at(token, f"the number {token} is too large for a float")
         return node
 
     def name(self, children: list[Token]) -> Node:
@@ -99,11 +98,10 @@ class GraphBuilder(Definitions):
         if name not in self.variables:
             if name in self.functions:
                 signature = self.functions[name].signature
-                raise error_at(GradcliNameError, token,
-                                f"{name} is a function: call it as {signature}",
-                                hint=f"{name} is the program's function; a name is a function "
-                                     f"or a variable, not both: for a variable pick another "
-                                     f"name, e.g. {name}_")
+                raise name_error(token, f"{name} is a function: call it as {signature}",
+                                 hint=f"{name} is the program's function; a name is a function "
+                                      f"or a variable, not both: for a variable pick another "
+                                      f"name, e.g. {name}_")
             if name in self.language_calls and not self.both_ways:
                 raise self.both_ways_error(name, self.language_calls[name], token)
             self.variables[name] = self.made_node(Node.variable(name), token)
@@ -128,12 +126,12 @@ class GraphBuilder(Definitions):
         """``beta(a, b) + beta``: one name both called and used as a variable, the one error
         this rule leaves (which one was meant is a guess); both places are marked."""
         first, second = sorted((call, use), key=lambda token: token.pos_in_stream)
-        error = error_at(GradcliNameError, second,
-                          f"{name} is both called as a function (line {call.line}, column "
-                          f"{call.column}) and used as a variable (line {use.line}, column "
-                          f"{use.column})",
-                          hint=f"a name is a function or a variable, not both: rename the "
-                               f"variable, e.g. {name}_")
+        error = name_error(second,
+                           f"{name} is both called as a function (line {call.line}, column "
+                           f"{call.column}) and used as a variable (line {use.line}, column "
+                           f"{use.column})",
+                           hint=f"a name is a function or a variable, not both: rename the "
+                                f"variable, e.g. {name}_")
         if first.line == second.line:
             error.marks = (first.column,)
         return error
@@ -160,39 +158,36 @@ class GraphBuilder(Definitions):
             if known is None or token.pos_in_stream < known.pos_in_stream:
                 self.language_calls[name] = token
         op = FUNCTIONS.get(name)
-        if (op is None or len(args) != op.arity) and _array_row(name) is not None:
-            return self.made_node(self.array_call(token, args), token)  # sum(x), max(x)
+        if (op is None or len(args) != op.arity) and (row := _array_row(name)) is not None:
+            return self.made_node(self.array_call(token, row, args), token)  # sum(x), max(x)
         if op is None:
-            name = str(token)
             if name in self.functions:
                 return self.call_defined(self.functions[name], token, args)
             if self.defining is not None and name == str(self.defining.token):
-                raise error_at(GradcliNameError, token, f"{name} calls itself",
-                                hint="a function cannot be recursive: each call is written out "
-                                     "in place, so it would never end")
+                raise name_error(token, f"{name} calls itself",
+                                 hint="a function cannot be recursive: each call is written out "
+                                      "in place, so it would never end")
             later = defined_later(self.source, name, token.pos_in_stream)
             if later is not None:
                 where = (f"{self.defining.token} calls {name}" if self.defining is not None
                          else f"{name} is called")
-                raise error_at(GradcliNameError, token,
-                                f"{where} before its definition (line {later})",
-                                hint="define a function before its first use (so no function "
-                                     "can call itself, even through others)")
+                raise name_error(token, f"{where} before its definition (line {later})",
+                                 hint="define a function before its first use (so no function "
+                                      "can call itself, even through others)")
             if name in self.variables or name in self.named:
                 hint = f"{name} is a variable: did you mean {name}*(...)?"
             elif name in CONSTANTS:
                 hint = f"{name} is a constant: did you mean {name}*(...)?"
             else:
                 hint = function_hint(name)
-            raise error_at(GradcliNameError, token, f"unknown function {name}", hint=hint)
+            raise name_error(token, f"unknown function {name}", hint=hint)
         if len(args) != op.arity:
             plural = "s" if op.arity > 1 else ""
             hint = f"write it as {language_signature(op.name)}"
             if op.name == "log" and len(args) == 2:
                 hint += ", the natural logarithm; in base b: log(x)/log(b), log2(x), log10(x)"
-            raise error_at(GradcliNameError, token,
-                            f"{op.name} takes {op.arity} argument{plural}, not {len(args)}",
-                            hint=hint)
+            raise name_error(token, f"{op.name} takes {op.arity} argument{plural}, not "
+                             f"{len(args)}", hint=hint)
         if op is CONDITIONAL:
             self.masked = True
         return self.made_node(Node(op, tuple(args)), token)
@@ -214,25 +209,24 @@ class GraphBuilder(Definitions):
         token, value = children
         name = str(token)
         if name in self.functions:
-            raise error_at(GradcliNameError, token, f"{name} is a function of the program "
-                            "and cannot be assigned", hint="pick another name")
+            raise name_error(token, f"{name} is a function of the program "
+                             "and cannot be assigned", hint="pick another name")
         if name in self.language_calls and not self.both_ways:
             raise self.both_ways_error(name, self.language_calls[name], token)
         if name in self.constants_read:
-            raise error_at(GradcliNameError, token, f"{name} is used as the constant "
-                            f"{name} before this statement assigns it",
-                            hint=f"rename the variable (e.g. {name}_): a name means one thing "
-                                 "in a program")
+            raise name_error(token, f"{name} is used as the constant {name} before this "
+                             "statement assigns it",
+                             hint=f"rename the variable (e.g. {name}_): a name means one thing "
+                                  "in a program")
         self.first_use.setdefault(name, token)
         if name in self.named:
-            raise error_at(GradcliNameError, token, f"{name} is assigned twice",
-                            hint="each name can be assigned once")
+            raise name_error(token, f"{name} is assigned twice",
+                             hint="each name can be assigned once")
         if name in self.variables:
-            raise error_at(GradcliNameError, token, f"{name} is used before it is assigned",
-                            hint=f"move the statement '{name} = ...' before the first use")
+            raise name_error(token, f"{name} is used before it is assigned",
+                             hint=f"move the statement '{name} = ...' before the first use")
         if name in CONSTANTS:  # e = 2 hides e: said on stderr
-            self.notes.append(Note(name, name, "constant", line=token.line, column=token.column,
-                                   reading="shadow"))
+            self.notes.append(self._note(name, token))
         if value.op is CONST and value.name is None:
             # `x = 2` declares an input variable with a default; the command line may move it.
             self.variables[name] = self.named[name] = Node.variable(name, value.value)
@@ -250,7 +244,7 @@ class GraphBuilder(Definitions):
             outputs = [child for child in children if child is not None]
             for number, output in enumerate(outputs):
                 if output.op is CONST and output.name is None and type(output.value) is float:
-                    raise NumberOutputError(number)  # parse() says where: `1,5` is a slip
+                    raise number_output_error(self.source, number)  # `1,5` is a slip
             self.arrays = True  # several outputs are a Jacobian: the array path
             return outputs
         return children[-1]
@@ -282,21 +276,19 @@ class GraphBuilder(Definitions):
             return self.made_node(Node(CONST, (), stacked))
         return self.made_node(Node(stack_op(len(children)), tuple(children)))
 
-    def array_call(self, token: Token, args: list[Node]) -> Node:
-        """``sum(x)``, ``max(x)`` (one argument), ``eye(3)``: a node of an array function."""
+    def array_call(self, token: Token, op: Op, args: list[Node]) -> Node:
+        """``sum(x)``, ``max(x)`` (one argument), ``eye(3)``: a node of the array function
+        ``op``, the language's array row of that name."""
         name = str(token)
-        op = _array_row(name)
-        assert op is not None  # the caller asked
         if len(args) != op.arity:
             counts = sorted({row.arity for row in CALLS[name]})  # max: max(x) and max(x, y)
             taken = " or ".join(map(str, counts))
-            raise GradcliNameError(f"{name} takes {taken} argument"
-                                   f"{'s' if counts[-1] > 1 else ''}, not {len(args)}",
-                                   line=token.line, column=token.column,
-                                   hint=f"write it as {language_signature(name)}")
+            raise name_error(token, f"{name} takes {taken} argument"
+                             f"{'s' if counts[-1] > 1 else ''}, not {len(args)}",
+                             hint=f"write it as {language_signature(name)}")
         self.arrays = True
         if op.constant_args:
-            _size(token, args[0], square=name == "eye")
+            _check_size(token, args[0], square=name == "eye")
         return Node(op, tuple(args))
 
     def subscript(self, children: list) -> Node:
@@ -356,16 +348,14 @@ def _array_row(name: str) -> Op | None:
     return next((op for op in CALLS.get(name, ()) if op.is_array), None)
 
 
-def _size(token: Token, node: Node, square: bool) -> int:
-    """The ``n`` of ``zeros(n)``: a constant whole number, not too large."""
+def _check_size(token: Token, node: Node, square: bool) -> None:
+    """Refuse the ``n`` of ``zeros(n)`` unless a constant whole number, not too large."""
     value = node.value if _is_number(node) else None
     count = int(value) if value is not None and value == int(value) else 0
     elements = count * count if square else count
     if count < 1 or elements > MAX_ARRAY_ELEMENTS:
-        raise UsageError(f"{token}(n) needs n to be a whole number from 1 up, with at most "
-                         f"{MAX_ARRAY_ELEMENTS:,} elements", line=token.line,
-                         column=token.column, hint=f"write e.g. {token}(3)")
-    return count
+        raise UsageError.at(token, f"{token}(n) needs n to be a whole number from 1 up, with at "
+                            f"most {MAX_ARRAY_ELEMENTS:,} elements", hint=f"write e.g. {token}(3)")
 
 
 def _whole(node: Node) -> int:

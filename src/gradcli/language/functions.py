@@ -15,6 +15,7 @@ from gradcli.errors import GradcliNameError
 from gradcli.language.lalr import Token
 
 LABEL_LIMIT = 60  # a call written longer than this is labelled f(...)
+name_error = GradcliNameError.at  # the error at a token: a name the program misuses
 
 
 class Head:
@@ -29,40 +30,30 @@ class Head:
 
 
 class Function:
-    """A defined function: parameters, body, and what a call copies (``template``)."""
+    """A defined function, ``f(a, b) = body``: what a call copies is its ``template``, the
+    body's nodes that depend on a parameter, in the order they were made."""
 
     __slots__ = ("body", "name", "parameters", "template", "token")
 
-    def __init__(self, name: str, parameters: tuple[Node, ...], body: Node,
-                 template: list[Node], token: Token) -> None:
-        self.name = name
-        self.parameters = parameters
-        self.body = body
-        self.template = template  # the body's nodes that depend on a parameter, in order made
-        self.token = token  # the name in its definition
-
-    @property
-    def line(self) -> int:
-        return self.token.line
-
-    @classmethod
-    def define(cls, head: Head, body: Node) -> Function:
+    def __init__(self, head: Head, body: Node) -> None:
         placeholders = set(head.parameters.values())
         depends: set[Node] = set(placeholders)
-        template = []
+        self.template: list[Node] = []
         read: set[Node] = {body} & placeholders
         for node in nodes_of([body]):
             if any(source in depends for source in node.inputs):
                 depends.add(node)
-                template.append(node)
+                self.template.append(node)
                 read.update(placeholders.intersection(node.inputs))
         for name, placeholder in head.parameters.items():
             if placeholder not in read:
                 raise name_error(head.token, f"the parameter {name} of {head.token} is never "
                                  "used in its body", hint=f"use {name} in the body, or take it "
                                  f"out of {head.token}(...) and out of its calls")
-        return cls(str(head.token), tuple(head.parameters.values()), body, template,
-                   head.token)
+        self.token = head.token  # the name in its definition
+        self.name = str(head.token)
+        self.parameters = tuple(head.parameters.values())
+        self.body = body
 
     @property
     def signature(self) -> str:
@@ -105,7 +96,7 @@ class Definitions:
             raise name_error(token, f"{function.name} takes {count} argument"
                              f"{'s' * (count != 1)}, not {len(args)}",
                              hint=f"it is defined as {function.signature} on line "
-                                  f"{function.line}")
+                                  f"{function.token.line}")
         if any(node.op is CONDITIONAL for node in function.template):
             self.masked = True
         self.called.add(function.name)
@@ -147,7 +138,7 @@ class Definitions:
                              hint="pick another name")
         if name in self.functions:
             raise name_error(token, f"{name} is defined twice (first on line "
-                             f"{self.functions[name].line})",
+                             f"{self.functions[name].token.line})",
                              hint="each function can be defined once; pick another name")
         if name in self.named or name in list(self.variables)[:self.statement_start]:
             raise name_error(token, f"{name} is a variable of the program and cannot also be "
@@ -174,7 +165,7 @@ class Definitions:
         head, body = children
         for parameter in head.parameters:
             del self.named[parameter]
-        function = Function.define(head, body)
+        function = Function(head, body)
         self.functions[function.name] = function
         self.defining = None
         self.statement_start = len(self.variables)
@@ -205,6 +196,3 @@ def defined_later(source: str, name: str, after: int) -> int | None:
     found = pattern.search(source, after)
     return None if found is None else source.count("\n", 0, found.end()) + 1
 
-
-def name_error(token: Token, message: str, hint: str) -> GradcliNameError:
-    return GradcliNameError(message, line=token.line, column=token.column, hint=hint)

@@ -54,22 +54,21 @@ class UnexpectedCharacters(UnexpectedInput):
 
 
 class UnexpectedToken(UnexpectedInput):
-    def __init__(self, token: Token, expected: set[str], values: list | None = None) -> None:
+    def __init__(self, token: Token, expected: set[str], values: list) -> None:
         super().__init__(f"unexpected token {token.type} at line {token.line}")
         self.token, self.expected = token, expected
         self.line, self.column = token.line, token.column
         # The parser's value stack when it stopped (ours only, not Lark's): what was read so
         # far, for a message such as "the program ends with the statement f = ...".
-        self.values = values if values is not None else []
+        self.values = values
 
 
 # --- the tables: generated with Lark, shipped as literals ----------------------------------------
 
 def grammar_text() -> str:
     """The grammar shipped as ``gradcli.language.grammar`` (wheel or editable install alike)."""
-    from gradcli.language import (
-        grammar,  # a plain file next to the package's __init__: no importlib.resources
-    )
+    # a plain file next to the package's __init__: no importlib.resources
+    from gradcli.language import grammar
 
     path = os.path.join(os.path.dirname(grammar.__file__ or ""), GRAMMAR_FILE)
     if os.path.isfile(path):
@@ -162,8 +161,8 @@ def _often_first(terminals: list[list[str]]) -> list[list[str]]:
     for name in _OFTEN:
         at = next((k for k, (other, _) in enumerate(rest) if other == name), None)
         mine = first.get(name)
-        if at is not None and mine is not None and all(
-                _apart(first[other], mine) for other, _ in rest[:at]):
+        if at is not None and mine is not None and all(  # no match of theirs begins as mine
+                first[other] is not None and not first[other] & mine for other, _ in rest[:at]):
             ahead.append(rest.pop(at))
     return ahead + rest
 
@@ -196,11 +195,6 @@ def _first_of(items: list, sre: Any) -> frozenset[int] | None:
         known = [f for f in firsts if f is not None]
         return frozenset().union(*known) if len(known) == len(firsts) else None
     return None
-
-
-def _apart(theirs: frozenset[int] | None, mine: frozenset[int]) -> bool:
-    """Whether no match of the one can begin where a match of the other begins."""
-    return theirs is not None and not theirs & mine
 
 
 def _keywords(terminals: list) -> dict[str, dict[str, str]]:

@@ -13,13 +13,8 @@ from gradcli.engine.ops import CONSTANTS
 from gradcli.errors import GradcliError, UsageError
 from gradcli.language.building import GraphBuilder
 from gradcli.language.driver import Parser
-from gradcli.language.lalr import Token, UnexpectedInput, load_tables
-from gradcli.language.syntax_errors import (
-    NumberOutputError,
-    error_at,
-    number_output_error,
-    syntax_error,
-)
+from gradcli.language.lalr import UnexpectedInput, load_tables
+from gradcli.language.syntax_errors import syntax_error
 from gradcli.limits import MAX_NODES, max_chars
 
 
@@ -56,56 +51,45 @@ class _Parser:
                 parse = collector_paused(parse)
             try:
                 output = parse(source)
+                builder = self.builder
+                variables, defaults = builder.variables.values(), builder.defaults
+                if isinstance(output, list):
+                    program = Program.build_outputs(source, output, variables, defaults,
+                                                    builder.masked)
+                else:
+                    program = Program.build(source, output, variables, defaults, builder.masked)
+                program.arrays, program.parameters = builder.arrays, builder.parameters
+                _refuse_unused(builder)
+                if builder.notes:
+                    lines = source.split("\n")
+                    program.notes = [note for note in builder.notes
+                                     if note.name in program.variables]
+                    for note in program.notes:
+                        note.source_line = lines[note.line - 1] if note.line else None
             except UnexpectedInput as error:
                 raise syntax_error(source, error, self.builder.named) from None
-            except NumberOutputError as error:
-                raise number_output_error(source, error.number) from None
-            except GradcliError as error:
+            except GradcliError as error:  # a builder's error or _refuse_unused's: its line
                 if error.line is not None and error.source_line is None:
                     error.source_line = source.split("\n")[error.line - 1]
                 raise
             finally:
-                builder = self.builder
-                variables, defaults, notes = builder.variables, builder.defaults, builder.notes
-                arrays, masked, parameters = builder.arrays, builder.masked, builder.parameters
-                assigned, read = builder.assigned, builder.read
-                functions, called = builder.functions, builder.called
-                builder.reset()
-        if isinstance(output, list):
-            program = Program.build_outputs(source, output, variables.values(), defaults,
-                                            masked)
-        else:
-            program = Program.build(source, output, variables.values(), defaults, masked)
-        program.arrays, program.parameters = arrays, parameters
-        _refuse_unused(source, assigned, read, functions, called)
-        if notes:
-            lines = source.split("\n")
-            program.notes = [note for note in notes if note.name in program.variables]
-            for note in program.notes:
-                note.source_line = lines[note.line - 1] if note.line else None
+                self.builder.reset()  # holds nothing of the program between parses
         return program
 
 
-def _refuse_unused(source: str, assigned: dict[str, Token], read: set[str],
-                   functions: dict, called: set[str]) -> None:
+def _refuse_unused(builder: GraphBuilder) -> None:
     """An intermediate that nothing reads, or a function never called, is a slip (the output
     names the wrong thing, or a statement was left behind): a usage error at its statement.
     One read only by an unused statement is not reported: that statement is, first."""
-    for name, token in assigned.items():
-        if name not in read:
-            raise _unused(source, token, f"{name} is assigned but the output never uses it",
-                          f"use {name} in the output, or delete the statement '{name} = ...'")
-    for name, function in functions.items():
-        if name not in called:
-            raise _unused(source, function.token, f"{name} is defined but never called",
-                          f"call it in the output, as {function.signature}, or delete its "
-                          "definition")
-
-
-def _unused(source: str, token: Token, message: str, hint: str) -> UsageError:
-    error = error_at(UsageError, token, message, hint)
-    error.source_line = source.split("\n")[token.line - 1]
-    return error
+    for name, token in builder.assigned.items():
+        if name not in builder.read:
+            raise UsageError.at(token, f"{name} is assigned but the output never uses it",
+                                f"use {name} in the output, or delete the statement '{name} = ...'")
+    for name, function in builder.functions.items():
+        if name not in builder.called:
+            raise UsageError.at(function.token, f"{name} is defined but never called",
+                                f"call it in the output, as {function.signature}, or delete its "
+                                "definition")
 
 
 # A text this long pauses the cycle collector while it is parsed: a long program's nodes would

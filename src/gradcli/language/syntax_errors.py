@@ -11,15 +11,10 @@ from __future__ import annotations
 import re
 
 from gradcli.engine.graph import Node
-from gradcli.engine.ops import CALLS, CONSTANTS, FUNCTIONS
+from gradcli.engine.ops import CALLS, CONSTANTS, FUNCTIONS, table_rows
 from gradcli.errors import ParseError
 from gradcli.language.functions import Head
-from gradcli.language.lalr import (
-    Token,
-    UnexpectedCharacters,
-    UnexpectedInput,
-    UnexpectedToken,
-)
+from gradcli.language.lalr import Token, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 _OPERAND_START = {"NUMBER", "NAME"}
 _PROGRAM_END = {"_SEP", "$END"}
@@ -30,17 +25,9 @@ LOOKALIKES = {**{name.lower(): (name, "function") for name in FUNCTIONS},
                **{name.lower(): (name, "constant") for name in CONSTANTS}}
 
 
-class NumberOutputError(Exception):
-    """An output of ``f, g`` is a plain number: ``1,5`` meant 1.5, or a slip (number ``number``
-    of the outputs)."""
-
-    def __init__(self, number: int) -> None:
-        super().__init__(number)
-        self.number = number
-
-
 def number_output_error(source: str, number: int) -> ParseError:
-    """The comma next to the number output: a decimal comma's hint, or what a comma does."""
+    """Output ``number`` of ``f, g`` is a plain number: ``1,5`` meant 1.5, or a slip. The error
+    is at the comma next to it: a decimal comma's hint, or what a comma does."""
     commas = _top_level_commas(source)
     position = commas[max(number - 1, 0)]
     line = source.count("\n", 0, position) + 1
@@ -71,22 +58,20 @@ def _top_level_commas(source: str) -> list[int]:
 
 
 def syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) -> ParseError:
+    """The ParseError for the driver's error (``UnexpectedCharacters`` or ``UnexpectedToken``,
+    always at a line and column of ``source``)."""
     lines = source.split("\n")
-    line = max(error.line, 1) if isinstance(error.line, int) else len(lines)
-    column = error.column if isinstance(error.column, int) and error.column > 0 else 1
-    text = lines[line - 1] if line <= len(lines) else ""
-    hint = None
+    line, column = error.line, error.column
+    text = lines[line - 1]
     token = None
     if isinstance(error, UnexpectedCharacters):
-        pos = error.pos_in_stream
-        char = source[pos] if pos < len(source) else ""
-        what = f"unexpected character {char!r}"
-        expected = set(error.allowed or ())
-        hint = _character_hint(source, pos)
+        what = f"unexpected character {source[error.pos_in_stream]!r}"
+        expected = error.allowed
+        hint = _character_hint(source, error.pos_in_stream)
     else:
-        token = error.token if isinstance(error, UnexpectedToken) else None
-        expected = set(getattr(error, "expected", ()) or ())
-        if token is None or token.type == "$END":
+        assert isinstance(error, UnexpectedToken)
+        token, expected, hint = error.token, error.expected, None
+        if token.type == "$END":
             what, column = "unexpected end of input", _end_column(text)
             last = _last_statement(error, expected, named)
             if last is not None:
@@ -113,10 +98,10 @@ def syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) ->
     return ParseError(message, line=line, column=column, hint=hint, source_line=text)
 
 
-def _last_statement(error: UnexpectedInput, expected: set[str],
+def _last_statement(error: UnexpectedToken, expected: set[str],
                     named: dict[str, Node]) -> str | None:
     """The name the program's last statement assigns, when the program ends right after it."""
-    values = getattr(error, "values", None) or []
+    values = error.values
     if "_SEP" not in expected or "$END" in expected:
         return None
     if len(values) >= 3 and isinstance(values[-3], Head) and isinstance(values[-1], Node):
@@ -184,7 +169,7 @@ def _syntax_hint(text: str, column: int, depth: int, expected: set[str],
         return ("the line ends the statement: to go on on the next line, end this one with "
                 "'\\' or put the formula in ( )")
     if before and (before[-1].isalnum() or before[-1] in "_)]") and after[:1].isalnum():
-        left = before.split()[-1].split("(")[-1] if before.split() else before
+        left = before.split()[-1].split("(")[-1]  # before ends in a word or a bracket
         right = _take_word(after)
         if left in FUNCTIONS:
             return f"did you mean {left}({right})? a function's argument goes in parentheses"
@@ -242,11 +227,10 @@ def _character_hint(source: str, pos: int) -> str | None:
     """What to write instead of the character at ``pos``, which the language does not have."""
     import unicodedata  # only for this message
 
-    char = source[pos] if pos < len(source) else ""
-    if not char or (char.isascii() and char.isprintable() and char != "\\"):
+    char = source[pos]
+    if char.isascii() and char.isprintable() and char != "\\":
         return None
-    code = f"U+{ord(char):04X}"
-    described = f"{code} {unicodedata.name(char, '')}".rstrip()
+    described = f"U+{ord(char):04X} {unicodedata.name(char, '')}".rstrip()
     if char == "\\":
         if not source[pos + 1:].split("\n", 1)[0].strip(" \t\f\r"):
             return ("a '\\' at the end of a line continues the statement on the next line, "
@@ -269,7 +253,7 @@ def _character_hint(source: str, pos: int) -> str | None:
     if char == "\u221a":
         return "write sqrt(x) for \u221ax: names are ASCII"
     if pos == 0 and char == "\ufeff":
-        return None  # unreachable: the parser drops a leading byte-order mark
+        return None  # a second one (the parser drops a leading byte-order mark)
     category = unicodedata.category(char)
     if category == "Zs":
         return f"write a plain space for {described}"
@@ -288,18 +272,11 @@ def _character_hint(source: str, pos: int) -> str | None:
 
 def _greek_name(described: str) -> str | None:
     """``alpha`` for ``U+03B1 GREEK SMALL LETTER ALPHA`` (a name to write instead)."""
-    for prefix in ("GREEK SMALL LETTER ", "GREEK CAPITAL LETTER "):
-        if prefix in described:
-            word = described.split(prefix, 1)[1]
-            if " " in word:
-                return None
-            word = "lambda" if word == "LAMDA" else word
-            return word.lower() if "SMALL" in prefix else word.capitalize()
-    return None
-
-
-def error_at(cls: type, token: Token, message: str, hint: str | None = None):
-    return cls(message, line=token.line, column=token.column, hint=hint)
+    letter = re.search(r"GREEK (SMALL|CAPITAL) LETTER (\S+)$", described)  # not "ALPHA WITH ..."
+    if letter is None:
+        return None
+    word = "lambda" if letter[2] == "LAMDA" else letter[2]  # Unicode spells it LAMDA
+    return word.lower() if letter[1] == "SMALL" else word.capitalize()
 
 
 # Other libraries' names for gradcli's functions (the ones people type most are aliases in the op
@@ -331,26 +308,15 @@ def function_hint(name: str) -> str:
     lower = LOOKALIKES.get(name.lower())
     if lower is not None and lower[1] == "function":
         return f"did you mean {lower[0]}? names are case-sensitive"
-    written = _operator_spelling(name)
-    if written is not None:
-        return f"{name} is an operator: write {written}"
+    for row in table_rows():  # an operator that ``gradcli functions`` lists by name (add, matmul)
+        if row["name"] == name and "function" not in row["kind"]:
+            return f"{name} is an operator: write {' or '.join(row['written'])}"
     import difflib  # only for this message
 
     close = difflib.get_close_matches(name, list(CALLS), n=1)
     if close:
         return f"did you mean {close[0]}? {listed}"
     return f"{listed}; for a product write {name}*(...)"
-
-
-def _operator_spelling(name: str) -> str | None:
-    """How an operator row that ``gradcli functions`` lists by name is written (``add``:
-    ``x + y``, ``matmul``: ``x @ y``), or None for a name that is no operator."""
-    from gradcli.engine import ops  # only for this message
-
-    for row in ops.table_rows():
-        if row["name"] == name and row["kind"] != "function" and "function" not in row["kind"]:
-            return " or ".join(row["written"])
-    return None
 
 
 def language_signature(name: str) -> str:

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
 from gradcli.engine.notation import shape_text
-from gradcli.errors import UsageError, visible
+from gradcli.errors import UsageError, shortened, visible
 from gradcli.limits import MAX_ARRAY_DIMS, MAX_ARRAY_ELEMENTS, MAX_RANGE_COUNT, check_dims
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -159,8 +159,6 @@ def _rectangular(name: str, text: str, rows: list[Any]) -> Any:
 
 
 def _array_error(name: str, text: str, problem: str) -> UsageError:
-    from gradcli.errors import shortened
-
     return UsageError(f"cannot read the array {shortened(text)!r} for {name}: {problem}",
                       hint=f"write e.g. --{name} \"[1, 2, 3]\" or --{name} \"[[1, 2], [3, 4]]\"")
 
@@ -339,8 +337,7 @@ def _load_csv(path: str) -> Any:
                               "(or start it with #)") from None
     if table.size == 0:
         raise UsageError(f"{visible(path)} has no numbers", hint="write one row per line")
-    rows, columns = table.shape
-    return table.ravel() if 1 in (rows, columns) else table
+    return table.ravel() if 1 in table.shape else table  # one row or one column: a vector
 
 
 def _refuse_large(name: str, path: str, elements: float) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from gradcli.errors import UsageError, visible
-from gradcli.language.values import NAME, nested_shape, validate_values
+from gradcli.language.values import NAME, nested_shape
 from gradcli.limits import MAX_ARRAY_DIMS, check_dims
 
 # A number, or an array of them: nested tuples, every level rectangular.
@@ -42,8 +42,8 @@ def parse_values_text(text: str, file_name: str, kind: str | None = None) -> lis
     from the text (a JSON object starts with ``{``, a TOML file never does)."""
     if kind is None:
         kind = _guessed_kind(text)
-    pairs = _json_pairs(text, file_name) if kind == "json" else _toml_pairs(text, file_name)
-    lines = _key_lines(text, kind)
+    lines = _key_lines(text, kind)  # one pass, for the pairs' lines and a duplicate's
+    pairs = (_json_pairs if kind == "json" else _toml_pairs)(text, file_name, lines)
     values = []
     for occurrence, (name, raw) in _numbered(pairs):
         line = _line_of(lines, name, occurrence)
@@ -53,7 +53,6 @@ def parse_values_text(text: str, file_name: str, kind: str | None = None) -> lis
                              hint="names are letters, digits and _, not starting with a digit")
         value = _number_or_array(raw, f"{where}: the value of {visible(name)}", kind)
         values.append(FileValue(name, value, line))
-    validate_values({v.name: v.value for v in values if not v.is_array})
     return values
 
 
@@ -82,7 +81,7 @@ class _Pairs(list):
     """A JSON object as its (key, value) pairs in order: duplicates are kept, to be reported."""
 
 
-def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+def _json_pairs(text: str, file_name: str, lines: dict[str, list[int]]) -> list[tuple[str, Any]]:
     def refuse_constant(word: str) -> Any:
         line = text.count("\n", 0, max(text.find(word), 0)) + 1
         raise UsageError(f"{visible(file_name)}:{line}: {word} is not a finite number",
@@ -99,7 +98,7 @@ def _json_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
     if not isinstance(document, _Pairs):
         raise UsageError(f"{visible(file_name)} holds {_kind(document)} of JSON, not an "
                          "object of name: number", hint='write e.g. {"x": 2, "W": 3}')
-    _refuse_duplicates(document, _key_lines(text, "json"), file_name)
+    _refuse_duplicates(document, lines, file_name)
     return list(document)
 
 
@@ -112,14 +111,14 @@ def toml_reader() -> Any:
     return tomllib
 
 
-def _toml_pairs(text: str, file_name: str) -> list[tuple[str, Any]]:
+def _toml_pairs(text: str, file_name: str, lines: dict[str, list[int]]) -> list[tuple[str, Any]]:
     tomllib = toml_reader()
     try:
         document = tomllib.loads(text)
     except RecursionError:
         raise _too_deep(file_name) from None
     except tomllib.TOMLDecodeError as error:  # its message ends "(at line 2, column 5)"
-        _refuse_duplicates(_toml_keys(text), _key_lines(text, "toml"), file_name)
+        _refuse_duplicates(_toml_keys(text), lines, file_name)
         raise UsageError(f"{visible(file_name)}: not valid TOML: {error}",
                          hint="write one name = number per line, e.g. x = 2") from None
     return list(document.items())  # TOML itself refuses a key given twice
@@ -175,14 +174,12 @@ def _line_of(lines: dict[str, list[int]], name: str, occurrence: int) -> int | N
 
 def _refuse_duplicates(pairs: list[tuple[str, Any]], lines: dict[str, list[int]],
                        file_name: str) -> None:
-    seen: set[str] = set()
     for occurrence, (name, _) in _numbered(pairs):
-        if name in seen:
+        if occurrence:  # the name came before
             line = _line_of(lines, name, occurrence)
             where = f"{visible(file_name)}:{line}" if line is not None else visible(file_name)
             raise UsageError(f"{where}: {visible(name)} is given twice in the file",
                              hint=f"give {visible(name)} one value")
-        seen.add(name)
 
 
 def _numbered(pairs: list[tuple[str, Any]]) -> list[tuple[int, tuple[str, Any]]]:
