@@ -178,7 +178,11 @@ def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
                          "gradient, or the Jacobian of several outputs or an array output) or "
                          "2 (the Hessian of one scalar output)", hint="use --order 1 or 2")
     kind = "jacobian" if several else ("gradient", "hessian")[ask.order - 1]
-    source = _numpy_source(program, ask, shapes, several, given)
+    source = None
+    if ask.fmt == "python":  # a NumPy function returning the value and the derivatives
+        from gradcli.symbolic.numpy_export import numpy_source
+
+        source = numpy_source(program, shapes, kind, ask.wrt, ask.max_nodes, given)
     fmt = "latex" if ask.fmt == "latex" else "text"
     texts = None if source is not None else _array_texts(program, ask, shapes, kind, given, fmt)
     checked = None
@@ -227,20 +231,6 @@ def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ..
         return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
     order = 1 if kind == "jacobian" else 2
     return jacobian_nodes(program, shapes, ask.wrt, ask.max_nodes, given, order).printed(fmt)
-
-
-def _numpy_source(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
-                  several: bool, given: dict[str, Any]) -> str | None:
-    """``--format python``: a NumPy function returning the value and gradients, the values
-    and Jacobian (several outputs, an array output) or the value and Hessian (order 2)."""
-    if ask.fmt != "python":
-        return None
-    from gradcli.symbolic.numpy_export import blocks_numpy, to_numpy
-
-    if several or ask.order == 2:
-        return blocks_numpy(program, shapes, ask.wrt, ask.max_nodes, 1 if several else 2,
-                            given)
-    return to_numpy(program, shapes, ask.wrt, ask.max_nodes, given)
 
 
 # --- shapes -------------------------------------------------------------------------------------

@@ -132,13 +132,6 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
     return defined_point(_of(program, shapes), given, build)
 
 
-def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                  wrt: Sequence[str] | None, max_nodes: int,
-                  given: Mapping[str, Any] | None = None) -> Blocks:
-    """``[a][b]`` = d2/da db (shape of a, then of b)."""
-    return jacobian_nodes(program, shapes, wrt, max_nodes, given, order=2)
-
-
 def _of(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
     return {name: shapes[name] for name in program.variables}
 
