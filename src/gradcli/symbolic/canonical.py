@@ -376,10 +376,7 @@ class Canonical(Arithmetic):
     def power(self, base: Form, exponent: Form) -> Form:
         if isinstance(exponent, float):
             if isinstance(base, float):
-                folded = fold_constants(POW, [base, exponent], self.builder.exact_constants)
-                if folded is not None:
-                    return folded
-                return self.make(POW, (self.node(base), self.node(exponent)))
+                return self.call(POW, [base, exponent])
             if exponent == 0.0:
                 return 1.0
             if exponent == 1.0:

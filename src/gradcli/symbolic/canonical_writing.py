@@ -114,16 +114,14 @@ class Writer:
         if form.const == 0.0 and len(terms) == 1:
             ((term, coefficient),) = terms.items()
             return self.write_product(Product(coefficient, dict(term)))
-        ordered = sorted(terms, key=self.term_key)
-        common = _common_coefficient(terms.values(), form.const)
-        if common is not None:  # 6*b - 6*t + 36 -> 6*(b - t + 6), -2*a + 2*b -> -2*(a - b)
-            common = math.copysign(common, terms[ordered[0]])
-            inner = Sum(form.const / common, {t: c / common for t, c in terms.items()})
+        common, inner = self.common_pulled(terms, form.const)
+        if common != 1.0:  # 6*b - 6*t + 36 -> 6*(b - t + 6), -2*a + 2*b -> -2*(a - b)
             return self.write_product(Product(common, {self.write_sum(inner, depth): 1.0}))
         if depth < FACTORING_DEPTH and len(terms) > 1:
             factored = self.factored(form.const, terms, depth)
             if factored is not None:
                 return factored
+        ordered = sorted(terms, key=self.term_key)
         first = next((t for t in ordered if terms[t] > 0.0), None)
         if first is None and form.const > 0.0:  # 14 - 4*W rather than -4*W + 14
             result, const = self.node(form.const), 0.0
@@ -249,14 +247,7 @@ class Writer:
                 inner[rest] = add_numbers(inner.get(rest, 0.0), coefficient)
             else:
                 inner_const = add_numbers(inner_const, coefficient)
-        inside = Sum(inner_const, inner)
-        common = _common_coefficient(inner.values(), inner_const)
-        if common is None:
-            common = 1.0
-        else:  # signed as the sum's first term
-            common = math.copysign(common, inner[min(inner, key=self.term_key)])
-        if common != 1.0:
-            inside = Sum(inner_const / common, {t: c / common for t, c in inner.items()})
+        common, inside = self.common_pulled(inner, inner_const)
         written = self.write_sum(inside, depth + 1)
         if written.op is CONST and written.name is None:  # y - (y - 1) multiplied out: 1
             return self.write_product(Product(multiply_numbers(common, written.value),
@@ -267,6 +258,15 @@ class Writer:
             self.products[node] = factors
             self.pulled_products.add(node)
         return node
+
+    def common_pulled(self, terms: dict[Term, float], const: float) -> tuple[float, Sum]:
+        """The sum as common * inner: ``_common_coefficient`` signed as the sum's first term,
+        else 1 and the sum itself."""
+        common = _common_coefficient(terms.values(), const)
+        if common is None:
+            return 1.0, Sum(const, terms)
+        common = math.copysign(common, terms[min(terms, key=self.term_key)])
+        return common, Sum(const / common, {t: c / common for t, c in terms.items()})
 
     def write_product(self, form: Product) -> SymNode:
         if len(form.factors) == 1 and form.coefficient == 1.0:
