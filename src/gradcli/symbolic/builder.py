@@ -54,12 +54,10 @@ class Builder(Maker):
 
     def _intern(self, key: tuple, op: Any, inputs: tuple[SymNode, ...], value: Any = 0.0,
                 name: str | None = None) -> SymNode:
+        """The node under ``key``, made the first time (a UsageError past ``max_nodes``)."""
         node = self._table.get(key)
-        return node if node is not None else self._create(key, op, inputs, value, name)
-
-    def _create(self, key: tuple, op: Any, inputs: tuple[SymNode, ...], value: Any = 0.0,
-                name: str | None = None) -> SymNode:
-        """A new node under ``key`` (which the table does not hold yet)."""
+        if node is not None:
+            return node
         if len(self._table) >= self.max_nodes:
             raise UsageError(
                 f"the derivatives grow past {self.max_nodes:,} graph nodes",

@@ -77,21 +77,21 @@ class Writer:
     def term_key(self, term: Term) -> tuple:
         """A term's place in a sum: by its text, with ``keys``' order of its factors."""
         key = self.term_keys.get(term)
-        if key is None:
-            key = self.term_keys[term] = self._term_key(term)
-        return key
-
-    def _term_key(self, term: Term) -> tuple:
+        if key is not None:
+            return key
         keys = self.keys
         if len(term) == 1:  # the usual term: one base, nothing to sort
             ((base, exponent),) = term
             place = keys[base]
             power = exponent if isinstance(exponent, float) else keys[exponent][1]
-            return (f"{place[1]}**{power}"[:SIGNATURE], place[2])
-        parts = sorted([(keys[base], exponent if isinstance(exponent, float) else
-                         keys[exponent][1]) for base, exponent in term])
-        text = "*".join([f"{place[1]}**{power}" for place, power in parts])[:SIGNATURE]
-        return (text, min([place[2] for place, _ in parts]))
+            key = (f"{place[1]}**{power}"[:SIGNATURE], place[2])
+        else:
+            parts = sorted([(keys[base], exponent if isinstance(exponent, float) else
+                             keys[exponent][1]) for base, exponent in term])
+            text = "*".join([f"{place[1]}**{power}" for place, power in parts])[:SIGNATURE]
+            key = (text, min([place[2] for place, _ in parts]))
+        self.term_keys[term] = key
+        return key
 
     def write_sum(self, form: Sum, depth: int = 0) -> SymNode:
         node = self._write_sum(form, depth)
