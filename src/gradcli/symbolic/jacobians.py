@@ -273,8 +273,9 @@ def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
 
 def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
                    wrt: tuple[int, ...]) -> SymNode:
-    if len(shape_of(node)) > 1 or any(len(shape_of(s)) > 1 for s in node.inputs
-                                    if not _is_constant_matrix(node, s, operands)):
+    # the matrix A of A@u, which does not depend on the input (its Jacobian is None), may be one
+    constant = 1 if node.op is OPS["matmul"] and operands[0] is None else 0
+    if len(shape_of(node)) > 1 or any(len(shape_of(s)) > 1 for s in node.inputs[constant:]):
         raise _NoFormError
     if node.op.is_array:
         return _op_jacobian(b, node, operands, wrt)
@@ -287,12 +288,6 @@ def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None
         total = part if total is None else b.make(ADD, (total, part))
     assert total is not None
     return total
-
-
-def _is_constant_matrix(node: SymNode, source: SymNode, operands: list[SymNode | None]) -> bool:
-    """The matrix A of ``A@u``, which does not depend on the input (its Jacobian is None)."""
-    position = node.inputs.index(source)
-    return node.op is OPS["matmul"] and position == 0 and operands[0] is None
 
 
 def _broadcast(b: ArrayBuilder, j: SymNode, source: SymNode, node: SymNode,
