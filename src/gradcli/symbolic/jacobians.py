@@ -221,12 +221,12 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
             if shape else output
         leaves = [node for node in nodes_of([picked]) if node.op is VAR]
         program = Program.build_outputs("row", [picked], leaves, {})
-        grad = None
         if name in program.variables:
-            grads = gradients(program, _of(program, shapes), [name], max_nodes,
-                                 {n: b.point[n] for n in program.variables})
-            grad = grads[name]
-        rows.append(b.import_graph([grad])[0] if grad is not None else zeros(b, shapes[name]))
+            grad = gradients(program, _of(program, shapes), [name], max_nodes,
+                             {n: b.point[n] for n in program.variables})[name]
+            rows.append(b.import_graph([grad])[0])
+        else:
+            rows.append(zeros(b, shapes[name]))
     return _stack(b, rows, shape) if shape else rows[0]
 
 
