@@ -164,7 +164,7 @@ def _arrays(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
 def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     """The gradients, the Jacobian of an array output or of several outputs, or (``--order
     2``) the Hessian, built and checked at the values given (docs/matrix-calculus.md)."""
-    from gradcli.symbolic.jacobians import has_array_output
+    from gradcli.symbolic.jacobians import array_derivatives, has_array_output
 
     own = program.defaults if ask.defaults else {}
     given = {name: value for name, value in {**own, **ask.values}.items()
@@ -178,22 +178,22 @@ def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
                          "gradient, or the Jacobian of several outputs or an array output) or "
                          "2 (the Hessian of one scalar output)", hint="use --order 1 or 2")
     kind = "jacobian" if several else ("gradient", "hessian")[ask.order - 1]
+    found = array_derivatives(program, shapes, kind, ask.wrt, ask.max_nodes, given)
     source = None
     if ask.fmt == "python":  # a NumPy function returning the value and the derivatives
         from gradcli.symbolic.numpy_export import numpy_source
 
-        source = numpy_source(program, shapes, kind, ask.wrt, ask.max_nodes, given)
+        source = numpy_source(program, shapes, kind, found)
     fmt = "latex" if ask.fmt == "latex" else "text"
-    texts = None if source is not None else _array_texts(program, ask, shapes, kind, given, fmt)
+    texts = None if source is not None else found.printed(fmt)
     checked = None
     if verify is not None:
-        text_form = texts if ask.fmt == "text" or texts is None else _array_texts(
-            program, ask, shapes, kind, given, "text")
+        text_form = texts if ask.fmt == "text" or texts is None else found.printed("text")
         checked = verify(program=program, shapes=shapes, given=given, kind=kind,
                          texts=text_form or {}, levels={}, python=source,
                          python_kind="array" if kind == "gradient" else "blocks")
     if texts is None and ask.texts:
-        texts = _array_texts(program, ask, shapes, kind, given, fmt)
+        texts = found.printed(fmt)
     fields = {"order": ask.order, "jacobian" if several else "derivatives": texts,
               "shapes": {name: list(shape) for name, shape in shapes.items()}}
     if source is not None:
@@ -220,17 +220,6 @@ def _own_values_note(program: Program, ask: DiffAsk) -> str | None:
         notes.append(f"note: the program's own {', '.join(own)} {stay}; --defaults takes the "
                      f"derivatives at {'its value' if len(own) == 1 else 'their values'}")
     return "\n".join(notes) or None
-
-
-def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
-                 kind: str, given: dict[str, Any], fmt: str) -> dict[str, Any]:
-    """The derivatives printed in ``fmt`` (text or latex)."""
-    from gradcli.symbolic.jacobians import gradient_texts, jacobian_nodes
-
-    if kind == "gradient":
-        return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
-    order = 1 if kind == "jacobian" else 2
-    return jacobian_nodes(program, shapes, ask.wrt, ask.max_nodes, given, order).printed(fmt)
 
 
 # --- shapes -------------------------------------------------------------------------------------

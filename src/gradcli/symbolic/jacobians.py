@@ -65,23 +65,44 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
     return found
 
 
+@dataclass
+class Blocks:
+    """An array program's derivatives as nodes of one builder, and its outputs' values by label
+    ("value": one scalar output's): the blocks of a Jacobian or a Hessian by label (a Hessian's
+    rows by input), then by input; a gradient is the one row of its output, "value"."""
+
+    values: dict[str, SymNode]
+    blocks: dict[str, dict[str, SymNode]]
+    gradient: bool = False
+
+    def printed(self, fmt: str) -> dict[str, Any]:
+        """The texts in ``fmt`` (text or latex) by label then input; a gradient's by input."""
+        printer = matrix_latex if fmt == "latex" else to_text
+        texts = {label: {name: printer(node) for name, node in row.items()}
+                 for label, row in self.blocks.items()}
+        return texts["value"] if self.gradient else texts
+
+
+def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]], kind: str,
+                      wrt: Sequence[str] | None, max_nodes: int,
+                      given: Mapping[str, Any] | None = None) -> Blocks:
+    """The ``kind`` ("gradient", "jacobian" or "hessian") of an array program by each of
+    ``wrt`` (default every variable), built at the ``given`` values, else at a sample point
+    where the program is defined (``log(x - 2)`` at x = 1 is retried elsewhere)."""
+    if kind != "gradient":
+        order = 1 if kind == "jacobian" else 2
+        return jacobian_nodes(program, shapes, wrt, max_nodes, given, order)
+    names = wrt_names(program, wrt)
+    found = defined_point(_of(program, shapes), given, lambda point: gradients(
+        program, shapes, names, max_nodes, point, keep_value=True))
+    return Blocks({"value": found.pop("__value__")}, {"value": found}, gradient=True)
+
+
 def gradient_texts(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    wrt: Sequence[str] | None, max_nodes: int,
                    fmt: str = "text", given: Mapping[str, Any] | None = None) -> dict[str, str]:
     """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
-    found = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes, given=given)
-    printer = to_text if fmt == "text" else matrix_latex
-    return {name: printer(node) for name, node in found.items()}
-
-
-def sampled_gradients(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                      names: list[str], max_nodes: int, keep_value: bool = False,
-                      given: Mapping[str, Any] | None = None) -> dict[str, SymNode]:
-    """``gradients`` at the given values, else at a sample point where the program is defined
-    (``log(x - 2)`` at x = 1 is retried elsewhere)."""
-    return defined_point(
-        _of(program, shapes), given,
-        lambda point: gradients(program, shapes, names, max_nodes, point, keep_value))
+    return array_derivatives(program, shapes, "gradient", wrt, max_nodes, given).printed(fmt)
 
 
 # --- Jacobians and Hessians -----------------------------------------------------------------------
@@ -93,19 +114,6 @@ class _NoFormError(Exception):
 def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> bool:
     """Whether the program has several outputs or an array output: a Jacobian."""
     return bool(program.outputs) or bool(arrays.value_shape(program, shapes))
-
-
-@dataclass
-class Blocks:
-    """Blocks of a Jacobian or a Hessian as nodes of one builder, and their outputs' values."""
-
-    values: dict[str, SymNode]
-    blocks: dict[str, dict[str, SymNode]]
-
-    def printed(self, fmt: str) -> dict[str, dict[str, str]]:
-        printer = matrix_latex if fmt == "latex" else to_text
-        return {label: {name: printer(node) for name, node in row.items()}
-                for label, row in self.blocks.items()}
 
 
 def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],

@@ -13,8 +13,7 @@ from typing import Any
 from gradcli.engine.graph import Node, Program, nodes_of
 from gradcli.engine.ops import CONST, VAR
 from gradcli.symbolic.arrays import shape_of
-from gradcli.symbolic.derivatives import wrt_names
-from gradcli.symbolic.jacobians import jacobian_nodes, sampled_gradients
+from gradcli.symbolic.jacobians import Blocks
 from gradcli.symbolic.nodes import SymNode
 
 
@@ -86,29 +85,24 @@ class NumpyWriter:
 # --- the export: gradients, or blocks of a Jacobian or a Hessian --------------------------------
 
 def numpy_source(program: Program, shapes: Mapping[str, tuple[int, ...]], kind: str,
-                 wrt: Sequence[str] | None, max_nodes: int,
-                 given: Mapping[str, Any] | None = None) -> str:
-    """Source of ``def f(variables)``, NumPy only, one line per node (shared nodes computed
-    once), returning the value and ``{name: gradient}`` (``kind`` "gradient"), the outputs'
-    values and Jacobian ("jacobian") or the value, bare, and Hessian ("hessian")."""
+                 found: Blocks) -> str:
+    """Source of ``def f(variables)``, NumPy only, one line per node of ``found`` (shared nodes
+    computed once), returning the value and ``{name: gradient}`` (``kind`` "gradient"), the
+    outputs' values and Jacobian ("jacobian") or the value, bare, and Hessian ("hessian")."""
     writer = NumpyWriter(list(program.variables))
+    writer.add([*found.values.values(),
+                *(node for row in found.blocks.values() for node in row.values())])
     if kind == "gradient":
-        found = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes,
-                                  keep_value=True, given=given)
-        output = found.pop("__value__")
-        writer.add([output, *found.values()])
-        gradients = ", ".join(f"{name!r}: {writer[node]}" for name, node in found.items())
+        gradients = ", ".join(f"{name!r}: {writer[node]}"
+                              for name, node in found.blocks["value"].items())
         return writer.source(f"Value and gradients of {program.source!r} (gradcli diff).",
-                             f"{writer[output]}, {{{gradients}}}")
+                             f"{writer[found.values['value']]}, {{{gradients}}}")
     order = 1 if kind == "jacobian" else 2
-    blocks = jacobian_nodes(program, shapes, wrt, max_nodes, given, order)
-    writer.add([*blocks.values.values(),
-                *(node for row in blocks.blocks.values() for node in row.values())])
-    values = (", ".join(f"{label!r}: {writer[node]}" for label, node in blocks.values.items())
-              if order == 1 else writer[blocks.values["value"]])
+    values = (", ".join(f"{label!r}: {writer[node]}" for label, node in found.values.items())
+              if order == 1 else writer[found.values["value"]])
     rows = []
-    for label, row in blocks.blocks.items():
-        out = shapes[label] if order == 2 else shape_of(blocks.values[label])
+    for label, row in found.blocks.items():
+        out = shapes[label] if order == 2 else shape_of(found.values[label])
         entries = ", ".join(f"{name!r}: {_numpy_block(node, writer, out + tuple(shapes[name]))}"
                             for name, node in row.items())
         rows.append(f"{label!r}: {{{entries}}}")
