@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradcli.engine import arrays
-from gradcli.engine.graph import Program
+from gradcli.engine.graph import Program, output_labels
 from gradcli.errors import CheckError, UsageError
 from gradcli.limits import MAX_NODES
-from gradcli.symbolic.derivatives import Derivatives, differentiate, has_arrays
+from gradcli.symbolic.derivatives import Derivatives, differentiate, has_arrays, wrt_names
 
 Verify = Callable[..., Any]  # called with DiffCheck's fields as keywords
 
@@ -122,20 +122,30 @@ def defaults_note(kept: Mapping[str, float], used: Mapping[str, float]) -> str |
 # --- several scalar outputs ---------------------------------------------------------------------
 
 def _outputs(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
-    """``gradcli diff "f = x*y; g = x + y; f, g"``: one line per entry, ``df/dx = y``."""
-    from gradcli.symbolic.jacobians import jacobian_texts
-
+    """``gradcli diff "f = x*y; g = x + y; f, g"``: one line per entry, ``df/dx = y``; each
+    output's row by ``differentiate`` of that output alone (``0`` for a variable it does not
+    use)."""
     if ask.order != 1 or ask.fmt == "python":
         raise UsageError("a program with several outputs has a Jacobian: --order 1 with "
                          "--format text or latex",
                          hint="differentiate one output at a time for higher orders or Python")
-    rows = jacobian_texts(program, ask.wrt, ask.values, ask.defaults, ask.max_nodes,
-                          "latex" if ask.fmt == "latex" else "text")
+    given = {**(program.defaults if ask.defaults else {}), **ask.values}
+    names = wrt_names(program, ask.wrt, [n for n in program.variables if n not in given])
+    variables = list(program.variables.values())
+    found: dict[str, Derivatives | None] = {}  # None: the output uses none of ``names``
+    rows: dict[str, dict[str, str]] = {}
+    for label, output in zip(output_labels(program), program.outputs, strict=True):
+        part = Program.build(program.source, output, variables, program.defaults)
+        part.arrays = any(node.op.is_array or not isinstance(node.value, float)
+                          for node in part.nodes)
+        used = [name for name in names if name in part.variables]
+        found[label] = differentiate(part, used, 1, ask.values, ask.defaults,
+                                     ask.max_nodes) if used else None
+        rows[label] = _row(found[label], names, "latex" if ask.fmt == "latex" else "text")
     checked = None
     if verify is not None:
-        text_form = rows if ask.fmt == "text" else jacobian_texts(
-            program, ask.wrt, ask.values, ask.defaults, ask.max_nodes)
-        given = {**(program.defaults if ask.defaults else {}), **ask.values}
+        text_form = rows if ask.fmt == "text" else {
+            label: _row(derivatives, names, "text") for label, derivatives in found.items()}
         checked = verify(program=program, shapes={name: () for name in program.variables},
                          given=given, kind="jacobian", texts=text_form)
     own = {name: value for name, value in program.defaults.items()
@@ -143,6 +153,11 @@ def _outputs(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     kept, used = ({}, own) if ask.defaults else (own, {})
     return Diff({"order": 1, "jacobian": rows, "values": {**used, **ask.values},
                  "kept_defaults": kept}, rows, True, None, checked, defaults_note(kept, used))
+
+
+def _row(derivatives: Derivatives | None, names: list[str], fmt: str) -> dict[str, str]:
+    texts = derivatives.texts(fmt) if derivatives is not None else {}
+    return {name: texts.get(name, "0") for name in names}
 
 
 # --- a program with arrays ----------------------------------------------------------------------

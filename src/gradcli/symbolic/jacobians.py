@@ -21,7 +21,7 @@ from gradcli.engine.graph import Program, nodes_of, output_labels
 from gradcli.engine.notation import shape_text
 from gradcli.engine.ops import CONST, OPS, VAR, index_op, stack_op
 from gradcli.errors import UsageError
-from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
+from gradcli.limits import MAX_JACOBIAN_ROWS
 from gradcli.symbolic.arrays import (
     ArrayBuilder,
     is_zero,
@@ -32,7 +32,7 @@ from gradcli.symbolic.arrays import (
     zeros,
 )
 from gradcli.symbolic.builder import backward
-from gradcli.symbolic.derivatives import differentiate, wrt_names
+from gradcli.symbolic.derivatives import wrt_names
 from gradcli.symbolic.nodes import SymNode
 from gradcli.symbolic.printing import matrix_latex, to_text
 from gradcli.symbolic.sampling import defined_point
@@ -142,31 +142,6 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
 
 def _of(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
     return {name: shapes[name] for name in program.variables}
-
-
-def jacobian_texts(
-    program: Program,
-    wrt: Sequence[str] | None = None,
-    values: Mapping[str, float] | None = None,
-    defaults: bool = False,
-    max_nodes: int = MAX_NODES,
-    fmt: str = "text",
-) -> dict[str, dict[str, str]]:
-    """The Jacobian of scalar outputs (``f, g``), {label: {variable: text}}, each row made by
-    ``differentiate`` of that output alone (``0`` for a variable it does not use)."""
-    given = {**(program.defaults if defaults else {}), **(values or {})}
-    names = wrt_names(program, wrt, [n for n in program.variables if n not in given])
-    variables = list(program.variables.values())
-    rows: dict[str, dict[str, str]] = {}
-    for label, output in zip(output_labels(program), program.outputs, strict=True):
-        part = Program.build(program.source, output, variables, program.defaults)
-        part.arrays = any(node.op.is_array or not isinstance(node.value, float)
-                          for node in part.nodes)
-        used = [name for name in names if name in part.variables]
-        texts = differentiate(part, used, 1, values, defaults, max_nodes).texts(fmt) if used \
-            else {}
-        rows[label] = {name: texts.get(name, "0") for name in names}
-    return rows
 
 
 # --- one block ------------------------------------------------------------------------------------
