@@ -140,11 +140,6 @@ class Writer:
             result = self.make(op, (result, self.node(abs(const))))
         return result
 
-    def in_order(self, term: Term) -> list:
-        """A term's pairs in the order of ``keys`` (a frozenset's follows addresses)."""
-        keys = self.keys
-        return sorted(term, key=lambda pair: keys[pair[0]])
-
     def small_sum(self, term: Term) -> Sum | None:
         """The first factor of ``term`` (by ``keys``) that is a small sum to the power 1."""
         found = self.small.intersection(term)
@@ -198,15 +193,16 @@ class Writer:
                         inner: Sum) -> bool:
         """coefficient * term, its factor ``inner`` multiplied out, added to ``result``; whether
         a piece met a term there or a base cancelled."""
-        sums = self.sums
+        sums, keys = self.sums, self.keys
         rest = {base: exponent for base, exponent in term if sums.get(base) is not inner}
         met = False
         for piece, c in (*inner.terms.items(), (None, inner.const)):
             if c == 0.0:
                 continue
             factors = rest.copy()
-            if piece is not None:
-                for base, exponent in piece if len(piece) == 1 else self.in_order(piece):
+            if piece is not None:  # in the order of ``keys`` (a frozenset's follows addresses)
+                pairs = piece if len(piece) == 1 else sorted(piece, key=lambda p: keys[p[0]])
+                for base, exponent in pairs:
                     self.merge(factors, base, exponent)
                     met = met or base not in factors  # merged to the power 0: cancelled
             key = frozenset(factors.items())
