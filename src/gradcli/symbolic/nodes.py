@@ -82,8 +82,5 @@ class Maker:
     def lift(self, value: Any) -> SymNode:
         raise NotImplementedError
 
-    def zero(self) -> SymNode:
-        raise NotImplementedError
-
     def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
         raise NotImplementedError
