@@ -254,8 +254,9 @@ class GraphArrays:
         self.exact = exact
 
     def __getattr__(self, name: str) -> Callable[..., SymNode]:
-        """What ``Arrays`` names as an op of the table (matmul, outer, transpose, inv, exp,
-        sign, eq, sum): that op's node, as ``NumPyArrays`` takes NumPy's function of the name."""
+        """What ``Arrays`` names as an op of the table (matmul, outer, transpose, inv, eye, exp,
+        sign, eq, sum): that op's node (a number operand lifted: ``eye(3)``), as ``NumPyArrays``
+        takes NumPy's function of the name."""
         if name not in OPS:
             raise AttributeError(name)
         made = partial(op_node, self.b, name)
@@ -264,9 +265,6 @@ class GraphArrays:
 
     def shape(self, x: SymNode) -> tuple[int, ...]:
         return shape_of(x)
-
-    def eye(self, n: int) -> SymNode:
-        return op_node(self.b, "eye", self.b.constant(float(n)))
 
     def shares(self, x: SymNode, out: SymNode) -> SymNode:
         return self.exp(x - out)  # written as the formula: exp(x - logsumexp(x))
