@@ -22,15 +22,11 @@ class NumpyWriter:
     computes it; the helpers the rows without a NumPy form need."""
 
     def __init__(self, variables: Sequence[str]) -> None:
-        from gradcli.symbolic.printing import PythonNotation, python_name
+        from gradcli.symbolic.printing import PythonNotation, python_names
 
         # np, math, f, keywords and the lines' own names (t0, t1, ...) get a trailing _
-        self.renames: dict[str, str] = {}
-        for name in variables:
-            taken = {"np", "math", "f", *self.renames.values()}
-            if name[:1] == "t" and name[1:].isdigit():
-                taken.add(name)
-            self.renames[name] = python_name(name, taken)
+        lines = {name for name in variables if name[:1] == "t" and name[1:].isdigit()}
+        self.renames = python_names(variables, {"np", "math", "f", *lines})
         self.texts: dict[int, str] = {}
         self.lines: list[str] = []
         self.scalar = PythonNotation({})  # copies the rows' own scalar functions

@@ -381,12 +381,18 @@ def _python_names_used() -> set[str]:
     return names
 
 
-def python_name(name: str, taken: set[str]) -> str:
-    """A Python identifier for a gradcli variable (keywords and clashes get a trailing _)."""
-    result = name
-    while keyword.iskeyword(result) or result in taken or result.startswith("_"):
-        result = result.lstrip("_") + "_" if result.startswith("_") else result + "_"
-    return result
+def python_names(variables: Sequence[str], reserved: set[str]) -> dict[str, str]:
+    """A Python identifier for each gradcli variable: keywords, the ``reserved`` names and
+    those given to the variables before get a trailing _."""
+    renames: dict[str, str] = {}
+    taken = set(reserved)
+    for name in variables:
+        result = name
+        while keyword.iskeyword(result) or result in taken or result.startswith("_"):
+            result = result.lstrip("_") + "_" if result.startswith("_") else result + "_"
+        renames[name] = result
+        taken.add(result)
+    return renames
 
 
 def to_python(value: Node, variables: Sequence[str], wrt: Sequence[str],
@@ -394,9 +400,7 @@ def to_python(value: Node, variables: Sequence[str], wrt: Sequence[str],
     """Source of ``def f(variables): return value, gradient[, hessian]`` (derivatives by
     ``wrt``, in that order: the gradient's, then the Hessian's rows), importing only ``math``."""
     reserved = {"math", "f", *_python_names_used()}
-    renames: dict[str, str] = {}
-    for name in variables:
-        renames[name] = python_name(name, reserved | set(renames.values()))
+    renames = python_names(variables, reserved)
     notation = PythonNotation(renames)
     printed = print_shared([value, *derivatives], notation, reserved | set(renames.values()),
                            lazy=True)
