@@ -13,8 +13,7 @@ longer form exact at zero elements too.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from functools import partial
 from typing import Any
@@ -31,18 +30,9 @@ MUL, ADD, SUB, EXP = (OPS[name] for name in ("mul", "add", "sub", "exp"))
 
 
 # Whether printed derivatives use the forms exact at every point (prod's gradient at a zero
-# element): set by ``exact_forms()`` around a second attempt, when ``diff``'s check found the
-# short form undefined where the program is defined.
+# element): set by ``diff`` around a second attempt, when its check found the short form
+# undefined where the program is defined.
 EXACT_FORMS: ContextVar[bool] = ContextVar("EXACT_FORMS", default=False)
-
-
-@contextmanager
-def exact_forms() -> Iterator[None]:
-    token = EXACT_FORMS.set(True)
-    try:
-        yield
-    finally:
-        EXACT_FORMS.reset(token)
 
 
 class ArrayBuilder(Builder):

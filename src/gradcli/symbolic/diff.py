@@ -165,15 +165,18 @@ def _row(derivatives: Derivatives | None, names: list[str], fmt: str) -> dict[st
 def _arrays(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     """``_arrays_once``; when the check finds a short form (``prod(x)/x``) undefined where the
     program is defined, once more with the forms exact at every point."""
-    from gradcli.symbolic.arrays import exact_forms
+    from gradcli.symbolic.arrays import EXACT_FORMS
 
     try:
         return _arrays_once(program, ask, verify)
     except CheckError as error:
         if "is not defined at" not in error.message and "nan" not in error.message:
             raise
-    with exact_forms():
+    token = EXACT_FORMS.set(True)
+    try:
         return _arrays_once(program, ask, verify)
+    finally:
+        EXACT_FORMS.reset(token)
 
 
 def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
