@@ -303,8 +303,10 @@ def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
                  for other, j in ((right, operands[0]), (left, operands[1])) if j is not None]
         return parts[0] if len(parts) == 1 else b.make(ADD, tuple(parts))
     (u,), (j,) = inputs[:1], operands[:1]
-    if len(inputs) != 1 or j is None:
-        return _stack_jacobian(b, node, operands, wrt)
+    if len(inputs) != 1 or j is None:  # [a, b, c] of numbers: the stack of their Jacobians
+        if name != "array" or shape_of(u):
+            raise _NoFormError
+        return b.make(node.op, [part if part is not None else zeros(b, wrt) for part in operands])
     n = shape_of(u)[0] if shape_of(u) else 0
     if name == "transpose":
         return j
@@ -328,12 +330,3 @@ def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
         local = b.make(OPS["sub"], (eye, op_node(b, "outer", ones, op_node(b, "softmax", u))))
         return op_node(b, "matmul", local, j)
     raise _NoFormError
-
-
-def _stack_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
-                    wrt: tuple[int, ...]) -> SymNode:
-    """``[a, b, c]`` of numbers: the stack of their Jacobians (zeros where one is constant)."""
-    if node.op.name != "array" or shape_of(node.inputs[0]):
-        raise _NoFormError
-    return b.make(node.op, [j if j is not None else zeros(b, wrt) for j in operands])
-
