@@ -16,7 +16,7 @@ import gradcli
 from gradcli.cli import cli
 from gradcli.language.parser import parse
 from gradcli.limits import MAX_JACOBIAN_ROWS
-from gradcli.symbolic.jacobians import hessian_nodes, jacobian_nodes
+from gradcli.symbolic.jacobians import jacobian_nodes
 
 V, M = (3,), (3, 3)
 
@@ -81,7 +81,7 @@ HESSIANS = [
 
 @pytest.mark.parametrize(("program", "shapes"), HESSIANS, ids=[c[0] for c in HESSIANS])
 def test_every_printed_hessian_block_equals_evals_hessian(program, shapes):
-    blocks = hessian_nodes(parse(program), shapes, None, 100_000).printed("text")
+    blocks = jacobian_nodes(parse(program), shapes, None, 100_000, order=2).printed("text")
     point = _point(shapes, 5)
     numeric = gradcli.evaluate(program, point, check=False, order=2).hessian.matrix
     for a, row in blocks.items():
@@ -122,10 +122,10 @@ def test_known_jacobians_are_printed_vectorized(program, shapes, label, wrt, pri
 
 
 def test_the_hessian_of_a_cubic_and_a_quadratic_form():
-    assert hessian_nodes(parse("sum(x**3)"), dict(x=V), None, 10_000).printed("text") == {
-        "x": {"x": "6*eye(3)*x"}}
-    assert hessian_nodes(parse("x'@A@x"), dict(x=V, A=M), ["x"], 10_000).printed("text") == {
-        "x": {"x": "A' + A"}}
+    cubic = jacobian_nodes(parse("sum(x**3)"), dict(x=V), None, 10_000, order=2)
+    assert cubic.printed("text") == {"x": {"x": "6*eye(3)*x"}}
+    quadratic = jacobian_nodes(parse("x'@A@x"), dict(x=V, A=M), ["x"], 10_000, order=2)
+    assert quadratic.printed("text") == {"x": {"x": "A' + A"}}
 
 
 def test_the_command_line_prints_jacobians_and_hessians():

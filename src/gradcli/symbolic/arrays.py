@@ -13,9 +13,9 @@ longer form exact at zero elements too.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 from gradcli.engine import arrays
@@ -26,22 +26,13 @@ from gradcli.errors import UsageError
 from gradcli.symbolic.builder import Builder
 from gradcli.symbolic.nodes import SymNode
 
-MUL, ADD, SUB, EXP, EQ = (OPS[name] for name in ("mul", "add", "sub", "exp", "eq"))
+MUL, ADD, SUB, EXP = (OPS[name] for name in ("mul", "add", "sub", "exp"))
 
 
 # Whether printed derivatives use the forms exact at every point (prod's gradient at a zero
-# element): set by ``exact_forms()`` around a second attempt, when ``diff``'s check found the
-# short form undefined where the program is defined.
+# element): set by ``diff`` around a second attempt, when its check found the short form
+# undefined where the program is defined.
 EXACT_FORMS: ContextVar[bool] = ContextVar("EXACT_FORMS", default=False)
-
-
-@contextmanager
-def exact_forms() -> Iterator[None]:
-    token = EXACT_FORMS.set(True)
-    try:
-        yield
-    finally:
-        EXACT_FORMS.reset(token)
 
 
 class ArrayBuilder(Builder):
@@ -224,7 +215,7 @@ def shape_of(node: SymNode) -> tuple[int, ...]:
     return tuple(arrays.numpy().shape(node.value))
 
 
-def op_node(b: ArrayBuilder, name: str, *args: SymNode) -> SymNode:
+def op_node(b: ArrayBuilder, name: str, *args: Any) -> SymNode:
     return b.make(OPS[name], args)
 
 
@@ -252,38 +243,21 @@ class GraphArrays:
         self.b = b
         self.exact = exact
 
+    def __getattr__(self, name: str) -> Callable[..., SymNode]:
+        """What ``Arrays`` names as an op of the table (matmul, outer, transpose, inv, eye, exp,
+        sign, eq, sum): that op's node (a number operand lifted: ``eye(3)``), as ``NumPyArrays``
+        takes NumPy's function of the name."""
+        if name not in OPS:
+            raise AttributeError(name)
+        made = partial(op_node, self.b, name)
+        setattr(self, name, made)  # looked up once: the next call finds it without this call
+        return made
+
     def shape(self, x: SymNode) -> tuple[int, ...]:
         return shape_of(x)
 
-    def matmul(self, a: SymNode, b: SymNode) -> SymNode:
-        return op_node(self.b, "matmul", a, b)
-
-    def outer(self, a: SymNode, b: SymNode) -> SymNode:
-        return op_node(self.b, "outer", a, b)
-
-    def transpose(self, x: SymNode) -> SymNode:
-        return op_node(self.b, "transpose", x)
-
-    def inv(self, x: SymNode) -> SymNode:
-        return op_node(self.b, "inv", x)
-
-    def eye(self, n: int) -> SymNode:
-        return op_node(self.b, "eye", self.b.constant(float(n)))
-
-    def exp(self, x: SymNode) -> SymNode:
-        return self.b.make(EXP, (x,))
-
     def shares(self, x: SymNode, out: SymNode) -> SymNode:
         return self.exp(x - out)  # written as the formula: exp(x - logsumexp(x))
-
-    def sign(self, x: SymNode) -> SymNode:
-        return self.b.make(OPS["sign"], (x,))
-
-    def eq(self, x: Any, y: Any) -> SymNode:
-        return self.b.make(EQ, (x, y))
-
-    def sum(self, x: SymNode) -> SymNode:
-        return op_node(self.b, "sum", x)
 
     def sum_last(self, x: SymNode) -> SymNode:
         """A vector's sum; a matrix's row sums spread back, ``outer(x@ones(m), ones(m))``."""

@@ -54,12 +54,10 @@ class Builder(Maker):
 
     def _intern(self, key: tuple, op: Any, inputs: tuple[SymNode, ...], value: Any = 0.0,
                 name: str | None = None) -> SymNode:
+        """The node under ``key``, made the first time (a UsageError past ``max_nodes``)."""
         node = self._table.get(key)
-        return node if node is not None else self._create(key, op, inputs, value, name)
-
-    def _create(self, key: tuple, op: Any, inputs: tuple[SymNode, ...], value: Any = 0.0,
-                name: str | None = None) -> SymNode:
-        """A new node under ``key`` (which the table does not hold yet)."""
+        if node is not None:
+            return node
         if len(self._table) >= self.max_nodes:
             raise UsageError(
                 f"the derivatives grow past {self.max_nodes:,} graph nodes",
@@ -151,9 +149,6 @@ class Builder(Maker):
         as ``make`` keys it."""
         return self._intern((op.name, *[node.seq for node in inputs]), op, inputs)
 
-    def zero(self) -> SymNode:
-        return self.constant(0.0)
-
     def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
         """What ``node``'s gradient adds to its operand ``position``'s: grad times its rule."""
         return self.make(MUL, (grad, node.op.rules[position](*node.inputs, node)))
@@ -201,7 +196,7 @@ def check_folded(outputs: Sequence[Node]) -> None:
 def gradients(output: SymNode, wrt: Iterable[SymNode]) -> list[SymNode]:
     """d(output)/d(each of ``wrt``) as SymNodes: reverse mode with the op table's rules."""
     grads = backward(output)
-    return [grads.get(node, output.builder.zero()) for node in wrt]
+    return [grads.get(node, output.builder.constant(0.0)) for node in wrt]
 
 
 def backward(output: SymNode) -> dict[Node, SymNode]:
@@ -295,7 +290,7 @@ def gradients_at(
         else:
             images[node] = builder.make(node.op, [images[source] for source in node.inputs])
     output = nodes[-1]
-    zero = builder.zero()
+    zero = builder.constant(0.0)
     grads: dict[Node, SymNode] = {output: builder.constant(1.0)}
     for node in reversed(nodes):
         inputs = node.inputs

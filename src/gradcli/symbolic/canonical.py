@@ -251,7 +251,7 @@ class Canonical(Arithmetic):
         """The canonical forms of ``nodes`` (topological; ``uses`` over all outputs), written
         out for ``outputs``."""
         forms: dict[SymNode, Form] = {}
-        given = _Given(self, forms, uses)  # what a node's users read: ``shared``
+        given = _Given(self, forms)  # what a node's users read: ``shared``
         operands = given.__getitem__
         readers = self.readers()
         for count, node in enumerate(nodes):
@@ -266,7 +266,7 @@ class Canonical(Arithmetic):
                 value = self.leaf_form(node)
             forms[node] = value
             if not _written_when_shared(value, uses[node]):
-                given[node] = value  # ``shared`` gives the form itself: say so once
+                given[node] = value  # small: its users read the form itself
         return [self.node(forms[node]) for node in outputs]
 
     def readers(self) -> dict[str, Callable[..., Form]]:
@@ -280,10 +280,9 @@ class Canonical(Arithmetic):
         if len(self.builder._table) > self.limit or time.process_time() > self.deadline:
             raise TooLarge
 
-    def shared(self, form: Form, uses: int) -> Form:
-        """A form merges into its users while it is small, else it is one (shared) term."""
-        if not _written_when_shared(form, uses):
-            return form
+    def shared(self, form: Form) -> Form:
+        """A form too large to merge into its users (``_written_when_shared``): one (shared)
+        term."""
         if isinstance(form, Product):  # 2*t1: the 2 still folds
             piece = self.node(Product(1.0, form.factors))
             self.products[piece] = form.factors  # in a sum, its term is its factors
@@ -376,10 +375,7 @@ class Canonical(Arithmetic):
     def power(self, base: Form, exponent: Form) -> Form:
         if isinstance(exponent, float):
             if isinstance(base, float):
-                folded = fold_constants(POW, [base, exponent], self.builder.exact_constants)
-                if folded is not None:
-                    return folded
-                return self.make(POW, (self.node(base), self.node(exponent)))
+                return self.call(POW, [base, exponent])
             if exponent == 0.0:
                 return 1.0
             if exponent == 1.0:
@@ -413,11 +409,11 @@ class _Given(dict):
     """node -> the form its users read: ``run`` stores the node's own form; one ``shared``
     writes is written at each use (the nodes made in one order, which breaks ties)."""
 
-    __slots__ = ("canonical", "forms", "uses")
+    __slots__ = ("canonical", "forms")
 
-    def __init__(self, canonical: Canonical, forms: dict, uses: dict) -> None:
+    def __init__(self, canonical: Canonical, forms: dict) -> None:
         super().__init__()
-        self.canonical, self.forms, self.uses = canonical, forms, uses
+        self.canonical, self.forms = canonical, forms
 
     def __missing__(self, node: SymNode) -> Form:
-        return self.canonical.shared(self.forms[node], self.uses[node])
+        return self.canonical.shared(self.forms[node])

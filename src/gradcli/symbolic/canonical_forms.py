@@ -138,7 +138,9 @@ class Places(_ByInputs):
             text = f"{op.name}({','.join(texts)})"
         else:  # -a, a + b
             text = op.symbol.join(texts) if len(texts) == 2 else op.symbol + texts[0]
-        return (op is ADD or op is SUB, cut(text, node.needs_grad), node.seq)
+        if not node.needs_grad and not text.startswith("~"):  # after what depends on a variable
+            text = "~" + text
+        return (op is ADD or op is SUB, text[:SIGNATURE], node.seq)
 
 
 class Signs(_ByInputs):
@@ -187,12 +189,3 @@ def power_sign(base: int, exponent: float | SymNode) -> int:
         if exponent % 2.0 == 0.0:
             return NON_NEGATIVE
     return UNKNOWN
-
-
-def cut(text: str, needs_grad: bool) -> str:
-    """A node's text cut to ``SIGNATURE`` characters, marked ``~`` (sorted after what depends
-    on a variable) when it depends on none."""
-    if not needs_grad and not text.startswith("~"):
-        text = "~" + text
-    return text[:SIGNATURE]
-

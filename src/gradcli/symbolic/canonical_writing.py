@@ -77,21 +77,21 @@ class Writer:
     def term_key(self, term: Term) -> tuple:
         """A term's place in a sum: by its text, with ``keys``' order of its factors."""
         key = self.term_keys.get(term)
-        if key is None:
-            key = self.term_keys[term] = self._term_key(term)
-        return key
-
-    def _term_key(self, term: Term) -> tuple:
+        if key is not None:
+            return key
         keys = self.keys
         if len(term) == 1:  # the usual term: one base, nothing to sort
             ((base, exponent),) = term
             place = keys[base]
             power = exponent if isinstance(exponent, float) else keys[exponent][1]
-            return (f"{place[1]}**{power}"[:SIGNATURE], place[2])
-        parts = sorted([(keys[base], exponent if isinstance(exponent, float) else
-                         keys[exponent][1]) for base, exponent in term])
-        text = "*".join([f"{place[1]}**{power}" for place, power in parts])[:SIGNATURE]
-        return (text, min([place[2] for place, _ in parts]))
+            key = (f"{place[1]}**{power}"[:SIGNATURE], place[2])
+        else:
+            parts = sorted([(keys[base], exponent if isinstance(exponent, float) else
+                             keys[exponent][1]) for base, exponent in term])
+            text = "*".join([f"{place[1]}**{power}" for place, power in parts])[:SIGNATURE]
+            key = (text, min([place[2] for place, _ in parts]))
+        self.term_keys[term] = key
+        return key
 
     def write_sum(self, form: Sum, depth: int = 0) -> SymNode:
         node = self._write_sum(form, depth)
@@ -114,16 +114,14 @@ class Writer:
         if form.const == 0.0 and len(terms) == 1:
             ((term, coefficient),) = terms.items()
             return self.write_product(Product(coefficient, dict(term)))
-        ordered = sorted(terms, key=self.term_key)
-        common = _common_coefficient(terms.values(), form.const)
-        if common is not None:  # 6*b - 6*t + 36 -> 6*(b - t + 6), -2*a + 2*b -> -2*(a - b)
-            common = math.copysign(common, terms[ordered[0]])
-            inner = Sum(form.const / common, {t: c / common for t, c in terms.items()})
+        common, inner = self.common_pulled(terms, form.const)
+        if common != 1.0:  # 6*b - 6*t + 36 -> 6*(b - t + 6), -2*a + 2*b -> -2*(a - b)
             return self.write_product(Product(common, {self.write_sum(inner, depth): 1.0}))
         if depth < FACTORING_DEPTH and len(terms) > 1:
             factored = self.factored(form.const, terms, depth)
             if factored is not None:
                 return factored
+        ordered = sorted(terms, key=self.term_key)
         first = next((t for t in ordered if terms[t] > 0.0), None)
         if first is None and form.const > 0.0:  # 14 - 4*W rather than -4*W + 14
             result, const = self.node(form.const), 0.0
@@ -141,11 +139,6 @@ class Writer:
             op = ADD if const > 0.0 else SUB
             result = self.make(op, (result, self.node(abs(const))))
         return result
-
-    def in_order(self, term: Term) -> list:
-        """A term's pairs in the order of ``keys`` (a frozenset's follows addresses)."""
-        keys = self.keys
-        return sorted(term, key=lambda pair: keys[pair[0]])
 
     def small_sum(self, term: Term) -> Sum | None:
         """The first factor of ``term`` (by ``keys``) that is a small sum to the power 1."""
@@ -200,15 +193,16 @@ class Writer:
                         inner: Sum) -> bool:
         """coefficient * term, its factor ``inner`` multiplied out, added to ``result``; whether
         a piece met a term there or a base cancelled."""
-        sums = self.sums
+        sums, keys = self.sums, self.keys
         rest = {base: exponent for base, exponent in term if sums.get(base) is not inner}
         met = False
         for piece, c in (*inner.terms.items(), (None, inner.const)):
             if c == 0.0:
                 continue
             factors = rest.copy()
-            if piece is not None:
-                for base, exponent in piece if len(piece) == 1 else self.in_order(piece):
+            if piece is not None:  # in the order of ``keys`` (a frozenset's follows addresses)
+                pairs = piece if len(piece) == 1 else sorted(piece, key=lambda p: keys[p[0]])
+                for base, exponent in pairs:
                     self.merge(factors, base, exponent)
                     met = met or base not in factors  # merged to the power 0: cancelled
             key = frozenset(factors.items())
@@ -249,14 +243,7 @@ class Writer:
                 inner[rest] = add_numbers(inner.get(rest, 0.0), coefficient)
             else:
                 inner_const = add_numbers(inner_const, coefficient)
-        inside = Sum(inner_const, inner)
-        common = _common_coefficient(inner.values(), inner_const)
-        if common is None:
-            common = 1.0
-        else:  # signed as the sum's first term
-            common = math.copysign(common, inner[min(inner, key=self.term_key)])
-        if common != 1.0:
-            inside = Sum(inner_const / common, {t: c / common for t, c in inner.items()})
+        common, inside = self.common_pulled(inner, inner_const)
         written = self.write_sum(inside, depth + 1)
         if written.op is CONST and written.name is None:  # y - (y - 1) multiplied out: 1
             return self.write_product(Product(multiply_numbers(common, written.value),
@@ -267,6 +254,15 @@ class Writer:
             self.products[node] = factors
             self.pulled_products.add(node)
         return node
+
+    def common_pulled(self, terms: dict[Term, float], const: float) -> tuple[float, Sum]:
+        """The sum as common * inner: ``_common_coefficient`` signed as the sum's first term,
+        else 1 and the sum itself."""
+        common = _common_coefficient(terms.values(), const)
+        if common is None:
+            return 1.0, Sum(const, terms)
+        common = math.copysign(common, terms[min(terms, key=self.term_key)])
+        return common, Sum(const / common, {t: c / common for t, c in terms.items()})
 
     def write_product(self, form: Product) -> SymNode:
         if len(form.factors) == 1 and form.coefficient == 1.0:

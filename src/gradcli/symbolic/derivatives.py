@@ -78,11 +78,8 @@ class Derivatives:
         hessian = ([self.flat[a, b] for a in self.wrt for b in self.wrt]
                    if self.order == 2 else [])
         value, *made = canonical([self.value, *first, *hessian], self.named)
-        n = len(self.wrt)
-        rows = ([made[n + n * i:n + n * (i + 1)] for i in range(n)] if self.order == 2
-                else None)
         parameters = [n for n in self.program.variables if n not in self.values]
-        return to_python(value, parameters, self.wrt, made[:n], rows)
+        return to_python(value, parameters, self.wrt, made, self.order == 2)
 
 
 @collector_paused

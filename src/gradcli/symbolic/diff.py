@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradcli.engine import arrays
-from gradcli.engine.graph import Program
+from gradcli.engine.graph import Program, output_labels
 from gradcli.errors import CheckError, UsageError
 from gradcli.limits import MAX_NODES
-from gradcli.symbolic.derivatives import Derivatives, differentiate, has_arrays
+from gradcli.symbolic.derivatives import Derivatives, differentiate, has_arrays, wrt_names
 
 Verify = Callable[..., Any]  # called with DiffCheck's fields as keywords
 
@@ -122,20 +122,30 @@ def defaults_note(kept: Mapping[str, float], used: Mapping[str, float]) -> str |
 # --- several scalar outputs ---------------------------------------------------------------------
 
 def _outputs(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
-    """``gradcli diff "f = x*y; g = x + y; f, g"``: one line per entry, ``df/dx = y``."""
-    from gradcli.symbolic.jacobians import jacobian_texts
-
+    """``gradcli diff "f = x*y; g = x + y; f, g"``: one line per entry, ``df/dx = y``; each
+    output's row by ``differentiate`` of that output alone (``0`` for a variable it does not
+    use)."""
     if ask.order != 1 or ask.fmt == "python":
         raise UsageError("a program with several outputs has a Jacobian: --order 1 with "
                          "--format text or latex",
                          hint="differentiate one output at a time for higher orders or Python")
-    rows = jacobian_texts(program, ask.wrt, ask.values, ask.defaults, ask.max_nodes,
-                          "latex" if ask.fmt == "latex" else "text")
+    given = {**(program.defaults if ask.defaults else {}), **ask.values}
+    names = wrt_names(program, ask.wrt, [n for n in program.variables if n not in given])
+    variables = list(program.variables.values())
+    found: dict[str, Derivatives | None] = {}  # None: the output uses none of ``names``
+    rows: dict[str, dict[str, str]] = {}
+    for label, output in zip(output_labels(program), program.outputs, strict=True):
+        part = Program.build(program.source, output, variables, program.defaults)
+        part.arrays = any(node.op.is_array or not isinstance(node.value, float)
+                          for node in part.nodes)
+        used = [name for name in names if name in part.variables]
+        found[label] = differentiate(part, used, 1, ask.values, ask.defaults,
+                                     ask.max_nodes) if used else None
+        rows[label] = _row(found[label], names, "latex" if ask.fmt == "latex" else "text")
     checked = None
     if verify is not None:
-        text_form = rows if ask.fmt == "text" else jacobian_texts(
-            program, ask.wrt, ask.values, ask.defaults, ask.max_nodes)
-        given = {**(program.defaults if ask.defaults else {}), **ask.values}
+        text_form = rows if ask.fmt == "text" else {
+            label: _row(derivatives, names, "text") for label, derivatives in found.items()}
         checked = verify(program=program, shapes={name: () for name in program.variables},
                          given=given, kind="jacobian", texts=text_form)
     own = {name: value for name, value in program.defaults.items()
@@ -145,26 +155,34 @@ def _outputs(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
                  "kept_defaults": kept}, rows, True, None, checked, defaults_note(kept, used))
 
 
+def _row(derivatives: Derivatives | None, names: list[str], fmt: str) -> dict[str, str]:
+    texts = derivatives.texts(fmt) if derivatives is not None else {}
+    return {name: texts.get(name, "0") for name in names}
+
+
 # --- a program with arrays ----------------------------------------------------------------------
 
 def _arrays(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     """``_arrays_once``; when the check finds a short form (``prod(x)/x``) undefined where the
     program is defined, once more with the forms exact at every point."""
-    from gradcli.symbolic.arrays import exact_forms
+    from gradcli.symbolic.arrays import EXACT_FORMS
 
     try:
         return _arrays_once(program, ask, verify)
     except CheckError as error:
         if "is not defined at" not in error.message and "nan" not in error.message:
             raise
-    with exact_forms():
+    token = EXACT_FORMS.set(True)
+    try:
         return _arrays_once(program, ask, verify)
+    finally:
+        EXACT_FORMS.reset(token)
 
 
 def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     """The gradients, the Jacobian of an array output or of several outputs, or (``--order
     2``) the Hessian, built and checked at the values given (docs/matrix-calculus.md)."""
-    from gradcli.symbolic.jacobians import has_array_output
+    from gradcli.symbolic.jacobians import array_derivatives, has_array_output
 
     own = program.defaults if ask.defaults else {}
     given = {name: value for name, value in {**own, **ask.values}.items()
@@ -178,18 +196,22 @@ def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
                          "gradient, or the Jacobian of several outputs or an array output) or "
                          "2 (the Hessian of one scalar output)", hint="use --order 1 or 2")
     kind = "jacobian" if several else ("gradient", "hessian")[ask.order - 1]
-    source = _numpy_source(program, ask, shapes, several, given)
+    found = array_derivatives(program, shapes, kind, ask.wrt, ask.max_nodes, given)
+    source = None
+    if ask.fmt == "python":  # a NumPy function returning the value and the derivatives
+        from gradcli.symbolic.numpy_export import numpy_source
+
+        source = numpy_source(program, shapes, kind, found)
     fmt = "latex" if ask.fmt == "latex" else "text"
-    texts = None if source is not None else _array_texts(program, ask, shapes, kind, given, fmt)
+    texts = None if source is not None else found.printed(fmt)
     checked = None
     if verify is not None:
-        text_form = texts if ask.fmt == "text" or texts is None else _array_texts(
-            program, ask, shapes, kind, given, "text")
+        text_form = texts if ask.fmt == "text" or texts is None else found.printed("text")
         checked = verify(program=program, shapes=shapes, given=given, kind=kind,
                          texts=text_form or {}, levels={}, python=source,
                          python_kind="array" if kind == "gradient" else "blocks")
     if texts is None and ask.texts:
-        texts = _array_texts(program, ask, shapes, kind, given, fmt)
+        texts = found.printed(fmt)
     fields = {"order": ask.order, "jacobian" if several else "derivatives": texts,
               "shapes": {name: list(shape) for name, shape in shapes.items()}}
     if source is not None:
@@ -216,31 +238,6 @@ def _own_values_note(program: Program, ask: DiffAsk) -> str | None:
         notes.append(f"note: the program's own {', '.join(own)} {stay}; --defaults takes the "
                      f"derivatives at {'its value' if len(own) == 1 else 'their values'}")
     return "\n".join(notes) or None
-
-
-def _array_texts(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
-                 kind: str, given: dict[str, Any], fmt: str) -> dict[str, Any]:
-    """The derivatives printed in ``fmt`` (text or latex)."""
-    from gradcli.symbolic.jacobians import gradient_texts, jacobian_nodes
-
-    if kind == "gradient":
-        return gradient_texts(program, shapes, ask.wrt, ask.max_nodes, fmt, given)
-    order = 1 if kind == "jacobian" else 2
-    return jacobian_nodes(program, shapes, ask.wrt, ask.max_nodes, given, order).printed(fmt)
-
-
-def _numpy_source(program: Program, ask: DiffAsk, shapes: dict[str, tuple[int, ...]],
-                  several: bool, given: dict[str, Any]) -> str | None:
-    """``--format python``: a NumPy function returning the value and gradients, the values
-    and Jacobian (several outputs, an array output) or the value and Hessian (order 2)."""
-    if ask.fmt != "python":
-        return None
-    from gradcli.symbolic.numpy_export import blocks_numpy, to_numpy
-
-    if several or ask.order == 2:
-        return blocks_numpy(program, shapes, ask.wrt, ask.max_nodes, 1 if several else 2,
-                            given)
-    return to_numpy(program, shapes, ask.wrt, ask.max_nodes, given)
 
 
 # --- shapes -------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from gradcli.engine.graph import Program, nodes_of, output_labels
 from gradcli.engine.notation import shape_text
 from gradcli.engine.ops import CONST, OPS, VAR, index_op, stack_op
 from gradcli.errors import UsageError
-from gradcli.limits import MAX_JACOBIAN_ROWS, MAX_NODES
+from gradcli.limits import MAX_JACOBIAN_ROWS
 from gradcli.symbolic.arrays import (
     ArrayBuilder,
     is_zero,
@@ -32,7 +32,7 @@ from gradcli.symbolic.arrays import (
     zeros,
 )
 from gradcli.symbolic.builder import backward
-from gradcli.symbolic.derivatives import differentiate, wrt_names
+from gradcli.symbolic.derivatives import wrt_names
 from gradcli.symbolic.nodes import SymNode
 from gradcli.symbolic.printing import matrix_latex, to_text
 from gradcli.symbolic.sampling import defined_point
@@ -65,23 +65,44 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
     return found
 
 
+@dataclass
+class Blocks:
+    """An array program's derivatives as nodes of one builder, and its outputs' values by label
+    ("value": one scalar output's): the blocks of a Jacobian or a Hessian by label (a Hessian's
+    rows by input), then by input; a gradient is the one row of its output, "value"."""
+
+    values: dict[str, SymNode]
+    blocks: dict[str, dict[str, SymNode]]
+    gradient: bool = False
+
+    def printed(self, fmt: str) -> dict[str, Any]:
+        """The texts in ``fmt`` (text or latex) by label then input; a gradient's by input."""
+        printer = matrix_latex if fmt == "latex" else to_text
+        texts = {label: {name: printer(node) for name, node in row.items()}
+                 for label, row in self.blocks.items()}
+        return texts["value"] if self.gradient else texts
+
+
+def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]], kind: str,
+                      wrt: Sequence[str] | None, max_nodes: int,
+                      given: Mapping[str, Any] | None = None) -> Blocks:
+    """The ``kind`` ("gradient", "jacobian" or "hessian") of an array program by each of
+    ``wrt`` (default every variable), built at the ``given`` values, else at a sample point
+    where the program is defined (``log(x - 2)`` at x = 1 is retried elsewhere)."""
+    if kind != "gradient":
+        order = 1 if kind == "jacobian" else 2
+        return jacobian_nodes(program, shapes, wrt, max_nodes, given, order)
+    names = wrt_names(program, wrt)
+    found = defined_point(_of(program, shapes), given, lambda point: gradients(
+        program, shapes, names, max_nodes, point, keep_value=True))
+    return Blocks({"value": found.pop("__value__")}, {"value": found}, gradient=True)
+
+
 def gradient_texts(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    wrt: Sequence[str] | None, max_nodes: int,
                    fmt: str = "text", given: Mapping[str, Any] | None = None) -> dict[str, str]:
     """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
-    found = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes, given=given)
-    printer = to_text if fmt == "text" else matrix_latex
-    return {name: printer(node) for name, node in found.items()}
-
-
-def sampled_gradients(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                      names: list[str], max_nodes: int, keep_value: bool = False,
-                      given: Mapping[str, Any] | None = None) -> dict[str, SymNode]:
-    """``gradients`` at the given values, else at a sample point where the program is defined
-    (``log(x - 2)`` at x = 1 is retried elsewhere)."""
-    return defined_point(
-        _of(program, shapes), given,
-        lambda point: gradients(program, shapes, names, max_nodes, point, keep_value))
+    return array_derivatives(program, shapes, "gradient", wrt, max_nodes, given).printed(fmt)
 
 
 # --- Jacobians and Hessians -----------------------------------------------------------------------
@@ -93,19 +114,6 @@ class _NoFormError(Exception):
 def has_array_output(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> bool:
     """Whether the program has several outputs or an array output: a Jacobian."""
     return bool(program.outputs) or bool(arrays.value_shape(program, shapes))
-
-
-@dataclass
-class Blocks:
-    """Blocks of a Jacobian or a Hessian as nodes of one builder, and their outputs' values."""
-
-    values: dict[str, SymNode]
-    blocks: dict[str, dict[str, SymNode]]
-
-    def printed(self, fmt: str) -> dict[str, dict[str, str]]:
-        printer = matrix_latex if fmt == "latex" else to_text
-        return {label: {name: printer(node) for name, node in row.items()}
-                for label, row in self.blocks.items()}
 
 
 def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
@@ -132,40 +140,8 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
     return defined_point(_of(program, shapes), given, build)
 
 
-def hessian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                  wrt: Sequence[str] | None, max_nodes: int,
-                  given: Mapping[str, Any] | None = None) -> Blocks:
-    """``[a][b]`` = d2/da db (shape of a, then of b)."""
-    return jacobian_nodes(program, shapes, wrt, max_nodes, given, order=2)
-
-
 def _of(program: Program, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
     return {name: shapes[name] for name in program.variables}
-
-
-def jacobian_texts(
-    program: Program,
-    wrt: Sequence[str] | None = None,
-    values: Mapping[str, float] | None = None,
-    defaults: bool = False,
-    max_nodes: int = MAX_NODES,
-    fmt: str = "text",
-) -> dict[str, dict[str, str]]:
-    """The Jacobian of scalar outputs (``f, g``), {label: {variable: text}}, each row made by
-    ``differentiate`` of that output alone (``0`` for a variable it does not use)."""
-    given = {**(program.defaults if defaults else {}), **(values or {})}
-    names = wrt_names(program, wrt, [n for n in program.variables if n not in given])
-    variables = list(program.variables.values())
-    rows: dict[str, dict[str, str]] = {}
-    for label, output in zip(output_labels(program), program.outputs, strict=True):
-        part = Program.build(program.source, output, variables, program.defaults)
-        part.arrays = any(node.op.is_array or not isinstance(node.value, float)
-                          for node in part.nodes)
-        used = [name for name in names if name in part.variables]
-        texts = differentiate(part, used, 1, values, defaults, max_nodes).texts(fmt) if used \
-            else {}
-        rows[label] = {name: texts.get(name, "0") for name in names}
-    return rows
 
 
 # --- one block ------------------------------------------------------------------------------------
@@ -228,12 +204,12 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
             if shape else output
         leaves = [node for node in nodes_of([picked]) if node.op is VAR]
         program = Program.build_outputs("row", [picked], leaves, {})
-        grad = None
         if name in program.variables:
-            grads = gradients(program, _of(program, shapes), [name], max_nodes,
-                                 {n: b.point[n] for n in program.variables})
-            grad = grads[name]
-        rows.append(b.import_graph([grad])[0] if grad is not None else zeros(b, shapes[name]))
+            grad = gradients(program, _of(program, shapes), [name], max_nodes,
+                             {n: b.point[n] for n in program.variables})[name]
+            rows.append(b.import_graph([grad])[0])
+        else:
+            rows.append(zeros(b, shapes[name]))
     return _stack(b, rows, shape) if shape else rows[0]
 
 
@@ -280,8 +256,9 @@ def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
 
 def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
                    wrt: tuple[int, ...]) -> SymNode:
-    if len(shape_of(node)) > 1 or any(len(shape_of(s)) > 1 for s in node.inputs
-                                    if not _is_constant_matrix(node, s, operands)):
+    # the matrix A of A@u, which does not depend on the input (its Jacobian is None), may be one
+    constant = 1 if node.op is OPS["matmul"] and operands[0] is None else 0
+    if len(shape_of(node)) > 1 or any(len(shape_of(s)) > 1 for s in node.inputs[constant:]):
         raise _NoFormError
     if node.op.is_array:
         return _op_jacobian(b, node, operands, wrt)
@@ -294,12 +271,6 @@ def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None
         total = part if total is None else b.make(ADD, (total, part))
     assert total is not None
     return total
-
-
-def _is_constant_matrix(node: SymNode, source: SymNode, operands: list[SymNode | None]) -> bool:
-    """The matrix A of ``A@u``, which does not depend on the input (its Jacobian is None)."""
-    position = node.inputs.index(source)
-    return node.op is OPS["matmul"] and position == 0 and operands[0] is None
 
 
 def _broadcast(b: ArrayBuilder, j: SymNode, source: SymNode, node: SymNode,
@@ -332,8 +303,10 @@ def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
                  for other, j in ((right, operands[0]), (left, operands[1])) if j is not None]
         return parts[0] if len(parts) == 1 else b.make(ADD, tuple(parts))
     (u,), (j,) = inputs[:1], operands[:1]
-    if len(inputs) != 1 or j is None:
-        return _stack_jacobian(b, node, operands, wrt)
+    if len(inputs) != 1 or j is None:  # [a, b, c] of numbers: the stack of their Jacobians
+        if name != "array" or shape_of(u):
+            raise _NoFormError
+        return b.make(node.op, [part if part is not None else zeros(b, wrt) for part in operands])
     n = shape_of(u)[0] if shape_of(u) else 0
     if name == "transpose":
         return j
@@ -357,12 +330,3 @@ def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
         local = b.make(OPS["sub"], (eye, op_node(b, "outer", ones, op_node(b, "softmax", u))))
         return op_node(b, "matmul", local, j)
     raise _NoFormError
-
-
-def _stack_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
-                    wrt: tuple[int, ...]) -> SymNode:
-    """``[a, b, c]`` of numbers: the stack of their Jacobians (zeros where one is constant)."""
-    if node.op.name != "array" or shape_of(node.inputs[0]):
-        raise _NoFormError
-    return b.make(node.op, [j if j is not None else zeros(b, wrt) for j in operands])
-

@@ -79,11 +79,5 @@ class Maker:
     def constant(self, value: Any, name: str | None = None) -> SymNode:
         raise NotImplementedError
 
-    def lift(self, value: Any) -> SymNode:
-        raise NotImplementedError
-
-    def zero(self) -> SymNode:
-        raise NotImplementedError
-
     def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
         raise NotImplementedError

@@ -13,8 +13,7 @@ from typing import Any
 from gradcli.engine.graph import Node, Program, nodes_of
 from gradcli.engine.ops import CONST, VAR
 from gradcli.symbolic.arrays import shape_of
-from gradcli.symbolic.derivatives import wrt_names
-from gradcli.symbolic.jacobians import jacobian_nodes, sampled_gradients
+from gradcli.symbolic.jacobians import Blocks
 from gradcli.symbolic.nodes import SymNode
 
 
@@ -23,15 +22,11 @@ class NumpyWriter:
     computes it; the helpers the rows without a NumPy form need."""
 
     def __init__(self, variables: Sequence[str]) -> None:
-        from gradcli.symbolic.printing import PythonNotation, python_name
+        from gradcli.symbolic.printing import PythonNotation, python_names
 
         # np, math, f, keywords and the lines' own names (t0, t1, ...) get a trailing _
-        self.renames: dict[str, str] = {}
-        for name in variables:
-            taken = {"np", "math", "f", *self.renames.values()}
-            if name[:1] == "t" and name[1:].isdigit():
-                taken.add(name)
-            self.renames[name] = python_name(name, taken)
+        lines = {name for name in variables if name[:1] == "t" and name[1:].isdigit()}
+        self.renames = python_names(variables, {"np", "math", "f", *lines})
         self.texts: dict[int, str] = {}
         self.lines: list[str] = []
         self.scalar = PythonNotation({})  # copies the rows' own scalar functions
@@ -83,32 +78,22 @@ class NumpyWriter:
                 f'    """{doc}"""\n{body}    return {returned}\n')
 
 
-# --- the exports: gradients, and blocks of a Jacobian or a Hessian -------------------------------
+# --- the export: gradients, or blocks of a Jacobian or a Hessian --------------------------------
 
-def to_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
-             wrt: Sequence[str] | None, max_nodes: int,
-             given: Mapping[str, Any] | None = None) -> str:
-    """Source of ``def f(variables): return value, {name: gradient}``, NumPy only: one line
-    per node of the value and the gradients (shared nodes computed once)."""
-    found = sampled_gradients(program, shapes, wrt_names(program, wrt), max_nodes,
-                              keep_value=True, given=given)
-    output = found.pop("__value__")
-    writer = NumpyWriter(list(program.variables))
-    writer.add([output, *found.values()])
-    gradients = ", ".join(f"{name!r}: {writer[node]}" for name, node in found.items())
-    return writer.source(f"Value and gradients of {program.source!r} (gradcli diff).",
-                         f"{writer[output]}, {{{gradients}}}")
-
-
-def blocks_numpy(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                 wrt: Sequence[str] | None, max_nodes: int, order: int = 1,
-                 given: Mapping[str, Any] | None = None) -> str:
-    """Source of ``def f(variables): return values, blocks``: the outputs' values and Jacobian
-    (``order`` 1) or the value, bare, and Hessian (2), one line per node."""
-    found = jacobian_nodes(program, shapes, wrt, max_nodes, given, order)
+def numpy_source(program: Program, shapes: Mapping[str, tuple[int, ...]], kind: str,
+                 found: Blocks) -> str:
+    """Source of ``def f(variables)``, NumPy only, one line per node of ``found`` (shared nodes
+    computed once), returning the value and ``{name: gradient}`` (``kind`` "gradient"), the
+    outputs' values and Jacobian ("jacobian") or the value, bare, and Hessian ("hessian")."""
     writer = NumpyWriter(list(program.variables))
     writer.add([*found.values.values(),
                 *(node for row in found.blocks.values() for node in row.values())])
+    if kind == "gradient":
+        gradients = ", ".join(f"{name!r}: {writer[node]}"
+                              for name, node in found.blocks["value"].items())
+        return writer.source(f"Value and gradients of {program.source!r} (gradcli diff).",
+                             f"{writer[found.values['value']]}, {{{gradients}}}")
+    order = 1 if kind == "jacobian" else 2
     values = (", ".join(f"{label!r}: {writer[node]}" for label, node in found.values.items())
               if order == 1 else writer[found.values["value"]])
     rows = []

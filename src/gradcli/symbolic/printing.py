@@ -381,37 +381,39 @@ def _python_names_used() -> set[str]:
     return names
 
 
-def python_name(name: str, taken: set[str]) -> str:
-    """A Python identifier for a gradcli variable (keywords and clashes get a trailing _)."""
-    result = name
-    while keyword.iskeyword(result) or result in taken or result.startswith("_"):
-        result = result.lstrip("_") + "_" if result.startswith("_") else result + "_"
-    return result
-
-
-def to_python(
-    value: Node, variables: Sequence[str], wrt: Sequence[str], gradient: Sequence[Node],
-    hessian: Sequence[Sequence[Node]] | None = None,
-) -> str:
-    """Source of ``def f(variables): return value, gradient[, hessian]`` (derivatives by
-    ``wrt``, in that order), importing only ``math``."""
-    reserved = {"math", "f", *_python_names_used()}
+def python_names(variables: Sequence[str], reserved: set[str]) -> dict[str, str]:
+    """A Python identifier for each gradcli variable: keywords, the ``reserved`` names and
+    those given to the variables before get a trailing _."""
     renames: dict[str, str] = {}
+    taken = set(reserved)
     for name in variables:
-        renames[name] = python_name(name, reserved | set(renames.values()))
+        result = name
+        while keyword.iskeyword(result) or result in taken or result.startswith("_"):
+            result = result.lstrip("_") + "_" if result.startswith("_") else result + "_"
+        renames[name] = result
+        taken.add(result)
+    return renames
+
+
+def to_python(value: Node, variables: Sequence[str], wrt: Sequence[str],
+              derivatives: Sequence[Node], hessian: bool = False) -> str:
+    """Source of ``def f(variables): return value, gradient[, hessian]`` (derivatives by
+    ``wrt``, in that order: the gradient's, then the Hessian's rows), importing only ``math``."""
+    reserved = {"math", "f", *_python_names_used()}
+    renames = python_names(variables, reserved)
     notation = PythonNotation(renames)
-    outputs = [value, *gradient, *(entry for row in hessian or () for entry in row)]
-    printed = print_shared(outputs, notation, reserved | set(renames.values()), lazy=True)
+    printed = print_shared([value, *derivatives], notation, reserved | set(renames.values()),
+                           lazy=True)
     texts = printed.outputs
     n = len(wrt)
     returned = [texts[0], _tuple(texts[1:1 + n])]
-    if hessian is not None:
+    if hessian:
         returned.append(_tuple([_tuple(texts[1 + n * (i + 1):1 + n * (i + 2)])
                                 for i in range(n)]))
     body = [f"    {name} = {text}" for name, text in printed.statements]
     body.append(f"    return {', '.join(returned)}")
     parameters = ", ".join(renames[name] for name in variables)
-    what = "value, gradient and Hessian" if hessian is not None else "value and gradient"
+    what = "value, gradient and Hessian" if hessian else "value and gradient"
     what += f" by {', '.join(wrt)}" if wrt else ""
     renamed = [f"{name} as {renames[name]}" for name in variables if renames[name] != name]
     if renamed:  # beta as beta_: the function beta of the generated code keeps its name

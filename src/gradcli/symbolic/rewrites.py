@@ -167,7 +167,7 @@ def _sub(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
     if xop is CONST and x.value == 0.0:
         return b.make(NEG, (y,))
     if x is y:
-        return b.zero()
+        return b.constant(0.0)
     if xop is WHERE and yop is WHERE and x.inputs[0] is y.inputs[0]:
         return _into_branches(b, SUB, x, y)
     if yop is NEG:
@@ -184,7 +184,7 @@ def _mul(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
     number = xop is CONST or yop is CONST  # the rules on numbers are tried only then
     if number:
         if (xop is CONST and x.value == 0.0) or (yop is CONST and y.value == 0.0):
-            return b.zero()
+            return b.constant(0.0)
         if xop is CONST and x.value == 1.0:
             return y
         if yop is CONST and y.value == 1.0:
@@ -251,7 +251,7 @@ def _div(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
     if yop is CONST and y.value == -1.0:
         return b.make(NEG, (x,))
     if xop is CONST and x.value == 0.0:
-        return b.zero()
+        return b.constant(0.0)
     if x is y:
         return b.constant(1.0)
     if xop is NEG:
@@ -299,7 +299,7 @@ def _xlogy(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
     """xlogy(0, y) -> 0; xlogy(x, c) -> x*log(c) for a number c > 0 (log(c) is then finite, so
     the two agree everywhere): ``diff "2**x"`` prints a product, as before xlogy."""
     if _is(x, 0.0):
-        return b.zero()
+        return b.constant(0.0)
     if y.op is CONST and y.value > 0.0:
         return b.make(MUL, (x, b.make(LOG, (y,))))
     return None
