@@ -13,7 +13,7 @@ import math
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import gradcli
@@ -285,6 +285,7 @@ def test_with_free_variables_the_answer_agrees_with_eval(split, point):
 
 @PROPERTY
 @given(programs_and_splits(), points)
+@example(("(y) ** ((x) ** ((-1)))", {"x"}), {"x": -6.103515625e-05, "y": 2.0, "z": 0.0})
 def test_hessian_with_free_variables_agrees_with_eval(split, point):
     text, names = split
     program = parse(text)
