@@ -6,10 +6,7 @@
 two more methods. Everything that checks a gradient by finite differences -- a float program's
 nodes (``replay.Replayer``), an array's elements (``columns.ElementReplayer``), an array along a
 random direction (``directions.DirectionReplayer``), sweeps and Hessians -- goes through it, so
-there is one step policy, one tolerance and one verdict, a ``GradientCheck``. Where no central
-step agrees but the error was still falling as h^2 when the noise stopped the shrinking,
-Richardson's extrapolation (below) gets a second opinion before the failure is reported
-(``_still_truncating``).
+there is one step policy, one tolerance and one verdict, a ``GradientCheck``.
 
 The two methods asked for by name (``method=``, ``--check-method``); each verdict records the
 one it used:
@@ -66,7 +63,6 @@ if TYPE_CHECKING:
 COMPLEX_STEP = 1e-100  # relative to max(1, |v|); see the module docstring
 RICHARDSON_LEVELS = 15  # steps h0 ... h0 / 2^14: from max(1, |v|) / 8 down to ~eps^(1/3)
 _RICHARDSON_FIRST_STEP = 0.125
-_TRUNCATION_DROP = 16.0  # h^2 falls 256-fold at a 16 times smaller step; noise and errors do not
 
 
 @dataclass
@@ -104,16 +100,19 @@ def settled_check(grad: float, settled: Any) -> GradientCheck:
 
 
 def check_node(
-    replayer: Replays, node: Perturbed, rtol: float, atol: float, method: str = "central"
+    replayer: Replays, node: Perturbed, rtol: float, atol: float, method: str = "central",
+    extrapolate: bool = False,
 ) -> GradientCheck:
     """d(output)/d(node) by ``method``, compared with ``node.grad`` (``replayer`` replays the
-    graph ``node`` belongs to)."""
+    graph ``node`` belongs to). ``extrapolate``: a central failure gets ``_extrapolated``'s
+    second opinion (a random direction of an array: directions.py)."""
     if method == "complex":
         return complex_step_check(replayer, node, rtol, atol)
     if method == "richardson":
         return richardson_check(replayer, node, rtol, atol)
     analytic = node.grad
     tried: list[GradientCheck] = []
+    central: list[tuple[float, float, float]] = []  # (step, estimate, largest) that disagreed
     for shrink, h in enumerate(steps_for(node.value)):
         estimate = _difference(replayer, node, h)
         if estimate is None:
@@ -132,22 +131,38 @@ def check_node(
         if agrees:
             return check
         tried.append(check)
-    failed = min(tried, key=lambda c: math.inf if c.abs_error is None else c.abs_error)
-    if _still_truncating(tried):
-        second = _richardson_verdict(replayer, node, rtol, atol)
-        if second is not None and second.ok:
-            return second
-    return failed
+        if method == CENTRAL.method:
+            central.append((h, numeric, largest))
+    second = _extrapolated(analytic, central, rtol, atol) if extrapolate else None
+    if second is not None:
+        return second
+    return min(tried, key=lambda c: math.inf if c.abs_error is None else c.abs_error)
 
 
-def _still_truncating(tried: list[GradientCheck]) -> bool:
-    """The last two central differences' errors fell by ``_TRUNCATION_DROP`` or more from one
-    step to the next, 16 times smaller: truncation error, which falls as h^2, when the shrinking
-    had to stop (noise) -- a function that changes on a scale far below the steps, summed over
-    many elements along a direction. Richardson's extrapolation cancels it, so it gets a second
-    opinion; a wrong gradient's error does not fall, and noise grows as h falls."""
-    errors = [c.abs_error for c in tried if c.method == CENTRAL.method and c.abs_error is not None]
-    return len(errors) >= 2 and errors[-1] * _TRUNCATION_DROP <= errors[-2]
+def _extrapolated(analytic: float, central: list[tuple[float, float, float]], rtol: float,
+                  atol: float) -> GradientCheck | None:
+    """The passing verdict of Richardson's step from the last two central differences, or None.
+
+    Along a random direction of a large array a difference sums the truncation error of
+    hundreds of elements, and the noise allowance can stop the shrinking while that error is
+    still above the tolerance (``sum(x*sin(x/s))``, s = 1e-3, 808 elements). When the last two
+    differences, at steps h1 > h2, disagree by errors that fell at least h1/h2-fold (truncation
+    falls as h^2), D(h2) + (D(h2) - D(h1)) / ((h1/h2)^2 - 1) cancels the h^2 term from replays
+    already made: no step beyond those is taken. It is held to the tolerance of step h2 (its
+    noise is D(h2)'s, 0.4% more), so a wrong gradient disagrees with it as with the differences.
+    """
+    if len(central) < 2:
+        return None
+    (h1, d1, _), (h2, d2, largest) = central[-2:]
+    ratio = h1 / h2
+    if ratio <= 1.0 or abs(analytic - d2) * ratio > abs(analytic - d1):
+        return None
+    numeric = d2 + (d2 - d1) / (ratio * ratio - 1.0)
+    error, allowed, agrees, _ = judge(analytic, numeric, largest, h2, 0, rtol, atol)
+    if not agrees:
+        return None
+    return GradientCheck(analytic, numeric, error, allowed, True, "richardson", h2,
+                         abs(numeric - d2))
 
 
 def _difference(replayer: Replays, node: Perturbed, h: float) -> tuple[float, str, float] | None:
@@ -205,19 +220,9 @@ def richardson_check(
     replayer: Replays, node: Perturbed, rtol: float, atol: float
 ) -> GradientCheck:
     """d(output)/d(node) by Richardson extrapolation of central differences (module docstring)."""
-    verdict = _richardson_verdict(replayer, node, rtol, atol)
-    if verdict is None:  # the verdict says "forward", "central"...
-        return check_node(replayer, node, rtol, atol)
-    return verdict
-
-
-def _richardson_verdict(
-    replayer: Replays, node: Perturbed, rtol: float, atol: float
-) -> GradientCheck | None:
-    """Richardson's verdict, or None where no two steps evaluate or the table overflowed."""
     best = richardson_estimate(replayer, node)
     if best is None or not math.isfinite(best[0]):  # an overflowed table is no estimate
-        return None
+        return check_node(replayer, node, rtol, atol)  # the verdict says "forward", "central"...
     numeric, estimate, h, largest = best
     error, allowed, agrees, _ = judge(node.grad, numeric, largest, h, 0, rtol, atol)
     return GradientCheck(node.grad, numeric, error, allowed, agrees, "richardson", h, estimate)

@@ -246,7 +246,8 @@ def check_direction(replayer: DirectionReplayer, node: Node, v: Any, rtol: float
     replayer.along(v)
     try:
         analytic = replayer.dot(v, node.grad)
-        return check_node(replayer, Probe(0.0, analytic, node.index), rtol, atol, method)
+        return check_node(replayer, Probe(0.0, analytic, node.index), rtol, atol, method,
+                          extrapolate=True)
     finally:
         replayer.along(None)
 
