@@ -56,6 +56,17 @@ def test_an_array_program_gives_its_vectorized_gradient():
     np.testing.assert_allclose(value_of(found.texts["x"], {"x": x}), 3 * x**2)
 
 
+def test_an_array_variable_may_be_named_like_any_internal_key():
+    """The output travels beside the gradients, not under a key of theirs: a variable named
+    ``__value__`` keeps its derivative (review: it was overwritten by the output)."""
+    x, v = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    found = diff(gradcli.parse("sum(x*__value__)"), DiffAsk(shapes={"x": (2,), "__value__": (2,)}),
+                 verify)
+    assert sorted(found.texts) == ["__value__", "x"]
+    np.testing.assert_allclose(value_of(found.texts["x"], {"x": x, "__value__": v}), v)
+    np.testing.assert_allclose(value_of(found.texts["__value__"], {"x": x, "__value__": v}), x)
+
+
 def test_an_array_values_point_chooses_the_array_path_and_its_hessian():
     x = np.array([0.5, -1.0, 2.0])
     found = diff(gradcli.parse("sum(x**3)"), DiffAsk(order=2, values={"x": x}), verify)

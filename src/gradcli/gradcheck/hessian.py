@@ -144,7 +144,8 @@ class GradientGraphs:
         self.spans = {n: slice(start, stop) for n, start, stop
                       in zip(self.names, starts, starts[1:], strict=False)}
         shapes = program_shapes(program, {}, self.point)
-        found = array_gradients(program, shapes, self.names, max_nodes, self.point, exact=True)
+        _, found = array_gradients(program, shapes, self.names, max_nodes, self.point,
+                                   exact=True)
         outputs: list[Node] = [found[name] for name in self.names]
         leaves = [node for node in nodes_of(outputs) if node.op is VAR]
         self.graph = Program.build_outputs("hessian", outputs, leaves, {})

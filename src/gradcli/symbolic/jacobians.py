@@ -43,11 +43,10 @@ MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
 # --- gradients: reverse mode on an ArrayBuilder's nodes -------------------------------------------
 
 def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequence[str],
-              max_nodes: int, point: Mapping[str, Any], keep_value: bool = False,
-              *, exact: bool = False) -> dict[str, SymNode]:
-    """d(output)/d(each of ``wrt``) of a scalar output as expressions, their nodes carrying
-    values at ``point``. ``keep_value`` adds the output as ``"__value__"``; ``exact`` builds
-    forms exact at every point (second derivatives)."""
+              max_nodes: int, point: Mapping[str, Any], *, exact: bool = False
+              ) -> tuple[SymNode, dict[str, SymNode]]:
+    """The scalar output and d(output)/d(each of ``wrt``) as expressions, their nodes carrying
+    values at ``point``; ``exact`` builds forms exact at every point (second derivatives)."""
     np = arrays.numpy()
     b = ArrayBuilder({n: np.asarray(v, dtype=float) for n, v in point.items()}, max_nodes,
                      exact)
@@ -57,12 +56,12 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
                          f"{shape_text(shape_of(output))}",
                          hint="gradcli eval gives the Jacobian of an array output")
     grads = backward(output)
-    found = {"__value__": output} if keep_value else {}
+    found = {}
     for name in wrt:
         grad = grads.get(b.variable(name))
         grad = None if grad is None else unbroadcast(b, grad, shapes[name])
         found[name] = zeros(b, shapes[name]) if grad is None or is_zero(grad) else grad
-    return found
+    return output, found
 
 
 @dataclass
@@ -93,9 +92,9 @@ def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]], k
         order = 1 if kind == "jacobian" else 2
         return jacobian_nodes(program, shapes, wrt, max_nodes, given, order)
     names = wrt_names(program, wrt)
-    found = defined_point(_of(program, shapes), given, lambda point: gradients(
-        program, shapes, names, max_nodes, point, keep_value=True))
-    return Blocks({"value": found.pop("__value__")}, {"value": found}, gradient=True)
+    output, found = defined_point(_of(program, shapes), given, lambda point: gradients(
+        program, shapes, names, max_nodes, point))
+    return Blocks({"value": output}, {"value": found}, gradient=True)
 
 
 def gradient_texts(program: Program, shapes: Mapping[str, tuple[int, ...]],
@@ -125,7 +124,7 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
     names = wrt_names(program, wrt)
 
     def build(point: dict[str, Any]) -> Blocks:
-        grads = gradients(program, shapes, names, max_nodes, point) if order == 2 else {}
+        grads = gradients(program, shapes, names, max_nodes, point)[1] if order == 2 else {}
         b = ArrayBuilder(point, max_nodes)
         if order == 2:
             rows = dict(zip(names, b.import_graph([grads[name] for name in names]), strict=True))
@@ -206,7 +205,7 @@ def _rows(b: ArrayBuilder, output: SymNode, name: str, shapes: Mapping[str, tupl
         program = Program.build_outputs("row", [picked], leaves, {})
         if name in program.variables:
             grad = gradients(program, _of(program, shapes), [name], max_nodes,
-                             {n: b.point[n] for n in program.variables})[name]
+                             {n: b.point[n] for n in program.variables})[1][name]
             rows.append(b.import_graph([grad])[0])
         else:
             rows.append(zeros(b, shapes[name]))
