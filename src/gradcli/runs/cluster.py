@@ -166,8 +166,10 @@ def connect(address: ClusterAddress) -> Cluster:
         else:
             target = (address.text if address.scheduler_file is None
                       else _scheduler_in(address.scheduler_file))
+            # Dask's own timeout a second later than ours: at an address that refuses
+            # connections both would end at once, and which message won was a race
             client = _within(CONNECT_SECONDS, lambda: distributed.Client(
-                target, timeout=CONNECT_SECONDS))
+                target, timeout=CONNECT_SECONDS + 1))
     except (OSError, TimeoutError, ValueError, RuntimeError, TypeError) as error:
         if local is not None:
             local.close()
