@@ -65,20 +65,24 @@ class GradcliError(Exception):
     @property
     def where(self) -> str:
         """``line 1, column 2``, ``line 3``, or empty when the error has no position."""
-        if self.line is None:
-            return ""
-        return f"line {self.line}" + ("" if self.column is None else f", column {self.column}")
+        return _where(self.line, self.column)
 
     @property
     def title(self) -> str:
-        """``parse error at line 1, column 2``: what kind of error (or ``note``) and where."""
-        what = {"domain": "numeric error", "note": "note"}.get(self.kind, f"{self.kind} error")
+        """``parse error at line 1, column 2``: what kind of error and where."""
+        what = "numeric error" if self.kind == "domain" else f"{self.kind} error"
         return f"{what} at {self.where}" if self.line is not None else what
 
     def one_line(self) -> str:
         """The whole error on one line: what, where, and the hint."""
         hint = f" (hint: {self.hint})" if self.hint else ""
         return f"{self.title}: {self.message}{hint}"
+
+
+def _where(line: int | None, column: int | None) -> str:
+    if line is None:
+        return ""
+    return f"line {line}" + ("" if column is None else f", column {column}")
 
 
 def visible(text: str) -> str:
@@ -153,10 +157,13 @@ class Note:
         return (f"names are case-sensitive: write {use} for the {self.what}, or give "
                 f"{self.name} a value if it is a variable")
 
-    # Shown as an error is (``note at line 1, column 1: ...``): the fields they share.
-    where = GradcliError.where
-    title = GradcliError.title
-    one_line = GradcliError.one_line
+    @property
+    def title(self) -> str:
+        """``note at line 1, column 1``."""
+        return f"note at {_where(self.line, self.column)}" if self.line is not None else "note"
+
+    def one_line(self) -> str:
+        return f"{self.title}: {self.message} (hint: {self.hint})"
 
     def error(self) -> GradcliNameError:
         """The note as an error, for a caller that refuses such a name without a value."""

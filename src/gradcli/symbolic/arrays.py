@@ -243,11 +243,15 @@ class GraphArrays:
         self.b = b
         self.exact = exact
 
+    # What ``Arrays`` names as an op of the table: that op's node (a number operand lifted:
+    # ``eye(3)``), as ``NumPyArrays`` takes NumPy's function of the name. Only these: another
+    # name is no VJP rule's, and a rule asking for it must fail, not quietly build a node.
+    TABLE_OPS = frozenset(("matmul", "outer", "transpose", "inv", "eye", "exp", "sign", "eq",
+                           "sum"))
+
     def __getattr__(self, name: str) -> Callable[..., SymNode]:
-        """What ``Arrays`` names as an op of the table (matmul, outer, transpose, inv, eye, exp,
-        sign, eq, sum): that op's node (a number operand lifted: ``eye(3)``), as ``NumPyArrays``
-        takes NumPy's function of the name."""
-        if name not in OPS:
+        """The node-building function of one of ``TABLE_OPS``."""
+        if name not in self.TABLE_OPS:
             raise AttributeError(name)
         made = partial(op_node, self.b, name)
         setattr(self, name, made)  # looked up once: the next call finds it without this call
