@@ -120,7 +120,7 @@ def test_table_says_which_mode_ran_and_the_check():
     done = invoke("eval", "f = x*y; g = x + y; f, g", "--x", "2", "--y", "3", "--mode", "forward")
     assert done.exit_code == 0, done.output
     assert "forward mode, one pass per input element: 2 passes" in done.output
-    assert "✓ check passed: 4 Jacobian entries agree with central differences" in done.output
+    assert "✓ check passed: 4 Jacobian entries agree with finite differences" in done.output
 
 
 def test_json_has_the_jacobian_as_nested_lists():
@@ -145,6 +145,52 @@ def test_a_kink_fails_the_check_with_status_1():
     done = invoke("eval", "relu(x)", "--x", "[0, 1]")
     assert done.exit_code == 1
     assert "✗ check failed" in done.output
+
+
+# (program, point, each output's derivative by hand): entries the gradient check passes alone
+ONE_POLICY = [
+    # 1e8 + x: its central difference carries rounding of 1e8 (error 3e-4 against rtol 1e-5)
+    ("f = 1e8 + x; g = x*2; f, g", {"x": 0.3}, {"f": 1.0, "g": 2.0}),
+    # a central step (6e-6) from 1e-7 leaves the domain: a one-sided difference stays inside
+    ("f = sqrt(x); g = log(x); f, g", {"x": 1e-7},
+     {"f": 0.5 / np.sqrt(1e-7), "g": 1 / 1e-7}),
+    ("sqrt(x)", {"x": [1e-7, 1.0]}, {"sqrt(x)": np.diag([0.5 / np.sqrt(1e-7), 0.5])}),
+]
+
+
+@pytest.mark.parametrize(("program", "point", "by_hand"), ONE_POLICY)
+def test_a_jacobian_entry_passes_where_the_same_gradient_does(program, point, by_hand):
+    """The Jacobian's check is the gradient check's step policy (steps.settle): each entry
+    agrees with the closed form written here, and the check passes as each output's own
+    gradient check does (it failed both, with a NaN error, before)."""
+    result = gradcli.evaluate(program, point)
+    assert isinstance(result, JacobianResult)
+    for label, derivative in by_hand.items():
+        np.testing.assert_allclose(result.jacobian[label]["x"], derivative, rtol=1e-12)
+    assert result.check.ok, result.check
+    assert np.isfinite(result.check.max_error)
+    for statement in program.split(";")[:-1]:  # each output alone: its gradient check
+        alone = gradcli.evaluate(statement.split("=")[1], point)
+        assert alone.check.ok
+
+
+@pytest.mark.parametrize(("program", "point", "by_hand"), ONE_POLICY[1:])
+@pytest.mark.parametrize("scale", [1 + 1e-4, 1 - 1e-4])
+def test_a_jacobian_entry_off_by_a_little_fails_at_every_step(program, point, by_hand, scale):
+    """The same points with every entry of the Jacobian 1e-4 off: smaller steps and one-sided
+    differences never let a wrong entry pass. (Not ``1e8 + x``: the rounding of 1e8 hides
+    1e-4 from any difference, and the gradient check allows for it as well.)"""
+    from gradcli.gradcheck.jacobian_check import check_jacobian
+
+    result = gradcli.evaluate(program, point)
+    nodes = result.program.nodes
+    outputs = result.program.outputs or [nodes[-1]]
+    wrong = {label: {name: np.asarray(block) * scale for name, block in row.items()}
+             for label, row in result.jacobian.items()}
+    check = check_jacobian(result.program, outputs, list(result.values), wrong, 1e-5, 1e-8)
+    assert not check.ok
+    assert check.failed == sum(int(np.count_nonzero(np.asarray(b))) for row in wrong.values()
+                               for b in row.values())
 
 
 @pytest.mark.parametrize(("args", "words"), [

@@ -288,10 +288,9 @@ def _jacobian_findings(spec: CheckSpec, point: dict[str, Any], result: Any
                                             result.jacobian[label][name]))
     for label, row in (result.check.blocks.items() if result.check else ()):
         for name, entry in row.items():
-            allowed = tolerance(entry.analytic, entry.numeric, spec.rtol, spec.atol)
             judged.append(_element_finding(
                 spec, point, f"finite differences {_d(label, name)}", "expr",
-                _single(entry.analytic, entry.numeric, allowed, not entry.failed)))
+                _single(entry.analytic, entry.numeric, entry.tolerance, not entry.failed)))
     return judged
 
 

@@ -1,11 +1,13 @@
 """Programs with several outputs or an array output (``f, g``, ``W@x``): every output's value,
-the Jacobian (engine/jacobian.py) and its check by central differences, two forward passes per
-input element, each giving a whole column; past ``ARRAY_CHECK_ELEMENTS`` input elements an
-evenly spread sample of them, and the verdict says how many.
+the Jacobian (engine/jacobian.py) and its check by the gradient check's finite differences
+(gradcheck/steps.py), two forward passes per input element and step, each giving a whole
+column; past ``ARRAY_CHECK_ELEMENTS`` input elements an evenly spread sample of them, and the
+verdict says how many.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,9 +17,8 @@ from gradcli.engine.graph import Node, Program, output_labels
 from gradcli.engine.notation import expression_texts
 from gradcli.errors import ExitStatus, NumericError, UsageError
 from gradcli.gradcheck.elements import sample
+from gradcli.gradcheck.steps import Estimates, base_step, settle
 from gradcli.limits import ARRAY_CHECK_ELEMENTS, MAX_CONTRIBUTION_CELLS
-
-_STEP = 6e-6  # about the cube root of the float epsilon: central differences' best step
 
 
 @dataclass
@@ -31,6 +32,7 @@ class EntryCheck:
     where: tuple[int, ...]  # the worst entry: output index then input index
     analytic: float
     numeric: float
+    tolerance: float  # the worst entry's (with the noise allowance of steps.judge)
 
     @property
     def ok(self) -> bool:
@@ -169,66 +171,88 @@ def _plain(value: Any) -> Any:
 def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
                    blocks: dict[str, dict[str, Any]], rtol: float,
                    atol: float) -> JacobianCheck:
-    """Central differences, one column (every output) per perturbed input element."""
+    """Each perturbed input element's column (every output's entries) settled by the gradient
+    check's step policy (``steps.settle``: its steps, noise allowance and one-sided stencils),
+    so that a Jacobian entry passes exactly where the same gradient would."""
     np = arrays.numpy()
     inputs = list(program.variables.values())
     total = sum(int(np.size(v.value)) for v in inputs)
     share = max(1, ARRAY_CHECK_ELEMENTS // max(1, len(inputs)))
+    sizes = [int(np.size(out.value)) for out in outputs]
+    f0 = np.concatenate([np.ravel(out.value) for out in outputs]).astype(float)
     checks: dict[str, dict[str, EntryCheck]] = {label: {} for label in labels}
     perturbed = 0
     for v in inputs:
         elements = sample(int(np.size(v.value)), max(share, 2))  # both ends, at least
         perturbed += len(elements)
-        columns = _columns(program, outputs, v, elements)
-        for label, out in zip(labels, outputs, strict=True):
-            checks[label][v.name] = _compare(np.asarray(blocks[label][v.name]), elements,
-                                             columns[out.index], np.shape(v.value), rtol, atol)
+        analytic = np.concatenate([np.reshape(blocks[label][v.name], (size, -1))[:, elements]
+                                   for label, size in zip(labels, sizes, strict=True)])
+        found = Estimates.empty(analytic.shape)
+        original = v.value
+        try:
+            for k, flat in enumerate(elements):
+                column = _column(program, outputs, v, original, flat, f0, analytic[:, k],
+                                 rtol, atol)
+                for mine, theirs in zip(found, column, strict=True):
+                    mine[:, k] = theirs
+        finally:
+            v.value = original
+            arrays.forward(program.nodes)
+        start = 0
+        for label, out, size in zip(labels, outputs, sizes, strict=True):
+            rows = slice(start, start + size)
+            checks[label][v.name] = _entry(analytic[rows], Estimates(*(f[rows] for f in found)),
+                                           elements, np.shape(out.value), np.shape(v.value))
+            start += size
     return JacobianCheck(checks, rtol, atol, perturbed, total)
 
 
-def _columns(program: Program, outputs: list[Node], v: Node,
-             elements: list[int]) -> dict[int, Any]:
-    """For each output, the central differences along ``elements`` of ``v``: an array of shape
-    ``out + (len(elements),)``, NaN in a column whose step leaves the domain."""
+def _column(program: Program, outputs: list[Node], v: Node, original: Any, flat: int,
+            f0: Any, analytic: Any, rtol: float, atol: float) -> Estimates:
+    """Every output entry's derivative along element ``flat`` of ``v`` (at ``original``),
+    settled; ``f0``: every output entry at the point. Leaves ``v`` moved."""
     np = arrays.numpy()
-    original = v.value
-    found: dict[int, list[Any]] = {out.index: [] for out in outputs}
-    try:
-        for flat in elements:
-            x = float(np.ravel(original)[flat])
-            h = _STEP * max(1.0, abs(x))
-            ends = []
-            for moved in (x + h, x - h):
-                v.value = np.array(original, dtype=float)
-                v.value.flat[flat] = moved  # a number is the array of shape ()
-                try:
-                    arrays.forward(program.nodes)
-                    ends.append([np.array(out.value, dtype=float) for out in outputs])
-                except NumericError:
-                    ends.append([np.full(np.shape(out.value), np.nan) for out in outputs])
-            for out, up, down in zip(outputs, *ends, strict=True):
-                found[out.index].append((up - down) / (2 * h))
-    finally:
-        v.value = original
-        arrays.forward(program.nodes)
-    return {index: np.moveaxis(np.array(cols), 0, -1) for index, cols in found.items()}
+    x = float(np.ravel(original)[flat])
+    moved: dict[float, Any] = {}  # t -> every output entry at x + t (None: outside the domain)
+
+    def outputs_at(t: float) -> Any:
+        if t not in moved:
+            v.value = np.array(original, dtype=float)
+            v.value.flat[flat] = x + t  # a number is the array of shape ()
+            try:
+                arrays.forward(program.nodes)
+                moved[t] = np.concatenate([np.ravel(out.value) for out in outputs])
+            except NumericError:
+                moved[t] = None
+        return moved[t]
+
+    def sample_at(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
+        value = outputs_at(offset * float(h[0]))  # one step for the whole column
+        if value is None:
+            return np.full(rows.size, np.nan), np.full(rows.size, np.nan), np.ones(rows.size, bool)
+        return value[rows], np.abs(value[rows]), np.zeros(rows.size, dtype=bool)
+
+    size = len(analytic)
+    return settle(analytic, np.full(size, base_step(x)), f0, sample_at, np.arange(size), rtol,
+                  atol)
 
 
-def _compare(analytic: Any, elements: list[int], numeric: Any, in_shape: tuple[int, ...],
-             rtol: float, atol: float) -> EntryCheck:
-    """The analytic block's columns at ``elements`` against the central differences."""
+def _entry(analytic: Any, found: Estimates, elements: list[int], out_shape: tuple[int, ...],
+           in_shape: tuple[int, ...]) -> EntryCheck:
+    """One block's verdict from its settled entries (rows: output entries, columns: the
+    perturbed elements): counts, and the worst entry by error over tolerance."""
     np = arrays.numpy()
-    out_shape = analytic.shape[:analytic.ndim - len(in_shape)]
-    flat = analytic.reshape((*out_shape, -1))[..., elements]
-    allowed = atol + rtol * np.maximum(np.abs(flat), np.abs(numeric))
-    error = np.abs(flat - numeric)
-    bad = ~(error <= allowed)  # nan (a column outside the domain) fails
-    ratio = np.where(np.isnan(error), np.inf, error / allowed)
-    worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if ratio.ndim else ()
-    column = elements[worst[-1]] if worst else 0
-    where = tuple(int(i) for i in worst[:-1]) + tuple(
-        int(i) for i in np.unravel_index(column, in_shape)) if worst else ()
-    return EntryCheck(checked=int(flat.size), size=int(analytic.size),
-                      failed=int(np.count_nonzero(bad)),
-                      max_error=float(np.nanmax(error)) if error.size else 0.0, where=where,
-                      analytic=float(flat[worst]), numeric=float(numeric[worst]))
+    size = analytic.shape[0] * math.prod(in_shape)
+    if not analytic.size:
+        return EntryCheck(checked=0, size=size, failed=0, max_error=0.0, where=(),
+                          analytic=0.0, numeric=0.0, tolerance=0.0)
+    finite = np.isfinite(found.error)
+    ratio = np.where(finite, found.error / np.maximum(found.tolerance, 1e-300), np.inf)
+    row, col = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    where = (tuple(int(i) for i in np.unravel_index(row, out_shape))
+             + tuple(int(i) for i in np.unravel_index(elements[col], in_shape)))
+    return EntryCheck(checked=int(analytic.size), size=size,
+                      failed=int(np.count_nonzero(~found.ok)),
+                      max_error=float(found.error[finite].max(initial=0.0)), where=where,
+                      analytic=float(analytic[row, col]), numeric=float(found.numeric[row, col]),
+                      tolerance=float(found.tolerance[row, col]))

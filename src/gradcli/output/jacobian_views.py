@@ -97,14 +97,14 @@ def _block_shape(result: JacobianResult, label: str, name: str) -> str:
 
 
 def jacobian_verdict(check: JacobianCheck) -> Text:
-    """``✓ check passed: 12 Jacobian entries agree with central differences ...``."""
+    """``✓ check passed: 12 Jacobian entries agree with finite differences ...``."""
     things = plural(check.checked, "Jacobian entry", "Jacobian entries")
     columns = plural(check.columns, "perturbed input element")
     text = check_verdict(
         check.ok,
-        f"{things} agree with central differences ({columns}, each giving every output; max "
+        f"{things} agree with finite differences ({columns}, each giving every output; max "
         f"abs error {check.max_error:.1e}; {tolerances(check)})",
-        f"{check.failed:,} of {things} disagree with central differences "
+        f"{check.failed:,} of {things} disagree with finite differences "
         f"({tolerances(check)}); {KINK_CAUSE}")
     if check.columns < check.inputs:
         text.append(f"\nperturbed {check.columns:,} of {check.inputs:,} input elements (an "

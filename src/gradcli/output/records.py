@@ -341,7 +341,7 @@ def jacobian_check_record(check: Any) -> dict[str, Any]:
         "blocks": {label: {name: {"checked": entry.checked, "size": entry.size,
                                   "failed": entry.failed, "max_abs_error": entry.max_error,
                                   "where": list(entry.where), "analytic": entry.analytic,
-                                  "numeric": entry.numeric}
+                                  "numeric": entry.numeric, "tolerance": entry.tolerance}
                            for name, entry in row.items()}
                    for label, row in check.blocks.items()},
     }
