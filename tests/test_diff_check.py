@@ -171,6 +171,24 @@ def test_the_json_record_and_the_note_say_what_was_checked():
                            "reverse-mode Jacobian\n")
 
 
+def test_a_derivative_not_checked_says_why_at_the_values_given_and_without_them():
+    """At the values given, a check whose differences leave the domain (the gradient of
+    sqrt(x) a step below 1e-7) says so, and does not ask for the values the user gave; with no
+    point to be found anywhere the note asks for values."""
+    done = diff("sqrt(x)", "--order", "2", "--x", "1e-7")
+    assert done.exit_code == 0, done.output
+    second = float(printed(done)["d2/dx dx"])
+    assert second == pytest.approx(-0.25 * 1e-7 ** -1.5, rel=1e-12)  # -x**-1.5 / 4, by hand
+    assert done.stderr == ("note: not checked: the differences that would check it step "
+                           "outside the domain of the program or its derivatives near the "
+                           "values given; check it at other values\n")
+    assert json.loads(diff("sqrt(x)", "--order", "2", "--x", "1e-7", "--json").stdout)[
+        "checked"]["points"] == 0
+    nowhere = diff("sqrt(-1 - x**2)")
+    assert nowhere.stderr.startswith("note: not checked: no point found where the program and "
+                                     "its derivatives are defined (give values"), nowhere.output
+
+
 def test_latex_of_comparisons_and_logical_operators_reads_as_the_scalar_forms():
     done = diff("sum(x*(x > y) + where(x >= 1 and not y < 2, x, y) + leaky_relu(x, 0.1))",
                 "--shape", "x=3", "--shape", "y=3", "--format", "latex")

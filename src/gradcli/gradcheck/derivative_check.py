@@ -61,7 +61,8 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
     against = {"gradient": "the reverse-mode gradient", "jacobian": "the reverse-mode Jacobian",
                "hessian": "central differences of the reverse-mode gradient",
                "higher": "central differences of the order below"}[request.kind]
-    return Checked(checked, sum(each.entries for each in (*readers, reader)), against)
+    return Checked(checked, sum(each.entries for each in (*readers, reader)), against,
+                   all(name in request.given for name in request.shapes))
 
 
 # --- what diff printed, read back --------------------------------------------------------------

@@ -53,8 +53,13 @@ class Checked:
     points: int
     entries: int
     against: str
+    at_given: bool = False  # every variable had a value: the check was asked there only
 
     def note(self) -> str:
+        if not self.points and self.at_given:
+            return ("not checked: the differences that would check it step outside the "
+                    "domain of the program or its derivatives near the values given; check it "
+                    "at other values")
         if not self.points:
             return ("not checked: no point found where the program and its derivatives are "
                     "defined (give values, --x 2, to check at them)")
