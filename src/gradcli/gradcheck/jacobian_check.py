@@ -187,14 +187,9 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
         perturbed += len(elements)
         analytic = np.concatenate([np.reshape(blocks[label][v.name], (size, -1))[:, elements]
                                    for label, size in zip(labels, sizes, strict=True)])
-        found = Estimates.empty(analytic.shape)
         original = v.value
         try:
-            for k, flat in enumerate(elements):
-                column = _column(program, outputs, v, original, flat, f0, analytic[:, k],
-                                 rtol, atol)
-                for mine, theirs in zip(found, column, strict=True):
-                    mine[:, k] = theirs
+            found = _settled(program, outputs, v, elements, f0, analytic, rtol, atol)
         finally:
             v.value = original
             arrays.forward(program.nodes)
@@ -207,34 +202,41 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
     return JacobianCheck(checks, rtol, atol, perturbed, total)
 
 
-def _column(program: Program, outputs: list[Node], v: Node, original: Any, flat: int,
-            f0: Any, analytic: Any, rtol: float, atol: float) -> Estimates:
-    """Every output entry's derivative along element ``flat`` of ``v`` (at ``original``),
-    settled; ``f0``: every output entry at the point. Leaves ``v`` moved."""
+def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int], f0: Any,
+             analytic: Any, rtol: float, atol: float) -> Estimates:
+    """Every entry of ``analytic`` (rows: output entries, columns: ``elements`` of ``v``)
+    settled at once, f of an entry being its output entry with its column's element moved;
+    ``f0``: every output entry at the point. A sample makes one forward pass per column it
+    touches, and ``settle``'s NumPy work is done once for all of them. Leaves ``v`` moved."""
     np = arrays.numpy()
-    x = float(np.ravel(original)[flat])
-    moved: dict[float, Any] = {}  # t -> every output entry at x + t (None: outside the domain)
-
-    def outputs_at(t: float) -> Any:
-        if t not in moved:
-            v.value = np.array(original, dtype=float)
-            v.value.flat[flat] = x + t  # a number is the array of shape ()
-            try:
-                arrays.forward(program.nodes)
-                moved[t] = np.concatenate([np.ravel(out.value) for out in outputs])
-            except NumericError:
-                moved[t] = None
-        return moved[t]
+    original = v.value
+    x = np.ravel(original)[elements].astype(float)
+    count = analytic.shape[0]  # output entries: entry i of column k is number k * count + i
 
     def sample_at(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
-        value = outputs_at(offset * float(h[0]))  # one step for the whole column
-        if value is None:
-            return np.full(rows.size, np.nan), np.full(rows.size, np.nan), np.ones(rows.size, bool)
-        return value[rows], np.abs(value[rows]), np.zeros(rows.size, dtype=bool)
+        value, failed = np.full(rows.size, np.nan), np.zeros(rows.size, dtype=bool)
+        columns = rows // count  # ascending, as settle keeps its rows
+        starts = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
+        v.value = np.array(original, dtype=float)  # each column moves one element, then back
+        for start, end in zip(starts, [*starts[1:], rows.size], strict=True):
+            k = int(columns[start])
+            v.value.flat[elements[k]] = x[k] + offset * float(h[start])  # one step a column
+            try:
+                arrays.forward(program.nodes)
+                moved = np.concatenate([np.ravel(out.value) for out in outputs])  # a copy
+            except NumericError:
+                failed[start:end] = True
+                continue
+            finally:
+                v.value.flat[elements[k]] = x[k]
+            whole = end - start == count
+            value[start:end] = moved if whole else moved[rows[start:end] % count]
+        return value, np.abs(value), failed
 
-    size = len(analytic)
-    return settle(analytic, np.full(size, base_step(x)), f0, sample_at, np.arange(size), rtol,
-                  atol)
+    entries = analytic.T.reshape(-1)
+    found = settle(entries, np.repeat(base_step(x, np.maximum), count),
+                   np.tile(f0, len(elements)), sample_at, np.arange(entries.size), rtol, atol)
+    return Estimates(*(field.reshape(len(elements), count).T for field in found))
 
 
 def _entry(analytic: Any, found: Estimates, elements: list[int], out_shape: tuple[int, ...],
