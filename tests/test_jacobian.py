@@ -10,6 +10,8 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, assume, given, settings
+from test_properties import expressions, points  # generated smooth expressions, points
 
 import gradcli
 from gradcli.cli import cli
@@ -191,6 +193,29 @@ def test_a_jacobian_entry_off_by_a_little_fails_at_every_step(program, point, by
     assert not check.ok
     assert check.failed == sum(int(np.count_nonzero(np.asarray(b))) for row in wrong.values()
                                for b in row.values())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expressions, expressions, points)
+def test_two_outputs_have_their_own_gradients_and_check_as_they_do(first, second, point):
+    """``f = a; g = b; f, g``: each Jacobian row is that output's own gradient (each checked
+    against mpmath by test_properties), and the Jacobian's check passes wherever both
+    gradient checks pass: one step policy for both."""
+    texts = [first[0], second[0]]
+    try:
+        alone = [gradcli.evaluate(text, point) for text in texts]
+        both = gradcli.evaluate(f"f = {texts[0]}; g = {texts[1]}; f, g", point)
+    except gradcli.NumericError:
+        assume(False)
+        return
+    assume(all(abs(result.value) < 1e12 for result in alone))
+    # by position: `f = x` names no node of its own, so that row is labelled x
+    for row, result in zip(both.jacobian.values(), alone, strict=True):
+        for name, gradient in result.gradients.items():
+            assert float(row[name]) == pytest.approx(gradient, rel=1e-9, abs=1e-12), (
+                name, texts)
+    if all(result.check.ok for result in alone):
+        assert both.check.ok, (texts, point, both.check)
 
 
 @pytest.mark.parametrize(("args", "words"), [

@@ -17,7 +17,7 @@ from gradcli.engine.graph import Node, Program, output_labels
 from gradcli.engine.notation import expression_texts
 from gradcli.errors import ExitStatus, NumericError, UsageError
 from gradcli.gradcheck.elements import sample
-from gradcli.gradcheck.steps import Estimates, base_step, settle
+from gradcli.gradcheck.steps import Estimates, base_step, own_step, settle
 from gradcli.limits import ARRAY_CHECK_ELEMENTS, MAX_CONTRIBUTION_CELLS
 
 
@@ -235,7 +235,8 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
 
     entries = analytic.T.reshape(-1)
     found = settle(entries, np.repeat(base_step(x, np.maximum), count),
-                   np.tile(f0, len(elements)), sample_at, np.arange(entries.size), rtol, atol)
+                   np.tile(f0, len(elements)), sample_at, np.arange(entries.size), rtol, atol,
+                   own=np.repeat(own_step(x), count))
     return Estimates(*(field.reshape(len(elements), count).T for field in found))
 
 
