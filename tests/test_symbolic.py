@@ -23,7 +23,7 @@ from gradcli.errors import NumericError
 from gradcli.language.parser import parse
 from gradcli.symbolic.builder import Builder, gradients
 from gradcli.symbolic.derivatives import partial_evaluate
-from gradcli.symbolic.printing import presented, print_shared, to_text
+from gradcli.symbolic.printing import _presented, print_shared, to_text
 
 ELEMENTWISE = sorted(op.name for op in ROWS if not op.is_array)  # the table's element-wise rows
 
@@ -219,7 +219,7 @@ def test_printed_derivatives_parse_back_to_the_reverse_mode_gradient(expression,
             reparsed = _at(printed, point)
         except gradcli.NumericError:
             continue  # e.g. an overflow inside a derivative whose product is still finite
-        (shown,) = presented([grad])
+        (shown,), _, _ = _presented([grad])  # the graph as printed
         direct = Program.build(printed, shown, [n for n in nodes_of([shown]) if n.op.name == "var"],
                                {})
         direct.bind(point)

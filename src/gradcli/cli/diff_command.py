@@ -18,7 +18,7 @@ from gradcli.cli.arguments import (
 from gradcli.cli.base import cli
 from gradcli.cli.given import Given
 from gradcli.cli.program_text import ProgramText
-from gradcli.cli.show import say_shadowed, show_error
+from gradcli.cli.show import show_error
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.language.values import as_point
 from gradcli.limits import MAX_DIFF_SHAPE_ELEMENTS, MAX_NODES
@@ -90,7 +90,6 @@ def diff_command(ctx: click.Context, *, expr: str | None, wrt: str | None, order
                  assignments: tuple[str, ...], program_file: str | None, as_json: bool,
                  use_defaults: bool, max_nodes: int, shapes: tuple[str, ...],
                  no_check: bool) -> None:
-    from gradcli.language.parser import parse
     from gradcli.symbolic.diff import DiffAsk
 
     source, file_name = expr or "", ""
@@ -102,9 +101,7 @@ def diff_command(ctx: click.Context, *, expr: str | None, wrt: str | None, order
                       max_nodes, _shapes(shapes), texts=as_json or fmt != "python")
         request = DiffRequest(text, ask, as_json, given, not no_check)
         source, file_name = text.text, text.file_name
-        program = parse(source, max_nodes, [*values, *ask.shapes])
-        given.check_used(program)
-        say_shadowed(program, program.unbound(values))
+        program = text.parsed(given, max_nodes, ask.shapes, say_free=True)
         status = show_diff(request, program)
     except GradcliError as error:
         status = show_error(error, as_json, source, file_name)

@@ -9,11 +9,10 @@ from functools import partial
 from gradcli.cli.exits import kept_for_good
 from gradcli.cli.given import Given
 from gradcli.cli.program_text import ProgramText, stdin_lines
-from gradcli.cli.show import say_shadowed, show_batch, show_error, show_result
+from gradcli.cli.show import show_batch, show_error, show_result
 from gradcli.cli.streams import echo
 from gradcli.errors import GradcliError, UsageError, out_of_memory
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
-from gradcli.language.parser import parse
 from gradcli.language.values import Value, as_point, is_sweep
 from gradcli.limits import max_chars
 
@@ -68,10 +67,8 @@ def run_eval(request: EvalRequest) -> int:
         return run_sweep(request)
     program = request.program
     try:
-        parsed = parse(program.text, request.settings.max_nodes, request.values)
+        parsed = program.parsed(request.given, request.settings.max_nodes)
         kept_for_good()
-        request.given.check_used(parsed)
-        say_shadowed(parsed)
         result = evaluate(parsed, as_point(request.values), request.settings)
         _check_mode_used(request.settings.mode, result)
         if request.save is not None:
@@ -148,9 +145,7 @@ def run_sweep(request: EvalRequest) -> int:
     program, settings = request.program, request.settings
     assert program is not None
     try:
-        parsed = parse(program.text, settings.max_nodes, request.values)
-        request.given.check_used(parsed)
-        say_shadowed(parsed)
+        parsed = program.parsed(request.given, settings.max_nodes)
         if not is_sweep(request.values) and (parsed.arrays or parsed.outputs or any(
                 hasattr(value, "ndim") for value in request.values.values())):
             return _point_csv(request, parsed)  # one point of an array program

@@ -19,7 +19,7 @@ from gradcli.cli.arguments import (
 from gradcli.cli.base import cli
 from gradcli.cli.files import write_file
 from gradcli.cli.program_text import ProgramText
-from gradcli.cli.show import print_tree, say_shadowed, show_error
+from gradcli.cli.show import print_tree, show_error
 from gradcli.cli.streams import binary_stdout, can_encode
 from gradcli.errors import ExitStatus, GradcliError, UsageError, plural, visible
 from gradcli.language.values import as_point
@@ -78,18 +78,15 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
 def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                   program_file: str | None, picture_format: str | None,
                   output_path: str | None, max_nodes: int, digits: int | None) -> None:
-    from gradcli.language.parser import parse
     from gradcli.output.pictures import prepare, render_with_graphviz, to_dot, to_mermaid
 
     try:
         _check_output_path(output_path, "graph.svg")
         given = given_values(ctx, assignments)
         values = as_point(given.values)
-        source = ProgramText.read("graph", expr, program_file).text
+        text = ProgramText.read("graph", expr, program_file)
         picture_format = _checked_format(picture_format, output_path)
-        program = parse(source, given=values)
-        given.check_used(program)
-        say_shadowed(program)
+        program = text.parsed(given)
         picture = prepare(program, values, digits)
         if picture_format == "tree":
             _write_tree(picture, max_nodes, output_path)
@@ -187,7 +184,6 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
                  height: int) -> None:
     import shutil
 
-    from gradcli.language.parser import parse
     from gradcli.output.plot import image_format, plot_image, sample, terminal_plot
 
     try:
@@ -195,10 +191,7 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         file_format = None if output_path is None else image_format(output_path)
         _refuse_terminal_sizes(ctx, output_path)
         given = given_values(ctx, assignments)
-        source = ProgramText.read("plot", expr, program_file).text
-        program = parse(source, given=given.values)
-        given.check_used(program)
-        say_shadowed(program)
+        program = ProgramText.read("plot", expr, program_file).parsed(given)
         curve = sample(program, given.values)
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
         if output_path is not None and file_format is not None:

@@ -1,5 +1,6 @@
 """A program as the command line gives it: EXPR, ``-f FILE`` (or stdin) read within its size
-limit as UTF-8, and a batch's lines of stdin as they arrive."""
+limit as UTF-8 and parsed with the values given for it, and a batch's lines of stdin as they
+arrive."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from gradcli.cli import streams
 from gradcli.errors import UsageError, visible
@@ -16,6 +17,9 @@ from gradcli.limits import CHARS_PER_NODE, MAX_NODES, max_chars
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     from typing import Any
+
+    from gradcli.cli.given import Given
+    from gradcli.engine.graph import Program
 
 # The commands whose --max-nodes limits the program (graph's limits the drawing).
 _NODE_OPTION = {"eval", "diff"}
@@ -54,6 +58,21 @@ class ProgramText:
         if is_blank(expr):
             raise UsageError("the expression is empty", hint=try_this)
         return cls(expr)
+
+    def parsed(self, given: Given, max_nodes: int = MAX_NODES, shapes: Collection[str] = (),
+               say_free: bool = False) -> Program:
+        """The program, parsed as every command parses it: the given names (and ``shapes``,
+        ``--shape`` names) are variables even where they name a constant (``--e 2``); then a
+        value for a name it does not take is a UsageError, and a constant it hides is a note
+        on stderr, as are (``say_free``) the variables left without a value that a command
+        keeps as symbols (diff's ``PI``)."""
+        from gradcli.cli.show import say_shadowed  # loaded by then: each command shows with it
+        from gradcli.language.parser import parse
+
+        program = parse(self.text, max_nodes, [*given.values, *shapes])
+        given.check_used(program)
+        say_shadowed(program, program.unbound(given.values) if say_free else ())
+        return program
 
 
 def read_program_file(path: str, max_nodes: int = MAX_NODES, node_option: bool = True,

@@ -58,6 +58,20 @@ def _nest(texts: list[str], shape: tuple[int, ...]) -> str:
     return texts[0]
 
 
+def derivative_label(path: Sequence[str], of: str | None = None) -> str:
+    """``d/dx``, ``d2/dx dy``, ``df/dx``, ``d(W@x)/dx``: the derivative by the variables of
+    ``path`` in turn, of the output ``of`` (None: the program's one output, left unnamed), as
+    gradcli's tables, batch lines, check findings and messages write it."""
+    order = "" if len(path) == 1 else str(len(path))
+    return f"d{order}{label_output(of)}/" + " ".join(f"d{name}" for name in path)
+
+
+def label_output(of: str | None) -> str:
+    """An output as a derivative's label names it: by its name (``f``), or by its expression in
+    parentheses (``(W@x)``), so that ``d`` and the expression do not run together; "" for None."""
+    return "" if of is None else of if of.isidentifier() else f"({of})"
+
+
 class Notation:
     """How ``expression_texts`` spells numbers, names, calls and operators: gradcli's own
     language, subclassed by ``printing``. ``free_operands``: the operand positions of an op that

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from gradcli.engine import arrays
+from gradcli.engine.notation import derivative_label
 from gradcli.engine.ops import numpy
 from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError, listed, visible
@@ -283,13 +284,13 @@ def _jacobian_findings(spec: CheckSpec, point: dict[str, Any], result: Any
         for name, expected in row.items():
             if isinstance(expected, Expected):
                 expected = _expected(expected, point)
-            judged.append(_compare_elements(spec, point, f"jacobian {_d(label, name)}",
-                                            f"jacobian.{label}", None, expected,
-                                            result.jacobian[label][name]))
+            block = derivative_label((name,), label)
+            judged.append(_compare_elements(spec, point, f"jacobian {block}", f"jacobian.{label}",
+                                            None, expected, result.jacobian[label][name]))
     for label, row in (result.check.blocks.items() if result.check else ()):
         for name, entry in row.items():
             judged.append(_element_finding(
-                spec, point, f"finite differences {_d(label, name)}", "expr",
+                spec, point, f"finite differences {derivative_label((name,), label)}", "expr",
                 _single(entry.analytic, entry.numeric, entry.tolerance, not entry.failed)))
     return judged
 
@@ -330,11 +331,6 @@ def _element_finding(spec: CheckSpec, point: dict[str, Any], assertion: str, key
     if where and name is not None:
         named[f"{name}[{', '.join(map(str, where))}]"] = float(numpy().asarray(point[name])[where])
     return _judged(spec, assertion, key, comparison, at, 1, failures, named), ratio
-
-
-def _d(label: str, name: str) -> str:
-    """``df/dx``, ``d(W@x)/dx``: a Jacobian block's name."""
-    return f"d{label}/d{name}" if label.isidentifier() else f"d({label})/d{name}"
 
 
 def _scalars(point: dict[str, Any]) -> dict[str, float]:

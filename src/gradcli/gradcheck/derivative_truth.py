@@ -13,7 +13,7 @@ from typing import Any
 
 from gradcli.engine import arrays, graph
 from gradcli.engine.graph import Program, output_labels
-from gradcli.engine.notation import format_number
+from gradcli.engine.notation import derivative_label, format_number
 from gradcli.errors import CheckError, GradcliError, NumericError
 
 POINTS = 3  # sample points checked when the values given leave variables free
@@ -95,10 +95,9 @@ def read_entry(label: str, text: str, variables: Collection[str]) -> Program:
 
 
 def entry_label(kind: str, path: tuple[str, ...]) -> str:
-    if kind == "jacobian":
+    if kind == "jacobian":  # the output always in parentheses, unlike derivative_label's df/dx
         return f"d({path[0]})/d{path[1]}"
-    order = "" if len(path) == 1 else str(len(path))
-    return f"d{order}/" + " ".join(f"d{name}" for name in path)
+    return derivative_label(path)
 
 
 BUG_HINT = ("a bug in gradcli diff, so the derivative was not printed: gradcli eval gives the "

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from rich.text import Text
 
+from gradcli.engine.notation import derivative_label
 from gradcli.errors import listed, visible
 from gradcli.gradcheck.evaluation import FreeResult, LineOutcome, Result
 from gradcli.output.values import checked_digits, number_text, value_text
@@ -65,10 +66,9 @@ def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = Fal
                            for label, value in result.values.items())
         text.append(f"outputs {values}", style="cyan")
         for label, row in result.jacobian.items():
-            top = label if label.isidentifier() else f"({label})"
             for name, block in row.items():
-                text.append(f"  d{top}/d{name} {value_text(block, digits, full)}",
-                            style="magenta")
+                text.append(f"  {derivative_label((name,), label)} "
+                            f"{value_text(block, digits, full)}", style="magenta")
     if result.check is not None:
         text.append("  ✓" if result.status == 0 else "  ✗ check failed",
                     style="green" if result.status == 0 else "bold red")

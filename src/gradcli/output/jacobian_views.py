@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from gradcli.engine.notation import shape_text
+from gradcli.engine.notation import derivative_label, shape_text
 from gradcli.engine.ops import numpy
 from gradcli.errors import plural
 from gradcli.gradcheck.jacobian_check import JacobianCheck, JacobianResult
@@ -69,8 +69,7 @@ def contribution_table(result: JacobianResult, plain: bool = False, digits: int 
     """One row per node: its value and each output's gradient with respect to it."""
     columns = [*node_columns(True), value_column("value", "cyan", True)]
     for label in result.values:
-        top = label if label.isidentifier() else f"({label})"
-        columns.append(value_column(f"d{top}/dnode", "magenta", True))
+        columns.append(value_column(derivative_label(("node",), label), "magenta", True))
     table = FittedTable("nodes (each output's gradient with respect to each node)", columns,
                         plain)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gradcli.engine.notation import derivative_label, label_output
 from gradcli.gradcheck.evaluation import FreeResult, Result
 from gradcli.output.nodes import gradient_table, hessian_table, hvp_table, node_table
 from gradcli.output.tables import Column, FittedTable
@@ -80,15 +81,13 @@ def derivative_view(texts: dict, latex: bool = False, of: str | None = None) -> 
 
 
 def _derivative_label(path: tuple[str, ...], latex: bool, of: str | None = None) -> str:
-    order = "" if len(path) == 1 else str(len(path))
-    top = "" if of is None else of if of.isidentifier() else f"({of})"
-    if latex:
-        power = "" if len(path) == 1 else f"^{{{len(path)}}}"
-        from gradcli.symbolic.printing import LATEX  # names as the formula writes them: \beta
+    if not latex:
+        return derivative_label(path, of)
+    power = "" if len(path) == 1 else f"^{{{len(path)}}}"
+    from gradcli.symbolic.printing import LATEX  # names as the formula writes them: \beta
 
-        below = " ".join(rf"\partial {LATEX.name(name)}" for name in path)
-        return rf"\frac{{\partial{power} {top or 'f'}}}{{{below}}}"
-    return f"d{order}{top}/" + " ".join(f"d{name}" for name in path)
+    below = " ".join(rf"\partial {LATEX.name(name)}" for name in path)
+    return rf"\frac{{\partial{power} {label_output(of) or 'f'}}}{{{below}}}"
 
 
 def free_view(result: FreeResult, plain: bool = False,

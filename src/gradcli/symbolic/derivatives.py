@@ -12,7 +12,7 @@ from typing import Any
 
 from gradcli.engine.collector import collector_paused
 from gradcli.engine.graph import Program, nodes_of
-from gradcli.engine.notation import format_number
+from gradcli.engine.notation import derivative_label, format_number
 from gradcli.errors import NumericError, UsageError, listed
 from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
 from gradcli.symbolic.builder import (
@@ -211,7 +211,7 @@ def _formula_error(program: Program, levels: list[dict[tuple[str, ...], SymNode]
     path = next(key for key, node in levels[-1].items() if _fails(node, point))
     at = ", ".join(f"{name} = {format_number(value)}" for name, value in point.items())
     problem = error.message.split(" in ", 1)[0]
-    label = f"d{len(path)}/" + " ".join(f"d{name}" for name in path)
+    label = derivative_label(path)  # of order 3 and above: d3/dx dx dy
     below = to_text(levels[-3][path[:-2]])
     values = " ".join(f"--{name} {format_number(value)}" for name, value in point.items())
     return NumericError(

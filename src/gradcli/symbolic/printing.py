@@ -104,14 +104,10 @@ def _nodes_and_uses(outputs: Sequence[Node]) -> tuple[list[Node], dict[Node, int
     return nodes, uses
 
 
-def presented(outputs: Sequence[Node]) -> list[Node]:
-    """The graph as printed (and parsed back): ``c*(p*q)``, the builder's number in front, as
-    ``c*p*q`` where ``p*q`` is used only there."""
-    return _presented(outputs)[0]
-
-
 def _presented(outputs: Sequence[Node]) -> tuple[list[Node], list[Node], dict[Node, int]]:
-    """``presented``, with its nodes in topological order and their uses."""
+    """The graph as printed (and parsed back): ``c*(p*q)``, the builder's number in front, as
+    ``c*p*q`` where ``p*q`` is used only there; with its nodes in topological order and their
+    uses."""
     nodes, uses = _nodes_and_uses(outputs)
     for node in nodes:  # (a loop, not any(): printing runs once per derivative)
         if node.op is MUL and node.inputs[0].op is CONST and _regrouped(node, uses):
@@ -135,7 +131,7 @@ def _presented(outputs: Sequence[Node]) -> tuple[list[Node], list[Node], dict[No
 
 
 def _regrouped(node: Node, uses: dict[Node, int]) -> bool:
-    """Whether ``node`` is ``c*(p*q)`` with ``p*q`` used only there (``presented``)."""
+    """Whether ``node`` is ``c*(p*q)`` with ``p*q`` used only there (``_presented``)."""
     if node.op is not MUL:
         return False
     left, right = node.inputs
