@@ -27,11 +27,6 @@ def index_text(index: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(i) for i in index) + "]" if index else ""
 
 
-def is_array_value(value: Any) -> bool:
-    """A value that makes the program an array program: a list or an array of any dimension."""
-    return isinstance(value, list) or getattr(value, "ndim", 0) > 0
-
-
 def as_array(name: str, value: Any) -> Any:
     """A variable's value as a float array; a UsageError says what is wrong with it."""
     array = checked_array(value, f"the value of {name}", finite=False)

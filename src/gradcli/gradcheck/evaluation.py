@@ -21,7 +21,7 @@ from gradcli.errors import (
 )
 from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
 from gradcli.language.parser import parse
-from gradcli.language.values import validate_values
+from gradcli.language.values import is_array_value, validate_values
 from gradcli.limits import MAX_NODES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -330,13 +330,7 @@ def _plain(value: Any) -> Any:
 
 def _has_arrays(values: Mapping[str, Any]) -> bool:
     """A list or an array among the values: the program runs on arrays (docs/arrays.md)."""
-    for value in values.values():
-        if type(value) is not float and type(value) is not int and not isinstance(value, tuple):
-            from gradcli.engine.arrays import is_array_value
-
-            if is_array_value(value):
-                return True
-    return False
+    return any(is_array_value(value) for value in values.values())
 
 
 def _taken_values(program: Program) -> list[float]:

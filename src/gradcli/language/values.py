@@ -137,6 +137,13 @@ def is_sweep(values: Mapping[str, Value]) -> bool:
     return any(isinstance(value, tuple) for value in values.values())
 
 
+def is_array_value(value: Value) -> bool:
+    """A value that makes the program an array program: a list or an array of one dimension or
+    more (a NumPy number or a 0-d array is a number). Here, not in engine/arrays.py: the scalar
+    paths ask it without importing NumPy."""
+    return type(value) is not float and (isinstance(value, list) or getattr(value, "ndim", 0) > 0)
+
+
 def grid(values: Mapping[str, Value]) -> tuple[list[str], list[tuple[float, ...]]]:
     """Every combination of the swept values (the first name varies slowest), fixed ones kept."""
     names = list(values)
