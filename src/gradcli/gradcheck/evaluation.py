@@ -394,9 +394,9 @@ def evaluate_line(
     number: int, raw: str, values: Mapping[str, float] | None, settings: EvalSettings
 ) -> LineOutcome | None:
     """One line of a batch (physical line ``number``); None for a blank or ``#`` line."""
-    source = raw.rstrip("\r\n")
-    if not source.strip() or source.lstrip().startswith("#"):
+    if not is_program(raw):
         return None
+    source = raw.rstrip("\r\n")
     program = None  # kept apart from evaluating: a line that fails later still used its names
     try:
         program = parse(source, settings.max_nodes, values or ())
@@ -406,6 +406,13 @@ def evaluate_line(
             error.line = number
         return LineOutcome(number, source, error=error, program=program)
     return LineOutcome(number, source, result=result, program=program)
+
+
+def is_program(raw: str) -> bool:
+    """Whether a line of a batch gets an outcome (and a record): not blank, not a ``#``
+    comment."""
+    source = raw.rstrip("\r\n")
+    return bool(source.strip()) and not source.lstrip().startswith("#")
 
 
 def require_values(program: Program, values: Mapping[str, Any], why: str = "") -> None:
