@@ -116,6 +116,16 @@ def _shape(item: Any) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def plain(value: Any, copy: bool = False) -> Any:
+    """A result's number or array, for the caller to keep: a 0-d array (or a NumPy number) as a
+    float, an array as a float array the caller may write to (a reduction's gradient is a
+    read-only broadcast view); with ``copy``, one of its own even where it is writeable."""
+    if not np.ndim(value):
+        return float(value)
+    array = np.asarray(value, dtype=float)
+    return array.copy() if copy or not array.flags.writeable else array
+
+
 def all_finite(array: Any) -> bool:
     """Whether every element is finite: a finite sum has no inf or nan in it (one reduction, no
     array of flags); a sum that overflows looks at each element. A small array's flags cost less

@@ -294,8 +294,8 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     arrays.backward(program.nodes)
     report = _check(program, settings)
     hessian, hvp = _second_derivatives(program, settings, {})
-    point = {name: _plain(node.value) for name, node in program.variables.items()}
-    gradients = {name: _plain(node.grad) for name, node in program.variables.items()}
+    point = {name: arrays.plain(node.value) for name, node in program.variables.items()}
+    gradients = {name: arrays.plain(node.grad) for name, node in program.variables.items()}
     return Result(program, point, float(value), gradients, report, hessian=hessian, hvp=hvp,
                   node_values=[node.value for node in program.nodes],
                   node_grads=[node.grad for node in program.nodes])
@@ -318,14 +318,6 @@ def _second_derivatives(program: Program, settings: EvalSettings,
         settings.order >= 2) else None
     hvp = hvp_at(program, settings.hvp, checking, settings.max_nodes) if settings.hvp else None
     return hessian, hvp
-
-
-def _plain(value: Any) -> Any:
-    """A 0-d array as a float (a scalar variable of an array program stays a number); an array
-    the caller may write to (a reduction's gradient is a read-only broadcast view)."""
-    if not value.ndim:  # an array or a NumPy number: no NumPy call for a float per variable
-        return float(value)
-    return value if value.flags.writeable else value.copy()
 
 
 def _has_arrays(values: Mapping[str, Any]) -> bool:
