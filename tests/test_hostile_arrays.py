@@ -148,14 +148,15 @@ def test_the_deepest_array_allowed_runs_everywhere(tmp_path):
     assert status == 0, err
 
 
-@pytest.mark.parametrize("text, kind", [('{"x": {"a": 1}}', "an object"),
-                                        ('{"x": [{"a": 1}]}', "an object"),
-                                        ("[x]\na = 1\n", "a table")])
-def test_a_value_that_is_a_table_says_so(text, kind, tmp_path):
+@pytest.mark.parametrize("text, words", [
+    ('{"x": {"a": 1}}', "the value of x is an object, not a number"),
+    ('{"x": [{"a": 1}]}', "the value of x has an object at [0], not a number"),
+    ("[x]\na = 1\n", "the value of x is a table, not a number")])
+def test_a_value_that_is_a_table_says_so(text, words, tmp_path):
     values = tmp_path / "v.txt"
     values.write_text(text)
     status, _, err = run(["eval", "x*2", "--values", str(values)])
-    one_error_line(status, err, f"the value of x is {kind}, not a number")
+    one_error_line(status, err, words)
 
 
 # --- a NaN is never a value ------------------------------------------------------------------

@@ -116,7 +116,8 @@ def test_a_batch_reads_the_file_once_for_every_line(point_files):
         ('{"pi": 3}', "the program has no variable pi"),
         ('{"2x": 3}', "2x is not a variable name"),
         ("[1, 2]", "holds an array of JSON, not an object"),
-        ('{"x": [[1, 2], [3]]}', "the value of x is a ragged list"),
+        ('{"x": [[1, 2], [3]]}', "<stdin>:1: the value of x is not rectangular: "
+                                 "element [1] has shape 1, element [0] has 2"),
         ("", "<stdin> has no values"),
         ("{}", "<stdin> has no values"),
     ],
@@ -152,10 +153,11 @@ def test_arrays_from_a_values_file_are_array_values(tmp_path):
 
 
 def test_the_loader_keeps_arrays_for_when_the_language_has_them():
-    """Nested lists come back as nested tuples with the line they are on."""
+    """Nested lists come back as float arrays with the line they are on."""
     (entry, matrix) = parse_values_text('{"x": 2,\n "A": [[1, 2], [3, 4.5]]}', "m.json")
     assert (entry.name, entry.value, entry.line, entry.is_array) == ("x", 2.0, 1, False)
-    assert matrix.value == ((1.0, 2.0), (3.0, 4.5)) and matrix.line == 2 and matrix.is_array
+    assert matrix.value.dtype == float and matrix.value.tolist() == [[1.0, 2.0], [3.0, 4.5]]
+    assert matrix.line == 2 and matrix.is_array
     depth = MAX_ARRAY_DIMS
     deep = parse_values_text("A = " + "[" * depth + "1" + "]" * depth, "deep.toml")[0].value
     for _ in range(depth):
@@ -163,7 +165,7 @@ def test_the_loader_keeps_arrays_for_when_the_language_has_them():
     assert deep == 1.0
     with pytest.raises(UsageError, match=f"deep.toml:1: the value of A has more than {depth} "):
         parse_values_text("A = " + "[" * 200 + "1" + "]" * 200, "deep.toml")
-    with pytest.raises(UsageError, match="empty list"):
+    with pytest.raises(UsageError, match="the value of A has no elements"):
         parse_values_text('{"A": [[], []]}', "m.json")
 
 

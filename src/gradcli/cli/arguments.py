@@ -223,12 +223,8 @@ def _text_values(given: Given, path: str) -> tuple[dict[str, Value], dict[str, s
     for entry in entries:
         if entry.name in given.values:
             continue  # --NAME VALUE overrides the file
-        if isinstance(entry.value, float):
-            values[entry.name], shown = entry.value, format_number(entry.value)
-        else:
-            import numpy as np
-
-            values[entry.name], shown = np.array(entry.value, dtype=float), "[...]"
+        values[entry.name] = entry.value
+        shown = "[...]" if entry.is_array else format_number(entry.value)
         spelled[entry.name] = f"{entry.name} = {shown} in {entry.where(file_name)}"
     return values, spelled
 

@@ -32,7 +32,7 @@ from gradcli.gradcheck.tolerances import (
     METHODS,
     NODE_CHECK_LIMIT,
 )
-from gradcli.language.values import is_sweep, parse_assignments
+from gradcli.language.values import is_array_value, is_sweep, parse_assignments
 from gradcli.limits import MAX_NODES
 
 EVAL_HELP = """Evaluate EXPR and its gradients (one reverse-mode pass), checked by finite
@@ -238,7 +238,7 @@ def _check_sweep(request: EvalRequest) -> None:
                          hint="drop --csv: a batch prints one line per program, or JSON Lines "
                               "with --json")
     grid = is_sweep(request.values)  # else --csv of one point
-    arrays = [name for name, value in request.values.items() if hasattr(value, "ndim")]
+    arrays = [name for name, value in request.values.items() if is_array_value(value)]
     if arrays and grid:
         raise UsageError(f"a sweep varies scalar variables, and {arrays[0]} is an array: "
                          "sweeps of array programs are not supported",

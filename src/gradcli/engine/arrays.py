@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from gradcli.engine.graph import Node, Program, describe, node_text
 from gradcli.engine.notation import format_number, shape_text
 from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, ShapeError
 from gradcli.engine.ops import numpy as numpy  # hessian, derivative_truth: arrays.numpy()
-from gradcli.errors import GradcliError, NumericError, UsageError
+from gradcli.errors import GradcliError, NumericError, UsageError, shortened
 from gradcli.limits import MAX_ARRAY_DIMS, MAX_ARRAY_ELEMENTS, check_dims
 
 
@@ -26,38 +27,103 @@ def index_text(index: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(i) for i in index) + "]" if index else ""
 
 
-def is_array_value(value: Any) -> bool:
-    """A value that makes the program an array program: a list or an array of any dimension."""
-    return isinstance(value, list) or getattr(value, "ndim", 0) > 0
-
-
 def as_array(name: str, value: Any) -> Any:
     """A variable's value as a float array; a UsageError says what is wrong with it."""
-    array = _read(name, value)
+    array = checked_array(value, f"the value of {name}", finite=False)
     require_finite(name, array)
     return array
 
 
-def _read(name: str, value: Any) -> Any:  # as_array but for the elements' finiteness
-    if isinstance(value, list) and not _numbers_only(name, value):
-        raise UsageError(f"the value of {name} is not a rectangular array of numbers",
-                         hint="give numbers (not strings or bools), e.g. [[1, 2], [3, 4]]")
-    check_dims(f"the value of {name}", getattr(value, "ndim", 0))
-    try:
-        array = np.asarray(value)
-    except (ValueError, TypeError):
-        array = None
-    if array is None or array.dtype.kind not in "iuf":  # ragged, or strings, bools, objects
-        raise UsageError(f"the value of {name} is not a rectangular array of numbers",
-                         hint="every row needs the same length, e.g. [[1, 2], [3, 4]]")
-    array = array.astype(float, copy=False)
+def checked_array(value: Any, subject: str, *, finite: bool = True,
+                  describe_element: Callable[[Any], str] = repr) -> Any:
+    """``value`` (nested lists of numbers, or an array) as a float array, whoever read it: an
+    option's text (``--W "[[1, 2], [3, 4]]"``), a values file, a check file, an array file or
+    the Python API. A UsageError says what is wrong with ``subject`` (``the value of W``) and
+    where: more dimensions than an array may have, rows of different shapes, an element that
+    is not a number (``describe_element`` says what it is) or, with ``finite``, not finite; no
+    elements, or too many. Binding leaves the elements' finiteness to ``require_finite``, or
+    to the check of the product that alone reads a large matrix (``bind``)."""
+    if isinstance(value, list):
+        _require_rectangular(value, subject, describe_element)
+        try:
+            array = np.array(value, dtype=float)
+        except OverflowError:  # a JSON integer of 400 digits
+            raise UsageError(f"{subject} has a number too large for a float (the largest is "
+                             "about 1.8e308)", hint="replace it, or leave that element out"
+                             ) from None
+    else:
+        check_dims(subject, getattr(value, "ndim", 0))
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError):  # a tuple of ragged rows
+            raise UsageError(f"{subject} is not a rectangular array of numbers",
+                             hint="every row needs the same length, e.g. [[1, 2], [3, 4]]"
+                             ) from None
+        if array.dtype.kind not in "iuf":  # bools, strings, objects
+            raise UsageError(f"{subject} holds {array.dtype} values, not numbers",
+                             hint="use an array of floats or integers")
+        array = array.astype(float, copy=False)
     if not array.size:
-        raise UsageError(f"the value of {name} is an empty array",
+        raise UsageError(f"{subject} has no elements",
                          hint="arrays have at least one element, e.g. [1, 2, 3]")
     if array.size > MAX_ARRAY_ELEMENTS:
-        raise UsageError(f"the value of {name} has {array.size:,} elements, more than "
+        raise UsageError(f"{subject} has {array.size:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use a smaller array")
+    if finite and not all_finite(array):  # one pass; every element's flag only to find the first
+        index = np.unravel_index(np.flatnonzero(~np.isfinite(array))[0], array.shape)
+        at = f" at {index_text(tuple(map(int, index)))}" if index else ""
+        raise UsageError(f"{subject} has {array[index]}{at}, not a finite number",
+                         hint="replace it, or leave that element out")
     return array
+
+
+def _require_rectangular(items: list, subject: str,
+                         describe_element: Callable[[Any], str]) -> None:
+    """Nested lists, every level of one shape, of real numbers only (NumPy would read True as
+    1 and a ragged row as an object), no deeper than an array may be. Breadth-first and without
+    recursion: the first problem named is the shallowest, however deep the lists nest."""
+    pending = deque([(items, ())])
+    while pending:
+        current, index = pending.popleft()
+        check_dims(subject, len(index) + 1)
+        first = _shape(current[0]) if current else ()
+        for i, item in enumerate(current):
+            if not first and (type(item) is float or type(item) is int):
+                continue  # the common elements, told without a call
+            shape = _shape(item)
+            if shape != first:
+                raise UsageError(f"{subject} is not rectangular: element "
+                                 f"{index_text((*index, i))} has shape {shape_text(shape)}, "
+                                 f"element {index_text((*index, 0))} has {shape_text(first)}",
+                                 hint="every row needs the same length, e.g. [[1, 2], [3, 4]]")
+            if isinstance(item, list):
+                pending.append((item, (*index, i)))
+            elif isinstance(item, bool) or not isinstance(item, numbers.Real):
+                raise UsageError(f"{subject} has {shortened(describe_element(item))} at "
+                                 f"{index_text((*index, i))}, not a number",
+                                 hint="give numbers (not strings or bools), e.g. [[1, 2], [3, 4]]")
+
+
+def _shape(item: Any) -> tuple[int, ...]:
+    """The shape of nested lists, read down their first elements; one level past the deepest an
+    array may be is enough to tell (and ends a list that holds itself)."""
+    dims: list[int] = []
+    while isinstance(item, list) and len(dims) <= MAX_ARRAY_DIMS:
+        dims.append(len(item))
+        if not item:
+            break
+        item = item[0]
+    return tuple(dims)
+
+
+def plain(value: Any, copy: bool = False) -> Any:
+    """A result's number or array, for the caller to keep: a 0-d array (or a NumPy number) as a
+    float, an array as a float array the caller may write to (a reduction's gradient is a
+    read-only broadcast view); with ``copy``, one of its own even where it is writeable."""
+    if not np.ndim(value):
+        return float(value)
+    array = np.asarray(value, dtype=float)
+    return array.copy() if copy or not array.flags.writeable else array
 
 
 def all_finite(array: Any) -> bool:
@@ -85,21 +151,6 @@ def _total(array: Any) -> float:
         return float(np.sum(array.reshape(-1, columns) @ np.ones(columns)))
 
 
-def _numbers_only(name: str, items: list) -> bool:
-    """Nested lists of ints and floats only (NumPy would read True as 1), no deeper than an
-    array may be; without recursion."""
-    pending = [(items, 1)]
-    while pending:
-        current, depth = pending.pop()
-        check_dims(f"the value of {name}", depth)
-        for item in current:
-            if isinstance(item, list):
-                pending.append((item, depth + 1))
-            elif isinstance(item, bool) or not isinstance(item, numbers.Real):
-                return False
-    return True
-
-
 _IN_PRODUCTS_SIZE = 1 << 16
 
 
@@ -116,7 +167,8 @@ def bind(program: Program, values: dict[str, Any]) -> None:
                 continue
             if node.name in program.variables and node is program.variables[node.name]:
                 given = values[node.name] if node.name in values else program.defaults[node.name]
-                node.value = _read(node.name, given)
+                node.value = checked_array(given, f"the value of {node.name}",
+                                           finite=False)
                 if node.value.size >= _IN_PRODUCTS_SIZE:
                     unchecked.append(node)
                 else:

@@ -6,6 +6,7 @@ its nodes in messages.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 
 from gradcli.engine.core_ops import (
@@ -37,6 +38,12 @@ def format_number(value: Any) -> str:
     if getattr(value, "ndim", 0):
         return array_text(value)
     return repr(float(value)).removesuffix(".0")
+
+
+def finite_or_none(value: Any) -> float | None:
+    """A number as a JSON record holds it: a float, or None (null) for inf and nan, which JSON
+    has not."""
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def array_text(value: Any, limit: int = 12) -> str:

@@ -18,13 +18,7 @@ from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
 from gradcli.language.values import Value, names_a_file, parse_value, range_parts
 from gradcli.language.values_file import toml_reader
-from gradcli.limits import (
-    MAX_CHECK_CELLS,
-    MAX_CHECK_FILE_BYTES,
-    MAX_CHECK_NODES,
-    MAX_CHECK_POINTS,
-    check_dims,
-)
+from gradcli.limits import MAX_CHECK_CELLS, MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
 
 CHECK_KEYS = ("name", "expr", "at", "sweep", "value", "gradients", "derivative", "jacobian",
               "finite", "rtol", "atol")
@@ -295,25 +289,12 @@ class _CheckReader:
 
     def _array(self, key: str, given: list) -> Any:
         """A TOML array of numbers (nested for a matrix) as a NumPy array."""
-        from gradcli.language.values import parse_array
+        from gradcli.engine.arrays import checked_array
 
-        pending = [(given, 0)]
-        while pending:  # iterative: TOML nests as deep as the file likes
-            item, depth = pending.pop()
-            if isinstance(item, list):
-                try:
-                    check_dims("the array", depth + 1)
-                except GradcliError as error:
-                    raise self.fail(key, error.message, hint=error.hint) from None
-                pending.extend((part, depth + 1) for part in item)
-            elif not _is_number(item):
-                raise self.fail(key, f"an array holds numbers, not {visible(repr(item))}")
         try:
-            return parse_array(key, str(given).replace("'", ""))
+            return checked_array(given, "the array")
         except GradcliError as error:
-            raise self.fail(key, error.message.split(": ", 1)[-1],
-                            hint="every row needs the same length, e.g. [[1, 2], [3, 4]]"
-                            ) from None
+            raise self.fail(key, error.message, hint=error.hint) from None
 
     def _sweep_value(self, key: str, variable: str, given: Any) -> Axis:
         if isinstance(given, str):

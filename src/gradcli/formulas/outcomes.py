@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine.graph import Program
-from gradcli.engine.notation import format_number
+from gradcli.engine.notation import finite_or_none, format_number
 from gradcli.errors import ExitStatus, GradcliError, plural
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
-from gradcli.language.values import parse_value
+from gradcli.language.values import is_array_value, parse_value
 
 
 @dataclass
@@ -83,7 +83,7 @@ class CheckSpec:
     @property
     def arrays(self) -> bool:
         """An array program, or array values: run a point at a time (formulas/run.py)."""
-        return self.program.arrays or any(hasattr(v, "ndim") for v in self.values.values())
+        return self.program.arrays or any(is_array_value(v) for v in self.values.values())
 
 
 @dataclass
@@ -162,9 +162,9 @@ def outcome_record(outcome: CheckOutcome) -> dict[str, Any]:
         "skipped": outcome.skipped, "seconds": outcome.seconds,
         "findings": [
             {"assertion": f.assertion, "key": f.key, "line": f.line, "points": f.points,
-             "failures": f.failures, "ok": f.ok, "worst_error": _finite(f.worst_error),
-             "worst_point": f.worst_point, "expected": _finite(f.expected),
-             "actual": _finite(f.actual), "tolerance": _finite(f.tolerance),
+             "failures": f.failures, "ok": f.ok, "worst_error": finite_or_none(f.worst_error),
+             "worst_point": f.worst_point, "expected": finite_or_none(f.expected),
+             "actual": finite_or_none(f.actual), "tolerance": finite_or_none(f.tolerance),
              "message": f.message, "note": f.note}
             for f in outcome.findings
         ],
@@ -189,10 +189,6 @@ def report_record(outcomes: Sequence[CheckOutcome],
             "errors": [{"kind": error.kind, "file": getattr(error, "file", None),
                         "line": error.line, "key": getattr(error, "key", None),
                         "message": error.message, "hint": error.hint} for error in errors]}
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
 
 
 def format_point(point: dict[str, float]) -> str:

@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gradcli.engine.notation import finite_or_none
+
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
 
@@ -34,8 +36,7 @@ class Conditioning:
     def record(self) -> dict[str, object]:
         """The JSON form: ``{"condition_number": ..., "matrix": "A" or null}`` (a number past
         the floats is null, as JSON has no infinity)."""
-        number = self.number if math.isfinite(self.number) else None
-        return {"condition_number": number, "matrix": self.matrix}
+        return {"condition_number": finite_or_none(self.number), "matrix": self.matrix}
 
     def cause(self) -> str:
         """The verdict's words: why a correct gradient fails here."""

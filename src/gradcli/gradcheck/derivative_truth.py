@@ -15,6 +15,7 @@ from gradcli.engine import arrays, graph
 from gradcli.engine.graph import Program, output_labels
 from gradcli.engine.notation import derivative_label, format_number
 from gradcli.errors import CheckError, GradcliError, NumericError
+from gradcli.language.values import is_array_value
 
 POINTS = 3  # sample points checked when the values given leave variables free
 LARGE = 10_000  # input elements past which one point is checked
@@ -284,7 +285,7 @@ def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _is_array(program: Program, point: Mapping[str, Any]) -> bool:
-    return program.arrays or any(getattr(v, "ndim", 0) for v in point.values())
+    return program.arrays or any(is_array_value(v) for v in point.values())
 
 
 def value_at(program: Program, point: Mapping[str, Any]) -> Any:

@@ -21,7 +21,7 @@ from gradcli.errors import (
 )
 from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
 from gradcli.language.parser import parse
-from gradcli.language.values import validate_values
+from gradcli.language.values import is_array_value, validate_values
 from gradcli.limits import MAX_NODES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -294,8 +294,8 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     arrays.backward(program.nodes)
     report = _check(program, settings)
     hessian, hvp = _second_derivatives(program, settings, {})
-    point = {name: _plain(node.value) for name, node in program.variables.items()}
-    gradients = {name: _plain(node.grad) for name, node in program.variables.items()}
+    point = {name: arrays.plain(node.value) for name, node in program.variables.items()}
+    gradients = {name: arrays.plain(node.grad) for name, node in program.variables.items()}
     return Result(program, point, float(value), gradients, report, hessian=hessian, hvp=hvp,
                   node_values=[node.value for node in program.nodes],
                   node_grads=[node.grad for node in program.nodes])
@@ -320,23 +320,9 @@ def _second_derivatives(program: Program, settings: EvalSettings,
     return hessian, hvp
 
 
-def _plain(value: Any) -> Any:
-    """A 0-d array as a float (a scalar variable of an array program stays a number); an array
-    the caller may write to (a reduction's gradient is a read-only broadcast view)."""
-    if not value.ndim:  # an array or a NumPy number: no NumPy call for a float per variable
-        return float(value)
-    return value if value.flags.writeable else value.copy()
-
-
 def _has_arrays(values: Mapping[str, Any]) -> bool:
     """A list or an array among the values: the program runs on arrays (docs/arrays.md)."""
-    for value in values.values():
-        if type(value) is not float and type(value) is not int and not isinstance(value, tuple):
-            from gradcli.engine.arrays import is_array_value
-
-            if is_array_value(value):
-                return True
-    return False
+    return any(is_array_value(value) for value in values.values())
 
 
 def _taken_values(program: Program) -> list[float]:
@@ -400,9 +386,9 @@ def evaluate_line(
     number: int, raw: str, values: Mapping[str, float] | None, settings: EvalSettings
 ) -> LineOutcome | None:
     """One line of a batch (physical line ``number``); None for a blank or ``#`` line."""
-    source = raw.rstrip("\r\n")
-    if not source.strip() or source.lstrip().startswith("#"):
+    if not is_program(raw):
         return None
+    source = raw.rstrip("\r\n")
     program = None  # kept apart from evaluating: a line that fails later still used its names
     try:
         program = parse(source, settings.max_nodes, values or ())
@@ -412,6 +398,13 @@ def evaluate_line(
             error.line = number
         return LineOutcome(number, source, error=error, program=program)
     return LineOutcome(number, source, result=result, program=program)
+
+
+def is_program(raw: str) -> bool:
+    """Whether a line of a batch gets an outcome (and a record): not blank, not a ``#``
+    comment."""
+    source = raw.rstrip("\r\n")
+    return bool(source.strip()) and not source.lstrip().startswith("#")
 
 
 def require_values(program: Program, values: Mapping[str, Any], why: str = "") -> None:

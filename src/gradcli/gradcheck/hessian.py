@@ -349,7 +349,8 @@ class _Checked:
 
 
 def _plain(value: Any) -> Any:
-    """A 0-d array as a float; + 0.0 turns the -0.0 of products with zero into 0.0."""
-    np = numpy()
-    return float(value) + 0.0 if not np.ndim(value) else np.asarray(value, dtype=float) + 0.0
+    """``arrays.plain``, and + 0.0 turns the -0.0 of products with zero into 0.0."""
+    from gradcli.engine import arrays
+
+    return arrays.plain(value) + 0.0
 

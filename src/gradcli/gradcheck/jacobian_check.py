@@ -131,16 +131,16 @@ class JacobianResult:
         for i in range(len(nodes)) if only is None else only:
             node = nodes[i]
             yield {"id": i, "op": node.op.name, "label": node.name or texts[i],
-                   "value": _plain(np.array(node.value)), "shape": list(np.shape(node.value)),
+                   "value": arrays.plain(node.value, copy=True),
+                   "shape": list(np.shape(node.value)),
                    "inputs": [source.index for source in node.inputs],
                    "gradients": {label: None if (g := found.get(label, {}).get(i)) is None
-                                 else _plain(g) for label in self.values}}
+                                 else arrays.plain(g, copy=True) for label in self.values}}
 
 
 def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
     """Values, Jacobian and its check; the values are bound and computed (``arrays.forward``),
     and no Hessian is asked for (``evaluate`` refuses it first)."""
-    np = arrays.numpy()
     if settings.check and settings.check_method != "central":
         raise UsageError("Jacobians are checked by central differences only",
                          hint="drop --check-method (or use --no-check)")
@@ -149,23 +149,17 @@ def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
     mode = jacobian.choose_mode(outputs, inputs, settings.mode)
     found = jacobian.jacobian(program.nodes, outputs, inputs, mode)
     labels = output_labels(program)
-    blocks = {label: {v.name: _plain(found[out.index][v.index]) for v in inputs}
+    blocks = {label: {v.name: arrays.plain(found[out.index][v.index], copy=True) for v in inputs}
               for label, out in zip(labels, outputs, strict=True)}
-    point = {name: _plain(node.value) for name, node in program.variables.items()}
-    values = {label: _plain(np.array(out.value)) for label, out in zip(labels, outputs,
-                                                                        strict=True)}
+    point = {name: arrays.plain(node.value, copy=True) for name, node in program.variables.items()}
+    values = {label: arrays.plain(out.value, copy=True)
+              for label, out in zip(labels, outputs, strict=True)}
     result = JacobianResult(program, point, values, blocks, mode,
                             jacobian.passes(outputs, inputs, mode))
     if settings.check:
         result.check = check_jacobian(program, outputs, labels, blocks, settings.rtol,
                                       settings.atol)
     return result
-
-
-def _plain(value: Any) -> Any:
-    """A 0-d array as a float, an array as a copy of its own."""
-    np = arrays.numpy()
-    return float(value) if not np.ndim(value) else np.array(value, dtype=float)
 
 
 def check_jacobian(program: Program, outputs: list[Node], labels: list[str],

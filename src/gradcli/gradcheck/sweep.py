@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any
 
 from gradcli.engine.graph import Node, Program
-from gradcli.engine.notation import format_number
+from gradcli.engine.notation import finite_or_none, format_number
 from gradcli.engine.ops import numpy
 from gradcli.engine.perturbation import Perturbation
 from gradcli.engine.replay import Replayer
@@ -129,8 +129,8 @@ def point_records(sweep: Sweep) -> Iterator[dict[str, Any]]:
                    "error": {"kind": "domain", "message": message, "hint": None}}
             continue
         check = None if checks is None else {"ok": check_ok[i], "gradients": {
-            name: {"numeric": _finite_or_none(c["numeric"][i]),
-                   "abs_error": _finite_or_none(c["abs_error"][i]),
+            name: {"numeric": finite_or_none(c["numeric"][i]),
+                   "abs_error": finite_or_none(c["abs_error"][i]),
                    "tolerance": c["tolerance"][i], "ok": c["ok"][i]}
             for name, c in checks.items()}}
         yield {"point": point, "value": values[i],
@@ -163,10 +163,6 @@ def csv_rows(sweep: Sweep) -> Iterator[list[str]]:
     """A header, then one row per point (``csv_header``, ``csv_body``)."""
     yield csv_header(list(sweep.columns))
     yield from csv_body(sweep)
-
-
-def _finite_or_none(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
 
 
 class RecheckBudget:

@@ -14,10 +14,8 @@ import math
 import os
 import re
 import warnings
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
-from gradcli.engine.notation import shape_text
 from gradcli.errors import UsageError, shortened, visible
 from gradcli.limits import MAX_ARRAY_DIMS, MAX_ARRAY_ELEMENTS, MAX_RANGE_COUNT, check_dims
 
@@ -124,38 +122,10 @@ def parse_array(name: str, text: str) -> Any:
             raise _array_error(name, text, f"{where}: unexpected {(symbol or word)!r}")
     if done is None:
         raise _array_error(name, text, "a '[' is not closed")
-    return _rectangular(name, text, done)
+    from gradcli.engine.arrays import checked_array
 
-
-def nested_shape(item: Any) -> tuple[int, ...]:
-    """The shape of nested lists or tuples, read down their first elements."""
-    dims = []
-    while isinstance(item, (list, tuple)):
-        dims.append(len(item))
-        if not item:
-            break
-        item = item[0]
-    return tuple(dims)
-
-
-def _rectangular(name: str, text: str, rows: list[Any]) -> Any:
-    """Nested lists -> an array; a UsageError names the first row whose shape differs."""
-    import numpy as np
-
-    pending = deque([(rows, "")])
-    while pending:  # breadth-first, iterative: the first ragged row by depth
-        items, path = pending.popleft()
-        if not items:
-            raise _array_error(name, text, f"the array{path and ' at ' + path} is empty")
-        first = nested_shape(items[0])
-        for i, item in enumerate(items):
-            if nested_shape(item) != first:
-                raise _array_error(name, text, f"element {path}[{i}] has shape "
-                                   f"{shape_text(nested_shape(item))}, element {path}[0] has "
-                                   f"{shape_text(first)}")
-            if not isinstance(item, float):
-                pending.append((item, f"{path}[{i}]"))
-    return np.array(rows, dtype=float)
+    # finite=False: a number past the largest float (1e400) is said when the value is bound
+    return checked_array(done, f"the array {shortened(text)!r} for {name}", finite=False)
 
 
 def _array_error(name: str, text: str, problem: str) -> UsageError:
@@ -165,6 +135,13 @@ def _array_error(name: str, text: str, problem: str) -> UsageError:
 
 def is_sweep(values: Mapping[str, Value]) -> bool:
     return any(isinstance(value, tuple) for value in values.values())
+
+
+def is_array_value(value: Value) -> bool:
+    """A value that makes the program an array program: a list or an array of one dimension or
+    more (a NumPy number or a 0-d array is a number). Here, not in engine/arrays.py: the scalar
+    paths ask it without importing NumPy."""
+    return type(value) is not float and (isinstance(value, list) or getattr(value, "ndim", 0) > 0)
 
 
 def grid(values: Mapping[str, Value]) -> tuple[list[str], list[tuple[float, ...]]]:
@@ -348,24 +325,11 @@ def _refuse_large(name: str, path: str, elements: float) -> None:
 
 
 def _checked(name: str, path: str, array: Any) -> Any:
-    """A float array of finite numbers (an integer array is converted); a UsageError names the
-    file and the first element that is not a finite number."""
-    import numpy as np
+    """A float array of finite numbers (an integer array is converted), a 0-d one as a float;
+    a UsageError names the file and the first element that is not a finite number."""
+    from gradcli.engine.arrays import checked_array
 
-    from gradcli.engine.arrays import all_finite
-
-    where = f"{name} in {visible(path)}"
-    check_dims(where, array.ndim)
-    if array.dtype.kind not in "iuf":
-        raise UsageError(f"{where} holds {array.dtype} values, not numbers",
-                         hint="save an array of floats or integers")
-    array = np.asarray(array, dtype=float)
-    if array.size == 0:
-        raise UsageError(f"{where} is empty", hint="an array needs at least one element")
-    if not all_finite(array):  # one pass; the flags of every element only to find the first
-        index = np.unravel_index(np.flatnonzero(~np.isfinite(array))[0], array.shape)
-        raise UsageError(f"{where} has {array[index]} at {list(map(int, index))}, not a finite "
-                         "number", hint="replace it, or leave that element out")
+    array = checked_array(array, f"{name} in {visible(path)}")
     return float(array) if array.ndim == 0 else array
 
 

@@ -10,14 +10,11 @@ import math
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from gradcli.errors import UsageError, visible
-from gradcli.language.values import NAME, nested_shape
-from gradcli.limits import MAX_ARRAY_DIMS, check_dims
-
-# A number, or an array of them: nested tuples, every level rectangular.
-FileNumber = Union[float, "tuple[FileNumber, ...]"]
+from gradcli.language.values import NAME
+from gradcli.limits import MAX_ARRAY_DIMS
 
 
 @dataclass(frozen=True)
@@ -25,12 +22,12 @@ class FileValue:
     """One ``name = value`` of a values file, and the line it is on (None: not found)."""
 
     name: str
-    value: FileNumber
+    value: Any  # a float, or a NumPy array of floats
     line: int | None
 
     @property
     def is_array(self) -> bool:
-        return isinstance(self.value, tuple)
+        return not isinstance(self.value, float)
 
     def where(self, file_name: str) -> str:
         """``point.json:3`` (or just the file's name when the line is not known)."""
@@ -77,8 +74,9 @@ def kind_of(path: str) -> str | None:
     return "json" if lowered.endswith(".json") else "toml" if lowered.endswith(".toml") else None
 
 
-class _Pairs(list):
-    """A JSON object as its (key, value) pairs in order: duplicates are kept, to be reported."""
+class _Pairs(tuple):
+    """A JSON object as its (key, value) pairs in order: duplicates are kept, to be reported. A
+    tuple, not a list: inside an array it is an element that is not a number, not a row."""
 
 
 def _json_pairs(text: str, file_name: str, lines: dict[str, list[int]]) -> list[tuple[str, Any]]:
@@ -193,14 +191,16 @@ def _numbered(pairs: list[tuple[str, Any]]) -> list[tuple[int, tuple[str, Any]]]
     return numbered
 
 
-def _number_or_array(raw: Any, shown: str, kind: str) -> FileNumber:
-    """A finite float, or nested tuples of them (rectangular); a UsageError names the problem
-    and where it is (``shown``: ``point.json:3: the value of x``)."""
-    if isinstance(raw, (bool, _Pairs)) or not isinstance(raw, (int, float, list)):
+def _number_or_array(raw: Any, shown: str, kind: str) -> Any:
+    """A finite float, or a float array of them; a UsageError names the problem and where it
+    is (``shown``: ``point.json:3: the value of x``)."""
+    if isinstance(raw, list):
+        from gradcli.engine.arrays import checked_array
+
+        return checked_array(raw, shown, describe_element=lambda item: _kind(item, kind))
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):  # nor a JSON object (_Pairs)
         raise UsageError(f"{shown} is {_kind(raw, kind)}, not a number",
                          hint="give a number such as 2, -0.5 or 1e-3")
-    if isinstance(raw, list):
-        return _array(raw, shown, kind)
     try:
         number = float(raw)
     except OverflowError:  # a JSON integer of 400 digits
@@ -209,29 +209,6 @@ def _number_or_array(raw: Any, shown: str, kind: str) -> FileNumber:
         raise UsageError(f"{shown} is {number}, not a finite number",
                          hint="give a finite number such as 2, -0.5 or 1e-3")
     return number
-
-
-def _array(raw: list, shown: str, kind: str) -> tuple[FileNumber, ...]:
-    """Nested lists as nested tuples, checked level by level without recursion."""
-    # Convert bottom-up: collect the lists in order, then build tuples from the deepest first.
-    lists, stack = [], [(raw, 1)]
-    while stack:
-        current, depth = stack.pop()
-        check_dims(shown, depth)
-        lists.append(current)
-        stack += [(item, depth + 1) for item in current if type(item) is list]
-    built: dict[int, tuple[FileNumber, ...]] = {}
-    for current in reversed(lists):
-        if not current:
-            raise UsageError(f"{shown} has an empty list", hint="give numbers")
-        items = [built[id(item)] if type(item) is list else
-                 _number_or_array(item, shown, kind) for item in current]
-        shapes = {nested_shape(item) for item in items}
-        if len(shapes) != 1:
-            raise UsageError(f"{shown} is a ragged list (rows of different shapes)",
-                             hint="every row of an array has the same length")
-        built[id(current)] = tuple(items)
-    return built[id(raw)]
 
 
 # What a value that is not a number is, in words: JSON's kinds, and TOML's tables

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from gradcli.engine.ops import numpy
 from gradcli.errors import OUT_OF_MEMORY, RESOURCE_HINT, ResourceError
-from gradcli.gradcheck.evaluation import DEFAULT_SETTINGS, EvalSettings, LineOutcome, evaluate_line
+from gradcli.gradcheck.evaluation import (
+    DEFAULT_SETTINGS,
+    EvalSettings,
+    LineOutcome,
+    evaluate_line,
+    is_program,
+)
 from gradcli.limits import default_jobs
 from gradcli.output.records import dumps, error_record, result_record
 
@@ -162,12 +168,6 @@ def _finished(outcome: LineOutcome, table: TableStyle | None, nodes: bool = True
     from gradcli.output.batch_lines import table_line
 
     return table_line(outcome, table)
-
-
-def is_program(raw: str) -> bool:
-    """Whether a line gets a record: not blank, not a ``#`` comment."""
-    source = raw.rstrip("\r\n")
-    return bool(source.strip()) and not source.lstrip().startswith("#")
 
 
 def _parallel(
