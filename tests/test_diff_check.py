@@ -179,9 +179,9 @@ def test_a_derivative_not_checked_says_why_at_the_values_given_and_without_them(
     assert done.exit_code == 0, done.output
     second = float(printed(done)["d2/dx dx"])
     assert second == pytest.approx(-0.25 * 1e-7 ** -1.5, rel=1e-12)  # -x**-1.5 / 4, by hand
-    assert done.stderr == ("note: not checked: the differences that would check it step "
-                           "outside the domain of the program or its derivatives near the "
-                           "values given; check it at other values\n")
+    assert done.stderr == ("note: not checked: the differences that would check it cannot be "
+                           "taken near the values given (a step leaves the domain, or a value "
+                           "overflows); check it at other values\n")
     assert json.loads(diff("sqrt(x)", "--order", "2", "--x", "1e-7", "--json").stdout)[
         "checked"]["points"] == 0
     nowhere = diff("sqrt(-1 - x**2)")

@@ -19,6 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gradcli
+from gradcli.errors import UsageError
 from gradcli.limits import MAX_ARRAY_DIMS
 
 GRADCLI = [sys.executable, "-m", "gradcli"]
@@ -129,6 +131,18 @@ def test_brackets_nested_too_deep_are_one_usage_error(where, depth, tmp_path):
     status, _, err = run(args)
     one_error_line(status, err, "nested too deep" if depth == 100_000 and where in (
         "json", "toml", "check at") else f"more than {MAX_ARRAY_DIMS} dimensions")
+
+
+@pytest.mark.parametrize("rows", [1, 6])
+def test_lists_that_hold_themselves_are_refused_at_once(rows):
+    """From Python, a list that holds itself (``rows`` times) is too deep, said before any row
+    is read twice: a breadth-first read of 6 shared rows would visit 6**11 lists."""
+    loop: list = []
+    loop.extend([loop] * rows)
+    with pytest.raises(UsageError, match=f"more than {MAX_ARRAY_DIMS} dimensions"):
+        gradcli.evaluate("sum(x)", {"x": loop})
+    shared = [[[1.0, 2.0]] * 3] * 4  # rows shared but not too deep: read as the array it is
+    assert gradcli.evaluate("sum(x)", {"x": shared}).value == 36.0
 
 
 def test_the_deepest_array_allowed_runs_everywhere(tmp_path):

@@ -85,8 +85,10 @@ def _require_rectangular(items: list, subject: str,
     pending = deque([(items, ())])
     while pending:
         current, index = pending.popleft()
-        check_dims(subject, len(index) + 1)
         first = _shape(current[0]) if current else ()
+        # the depth read down the first elements: too deep is refused before any row is
+        # queued (rows shared, or a list that holds itself, would multiply the queue)
+        check_dims(subject, len(index) + 1 + len(first))
         for i, item in enumerate(current):
             if not first and (type(item) is float or type(item) is int):
                 continue  # the common elements, told without a call

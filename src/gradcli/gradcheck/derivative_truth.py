@@ -58,9 +58,9 @@ class Checked:
 
     def note(self) -> str:
         if not self.points and self.at_given:
-            return ("not checked: the differences that would check it step outside the "
-                    "domain of the program or its derivatives near the values given; check it "
-                    "at other values")
+            return ("not checked: the differences that would check it cannot be taken near "
+                    "the values given (a step leaves the domain, or a value overflows); check "
+                    "it at other values")
         if not self.points:
             return ("not checked: no point found where the program and its derivatives are "
                     "defined (give values, --x 2, to check at them)")

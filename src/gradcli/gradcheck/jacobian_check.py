@@ -15,10 +15,13 @@ from typing import Any
 from gradcli.engine import arrays, jacobian
 from gradcli.engine.graph import Node, Program, output_labels
 from gradcli.engine.notation import expression_texts
+from gradcli.engine.replay import Replayer
 from gradcli.errors import ExitStatus, NumericError, UsageError
 from gradcli.gradcheck.elements import sample
 from gradcli.gradcheck.steps import Estimates, base_step, own_step, settle
 from gradcli.limits import ARRAY_CHECK_ELEMENTS, MAX_CONTRIBUTION_CELLS
+
+_CHUNK_CELLS = 1 << 18  # Jacobian entries settled at once (a few MB of each of settle's arrays)
 
 
 @dataclass
@@ -199,22 +202,48 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
 def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int], f0: Any,
              analytic: Any, rtol: float, atol: float) -> Estimates:
     """Every entry of ``analytic`` (rows: output entries, columns: ``elements`` of ``v``)
-    settled at once, f of an entry being its output entry with its column's element moved;
-    ``f0``: every output entry at the point. A sample makes one forward pass per column it
-    touches, and ``settle``'s NumPy work is done once for all of them. Leaves ``v`` moved."""
+    settled as the gradient check settles one, f of an entry being its output entry with its
+    column's element moved; the largest magnitude an evaluation saw (the rounding a difference
+    can carry: ``(1e8 + x) - 1e8``) is the output entry's, the moved element's, or that of any
+    value downstream of ``v`` at the point (taken once: a step moves them by a step's worth).
+    ``f0``: every output entry at the point. Columns go to ``settle`` a chunk at a time
+    (``_CHUNK_CELLS`` entries: its NumPy work shared, its memory bounded), a sample making one
+    forward pass per column it touches. Leaves ``v`` moved."""
     np = arrays.numpy()
     original = v.value
     x = np.ravel(original)[elements].astype(float)
     count = analytic.shape[0]  # output entries: entry i of column k is number k * count + i
+    seen = max(float(np.max(np.abs(node.value)))
+               for node in [v, *Replayer(program.nodes).affected(v.index)])
+    found = Estimates.empty(analytic.shape)
+    width = max(1, _CHUNK_CELLS // max(1, count))
+    for first in range(0, len(elements), width):
+        columns = list(range(first, min(first + width, len(elements))))
+        part = _settled_columns(program, outputs, v, original, seen, elements, x, columns, f0,
+                                analytic, rtol, atol)
+        for whole, chunk in zip(found, part, strict=True):
+            whole[:, columns] = chunk
+    return found
+
+
+def _settled_columns(program: Program, outputs: list[Node], v: Node, original: Any, seen: float,
+                     elements: list[int], x: Any, columns: list[int], f0: Any, analytic: Any,
+                     rtol: float, atol: float) -> Estimates:
+    """``_settled`` for the columns ``columns`` (indices into ``elements``)."""
+    np = arrays.numpy()
+    count = analytic.shape[0]
 
     def sample_at(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
         value, failed = np.full(rows.size, np.nan), np.zeros(rows.size, dtype=bool)
-        columns = rows // count  # ascending, as settle keeps its rows
-        starts = np.flatnonzero(np.r_[True, columns[1:] != columns[:-1]])
+        largest = np.full(rows.size, seen)
+        at = rows // count  # ascending, as settle keeps its rows
+        starts = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
         v.value = np.array(original, dtype=float)  # each column moves one element, then back
         for start, end in zip(starts, [*starts[1:], rows.size], strict=True):
-            k = int(columns[start])
-            v.value.flat[elements[k]] = x[k] + offset * float(h[start])  # one step a column
+            k = columns[int(at[start])]
+            shifted = x[k] + offset * float(h[start])  # one step a column
+            v.value.flat[elements[k]] = shifted
+            largest[start:end] = max(seen, abs(shifted))
             try:
                 arrays.forward(program.nodes)
                 moved = np.concatenate([np.ravel(out.value) for out in outputs])  # a copy
@@ -225,13 +254,13 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
                 v.value.flat[elements[k]] = x[k]
             whole = end - start == count
             value[start:end] = moved if whole else moved[rows[start:end] % count]
-        return value, np.abs(value), failed
+        return value, np.maximum(np.abs(value), largest), failed
 
-    entries = analytic.T.reshape(-1)
-    found = settle(entries, np.repeat(base_step(x, np.maximum), count),
-                   np.tile(f0, len(elements)), sample_at, np.arange(entries.size), rtol, atol,
-                   own=np.repeat(own_step(x), count))
-    return Estimates(*(field.reshape(len(elements), count).T for field in found))
+    entries = analytic[:, columns].T.reshape(-1)
+    found = settle(entries, np.repeat(base_step(x[columns], np.maximum), count),
+                   np.tile(f0, len(columns)), sample_at, np.arange(entries.size), rtol, atol,
+                   own=np.repeat(own_step(x[columns]), count))
+    return Estimates(*(field.reshape(len(columns), count).T for field in found))
 
 
 def _entry(analytic: Any, found: Estimates, elements: list[int], out_shape: tuple[int, ...],
