@@ -108,3 +108,13 @@ def test_tied_extremes_near_the_largest_float_are_the_element(program, expected)
     result = gradcli.evaluate(program, {"x": [1e308, 1e308, 1.0]})
     assert result.value == expected
     assert list(result.gradients["x"]) == [0.5 * abs(expected) / expected] * 2 + [0.0]
+
+
+@pytest.mark.parametrize("value", [10**400, 10**5000, (1.0, 10**400), [1.0, 10**400]],
+                         ids=["10**400", "10**5000", "sweep", "array"])
+def test_an_integer_past_the_floats_from_python_is_a_usage_error(value):
+    """The Python API takes ints; one too large for a float is the user's mistake, said as
+    one (it was an OverflowError from math.isfinite), for a number, a sweep and an array."""
+    with pytest.raises(UsageError, match="too large for a float"):
+        gradcli.evaluate("x*2", {"x": value})
+    assert gradcli.evaluate("x*2", {"x": 10**300}).value == 2e300

@@ -73,7 +73,13 @@ def validate_values(values: Mapping[str, Value]) -> None:
             if type(number) is not float and not _is_real(number):
                 raise UsageError(f"the value of {name} is {number!r}, not a number",
                                  hint="give a number such as 2 or -0.5 (not a string or bool)")
-            if not math.isfinite(number):
+            try:
+                finite = math.isfinite(number)
+            except OverflowError:  # an int past the floats (10**400)
+                raise UsageError(f"the value of {name} is too large for a float (the largest "
+                                 "is about 1.8e308)", hint="give a finite number such as 2, "
+                                 "-0.5 or 1e-3") from None
+            if not finite:
                 raise UsageError(f"the value of {name} is {number}, not a finite number",
                                  hint="give a finite number such as 2, -0.5 or 1e-3")
 
