@@ -6,6 +6,7 @@ Expected values are closed forms written here (NumPy), not gradcli's own output.
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
@@ -187,6 +188,38 @@ def test_a_derivative_not_checked_says_why_at_the_values_given_and_without_them(
     nowhere = diff("sqrt(-1 - x**2)")
     assert nowhere.stderr.startswith("note: not checked: no point found where the program and "
                                      "its derivatives are defined (give values"), nowhere.output
+
+
+def test_a_reference_that_overflows_leaves_the_derivative_unchecked_not_failed():
+    """exp(x) at 709.7: its second derivative (exp(709.7), by hand) is printed; the
+    differences that would check it overflow, so the note says not checked (it was a false
+    'bug in gradcli diff', exit 1, with NumPy's warnings)."""
+    done = diff("exp(x)", "--x", "709.7", "--order", "2")
+    assert done.exit_code == 0, done.output
+    assert float(printed(done)["d2/dx dx"]) == pytest.approx(math.exp(709.7), rel=1e-12)
+    assert done.stderr.startswith("note: not checked: the differences that would check it "
+                                  "cannot be taken"), done.stderr
+    assert "Warning" not in done.stderr
+
+
+@pytest.mark.parametrize(("second", "passes"), [
+    ("-0.25/sqrt(x)**3", True),  # d2/dx2 sqrt(x) = -x**-1.5 / 4, by hand
+    ("-0.250025/sqrt(x)**3", False),  # 1e-4 off
+    ("1/sqrt(x)**3", False),
+])
+def test_a_piece_just_past_its_edge_is_checked_at_the_values_own_scale(second, passes):
+    """where(x > 1e-9, sqrt(x), x) at 2e-9: every difference of step 1e-3 * max(1, |x|)
+    crosses the edge 1e-9 away (a false failure before); the last step, at x's own scale,
+    stays on sqrt's piece and agrees with the right second derivative only."""
+    program = gradcli.parse("where(x > 1e-9, sqrt(x), x)")
+    request = DiffCheck(program, {"x": ()}, {"x": 2e-9}, "hessian", {"x": {"x": second}})
+    if passes:
+        assert check(request).points == 1
+    else:
+        with pytest.raises(CheckError, match=re.escape("d2/dx dx = ")):
+            check(request)
+    done = diff("where(x > 1e-9, sqrt(x), x)", "--x", "2e-9", "--order", "2")
+    assert done.exit_code == 0 and "checked at 1 point" in done.stderr, done.output
 
 
 def test_latex_of_comparisons_and_logical_operators_reads_as_the_scalar_forms():

@@ -49,12 +49,12 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
         try:
             truth = Truth(request, point)
             truth.prepare()
-        except NumericError:
+            for each in (*readers, reader):
+                each.compare(truth)  # a printed entry that fails here is a CheckError
+        except NumericError:  # a reference, not a printed entry, cannot be computed here
             if all(name in request.given for name in request.shapes):
                 break  # the user's point, where diff computed: a reference fails, not diff
             continue  # the program is not defined here (or not differentiable): elsewhere
-        for each in (*readers, reader):
-            each.compare(truth)
         checked += 1
         if checked == points:
             break
