@@ -335,3 +335,29 @@ def test_a_declared_input_no_output_uses_has_a_zero_block():
     result = gradcli.evaluate("x = [1, 2]; y*3, y", {"y": 1.0})
     assert result.jacobian["y*3"]["x"].tolist() == [0.0, 0.0]
     assert result.jacobian["y*3"]["y"] == 3.0 and result.check.ok
+
+
+@pytest.mark.parametrize("cells", [1, 7, 40])
+def test_columns_settled_in_chunks_give_the_verdicts_of_one_call(monkeypatch, cells):
+    """``_CHUNK_CELLS`` bounds the entries settled at once (memory); chunks of any size give
+    the same errors, counts and worst entries, for a right Jacobian and for a wrong one."""
+    from gradcli.gradcheck import jacobian_check
+
+    program = "f = tanh(W@x); g = sum(W*W)*x; f, g"
+    result = gradcli.evaluate(program, {"W": W, "x": X})
+    outputs = result.program.outputs
+    wrong = {label: {name: np.asarray(block) for name, block in row.items()}
+             for label, row in result.jacobian.items()}
+    wrong["f"]["W"] = wrong["f"]["W"] * (1 + 1e-3)
+
+    def verdicts(blocks):
+        check = jacobian_check.check_jacobian(result.program, outputs, list(result.values),
+                                              blocks, 1e-5, 1e-8)
+        return [(entry.failed, entry.checked, entry.where, entry.max_error)
+                for row in check.blocks.values() for entry in row.values()]
+
+    whole = [verdicts(result.jacobian), verdicts(wrong)]
+    monkeypatch.setattr(jacobian_check, "_CHUNK_CELLS", cells)
+    assert [verdicts(result.jacobian), verdicts(wrong)] == whole
+    assert all(failed == 0 for failed, *_ in whole[0])
+    assert whole[1][0][0] == np.count_nonzero(wrong["f"]["W"])  # every nonzero entry of f/W

@@ -218,7 +218,7 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
     found = Estimates.empty(analytic.shape)
     width = max(1, _CHUNK_CELLS // max(1, count))
     for first in range(0, len(elements), width):
-        columns = list(range(first, min(first + width, len(elements))))
+        columns = slice(first, min(first + width, len(elements)))
         part = _settled_columns(program, outputs, v, original, seen, elements, x, columns, f0,
                                 analytic, rtol, atol)
         for whole, chunk in zip(found, part, strict=True):
@@ -227,11 +227,12 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
 
 
 def _settled_columns(program: Program, outputs: list[Node], v: Node, original: Any, seen: float,
-                     elements: list[int], x: Any, columns: list[int], f0: Any, analytic: Any,
+                     elements: list[int], x: Any, columns: slice, f0: Any, analytic: Any,
                      rtol: float, atol: float) -> Estimates:
-    """``_settled`` for the columns ``columns`` (indices into ``elements``)."""
+    """``_settled`` for the columns ``columns`` (a range of ``elements``)."""
     np = arrays.numpy()
     count = analytic.shape[0]
+    width = columns.stop - columns.start
 
     def sample_at(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
         value, failed = np.full(rows.size, np.nan), np.zeros(rows.size, dtype=bool)
@@ -240,7 +241,7 @@ def _settled_columns(program: Program, outputs: list[Node], v: Node, original: A
         starts = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
         v.value = np.array(original, dtype=float)  # each column moves one element, then back
         for start, end in zip(starts, [*starts[1:], rows.size], strict=True):
-            k = columns[int(at[start])]
+            k = columns.start + int(at[start])
             shifted = x[k] + offset * float(h[start])  # one step a column
             v.value.flat[elements[k]] = shifted
             largest[start:end] = max(seen, abs(shifted))
@@ -258,9 +259,9 @@ def _settled_columns(program: Program, outputs: list[Node], v: Node, original: A
 
     entries = analytic[:, columns].T.reshape(-1)
     found = settle(entries, np.repeat(base_step(x[columns], np.maximum), count),
-                   np.tile(f0, len(columns)), sample_at, np.arange(entries.size), rtol, atol,
+                   np.tile(f0, width), sample_at, np.arange(entries.size), rtol, atol,
                    own=np.repeat(own_step(x[columns]), count))
-    return Estimates(*(field.reshape(len(columns), count).T for field in found))
+    return Estimates(*(field.reshape(width, count).T for field in found))
 
 
 def _entry(analytic: Any, found: Estimates, elements: list[int], out_shape: tuple[int, ...],
