@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -143,6 +144,17 @@ def test_lists_that_hold_themselves_are_refused_at_once(rows):
         gradcli.evaluate("sum(x)", {"x": loop})
     shared = [[[1.0, 2.0]] * 3] * 4  # rows shared but not too deep: read as the array it is
     assert gradcli.evaluate("sum(x)", {"x": shared}).value == 36.0
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ([[1, 2], 3], "element [1] is a number, element [0] has 2"),
+    ([1, [2, 3]], "element [1] has shape 2, element [0] is a number"),
+    ([[1, 2], [3]], "element [1] has shape 1, element [0] has 2"),
+    ([[[1], [2]], [[3], 4]], "element [1, 1] is a number, element [1, 0] has 1"),
+])
+def test_a_ragged_array_names_the_two_elements_that_differ(value, words):
+    with pytest.raises(UsageError, match=re.escape(f"the value of x is not rectangular: {words}")):
+        gradcli.evaluate("sum(x)", {"x": value})
 
 
 def test_the_deepest_array_allowed_runs_everywhere(tmp_path):

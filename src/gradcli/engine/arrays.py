@@ -94,9 +94,11 @@ def _require_rectangular(items: list, subject: str,
                 continue  # the common elements, told without a call
             shape = _shape(item)
             if shape != first:
+                this = f"has shape {shape_text(shape)}" if shape else "is a number"
+                that = f"has {shape_text(first)}" if first else "is a number"
                 raise UsageError(f"{subject} is not rectangular: element "
-                                 f"{index_text((*index, i))} has shape {shape_text(shape)}, "
-                                 f"element {index_text((*index, 0))} has {shape_text(first)}",
+                                 f"{index_text((*index, i))} {this}, element "
+                                 f"{index_text((*index, 0))} {that}",
                                  hint="every row needs the same length, e.g. [[1, 2], [3, 4]]")
             if isinstance(item, list):
                 pending.append((item, (*index, i)))
