@@ -9,6 +9,9 @@ small enough to be summed.
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 import pytest
 
@@ -17,7 +20,7 @@ from gradcli.errors import NumericError, UsageError
 
 N = 300  # 90,000 elements: past the size that binding leaves to the products
 RNG = np.random.default_rng(30)
-MESSAGE = "the value of W has an element that is not a finite number"
+MESSAGE = r"the value of W has (inf|-inf|nan) at \[\d+, \d+\], not a finite number"
 
 
 def matrix(bad: float, n: int = N) -> np.ndarray:
@@ -118,3 +121,19 @@ def test_an_integer_past_the_floats_from_python_is_a_usage_error(value):
     with pytest.raises(UsageError, match="too large for a float"):
         gradcli.evaluate("x*2", {"x": value})
     assert gradcli.evaluate("x*2", {"x": 10**300}).value == 2e300
+
+
+@pytest.mark.parametrize("given", ["python", "option"])
+def test_a_value_that_is_not_finite_is_named_with_its_place(given):
+    """One message for every way in: what the element is and where (``1e400`` is read as inf)."""
+    words = "the value of x has inf at [1], not a finite number"
+    if given == "python":
+        with pytest.raises(UsageError, match=re.escape(words)):
+            gradcli.evaluate("sum(x)", {"x": [1.0, math.inf]})
+    else:
+        from click.testing import CliRunner
+
+        from gradcli.cli import cli
+
+        done = CliRunner().invoke(cli, ["eval", "sum(x)", "--x", "[1, 1e400]"])
+        assert done.exit_code == 2 and words in done.output, done.output

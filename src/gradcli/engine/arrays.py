@@ -29,9 +29,7 @@ def index_text(index: tuple[int, ...]) -> str:
 
 def as_array(name: str, value: Any) -> Any:
     """A variable's value as a float array; a UsageError says what is wrong with it."""
-    array = checked_array(value, f"the value of {name}", finite=False)
-    require_finite(name, array)
-    return array
+    return checked_array(value, f"the value of {name}")
 
 
 def checked_array(value: Any, subject: str, *, finite: bool = True,
@@ -69,11 +67,8 @@ def checked_array(value: Any, subject: str, *, finite: bool = True,
     if array.size > MAX_ARRAY_ELEMENTS:
         raise UsageError(f"{subject} has {array.size:,} elements, more than "
                          f"{MAX_ARRAY_ELEMENTS:,}", hint="use a smaller array")
-    if finite and not all_finite(array):  # one pass; every element's flag only to find the first
-        index = np.unravel_index(np.flatnonzero(~np.isfinite(array))[0], array.shape)
-        at = f" at {index_text(tuple(map(int, index)))}" if index else ""
-        raise UsageError(f"{subject} has {array[index]}{at}, not a finite number",
-                         hint="replace it, or leave that element out")
+    if finite:
+        require_finite(subject, array)
     return array
 
 
@@ -139,10 +134,14 @@ def all_finite(array: Any) -> bool:
     return math.isfinite(_total(array)) or bool(np.all(np.isfinite(array)))
 
 
-def require_finite(name: str, array: Any) -> None:
+def require_finite(subject: str, array: Any) -> None:
+    """A UsageError naming the first element of ``array`` that is not finite, and where (one
+    pass when all are; every element's flag only to find the first)."""
     if not all_finite(array):
-        raise UsageError(f"the value of {name} has an element that is not a finite number",
-                         hint="give finite numbers such as 2, -0.5 or 1e-3")
+        index = np.unravel_index(np.flatnonzero(~np.isfinite(array))[0], array.shape)
+        at = f" at {index_text(tuple(map(int, index)))}" if index else ""
+        raise UsageError(f"{subject} has {array[index]}{at}, not a finite number",
+                         hint="replace it, or leave that element out")
 
 
 def _total(array: Any) -> float:
@@ -176,7 +175,7 @@ def bind(program: Program, values: dict[str, Any]) -> None:
                 if node.value.size >= _IN_PRODUCTS_SIZE:
                     unchecked.append(node)
                 else:
-                    require_finite(node.name, node.value)
+                    require_finite(f"the value of {node.name}", node.value)
             else:
                 node.value = np.asarray(node.value, dtype=float)
     except UsageError:
@@ -201,7 +200,7 @@ def _used_in_products_only(program: Program, leaves: list[Node]) -> set[int]:
 def _require_finite_leaves(nodes: list[Node]) -> None:
     for node in nodes:
         if not node.inputs and node.name:
-            require_finite(node.name, node.value)
+            require_finite(f"the value of {node.name}", node.value)
 
 
 # --- forward ------------------------------------------------------------------------------------
@@ -229,7 +228,7 @@ def _zeros_hide_nothing(node: Node, args: list[Any]) -> None:
     for position, source in enumerate(node.inputs):
         if (not source.inputs and source.name and source.value.size >= _IN_PRODUCTS_SIZE
                 and not args[1 - position].all()):
-            require_finite(source.name, source.value)
+            require_finite(f"the value of {source.name}", source.value)
 
 
 def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
