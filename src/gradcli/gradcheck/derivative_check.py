@@ -45,6 +45,7 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
     for index, node in enumerate(request.program.nodes):  # a printer may have renumbered them
         node.index = index
     checked = 0
+    at_given = all(name in request.given for name in request.shapes)  # the user's point only
     for point in candidates(request.shapes, request.given):
         try:
             truth = Truth(request, point)
@@ -52,7 +53,7 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
             for each in (*readers, reader):
                 each.compare(truth)  # a printed entry that fails here is a CheckError
         except NumericError:  # a reference, not a printed entry, cannot be computed here
-            if all(name in request.given for name in request.shapes):
+            if at_given:
                 break  # the user's point, where diff computed: a reference fails, not diff
             continue  # the program is not defined here (or not differentiable): elsewhere
         checked += 1
@@ -62,7 +63,7 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
                "hessian": "central differences of the reverse-mode gradient",
                "higher": "central differences of the order below"}[request.kind]
     return Checked(checked, sum(each.entries for each in (*readers, reader)), against,
-                   all(name in request.given for name in request.shapes))
+                   at_given)
 
 
 # --- what diff printed, read back --------------------------------------------------------------
