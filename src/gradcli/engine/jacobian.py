@@ -35,28 +35,40 @@ def jacobian(nodes: list[Node], outputs: list[Node], inputs: list[Node],
     computed (``arrays.forward``); ``mode`` is ``forward`` (the blocks' columns, one tangent pass
     per input element) or ``reverse`` (their rows, ``contributions``)."""
     np = arrays.numpy()
-    found = {out.index: {v.index: np.zeros(np.shape(out.value) + np.shape(v.value))
-                         for v in inputs} for out in outputs}
     with np.errstate(all="ignore"):
         if mode == "forward":
-            for v in inputs:
-                shape = np.shape(v.value)
-                for element in np.ndindex(*shape):
-                    direction = np.zeros(shape)
-                    direction[element] = 1.0
-                    tangents = tangents_from(nodes, v, direction)
-                    for out in outputs:
-                        tangent = tangents.get(out.index)
-                        if tangent is not None:
-                            found[out.index][v.index][(Ellipsis, *element)] = tangent
+            found = _forward_blocks(nodes, outputs, inputs)
         else:
-            for out in outputs:
-                found[out.index].update(contributions(nodes, out, {v.index for v in inputs}))
+            wanted, found = {v.index for v in inputs}, {}
+            for out in outputs:  # a row a pass; an input the output does not use: zeros
+                reached = contributions(nodes, out, wanted)
+                found[out.index] = {v.index: reached[v.index] if v.index in reached else
+                                    np.zeros(np.shape(out.value) + np.shape(v.value))
+                                    for v in inputs}
     for out, row in found.items():
         for source, block in row.items():
             if not np.all(np.isfinite(block)):
                 raise NumericError(f"the Jacobian of {describe(nodes[out])} with respect to "
                                    f"{nodes[source].name} is not finite")
+    return found
+
+
+def _forward_blocks(nodes: list[Node], outputs: list[Node],
+                    inputs: list[Node]) -> dict[int, dict[int, Any]]:
+    """The blocks a column at a time: one tangent pass per input element."""
+    np = arrays.numpy()
+    found = {out.index: {v.index: np.zeros(np.shape(out.value) + np.shape(v.value))
+                         for v in inputs} for out in outputs}
+    for v in inputs:
+        shape = np.shape(v.value)
+        for element in np.ndindex(*shape):
+            direction = np.zeros(shape)
+            direction[element] = 1.0
+            tangents = tangents_from(nodes, v, direction)
+            for out in outputs:
+                tangent = tangents.get(out.index)
+                if tangent is not None:
+                    found[out.index][v.index][(Ellipsis, *element)] = tangent
     return found
 
 
