@@ -131,7 +131,7 @@ def check_node(
         if agrees:
             return check
         tried.append(check)
-        if method == CENTRAL.method:
+        if extrapolate and method == CENTRAL.method:
             central.append((h, numeric, largest))
     second = _extrapolated(analytic, central, rtol, atol) if extrapolate else None
     if second is not None:
