@@ -52,7 +52,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 from simplify_corpus import TABLE, examples
 from workloads import batch_programs
-from gradcli.api import differentiate
+from gradcli.api import differentiate, evaluate
 from gradcli.engine import core_is_compiled
 from gradcli.errors import GradcliError
 from gradcli.language.parser import parse
@@ -75,6 +75,15 @@ for text in [*TABLE, *examples(), *batch_programs(40)]:
         out[f"{text} at"] = differentiate(program, values=point, order=2).texts()
     except GradcliError as error:
         out[f"{text} at"] = str(error)
+# the check's replays (engine/replay.py): every node's difference quotients, floats and arrays
+W, x = [[0.3, -1.2, 0.7], [2.0, 0.1, -0.4]], [0.5, -1.5, 2.0]
+for text, point in [*[(text, {n: 0.3 + 0.1 * i for i, n in enumerate("xyzwv")})
+                      for text in batch_programs(40)],
+                    ("sum(tanh(W@x))", {"W": W, "x": x}), ("sum((W@x)**2) + x[0]*W[1,2]",
+                    {"W": W, "x": x}), ("sum(where(x > 0, x**3, -x))", {"x": x})]:
+    check = evaluate(text, point).check
+    out[f"{text} check"] = [repr(sorted(check.gradients.items())),
+                            repr(sorted(check.nodes.items()))]
 print(json.dumps(out))
 """
 

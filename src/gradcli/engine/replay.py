@@ -82,6 +82,8 @@ class Replayer:
         get_up, get_down = ups.get, downs.get
         largest = max(abs(up), abs(down))
         isfinite = math.isfinite
+        above: tuple[Any, ...]
+        below: tuple[Any, ...]
         for node in self.affected(index):
             op, inputs = node.op, node.inputs
             if len(inputs) == 2:  # most nodes: no comprehension (a function call in Python 3.11)
