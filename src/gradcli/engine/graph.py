@@ -226,11 +226,14 @@ def is_masked(nodes: Iterable[Node]) -> bool:
     return any(node.op is CONDITIONAL for node in nodes)
 
 
-def liveness(nodes: list[Node], value_of: Any = None) -> list[bool]:
-    """Per node: whether it is live. ``value_of(node)`` gives a condition's value (default:
+def liveness(nodes: list[Node], value_of: Any = None,
+             outputs: list[Node] | None = None) -> list[bool]:
+    """Per node: whether it is live, read by ``outputs`` (default: the last node) where every
+    condition takes its branch. ``value_of(node)`` gives a condition's value (default:
     ``node.value``); a NaN condition (it failed) takes neither branch, None (unknown) both."""
     live = [False] * len(nodes)
-    live[-1] = True
+    for output in outputs or nodes[-1:]:
+        live[output.index] = True
     for node in reversed(nodes):
         if not live[node.index]:
             continue

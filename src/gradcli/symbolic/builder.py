@@ -252,8 +252,16 @@ def bound_values(nodes: Sequence[Node], values: Mapping[str, float]) -> dict[Nod
 def _live_numbers(nodes: Sequence[Node], numbers: dict[Node, float],
                   failed: list[Node]) -> dict[Node, float]:
     """``numbers`` without the nodes of a branch not taken (left to the symbolic rules); the
-    first live node in ``failed`` raises its error."""
-    live = liveness(list(nodes), lambda node: numbers.get(node))
+    first live node in ``failed`` raises its error. Every node that none of ``nodes`` reads
+    is an output (a level of derivatives, ``_at_point``'s order 3 and above, has several), and
+    the nodes are numbered for ``liveness`` (derivatives' nodes have no numbers of their own)."""
+    nodes = list(nodes)
+    read = set()
+    for index, node in enumerate(nodes):
+        node.index = index
+        read.update(node.inputs)
+    outputs = [node for node in nodes if node not in read]
+    live = liveness(nodes, lambda node: numbers.get(node), outputs)
     for node in failed:
         if live[node.index]:
             quick_compute(node, [numbers[source] for source in node.inputs])  # raises

@@ -208,7 +208,9 @@ def _formula_error(program: Program, levels: list[dict[tuple[str, ...], SymNode]
     is the command that takes the last two orders as ``eval --hessian`` does, whose formulas
     keep such points (series, not quotients): ``diff`` at order 2 of the derivative two
     orders below, written out."""
-    path = next(key for key, node in levels[-1].items() if _fails(node, point))
+    path = next((key for key, node in levels[-1].items() if _fails(node, point)), None)
+    if path is None:  # only their walk together failed: no piece of one formula to name
+        return error
     at = ", ".join(f"{name} = {format_number(value)}" for name, value in point.items())
     problem = error.message.split(" in ", 1)[0]
     label = derivative_label(path)  # of order 3 and above: d3/dx dx dy
