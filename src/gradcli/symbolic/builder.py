@@ -256,7 +256,7 @@ def _live_numbers(nodes: Sequence[Node], numbers: dict[Node, float],
     is an output (a level of derivatives, ``_at_point``'s order 3 and above, has several), and
     the nodes are numbered for ``liveness`` (derivatives' nodes have no numbers of their own)."""
     nodes = list(nodes)
-    read = set()
+    read: set[Node] = set()
     for index, node in enumerate(nodes):
         node.index = index
         read.update(node.inputs)
