@@ -399,3 +399,37 @@ def test_a_typo_in_a_variable_name_never_exits_0(data, program, flags):
     assert result.exit_code != 0 or set(given_names) <= set(variables)
     assert result.exit_code == 2, (program, args, result.output)
     assert "Traceback" not in result.output
+
+
+# --- an array given for a name a program does not use (found by a helper) ---------------------
+# One set of values serves a batch: a line that does not read v is a scalar program whatever v
+# is. Before, any array among the values sent every program down the array path, where a
+# where's branch not taken is computed (log(-1) at x = 1: exit 3) and free variables are refused.
+
+def test_an_unused_array_value_leaves_a_scalar_program_scalar_in_a_batch():
+    lines = "where(x>0, x, log(-x))\nsum(v)\nx*y\nsqrt(x)*v[0]\n"
+    result = invoke("eval", "-", "--x", "1", "--v", "[1,2]", "--json", stdin=lines)
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["line"] for r in records] == [1, 2, 3, 4]
+    assert [r["error"] for r in records] == [None] * 4
+    assert (records[0]["value"], records[0]["gradients"]) == (1.0, {"x": 1.0})
+    assert (records[1]["value"], records[1]["gradients"]) == (3.0, {"v": [1.0, 1.0]})
+    assert records[2]["symbolic"]["gradients"] == {"x": "y", "y": "1"}  # y free: a scalar program
+    assert records[3]["gradients"] == {"x": 0.5, "v": [1.0, 0.0]}  # d/dx sqrt(x) = 1/(2 sqrt(x))
+
+
+def test_an_unused_array_value_leaves_a_scalar_program_scalar_everywhere(tmp_path):
+    values = tmp_path / "values.json"
+    values.write_text('{"x": 1, "v": [1, 2]}')
+    result = gradcli.evaluate("where(x>0, x, log(-x))", {"x": 1, "v": [1, 2]})
+    assert (result.value, result.gradients, result.check.ok) == (1.0, {"x": 1.0}, True)
+    given = ("--values", str(values), "--allow-unused")
+    evaluated = invoke("eval", "where(x>0, x, log(-x))", *given, "--json")
+    assert evaluated.exit_code == 0 and json.loads(evaluated.stdout)["value"] == 1.0
+    derived = invoke("diff", "x*y", *given)
+    assert (derived.exit_code, derived.stdout) == (0, "d/dy = 1\n")  # d(x*y)/dy at x = 1
+    plotted = invoke("plot", "x*y", "--y", "-1:1:3", *given)
+    assert plotted.exit_code == 0, plotted.output
+    drawn = invoke("graph", "where(x>0, x, log(-x))", *given)
+    assert drawn.exit_code == 0, drawn.output

@@ -13,7 +13,7 @@ from gradcli.cli.show import show_batch, show_error, show_result
 from gradcli.cli.streams import echo
 from gradcli.errors import GradcliError, UsageError, out_of_memory
 from gradcli.gradcheck.evaluation import EvalSettings, evaluate
-from gradcli.language.values import Value, as_point, is_array_value, is_sweep
+from gradcli.language.values import Value, as_point, is_sweep, runs_on_arrays
 from gradcli.limits import max_chars
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -146,8 +146,7 @@ def run_sweep(request: EvalRequest) -> int:
     assert program is not None
     try:
         parsed = program.parsed(request.given, settings.max_nodes)
-        if not is_sweep(request.values) and (parsed.arrays or parsed.outputs or any(
-                is_array_value(value) for value in request.values.values())):
+        if not is_sweep(request.values) and runs_on_arrays(parsed, request.values):
             return _point_csv(request, parsed)  # one point of an array program
         options = dict(check=settings.check, rtol=settings.rtol, atol=settings.atol)
         blocks = (stream_sweep(parsed, request.values, **options) if request.cluster is None

@@ -17,7 +17,7 @@ from gradcli.engine.graph import Program
 from gradcli.engine.notation import finite_or_none, format_number
 from gradcli.errors import ExitStatus, GradcliError, plural
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
-from gradcli.language.values import is_array_value, parse_value
+from gradcli.language.values import parse_value, runs_on_arrays
 
 
 @dataclass
@@ -83,7 +83,7 @@ class CheckSpec:
     @property
     def arrays(self) -> bool:
         """An array program, or array values: run a point at a time (formulas/run.py)."""
-        return self.program.arrays or any(is_array_value(v) for v in self.values.values())
+        return runs_on_arrays(self.program, self.values)
 
 
 @dataclass

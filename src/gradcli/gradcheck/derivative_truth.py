@@ -15,7 +15,7 @@ from gradcli.engine import arrays, graph
 from gradcli.engine.graph import Program, output_labels
 from gradcli.engine.notation import derivative_label, format_number
 from gradcli.errors import CheckError, GradcliError, NumericError
-from gradcli.language.values import is_array_value
+from gradcli.language.values import runs_on_arrays
 
 POINTS = 3  # sample points checked when the values given leave variables free
 LARGE = 10_000  # input elements past which one point is checked
@@ -275,7 +275,7 @@ class Truth:
 def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
     """The reverse-mode gradient of every variable at ``point``."""
     np = arrays.numpy()
-    if _is_array(program, point):
+    if runs_on_arrays(program, point):
         arrays.bind(program, dict(point))
         arrays.forward(program.nodes)
         arrays.backward(program.nodes)
@@ -285,15 +285,12 @@ def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
     return {n: np.asarray(float(node.grad)) for n, node in program.variables.items()}
 
 
-def _is_array(program: Program, point: Mapping[str, Any]) -> bool:
-    return program.arrays or any(is_array_value(v) for v in point.values())
-
 
 def value_at(program: Program, point: Mapping[str, Any]) -> Any:
     """The value of ``program`` at ``point`` (its variables only), as an array."""
     np = arrays.numpy()
     values = {n: point[n] for n in program.variables}
-    if _is_array(program, point):
+    if runs_on_arrays(program, point):
         arrays.bind(program, values)
         return np.asarray(arrays.forward(program.nodes), dtype=float)
     program.bind({n: float(v) for n, v in values.items()})

@@ -21,7 +21,7 @@ from gradcli.errors import (
 )
 from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
 from gradcli.language.parser import parse
-from gradcli.language.values import is_array_value, validate_values
+from gradcli.language.values import runs_on_arrays, validate_values
 from gradcli.limits import MAX_NODES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -216,7 +216,7 @@ def evaluate(
     values = dict(values or {})
     if isinstance(program, str):
         program = parse(program, settings.max_nodes, values)
-    if program.arrays or _has_arrays(values) or settings.hvp:  # H·v runs on the array path
+    if runs_on_arrays(program, values) or settings.hvp:  # H·v runs on the array path
         return _evaluate_arrays(program, values, settings)
     validate_values(values)
     if not settings.strict and program.unbound(values):
@@ -274,7 +274,7 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
 
     validate_values(values)  # no constants, and scalars that are numbers (arrays: bind)
     why = (": H·v (--hvp) needs a value for every variable" if settings.hvp and not (
-        program.arrays or _has_arrays(values)) else
+        runs_on_arrays(program, values)) else
         ": an array program needs a value for every variable (free variables give expressions "
         "for scalar programs only)")
     require_values(program, values, why)
@@ -318,11 +318,6 @@ def _second_derivatives(program: Program, settings: EvalSettings,
         settings.order >= 2) else None
     hvp = hvp_at(program, settings.hvp, checking, settings.max_nodes) if settings.hvp else None
     return hessian, hvp
-
-
-def _has_arrays(values: Mapping[str, Any]) -> bool:
-    """A list or an array among the values: the program runs on arrays (docs/arrays.md)."""
-    return any(is_array_value(value) for value in values.values())
 
 
 def _taken_values(program: Program) -> list[float]:

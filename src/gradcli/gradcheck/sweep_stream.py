@@ -21,7 +21,7 @@ from gradcli.gradcheck.sweep import (
     finish_sweep,
     vector_sweep,
 )
-from gradcli.language.values import Value, is_array_value, validate_values
+from gradcli.language.values import Value, runs_on_arrays, validate_values
 from gradcli.limits import (
     MAX_SWEEP_CELLS,
     MAX_SWEEP_POINTS,
@@ -295,7 +295,7 @@ def sweep_plan(program: Program, values: Mapping[str, Value], *,
     ``max_points`` points or ``max_cells`` points x nodes (a cluster allows more)."""
     np = numpy()
     validate_values(values)
-    if program.arrays or any(is_array_value(value) for value in values.values()):
+    if runs_on_arrays(program, values):
         what = "several outputs" if program.outputs else "arrays"
         raise UsageError(f"sweeps vary scalar programs; this one has {what}",
                          hint="evaluate an array program one point at a time (a batch: "

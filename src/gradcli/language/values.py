@@ -23,6 +23,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start
 if TYPE_CHECKING:
     from typing import Any
 
+    from gradcli.engine.graph import Program
+
     Value = Any  # a float, a tuple of floats (a sweep) or a NumPy array
 else:
     Value = object  # the name other modules import for their annotations, never evaluated
@@ -148,6 +150,18 @@ def is_array_value(value: Value) -> bool:
     more (a NumPy number or a 0-d array is a number). Here, not in engine/arrays.py: the scalar
     paths ask it without importing NumPy."""
     return type(value) is not float and (isinstance(value, list) or getattr(value, "ndim", 0) > 0)
+
+
+def gives_arrays(program: Program, values: Mapping[str, Value]) -> bool:
+    """Whether ``values`` give one of ``program``'s variables an array. A value for a name the
+    program does not use changes nothing: one set of values serves a batch of programs."""
+    return any(is_array_value(values[name]) for name in program.variables if name in values)
+
+
+def runs_on_arrays(program: Program, values: Mapping[str, Value]) -> bool:
+    """Whether ``program`` runs on the array path at ``values`` (docs/arrays.md): it has an
+    array op or literal, or several outputs, or one of its variables is given an array."""
+    return program.arrays or gives_arrays(program, values)
 
 
 def grid(values: Mapping[str, Value]) -> tuple[list[str], list[tuple[float, ...]]]:

@@ -20,7 +20,7 @@ from gradcli.engine.ops import CONDITIONAL, CONST, VAR
 from gradcli.errors import NumericError, UsageError, visible
 from gradcli.gradcheck.evaluation import Result, evaluate
 from gradcli.language.parser import parse
-from gradcli.language.values import is_array_value, validate_values
+from gradcli.language.values import runs_on_arrays, validate_values
 from gradcli.limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
 from gradcli.output.values import value_text
 
@@ -151,7 +151,7 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None,
         program = parse(program, given=values)
     missing = program.unbound(values)
     if missing:
-        if program.arrays or any(is_array_value(v) for v in values.values()):
+        if runs_on_arrays(program, values):
             known = known_arrays(program, values)
         else:
             validate_values(values)

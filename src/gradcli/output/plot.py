@@ -17,7 +17,7 @@ from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import GradcliError, NumericError, UsageError
 from gradcli.gradcheck.evaluation import evaluate, require_values
 from gradcli.language.parser import parse
-from gradcli.language.values import Value, is_array_value, validate_values
+from gradcli.language.values import Value, runs_on_arrays, validate_values
 
 FILE_FORMATS = ("svg", "png")
 PLOT_EXTRA_HINT = "pip install 'gradcli[plot]' (it adds matplotlib)"
@@ -42,7 +42,7 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
     if isinstance(program, str):
         program = parse(program, given=values)
     validate_values(values)
-    if program.arrays or any(is_array_value(value) for value in values.values()):
+    if runs_on_arrays(program, values):
         what = "several outputs" if program.outputs else "arrays"
         raise UsageError(f"plot draws scalar programs; this one has {what}",
                          hint="gradcli eval gives an array program's value and gradients")

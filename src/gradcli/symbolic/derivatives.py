@@ -14,6 +14,7 @@ from gradcli.engine.collector import collector_paused
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.notation import derivative_label, format_number
 from gradcli.errors import NumericError, UsageError, listed
+from gradcli.language.values import runs_on_arrays
 from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
 from gradcli.symbolic.builder import (
     Builder,
@@ -286,15 +287,10 @@ class SymbolicResult:
 
 def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str) -> None:
     """An array program is a UsageError here (symbolic derivatives of scalar programs)."""
-    if program.arrays or has_arrays(values or {}):
+    if runs_on_arrays(program, values or {}):
         raise UsageError(f"{what} works on scalar programs; this one has arrays"
                          + (" in an output" if program.outputs else ""),
                          hint="gradcli eval gives an array program's value and gradients")
-
-
-def has_arrays(values: Mapping[str, Any]) -> bool:
-    """An array or a list among the values (a NumPy number too: it has ``ndim``)."""
-    return any(hasattr(value, "ndim") or isinstance(value, list) for value in values.values())
 
 
 def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicResult:

@@ -16,8 +16,9 @@ from typing import Any
 from gradcli.engine import arrays
 from gradcli.engine.graph import Program, output_labels
 from gradcli.errors import CheckError, UsageError
+from gradcli.language.values import gives_arrays, runs_on_arrays
 from gradcli.limits import MAX_NODES
-from gradcli.symbolic.derivatives import Derivatives, differentiate, has_arrays, wrt_names
+from gradcli.symbolic.derivatives import Derivatives, differentiate, wrt_names
 
 Verify = Callable[..., Any]  # called with DiffCheck's fields as keywords
 
@@ -57,7 +58,7 @@ def diff(program: Program, ask: DiffAsk, verify: Verify | None = None) -> Diff:
     """The derivatives ``ask`` asks for, checked by ``verify`` (None: not checked)."""
     if program.outputs and not _has_array_parts(program, ask):
         return _outputs(program, ask, verify)  # f, g: the Jacobian's entries
-    if program.arrays or ask.shapes or has_arrays(ask.values):
+    if ask.shapes or runs_on_arrays(program, ask.values):
         return _arrays(program, ask, verify)
     return _scalar(program, ask, verify)
 
@@ -65,7 +66,7 @@ def diff(program: Program, ask: DiffAsk, verify: Verify | None = None) -> Diff:
 def _has_array_parts(program: Program, ask: DiffAsk) -> bool:
     """Shapes, array values (given or the program's own) or an array op: several outputs are
     then differentiated on the array path (``program.arrays`` is set for any outputs)."""
-    return bool(ask.shapes) or has_arrays(ask.values) or has_arrays(program.defaults) or any(
+    return bool(ask.shapes) or gives_arrays(program, {**program.defaults, **ask.values}) or any(
         node.op.is_array for node in program.nodes)
 
 
