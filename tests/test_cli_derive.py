@@ -37,7 +37,8 @@ def test_diff_json_order_two_is_the_hessian():
         "x": {"x": "-sin(x)", "y": "1"}, "y": {"x": "1", "y": "0"}},
         "values": {}, "kept_defaults": {},
         "checked": {"points": 3, "entries": 4,
-                    "against": "central differences of the reverse-mode gradient"}}
+                    "against": "central differences of the reverse-mode gradient",
+                    "conventions": []}}
 
 
 def test_diff_order_one_json_and_expressions_starting_with_minus():

@@ -166,7 +166,8 @@ def test_the_check_is_callable_from_python():
 def test_the_json_record_and_the_note_say_what_was_checked():
     record = json.loads(diff("sin(x)*y", "--order", "3", "--json").stdout)
     assert record["checked"] == {"points": 3, "entries": 8 + 4,
-                                 "against": "central differences of the order below"}
+                                 "against": "central differences of the order below",
+                                 "conventions": []}
     done = diff("softmax(x)", "--shape", "x=3")
     assert done.stderr == ("note: checked at 3 points: 1 derivative agrees with the "
                            "reverse-mode Jacobian\n")
@@ -250,15 +251,60 @@ def test_cross_entropy_gradient_has_no_sum_of_negations():
     assert "sum(-t)" not in text and "sum(t)" in text
 
 
-@pytest.mark.parametrize(("program", "value", "second"), [
-    ("relu(x)*x", "0", 0.0),  # one side 2, the other 0: the convention picks heaviside(0) = 0
-    ("floor(x)*x**2", "2", 4.0),  # the gradient jumps at 2: 2*floor(2) from the right
-    ("abs(x)*x", "0", 0.0),
-])
-def test_order_two_at_a_kink_given_is_checked_between_its_sides(program, value, second):
+# Where the gradient has a kink or a jump, no second derivative exists: the value printed is the
+# rules' convention (eval --hessian's number), and the note says it was not checked and why.
+# Found by a helper: where the gradient takes a value between its sides (abs's sign(0) = 0),
+# every one-sided difference through the point grew as 1/h, and diff called a right answer "a
+# bug in gradcli diff" (exit 1, nothing printed).
+AT_A_KINK = [
+    ("relu(x)*x", "0", 0.0, "has a kink there (its sides' slopes 0 and 2)"),
+    ("floor(x)*x**2", "2", 4.0, "jumps there (from 4 to 8.00001)"),  # 2x*floor(x), x = 2 -+ 1e-6
+    ("abs(x)", "0", 0.0, "jumps there (from -1 to 1)"),
+    ("max(x, 0)", "0", 0.0, "jumps there (from 0 to 1)"),
+    ("hardtanh(x)", "1", 0.0, "jumps there (from 1 to 0)"),
+    ("exp(-abs(x))", "0", 0.0, "jumps there (from 0.999999 to -0.999999)"),
+    ("i0e(x)", "0", 1.5, "jumps there (from 0.999999 to -0.999999)"),
+]
+
+
+@pytest.mark.parametrize(("program", "value", "second", "how"), AT_A_KINK)
+def test_order_two_at_a_kink_given_is_a_convention_said_so(program, value, second, how):
     done = diff(program, "--order", "2", "--x", value)
+    assert done.exit_code == 0, done.output
     assert float(printed(done)["d2/dx dx"]) == second
-    assert "checked at 1 point" in done.stderr
+    hessian = gradcli.evaluate(program, {"x": float(value)}, order=2).hessian.matrix
+    assert hessian["x"]["x"] == second  # the rules' convention: eval --hessian's number
+    assert done.stderr == (f"note: d2/dx dx at x = {value} is a convention, not checked: the "
+                           f"gradient {how}, so no derivative exists, and the value printed "
+                           "is the rules'\n")
+
+
+def test_at_a_kink_a_value_outside_the_sides_still_fails():
+    """relu(x)*x at 0: its sides' slopes are 0 and 2, so 3 and -1 are wrong, not conventions;
+    abs(x)**3 at 0 has a second derivative (6|x|, both sides 0): it is checked, 1e-3 fails."""
+    program = gradcli.parse("relu(x)*x")
+    for wrong in ("3", "-1", "2.01"):
+        with pytest.raises(CheckError, match="d2/dx dx"):
+            check(DiffCheck(program, {"x": ()}, {"x": 0.0}, "hessian", {"x": {"x": wrong}}))
+    cubed = gradcli.parse("abs(x)**3")
+    found = check(DiffCheck(cubed, {"x": ()}, {"x": 0.0}, "hessian", {"x": {"x": "0"}}))
+    assert (found.points, found.conventions) == (1, ())
+    with pytest.raises(CheckError, match="d2/dx dx"):
+        check(DiffCheck(cubed, {"x": ()}, {"x": 0.0}, "hessian", {"x": {"x": "0.001"}}))
+
+
+def test_a_convention_among_checked_entries_and_in_json():
+    done = diff("x*y + abs(x)", "--order", "2", "--x", "0", "--y", "1", "--json")
+    assert done.exit_code == 0, done.output
+    record = json.loads(done.stdout)
+    assert record["derivatives"] == {"x": {"x": "0", "y": "1"}, "y": {"x": "1", "y": "0"}}
+    assert record["checked"] == {
+        "points": 1, "entries": 4, "against": "central differences of the reverse-mode gradient",
+        "conventions": ["d2/dx dx at x = 0, y = 1 is a convention, not checked: the gradient "
+                        "jumps there (from 0 to 2), so no derivative exists, and the value "
+                        "printed is the rules'"]}
+    arrays = diff("sum(abs(x))", "--order", "2", "--x", "[0, 1]")
+    assert arrays.exit_code == 0 and "is a convention, not checked" in arrays.stderr
 
 
 @pytest.mark.parametrize(("program", "values"), [

@@ -55,8 +55,15 @@ class Checked:
     entries: int
     against: str
     at_given: bool = False  # every variable had a value: the check was asked there only
+    # entries that no difference can check where the order below has a kink or a jump (why)
+    conventions: tuple[str, ...] = ()
 
     def note(self) -> str:
+        if self.points and self.entries == len(self.conventions):  # none compared
+            return "; ".join(self.conventions)
+        return "; ".join((self._compared(), *self.conventions))
+
+    def _compared(self) -> str:
         if not self.points and self.at_given:
             return ("not checked: the differences that would check it cannot be taken near "
                     "the values given (a step leaves the domain, or a value overflows); check "
@@ -65,11 +72,13 @@ class Checked:
             return ("not checked: no point found where the program and its derivatives are "
                     "defined (give values, --x 2, to check at them)")
         where = "point" if self.points == 1 else "points"
-        agree = "derivatives agree" if self.entries != 1 else "derivative agrees"
-        return f"checked at {self.points} {where}: {self.entries} {agree} with {self.against}"
+        entries = self.entries - len(self.conventions)
+        agree = "derivatives agree" if entries != 1 else "derivative agrees"
+        return f"checked at {self.points} {where}: {entries} {agree} with {self.against}"
 
     def record(self) -> dict[str, Any]:
-        return {"points": self.points, "entries": self.entries, "against": self.against}
+        return {"points": self.points, "entries": self.entries, "against": self.against,
+                "conventions": list(self.conventions)}
 
 
 def paths(tree: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple, Any]]:
@@ -124,6 +133,11 @@ def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expec
     if bool(np.any(bad)):
         where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
         raise mismatch(label, text, point, printed, expected, "", where)
+
+
+def _rough(value: Any) -> str:
+    """A difference quotient's number in a message: 6 significant digits (no -0)."""
+    return format_number(float(f"{float(value):.6g}") + 0.0)
 
 
 def _short(value: Any) -> str:
@@ -257,19 +271,48 @@ class Truth:
             return True
         return False
 
-    def at_a_kink(self, path: tuple[str, ...], printed: Any) -> bool:
-        """Whether ``printed`` lies between the one-sided derivatives where they differ: at a
-        kink or a jump of the order below (relu(x)*x at 0, floor(x)*x**2 at 2) the central
-        difference is no reference, and any value between the sides is a convention."""
+    def one_sided_verdict(self, label: str, path: tuple[str, ...],
+                          printed: Any) -> tuple[bool, str | None]:
+        """``printed``, which central differences fail, against each side's own derivative:
+        (agrees, why it is a convention). Where both sides agree with it and the order below
+        is continuous, the derivative exists and is checked (|x|**3 at 0). Where the order
+        below has a kink or a jump, no derivative exists and central differences across it
+        are no reference: a value between the two sides' derivatives is a convention (relu(x)*x
+        at 0: 0, between 0 and 2), and any value is where the order below jumps (exp(-abs(x))
+        at 0, whose first derivative goes from 1 to -1: the rules' sign(0) = 0 gives 0). A kink
+        a step away, not at the point (an edge 1e-9 off), is not one: smaller steps tell
+        (``one_sided``'s ``small``), and their sides are the reference there."""
         np = arrays.numpy()
+        function, name = self.below(path), path[-1]
         try:
-            left, right = one_sided(self.below(path), self.point, path[-1])
+            sides = one_sided(function, self.point, name)
+            odd = sides.kinks | sides.jumps
+            if np.any(odd):
+                near = one_sided(function, self.point, name, small=True)
+                odd &= near.kinks | near.jumps
+                pairs = zip(sides.fields(), near.fields(), strict=True)
+                sides = Sides(*(np.where(odd, mine, theirs) for mine, theirs in pairs))
         except NumericError:
-            return False
-        low, high = np.minimum(left, right), np.maximum(left, right)
-        slack = FD_ATOL * max(1.0, float(np.max(np.abs(high - low), initial=0.0)))
+            return False, None
+        low, high = np.minimum(sides.left, sides.right), np.maximum(sides.left, sides.right)
+        slack = FD_ATOL + FD_RTOL * np.maximum(np.abs(low), np.abs(high))
         printed = np.broadcast_to(np.asarray(printed, dtype=float), np.shape(low))
-        return bool(np.all((printed >= low - slack) & (printed <= high + slack)))
+        between = (printed >= low - slack) & (printed <= high + slack)
+        if not (np.all(between | (odd & sides.jumps)) and np.all(np.isfinite(printed))):
+            return False, None
+        if not np.any(odd):
+            return True, None  # both sides agree with it: one-sided differences check it
+        below = "the gradient" if len(path) == 2 else f"the order-{len(path) - 1} derivative"
+        scalar = np.size(low) == 1
+        if np.any(sides.jumps & odd):
+            how = (f"jumps there (from {_rough(sides.before)} to {_rough(sides.after)})"
+                   if scalar else "jumps there")
+        else:
+            how = (f"has a kink there (its sides' slopes {_rough(low)} and {_rough(high)})"
+                   if scalar else "has a kink there")
+        at = ", ".join(f"{name} = {_short(value)}" for name, value in self.point.items())
+        return True, (f"{label} at {at} is a convention, not checked: {below} {how}, so no "
+                      "derivative exists, and the value printed is the rules'")
 
 
 def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
@@ -332,22 +375,61 @@ def _moved(base: Any, element: tuple[int, ...], step: float) -> Any:
     return moved
 
 
+@dataclass
+class Sides:
+    """``one_sided``'s findings, each of the shape of the derivative it is taken of."""
+
+    left: Any  # the left piece's derivative at the point
+    right: Any  # the right piece's
+    jumps: Any  # bool: the function jumps at the point
+    before: Any  # the function a step to the left
+    after: Any  # and a step to the right
+
+    @property
+    def kinks(self) -> Any:
+        """Where the sides' derivatives differ by more than their rounding (relative JUMP)."""
+        np = arrays.numpy()
+        size = np.maximum(1.0, np.maximum(np.abs(self.left), np.abs(self.right)))
+        return np.abs(self.right - self.left) > JUMP * size
+
+    def fields(self) -> tuple[Any, ...]:
+        return self.left, self.right, self.jumps, self.before, self.after
+
+
 def one_sided(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any],
-              name: str) -> tuple[Any, Any]:
-    """The left and right derivatives (second-order one-sided differences, a small step)."""
+              name: str, small: bool = False) -> Sides:
+    """The left and right derivatives at the point of each side's own piece (the quadratic
+    through three steps on that side, never the point itself, whose value may be neither
+    side's: abs's gradient sign(0) = 0 between -1 and 1), and where ``function`` jumps there:
+    its two sides differ as much a step away as three (a kink's differences shrink with the
+    step). ``small``: steps 10^4 times smaller, and within x's own scale (2e-15 at 2e-9)."""
     np = arrays.numpy()
     base = np.asarray(point[name], dtype=float)
-    sides: list[list[Any]] = [[], []]
-    at = np.asarray(function(dict(point)), dtype=float)
+    columns: list[list[Any]] = [[], [], [], [], []]  # Sides' fields, a column per element
     for element in np.ndindex(*base.shape):
-        h = 1e-6 * max(1.0, abs(float(base[element])))
-        for side, sign in enumerate((-1.0, 1.0)):
-            taken = [np.asarray(function({**point, name: _moved(base, element, sign * k * h)}),
-                                dtype=float) for k in (1.0, 2.0)]
-            with np.errstate(all="ignore"):  # not finite: no kink found (at_a_kink's NaN)
-                sides[side].append(sign * (-3 * at + 4 * taken[0] - taken[1]) / (2 * h))
-    left, right = (_stacked(columns, base.shape) for columns in sides)
-    return left, right
+        value = abs(float(base[element]))
+        h = 1e-6 * max(1.0, value)
+        if small:
+            h = min(1e-4 * h, 1e-6 * value) if value else 1e-4 * h
+        taken = []
+        for sign in (-1.0, 1.0):
+            g1, g2, g3 = (np.asarray(function({**point, name: _moved(base, element, sign * k * h)}),
+                                     dtype=float) for k in (1.0, 2.0, 3.0))
+            taken.append((g1, g3))
+            with np.errstate(all="ignore"):  # not finite: no side found
+                columns[int(sign > 0)].append(-sign * (5 * g1 - 8 * g2 + 3 * g3) / (2 * h))
+        (before, far_before), (after, far_after) = taken
+        near, far = np.abs(after - before), np.abs(far_after - far_before)
+        size = np.maximum(1.0, np.maximum(np.abs(before), np.abs(after)))
+        columns[2].append((near > 0.8 * far) & (near > JUMP * size))
+        columns[3].append(before)
+        columns[4].append(after)
+    return Sides(*(_stacked(column, base.shape) for column in columns))
+
+
+# The smallest jump of the order below (or of its slope) that ``one_sided`` tells from rounding,
+# relative to its values: a central difference across a jump this small is off by JUMP / (2 h).
+JUMP = 1e-3
 
 
 def _combine(taken: list[Any], h: float) -> Any:
