@@ -161,3 +161,45 @@ def test_a_row_s_numpy_form_writes_each_operand(op):
     written = op.numpy.format(*operands)
     assert all(operand in written for operand in operands)
     assert "{" not in written
+
+
+# Outside a row's domain the scalar export refuses, as eval does (found by a helper: lbeta(-2.5, 1)
+# exported returned -0.92, ive(-2.5, 0) an IndexError, x**0.5 at -1 a complex number). Every row
+# with a domain check, at the first points of a grid where its check says no.
+GRID = (-2.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 40.0, 1e6)
+REFUSED = (ValueError, ZeroDivisionError, OverflowError)
+
+
+def _outside(op, count: int = 40) -> list[tuple[float, ...]]:
+    """Up to ``count`` points of the grid outside ``op``'s domain, spread over all of them."""
+    import itertools
+
+    points = [point for point in itertools.product(GRID, repeat=op.arity)
+              if op.domain(*point) is not None]
+    return points[::max(1, len(points) // count)]
+
+
+@pytest.mark.parametrize("name", [op.name for op in ROWS if not op.is_array and op.domain])
+def test_every_row_s_scalar_export_refuses_outside_its_domain(tmp_path, name):
+    op = OPS[name]
+    names = PARAMETERS[:op.arity]
+    program = SPELLING.get(name, f"{name}({', '.join(names)})")
+    module, _ = _run_export(tmp_path, [program])
+    points = _outside(op)
+    assert points, f"no point of the grid is outside {name}'s domain"
+    for point in points:
+        with pytest.raises(gradcli.GradcliError):
+            gradcli.evaluate(program, dict(zip(names, point, strict=True)), check=False)
+        with pytest.raises(REFUSED):
+            module.f(*point)
+
+
+def test_a_power_with_an_exponent_not_whole_refuses_a_negative_base(tmp_path):
+    module, text = _run_export(tmp_path, ["x**0.5 + (y + 1)**z"])
+    assert "math.pow(x, 0.5)" in text and "math.pow(t1, z)" in text  # t1 = y + 1
+    assert module.f(4.0, 1.0, 2.0)[0] == pytest.approx(2.0 + 4.0)
+    for point in ((-1.0, 1.0, 2.0), (4.0, -3.0, 0.5)):
+        with pytest.raises(ValueError):
+            module.f(*point)
+    squared, text = _run_export(tmp_path, ["x**2 + x**-1"])  # whole exponents: x**2, 1/x
+    assert "x**2" in text and "pow" not in text and squared.f(-2.0)[0] == pytest.approx(3.5)

@@ -203,18 +203,20 @@ def not_a_pole(x: float) -> str | None:
 
 
 def polygamma_domain(n: float, x: float) -> str | None:
-    if not (0.0 <= n <= MAX_POLYGAMMA_ORDER and is_integer(n)):
-        return f"the order n of polygamma(n, x) must be an integer from 0 to {MAX_POLYGAMMA_ORDER}"
-    return not_a_pole(x)
+    return order_problem("polygamma", n, MAX_POLYGAMMA_ORDER) or not_a_pole(x)
+
+
+def order_problem(name: str, n: float, largest: float) -> str | None:
+    if not (0.0 <= n <= largest and is_integer(n)):
+        return f"the order n of {name}(n, x) must be an integer from 0 to {largest:g}"
+    return None
 
 
 MAX_POLYGAMMA_ORDER = 100  # the series' cost grows with n, and its values overflow beyond
 
 
 def ive_domain(n: float, x: float) -> str | None:
-    if not (0.0 <= n <= MAX_IVE_ORDER and is_integer(n)):
-        return f"the order n of ive(n, x) must be an integer from 0 to {MAX_IVE_ORDER}"
-    return None
+    return order_problem("ive", n, MAX_IVE_ORDER)
 
 
 MAX_IVE_ORDER = 30  # above, both of _ive's series would lose digits near |x| = n^2/4
@@ -222,3 +224,7 @@ MAX_IVE_ORDER = 30  # above, both of _ive's series would lose digits near |x| = 
 
 def positive_pair(a: float, b: float) -> str | None:
     return None if a > 0.0 and b > 0.0 else "beta needs positive arguments"
+
+
+def ordered_bounds(x: float, lo: float, hi: float) -> str | None:
+    return None if lo <= hi else "clip's lower bound is above its upper bound"

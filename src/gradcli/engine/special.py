@@ -3,8 +3,10 @@ function, and the accurate forms of cbrt, logit, logaddexp and the activations.
 
 Only the float ``forward`` of a row lives here; its derivative rules, domain check and other
 forms stay in its row of the op table (engine/ops/). Each function is written against ``math``
-alone, because ``gradcli diff --format python`` copies a row's forward verbatim (with the ``_``
-helpers of this module it calls) into code that imports only ``math``. The accuracy of each one
+alone, because ``gradcli diff --format python`` copies a row's forward verbatim (with the
+functions of gradcli it calls) into code that imports only ``math``; so a function whose
+domain ``math`` does not guard refuses it itself (``_refuse`` of its row's domain check), and
+the export refuses where ``eval`` does (lbeta(-2.5, 1) is no number). The accuracy of each one
 is tested against mpmath in tests/test_special.py.
 
 SciPy would be the natural source of several of them, but it costs some 0.3 s to import and a
@@ -14,6 +16,14 @@ large install; the standard library has erf, erfc, gamma and lgamma, and the res
 from __future__ import annotations
 
 import math
+
+from gradcli.engine.forms import (
+    MAX_POLYGAMMA_ORDER,
+    not_a_pole,
+    order_problem,
+    ordered_bounds,
+    positive_pair,
+)
 
 
 def _sigmoid(x: float) -> float:
@@ -254,6 +264,8 @@ def _polygamma(n: float, x: float) -> float:
     # psi^(n)(x) = psi^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1) up to x >= n + 15, and the
     # asymptotic series (-1)^(n+1) [(n-1)!/x^n + n!/(2 x^(n+1))
     #                               + sum B_2k (2k+n-1)! / ((2k)! x^(2k+n))].
+    # its row's domain, up to the order of the largest order's derivative (its rule's, on numbers)
+    _refuse(order_problem("polygamma", n, MAX_POLYGAMMA_ORDER + 1) or not_a_pole(x))
     n = int(n)
     result, sign = 0.0, 1.0
     if x < 0.0:
@@ -349,7 +361,15 @@ def _softsign(x: float) -> float:
 
 
 def _clip(x: float, lo: float, hi: float) -> float:
+    _refuse(ordered_bounds(x, lo, hi))
     return min(max(x, lo), hi)
+
+
+def _refuse(problem: str | None) -> None:
+    """Raise a domain check's problem: where math would compute a number the function has
+    none, it refuses as gradcli eval does (special.py's docstring)."""
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def _hardtanh(x: float) -> float:
@@ -395,6 +415,7 @@ def _beta(a: float, b: float) -> float:
     # exp(log(a B))/a, lgamma(1 + a) in place of lgamma(a) = lgamma(1 + a) - log(a): lbeta
     # itself is about -log(a) there (690 at a = 1e-300), and exp takes its rounding that many
     # times (65 ulps at a = 1e-150), where log(a B) is small and 1/a exact to an ulp.
+    _refuse(positive_pair(a, b))
     a, b = min(a, b), max(a, b)
     if a >= 1e-300 and b < 10.0:
         return math.gamma(a) * (math.gamma(b) / math.gamma(a + b))
@@ -404,6 +425,7 @@ def _beta(a: float, b: float) -> float:
 
 
 def _lbeta(a: float, b: float) -> float:
+    _refuse(positive_pair(a, b))
     a, b = min(a, b), max(a, b)
     if a >= 1e-300 and b < 10.0:
         return math.log(math.gamma(a) * (math.gamma(b) / math.gamma(a + b)))

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 
-from gradcli.engine.special import TINY_NORMAL, _beta, _digamma, _lbeta, _polygamma
+from gradcli.engine.forms import MAX_IVE_ORDER, order_problem, positive_pair
+from gradcli.engine.special import TINY_NORMAL, _beta, _digamma, _lbeta, _polygamma, _refuse
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ def _scaled_bessel(m: int, n: float, x: float) -> float:
     (I_n-1 + I_n+1)/2 - sign(x) I_n subtracts numbers that agree to 1 - O(1/x) (|x| ulps lost,
     and as much again by its own derivative), the series' terms in floats each carry the
     roundings of the ones before (30 ulps at 60)."""
+    _refuse(order_problem("ive", n, MAX_IVE_ORDER + 1))  # as _polygamma's
     k, size = int(n), abs(x)
     if size == 0.0:
         return ((1.0,), (0.0, 0.5), (1.5, 0.0, 0.25))[m][k] if k <= m else 0.0
@@ -289,6 +291,7 @@ def _dbeta(a: float, b: float) -> float:
 
 def _dlbeta(a: float, b: float) -> float:
     """d/db lbeta(a, b) = psi(b) - psi(a + b), a, b > 0: the ``dlbeta`` row."""
+    _refuse(positive_pair(a, b))
     return -_digamma_difference(a, b)
 
 

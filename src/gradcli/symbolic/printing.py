@@ -316,9 +316,13 @@ class PythonNotation(Notation):
         return f"math.{name}" if name in CONSTANTS else name
 
     def infix(self, op: Any, left: str, right: str) -> str:
-        """Python's ``and``/``or`` return an operand; gradcli's return 1 or 0."""
+        """Python's ``and``/``or`` return an operand; gradcli's return 1 or 0. A power whose
+        exponent is not a whole number is ``math.pow``, which refuses a negative base as
+        ``eval`` does: ``(-1.0)**0.5`` is a complex number in Python, not an error."""
         if op.name in ("logical_and", "logical_or"):
             return f"(1.0 if {left} {op.symbol} {right} else 0.0)"
+        if op.name == "pow" and not _WHOLE.fullmatch(right):
+            return f"math.pow({_unwrapped(left)}, {_unwrapped(right)})"
         return super().infix(op, left, right)
 
     def call(self, op: Any, args: list[str]) -> str:
@@ -346,8 +350,8 @@ class PythonNotation(Notation):
                          hint="use --format text or --format latex")
 
     def _copy(self, forward: Callable[..., float]) -> None:
-        """Copy the op's own function, and the helpers of its module that it calls (``_i0e``
-        calls ``_scaled_bessel``), each once."""
+        """Copy the op's own function, and the functions of gradcli that it calls (``_i0e``
+        calls ``_scaled_bessel``; ``_lbeta`` its domain check, ``positive_pair``), each once."""
         import inspect  # the Python printer copies the op's own function
 
         waiting = [forward]
@@ -357,15 +361,32 @@ class PythonNotation(Notation):
                 continue
             source = self.helpers[function.__name__] = inspect.getsource(function)
             module = sys.modules[function.__module__]
-            for called in dict.fromkeys(re.findall(r"\b(_[a-z]\w*)\(", source)):
+            for called in dict.fromkeys(re.findall(r"(?<![.\w])([a-z_]\w*)\(", source)):
                 helper = getattr(module, called, None)
-                if inspect.isfunction(helper) and called != function.__name__:
+                if (inspect.isfunction(helper) and called != function.__name__
+                        and helper.__module__.startswith("gradcli.")):
                     waiting.append(helper)
             # the module's constants it reads (a series' coefficients), as literals
             for name in dict.fromkeys(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", source)):
                 value = getattr(module, name, None)
                 if isinstance(value, (int, float, tuple)) and name not in self.helpers:
                     self.helpers[name] = f"{name} = {value!r}"
+
+
+_WHOLE = re.compile(r"\(?-?\d+\)?")  # a whole-number exponent: x**2, x**(-1)
+
+
+def _unwrapped(text: str) -> str:
+    """An operand without the parentheses its place in ``**`` gave it (``(x + 1)``), which
+    an argument of a call does not need: only where they enclose the whole text."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for position, character in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(character, 0)
+        if depth == 0 and position < len(text) - 1:
+            return text  # (a)*(b): the first one closes before the end
+    return text[1:-1]
 
 
 def _python_names_used() -> set[str]:

@@ -422,9 +422,7 @@ ROWS: list[Op] = [
         lambda x, lo, hi, out: (1.0 + F.sign(x - lo)) * (1.0 - F.sign(x - hi)) / 4.0,
         lambda x, lo, hi, out: (1.0 - F.sign(x - lo)) * (1.0 - F.sign(F.max(x, lo) - hi)) / 4.0,
         lambda x, lo, hi, out: (1.0 + F.sign(F.max(x, lo) - hi)) / 2.0),
-        domain=lambda x, lo, hi: None if lo <= hi else "clip's lower bound is above its upper "
-                                                       "bound",
-        complex=forms.complex_clip, vector=forms.vector_clip,
+        domain=forms.ordered_bounds, complex=forms.complex_clip, vector=forms.vector_clip,
         summary="min(max(x, lo), hi), lo <= hi; at a bound the gradient splits as at a tie",
         aliases=("clamp",)),
     # --- steps: derivative 0, at a jump too (as sign's); the check flags a jump -------------
