@@ -111,10 +111,11 @@ class Definitions:
         fresh = list(self.variables)[self.statement_start:]
         made_here = set(fresh)  # looked up once per parameter: a list would be quadratic
         parameters: dict[str, Node] = {}
-        for arg in args:
-            parameter = self._parameter(token, arg, made_here)
+        places = argument_tokens(self.source, token)[:len(args)]  # a caret under its parameter
+        for arg, place in zip(args, places + [token] * (len(args) - len(places)), strict=True):
+            parameter = self._parameter(token, place, arg, made_here)
             if parameter in parameters:
-                raise name_error(token, f"the parameter {parameter} of {name} is listed twice",
+                raise name_error(place, f"the parameter {parameter} of {name} is listed twice",
                                  hint="give each parameter its own name")
             parameters[parameter] = Node.variable(parameter)
         for parameter in fresh:
@@ -144,18 +145,19 @@ class Definitions:
             raise name_error(token, f"{name} is a variable of the program and cannot also be "
                              "a function", hint="pick another name")
 
-    def _parameter(self, token: Token, arg: Node, fresh: set[str]) -> str:
-        """The parameter name that the argument ``arg`` of a definition's head stands for."""
+    def _parameter(self, token: Token, place: Token, arg: Node, fresh: set[str]) -> str:
+        """The parameter name that the argument ``arg`` (written at ``place``) of a
+        definition's head ``token(...)`` stands for."""
         name = arg.name
         if arg.op is CONST and name in CONSTANTS:
-            raise name_error(token, f"{name} is a constant and cannot be a parameter of {token}",
+            raise name_error(place, f"{name} is a constant and cannot be a parameter of {token}",
                              hint="pick another name")
         if name is None or (arg.inputs and name not in self.named):
-            raise name_error(token, f"the parameters of {token} must be names",
+            raise name_error(place, f"the parameters of {token} must be names",
                              hint=f"write the definition as {token}(a, b) = ..., with the "
                                   "expressions in its calls")
         if name not in fresh:
-            raise name_error(token, f"the parameter {name} of {token} has the name of a "
+            raise name_error(place, f"the parameter {name} of {token} has the name of a "
                              "variable of the program",
                              hint=f"rename the parameter: {name} in the body would be ambiguous")
         return str(name)
@@ -188,6 +190,31 @@ def call_label(source: str, token: Token) -> str:
                     return " ".join(text.split()).replace("( ", "(").replace(" )", ")")
                 break
     return f"{token}(...)"
+
+
+def argument_tokens(source: str, token: Token) -> list[Token]:
+    """Each argument of ``token(...)`` as written, a token at its first character: by the
+    time a definition's head is reduced its arguments are nodes, which keep no place."""
+    start = source.find("(", token.pos_in_stream + len(token))
+    found: list[Token] = []
+    depth, begin = 0, start + 1
+    for position in range(start, len(source) if start >= 0 else 0):
+        char = source[position]
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        if (depth == 0 and char == ")") or (depth == 1 and char == ","):
+            text = source[begin:position]
+            first = begin + len(text) - len(text.lstrip())
+            line = token.line + source.count("\n", token.pos_in_stream, first)
+            column = first - source.rfind("\n", 0, first)
+            if text.strip():  # f() has none
+                found.append(Token("ARGUMENT", text.strip(), first, line, column))
+            begin = position + 1
+            if depth == 0:
+                break
+    return found
 
 
 def defined_later(source: str, name: str, after: int) -> int | None:
