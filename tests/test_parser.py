@@ -451,3 +451,17 @@ def test_a_leading_byte_order_mark_is_dropped():
 def test_a_byte_order_mark_on_the_first_line_of_a_batch():
     (outcome,) = gradcli.evaluate_lines(["\ufeffx*2\n"], {"x": 1.0})
     assert outcome.error is None and outcome.result.value == 2.0
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("x \u2212 1", "expected an operator (+ - * / **)"),  # after a whole operand, as x 2 says
+    ("2 \u00d7 x", "expected an operator (+ - * / **)"),
+    ("(x $ 2)", "expected an operator (+ - * / **) or ')'"),
+    ("$ 2", "expected a number, a name, a function call or '('"),  # before an operand
+    ("x + $", "expected a number, a name, a function call or '('"),
+])
+def test_an_unexpected_character_says_what_its_place_expects(text, expected):
+    """Found by a helper: every unexpected character said "expected a number, a name, ...",
+    the first place's list, also after a whole operand (x \u2212 1)."""
+    error = parse_error(text)
+    assert error.message.startswith("unexpected character") and expected in error.message

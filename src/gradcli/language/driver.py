@@ -53,7 +53,6 @@ class Parser:
         repeat = "*+" if sys.version_info >= (3, 11) else "*"
         prefix = f"(?:{skip}){repeat}" if skip else ""
         self.scanner = re.compile(f"{prefix}(?:{'|'.join(kept)}|\\Z)")
-        self.allowed = {name for name, _ in terminals} - ignore
         patterns = dict(terminals)
         if not (re.fullmatch(patterns.get(OPEN, "$^"), "(")
                 and re.fullmatch(patterns.get(CLOSE, "$^"), ")")
@@ -193,10 +192,10 @@ class Parser:
                 if action == _NOTHING:  # the text's end, or a syntax error
                     if k == 0 and top == self.end:
                         return values[-1]
-                    if k == error:
-                        raise UnexpectedCharacters(*_position(text, match.start(k)),
-                                                   set(self.allowed))
+                    # what this state takes (after a whole operand: an operator or the end)
                     expected = {names[j] or "" for j, a in enumerate(steps[top]) if a != _NOTHING}
+                    if k == error:
+                        raise UnexpectedCharacters(*_position(text, match.start(k)), expected)
                     raise UnexpectedToken(_token(text, names[k] or "", match if k else last),
                                           expected, values)
                 length, base, how, what = rules[~action]
