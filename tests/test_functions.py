@@ -88,8 +88,9 @@ def test_pow_at_a_zero_base_on_the_scalar_path():
 
 
 @pytest.mark.parametrize(("text", "point", "problem"), [
-    ("x**y", {"x": 0.0, "y": 0.5}, "operand 1"),  # y x**(y - 1) is infinite at 0 for y < 1
-    ("0**y", {"y": 0.0}, "operand 2"),  # 0**y jumps from 1 to 0 at y = 0 (and is undefined below)
+    ("x**y", {"x": 0.0, "y": 0.5}, "its first operand x"),  # y x**(y - 1): infinite at 0, y < 1
+    ("0**y", {"y": 0.0}, "its second operand y"),  # 0**y jumps from 1 to 0 at y = 0 (undefined
+    # below)
     ("x**y", {"x": 0.0, "y": -1.0}, "zero raised to a negative power"),
 ])
 def test_pow_at_a_zero_base_is_an_error_where_the_derivative_does_not_exist(text, point, problem):

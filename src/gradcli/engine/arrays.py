@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gradcli.engine.graph import Node, Program, describe, node_text
+from gradcli.engine.graph import Node, Program, describe, node_text, with_respect_to
 from gradcli.engine.notation import format_number, shape_text
 from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, ShapeError
 from gradcli.engine.ops import numpy as numpy  # hessian, derivative_truth: arrays.numpy()
@@ -485,8 +485,6 @@ def indexed_text(node: Node, where: str) -> str:
 
 def _derivative_error(node: Node, args: list[Any], position: int, part: Any) -> NumericError:
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(part))[0]) if part.ndim else ()
-    op = node.op
-    wrt = "" if op.arity == 1 else f" with respect to operand {position + 1}"
     where = f" at {indexed_text(node.inputs[position], index_text(index))}" if index else ""
-    return NumericError(f"the derivative of {op.name}{wrt} is not finite{where} in "
-                        f"{describe(node)}")
+    return NumericError(f"the derivative of {node.op.name}{with_respect_to(node, position)} is "
+                        f"not finite{where} in {describe(node)}")

@@ -327,9 +327,17 @@ def local_derivative(node: Node, args: list[Any], position: int) -> Any:
     except (ValueError, ZeroDivisionError, OverflowError):
         partial = math.inf
     if not math.isfinite(partial):
-        wrt = "" if op.arity == 1 else f" with respect to operand {position + 1}"
-        raise numeric_error(node, args, f"the derivative of {op.name}{wrt} is not finite here")
+        raise numeric_error(node, args, f"the derivative of {op.name}"
+                                        f"{with_respect_to(node, position)} is not finite here")
     return partial
+
+
+def with_respect_to(node: Node, position: int) -> str:
+    """`` with respect to its first operand x`` in a message about one of several operands."""
+    if len(node.inputs) < 2:
+        return ""
+    ordinal = ("first", "second", "third")[position] if position < 3 else f"operand {position + 1}"
+    return f" with respect to its {ordinal} operand {node_text(node.inputs[position])}"
 
 
 def node_text(node: Node) -> str:
