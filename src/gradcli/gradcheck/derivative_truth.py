@@ -328,7 +328,6 @@ def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
     return {n: np.asarray(float(node.grad)) for n, node in program.variables.items()}
 
 
-
 def value_at(program: Program, point: Mapping[str, Any]) -> Any:
     """The value of ``program`` at ``point`` (its variables only), as an array."""
     np = arrays.numpy()
