@@ -38,6 +38,10 @@ CASES = [
     ("log(x)", "sweep = {x = [1, 2]}\nfinite = true", ["OK", "OK"]),
     ("log(x)", 'sweep = {x = [1, 2]}\nderivative = {x = "1/x + 1e-3"}',
      ["CHECK_FAILED", "OK"]),
+    # an expected expression with no value (log(0) = -inf, log(-1)) never passes (found by a
+    # helper: inf <= an infinite tolerance passed, exit 0); d/dx x = 1, and x = log(x) + 1 at 1
+    ("x", 'at = {x = 0}\nderivative = {x = "log(x)"}', ["CHECK_FAILED", "OK"]),
+    ("x", 'sweep = {x = [-1, 0, 1]}\nvalue = "log(x) + 1"', ["CHECK_FAILED", "OK"]),
 ]
 
 

@@ -116,6 +116,9 @@ class Finding:
         count = f" ({self.failures} of {self.points} points fail)" if self.points > 1 else ""
         if self.message is not None:
             return f"{self.assertion}{where}: {self.message}{count}"
+        if self.expected is not None and not math.isfinite(self.expected):
+            return (f"{self.assertion}{where}: the expected expression has no value there (not "
+                    f"a finite number), got {_number(self.actual)}{count}")
         return (f"{self.assertion}{where}: expected {_number(self.expected)}, got "
                 f"{_number(self.actual)} (error {_number(self.worst_error, '.3g')} > tolerance "
                 f"{_number(self.tolerance, '.3g')}){count}"

@@ -137,21 +137,26 @@ class Comparison(NamedTuple):
 
 
 def _compared(spec: CheckSpec, actual: Any, expected: Any) -> Comparison:
+    """An expected value that is not a finite number (an expression, log(x) at 0) never
+    passes: its tolerance would be infinite too, and inf <= inf."""
     np = numpy()
     with np.errstate(invalid="ignore"):
         error = np.abs(actual - expected)
         allowed = tolerance(actual, expected, spec.rtol, spec.atol, 0.0, np.maximum)
-        return Comparison(actual, expected, error, allowed, error <= allowed)
+        return Comparison(actual, expected, error, allowed,
+                          (error <= allowed) & np.isfinite(expected))
 
 
 def _ratios(comparison: Comparison) -> Any:
-    """Error / tolerance of every number; a failure's is at least 1 and a nan error's inf, so
-    the largest ratio is the worst failure if there is one."""
+    """Error / tolerance of every number; a failure's is at least 1, and that of a nan error
+    or of an expected value that is not finite inf, so the largest ratio is the worst failure
+    if there is one (the first point where the expected expression has no value)."""
     np = numpy()
     error, allowed, ok = comparison.error, comparison.allowed, comparison.ok
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(allowed > 0, error / allowed, np.where(error > 0, np.inf, 0.0))
         ratio = np.where(ok, ratio, np.maximum(ratio, 1.0))  # nan errors compare as failures
+        ratio = np.where(np.isfinite(comparison.expected), ratio, np.inf)
     return np.nan_to_num(ratio, nan=np.inf)
 
 
@@ -339,12 +344,16 @@ def _scalars(point: dict[str, Any]) -> dict[str, float]:
 
 
 def _expected(expected: Expected, point: dict[str, Any]) -> Any:
-    """An expected number, or an expected expression's value at ``point`` (any shape)."""
+    """An expected number, or an expected expression's value at ``point`` (any shape); NaN
+    where it has none (log(x) at 0), which never passes (``_compared``), as in a sweep."""
     if expected.program is None:
         return expected.number
     program = expected.program
     arrays.bind(program, {name: point[name] for name in program.variables if name in point})
-    return arrays.forward(program.nodes)
+    try:
+        return arrays.forward(program.nodes)
+    except NumericError:
+        return math.nan
 
 
 def block_points(spec: CheckSpec) -> int:
