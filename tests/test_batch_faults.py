@@ -517,6 +517,22 @@ def test_one_eval_that_runs_out_of_memory_is_a_resource_error(json_output):
         assert json.loads(done.stdout)["error"]["kind"] == "resource"
 
 
+@needs_proc
+def test_numpy_that_finds_no_room_to_load_is_a_resource_error(tmp_path):
+    """Found by a helper: a large scalar program takes the memory first, and its check's
+    first NumPy import then fails to map a library (an ImportError with an 83-line traceback,
+    status 1): now the resource error, status 2, as when the program itself does not fit."""
+    program = tmp_path / "big.grad"
+    program.write_text(" + ".join(f"sin({k}*x)*cos(y+{k})" for k in range(1, 100_001)))
+    done = subprocess.run([sys.executable, "-m", "gradcli", "eval", "-f", str(program),
+                           "--x", "0.3", "--y", "0.2"], capture_output=True, timeout=300,
+                          check=False, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+                          preexec_fn=lambda: resource.setrlimit(
+                              resource.RLIMIT_AS, (300_000_000, 300_000_000)))
+    assert done.returncode == 2 and b"Traceback" not in done.stderr, done.stderr[-2000:]
+    assert OUT_OF_MEMORY.encode() in done.stderr
+
+
 def test_what_a_stop_cut_off_half_way_says_nothing_after_gradcli_s_last_line():
     """A Ctrl-C that lands inside a Dask Future's __init__ leaves an object whose __del__ fails
     at exit (AttributeError: no _client), which Python reports with a traceback; after the

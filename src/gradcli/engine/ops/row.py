@@ -214,9 +214,15 @@ def elementwise(op: Op, np: Any, *args: Any) -> Any:
 
 
 def numpy() -> Any:
-    """NumPy, imported on first use so that the scalar paths never pay for it."""
-    import numpy as np
-
+    """NumPy, imported on first use so that the scalar paths never pay for it. Under a memory
+    limit (``prlimit --as``) its first import may find no room for its libraries: that is a
+    MemoryError, which a command and a batch line report as such, not an ImportError."""
+    try:
+        import numpy as np
+    except ImportError as error:
+        if "map segment" in str(error) or "memory" in str(error).lower():
+            raise MemoryError(f"NumPy could not be loaded: {error}") from None
+        raise
     return np
 
 
