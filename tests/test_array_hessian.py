@@ -114,6 +114,17 @@ def test_hvp_json_and_table():
     assert "Hessian-vector product H·v" in table.output and "-0.0625" in table.output
 
 
+def test_a_direction_given_twice_is_a_usage_error_not_the_last_one():
+    """Found by a helper: --hvp x=1 --hvp x=2 used 2 silently, where --x 3 --x 1 is refused."""
+    found = invoke("eval", "x**2*y", "--x", "3", "--y", "2", "--hvp", "x=1", "--hvp", "x=2")
+    assert found.exit_code == 2 and found.stdout == ""
+    assert "x is given twice: --hvp x=1 and --hvp x=2" in found.stderr
+    both = invoke("eval", "x**2*y", "--x", "3", "--y", "2", "--hvp", "x=1", "--hvp", "y=2",
+                  "--json")
+    # H = [[2y, 2x], [2x, 0]] at x = 3, y = 2, v = (1, 2)
+    assert json.loads(both.stdout)["hvp"] == {"x": 2 * 2 + 2 * 3 * 2, "y": 2 * 3}
+
+
 def test_above_the_limit_is_a_usage_error_naming_the_size():
     n = MAX_ARRAY_HESSIAN_INPUTS + 1
     found = invoke("eval", "sum(x**3)", "--x", str([1.0] * n), "--hessian")
