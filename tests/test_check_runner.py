@@ -101,3 +101,16 @@ def test_an_array_check_of_too_many_points_is_that_check_s_error():
     (error,) = big.findings
     assert f"{count:,} points" in error.message
     assert f"at most {MAX_POINTWISE_CHECK_POINTS:,}" in error.message
+
+
+def test_a_jacobian_finding_names_its_worst_element():
+    """Found by a helper: a failing jacobian assertion named no element (worst point {}) and
+    the table's "where" ended in a bare "at". d(W@x)/dx is W = [[1, 2], [3, 4]]; W' differs
+    most at row 0, column 1 (expected 3, got 2): the input element x[1]."""
+    at = "at = {W = [[1, 2], [3, 4]], x = [1, 1]}\n"
+    done = outcome("W@x", at + 'jacobian = {"W@x" = {x = "W\'"}}')
+    (jacobian,) = [f for f in done.findings if f.assertion == "jacobian d(W@x)/dx"]
+    assert (jacobian.worst_point, jacobian.expected, jacobian.actual) == ({"x[1]": 1.0}, 3.0, 2.0)
+    assert jacobian.describe().startswith("jacobian d(W@x)/dx at x[1] = 1: expected 3, got 2")
+    right = outcome("W@x", at + 'jacobian = {"W@x" = {x = "W"}}')
+    assert right.status == ExitStatus.OK

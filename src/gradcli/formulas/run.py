@@ -290,8 +290,10 @@ def _jacobian_findings(spec: CheckSpec, point: dict[str, Any], result: Any
             if isinstance(expected, Expected):
                 expected = _expected(expected, point)
             block = derivative_label((name,), label)
+            actual = result.jacobian[label][name]  # the output's shape, then name's
+            outer = numpy().ndim(actual) - numpy().ndim(point[name])
             judged.append(_compare_elements(spec, point, f"jacobian {block}", f"jacobian.{label}",
-                                            None, expected, result.jacobian[label][name]))
+                                            name, expected, actual, outer))
     for label, row in (result.check.blocks.items() if result.check else ()):
         for name, entry in row.items():
             judged.append(_element_finding(
@@ -309,9 +311,11 @@ def _single(actual: float, expected: float, allowed: float, ok: bool) -> Compari
 
 
 def _compare_elements(spec: CheckSpec, point: dict[str, Any], assertion: str, key: str,
-                      name: str | None, expected: Any, actual: Any) -> tuple[Finding, float]:
+                      name: str | None, expected: Any, actual: Any,
+                      outer: int = 0) -> tuple[Finding, float]:
     """``actual`` against ``expected`` (of its shape, or one number for every element); the
-    worst element of a gradient is named as ``name``'s element."""
+    worst element of a gradient is named as ``name``'s element (a Jacobian block's: past its
+    ``outer`` axes, the output's)."""
     np = numpy()
     expected, actual = np.asarray(expected, dtype=float), np.asarray(actual, dtype=float)
     if expected.shape != actual.shape and expected.ndim:
@@ -321,20 +325,23 @@ def _compare_elements(spec: CheckSpec, point: dict[str, Any], assertion: str, ke
     comparison = _compared(spec, actual, np.broadcast_to(expected, actual.shape))
     ratios = _ratios(comparison)
     worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratios)), actual.shape))
-    return _element_finding(spec, point, assertion, key, comparison, name, worst, ratios)
+    return _element_finding(spec, point, assertion, key, comparison, name, worst, ratios, outer)
 
 
 def _element_finding(spec: CheckSpec, point: dict[str, Any], assertion: str, key: str,
                      comparison: Comparison, name: str | None = None,
-                     where: tuple[int, ...] = (), ratios: Any = None) -> tuple[Finding, float]:
+                     where: tuple[int, ...] = (), ratios: Any = None,
+                     outer: int = 0) -> tuple[Finding, float]:
     """The finding at one point: it fails if any element does; its worst element is at
-    ``where`` (of the comparison, or of ``name``'s value)."""
+    ``where`` (of the comparison, or of ``name``'s value past ``outer`` axes)."""
     at = where if comparison.error.ndim else ()
     ratio = float((_ratios(comparison) if ratios is None else ratios)[at])
     failures = int(not comparison.ok.all())
     named = _scalars(point)
-    if where and name is not None:
-        named[f"{name}[{', '.join(map(str, where))}]"] = float(numpy().asarray(point[name])[where])
+    element = where[outer:]
+    if element and name is not None:
+        value = float(numpy().asarray(point[name])[element])
+        named[f"{name}[{', '.join(map(str, element))}]"] = value
     return _judged(spec, assertion, key, comparison, at, 1, failures, named), ratio
 
 

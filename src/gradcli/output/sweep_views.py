@@ -80,7 +80,7 @@ def check_view(outcomes: Sequence[CheckOutcome], plain: bool = False) -> Rendera
         worst = outcome.worst
         error = "—" if worst is None or worst.worst_error is None else f"{worst.worst_error:.1e}"
         where = "" if worst is None else worst.assertion + (
-            "" if worst.worst_point is None else f" at {format_point(worst.worst_point)}")
+            "" if not worst.worst_point else f" at {format_point(worst.worst_point)}")
         table.add_row(Text(outcome.spec.name), Text(f"{outcome.points:,}"), Text(error),
                       Text(where), _check_verdict(outcome))
     parts: list[RenderableType] = [table]
