@@ -23,7 +23,7 @@ from gradcli.gradcheck.evaluation import (
     evaluate_lines,
 )
 from gradcli.gradcheck.hessian import HessianResult
-from gradcli.language.parser import parse
+from gradcli.language.parser import parse, program_of
 from gradcli.output.notebook import show_in_notebooks
 from gradcli.symbolic import derivatives as _derivatives
 from gradcli.symbolic.derivatives import Derivatives, SymbolicResult
@@ -59,8 +59,7 @@ def differentiate(
 ) -> Derivatives:
     """Symbolic derivatives of ``program`` (text or parsed) up to ``order`` with respect to
     ``wrt`` (names, or one comma-separated string as ``--wrt`` takes them)."""
-    if isinstance(program, str):
-        program = parse(program, given=values or ())
+    program = program_of(program, given=values or ())
     if isinstance(wrt, str):  # "xy" is one name, never the letters x and y
         wrt = [name.strip() for name in wrt.split(",") if name.strip()]
     return _derivatives.differentiate(program, wrt, order, values, defaults)

@@ -20,7 +20,7 @@ from gradcli.errors import (
     listed,
 )
 from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
-from gradcli.language.parser import parse
+from gradcli.language.parser import parse, program_of
 from gradcli.language.values import runs_on_arrays, validate_values
 from gradcli.limits import MAX_NODES
 
@@ -53,6 +53,11 @@ class EvalSettings:
     full: bool = False  # --json writes every array whole (--full); False: long ones summarised
 
     def __post_init__(self) -> None:
+        for name in ("rtol", "atol"):  # as the CLI's options: inf or nan would make every
+            value = getattr(self, name)  # check pass or fail
+            if not _tolerance_number(value):
+                raise UsageError(f"{name} is {value!r}, not a finite number >= 0",
+                                 hint=f"give e.g. {name}=1e-5")
         if self.mode not in ("auto", "forward", "reverse"):
             raise UsageError(f"unknown mode {self.mode!r}", hint="use auto, forward or reverse")
         if self.check_method not in METHODS:
@@ -61,6 +66,16 @@ class EvalSettings:
         if self.order not in (1, 2):
             raise UsageError(f"order must be 1 or 2, not {self.order!r}",
                              hint="gradcli diff --order N prints higher derivatives")
+
+
+def _tolerance_number(value: Any) -> bool:
+    if isinstance(value, (bool, str, bytes)):
+        return False
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(number) and number >= 0
 
 
 @dataclass(slots=True)  # one per node: no __dict__ keeps a 10^6-node table small
@@ -213,9 +228,10 @@ def evaluate(
     ``order=2`` asks for the Hessian, a matrix of numbers.
     """
     settings = _settings(settings, changes) if changes else settings or DEFAULT_SETTINGS
+    if values is not None and not hasattr(values, "keys"):
+        raise TypeError(f"values are a mapping of names to values, not {type(values).__name__}")
     values = dict(values or {})
-    if isinstance(program, str):
-        program = parse(program, settings.max_nodes, values)
+    program = program_of(program, settings.max_nodes, values)
     if runs_on_arrays(program, values) or settings.hvp:  # H·v runs on the array path
         return _evaluate_arrays(program, values, settings)
     validate_values(values)
@@ -369,8 +385,11 @@ def evaluate_lines(
     **changes: Any,
 ) -> Iterator[LineOutcome]:
     """One outcome per non-blank line not starting with ``#``, each its own program, in
-    order; an error on one line never stops the others."""
+    order; an error on one line never stops the others. ``lines``: an iterable of lines (a
+    file), or one text of several lines."""
     settings = replace(settings or DEFAULT_SETTINGS, **changes)
+    if isinstance(lines, str):  # not one program per character
+        lines = lines.splitlines()
     for number, raw in enumerate(lines, start=1):
         outcome = evaluate_line(number, raw, values, settings)
         if outcome is not None:

@@ -113,6 +113,19 @@ def parse(source: str, max_nodes: int = MAX_NODES, given: Collection[str] = (),
     printed derivative (d/dx of ``cos*x + sin(x)`` is ``cos(x) + cos``) that ``diff`` reads back.
     """
     global _parser
+    if type(source) is not str:  # the Python API's callers: a clear TypeError, not len()'s
+        raise TypeError(f"a program's text is a str, not {type(source).__name__}")
     if _parser is None:
         _parser = _Parser()
     return _parser.parse(source, max_nodes, given, both_ways)
+
+
+def program_of(program: str | Program, max_nodes: int = MAX_NODES,
+               given: Collection[str] = ()) -> Program:
+    """A program given as text (parsed here) or parsed already, as the API's functions take
+    it; anything else is a TypeError saying so (bytes, a number)."""
+    if isinstance(program, Program):
+        return program
+    if isinstance(program, str):
+        return parse(program, max_nodes, given)
+    raise TypeError(f"a program is a str or a parsed Program, not {type(program).__name__}")

@@ -19,7 +19,7 @@ from gradcli.engine.notation import expression_texts
 from gradcli.engine.ops import CONDITIONAL, CONST, VAR
 from gradcli.errors import NumericError, UsageError, visible
 from gradcli.gradcheck.evaluation import Result, evaluate
-from gradcli.language.parser import parse
+from gradcli.language.parser import program_of
 from gradcli.language.values import runs_on_arrays, validate_values
 from gradcli.limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
 from gradcli.output.values import value_text
@@ -147,8 +147,7 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None,
     """Parse and, when every variable has a value, evaluate ``program`` for drawing (missing
     values are no error here; a numeric error at the given point is)."""
     values = values or {}
-    if isinstance(program, str):
-        program = parse(program, given=values)
+    program = program_of(program, given=values)
     missing = program.unbound(values)
     if missing:
         if runs_on_arrays(program, values):

@@ -16,7 +16,7 @@ from gradcli.engine.ops import numpy
 from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import GradcliError, NumericError, UsageError
 from gradcli.gradcheck.evaluation import evaluate, require_values
-from gradcli.language.parser import parse
+from gradcli.language.parser import program_of
 from gradcli.language.values import Value, runs_on_arrays, validate_values
 
 FILE_FORMATS = ("svg", "png")
@@ -39,8 +39,7 @@ class Curve:
 
 def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
     """Evaluate ``program`` along the one variable given several values (``--x -3:3:200``)."""
-    if isinstance(program, str):
-        program = parse(program, given=values)
+    program = program_of(program, given=values)
     validate_values(values)
     if runs_on_arrays(program, values):
         what = "several outputs" if program.outputs else "arrays"

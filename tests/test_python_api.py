@@ -1,0 +1,43 @@
+"""The Python API's wrong arguments get errors that say what is wrong (found by a helper: raw
+AttributeErrors and TypeErrors from deep inside, a text taken as one program per character,
+and tolerances the command line refuses accepted here)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import gradcli
+
+
+def test_evaluate_lines_takes_one_text_of_several_lines():
+    outcomes = list(gradcli.evaluate_lines("x*y\n\n# a note\nx", {"x": 2, "y": 3}))
+    assert [(o.line, o.result.value) for o in outcomes] == [(1, 6.0), (4, 2.0)]
+
+
+@pytest.mark.parametrize("tolerance", [{"rtol": -1}, {"atol": math.nan}, {"rtol": math.inf},
+                                       {"rtol": "a"}, {"atol": True}])
+def test_a_tolerance_the_command_line_refuses_is_refused(tolerance):
+    (name,) = tolerance
+    with pytest.raises(gradcli.UsageError, match=f"{name} is .*, not a finite number >= 0"):
+        gradcli.evaluate("x*y", {"x": 1, "y": 2}, **tolerance)
+    assert gradcli.evaluate("x*y", {"x": 1, "y": 2}, rtol=0, atol=0.5).check.ok
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda: gradcli.evaluate(b"x*y", {"x": 1, "y": 2}), "a str or a parsed Program, not bytes"),
+    (lambda: gradcli.evaluate(5, {}), "a str or a parsed Program, not int"),
+    (lambda: gradcli.evaluate("x*y", [1, 2]), "a mapping of names to values, not list"),
+    (lambda: gradcli.parse(None), "a program's text is a str, not NoneType"),
+    (lambda: gradcli.differentiate(b"x", ["x"]), "a str or a parsed Program, not bytes"),
+])
+def test_arguments_of_the_wrong_type_are_type_errors_that_say_so(call, words):
+    with pytest.raises(TypeError, match=words):
+        call()
+
+
+def test_a_parsed_program_is_taken_as_it_is():
+    program = gradcli.parse("x**2")
+    assert gradcli.evaluate(program, {"x": 3.0}).gradients == {"x": 6.0}
+    assert gradcli.differentiate(program).texts() == {"x": "2*x"}
