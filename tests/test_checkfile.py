@@ -77,6 +77,10 @@ BAD = [
     (HEADER + "value = 2\n\n" + HEADER + "value = 2\n", 8, "name", "a second check named"),
     ("rtol = 1\n", None, "check", "no checks"),  # a missing key has no line
     (HEADER + "value = = 2\n", 5, None, "not valid TOML"),
+    # an expected array for a scalar expr: its own key (a helper found "this one has arrays"
+    # said at the expr's line, after the run had started)
+    (HEADER + 'value = "[1, 2]"\n', 5, "check.value", "is an array ([1, 2])"),
+    (HEADER + 'derivative = {x = "ones(2)*y"}\n', 5, "check.derivative.x", "is an array"),
 ]
 
 

@@ -147,6 +147,7 @@ class _CheckReader:
         for variable, given in self._table("derivative", program).items():
             spec.derivative[variable] = self._expected(f"derivative.{variable}", given, program,
                                                        numbers=False)
+        self._refuse_array_expectations(spec)
         if "jacobian" in self.table:
             spec.jacobian = self._jacobian(program)
         if "finite" in self.table:
@@ -160,6 +161,19 @@ class _CheckReader:
                      "check alone runs on every check)")
         spec.key_lines = {key: self._line(*key.split(".")) for key in self._all_keys()}
         return spec
+
+    def _refuse_array_expectations(self, spec: CheckSpec) -> None:
+        """An expected array for a scalar expr is the file's mistake, at its own key (it was a
+        sweep's "this one has arrays" at the expr's line)."""
+        if spec.arrays:
+            return
+        expected = {"value": spec.value,
+                    **{f"derivative.{name}": e for name, e in spec.derivative.items()}}
+        for key, given in expected.items():
+            if given is not None and given.program is not None and given.program.arrays:
+                raise self.fail(key, f"is an array ({given.text}), and expr is a scalar "
+                                     "program at scalar values",
+                                hint="give a number or a scalar expression")
 
     def _tolerance(self, key: str) -> float:
         return _tolerance(self.table, key, self.file, self._line(key), self.defaults[key],
