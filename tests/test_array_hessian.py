@@ -119,6 +119,9 @@ def test_a_direction_given_twice_is_a_usage_error_not_the_last_one():
     found = invoke("eval", "x**2*y", "--x", "3", "--y", "2", "--hvp", "x=1", "--hvp", "x=2")
     assert found.exit_code == 2 and found.stdout == ""
     assert "x is given twice: --hvp x=1 and --hvp x=2" in found.stderr
+    empty = invoke("eval", "x**2", "--x", "1", "--hvp", "x=")  # not a value's range hint
+    assert empty.exit_code == 2 and "--hvp: the value of x is ''" in empty.stderr
+    assert "a direction is one number or one array" in empty.stderr and "-2:2:9" not in empty.stderr
     both = invoke("eval", "x**2*y", "--x", "3", "--y", "2", "--hvp", "x=1", "--hvp", "y=2",
                   "--json")
     # H = [[2y, 2x], [2x, 0]] at x = 3, y = 2, v = (1, 2)

@@ -231,12 +231,18 @@ def hvp_direction(assignments: tuple[str, ...]) -> dict[str, Any] | None:
             raise UsageError(f"{name} is given twice: --hvp {visible(seen[name])} and --hvp "
                              f"{visible(text)}", hint=f"give {name} one direction")
         seen[name] = text
-    direction = parse_assignments(assignments)
+    try:
+        direction = parse_assignments(assignments)
+    except UsageError as error:  # its hint is a value's (--x ranges), not a direction's
+        raise UsageError(f"--hvp: {error.message}", hint=_DIRECTION_HINT) from None
     ranges = [name for name, value in direction.items() if isinstance(value, tuple)]
     if ranges:
         raise UsageError(f"--hvp {ranges[0]}: a direction is one number or one array, not a "
                          "range or a list of values", hint='write e.g. --hvp x="[1, 0, 0]"')
     return direction
+
+
+_DIRECTION_HINT = 'a direction is one number or one array: --hvp x=1 or --hvp x="[1, 0, 0]"'
 
 
 def _check_sweep(request: EvalRequest) -> None:
