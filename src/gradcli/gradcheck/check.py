@@ -16,7 +16,6 @@ verdict, ``GradientCheck``, live in gradcheck/differences.py.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 from gradcli.engine.graph import Node, Program, liveness
@@ -190,8 +189,10 @@ def _affordable(targets: list[Node], nodes: list[Node], budget: int) -> list[Nod
 
 
 # Below this much scalar replay work (checked nodes x graph size) NumPy's import and per-call
-# cost outweigh what it saves, unless NumPy is already loaded (a batch, a sweep).
-_COLUMNS_ALWAYS, _COLUMNS_IF_LOADED = 200_000, 400
+# cost outweigh what it saves. The choice depends on the program alone, never on whether NumPy
+# is loaded already: NumPy's functions may round differently from math's in the last bit, and a
+# line's record is the same bytes wherever it runs (after an array line, on a Dask worker).
+_COLUMNS_ALWAYS = 200_000
 
 
 def _central_at_once(
@@ -201,7 +202,7 @@ def _central_at_once(
     target in one vectorised replay (``float_columns.central_at_once``), when that saves time; only
     the checks that pass, anything else goes through ``check_node``."""
     work = len(targets) * len(program.nodes)
-    if work < _COLUMNS_IF_LOADED or (work < _COLUMNS_ALWAYS and "numpy" not in sys.modules):
+    if work < _COLUMNS_ALWAYS:
         return {}
     from gradcli.gradcheck.float_columns import central_at_once
 
