@@ -243,6 +243,38 @@ def test_an_unreachable_scheduler_is_status_2_in_seconds_naming_it():
     assert time.monotonic() - started < 30
 
 
+def test_a_server_that_is_not_dask_is_a_cluster_error_not_a_lack_of_memory():
+    """Found by a helper: an HTTP server at the address made Dask read "HTTP/1.1" as a frame
+    length, and the MemoryError said "not enough memory to evaluate this program"."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def answer() -> None:
+        while True:
+            try:
+                client, _ = server.accept()
+            except OSError:  # closed at the end of the test
+                return
+            try:
+                client.recv(1024)
+                client.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            except OSError:
+                pass
+            client.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        status, out, err = run(["eval", "-", "--json", *POINT], b"x*y\n",
+                               env={**ENV, "GRADCLI_CLUSTER": address})
+    finally:
+        server.close()
+    assert status == 2 and out == b"", err
+    assert f"cannot reach the Dask scheduler at {address}" in err.decode()
+    assert "does not speak Dask's protocol" in err.decode() and "memory" not in err.decode()
+
+
 class _Deadly:
     """A stand-in for a Dask client whose tasks die (``KilledWorker``) whenever a chunk holds
     one of the ``deadly`` lines: what a line that kills its worker does on a real cluster."""

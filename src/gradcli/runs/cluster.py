@@ -170,7 +170,9 @@ def connect(address: ClusterAddress) -> Cluster:
             # connections both would end at once, and which message won was a race
             client = _within(CONNECT_SECONDS, lambda: distributed.Client(
                 target, timeout=CONNECT_SECONDS + 1))
-    except (OSError, TimeoutError, ValueError, RuntimeError, TypeError) as error:
+    # MemoryError: what answered is not Dask (an HTTP server's "HTTP/1.1" read as a frame's
+    # length): a false "not enough memory" before
+    except (OSError, TimeoutError, ValueError, RuntimeError, TypeError, MemoryError) as error:
         if local is not None:
             local.close()
         raise ClusterError(f"cannot reach the Dask scheduler at {visible(address.text)}: "
@@ -261,6 +263,8 @@ def dask_setup(worker: Any) -> None:
 
 
 def _reason(error: BaseException) -> str:
+    if isinstance(error, MemoryError):
+        return "what answers there does not speak Dask's protocol (is it a Dask scheduler?)"
     text = " ".join(str(error).split()) or type(error).__name__
     return visible(text[:200])
 
