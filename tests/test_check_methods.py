@@ -295,3 +295,21 @@ def test_an_overflowing_estimate_never_passes(method, monkeypatch):
     verdict = check_module.check_node(Replayer(program.nodes), x, 1e-5, 1e-8, method)
     assert verdict.numeric is None or math.isfinite(verdict.numeric), verdict
     assert not verdict.ok
+
+
+def test_complex_step_at_tiny_values():
+    """Found by a helper: at log(x), x = 1e-120, the step 1e-100 was far larger than x (Im f / h
+    = pi/2 / h, "next to a pole"), and x*y at 1e-300 underflowed Im f = h y to 0 ("a kink").
+    The step is relative to |v| below 1 now, and an underflowed Im f that would fail is no
+    estimate: the central check decides. d/dx log(x) = 1/x, d/dx x*y = y, by hand."""
+    logged = gradcli.evaluate("log(x)", {"x": 1e-120}, check_method="complex").check
+    assert logged.ok and logged.gradients["x"].method == "complex"
+    assert logged.gradients["x"].numeric == pytest.approx(1e120, rel=1e-13)
+    tiny = gradcli.evaluate("x*y", {"x": 1e-300, "y": 1e-300}, check_method="complex",
+                            rtol=1e-12, atol=0).check
+    assert tiny.ok and tiny.gradients["x"].method == "central"
+    program = gradcli.parse("log(x)")
+    gradcli.evaluate(program, {"x": 1e-120}, check=False)
+    program.variables["x"].grad *= 1.0001  # 1e-4 off: the complex step at x's scale sees it
+    wrong = check_gradients(program, method="complex")
+    assert not wrong.gradients["x"].ok and wrong.gradients["x"].method == "complex"

@@ -14,8 +14,10 @@ one it used:
   ``complex`` form. No difference of nearby values is taken: no cancellation, no rounding-noise
   allowance (the tolerance is atol + rtol * max(|analytic|, |numeric|)). The only error is
   truncation, about (h/L)^2 / 6 relative, L the scale on which f changes: invisible for any L
-  above ~1e-92 with h = 1e-100 * max(1, |v|), which is no smaller so that the imaginary parts
-  carried through the graph stay normal floats. At a kink (abs, relu at 0; min/max at a tie;
+  above ~1e-92 with h = 1e-100 * max(1, |v|) (|v| itself below 1, down to 1e-150:
+  ``complex_scale``), which is no smaller so that the imaginary parts carried through the graph
+  stay normal floats; one that underflows all the same (x*y at 1e-300) is no estimate, and the
+  central check is used. At a kink (abs, relu at 0; min/max at a tie;
   sign) the complex form follows the real part, so complex-step *reproduces* the documented
   convention and cannot flag a point where the function is not differentiable (central
   differences do: relu(x) at 0 gives 1/2).
@@ -40,6 +42,7 @@ one it used:
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, replace
 
 from gradcli.errors import NumericError
@@ -198,21 +201,32 @@ def _apply(
 
 # --- complex step and Richardson extrapolation ---------------------------------------------------
 
+def complex_scale(size: float) -> float:
+    """What the complex step is relative to: max(1, |v|), and |v| itself below 1 (down to
+    1e-150): log(x) at 1e-120 changes on the scale of x, and a step of 1e-100 there is no
+    derivative (Im log(x + ih) / h = atan(h/x) / h = pi/2 / h)."""
+    return max(size, 1e-150) if 0.0 < size < 1.0 else max(1.0, size)
+
+
 def complex_step_check(
     replayer: Replays, node: Perturbed, rtol: float, atol: float
 ) -> GradientCheck:
     """d(output)/d(node) = Im f(v + ih) / h: no subtraction, so no rounding-noise allowance."""
     analytic = node.grad
-    h = COMPLEX_STEP * max(1.0, abs(node.value))
+    h = COMPLEX_STEP * complex_scale(abs(node.value))
+    underflowed = False
     try:
         output, _ = replayer.replay(node.index, complex(node.value, h), complex_step=True)
         numeric = output.imag / h
+        underflowed = abs(output.imag) < sys.float_info.min  # x*y at 1e-300: h y is below 1e-308
     except NumericError:  # the complex evaluation overflowed where the real one did not
         numeric = math.nan
     if not math.isfinite(numeric):  # no estimate (an overflowed Im f / h: inf <= inf passes)
         return check_node(replayer, node, rtol, atol)  # the verdict says "central" (or one-sided)
     error = abs(analytic - numeric)
     allowed = tolerance(analytic, numeric, rtol, atol)
+    if underflowed and not error <= allowed:  # an underflowed Im f is no estimate to fail by
+        return check_node(replayer, node, rtol, atol)
     return GradientCheck(analytic, numeric, error, allowed, error <= allowed, "complex", h)
 
 
