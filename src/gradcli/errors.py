@@ -190,6 +190,13 @@ RESOURCE_HINT = ("it may need more memory than gradcli may use here: evaluate it
                  "refuse such programs early with a smaller --max-nodes")
 
 
+def no_room_to_load(error: ImportError) -> bool:
+    """Whether an import failed for want of memory (under ``prlimit --as`` a library such as
+    NumPy's cannot be mapped), which is a resource error, not a missing module."""
+    text = str(error)
+    return "map segment" in text or "memory" in text.lower()
+
+
 def out_of_memory() -> ResourceError:
     """The error a ``MemoryError`` becomes, made once the memory of the attempt is free."""
     return ResourceError(OUT_OF_MEMORY, hint=RESOURCE_HINT)

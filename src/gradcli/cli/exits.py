@@ -13,7 +13,7 @@ from contextlib import suppress
 from gradcli.cli import streams
 from gradcli.cli.streams import OutputFailedError, echo
 from gradcli.engine import stale_core_modules
-from gradcli.errors import ExitStatus, out_of_memory
+from gradcli.errors import ExitStatus, no_room_to_load, out_of_memory
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -80,7 +80,9 @@ def _status_of(command: Callable[[], int | None]) -> int | None:
         streams.silence_stdout()
         echo(f"gradcli: cannot write to stdout: {error.reason}", err=True)
         return ExitStatus.OUTPUT_FAILED
-    except MemoryError:  # a command that does not say it itself (eval and batches do)
+    except (MemoryError, ImportError) as error:  # a command that does not say it itself
+        if isinstance(error, ImportError) and not no_room_to_load(error):  # (eval and batches
+            raise  # do); an import that found no room to load (prlimit --as) is one too
         memory = out_of_memory()  # what the attempt took is free again here
         echo(f"gradcli: {memory.one_line()}", err=True)
         return memory.status

@@ -35,8 +35,8 @@ def plain_form(args: list[str]) -> tuple[str, Given, list[str]] | None:
         return None
     try:
         given = Given.read(bindings, LONG_OPTIONS, _options_elsewhere, "gradcli eval")
-    except UsageError:
-        return None
+    except (UsageError, ImportError):  # click's reading says it (an array's NumPy found no
+        return None  # room to load: cli/exits.py)
     if any(isinstance(value, tuple) for value in given.values.values()):
         return None  # a sweep (2,3 or -2:2:9): click's reading checks its options
     return positional[0], given, options

@@ -16,7 +16,7 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING, NamedTuple
 
 from gradcli.engine.ops import numpy
-from gradcli.errors import OUT_OF_MEMORY, RESOURCE_HINT, ResourceError
+from gradcli.errors import OUT_OF_MEMORY, RESOURCE_HINT, ResourceError, no_room_to_load
 from gradcli.gradcheck.evaluation import (
     DEFAULT_SETTINGS,
     EvalSettings,
@@ -125,6 +125,9 @@ def line_record(number: int, raw: str, values: Mapping[str, float],
         return _record(number, raw, values, settings, table)
     except MemoryError:
         pass
+    except ImportError as error:  # NumPy imported by a module (engine/arrays.py) found no room
+        if not no_room_to_load(error):
+            raise
     return failed_record(number, raw, OUT_OF_MEMORY, table)
 
 

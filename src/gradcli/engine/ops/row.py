@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from gradcli.errors import UsageError
+from gradcli.errors import UsageError, no_room_to_load
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ def numpy() -> Any:
     try:
         import numpy as np
     except ImportError as error:
-        if "map segment" in str(error) or "memory" in str(error).lower():
+        if no_room_to_load(error):
             raise MemoryError(f"NumPy could not be loaded: {error}") from None
         raise
     return np
