@@ -118,7 +118,7 @@ def test_a_direction_given_twice_is_a_usage_error_not_the_last_one():
     """Found by a helper: --hvp x=1 --hvp x=2 used 2 silently, where --x 3 --x 1 is refused."""
     found = invoke("eval", "x**2*y", "--x", "3", "--y", "2", "--hvp", "x=1", "--hvp", "x=2")
     assert found.exit_code == 2 and found.stdout == ""
-    assert "x is given twice: --hvp x=1 and --hvp x=2" in found.stderr
+    assert "--hvp: x is given twice: x=1 and x=2" in found.stderr
     empty = invoke("eval", "x**2", "--x", "1", "--hvp", "x=")  # not a value's range hint
     assert empty.exit_code == 2 and "--hvp: the value of x is ''" in empty.stderr
     assert "a direction is one number or one array" in empty.stderr and "-2:2:9" not in empty.stderr

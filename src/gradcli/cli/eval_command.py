@@ -224,15 +224,8 @@ def hvp_direction(assignments: tuple[str, ...]) -> dict[str, Any] | None:
     """``--hvp x=[1, 0]`` texts -> {name: number or array}; None when none was given."""
     if not assignments:
         return None
-    seen: dict[str, str] = {}
-    for text in assignments:  # as a value given twice is (cli/given.py): not the last one wins
-        name = text.partition("=")[0].strip()
-        if name in seen:
-            raise UsageError(f"{name} is given twice: --hvp {visible(seen[name])} and --hvp "
-                             f"{visible(text)}", hint=f"give {name} one direction")
-        seen[name] = text
     try:
-        direction = parse_assignments(assignments)
+        direction = parse_assignments(assignments)  # x given twice too: not the last one wins
     except UsageError as error:  # its hint is a value's (--x ranges), not a direction's
         raise UsageError(f"--hvp: {error.message}", hint=_DIRECTION_HINT) from None
     ranges = [name for name, value in direction.items() if isinstance(value, tuple)]

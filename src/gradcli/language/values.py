@@ -53,13 +53,19 @@ def parse_value(name: str, text: str) -> Value:
 
 
 def parse_assignments(assignments: Iterable[str]) -> dict[str, Value]:
-    """``NAME=VALUE`` texts -> values; a UsageError names the first bad one."""
+    """``NAME=VALUE`` texts -> values; a UsageError names the first bad one, or a name given
+    twice (a dict would keep the last one silently)."""
     values: dict[str, Value] = {}
+    written: dict[str, str] = {}
     for text in assignments:
         name, has_value, value = text.partition("=")
         name = name.strip()
         if not has_value or not NAME.fullmatch(name):
             raise UsageError(f"cannot read the value {text!r}", hint="write NAME=VALUE, e.g. x=2")
+        if name in written:
+            raise UsageError(f"{name} is given twice: {visible(written[name])} and "
+                             f"{visible(text)}", hint=f"give {name} one value")
+        written[name] = text
         values[name] = parse_value(name, value)
     validate_values(values)
     return values
