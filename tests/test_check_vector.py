@@ -44,7 +44,7 @@ def _scalar_and_vector(text: str, monkeypatch) -> tuple:
     """The same program checked with the vector pass disabled and with it always on."""
     reports = []
     for always in (10**18, 0):
-        monkeypatch.setattr(check, "_COLUMNS_ALWAYS", always)
+        monkeypatch.setattr(check, "_COLUMNS_FROM", always)
         reports.append(gradcli.evaluate(text, POINT).check)
     return reports[0], reports[1]
 
@@ -62,9 +62,9 @@ def test_vector_check_equals_scalar_check_exactly_on_arithmetic(text, monkeypatc
 @pytest.mark.parametrize("text", TRANSCENDENTAL)
 def test_vector_check_equals_scalar_check_on_functions(text, monkeypatch):
     point = dict(POINT, x=1.7, y=0.4)
-    monkeypatch.setattr(check, "_COLUMNS_ALWAYS", 10**18)
+    monkeypatch.setattr(check, "_COLUMNS_FROM", 10**18)
     scalar = gradcli.evaluate(text, point).check
-    monkeypatch.setattr(check, "_COLUMNS_ALWAYS", 0)
+    monkeypatch.setattr(check, "_COLUMNS_FROM", 0)
     vector = gradcli.evaluate(text, point).check
     for index, expected in scalar.nodes.items():
         got = vector.nodes[index]
@@ -130,7 +130,7 @@ def test_a_domain_error_in_one_column_marks_only_that_column():
 
 
 def test_a_wrong_gradient_still_fails_with_the_vector_pass(monkeypatch):
-    monkeypatch.setattr(check, "_COLUMNS_ALWAYS", 0)
+    monkeypatch.setattr(check, "_COLUMNS_FROM", 0)
     program = gradcli.parse("x*x*y")
     result = gradcli.evaluate(program, {"x": 3.0, "y": 2.0}, check=False)
     program.variables["x"].grad += 1e-3  # a wrong analytic gradient
@@ -145,7 +145,7 @@ def test_an_overflowing_central_difference_is_not_a_pass_in_the_vector_pass(monk
     text, point = "2e13 * (x - 1e300) + y", {"x": 1e300, "y": 3.0}
     reports = []
     for always in (10**18, 0):
-        monkeypatch.setattr(check, "_COLUMNS_ALWAYS", always)
+        monkeypatch.setattr(check, "_COLUMNS_FROM", always)
         reports.append(gradcli.evaluate(text, point).check)
     scalar, vector = reports
     assert vector.gradients == scalar.gradients

@@ -432,13 +432,13 @@ def test_vector_evaluation_matches_the_scalar_path_also_in_blocks(added_rows, mo
 
 def test_the_checks_vectorised_first_pass_replays_a_row_without_a_vector_form(added_rows,
                                                                              monkeypatch):
-    """Above ``_COLUMNS_ALWAYS`` node checks x nodes (lowered here: this program is smaller),
+    """Above ``_COLUMNS_FROM`` node checks x nodes (lowered here: this program is smaller),
     check_gradients first replays every perturbation at once as NumPy columns
     (gradcheck/float_columns.py)."""
     from gradcli.gradcheck import check
     from gradcli.gradcheck import float_columns as columns
 
-    monkeypatch.setattr(check, "_COLUMNS_ALWAYS", 0)
+    monkeypatch.setattr(check, "_COLUMNS_FROM", 0)
     calls = []
     real = columns.replay_columns
 

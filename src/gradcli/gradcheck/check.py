@@ -192,7 +192,7 @@ def _affordable(targets: list[Node], nodes: list[Node], budget: int) -> list[Nod
 # cost outweigh what it saves. The choice depends on the program alone, never on whether NumPy
 # is loaded already: NumPy's functions may round differently from math's in the last bit, and a
 # line's record is the same bytes wherever it runs (after an array line, on a Dask worker).
-_COLUMNS_ALWAYS = 200_000
+_COLUMNS_FROM = 200_000
 
 
 def _central_at_once(
@@ -202,7 +202,7 @@ def _central_at_once(
     target in one vectorised replay (``float_columns.central_at_once``), when that saves time; only
     the checks that pass, anything else goes through ``check_node``."""
     work = len(targets) * len(program.nodes)
-    if work < _COLUMNS_ALWAYS:
+    if work < _COLUMNS_FROM:
         return {}
     from gradcli.gradcheck.float_columns import central_at_once
 
