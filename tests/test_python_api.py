@@ -14,6 +14,10 @@ import gradcli
 def test_evaluate_lines_takes_one_text_of_several_lines():
     outcomes = list(gradcli.evaluate_lines("x*y\n\n# a note\nx", {"x": 2, "y": 3}))
     assert [(o.line, o.result.value) for o in outcomes] == [(1, 6.0), (4, 2.0)]
+    for lines, words in ((b"x*y\nx", "line 1 is int, not a str"),
+                         (["x*y", b"x"], "line 2 is bytes, not a str")):
+        with pytest.raises(TypeError, match=words):
+            list(gradcli.evaluate_lines(lines, {"x": 2, "y": 3}))
 
 
 @pytest.mark.parametrize("tolerance", [{"rtol": -1}, {"atol": math.nan}, {"rtol": math.inf},

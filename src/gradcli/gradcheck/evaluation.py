@@ -391,6 +391,9 @@ def evaluate_lines(
     if isinstance(lines, str):  # not one program per character
         lines = lines.splitlines()
     for number, raw in enumerate(lines, start=1):
+        if type(raw) is not str:  # bytes (a file opened "rb"): said, not an error deep inside
+            raise TypeError(f"line {number} is {type(raw).__name__}, not a str: decode the text "
+                            "first")
         outcome = evaluate_line(number, raw, values, settings)
         if outcome is not None:
             yield outcome
