@@ -365,7 +365,8 @@ def test_columns_replayed_together_agree_with_one_element_at_a_time(program):
         replayer.aim(node)
         assert replayable(replayer.downstream)
         flats = list(range(np.size(node.value)))
-        together, _ = central_columns(node, replayer.downstream, nodes[-1], flats, 1e-5, 1e-8)
+        together, _ = central_columns(node, replayer.downstream, nodes[-1],
+                                      replayer.walk.weights(), flats, 1e-5, 1e-8)
         assert len(together) == len(flats)  # all pass at the first step
         for flat, check in together.items():
             probe = Probe(float(np.ravel(node.value)[flat]), float(np.ravel(node.grad)[flat]),

@@ -169,14 +169,16 @@ def test_columns_moved_through_a_product_match_the_closed_form(text):
     along = ((v, float(v @ closed)),)
     flats = list(range(4))
     for linear in (replayer.linear, None):
-        passed, lines = central_columns(node, replayer.downstream, program.nodes[-1], flats,
+        passed, lines = central_columns(node, replayer.downstream, program.nodes[-1],
+                                        replayer.walk.weights(), flats,
                                         1e-6, 1e-9, along, linear)
         assert sorted(passed) == flats and list(lines) == [0]
         assert np.allclose([passed[i].numeric for i in flats], closed, rtol=1e-7, atol=1e-9)
         assert math.isclose(lines[0].numeric, v @ closed, rel_tol=1e-7, abs_tol=1e-9)
     node.grad = np.array(node.grad, dtype=float)
     node.grad[2] += 1e-3
-    passed, _ = central_columns(node, replayer.downstream, program.nodes[-1], flats, 1e-6,
+    passed, _ = central_columns(node, replayer.downstream, program.nodes[-1],
+                                        replayer.walk.weights(), flats, 1e-6,
                                 1e-9, (), replayer.linear)
     assert sorted(passed) == [0, 1, 3]
 
@@ -204,9 +206,11 @@ def test_sparse_columns_replay_as_the_whole_columns(text):
     at = np.array([0, 1, 2, 3, 0, 3])
     moved = Sparse(at, np.ravel(node.value)[at] + np.array([0.1, -0.2, 0.3, -0.4, -0.6, 1.0]))
     largest = np.abs(moved.values)
-    sparse = _replay({node.index: moved}, replayer.downstream, program.nodes[-1], largest)
+    weights = replayer.walk.weights()
+    sparse = _replay({node.index: moved}, replayer.downstream, program.nodes[-1], largest,
+                     weights)
     whole = _replay({node.index: dense(node.value, moved)}, replayer.downstream,
-                    program.nodes[-1], largest)
+                    program.nodes[-1], largest, weights)
     assert sparse is not None and whole is not None
     for got, expected in zip(sparse, whole, strict=True):
         assert np.array_equal(got, expected, equal_nan=True)

@@ -41,17 +41,26 @@ class Replayer:
         # a replay switched (``switched``: a finite difference across a piece's boundary).
         self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
         self.switched: set[int] = set()
+        self._weights: list[float] = []  # ``rounding_weight`` of each node, made by ``weights``
+
+    def weights(self) -> list[float]:
+        """Each node's ``rounding_weight``, computed on first use."""
+        if not self._weights:
+            self._weights = rounding_weights(self.nodes)
+        return self._weights
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         """The output's value if node ``index`` had ``value``; node values stay untouched.
 
-        Returns the output value and the largest magnitude among the recomputed values (how
-        much rounding noise a finite difference of them can carry). With ``complex_step``,
-        ``value`` is complex and so are the recomputed values (see ``graph.compute``).
+        Returns the output value and the largest rounding scale among the perturbed and the
+        recomputed values, |value| times its ``rounding_weight`` (how much rounding noise a
+        finite difference of them can carry). With ``complex_step``, ``value`` is complex and
+        so are the recomputed values (see ``graph.compute``).
         """
         changed = {index: value}
         get = changed.get
-        largest = abs(value)
+        weights = self.weights()
+        largest = abs(value) * weights[index]
         evaluate = _complex_compute if complex_step else quick_compute
         if self.masked:
             return self._replay_masked(index, changed, largest, evaluate)
@@ -64,7 +73,7 @@ class Replayer:
                 args = [get(source.index, source.value) for source in inputs]
             result = evaluate(node, args)
             changed[node.index] = result
-            magnitude = abs(result)
+            magnitude = abs(result) * weights[node.index]
             if magnitude > largest:
                 largest = magnitude
         last = self.nodes[-1]
@@ -80,7 +89,8 @@ class Replayer:
             return None
         ups, downs = {index: up}, {index: down}
         get_up, get_down = ups.get, downs.get
-        largest = max(abs(up), abs(down))
+        weights = self.weights()
+        largest = max(abs(up), abs(down)) * weights[index]
         isfinite = math.isfinite
         above: tuple[Any, ...]
         below: tuple[Any, ...]
@@ -105,7 +115,8 @@ class Replayer:
             if not (isfinite(high) and isfinite(low)):
                 return None
             ups[node.index], downs[node.index] = high, low
-            high, low = abs(high), abs(low)
+            weight = weights[node.index]
+            high, low = abs(high) * weight, abs(low) * weight
             if high > largest:
                 largest = high
             if low > largest:
@@ -119,6 +130,7 @@ class Replayer:
         (NaN), and raises only if it is live with the replayed values (``graph.liveness``;
         O(nodes), paid only by replays in which some node failed)."""
         get = changed.get
+        weights = self.weights()
         failed = []
         for node in self.affected(index):
             args = [get(source.index, source.value) for source in node.inputs]
@@ -128,7 +140,7 @@ class Replayer:
                 failed.append((node, args))
                 result = math.nan
             changed[node.index] = result
-            magnitude = abs(result)
+            magnitude = abs(result) * weights[node.index]
             if magnitude > largest:
                 largest = magnitude
             self._note_switch(node, args, result)
@@ -234,10 +246,11 @@ class Moved:
     (W in W@x moves one row of W@x, O(n), never a unit array of W's size)."""
 
     def __init__(self, target: Node, downstream: list[Node], linear: set[int], d: Any,
-                 output: Node, buffer: Any = None, note: Any = None,
+                 output: Node, weights: list[float], buffer: Any = None, note: Any = None,
                  unit: int | None = None) -> None:
         np = numpy()
         self.target, self.output, self.buffer, self.note = target, output, buffer, note
+        self.weights = weights  # each node's ``rounding_weight``, by index
         if d is None and unit is not None:  # made where a row or a replay reads it whole
             d = _UnitArray(np.shape(target.value), unit)
         moves = self.moves = {target.index: d}
@@ -275,12 +288,14 @@ class Moved:
     def replay(self, t: Any, largest: float, complex_step: bool = False,
                at: Any = None) -> tuple[Any, float]:
         """The output at x + t d (or with the target at ``at``, made by the caller) and the
-        largest magnitude recomputed, from ``largest``, the moved target's (which the caller
-        knows without a pass)."""
+        largest rounding scale recomputed (``Replayer.replay``), from ``largest``, the moved
+        target's magnitude (which the caller knows without a pass)."""
         from gradcli.engine.arrays import raising, recompute
 
         np = numpy()
         target = self.target.index
+        weights = self.weights
+        largest = weighed(largest, weights[target])
         changed: dict[int, Any] = {} if at is None else {target: at}
         moves, buffer = self.moves, self.buffer
 
@@ -302,7 +317,7 @@ class Moved:
                 with np.errstate(all="ignore"):
                     moved = shift(i, source)
             if i != target and np.size(moved):
-                largest = max(largest, float(np.max(np.abs(moved))))
+                largest = max(largest, weighed(float(np.max(np.abs(moved))), weights[i]))
             changed[i] = moved
             return moved
 
@@ -314,9 +329,41 @@ class Moved:
                 if self.note is not None:
                     self.note(node, args, result)
                 if result.size:
-                    largest = max(largest, float(np.max(np.abs(result))))
+                    largest = max(largest, weighed(float(np.max(np.abs(result))),
+                                                   weights[node.index]))
             output = value(self.output)
         return output.item() if hasattr(output, "item") else output, largest
+
+
+def rounding_weight(grad: Any) -> float:
+    """How much of a node's magnitude counts in a finite difference's rounding allowance:
+    |d output / d node| (an array's largest element), at most 1. A value that barely reaches
+    the output carries little of its rounding there: exp(40) = 2.4e17 feeding 1/(1 + exp(40))
+    moves the output by 1.8e-35 per unit, and allowed 3.5e5 of error before it was weighed.
+    Capped at 1, the allowance is never looser than the bare magnitudes gave: a weight above 1
+    would tie it to the gradient being checked (a rule wrong by a factor c would scale its own
+    allowance), and the 16 eps allowance already covers values that reach the output whole.
+    The weights below 1 are first-order: rounding whose effect changes over the step (a
+    stationary point behind a cancellation) is not covered. A gradient that is not finite
+    weighs 1, the value's bare magnitude."""
+    if isinstance(grad, (float, int)):  # NumPy's float64 too
+        weight = abs(grad)
+    else:
+        np = numpy()
+        weight = float(np.max(np.abs(grad), initial=0.0))
+    return weight if weight <= 1.0 else 1.0  # NaN too
+
+
+def weighed(magnitude: float, weight: float) -> float:
+    """``magnitude`` times its ``rounding_weight``; one that is not finite stays as it is,
+    whatever the weight (a replay that overflowed is a value that is not finite, never
+    0 * inf = NaN)."""
+    return magnitude * weight if magnitude <= 1.7976931348623157e308 else magnitude
+
+
+def rounding_weights(nodes: list[Node]) -> list[float]:
+    """``rounding_weight`` of each of ``nodes``, by position (their indices)."""
+    return [rounding_weight(node.grad) for node in nodes]
 
 
 def _complex_compute(node: Node, args: list[Any]) -> Any:

@@ -77,7 +77,8 @@ class ElementReplayer:
         unit array at flat index ``unit``)."""
         note = self._note_switch if self.masked else None
         linear = self.linear if d is not None or unit is not None else set()
-        return Moved(self.target, self.downstream, linear, d, self.nodes[-1], note=note, unit=unit)
+        return Moved(self.target, self.downstream, linear, d, self.nodes[-1], self.walk.weights(),
+                     note=note, unit=unit)
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         np = numpy()
@@ -119,14 +120,16 @@ def replayable(nodes: list[Node]) -> bool:
     return all(not n.op.is_array or n.op.name in COLUMN_FORMS for n in nodes)
 
 
-def central_columns(node: Node, downstream: list[Node], output: Node, flats: list[int],
-                    rtol: float, atol: float, along: tuple[tuple[Any, float], ...] = (),
-                    linear: set[int] | None = None, reach: float = 0.0
+def central_columns(node: Node, downstream: list[Node], output: Node, weights: list[float],
+                    flats: list[int], rtol: float, atol: float,
+                    along: tuple[tuple[Any, float], ...] = (), linear: set[int] | None = None,
+                    reach: float = 0.0
                     ) -> tuple[dict[int, Settled], dict[int, Settled]]:
     """The central-difference check of the elements ``flats`` of ``node`` (flat indices), a
     block of columns at a time, and in the first block, along each direction v of ``along``
     ((v, v·g) pairs: t = 0 moved by the base step, as ``directions.check_direction`` moves
     it); only the checks that pass: the elements' by flat index, the directions' by number.
+    ``weights``: each node's ``replay.rounding_weight``, by index (the noise allowance).
     The ``linear`` nodes (``replay.linear_part``) move as ``replay.Moved`` moves them, by their
     value at each column's move: x's columns in W@x are W's columns and one W@v per direction,
     not a product over all the columns. Elsewhere the elements' columns are ``Sparse``. A
@@ -158,10 +161,11 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
             hv = h * np.reshape(vs, (lines_here, values.size))  # t = ±h along each direction
             ends = values + np.concatenate((hv, -hv))
             tops = np.abs(ends).max(axis=1, initial=0.0)
-        largest = np.concatenate((np.abs(moved.values), tops))
+        largest = np.concatenate((np.abs(moved.values), tops)) * weights[node.index]
         replayed = (_moved_replay(node, downstream, linear, output, (moved, ends, vs, steps),
-                                  largest)
-                    if linear else _split_replay(node, downstream, output, moved, ends, largest))
+                                  largest, weights)
+                    if linear else _split_replay(node, downstream, output, moved, ends, largest,
+                                                 weights))
         if replayed is None:
             break
         out, most = replayed  # the elements' up, down, then the directions' up, down
@@ -186,22 +190,22 @@ def central_columns(node: Node, downstream: list[Node], output: Node, flats: lis
 
 
 def _split_replay(node: Node, downstream: list[Node], output: Node, moved: Sparse, ends: Any,
-                  largest: Any) -> tuple[Any, Any] | None:
+                  largest: Any, weights: list[float]) -> tuple[Any, Any] | None:
     """``_replay`` of the elements' columns (``Sparse``), then of the directions' (whole)."""
     np = numpy()
     count = len(moved.at)
-    first = _replay({node.index: moved}, downstream, output, largest[:count])
+    first = _replay({node.index: moved}, downstream, output, largest[:count], weights)
     if first is None or not len(ends):
         return first
     second = _replay({node.index: ends.reshape((len(ends), *np.shape(node.value)))},
-                     downstream, output, largest[count:])
+                     downstream, output, largest[count:], weights)
     return None if second is None else (np.concatenate((first[0], second[0])),
                                         np.concatenate((first[1], second[1])))
 
 
 def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: Node,
-                  columns: tuple[Sparse, Any, list[Any], Any], largest: Any
-                  ) -> tuple[Any, Any] | None:
+                  columns: tuple[Sparse, Any, list[Any], Any], largest: Any,
+                  weights: list[float]) -> tuple[Any, Any] | None:
     """``_replay`` of the columns with the ``linear`` nodes moved as ``replay.Moved`` moves
     them, value + t f(d) per column: f(d) by ``_unit_moves`` for the elements and a ``Moved``
     per direction (t: the elements' up then down, then the directions'); the moved node
@@ -215,7 +219,7 @@ def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: 
     with np.errstate(all="ignore"):
         try:
             moves = _unit_moves(node, downstream, linear, moved.at[:count].tolist())
-            movers = [Moved(node, downstream, linear, v, output) for v in vs]
+            movers = [Moved(node, downstream, linear, v, output, weights) for v in vs]
         except (ValueError, IndexError, ArithmeticError):
             return None
     rest = [user for user in downstream if user.index not in linear]
@@ -231,11 +235,11 @@ def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: 
             value = user.value + t.reshape((-1, *(1,) * len(shape))) * stacked[order]
             changed[user.index] = value
             magnitude = np.abs(value).reshape(len(t), -1).max(axis=1, initial=0.0)
-            largest = np.maximum(largest, magnitude)
+            largest = np.maximum(largest, magnitude * weights[user.index])
     if reads_whole(node, rest, output):
         whole = np.concatenate((dense(node.value, moved).reshape(len(moved.at), -1), ends))
         changed[node.index] = whole.reshape((len(whole), *np.shape(node.value)))
-    return _replay(changed, rest, output, largest)
+    return _replay(changed, rest, output, largest, weights)
 
 
 def _unit_moves(node: Node, downstream: list[Node], linear: set[int], flats: list[int]
@@ -279,10 +283,11 @@ def _unit_moves(node: Node, downstream: list[Node], linear: set[int], flats: lis
 
 
 def _replay(changed: dict[int, Any], nodes: list[Node], output: Node,
-            largest: Any) -> tuple[Any, Any] | None:
+            largest: Any, weights: list[float]) -> tuple[Any, Any] | None:
     """Column j: the values of ``changed`` (the moved nodes', with the column axis first, or
-    ``Sparse``) replayed through ``nodes``; the output and the largest magnitude recomputed
-    (from ``largest``, the moved values'), per column (NaN where a value is not finite). None:
+    ``Sparse``) replayed through ``nodes``; the output and the largest rounding scale
+    recomputed (``Replayer.replay``; from ``largest``, the moved values'), per column (NaN
+    where a value is not finite). None:
     some op could not replay columns."""
     from gradcli.gradcheck.column_forms import Sparse, column_compute, dense, others, sparse_compute
 
@@ -302,7 +307,8 @@ def _replay(changed: dict[int, Any], nodes: list[Node], output: Node,
                 else:
                     magnitude = np.maximum(np.abs(value.values), others(user.value, value.at))
                 changed[user.index] = value
-                largest = np.maximum(largest, magnitude)  # NaN stays: that column failed
+                # NaN stays: that column failed
+                largest = np.maximum(largest, magnitude * weights[user.index])
         except (ValueError, IndexError, ArithmeticError, np.linalg.LinAlgError):
             return None
     out = changed.get(output.index)

@@ -43,7 +43,7 @@ class Conditioning:
         of = (f"the condition number of {self.matrix} (which {self.op} takes) is "
               f"{self.number:.1e}" if self.matrix is not None else
               f"rounding is amplified {self.number:.1e} times (the largest value the output is "
-              "computed from, over the output)")
+              "computed from, times its effect on the output, over the output)")
         return (f"the program is ill-conditioned at this point: {of}; the disagreement shrinks "
                 "with the step as a correct gradient's does, but no step is both small enough "
                 "to follow the function and large enough to beat rounding (the gradient may be "

@@ -169,7 +169,7 @@ def _extrapolated(analytic: float, central: list[tuple[float, float, float]], rt
 
 
 def _difference(replayer: Replays, node: Perturbed, h: float) -> tuple[float, str, float] | None:
-    """(estimate, method, largest magnitude) by the first stencil that evaluates, or None."""
+    """(estimate, method, largest rounding scale) by the first stencil that evaluates, or None."""
     for stencil in STENCILS:
         estimate = _apply(replayer, node, stencil, h)
         if estimate is not None:
@@ -180,7 +180,7 @@ def _difference(replayer: Replays, node: Perturbed, h: float) -> tuple[float, st
 def _apply(
     replayer: Replays, node: Perturbed, stencil: Stencil, h: float
 ) -> tuple[float, float] | None:
-    """(estimate, largest magnitude among f(v) and the recomputed values), or None where a
+    """(estimate, largest rounding scale among f(v) and the recomputed values), or None where a
     shifted point is outside the domain or the estimate is not finite."""
     v, index = node.value, node.index
     f0 = replayer.nodes[-1].value
@@ -245,7 +245,7 @@ def richardson_check(
 def richardson_estimate(
     replayer: Replays, node: Perturbed
 ) -> tuple[float, float, float, float] | None:
-    """(estimate, its error estimate, smallest step used, largest magnitude), or None.
+    """(estimate, its error estimate, smallest step used, largest rounding scale), or None.
 
     Row k holds T[k][...] (module docstring). An entry's error estimate is never less than the
     rounding error of its row's differences (eps * M / h): otherwise a lucky cancellation at a

@@ -205,9 +205,9 @@ def _elements(replayer: DirectionReplayer, node: Node, flats: list[int], rtol: f
     element-wise ops costs less than a move per column."""
     np = numpy()
     along = tuple((v, replayer.dot(v, node.grad)) for v in drawn or ())
-    passed, lines = central_columns(node, replayer.downstream, replayer.nodes[-1], flats, rtol,
-                                    atol, along, linear, replayer.reach
-                                    ) if drawn is not None else ({}, {})
+    passed, lines = central_columns(node, replayer.downstream, replayer.nodes[-1],
+                                    replayer.walk.weights(), flats, rtol, atol, along, linear,
+                                    replayer.reach) if drawn is not None else ({}, {})
     grads = np.asarray(node.grad).flat[flats].tolist()  # .flat: no copy of a broadcast one
     found = {}
     for flat, grad in zip(flats, grads, strict=True):

@@ -12,6 +12,7 @@ from typing import Any
 from gradcli.engine.graph import Node, Program
 from gradcli.engine.node import last_uses
 from gradcli.engine.ops import OPS, numpy
+from gradcli.engine.replay import rounding_weights
 from gradcli.gradcheck.columns import Settled
 from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees
 
@@ -21,7 +22,8 @@ class ColumnReplay:
     """The output with one node pinned per column, as ``Replayer.replay`` gives it one at a time."""
 
     output: Any  # (columns,) output value
-    largest: Any  # (columns,) largest magnitude among the recomputed values; inf/nan: failed
+    # (columns,) the largest rounding scale recomputed (``Replayer.replay``); inf/nan: failed
+    largest: Any
 
     @property
     def failed(self) -> Any:
@@ -54,7 +56,8 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
 
     Only nodes downstream of a pinned node get an array; in the columns where a node is not
     downstream of that column's pinned node it keeps exactly its scalar value, so each column
-    recomputes what ``Replayer.replay`` recomputes (and ``largest`` covers just those values). An
+    recomputes what ``Replayer.replay`` recomputes (and ``largest`` covers just those values,
+    weighted as it weights them). An
     array is dropped after its last user, so memory follows the live part of the graph; one
     that waits long for its last user is packed meanwhile (``_Packed``): W3's 11,111
     statements, all read again by the final sum, would hold 18 MB of columns, 95% of them the
@@ -74,7 +77,8 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
     pins: dict[int, list[int]] = {}
     for column, index in enumerate(pinned.tolist()):
         pins.setdefault(index, []).append(column)
-    largest = _Largest(np, np.abs(values))
+    weights = rounding_weights(nodes)
+    largest = _Largest(np, np.abs(values) * np.asarray(weights)[pinned])
     add, where, ndarray, shape = largest.add, np.where, np.ndarray, (columns,)
     last = len(nodes) - 1
 
@@ -99,7 +103,7 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
                         value = np.broadcast_to(value, shape)
                 elif node.op not in _EXACT:  # columns that do not recompute this node keep
                     value = where(mask, value, node.value)  # its exact scalar value
-                add(value, mask)
+                add(value, mask, weights[i])
                 current[i], dirty[i] = value, mask
             if i in pins:
                 own = np.zeros(columns, dtype=bool)
@@ -153,9 +157,10 @@ _BLOCK_CELLS = 1 << 16  # ``_Largest``'s block: rows x columns (512 KB)
 
 
 class _Largest:
-    """The largest magnitude per column among the values recomputed in it: the values go into
-    a block of rows, reduced over their recomputed columns when it is full (one NumPy call for a
-    block rather than two per node; max is exact, so the order changes nothing)."""
+    """The largest rounding scale per column among the values recomputed in it (|value| times
+    its node's ``rounding_weight``): they go into a block of rows, reduced over their
+    recomputed columns when it is full (one NumPy call for a block rather than two per node;
+    max is exact, so the order changes nothing)."""
 
     def __init__(self, np: Any, start: Any) -> None:
         self.np, self.largest = np, start
@@ -164,10 +169,10 @@ class _Largest:
         self.chosen = np.empty((rows, start.size), dtype=bool)
         self.row = 0
 
-    def add(self, value: Any, mask: Any) -> None:
-        """``value``'s columns where ``mask`` is True (None: all of them)."""
+    def add(self, value: Any, mask: Any, weight: float) -> None:
+        """``value``'s columns, times ``weight``, where ``mask`` is True (None: all of them)."""
         row = self.row
-        self.block[row] = value
+        self.np.multiply(value, weight, out=self.block[row])
         self.chosen[row] = True if mask is None else mask
         self.row = row + 1
         if self.row == len(self.block):

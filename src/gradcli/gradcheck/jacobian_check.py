@@ -169,8 +169,10 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
                    blocks: dict[str, dict[str, Any]], rtol: float,
                    atol: float) -> JacobianCheck:
     """Each perturbed input element's column (every output's entries) settled by the gradient
-    check's step policy (``steps.settle``: its steps, noise allowance and one-sided stencils),
-    so that a Jacobian entry passes exactly where the same gradient would."""
+    check's step policy (``steps.settle``: its steps, noise allowance and one-sided stencils).
+    One difference: the noise allowance weighs no value by its effect on an output entry
+    (``replay.rounding_weight``; no one reverse pass gives those of every entry), so it is the
+    largest magnitude an evaluation saw, as coarse as or coarser than a gradient's."""
     np = arrays.numpy()
     inputs = list(program.variables.values())
     total = sum(int(np.size(v.value)) for v in inputs)

@@ -4,12 +4,14 @@ The central difference (f(v + h) - f(v - h)) / 2h with h = eps^(1/3) * max(1, |v
 balances truncation (O(h^2)) against rounding (O(eps/h)); a second-order one-sided difference
 where a shifted point leaves the domain or the difference overflows (``STENCILS``, in order). An
 estimate passes when |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|) + noise,
-noise = 16 eps M / h being the rounding the difference can carry (M: the largest magnitude it
-saw), so that ``1e8 + x`` does not "fail". After a disagreement a step 16 times smaller is tried,
-up to ``SHRINKS`` times and never past the step where the noise allowance alone would exceed the
-tolerance ("swamped"); then one at the value's own scale (``steps_for``). So sqrt(x) at 1e-7 is
-not a wrong gradient, while a wrong gradient disagrees at every step. ``differences.check_node``
-applies the policy to one node, ``settle`` to many entries at once; the two agree entry by entry.
+noise = 16 eps M / h being the rounding the difference can carry (M: the largest
+|v| min(1, |df/dv|) among the values it recomputed, ``replay.rounding_weight``), so that
+``1e8 + x`` does not "fail" while exp(40) inside a sigmoid at -40 allows no wrong gradient.
+After a disagreement a step 16 times smaller is tried, up to ``SHRINKS`` times and never past
+the step where the noise allowance alone would exceed the tolerance ("swamped"); then one at the
+value's own scale (``steps_for``). So sqrt(x) at 1e-7 is not a wrong gradient, while a wrong
+gradient disagrees at every step. ``differences.check_node`` applies the policy to one node,
+``settle`` to many entries at once; the two agree entry by entry.
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ def quotient(stencil: Stencil, samples: Sequence[Any], h: Any) -> Any:
 
 
 def noise_allowance(largest: Any, h: Any) -> Any:
-    """Rounding error a difference quotient of values up to ``largest`` at step ``h`` can carry."""
+    """Rounding error a difference quotient at step ``h`` can carry, ``largest`` being the
+    largest rounding scale |v| |df/dv| among the values it recomputed."""
     return _NOISE_FACTOR * EPS * largest / h
 
 
@@ -109,7 +112,7 @@ def judge(
     maximum: Callable[[Any, Any], Any] = max,
 ) -> tuple[Any, Any, Any, Any]:
     """(error, tolerance, agrees, swamped) of the estimate ``numeric`` at step ``h``
-    (``largest``: the largest magnitude the difference saw). Swamped: the noise allowance
+    (``largest``: the largest rounding scale the difference saw). Swamped: the noise allowance
     alone could wave a wrong gradient through, so the caller stops shrinking."""
     error = abs(analytic - numeric)
     noise = noise_allowance(largest, h)
@@ -163,7 +166,7 @@ class Estimates(namedtuple("Estimates", ("numeric", "error", "tolerance", "ok", 
 
 
 # f at entries ``rows`` moved by offset * h (h: one step per row): the values, the largest
-# magnitude each one's evaluation saw, and where it failed (outside the domain)
+# rounding scale each one's evaluation saw, and where it failed (outside the domain)
 if TYPE_CHECKING:
     Sample = Callable[[Any, float, Any], tuple[Any, Any, Any]]
 else:
@@ -205,7 +208,7 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
 
 
 def first_stencil(sample: Sample, f0: Any, rows: Any, h: Any) -> tuple[Any, Any, Any]:
-    """(estimate, largest magnitude, stencil index) at ``rows`` by the first stencil that
+    """(estimate, largest rounding scale, stencil index) at ``rows`` by the first stencil that
     evaluates at each (as ``differences._difference`` at one point); NaN and -1 where none does."""
     np = numpy()
     estimate = np.full(rows.size, np.nan)

@@ -210,7 +210,7 @@ def vector_sweep(
     """The NumPy half of ``evaluate_sweep`` (safe on several threads at once): values,
     gradients, the check and which points are unsure. ``finish_sweep`` does the rest."""
     np = numpy()
-    base = evaluate_vector(program, columns)
+    base = evaluate_vector(program, columns, every_node=check)  # the check weighs every node
     assert base.grads is not None
     sweep = Sweep(
         program=program,
@@ -224,8 +224,9 @@ def vector_sweep(
     if reconcile:
         _measure_spread(sweep)
     if check:
+        weights = [_rounding_weights(np, grad) for grad in base.grads]
         sweep.checks = {
-            name: check_variable(sweep, node, rtol, atol)
+            name: check_variable(sweep, node, rtol, atol, weights)
             for name, node in program.variables.items()
         }
     return sweep
@@ -278,7 +279,6 @@ def _recheck(sweep: Sweep, budget: RecheckBudget) -> None:
     checked = sweep.checks is not None
     cost = len(program.nodes) * (2 + (2 * len(variables) if checked else 0))
     _make_writable(np, sweep)
-    replayer = Replayer(program.nodes)
     for done, index in enumerate(rows):
         if not budget.spend(cost):
             sweep.unsettled += len(rows) - done
@@ -292,6 +292,7 @@ def _recheck(sweep: Sweep, budget: RecheckBudget) -> None:
             continue
         sweep.failed[index] = False
         sweep.value[index] = result.value
+        replayer = Replayer(program.nodes)  # its weights are this point's gradients
         for name, node in variables.items():
             sweep.gradients[name][index] = result.gradients[name]
             if sweep.checks is not None:
@@ -340,17 +341,33 @@ def _explain_failures(sweep: Sweep, limit: int | None) -> None:
 _STENCIL_GAIN = 4.0
 
 
-def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float) -> GradientSweepCheck:
+def _rounding_weights(np: Any, grad: Any) -> Any:
+    """``replay.rounding_weight`` at every point: |grad| up to 1, 1 where it is not finite, 0
+    for a node that passes no gradient on (None)."""
+    if grad is None:
+        return 0.0
+    weight = np.abs(grad)
+    return np.where(weight <= 1.0, weight, 1.0)  # NaN: 1
+
+
+def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float,
+                   weights: list[Any] | None = None) -> GradientSweepCheck:
     """Finite differences for one variable at every point with the scalar check's policy
     (``steps.settle``); where ``sweep.unsure`` is measured, a point whose verdict could go the
-    other way on the scalar path is marked unsure (``_mark_close_calls``)."""
+    other way on the scalar path is marked unsure (``_mark_close_calls``). ``weights``: each
+    node's ``rounding_weight`` at every point, by index (``_rounding_weights``; None: from
+    the program's own gradients at the sweep's points)."""
     np = numpy()
+    if weights is None:
+        grads = evaluate_vector(sweep.program, sweep.columns, every_node=True).grads or []
+        weights = [_rounding_weights(np, grad) for grad in grads]
     name = str(node.name)
     downstream = [user.index for user in Replayer(sweep.program.nodes).affected(node.index)]
     judged = None if sweep.unsure is None else partial(_mark_close_calls, sweep, name,
-                                                       downstream, rtol)
+                                                       downstream, rtol, weights)
     found = settle(sweep.gradients[name], base_step(sweep.columns[name], np.maximum),
-                   sweep.value, _sampler(sweep, name, downstream), np.flatnonzero(~sweep.failed),
+                   sweep.value, _sampler(sweep, name, downstream, weights),
+                   np.flatnonzero(~sweep.failed),
                    rtol, atol, judged, own_step(sweep.columns[name]))
     return GradientSweepCheck(found.numeric, found.error, found.tolerance, found.ok)
 
@@ -365,9 +382,9 @@ def _close(error: Any, allowed: Any, noise: Any, doubt: Any, shrink: int, rtol: 
     return close
 
 
-def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rtol: float, rows: Any,
-                      h: Any, shrink: int, numeric: Any, error: Any, allowed: Any, largest: Any,
-                      stencils: Any) -> None:
+def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rtol: float,
+                      weights: list[Any], rows: Any, h: Any, shrink: int, numeric: Any,
+                      error: Any, allowed: Any, largest: Any, stencils: Any) -> None:
     """Mark unsure the points where the scalar check could judge this step (``settle``'s
     ``judged``) otherwise: first a rough bound (f off by ``value_spread`` at each shifted
     point); where that could flip the verdict, the estimate again with the ops downstream of
@@ -383,7 +400,8 @@ def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rtol: floa
     if not at.size:
         return
     h = h[at]
-    moved, _, _ = first_stencil(_sampler(sweep, name, downstream, perturbed=True), sweep.value,
+    moved, _, _ = first_stencil(_sampler(sweep, name, downstream, weights, perturbed=True),
+                                sweep.value,
                                 rows[at], h)
     with np.errstate(invalid="ignore", over="ignore"):
         shift = SAFETY * np.abs(moved - numeric[at])
@@ -394,11 +412,17 @@ def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rtol: floa
     sweep.unsure[rows[at[close]]] = True
 
 
-def _sampler(sweep: Sweep, name: str, downstream: list[int], perturbed: bool = False) -> Sample:
+def _sampler(sweep: Sweep, name: str, downstream: list[int], weights: list[Any],
+             perturbed: bool = False) -> Sample:
     """f at points of the sweep with ``name`` moved (``steps.Sample``: the output, the largest
-    downstream magnitude, the failures); with ``perturbed``, the ops downstream of ``name``
-    perturbed (``_mark_close_calls``)."""
+    rounding scale downstream, as ``Replayer.replay`` weighs it, the failures); with
+    ``perturbed``, the ops downstream of ``name`` perturbed (``_mark_close_calls``)."""
     np = numpy()
+    variable = sweep.program.variables[name].index
+
+    def weight(index: int, rows: Any) -> Any:
+        at = weights[index]
+        return at[rows] if np.ndim(at) else at
 
     def sample(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
         columns = {key: column[rows] for key, column in sweep.columns.items()}
@@ -408,9 +432,9 @@ def _sampler(sweep: Sweep, name: str, downstream: list[int], perturbed: bool = F
                         else None)
         run = evaluate_vector(sweep.program, columns, gradients=False, every_node=True,
                               perturbation=perturbation)
-        largest = np.abs(moved)
+        largest = np.abs(moved) * weight(variable, rows)
         for index in downstream:
-            largest = np.maximum(largest, np.abs(run.values[index]))
+            largest = np.maximum(largest, np.abs(run.values[index]) * weight(index, rows))
         return run.output, largest, run.failed
 
     return sample

@@ -1,0 +1,142 @@
+"""The central check's rounding allowance weighs each recomputed value's magnitude by how far it
+moves the output (``replay.rounding_weight``, at most 1), so a large value that barely reaches
+the output allows nothing. Before, exp(40) = 2.4e17 inside a sigmoid at x = -40 set an
+allowance of 3.5e5, and any gradient below it passed; at x*y with x = y = 1e-300 the perturbed
+x (6e-6) let any gradient below 3.5e-15 pass. Every path that checks by central differences
+-- one node at a time, float columns, sweeps, array elements -- weighs the same way, and gives
+a point the same verdict and tolerance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import gradcli
+from gradcli.engine.replay import rounding_weight
+from gradcli.gradcheck.check import check_gradients
+from gradcli.gradcheck.float_columns import central_at_once
+from gradcli.gradcheck.steps import EPS
+from gradcli.gradcheck.sweep import check_variable, evaluate_sweep
+
+SIGMOID = "1/(1 + exp(-x))"
+
+
+def _sigmoid_slope(x: float) -> float:
+    """d/dx 1/(1 + e^-x), written by hand: e^-x / (1 + e^-x)^2."""
+    return math.exp(-x) / (1.0 + math.exp(-x)) ** 2
+
+
+def _corrupted(text: str, values: dict, name: str, grad: float):
+    result = gradcli.evaluate(text, values, check=False)
+    result.program.variables[name].grad = grad
+    return result.program
+
+
+@pytest.mark.parametrize("wrong", [1e-6, 1e-3, 1.0, 1e5])
+def test_a_wrong_gradient_next_to_a_huge_value_that_barely_reaches_the_output_fails(wrong):
+    program = _corrupted(SIGMOID, {"x": -40.0}, "x", wrong)
+    report = check_gradients(program)
+    assert not report.ok
+    check = report.gradients["x"]
+    assert check.numeric == pytest.approx(_sigmoid_slope(-40.0), rel=1e-6)
+    # atol + rtol |wrong| and a rounding allowance far below the error: the old one was 3.5e5
+    assert check.tolerance < 1e-7 + 1e-3 * wrong
+
+
+def test_the_right_gradient_there_passes_with_no_absolute_tolerance_at_all():
+    result = gradcli.evaluate(SIGMOID, {"x": -40.0}, check=False)
+    report = check_gradients(result.program, atol=0.0)
+    assert report.ok
+    check = report.gradients["x"]
+    assert check.analytic == pytest.approx(_sigmoid_slope(-40.0), rel=1e-12)
+    assert check.numeric == pytest.approx(_sigmoid_slope(-40.0), rel=1e-6)
+    # and a gradient 1% off is told apart, 4e-20 away from the right one
+    wrong = _corrupted(SIGMOID, {"x": -40.0}, "x", 1.01 * _sigmoid_slope(-40.0))
+    assert not check_gradients(wrong, atol=0.0).ok
+
+
+def test_a_perturbed_value_far_above_the_point_weighs_by_its_effect():
+    # x*y at 1e-300: x +- 6e-6 is far larger than x, but moves the output by 6e-6 * y
+    result = gradcli.evaluate("x*y", {"x": 1e-300, "y": 1e-300}, check=False)
+    assert check_gradients(result.program, atol=0.0).ok
+    wrong = _corrupted("x*y", {"x": 1e-300, "y": 1e-300}, "x", 1e-20)
+    report = check_gradients(wrong, atol=0.0)
+    assert not report.gradients["x"].ok
+    assert report.gradients["y"].ok
+
+
+def test_a_small_output_of_large_values_is_held_to_its_own_scale():
+    # 1e-20 (x + 1e8): the sum is 1e8, but its rounding reaches the output times 1e-20
+    text = "1e-20*(x + 1e8)"
+    assert check_gradients(gradcli.evaluate(text, {"x": 0.5}, check=False).program,
+                           atol=0.0).ok
+    wrong = _corrupted(text, {"x": 0.5}, "x", 2e-20)
+    assert not check_gradients(wrong, atol=0.0).ok
+
+
+def test_rounding_of_a_value_that_reaches_the_output_is_still_allowed():
+    # the noise of (x + 1e8) - 1e8 is real: its allowance stays (weight 1 on 1e8)
+    assert gradcli.evaluate("(x + 1e8) - 1e8", {"x": 0.3}).check.ok
+    assert gradcli.evaluate("(x + 1e12) - 1e12", {"x": 0.3}).check.ok
+    assert gradcli.evaluate("exp(x)", {"x": 30.0}).check.ok
+
+
+def test_the_weight_of_a_node():
+    assert rounding_weight(-0.25) == 0.25
+    assert rounding_weight(-2.5) == 1.0  # at most 1: never looser than the bare magnitude
+    assert rounding_weight(np.array([[0.1, -0.3], [0.2, 0.05]])) == 0.3
+    assert rounding_weight(np.array([[1.0, -3.0], [2.0, 0.5]])) == 1.0
+    assert rounding_weight(math.inf) == 1.0  # not finite: the bare magnitude
+    assert rounding_weight(math.nan) == 1.0
+    assert rounding_weight(np.array([])) == 0.0
+
+
+def test_float_columns_agree_with_the_one_at_a_time_check():
+    result = gradcli.evaluate(SIGMOID, {"x": -40.0}, check=False)
+    program = result.program
+    one = check_gradients(program, atol=0.0).gradients["x"]
+    settled = central_at_once(program, [program.variables["x"]], 1e-5, 0.0)
+    assert settled[program.variables["x"].index].tolerance == one.tolerance
+    program.variables["x"].grad = 1e-3
+    assert central_at_once(program, [program.variables["x"]], 1e-5, 1e-8) == {}
+
+
+def test_a_sweep_weighs_as_a_single_point_does():
+    program = gradcli.parse(SIGMOID)
+    points = np.array([-40.0, -30.0, 0.5, 35.0])
+    sweep = evaluate_sweep(program, {"x": points}, atol=0.0)
+    assert sweep.check_ok.all()
+    for k, x in enumerate(points.tolist()):
+        single = gradcli.evaluate(SIGMOID, {"x": x}, check=False)
+        scalar = check_gradients(single.program, atol=0.0).gradients["x"]
+        assert sweep.checks["x"].tolerance[k] == pytest.approx(scalar.tolerance, rel=1e-9)
+    sweep.gradients["x"] = np.full(points.size, 1e-3)  # wrong everywhere
+    assert not check_variable(sweep, program.variables["x"], 1e-5, 1e-8).ok.any()
+
+
+def test_array_elements_weigh_by_the_gradient():
+    text = "sum(1/(1 + exp(-x)))"
+    values = {"x": [-40.0, -38.0, -36.0]}
+    result = gradcli.evaluate(text, values, check=False)
+    report = check_gradients(result.program, atol=0.0)
+    assert report.ok
+    node = result.program.variables["x"]
+    node.grad = np.array([1e-3, _sigmoid_slope(-38.0), _sigmoid_slope(-36.0)])
+    report = check_gradients(result.program)
+    assert not report.ok
+    assert report.gradients["x"].where == (0,)
+
+
+def test_the_allowance_is_the_rounding_a_difference_can_carry():
+    # one node's allowance at the first step is 16 eps max |v| |df/dv| / h over the values a
+    # replay recomputes: at x = 0 every node's df/dv is 1/4 (the output's 1), and the largest
+    # product is 1 + exp(h) times 1/4, a little above the output's 1/(1 + exp(-h))
+    result = gradcli.evaluate(SIGMOID, {"x": 0.0}, check=False)
+    check = check_gradients(result.program, rtol=0.0, atol=0.0).gradients["x"]
+    h = EPS ** (1 / 3)
+    assert check.ok and check.step == h
+    largest = max(0.25 * (1 + math.exp(h)), 1 / (1 + math.exp(-h)), 0.25 * h)
+    assert largest == 0.25 * (1 + math.exp(h))
+    assert check.tolerance == pytest.approx(16 * EPS * largest / h, rel=1e-12)
