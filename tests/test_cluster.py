@@ -177,10 +177,35 @@ def test_addresses(text, expected):
     assert (address.local, address.workers, address.scheduler_file) == expected
 
 
-@pytest.mark.parametrize("text", ["local:0", "local:x", "tcp://", "two words"])
+@pytest.mark.parametrize("text", ["local:0", "local:x", "tcp://", "two words",
+                                  "tcp://127.0.0.1:99999", "10.0.0.5:0", "host:port",
+                                  "tcp://[::1]:70000"])
 def test_bad_addresses_are_usage_errors(text):
     with pytest.raises(UsageError, match="--cluster"):
         parse_address(text)
+
+
+@pytest.mark.parametrize("text", ["tcp://[::1]:8786", "[::1]", "host", "tls://h:1/x",
+                                  "inproc://10.0.0.5/1/1"])
+def test_addresses_without_a_bad_port_are_read(text):
+    assert parse_address(text).text == text
+
+
+def test_a_port_past_65535_is_named_before_any_connection():
+    status, _, err = run(["eval", "-", "--json", "--cluster", "tcp://127.0.0.1:99999"],
+                         b"x*2\n")
+    assert status == 2
+    assert "the port 99999 is not a number from 1 to 65535" in err.decode()
+
+
+def test_an_empty_cluster_address_on_the_command_line_is_refused():
+    status, out, err = run(["eval", "-", "--json", "--cluster", ""], b"x*2\n")
+    assert status == 2 and b'"kind":"usage"' in out
+    assert "--cluster needs an address" in err.decode()
+    # an empty $GRADCLI_CLUSTER is as good as none: the batch runs here
+    env = {**ENV, "GRADCLI_CLUSTER": ""}
+    assert run(["eval", "-", "--json"], b"x*2\n", env=env) == run(["eval", "-", "--json"],
+                                                                 b"x*2\n")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -29,8 +29,13 @@ def cluster_address(ctx: click.Context, text: str | None,
                     refused: UsageError | None = None) -> ClusterAddress | None:
     """The ``--cluster`` address, checked; None without one. Where a cluster does not apply,
     ``--cluster`` is the ``refused`` error, while ``$GRADCLI_CLUSTER`` (set for a whole
-    session) is ignored."""
-    if not text:
+    session) is ignored, as is an empty one; an empty ``--cluster ""`` is refused."""
+    if not text or not text.strip():
+        if text is not None and ctx.get_parameter_source("cluster") == \
+                click.core.ParameterSource.COMMANDLINE:
+            raise UsageError("--cluster needs an address",
+                             hint="tcp://HOST:8786, a scheduler file (.json), or local:2; "
+                                  "leave --cluster out to run here")
         return None
     if refused is not None:
         if ctx.get_parameter_source("cluster") == click.core.ParameterSource.ENVIRONMENT:

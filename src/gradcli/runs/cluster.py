@@ -81,7 +81,22 @@ def parse_address(text: str) -> ClusterAddress:
         raise UsageError(f"cannot read --cluster {visible(text)}",
                          hint="give the scheduler's address, e.g. tcp://10.0.0.5:8786, a "
                               "scheduler file (.json), or local:2")
+    port = _port(host)
+    if port is not None and not (port.isdigit() and 1 <= int(port) <= 65535):
+        raise UsageError(f"cannot read --cluster {visible(text)}: the port {visible(port)} is "
+                         "not a number from 1 to 65535",
+                         hint="Dask's scheduler listens on 8786 unless told otherwise: "
+                              "tcp://HOST:8786")
     return ClusterAddress(text)
+
+
+def _port(host: str) -> str | None:
+    """The port of ``HOST:PORT`` (``[::1]:PORT`` for IPv6), or None where none is written."""
+    host = host.split("/", 1)[0]
+    if host.startswith("["):
+        tail = host.partition("]")[2]
+        return tail[1:] if tail.startswith(":") else None
+    return host.rpartition(":")[2] if host.count(":") == 1 else None
 
 
 def load_distributed() -> Any:
