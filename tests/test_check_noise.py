@@ -140,3 +140,39 @@ def test_the_allowance_is_the_rounding_a_difference_can_carry():
     largest = max(0.25 * (1 + math.exp(h)), 1 / (1 + math.exp(-h)), 0.25 * h)
     assert largest == 0.25 * (1 + math.exp(h))
     assert check.tolerance == pytest.approx(16 * EPS * largest / h, rel=1e-12)
+
+
+def _jacobian_check(text: str, point: dict, blocks=None, atol: float = 1e-8):
+    from gradcli.gradcheck.jacobian_check import check_jacobian
+
+    result = gradcli.evaluate(text, point)
+    outputs = result.program.outputs
+    return result, check_jacobian(result.program, outputs, list(result.values),
+                                  blocks or result.jacobian, 1e-5, atol)
+
+
+def test_a_jacobian_entry_weighs_as_the_gradient_of_its_output_does():
+    text = "f = 1/(1 + exp(-x)); g = x*2; f, g"
+    result, check = _jacobian_check(text, {"x": -40.0}, atol=0.0)
+    assert check.ok
+    entry = check.blocks["f"]["x"]
+    alone = check_gradients(gradcli.evaluate(SIGMOID, {"x": -40.0}, check=False).program,
+                            atol=0.0).gradients["x"]
+    assert entry.tolerance == pytest.approx(alone.tolerance, rel=1e-9)
+    wrong = {label: {name: np.asarray(block, dtype=float) for name, block in row.items()}
+             for label, row in result.jacobian.items()}
+    wrong["f"]["x"] = np.asarray(1e-3)  # before: within an allowance of 3.5e5
+    _, check = _jacobian_check(text, {"x": -40.0}, wrong)
+    assert not check.ok
+    assert check.blocks["f"]["x"].failed == 1 and check.blocks["g"]["x"].failed == 0
+
+
+def test_past_the_weighed_entries_a_jacobian_keeps_the_bare_magnitudes(monkeypatch):
+    from gradcli.gradcheck import jacobian_check
+
+    text = "f = 1/(1 + exp(-x)); g = x*2; f, g"
+    _, weighed = _jacobian_check(text, {"x": -40.0})
+    monkeypatch.setattr(jacobian_check, "_WEIGHED_ENTRIES", 1)
+    _, bare = _jacobian_check(text, {"x": -40.0})
+    assert bare.ok and weighed.ok
+    assert bare.blocks["f"]["x"].tolerance > 1e5 > 1e-7 > weighed.blocks["f"]["x"].tolerance

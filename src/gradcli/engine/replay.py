@@ -354,6 +354,15 @@ def rounding_weight(grad: Any) -> float:
     return weight if weight <= 1.0 else 1.0  # NaN too
 
 
+def rounding_weight_at_points(grad: Any) -> Any:
+    """``rounding_weight`` at each of many points (a sweep's): |grad| up to 1, 1 where it is
+    not finite; 0 for a node that passes no gradient on (None)."""
+    if grad is None:
+        return 0.0
+    weight = numpy().abs(grad)
+    return numpy().where(weight <= 1.0, weight, 1.0)  # NaN: 1
+
+
 def weighed(magnitude: float, weight: float) -> float:
     """``magnitude`` times its ``rounding_weight``; one that is not finite stays as it is,
     whatever the weight (a replay that overflowed is a value that is not finite, never

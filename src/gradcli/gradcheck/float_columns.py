@@ -167,12 +167,14 @@ class _Largest:
         rows = max(1, _BLOCK_CELLS // max(1, start.size))
         self.block = np.empty((rows, start.size))
         self.chosen = np.empty((rows, start.size), dtype=bool)
+        self.weights: list[float] = []  # each row's, applied to the block at once
         self.row = 0
 
     def add(self, value: Any, mask: Any, weight: float) -> None:
         """``value``'s columns, times ``weight``, where ``mask`` is True (None: all of them)."""
         row = self.row
-        self.np.multiply(value, weight, out=self.block[row])
+        self.block[row] = value
+        self.weights.append(weight)
         self.chosen[row] = True if mask is None else mask
         self.row = row + 1
         if self.row == len(self.block):
@@ -181,6 +183,8 @@ class _Largest:
     def _reduce(self) -> None:
         np, rows = self.np, self.block[:self.row]
         np.absolute(rows, out=rows)
+        rows *= np.array(self.weights).reshape(-1, 1)
+        self.weights.clear()
         most = np.maximum.reduce(rows, axis=0, where=self.chosen[:self.row], initial=0.0)
         np.maximum(self.largest, most, out=self.largest)  # NaN stays: that column failed
         self.row = 0

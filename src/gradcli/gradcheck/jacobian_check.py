@@ -15,7 +15,7 @@ from typing import Any
 from gradcli.engine import arrays, jacobian
 from gradcli.engine.graph import Node, Program, output_labels
 from gradcli.engine.notation import expression_texts
-from gradcli.engine.replay import Replayer
+from gradcli.engine.replay import Replayer, rounding_weight
 from gradcli.errors import ExitStatus, NumericError, UsageError
 from gradcli.gradcheck.elements import sample
 from gradcli.gradcheck.steps import Estimates, base_step, own_step, settle
@@ -169,10 +169,9 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
                    blocks: dict[str, dict[str, Any]], rtol: float,
                    atol: float) -> JacobianCheck:
     """Each perturbed input element's column (every output's entries) settled by the gradient
-    check's step policy (``steps.settle``: its steps, noise allowance and one-sided stencils).
-    One difference: the noise allowance weighs no value by its effect on an output entry
-    (``replay.rounding_weight``; no one reverse pass gives those of every entry), so it is the
-    largest magnitude an evaluation saw, as coarse as or coarser than a gradient's."""
+    check's step policy (``steps.settle``: its steps, noise allowance and one-sided stencils),
+    the noise allowance of an entry weighing each value by its effect on that entry, as the
+    gradient check weighs it (``_entry_weights``)."""
     np = arrays.numpy()
     inputs = list(program.variables.values())
     total = sum(int(np.size(v.value)) for v in inputs)
@@ -180,6 +179,7 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
     sizes = [int(np.size(out.value)) for out in outputs]
     f0 = np.concatenate([np.ravel(out.value) for out in outputs]).astype(float)
     checks: dict[str, dict[str, EntryCheck]] = {label: {} for label in labels}
+    weights = _entry_weights(program.nodes, outputs, sum(sizes))
     perturbed = 0
     for v in inputs:
         elements = sample(int(np.size(v.value)), max(share, 2))  # both ends, at least
@@ -188,7 +188,7 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
                                    for label, size in zip(labels, sizes, strict=True)])
         original = v.value
         try:
-            found = _settled(program, outputs, v, elements, f0, analytic, rtol, atol)
+            found = _settled(program, outputs, v, elements, f0, analytic, rtol, atol, weights)
         finally:
             v.value = original
             arrays.forward(program.nodes)
@@ -202,12 +202,13 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
 
 
 def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int], f0: Any,
-             analytic: Any, rtol: float, atol: float) -> Estimates:
+             analytic: Any, rtol: float, atol: float, weights: Any) -> Estimates:
     """Every entry of ``analytic`` (rows: output entries, columns: ``elements`` of ``v``)
     settled as the gradient check settles one, f of an entry being its output entry with its
-    column's element moved; the largest magnitude an evaluation saw (the rounding a difference
-    can carry: ``(1e8 + x) - 1e8``) is the output entry's, the moved element's, or that of any
-    value downstream of ``v`` at the point (taken once: a step moves them by a step's worth).
+    column's element moved; the largest rounding scale an evaluation saw (the rounding a
+    difference can carry: ``(1e8 + x) - 1e8``) is the output entry's, the moved element's, or
+    that of any value downstream of ``v`` at the point (taken once: a step moves them by a
+    step's worth), each weighed by its effect on the entry (``weights``: ``_entry_weights``).
     ``f0``: every output entry at the point. Columns go to ``settle`` a chunk at a time
     (``_CHUNK_CELLS`` entries: its NumPy work shared, its memory bounded), a sample making one
     forward pass per column it touches. Leaves ``v`` moved."""
@@ -215,8 +216,14 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
     original = v.value
     x = np.ravel(original)[elements].astype(float)
     count = analytic.shape[0]  # output entries: entry i of column k is number k * count + i
-    seen = max(float(np.max(np.abs(node.value)))
-               for node in [v, *Replayer(program.nodes).affected(v.index)])
+    downstream = [v, *Replayer(program.nodes).affected(v.index)]
+    indices = [node.index for node in downstream]  # v first
+    magnitudes = np.array([np.max(np.abs(node.value), initial=0.0) for node in downstream])
+    if weights is None:
+        seen = (np.full(count, magnitudes.max()), np.ones(count))
+    else:
+        weighed = weights[:, indices]
+        seen = ((weighed * magnitudes).max(axis=1), weighed[:, 0])
     found = Estimates.empty(analytic.shape)
     width = max(1, _CHUNK_CELLS // max(1, count))
     for first in range(0, len(elements), width):
@@ -228,17 +235,46 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
     return found
 
 
-def _settled_columns(program: Program, outputs: list[Node], v: Node, original: Any, seen: float,
-                     elements: list[int], x: Any, columns: slice, f0: Any, analytic: Any,
-                     rtol: float, atol: float) -> Estimates:
-    """``_settled`` for the columns ``columns`` (a range of ``elements``)."""
+def _entry_weights(nodes: list[Node], outputs: list[Node], count: int) -> Any:
+    """Each output entry's ``rounding_weight`` of every node, min(1, |d entry / d node|), as
+    ``replay.Replayer`` weighs them for one output: one reverse pass per entry, a row each
+    (``count`` rows, a column per node). None past ``_WEIGHED_ENTRIES`` entries or where a pass
+    fails: every weight is then 1 (the bare magnitudes: looser, never tighter)."""
+    np = arrays.numpy()
+    if count > _WEIGHED_ENTRIES:
+        return None
+    rows = []
+    for out in outputs:
+        shape = np.shape(out.value)
+        for element in np.ndindex(*shape):
+            seed = np.zeros(shape)
+            seed[element] = 1.0
+            try:
+                grads = arrays.backward_from(nodes, out, seed)
+            except NumericError:
+                return None
+            rows.append([rounding_weight(grads.get(node.index, 0.0)) for node in nodes])
+    return np.array(rows).reshape(count, len(nodes))
+
+
+_WEIGHED_ENTRIES = 256  # output entries weighed one reverse pass each (``_entry_weights``)
+
+
+def _settled_columns(program: Program, outputs: list[Node], v: Node, original: Any,
+                     seen: tuple[Any, Any], elements: list[int], x: Any, columns: slice,
+                     f0: Any, analytic: Any, rtol: float, atol: float) -> Estimates:
+    """``_settled`` for the columns ``columns`` (a range of ``elements``); ``seen``: the
+    entries' rounding scales at the point and the perturbed input's weights."""
     np = arrays.numpy()
     count = analytic.shape[0]
     width = columns.stop - columns.start
 
+    scales, own = seen
+
     def sample_at(rows: Any, offset: float, h: Any) -> tuple[Any, Any, Any]:
         value, failed = np.full(rows.size, np.nan), np.zeros(rows.size, dtype=bool)
-        largest = np.full(rows.size, seen)
+        entries = rows % count
+        largest = scales[entries]
         at = rows // count  # ascending, as settle keeps its rows
         starts = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
         v.value = np.array(original, dtype=float)  # each column moves one element, then back
@@ -246,7 +282,8 @@ def _settled_columns(program: Program, outputs: list[Node], v: Node, original: A
             k = columns.start + int(at[start])
             shifted = x[k] + offset * float(h[start])  # one step a column
             v.value.flat[elements[k]] = shifted
-            largest[start:end] = max(seen, abs(shifted))
+            largest[start:end] = np.maximum(largest[start:end],
+                                            abs(shifted) * own[entries[start:end]])
             try:
                 arrays.forward(program.nodes)
                 moved = np.concatenate([np.ravel(out.value) for out in outputs])  # a copy

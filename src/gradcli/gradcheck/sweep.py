@@ -25,7 +25,7 @@ from gradcli.engine.graph import Node, Program
 from gradcli.engine.notation import finite_or_none, format_number
 from gradcli.engine.ops import numpy
 from gradcli.engine.perturbation import Perturbation
-from gradcli.engine.replay import Replayer
+from gradcli.engine.replay import Replayer, rounding_weight_at_points
 from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import ExitStatus, GradcliError, NumericError
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL, check_node
@@ -224,7 +224,7 @@ def vector_sweep(
     if reconcile:
         _measure_spread(sweep)
     if check:
-        weights = [_rounding_weights(np, grad) for grad in base.grads]
+        weights = [rounding_weight_at_points(grad) for grad in base.grads]
         sweep.checks = {
             name: check_variable(sweep, node, rtol, atol, weights)
             for name, node in program.variables.items()
@@ -341,26 +341,17 @@ def _explain_failures(sweep: Sweep, limit: int | None) -> None:
 _STENCIL_GAIN = 4.0
 
 
-def _rounding_weights(np: Any, grad: Any) -> Any:
-    """``replay.rounding_weight`` at every point: |grad| up to 1, 1 where it is not finite, 0
-    for a node that passes no gradient on (None)."""
-    if grad is None:
-        return 0.0
-    weight = np.abs(grad)
-    return np.where(weight <= 1.0, weight, 1.0)  # NaN: 1
-
-
 def check_variable(sweep: Sweep, node: Node, rtol: float, atol: float,
                    weights: list[Any] | None = None) -> GradientSweepCheck:
     """Finite differences for one variable at every point with the scalar check's policy
     (``steps.settle``); where ``sweep.unsure`` is measured, a point whose verdict could go the
     other way on the scalar path is marked unsure (``_mark_close_calls``). ``weights``: each
-    node's ``rounding_weight`` at every point, by index (``_rounding_weights``; None: from
-    the program's own gradients at the sweep's points)."""
+    node's ``rounding_weight`` at every point, by index (``replay.rounding_weight_at_points``;
+    None: from the program's own gradients at the sweep's points)."""
     np = numpy()
     if weights is None:
         grads = evaluate_vector(sweep.program, sweep.columns, every_node=True).grads or []
-        weights = [_rounding_weights(np, grad) for grad in grads]
+        weights = [rounding_weight_at_points(grad) for grad in grads]
     name = str(node.name)
     downstream = [user.index for user in Replayer(sweep.program.nodes).affected(node.index)]
     judged = None if sweep.unsure is None else partial(_mark_close_calls, sweep, name,
