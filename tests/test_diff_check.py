@@ -279,6 +279,38 @@ def test_order_two_at_a_kink_given_is_a_convention_said_so(program, value, secon
                            "is the rules'\n")
 
 
+# Where the gradient's kink is symmetric (a V: slopes -2 and 2), the central difference of the
+# gradient is the mean of the sides, which is the rules' value: it "agreed", and diff said
+# "checked" of a derivative that does not exist (found by a helper). One-sided differences tell.
+SYMMETRIC_KINKS = [
+    ("x*abs(x)", "-2 and 2"),  # the gradient 2|x|
+    ("max(x, -x)*x", "-2 and 2"),
+    ("sign(x)*x**2", "-2 and 2"),
+    ("softsign(x)", "-2 and 2"),  # x/(1+|x|): the gradient 1/(1+|x|)^2, slopes -+2 at 0
+]
+
+
+@pytest.mark.parametrize(("program", "slopes"), SYMMETRIC_KINKS)
+def test_a_symmetric_kink_of_the_gradient_is_a_convention_not_a_check(program, slopes):
+    done = diff(program, "--order", "2", "--x", "0")
+    assert done.exit_code == 0, done.output
+    assert float(printed(done)["d2/dx dx"]) == 0.0
+    assert done.stderr == ("note: d2/dx dx at x = 0 is a convention, not checked: the gradient "
+                           f"has a kink there (its sides' slopes {slopes}), so no derivative "
+                           "exists, and the value printed is the rules'\n")
+
+
+def test_a_symmetric_kink_of_a_higher_order_is_found_and_smooth_points_stay_checked():
+    third = diff("abs(x)**3", "--order", "3", "--x", "0")  # the second derivative 6|x|
+    assert third.exit_code == 0, third.output
+    assert "d3/dx dx dx at x = 0 is a convention, not checked: the order-2 derivative has a " \
+           "kink there (its sides' slopes -6 and 6)" in third.stderr
+    for program, value in (("x*abs(x)*y", "0.5"), ("x**2 + y", "0"), ("sin(x)*y", "0")):
+        done = diff(program, "--order", "2", "--x", value, "--y", "1")
+        assert done.exit_code == 0, done.output
+        assert "convention" not in done.stderr and "checked at 1 point" in done.stderr
+
+
 def test_at_a_kink_a_value_outside_the_sides_still_fails():
     """relu(x)*x at 0: its sides' slopes are 0 and 2, so 3 and -1 are wrong, not conventions;
     abs(x)**3 at 0 has a second derivative (6|x|, both sides 0): it is checked, 1e-3 fails."""

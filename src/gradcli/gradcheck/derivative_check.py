@@ -104,6 +104,10 @@ class Reader:
                     raise
                 if convention is not None:
                     self.conventions[label] = convention
+            else:
+                convention = None if exact else truth.symmetric_kink(label, path, printed)
+                if convention is not None:
+                    self.conventions[label] = convention
         if self.module is not None:
             count = _compare_export(self.request, self.module, truth)
             self.entries = len(self.parsed) + count

@@ -271,6 +271,20 @@ class Truth:
             return True
         return False
 
+    def symmetric_kink(self, label: str, path: tuple[str, ...], printed: Any) -> str | None:
+        """Why ``printed``, which central differences passed, is a convention all the same:
+        the order below has a kink at the point whose sides' slopes the central difference
+        averages (x*abs(x) at 0: the gradient 2|x| has slopes -2 and 2, and their mean 0 is
+        the rules' value), or None. One-sided differences tell (``one_sided_verdict``), for a
+        variable of at most ``KINK_SCREEN_ELEMENTS`` elements (six evaluations each)."""
+        np = arrays.numpy()
+        if self.direction(path[-1]) is not None:
+            return None
+        if np.size(self.point[path[-1]]) > KINK_SCREEN_ELEMENTS:
+            return None
+        agrees, convention = self.one_sided_verdict(label, path, printed)
+        return convention if agrees else None
+
     def one_sided_verdict(self, label: str, path: tuple[str, ...],
                           printed: Any) -> tuple[bool, str | None]:
         """``printed``, which central differences fail, against each side's own derivative:
@@ -342,6 +356,7 @@ def value_at(program: Program, point: Mapping[str, Any]) -> Any:
 
 
 STEP = 1e-3  # relative step of the fourth-order differences
+KINK_SCREEN_ELEMENTS = 64  # a passed entry's variable screened for a kink up to this size
 
 
 def differences(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any],
