@@ -203,3 +203,32 @@ def test_a_power_with_an_exponent_not_whole_refuses_a_negative_base(tmp_path):
             module.f(*point)
     squared, text = _run_export(tmp_path, ["x**2 + x**-1"])  # whole exponents: x**2, 1/x
     assert "x**2" in text and "pow" not in text and squared.f(-2.0)[0] == pytest.approx(3.5)
+
+
+def test_and_and_or_compute_both_operands_as_eval_does(tmp_path):
+    """Python's ``and`` skipped log(0) and returned 0.0 where eval refuses (found by a helper)."""
+    module, text = _run_export(tmp_path, ["(x and log(x)) + (y or log(y))"])
+    assert "all((" in text and "any((" in text
+    for point in ((0.0, 2.0), (2.0, 0.0)):
+        with pytest.raises(gradcli.GradcliError):
+            gradcli.evaluate("(x and log(x)) + (y or log(y))",
+                             dict(zip("xy", point, strict=True)), check=False)
+        with pytest.raises(ValueError):
+            module.f(*point)
+    for point in ((2.0, 3.0), (0.5, 0.5)):
+        result = gradcli.evaluate("(x and log(x)) + (y or log(y))",
+                                  dict(zip("xy", point, strict=True)), check=False)
+        assert module.f(*point)[0] == result.value
+
+
+@pytest.mark.parametrize(("program", "point"), [
+    ("lgamma(x)", 1e-320),  # the gradient -1/x: -inf
+    ("floor(x)*x", 1e300),  # the value: inf
+    ("exp(x)*x", 709.0),  # the value: 5.8e309
+])
+def test_a_result_that_is_not_finite_is_refused_as_eval_refuses_it(tmp_path, program, point):
+    module, _ = _run_export(tmp_path, [program])
+    with pytest.raises(gradcli.GradcliError):
+        gradcli.evaluate(program, {"x": point}, check=False)
+    with pytest.raises(OverflowError, match="not a finite float"):
+        module.f(point)

@@ -316,11 +316,14 @@ class PythonNotation(Notation):
         return f"math.{name}" if name in CONSTANTS else name
 
     def infix(self, op: Any, left: str, right: str) -> str:
-        """Python's ``and``/``or`` return an operand; gradcli's return 1 or 0. A power whose
-        exponent is not a whole number is ``math.pow``, which refuses a negative base as
-        ``eval`` does: ``(-1.0)**0.5`` is a complex number in Python, not an error."""
+        """Python's ``and``/``or`` return an operand and skip the second when the first
+        decides; gradcli's return 1 or 0 and compute both (``x and log(x)`` at 0 is log's
+        error in ``eval``), so both go into a tuple first. A power whose exponent is not a
+        whole number is ``math.pow``, which refuses a negative base as ``eval`` does:
+        ``(-1.0)**0.5`` is a complex number in Python, not an error."""
         if op.name in ("logical_and", "logical_or"):
-            return f"(1.0 if {left} {op.symbol} {right} else 0.0)"
+            test = "all" if op.name == "logical_and" else "any"
+            return f"(1.0 if {test}(({_unwrapped(left)}, {_unwrapped(right)})) else 0.0)"
         if op.name == "pow" and not _WHOLE.fullmatch(right):
             return f"math.pow({_unwrapped(left)}, {_unwrapped(right)})"
         return super().infix(op, left, right)
@@ -428,7 +431,7 @@ def to_python(value: Node, variables: Sequence[str], wrt: Sequence[str],
         returned.append(_tuple([_tuple(texts[1 + n * (i + 1):1 + n * (i + 2)])
                                 for i in range(n)]))
     body = [f"    {name} = {text}" for name, text in printed.statements]
-    body.append(f"    return {', '.join(returned)}")
+    body.append(f"    return _finite({', '.join(returned)})")
     parameters = ", ".join(renames[name] for name in variables)
     what = "value, gradient and Hessian" if hessian else "value and gradient"
     what += f" by {', '.join(wrt)}" if wrt else ""
@@ -436,12 +439,26 @@ def to_python(value: Node, variables: Sequence[str], wrt: Sequence[str],
     if renamed:  # beta as beta_: the function beta of the generated code keeps its name
         what += f" ({', '.join(renamed)})"
     lines = ["import math", ""]
-    for source in notation.helpers.values():
+    for source in (*notation.helpers.values(), _FINITE):
         lines += ["", source.rstrip(), ""]
     lines += ["", f"def f({parameters}):",
               f'    """The {what}."""',
               *body]
     return "\n".join(lines) + "\n"
+
+
+# The export's results, refused where one is not a finite float, as eval refuses them
+# (lgamma's gradient at 1e-320, floor(x)*x at 1e300): never inf or NaN for a number. A name
+# with a leading _ is never a variable's in the export (``python_names``).
+_FINITE = '''def _finite(*results):
+    """The results, or an OverflowError where one is not a finite float."""
+    for result in results:
+        if isinstance(result, tuple):
+            _finite(*result)
+        elif not math.isfinite(result):
+            raise OverflowError("a value or derivative is not a finite float")
+    return results
+'''
 
 
 def _tuple(items: Sequence[str]) -> str:
