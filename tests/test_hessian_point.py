@@ -133,3 +133,18 @@ def test_hvp_of_a_scalar_program_without_every_value_names_hvp_not_arrays():
     assert done.exit_code == 2
     assert "no value for y: H·v (--hvp) needs a value for every variable" in done.stderr
     assert "array" not in done.stderr
+
+
+def test_a_gradient_formula_without_a_value_is_named_as_the_formula_not_the_program():
+    """x**y at x = 0, y = 2: the gradient is (0, 0), but d/dy's formula x**y*log(x) has no
+    value; the error named '#3 log(x)', a node x**y does not have (found by a helper)."""
+    assert gradcli.evaluate("x**y", {"x": 0.0, "y": 2.0}).gradients == {"x": 0.0, "y": 0.0}
+    runner = CliRunner()
+    for args in (["eval", "x**y", "--x", "0", "--y", "2", "--hessian"],
+                 ["diff", "x**y", "--x", "0", "--y", "2", "--order", "2"]):
+        done = runner.invoke(cli, args)
+        assert done.exit_code == 3, done.output
+        assert ("the second derivatives by y differentiate the gradient's formula "
+                "d/dy = x**y*log(x), which has no value here: logarithm of a non-positive "
+                "number") in done.output
+        assert "gradcli eval gives it" in done.output

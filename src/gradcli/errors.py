@@ -217,6 +217,18 @@ class CheckError(GradcliError):
     status = ExitStatus.CHECK_FAILED
 
 
+def gradient_formula_error(name: str, formula: str, error: NumericError) -> NumericError:
+    """``error`` of a Hessian's row, told as what it is: the formula of d/d``name``, which
+    ``eval --hessian`` and ``diff --order 2`` differentiate, has no value at the point (the
+    node it names is the formula's: ``x**y`` has no ``log(x)``, its d/dy = x**y*log(x) does),
+    though the program and its gradient may have one."""
+    return NumericError(
+        f"the second derivatives by {name} differentiate the gradient's formula d/d{name} = "
+        f"{formula}, which has no value here: {error.message}",
+        hint="the gradient itself may be defined there (gradcli eval gives it); this formula "
+             "is not, so no Hessian is given at this point")
+
+
 MAX_LISTED_NAMES = 10  # messages list this many names, then "and N more"
 
 

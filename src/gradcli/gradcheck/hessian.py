@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from gradcli.engine.graph import Node, Program, is_masked, nodes_of, values_and_gradients
 from gradcli.engine.ops import VAR, numpy
 from gradcli.engine.replay import Replayer
-from gradcli.errors import NumericError, UsageError
+from gradcli.errors import NumericError, UsageError, gradient_formula_error
 from gradcli.gradcheck.steps import STENCILS, Estimates, base_step, settle
 from gradcli.limits import CHECK_BUDGET, MAX_ARRAY_HESSIAN_INPUTS, MAX_HESSIAN_ENTRIES, MAX_NODES
 from gradcli.symbolic.builder import Builder, gradients
@@ -86,7 +86,10 @@ def hessian_at(
         variables = [node for node in nodes if node.op is VAR]
         gradient_program = Program.build(to_text(grad), grad, variables, {}, is_masked(nodes))
         gradient_program.bind(point)
-        values_and_gradients(gradient_program)
+        try:
+            values_and_gradients(gradient_program)
+        except NumericError as error:  # its nodes are the formula's, not the program's
+            raise gradient_formula_error(name, gradient_program.source, error) from None
         row = gradient_program.variables
         matrix[name] = {other: row[other].grad if other in row else 0.0 for other in names}
         if checking is not None:

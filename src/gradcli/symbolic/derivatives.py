@@ -13,7 +13,7 @@ from typing import Any
 from gradcli.engine.collector import collector_paused
 from gradcli.engine.graph import Program, nodes_of
 from gradcli.engine.notation import derivative_label, format_number
-from gradcli.errors import NumericError, UsageError, listed
+from gradcli.errors import NumericError, UsageError, gradient_formula_error, listed
 from gradcli.language.values import runs_on_arrays
 from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
 from gradcli.symbolic.builder import (
@@ -186,7 +186,10 @@ def _at_point(
             nodes = nodes_of([grad])
             for index, node in enumerate(nodes):  # numbered as Program.build numbers a row,
                 node.index = index  # so that an error names the node as eval --hessian does
-            _, row = gradients_at(nodes, point, result, names)
+            try:
+                _, row = gradients_at(nodes, point, result, names)
+            except NumericError as error:
+                raise gradient_formula_error(name, to_text(grad), error) from None
             tree.update({(name, other): entry for other, entry in zip(names, row, strict=True)})
         check_folded([value, *grads, *tree.values()])
         return value, first, _symmetric(tree, [*program.variables]) if full else tree
