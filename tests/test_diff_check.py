@@ -393,3 +393,21 @@ def test_a_column_or_a_row_stretched_by_a_product_gets_its_gradient_back(program
     args = [arg for shape in shapes for arg in ("--shape", shape)]
     done = CliRunner().invoke(cli, ["diff", program, *args])
     assert done.exit_code == 0 and "checked at 3 points" in done.stderr, done.output
+
+
+def test_latex_writes_every_name_as_the_scalar_latex_does():
+    """Names with _ and digits in matrix notation, a constant array, an indexed subscripted
+    name and the outputs of a Jacobian (found by a helper: y_val_{1:3} was a double subscript,
+    W_in^\\top read as W subscript i, n, and \\partial my_out put "out" under my)."""
+    arrays = diff("sum(x_0[0:2]*y_val[1:3]) + sum(W_in@x_0) + sum([1, 2, 3]*x_0)",
+                  "--shape", "x_0=3", "--shape", "y_val=3", "--shape", "W_in=2x3",
+                  "--format", "latex")
+    assert arrays.exit_code == 0, arrays.output
+    text = arrays.stdout
+    assert r"\mathrm{W\_in}^\top" in text and "W_in" not in text
+    assert r"{\mathrm{y\_val}}_{1:3}" in text and r"{x_{0}}_{0:2}" in text
+    assert r"\begin{bmatrix} 1 & 2 & 3 \end{bmatrix}" in text and "[1" not in text
+    outputs = diff("f = a*2; my_out = sin(x_1); f, my_out, x_1 + a", "--format", "latex")
+    assert outputs.exit_code == 0, outputs.output
+    assert r"\frac{\partial \mathrm{my\_out}}{\partial x_{1}}" in outputs.stdout
+    assert r"\frac{\partial (x\_1 + a)}{\partial a} = 1" in outputs.stdout

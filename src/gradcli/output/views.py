@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gradcli.engine.notation import derivative_label, label_output
+from gradcli.engine.notation import derivative_label
 from gradcli.gradcheck.evaluation import FreeResult, Result
 from gradcli.output.nodes import gradient_table, hessian_table, hvp_table, node_table
 from gradcli.output.tables import Column, FittedTable
@@ -87,7 +87,24 @@ def _derivative_label(path: tuple[str, ...], latex: bool, of: str | None = None)
     from gradcli.symbolic.printing import LATEX  # names as the formula writes them: \beta
 
     below = " ".join(rf"\partial {LATEX.name(name)}" for name in path)
-    return rf"\frac{{\partial{power} {label_output(of) or 'f'}}}{{{below}}}"
+    return rf"\frac{{\partial{power} {_latex_output(of)}}}{{{below}}}"
+
+
+def _latex_output(of: str | None) -> str:
+    r"""An output in a LaTeX label: its name as formulas write names (my_out: \mathrm{my\_out}),
+    an expression in parentheses as typed ((sin(x))), its TeX specials escaped (x_0: x\_0)."""
+    from gradcli.symbolic.printing import LATEX
+
+    if of is None:
+        return "f"
+    if of.isidentifier():
+        return LATEX.name(of)
+    escaped = "".join(_TEX_SPECIALS.get(character, character) for character in of)
+    return f"({escaped})"
+
+
+_TEX_SPECIALS = {"\\": r"\textbackslash{}", "_": r"\_", "#": r"\#", "%": r"\%", "&": r"\&",
+                 "{": r"\{", "}": r"\}", "^": r"\^{}", "~": r"\~{}", "$": r"\$"}
 
 
 def free_view(result: FreeResult, plain: bool = False,

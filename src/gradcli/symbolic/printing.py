@@ -263,15 +263,24 @@ def matrix_latex(output: Node) -> str:
 
     for node in nodes_of([output]):
         op = node.op
-        if op is VAR:
-            texts[id(node)] = (str(node.name), 3)
+        if op is VAR:  # W_in as \mathrm{W\_in}, x_0 as x_{0}: as the scalar LaTeX writes them
+            texts[id(node)] = (LATEX.name(str(node.name)), 3)
         elif op is CONST:
             text = LATEX.number(node.value) if not getattr(node.value, "ndim", 0) else (
-                str(node.value.tolist()))
+                _latex_matrix(node.value))
             texts[id(node)] = (text, 3 if not text.startswith("-") else 0)
         else:
             texts[id(node)] = _matrix_latex_node(node, arg)
     return texts[id(output)][0]
+
+
+def _latex_matrix(value: Any) -> str:
+    """A constant array as a bracketed matrix (a vector: one row), not Python's list."""
+    rows = value.tolist() if value.ndim == 2 else [value.tolist()] if value.ndim == 1 else None
+    if rows is None:  # three or more axes: no matrix notation
+        return str(value.tolist())
+    body = r" \\ ".join(" & ".join(LATEX.number(float(v)) for v in row) for row in rows)
+    return rf"\begin{{bmatrix}} {body} \end{{bmatrix}}"
 
 
 def _matrix_latex_node(node: Node, arg: Callable[[Node, int], str]) -> tuple[str, int]:
@@ -287,8 +296,10 @@ def _matrix_latex_node(node: Node, arg: Callable[[Node, int], str]) -> tuple[str
     if name == "pow":
         hadamard = r"\circ " if array[0] else ""
         return f"{arg(inputs[0], 3)}^{{{hadamard}{arg(inputs[1], 0)}}}", 2
-    if name == "index":
-        return f"{arg(inputs[0], 3)}_{{{op.postfix[1:-1]}}}", 3
+    if name == "index":  # x_{0} indexed: {x_{0}}_{1:3}, not a double subscript
+        base = arg(inputs[0], 3)
+        return f"{{{base}}}_{{{op.postfix[1:-1]}}}" if "_" in base else \
+            f"{base}_{{{op.postfix[1:-1]}}}", 3
     if name in ("ones", "eye"):
         size = LATEX.number(inputs[0].value)
         return (rf"\mathbf{{1}}_{{{size}}}" if name == "ones" else f"I_{{{size}}}"), 3
