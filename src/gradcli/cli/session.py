@@ -88,6 +88,16 @@ class Session:
     # --- definitions and expressions -------------------------------------------------------
 
     def program(self, text: str) -> int:
+        """The entry's definitions and expression, all or nothing: a part refused forgets the
+        definitions before it in the same entry (``a = b2; b2 = a`` keeps neither)."""
+        kept = dict(self.definitions), dict(self.parameters)
+        try:
+            return self._program(text)
+        except GradcliError:
+            self.definitions, self.parameters = kept
+            raise
+
+    def _program(self, text: str) -> int:
         items = [item.strip() for item in _items(_COMMENT.sub("", text)) if item.strip()]
         status: int = ExitStatus.OK
         for number, item in enumerate(items, start=1):
@@ -111,7 +121,11 @@ class Session:
 
         if not expression:
             raise UsageError(f"{name} = needs an expression", hint=f"e.g. {name} = 2")
-        parse(f"{name} = {expression}\n{name}")  # its own errors, at line 1
+        _refuse_name(name, expression)
+        statement = f"{name} = {expression}"
+        if open_brackets(statement) > 0:  # the end of what was typed, not of the line after
+            parse(statement)
+        parse(f"{statement}\n{name}")  # its own errors, at line 1
         trial = Session({**self.definitions, name: expression}, self.parameters)
         parse(trial.source(name))
         self.definitions = trial.definitions
@@ -208,8 +222,11 @@ class Session:
         return ExitStatus.OK
 
     def _del(self, argument: str) -> int:
+        if not argument:
+            raise UsageError(":del needs the NAME of a definition to forget",
+                             hint=":vars lists the definitions; :reset forgets them all")
         if argument not in self.definitions:
-            raise UsageError(f"{argument or 'NAME'} is not defined",
+            raise UsageError(f"{argument} is not defined",
                              hint=":vars lists the definitions; :del NAME forgets one")
         users = [name for name, text in self.definitions.items()
                  if argument in _names(text) and name != argument]
@@ -274,6 +291,22 @@ def _items(text: str) -> list[str]:
     return [*items, text[start:]]
 
 
+def _refuse_name(name: str, expression: str) -> None:
+    """A definition the session could not keep as meant: a built-in function's name (``sin =
+    3`` would make every later ``sin(x)`` an error), or a name defined by its own old value
+    (``u = u*2``: a definition replaces the old one, it does not update it)."""
+    from gradcli.engine.ops import FUNCTION_NAMES
+
+    if name in FUNCTION_NAMES:
+        raise UsageError(f"{name} is a built-in function and cannot be defined as a variable",
+                         hint=f"choose another name, e.g. {name}_")
+    if name in _names(expression):
+        raise UsageError(f"{name} = {expression} defines {name} by itself: a definition "
+                         "replaces the old one, it does not update it",
+                         hint=f"give the new value a name of its own, e.g. {name}2 = "
+                              f"{expression}")
+
+
 def _names(text: str) -> set[str]:
     """The names ``text`` uses: variables, and the functions it calls."""
     code = _COMMENT.sub("", text)
@@ -307,7 +340,8 @@ def _definition_order(expression: str, definitions: dict[str, str],
                 order.append(name)
             elif state.get(following) == 1:
                 raise UsageError(f"{name} and {following} are defined in terms of each other",
-                                 hint=f"redefine one of them (:del {following} forgets it)")
+                                 hint="the definition is not kept: define one of them "
+                                      "without the other")
             elif following not in state:
                 state[following] = 1
                 stack.append((following, uses(following)))
