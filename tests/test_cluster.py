@@ -251,6 +251,12 @@ def test_skip_goes_on_from_the_next_line_without_duplicates():
     assert json.loads(rest.splitlines()[0])["line"] > 120
 
 
+def test_a_skip_past_the_end_says_how_many_lines_there_were():
+    status, out, err = run(["eval", "-", "--json", "--skip", "5", *POINT], b"x\nx*2\n")
+    assert status == 2 and b'"kind":"usage"' in out
+    assert "--skip 5 passes the end of the input: stdin has 2 lines" in err.decode()
+
+
 def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

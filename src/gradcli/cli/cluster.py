@@ -79,7 +79,12 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
     """``show(lines, runs=...)`` (``show_batch``) on the cluster at ``address`` (None: here),
     from input line ``skip + 1``; ``table``: a table batch, whose lines the workers make."""
     if skip:
-        lines = islice(lines, skip, None)
+        lines = iter(lines)
+        skipped = sum(1 for _ in islice(lines, skip))
+        if skipped < skip:  # not "no programs on stdin": there were, before line skip + 1
+            raise UsageError(f"--skip {skip} passes the end of the input: stdin has {skipped} "
+                             f"line{'' if skipped == 1 else 's'}",
+                             hint="--skip N goes on from line N + 1 of the same input")
     if address is None:
         from gradcli.runs.batch import json_runs
 

@@ -140,8 +140,9 @@ TOLERANCE = Tolerance()
                    "FILE.npz, for NumPy (numpy.load).")
 @cluster_option
 @click.option("--skip", type=click.IntRange(0, sys.maxsize), default=0, metavar="N",
-              help="Skip the first N lines of stdin (a batch that stopped after line N goes on "
-                   "from line N+1; records keep their line numbers).")
+              help="Skip the first N lines of stdin, a batch in JSON Lines (--json): one that "
+                   "stopped after line N goes on from line N+1; records keep their line "
+                   "numbers.")
 @click.pass_context
 def eval_command(ctx: click.Context, **options: Any) -> None:
     try:
