@@ -55,11 +55,12 @@ BAD = [
     (HEADER + 'value = 2\nfinite = "yes"\n', 6, "check.finite", "true or false"),
     (HEADER + 'gradients = {x = "2"}\n', 5, "check.gradients.x", "must be a number"),
     (HEADER + "gradients = {z = 2}\n", 5, "check.gradients.z", "no variable z"),
-    (HEADER + "derivative = {x = 2}\n", 5, "check.derivative.x", "expression string"),
+    (HEADER + "derivative = {x = true}\n", 5, "check.derivative.x",
+     "finite number or an expression string"),
     (HEADER + 'derivative = {x = "2*q"}\n', 5, "check.derivative.x", "uses q"),
     (HEADER + 'derivative = {x = "2*)"}\n', 5, "check.derivative.x", "parse error"),
     (HEADER + "value = 2\nrtol = -1\n", 6, "check.rtol", ">= 0"),
-    (HEADER + "value = nan\n", 5, "check.value", "number or an expression"),
+    (HEADER + "value = nan\n", 5, "check.value", "a finite number or an expression"),
     ('[[check]]\nname = "c"\nexpr = "x*"\nvalue = 1\n', 3, "check.expr", "parse error"),
     ('[[check]]\nname = "c"\nexpr = "x*y"\nat = {x = 1}\nvalue = 1\n', 3, "check.expr",
      "no value for y"),
@@ -93,6 +94,14 @@ def test_bad_files_name_file_line_and_key(text, line, key, words):
     where = "bad.toml" if line is None else f"bad.toml:{line}"
     assert message.startswith(where + ("" if key is None else f": {key}"))
     assert error.status == 2
+
+
+def test_a_derivative_given_as_a_number_is_that_constant_expression():
+    """derivative = {y = 1} for x*y was refused ("must be an expression string"): a number is
+    an expression (found by a helper)."""
+    spec = parse_check_file(HEADER.replace("x*y", "2*x + y") + "derivative = {x = 2, y = 1}\n",
+                            "good.toml")[0]
+    assert {name: e.text for name, e in spec.derivative.items()} == {"x": "2", "y": "1"}
 
 
 def test_keys_found_in_the_right_check_block():

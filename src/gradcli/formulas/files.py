@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from gradcli.engine.graph import Program, output_labels
+from gradcli.engine.notation import format_number
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.formulas.outcomes import Axis, CheckSpec, Expected, Range
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
@@ -323,11 +324,15 @@ class _CheckReader:
         raise self.fail(key, "must be a range \"START:STOP:COUNT\" or a list of numbers")
 
     def _expected(self, key: str, given: Any, program: Program, numbers: bool = True) -> Expected:
-        if numbers and _is_number(given):
-            return Expected(number=float(given))
+        """A number, or an expression of expr's variables; with ``numbers`` False (a
+        derivative, compared as an expression) a number is the constant expression it is."""
+        if _is_number(given):
+            if numbers:
+                return Expected(number=float(given))
+            given = format_number(float(given))
         if not isinstance(given, str):
-            raise self.fail(key, "must be a number or an expression string" if numbers
-                            else "must be an expression string")
+            raise self.fail(key, "must be a finite number or an expression string",
+                            hint='e.g. 4, or "2*x" (an expression of expr\'s variables)')
         expected = self._parse(key, given, program.variables)
         unknown = [name for name in expected.variables if name not in program.variables]
         if unknown:
