@@ -411,3 +411,14 @@ def test_latex_writes_every_name_as_the_scalar_latex_does():
     assert outputs.exit_code == 0, outputs.output
     assert r"\frac{\partial \mathrm{my\_out}}{\partial x_{1}}" in outputs.stdout
     assert r"\frac{\partial (x\_1 + a)}{\partial a} = 1" in outputs.stdout
+
+
+@pytest.mark.parametrize("program", ["abs(x)**2", "abs(x)*abs(x)", "relu(x)**2 + relu(-x)**2"])
+def test_a_convention_inside_a_smooth_function_is_refused_as_what_it_is(program):
+    """x**2 written through abs or relu: the rules give 0 at 0 (abs'(0) = 0), the function's
+    second derivative is 2, and diff called it "a bug in gradcli diff" (found by a helper)."""
+    done = diff(program, "--order", "2", "--x", "0")
+    assert done.exit_code == 1 and done.stdout == ""
+    assert ("d2/dx dx at x = 0 is 0 by the rules' convention at a kink inside the program, "
+            "but this function's is 2") in done.stderr
+    assert "a bug in gradcli diff" not in done.stderr

@@ -101,6 +101,7 @@ class Reader:
                     continue
                 agrees, convention = truth.one_sided_verdict(label, path, printed)
                 if not agrees:
+                    truth.refuse_a_removable_convention(label, text, path, printed, expected)
                     raise
                 if convention is not None:
                     self.conventions[label] = convention

@@ -14,7 +14,7 @@ from typing import Any
 from gradcli.engine import arrays, graph
 from gradcli.engine.graph import Program, output_labels
 from gradcli.engine.notation import derivative_label, format_number
-from gradcli.errors import CheckError, GradcliError, NumericError
+from gradcli.errors import CheckError, GradcliError, NumericError, UsageError
 from gradcli.language.values import runs_on_arrays
 
 POINTS = 3  # sample points checked when the values given leave variables free
@@ -284,6 +284,36 @@ class Truth:
             return None
         agrees, convention = self.one_sided_verdict(label, path, printed)
         return convention if agrees else None
+
+    def refuse_a_removable_convention(self, label: str, text: str, path: tuple[str, ...],
+                                      printed: Any, expected: Any) -> None:
+        """The CheckError for a second derivative of the rules that is the function's beside
+        the point on both sides but not at it: a convention of a kink inside the program
+        (abs'(0) = 0 in abs(x)**2, whose second derivative is 2 everywhere) that the function
+        smooths over. Not a bug of diff's, so not ``BUG_HINT``; nothing is raised for any
+        other disagreement, nor for a program of arrays or an order above 2."""
+        from gradcli.gradcheck.hessian import hessian_at
+
+        program, name = self.request.program, path[-1]
+        if len(path) != 2 or program.arrays:
+            return
+        value = float(self.point[name])
+        h = 1e-6 * max(1.0, abs(value))
+        try:  # the rules give what was printed at the point, and the function's beside it
+            at_point = hessian_at(program, dict(self.point)).matrix[path[0]][name]
+            compare(label, text, self.point, printed, at_point, True, strict=False)
+            for step in (-h, h):
+                beside = hessian_at(program, {**self.point, name: value + step}).matrix
+                compare(label, text, self.point, beside[path[0]][name], expected, False,
+                        strict=False)
+        except (CheckError, NumericError, UsageError):
+            return
+        at = ", ".join(f"{key} = {_short(each)}" for key, each in self.point.items())
+        raise CheckError(
+            f"{label} at {at} is {text} by the rules' convention at a kink inside the program, "
+            f"but this function's is {_rough(expected)}, as the rules give it beside the point "
+            "on both sides", hint="the program is smooth there, its rules are not: gradcli eval "
+                                  "at a point beside it gives the numbers")
 
     def one_sided_verdict(self, label: str, path: tuple[str, ...],
                           printed: Any) -> tuple[bool, str | None]:
