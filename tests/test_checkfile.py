@@ -118,3 +118,19 @@ def test_unreadable_files(tmp_path):
     binary.write_bytes(b"\xff\xfe")
     with pytest.raises(CheckFileError, match="not UTF-8"):
         load_check_file(str(binary))
+
+
+@pytest.mark.parametrize(("text", "hint"), [
+    (HEADER + 'value = 2\nfinite = "yes"\n', "a TOML boolean, without quotes: finite = true"),
+    (HEADER + 'value = 2\nrtol = "1e-3"\n', "a TOML number, without quotes: rtol = 1e-6"),
+    ('[[check]]\nname = "c"\nexpr = "x"\nat = {x = 1}\n\nsweep = {x = "1,2"}\nvalue = 1\n',
+     "a variable is held at a point (at) or swept (sweep): give x in one of them"),
+    (HEADER + 'derivative = {x = "2*q"}\n', "an expected expression uses expr's variables: x, y"),
+    ('[[check]]\nname = "c"\nexpr = "x"\nsweep = {x = {a = 1}}\nvalue = 1\n',
+     'e.g. x = "-4:4:9" or x = [0, 0.5, 1]'),
+    ('[[check]]\nname = ""\nexpr = "x"\nat = {x = 1}\nvalue = 1\n',
+     'a TOML string, in quotes: name = "..."'),
+])
+def test_a_mistake_in_a_check_file_says_what_to_write(text, hint):
+    """Found by a helper: these said what was wrong but not what to write."""
+    assert _error(text).hint == hint

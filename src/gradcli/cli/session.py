@@ -292,14 +292,9 @@ def _items(text: str) -> list[str]:
 
 
 def _refuse_name(name: str, expression: str) -> None:
-    """A definition the session could not keep as meant: a built-in function's name (``sin =
-    3`` would make every later ``sin(x)`` an error), or a name defined by its own old value
-    (``u = u*2``: a definition replaces the old one, it does not update it)."""
-    from gradcli.engine.ops import FUNCTION_NAMES
-
-    if name in FUNCTION_NAMES:
-        raise UsageError(f"{name} is a built-in function and cannot be defined as a variable",
-                         hint=f"choose another name, e.g. {name}_")
+    """A definition the session could not keep as meant: a name defined by its own old value
+    (``u = u*2``: a definition replaces the old one, it does not update it). A function's name
+    is a variable's too (``beta = 0.9``, docs/language.md): not refused."""
     if name in _names(expression):
         raise UsageError(f"{name} = {expression} defines {name} by itself: a definition "
                          "replaces the old one, it does not update it",

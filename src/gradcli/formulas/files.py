@@ -153,7 +153,8 @@ class _CheckReader:
             spec.jacobian = self._jacobian(program)
         if "finite" in self.table:
             if not isinstance(self.table["finite"], bool):
-                raise self.fail("finite", "must be true or false")
+                raise self.fail("finite", "must be true or false",
+                                hint="a TOML boolean, without quotes: finite = true")
             spec.finite = self.table["finite"]
         if not any(key in self.table for key in ASSERTION_KEYS):
             raise CheckFileError(
@@ -224,7 +225,8 @@ class _CheckReader:
                                  key=f"check.{key}", hint=f'add {key} = "..."')
         value = self.table[key]
         if not isinstance(value, str) or not value.strip():
-            raise self.fail(key, "must be a non-empty string")
+            raise self.fail(key, "must be a non-empty string",
+                            hint=f'a TOML string, in quotes: {key} = "..."')
         return value
 
     def _given_names(self) -> list[str]:
@@ -262,7 +264,9 @@ class _CheckReader:
         for variable, given in self._table("sweep", program).items():
             key = f"sweep.{variable}"
             if variable in values:
-                raise self.fail(key, f"{variable} is in both at and sweep")
+                raise self.fail(key, f"{variable} is in both at and sweep",
+                                hint=f"a variable is held at a point (at) or swept (sweep): "
+                                     f"give {variable} in one of them")
             values[variable] = self._sweep_value(key, variable, given)
         missing = program.unbound(values)
         if missing:
@@ -321,7 +325,8 @@ class _CheckReader:
             return float(given)
         if isinstance(given, list) and given and all(_is_number(x) for x in given):
             return tuple(float(x) for x in given)
-        raise self.fail(key, "must be a range \"START:STOP:COUNT\" or a list of numbers")
+        raise self.fail(key, "must be a range \"START:STOP:COUNT\" or a list of numbers",
+                        hint=f'e.g. {variable} = "-4:4:9" or {variable} = [0, 0.5, 1]')
 
     def _expected(self, key: str, given: Any, program: Program, numbers: bool = True) -> Expected:
         """A number, or an expression of expr's variables; with ``numbers`` False (a
@@ -336,7 +341,9 @@ class _CheckReader:
         expected = self._parse(key, given, program.variables)
         unknown = [name for name in expected.variables if name not in program.variables]
         if unknown:
-            raise self.fail(key, f"uses {', '.join(unknown)}, which expr does not have")
+            raise self.fail(key, f"uses {', '.join(unknown)}, which expr does not have",
+                            hint="an expected expression uses expr's variables: "
+                                 f"{', '.join(program.variables) or 'none'}")
         return Expected(text=given, program=expected)
 
 
@@ -368,7 +375,8 @@ def _tolerance(table: dict[str, Any], key: str, file: str, line: int | None,
         return default
     given = table[key]
     if not _is_number(given) or given < 0:
-        raise CheckFileError("must be a number >= 0", file=file, line=line, key=label or key)
+        raise CheckFileError("must be a number >= 0", file=file, line=line, key=label or key,
+                             hint=f"a TOML number, without quotes: {key} = 1e-6")
     return float(given)
 
 
