@@ -108,3 +108,16 @@ def test_a_replayer_belongs_to_its_graph_and_leaves_node_values_alone():
     assert one.replay(x1, 4.0)[0] == 20.0 and two.replay(x2, 4.0)[0] == 64.0
     assert [n.value for n in first.nodes] == [3.0, 9.0, 12.0]
     assert first.nodes[-1].value == 12.0 and second.nodes[-1].value == 27.0
+
+
+def test_a_program_without_variables_has_nothing_to_check_and_says_so():
+    """2*3 printed an empty gradient table and "check passed: 0 gradients agree" (found by a
+    helper, in the REPL: a function of the session called at a number)."""
+    from click.testing import CliRunner
+
+    from gradcli.cli import cli
+
+    done = CliRunner().invoke(cli, ["eval", "2*3"])
+    assert done.exit_code == 0
+    assert "✓ nothing to check: no gradients (the program has no variables)" in done.output
+    assert "0 gradients" not in done.output and "gradients of the output" not in done.output

@@ -65,6 +65,9 @@ def verdict(check: CheckReport | None, what: tuple[str, str] = ("gradient", "gra
     if check is None:
         return Text(SKIPPED, style="dim")
     checks, failures = check.checks, check.failures
+    if not checks and not check.unchecked:  # 2*3, or a function of the session called at 2
+        return Text(f"✓ nothing to check: no {what[1]} (the program has no variables)",
+                    style="dim")
     checked = sum(getattr(c, "checked", 1) for c in checks)
     size = sum(getattr(c, "size", 1) for c in checks)
     failed = sum(getattr(c, "failed", 1) for c in failures)

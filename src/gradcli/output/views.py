@@ -44,9 +44,10 @@ def result_parts(result: Result, plain: bool = False, digits: int | None = None,
     digits = checked_digits(digits)
     arrays = result.program.arrays
     seen: dict[int, tuple[Any, str]] = {}  # the inputs' arrays are in both tables
-    parts: list[FittedTable | Text] = [node_table(result, plain, digits, full, seen),
-                                       gradient_table(result, plain, digits, full, seen),
-                                       gradient_verdict(result.check, arrays)]
+    parts: list[FittedTable | Text] = [node_table(result, plain, digits, full, seen)]
+    if result.program.variables:  # 2*3 has no gradients: no empty table of them
+        parts.append(gradient_table(result, plain, digits, full, seen))
+    parts.append(gradient_verdict(result.check, arrays))
     if result.hessian is not None:
         parts += [Text(""), hessian_table(result, plain, digits, full)]
         blocks = ("Hessian block", "Hessian blocks") if arrays else None
