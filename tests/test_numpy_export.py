@@ -232,3 +232,36 @@ def test_a_result_that_is_not_finite_is_refused_as_eval_refuses_it(tmp_path, pro
         gradcli.evaluate(program, {"x": point}, check=False)
     with pytest.raises(OverflowError, match="not a finite float"):
         module.f(point)
+
+
+@pytest.mark.parametrize(("program", "shapes", "point"), [
+    ("logdet(X)", ["X=2x2"], {"X": [[0.0, 1.0], [1.0, 0.0]]}),  # log|det| = 0 was returned
+    ("sum(log(x))", ["x=2"], {"x": [1.0, -2.0]}),
+    ("sum(x/y)", ["x=2", "y=2"], {"x": [1.0, 2.0], "y": [1.0, 0.0]}),
+    ("norm(x)", ["x=2"], {"x": [0.0, 0.0]}),  # the gradient x/|x|: NaN
+])
+def test_the_numpy_export_refuses_where_eval_does(tmp_path, program, shapes, point):
+    """Found by a helper: outside a domain the NumPy export returned NaN, inf, or (logdet of a
+    negative determinant) a plausible finite number."""
+    import warnings
+
+    arguments = [a for shape in shapes for a in ("--shape", shape)]
+    done = CliRunner().invoke(cli, ["diff", program, *arguments, "--format", "python"])
+    assert done.exit_code == 0, done.output
+    path = tmp_path / "exported.py"
+    path.write_text(done.stdout)
+    spec = importlib.util.spec_from_file_location("exported", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    values = {name: np.array(value) for name, value in point.items()}
+    with pytest.raises(gradcli.GradcliError):
+        gradcli.evaluate(program, values, check=False)
+    with warnings.catch_warnings(), pytest.raises(FloatingPointError, match="not finite"):
+        warnings.simplefilter("ignore")  # NumPy's own RuntimeWarning comes first
+        module.f(**values)
+    where = {name: np.abs(value) + 1.0 for name, value in values.items()}  # inside: numbers
+    if program == "logdet(X)":
+        where = {"X": np.array([[2.0, 1.0], [1.0, 3.0]])}
+    result = gradcli.evaluate(program, where, check=False)
+    value, _ = module.f(**where)
+    assert value == pytest.approx(result.value, rel=1e-12)

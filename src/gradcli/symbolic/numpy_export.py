@@ -64,7 +64,9 @@ class NumpyWriter:
         return name
 
     def source(self, doc: str, returned: str) -> str:
-        """The module: imports, the helpers (said so), then ``def f(parameters)``."""
+        """The module: imports, the helpers (said so), ``_finite``, then ``def f(parameters)``,
+        whose results that are not finite raise, as ``eval`` refuses them (NumPy's log of a
+        negative number is a NaN and a warning, not an error)."""
         head = ["import numpy as np"]
         if self.vectorized:
             head = ["import math", "", "import numpy as np", ""]
@@ -73,9 +75,24 @@ class NumpyWriter:
             head += ["", f"# {', '.join(self.vectorized)}: NumPy has no such function; gradcli's "
                      "own, element by element"]
             head += list(self.vectorized.values())
+        head += ["", "", _FINITE.rstrip()]
         body = "".join(f"    {line}\n" for line in self.lines)
         return ("\n".join(head) + f"\n\n\ndef f({', '.join(self.renames.values())}):\n"
-                f'    """{doc}"""\n{body}    return {returned}\n')
+                f'    """{doc}"""\n{body}    return _finite({returned})\n')
+
+
+# The results, refused where an element is not finite (NaN or inf), as eval refuses them; a
+# where's branch not taken may be NaN inside, but never reaches a result. Names with a leading
+# _ are never a variable's in the export (``python_names``).
+_FINITE = '''def _finite(*results):
+    """The results, or a FloatingPointError where an element of one is not finite."""
+    for result in results:
+        if isinstance(result, dict):
+            _finite(*result.values())
+        elif not np.all(np.isfinite(result)):
+            raise FloatingPointError("a value or derivative is not finite")
+    return results
+'''
 
 
 # --- the export: gradients, or blocks of a Jacobian or a Hessian --------------------------------

@@ -282,7 +282,8 @@ ROWS: list[Op] = [
          numpy="np.linalg.det({0})", summary="determinant (a singular matrix is an error)"),
     _row("logdet", 1, _logdet, (lambda xp, g, out, x: g * xp.transpose(xp.inv(x)),),
          shape=_square_to_number, domain=_positive_determinant, complex=SAME,
-         numpy="np.linalg.slogdet({0})[1]",
+         # log|det| plus the log of det's sign: NaN (no value) for a negative determinant
+         numpy="(np.linalg.slogdet({0})[1] + np.log(np.linalg.slogdet({0})[0]))",
          summary="log(det(x)) by slogdet; the determinant must be positive"),
     _row("inv", 1, lambda np, x: np.linalg.inv(x), (_inv_vjp,), shape=_square,
          domain=_invertible, complex=SAME, jvp=lambda np, ts, out, x: -(out @ ts[0] @ out),
