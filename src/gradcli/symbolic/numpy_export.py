@@ -15,6 +15,7 @@ from gradcli.engine.ops import CONST, VAR
 from gradcli.symbolic.arrays import shape_of
 from gradcli.symbolic.jacobians import Blocks
 from gradcli.symbolic.nodes import SymNode
+from gradcli.symbolic.printing import finite_helper
 
 
 class NumpyWriter:
@@ -81,18 +82,8 @@ class NumpyWriter:
                 f'    """{doc}"""\n{body}    return _finite({returned})\n')
 
 
-# The results, refused where an element is not finite (NaN or inf), as eval refuses them; a
-# where's branch not taken may be NaN inside, but never reaches a result. Names with a leading
-# _ are never a variable's in the export (``python_names``).
-_FINITE = '''def _finite(*results):
-    """The results, or a FloatingPointError where an element of one is not finite."""
-    for result in results:
-        if isinstance(result, dict):
-            _finite(*result.values())
-        elif not np.all(np.isfinite(result)):
-            raise FloatingPointError("a value or derivative is not finite")
-    return results
-'''
+# a where's branch not taken may be NaN inside, but never reaches a result
+_FINITE = finite_helper("np.all(np.isfinite(result))", "FloatingPointError")
 
 
 # --- the export: gradients, or blocks of a Jacobian or a Hessian --------------------------------

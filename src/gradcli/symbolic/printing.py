@@ -458,18 +458,25 @@ def to_python(value: Node, variables: Sequence[str], wrt: Sequence[str],
     return "\n".join(lines) + "\n"
 
 
-# The export's results, refused where one is not a finite float, as eval refuses them
-# (lgamma's gradient at 1e-320, floor(x)*x at 1e300): never inf or NaN for a number. A name
-# with a leading _ is never a variable's in the export (``python_names``).
-_FINITE = '''def _finite(*results):
-    """The results, or an OverflowError where one is not a finite float."""
+def finite_helper(test: str, error: str) -> str:
+    """The exports' ``_finite``: their results, refused where one is not finite, as eval
+    refuses them (lgamma's gradient at 1e-320, floor(x)*x at 1e300, NumPy's log of a negative
+    element): never inf or NaN. ``test`` says whether ``result`` is finite (``math.isfinite``
+    of a float, ``np.all(np.isfinite(...))`` of an array), ``error`` is the exception raised.
+    Tuples and dicts (a gradient, a Jacobian's rows) are walked. A name with a leading _ is
+    never a variable's in an export (``python_names``)."""
+    return f'''def _finite(*results):
+    """The results, or {error} where a value or derivative is not finite."""
     for result in results:
-        if isinstance(result, tuple):
-            _finite(*result)
-        elif not math.isfinite(result):
-            raise OverflowError("a value or derivative is not a finite float")
+        if isinstance(result, (tuple, dict)):
+            _finite(*(result.values() if isinstance(result, dict) else result))
+        elif not {test}:
+            raise {error}("a value or derivative is not finite")
     return results
 '''
+
+
+_FINITE = finite_helper("math.isfinite(result)", "OverflowError")
 
 
 def _tuple(items: Sequence[str]) -> str:
