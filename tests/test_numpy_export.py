@@ -246,13 +246,7 @@ def test_the_numpy_export_refuses_where_eval_does(tmp_path, program, shapes, poi
     import warnings
 
     arguments = [a for shape in shapes for a in ("--shape", shape)]
-    done = CliRunner().invoke(cli, ["diff", program, *arguments, "--format", "python"])
-    assert done.exit_code == 0, done.output
-    path = tmp_path / "exported.py"
-    path.write_text(done.stdout)
-    spec = importlib.util.spec_from_file_location("exported", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module, _ = _run_export(tmp_path, [program, *arguments])
     values = {name: np.array(value) for name, value in point.items()}
     with pytest.raises(gradcli.GradcliError):
         gradcli.evaluate(program, values, check=False)

@@ -238,10 +238,11 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
 def _entry_weights(nodes: list[Node], outputs: list[Node], count: int) -> Any:
     """Each output entry's ``rounding_weight`` of every node, min(1, |d entry / d node|), as
     ``replay.Replayer`` weighs them for one output: one reverse pass per entry, a row each
-    (``count`` rows, a column per node). None past ``_WEIGHED_ENTRIES`` entries or where a pass
-    fails: every weight is then 1 (the bare magnitudes: looser, never tighter)."""
+    (``count`` rows, a column per node). None past ``_WEIGHED_ENTRIES`` entries or
+    ``_WEIGHED_CELLS`` weights, or where a pass fails: every weight is then 1 (the bare
+    magnitudes: looser, never tighter)."""
     np = arrays.numpy()
-    if count > _WEIGHED_ENTRIES:
+    if count > _WEIGHED_ENTRIES or count * len(nodes) > _WEIGHED_CELLS:
         return None
     rows = []
     for out in outputs:
@@ -258,6 +259,7 @@ def _entry_weights(nodes: list[Node], outputs: list[Node], count: int) -> Any:
 
 
 _WEIGHED_ENTRIES = 256  # output entries weighed one reverse pass each (``_entry_weights``)
+_WEIGHED_CELLS = 1 << 22  # and at most this many weights (32 MB)
 
 
 def _settled_columns(program: Program, outputs: list[Node], v: Node, original: Any,
