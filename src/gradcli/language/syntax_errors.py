@@ -91,6 +91,9 @@ def syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) ->
     message = f"{what}; expected {_describe_expected(expected, depth)}"
     if hint is None:
         hint = _syntax_hint(text, column, depth, expected, token)
+    if hint is None and not depth and _open_square(source, offset, text, column):
+        message += " or ']'"  # [1, 2 at the end: an array's bracket, not a parenthesis
+        hint = "a '[' is not closed"
     if innermost and innermost[0] < line and (hint is None or hint == _NOT_CLOSED):
         open_line, open_column = innermost
         hint = (f"the '(' at line {open_line}, column {open_column} is not closed (inside "
@@ -137,6 +140,14 @@ def _open_parentheses(source: str, end: int) -> tuple[int, tuple[int, int] | Non
         return 0, None
     pos = opened[-1]
     return len(opened), (code.count("\n", 0, pos) + 1, pos - code.rfind("\n", 0, pos))
+
+
+def _open_square(source: str, end: int, text: str, column: int) -> bool:
+    """Whether a '[' is still open where the program ends, at ``end`` (comments skipped)."""
+    if text[column - 1:].split("#", 1)[0].strip() or source[end:].strip():
+        return False
+    code = re.sub(r"#[^\n]*", "", source[:end]) if "#" in source[:end] else source[:end]
+    return code.count("[") > code.count("]")
 
 
 def _describe_token(token: Token) -> str:
