@@ -481,3 +481,23 @@ def test_an_entry_is_all_or_nothing_and_its_refusals_say_what_was_typed():
     with pytest.raises(UsageError, match=":del needs the NAME"):
         session.command(":del")
     assert session.definitions == {"x": "2", "u": "1", "beta": "0.9"}
+
+
+def test_a_variable_named_like_a_function_does_not_take_its_calls():
+    """Found by a helper: after sin = 3, every sin(x) failed ("sin is both called as a
+    function and used as a variable", at lines of the session's own program): a call pulled
+    the definition in as a use. Only the session's own functions are pulled in by a call."""
+    from gradcli.cli.session import Session
+
+    session = Session()
+    for entry in ("x = 2", "sin = 3", "f(a) = a*sin"):
+        session.program(entry)
+    assert session.source("sin(x)") == "x = 2\nsin(x)"
+    assert session.source("sin*x") == "x = 2\nsin = 3\nsin*x"
+    assert session.source("f(x)").endswith("f(a) = a*sin\nf(x)")
+    assert "sin = 3" in session.source("f(x)")
+    script = "x = 2\nsin = 3\nsin(x)\nsin*x\n"
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=script,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "value 0.9092974268256817" in done.stdout and "value 6" in done.stdout

@@ -9,7 +9,7 @@ outside brackets (``open_brackets``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -121,7 +121,7 @@ class Session:
 
         if not expression:
             raise UsageError(f"{name} = needs an expression", hint=f"e.g. {name} = 2")
-        _refuse_name(name, expression)
+        _refuse_name(name, expression, self.parameters)
         statement = f"{name} = {expression}"
         if open_brackets(statement) > 0:  # the end of what was typed, not of the line after
             parse(statement)
@@ -229,7 +229,7 @@ class Session:
             raise UsageError(f"{argument} is not defined",
                              hint=":vars lists the definitions; :del NAME forgets one")
         users = [name for name, text in self.definitions.items()
-                 if argument in _names(text) and name != argument]
+                 if argument in _names(text, self.parameters) and name != argument]
         if users:
             raise UsageError(f"{', '.join(users)} {'uses' if len(users) == 1 else 'use'} "
                              f"{argument}", hint="forget or redefine them first")
@@ -291,21 +291,23 @@ def _items(text: str) -> list[str]:
     return [*items, text[start:]]
 
 
-def _refuse_name(name: str, expression: str) -> None:
+def _refuse_name(name: str, expression: str, functions: Collection[str]) -> None:
     """A definition the session could not keep as meant: a name defined by its own old value
     (``u = u*2``: a definition replaces the old one, it does not update it). A function's name
     is a variable's too (``beta = 0.9``, docs/language.md): not refused."""
-    if name in _names(expression):
+    if name in _names(expression, functions):
         raise UsageError(f"{name} = {expression} defines {name} by itself: a definition "
                          "replaces the old one, it does not update it",
                          hint=f"give the new value a name of its own, e.g. {name}2 = "
                               f"{expression}")
 
 
-def _names(text: str) -> set[str]:
-    """The names ``text`` uses: variables, and the functions it calls."""
+def _names(text: str, functions: Collection[str]) -> set[str]:
+    """The names ``text`` uses: variables, and the session's ``functions`` it calls. A call of
+    any other name is a built-in function's, not a use of a variable so named: after ``sin =
+    3``, ``sin(x)`` is the sine, not a program that calls sin and also has a variable sin."""
     code = _COMMENT.sub("", text)
-    return set(_NAME.findall(code)) | set(_CALL.findall(code))
+    return set(_NAME.findall(code)) | (set(_CALL.findall(code)) & set(functions))
 
 
 def _definition_order(expression: str, definitions: dict[str, str],
@@ -315,13 +317,14 @@ def _definition_order(expression: str, definitions: dict[str, str],
     order: list[str] = []
     state: dict[str, int] = {}  # 1: being visited, 2: done
     position = {name: number for number, name in enumerate(definitions)}
+    functions = (parameters or {}).keys()
     own = {name: {p.strip() for p in text.split(",")} for name, text in (parameters or {}).items()}
 
     def uses(name: str) -> Iterator[str]:
-        used = _names(definitions[name]) - own.get(name, set())
+        used = _names(definitions[name], functions) - own.get(name, set())
         return iter(sorted(used & position.keys(), key=position.get))
 
-    for root in sorted(_names(expression) & position.keys(), key=position.get):
+    for root in sorted(_names(expression, functions) & position.keys(), key=position.get):
         if root in state:
             continue
         state[root] = 1
