@@ -29,6 +29,8 @@ from gradcli.limits import ARRAY_CHECK_BUDGET, CHECK_BUDGET, VECTOR_CHECK_FACTOR
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gradcli.gradcheck.conditioning import Conditioning
 
 
@@ -134,7 +136,7 @@ def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per
                    if (live[n.index] or n.is_leaf) and n.op.name not in LOGICAL]
     elif method == "central":
         affordable = _affordable(targets, nodes, budget * VECTOR_CHECK_FACTOR)
-        passed = _central_at_once(program, affordable, rtol, atol)
+        passed = _central_at_once(program, affordable, rtol, atol, replayer.weights)
     spent = 0
     for name, node in program.variables.items():
         if node.index in passed:
@@ -196,11 +198,13 @@ _COLUMNS_FROM = 200_000
 
 
 def _central_at_once(
-    program: Program, targets: list[Node], rtol: float, atol: float
+    program: Program, targets: list[Node], rtol: float, atol: float,
+    weights: Callable[[], list[float]],
 ) -> dict[int, GradientCheck]:
     """The first step of ``check_node`` -- a central difference at the base step -- for every
     target in one vectorised replay (``float_columns.central_at_once``), when that saves time; only
-    the checks that pass, anything else goes through ``check_node``."""
+    the checks that pass, anything else goes through ``check_node``. ``weights``: the nodes'
+    rounding weights, the replayer's own (made once for both, when needed)."""
     work = len(targets) * len(program.nodes)
     if work < _COLUMNS_FROM:
         return {}
@@ -208,4 +212,5 @@ def _central_at_once(
 
     nodes = program.nodes
     return {index: settled_check(nodes[index].grad, settled)
-            for index, settled in central_at_once(program, targets, rtol, atol).items()}
+            for index, settled in central_at_once(program, targets, rtol, atol,
+                                                  weights()).items()}

@@ -31,15 +31,16 @@ class ColumnReplay:
         return ~numpy().isfinite(self.largest)
 
 
-def central_at_once(program: Program, targets: list[Node], rtol: float, atol: float
-                    ) -> dict[int, Settled]:
+def central_at_once(program: Program, targets: list[Node], rtol: float, atol: float,
+                    weights: list[float] | None = None) -> dict[int, Settled]:
     """A central difference at the base step for every target node of a float program, in one
-    replay of columns (``replay_columns``); only those that agree, by node index."""
+    replay of columns (``replay_columns``, ``weights`` its nodes' ``rounding_weight``s: the
+    check's ``Replayer.weights``, made once); only those that agree, by node index."""
     steps = [base_step(node.value) for node in targets]
     pinned = [node.index for node in targets] * len(CENTRAL.offsets)
     shifted = [node.value + offset * h for offset in CENTRAL.offsets
                for node, h in zip(targets, steps, strict=True)]
-    replayed = replay_columns(program, pinned, shifted)
+    replayed = replay_columns(program, pinned, shifted, weights)
     outputs, largest = replayed.output.tolist(), replayed.largest.tolist()
     f0, count = program.nodes[-1].value, len(targets)
     passed: dict[int, Settled] = {}
@@ -51,7 +52,8 @@ def central_at_once(program: Program, targets: list[Node], rtol: float, atol: fl
     return passed
 
 
-def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
+def replay_columns(program: Program, pinned: Any, values: Any,
+                   weights: list[float] | None = None) -> ColumnReplay:
     """Column j replays ``program`` with node ``pinned[j]`` set to ``values[j]``.
 
     Only nodes downstream of a pinned node get an array; in the columns where a node is not
@@ -77,7 +79,8 @@ def replay_columns(program: Program, pinned: Any, values: Any) -> ColumnReplay:
     pins: dict[int, list[int]] = {}
     for column, index in enumerate(pinned.tolist()):
         pins.setdefault(index, []).append(column)
-    weights = rounding_weights(nodes)
+    if weights is None:
+        weights = rounding_weights(nodes)
     largest = _Largest(np, np.abs(values) * np.asarray(weights)[pinned])
     add, where, ndarray, shape = largest.add, np.where, np.ndarray, (columns,)
     last = len(nodes) - 1
