@@ -94,6 +94,7 @@ def test_names_are_case_sensitive():
         ("2*)", 1, 3, "unexpected ')'", "no matching '('"),
         ("(1+x", 1, 5, "unexpected end of input", "'(' is not closed"),
         ("u = [1, 2", 1, 10, "expected an operator (+ - * / **) or ']'", "'[' is not closed"),
+        ("x*[1, 2  # a comment", 1, 8, "or ']'", "'[' is not closed"),
         ("x = ", 1, 4, "unexpected end of input", None),
         ("1 ? 2", 1, 3, "unexpected character '?'", None),
         ("x < 2 < y", 1, 7, "unexpected '<'", "do not chain"),

@@ -91,7 +91,7 @@ def syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) ->
     message = f"{what}; expected {_describe_expected(expected, depth)}"
     if hint is None:
         hint = _syntax_hint(text, column, depth, expected, token)
-    if hint is None and not depth and _open_square(source, offset, text, column):
+    if hint is None and not depth and _open_square(source, offset):
         message += " or ']'"  # [1, 2 at the end: an array's bracket, not a parenthesis
         hint = "a '[' is not closed"
     if innermost and innermost[0] < line and (hint is None or hint == _NOT_CLOSED):
@@ -122,17 +122,19 @@ def _end_column(text: str) -> int:
     return len(text.split("#", 1)[0].rstrip()) + 1
 
 
-def _open_parentheses(source: str, end: int) -> tuple[int, tuple[int, int] | None]:
-    """How many '(' are still open at ``end`` (comments skipped), and the (line, column) of the
-    innermost one; string methods scan, as a program may be megabytes."""
+def _open_parentheses(source: str, end: int, pair: str = "()"
+                      ) -> tuple[int, tuple[int, int] | None]:
+    """How many of ``pair``'s opening bracket ('(' or '[') are still open at ``end`` (comments
+    skipped), and the (line, column) of the innermost one; string methods scan, as a program
+    may be megabytes."""
     code = source[:end]
     if "#" in code:  # blank comments out, keeping every position
         code = re.sub(r"#[^\n]*", lambda comment: " " * len(comment.group()), code)
-    if code.count("(") == code.count(")"):
+    if code.count(pair[0]) == code.count(pair[1]):
         return 0, None
     opened: list[int] = []
-    for paren in re.finditer(r"[()]", code):
-        if paren.group() == "(":
+    for paren in re.finditer(f"[{re.escape(pair)}]", code):
+        if paren.group() == pair[0]:
             opened.append(paren.start())
         elif opened:
             opened.pop()
@@ -142,12 +144,11 @@ def _open_parentheses(source: str, end: int) -> tuple[int, tuple[int, int] | Non
     return len(opened), (code.count("\n", 0, pos) + 1, pos - code.rfind("\n", 0, pos))
 
 
-def _open_square(source: str, end: int, text: str, column: int) -> bool:
-    """Whether a '[' is still open where the program ends, at ``end`` (comments skipped)."""
-    if text[column - 1:].split("#", 1)[0].strip() or source[end:].strip():
+def _open_square(source: str, end: int) -> bool:
+    """Whether a '[' is still open where the program ends, at ``end``."""
+    if re.sub(r"#[^\n]*", "", source[end:]).strip():  # more of the program follows
         return False
-    code = re.sub(r"#[^\n]*", "", source[:end]) if "#" in source[:end] else source[:end]
-    return code.count("[") > code.count("]")
+    return _open_parentheses(source, end, "[]")[0] > 0
 
 
 def _describe_token(token: Token) -> str:
