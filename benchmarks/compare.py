@@ -12,12 +12,12 @@ dependencies already installed are used, not downloaded again); the venv runs it
 
 The workloads are those of ``run.py`` (``workloads.py`` writes the same text): W1 the seed
 example (table, ``--json``), W2 a batch of W2 programs on stdin (``--json``, with and without
-the check; ``--batch N`` programs), W3 the wide program (table), W4 10,000 nesting levels, W5
-``evaluate_vector`` at 10^6 points (in a child process that times only the call), and the
-seconds of imports that ``-X importtime`` reports for W1. Within a round every workload runs
-on both versions one after the other, the order swapped every round, so that a slower spell of
-the machine falls on both; a round's ratio is new/old, and the table gives the median ratio of
-the rounds and their smallest and largest.
+the check, and ``--no-nodes``: the micrograd peer's record; ``--batch N`` programs), W3 the
+wide program (table), W4 10,000 nesting levels, W5 ``evaluate_vector`` at 10^6 points (in a
+child process that times only the call), and the seconds of imports that ``-X importtime``
+reports for W1. Within a round every workload runs on both versions one after the other, the
+order swapped every round, so that a slower spell of the machine falls on both; a round's ratio
+is new/old, and the table gives the median ratio of the rounds and their smallest and largest.
 
 CPU time (user + system of the process and of the processes it waited for, from ``wait4``) is
 the number to read on a shared machine: other work on the same cores stretches wall time by
@@ -233,6 +233,10 @@ def workloads_to_run(args: argparse.Namespace, folder: Path) -> list[Workload]:
                 [v.gradcli, "eval", "-", "--json", "--no-check", *point], batch)),
             Workload(f"W2 batch of {args.batch:,}, --json (check on)", lambda v: measure(
                 [v.gradcli, "eval", "-", "--json", *point], batch)),
+            # what the micrograd peer writes: value, gradients and the check, no node list
+            Workload(f"W2 batch of {args.batch:,}, --json --no-nodes (check on)",
+                     lambda v: measure([v.gradcli, "eval", "-", "--json", "--no-nodes", *point],
+                                       batch)),
         ]
     if "W3" in chosen:
         wide = folder / "w3.grad"

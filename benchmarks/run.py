@@ -151,6 +151,8 @@ def w2(args: argparse.Namespace, folder: Path) -> None:
     for label, extra, checked in (
             ("gradcli eval - --json --no-check", ["--no-check"], ""),
             ("gradcli eval - --json (FD check on)", [], "; input gradients checked"),
+            ("gradcli eval - --json --no-nodes (FD check on)", ["--no-nodes"],
+             "; input gradients checked; the peers' record: no node list"),
             ("gradcli eval - --json --check-nodes", ["--check-nodes"], "; every node checked")):
         wall, memory, status = run_process([*GRADCLI, "eval", "-", "--json", *flags, *extra],
                                            source)
