@@ -257,3 +257,40 @@ def test_printed_derivatives_do_not_depend_on_where_nodes_live_in_memory():
         ballast = [object() for _ in range(size * 37)]  # shifts where the next nodes live
         assert gradcli.differentiate(text, order=2).texts() == first, size
         del ballast
+
+
+@pytest.mark.parametrize("text", [
+    "t = x + x*y; t + t*y",  # t = x*(y + 1): what is left after pulling x out is t's own sum
+    "t = x + x*y; t*z + t*y*z",
+    "t = x*y + x*y**2; t/x + t*y/x",
+    "t = -x - x*y; t - t*y",
+    "t = x + x*y; u = t + t*y; u + u*y",
+])
+def test_a_factor_pulled_out_that_is_also_what_is_left_counts_twice(text):
+    """Found by a bug hunt (the third derivative of sqrt(x**2 + (x*y)**2) came out wrong):
+    pulling a common factor out of a sum whose remaining sum is that same factor wrote it to
+    the power 1, not 2. The canonical form keeps the program's value."""
+    program = parse(text)
+    point = {"x": 1.7, "y": -0.35, "z": 2.2}
+    program.bind({name: point[name] for name in program.variables})
+    expected = forward(program.nodes)
+    builder = Builder(exact_constants=True)
+    (built,) = builder.import_graph([program.output])
+    (written,) = canonical([built], named=True)
+    for node in nodes_of([written]):
+        if node.op.name == "var":
+            node.value = point[node.name]
+    assert forward(nodes_of([written])) == pytest.approx(expected, rel=1e-13)
+
+
+def test_the_third_derivative_of_a_function_linear_in_x_is_zero():
+    """sqrt(x**2 + (x*y)**2) is |x| sqrt(1 + y**2): every derivative by x past the first is 0
+    (SymPy), which diff printed as a formula worth -0.40 and then refused as its own bug."""
+    result = CliRunner().invoke(cli, ["diff", "sqrt(x**2 + (x*y)**2)", "--order", "3", "--wrt",
+                                      "x"])
+    assert result.exit_code == 0, result.output
+    printed = result.stdout.split(": ", 1)[1] if ": " in result.stdout else (
+        result.stdout.split("= ", 1)[1])
+    for x, y in ((1.3, 0.7), (3.0, 1.0), (-2.5, 4.0)):
+        value = gradcli.evaluate(printed.strip(), {"x": x, "y": y}, check=False).value
+        assert abs(value) < 1e-12, (x, y, value)

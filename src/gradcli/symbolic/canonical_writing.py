@@ -248,7 +248,9 @@ class Writer:
         if written.op is CONST and written.name is None:  # y - (y - 1) multiplied out: 1
             return self.write_product(Product(multiply_numbers(common, written.value),
                                               {base: exponent}))
-        factors = {base: exponent, written: 1.0}
+        factors = {base: exponent}
+        # the sum left may be the base itself: t + t*y, t = x*(y + 1), is x*(y + 1)**2
+        self.merge(factors, written, 1.0)
         node = self.write_product(Product(common, factors))
         if common == 1.0 and node not in self.products:  # its factors, for ``opened``
             self.products[node] = factors
