@@ -38,7 +38,7 @@ def test_diff_json_order_two_is_the_hessian():
         "values": {}, "kept_defaults": {},
         "checked": {"points": 3, "entries": 4,
                     "against": "central differences of the reverse-mode gradient",
-                    "conventions": []}}
+                    "conventions": [], "unchecked_pieces": []}}
 
 
 def test_diff_order_one_json_and_expressions_starting_with_minus():

@@ -167,7 +167,7 @@ def test_the_json_record_and_the_note_say_what_was_checked():
     record = json.loads(diff("sin(x)*y", "--order", "3", "--json").stdout)
     assert record["checked"] == {"points": 3, "entries": 8 + 4,
                                  "against": "central differences of the order below",
-                                 "conventions": []}
+                                 "conventions": [], "unchecked_pieces": []}
     done = diff("softmax(x)", "--shape", "x=3")
     assert done.stderr == ("note: checked at 3 points: 1 derivative agrees with the "
                            "reverse-mode Jacobian\n")
@@ -334,7 +334,7 @@ def test_a_convention_among_checked_entries_and_in_json():
         "points": 1, "entries": 4, "against": "central differences of the reverse-mode gradient",
         "conventions": ["d2/dx dx at x = 0, y = 1 is a convention, not checked: the gradient "
                         "jumps there (from 0 to 2), so no derivative exists, and the value "
-                        "printed is the rules'"]}
+                        "printed is the rules'"], "unchecked_pieces": []}
     arrays = diff("sum(abs(x))", "--order", "2", "--x", "[0, 1]")
     assert arrays.exit_code == 0 and "is a convention, not checked" in arrays.stderr
 

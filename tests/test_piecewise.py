@@ -292,3 +292,95 @@ def test_an_unused_declared_input_keeps_its_value_beside_a_branch_not_taken():
     rows = {row.label: row for row in result.node_rows()}
     assert rows["y"].value == 2.0 and rows["x"].value == -1.0 and rows["log(x)"].value is None
     assert result.gradients == {"y": 0.0, "x": 0.0} and result.check.ok
+
+
+# --- the array path (several outputs, array programs) masks as the scalar path does -----------
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_jacobian_does_not_evaluate_the_branch_not_taken(mode):
+    """``f, g`` runs on the array path; at x = -4 log(x) and sqrt(x) are in branches not
+    taken: no error, and the Jacobian is the taken pieces' (d/dx sqrt(-x) = -1/(2 sqrt(-x)))."""
+    text = "where(x > 0, log(x), 0), where(x < 0, sqrt(-x), sqrt(x)), x"
+    result = gradcli.evaluate(text, {"x": -4.0}, mode=mode)
+    assert list(result.values.values()) == [0.0, 2.0, -4.0]
+    assert [row["x"] for row in result.jacobian.values()] == [0.0, -0.25, 1.0]
+    assert result.check.ok
+    at_two = gradcli.evaluate(text, {"x": 2.0}, mode=mode)
+    assert [row["x"] for row in at_two.jacobian.values()] == pytest.approx(
+        [0.5, 0.5 / math.sqrt(2.0), 1.0], rel=1e-15)
+    assert at_two.check.ok
+
+
+def test_a_jacobian_reports_an_error_in_a_branch_taken_by_any_output():
+    with pytest.raises(gradcli.NumericError, match="logarithm of a non-positive number"):
+        gradcli.evaluate("where(x > 0, log(x), 0), log(x)", {"x": -1.0})
+
+
+def test_a_jacobians_nodes_show_the_branch_not_taken():
+    result = CliRunner().invoke(cli, ["eval", "where(x > 0, log(x), 0), x", "--x", "-1",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    nodes = {node["label"]: node for node in json.loads(result.stdout)["nodes"]}
+    assert nodes["log(x)"]["value"] is None
+    table = CliRunner().invoke(cli, ["eval", "where(x > 0, log(x), 0), x", "--x", "-1"])
+    assert "not taken" in table.stdout and "nan" not in table.stdout
+
+
+def test_an_array_program_with_a_number_as_condition_masks_its_branches():
+    """The scalar path's rule on arrays: a condition that is a number picks one branch, whose
+    nodes alone are evaluated, differentiated and checked (nor is the condition itself)."""
+    text = "where(s > 0, sum(log(x)), sum(x**2))"
+    result = gradcli.evaluate(text, {"s": -1.0, "x": [-1.0, 2.0]})
+    assert result.value == 5.0
+    assert result.gradients["x"].tolist() == [-2.0, 4.0] and result.gradients["s"] == 0.0
+    assert result.check.ok
+    checked = {gradcli.parse(text).nodes[i].op.name for i in result.check.nodes}
+    assert "log" not in checked and "gt" not in checked
+    records = {record["label"]: record for record in result.node_records()}
+    assert records["log(x)"]["value"] is None and records["log(x)"]["shape"] == [2]
+    taken = gradcli.evaluate(text, {"s": 1.0, "x": [1.0, 2.0]})
+    assert taken.gradients["x"].tolist() == [1.0, 0.5] and taken.check.ok
+    with pytest.raises(gradcli.NumericError, match="logarithm"):
+        gradcli.evaluate(text, {"s": 1.0, "x": [-1.0, 2.0]})
+
+
+def test_element_wise_pieces_are_still_computed_whole():
+    """Documented (language.md): an array condition keeps both branches."""
+    with pytest.raises(gradcli.NumericError, match="logarithm"):
+        gradcli.evaluate("sum(where(x > 0, log(x), 0))", {"x": [-1.0, 2.0]})
+
+
+# --- diff checks every piece it prints ---------------------------------------------------------
+
+def test_diff_draws_points_until_every_piece_is_checked():
+    """The first sample ranges lie within |x| < 1.5: a piece for x > 50 is reached further out."""
+    result = CliRunner().invoke(cli, ["diff", "x**2 if x > 50 else x", "--wrt", "x", "--json"])
+    assert result.exit_code == 0, result.output
+    checked = json.loads(result.stdout)["checked"]
+    assert checked["points"] > 3 and checked["unchecked_pieces"] == []
+
+
+def test_diff_says_which_piece_no_point_reached():
+    result = CliRunner().invoke(cli, ["diff", "x**2 if x > 1000 else x", "--wrt", "x"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "d/dx = where(x > 1000, 2*x, 1)\n"
+    assert "not checked where x > 1000 is true (no sample point took that piece)" in (
+        result.stderr)
+
+
+def test_diff_prints_no_third_derivative_that_its_piece_would_have_failed():
+    """Found by a bug hunt: order 3 of this piece is 0 (x*sqrt(1 + y**2) for x > 0), and the
+    printed formula was wrong but passed, checked only at points where x <= 2. Whatever diff
+    prints now holds in the piece (SymPy's answer, 0), or diff refuses (status 1)."""
+    text = "sqrt(x**2 + (x*y)**2) if x > 2 else x**3"
+    result = CliRunner().invoke(cli, ["diff", text, "--order", "3", "--wrt", "x"])
+    if result.exit_code == 1:
+        assert "a bug in gradcli diff" in result.stderr
+        return
+    assert result.exit_code == 0, result.output
+    printed = result.stdout.split(": ", 1)[1] if ": " in result.stdout else (
+        result.stdout.split("= ", 1)[1])
+    x, y = sp.symbols("x y", positive=True)
+    assert sp.diff(sp.sqrt(x**2 + (x * y) ** 2), x, 3).simplify() == 0
+    value = gradcli.evaluate(printed.strip(), {"x": 3.0, "y": 1.0}, check=False).value
+    assert abs(value) < 1e-12

@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from gradcli.engine.graph import Node, Program, describe, node_text, with_respect_to
+from gradcli.engine.graph import (
+    Node,
+    Program,
+    describe,
+    is_masked,
+    liveness,
+    node_text,
+    with_respect_to,
+)
 from gradcli.engine.notation import format_number, shape_text
 from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, ShapeError
 from gradcli.engine.ops import numpy as numpy  # hessian, derivative_truth: arrays.numpy()
@@ -205,21 +213,61 @@ def _require_finite_leaves(nodes: list[Node]) -> None:
 
 # --- forward ------------------------------------------------------------------------------------
 
-def forward(nodes: list[Node]) -> Any:
+def forward(nodes: list[Node], outputs: list[Node] | None = None) -> Any:
     """Every node's value in topological order; the output's (the last node). A failure first
-    says a variable whose value is not finite (one that ``bind`` left to the products)."""
+    says a variable whose value is not finite (one that ``bind`` left to the products).
+
+    With a conditional, as the scalar path's ``graph.forward_masked``: a failure is remembered
+    (the node's value NaN, of its shape) and raised only where the node is live (``live_nodes``) for
+    ``outputs`` (default: the last node), so a branch not taken is no error."""
+    masked = is_masked(nodes)
+    failed: list[tuple[Node, NumericError]] = []
     try:
         with raising():
             for node in nodes:
                 if node.inputs:
                     args = [source.value for source in node.inputs]
-                    node.value = _fast(node, args, True)
+                    try:
+                        node.value = _fast(node, args, True)
+                    except NumericError as error:
+                        if not masked:
+                            raise
+                        failed.append((node, error))
+                        node.value = failed_value(node, args)
+                        continue
                     if node.op.name == "matmul":
                         _zeros_hide_nothing(node, args)
+        if failed:
+            taken = live_nodes(nodes, outputs)
+            for node, error in failed:
+                if taken[node.index]:
+                    raise error
     except GradcliError:
         _require_finite_leaves([node for node in nodes if not node.inputs])
         raise
     return nodes[-1].value
+
+
+def live_nodes(nodes: list[Node], outputs: list[Node] | None = None,
+               value_of: Callable[[Node], Any] | None = None) -> list[bool] | None:
+    """``graph.liveness`` of an array program with a conditional (None without one), with
+    conditions' values ``value_of(node)`` (default: ``node.value``; a replay's): a condition
+    that is a number takes its branch; one that is an array takes both (element-wise pieces are
+    computed whole: an error in either is reported)."""
+    if not is_masked(nodes):
+        return None
+
+    def condition(node: Node) -> Any:
+        value = node.value if value_of is None else value_of(node)
+        return value if np.ndim(value) == 0 else None
+
+    return liveness(nodes, condition, outputs)
+
+
+def failed_value(node: Node, args: list[Any]) -> Any:
+    """What a masked pass (``forward``, ``replay.Moved``) keeps of a node that failed: NaN, of
+    the node's shape."""
+    return np.full(node.op.out_shape(*args), np.nan)
 
 
 def _zeros_hide_nothing(node: Node, args: list[Any]) -> None:
@@ -431,6 +479,7 @@ def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
     by node index. As in ``compute``, only a floating-point flag leads to the careful path that
     names the element (``xp`` raises one for BLAS and LAPACK results, which set none)."""
     grads: dict[int, Any] = {output.index: seed}
+    taken = live_nodes(nodes, [output])  # a node in a branch not taken passes nothing on
     with raising():
         for node in reversed(nodes[:output.index + 1]):
             g = grads.get(node.index)
@@ -438,7 +487,7 @@ def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
                 continue
             args = [source.value for source in node.inputs]
             for position, source in enumerate(node.inputs):
-                if source.needs_grad:
+                if source.needs_grad and (taken is None or taken[source.index]):
                     known = grads.get(source.index)
                     try:
                         part = contribution(node, args, position, g)

@@ -59,12 +59,13 @@ def _forward_blocks(nodes: list[Node], outputs: list[Node],
     np = arrays.numpy()
     found = {out.index: {v.index: np.zeros(np.shape(out.value) + np.shape(v.value))
                          for v in inputs} for out in outputs}
+    taken = arrays.live_nodes(nodes, outputs)
     for v in inputs:
         shape = np.shape(v.value)
         for element in np.ndindex(*shape):
             direction = np.zeros(shape)
             direction[element] = 1.0
-            tangents = tangents_from(nodes, v, direction)
+            tangents = tangents_from(nodes, v, direction, taken)
             for out in outputs:
                 tangent = tangents.get(out.index)
                 if tangent is not None:
@@ -101,11 +102,15 @@ def contributions(nodes: list[Node], output: Node,
     return found
 
 
-def tangents_from(nodes: list[Node], source: Node, direction: Any) -> dict[int, Any]:
+def tangents_from(nodes: list[Node], source: Node, direction: Any,
+                  live: list[bool] | None = None) -> dict[int, Any]:
     """One forward (tangent) pass: the derivative of every node downstream of ``source`` along
-    ``direction`` (the source's shape); nodes it does not reach have no entry."""
+    ``direction`` (the source's shape); nodes it does not reach, and those ``live``
+    (``arrays.live_nodes``) says are in a branch not taken, have no entry."""
     tangents: dict[int, Any] = {source.index: direction}
     for node in nodes[source.index + 1:]:
+        if live is not None and not live[node.index]:
+            continue
         inputs = [tangents.get(s.index) for s in node.inputs]
         if any(t is not None for t in inputs):
             tangents[node.index] = jvp(node, [s.value for s in node.inputs], inputs)

@@ -243,13 +243,16 @@ class Moved:
     shape) holds x + t d where a replay needs it; ``note(node, args, result)`` sees every
     recomputed node (the conditions a replay turns over). With ``unit`` (a flat index), d is
     the unit array there, ``d`` None: it is formed only if a node without a unit form reads it
-    (W in W@x moves one row of W@x, O(n), never a unit array of W's size)."""
+    (W in W@x moves one row of W@x, O(n), never a unit array of W's size). With ``nodes`` (the
+    program's, where it has a conditional) a node that fails raises only if it is live with the
+    replayed values (``arrays.live_nodes``), as ``Replayer._replay_masked`` does for floats."""
 
     def __init__(self, target: Node, downstream: list[Node], linear: set[int], d: Any,
                  output: Node, weights: list[float], buffer: Any = None, note: Any = None,
-                 unit: int | None = None) -> None:
+                 unit: int | None = None, nodes: list[Node] | None = None) -> None:
         np = numpy()
         self.target, self.output, self.buffer, self.note = target, output, buffer, note
+        self.nodes = nodes
         self.weights = weights  # each node's ``rounding_weight``, by index
         if d is None and unit is not None:  # made where a row or a replay reads it whole
             d = _UnitArray(np.shape(target.value), unit)
@@ -290,7 +293,7 @@ class Moved:
         """The output at x + t d (or with the target at ``at``, made by the caller) and the
         largest rounding scale recomputed (``Replayer.replay``), from ``largest``, the moved
         target's magnitude (which the caller knows without a pass)."""
-        from gradcli.engine.arrays import raising, recompute
+        from gradcli.engine.arrays import failed_value, live_nodes, raising, recompute
 
         np = numpy()
         target = self.target.index
@@ -321,10 +324,17 @@ class Moved:
             changed[i] = moved
             return moved
 
+        failed: list[tuple[Node, NumericError]] = []
         with raising():  # once for the replay, not per node
             for node in self.rest:
                 args = [value(source) for source in node.inputs]
-                result = recompute(node, args, complex_step)
+                try:
+                    result = recompute(node, args, complex_step)
+                except NumericError as error:
+                    if self.nodes is None:
+                        raise
+                    failed.append((node, error))
+                    result = failed_value(node, args)
                 changed[node.index] = result
                 if self.note is not None:
                     self.note(node, args, result)
@@ -332,6 +342,12 @@ class Moved:
                     largest = max(largest, weighed(float(np.max(np.abs(result))),
                                                    weights[node.index]))
             output = value(self.output)
+        if failed and self.nodes is not None:
+            taken = live_nodes(self.nodes, [self.output],
+                               lambda node: changed.get(node.index, node.value))
+            for node, problem in failed:
+                if taken is None or taken[node.index]:
+                    raise problem
         return output.item() if hasattr(output, "item") else output, largest
 
 

@@ -358,7 +358,7 @@ def _expected(expected: Expected, point: dict[str, Any]) -> Any:
     program = expected.program
     arrays.bind(program, {name: point[name] for name in program.variables if name in point})
     try:
-        return arrays.forward(program.nodes)
+        return arrays.forward(program.nodes, program.outputs)
     except NumericError:
         return math.nan
 

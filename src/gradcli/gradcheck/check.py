@@ -19,10 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gradcli.engine.graph import Node, Program, liveness
-from gradcli.engine.ops import LOGICAL, NONE
+from gradcli.engine.ops import NONE
 from gradcli.engine.replay import Replayer
 from gradcli.errors import UsageError
-from gradcli.gradcheck.differences import GradientCheck, check_node, settled_check
+from gradcli.gradcheck.differences import (
+    GradientCheck,
+    check_node,
+    meaningful,
+    settled_check,
+)
 from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees
 from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
 from gradcli.limits import ARRAY_CHECK_BUDGET, CHECK_BUDGET, VECTOR_CHECK_FACTOR
@@ -130,10 +135,8 @@ def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per
     nodes, rtol, atol, method = program.nodes, report.rtol, report.atol, report.method
     targets = [n for n in nodes if n.needs_grad] if per_node else list(program.variables.values())
     passed = {}
-    if program.masked:  # a truth value's or a dead node's difference quotient means nothing
-        live = liveness(nodes)
-        targets = [n for n in targets
-                   if (live[n.index] or n.is_leaf) and n.op.name not in LOGICAL]
+    if program.masked:
+        targets = meaningful(targets, liveness(nodes))
     elif method == "central":
         affordable = _affordable(targets, nodes, budget * VECTOR_CHECK_FACTOR)
         passed = _central_at_once(program, affordable, rtol, atol, replayer.weights)

@@ -78,7 +78,7 @@ class ElementReplayer:
         note = self._note_switch if self.masked else None
         linear = self.linear if d is not None or unit is not None else set()
         return Moved(self.target, self.downstream, linear, d, self.nodes[-1], self.walk.weights(),
-                     note=note, unit=unit)
+                     note=note, unit=unit, nodes=self.nodes if self.masked else None)
 
     def replay(self, index: int, value: Any, complex_step: bool = False) -> tuple[Any, float]:
         np = numpy()

@@ -13,6 +13,8 @@ import math
 from typing import Any
 
 from gradcli.engine import arrays
+from gradcli.engine.graph import node_text
+from gradcli.engine.ops import CONDITIONAL
 from gradcli.errors import CheckError, NumericError
 from gradcli.gradcheck.derivative_truth import (
     BUG_HINT,
@@ -46,6 +48,7 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
         node.index = index
     checked = 0
     at_given = all(name in request.given for name in request.shapes)  # the user's point only
+    pieces = Pieces(request.program)
     for point in candidates(request.shapes, request.given):
         try:
             truth = Truth(request, point)
@@ -57,7 +60,8 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
                 break  # the user's point, where diff computed: a reference fails, not diff
             continue  # the program is not defined here (or not differentiable): elsewhere
         checked += 1
-        if checked == points:
+        pieces.see(point)
+        if checked >= points and pieces.all_seen():
             break
     against = {"gradient": "the reverse-mode gradient", "jacobian": "the reverse-mode Jacobian",
                "hessian": "central differences of the reverse-mode gradient",
@@ -65,7 +69,43 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
     conventions = {label: why for each in (*readers, reader)
                    for label, why in each.conventions.items()}
     return Checked(checked, sum(each.entries for each in (*readers, reader)), against,
-                   at_given, tuple(conventions.values()))
+                   at_given, tuple(conventions.values()),
+                   () if at_given else pieces.unseen())
+
+
+class Pieces:
+    """Which side of each condition of a piecewise program the checked points took: a printed
+    derivative keeps each piece apart (``where(x > 2, ..., ...)``), so each piece is checked
+    only at points where its condition picks it, and the check goes on drawing points (up to
+    the sample's end) until every side has been taken at one."""
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+        self.conditions = list(dict.fromkeys(node.inputs[0] for node in program.nodes
+                                             if node.op is CONDITIONAL))
+        self.seen: dict[int, set[bool]] = {c.index: set() for c in self.conditions}
+
+    def see(self, point: dict[str, Any]) -> None:
+        if not self.conditions or self.all_seen():
+            return
+        np = arrays.numpy()
+        value_at(self.program, point)  # every condition's value there (a branch's errors: none)
+        for condition in self.conditions:
+            value = np.asarray(condition.value)
+            sides = self.seen[condition.index]
+            if np.any(value != 0):
+                sides.add(True)
+            if np.any(value == 0):
+                sides.add(False)
+
+    def all_seen(self) -> bool:
+        return all(len(sides) == 2 for sides in self.seen.values())
+
+    def unseen(self) -> tuple[str, ...]:
+        """Each side no checked point took, as a note: its piece is printed unchecked."""
+        return tuple(f"not checked where {node_text(c)} is {'false' if True in seen else 'true'} "
+                     "(no sample point took that piece)"
+                     for c in self.conditions if len(seen := self.seen[c.index]) == 1)
 
 
 # --- what diff printed, read back --------------------------------------------------------------
@@ -90,28 +130,33 @@ class Reader:
                 printed = value_at(program, truth.point)
             except NumericError as error:
                 raise mismatch(label, text, truth.point, None, None, error.message) from None
-            expected, exact = truth.expected(path)
-            printed = truth.project(path, printed)
-            try:
-                compare(label, text, truth.point, printed, expected, exact, strict=False)
-            except CheckError:
-                if exact or truth.direction(path[-1]) is not None:
-                    raise
-                if truth.with_smaller_steps(path, printed):
-                    continue
-                agrees, convention = truth.one_sided_verdict(label, path, printed)
-                if not agrees:
-                    truth.refuse_a_removable_convention(label, text, path, printed, expected)
-                    raise
-                if convention is not None:
-                    self.conventions[label] = convention
-            else:
-                convention = None if exact else truth.symmetric_kink(label, path, printed)
-                if convention is not None:
-                    self.conventions[label] = convention
+            self.judge(truth, label, text, path, truth.project(path, printed))
         if self.module is not None:
-            count = _compare_export(self.request, self.module, truth)
+            count = _compare_export(self.request, self.module, truth, self.judge)
             self.entries = len(self.parsed) + count
+
+    def judge(self, truth: Truth, label: str, text: str, path: tuple, printed: Any,
+              strict: bool = False) -> None:
+        """One entry (printed, or the export's: ``strict`` shapes) against the truth: a
+        difference that disagrees is taken again with smaller steps, then one-sided; a
+        CheckError if the entry still disagrees, a convention noted where no derivative
+        exists."""
+        expected, exact = truth.expected(path)
+        try:
+            compare(label, text, truth.point, printed, expected, exact, strict=strict)
+        except CheckError:
+            if exact or truth.direction(path[-1]) is not None:
+                raise
+            if truth.with_smaller_steps(path, printed):
+                return
+            agrees, convention = truth.one_sided_verdict(label, path, printed)
+            if not agrees:
+                truth.refuse_a_removable_convention(label, text, path, printed, expected)
+                raise
+        else:
+            convention = None if exact else truth.symmetric_kink(label, path, printed)
+        if convention is not None:
+            self.conventions[label] = convention
 
 
 # --- the Python export, imported and called ------------------------------------------------------
@@ -140,9 +185,10 @@ def _imported(source: str) -> Any:
     return module
 
 
-def _compare_export(request: DiffCheck, module: Any, truth: Truth) -> int:
+def _compare_export(request: DiffCheck, module: Any, truth: Truth, judge: Any) -> int:
     """Call ``f`` with the point (positionally, in its parameters' order) and compare what
-    it returns, entry by entry, with the truth."""
+    it returns, entry by entry, with the truth, each entry judged as a printed one is
+    (``Reader.judge``: smaller steps, one-sided differences)."""
     np = arrays.numpy()
     names = [n for n in request.program.variables if n not in request.given
              or request.python_kind != "scalar"]
@@ -166,11 +212,10 @@ def _compare_export(request: DiffCheck, module: Any, truth: Truth) -> int:
         compare("value (python)", "f(...)", truth.point, value, expected_value, True,
                  strict=True)
     for path, got in entries.items():
-        expected, exact = truth.expected(path)
         if request.kind != "jacobian":
             got = truth.project(path, got)
-        compare(entry_label(request.kind, path) + " (python)", "f(...)", truth.point, got,
-                expected, exact, strict=True)
+        judge(truth, entry_label(request.kind, path) + " (python)", "f(...)", path, got,
+              strict=True)
     return len(entries)
 
 

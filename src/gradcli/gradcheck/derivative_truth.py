@@ -57,11 +57,12 @@ class Checked:
     at_given: bool = False  # every variable had a value: the check was asked there only
     # entries that no difference can check where the order below has a kink or a jump (why)
     conventions: tuple[str, ...] = ()
+    unseen: tuple[str, ...] = ()  # pieces of a piecewise program no checked point took
 
     def note(self) -> str:
         if self.points and self.entries == len(self.conventions):  # none compared
-            return "; ".join(self.conventions)
-        return "; ".join((self._compared(), *self.conventions))
+            return "; ".join((*self.conventions, *self.unseen))
+        return "; ".join((self._compared(), *self.conventions, *self.unseen))
 
     def _compared(self) -> str:
         if not self.points and self.at_given:
@@ -78,7 +79,7 @@ class Checked:
 
     def record(self) -> dict[str, Any]:
         return {"points": self.points, "entries": self.entries, "against": self.against,
-                "conventions": list(self.conventions)}
+                "conventions": list(self.conventions), "unchecked_pieces": list(self.unseen)}
 
 
 def paths(tree: Mapping[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple, Any]]:
@@ -195,7 +196,7 @@ class Truth:
         program = self.request.program
         if program.outputs:
             arrays.bind(program, self.point)
-            arrays.forward(program.nodes)
+            arrays.forward(program.nodes, program.outputs)
             return {label: node.value
                     for label, node in zip(output_labels(program), program.outputs, strict=True)}
         return value_at(program, self.point)
@@ -364,7 +365,7 @@ def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
     np = arrays.numpy()
     if runs_on_arrays(program, point):
         arrays.bind(program, dict(point))
-        arrays.forward(program.nodes)
+        arrays.forward(program.nodes, program.outputs)
         arrays.backward(program.nodes)
         return {n: np.array(node.grad, dtype=float) for n, node in program.variables.items()}
     program.bind({n: float(point[n]) for n in program.variables})
@@ -378,7 +379,7 @@ def value_at(program: Program, point: Mapping[str, Any]) -> Any:
     values = {n: point[n] for n in program.variables}
     if runs_on_arrays(program, point):
         arrays.bind(program, values)
-        return np.asarray(arrays.forward(program.nodes), dtype=float)
+        return np.asarray(arrays.forward(program.nodes, program.outputs), dtype=float)
     program.bind({n: float(v) for n, v in values.items()})
     if program.masked:
         return np.asarray(float(graph.forward_masked(program.nodes)[0]))

@@ -45,6 +45,8 @@ import math
 import sys
 from dataclasses import dataclass, replace
 
+from gradcli.engine.graph import Node
+from gradcli.engine.ops import LOGICAL
 from gradcli.errors import NumericError
 from gradcli.gradcheck.steps import (
     CENTRAL,
@@ -280,3 +282,11 @@ def richardson_estimate(
         previous = row
         h /= 2.0
     return best
+
+
+def meaningful(targets: list[Node], live: list[bool]) -> list[Node]:
+    """The ``targets`` of a program with a conditional whose difference quotient means
+    something: none of a node in a branch not taken (a variable always counts), nor of a truth
+    value (moved off 0 or 1, every condition it feeds switches)."""
+    return [node for node in targets
+            if (live[node.index] or node.is_leaf) and node.op.name not in LOGICAL]

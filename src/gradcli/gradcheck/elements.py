@@ -31,7 +31,7 @@ from typing import Any
 from gradcli.engine.graph import Node, Program, node_text
 from gradcli.engine.ops import numpy
 from gradcli.gradcheck.columns import COLUMN_MAX_ELEMENTS, central_columns, replayable
-from gradcli.gradcheck.differences import GradientCheck, settled_check
+from gradcli.gradcheck.differences import GradientCheck, meaningful, settled_check
 from gradcli.gradcheck.directions import (
     DirectionReplayer,
     check_direction,
@@ -95,6 +95,11 @@ def check_arrays(program: Program, rtol: float, atol: float, method: str, per_no
     replayer = DirectionReplayer(nodes)
     variables = list(program.variables.values())
     others = [n for n in nodes if n.needs_grad and not n.is_leaf] if per_node else []
+    if program.masked:
+        from gradcli.engine.arrays import live_nodes
+
+        taken = live_nodes(nodes, program.outputs)
+        others = others if taken is None else meaningful(others, taken)
     targets = variables + others
     checks: dict[int, GradientCheck] = {}
     shrunk: list[str] = []

@@ -150,20 +150,21 @@ class Result:
         arrays = self.program.arrays
         for i, text in zip(order, texts, strict=True):
             node, value = nodes[i], values[i]
+            not_taken = type(value) is float and value != value  # NaN (``_taken_values``)
             check = checks.get(i) if checks else None
             record = {
                 "id": i,
                 "op": node.op.name,
                 "label": node.name or text,
-                # NaN: a node in a branch not taken (``_taken_values``), shown as null
-                "value": None if type(value) is float and value != value else value,
+                "value": None if not_taken else value,  # shown as null
                 "grad": grads[i] if node.needs_grad else None,
                 "inputs": [source.index for source in node.inputs],
                 "numeric_grad": None if check is None else check.numeric,
                 "ok": None if check is None else check.ok,
             }
             if arrays:  # the shape of value and gradient ([] for a scalar); the check's worst
-                record["shape"] = list(getattr(values[i], "shape", ()))  # element, and where
+                shaped = node.value if not_taken else value  # (its value: NaN of its shape)
+                record["shape"] = list(getattr(shaped, "shape", ()))  # element, and where
                 record["where"] = None if check is None else list(getattr(check, "where", ()))
             yield record
 
@@ -296,7 +297,7 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     require_values(program, values, why)
     program.arrays = True
     arrays.bind(program, values)
-    value = arrays.forward(program.nodes)
+    value = arrays.forward(program.nodes, program.outputs)
     if program.outputs or value.ndim:  # a Jacobian (docs/matrix-calculus.md)
         from gradcli.gradcheck.jacobian_check import evaluate_jacobian
 
@@ -313,7 +314,7 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     point = {name: arrays.plain(node.value) for name, node in program.variables.items()}
     gradients = {name: arrays.plain(node.grad) for name, node in program.variables.items()}
     return Result(program, point, float(value), gradients, report, hessian=hessian, hvp=hvp,
-                  node_values=[node.value for node in program.nodes],
+                  node_values=_taken_values(program),
                   node_grads=[node.grad for node in program.nodes])
 
 
@@ -340,7 +341,12 @@ def _taken_values(program: Program) -> list[float]:
     """Every node's value, NaN for a node in a branch not taken (shown as "not taken")."""
     if not program.masked:
         return [node.value for node in program.nodes]
-    live = liveness(program.nodes)
+    if program.arrays:
+        from gradcli.engine.arrays import live_nodes
+
+        live = live_nodes(program.nodes, program.outputs)
+    else:
+        live = liveness(program.nodes)
     return [node.value if taken or not node.inputs else math.nan  # inputs keep their values
             for node, taken in zip(program.nodes, live, strict=True)]
 

@@ -111,7 +111,7 @@ class JacobianResult:
             if any(not np.array_equal(node.value, self.point[name])
                    for name, node in self.program.variables.items()):
                 arrays.bind(self.program, self.point)
-                arrays.forward(nodes)
+                arrays.forward(nodes, self.program.outputs)
             outputs = self.program.outputs or [nodes[-1]]
             self._contributions = {label: jacobian.contributions(nodes, out) for label, out
                                    in zip(self.values, outputs, strict=True)}
@@ -130,11 +130,13 @@ class JacobianResult:
         nodes = self.program.nodes
         texts = expression_texts(nodes)
         found = self.contributions() or {}
+        taken = arrays.live_nodes(nodes, self.program.outputs)
         np = arrays.numpy()
         for i in range(len(nodes)) if only is None else only:
             node = nodes[i]
             yield {"id": i, "op": node.op.name, "label": node.name or texts[i],
-                   "value": arrays.plain(node.value, copy=True),
+                   "value": arrays.plain(node.value, copy=True)
+                   if taken is None or taken[i] or not node.inputs else None,
                    "shape": list(np.shape(node.value)),
                    "inputs": [source.index for source in node.inputs],
                    "gradients": {label: None if (g := found.get(label, {}).get(i)) is None
@@ -191,7 +193,7 @@ def check_jacobian(program: Program, outputs: list[Node], labels: list[str],
             found = _settled(program, outputs, v, elements, f0, analytic, rtol, atol, weights)
         finally:
             v.value = original
-            arrays.forward(program.nodes)
+            arrays.forward(program.nodes, program.outputs)
         start = 0
         for label, out, size in zip(labels, outputs, sizes, strict=True):
             rows = slice(start, start + size)
@@ -218,7 +220,9 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
     count = analytic.shape[0]  # output entries: entry i of column k is number k * count + i
     downstream = [v, *Replayer(program.nodes).affected(v.index)]
     indices = [node.index for node in downstream]  # v first
-    magnitudes = np.array([np.max(np.abs(node.value), initial=0.0) for node in downstream])
+    taken = arrays.live_nodes(program.nodes, outputs)  # a branch not taken rounds nothing
+    magnitudes = np.array([np.max(np.abs(node.value), initial=0.0)
+                           if taken is None or taken[node.index] else 0.0 for node in downstream])
     if weights is None:
         seen = (np.full(count, magnitudes.max()), np.ones(count))
     else:
@@ -287,7 +291,7 @@ def _settled_columns(program: Program, outputs: list[Node], v: Node, original: A
             largest[start:end] = np.maximum(largest[start:end],
                                             abs(shifted) * own[entries[start:end]])
             try:
-                arrays.forward(program.nodes)
+                arrays.forward(program.nodes, program.outputs)
                 moved = np.concatenate([np.ravel(out.value) for out in outputs])  # a copy
             except NumericError:
                 failed[start:end] = True
