@@ -275,16 +275,19 @@ def test_pictures_show_the_branch_not_taken_and_draw_no_flow_through_it():
 
 
 def test_array_programs_take_comparisons_where_and_functions_elementwise():
-    """With arrays (docs/arrays.md) the pieces work element by element; masking a branch not
-    taken is the scalar engine's: in an array program a domain error in either branch is named
-    (exit status 3), never a traceback."""
+    """With arrays (docs/arrays.md) the pieces work element by element, and so does masking a
+    branch not taken: log(-1) at an element where x > 0 is false is no error; where the branch
+    is taken it is named (exit status 3), never a traceback."""
     result = gradcli.evaluate("x = [-1, 2, 3]; f(a) = a*a; sum(where(x > 0, f(x), -x))", {})
     assert result.value == 1 + 4 + 9
     assert [row.value for row in result.node_rows()][-1] == 14.0
     done = invoke("eval", "x = [-1, 2, 3]; sum(x if x > 0 else -x)", "--json")
     assert done.exit_code == 0 and json.loads(done.stdout)["value"] == 6.0
-    failed = invoke("eval", "x = [-1, 2, 3]; sum(where(x > 0, log(x), 0))")
-    assert failed.exit_code == 3 and "logarithm" in failed.stderr
+    masked = invoke("eval", "x = [-1, 2, 3]; sum(where(x > 0, log(x), 0))", "--json")
+    assert masked.exit_code == 0, masked.output
+    assert json.loads(masked.stdout)["gradients"]["x"] == [0.0, 0.5, 1 / 3]
+    failed = invoke("eval", "x = [-1, 2, 3]; sum(where(x > -2, log(x), 0))")
+    assert failed.exit_code == 3 and "where x[0] = -1" in failed.stderr
 
 
 def test_an_unused_declared_input_keeps_its_value_beside_a_branch_not_taken():
@@ -344,10 +347,37 @@ def test_an_array_program_with_a_number_as_condition_masks_its_branches():
         gradcli.evaluate(text, {"s": 1.0, "x": [-1.0, 2.0]})
 
 
-def test_element_wise_pieces_are_still_computed_whole():
-    """Documented (language.md): an array condition keeps both branches."""
-    with pytest.raises(gradcli.NumericError, match="logarithm"):
-        gradcli.evaluate("sum(where(x > 0, log(x), 0))", {"x": [-1.0, 2.0]})
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_element_wise_pieces_mask_each_element(mode):
+    """The entropy-like sum(where(x > 0, x*log(x), 0)) at x = [-1, 2, 3]: log(-1) is in the
+    branch not taken at element 0. Gradient by hand: 0 there, log(x) + 1 elsewhere; the check
+    passes on the elements that have a value; a Jacobian of the element-wise output too."""
+    text = "sum(where(x > 0, x*log(x), 0))"
+    result = gradcli.evaluate(text, {"x": [-1.0, 2.0, 3.0]})
+    assert result.value == pytest.approx(2 * math.log(2) + 3 * math.log(3), rel=1e-15)
+    assert result.gradients["x"].tolist() == pytest.approx(
+        [0.0, math.log(2) + 1, math.log(3) + 1], rel=1e-15)
+    assert result.check.ok
+    records = {record["label"]: record for record in result.node_records()}
+    assert records["log(x)"]["value"][0] != records["log(x)"]["value"][0]  # NaN: no value
+    sqrt = gradcli.evaluate("sum(where(x > 0, sqrt(x), -x))", {"x": [-1.0, 4.0]})
+    assert sqrt.gradients["x"].tolist() == [-1.0, 0.25] and sqrt.check.ok  # sqrt'(-1): NaN
+    jacobian = gradcli.evaluate("where(x > 0, log(x), 0)", {"x": [-1.0, 2.0]}, mode=mode)
+    assert next(iter(jacobian.jacobian.values()))["x"].tolist() == [[0.0, 0.0], [0.0, 0.5]]
+    assert jacobian.check.ok
+    with pytest.raises(gradcli.NumericError, match=r"logarithm .* where x\[1\] = -1"):
+        gradcli.evaluate("sum(where(x > -5, log(x), 0))", {"x": [3.0, -1.0, 2.0]})
+
+
+def test_element_wise_masking_agrees_with_the_scalar_path_element_by_element():
+    """One rule for both engines: each element of an array program is the scalar program at
+    that element (value and gradient), bit for bit."""
+    text = "where(x > 0.5, sqrt(x - 0.5)*log(x), where(x < -1, log(-x)/x, x**2))"
+    xs = [-3.0, -1.0, -0.2, 0.5, 0.7, 2.0]
+    arrays = gradcli.evaluate(f"sum({text})", {"x": xs}, check=False)
+    for k, x in enumerate(xs):
+        scalar = gradcli.evaluate(text, {"x": x}, check=False)
+        assert arrays.gradients["x"][k] == scalar.gradients["x"], x
 
 
 # --- diff checks every piece it prints ---------------------------------------------------------

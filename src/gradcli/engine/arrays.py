@@ -15,24 +15,25 @@ from typing import Any
 
 import numpy as np
 
+from gradcli.engine.failures import (
+    derivative_error,
+    index_text,
+    not_finite,
+    shape_error,
+)
 from gradcli.engine.graph import (
     Node,
     Program,
     describe,
     is_masked,
-    liveness,
     node_text,
-    with_respect_to,
 )
-from gradcli.engine.notation import format_number, shape_text
-from gradcli.engine.ops import CONST, NONE, NUMPY, PREC_ATOM, SAME, Op, ShapeError
+from gradcli.engine.masks import live_nodes, raise_live_failure
+from gradcli.engine.notation import shape_text
+from gradcli.engine.ops import NONE, NUMPY, SAME, Op, ShapeError
 from gradcli.engine.ops import numpy as numpy  # hessian, derivative_truth: arrays.numpy()
 from gradcli.errors import GradcliError, NumericError, UsageError, shortened
 from gradcli.limits import MAX_ARRAY_DIMS, MAX_ARRAY_ELEMENTS, check_dims
-
-
-def index_text(index: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(i) for i in index) + "]" if index else ""
 
 
 def as_array(name: str, value: Any) -> Any:
@@ -217,11 +218,12 @@ def forward(nodes: list[Node], outputs: list[Node] | None = None) -> Any:
     """Every node's value in topological order; the output's (the last node). A failure first
     says a variable whose value is not finite (one that ``bind`` left to the products).
 
-    With a conditional, as the scalar path's ``graph.forward_masked``: a failure is remembered
-    (the node's value NaN, of its shape) and raised only where the node is live (``live_nodes``) for
-    ``outputs`` (default: the last node), so a branch not taken is no error."""
+    With a conditional, as the scalar path's ``graph.forward_masked``, element by element: a
+    node's failure is kept (NaN where it has no value) and raised only where it is live
+    (``live_nodes``) for ``outputs`` (default: the last node): log(x) in where(x > 0, log(x), 0)
+    is no error at an element x[i] = -1."""
     masked = is_masked(nodes)
-    failed: list[tuple[Node, NumericError]] = []
+    failed: list[tuple[Node, list[Any], Any, NumericError]] = []
     try:
         with raising():
             for node in nodes:
@@ -232,42 +234,27 @@ def forward(nodes: list[Node], outputs: list[Node] | None = None) -> Any:
                     except NumericError as error:
                         if not masked:
                             raise
-                        failed.append((node, error))
-                        node.value = failed_value(node, args)
+                        node.value = masked_value(node, args)
+                        failed.append((node, args, node.value, error))
                         continue
                     if node.op.name == "matmul":
                         _zeros_hide_nothing(node, args)
         if failed:
-            taken = live_nodes(nodes, outputs)
-            for node, error in failed:
-                if taken[node.index]:
-                    raise error
+            raise_live_failure(failed, live_nodes(nodes, outputs))
     except GradcliError:
         _require_finite_leaves([node for node in nodes if not node.inputs])
         raise
     return nodes[-1].value
 
 
-def live_nodes(nodes: list[Node], outputs: list[Node] | None = None,
-               value_of: Callable[[Node], Any] | None = None) -> list[bool] | None:
-    """``graph.liveness`` of an array program with a conditional (None without one), with
-    conditions' values ``value_of(node)`` (default: ``node.value``; a replay's): a condition
-    that is a number takes its branch; one that is an array takes both (element-wise pieces are
-    computed whole: an error in either is reported)."""
-    if not is_masked(nodes):
-        return None
-
-    def condition(node: Node) -> Any:
-        value = node.value if value_of is None else value_of(node)
-        return value if np.ndim(value) == 0 else None
-
-    return liveness(nodes, condition, outputs)
-
-
-def failed_value(node: Node, args: list[Any]) -> Any:
-    """What a masked pass (``forward``, ``replay.Moved``) keeps of a node that failed: NaN, of
-    the node's shape."""
-    return np.full(node.op.out_shape(*args), np.nan)
+def masked_value(node: Node, args: list[Any]) -> Any:
+    """What a masked pass (``forward``, ``replay.Moved``) keeps of a node that failed: its
+    value with NaN (or inf) where it has none, or NaN whole where its op refused (a domain)."""
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(_apply(node, args, False, False))
+    except (NumericError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+        return np.full(node.op.out_shape(*args), np.nan)
 
 
 def _zeros_hide_nothing(node: Node, args: list[Any]) -> None:
@@ -319,7 +306,7 @@ def _careful_value(node: Node, args: list[Any], complex_step: bool, guard: bool 
     with np.errstate(all="ignore"):
         value = np.asarray(_apply(node, args, complex_step, guard))
         if not np.all(np.isfinite(value)):
-            raise _not_finite(node, node.op, args, value)
+            raise not_finite(node, node.op, args, value)
     return value
 
 
@@ -406,7 +393,7 @@ def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any
         reals = [arg.real for arg in args]
         real = np.asarray(op.apply_vector(*reals))
         if not np.all(np.isfinite(real)):
-            raise _not_finite(node, op, reals, real)
+            raise not_finite(node, op, reals, real)
     form = op.complex
     if form is SAME:
         return op.forward(*args)
@@ -417,51 +404,6 @@ def _elementwise(node: Node, op: Op, args: list[Any], complex_step: bool) -> Any
         return np.asarray(np.frompyfunc(form, op.arity, 1)(*args), dtype=complex)
     except (ArithmeticError, ValueError):  # cmath's overflow: no finite complex value
         return np.full(op.out_shape(*args), complex(np.nan))
-
-
-def shape_error(node: Node, args: list[Any], detail: str = "") -> UsageError:
-    """Shapes that do not fit: the node, the operator and every operand's shape."""
-    op = node.op
-    written = op.symbol or op.postfix or op.name
-    shapes = " and ".join(shape_text(np.shape(arg)) for arg in args)
-    if op.is_array and op.name == "array":
-        problem = detail or "the elements have different shapes"
-        return UsageError(f"{problem} in {describe(node)}",
-                          hint="every element of [a, b, ...] needs the same shape")
-    if op.is_array and op.name == "matmul":
-        hint = "@ needs the columns of the left operand to match the rows of the right one"
-    elif op.is_array:
-        hint = f"see gradcli functions for what {op.name} takes"
-    else:
-        hint = ("element-wise operations broadcast as NumPy does: shapes must be equal, or 1 "
-                "where they differ (a missing leading axis counts as 1)")
-    return UsageError(f"shape mismatch in {describe(node)}: {written} of shapes {shapes}",
-                      hint=hint)
-
-
-def _not_finite(node: Node, op: Any, args: list[Any], value: Any) -> NumericError:
-    """The scalar path's message for the first element that is not finite, with its index and
-    the operands' values there."""
-    index = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0]) if value.ndim else ()
-    if op.is_array:
-        at = f" at {index_text(index)}" if index else ""
-        return NumericError(f"overflow: the result is not a finite float{at} in "
-                            f"{describe(node)}")
-    points = [np.broadcast_to(arg, value.shape)[index] if value.ndim else arg for arg in args]
-    reals = [float(np.real(point)) for point in points]
-    problem = op.domain(*reals) if op.domain is not None else None
-    return NumericError(f"{problem or 'overflow: the result is not a finite float'} in "
-                        f"{describe(node)}{_operands(node, args, reals, index)}")
-
-
-def _operands(node: Node, args: list[Any], reals: list[float], index: tuple[int, ...]) -> str:
-    parts = []
-    for source, arg, real in zip(node.inputs, args, reals, strict=False):
-        if source.op is CONST and not np.ndim(arg):
-            continue
-        where = index_text(index[len(index) - np.ndim(arg):]) if np.ndim(arg) else ""
-        parts.append(f"{indexed_text(source, where)} = {format_number(real)}")
-    return ", where " + ", ".join(parts) if parts else ""
 
 
 # --- backward -----------------------------------------------------------------------------------
@@ -479,61 +421,54 @@ def backward_from(nodes: list[Node], output: Node, seed: Any) -> dict[int, Any]:
     by node index. As in ``compute``, only a floating-point flag leads to the careful path that
     names the element (``xp`` raises one for BLAS and LAPACK results, which set none)."""
     grads: dict[int, Any] = {output.index: seed}
-    taken = live_nodes(nodes, [output])  # a node in a branch not taken passes nothing on
+    taken = live_nodes(nodes, [output])  # what is in a branch not taken passes nothing on
     with raising():
         for node in reversed(nodes[:output.index + 1]):
             g = grads.get(node.index)
             if g is None or not node.inputs or not node.needs_grad:
                 continue
+            mine = True if taken is None else taken[node.index]
             args = [source.value for source in node.inputs]
             for position, source in enumerate(node.inputs):
-                if source.needs_grad and (taken is None or taken[source.index]):
+                if source.needs_grad and (taken is None or taken[source.index] is not False):
                     known = grads.get(source.index)
                     try:
-                        part = contribution(node, args, position, g)
+                        part = contribution(node, args, position, g, mine)
                         grads[source.index] = part if known is None else known + part
                     except FloatingPointError:
-                        grads[source.index] = _careful(node, args, position, g, known)
+                        grads[source.index] = _careful(node, args, position, g, known, mine)
     return grads
 
 
-def _careful(node: Node, args: list[Any], position: int, g: Any, known: Any) -> Any:
+def _careful(node: Node, args: list[Any], position: int, g: Any, known: Any,
+             live: Any = True) -> Any:
     """One contribution with the flags off, checked element by element."""
     with np.errstate(all="ignore"):
-        part = contribution(node, args, position, g)
+        part = contribution(node, args, position, g, live)
         if not np.all(np.isfinite(part)):
-            raise _derivative_error(node, args, position, part)
+            raise derivative_error(node, args, position, part)
         total = part if known is None else known + part
         if not np.all(np.isfinite(total)):
             raise NumericError(f"the gradient overflows in {describe(node.inputs[position])}")
     return total
 
 
-def contribution(node: Node, args: list[Any], position: int, g: Any) -> Any:
-    """The gradient that ``node`` passes to its operand ``position`` (the operand's shape)."""
+def contribution(node: Node, args: list[Any], position: int, g: Any, live: Any = True) -> Any:
+    """The gradient that ``node`` passes to its operand ``position`` (the operand's shape);
+    with ``live`` (a ``live_nodes`` array), from the node's live elements only: one in a branch
+    not taken passes nothing, though its slope is NaN (sqrt'(-1))."""
     op = node.op
     try:  # FloatingPointError is not caught: backward's careful path handles it
-        part = op.vjp(NUMPY, position, g, node.value, *args)
+        if live is True or op.is_array:
+            part = op.vjp(NUMPY, position, g, node.value, *args)
+        else:
+            with np.errstate(all="ignore"):
+                local = np.where(live, g * op.rules[position](*args, node.value), 0.0)
+            if not np.all(np.isfinite(local)):
+                raise FloatingPointError("a slope that is not finite where the node is live")
+            part = NUMPY.unbroadcast(local, node.value, args[position])
     except (ValueError, ZeroDivisionError, OverflowError):
         if op.is_array:
             raise
         part = np.full(np.shape(args[position]), np.inf)  # a partial a float function refused
     return np.asarray(part, dtype=float)
-
-
-def indexed_text(node: Node, where: str) -> str:
-    """``x[0]``, ``log(x)[0]``, ``(x - 2)[0]``: a node's label with an element's index."""
-    text = node_text(node)
-    if not where:
-        return text
-    value = node.value if node.op is CONST else 0.0
-    atom = node.name or (getattr(node.op, "precedence", 0) >= PREC_ATOM
-                         and not (np.ndim(value) == 0 and float(value) < 0))
-    return f"{text}{where}" if atom else f"({text}){where}"
-
-
-def _derivative_error(node: Node, args: list[Any], position: int, part: Any) -> NumericError:
-    index = tuple(int(i) for i in np.argwhere(~np.isfinite(part))[0]) if part.ndim else ()
-    where = f" at {indexed_text(node.inputs[position], index_text(index))}" if index else ""
-    return NumericError(f"the derivative of {node.op.name}{with_respect_to(node, position)} is "
-                        f"not finite{where} in {describe(node)}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradcli.engine import arrays
+from gradcli.engine import arrays, masks
 from gradcli.engine.graph import Node, describe
 from gradcli.engine.ops import NUMPY
 from gradcli.errors import NumericError
@@ -59,7 +59,7 @@ def _forward_blocks(nodes: list[Node], outputs: list[Node],
     np = arrays.numpy()
     found = {out.index: {v.index: np.zeros(np.shape(out.value) + np.shape(v.value))
                          for v in inputs} for out in outputs}
-    taken = arrays.live_nodes(nodes, outputs)
+    taken = masks.live_nodes(nodes, outputs)
     for v in inputs:
         shape = np.shape(v.value)
         for element in np.ndindex(*shape):
@@ -106,14 +106,16 @@ def tangents_from(nodes: list[Node], source: Node, direction: Any,
                   live: list[bool] | None = None) -> dict[int, Any]:
     """One forward (tangent) pass: the derivative of every node downstream of ``source`` along
     ``direction`` (the source's shape); nodes it does not reach, and those ``live``
-    (``arrays.live_nodes``) says are in a branch not taken, have no entry."""
+    (``masks.live_nodes``) says are in a branch not taken, have no entry (elements: 0)."""
     tangents: dict[int, Any] = {source.index: direction}
     for node in nodes[source.index + 1:]:
-        if live is not None and not live[node.index]:
+        mask = True if live is None else live[node.index]
+        if mask is False:
             continue
         inputs = [tangents.get(s.index) for s in node.inputs]
         if any(t is not None for t in inputs):
-            tangents[node.index] = jvp(node, [s.value for s in node.inputs], inputs)
+            tangent = jvp(node, [s.value for s in node.inputs], inputs)
+            tangents[node.index] = tangent if mask is True else masks.live_part(tangent, mask)
     return tangents
 
 

@@ -245,7 +245,7 @@ class Moved:
     the unit array there, ``d`` None: it is formed only if a node without a unit form reads it
     (W in W@x moves one row of W@x, O(n), never a unit array of W's size). With ``nodes`` (the
     program's, where it has a conditional) a node that fails raises only if it is live with the
-    replayed values (``arrays.live_nodes``), as ``Replayer._replay_masked`` does for floats."""
+    replayed values (``masks.live_nodes``), as ``Replayer._replay_masked`` does for floats."""
 
     def __init__(self, target: Node, downstream: list[Node], linear: set[int], d: Any,
                  output: Node, weights: list[float], buffer: Any = None, note: Any = None,
@@ -293,7 +293,8 @@ class Moved:
         """The output at x + t d (or with the target at ``at``, made by the caller) and the
         largest rounding scale recomputed (``Replayer.replay``), from ``largest``, the moved
         target's magnitude (which the caller knows without a pass)."""
-        from gradcli.engine.arrays import failed_value, live_nodes, raising, recompute
+        from gradcli.engine.arrays import masked_value, raising, recompute
+        from gradcli.engine.masks import live_nodes, raise_live_failure
 
         np = numpy()
         target = self.target.index
@@ -324,7 +325,7 @@ class Moved:
             changed[i] = moved
             return moved
 
-        failed: list[tuple[Node, NumericError]] = []
+        failed: list[tuple[Node, list[Any], Any, NumericError]] = []
         with raising():  # once for the replay, not per node
             for node in self.rest:
                 args = [value(source) for source in node.inputs]
@@ -333,8 +334,8 @@ class Moved:
                 except NumericError as error:
                     if self.nodes is None:
                         raise
-                    failed.append((node, error))
-                    result = failed_value(node, args)
+                    result = masked_value(node, args)
+                    failed.append((node, args, result, error))
                 changed[node.index] = result
                 if self.note is not None:
                     self.note(node, args, result)
@@ -342,12 +343,9 @@ class Moved:
                     largest = max(largest, weighed(float(np.max(np.abs(result))),
                                                    weights[node.index]))
             output = value(self.output)
-        if failed and self.nodes is not None:
-            taken = live_nodes(self.nodes, [self.output],
-                               lambda node: changed.get(node.index, node.value))
-            for node, problem in failed:
-                if taken is None or taken[node.index]:
-                    raise problem
+        if failed and self.nodes is not None:  # NaN where dead: the output never reads it
+            raise_live_failure(failed, live_nodes(
+                self.nodes, [self.output], lambda node: changed.get(node.index, node.value)))
         return output.item() if hasattr(output, "item") else output, largest
 
 

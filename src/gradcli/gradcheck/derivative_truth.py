@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine import arrays, graph
+from gradcli.engine.failures import index_text
 from gradcli.engine.graph import Program, output_labels
 from gradcli.engine.notation import derivative_label, format_number
 from gradcli.errors import CheckError, GradcliError, NumericError, UsageError
@@ -159,7 +160,7 @@ def mismatch(label: str, text: str, point: Mapping[str, Any], printed: Any, expe
     if printed is None:
         return CheckError(f"{label} = {shown} is not defined at {at or 'the point'}, where the "
                           f"program is: {why}", hint=BUG_HINT)
-    element = arrays.index_text(where)
+    element = index_text(where)
     numbers = why or (f"is {format_number(printed[where])}{element and ' at ' + element}, "
                       f"the engine's {format_number(expected[where])}")
     return CheckError(f"{label} = {shown} at {at or 'the point'}: {numbers}", hint=BUG_HINT)

@@ -96,10 +96,11 @@ def check_arrays(program: Program, rtol: float, atol: float, method: str, per_no
     variables = list(program.variables.values())
     others = [n for n in nodes if n.needs_grad and not n.is_leaf] if per_node else []
     if program.masked:
-        from gradcli.engine.arrays import live_nodes
+        from gradcli.engine.masks import live_nodes
 
         taken = live_nodes(nodes, program.outputs)
-        others = others if taken is None else meaningful(others, taken)
+        others = others if taken is None else meaningful(
+            others, [mask is not False for mask in taken])
     targets = variables + others
     checks: dict[int, GradientCheck] = {}
     shrunk: list[str] = []
@@ -167,6 +168,11 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     directions, count, shrunk = plan(size, direction_cost, element_cost, budget)
     count = min(count, ARRAY_CHECK_ELEMENTS)
     flats = sample(size, count)
+    finite = np.isfinite(node.value)
+    if not finite.all():  # NaN where a branch not taken has no value (a live one raised):
+        taken = np.flatnonzero(finite)  # only its other elements mean something, one by one
+        flats = [int(taken[k]) for k in sample(len(taken), min(count, len(taken)))]
+        directions = 0
     multiplying = multiplied and any(work[i][1] for i in replayer.linear)
     # A small node's directions join its elements' column replay; so do a large matrix's
     # (``Scaled``) where they move only products (W in W@x: the columns are W@x's, W is never
@@ -236,7 +242,9 @@ def _combined(node: Node, elements: dict[int, GradientCheck],
     where = () if flat is None else tuple(
         int(i) for i in np.unravel_index(flat, np.shape(node.value)))
     measured = [check.ill_conditioned for check in failures]
-    fields = {**vars(worst), "checked": len(elements), "size": int(np.size(node.value)),
+    # its size: the elements that have a value (not those of a branch not taken)
+    fields = {**vars(worst), "checked": len(elements),
+              "size": int(np.count_nonzero(np.isfinite(node.value))),
               "failed": failed or (1 if failures else 0), "where": where, "ok": not failures,
               "directions": len(along),
               "ill_conditioned": None if None in measured else max(measured, default=None)}

@@ -342,13 +342,13 @@ def _taken_values(program: Program) -> list[float]:
     if not program.masked:
         return [node.value for node in program.nodes]
     if program.arrays:
-        from gradcli.engine.arrays import live_nodes
+        from gradcli.engine.masks import live_nodes
 
         live = live_nodes(program.nodes, program.outputs)
     else:
         live = liveness(program.nodes)
-    return [node.value if taken or not node.inputs else math.nan  # inputs keep their values
-            for node, taken in zip(program.nodes, live, strict=True)]
+    return [node.value if taken is not False or not node.inputs else math.nan  # (inputs keep
+            for node, taken in zip(program.nodes, live, strict=True)]     # their values)
 
 
 def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:

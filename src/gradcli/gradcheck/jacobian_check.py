@@ -14,6 +14,7 @@ from typing import Any
 
 from gradcli.engine import arrays, jacobian
 from gradcli.engine.graph import Node, Program, output_labels
+from gradcli.engine.masks import live_nodes, live_part
 from gradcli.engine.notation import expression_texts
 from gradcli.engine.replay import Replayer, rounding_weight
 from gradcli.errors import ExitStatus, NumericError, UsageError
@@ -130,13 +131,13 @@ class JacobianResult:
         nodes = self.program.nodes
         texts = expression_texts(nodes)
         found = self.contributions() or {}
-        taken = arrays.live_nodes(nodes, self.program.outputs)
+        taken = live_nodes(nodes, self.program.outputs)
         np = arrays.numpy()
         for i in range(len(nodes)) if only is None else only:
             node = nodes[i]
             yield {"id": i, "op": node.op.name, "label": node.name or texts[i],
                    "value": arrays.plain(node.value, copy=True)
-                   if taken is None or taken[i] or not node.inputs else None,
+                   if taken is None or taken[i] is not False or not node.inputs else None,
                    "shape": list(np.shape(node.value)),
                    "inputs": [source.index for source in node.inputs],
                    "gradients": {label: None if (g := found.get(label, {}).get(i)) is None
@@ -220,9 +221,9 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
     count = analytic.shape[0]  # output entries: entry i of column k is number k * count + i
     downstream = [v, *Replayer(program.nodes).affected(v.index)]
     indices = [node.index for node in downstream]  # v first
-    taken = arrays.live_nodes(program.nodes, outputs)  # a branch not taken rounds nothing
-    magnitudes = np.array([np.max(np.abs(node.value), initial=0.0)
-                           if taken is None or taken[node.index] else 0.0 for node in downstream])
+    taken = live_nodes(program.nodes, outputs)  # a branch not taken rounds nothing
+    magnitudes = np.array([np.max(np.abs(node.value if taken is None else live_part(
+        node.value, taken[node.index])), initial=0.0) for node in downstream])
     if weights is None:
         seen = (np.full(count, magnitudes.max()), np.ones(count))
     else:

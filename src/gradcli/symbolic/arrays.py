@@ -18,11 +18,11 @@ from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
-from gradcli.engine import arrays
-from gradcli.engine.graph import Node
+from gradcli.engine import arrays, masks
+from gradcli.engine.graph import Node, nodes_of
 from gradcli.engine.ops import CONST, OPS, Op, ShapeError, index_op
 from gradcli.engine.ops.row import LINEAR_EACH, LINEAR_FIRST
-from gradcli.errors import UsageError
+from gradcli.errors import NumericError, UsageError
 from gradcli.symbolic.builder import Builder
 from gradcli.symbolic.nodes import SymNode
 
@@ -41,6 +41,9 @@ class ArrayBuilder(Builder):
     def __init__(self, point: Mapping[str, Any], max_nodes: int, exact: bool = False) -> None:
         super().__init__(max_nodes)
         self.point = point
+        # nodes without a value at the point (where, operands, value, error): an error only
+        # where the outputs read them (``raise_live``), not in a branch not taken
+        self.failed: list[tuple[Node, list[Any], Any, NumericError]] = []
         # the VJP rules' namespace on these nodes
         self.arrays = GraphArrays(self, exact or EXACT_FORMS.get())
 
@@ -59,6 +62,34 @@ class ArrayBuilder(Builder):
             key = ("array", value.shape, value.tobytes())
             return self._intern(key, CONST, (), value, name)
         return super().constant(value, name)
+
+    def _computed(self, node: SymNode) -> Any:
+        """The node's value (NaN where it has none: kept in ``failed``); shapes that do not fit
+        here are a derivative form gone wrong, not the user's program (checked before), so the
+        message names no internal expression."""
+        args = [source.value for source in node.inputs]
+        try:
+            return arrays.compute(node, args)
+        except NumericError as error:
+            value = arrays.masked_value(node, args)
+            self.failed.append((node, args, value, error))
+            return value
+        except UsageError as error:
+            raise UsageError("gradcli diff built a derivative form whose shapes do not fit",
+                             hint="gradcli eval gives the numeric derivatives; please report "
+                                  "this program") from error
+
+    def raise_live(self, outputs: Sequence[SymNode]) -> None:
+        """The error of the first node without a value that ``outputs`` read where it has none
+        (``masks.live_nodes``: log(x) in where(x > 0, log(x), 0) at x = -1 is not read)."""
+        if not self.failed:
+            return
+        nodes = nodes_of(outputs)
+        for index, node in enumerate(nodes):  # liveness works by position
+            node.index = index
+        among = set(nodes)
+        masks.raise_live_failure([failure for failure in self.failed if failure[0] in among],
+                                 masks.live_nodes(nodes, list(outputs)))
 
     def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
         """The op's own VJP rule on graph nodes (``GraphArrays``), broadcasting included."""
@@ -82,7 +113,7 @@ class ArrayBuilder(Builder):
         else:  # the scalar builder's folding and rewrites (element-wise, so they hold here)
             node = super().make(op, inputs)
         if node.inputs:
-            node.value = _computed(node)
+            node.value = self._computed(node)
         if not op.is_array:
             shape = op.out_shape(*(source.value for source in inputs))
             if shape_of(node) != shape:  # a fold (x - x -> 0, x/x -> 1) keeps the shape
@@ -90,15 +121,6 @@ class ArrayBuilder(Builder):
         return node
 
 
-def _computed(node: SymNode) -> Any:
-    """The node's value; shapes that do not fit here are a derivative form gone wrong, not the
-    user's program (checked before), so the message names no internal expression."""
-    try:
-        return arrays.compute(node, [source.value for source in node.inputs])
-    except UsageError as error:
-        raise UsageError("gradcli diff built a derivative form whose shapes do not fit",
-                         hint="gradcli eval gives the numeric derivatives; please report "
-                              "this program") from error
 
 
 def is_zero(node: SymNode) -> bool:

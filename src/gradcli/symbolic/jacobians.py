@@ -61,6 +61,7 @@ def gradients(program: Program, shapes: Mapping[str, tuple[int, ...]], wrt: Sequ
         grad = grads.get(b.variable(name))
         grad = None if grad is None else unbroadcast(b, grad, shapes[name])
         found[name] = zeros(b, shapes[name]) if grad is None or is_zero(grad) else grad
+    b.raise_live([output, *found.values()])
     return output, found
 
 
@@ -133,8 +134,11 @@ def jacobian_nodes(program: Program, shapes: Mapping[str, tuple[int, ...]],
             values = rows = dict(zip(output_labels(program),
                                      b.import_graph(program.outputs or [program.output]),
                                      strict=True))
-        return Blocks(values, {label: {name: block(b, row, name, shapes, max_nodes)
-                                       for name in names} for label, row in rows.items()})
+        blocks = Blocks(values, {label: {name: block(b, row, name, shapes, max_nodes)
+                                         for name in names} for label, row in rows.items()})
+        b.raise_live([*values.values(), *(part for row in blocks.blocks.values()
+                                          for part in row.values())])
+        return blocks
 
     return defined_point(_of(program, shapes), given, build)
 

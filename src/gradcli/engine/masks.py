@@ -1,0 +1,95 @@
+"""Branches not taken in array programs, element by element: which elements of each node the
+outputs read where every condition takes its branch (``live_nodes``), and the failure of the
+first node that is live where it has no value (``raise_live_failure``). The passes that need
+them (``arrays.forward``, ``backward_from``, the Jacobian's tangents, ``replay.Moved``) keep a
+dead element's NaN and pass nothing through it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gradcli.engine.failures import not_finite
+from gradcli.engine.graph import Node, is_masked
+from gradcli.engine.ops import CONDITIONAL, NUMPY
+from gradcli.errors import NumericError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def live_nodes(nodes: list[Node], outputs: list[Node] | None = None,
+               value_of: Callable[[Node], Any] | None = None) -> list[Any] | None:
+    """Per node of a program with a conditional (None without one): True (live), False (in
+    branches not taken only) or a boolean array of its elements, from ``outputs`` (default:
+    the last node) back, with the conditions' values ``value_of(node)`` (default:
+    ``node.value``; a replay's) -- ``graph.liveness`` element by element. An element-wise op
+    passes each element's liveness to its operands' (any, where they broadcast); an array op
+    (sum, @) makes its operands live whole where any of its elements is."""
+    if not is_masked(nodes):
+        return None
+    live: list[Any] = [False] * len(nodes)
+    for output in outputs or nodes[-1:]:
+        live[output.index] = True
+    for node in reversed(nodes):
+        mine = live[node.index]
+        if mine is False or not node.inputs:
+            continue
+        if node.op is CONDITIONAL:
+            condition, taken, other = node.inputs
+            value = np.asarray(condition.value if value_of is None else value_of(condition))
+            shape = np.shape(node.value)  # the pieces' and the condition's, broadcast
+            with np.errstate(invalid="ignore"):
+                chosen = (value != 0) & (value == value)  # a NaN condition takes neither
+                _mark(live, condition, mine)
+                _mark(live, taken, np.broadcast_to(np.logical_and(mine, chosen), shape))
+                _mark(live, other, np.broadcast_to(np.logical_and(mine, value == 0), shape))
+        elif node.op.is_array:
+            for source in node.inputs:
+                _mark(live, source, bool(mine is True or mine.any()))
+        else:
+            for source in node.inputs:
+                _mark(live, source, mine)
+    return live
+
+
+def _mark(live: list[Any], source: Node, more: Any) -> None:
+    """live[source] |= more, ``more`` brought to the source's shape (any element that
+    broadcast to a live one is live), as True or False where it is whole."""
+    if more is not True and more is not False:
+        more = NUMPY.unbroadcast(more, more, source.value) > 0 if np.ndim(more) else bool(more)
+        if np.ndim(more):
+            more = True if more.all() else False if not more.any() else more
+    before = live[source.index]
+    if before is True or more is False:
+        return
+    live[source.index] = more if (more is True or before is False) else before | more
+
+
+def live_part(value: Any, mask: Any) -> Any:
+    """``value`` where its node is live (``mask``, a ``live_nodes`` entry), 0 elsewhere."""
+    if mask is True:
+        return value
+    if mask is False:
+        return np.zeros(np.shape(value))
+    with np.errstate(all="ignore"):
+        return np.where(mask, value, 0.0)
+
+
+def raise_live_failure(failed: list[tuple[Node, list[Any], Any, NumericError]],
+                       live: list[Any] | None) -> None:
+    """Of the failed nodes (node, operands, ``masked_value``, error), in order, the first
+    that is live where it has no value raises, named at the first such element; nothing if
+    every failure is in branches not taken."""
+    for node, args, value, error in failed:
+        mask = True if live is None else live[node.index]
+        if mask is False:
+            continue
+        if mask is True or node.op.is_array:
+            raise error
+        bad = ~np.isfinite(value) & mask
+        if bad.any():
+            raise not_finite(node, node.op, args, np.where(bad, np.nan, 0.0))
