@@ -558,3 +558,40 @@ def test_what_a_stop_cut_off_half_way_says_nothing_after_gradcli_s_last_line():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60)
     assert (done.returncode, done.stderr) == (130, "gradcli: interrupted\n")
+
+
+@needs_proc
+def test_numpy_under_a_tight_memory_limit_is_a_resource_record_not_an_openblas_exit():
+    """Found by a bug hunt: under ``prlimit --as`` of 100-150 MB, an array line's NumPy import
+    ended the whole batch: OpenBLAS's "Memory allocation still failed" (status 1) or its
+    threads' pthread_create failures ("interrupted", status 130), the lines after it lost.
+    NumPy now starts with one BLAS thread under such a limit, and is refused where it would
+    not fit: that line's resource record, status 2, and every other line evaluated."""
+    limit = 100 << 20
+    done = subprocess.run(
+        [sys.executable, "-m", "gradcli", "eval", "-", "--json", "--no-nodes", "--x", "2"],
+        input=b"x*2\nsum([x, 1])\nx*3\n", capture_output=True, timeout=120, check=False,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["line"] for r in records] == [1, 2, 3], done.stderr
+    assert (records[0]["value"], records[2]["value"]) == (4.0, 6.0)
+    assert records[1]["error"]["kind"] == "resource"
+    assert done.returncode == 2 and b"OpenBLAS" not in done.stderr, done.stderr[-2000:]
+
+
+def test_numpy_starts_with_one_blas_thread_under_a_memory_limit(monkeypatch):
+    """What ``limits.numpy_refused`` does under an address-space limit (faked here): one BLAS
+    thread unless told otherwise, a refusal that names the memory where too little is left,
+    and nothing at all without a limit."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (resource.RLIM_INFINITY,) * 2)
+    assert limits.numpy_refused() is None and "OPENBLAS_NUM_THREADS" not in os.environ
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (64 << 20, 64 << 20))
+    refused = limits.numpy_refused()
+    assert refused is not None and "not enough memory" in refused
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (1 << 40, 1 << 40))
+    assert limits.numpy_refused() is None
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # told otherwise: kept
+    limits.numpy_refused()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"

@@ -54,7 +54,7 @@ def expected_lines(data: bytes) -> list[int]:
     """The documented record lines: every line that is not blank and not a # comment."""
     numbers = []
     for number, raw in enumerate(data.split(b"\n"), start=1):
-        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        text = raw.decode("utf-8", errors="replace").rstrip("\r").removeprefix("\ufeff")
         if text.strip() and not text.lstrip().startswith("#"):
             numbers.append(number)
     if data.endswith(b"\n"):
@@ -80,6 +80,16 @@ def test_weird_bytes_give_exactly_one_record_per_line_in_order():
     assert all(r["error"]["kind"] == "parse" for r in records[1:-1] if r is not records[bom]), \
         records
     assert status == 2 and "Traceback" not in stderr
+
+
+def test_a_byte_order_mark_before_a_comment_or_a_blank_line_makes_no_record():
+    """Found by a bug hunt: a file saved by a Windows editor starts with a byte-order mark; before
+    a comment or a blank line it made a parse error's record (status 2)."""
+    for data in (b"\xef\xbb\xbf# formulas\nx*2\n", b"\xef\xbb\xbf\nx*2\n", b"\xef\xbb\xbfx*2\n"):
+        status, records, stderr = run_batch(data, "--x", "2")
+        assert [(r["line"], r["expression"], r["value"]) for r in records] == [
+            (expected_lines(data)[0], "x*2", 4.0)], data
+        assert status == 0 and stderr == "", (data, stderr)
 
 
 @settings(max_examples=60, deadline=None)

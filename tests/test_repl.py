@@ -501,3 +501,26 @@ def test_a_variable_named_like_a_function_does_not_take_its_calls():
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "value 0.9092974268256817" in done.stdout and "value 6" in done.stdout
+
+
+def test_an_error_is_placed_in_the_entry_as_typed():
+    """Found by a bug hunt: errors found in the program the session puts together (its
+    definitions, one a line, then the expression) were placed there: "line 4, column 1" for
+    an entry of one line, and the hint offered a command-line flag (--exp VALUE). Each part of
+    an entry is now placed where it was typed, comments and line breaks included."""
+    script = ("x = 2\n"
+              "z = 1; w = 2; exp*z*w*x\n"
+              "q = 1; y=zz(2)  # a comment\n"
+              "q3 = 2; (x +\n  foo2(1))\n")
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=script,
+                          capture_output=True, text=True, check=False)
+    errors = done.stderr.split("error: ")[1:]
+    assert len(errors) == 3, done.stderr
+    assert errors[0].startswith("name error at line 1, column 15: exp is a function")
+    assert "  z = 1; w = 2; exp*z*w*x\n" + " " * 16 + "^\n" in errors[0]
+    assert "hint: to use exp as a variable, define it first (exp = ...)" in errors[0]
+    assert "--exp" not in errors[0]
+    assert errors[1].startswith("name error at line 1, column 10: unknown function zz")
+    assert "  q = 1; y=zz(2)  # a comment\n" + " " * 11 + "^\n" in errors[1]
+    assert errors[2].startswith("name error at line 2, column 3: unknown function foo2")
+    assert "    foo2(1))\n    ^\n" in errors[2]

@@ -11,6 +11,7 @@ limit's reason or cost.
 from __future__ import annotations
 
 import os
+import sys
 
 from gradcli.errors import UsageError
 
@@ -81,3 +82,58 @@ def check_dims(what: str, dims: int) -> None:
     if dims > MAX_ARRAY_DIMS:
         raise UsageError(f"{what} has more than {MAX_ARRAY_DIMS} dimensions",
                          hint=f"brackets may nest at most {MAX_ARRAY_DIMS} deep")
+
+
+# NumPy's import with one OpenBLAS thread takes some 84 MB of address space (x86-64 Linux).
+NUMPY_ADDRESS_SPACE = 96 << 20
+
+
+def watch_numpy_imports() -> None:
+    """Put ``_NumPyFitter`` on ``sys.meta_path``, before anything imports NumPy: the command
+    line does at start-up (a run that never imports NumPy pays nothing for it)."""
+    if "numpy" not in sys.modules and not any(isinstance(finder, _NumPyFitter)
+                                              for finder in sys.meta_path):
+        sys.meta_path.insert(0, _NumPyFitter())
+
+
+def numpy_refused() -> str | None:
+    """Why NumPy must not be imported here, or None. Under an address-space limit (``prlimit
+    --as``), which counts the tens of MB each BLAS thread reserves, OpenBLAS ends the whole
+    process, with no exception to catch, when it cannot get its buffers: there NumPy starts
+    with one BLAS thread (unless told otherwise), and is refused where less than
+    ``NUMPY_ADDRESS_SPACE`` is left (as /proc/self/statm counts it, on Linux)."""
+    try:
+        import resource
+    except ImportError:  # no such limit here (Windows)
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            left = limit - int(statm.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return None
+    if left >= NUMPY_ADDRESS_SPACE:
+        return None
+    return (f"NumPy could not be loaded: not enough memory ({max(left, 0) >> 20} MB of address "
+            f"space left of the {limit >> 20} MB allowed; it needs about "
+            f"{NUMPY_ADDRESS_SPACE >> 20})")
+
+
+class _NumPyFitter:
+    """A finder on ``sys.meta_path`` that finds nothing, but asks ``numpy_refused`` before
+    NumPy is first imported: an ImportError (``errors.no_room_to_load``: a resource error, a
+    batch line's own record) where NumPy would end the process."""
+
+    def __init__(self) -> None:
+        self.fitted = False
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if self.fitted or name != "numpy":
+            return
+        refused = numpy_refused()
+        if refused is not None:
+            raise ImportError(refused)
+        self.fitted = True

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from gradcli.errors import ExitStatus
+from gradcli.limits import watch_numpy_imports
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: the plain eval without click, any other command line through click
     (``cli.base``); ``argv``: the arguments after ``gradcli`` (None: ``sys.argv``'s)."""
     args = sys.argv[1:] if argv is None else list(argv)
+    watch_numpy_imports()
     plain = None
     if args[:1] == ["eval"]:  # other commands load neither the plain eval nor the core here
         with quiet_interrupts():  # the imports of the parser and the core

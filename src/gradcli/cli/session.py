@@ -98,34 +98,47 @@ class Session:
             raise
 
     def _program(self, text: str) -> int:
-        items = [item.strip() for item in _items(_COMMENT.sub("", text)) if item.strip()]
+        code = _COMMENT.sub("", text)  # the same lines, and columns up to a comment
+        items = [(start + len(piece) - len(piece.lstrip()), piece.strip())
+                 for start, piece in _items(code) if piece.strip()]
         status: int = ExitStatus.OK
-        for number, item in enumerate(items, start=1):
-            match = _DEFINITION.fullmatch(item)
-            function = _FUNCTION.fullmatch(item)
-            if function is not None:
-                self.define_function(function.group(1), function.group(2).strip(),
-                                     function.group(3).strip())
-            elif match is not None:
-                self.define(match.group(1), match.group(2).strip())
-            elif number < len(items):
-                raise UsageError(f"{item!r} is an expression before the end of the entry",
-                                 hint="only the last part of an entry can be an expression")
-            else:
-                status = self.evaluate(item)
+        for number, (at, item) in enumerate(items, start=1):
+            try:
+                status = self._item(item, number == len(items))
+            except GradcliError as error:
+                _place(error, item, text, code.count("\n", 0, at) + 1,
+                       at - (code.rfind("\n", 0, at) + 1))
+                raise
         return status
 
-    def define(self, name: str, expression: str) -> None:
-        """Keep ``name = expression`` if the session's program still parses with it."""
+    def _item(self, item: str, last: bool) -> int:
+        """One part of an entry: a definition, or (the last part) an expression."""
+        match = _DEFINITION.fullmatch(item)
+        function = _FUNCTION.fullmatch(item)
+        if function is not None:
+            self.define_function(function.group(1), function.group(2).strip(),
+                                 function.group(3).strip())
+        elif match is not None:
+            self.define(match.group(1), match.group(2).strip(), item)
+        elif not last:
+            raise UsageError(f"{item!r} is an expression before the end of the entry",
+                             hint="only the last part of an entry can be an expression")
+        else:
+            return self.evaluate(item)
+        return ExitStatus.OK
+
+    def define(self, name: str, expression: str, typed: str | None = None) -> None:
+        """Keep ``name = expression`` (``typed``: as typed) if the session's program still
+        parses with it."""
         from gradcli.language.parser import parse
 
         if not expression:
             raise UsageError(f"{name} = needs an expression", hint=f"e.g. {name} = 2")
         _refuse_name(name, expression, self.parameters)
-        statement = f"{name} = {expression}"
+        statement = typed or f"{name} = {expression}"
         if open_brackets(statement) > 0:  # the end of what was typed, not of the line after
             parse(statement)
-        parse(f"{statement}\n{name}")  # its own errors, at line 1
+        parse(f"{statement}\n{name}")  # its own errors, at line 1 of what was typed
         trial = Session({**self.definitions, name: expression}, self.parameters)
         parse(trial.source(name))
         self.definitions = trial.definitions
@@ -157,10 +170,15 @@ class Session:
         try:
             result = evaluate(self.parsed(expression), {},
                               EvalSettings(order=order, strict=False))
-        except UsageError as error:
+        except GradcliError as error:
+            if error.line is not None and error.line == self.source(expression).count("\n") + 1:
+                error.line = 1  # the expression's, the last line of the program put together
             if error.message.startswith(HESSIAN_NEEDS_VALUES):  # a session has no --y VALUE
                 error.hint = ("define them first, as y = 2; :diff x,y gives derivatives as "
                               "expressions")
+            elif error.hint and " VALUE) or assign it (" in error.hint:  # nor --exp VALUE
+                name = error.hint.split(" ", 3)[2]  # "to use NAME as a variable, ..."
+                error.hint = f"to use {name} as a variable, define it first ({name} = ...)"
             raise
         self.last = expression
         say_shadowed(result.program, where="this entry")
@@ -279,16 +297,31 @@ class Session:
         return self.last
 
 
-def _items(text: str) -> list[str]:
+def _items(text: str) -> list[tuple[int, str]]:
     """The entry split at ``;`` and line ends outside parentheses and brackets (inside them a
-    line end only continues the expression)."""
+    line end only continues the expression), each part with its start in ``text``."""
     items, depth, start = [], 0, 0
     for position, char in enumerate(text):
         depth += (char in "([") - (char in ")]")
         if char in ";\n" and depth <= 0:
-            items.append(text[start:position])
+            items.append((start, text[start:position]))
             start = position + 1
-    return [*items, text[start:]]
+    return [*items, (start, text[start:])]
+
+
+def _place(error: GradcliError, item: str, entry: str, line: int, column: int) -> None:
+    """An error placed in ``item`` (by its line and column there) placed in the ``entry`` as
+    typed, where ``item`` starts at ``line`` and ``column`` (0-based): where the caret goes.
+    An error placed elsewhere (in an earlier definition) stays as it is."""
+    lines = item.split("\n")
+    if error.line is None or not 1 <= error.line <= len(lines) or (
+            error.source_line is not None and error.source_line != lines[error.line - 1]):
+        return
+    if error.line == 1 and error.column is not None:
+        error.column += column
+        error.marks = tuple(mark + column for mark in error.marks)
+    error.line += line - 1
+    error.source_line = entry.split("\n")[error.line - 1]
 
 
 def _refuse_name(name: str, expression: str, functions: Collection[str]) -> None:

@@ -249,11 +249,12 @@ def forward(nodes: list[Node], outputs: list[Node] | None = None) -> Any:
 
 def masked_value(node: Node, args: list[Any]) -> Any:
     """What a masked pass (``forward``, ``replay.Moved``) keeps of a node that failed: its
-    value with NaN (or inf) where it has none, or NaN whole where its op refused (a domain)."""
+    value with NaN (or inf) where it has none (NumPy's own form, complex operands too: a
+    complex-step replay's), or NaN whole where its op refused (a domain) or has no such form."""
     try:
         with np.errstate(all="ignore"):
             return np.asarray(_apply(node, args, False, False))
-    except (NumericError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+    except (NumericError, ArithmeticError, TypeError, ValueError, np.linalg.LinAlgError):
         return np.full(node.op.out_shape(*args), np.nan)
 
 

@@ -411,7 +411,7 @@ def evaluate_line(
     """One line of a batch (physical line ``number``); None for a blank or ``#`` line."""
     if not is_program(raw):
         return None
-    source = raw.rstrip("\r\n")
+    source = _text(raw)
     program = None  # kept apart from evaluating: a line that fails later still used its names
     try:
         program = parse(source, settings.max_nodes, values or ())
@@ -425,9 +425,15 @@ def evaluate_line(
 
 def is_program(raw: str) -> bool:
     """Whether a line of a batch gets an outcome (and a record): not blank, not a ``#``
-    comment."""
-    source = raw.rstrip("\r\n")
+    comment, a byte-order mark before it aside (a file saved by a Windows editor)."""
+    source = _text(raw)
     return bool(source.strip()) and not source.lstrip().startswith("#")
+
+
+def _text(raw: str) -> str:
+    """A line without its line end, nor the byte-order mark a Windows editor starts a file
+    with (the parser drops it too: the record's expression is what the parser read)."""
+    return raw.rstrip("\r\n").removeprefix("\ufeff")
 
 
 def require_values(program: Program, values: Mapping[str, Any], why: str = "") -> None:
