@@ -176,3 +176,13 @@ def test_past_the_weighed_entries_a_jacobian_keeps_the_bare_magnitudes(monkeypat
     _, bare = _jacobian_check(text, {"x": -40.0})
     assert bare.ok and weighed.ok
     assert bare.blocks["f"]["x"].tolerance > 1e5 > 1e-7 > weighed.blocks["f"]["x"].tolerance
+
+
+def test_an_infinite_gradient_never_agrees():
+    """Found by a review: an infinite analytic gradient made the allowance infinite, and the
+    check passed it (max abs error inf)."""
+    from gradcli.gradcheck.steps import judge
+
+    for analytic in (math.inf, -math.inf):
+        assert not judge(analytic, 1.0, 1.0, 1e-6, 0, 1e-5, 1e-8)[2]
+    assert judge(1.0, 1.0 + 1e-9, 1.0, 1e-6, 0, 1e-5, 1e-8)[2]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -414,3 +416,54 @@ def test_diff_prints_no_third_derivative_that_its_piece_would_have_failed():
     assert sp.diff(sp.sqrt(x**2 + (x * y) ** 2), x, 3).simplify() == 0
     value = gradcli.evaluate(printed.strip(), {"x": 3.0, "y": 1.0}, check=False).value
     assert abs(value) < 1e-12
+
+
+def test_a_dead_element_at_a_derivative_rules_pole_passes_nothing():
+    """Found by a review: dgamma's rule, computed one element at a time, raised at the pole
+    x = -1 of an element in the branch not taken, and the whole operand's gradient became inf
+    (which the check passed). Only live elements' slopes are computed now; the values are
+    the scalar path's at each element (dgamma'(x) = gamma(x) (digamma(x)**2 + trigamma(x)))."""
+    x = [-1.0, 0.5, 3.0]
+    result = gradcli.evaluate("sum(where(x > 0, dgamma(x), 0))", {"x": x})
+    for k, at in enumerate(x):
+        scalar = gradcli.evaluate("where(x > 0, dgamma(x), 0)", {"x": at}, check=False)
+        assert result.gradients["x"][k] == scalar.gradients["x"], at
+    assert result.check.ok
+    hessian = gradcli.evaluate("sum(where(x > 0, gamma(x), 0))", {"x": [-1.0, 2.0, 3.0]},
+                               order=2).hessian
+    assert np.isfinite(hessian.matrix["x"]["x"]).all() and hessian.check.ok
+    assert hessian.matrix["x"]["x"][0][0] == 0.0
+    for mode in ("forward", "reverse"):
+        jacobian = gradcli.evaluate("where(x > 0, dgamma(x), 0)", {"x": [-1.0, 3.0]}, mode=mode)
+        block = next(iter(jacobian.jacobian.values()))["x"]
+        assert block[0][0] == 0.0 and np.isfinite(block).all() and jacobian.check.ok
+
+
+@pytest.mark.parametrize("mode", [None, "reverse", "forward"])
+def test_a_live_slope_that_is_not_finite_names_its_element(mode):
+    """Found by a review: sqrt'(0) at a live element of a node partly in a branch not taken
+    ended in a traceback; it is the error sum(sqrt(x)) gives, naming x[0] (a forward-mode
+    Jacobian names its block, as without pieces)."""
+    text = "sum(where(x >= 0, sqrt(x), -x))" if mode is None else "where(x >= 0, sqrt(x), -x)"
+    says = (r"Jacobian of #5 .* with respect to x is not finite" if mode == "forward"
+            else r"not finite at x\[0\] in #\d sqrt\(x\)")
+    with pytest.raises(gradcli.NumericError, match=says):
+        gradcli.evaluate(text, {"x": [0.0, 2.0, -3.0]}, **({} if mode is None else {"mode": mode}))
+
+
+def test_a_branch_not_taken_prints_no_numpy_warning():
+    """Found by a review: the check's moves of a node linear in x (sin(x)/x) divided by the
+    element x = 0 of a branch not taken, and NumPy warned on stderr."""
+    done = subprocess.run([sys.executable, "-W", "error", "-m", "gradcli", "eval",
+                           "sum(where(x != 0, sin(x)/x, 1))", "--x", "[0, 0.5, 3]", "--json"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert json.loads(done.stdout)["check"]["ok"]
+
+
+def test_the_graph_of_an_array_program_with_pieces_draws_them():
+    """Found by a review (there since arrays came): graph used the scalar liveness on array
+    conditions ("the truth value of an array is ambiguous")."""
+    done = invoke("graph", "sum(where(x > 0, x**2, 0))", "--x", "[-1, 2, 3]")
+    assert done.exit_code == 0, done.output
+    assert "grad [0, 4, 6]" in done.stdout

@@ -294,3 +294,17 @@ def test_the_third_derivative_of_a_function_linear_in_x_is_zero():
     for x, y in ((1.3, 0.7), (3.0, 1.0), (-2.5, 4.0)):
         value = gradcli.evaluate(printed.strip(), {"x": x, "y": y}, check=False).value
         assert abs(value) < 1e-12, (x, y, value)
+
+
+def test_a_product_under_a_fractional_power_is_not_split():
+    """Found by a fuzzer: y*(x/y + 1/y)**0.5 was written y**0.5*(x + 1)**0.5, which has no
+    value at x = -2, y = -1, where the program is -1: a factor pulled out of a sum (1/y) was
+    multiplied out under the power 0.5, as (a*b)**p = a**p * b**p, true for whole p only."""
+    text = "y*(x/y + 1/y)**0.5"
+    printed = gradcli.differentiate(f"z*({text})", ["z"]).texts()["z"]
+    for x, y in ((-2.0, -1.0), (3.0, 2.0), (-3.0, -0.5)):
+        expected = gradcli.evaluate(text, {"x": x, "y": y}, check=False).value
+        got = gradcli.evaluate(printed, {"x": x, "y": y}, check=False).value
+        assert got == pytest.approx(expected, rel=1e-14), (x, y, printed)
+    done = CliRunner().invoke(cli, ["diff", "t = x - 1; w = t/x + t/y; x*w**1.5"])
+    assert done.exit_code == 0, done.output

@@ -109,6 +109,7 @@ class GradcliNameError(GradcliError):
     """An unknown function, a wrong number of arguments, a name assigned twice."""
 
     kind = "name"
+    valueless: str | None = None  # a function's name used as a variable without a value
 
 
 class Note:
@@ -168,11 +169,13 @@ class Note:
     def error(self) -> GradcliNameError:
         """The note as an error, for a caller that refuses such a name without a value."""
         if self.reading == "function":
-            return GradcliNameError(
+            error = GradcliNameError(
                 f"{self.name} is a function: call it as {self.meant}", line=self.line,
                 column=self.column, source_line=self.source_line,
                 hint=f"to use {self.name} as a variable, give it a value (--{self.name} VALUE) "
                      f"or assign it ({self.name} = ...)")
+            error.valueless = self.name
+            return error
         return GradcliNameError(
             f"{self.name} has no value; did you mean the {self.what} {self.meant}?",
             line=self.line, column=self.column, hint=self.hint, source_line=self.source_line)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from click import echo
 
-from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
+from gradcli.errors import ExitStatus, GradcliError, GradcliNameError, UsageError, visible
 
 if TYPE_CHECKING:
     from gradcli.engine.graph import Program
@@ -176,8 +176,8 @@ class Session:
             if error.message.startswith(HESSIAN_NEEDS_VALUES):  # a session has no --y VALUE
                 error.hint = ("define them first, as y = 2; :diff x,y gives derivatives as "
                               "expressions")
-            elif error.hint and " VALUE) or assign it (" in error.hint:  # nor --exp VALUE
-                name = error.hint.split(" ", 3)[2]  # "to use NAME as a variable, ..."
+            elif isinstance(error, GradcliNameError) and error.valueless:  # nor --exp VALUE
+                name = error.valueless
                 error.hint = f"to use {name} as a variable, define it first ({name} = ...)"
             raise
         self.last = expression

@@ -19,6 +19,7 @@ from gradcli.engine.failures import (
     derivative_error,
     index_text,
     not_finite,
+    raise_live_failure,
     shape_error,
 )
 from gradcli.engine.graph import (
@@ -28,7 +29,7 @@ from gradcli.engine.graph import (
     is_masked,
     node_text,
 )
-from gradcli.engine.masks import live_nodes, raise_live_failure
+from gradcli.engine.masks import live_nodes
 from gradcli.engine.notation import shape_text
 from gradcli.engine.ops import NONE, NUMPY, SAME, Op, ShapeError
 from gradcli.engine.ops import numpy as numpy  # hessian, derivative_truth: arrays.numpy()
@@ -456,20 +457,35 @@ def _careful(node: Node, args: list[Any], position: int, g: Any, known: Any,
 
 def contribution(node: Node, args: list[Any], position: int, g: Any, live: Any = True) -> Any:
     """The gradient that ``node`` passes to its operand ``position`` (the operand's shape);
-    with ``live`` (a ``live_nodes`` array), from the node's live elements only: one in a branch
-    not taken passes nothing, though its slope is NaN (sqrt'(-1))."""
+    with ``live`` (a ``live_nodes`` array), from the node's live elements only (``live_slope``)."""
     op = node.op
+    if live is not True and not op.is_array:
+        with np.errstate(all="ignore"):
+            part = NUMPY.unbroadcast(g * live_slope(node, args, position, live), node.value,
+                                     args[position])
+        if not np.all(np.isfinite(part)):
+            raise derivative_error(node, args, position, part)
+        return part
     try:  # FloatingPointError is not caught: backward's careful path handles it
-        if live is True or op.is_array:
-            part = op.vjp(NUMPY, position, g, node.value, *args)
-        else:
-            with np.errstate(all="ignore"):
-                local = np.where(live, g * op.rules[position](*args, node.value), 0.0)
-            if not np.all(np.isfinite(local)):
-                raise FloatingPointError("a slope that is not finite where the node is live")
-            part = NUMPY.unbroadcast(local, node.value, args[position])
+        part = op.vjp(NUMPY, position, g, node.value, *args)
     except (ValueError, ZeroDivisionError, OverflowError):
         if op.is_array:
             raise
         part = np.full(np.shape(args[position]), np.inf)  # a partial a float function refused
     return np.asarray(part, dtype=float)
+
+
+def live_slope(node: Node, args: list[Any], position: int, live: Any) -> Any:
+    """The derivative of the element-wise ``node`` by its operand ``position`` at each of its
+    elements, computed at the live ones only (``live``, a ``live_nodes`` array) and 0 at the
+    others: a branch not taken may lie where the rule has no value (dgamma's pole, sqrt'(-1)),
+    and passes nothing on. Not finite where the rule has no value at a live element."""
+    shape = np.shape(node.value)
+    slope = np.zeros(shape)
+    taken = [np.broadcast_to(arg, shape)[live] for arg in args]
+    try:
+        with np.errstate(all="ignore"):
+            slope[live] = node.op.rules[position](*taken, node.value[live])
+    except (ValueError, ZeroDivisionError, OverflowError):  # a float function refused
+        slope[live] = np.inf
+    return slope

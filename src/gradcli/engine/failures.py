@@ -1,5 +1,6 @@
 """What an array pass says where a value has no number or shapes do not fit: the node, the
-element's index and the operands' values there (the scalar path's messages, element by element).
+element's index and the operands' values there (the scalar path's messages, element by element);
+and, of a pass that masks branches not taken (``masks``), which failure it raises.
 """
 
 from __future__ import annotations
@@ -79,3 +80,19 @@ def derivative_error(node: Node, args: list[Any], position: int, part: Any) -> N
     where = f" at {indexed_text(node.inputs[position], index_text(index))}" if index else ""
     return NumericError(f"the derivative of {node.op.name}{with_respect_to(node, position)} is "
                         f"not finite{where} in {describe(node)}")
+
+
+def raise_live_failure(failed: list[tuple[Node, list[Any], Any, NumericError]],
+                       live: list[Any] | None) -> None:
+    """Of the failed nodes (node, operands, ``masked_value``, error), in order, the first
+    that is live where it has no value raises, named at the first such element; nothing if
+    every failure is in branches not taken."""
+    for node, args, value, error in failed:
+        mask = True if live is None else live[node.index]
+        if mask is False:
+            continue
+        if mask is True or node.op.is_array:
+            raise error
+        bad = ~np.isfinite(value) & mask
+        if bad.any():
+            raise not_finite(node, node.op, args, np.where(bad, np.nan, 0.0))

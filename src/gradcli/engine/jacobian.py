@@ -103,7 +103,7 @@ def contributions(nodes: list[Node], output: Node,
 
 
 def tangents_from(nodes: list[Node], source: Node, direction: Any,
-                  live: list[bool] | None = None) -> dict[int, Any]:
+                  live: list[Any] | None = None) -> dict[int, Any]:
     """One forward (tangent) pass: the derivative of every node downstream of ``source`` along
     ``direction`` (the source's shape); nodes it does not reach, and those ``live``
     (``masks.live_nodes``) says are in a branch not taken, have no entry (elements: 0)."""
@@ -114,13 +114,13 @@ def tangents_from(nodes: list[Node], source: Node, direction: Any,
             continue
         inputs = [tangents.get(s.index) for s in node.inputs]
         if any(t is not None for t in inputs):
-            tangent = jvp(node, [s.value for s in node.inputs], inputs)
-            tangents[node.index] = tangent if mask is True else masks.live_part(tangent, mask)
+            tangents[node.index] = jvp(node, [s.value for s in node.inputs], inputs, mask)
     return tangents
 
 
-def jvp(node: Node, args: list[Any], tangents: list[Any]) -> Any:
-    """The tangent of ``node`` from its operands' tangents (None: zero)."""
+def jvp(node: Node, args: list[Any], tangents: list[Any], live: Any = True) -> Any:
+    """The tangent of ``node`` from its operands' tangents (None: zero); with ``live`` (a
+    ``masks.live_nodes`` array), of its live elements only (0 elsewhere)."""
     np = arrays.numpy()
     op = node.op
     if op.is_array:
@@ -135,6 +135,8 @@ def jvp(node: Node, args: list[Any], tangents: list[Any]) -> Any:
     for position, t in enumerate(tangents):
         if t is None:
             continue
-        part = op.rules[position](*args, node.value) * t
+        slope = (op.rules[position](*args, node.value) if live is True
+                 else arrays.live_slope(node, args, position, live))
+        part = slope * t
         total = part if total is None else total + part
     return np.broadcast_to(np.asarray(total, dtype=float), np.shape(node.value))

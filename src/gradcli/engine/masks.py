@@ -1,8 +1,8 @@
 """Branches not taken in array programs, element by element: which elements of each node the
-outputs read where every condition takes its branch (``live_nodes``), and the failure of the
-first node that is live where it has no value (``raise_live_failure``). The passes that need
-them (``arrays.forward``, ``backward_from``, the Jacobian's tangents, ``replay.Moved``) keep a
-dead element's NaN and pass nothing through it.
+outputs read where every condition takes its branch (``live_nodes``). The passes that need it
+(``arrays.forward``, ``backward_from``, the Jacobian's tangents, ``replay.Moved``) keep a dead
+element's NaN, pass nothing through it, and raise only a live failure
+(``failures.raise_live_failure``).
 """
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from gradcli.engine.failures import not_finite
 from gradcli.engine.graph import Node, is_masked
 from gradcli.engine.ops import CONDITIONAL, NUMPY
-from gradcli.errors import NumericError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,19 +75,3 @@ def live_part(value: Any, mask: Any) -> Any:
         return np.zeros(np.shape(value))
     with np.errstate(all="ignore"):
         return np.where(mask, value, 0.0)
-
-
-def raise_live_failure(failed: list[tuple[Node, list[Any], Any, NumericError]],
-                       live: list[Any] | None) -> None:
-    """Of the failed nodes (node, operands, ``masked_value``, error), in order, the first
-    that is live where it has no value raises, named at the first such element; nothing if
-    every failure is in branches not taken."""
-    for node, args, value, error in failed:
-        mask = True if live is None else live[node.index]
-        if mask is False:
-            continue
-        if mask is True or node.op.is_array:
-            raise error
-        bad = ~np.isfinite(value) & mask
-        if bad.any():
-            raise not_finite(node, node.op, args, np.where(bad, np.nan, 0.0))

@@ -279,9 +279,11 @@ class Moved:
                         else s.value for s in node.inputs]
                 # the forward form alone: the evaluation checked the shapes and the domain (of
                 # the operands that stay); a move that overflowed makes replays that are not
-                # finite, which the difference treats as a domain's edge
-                moves[node.index] = np.asarray(op.forward(np, *args) if op.is_array
-                                               else op.apply_vector(*args))
+                # finite, which the difference treats as a domain's edge, and one of an element
+                # in a branch not taken (d/x at x = 0) is never read: neither warns
+                with np.errstate(all="ignore"):
+                    moves[node.index] = np.asarray(op.forward(np, *args) if op.is_array
+                                                   else op.apply_vector(*args))
         self.rest = [node for node in downstream if node.index not in linear]
         # whether a replay forms x + t d (in ``buffer``, when given), or only moves linear nodes
         self.reads_target = reads_whole(target, self.rest, output)
@@ -294,7 +296,8 @@ class Moved:
         largest rounding scale recomputed (``Replayer.replay``), from ``largest``, the moved
         target's magnitude (which the caller knows without a pass)."""
         from gradcli.engine.arrays import masked_value, raising, recompute
-        from gradcli.engine.masks import live_nodes, raise_live_failure
+        from gradcli.engine.failures import raise_live_failure
+        from gradcli.engine.masks import live_nodes
 
         np = numpy()
         target = self.target.index

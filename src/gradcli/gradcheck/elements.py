@@ -29,6 +29,7 @@ import math
 from typing import Any
 
 from gradcli.engine.graph import Node, Program, node_text
+from gradcli.engine.masks import live_nodes
 from gradcli.engine.ops import numpy
 from gradcli.gradcheck.columns import COLUMN_MAX_ELEMENTS, central_columns, replayable
 from gradcli.gradcheck.differences import GradientCheck, meaningful, settled_check
@@ -96,8 +97,6 @@ def check_arrays(program: Program, rtol: float, atol: float, method: str, per_no
     variables = list(program.variables.values())
     others = [n for n in nodes if n.needs_grad and not n.is_leaf] if per_node else []
     if program.masked:
-        from gradcli.engine.masks import live_nodes
-
         taken = live_nodes(nodes, program.outputs)
         others = others if taken is None else meaningful(
             others, [mask is not False for mask in taken])
@@ -170,7 +169,8 @@ def check_node_elements(replayer: DirectionReplayer, node: Node, rtol: float, at
     flats = sample(size, count)
     finite = np.isfinite(node.value)
     if not finite.all():  # NaN where a branch not taken has no value (a live one raised):
-        taken = np.flatnonzero(finite)  # only its other elements mean something, one by one
+        taken = np.flatnonzero(finite)  # its other elements are checked, one by one (a dead
+        # one that has a value too: its gradient is 0, and a difference confirms it)
         flats = [int(taken[k]) for k in sample(len(taken), min(count, len(taken)))]
         directions = 0
     multiplying = multiplied and any(work[i][1] for i in replayer.linear)
@@ -242,7 +242,7 @@ def _combined(node: Node, elements: dict[int, GradientCheck],
     where = () if flat is None else tuple(
         int(i) for i in np.unravel_index(flat, np.shape(node.value)))
     measured = [check.ill_conditioned for check in failures]
-    # its size: the elements that have a value (not those of a branch not taken)
+    # its size: the elements that have a value (those of a branch not taken may have none)
     fields = {**vars(worst), "checked": len(elements),
               "size": int(np.count_nonzero(np.isfinite(node.value))),
               "failed": failed or (1 if failures else 0), "where": where, "ok": not failures,

@@ -339,16 +339,24 @@ def _second_derivatives(program: Program, settings: EvalSettings,
 
 def _taken_values(program: Program) -> list[float]:
     """Every node's value, NaN for a node in a branch not taken (shown as "not taken")."""
-    if not program.masked:
+    live = live_in(program)
+    if live is None:
         return [node.value for node in program.nodes]
-    if program.arrays:
-        from gradcli.engine.masks import live_nodes
-
-        live = live_nodes(program.nodes, program.outputs)
-    else:
-        live = liveness(program.nodes)
     return [node.value if taken is not False or not node.inputs else math.nan  # (inputs keep
             for node, taken in zip(program.nodes, live, strict=True)]     # their values)
+
+
+def live_in(program: Program) -> list[Any] | None:
+    """Which nodes of an evaluated program with a conditional are live at its point (None
+    without one): ``graph.liveness``, or an array program's ``masks.live_nodes`` (True, False
+    or a boolean array of the elements)."""
+    if not program.masked:
+        return None
+    if program.arrays:
+        from gradcli.engine.masks import live_nodes  # with NumPy: scalar programs never load it
+
+        return live_nodes(program.nodes, program.outputs)
+    return liveness(program.nodes)
 
 
 def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:

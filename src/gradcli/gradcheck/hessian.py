@@ -154,7 +154,7 @@ class GradientGraphs:
         self.graph = Program.build_outputs("hessian", outputs, leaves, {})
         self.outputs = outputs
         arrays.bind(self.graph, {n: self.point[n] for n in self.graph.variables})
-        arrays.forward(self.graph.nodes)
+        arrays.forward(self.graph.nodes, self.graph.outputs)
         # the numeric gradient at the point: the evaluated program's backward pass
         self.numeric = self.flat({n: node.grad for n, node in program.variables.items()})
 

@@ -118,7 +118,8 @@ def judge(
     noise = noise_allowance(largest, h)
     allowed = tolerance(analytic, numeric, rtol, atol, noise, maximum)
     swamped = (shrink > 0) & (noise > allowed - noise)
-    return error, allowed, error <= allowed, swamped
+    # an infinite gradient makes the allowance infinite: it never agrees
+    return error, allowed, (error <= allowed) & (error < math.inf), swamped
 
 
 # --- what a step policy perturbs and replays ------------------------------------------------------

@@ -18,7 +18,7 @@ from gradcli.engine.graph import Node, Program, compute, liveness, local_derivat
 from gradcli.engine.notation import expression_texts
 from gradcli.engine.ops import CONDITIONAL, CONST, VAR
 from gradcli.errors import NumericError, UsageError, visible
-from gradcli.gradcheck.evaluation import Result, evaluate
+from gradcli.gradcheck.evaluation import Result, evaluate, live_in
 from gradcli.language.parser import program_of
 from gradcli.language.values import runs_on_arrays, validate_values
 from gradcli.limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
@@ -129,17 +129,17 @@ class GraphPicture:
         if self.program.arrays:  # the operand's shape (the array path's VJP or rule)
             from gradcli.engine.arrays import contribution
 
-            return contribution(user, args, position, user.grad)
+            return contribution(user, args, position, user.grad,
+                                True if self._live is None else self._live[user.index])
         return user.grad * local_derivative(user, args, position)
 
     def taken(self, node: Node) -> bool:
         """False for a node in a branch not taken (a where's), whose value means nothing."""
-        return self._live is None or self._live[node.index] or not node.inputs
+        return self._live is None or self._live[node.index] is not False or not node.inputs
 
     def __post_init__(self) -> None:
         self._texts = expression_texts(self.program.nodes, LABEL_OPERAND_CHARS)
-        self._live = liveness(self.program.nodes) if (
-            self.evaluated and self.program.masked) else None
+        self._live = live_in(self.program) if self.evaluated else None
 
 
 def prepare(program: str | Program, values: Mapping[str, float] | None = None,

@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
-from gradcli.engine import arrays, masks
+from gradcli.engine import arrays, failures, masks
 from gradcli.engine.graph import Node, nodes_of
 from gradcli.engine.ops import CONST, OPS, Op, ShapeError, index_op
 from gradcli.engine.ops.row import LINEAR_EACH, LINEAR_FIRST
@@ -88,7 +88,7 @@ class ArrayBuilder(Builder):
         for index, node in enumerate(nodes):  # liveness works by position
             node.index = index
         among = set(nodes)
-        masks.raise_live_failure([failure for failure in self.failed if failure[0] in among],
+        failures.raise_live_failure([failure for failure in self.failed if failure[0] in among],
                                  masks.live_nodes(nodes, list(outputs)))
 
     def contribution(self, node: Node, position: int, grad: SymNode) -> SymNode:
@@ -119,8 +119,6 @@ class ArrayBuilder(Builder):
             if shape_of(node) != shape:  # a fold (x - x -> 0, x/x -> 1) keeps the shape
                 return zeros(self, shape) if is_zero(node) else spread(self, node, shape)
         return node
-
-
 
 
 def is_zero(node: SymNode) -> bool:

@@ -124,8 +124,8 @@ class Arithmetic(Writer):
         out."""
         inner = self.products[piece]
         exponent = factors.get(piece)
-        if not isinstance(exponent, float):
-            return
+        if not isinstance(exponent, float) or exponent != math.floor(exponent):
+            return  # (a*b)**0.5 is not a**0.5 * b**0.5 where a, b < 0: as ``power`` keeps it
         if not always and piece not in self.pulled_products and not any(
                 b in factors for b in inner):
             return
