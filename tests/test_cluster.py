@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 
+import gradcli
 from gradcli.errors import ExitStatus, UsageError
 from gradcli.runs.cluster import parse_address
 
@@ -664,3 +666,24 @@ def test_a_scheduler_that_accepts_and_never_answers_is_status_2_in_seconds():
     assert status == 2 and out == b"" and b"Traceback" not in err, err
     assert f"cannot reach the Dask scheduler at {address}: no answer".encode() in err
     assert time.monotonic() - started < 15
+
+
+def test_workers_that_run_other_code_of_the_same_version_are_refused(scheduler, tmp_path):
+    """Found by a bug hunt: workers started before gradcli's files changed (the same version
+    number) ran a task with old and new code mixed: "TypeError: forward() takes 1 positional
+    argument but 2 were given". The version now carries a digest of the source: here the
+    client runs a copy of the package with one comment more than the workers'."""
+    package = Path(gradcli.__file__).parent
+    copy = tmp_path / "src" / "gradcli"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    with (copy / "runs" / "batch.py").open("a", encoding="utf-8") as batch:
+        batch.write("# another commit\n")
+    env = {**ENV, "PYTHONPATH": str(tmp_path / "src")}
+    status, out, err = run(["eval", "-", "--json", *POINT, "--cluster", scheduler.address],
+                           b"x*2\n", env=env)
+    assert status == 2 and out == b"", err
+    says = err.decode()
+    assert says.startswith(f"error: cluster error: the workers at {scheduler.address} run "
+                           f"gradcli {gradcli.__version__} (source "), says
+    assert ", this is " in says and "restart workers" in says
+    assert says.count("(source ") == 2 and "Traceback" not in says

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import hashlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
@@ -285,26 +288,41 @@ def _reason(error: BaseException) -> str:
 
 
 def gradcli_version() -> str:
-    """What a worker runs (called on every worker by ``connect``)."""
+    """What a worker runs (called on every worker by ``connect``): its version and the digest
+    of its source (``_source_digest``)."""
     import gradcli
 
-    return gradcli.__version__
+    return f"{gradcli.__version__} (source {_source_digest()})"
+
+
+@functools.cache
+def _source_digest() -> str:
+    """A digest of the package's Python files, read the first time a process asks: two
+    installs of one version from different commits differ, and so does a worker started
+    before its files changed, which would mix old code in memory with new code it imports."""
+    import gradcli
+
+    root = Path(gradcli.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def _same_gradcli(cluster: Cluster) -> None:
-    import gradcli
-
     try:
         versions = cluster.client.run(gradcli_version)
     except Exception as error:
         raise ClusterError(f"the workers at {visible(cluster.address.text)} cannot run "
                            f"gradcli: {_reason(error)}",
                            hint="install the same gradcli on every worker") from None
-    other = sorted({v for v in versions.values() if v != gradcli.__version__})
+    mine = gradcli_version()
+    other = sorted({v for v in versions.values() if v != mine})
     if other:
         raise ClusterError(f"the workers at {visible(cluster.address.text)} run gradcli "
-                           f"{', '.join(other)}, this is {gradcli.__version__}",
-                           hint="install the same gradcli on every worker")
+                           f"{', '.join(other)}, this is {mine}",
+                           hint="install the same gradcli on every worker, and restart workers "
+                                "that were running when it was installed")
 
 
 # --- tasks in input order, a fixed number at a time ----------------------------------------------
