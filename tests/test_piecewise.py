@@ -467,3 +467,18 @@ def test_the_graph_of_an_array_program_with_pieces_draws_them():
     done = invoke("graph", "sum(where(x > 0, x**2, 0))", "--x", "[-1, 2, 3]")
     assert done.exit_code == 0, done.output
     assert "grad [0, 4, 6]" in done.stdout
+
+
+def test_a_sweep_through_a_pole_of_a_slope_rule_gives_each_point_its_record():
+    """Found while fixing the review's dgamma case: a sweep of dgamma(x) over -2:2:5 ended in a
+    ZeroDivisionError traceback (its slope computed point by point raised at the poles); each
+    point now gets its row, the poles their error and the others the scalar path's numbers."""
+    done = invoke("eval", "dgamma(x)", "--x", "-2:2:5", "--csv")
+    rows = done.stdout.strip().splitlines()[1:]
+    assert done.exit_code == 3 and len(rows) == 5 and "Traceback" not in done.output
+    assert all("a pole of the gamma function" in row for row in rows[:3])
+    at_one = gradcli.evaluate("dgamma(x)", {"x": 1.0}, check=False)
+    assert rows[3].split(",")[:3] == ["1", repr(at_one.value), repr(at_one.gradients["x"])]
+    masked = invoke("eval", "where(x > 0, dgamma(x), 0)", "--x", "-2:2:5", "--csv")
+    assert [row.split(",")[1:3] for row in masked.stdout.strip().splitlines()[1:4]] == [
+        ["0", "0"]] * 3

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine.graph import Program
+from gradcli.engine.masks import live_nodes, live_part
 from gradcli.engine.node import last_uses
-from gradcli.engine.ops import CONDITIONAL, CONST, OPS, VAR, Op, numpy
+from gradcli.engine.ops import CONST, OPS, VAR, Op, numpy
 from gradcli.engine.perturbation import Perturbation, amplitude, same_bits
 from gradcli.errors import UsageError
 from gradcli.limits import default_jobs
@@ -118,7 +119,8 @@ def _evaluate(
         read = gradients and drop is not None  # what the backward pass reads is not dropped
         kept = _read_backward(program) if read else [False] * len(program.nodes)
         operands = forward_vector(np, program, given, drop, kept, perturbation)
-        live = _liveness(np, program, operands) if masked else None
+        live = live_nodes(program.nodes, None, lambda node: operands[node.index],
+                          lambda node: (size,)) if masked else None
         grads = (_backward_vector(np, program, operands, size, drop,
                                   None if masked else perturbation, live) if gradients else [])
     if live is None:
@@ -130,7 +132,7 @@ def _evaluate(
     # what the passes left of uniform intermediates goes too, unless ``every_node``
     last = program.nodes[-1]
     keep = [every_node or node.op is VAR or node is last for node in program.nodes]
-    columns_out = [column(np, _live_part(np, value, node_live), size) if wanted else None
+    columns_out = [column(np, live_part(value, node_live), size) if wanted else None
                    for value, node_live, wanted in zip(operands, live, keep, strict=True)]
     gradients_out = None
     if gradients:
@@ -176,7 +178,8 @@ def _backward_vector(
     memory costs more than the arithmetic, so products and sums go into an array this pass made
     and nothing else holds (``mine``) when there is one. With a ``perturbation``, a rule's
     result that NumPy may round differently (``_inexact_calls``) is perturbed. With ``live``
-    (``_liveness``), a dead node passes nothing on, and contributions from dead points are 0."""
+    (``masks.live_nodes``), a dead node passes nothing on, and contributions from dead points
+    are 0."""
     nodes = program.nodes
     places = len(nodes)
     grads: list[Any] = [None] * len(nodes)  # None: no contribution yet
@@ -360,46 +363,3 @@ def forward_vector(
 
 def column(np: Any, value: Any, size: int) -> Any:
     return np.broadcast_to(np.asarray(value, dtype=float), (size,))
-
-
-def _liveness(np: Any, program: Program, values: list[Any]) -> list[Any]:
-    """Per node: True (live at every point), False, or a boolean array of the points."""
-    nodes = program.nodes
-    live: list[Any] = [False] * len(nodes)
-    live[-1] = True
-    for node in reversed(nodes):
-        mine = live[node.index]
-        if mine is False or not node.inputs:
-            continue
-        if node.op is CONDITIONAL:
-            condition, taken, other = node.inputs
-            chosen = values[condition.index] != 0.0
-            _add(np, live, condition.index, mine)
-            _add(np, live, taken.index, np.logical_and(mine, chosen))
-            _add(np, live, other.index, np.logical_and(mine, ~chosen))
-        else:
-            for source in node.inputs:
-                _add(np, live, source.index, mine)
-    return live
-
-
-def _add(np: Any, live: list[Any], index: int, more: Any) -> None:
-    """live[index] |= more, keeping True and False as they are where possible."""
-    before = live[index]
-    if before is True or more is False:
-        return
-    if more is True or before is False:
-        live[index] = more
-    else:
-        live[index] = np.logical_or(before, more)
-
-
-def _live_part(np: Any, value: Any, live: Any) -> Any:
-    """``value`` where its node is live and 0 where it is not (a dead value means nothing, and
-    a caller measuring magnitudes must not meet its NaN)."""
-    if live is True:
-        return value
-    if live is False:
-        return np.float64(0.0)
-    with np.errstate(all="ignore"):
-        return np.where(live, value, 0.0)

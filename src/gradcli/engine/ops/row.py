@@ -206,7 +206,13 @@ def elementwise(op: Op, np: Any, *args: Any) -> Any:
             return nan
         return value if isfinite(value) else nan
 
-    out = np.asarray(np.frompyfunc(at, op.arity, 1)(*args), dtype=float)
+    return flagged(np, np.asarray(np.frompyfunc(at, op.arity, 1)(*args), dtype=float))
+
+
+def flagged(np: Any, out: Any) -> Any:
+    """``out`` (a float array made point by point) with NumPy's "invalid" flag raised where it
+    is NaN, as ``np.log(-1)`` raises it: a pass under ``errstate`` learns of the failed points
+    (a number for a 0-d array)."""
     failed = np.isnan(out)
     if failed.any():
         np.divide(0.0, 0.0, out=out, where=failed)  # NaN again, but with the flag

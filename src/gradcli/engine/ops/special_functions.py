@@ -8,7 +8,18 @@ import cmath
 import math
 
 from gradcli.engine import forms, special, special_slopes
-from gradcli.engine.ops.row import NONE, F, Op, above, binary, numpy, printed, unary, written
+from gradcli.engine.ops.row import (
+    NONE,
+    F,
+    Op,
+    above,
+    binary,
+    flagged,
+    numpy,
+    printed,
+    unary,
+    written,
+)
 from gradcli.errors import NumericError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -137,10 +148,17 @@ def _on_arrays(*operands: Any) -> bool:
 
 
 def _point_by_point(function: Any, *operands: Any) -> Any:
-    """A slope row's float derivative over arrays, one point at a time."""
+    """A slope row's float derivative over arrays, one point at a time; NaN where it has no
+    value (dgamma's at a pole), with NumPy's flag (``row.flagged``), as a value's."""
     np = numpy()
-    value = np.asarray(np.frompyfunc(function, len(operands), 1)(*operands), dtype=float)
-    return value if value.ndim else value[()]
+
+    def at(*point: float) -> float:
+        try:
+            return function(*point)
+        except (ArithmeticError, ValueError):
+            return math.nan
+
+    return flagged(np, np.asarray(np.frompyfunc(at, len(operands), 1)(*operands), dtype=float))
 
 
 def _dgamma_slope(x: Any, out: Any) -> Any:
