@@ -482,3 +482,45 @@ def test_a_sweep_through_a_pole_of_a_slope_rule_gives_each_point_its_record():
     masked = invoke("eval", "where(x > 0, dgamma(x), 0)", "--x", "-2:2:5", "--csv")
     assert [row.split(",")[1:3] for row in masked.stdout.strip().splitlines()[1:4]] == [
         ["0", "0"]] * 3
+
+
+def test_diff_counts_a_piece_only_where_its_where_decides():
+    """Found by a bug hunt: an inner where's condition was counted as seen at points where
+    that where is in a branch not taken, so x**3's piece on (0.999, 1.001) was called checked.
+    Now only points where the where is live count, and the note names the piece."""
+    result = CliRunner().invoke(cli, ["diff", "where(x > 0.999, where(x < 1.001, x**3, x**2), x)",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["checked"]["unchecked_pieces"] == [
+        "not checked where x < 1.001 is true (no sample point took that piece)"]
+
+
+def test_a_node_read_only_through_a_condition_is_not_checked_by_moving_it():
+    """Found by a bug hunt: in where(x*y != 0, sin(x*y)/(x*y), 1) at y = 0 the x*y that feeds
+    the condition alone, moved by the per-node check, switched the condition: a false failure
+    (status 1), where --csv at the same point passed. Its quotient means nothing, as a truth
+    value's does not; the gradients (0 and 0, checked) are right."""
+    for text, values in (("where(x*y != 0, sin(x*y)/(x*y), 1)", {"x": 1.0, "y": 0.0}),
+                         ("sum(where(x*y != 0, sin(x*y)/(x*y), 1))",
+                          {"x": [1.0, 1.0], "y": [0.0, 1.0]})):
+        result = gradcli.evaluate(text, values)
+        assert result.check.ok, text
+        table = invoke("eval", text, *[f"--{n}={json.dumps(v)}" for n, v in values.items()])
+        assert table.exit_code == 0, table.output
+
+
+def test_a_numpy_export_with_pieces_does_not_warn_of_a_branch_not_taken(tmp_path):
+    """Found by a bug hunt: NumPy computes both branches of np.where, so the export warned (an
+    error under -W error or np.seterr(all="raise")) of log(-1) in a branch not taken."""
+    done = invoke("diff", "sum(where(x > 0, x*log(x), 0))", "--shape", "x=3", "--format",
+                  "python")
+    path = tmp_path / "exported.py"
+    path.write_text(done.stdout)
+    script = ("import numpy as np, exported; np.seterr(all='raise'); "
+              "value, grads = exported.f(np.array([-1.0, 2.0, 3.0])); print(value, *grads['x'])")
+    run = subprocess.run([sys.executable, "-W", "error", "-c", script], cwd=tmp_path,
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    numbers = [float(word) for word in run.stdout.split()]
+    assert numbers == pytest.approx([2 * math.log(2) + 3 * math.log(3), 0.0,
+                                     math.log(2) + 1, math.log(3) + 1], rel=1e-15)

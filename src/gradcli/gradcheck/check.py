@@ -136,7 +136,7 @@ def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per
     targets = [n for n in nodes if n.needs_grad] if per_node else list(program.variables.values())
     passed = {}
     if program.masked:
-        targets = meaningful(targets, liveness(nodes))
+        targets = meaningful(targets, liveness(nodes), nodes)
     elif method == "central":
         affordable = _affordable(targets, nodes, budget * VECTOR_CHECK_FACTOR)
         passed = _central_at_once(program, affordable, rtol, atol, replayer.weights)

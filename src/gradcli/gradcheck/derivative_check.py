@@ -30,6 +30,7 @@ from gradcli.gradcheck.derivative_truth import (
     read_entry,
     value_at,
 )
+from gradcli.gradcheck.evaluation import live_in
 from gradcli.symbolic.sampling import candidates
 
 
@@ -74,25 +75,31 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
 
 
 class Pieces:
-    """Which side of each condition of a piecewise program the checked points took: a printed
-    derivative keeps each piece apart (``where(x > 2, ..., ...)``), so each piece is checked
-    only at points where its condition picks it, and the check goes on drawing points (up to
-    the sample's end) until every side has been taken at one."""
+    """Which side of each condition of a piecewise program the checked points took where its
+    ``where`` decides (is live there: an inner one in a branch not taken decides nothing): a
+    printed derivative keeps each piece apart (``where(x > 2, ..., ...)``), so each piece is
+    checked only at points where the conditions pick it, and the check goes on drawing points
+    (up to the sample's end) until every side has been taken at one."""
 
     def __init__(self, program: Any) -> None:
         self.program = program
-        self.conditions = list(dict.fromkeys(node.inputs[0] for node in program.nodes
-                                             if node.op is CONDITIONAL))
-        self.seen: dict[int, set[bool]] = {c.index: set() for c in self.conditions}
+        self.wheres = [node for node in program.nodes if node.op is CONDITIONAL]
+        self.seen: dict[int, set[bool]] = {node.index: set() for node in self.wheres}
 
     def see(self, point: dict[str, Any]) -> None:
-        if not self.conditions or self.all_seen():
+        if not self.wheres or self.all_seen():
             return
         np = arrays.numpy()
-        value_at(self.program, point)  # every condition's value there (a branch's errors: none)
-        for condition in self.conditions:
-            value = np.asarray(condition.value)
-            sides = self.seen[condition.index]
+        value_at(self.program, point)  # every node's value there (a branch's errors: none)
+        live = live_in(self.program)
+        for node in self.wheres:
+            mask = True if live is None else live[node.index]
+            if mask is False:
+                continue
+            value = np.broadcast_to(np.asarray(node.inputs[0].value), np.shape(node.value))
+            if mask is not True:
+                value = value[np.broadcast_to(mask, value.shape)]
+            sides = self.seen[node.index]
             if np.any(value != 0):
                 sides.add(True)
             if np.any(value == 0):
@@ -103,9 +110,15 @@ class Pieces:
 
     def unseen(self) -> tuple[str, ...]:
         """Each side no checked point took, as a note: its piece is printed unchecked."""
-        return tuple(f"not checked where {node_text(c)} is {'false' if True in seen else 'true'} "
-                     "(no sample point took that piece)"
-                     for c in self.conditions if len(seen := self.seen[c.index]) == 1)
+        notes = []
+        for node in self.wheres:
+            seen = self.seen[node.index]
+            side = "" if len(seen) == 2 else "true or false" if not seen else (
+                "false" if True in seen else "true")
+            if side:
+                notes.append(f"not checked where {node_text(node.inputs[0])} is {side} (no "
+                             "sample point took that piece)")
+        return tuple(dict.fromkeys(notes))
 
 
 # --- what diff printed, read back --------------------------------------------------------------

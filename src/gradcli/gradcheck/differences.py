@@ -46,7 +46,7 @@ import sys
 from dataclasses import dataclass, replace
 
 from gradcli.engine.graph import Node
-from gradcli.engine.ops import LOGICAL
+from gradcli.engine.ops import CONDITIONAL, LOGICAL
 from gradcli.errors import NumericError
 from gradcli.gradcheck.steps import (
     CENTRAL,
@@ -284,9 +284,19 @@ def richardson_estimate(
     return best
 
 
-def meaningful(targets: list[Node], live: list[bool]) -> list[Node]:
+def meaningful(targets: list[Node], live: list[bool], nodes: list[Node],
+               outputs: list[Node] | None = None) -> list[Node]:
     """The ``targets`` of a program with a conditional whose difference quotient means
-    something: none of a node in a branch not taken (a variable always counts), nor of a truth
-    value (moved off 0 or 1, every condition it feeds switches)."""
-    return [node for node in targets
-            if (live[node.index] or node.is_leaf) and node.op.name not in LOGICAL]
+    something (a variable's always does): none of a node in a branch not taken, of a truth
+    value (moved off 0 or 1, every condition it feeds switches), or of a node that the
+    ``outputs`` (default: the last node) read only through conditions (x*y in
+    where(x*y != 0, ..., 1): moved, it switches the condition, not the value)."""
+    valued = [False] * len(nodes)
+    for output in outputs or nodes[-1:]:
+        valued[output.index] = True
+    for node in reversed(nodes):
+        if valued[node.index] and node.op.name not in LOGICAL:
+            for source in node.inputs[1:] if node.op is CONDITIONAL else node.inputs:
+                valued[source.index] = True
+    return [node for node in targets if node.is_leaf or (
+        live[node.index] and valued[node.index] and node.op.name not in LOGICAL)]

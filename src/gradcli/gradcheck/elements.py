@@ -99,7 +99,7 @@ def check_arrays(program: Program, rtol: float, atol: float, method: str, per_no
     if program.masked:
         taken = live_nodes(nodes, program.outputs)
         others = others if taken is None else meaningful(
-            others, [mask is not False for mask in taken])
+            others, [mask is not False for mask in taken], nodes, program.outputs)
     targets = variables + others
     checks: dict[int, GradientCheck] = {}
     shrunk: list[str] = []

@@ -77,9 +77,14 @@ class NumpyWriter:
                      "own, element by element"]
             head += list(self.vectorized.values())
         head += ["", "", _FINITE.rstrip()]
-        body = "".join(f"    {line}\n" for line in self.lines)
+        # NumPy computes both branches of a where: one not taken may have no value (log of a
+        # negative element), which must not warn; a result's is still refused by _finite
+        pieces = any("np.where(" in line for line in self.lines)
+        indent = " " * (8 if pieces else 4)
+        body = "".join(f"{indent}{line}\n" for line in self.lines)
+        opening = '    with np.errstate(all="ignore"):  # a branch not taken\n' if pieces else ""
         return ("\n".join(head) + f"\n\n\ndef f({', '.join(self.renames.values())}):\n"
-                f'    """{doc}"""\n{body}    return _finite({returned})\n')
+                f'    """{doc}"""\n{opening}{body}{indent}return _finite({returned})\n')
 
 
 # a where's branch not taken may be NaN inside, but never reaches a result
