@@ -524,3 +524,21 @@ def test_a_numpy_export_with_pieces_does_not_warn_of_a_branch_not_taken(tmp_path
     numbers = [float(word) for word in run.stdout.split()]
     assert numbers == pytest.approx([2 * math.log(2) + 3 * math.log(3), 0.0,
                                      math.log(2) + 1, math.log(3) + 1], rel=1e-15)
+
+
+def test_diff_of_an_array_program_with_pieces_says_what_it_cannot_print():
+    """diff's array formulas pick a piece with a product (where(c, eye, 0)@...), so a branch
+    not taken that has no value leaves the formula without one (a known limit, docs): diff
+    prints nothing and says why and what gives the numbers, not "a bug". With values it
+    prints the rows. Its piece count works on array sample points too (it crashed on them)."""
+    refused = CliRunner().invoke(cli, ["diff", "where(x > 0, sqrt(x), -x)", "--shape", "x=3"])
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert "diff's array formulas compute both pieces of a where" in refused.stderr
+    assert "Traceback" not in refused.output and "a bug in gradcli diff" not in refused.stderr
+    rows = CliRunner().invoke(cli, ["diff", "where(x > 0, sqrt(x), -x)", "--x", "[-1, 4, 0.25]"])
+    assert rows.exit_code == 0, rows.output
+    nested = CliRunner().invoke(cli, ["diff", "sum(where(x > 0.999, where(x < 1.001, x**3, "
+                                      "x**2), x))", "--shape", "x=3", "--json"])
+    assert nested.exit_code == 0, nested.output
+    assert json.loads(nested.stdout)["checked"]["unchecked_pieces"] == [
+        "not checked where x < 1.001 is true (no sample point took that piece)"]

@@ -74,6 +74,13 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
                    () if at_given else pieces.unseen())
 
 
+# An array program's printed derivative picks a piece with a product (where(c, eye, 0)@...):
+# where a branch not taken has no value, neither has the formula (docs/derivatives.md).
+PIECES_HINT = ("diff's array formulas compute both pieces of a where, and one not taken has no "
+               "value here, so none was printed: give values (--x ...) for the derivatives at "
+               "a point, or use gradcli eval")
+
+
 class Pieces:
     """Which side of each condition of a piecewise program the checked points took where its
     ``where`` decides (is live there: an inner one in a branch not taken decides nothing): a
@@ -142,7 +149,10 @@ class Reader:
             try:
                 printed = value_at(program, truth.point)
             except NumericError as error:
-                raise mismatch(label, text, truth.point, None, None, error.message) from None
+                refused = mismatch(label, text, truth.point, None, None, error.message)
+                if self.request.program.masked and any(self.request.shapes.values()):
+                    refused.hint = PIECES_HINT
+                raise refused from None
             self.judge(truth, label, text, path, truth.project(path, printed))
         if self.module is not None:
             count = _compare_export(self.request, self.module, truth, self.judge)
