@@ -423,9 +423,10 @@ def _sampler(sweep: Sweep, name: str, downstream: list[int], weights: list[Any],
                         else None)
         run = evaluate_vector(sweep.program, columns, gradients=False, every_node=True,
                               perturbation=perturbation)
-        largest = np.abs(moved) * weight(variable, rows)
-        for index in downstream:
-            largest = np.maximum(largest, np.abs(run.values[index]) * weight(index, rows))
+        with np.errstate(invalid="ignore"):  # inf * 0: a failed replay's point, failed anyway
+            largest = np.abs(moved) * weight(variable, rows)
+            for index in downstream:
+                largest = np.maximum(largest, np.abs(run.values[index]) * weight(index, rows))
         return run.output, largest, run.failed
 
     return sample
