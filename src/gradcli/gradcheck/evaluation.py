@@ -348,13 +348,12 @@ def _taken_values(program: Program) -> list[float]:
 
 def live_in(program: Program) -> list[Any] | None:
     """Which nodes of an evaluated program with a conditional are live at its point (None
-    without one): ``graph.liveness``, or, evaluated on arrays (``program.arrays``, or a
-    variable bound to one: diff's sample points), ``masks.live_nodes`` (True, False or a
+    without one): ``graph.liveness``, or, evaluated on arrays (``runs_on_arrays`` at its
+    variables' values: diff's sample points too), ``masks.live_nodes`` (True, False or a
     boolean array of the elements)."""
     if not program.masked:
         return None
-    if program.arrays or any(getattr(node.value, "ndim", 0)
-                             for node in program.variables.values()):
+    if runs_on_arrays(program, {name: node.value for name, node in program.variables.items()}):
         from gradcli.engine.masks import live_nodes  # with NumPy: scalar programs never load it
 
         return live_nodes(program.nodes, program.outputs)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gradcli.engine.graph import Node, Program, nodes_of
-from gradcli.engine.ops import CONST, VAR
+from gradcli.engine.ops import CONDITIONAL, CONST, VAR
 from gradcli.symbolic.arrays import shape_of
 from gradcli.symbolic.jacobians import Blocks
 from gradcli.symbolic.nodes import SymNode
@@ -32,6 +32,7 @@ class NumpyWriter:
         self.lines: list[str] = []
         self.scalar = PythonNotation({})  # copies the rows' own scalar functions
         self.vectorized: dict[str, str] = {}  # row name -> its helper's line
+        self.pieces = False  # a where is written: NumPy computes both of its branches
 
     def add(self, outputs: Sequence[Node]) -> None:
         for node in nodes_of(outputs):
@@ -51,6 +52,7 @@ class NumpyWriter:
                 return f"np.array({value.tolist()!r})"
             return f"({value!r})" if value < 0 else repr(value)  # -2.0 ** 2 would be -4
         args = [self.texts[id(source)] for source in node.inputs]
+        self.pieces = self.pieces or op is CONDITIONAL
         form = op.numpy
         text = form.format(*args) if form else f"{self.helper(op)}({', '.join(args)})"
         self.lines.append(f"t{len(self.lines)} = {text}")
@@ -77,12 +79,12 @@ class NumpyWriter:
                      "own, element by element"]
             head += list(self.vectorized.values())
         head += ["", "", _FINITE.rstrip()]
-        # NumPy computes both branches of a where: one not taken may have no value (log of a
-        # negative element), which must not warn; a result's is still refused by _finite
-        pieces = any("np.where(" in line for line in self.lines)
-        indent = " " * (8 if pieces else 4)
+        # A branch not taken may have no value (log of a negative element): it must not warn;
+        # a result's is still refused by _finite
+        indent = " " * (8 if self.pieces else 4)
         body = "".join(f"{indent}{line}\n" for line in self.lines)
-        opening = '    with np.errstate(all="ignore"):  # a branch not taken\n' if pieces else ""
+        opening = '    with np.errstate(all="ignore"):  # a branch not taken\n' if (
+            self.pieces) else ""
         return ("\n".join(head) + f"\n\n\ndef f({', '.join(self.renames.values())}):\n"
                 f'    """{doc}"""\n{opening}{body}{indent}return _finite({returned})\n')
 
