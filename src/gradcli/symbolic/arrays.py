@@ -97,7 +97,7 @@ class ArrayBuilder(Builder):
 
     def make(self, op: Any, args: Sequence[Any]) -> SymNode:
         inputs = tuple(self.lift(arg) for arg in args)
-        zero = _through_zeros(self, op, inputs)
+        zero = _through_zeros(self, op, inputs) or _times_ones(op, inputs)
         if zero is not None:
             return zero
         if op.is_array:
@@ -150,9 +150,8 @@ def _through_zeros(b: ArrayBuilder, op: Any, inputs: tuple[SymNode, ...]) -> Sym
             op.arity == 1 and (op.linear or name == "index")))):
         return zeros(b, shape)
     if name in ("add", "sub") and len(zeros_at) == 1:
-        other = inputs[1 - zeros_at[0]]
-        if shape_of(other) == shape:
-            return other if name == "add" or zeros_at == [1] else b.make(OPS["neg"], (other,))
+        other = spread(b, inputs[1 - zeros_at[0]], shape)
+        return other if name == "add" or zeros_at == [1] else b.make(OPS["neg"], (other,))
     return None
 
 
@@ -216,6 +215,15 @@ def _times_one(op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:
     if op is MUL:
         for one, other in (inputs, inputs[::-1]):
             if one.op is CONST and not getattr(one.value, "ndim", 0) and one.value == 1.0:
+                return other
+    return None
+
+
+def _times_ones(op: Any, inputs: tuple[SymNode, ...]) -> SymNode | None:
+    """a*ones(n) -> a where a already has the product's shape (eye(n)*ones(n))."""
+    if op is MUL:
+        for one, other in (inputs, inputs[::-1]):
+            if one.op is OPS["ones"] and shape_of(other)[-1:] == shape_of(one):
                 return other
     return None
 

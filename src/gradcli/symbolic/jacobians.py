@@ -3,8 +3,9 @@
 A gradient is ``backward`` (symbolic/builder.py) run on an ``ArrayBuilder``'s nodes: element-wise
 ops use the op table's own rules, array ops their rows' VJP rules on ``GraphArrays``, so there is
 no second list of derivatives. A block d(output)/d(input) of a Jacobian or a Hessian (the
-Jacobian of the gradient) is built vectorized, by forward mode on symbolic nodes (``eye(n)*
-f'(u)`` scales the rows of J(u): the language has no ``diag``), or row by row (output element
+Jacobian of the gradient) is built vectorized, by forward mode on symbolic nodes (an
+element-wise node's Jacobian kept as its diagonal, a vector, so that a where picks a piece element
+by element; ``eye(n)*d`` where a matrix is needed: the language has no ``diag``), or row by row (output element
 ``k`` is ``sum(y * E_k)``, the rows stacked as ``[row0, row1, ...]``; a scalar output's one row
 first); whichever is printed agrees with the numeric Jacobian (engine/jacobian.py) at the point.
 """
@@ -239,22 +240,59 @@ def _stack(b: ArrayBuilder, rows: list[SymNode], shape: tuple[int, ...]) -> SymN
 def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
                      shapes: Mapping[str, tuple[int, ...]], max_nodes: int) -> SymNode | None:
     """J(output) by the number or vector ``name``; None if the output does not depend on it,
-    _NoFormError if a node on the way has no form here (``max_nodes``: as ``_rows``, unused)."""
+    _NoFormError if a node on the way has no form here (``max_nodes``: as ``_rows``, unused).
+
+    Element-wise nodes of the vector keep their Jacobian as its diagonal, a vector, until an
+    array op needs the matrix (``eye(n)*d``): a where then picks between its pieces' diagonals
+    element by element, so a piece not taken (sqrt'(-1)) is not spread along its column by a
+    matrix product, as ``eye(n)*d1 @ eye(n)*d2`` would do."""
     shape = shapes[name]
     if len(shape) > 1:
         raise _NoFormError
     found: dict[int, SymNode | None] = {}
+    diagonal: set[int] = set()  # nodes whose ``found`` is the diagonal of their Jacobian
     for node in nodes_of([output]):
         if node.op is VAR:
-            found[id(node)] = None if node.name != name else (
-                b.arrays.eye(shape[0]) if shape else b.constant(1.0))
+            found[id(node)] = None if node.name != name else b.constant(1.0)
+            if node.name == name and shape:
+                diagonal.add(id(node))  # a diagonal of ones, written 1 (broadcast)
         elif node.op is CONST:
             found[id(node)] = None
         else:
             operands = [found[id(source)] for source in node.inputs]
-            found[id(node)] = None if all(j is None for j in operands) else (
-                _node_jacobian(b, node, operands, shape))
-    return found[id(output)]
+            if all(j is None for j in operands):
+                found[id(node)] = None
+            elif shape and not node.op.is_array and shape_of(node) == shape and all(
+                    j is None or id(source) in diagonal
+                    for source, j in zip(node.inputs, operands, strict=True)):
+                found[id(node)] = _chain(b, node, operands, lambda partial, d: b.make(
+                    MUL, (partial, d)))
+                diagonal.add(id(node))
+            else:
+                found[id(node)] = _node_jacobian(b, node, [
+                    _matrix(b, j, shape) if id(source) in diagonal else j
+                    for source, j in zip(node.inputs, operands, strict=True)], shape)
+    j = found[id(output)]
+    return _matrix(b, j, shape) if id(output) in diagonal else j
+
+
+def _matrix(b: ArrayBuilder, d: SymNode | None, shape: tuple[int, ...]) -> SymNode | None:
+    """The Jacobian whose diagonal is ``d`` (the language has no ``diag``)."""
+    return None if d is None else b.make(MUL, (b.arrays.eye(shape[0]), d))
+
+
+def _chain(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
+           scale: Any) -> SymNode:
+    """The chain rule at an element-wise node: the sum over its operands with a Jacobian of
+    ``scale(partial, J)``, the partial from the op table's rule."""
+    total = None
+    for position, j in enumerate(operands):
+        if j is None:
+            continue
+        part = scale(b.lift(node.op.rules[position](*node.inputs, node)), j)
+        total = part if total is None else b.make(ADD, (total, part))
+    assert total is not None
+    return total
 
 
 def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
@@ -265,15 +303,8 @@ def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None
         raise _NoFormError
     if node.op.is_array:
         return _op_jacobian(b, node, operands, wrt)
-    total = None
-    for position, j in enumerate(operands):
-        if j is None:
-            continue
-        partial = b.lift(node.op.rules[position](*node.inputs, node))
-        part = _scale_rows(b, partial, _broadcast(b, j, node.inputs[position], node, wrt), wrt)
-        total = part if total is None else b.make(ADD, (total, part))
-    assert total is not None
-    return total
+    return _chain(b, node, operands, lambda partial, j: _scale_rows(
+        b, partial, _broadcast(b, j, node.inputs[operands.index(j)], node, wrt), wrt))
 
 
 def _broadcast(b: ArrayBuilder, j: SymNode, source: SymNode, node: SymNode,

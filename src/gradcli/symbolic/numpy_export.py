@@ -31,7 +31,7 @@ class NumpyWriter:
         self.texts: dict[int, str] = {}
         self.lines: list[str] = []
         self.scalar = PythonNotation({})  # copies the rows' own scalar functions
-        self.vectorized: dict[str, str] = {}  # row name -> its helper's line
+        self.vectorized: dict[str, str] = {}  # row name -> its scalar function's name
         self.pieces = False  # a where is written: NumPy computes both of its branches
 
     def add(self, outputs: Sequence[Node]) -> None:
@@ -62,8 +62,7 @@ class NumpyWriter:
         """``_gc_erf``: the row's scalar function applied element by element."""
         name = f"_gc_{op.name}"
         if op.name not in self.vectorized:
-            self.vectorized[op.name] = (f"{name} = np.vectorize({self.scalar.function(op)}, "
-                                        "otypes=[float])")
+            self.vectorized[op.name] = self.scalar.function(op)
         return name
 
     def source(self, doc: str, returned: str) -> str:
@@ -75,9 +74,13 @@ class NumpyWriter:
             head = ["import math", "", "import numpy as np", ""]
             for text in self.scalar.helpers.values():
                 head += ["", text.rstrip(), ""]
+            if self.pieces:  # a branch not taken may have no value: NaN there, as np.log's
+                head += ["", _NAN_OUTSIDE, ""]
             head += ["", f"# {', '.join(self.vectorized)}: NumPy has no such function; gradcli's "
                      "own, element by element"]
-            head += list(self.vectorized.values())
+            head += [f"_gc_{name} = np.vectorize("
+                     f"{f'_nan_outside({function})' if self.pieces else function}, otypes=[float])"
+                     for name, function in self.vectorized.items()]
         head += ["", "", _FINITE.rstrip()]
         # A branch not taken may have no value (log of a negative element): it must not warn;
         # a result's is still refused by _finite
@@ -88,6 +91,18 @@ class NumpyWriter:
         return ("\n".join(head) + f"\n\n\ndef f({', '.join(self.renames.values())}):\n"
                 f'    """{doc}"""\n{opening}{body}{indent}return _finite({returned})\n')
 
+
+_NAN_OUTSIDE = '''
+def _nan_outside(function):
+    """function, or NaN where it has no value (a where's branch not taken: _finite refuses
+    a result that is not finite)."""
+    def guarded(*args):
+        try:
+            return function(*args)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            return math.nan
+    return guarded
+'''.strip()
 
 # a where's branch not taken may be NaN inside, but never reaches a result
 _FINITE = finite_helper("np.all(np.isfinite(result))", "FloatingPointError")
