@@ -448,7 +448,7 @@ def _careful(node: Node, args: list[Any], position: int, g: Any, known: Any,
     with np.errstate(all="ignore"):
         part = contribution(node, args, position, g, live)
         if not np.all(np.isfinite(part)):
-            raise derivative_error(node, args, position, part)
+            raise derivative_error(node, position, part)
         total = part if known is None else known + part
         if not np.all(np.isfinite(total)):
             raise NumericError(f"the gradient overflows in {describe(node.inputs[position])}")
@@ -464,7 +464,7 @@ def contribution(node: Node, args: list[Any], position: int, g: Any, live: Any =
             part = NUMPY.unbroadcast(g * live_slope(node, args, position, live), node.value,
                                      args[position])
         if not np.all(np.isfinite(part)):
-            raise derivative_error(node, args, position, part)
+            raise derivative_error(node, position, part)
         return part
     try:  # FloatingPointError is not caught: backward's careful path handles it
         part = op.vjp(NUMPY, position, g, node.value, *args)

@@ -75,7 +75,7 @@ def indexed_text(node: Node, where: str) -> str:
     return f"{text}{where}" if atom else f"({text}){where}"
 
 
-def derivative_error(node: Node, args: list[Any], position: int, part: Any) -> NumericError:
+def derivative_error(node: Node, position: int, part: Any) -> NumericError:
     index = tuple(int(i) for i in np.argwhere(~np.isfinite(part))[0]) if part.ndim else ()
     where = f" at {indexed_text(node.inputs[position], index_text(index))}" if index else ""
     return NumericError(f"the derivative of {node.op.name}{with_respect_to(node, position)} is "

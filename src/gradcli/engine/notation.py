@@ -7,7 +7,7 @@ its nodes in messages.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from gradcli.engine.core_ops import (
     ADD,
@@ -38,6 +38,10 @@ def format_number(value: Any) -> str:
     if getattr(value, "ndim", 0):
         return array_text(value)
     return repr(float(value)).removesuffix(".0")
+
+
+def format_point(point: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name} = {format_number(value)}" for name, value in point.items())
 
 
 def finite_or_none(value: Any) -> float | None:

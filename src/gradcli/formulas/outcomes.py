@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine.graph import Program
-from gradcli.engine.notation import finite_or_none, format_number
+from gradcli.engine.notation import finite_or_none, format_number, format_point
 from gradcli.errors import ExitStatus, GradcliError, plural
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.values import parse_value, runs_on_arrays
@@ -192,10 +192,6 @@ def report_record(outcomes: Sequence[CheckOutcome],
             "errors": [{"kind": error.kind, "file": getattr(error, "file", None),
                         "line": error.line, "key": getattr(error, "key", None),
                         "message": error.message, "hint": error.hint} for error in errors]}
-
-
-def format_point(point: dict[str, float]) -> str:
-    return ", ".join(f"{name} = {format_number(value)}" for name, value in point.items())
 
 
 def _number(value: float | None, spec: str = "") -> str:

@@ -297,7 +297,6 @@ class Drawing:
     boxes: list[tuple[str, str, str]]
     forward: list[tuple[str, str]]
     backward: list[tuple[str, str, float]]
-    elided: int
     direction: str = "LR"  # GraphPicture.direction of the nodes drawn
 
 
@@ -320,7 +319,7 @@ def drawing(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> Drawin
             flow = picture.flow(node, position)
             if flow is not None and source.index in kept:
                 backward.append((f"n{node.index}", start, flow))
-    return Drawing(boxes, forward, backward, elided, picture.direction(shown))
+    return Drawing(boxes, forward, backward, picture.direction(shown))
 
 
 def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:

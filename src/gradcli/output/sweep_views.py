@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from gradcli.engine.notation import format_point
 from gradcli.errors import ExitStatus, GradcliError, plural, visible
-from gradcli.formulas.outcomes import CheckOutcome, format_point
+from gradcli.formulas.outcomes import CheckOutcome
 from gradcli.gradcheck.sweep import GradientSweepCheck, Sweep
 from gradcli.output.tables import MAX_TABLE_ROWS, Column, FittedTable
 from gradcli.output.values import checked_digits, number_text

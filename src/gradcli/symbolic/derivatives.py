@@ -12,7 +12,7 @@ from typing import Any
 
 from gradcli.engine.collector import collector_paused
 from gradcli.engine.graph import Program, nodes_of
-from gradcli.engine.notation import derivative_label, format_number
+from gradcli.engine.notation import derivative_label, format_number, format_point
 from gradcli.errors import NumericError, UsageError, gradient_formula_error, listed
 from gradcli.language.values import runs_on_arrays
 from gradcli.limits import MAX_DERIVATIVES, MAX_NODES
@@ -215,7 +215,7 @@ def _formula_error(program: Program, levels: list[dict[tuple[str, ...], SymNode]
     path = next((key for key, node in levels[-1].items() if _fails(node, point)), None)
     if path is None:  # only their walk together failed: no piece of one formula to name
         return error
-    at = ", ".join(f"{name} = {format_number(value)}" for name, value in point.items())
+    at = format_point(point)
     problem = error.message.split(" in ", 1)[0]
     label = derivative_label(path)  # of order 3 and above: d3/dx dx dy
     below = to_text(levels[-3][path[:-2]])

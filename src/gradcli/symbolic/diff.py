@@ -107,10 +107,7 @@ def _check_scalar(program: Program, ask: DiffAsk, derivatives: Derivatives,
 def defaults_note(kept: Mapping[str, float], used: Mapping[str, float]) -> str | None:
     """What became of the program's own values (``x = 2``): ``kept`` as symbols, or ``used``
     (substituted)."""
-    from gradcli.engine.notation import format_number
-
-    def listed(values: Mapping[str, float]) -> str:
-        return ", ".join(f"{name} = {format_number(value)}" for name, value in values.items())
+    from gradcli.engine.notation import format_point as listed
 
     if kept:
         verb, them = ("stays a symbol", "it") if len(kept) == 1 else ("stay symbols", "them")
