@@ -526,14 +526,12 @@ def test_a_numpy_export_with_pieces_does_not_warn_of_a_branch_not_taken(tmp_path
                                      math.log(2) + 1, math.log(3) + 1], rel=1e-15)
 
 
-def test_diff_of_an_array_program_with_pieces_keeps_them_apart_or_says_why():
-    """An element-wise piecewise program's Jacobian keeps its pieces apart element by element
-    (it was refused: a product picked the piece, so sqrt'(-1) of a branch not taken left the
-    formula without a value). Its export is checked against the Jacobian by hand at points with
-    elements on both sides and at 0 (sqrt'(0) in the branch not taken). Where a piece meets a
-    matrix product first, diff still computes both pieces (a known limit, docs): it prints
-    nothing and says why and what gives the numbers, not "a bug"; with values it prints the
-    rows. Its piece count works on array sample points too."""
+def test_diff_of_an_array_program_with_pieces_keeps_them_apart():
+    """An array program's Jacobian keeps its pieces apart element by element (it was refused:
+    a product picked the piece, so sqrt'(-1) of a branch not taken left the formula without a
+    value). Its export is checked against the Jacobian by hand at points with elements on both
+    sides and at 0 (sqrt'(0) in the branch not taken); a Hessian where a piece meets a matrix
+    product, against the Hessian by hand. The piece count works on array sample points too."""
     printed = CliRunner().invoke(cli, ["diff", "where(x > 0, sqrt(x), -x)", "--shape", "x=3",
                                        "--format", "python"])
     assert printed.exit_code == 0, printed.output
@@ -546,12 +544,19 @@ def test_diff_of_an_array_program_with_pieces_keeps_them_apart_or_says_why():
         assert np.array_equal(values[output], value)
         assert jacobians.keys() == {output} and jacobians[output].keys() == {"x"}
         assert np.array_equal(jacobians[output]["x"], np.diag([-1.0, 0.5 / value[1], -1.0]))
-    matrix = ["diff", "where(x > 0, sqrt(x), -x)@A@x", "--shape", "x=3", "--shape", "A=3x3",
-              "--order", "2"]
-    refused = CliRunner().invoke(cli, matrix)
-    assert refused.exit_code == 1 and refused.stdout == ""
-    assert "diff's array formulas compute both pieces of a where" in refused.stderr
-    assert "Traceback" not in refused.output and "a bug in gradcli diff" not in refused.stderr
+    hessian = CliRunner().invoke(cli, ["diff", "where(x > 0, sqrt(x), -x)@A@x", "--shape", "x=3",
+                                       "--shape", "A=3x3", "--order", "2", "--format", "python"])
+    assert hessian.exit_code == 0, hessian.output
+    exec(compile(hessian.stdout, "exported", "exec"), space)
+    a = np.array([[1.0, -2.0, 0.5], [0.3, 2.0, -1.0], [1.5, 0.7, 3.0]])
+    for x in ([-1.0, 4.0, 0.0], [2.0, -3.0, 0.25]):
+        x = np.array(x)
+        inside = x > 0
+        with np.errstate(divide="ignore"):  # w' and w'' of the piece taken
+            slope = np.where(inside, 0.5 / np.sqrt(np.abs(x)), -1.0)
+            bend = np.where(inside, -0.25 * np.abs(x) ** -1.5, 0.0)
+        by_hand = np.diag(bend * (a @ x)) + np.diag(slope) @ a + a.T @ np.diag(slope)
+        assert np.allclose(space["f"](x, a)[1]["x"]["x"], by_hand, rtol=1e-14, atol=1e-14)
     rows = CliRunner().invoke(cli, ["diff", "where(x > 0, sqrt(x), -x)", "--x", "[-1, 4, 0.25]"])
     assert rows.exit_code == 0, rows.output
     nested = CliRunner().invoke(cli, ["diff", "sum(where(x > 0.999, where(x < 1.001, x**3, "

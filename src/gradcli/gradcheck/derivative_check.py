@@ -74,8 +74,9 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
                    () if at_given else pieces.unseen())
 
 
-# An array program's printed derivative picks a piece with a product (where(c, eye, 0)@...):
-# where a branch not taken has no value, neither has the formula (docs/derivatives.md).
+# An array program's printed derivative keeps its pieces apart (symbolic/jacobians.py); should
+# one still compute a branch not taken that has no value, the formula has none (see
+# docs/derivatives.md).
 PIECES_HINT = ("diff's array formulas compute both pieces of a where, and one not taken has no "
                "value here, so none was printed: give values (--x ...) for the derivatives at "
                "a point, or use gradcli eval")

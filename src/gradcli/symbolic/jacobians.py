@@ -4,10 +4,11 @@ A gradient is ``backward`` (symbolic/builder.py) run on an ``ArrayBuilder``'s no
 ops use the op table's own rules, array ops their rows' VJP rules on ``GraphArrays``, so there is
 no second list of derivatives. A block d(output)/d(input) of a Jacobian or a Hessian (the
 Jacobian of the gradient) is built vectorized, by forward mode on symbolic nodes (an
-element-wise node's Jacobian kept as its diagonal, a vector, so that a where picks a piece element
-by element; ``eye(n)*d`` where a matrix is needed: the language has no ``diag``), or row by row (output element
-``k`` is ``sum(y * E_k)``, the rows stacked as ``[row0, row1, ...]``; a scalar output's one row
-first); whichever is printed agrees with the numeric Jacobian (engine/jacobian.py) at the point.
+element-wise node's Jacobian kept as its diagonal, a vector, so that a where picks a piece
+element by element; ``eye(n)*d`` where a matrix is needed: the language has no ``diag``), or row
+by row (output element ``k`` is ``sum(y * E_k)``, the rows stacked as ``[row0, row1, ...]``; a
+scalar output's one row first); whichever is printed agrees with the numeric Jacobian
+(engine/jacobian.py) at the point.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from gradcli.engine import arrays, jacobian
 from gradcli.engine.graph import Program, nodes_of, output_labels
 from gradcli.engine.notation import shape_text
-from gradcli.engine.ops import CONST, OPS, VAR, index_op, stack_op
+from gradcli.engine.ops import CONDITIONAL, CONST, OPS, VAR, index_op, stack_op
 from gradcli.errors import UsageError
 from gradcli.limits import MAX_JACOBIAN_ROWS
 from gradcli.symbolic.arrays import (
@@ -243,15 +244,19 @@ def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
     _NoFormError if a node on the way has no form here (``max_nodes``: as ``_rows``, unused).
 
     Element-wise nodes of the vector keep their Jacobian as its diagonal, a vector, until an
-    array op needs the matrix (``eye(n)*d``): a where then picks between its pieces' diagonals
-    element by element, so a piece not taken (sqrt'(-1)) is not spread along its column by a
-    matrix product, as ``eye(n)*d1 @ eye(n)*d2`` would do."""
+    array op needs the matrix: a where then picks between its pieces' diagonals element by
+    element. Inside a piece (a node read through a where's branch) the matrix forms keep a
+    piece not taken (sqrt'(-1)) in its own row: ``where(eye(n), d, 0)`` and rows scaled by
+    ``outer(p, ones(m))*J``, as ``eye(n)*d`` and ``eye(n)*p@J`` would spread it along a column;
+    a where picks rows: ``where(outer(c, ones(m)), Ja, Jb)``."""
     shape = shapes[name]
     if len(shape) > 1:
         raise _NoFormError
+    nodes = nodes_of([output])
+    forward = _Forward(b, shape, _outside_pieces(nodes, output))
     found: dict[int, SymNode | None] = {}
     diagonal: set[int] = set()  # nodes whose ``found`` is the diagonal of their Jacobian
-    for node in nodes_of([output]):
+    for node in nodes:
         if node.op is VAR:
             found[id(node)] = None if node.name != name else b.constant(1.0)
             if node.name == name and shape:
@@ -265,46 +270,93 @@ def forward_jacobian(b: ArrayBuilder, output: SymNode, name: str,
             elif shape and not node.op.is_array and shape_of(node) == shape and all(
                     j is None or id(source) in diagonal
                     for source, j in zip(node.inputs, operands, strict=True)):
-                found[id(node)] = _chain(b, node, operands, lambda partial, d: b.make(
+                found[id(node)] = _chain(b, node, operands, lambda _, partial, d: b.make(
                     MUL, (partial, d)))
                 diagonal.add(id(node))
             else:
-                found[id(node)] = _node_jacobian(b, node, [
-                    _matrix(b, j, shape) if id(source) in diagonal else j
-                    for source, j in zip(node.inputs, operands, strict=True)], shape)
+                found[id(node)] = forward.node_jacobian(node, [
+                    forward.matrix(j, source) if id(source) in diagonal else j
+                    for source, j in zip(node.inputs, operands, strict=True)])
     j = found[id(output)]
-    return _matrix(b, j, shape) if id(output) in diagonal else j
+    return forward.matrix(j, output) if id(output) in diagonal else j
 
 
-def _matrix(b: ArrayBuilder, d: SymNode | None, shape: tuple[int, ...]) -> SymNode | None:
-    """The Jacobian whose diagonal is ``d`` (the language has no ``diag``)."""
-    return None if d is None else b.make(MUL, (b.arrays.eye(shape[0]), d))
+def _outside_pieces(nodes: list[SymNode], output: SymNode) -> set[int]:
+    """The ids of the nodes that ``output`` reads other than through a where's branch: where
+    they have no value, nor has the program."""
+    outside = {id(output)}
+    for node in reversed(nodes):
+        if id(node) in outside:
+            outside.update(id(source) for source in (
+                node.inputs[:1] if node.op is CONDITIONAL else node.inputs))
+    return outside
 
 
 def _chain(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
            scale: Any) -> SymNode:
     """The chain rule at an element-wise node: the sum over its operands with a Jacobian of
-    ``scale(partial, J)``, the partial from the op table's rule."""
+    ``scale(position, partial, J)``, the partial from the op table's rule."""
     total = None
     for position, j in enumerate(operands):
         if j is None:
             continue
-        part = scale(b.lift(node.op.rules[position](*node.inputs, node)), j)
+        part = scale(position, b.lift(node.op.rules[position](*node.inputs, node)), j)
         total = part if total is None else b.make(ADD, (total, part))
     assert total is not None
     return total
 
 
-def _node_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
-                   wrt: tuple[int, ...]) -> SymNode:
-    # the matrix A of A@u, which does not depend on the input (its Jacobian is None), may be one
-    constant = 1 if node.op is OPS["matmul"] and operands[0] is None else 0
-    if len(shape_of(node)) > 1 or any(len(shape_of(s)) > 1 for s in node.inputs[constant:]):
-        raise _NoFormError
-    if node.op.is_array:
-        return _op_jacobian(b, node, operands, wrt)
-    return _chain(b, node, operands, lambda partial, j: _scale_rows(
-        b, partial, _broadcast(b, j, node.inputs[operands.index(j)], node, wrt), wrt))
+@dataclass
+class _Forward:
+    """Jacobians as matrices, by the vector (or number) of shape ``wrt``; ``outside``: the
+    nodes outside every piece, whose forms may read other rows (see forward_jacobian)."""
+
+    b: ArrayBuilder
+    wrt: tuple[int, ...]
+    outside: set[int]
+
+    def matrix(self, d: SymNode | None, node: SymNode) -> SymNode | None:
+        """The Jacobian of ``node`` whose diagonal is ``d`` (the language has no ``diag``)."""
+        if d is None:
+            return None
+        eye = self.b.arrays.eye(self.wrt[0])
+        if id(node) in self.outside or d.op is CONST:
+            return self.b.make(MUL, (eye, d))
+        return self.b.make(CONDITIONAL, (eye, d, self.b.constant(0.0)))
+
+    def node_jacobian(self, node: SymNode, operands: list[SymNode | None]) -> SymNode:
+        b, wrt = self.b, self.wrt
+        # the matrix A of A@u, which does not depend on the input (no Jacobian), may be one
+        constant = 1 if node.op is OPS["matmul"] and operands[0] is None else 0
+        if len(shape_of(node)) > 1 or any(len(shape_of(s)) > 1 for s in node.inputs[constant:]):
+            raise _NoFormError
+        if node.op.is_array:
+            return _op_jacobian(b, node, operands, wrt)
+        if node.op is CONDITIONAL and wrt and shape_of(node):
+            return self.picked(node, operands)
+        return _chain(b, node, operands, lambda position, partial, j: self.scale_rows(
+            partial, _broadcast(b, j, node.inputs[position], node, wrt), node))
+
+    def picked(self, node: SymNode, operands: list[SymNode | None]) -> SymNode:
+        """where(c, a, b)'s Jacobian: the rows of a's where c holds, of b's elsewhere."""
+        b, wrt = self.b, self.wrt
+        condition, *branches = node.inputs
+        n = shape_of(node)[0]
+        rows = [zeros(b, (n, *wrt)) if j is None else _broadcast(b, j, source, node, wrt)
+                for source, j in zip(branches, operands[1:], strict=True)]
+        if shape_of(condition):
+            condition = op_node(b, "outer", condition, spread(b, b.constant(1.0), wrt))
+        return b.make(CONDITIONAL, (condition, *rows))
+
+    def scale_rows(self, factor: SymNode, j: SymNode, node: SymNode) -> SymNode:
+        """diag(factor) @ J for a vector factor (J's rows scaled), factor * J for a number."""
+        b, wrt = self.b, self.wrt
+        if not shape_of(factor) or not wrt:
+            return b.make(MUL, (factor, j))
+        if id(node) not in self.outside:
+            return b.make(MUL, (op_node(b, "outer", factor, spread(b, b.constant(1.0), wrt)), j))
+        n = shape_of(factor)[0]
+        return op_node(b, "matmul", b.make(MUL, (b.arrays.eye(n), factor)), j)
 
 
 def _broadcast(b: ArrayBuilder, j: SymNode, source: SymNode, node: SymNode,
@@ -315,14 +367,6 @@ def _broadcast(b: ArrayBuilder, j: SymNode, source: SymNode, node: SymNode,
         return j
     n = out[0]
     return op_node(b, "outer", spread(b, b.constant(1.0), (n,)), j) if wrt else spread(b, j, (n,))
-
-
-def _scale_rows(b: ArrayBuilder, factor: SymNode, j: SymNode, wrt: tuple[int, ...]) -> SymNode:
-    """diag(factor) @ J for a vector factor (J's rows scaled), factor * J for a number."""
-    if not shape_of(factor) or not wrt:
-        return b.make(MUL, (factor, j))
-    n = shape_of(factor)[0]
-    return op_node(b, "matmul", b.make(MUL, (b.arrays.eye(n), factor)), j)
 
 
 def _op_jacobian(b: ArrayBuilder, node: SymNode, operands: list[SymNode | None],
