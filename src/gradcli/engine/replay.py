@@ -42,6 +42,7 @@ class Replayer:
         self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
         self.switched: set[int] = set()
         self._weights: list[float] = []  # ``rounding_weight`` of each node, made by ``weights``
+        self._values: list[Any] = []  # each node's value, made by ``values``
 
     def weights(self) -> list[float]:
         """Each node's ``rounding_weight``, computed on first use."""
@@ -84,11 +85,13 @@ class Replayer:
         (output at up, output at down, the larger ``largest``), the same numbers to the bit.
         None where the two replays would not both run plainly (a domain, a failure, a result
         that is not finite, a conditional): the caller replays one at a time, which names the
-        error. One walk reads each node and its operands once for both values."""
+        error. One walk reads each node and its operands once for both values, from two copies
+        of the nodes' values by index (lists: no dict of changed values to box indices for)."""
         if self.masked:
             return None
-        ups, downs = {index: up}, {index: down}
-        get_up, get_down = ups.get, downs.get
+        ups = self.values()
+        downs = ups[:]
+        ups[index], downs[index] = up, down
         weights = self.weights()
         largest = max(abs(up), abs(down)) * weights[index]
         isfinite = math.isfinite
@@ -98,12 +101,12 @@ class Replayer:
             op, inputs = node.op, node.inputs
             if len(inputs) == 2:  # most nodes: no comprehension (a function call in Python 3.11)
                 a, b = inputs
-                i, j, value_a, value_b = a.index, b.index, a.value, b.value
-                above = (get_up(i, value_a), get_up(j, value_b))
-                below = (get_down(i, value_a), get_down(j, value_b))
+                i, j = a.index, b.index
+                above = (ups[i], ups[j])
+                below = (downs[i], downs[j])
             else:
-                above = tuple([get_up(s.index, s.value) for s in inputs])
-                below = tuple([get_down(s.index, s.value) for s in inputs])
+                above = tuple([ups[s.index] for s in inputs])
+                below = tuple([downs[s.index] for s in inputs])
             domain = op.domain
             if domain is not None and (domain(*above) is not None
                                        or domain(*below) is not None):
@@ -121,8 +124,14 @@ class Replayer:
                 largest = high
             if low > largest:
                 largest = low
-        last = self.nodes[-1]
-        return get_up(last.index, last.value), get_down(last.index, last.value), largest
+        last = self.nodes[-1].index
+        return ups[last], downs[last], largest
+
+    def values(self) -> list[Any]:
+        """A copy of every node's value, by index (the nodes' values, read once per check)."""
+        if not self._values:
+            self._values = [node.value for node in self.nodes]
+        return self._values[:]
 
     def _replay_masked(self, index: int, changed: dict[int, Any], largest: float,
                        evaluate: Any) -> tuple[Any, float]:
@@ -167,13 +176,13 @@ class Replayer:
         down the order, a node hit when one of its operands is (no recursion, no sorting)."""
         if index == self._index:
             return self._affected
-        hit = bytearray(len(self.nodes))
-        hit[index] = 1
+        hit = [False] * len(self.nodes)  # a list, not a bytearray: compiled, no boxed ints
+        hit[index] = True
         found: list[Node] = []
         for node in self.nodes[index + 1:]:
             for source in node.inputs:
                 if hit[source.index]:
-                    hit[node.index] = 1
+                    hit[node.index] = True
                     found.append(node)
                     break
         self._index, self._affected = index, found

@@ -88,6 +88,9 @@ class GraphBuilder(Definitions):
         """A name not followed by ``(``: a statement's name, a constant, or a variable -- also
         when a function has that name (``beta*x``): only a call calls (docs/language.md)."""
         token = children[0]
+        variable = self.variables.get(token)
+        if variable is not None and token not in self.named:  # most names: a variable again
+            return variable
         name = str(token)
         if name in self.named:
             self.read.add(name)

@@ -24,12 +24,19 @@ from gradcli.language.lalr import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
-_SHIFT = 0  # an action kind in the tables (1: reduce)
-_UNIT, _PASS, _LEAF, _CALL, _SPLICE = range(5)  # how a reduction makes its value
+# ``Final``: compiled (setup.py), C constants, not names looked up in the module's dictionary at
+# every reduction (as engine/core_ops.py's).
+_SHIFT: Final = 0  # an action kind in the tables (1: reduce)
+# how a reduction makes its value
+_UNIT: Final = 0
+_PASS: Final = 1
+_LEAF: Final = 2
+_CALL: Final = 3
+_SPLICE: Final = 4
 _ERROR = "__ERROR"
-_NOTHING = -(1 << 28)  # no action: a syntax error (or, on $END in the end state, the result)
+_NOTHING: Final = -(1 << 28)  # no action: a syntax error (or, on $END in the end state: done)
 
 
 class Parser:
@@ -151,6 +158,7 @@ class Parser:
         multiline = "\n" in text  # else no newline to drop: skip the counting (a batch's lines)
         names, error = self.names, self.error
         new_str: Any = str.__new__
+        token_class = Token  # a local: not looked up by name for every token
         top = self.start
         states: list[int] = [top]
         values: list[Any] = []
@@ -171,7 +179,7 @@ class Parser:
                         line += text.count("\n", counted, pos)
                         line_start = text.rfind("\n", 0, pos) + 1
                     counted = pos
-                    value = new_str(Token, word)  # Token(...) inlined
+                    value = new_str(token_class, word)  # Token(...) inlined
                     value.type, value.pos_in_stream = names[k], pos
                     value.line, value.column = line, pos - line_start + 1
             elif multiline and k in brackets:
@@ -207,7 +215,8 @@ class Parser:
                     continue
                 else:
                     if how == _CALL:
-                        method, pick = what
+                        call: tuple[Any, Any] = what  # unpacked as a pair, not iterated
+                        method, pick = call
                         made = method(pick(values))
                     elif how == _PASS:
                         made = values[what - length]
