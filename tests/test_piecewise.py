@@ -598,3 +598,23 @@ def test_every_function_s_jacobian_under_a_where_has_a_value_where_the_program_h
                             / (2 * h) for step in np.eye(3) * h]).T
     assert np.allclose(jacobians[output]["x"], differences, rtol=1e-5, atol=1e-7)
     assert jacobians[output]["x"][0].tolist() == [-1.4, 0.0, 0.0]  # 2x at -0.7, by hand
+
+
+def test_a_node_shared_by_pieces_of_two_conditions_keeps_its_factor_in_the_branches():
+    """Found by a bug hunt: sqrt(x) read by two wheres gets the gradient where(x > 0, 1, 0) +
+    where(x > 1, 1, 0), and its slope 0.5/sqrt(x) was multiplied onto that sum, outside the
+    branches: no value at x < 0, where the program is 0 (refused as "a bug in gradcli diff").
+    The factor now goes into each piece. Exports checked by hand on every side."""
+    scalar = CliRunner().invoke(cli, ["diff", "where(x > 0, sqrt(x), 0) + where(x > 1, sqrt(x), 0)",
+                                      "--format", "python"])
+    assert scalar.exit_code == 0, scalar.output
+    space: dict = {}
+    exec(compile(scalar.stdout, "exported", "exec"), space)  # our own export, not user input
+    for x, slope in ((-1.0, 0.0), (0.25, 1.0), (4.0, 0.5)):  # 0, 0.5/sqrt(x), twice that
+        assert space["f"](x)[1] == (slope,)
+    vector = CliRunner().invoke(cli, ["diff", "sum(where(x > 0, sqrt(x), 0) + where(x > 1, "
+                                      "sqrt(x), 0))", "--shape", "x=3", "--format", "python"])
+    assert vector.exit_code == 0, vector.output
+    exec(compile(vector.stdout, "exported", "exec"), space)
+    value, gradient = space["f"](np.array([-1.0, 0.25, 4.0]))
+    assert value == 0.5 + 4.0 and gradient["x"].tolist() == [0.0, 1.0, 0.5]

@@ -191,6 +191,8 @@ def _mul(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
             return x
     if xop is WHERE or yop is WHERE:
         return _into_branches(b, MUL, x, y)
+    if _pieces_summed(x) or _pieces_summed(y):
+        return _spread_over(b, MUL, x, y)
     if number:
         if xop is CONST and x.value == -1.0:
             return b.make(NEG, (y,))
@@ -248,6 +250,8 @@ def _div(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
         return x
     if xop is WHERE:
         return _into_branches(b, DIV, x, y)
+    if _pieces_summed(x):
+        return _spread_over(b, DIV, x, y)
     if yop is CONST and y.value == -1.0:
         return b.make(NEG, (x,))
     if xop is CONST and x.value == 0.0:
@@ -329,6 +333,27 @@ def _into_branches(b: Maker, op: Op, x: SymNode, y: SymNode) -> SymNode:
         return b.make(op, (left, right))
 
     return b.make(WHERE, (condition, branch(1), branch(2)))
+
+
+def _pieces_summed(node: SymNode, depth: int = 4) -> bool:
+    """A sum of conditionals (a gradient that reached a node through several wheres:
+    where(x > 0, 1, 0) + where(x > 1, 1, 0)), up to ``depth`` levels down: building stays
+    linear."""
+    if node.op is WHERE:
+        return True
+    return depth > 0 and (node.op is ADD or node.op is SUB) and all(
+        _pieces_summed(source, depth - 1) for source in node.inputs)
+
+
+def _spread_over(b: Maker, op: Op, x: SymNode, y: SymNode) -> SymNode:
+    """g*(w1 + w2) -> g*w1 + g*w2 (and (w1 + w2)/g), each then moved into its branches: a
+    factor pulled out of the pieces would be computed where none of them is taken
+    (0.5/sqrt(x) at x < 0 in d/dx of where(x > 0, sqrt(x), 0) + where(x > 1, sqrt(x), 0))."""
+    summed, other = (x, y) if _pieces_summed(x) else (y, x)
+    left, right = summed.inputs
+    if summed is x:
+        return b.make(summed.op, (b.make(op, (left, other)), b.make(op, (right, other))))
+    return b.make(summed.op, (b.make(op, (other, left)), b.make(op, (other, right))))
 
 
 REWRITES: dict[str, Callable[..., SymNode | None]] = {
