@@ -192,14 +192,22 @@ def test_a_derivative_not_checked_says_why_at_the_values_given_and_without_them(
 
 
 def test_a_reference_that_overflows_leaves_the_derivative_unchecked_not_failed():
-    """exp(x) at 709.7: its second derivative (exp(709.7), by hand) is printed; the
-    differences that would check it overflow, so the note says not checked (it was a false
-    'bug in gradcli diff', exit 1, with NumPy's warnings)."""
+    """exp(x) a step below the largest float's log: its derivatives (exp(x), by hand) are
+    printed; the differences that would check them overflow, so the note says not checked (it
+    was a false 'bug in gradcli diff', exit 1, with NumPy's warnings). At 709.7 they are
+    checked: the differences are taken scaled to their largest value (8 times it overflowed)."""
+    for order in ("1", "2"):
+        done = diff("exp(x)", "--x", "709.7827", "--order", order)
+        assert done.exit_code == 0, done.output
+        (entry,) = printed(done).values()
+        assert float(entry) == pytest.approx(math.exp(709.7827), rel=1e-12)
+        assert done.stderr.startswith("note: not checked: the differences that would check it "
+                                      "cannot be taken"), done.stderr
+        assert "Warning" not in done.stderr
     done = diff("exp(x)", "--x", "709.7", "--order", "2")
-    assert done.exit_code == 0, done.output
     assert float(printed(done)["d2/dx dx"]) == pytest.approx(math.exp(709.7), rel=1e-12)
-    assert done.stderr.startswith("note: not checked: the differences that would check it "
-                                  "cannot be taken"), done.stderr
+    assert done.stderr == ("note: checked at 1 point: 1 derivative agrees with central "
+                           "differences of the reverse-mode gradient\n")
     assert "Warning" not in done.stderr
 
 
@@ -446,3 +454,26 @@ def test_an_exported_entry_gets_the_smaller_steps_a_printed_one_gets():
     inv2 = inv @ inv
     by_hand = (np.einsum("jk,li->ijkl", inv, inv2) + np.einsum("jk,li->ijkl", inv2, inv))
     np.testing.assert_allclose(hessian["A"]["A"], by_hand, rtol=1e-10, atol=1e-12)
+
+
+def test_at_the_values_given_first_derivatives_are_checked_against_differences_of_the_value():
+    """Found by an audit: given every value, diff prints eval's reverse-mode numbers, and its
+    check compared them with the reverse-mode gradient, itself: relu(x) at 0 printed 0 as
+    "checked". They are compared with central differences of the value now: a kink or a jump
+    there is a convention (the note says which sides' slopes), and other points agree."""
+    for program, values, convention in (
+            ("relu(x)", ["--x", "0"], "d/dx at x = 0 is a convention, not checked: the value "
+                                       "has a kink there (its sides' slopes 0 and 1)"),
+            ("abs(x)", ["--x", "0"], "its sides' slopes -1 and 1"),
+            ("floor(x)*y", ["--x", "2", "--y", "1"], "the value jumps there (from 1 to 2)"),
+            ("f = x*y; g = abs(x); f, g", ["--x", "0", "--y", "1"], "d(g)/dx at x = 0, y = 1 "
+                                                                  "is a convention")):
+        done = diff(program, *values)
+        assert done.exit_code == 0, done.output
+        assert convention in done.stderr, done.stderr
+    smooth = diff("sin(x)*exp(y)", "--x", "0.3", "--y", "1", "--json")
+    record = json.loads(smooth.stdout)
+    assert record["checked"] == {"points": 1, "entries": 2, "against": "central differences of "
+                                 "the value", "conventions": [], "unchecked_pieces": []}
+    assert float(record["derivatives"]["x"]) == math.cos(0.3) * math.exp(1)  # by hand
+    assert float(record["derivatives"]["y"]) == pytest.approx(math.sin(0.3) * math.e, rel=1e-15)

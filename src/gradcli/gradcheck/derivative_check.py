@@ -67,6 +67,8 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
     against = {"gradient": "the reverse-mode gradient", "jacobian": "the reverse-mode Jacobian",
                "hessian": "central differences of the reverse-mode gradient",
                "higher": "central differences of the order below"}[request.kind]
+    if request.first_by_differences:
+        against = "central differences of the value"
     conventions = {label: why for each in (*readers, reader)
                    for label, why in each.conventions.items()}
     return Checked(checked, sum(each.entries for each in (*readers, reader)), against,

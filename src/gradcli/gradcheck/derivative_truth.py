@@ -47,6 +47,14 @@ class DiffCheck:
     python_kind: str = ""
     wrt: list[str] = field(default_factory=list)  # the order of a scalar export's entries
 
+    @property
+    def first_by_differences(self) -> bool:
+        """At the user's own point diff prints a number program's first derivatives as the
+        engine's numbers themselves (an array program's stay formulas): they are checked
+        against differences of the value, as eval's are (a kink then says so)."""
+        return self.kind in ("gradient", "jacobian") and all(
+            name in self.given and not shape for name, shape in self.shapes.items())
+
 
 @dataclass(frozen=True)
 class Checked:
@@ -134,7 +142,7 @@ def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expec
         bad = ~(np.abs(printed - expected) <= atol * scale + rtol * np.abs(expected))
     if bool(np.any(bad)):
         where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
-        raise mismatch(label, text, point, printed, expected, "", where)
+        raise mismatch(label, text, point, printed, expected, "", where, exact)
 
 
 def _rough(value: Any) -> str:
@@ -154,15 +162,16 @@ def _short(value: Any) -> str:
 
 
 def mismatch(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
-              why: str, where: tuple[int, ...] = ()) -> CheckError:
+              why: str, where: tuple[int, ...] = (), exact: bool = True) -> CheckError:
     at = ", ".join(f"{name} = {_short(value)}" for name, value in point.items())
     shown = text if len(text) <= 80 else text[:77] + "..."
     if printed is None:
         return CheckError(f"{label} = {shown} is not defined at {at or 'the point'}, where the "
                           f"program is: {why}", hint=BUG_HINT)
     element = index_text(where)
-    numbers = why or (f"is {format_number(printed[where])}{element and ' at ' + element}, "
-                      f"the engine's {format_number(expected[where])}")
+    truth = (f"the engine's {format_number(expected[where])}" if exact
+             else f"central differences give {_rough(expected[where])}")
+    numbers = why or f"is {format_number(printed[where])}{element and ' at ' + element}, {truth}"
     return CheckError(f"{label} = {shown} at {at or 'the point'}: {numbers}", hint=BUG_HINT)
 
 
@@ -193,14 +202,16 @@ class Truth:
             for name in self.request.shapes:
                 self.second(name)
 
-    def values(self) -> Any:
-        program = self.request.program
+    def values(self, point: Mapping[str, Any] | None = None) -> Any:
+        """The program's value at ``point`` (the truth's own by default); its outputs' by
+        label for several outputs or an array output."""
+        program, point = self.request.program, self.point if point is None else point
         if program.outputs:
-            arrays.bind(program, self.point)
+            arrays.bind(program, dict(point))
             arrays.forward(program.nodes, program.outputs)
             return {label: node.value
                     for label, node in zip(output_labels(program), program.outputs, strict=True)}
-        return value_at(program, self.point)
+        return value_at(program, point)
 
     def second(self, name: str) -> dict[str, Any]:
         """d(gradient)/d(name) for every variable, by central differences; along one random
@@ -239,6 +250,11 @@ class Truth:
         """The true value of the entry at ``path``, and whether it is exact (not a
         difference quotient)."""
         kind = self.request.kind
+        if self.request.first_by_differences:
+            try:
+                return differences(self.below(path), self.point, path[-1]), False
+            except NumericError:  # a step past an edge next to 0 (sqrt at 1e-12): its own scale
+                return differences(self.below(path), self.point, path[-1], own=True), False
         if kind == "jacobian":
             return self.jacobian[path[0]][path[1]], True
         if len(path) == 1:
@@ -249,7 +265,12 @@ class Truth:
 
     def below(self, path: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
         """The function whose derivative by ``path[-1]`` the entry at ``path`` is (order 2
-        and up): the numeric gradient's entry, or the printed derivative of the order below."""
+        and up): the numeric gradient's entry, or the printed derivative of the order below;
+        the value (an output's, in a Jacobian) for a first derivative."""
+        if self.request.kind == "jacobian":  # several outputs by label, or one array output
+            return lambda p: _output(self.values(p), path[0])
+        if len(path) == 1:
+            return lambda p: self.values(p)
         if len(path) == 2:
             return lambda p: _gradient(self.request.program, p)[path[0]]
         kind = self.request.kind
@@ -348,7 +369,9 @@ class Truth:
             return False, None
         if not np.any(odd):
             return True, None  # both sides agree with it: one-sided differences check it
-        below = "the gradient" if len(path) == 2 else f"the order-{len(path) - 1} derivative"
+        below = {1: "the value", 2: "the gradient"}.get(
+            1 if self.request.kind == "jacobian" else len(path),
+            f"the order-{len(path) - 1} derivative")
         scalar = np.size(low) == 1
         if np.any(sides.jumps & odd):
             how = (f"jumps there (from {_rough(sides.before)} to {_rough(sides.after)})"
@@ -359,6 +382,10 @@ class Truth:
         at = ", ".join(f"{name} = {_short(value)}" for name, value in self.point.items())
         return True, (f"{label} at {at} is a convention, not checked: {below} {how}, so no "
                       "derivative exists, and the value printed is the rules'")
+
+
+def _output(values: Any, label: str) -> Any:
+    return values[label] if isinstance(values, dict) else values
 
 
 def _gradient(program: Program, point: Mapping[str, Any]) -> dict[str, Any]:
@@ -483,8 +510,11 @@ def _combine(taken: list[Any], h: float) -> Any:
         return {key: _combine([t[key] for t in taken], h) for key in taken[0]}
     np = arrays.numpy()
     far, near, back, farther = (np.asarray(t, dtype=float) for t in taken)
+    # scaled to their largest, so that 8 * near does not overflow (exp(x) at 709)
+    scale = max(float(np.max(np.abs(each), initial=0.0)) for each in taken) or 1.0
     with np.errstate(all="ignore"):
-        found = (-far + 8 * near - 8 * back + farther) / (12 * h)
+        found = (-far / scale + 8 * (near / scale) - 8 * (back / scale) + farther / scale) / (
+            12 * h) * scale
     if not np.all(np.isfinite(found)):  # exp(x) at 709.7: no reference, not a wrong entry
         raise NumericError("the differences that check it overflow")
     return found
