@@ -26,6 +26,7 @@ from gradcli.gradcheck.differences import (
     GradientCheck,
     check_node,
     meaningful,
+    screened,
     settled_check,
 )
 from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees
@@ -172,7 +173,8 @@ def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
             largest = max(float(abs(replayer.nodes[-1].value)), both[2])
             agreed = central_agrees(node.grad, both[0], both[1], largest, h, rtol, atol)
             if agreed is not None:
-                return GradientCheck(node.grad, *agreed, True, CENTRAL.method, h)
+                return screened(replayer, node, GradientCheck(
+                    node.grad, *agreed, True, CENTRAL.method, h), both[0], both[1], largest)
     return check_node(replayer, node, rtol, atol, method)
 
 

@@ -23,7 +23,7 @@ from gradcli.engine.graph import Node
 from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
 from gradcli.engine.ops.row import LINEAR_ALL
 from gradcli.engine.replay import Moved, Replayer, Scaled, linear_part, reads_whole
-from gradcli.gradcheck.steps import CENTRAL, base_step, judge, quotient
+from gradcli.gradcheck.steps import CENTRAL, base_step, curved, judge, quotient
 
 if TYPE_CHECKING:  # the array columns' module is imported where they are made
     from gradcli.gradcheck.column_forms import Sparse
@@ -181,6 +181,9 @@ def central_columns(node: Node, downstream: list[Node], output: Node, weights: l
             largest = np.maximum(np.maximum(most_up, most_down), f0)
             error, allowed, agrees, _ = judge(g, numeric, largest, h_all, 0, rtol, atol,
                                               np.maximum)
+            # a possible kink is the element check's to screen (differences.screened)
+            value = float(output.value)
+            agrees &= ~curved(out_up, out_down, value, h_all, allowed)
         agrees &= np.isfinite(largest) & np.isfinite(numeric)
         keys = [*chunk.tolist(), *range(lines_here)]
         found = zip(*(a[agrees].tolist() for a in (numeric, error, allowed, h_all)), strict=True)

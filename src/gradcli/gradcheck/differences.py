@@ -51,9 +51,12 @@ from gradcli.errors import NumericError
 from gradcli.gradcheck.steps import (
     CENTRAL,
     EPS,
+    KINK_STEPS,
     STENCILS,
     Stencil,
+    curved,
     judge,
+    kink,
     quotient,
     steps_for,
     tolerance,
@@ -123,7 +126,7 @@ def check_node(
         if estimate is None:
             tried.append(GradientCheck(analytic, None, None, 0.0, False, "none", h))
             continue
-        numeric, method, largest = estimate
+        numeric, method, largest, samples = estimate
         error, allowed, agrees, swamped = judge(analytic, numeric, largest, h, shrink, rtol, atol)
         if swamped:
             from gradcli.gradcheck.conditioning import ill_conditioned  # a failing check only
@@ -134,7 +137,9 @@ def check_node(
             break
         check = GradientCheck(analytic, numeric, error, allowed, agrees, method, h)
         if agrees:
-            return check
+            if method != CENTRAL.method:
+                return check
+            return screened(replayer, node, check, samples[0], samples[1], largest)
         tried.append(check)
         if extrapolate and method == CENTRAL.method:
             central.append((h, numeric, largest))
@@ -170,20 +175,49 @@ def _extrapolated(analytic: float, central: list[tuple[float, float, float]], rt
                          abs(numeric - d2))
 
 
-def _difference(replayer: Replays, node: Perturbed, h: float) -> tuple[float, str, float] | None:
-    """(estimate, method, largest rounding scale) by the first stencil that evaluates, or None."""
+def screened(replayer: Replays, node: Perturbed, check: GradientCheck, up: Any, down: Any,
+             largest: Any) -> GradientCheck:
+    """``check``, a central difference that agreed, or the failure a kink at the node's value
+    makes of it (steps.py's ``curved`` and ``kink``): abs(x) at 0 fails as relu(x) does, with
+    the slope of the side farther from the gradient. A kink a step away, not at the value, is
+    no kink there: the smaller steps stay on one side of it."""
+    h, f0 = check.step, replayer.nodes[-1].value
+    if not curved(up, down, f0, h, check.tolerance):
+        return check
+    v, index = node.value, node.index
+    jumps, left, right = [], 0.0, 0.0
+    for fraction in KINK_STEPS:
+        small = h * fraction
+        try:
+            right = (replayer.replay(index, v + small)[0] - f0) / small
+            left = (f0 - replayer.replay(index, v - small)[0]) / small
+        except NumericError:
+            return check
+        jumps.append(abs(right - left))
+    if not kink((jumps[0], jumps[1]), check.tolerance, largest, h):
+        return check
+    analytic = check.analytic
+    side = right if abs(right - analytic) >= abs(left - analytic) else left
+    return replace(check, numeric=side, abs_error=abs(side - analytic), ok=False, failed=1,
+                   method="one-sided", step=h * KINK_STEPS[-1])
+
+
+def _difference(replayer: Replays, node: Perturbed,
+                h: float) -> tuple[float, str, float, list[Any]] | None:
+    """(estimate, method, largest rounding scale, the samples) by the first stencil that
+    evaluates, or None."""
     for stencil in STENCILS:
         estimate = _apply(replayer, node, stencil, h)
         if estimate is not None:
-            return estimate[0], stencil.method, estimate[1]
+            return estimate[0], stencil.method, estimate[1], estimate[2]
     return None
 
 
 def _apply(
     replayer: Replays, node: Perturbed, stencil: Stencil, h: float
-) -> tuple[float, float] | None:
-    """(estimate, largest rounding scale among f(v) and the recomputed values), or None where a
-    shifted point is outside the domain or the estimate is not finite."""
+) -> tuple[float, float, list[Any]] | None:
+    """(estimate, largest rounding scale among f(v) and the recomputed values, the samples), or
+    None where a shifted point is outside the domain or the estimate is not finite."""
     v, index = node.value, node.index
     f0 = replayer.nodes[-1].value
     samples, largest = [], float(abs(f0))  # a float also where an array program's sum is NumPy's
@@ -198,7 +232,7 @@ def _apply(
     except NumericError:
         return None
     estimate = quotient(stencil, samples, h)
-    return (estimate, largest) if math.isfinite(estimate) else None
+    return (estimate, largest, samples) if math.isfinite(estimate) else None
 
 
 # --- complex step and Richardson extrapolation ---------------------------------------------------

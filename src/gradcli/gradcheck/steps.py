@@ -122,6 +122,35 @@ def judge(
     return error, allowed, (error <= allowed) & (error < math.inf), swamped
 
 
+# --- a kink a central difference averages over -------------------------------------------------
+# A central difference averages the slopes on the two sides of the point: at a kink, abs(x) at
+# 0, it gives their mean, the rules' convention abs'(0) = 0, and so would call it checked where
+# relu(x) at 0 fails. Its own two replays tell where to look: their one-sided slopes differ by
+# about h f''(v) on a curve, by the jump at a kink (``curved``); two smaller pairs then decide
+# (``kink``): a kink's jump stays, a curve's shrinks with the step. Every check screens its
+# central agreements so (differences.screened, settle, the columns' first passes).
+KINK_STEPS = (0.1, 0.01)  # the smaller pairs' steps, relative to the central difference's
+# A jump smaller than this share of the slopes is a curve's, not worth a look (W2's programs:
+# 7 looks in 7,000 inputs; a kink whose jump is that small and whose rule takes the slopes'
+# mean, 1000*x + abs(x) at 0, goes unseen)
+KINK_SHARE = 1e-3
+
+
+def curved(up: Any, down: Any, f0: Any, h: Any, allowed: Any) -> Any:
+    """Where f(v + h) = ``up`` and f(v - h) = ``down`` have one-sided slopes further apart
+    than the allowance and ``KINK_SHARE`` of their size (NaN: nowhere)."""
+    right, left = (up - f0) / h, (f0 - down) / h
+    jump = abs(right - left)
+    return (jump > allowed) & (jump > KINK_SHARE * (abs(right) + abs(left)))
+
+
+def kink(jumps: tuple[Any, Any], allowed: Any, largest: Any, h: Any) -> Any:
+    """Where the one-sided slopes' jumps at the ``KINK_STEPS`` (of central step ``h``) are a
+    kink's: the second as large as half the first, and above the allowance and the noise."""
+    noise = noise_allowance(largest, h * KINK_STEPS[-1])
+    return (jumps[1] > 0.5 * jumps[0]) & (jumps[1] > allowed + 4.0 * noise)
+
+
 # --- what a step policy perturbs and replays ------------------------------------------------------
 
 if TYPE_CHECKING:  # for the type checker only
@@ -189,12 +218,19 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
         if not rows.size:
             break
         h = step(base[rows], shrink) if shrink <= SHRINKS else own[rows]
-        numeric, largest, stencils = first_stencil(sample, f0, rows, h)
+        numeric, largest, stencils, central = first_stencil(sample, f0, rows, h)
         with np.errstate(invalid="ignore"):
             error, allowed, agrees, swamped = judge(
                 analytic[rows], numeric, largest, h, shrink, rtol, atol, np.maximum)
             good = agrees & ~swamped
-            better = good | (~swamped & (np.nan_to_num(error, nan=np.inf) < found.error[rows]))
+            kinks, sides = _kinks(sample, f0, rows, h, good & curved(
+                                      central[0], central[1], f0[rows], h, allowed),
+                                  analytic[rows], allowed, largest)
+            numeric = np.where(kinks, sides, numeric)
+            error = np.where(kinks, np.abs(sides - analytic[rows]), error)
+            good, swamped = good & ~kinks, swamped | kinks  # a kink's verdict is final
+            better = good | kinks | (
+                ~swamped & (np.nan_to_num(error, nan=np.inf) < found.error[rows]))
             if judged is not None:
                 judged(rows, h, shrink, numeric, error, allowed, largest, stencils)
         keep = rows[better]
@@ -208,11 +244,38 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
     return found
 
 
-def first_stencil(sample: Sample, f0: Any, rows: Any, h: Any) -> tuple[Any, Any, Any]:
-    """(estimate, largest rounding scale, stencil index) at ``rows`` by the first stencil that
-    evaluates at each (as ``differences._difference`` at one point); NaN and -1 where none does."""
+def _kinks(sample: Sample, f0: Any, rows: Any, h: Any, flagged: Any, analytic: Any,
+           allowed: Any, largest: Any) -> tuple[Any, Any]:
+    """(where, the side's slope farther from ``analytic``) the ``flagged`` of ``rows`` have
+    a kink (``kink``), as ``differences.screened`` finds one at one point."""
+    np = numpy()
+    found, sides = np.zeros(rows.size, dtype=bool), np.full(rows.size, np.nan)
+    at = np.flatnonzero(flagged)
+    if not at.size:
+        return found, sides
+    jumps, failed = [], np.zeros(at.size, dtype=bool)
+    for fraction in KINK_STEPS:
+        small, base = h[at] * fraction, f0[rows[at]]
+        up, _, bad_up = sample(rows[at], 1.0, small)
+        down, _, bad_down = sample(rows[at], -1.0, small)
+        with np.errstate(all="ignore"):
+            right, left = (up - base) / small, (base - down) / small
+        jumps.append(np.abs(right - left))
+        failed |= bad_up | bad_down | ~np.isfinite(right) | ~np.isfinite(left)
+    found[at] = ~failed & kink((jumps[0], jumps[1]), allowed[at], largest[at], h[at])
+    farther = np.abs(right - analytic[at]) >= np.abs(left - analytic[at])
+    sides[at] = np.where(farther, right, left)
+    return found, sides
+
+
+def first_stencil(sample: Sample, f0: Any, rows: Any, h: Any) -> tuple[Any, Any, Any, Any]:
+    """(estimate, largest rounding scale, stencil index, the central stencil's f(v + h) and
+    f(v - h) as two rows) at ``rows`` by the first stencil that evaluates at each (as
+    ``differences._difference`` at one point); NaN and -1 where none does (the last: NaN where
+    the central one did not)."""
     np = numpy()
     estimate = np.full(rows.size, np.nan)
+    central = np.full((2, rows.size), np.nan)
     used = np.full(rows.size, -1, dtype=np.int8)
     largest = np.abs(f0[rows])
     todo = np.arange(rows.size)
@@ -235,8 +298,10 @@ def first_stencil(sample: Sample, f0: Any, rows: Any, h: Any) -> tuple[Any, Any,
         estimate[at] = quotients[done]
         largest[at] = reach[done]
         used[at] = index
+        if stencil is CENTRAL:
+            central[:, at] = np.asarray(samples)[:, done]
         todo = todo[~done]
-    return estimate, largest, used
+    return estimate, largest, used, central
 
 
 def central_agrees(grad: float, up: float, down: float, most: float, h: float, rtol: float,

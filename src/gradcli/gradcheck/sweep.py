@@ -391,7 +391,7 @@ def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rtol: floa
     if not at.size:
         return
     h = h[at]
-    moved, _, _ = first_stencil(_sampler(sweep, name, downstream, weights, perturbed=True),
+    moved, _, _, _ = first_stencil(_sampler(sweep, name, downstream, weights, perturbed=True),
                                 sweep.value,
                                 rows[at], h)
     with np.errstate(invalid="ignore", over="ignore"):

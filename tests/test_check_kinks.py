@@ -1,0 +1,59 @@
+"""The check's kink screen (gradcheck/steps.py: ``curved``, ``kink``): a central difference
+averages the two sides' slopes, so where the rule takes their mean (abs(x) at 0: -1 and 1, the
+rule's 0) it agreed and the check called a point without a derivative "checked" (found by an
+audit), while relu(x) at 0 failed. Every path screens its agreements: the float replays, the
+NumPy columns, array elements, Hessians, Jacobians and sweeps. Smooth functions at stationary
+points and kinks a step away still pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import gradcli
+from gradcli.cli import cli
+
+
+def _eval(*args: str):
+    return CliRunner().invoke(cli, ["eval", *args])
+
+
+@pytest.mark.parametrize(("text", "values", "sides"), [
+    ("abs(x)", {"x": 0.0}, (-1.0, 1.0)),
+    ("abs(x) + 5*x", {"x": 0.0}, (4.0, 6.0)),
+    ("max(x, y)", {"x": 1.0, "y": 1.0}, (0.0, 1.0)),
+    ("abs(x)*y", {"x": 0.0, "y": 2.0}, (-2.0, 2.0)),
+    ("abs(sin(x))", {"x": 0.0}, (-1.0, 1.0)),
+])
+def test_a_kink_whose_rule_takes_the_slopes_mean_fails_with_a_side_s_slope(text, values, sides):
+    result = gradcli.evaluate(text, values)
+    check = result.check.gradients["x"]
+    assert not result.check.ok and not check.ok and check.method == "one-sided"
+    assert min(abs(check.numeric - side) for side in sides) < 1e-6  # a side's slope, by hand
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("x**2", {"x": 0.0}), ("cos(x)", {"x": 0.0}), ("x**3", {"x": 0.0}),
+    ("abs(x - 1e-9)", {"x": 0.0}), ("abs(x)", {"x": 1e-7}), ("sin(1000*x)", {"x": 0.3}),
+    ("exp(-x**2)*1e6", {"x": 0.0}), ("abs(x)**3", {"x": 0.0}), ("x*abs(x)", {"x": 0.0}),
+])
+def test_smooth_points_and_kinks_a_step_away_still_pass(text, values):
+    assert gradcli.evaluate(text, values).check.ok, text
+
+
+def test_every_path_screens_its_agreements():
+    """Arrays (element columns), Hessians (scalar and array), a Jacobian, a sweep's CSV."""
+    assert _eval("abs(x)", "--x", "0").exit_code == 1
+    vector = _eval("sum(abs(x))", "--x", "[0, 1]", "--json")
+    assert vector.exit_code == 1
+    assert json.loads(vector.stdout)["check"]["gradients"]["x"]["where"] == [0]
+    assert _eval("x*abs(x)", "--x", "0", "--hessian").exit_code == 1  # 2|x|'s kink
+    assert _eval("sum(x*abs(x))", "--x", "[0, 1]", "--hessian").exit_code == 1
+    jacobian = _eval("f = x*y; g = abs(x); f, g", "--x", "0", "--y", "1", "--json")
+    assert jacobian.exit_code == 1, jacobian.output
+    swept = _eval("abs(x)*y", "--x", "-1:1:3", "--y", "1", "--csv")
+    assert [line.split(",")[-2] for line in swept.stdout.splitlines()[1:]] == [
+        "true", "false", "true"]
+    assert _eval("abs(x)*y", "--x", "-1:1:2", "--y", "1", "--csv").exit_code == 0
