@@ -118,7 +118,7 @@ def test_batch_lines_with_free_variables_and_hessians():
     assert lines[1] == "line 2: value 1  d/dx 3  d2/dx [6]  ✓"
     assert result.exit_code == 2
     free = invoke("eval", "-", "--x", "1", stdin="x*y\n").stdout.splitlines()
-    assert free == ["line 1: value y  d/dx y  d/dy 1  (free: y)"]  # x = 1 substituted, y free
+    assert free == ["line 1: value y  d/dx y  d/dy 1  (free: y)  ✓"]  # x = 1 put in, y free
     records = invoke("eval", "-", "--x", "1", "--json", stdin="x*y\n").stdout.splitlines()
     assert json.loads(records[0])["symbolic"]["value"] == "y"
 

@@ -32,7 +32,7 @@ def test_verdicts_count_their_gradients():
     assert "check passed: 1 gradient agrees with finite differences" in verdict(one.check).plain
     kink = evaluate("relu(x)", {"x": 0.0})
     assert "check failed: 1 of 2 gradients disagrees with" in verdict(kink.check).plain
-    two = evaluate("abs(x)", {"x": 0.0})
+    two = evaluate("abs(x)", {"x": 0.5})
     assert "2 gradients agree with" in verdict(two.check).plain
     unchecked = dataclasses.replace(one.check, unchecked=["y"])
     assert "\n1 variable unchecked (not verified)" in verdict(unchecked).plain

@@ -143,7 +143,7 @@ def test_where_a_value_is_required_the_lookalike_is_the_error(extra):
 def test_a_batch_line_with_free_variables_is_marked():
     lines = invoke("eval", "-", "--x", "1", stdin="x*2\nx*y\n").stdout.splitlines()
     assert "(free" not in lines[0]
-    assert lines[1].endswith("(free: y)")
+    assert lines[1].endswith("(free: y)  ✓")  # its expressions checked, as diff's are
 
 
 # --- a piped text batch says its errors on stderr too -----------------------------------------
@@ -196,3 +196,33 @@ def test_an_unused_statement_in_a_batch_is_that_lines_error_record():
     assert records[0]["error"] is None and records[2]["error"] is None
     assert records[1]["error"]["message"] == "u is assigned but the output never uses it"
     assert result.exit_code == 2
+
+
+def test_free_variables_expressions_are_checked_before_they_are_shown(monkeypatch):
+    """Found by an audit: eval with free variables printed its gradients as expressions with no
+    check and "check": null. They are read back and compared with the reverse-mode gradient at
+    sample values of the free variables, as diff's are; a wrong one is a CheckError, not shown."""
+    result = gradcli.evaluate("(x*W + b - t)**2", {"x": 2.0, "W": 3.0}, strict=False)
+    assert result.gradients == {"x": "6*(b - t + 6)", "W": "4*(b - t + 6)",
+                                "b": "2*(b - t + 6)", "t": "-2*(b - t + 6)"}  # by hand
+    assert result.checked is not None and result.checked.points == 3
+    assert result.checked.note() == ("checked at 3 points: 4 derivatives agree with the "
+                                     "reverse-mode gradient")
+    record = json.loads(invoke("eval", "(x*W + b - t)**2", "--x", "2", "--W", "3",
+                               "--json").stdout)
+    assert record["check"]["ok"] is True and record["check"]["entries"] == 4
+    unchecked = json.loads(invoke("eval", "x*y", "--x", "2", "--json", "--no-check").stdout)
+    assert unchecked["check"] is None
+
+    from gradcli.symbolic import derivatives
+
+    real = derivatives.partial_evaluate
+
+    def wrong(program, values):
+        found = real(program, values)
+        found.gradients["b"] = "3*(b - t + 6)"  # a wrong rule, as a bug would write it
+        return found
+
+    monkeypatch.setattr(derivatives, "partial_evaluate", wrong)
+    with pytest.raises(gradcli.GradcliError, match=r"d/db = 3\*\(b - t \+ 6\)"):
+        gradcli.evaluate("(x*W + b - t)**2", {"x": 2.0, "W": 3.0}, strict=False)

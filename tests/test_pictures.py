@@ -64,8 +64,11 @@ def run(*args: str):
 
 
 def test_seed_dot_has_the_nodes_values_and_gradients():
-    nodes, edges = parse_dot(to_dot(prepare(SEED, SEED_POINT)))
-    by_label = {lines[0]: (name, lines) for name, lines in nodes.items()}
+    source = to_dot(prepare(SEED, SEED_POINT))
+    nodes, edges = parse_dot(source)
+    by_label = {lines[0]: (name, lines) for name, lines in nodes.items() if name != "graph"}
+    # the gradients drawn are checked, as eval's are, and the caption says so
+    assert '  graph [label="✓ check passed: 8 gradients agree with finite differences' in source
     # Hand-computed: u = 6, z = 7, err = -1, loss = 1; dL/derr = 2*err = -2, dL/dx = -2*W.
     expected = {"x": ("var", 2, -6), "W": ("var", 3, -4), "b": ("var", 1, -2),
                 "t": ("var", 8, 2), "u": ("mul", 6, -2), "z": ("add", 7, -2),
@@ -191,7 +194,10 @@ def test_tree_of_the_seed_shows_each_use_of_err():
     lines = out.splitlines()
     assert lines[0] == "#7 err*err  mul  value 1  grad 1"
     assert "#6 err  sub  value -1  grad -2  ← -1 along this edge" in lines[1]
-    assert lines[-1].endswith("↺ err  #6  ← -1 along this edge")
+    assert lines[-2].endswith("↺ err  #6  ← -1 along this edge")
+    assert lines[-1].startswith("└── ✓ check passed: 8 gradients agree with finite differences")
+    failed = render_tree(prepare("relu(x)", {"x": 0.0}))  # no derivative there: drawn, and said
+    assert "└── ✗ check failed: 1 of 2 gradients disagrees" in failed
 
 
 def test_tree_without_values_says_so():

@@ -103,7 +103,7 @@ def test_cli_terminal_plot_and_errors():
     result = run("x**2", "--x", "-2:2:41", "--width", "60", "--height", "12")
     assert result.exit_code == 0
     assert "\x1b[" not in result.stdout and "x**2:  ▀ value   • d/dx" in result.stdout
-    assert result.stdout.rstrip().endswith("41 points")
+    assert result.stdout.rstrip().endswith("41 points; d/dx checked at every point")
     result = run("x**2", "--x", "2")
     assert result.exit_code == 2 and "give one variable a range" in result.stderr
     result = run("x**2", "--x", "-2:2:5", "-o", "plot.pdf")
@@ -118,3 +118,15 @@ def test_without_matplotlib_saving_says_how_to_install(monkeypatch, tmp_path):
     result = run("x**2", "--x", "-2:2:5", "-o", str(tmp_path / "p.png"))
     assert result.exit_code == 2
     assert "pip install 'gradcli[plot]'" in result.stderr
+
+
+def test_the_curve_drawn_is_checked_and_a_kink_on_the_grid_says_so():
+    """Found by an audit: plot drew the derivative with no check. It is checked at every point,
+    as eval's sweeps are: relu's kink at x = 0 (no derivative) is named, status 1."""
+    result = run("relu(x)*y", "--x", "-2:2:5", "--y", "2", "--width", "60", "--height", "12")
+    assert result.exit_code == 1
+    assert result.stdout.rstrip().endswith(
+        "5 points; d/dx disagrees with finite differences at 1 point (the first at x = 0: a "
+        "kink or a jump there, or a wrong rule; gradcli eval shows it)")
+    assert run("relu(x)*y", "--x", "-2:2:4", "--y", "2", "--width", "60",
+               "--height", "12").exit_code == 0  # 0 not on the grid

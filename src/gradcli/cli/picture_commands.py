@@ -88,9 +88,11 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
         picture_format = _checked_format(picture_format, output_path)
         program = text.parsed(given)
         picture = prepare(program, values, digits)
+        status = ExitStatus.CHECK_FAILED if picture.check and not picture.check.ok else (
+            ExitStatus.OK)  # the gradients drawn failed their check, as eval's status says
         if picture_format == "tree":
             _write_tree(picture, max_nodes, output_path)
-            ctx.exit(ExitStatus.OK)
+            ctx.exit(status)
         dot_or_mermaid = to_mermaid if picture_format == "mermaid" else to_dot
         text = dot_or_mermaid(picture, max_nodes)
         if picture_format in ("dot", "mermaid"):
@@ -99,6 +101,7 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
             if output_path is None and picture_format == "png" and sys.stdout.isatty():
                 raise UsageError("a PNG is binary and stdout is a terminal", hint="add -o FILE.png")
             _write_bytes(render_with_graphviz(text, picture_format), output_path)
+        ctx.exit(status)
     except GradcliError as error:
         if "--max-nodes" in (error.hint or ""):  # the parser's hint; graph's option draws less
             error.hint = (f"gradcli graph reads programs of up to {MAX_NODES:,} nodes; its "
@@ -194,10 +197,12 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         program = ProgramText.read("plot", expr, program_file).parsed(given)
         curve = sample(program, given.values)
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
+        gaps += f"; {curve.verdict}"
+        status = ExitStatus.CHECK_FAILED if len(curve.disagree) else ExitStatus.OK
         if output_path is not None and file_format is not None:
             _write_bytes(plot_image(curve, file_format), output_path)
             click.echo(f"wrote {visible(output_path)} ({plural(curve.xs.size, 'point')}{gaps})")
-            ctx.exit(ExitStatus.OK)
+            ctx.exit(status)
         terminal = sys.stdout.isatty()
         columns = width or (shutil.get_terminal_size().columns if terminal else 80)
         columns = min(max(columns, MIN_PLOT_WIDTH), MAX_PLOT_WIDTH)
@@ -205,6 +210,7 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         ascii_only = not can_encode(getattr(sys.stdout, "encoding", None) or "utf-8")
         click.echo(terminal_plot(curve, columns, height, colour, ascii_only))
         click.echo(f"{plural(curve.xs.size, 'point')}{gaps}")
+        ctx.exit(status)
     except GradcliError as error:
         ctx.exit(show_error(error, False))
 

@@ -12,9 +12,19 @@ import math
 from typing import Any
 
 from gradcli.engine import arrays, masks
-from gradcli.engine.graph import Node, describe
+from gradcli.engine.graph import Node, describe, output_labels
 from gradcli.engine.ops import NUMPY
 from gradcli.errors import NumericError
+
+
+def blocks(program: Any, mode: str) -> dict[str, dict[str, Any]]:
+    """The Jacobian of an evaluated program by output label, then input name: plain arrays
+    (copies), ``mode`` forward or reverse."""
+    outputs = program.outputs or [program.nodes[-1]]
+    inputs = list(program.variables.values())
+    found = jacobian(program.nodes, outputs, inputs, mode)
+    return {label: {v.name: arrays.plain(found[out.index][v.index], copy=True) for v in inputs}
+            for label, out in zip(output_labels(program), outputs, strict=True)}
 
 
 def choose_mode(outputs: list[Node], inputs: list[Node], mode: str = "auto") -> str:

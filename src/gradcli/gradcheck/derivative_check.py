@@ -30,7 +30,7 @@ from gradcli.gradcheck.derivative_truth import (
     read_entry,
     value_at,
 )
-from gradcli.gradcheck.evaluation import live_in
+from gradcli.gradcheck.differences import live_in
 from gradcli.symbolic.sampling import candidates
 
 

@@ -16,6 +16,13 @@ from gradcli.engine.failures import index_text
 from gradcli.engine.graph import Program, output_labels
 from gradcli.engine.notation import derivative_label, format_number
 from gradcli.errors import CheckError, GradcliError, NumericError, UsageError
+from gradcli.gradcheck.quotients import (
+    KINK_SCREEN_ELEMENTS,
+    STEP,
+    Sides,
+    differences,
+    one_sided,
+)
 from gradcli.language.values import runs_on_arrays
 
 POINTS = 3  # sample points checked when the values given leave variables free
@@ -189,12 +196,10 @@ class Truth:
         """The value and first derivatives (a NumericError: not defined here), and, for a
         Hessian, its differences (a NumericError: a step left the domain)."""
         if self.request.kind == "jacobian":
-            from gradcli.gradcheck.evaluation import EvalSettings
-            from gradcli.gradcheck.jacobian_check import evaluate_jacobian
+            from gradcli.engine.jacobian import blocks
 
             self.value = self.values()  # binds and evaluates the program at the point
-            self.jacobian = evaluate_jacobian(
-                self.request.program, EvalSettings(check=False, mode="reverse")).jacobian
+            self.jacobian = blocks(self.request.program, "reverse")
         else:
             self.gradient = _gradient(self.request.program, self.point)
             self.value = self.request.program.output.value
@@ -412,118 +417,3 @@ def value_at(program: Program, point: Mapping[str, Any]) -> Any:
     if program.masked:
         return np.asarray(float(graph.forward_masked(program.nodes)[0]))
     return np.asarray(float(graph.forward(program.nodes)))
-
-
-STEP = 1e-3  # relative step of the fourth-order differences
-KINK_SCREEN_ELEMENTS = 64  # a passed entry's variable screened for a kink up to this size
-
-
-def differences(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any],
-                name: str, step: float = STEP, own: bool = False) -> Any:
-    """d function / d point[name] (shape: the function's, then the variable's) by the
-    fourth-order central difference; ``function`` returns an array or a dict of them. ``own``:
-    steps at each element's own scale (``step * |x|``), for a value far below 1 next to an edge
-    (``where(x > 1e-9, ...)`` at 2e-9). A difference that overflows is a NumericError."""
-    np = arrays.numpy()
-    base = np.asarray(point[name], dtype=float)
-    columns: list[Any] = []
-    for element in np.ndindex(*base.shape):
-        x = abs(float(base[element]))
-        h = step * (x if own and x else max(1.0, x))
-        for shrink in (1.0, 1e-2, 1e-4):  # smaller steps near the edge of a domain
-            try:
-                taken = [function({**point, name: _moved(base, element, offset * h * shrink)})
-                         for offset in (2.0, 1.0, -1.0, -2.0)]
-                break
-            except NumericError:
-                if shrink == 1e-4:
-                    raise
-        columns.append(_combine(taken, h * shrink))
-    return _stacked(columns, base.shape)
-
-
-def _moved(base: Any, element: tuple[int, ...], step: float) -> Any:
-    moved = base.copy()
-    moved[element] += step
-    return moved
-
-
-@dataclass
-class Sides:
-    """``one_sided``'s findings, each of the shape of the derivative it is taken of."""
-
-    left: Any  # the left piece's derivative at the point
-    right: Any  # the right piece's
-    jumps: Any  # bool: the function jumps at the point
-    before: Any  # the function a step to the left
-    after: Any  # and a step to the right
-
-    @property
-    def kinks(self) -> Any:
-        """Where the sides' derivatives differ by more than their rounding (relative JUMP)."""
-        np = arrays.numpy()
-        size = np.maximum(1.0, np.maximum(np.abs(self.left), np.abs(self.right)))
-        return np.abs(self.right - self.left) > JUMP * size
-
-    def fields(self) -> tuple[Any, ...]:
-        return self.left, self.right, self.jumps, self.before, self.after
-
-
-def one_sided(function: Callable[[dict[str, Any]], Any], point: Mapping[str, Any],
-              name: str, small: bool = False) -> Sides:
-    """The left and right derivatives at the point of each side's own piece (the quadratic
-    through three steps on that side, never the point itself, whose value may be neither
-    side's: abs's gradient sign(0) = 0 between -1 and 1), and where ``function`` jumps there:
-    its two sides differ as much a step away as three (a kink's differences shrink with the
-    step). ``small``: steps 10^4 times smaller, and within x's own scale (2e-15 at 2e-9)."""
-    np = arrays.numpy()
-    base = np.asarray(point[name], dtype=float)
-    columns: list[list[Any]] = [[], [], [], [], []]  # Sides' fields, a column per element
-    for element in np.ndindex(*base.shape):
-        value = abs(float(base[element]))
-        h = 1e-6 * max(1.0, value)
-        if small:
-            h = min(1e-4 * h, 1e-6 * value) if value else 1e-4 * h
-        taken = []
-        for sign in (-1.0, 1.0):
-            g1, g2, g3 = (np.asarray(function({**point, name: _moved(base, element, sign * k * h)}),
-                                     dtype=float) for k in (1.0, 2.0, 3.0))
-            taken.append((g1, g3))
-            with np.errstate(all="ignore"):  # not finite: no side found
-                columns[int(sign > 0)].append(-sign * (5 * g1 - 8 * g2 + 3 * g3) / (2 * h))
-        (before, far_before), (after, far_after) = taken
-        near, far = np.abs(after - before), np.abs(far_after - far_before)
-        size = np.maximum(1.0, np.maximum(np.abs(before), np.abs(after)))
-        columns[2].append((near > 0.8 * far) & (near > JUMP * size))
-        columns[3].append(before)
-        columns[4].append(after)
-    return Sides(*(_stacked(column, base.shape) for column in columns))
-
-
-# The smallest jump of the order below (or of its slope) that ``one_sided`` tells from rounding,
-# relative to its values: a central difference across a jump this small is off by JUMP / (2 h).
-JUMP = 1e-3
-
-
-def _combine(taken: list[Any], h: float) -> Any:
-    if isinstance(taken[0], dict):
-        return {key: _combine([t[key] for t in taken], h) for key in taken[0]}
-    np = arrays.numpy()
-    far, near, back, farther = (np.asarray(t, dtype=float) for t in taken)
-    # scaled to their largest, so that 8 * near does not overflow (exp(x) at 709)
-    scale = max(float(np.max(np.abs(each), initial=0.0)) for each in taken) or 1.0
-    with np.errstate(all="ignore"):
-        found = (-far / scale + 8 * (near / scale) - 8 * (back / scale) + farther / scale) / (
-            12 * h) * scale
-    if not np.all(np.isfinite(found)):  # exp(x) at 709.7: no reference, not a wrong entry
-        raise NumericError("the differences that check it overflow")
-    return found
-
-
-def _stacked(columns: list[Any], shape: tuple[int, ...]) -> Any:
-    """Columns (one per element of the variable) as an array of shape f.shape + shape."""
-    if isinstance(columns[0], dict):
-        return {key: _stacked([c[key] for c in columns], shape) for key in columns[0]}
-    np = arrays.numpy()
-    stacked = np.stack([np.asarray(c) for c in columns], axis=-1)
-    return stacked.reshape(np.shape(columns[0]) + shape)

@@ -45,7 +45,7 @@ import math
 import sys
 from dataclasses import dataclass, replace
 
-from gradcli.engine.graph import Node
+from gradcli.engine.graph import Node, Program, liveness
 from gradcli.engine.ops import CONDITIONAL, LOGICAL
 from gradcli.errors import NumericError
 from gradcli.gradcheck.steps import (
@@ -61,6 +61,7 @@ from gradcli.gradcheck.steps import (
     steps_for,
     tolerance,
 )
+from gradcli.language.values import runs_on_arrays
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -334,3 +335,17 @@ def meaningful(targets: list[Node], live: list[bool], nodes: list[Node],
                 valued[source.index] = True
     return [node for node in targets if node.is_leaf or (
         live[node.index] and valued[node.index] and node.op.name not in LOGICAL)]
+
+
+def live_in(program: Program) -> list[Any] | None:
+    """Which nodes of an evaluated program with a conditional are live at its point (None
+    without one): ``graph.liveness``, or, evaluated on arrays (``runs_on_arrays`` at its
+    variables' values: diff's sample points too), ``masks.live_nodes`` (True, False or a
+    boolean array of the elements)."""
+    if not program.masked:
+        return None
+    if runs_on_arrays(program, {name: node.value for name, node in program.variables.items()}):
+        from gradcli.engine.masks import live_nodes  # with NumPy: scalar programs never load it
+
+        return live_nodes(program.nodes, program.outputs)
+    return liveness(program.nodes)

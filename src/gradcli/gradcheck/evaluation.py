@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from gradcli.engine.graph import Program, liveness, values_and_gradients
+from gradcli.engine.graph import Program, values_and_gradients
 from gradcli.engine.notation import texts_in_order, texts_of
 from gradcli.errors import (
     MAX_LISTED_NAMES,
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from gradcli.gradcheck.check import CheckReport
+    from gradcli.gradcheck.derivative_truth import Checked
     from gradcli.gradcheck.hessian import HessianResult, HvpResult
     from gradcli.symbolic.derivatives import SymbolicResult
 
@@ -172,11 +173,14 @@ class Result:
 @dataclass(repr=False)  # its own __repr__, as Result
 class FreeResult:
     """A program with free variables (``strict`` off): its value and gradients as expressions in
-    gradcli's language, with the given values substituted. No numbers, so nothing to check."""
+    gradcli's language, with the given values substituted. The gradients are checked as ``diff``
+    checks what it prints (``checked``; None with ``check`` off): read back and compared with
+    the reverse-mode gradient at sample values of the free variables."""
 
     program: Program
     point: dict[str, float]  # the variables that do have a value
     symbolic: SymbolicResult
+    checked: Checked | None = None
 
     def __repr__(self) -> str:
         return (f"FreeResult(value={self.value!r}, gradients={_short_dict(self.gradients)}, "
@@ -243,7 +247,7 @@ def evaluate(
             if settings.order >= 2 else None)
         if refused is not None:
             raise refused
-        return free_result(program, values)
+        return free_result(program, values, settings.check)
     require_values(program, values)
     program.bind(values)
     value = values_and_gradients(program)
@@ -339,35 +343,34 @@ def _second_derivatives(program: Program, settings: EvalSettings,
 
 def _taken_values(program: Program) -> list[float]:
     """Every node's value, NaN for a node in a branch not taken (shown as "not taken")."""
-    live = live_in(program)
-    if live is None:
+    if not program.masked:  # no branch: nothing is left out (and the check is not loaded)
         return [node.value for node in program.nodes]
+    from gradcli.gradcheck.differences import live_in
+
+    live = live_in(program)
+    assert live is not None
     return [node.value if taken is not False or not node.inputs else math.nan  # (inputs keep
             for node, taken in zip(program.nodes, live, strict=True)]     # their values)
 
 
-def live_in(program: Program) -> list[Any] | None:
-    """Which nodes of an evaluated program with a conditional are live at its point (None
-    without one): ``graph.liveness``, or, evaluated on arrays (``runs_on_arrays`` at its
-    variables' values: diff's sample points too), ``masks.live_nodes`` (True, False or a
-    boolean array of the elements)."""
-    if not program.masked:
-        return None
-    if runs_on_arrays(program, {name: node.value for name, node in program.variables.items()}):
-        from gradcli.engine.masks import live_nodes  # with NumPy: scalar programs never load it
-
-        return live_nodes(program.nodes, program.outputs)
-    return liveness(program.nodes)
-
-
-def free_result(program: Program, values: Mapping[str, float]) -> FreeResult:
+def free_result(program: Program, values: Mapping[str, float], check: bool = True) -> FreeResult:
     """A program with free variables: texts in ``symbolic``, no numbers. The bound part is
-    computed first (``partial_evaluate``), so outside its domain it is eval's NumericError."""
+    computed first (``partial_evaluate``), so outside its domain it is eval's NumericError; the
+    gradients' texts are then checked (a CheckError where one disagrees)."""
     from gradcli.symbolic.derivatives import partial_evaluate
 
     point = {n: float(v) for n, v in {**program.defaults, **values}.items()
              if n in program.variables}
-    return FreeResult(program, point, partial_evaluate(program, values))
+    symbolic = partial_evaluate(program, values)
+    if not check:
+        return FreeResult(program, point, symbolic)
+    from gradcli.gradcheck.derivative_check import DiffCheck
+    from gradcli.gradcheck.derivative_check import check as check_printed
+
+    shapes: dict[str, tuple[int, ...]] = {name: () for name in program.variables}
+    checked = check_printed(DiffCheck(program, shapes, dict(point), "gradient",
+                                      dict(symbolic.gradients)))
+    return FreeResult(program, point, symbolic, checked)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine import arrays, jacobian
-from gradcli.engine.graph import Node, Program, output_labels
+from gradcli.engine.graph import Node, Program
 from gradcli.engine.masks import live_nodes, live_part
 from gradcli.engine.notation import expression_texts
 from gradcli.engine.replay import Replayer, rounding_weight
@@ -153,10 +153,8 @@ def evaluate_jacobian(program: Program, settings: Any) -> JacobianResult:
     outputs = program.outputs or [program.nodes[-1]]
     inputs = list(program.variables.values())
     mode = jacobian.choose_mode(outputs, inputs, settings.mode)
-    found = jacobian.jacobian(program.nodes, outputs, inputs, mode)
-    labels = output_labels(program)
-    blocks = {label: {v.name: arrays.plain(found[out.index][v.index], copy=True) for v in inputs}
-              for label, out in zip(labels, outputs, strict=True)}
+    blocks = jacobian.blocks(program, mode)
+    labels = list(blocks)
     point = {name: arrays.plain(node.value, copy=True) for name, node in program.variables.items()}
     values = {label: arrays.plain(out.value, copy=True)
               for label, out in zip(labels, outputs, strict=True)}

@@ -58,6 +58,8 @@ def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = Fal
         text.append(f"  (free: {listed(result.free)})", style="yellow")
         for note in result.notes:
             text.append(f"  ({note.message})", style="yellow")
+        if result.checked is not None and result.checked.points:
+            text.append("  ✓", style="green")
         return text
     if isinstance(result, Result):
         _result_parts(text, result, digits, full)

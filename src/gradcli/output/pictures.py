@@ -18,7 +18,8 @@ from gradcli.engine.graph import Node, Program, compute, liveness, local_derivat
 from gradcli.engine.notation import expression_texts
 from gradcli.engine.ops import CONDITIONAL, CONST, VAR
 from gradcli.errors import NumericError, UsageError, visible
-from gradcli.gradcheck.evaluation import Result, evaluate, live_in
+from gradcli.gradcheck.differences import live_in
+from gradcli.gradcheck.evaluation import Result, evaluate
 from gradcli.language.parser import program_of
 from gradcli.language.values import runs_on_arrays, validate_values
 from gradcli.limits import MAX_DRAWN_NODES as DEFAULT_MAX_NODES  # 0 means no limit
@@ -51,6 +52,7 @@ class GraphPicture:
     missing: list[str] = field(default_factory=list)  # variables with no value
     known: dict[int, float] = field(default_factory=dict)  # when not evaluated
     digits: int | None = None  # significant digits of the numbers drawn (None: every digit)
+    check: Any = None  # the gradient check's CheckReport, when evaluated: the gradients drawn
 
     @property
     def nodes(self) -> list[Node]:
@@ -102,6 +104,15 @@ class GraphPicture:
         for node in shown:  # an operand's rank is known before its user's; one not drawn is 0
             ranks[node.index] = 1 + max((ranks.get(s.index, 0) for s in node.inputs), default=0)
         return "TB" if max(ranks.values(), default=0) > DEEP_RANKS else "LR"
+
+    @property
+    def caption(self) -> str | None:
+        """What the picture lacks, or, evaluated, the check of the gradients it draws."""
+        if self.note is not None or self.check is None:
+            return self.note
+        from gradcli.output.verdicts import gradient_verdict
+
+        return gradient_verdict(self.check, self.program.arrays).plain.split("\n")[0]
 
     @property
     def note(self) -> str | None:
@@ -156,12 +167,13 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None,
             validate_values(values)
             known = known_values(program, values)
         return GraphPicture(program, evaluated=False, missing=missing, known=known, digits=digits)
-    if not isinstance(evaluate(program, values, check=False), Result):
+    result = evaluate(program, values)  # the gradients drawn are checked, as eval's are
+    if not isinstance(result, Result):
         raise UsageError("gradcli graph draws the gradient of one scalar output; this program "
                          "has several outputs or an array output",
                          hint="gradcli eval gives its Jacobian; reduce it to one number "
                               "(e.g. sum(...)) to draw its graph")
-    return GraphPicture(program, evaluated=True, digits=digits)
+    return GraphPicture(program, evaluated=True, digits=digits, check=result.check)
 
 
 def known_values(program: Program, values: Mapping[str, float]) -> dict[int, float]:
@@ -343,8 +355,8 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
     lines += [f'  {start} -> {end} [style=dashed, color="#b91c1c", fontcolor="#b91c1c", '
               f"constraint=false, label={dot_string(picture.number(flow))}];"
               for start, end, flow in sketch.backward]
-    if picture.note is not None:
-        lines.append(f"  graph [label={dot_string(picture.note)}, labelloc=b];")
+    if picture.caption is not None:
+        lines.append(f"  graph [label={dot_string(picture.caption)}, labelloc=b];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -374,8 +386,8 @@ def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str
               for start, end, flow in sketch.backward]
     for kind, (_, fill, colour, _) in _STYLES.items():
         lines.append(f"  classDef {kind} fill:{fill},stroke:{colour}")
-    if picture.note is not None:  # a comment: Mermaid has no caption for a flowchart
-        lines.append(f"  %% {mermaid_string(picture.note)}")
+    if picture.caption is not None:  # a comment: Mermaid has no caption for a flowchart
+        lines.append(f"  %% {mermaid_string(picture.caption)}")
     return "\n".join(lines) + "\n"
 
 

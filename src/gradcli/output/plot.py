@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from gradcli.engine.graph import Program
-from gradcli.engine.notation import expression_texts
+from gradcli.engine.notation import expression_texts, format_number
 from gradcli.engine.ops import numpy
-from gradcli.engine.vector import evaluate_vector
-from gradcli.errors import GradcliError, NumericError, UsageError
+from gradcli.errors import GradcliError, NumericError, UsageError, plural
 from gradcli.gradcheck.evaluation import evaluate, require_values
+from gradcli.gradcheck.sweep import vector_sweep
 from gradcli.language.parser import program_of
 from gradcli.language.values import Value, runs_on_arrays, validate_values
 
@@ -27,7 +27,8 @@ MAX_IMAGE_POINTS = 20_000  # a picture 700 pixels wide shows no more; an SVG sta
 @dataclass
 class Curve:
     """The output ``values`` and ``derivative`` d(output)/d(``name``) at the points ``xs``, NaN
-    where the function has a numeric error (``gaps`` of them)."""
+    where the function has a numeric error (``gaps`` of them); the derivative drawn is checked
+    at every point as ``eval``'s sweeps are (``disagree``: the points where it failed)."""
 
     name: str
     title: str  # the output's expression
@@ -35,6 +36,17 @@ class Curve:
     values: Any
     derivative: Any
     gaps: int
+    disagree: Any = None  # the xs where the derivative disagrees with finite differences
+
+    @property
+    def verdict(self) -> str:
+        """The check of the curve drawn, in one clause."""
+        if self.disagree is None or not len(self.disagree):
+            return f"d/d{self.name} checked at every point"
+        first = format_number(float(self.disagree[0]))
+        return (f"d/d{self.name} disagrees with finite differences at "
+                f"{plural(len(self.disagree), 'point')} (the first at {self.name} = {first}: "
+                "a kink or a jump there, or a wrong rule; gradcli eval shows it)")
 
 
 def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
@@ -59,18 +71,19 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
                          hint=f"sweep one of its variables, {example}")
     require_values(program, values)
     np = numpy()
-    columns = {key: values[key] for key in program.variables if key in values}
-    result = evaluate_vector(program, columns)
-    assert result.grads is not None
     xs = np.asarray(values[name], dtype=float)
-    derivative = np.array(result.grads[program.variables[name].index], dtype=float)
-    output = np.array(result.output, dtype=float)
-    output[result.failed] = np.nan
-    derivative[result.failed] = np.nan
+    columns = {key: np.broadcast_to(np.asarray(values[key], dtype=float), xs.shape)
+               for key in program.variables if key in values}
+    swept = vector_sweep(program, columns)  # the derivative drawn is checked at every point
+    derivative = np.array(swept.gradients[name], dtype=float)
+    output = np.array(swept.value, dtype=float)
+    output[swept.failed] = np.nan
+    derivative[swept.failed] = np.nan
     title = expression_texts(program.nodes)[-1]
-    if result.failed.all():
+    if swept.failed.all():
         raise _nothing_to_draw(program, values, name, title, xs)
-    return Curve(name, title, xs, output, derivative, int(result.failed.sum()))
+    disagree = xs[~swept.failed & ~swept.check_ok]
+    return Curve(name, title, xs, output, derivative, int(swept.failed.sum()), disagree)
 
 
 def _nothing_to_draw(program: Program, values: Mapping[str, Value], name: str, title: str,
@@ -119,7 +132,7 @@ def thinned(curve: Curve, most: int) -> Curve:
         head[np.isnan(ys[:usable]).reshape(-1, stride).any(axis=1)] = np.nan
         pieces.append(np.concatenate([head, ys[usable:]]))
     xs = np.concatenate([curve.xs[:usable:stride], curve.xs[usable:]])
-    return Curve(curve.name, curve.title, xs, pieces[0], pieces[1], curve.gaps)
+    return Curve(curve.name, curve.title, xs, pieces[0], pieces[1], curve.gaps, curve.disagree)
 
 
 def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool = True,

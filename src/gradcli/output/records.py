@@ -56,9 +56,12 @@ def result_record(
     if not isinstance(result, (Result, FreeResult)):  # several outputs: a JacobianResult
         return jacobian_record(result, source, line, nodes, full)
     if isinstance(result, FreeResult):  # value and gradients as texts under "symbolic"
+        checked = result.checked
         return _record(source, line, point=result.point, symbolic={
             "free": result.free, "value": result.value, "gradients": result.gradients,
-            "notes": [note.one_line() for note in result.notes]}, error=None)
+            "notes": [note.one_line() for note in result.notes]},
+            check=None if checked is None else {
+                "ok": True if checked.points else None, **checked.record()}, error=None)
     check = result.check
     arrays = result.program.arrays  # arrays as json_array writes them, and every node's shape
     record = _record(

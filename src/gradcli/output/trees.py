@@ -50,8 +50,10 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
             tree = trees[entry.parent].add(line)
         trees.append(tree)
     root = trees[0]
-    if picture.note is not None:
-        root.add(Text(picture.note, style="yellow"))
+    if picture.caption is not None:
+        checked = picture.note is None
+        style = "yellow" if not checked else "green" if picture.check.ok else "red"
+        root.add(Text(picture.caption, style=style))
     unused = unused_inputs(picture)
     if unused:
         names = ", ".join(visible(picture.label(node)) for node in unused)

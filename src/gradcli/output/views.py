@@ -123,5 +123,8 @@ def free_view(result: FreeResult, plain: bool = False,
         table.add_row(Text(name), Text("free" if bound is None else number_text(bound, digits)),
                       Text(gradient))
     note = Text(f"free variables: {', '.join(result.free)} ({free_hint})", style="dim")
-    return Group(table, note, *(Text(f"note: {n.message}; {n.hint}", style="yellow")
-                                for n in result.notes))
+    checked = [] if result.checked is None else [
+        Text(f"✓ {result.checked.note()}", style="green") if result.checked.points
+        else Text(f"note: {result.checked.note()}", style="yellow")]
+    return Group(table, note, *checked, *(Text(f"note: {n.message}; {n.hint}", style="yellow")
+                                          for n in result.notes))
