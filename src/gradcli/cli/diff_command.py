@@ -182,7 +182,8 @@ def show_diff(request: DiffRequest, program: Program) -> int:
 
         console = make_console()
         for label, texts in found.views():
-            console.print(derivative_view(texts, latex=request.ask.fmt == "latex", of=label))
+            console.print(derivative_view(texts, latex=request.ask.fmt == "latex", of=label,
+                                          names=found.names))
     if found.note is not None and not request.session:
         click.echo(found.note, err=True)
     if found.checked is not None:  # in a session, after what it printed: its output is stdout

@@ -14,7 +14,11 @@ from gradcli.output.values import checked_digits, number_text
 from gradcli.output.verdicts import gradient_verdict, hessian_verdict
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import RenderableType
+
+    from gradcli.symbolic.printing import LatexNotation
 
 FREE_HINT = "give them values for numbers; --strict makes this an error"
 
@@ -58,10 +62,15 @@ def result_parts(result: Result, plain: bool = False, digits: int | None = None,
     return parts
 
 
-def derivative_view(texts: dict, latex: bool = False, of: str | None = None) -> Text:
+def derivative_view(texts: dict, latex: bool = False, of: str | None = None,
+                    names: Sequence[str] = ()) -> Text:
     """One line per derivative: ``d/dx = ...``, ``d2/dx dy = ...`` (or LaTeX's partials);
-    ``of`` names the output (``df/dx``) of a program with several."""
-    from gradcli.symbolic.printing import LATEX_LINE_BREAK
+    ``of`` names the output (``df/dx``) of a program with several. LaTeX writes the program's
+    ``names`` (its variables and outputs, ``Diff.names``) as its formulas do: unlike each
+    other (x1 and x_1)."""
+    from gradcli.symbolic.printing import LATEX_LINE_BREAK, latex_notation
+
+    notation = latex_notation(names) if latex else None
 
     text = Text()
     lines: list[tuple[tuple[str, ...], Any]] = [((), texts)]
@@ -70,7 +79,7 @@ def derivative_view(texts: dict, latex: bool = False, of: str | None = None) -> 
     for path, expression in lines:
         if text:
             text.append("\n")
-        label = _derivative_label(path, latex, of)
+        label = _derivative_label(path, of, notation)
         if latex:  # statements (t_{1} = ...) on their own lines, the derivative last
             *statements, expression = expression.split(LATEX_LINE_BREAK)
             text.append("".join(line + LATEX_LINE_BREAK for line in statements))
@@ -81,25 +90,24 @@ def derivative_view(texts: dict, latex: bool = False, of: str | None = None) -> 
     return text
 
 
-def _derivative_label(path: tuple[str, ...], latex: bool, of: str | None = None) -> str:
-    if not latex:
+def _derivative_label(path: tuple[str, ...], of: str | None = None,
+                      notation: LatexNotation | None = None) -> str:
+    """The text label, or with a ``notation`` the LaTeX one, names as its formulas write them
+    (\\beta)."""
+    if notation is None:
         return derivative_label(path, of)
     power = "" if len(path) == 1 else f"^{{{len(path)}}}"
-    from gradcli.symbolic.printing import LATEX  # names as the formula writes them: \beta
-
-    below = " ".join(rf"\partial {LATEX.name(name)}" for name in path)
-    return rf"\frac{{\partial{power} {_latex_output(of)}}}{{{below}}}"
+    below = " ".join(rf"\partial {notation.name(name)}" for name in path)
+    return rf"\frac{{\partial{power} {_latex_output(of, notation)}}}{{{below}}}"
 
 
-def _latex_output(of: str | None) -> str:
+def _latex_output(of: str | None, notation: LatexNotation) -> str:
     r"""An output in a LaTeX label: its name as formulas write names (my_out: \mathrm{my\_out}),
     an expression in parentheses as typed ((sin(x))), its TeX specials escaped (x_0: x\_0)."""
-    from gradcli.symbolic.printing import LATEX
-
     if of is None:
         return "f"
     if of.isidentifier():
-        return LATEX.name(of)
+        return notation.name(of)
     escaped = "".join(_TEX_SPECIALS.get(character, character) for character in of)
     return f"({escaped})"
 

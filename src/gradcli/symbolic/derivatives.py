@@ -27,7 +27,7 @@ from gradcli.symbolic.builder import (
     substitute,
 )
 from gradcli.symbolic.canonical import canonical
-from gradcli.symbolic.printing import FORMATS, to_latex, to_python, to_text
+from gradcli.symbolic.printing import FORMATS, latex_notation, to_latex, to_python, to_text
 
 MAX_ORDER = 6
 
@@ -61,12 +61,19 @@ class Derivatives:
         return dict(zip(self.flat, made, strict=True))
 
     @collector_paused
-    def texts(self, fmt: str = "text") -> dict[str, Any]:
-        """Every derivative printed in ``fmt`` (text or latex), one dict level per order."""
+    def texts(self, fmt: str = "text", names: Sequence[str] | None = None) -> dict[str, Any]:
+        """Every derivative printed in ``fmt`` (text or latex), one dict level per order; LaTeX
+        writes the ``names`` (default: the program's variables) so that no two read alike, and
+        its statements (t_{1} = ...) unlike any of them."""
         if fmt not in ("text", "latex"):
             raise UsageError(f"unknown format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
-        # a Hessian's symmetric entries are one node, printed once
-        printer = functools.cache(to_text if fmt == "text" else to_latex)
+        if fmt == "latex":
+            shown = list(self.program.variables) if names is None else list(names)
+            notation = latex_notation(shown)
+            written = frozenset(notation.name(name) for name in shown)
+            printer = functools.cache(lambda node: to_latex(node, notation, written))
+        else:  # a Hessian's symmetric entries are one node, printed once
+            printer = functools.cache(to_text)
         return _nest({path: printer(node) for path, node in self.canonical().items()})
 
     @collector_paused

@@ -47,6 +47,7 @@ class Diff:
     python: str | None  # the --format python source
     checked: Any  # what ``verify`` returned; None when not checked
     note: str | None = None  # what became of the program's own values (x = 2)
+    names: tuple[str, ...] = ()  # what LaTeX writes, each unlike the others (latex_notation)
 
     def views(self) -> list[tuple[str | None, dict[str, Any]]]:
         """(output label or None, texts) for each block of lines to print."""
@@ -76,7 +77,8 @@ def _scalar(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     derivatives = differentiate(program, ask.wrt, ask.order, ask.values, ask.defaults,
                                 ask.max_nodes)
     printed = derivatives.python() if ask.fmt == "python" else None
-    texts = derivatives.texts("latex" if ask.fmt == "latex" else "text")
+    names = latex_names(program, derivatives.values)
+    texts = derivatives.texts("latex", names) if ask.fmt == "latex" else derivatives.texts()
     checked = None if verify is None else _check_scalar(program, ask, derivatives, texts,
                                                         printed, verify)
     fields: dict[str, Any] = {"order": ask.order, "derivatives": texts,
@@ -85,7 +87,15 @@ def _scalar(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     if printed is not None:
         fields["python"] = printed
     return Diff(fields, texts, False, printed, checked,
-                defaults_note(derivatives.kept_defaults, derivatives.used_defaults))
+                defaults_note(derivatives.kept_defaults, derivatives.used_defaults), names)
+
+
+def latex_names(program: Program, substituted: Mapping[str, Any] | Sequence[str] = (),
+                labels: Sequence[str] = ()) -> tuple[str, ...]:
+    """The names a LaTeX view of ``program``'s derivatives writes: its variables not
+    ``substituted`` by values, and the outputs' names among their ``labels`` (f, not W@x)."""
+    return (*(name for name in program.variables if name not in substituted),
+            *(label for label in labels if label.isidentifier()))
 
 
 def _check_scalar(program: Program, ask: DiffAsk, derivatives: Derivatives,
@@ -132,14 +142,17 @@ def _outputs(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     variables = list(program.variables.values())
     found: dict[str, Derivatives | None] = {}  # None: the output uses none of ``names``
     rows: dict[str, dict[str, str]] = {}
-    for label, output in zip(output_labels(program), program.outputs, strict=True):
+    labels = output_labels(program)
+    shown = latex_names(program, given, labels)
+    for label, output in zip(labels, program.outputs, strict=True):
         part = Program.build(program.source, output, variables, program.defaults)
         part.arrays = any(node.op.is_array or not isinstance(node.value, float)
                           for node in part.nodes)
         used = [name for name in names if name in part.variables]
         found[label] = differentiate(part, used, 1, ask.values, ask.defaults,
                                      ask.max_nodes) if used else None
-        rows[label] = _row(found[label], names, "latex" if ask.fmt == "latex" else "text")
+        rows[label] = _row(found[label], names, "latex" if ask.fmt == "latex" else "text",
+                           shown)
     checked = None
     if verify is not None:
         text_form = rows if ask.fmt == "text" else {
@@ -150,11 +163,15 @@ def _outputs(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
            if name in program.variables and name not in ask.values}
     kept, used = ({}, own) if ask.defaults else (own, {})
     return Diff({"order": 1, "jacobian": rows, "values": {**used, **ask.values},
-                 "kept_defaults": kept}, rows, True, None, checked, defaults_note(kept, used))
+                 "kept_defaults": kept}, rows, True, None, checked, defaults_note(kept, used),
+                shown)
 
 
-def _row(derivatives: Derivatives | None, names: list[str], fmt: str) -> dict[str, str]:
-    texts = derivatives.texts(fmt) if derivatives is not None else {}
+def _row(derivatives: Derivatives | None, names: list[str], fmt: str,
+         shown: Sequence[str] | None = None) -> dict[str, str]:
+    """One output's derivatives by ``names`` (0 where it does not use one); LaTeX writes the
+    ``shown`` names (the whole program's) unlike each other."""
+    texts = derivatives.texts(fmt, shown) if derivatives is not None else {}
     return {name: texts.get(name, "0") for name in names}
 
 
@@ -201,7 +218,8 @@ def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
 
         source = numpy_source(program, shapes, kind, found)
     fmt = "latex" if ask.fmt == "latex" else "text"
-    texts = None if source is not None else found.printed(fmt)
+    names = latex_names(program, (), list(found.blocks) if several else ())
+    texts = None if source is not None else found.printed(fmt, names)
     checked = None
     if verify is not None:
         text_form = texts if ask.fmt == "text" or texts is None else found.printed("text")
@@ -209,12 +227,12 @@ def _arrays_once(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
                          texts=text_form or {}, levels={}, python=source,
                          python_kind="array" if kind == "gradient" else "blocks")
     if texts is None and ask.texts:
-        texts = found.printed(fmt)
+        texts = found.printed(fmt, names)
     fields = {"order": ask.order, "jacobian" if several else "derivatives": texts,
               "shapes": {name: list(shape) for name, shape in shapes.items()}}
     if source is not None:
         fields["python"] = source
-    return Diff(fields, texts, several, source, checked, _own_values_note(program, ask))
+    return Diff(fields, texts, several, source, checked, _own_values_note(program, ask), names)
 
 
 def _own_values_note(program: Program, ask: DiffAsk) -> str | None:

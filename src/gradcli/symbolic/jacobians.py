@@ -35,8 +35,9 @@ from gradcli.symbolic.arrays import (
 )
 from gradcli.symbolic.builder import backward
 from gradcli.symbolic.derivatives import wrt_names
+from gradcli.symbolic.matrix_notation import matrix_latex
 from gradcli.symbolic.nodes import SymNode
-from gradcli.symbolic.printing import matrix_latex, to_text
+from gradcli.symbolic.printing import latex_notation, to_text
 from gradcli.symbolic.sampling import defined_point
 
 MUL, ADD, DIV = OPS["mul"], OPS["add"], OPS["div"]
@@ -77,9 +78,15 @@ class Blocks:
     blocks: dict[str, dict[str, SymNode]]
     gradient: bool = False
 
-    def printed(self, fmt: str) -> dict[str, Any]:
-        """The texts in ``fmt`` (text or latex) by label then input; a gradient's by input."""
-        printer = matrix_latex if fmt == "latex" else to_text
+    def printed(self, fmt: str, names: Sequence[str] = ()) -> dict[str, Any]:
+        """The texts in ``fmt`` (text or latex) by label then input; a gradient's by input.
+        LaTeX writes the ``names`` (the program's variables and outputs) so that no two read
+        alike (``latex_notation``)."""
+        notation = latex_notation(names) if fmt == "latex" else None
+
+        def printer(node: SymNode) -> str:
+            return to_text(node) if notation is None else matrix_latex(node, notation)
+
         texts = {label: {name: printer(node) for name, node in row.items()}
                  for label, row in self.blocks.items()}
         return texts["value"] if self.gradient else texts
@@ -104,7 +111,8 @@ def gradient_texts(program: Program, shapes: Mapping[str, tuple[int, ...]],
                    wrt: Sequence[str] | None, max_nodes: int,
                    fmt: str = "text", given: Mapping[str, Any] | None = None) -> dict[str, str]:
     """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
-    return array_derivatives(program, shapes, "gradient", wrt, max_nodes, given).printed(fmt)
+    found = array_derivatives(program, shapes, "gradient", wrt, max_nodes, given)
+    return found.printed(fmt, list(program.variables))
 
 
 # --- Jacobians and Hessians -----------------------------------------------------------------------

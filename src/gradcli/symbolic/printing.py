@@ -12,13 +12,13 @@ import keyword
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine import ops, special, special_slopes
-from gradcli.engine.core_ops import CONST, MUL, VAR, WHERE
-from gradcli.engine.graph import Node, nodes_and_uses, nodes_of
+from gradcli.engine.core_ops import CONST, MUL, WHERE
+from gradcli.engine.graph import Node, nodes_and_uses
 from gradcli.engine.notation import TEXT, Notation, format_number, texts_by_node
 from gradcli.engine.ops import CONSTANTS, FUNCTIONS, OPS
 from gradcli.errors import UsageError
@@ -44,9 +44,12 @@ class Printed:
 def print_shared(
     outputs: Sequence[Node], notation: Notation = TEXT,
     reserved: set[str] | frozenset = frozenset(), lazy: bool = False,
+    written: frozenset[str] = frozenset(),
 ) -> Printed:
     """Print ``outputs`` together, naming every non-leaf node used more than once; ``lazy``
-    (Python, whose statements run whatever branch is taken) names none inside a branch."""
+    (Python, whose statements run whatever branch is taken) names none inside a branch. A
+    statement's name is none of the ``reserved`` names, and ``notation`` writes it unlike the
+    graph's names and the ``written`` texts (the program's other names as it writes them)."""
     outputs, nodes, uses = _presented(outputs)
     shared = _statements(nodes, uses, set(outputs))
     if shared and lazy:
@@ -55,11 +58,14 @@ def print_shared(
     if not shared:
         return _printed(outputs, nodes, shared, notation)
     taken = {str(n.name) for n in nodes if n.name is not None}
+    # as the notation writes them too: LaTeX writes a statement t1 and a variable t_1 as t_{1}
+    forms = written | {notation.name(other) for other in taken}
     counter = 0
     for node in shared:  # named while printed (the graph may be printed again, differently)
         counter += 1
         while (name := f"t{counter}") in taken or name in reserved or (
-                name in CONSTANTS or name in FUNCTIONS):  # a statement may not take those
+                name in CONSTANTS or name in FUNCTIONS) or (  # a statement may not take those
+                notation.name(name) in forms):
             counter += 1
         node.name = name
     try:
@@ -191,19 +197,28 @@ _GREEK = frozenset({
 
 
 class LatexNotation(Notation):
+    """LaTeX's spellings; the names in ``literal`` (those that would read alike, x1 and x_1 as
+    x_{1}) are written as typed, upright (``latex_notation``)."""
+
+    literal: frozenset[str]
+
+    def __init__(self, literal: frozenset[str] = frozenset()) -> None:
+        self.literal = literal
+
     def number(self, value: Any) -> str:
         mantissa, _, exponent = format_number(value).partition("e")
         return mantissa if not exponent else rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
 
     def name(self, name: str) -> str:
+        if name in self.literal:  # x1 and x_1 in one formula: \mathrm{x1}, \mathrm{x\_1}
+            return rf"\mathrm{{{_escaped(name)}}}"
         if name in _GREEK:
             return "\\" + name  # alpha, beta1 and Gamma as a reader of the formula writes them
         head, digits = name.rstrip("0123456789"), name[len(name.rstrip("0123456789")):]
         if digits and head:  # x1 and x_1 as x_{1}
             return f"{self.name(head[:-1] if head.endswith('_') and len(head) > 1 else head)}" \
                    f"_{{{digits}}}"
-        escaped = name.replace("_", "\\_")
-        return name if len(name) == 1 else rf"\mathrm{{{escaped}}}"
+        return name if len(name) == 1 else rf"\mathrm{{{_escaped(name)}}}"
 
     def call(self, op: Any, args: list[str]) -> str:
         if op.name in _LATEX_FORMS:
@@ -227,88 +242,40 @@ class LatexNotation(Notation):
         return {"div": (0, 1), "pow": (1,)}.get(op.name, ())
 
 
+def _escaped(name: str) -> str:
+    return name.replace("_", "\\_")
+
+
 LATEX = LatexNotation()
 
 
-def to_latex(output: Node) -> str:
-    """One expression in LaTeX; shared subexpressions as ``t_{1} = ...`` lines before it."""
-    printed = print_shared([output], LATEX)
+def latex_notation(names: Iterable[str]) -> LatexNotation:
+    """How LaTeX writes the ``names`` of one program (its variables, its outputs' names) so that
+    no two read alike: ``LATEX`` (x_1 as x_{1}), except that names LATEX writes alike (x1 and
+    x_1) are written as typed (``\\mathrm{x1}``, ``\\mathrm{x\\_1}``). The formulas and the
+    labels of a program use the same one."""
+    unique = list(dict.fromkeys(names))
+    literal: set[str] = set()
+    notation = LATEX
+    for _ in range(len(unique)):  # a name written as typed may make its head's form change
+        by_form: dict[str, list[str]] = {}
+        for name in unique:
+            by_form.setdefault(notation.name(name), []).append(name)
+        alike = {name for group in by_form.values() if len(group) > 1 for name in group}
+        if alike <= literal:  # none (names written as typed never read alike)
+            break
+        literal |= alike
+        notation = LatexNotation(frozenset(literal))
+    return notation
+
+
+def to_latex(output: Node, notation: LatexNotation = LATEX,
+             written: frozenset[str] = frozenset()) -> str:
+    """One expression in LaTeX; shared subexpressions as ``t_{1} = ...`` lines before it, named
+    unlike the ``written`` texts (the program's other names as ``notation`` writes them)."""
+    printed = print_shared([output], notation, written=written)
     lines = [f"{name} = {text}" for name, text in printed.statements]
     return LATEX_LINE_BREAK.join([*lines, printed.outputs[0]])
-
-
-# --- LaTeX of array programs: matrix notation -------------------------------------------
-
-# op -> (template of its operands' texts, how tightly each must bind, how tightly it binds: 0 a
-# sum, 1 a product, 2 a power, 3 an atom)
-_MATRIX_LATEX: dict[str, tuple[str, tuple[int, ...], int]] = {
-    "add": ("{0} + {1}", (0, 1), 0), "sub": ("{0} - {1}", (0, 1), 0), "neg": ("-{0}", (1,), 0),
-    "div": (r"\frac{{{0}}}{{{1}}}", (0, 0), 2), "matmul": ("{0} {1}", (1, 2), 1),
-    "transpose": (r"{0}^\top", (3,), 2), "outer": (r"{0} \otimes {1}", (2, 2), 1),
-    "inv": ("{0}^{{-1}}", (3,), 2), "eq": (r"\left[{0} = {1}\right]", (1, 1), 3),  # Iverson's
-    "norm": (r"\left\lVert {0} \right\rVert_{{2}}", (0,), 3),
-    "norm1": (r"\left\lVert {0} \right\rVert_{{1}}", (0,), 3),
-    "dot": (r"\left\langle {0}, {1} \right\rangle", (0, 0), 3),
-}  # any other op: as ``LatexNotation.call`` writes it (\operatorname{tr}, \det)
-
-
-def matrix_latex(output: Node) -> str:
-    """Matrix notation (``A^\\top``, ``\\odot``, ``\\otimes``, ``X^{-1}``, ``I_{n}``), each
-    node's text written out at each use."""
-    texts: dict[int, tuple[str, int]] = {}  # id -> (text, how tightly it binds)
-
-    def arg(node: Node, at_least: int) -> str:
-        text, precedence = texts[id(node)]
-        return text if precedence >= at_least else rf"\left({text}\right)"
-
-    for node in nodes_of([output]):
-        op = node.op
-        if op is VAR:  # W_in as \mathrm{W\_in}, x_0 as x_{0}: as the scalar LaTeX writes them
-            texts[id(node)] = (LATEX.name(str(node.name)), 3)
-        elif op is CONST:
-            text = LATEX.number(node.value) if not getattr(node.value, "ndim", 0) else (
-                _latex_matrix(node.value))
-            texts[id(node)] = (text, 3 if not text.startswith("-") else 0)
-        else:
-            texts[id(node)] = _matrix_latex_node(node, arg)
-    return texts[id(output)][0]
-
-
-def _latex_matrix(value: Any) -> str:
-    """A constant array as a bracketed matrix (a vector: one row), not Python's list."""
-    rows = value.tolist() if value.ndim == 2 else [value.tolist()] if value.ndim == 1 else None
-    if rows is None:  # three or more axes: no matrix notation
-        return str(value.tolist())
-    body = r" \\ ".join(" & ".join(LATEX.number(float(v)) for v in row) for row in rows)
-    return rf"\begin{{bmatrix}} {body} \end{{bmatrix}}"
-
-
-def _matrix_latex_node(node: Node, arg: Callable[[Node, int], str]) -> tuple[str, int]:
-    op, inputs = node.op, node.inputs
-    name = op.name
-    array = [bool(getattr(source.value, "ndim", 0)) for source in inputs]
-    if name in _MATRIX_LATEX:
-        template, binding, precedence = _MATRIX_LATEX[name]
-        return template.format(*map(arg, inputs, binding)), precedence
-    if name == "mul":
-        joint = r" \odot " if all(array) else r" \cdot "
-        return arg(inputs[0], 1) + joint + arg(inputs[1], 2 if all(array) else 1), 1
-    if name == "pow":
-        hadamard = r"\circ " if array[0] else ""
-        return f"{arg(inputs[0], 3)}^{{{hadamard}{arg(inputs[1], 0)}}}", 2
-    if name == "index":  # x_{0} indexed: {x_{0}}_{1:3}, not a double subscript
-        base = arg(inputs[0], 3)
-        return f"{{{base}}}_{{{op.postfix[1:-1]}}}" if "_" in base else \
-            f"{base}_{{{op.postfix[1:-1]}}}", 3
-    if name in ("ones", "eye"):
-        size = LATEX.number(inputs[0].value)
-        return (rf"\mathbf{{1}}_{{{size}}}" if name == "ones" else f"I_{{{size}}}"), 3
-    if getattr(op, "symbol", None) and len(inputs) == 2:  # comparisons, and, or
-        return LATEX.infix(op, arg(inputs[0], 1), arg(inputs[1], 1)), 0
-    if name == "logical_not":
-        return LATEX.prefix(op, arg(inputs[0], 3)), 0
-    texts = [arg(source, 0) for source in inputs]
-    return LATEX.call(op, texts), 3
 
 
 # --- Python ----------------------------------------------------------------------------------
