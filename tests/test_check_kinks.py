@@ -38,6 +38,9 @@ def test_a_kink_whose_rule_takes_the_slopes_mean_fails_with_a_side_s_slope(text,
     ("x**2", {"x": 0.0}), ("cos(x)", {"x": 0.0}), ("x**3", {"x": 0.0}),
     ("abs(x - 1e-9)", {"x": 0.0}), ("abs(x)", {"x": 1e-7}), ("sin(1000*x)", {"x": 0.3}),
     ("exp(-x**2)*1e6", {"x": 0.0}), ("abs(x)**3", {"x": 0.0}), ("x*abs(x)", {"x": 0.0}),
+    # features smaller than the first step (a review found them failed as kinks)
+    ("cos(1e7*x)", {"x": 0.0}), ("hypot(z, y)", {"y": 0.0, "z": 1e-8}),
+    ("softplus(1e8*x)", {"x": 0.0}), ("x*tanh(1e7*x)", {"x": 0.0}),
 ])
 def test_smooth_points_and_kinks_a_step_away_still_pass(text, values):
     assert gradcli.evaluate(text, values).check.ok, text

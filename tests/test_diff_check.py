@@ -471,6 +471,9 @@ def test_at_the_values_given_first_derivatives_are_checked_against_differences_o
         done = diff(program, *values)
         assert done.exit_code == 0, done.output
         assert convention in done.stderr, done.stderr
+    for fast, at in (("tanh(1e5*x)", "0"), ("cos(1e7*x)", "3")):  # smaller steps reach them
+        done = diff(fast, "--x", at)
+        assert done.exit_code == 0 and "agrees with central differences" in done.stderr, fast
     smooth = diff("sin(x)*exp(y)", "--x", "0.3", "--y", "1", "--json")
     record = json.loads(smooth.stdout)
     assert record["checked"] == {"points": 1, "entries": 2, "against": "central differences of "

@@ -41,6 +41,7 @@ def test_mlp_dot_is_top_to_bottom_with_short_lines(mlp_args, digits):
     dot = graph(MLP, *args, "--format", "dot", *digits)
     assert "rankdir=TB" in dot  # 11 ranks
     nodes, _ = parse_dot(dot)
+    assert nodes.pop("graph")[0].startswith("✓ check passed: ")  # the caption: the check
     lines = [line for label in nodes.values() for line in label]
     assert max(map(len, lines)) <= (45 if digits else 100)
     by_name = {label[0]: label for label in nodes.values()}
@@ -62,7 +63,8 @@ def test_mlp_tree_is_of_sane_width(mlp_args):
     values, args = mlp_args
     tree = graph(MLP, *args, "--format", "tree", "--digits", "2")
     lines = tree.splitlines()
-    assert len(lines) == 17 and max(map(len, lines)) <= 140
+    assert len(lines) == 18 and max(map(len, lines)) <= 140  # a node a line, then the check
+    assert lines[-1].startswith("└── ✓ check passed: ")
     assert "along this edge" not in tree  # no node is used twice: the flow is the gradient
     h1 = np.maximum(values["W1"] @ values["x"] + values["b1"], 0)
     assert f"value [{', '.join(f'{v:.2g}' for v in h1)}]" in tree

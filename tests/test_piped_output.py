@@ -145,7 +145,7 @@ def test_a_piped_tree_prints_each_node_on_one_whole_line():
     args = ["graph", "sin(x*W) + b/3", "--x", "2", "--W", "3", "--b", "1", "--format", "tree"]
     wide = run(args, None).stdout
     assert run(args, "30").stdout == run(args, "1000").stdout == wide
-    assert len(wide.splitlines()) == 8  # a line per node
+    assert len(wide.splitlines()) == 9  # a line per node, then the check's verdict
     assert "│       └── #1 W  var  value 3  grad 1.920340573300732\n" in wide
 
 

@@ -288,9 +288,9 @@ class Truth:
 
     def with_smaller_steps(self, path: tuple[str, ...], printed: Any) -> bool:
         """Whether a difference with a smaller step agrees (a point near a domain's edge or
-        a fast-changing function: sqrt(x) at 1e-4)."""
+        a fast-changing function: sqrt(x) at 1e-4, tanh(1e5*x) at 0)."""
         for step, own in ((STEP * 1e-1, False), (STEP * 1e-2, False), (STEP * 1e-3, False),
-                          (STEP, True)):
+                          (STEP, True), (STEP * 1e-5, False), (STEP * 1e-6, False)):
             try:
                 expected = differences(self.below(path), self.point, path[-1], step, own)
                 compare("", "", self.point, printed, expected, False, strict=False)

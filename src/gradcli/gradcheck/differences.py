@@ -195,7 +195,7 @@ def screened(replayer: Replays, node: Perturbed, check: GradientCheck, up: Any, 
         except NumericError:
             return check
         jumps.append(abs(right - left))
-    if not kink((jumps[0], jumps[1]), check.tolerance, largest, h):
+    if not kink(jumps, check.tolerance, largest, h):
         return check
     analytic = check.analytic
     side = right if abs(right - analytic) >= abs(left - analytic) else left

@@ -20,6 +20,7 @@ import math
 import sys
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
+from itertools import pairwise
 
 from gradcli.engine.ops import numpy
 
@@ -129,10 +130,12 @@ def judge(
 # about h f''(v) on a curve, by the jump at a kink (``curved``); two smaller pairs then decide
 # (``kink``): a kink's jump stays, a curve's shrinks with the step. Every check screens its
 # central agreements so (differences.screened, settle, the columns' first passes).
-KINK_STEPS = (0.1, 0.01)  # the smaller pairs' steps, relative to the central difference's
+# the smaller pairs' steps, relative to the central difference's: a feature of the curve below
+# the smallest of them (cos(1e7*x), hypot(x, 1e-8) at 0) would look like a kink
+KINK_STEPS = (0.1, 0.01, 1e-3, 1e-4)
 # A jump smaller than this share of the slopes is a curve's, not worth a look (W2's programs:
 # 7 looks in 7,000 inputs; a kink whose jump is that small and whose rule takes the slopes'
-# mean, 1000*x + abs(x) at 0, goes unseen)
+# mean, 2000*x + abs(x) at 0, goes unseen)
 KINK_SHARE = 1e-3
 
 
@@ -144,11 +147,15 @@ def curved(up: Any, down: Any, f0: Any, h: Any, allowed: Any) -> Any:
     return (jump > allowed) & (jump > KINK_SHARE * (abs(right) + abs(left)))
 
 
-def kink(jumps: tuple[Any, Any], allowed: Any, largest: Any, h: Any) -> Any:
+def kink(jumps: Sequence[Any], allowed: Any, largest: Any, h: Any) -> Any:
     """Where the one-sided slopes' jumps at the ``KINK_STEPS`` (of central step ``h``) are a
-    kink's: the second as large as half the first, and above the allowance and the noise."""
+    kink's: each within a factor 2 of the one before (a curve's shrink tenfold, a tiny
+    feature's change as the steps reach it), the last above the allowance and the noise."""
     noise = noise_allowance(largest, h * KINK_STEPS[-1])
-    return (jumps[1] > 0.5 * jumps[0]) & (jumps[1] > allowed + 4.0 * noise)
+    steady = jumps[-1] > allowed + 4.0 * noise
+    for before, after in pairwise(jumps):
+        steady = steady & (after > 0.5 * before) & (after < 2.0 * before)
+    return steady
 
 
 # --- what a step policy perturbs and replays ------------------------------------------------------
@@ -262,7 +269,7 @@ def _kinks(sample: Sample, f0: Any, rows: Any, h: Any, flagged: Any, analytic: A
             right, left = (up - base) / small, (base - down) / small
         jumps.append(np.abs(right - left))
         failed |= bad_up | bad_down | ~np.isfinite(right) | ~np.isfinite(left)
-    found[at] = ~failed & kink((jumps[0], jumps[1]), allowed[at], largest[at], h[at])
+    found[at] = ~failed & kink(jumps, allowed[at], largest[at], h[at])
     farther = np.abs(right - analytic[at]) >= np.abs(left - analytic[at])
     sides[at] = np.where(farther, right, left)
     return found, sides

@@ -112,7 +112,8 @@ class GraphPicture:
             return self.note
         from gradcli.output.verdicts import gradient_verdict
 
-        return gradient_verdict(self.check, self.program.arrays).plain.split("\n")[0]
+        # its first clause: what agrees or not (gradcli eval gives the tolerances and why)
+        return gradient_verdict(self.check, self.program.arrays).plain.split(" (")[0]
 
     @property
     def note(self) -> str | None:
