@@ -207,7 +207,8 @@ def test_free_variables_expressions_are_checked_before_they_are_shown(monkeypatc
                                 "b": "2*(b - t + 6)", "t": "-2*(b - t + 6)"}  # by hand
     assert result.checked is not None and result.checked.points == 3
     assert result.checked.note() == ("checked at 3 points: 4 derivatives agree with the "
-                                     "reverse-mode gradient")
+                                     "reverse-mode gradient (x, W: central differences of "
+                                     "the value)")
     record = json.loads(invoke("eval", "(x*W + b - t)**2", "--x", "2", "--W", "3",
                                "--json").stdout)
     assert record["check"]["ok"] is True and record["check"]["entries"] == 4
@@ -226,3 +227,19 @@ def test_free_variables_expressions_are_checked_before_they_are_shown(monkeypatc
     monkeypatch.setattr(derivatives, "partial_evaluate", wrong)
     with pytest.raises(gradcli.GradcliError, match=r"d/db = 3\*\(b - t \+ 6\)"):
         gradcli.evaluate("(x*W + b - t)**2", {"x": 2.0, "W": 3.0}, strict=False)
+
+
+def test_a_kink_at_a_given_value_of_a_program_with_free_variables_is_said():
+    """Found by a review: abs(x)*y at x = 0 with y free printed d/dx 0 "✓", compared with the
+    reverse-mode gradient, which takes the rules' convention. A variable given its value is
+    checked against differences of the value (as when every variable has one): the kink is
+    named, no ✓, and the JSON check is not ok."""
+    table = invoke("eval", "abs(x)*y", "--x", "0")
+    assert "✓" not in table.stdout and "d/dx at x = 0" in table.stdout
+    assert "is a convention, not checked: the value has a kink there" in table.stdout
+    line = invoke("eval", "-", "--x", "0", stdin="abs(x)*y\nsin(x)*y\n").stdout.splitlines()
+    assert "(not all checked: " in line[0] and line[1].endswith("(free: y)  ✓")
+    record = json.loads(invoke("eval", "abs(x)*y", "--x", "0", "--json").stdout)["check"]
+    assert record["ok"] is None and len(record["conventions"]) == 1
+    assert record["against"] == ("the reverse-mode gradient (x: central differences of the "
+                                 "value)")

@@ -15,7 +15,7 @@ from typing import Any
 from gradcli.engine import arrays
 from gradcli.engine.graph import node_text
 from gradcli.engine.ops import CONDITIONAL
-from gradcli.errors import CheckError, NumericError
+from gradcli.errors import CheckError, NumericError, listed
 from gradcli.gradcheck.derivative_truth import (
     BUG_HINT,
     LARGE,
@@ -67,8 +67,12 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
     against = {"gradient": "the reverse-mode gradient", "jacobian": "the reverse-mode Jacobian",
                "hessian": "central differences of the reverse-mode gradient",
                "higher": "central differences of the order below"}[request.kind]
+    printed = {path[-1] for path, _, _ in reader.parsed}
+    given = [name for name in request.shapes if name in printed and request.by_differences(name)]
     if request.first_by_differences:
         against = "central differences of the value"
+    elif given:  # the rest against the engine
+        against += f" ({listed(given)}: central differences of the value)"
     conventions = {label: why for each in (*readers, reader)
                    for label, why in each.conventions.items()}
     return Checked(checked, sum(each.entries for each in (*readers, reader)), against,

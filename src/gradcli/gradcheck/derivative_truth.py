@@ -54,13 +54,20 @@ class DiffCheck:
     python_kind: str = ""
     wrt: list[str] = field(default_factory=list)  # the order of a scalar export's entries
 
+    def by_differences(self, name: str) -> bool:
+        """Whether first derivatives by ``name`` are checked against differences of the value,
+        as eval's are (a kink then says so): ``name`` has a value, in a program of numbers.
+        Where every variable has one, diff prints the engine's own numbers, which compared
+        with the engine would be compared with themselves; where others stay free, the
+        expressions printed hold its value fixed, and only differences in it see a kink there
+        (abs(x)*y at x = 0). Array programs print formulas: the engine checks them."""
+        return self.kind in ("gradient", "jacobian") and name in self.given and not any(
+            self.shapes.values())
+
     @property
     def first_by_differences(self) -> bool:
-        """At the user's own point diff prints a number program's first derivatives as the
-        engine's numbers themselves (an array program's stay formulas): they are checked
-        against differences of the value, as eval's are (a kink then says so)."""
-        return self.kind in ("gradient", "jacobian") and all(
-            name in self.given and not shape for name, shape in self.shapes.items())
+        """Every first derivative checked against differences (``by_differences``)."""
+        return all(self.by_differences(name) for name in self.shapes)
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,11 @@ class Checked:
     # entries that no difference can check where the order below has a kink or a jump (why)
     conventions: tuple[str, ...] = ()
     unseen: tuple[str, ...] = ()  # pieces of a piecewise program no checked point took
+
+    @property
+    def confirmed(self) -> bool:
+        """Every entry compared at some point, none left to a convention (a ✓ may say so)."""
+        return bool(self.points) and not self.conventions
 
     def note(self) -> str:
         if self.points and self.entries == len(self.conventions):  # none compared
@@ -255,7 +267,7 @@ class Truth:
         """The true value of the entry at ``path``, and whether it is exact (not a
         difference quotient)."""
         kind = self.request.kind
-        if self.request.first_by_differences:
+        if self.request.by_differences(path[-1]):
             try:
                 return differences(self.below(path), self.point, path[-1]), False
             except NumericError:  # a step past an edge next to 0 (sqrt at 1e-12): its own scale

@@ -58,8 +58,10 @@ def batch_line(outcome: LineOutcome, digits: int | None = None, full: bool = Fal
         text.append(f"  (free: {listed(result.free)})", style="yellow")
         for note in result.notes:
             text.append(f"  ({note.message})", style="yellow")
-        if result.checked is not None and result.checked.points:
+        if result.checked is not None and result.checked.confirmed:
             text.append("  ✓", style="green")
+        elif result.checked is not None:  # a kink's convention, or nowhere to check
+            text.append(f"  (not all checked: {result.checked.note()})", style="yellow")
         return text
     if isinstance(result, Result):
         _result_parts(text, result, digits, full)

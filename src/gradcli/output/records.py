@@ -61,7 +61,7 @@ def result_record(
             "free": result.free, "value": result.value, "gradients": result.gradients,
             "notes": [note.one_line() for note in result.notes]},
             check=None if checked is None else {
-                "ok": True if checked.points else None, **checked.record()}, error=None)
+                "ok": True if checked.confirmed else None, **checked.record()}, error=None)
     check = result.check
     arrays = result.program.arrays  # arrays as json_array writes them, and every node's shape
     record = _record(

@@ -132,7 +132,7 @@ def free_view(result: FreeResult, plain: bool = False,
                       Text(gradient))
     note = Text(f"free variables: {', '.join(result.free)} ({free_hint})", style="dim")
     checked = [] if result.checked is None else [
-        Text(f"✓ {result.checked.note()}", style="green") if result.checked.points
+        Text(f"✓ {result.checked.note()}", style="green") if result.checked.confirmed
         else Text(f"note: {result.checked.note()}", style="yellow")]
     return Group(table, note, *checked, *(Text(f"note: {n.message}; {n.hint}", style="yellow")
                                           for n in result.notes))
