@@ -127,11 +127,11 @@ def judge(
 # A central difference averages the slopes on the two sides of the point: at a kink, abs(x) at
 # 0, it gives their mean, the rules' convention abs'(0) = 0, and so would call it checked where
 # relu(x) at 0 fails. Its own two replays tell where to look: their one-sided slopes differ by
-# about h f''(v) on a curve, by the jump at a kink (``curved``); two smaller pairs then decide
+# about h f''(v) on a curve, by the jump at a kink (``curved``); smaller pairs then decide
 # (``kink``): a kink's jump stays, a curve's shrinks with the step. Every check screens its
-# central agreements so (differences.screened, settle, the columns' first passes).
-# the smaller pairs' steps, relative to the central difference's: a feature of the curve below
-# the smallest of them (cos(1e7*x), hypot(x, 1e-8) at 0) would look like a kink
+# central agreements so (differences.screened, settle, the columns' first passes). The smaller
+# pairs' steps, relative to the central difference's: a feature of the curve below the
+# smallest of them (cos(1e7*x), hypot(x, 1e-8) at 0 would be one) looks like a kink.
 KINK_STEPS = (0.1, 0.01, 1e-3, 1e-4)
 # A jump smaller than this share of the slopes is a curve's, not worth a look (W2's programs:
 # 7 looks in 7,000 inputs; a kink whose jump is that small and whose rule takes the slopes'
