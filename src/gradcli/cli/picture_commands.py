@@ -35,7 +35,9 @@ GRAPH_HELP = """Draw the computational graph of EXPR: values on the nodes, gradi
 With -o FILE the format follows the suffix (.svg .png .dot .gv .mmd .txt); --format may
 name it too, but not another format than the suffix names (.txt takes tree, dot or mermaid).
 Without values for every variable: no gradients, and values only where the given
-variables decide them; the picture names the variables without values.
+variables decide them; the picture names the variables without values. The gradients drawn
+are checked as gradcli eval checks them: the verdict is the tree's last line, the DOT caption
+or a Mermaid comment; a failed check exits 1.
 
 \b
 Examples:
@@ -49,7 +51,9 @@ PLOT_HELP = """Plot EXPR and its derivative along one variable given a range (--
 \b
 In the terminal by default; -o FILE.svg or FILE.png saves an image (needs matplotlib:
 pip install 'gradcli[plot]'). Points with a numeric error (log of a negative number, overflow)
-are gaps in the curves. The other variables take one value each.
+are gaps in the curves. The other variables take one value each. The derivative drawn is
+checked at every point as eval's sweeps are: the last line says so or names the first point
+where it disagrees with finite differences (then the exit status is 1).
 
 \b
 Examples:
