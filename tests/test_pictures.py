@@ -198,6 +198,8 @@ def test_tree_of_the_seed_shows_each_use_of_err():
     assert lines[-1].startswith("└── ✓ check passed: 8 gradients agree with finite differences")
     failed = render_tree(prepare("relu(x)", {"x": 0.0}))  # no derivative there: drawn, and said
     assert "└── ✗ check failed: 1 of 2 gradients disagrees" in failed
+    skipped = render_tree(prepare("relu(x)", {"x": 0.0}, check=False))  # --no-check
+    assert skipped.splitlines()[-1] == "└── finite-difference check skipped"
 
 
 def test_tree_without_values_says_so():
@@ -338,3 +340,14 @@ def test_graph_digits_and_arrays_drawn_as_their_range():
     dot = CliRunner().invoke(cli, ["graph", "sin(x)", "--x", "1", "--digits", "3",
                                    "--format", "dot"]).stdout
     assert "value 0.841 · grad 1" in dot and 'label="0.54"' in dot
+
+
+def test_graph_no_check_draws_without_the_check_and_says_so():
+    """--no-check as eval's: the gradients drawn unchecked, the caption says so, status 0 even
+    at a kink, where the check fails with status 1."""
+    args = ["graph", "relu(x)", "--x", "0", "--format", "dot"]
+    checked = CliRunner().invoke(cli, args)
+    assert checked.exit_code == 1 and "✗ check failed: 1 of 2 gradients" in checked.stdout
+    skipped = CliRunner().invoke(cli, [*args, "--no-check"])
+    assert skipped.exit_code == 0
+    assert '  graph [label="finite-difference check skipped", labelloc=b];' in skipped.stdout

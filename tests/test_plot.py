@@ -130,3 +130,7 @@ def test_the_curve_drawn_is_checked_and_a_kink_on_the_grid_says_so():
         "kink or a jump there, or a wrong rule; gradcli eval shows it)")
     assert run("relu(x)*y", "--x", "-2:2:4", "--y", "2", "--width", "60",
                "--height", "12").exit_code == 0  # 0 not on the grid
+    unchecked = run("relu(x)*y", "--x", "-2:2:5", "--y", "2", "--width", "60", "--height", "12",
+                    "--no-check")
+    assert unchecked.exit_code == 0
+    assert unchecked.stdout.rstrip().endswith("5 points; d/dx not checked (--no-check)")

@@ -37,7 +37,7 @@ name it too, but not another format than the suffix names (.txt takes tree, dot 
 Without values for every variable: no gradients, and values only where the given
 variables decide them; the picture names the variables without values. The gradients drawn
 are checked as gradcli eval checks them: the verdict is the tree's last line, the DOT caption
-or a Mermaid comment; a failed check exits 1.
+or a Mermaid comment; a failed check exits 1 (--no-check skips it).
 
 \b
 Examples:
@@ -53,7 +53,7 @@ In the terminal by default; -o FILE.svg or FILE.png saves an image (needs matplo
 pip install 'gradcli[plot]'). Points with a numeric error (log of a negative number, overflow)
 are gaps in the curves. The other variables take one value each. The derivative drawn is
 checked at every point as eval's sweeps are: the last line says so or names the first point
-where it disagrees with finite differences (then the exit status is 1).
+where it disagrees with finite differences (then the exit status is 1; --no-check skips it).
 
 \b
 Examples:
@@ -78,10 +78,13 @@ _SUFFIX_FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot", ".
               show_default=True, help="Draw at most N nodes, nearest the output (0: all).")
 @digits_option("an array of more than 4 elements is drawn as its range [min ... max], "
                "beside its shape")
+@click.option("--no-check", is_flag=True,
+              help="Draw the gradients without the finite-difference check.")
 @click.pass_context
 def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                   program_file: str | None, picture_format: str | None,
-                  output_path: str | None, max_nodes: int, digits: int | None) -> None:
+                  output_path: str | None, max_nodes: int, digits: int | None,
+                  no_check: bool) -> None:
     from gradcli.output.pictures import prepare, render_with_graphviz, to_dot, to_mermaid
 
     try:
@@ -91,7 +94,7 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
         text = ProgramText.read("graph", expr, program_file)
         picture_format = _checked_format(picture_format, output_path)
         program = text.parsed(given)
-        picture = prepare(program, values, digits)
+        picture = prepare(program, values, digits, check=not no_check)
         status = ExitStatus.CHECK_FAILED if picture.check and not picture.check.ok else (
             ExitStatus.OK)  # the gradients drawn failed their check, as eval's status says
         if picture_format == "tree":
@@ -185,10 +188,12 @@ def _write_bytes(data: bytes, output_path: str | None) -> None:
                    "not with -o).")
 @click.option("--height", type=click.IntRange(MIN_PLOT_HEIGHT, MAX_PLOT_HEIGHT), default=22,
               show_default=True, help="Terminal plot height in rows (not with -o).")
+@click.option("--no-check", is_flag=True,
+              help="Draw the derivative without the finite-difference check.")
 @click.pass_context
 def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, ...],
                  program_file: str | None, output_path: str | None, width: int | None,
-                 height: int) -> None:
+                 height: int, no_check: bool) -> None:
     import shutil
 
     from gradcli.output.plot import image_format, plot_image, sample, terminal_plot
@@ -199,10 +204,11 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         _refuse_terminal_sizes(ctx, output_path)
         given = given_values(ctx, assignments)
         program = ProgramText.read("plot", expr, program_file).parsed(given)
-        curve = sample(program, given.values)
+        curve = sample(program, given.values, check=not no_check)
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
         gaps += f"; {curve.verdict}"
-        status = ExitStatus.CHECK_FAILED if len(curve.disagree) else ExitStatus.OK
+        status = ExitStatus.CHECK_FAILED if curve.disagree is not None and len(
+            curve.disagree) else ExitStatus.OK
         if output_path is not None and file_format is not None:
             _write_bytes(plot_image(curve, file_format), output_path)
             click.echo(f"wrote {visible(output_path)} ({plural(curve.xs.size, 'point')}{gaps})")

@@ -107,8 +107,9 @@ class GraphPicture:
 
     @property
     def caption(self) -> str | None:
-        """What the picture lacks, or, evaluated, the check of the gradients it draws."""
-        if self.note is not None or self.check is None:
+        """What the picture lacks, or, evaluated, the check of the gradients it draws (or that
+        it was skipped: --no-check)."""
+        if self.note is not None or not self.evaluated:
             return self.note
         from gradcli.output.verdicts import gradient_verdict
 
@@ -155,7 +156,7 @@ class GraphPicture:
 
 
 def prepare(program: str | Program, values: Mapping[str, float] | None = None,
-            digits: int | None = None) -> GraphPicture:
+            digits: int | None = None, check: bool = True) -> GraphPicture:
     """Parse and, when every variable has a value, evaluate ``program`` for drawing (missing
     values are no error here; a numeric error at the given point is)."""
     values = values or {}
@@ -168,7 +169,7 @@ def prepare(program: str | Program, values: Mapping[str, float] | None = None,
             validate_values(values)
             known = known_values(program, values)
         return GraphPicture(program, evaluated=False, missing=missing, known=known, digits=digits)
-    result = evaluate(program, values)  # the gradients drawn are checked, as eval's are
+    result = evaluate(program, values, check=check)  # the gradients drawn: checked as eval's
     if not isinstance(result, Result):
         raise UsageError("gradcli graph draws the gradient of one scalar output; this program "
                          "has several outputs or an array output",

@@ -41,7 +41,9 @@ class Curve:
     @property
     def verdict(self) -> str:
         """The check of the curve drawn, in one clause."""
-        if self.disagree is None or not len(self.disagree):
+        if self.disagree is None:
+            return f"d/d{self.name} not checked (--no-check)"
+        if not len(self.disagree):
             return f"d/d{self.name} checked at every point"
         first = format_number(float(self.disagree[0]))
         return (f"d/d{self.name} disagrees with finite differences at "
@@ -49,7 +51,7 @@ class Curve:
                 "a kink or a jump there, or a wrong rule; gradcli eval shows it)")
 
 
-def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
+def sample(program: str | Program, values: Mapping[str, Value], check: bool = True) -> Curve:
     """Evaluate ``program`` along the one variable given several values (``--x -3:3:200``)."""
     program = program_of(program, given=values)
     validate_values(values)
@@ -74,7 +76,7 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
     xs = np.asarray(values[name], dtype=float)
     columns = {key: np.broadcast_to(np.asarray(values[key], dtype=float), xs.shape)
                for key in program.variables if key in values}
-    swept = vector_sweep(program, columns)  # the derivative drawn is checked at every point
+    swept = vector_sweep(program, columns, check=check)  # the derivative drawn: every point
     derivative = np.array(swept.gradients[name], dtype=float)
     output = np.array(swept.value, dtype=float)
     output[swept.failed] = np.nan
@@ -82,7 +84,7 @@ def sample(program: str | Program, values: Mapping[str, Value]) -> Curve:
     title = expression_texts(program.nodes)[-1]
     if swept.failed.all():
         raise _nothing_to_draw(program, values, name, title, xs)
-    disagree = xs[~swept.failed & ~swept.check_ok]
+    disagree = xs[~swept.failed & ~swept.check_ok] if check else None
     return Curve(name, title, xs, output, derivative, int(swept.failed.sum()), disagree)
 
 

@@ -51,8 +51,9 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
         trees.append(tree)
     root = trees[0]
     if picture.caption is not None:
-        checked = picture.note is None
-        style = "yellow" if not checked else "green" if picture.check.ok else "red"
+        check = picture.check if picture.note is None else None
+        style = ("green" if check.ok else "red") if check is not None else (
+            "yellow" if picture.note is not None else "dim")
         root.add(Text(picture.caption, style=style))
     unused = unused_inputs(picture)
     if unused:
