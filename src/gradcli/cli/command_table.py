@@ -25,8 +25,8 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
         flag for flag, takes_value in EVAL_OPTIONS.items()
         if not takes_value and flag.startswith("--") and flag != "--help")),
     "functions": ("gradcli.cli.reference_commands", ("--json",)),
-    "graph": ("gradcli.cli.picture_commands", ("--allow-unused",)),
+    "graph": ("gradcli.cli.picture_commands", ("--allow-unused", "--no-check")),
     "man": ("gradcli.cli.reference_commands", ()),
-    "plot": ("gradcli.cli.picture_commands", ("--allow-unused",)),
+    "plot": ("gradcli.cli.picture_commands", ("--allow-unused", "--no-check")),
     "repl": ("gradcli.cli.repl", ("--full",)),
 }
