@@ -12,12 +12,12 @@ import math
 from typing import Any
 
 from gradcli.engine import arrays, masks
-from gradcli.engine.graph import Node, describe, output_labels
+from gradcli.engine.graph import Node, Program, describe, output_labels
 from gradcli.engine.ops import NUMPY
 from gradcli.errors import NumericError
 
 
-def blocks(program: Any, mode: str) -> dict[str, dict[str, Any]]:
+def blocks(program: Program, mode: str) -> dict[str, dict[str, Any]]:
     """The Jacobian of an evaluated program by output label, then input name: plain arrays
     (copies), ``mode`` forward or reverse."""
     outputs = program.outputs or [program.nodes[-1]]

@@ -357,8 +357,9 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
     lines += [f'  {start} -> {end} [style=dashed, color="#b91c1c", fontcolor="#b91c1c", '
               f"constraint=false, label={dot_string(picture.number(flow))}];"
               for start, end, flow in sketch.backward]
-    if picture.caption is not None:
-        lines.append(f"  graph [label={dot_string(picture.caption)}, labelloc=b];")
+    caption = picture.caption
+    if caption is not None:
+        lines.append(f"  graph [label={dot_string(caption)}, labelloc=b];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -388,8 +389,9 @@ def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str
               for start, end, flow in sketch.backward]
     for kind, (_, fill, colour, _) in _STYLES.items():
         lines.append(f"  classDef {kind} fill:{fill},stroke:{colour}")
-    if picture.caption is not None:  # a comment: Mermaid has no caption for a flowchart
-        lines.append(f"  %% {mermaid_string(picture.caption)}")
+    caption = picture.caption
+    if caption is not None:  # a comment: Mermaid has no caption for a flowchart
+        lines.append(f"  %% {mermaid_string(caption)}")
     return "\n".join(lines) + "\n"
 
 

@@ -50,11 +50,12 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
             tree = trees[entry.parent].add(line)
         trees.append(tree)
     root = trees[0]
-    if picture.caption is not None:
+    caption = picture.caption
+    if caption is not None:
         check = picture.check if picture.note is None else None
         style = ("green" if check.ok else "red") if check is not None else (
             "yellow" if picture.note is not None else "dim")
-        root.add(Text(picture.caption, style=style))
+        root.add(Text(caption, style=style))
     unused = unused_inputs(picture)
     if unused:
         names = ", ".join(visible(picture.label(node)) for node in unused)

@@ -117,13 +117,13 @@ def _check_scalar(program: Program, ask: DiffAsk, derivatives: Derivatives,
 def defaults_note(kept: Mapping[str, float], used: Mapping[str, float]) -> str | None:
     """What became of the program's own values (``x = 2``): ``kept`` as symbols, or ``used``
     (substituted)."""
-    from gradcli.engine.notation import format_point as listed
+    from gradcli.engine.notation import format_point
 
     if kept:
         verb, them = ("stays a symbol", "it") if len(kept) == 1 else ("stay symbols", "them")
-        return f"note: the program's own {listed(kept)} {verb}; --defaults substitutes {them}"
+        return f"note: the program's own {format_point(kept)} {verb}; --defaults substitutes {them}"
     if used:
-        return f"note: substituted the program's own {listed(used)}"
+        return f"note: substituted the program's own {format_point(used)}"
     return None
 
 

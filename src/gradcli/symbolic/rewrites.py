@@ -191,8 +191,10 @@ def _mul(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
             return x
     if xop is WHERE or yop is WHERE:
         return _into_branches(b, MUL, x, y)
-    if _pieces_summed(x) or _pieces_summed(y):
-        return _spread_over(b, MUL, x, y)
+    if _pieces_summed(x):
+        return _spread_over(b, MUL, x, y, True)
+    if _pieces_summed(y):
+        return _spread_over(b, MUL, x, y, False)
     if number:
         if xop is CONST and x.value == -1.0:
             return b.make(NEG, (y,))
@@ -251,7 +253,7 @@ def _div(b: Maker, x: SymNode, y: SymNode) -> SymNode | None:
     if xop is WHERE:
         return _into_branches(b, DIV, x, y)
     if _pieces_summed(x):
-        return _spread_over(b, DIV, x, y)
+        return _spread_over(b, DIV, x, y, True)
     if yop is CONST and y.value == -1.0:
         return b.make(NEG, (x,))
     if xop is CONST and x.value == 0.0:
@@ -345,13 +347,14 @@ def _pieces_summed(node: SymNode, depth: int = 4) -> bool:
         _pieces_summed(source, depth - 1) for source in node.inputs)
 
 
-def _spread_over(b: Maker, op: Op, x: SymNode, y: SymNode) -> SymNode:
+def _spread_over(b: Maker, op: Op, x: SymNode, y: SymNode, first: bool) -> SymNode:
     """g*(w1 + w2) -> g*w1 + g*w2 (and (w1 + w2)/g), each then moved into its branches: a
     factor pulled out of the pieces would be computed where none of them is taken
-    (0.5/sqrt(x) at x < 0 in d/dx of where(x > 0, sqrt(x), 0) + where(x > 1, sqrt(x), 0))."""
-    summed, other = (x, y) if _pieces_summed(x) else (y, x)
+    (0.5/sqrt(x) at x < 0 in d/dx of where(x > 0, sqrt(x), 0) + where(x > 1, sqrt(x), 0));
+    ``first``: the sum is x, else y."""
+    summed, other = (x, y) if first else (y, x)
     left, right = summed.inputs
-    if summed is x:
+    if first:
         return b.make(summed.op, (b.make(op, (left, other)), b.make(op, (right, other))))
     return b.make(summed.op, (b.make(op, (other, left)), b.make(op, (other, right))))
 
