@@ -214,6 +214,8 @@ def test_free_variables_expressions_are_checked_before_they_are_shown(monkeypatc
     assert record["check"]["ok"] is True and record["check"]["entries"] == 4
     unchecked = json.loads(invoke("eval", "x*y", "--x", "2", "--json", "--no-check").stdout)
     assert unchecked["check"] is None
+    table = invoke("eval", "x*y", "--x", "2", "--no-check").stdout  # skipped: said, as eval's
+    assert table.rstrip().endswith("finite-difference check skipped (--no-check)")
 
     from gradcli.symbolic import derivatives
 

@@ -11,7 +11,7 @@ from gradcli.output.nodes import gradient_table, hessian_table, hvp_table, node_
 from gradcli.output.tables import Column, FittedTable
 from gradcli.output.text import Text
 from gradcli.output.values import checked_digits, number_text
-from gradcli.output.verdicts import gradient_verdict, hessian_verdict
+from gradcli.output.verdicts import SKIPPED, gradient_verdict, hessian_verdict
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -131,8 +131,8 @@ def free_view(result: FreeResult, plain: bool = False,
         table.add_row(Text(name), Text("free" if bound is None else number_text(bound, digits)),
                       Text(gradient))
     note = Text(f"free variables: {', '.join(result.free)} ({free_hint})", style="dim")
-    checked = [] if result.checked is None else [
-        Text(f"✓ {result.checked.note()}", style="green") if result.checked.confirmed
-        else Text(f"note: {result.checked.note()}", style="yellow")]
+    checked = [Text(SKIPPED, style="dim") if result.checked is None  # --no-check
+               else Text(f"✓ {result.checked.note()}", style="green") if result.checked.confirmed
+               else Text(f"note: {result.checked.note()}", style="yellow")]
     return Group(table, note, *checked, *(Text(f"note: {n.message}; {n.hint}", style="yellow")
                                           for n in result.notes))
