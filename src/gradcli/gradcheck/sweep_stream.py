@@ -60,9 +60,7 @@ def _stream(plan: SweepPlan, options: dict[str, Any], points: int | None,
     blocks = plan.blocks(size)
     if plan.size <= size or threads < 2:  # one block, or no threads: no pool to start
         for columns in blocks:
-            sweep = vector_sweep(plan.program, columns, **options)
-            finish_sweep(sweep, None, budget)
-            yield sweep
+            yield _finished(vector_sweep(plan.program, columns, **options), budget)
         return
     from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -72,17 +70,17 @@ def _stream(plan: SweepPlan, options: dict[str, Any], points: int | None,
         for columns in blocks:
             pending.append(pool.submit(vector_sweep, plan.program, columns, **options))
             if len(pending) > threads:
-                yield _finished(pending.popleft(), budget)
+                yield _finished(pending.popleft().result(), budget)
         while pending:
-            yield _finished(pending.popleft(), budget)
+            yield _finished(pending.popleft().result(), budget)
     finally:
         for future in pending:
             future.cancel()
         pool.shutdown(wait=True)
 
 
-def _finished(future: Any, budget: RecheckBudget) -> Sweep:
-    sweep = future.result()
+def _finished(sweep: Sweep, budget: RecheckBudget) -> Sweep:
+    """``sweep`` finished in the caller's thread (``finish_sweep``, the stream's one budget)."""
     finish_sweep(sweep, None, budget)
     return sweep
 
