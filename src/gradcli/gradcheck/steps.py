@@ -241,12 +241,9 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
             if judged is not None:
                 judged(rows, h, shrink, numeric, error, allowed, largest, stencils)
         keep = rows[better]
-        found.numeric[keep] = numeric[better]
-        found.error[keep] = np.nan_to_num(error[better], nan=np.inf)
-        found.tolerance[keep] = allowed[better]
-        found.ok[keep] = good[better]
-        found.stencil[keep] = stencils[better]
-        found.step[keep] = h[better]
+        tried = Estimates(numeric, np.nan_to_num(error, nan=np.inf), allowed, good, stencils, h)
+        for whole, part in zip(found, tried, strict=True):  # each field where this step is better
+            whole[keep] = part[better]
         rows = rows[~(good | swamped)]
     return found
 
