@@ -455,7 +455,8 @@ def require_values(program: Program, values: Mapping[str, Any], why: str = "") -
     if missing:
         raise (_note_error(program, missing, "function") or _note_error(program, missing)
                or UsageError(missing_values_message(missing) + why,
-                             hint=missing_values_hint(missing)))
+                             hint=f"pass them as {_flags(missing)} (or --set NAME=VALUE), or "
+                                  "assign them in the program"))
 
 
 def _note_error(program: Program, missing: list[str],
@@ -480,10 +481,6 @@ def hessian_needs_values(missing: list[str]) -> UsageError:
 
 def missing_values_message(names: list[str]) -> str:
     return f"no value for {names[0]}" if len(names) == 1 else f"no values for {listed(names)}"
-
-
-def missing_values_hint(names: list[str]) -> str:
-    return f"pass them as {_flags(names)} (or --set NAME=VALUE), or assign them in the program"
 
 
 def _flags(names: list[str]) -> str:
