@@ -100,7 +100,6 @@ class GradientCheck:
             self.failed = 0 if self.ok else 1
 
 
-
 def settled_check(grad: float, settled: Any) -> GradientCheck:
     """A central difference that agreed in a vectorised replay (``columns.Settled``), as the
     check that passed: the same verdict ``check_node`` gives it."""
