@@ -99,15 +99,14 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
             ExitStatus.OK)  # the gradients drawn failed their check, as eval's status says
         if picture_format == "tree":
             _write_tree(picture, max_nodes, output_path)
-            ctx.exit(status)
-        dot_or_mermaid = to_mermaid if picture_format == "mermaid" else to_dot
-        text = dot_or_mermaid(picture, max_nodes)
-        if picture_format in ("dot", "mermaid"):
-            _write_bytes(text.encode("utf-8"), output_path)
+        elif picture_format in ("dot", "mermaid"):
+            dot_or_mermaid = to_mermaid if picture_format == "mermaid" else to_dot
+            _write_bytes(dot_or_mermaid(picture, max_nodes).encode("utf-8"), output_path)
         else:
             if output_path is None and picture_format == "png" and sys.stdout.isatty():
                 raise UsageError("a PNG is binary and stdout is a terminal", hint="add -o FILE.png")
-            _write_bytes(render_with_graphviz(text, picture_format), output_path)
+            _write_bytes(render_with_graphviz(to_dot(picture, max_nodes), picture_format),
+                         output_path)
         ctx.exit(status)
     except GradcliError as error:
         if "--max-nodes" in (error.hint or ""):  # the parser's hint; graph's option draws less
