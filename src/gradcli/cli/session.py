@@ -204,7 +204,8 @@ class Session:
     def command(self, text: str) -> int:
         name, _, argument = text.partition(" ")
         name = ALIASES.get(name, name)
-        action: Callable[[str], int] | None = getattr(self, f"_{name[1:]}", None)
+        # an action that only prints returns None: its status is OK
+        action: Callable[[str], int | None] | None = getattr(self, f"_{name[1:]}", None)
         if name not in COMMANDS or action is None:
             from gradcli.cli.given import closest_option
 
@@ -215,31 +216,28 @@ class Session:
         if argument.strip() and name in _NO_ARGUMENT:
             raise UsageError(f"{name} takes no argument ({visible(argument.strip())} would be "
                              "ignored)", hint=_NO_ARGUMENT[name])
-        return action(argument.strip())
+        status = action(argument.strip())
+        return ExitStatus.OK if status is None else status
 
-    def _help(self, argument: str) -> int:
+    def _help(self, argument: str) -> None:
         echo(HELP)
-        return ExitStatus.OK
 
-    def _quit(self, argument: str) -> int:
+    def _quit(self, argument: str) -> None:
         self.quit = True
-        return ExitStatus.OK
 
-    def _vars(self, argument: str) -> int:
+    def _vars(self, argument: str) -> None:
         if not self.definitions:
             echo("no definitions yet (W = 3 defines one)")
         for name in _definition_order(" ".join(f"{n}()" if n in self.parameters else n
                                                for n in self.definitions),
                                       self.definitions, self.parameters):
             echo(self.statement(name))
-        return ExitStatus.OK
 
-    def _reset(self, argument: str) -> int:
+    def _reset(self, argument: str) -> None:
         self.definitions, self.parameters, self.last = {}, {}, None
         echo("forgot every definition")
-        return ExitStatus.OK
 
-    def _del(self, argument: str) -> int:
+    def _del(self, argument: str) -> None:
         if not argument:
             raise UsageError(":del needs the NAME of a definition to forget",
                              hint=":vars lists the definitions; :reset forgets them all")
@@ -253,7 +251,6 @@ class Session:
                              f"{argument}", hint="forget or redefine them first")
         del self.definitions[argument]
         self.parameters.pop(argument, None)
-        return ExitStatus.OK
 
     def _hessian(self, argument: str) -> int:
         return self.evaluate(self._last(argument), order=2)
@@ -266,13 +263,12 @@ class Session:
         result = evaluate(self.parsed(expression), {}, EvalSettings(strict=False))
         return show_result(result, self.source(expression), True)
 
-    def _graph(self, argument: str) -> int:
+    def _graph(self, argument: str) -> None:
         from gradcli.cli.show import print_tree
         from gradcli.limits import MAX_DRAWN_NODES
         from gradcli.output.pictures import prepare
 
         print_tree(prepare(self.parsed(self._last(argument)), {}, self.digits), MAX_DRAWN_NODES)
-        return ExitStatus.OK
 
     def _diff(self, argument: str) -> int:
         """Derivatives as expressions in the session's names, by ``gradcli diff``'s own path:
