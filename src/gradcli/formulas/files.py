@@ -17,7 +17,7 @@ from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.formulas.outcomes import Axis, CheckSpec, Expected, Range
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
-from gradcli.language.values import Value, names_a_file, parse_value, range_parts
+from gradcli.language.values import Value, names_a_file, parse_value, range_parts, read_array
 from gradcli.language.values_file import toml_reader
 from gradcli.limits import MAX_CHECK_CELLS, MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
 
@@ -298,8 +298,6 @@ class _CheckReader:
 
     def _array_file(self, key: str, variable: str, path: str) -> Any:
         """The array of a ``.npy``/``.npz``/``.csv`` file named beside the check file."""
-        from gradcli.language.values import read_array
-
         where = os.path.join(os.path.dirname(self.file), path)
         try:
             return read_array(variable, where)

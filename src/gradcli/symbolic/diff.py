@@ -15,6 +15,7 @@ from typing import Any
 
 from gradcli.engine import arrays
 from gradcli.engine.graph import Program, output_labels
+from gradcli.engine.notation import format_point
 from gradcli.errors import CheckError, UsageError
 from gradcli.language.values import gives_arrays, runs_on_arrays
 from gradcli.limits import MAX_NODES
@@ -117,8 +118,6 @@ def _check_scalar(program: Program, ask: DiffAsk, derivatives: Derivatives,
 def defaults_note(kept: Mapping[str, float], used: Mapping[str, float]) -> str | None:
     """What became of the program's own values (``x = 2``): ``kept`` as symbols, or ``used``
     (substituted)."""
-    from gradcli.engine.notation import format_point
-
     if kept:
         verb, them = ("stays a symbol", "it") if len(kept) == 1 else ("stay symbols", "them")
         return f"note: the program's own {format_point(kept)} {verb}; --defaults substitutes {them}"

@@ -15,7 +15,7 @@ from gradcli.engine.ops import CONDITIONAL, CONST, VAR
 from gradcli.symbolic.arrays import shape_of
 from gradcli.symbolic.jacobians import Blocks
 from gradcli.symbolic.nodes import SymNode
-from gradcli.symbolic.printing import finite_helper
+from gradcli.symbolic.printing import PythonNotation, finite_helper, python_names
 
 
 class NumpyWriter:
@@ -23,8 +23,6 @@ class NumpyWriter:
     computes it; the helpers the rows without a NumPy form need."""
 
     def __init__(self, variables: Sequence[str]) -> None:
-        from gradcli.symbolic.printing import PythonNotation, python_names
-
         # np, math, f, keywords and the lines' own names (t0, t1, ...) get a trailing _
         lines = {name for name in variables if name[:1] == "t" and name[1:].isdigit()}
         self.renames = python_names(variables, {"np", "math", "f", *lines})
