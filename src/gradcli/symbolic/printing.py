@@ -223,8 +223,7 @@ class LatexNotation(Notation):
     def call(self, op: Any, args: list[str]) -> str:
         if op.name in _LATEX_FORMS:
             return _LATEX_FORMS[op.name].format(*args)
-        escaped = op.name.replace("_", "\\_")
-        head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{escaped}}}")
+        head = _LATEX_FUNCTIONS.get(op.name, rf"\operatorname{{{_escaped(op.name)}}}")
         return rf"{head}\left({', '.join(args)}\right)"
 
     def prefix(self, op: Any, operand: str) -> str:
