@@ -106,8 +106,7 @@ class ArrayBuilder(Builder):
                 (op.name, op.key, *(node.seq for node in inputs)), op, inputs)
         elif any(node.op is CONST and getattr(node.value, "ndim", 0) for node in inputs):
             # an array literal: the scalar rewrites compare constants with numbers
-            node = _times_one(op, inputs) or self._intern(
-                (op.name, *(node.seq for node in inputs)), op, inputs)
+            node = _times_one(op, inputs) or self.raw(op, inputs)
         elif op is EXP and _softmax_of(inputs[0]) is not None:
             node = op_node(self, "softmax", _softmax_of(inputs[0]))
         else:  # the scalar builder's folding and rewrites (element-wise, so they hold here)
