@@ -26,6 +26,11 @@ def _eval(*args: str):
     ("max(x, y)", {"x": 1.0, "y": 1.0}, (0.0, 1.0)),
     ("abs(x)*y", {"x": 0.0, "y": 2.0}, (-2.0, 2.0)),
     ("abs(sin(x))", {"x": 0.0}, (-1.0, 1.0)),
+    # a jump small against the slopes, still larger than the tolerance (missed before: the
+    # screen wanted a jump of 1e-3 of the slopes)
+    ("2000*x + abs(x)", {"x": 0.0}, (1999.0, 2001.0)),
+    ("abs(x) + 1e4*x", {"x": 0.0}, (9999.0, 10001.0)),
+    ("max(x, 0) + 500*x", {"x": 0.0}, (500.0, 501.0)),
 ])
 def test_a_kink_whose_rule_takes_the_slopes_mean_fails_with_a_side_s_slope(text, values, sides):
     result = gradcli.evaluate(text, values)
@@ -46,6 +51,13 @@ def test_smooth_points_and_kinks_a_step_away_still_pass(text, values):
     assert gradcli.evaluate(text, values).check.ok, text
 
 
+def test_a_kink_inside_the_tolerance_passes_as_both_sides_agree():
+    """Both one-sided slopes within the tolerance of the gradient: the check's claim holds on
+    either side (1e6*x + abs(x): 999,999 and 1,000,001, rtol 1e-5 allows 10)."""
+    assert gradcli.evaluate("1e6*x + abs(x)", {"x": 0.0}).check.ok
+    assert not gradcli.evaluate("1e6*x + abs(x)", {"x": 0.0}, rtol=1e-7).check.ok
+
+
 def test_every_path_screens_its_agreements():
     """Arrays (element columns), Hessians (scalar and array), a Jacobian, a sweep's CSV."""
     assert _eval("abs(x)", "--x", "0").exit_code == 1
@@ -54,6 +66,7 @@ def test_every_path_screens_its_agreements():
     assert json.loads(vector.stdout)["check"]["gradients"]["x"]["where"] == [0]
     assert _eval("x*abs(x)", "--x", "0", "--hessian").exit_code == 1  # 2|x|'s kink
     assert _eval("sum(x*abs(x))", "--x", "[0, 1]", "--hessian").exit_code == 1
+    assert _eval("sum(2000*x + abs(x))", "--x", "[0, 1]").exit_code == 1  # a small jump too
     jacobian = _eval("f = x*y; g = abs(x); f, g", "--x", "0", "--y", "1", "--json")
     assert jacobian.exit_code == 1, jacobian.output
     swept = _eval("abs(x)*y", "--x", "-1:1:3", "--y", "1", "--csv")

@@ -58,6 +58,8 @@ from gradcli.gradcheck.steps import (
     judge,
     kink,
     quotient,
+    shrinks,
+    slope_jump,
     steps_for,
     tolerance,
 )
@@ -194,6 +196,8 @@ def screened(replayer: Replays, node: Perturbed, check: GradientCheck, up: Any, 
         except NumericError:
             return check
         jumps.append(abs(right - left))
+        if len(jumps) == 1 and shrinks(slope_jump(up, down, f0, h), jumps[0]):
+            return check  # a curve
     if not kink(jumps, check.tolerance, largest, h):
         return check
     analytic = check.analytic

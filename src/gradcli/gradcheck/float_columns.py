@@ -14,7 +14,15 @@ from gradcli.engine.node import last_uses
 from gradcli.engine.ops import OPS, numpy
 from gradcli.engine.replay import rounding_weights
 from gradcli.gradcheck.columns import Settled
-from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees, curved
+from gradcli.gradcheck.steps import (
+    CENTRAL,
+    KINK_STEPS,
+    base_step,
+    central_agrees,
+    curved,
+    shrinks,
+    slope_jump,
+)
 
 
 @dataclass
@@ -44,14 +52,39 @@ def central_at_once(program: Program, targets: list[Node], rtol: float, atol: fl
     outputs, largest = replayed.output.tolist(), replayed.largest.tolist()
     f0, count = program.nodes[-1].value, len(targets)
     passed: dict[int, Settled] = {}
+    flagged: list[tuple[Node, Settled, float]] = []  # and the one-sided slopes' jump
     for k, (node, h) in enumerate(zip(targets, steps, strict=True)):
         most = max(largest[k], largest[k + count], abs(f0))
         up, down = outputs[k], outputs[k + count]
         agreed = central_agrees(node.grad, up, down, most, h, rtol, atol)
-        # a possible kink is the node check's to screen (differences.screened)
-        if agreed is not None and not curved(up, down, f0, h, agreed[2]):
-            passed[node.index] = Settled(*agreed, h)
+        if agreed is not None:
+            settled = Settled(*agreed, h)
+            if curved(up, down, f0, h, agreed[2]):
+                flagged.append((node, settled, slope_jump(up, down, f0, h)))
+            else:
+                passed[node.index] = settled
+    # a possible kink is the node check's to screen (differences.screened), unless a smaller
+    # pair shows a curve's jump
+    for (node, settled, jump), smaller in zip(flagged, _smaller_jumps(program, flagged, weights),
+                                              strict=True):
+        if shrinks(jump, smaller):
+            passed[node.index] = settled
     return passed
+
+
+def _smaller_jumps(program: Program, flagged: list[tuple[Node, Settled, float]],
+                   weights: list[float] | None) -> list[float]:
+    """Each node's one-sided slopes' jump at the first of ``KINK_STEPS`` (NaN where a replay
+    fails): one replay of columns, not two replays a node."""
+    if not flagged:
+        return []
+    np, f0 = numpy(), program.nodes[-1].value
+    small = np.array([settled.step * KINK_STEPS[0] for _, settled, _ in flagged])
+    values = np.array([node.value for node, _, _ in flagged])
+    output = replay_columns(program, [node.index for node, _, _ in flagged] * 2,
+                            np.concatenate((values + small, values - small)), weights).output
+    with np.errstate(all="ignore"):
+        return slope_jump(output[:small.size], output[small.size:], f0, small).tolist()
 
 
 def replay_columns(program: Program, pinned: Any, values: Any,
