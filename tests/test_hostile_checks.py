@@ -34,7 +34,9 @@ def run(tmp_path, data: bytes, *args: str):
     (check_file('"x\x00*2"').encode(), 3, None, "Illegal character"),
     (b'[[check]]\nname = "\xff"\n', None, None, "not UTF-8"),
     (b"a = " + b"[" * 100_000 + b"]" * 100_000, None, None, "nested too deeply"),
-    (b"a = " + b"9" * 5000, None, None, "not valid TOML"),
+    (b"a = " + b"9" * 5000, 1, None, "the value of a is an integer of 5,000 digits"),
+    (check_file(points="at = {x = " + "1" * 5000 + "}").encode(), 4, None,
+     "the value of x is an integer of 5,000 digits, too large for a float"),
     (check_file(points='at = {x = 1}\nsweep = {y = "0:1:100000000"}', expr='"x+y"').encode()
      .replace(b"at = {x = 1}\n", b""), 4, "check.sweep.y", "must be a whole number"),
     (check_file(points='sweep = {x = "0:1:10000", y = "0:1:10000"}', expr='"x+y"').encode(), 4,

@@ -113,6 +113,13 @@ def test_a_batch_reads_the_file_once_for_every_line(point_files):
         ('{"x": NaN}', "<stdin>:1: NaN is not a finite number"),
         ("x = inf", "<stdin>:1: the value of x is inf, not a finite number"),
         ('{"x": 1e999}', "the value of x is inf, not a finite number"),
+        # integers too long for a float; past 4,300 digits Python's own reader refuses them
+        ('{"x": 1' + "0" * 399 + "}", "<stdin>:1: the value of x is an integer of 400 digits, "
+                                      "too large for a float"),
+        ('{"y": 2,\n "x": -' + "1" * 5000 + "}", "<stdin>:2: the value of x is an integer of "
+                                                "5,000 digits, too large for a float"),
+        ("y = 2\nx = " + "1" * 5000, "<stdin>:2: the value of x is an integer of 5,000 digits"),
+        ('{"x": [1, ' + "1" * 5000 + "]}", "<stdin>:1: the value of x is an integer of 5,000"),
         ('{"pi": 3}', "the program has no variable pi"),
         ('{"2x": 3}', "2x is not a variable name"),
         ("[1, 2]", "holds an array of JSON, not an object"),

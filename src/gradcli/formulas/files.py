@@ -17,8 +17,15 @@ from gradcli.errors import ExitStatus, GradcliError, UsageError, visible
 from gradcli.formulas.outcomes import Axis, CheckSpec, Expected, Range
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL
 from gradcli.language.parser import parse
-from gradcli.language.values import Value, names_a_file, parse_value, range_parts, read_array
-from gradcli.language.values_file import toml_reader
+from gradcli.language.values import (
+    FINITE_HINT,
+    Value,
+    names_a_file,
+    parse_value,
+    range_parts,
+    read_array,
+)
+from gradcli.language.values_file import huge_integer, toml_reader
 from gradcli.limits import MAX_CHECK_CELLS, MAX_CHECK_FILE_BYTES, MAX_CHECK_NODES, MAX_CHECK_POINTS
 
 CHECK_KEYS = ("name", "expr", "at", "sweep", "value", "gradients", "derivative", "jacobian",
@@ -85,10 +92,12 @@ def parse_check_file(text: str, file: str = "<checks>") -> list[CheckSpec]:
         found = re.search(r"line (\d+)", str(error))
         raise CheckFileError(f"not valid TOML: {visible(str(error))}", file=file,
                              line=int(found.group(1)) if found else None) from None
-    except (RecursionError, ValueError) as error:  # deep nesting; an integer of 4300+ digits
-        what = "nested too deeply" if isinstance(error, RecursionError) else str(error)
-        raise CheckFileError(f"not valid TOML: {what}", file=file,
+    except RecursionError:
+        raise CheckFileError("not valid TOML: nested too deeply", file=file,
                              hint="check files need no nested arrays or tables") from None
+    except ValueError:  # an integer Python will not read (int_max_str_digits)
+        line, problem = huge_integer(text)
+        raise CheckFileError(problem, file=file, line=line, hint=FINITE_HINT) from None
     lines = KeyLines(text)
     for key in data:
         if key not in FILE_KEYS:

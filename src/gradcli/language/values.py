@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 else:
     Value = object  # the name other modules import for their annotations, never evaluated
 
+FINITE_HINT = "give a finite number such as 2, -0.5 or 1e-3"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ARRAY_FILE_SUFFIXES = (".npy", ".npz", ".csv")  # --W W.npy: read_array reads it
 
@@ -89,7 +90,7 @@ def validate_values(values: Mapping[str, Value]) -> None:
                                  "-0.5 or 1e-3") from None
             if not finite:
                 raise UsageError(f"the value of {name} is {number}, not a finite number",
-                                 hint="give a finite number such as 2, -0.5 or 1e-3")
+                                 hint=FINITE_HINT)
 
 
 def _is_real(number: object) -> bool:
@@ -228,11 +229,11 @@ def _number(name: str, part: str, whole: str) -> float:
         if math.isinf(number):  # 1e400: a number, but past the largest double
             raise UsageError(f"the value of {name} is {whole!r}: too large for a float "
                              "(the largest is about 1.8e308)",
-                             hint="give a finite number such as 2, -0.5 or 1e-3")
+                             hint=FINITE_HINT)
         return number
     if part.strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
         raise UsageError(f"the value of {name} is {whole!r}, not a finite number",
-                         hint="give a finite number such as 2, -0.5 or 1e-3")
+                         hint=FINITE_HINT)
     raise UsageError(f"the value of {name} is {whole!r}, not a number",
                          hint=f"write e.g. --{name} 2.5, a range --{name} -2:2:9 "
                               f"or a list --{name} 1,2,5")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcli.errors import UsageError, visible
-from gradcli.language.values import NAME
+from gradcli.language.values import FINITE_HINT, NAME
 from gradcli.limits import MAX_ARRAY_DIMS
 
 
@@ -93,6 +93,8 @@ def _json_pairs(text: str, file_name: str, lines: dict[str, list[int]]) -> list[
         raise UsageError(f"{visible(file_name)}:{error.lineno}: not valid JSON: {error.msg} "
                          f"(column {error.colno})",
                          hint='write one object of name: number, e.g. {"x": 2, "W": 3}') from None
+    except ValueError:  # an integer Python will not read (int_max_str_digits)
+        raise _huge_integer_error(text, file_name) from None
     if not isinstance(document, _Pairs):
         raise UsageError(f"{visible(file_name)} holds {_kind(document)} of JSON, not an "
                          "object of name: number", hint='write e.g. {"x": 2, "W": 3}')
@@ -119,7 +121,33 @@ def _toml_pairs(text: str, file_name: str, lines: dict[str, list[int]]) -> list[
         _refuse_duplicates(_toml_keys(text), lines, file_name)
         raise UsageError(f"{visible(file_name)}: not valid TOML: {error}",
                          hint="write one name = number per line, e.g. x = 2") from None
+    except ValueError:  # an integer Python will not read (int_max_str_digits)
+        raise _huge_integer_error(text, file_name) from None
     return list(document.items())  # TOML itself refuses a key given twice
+
+
+_LONG_INTEGER = re.compile(r"[-+]?\d[\d_]{299,}")  # longer than any finite float's digits
+_KEY = re.compile(r"""["']?([A-Za-z_][\w.-]*)["']?\s*[:=]""")  # "x": or x =, on its line
+
+
+def huge_integer(text: str) -> tuple[int, str]:
+    """(line, problem) of the first integer in ``text`` too long for a float: the JSON and
+    TOML readers fail on one of 4,300 digits or more with Python's own message
+    (int_max_str_digits), which names neither the line nor the key."""
+    found = _LONG_INTEGER.search(text)
+    if found is None:  # not expected: the readers' ValueError comes from such an integer
+        return 0, "a value is an integer too long to read"
+    start = text.rfind("\n", 0, found.start()) + 1
+    keys = _KEY.findall(text, start, found.start())
+    what = f"the value of {visible(keys[-1])}" if keys else "a value"
+    digits = sum(c.isdigit() for c in found.group())
+    return (text.count("\n", 0, found.start()) + 1,
+            f"{what} is an integer of {digits:,} digits, too large for a float")
+
+
+def _huge_integer_error(text: str, file_name: str) -> UsageError:
+    line, problem = huge_integer(text)
+    return UsageError(f"{visible(file_name)}:{line}: {problem}", hint=FINITE_HINT)
 
 
 def _too_deep(file_name: str) -> UsageError:
@@ -204,10 +232,10 @@ def _number_or_array(raw: Any, shown: str, kind: str) -> Any:
     try:
         number = float(raw)
     except OverflowError:  # a JSON integer of 400 digits
-        number = math.inf
+        raise UsageError(f"{shown} is an integer of {len(str(abs(raw))):,} digits, too large "
+                         "for a float", hint=FINITE_HINT) from None
     if not math.isfinite(number):
-        raise UsageError(f"{shown} is {number}, not a finite number",
-                         hint="give a finite number such as 2, -0.5 or 1e-3")
+        raise UsageError(f"{shown} is {number}, not a finite number", hint=FINITE_HINT)
     return number
 
 
