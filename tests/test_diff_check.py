@@ -298,6 +298,44 @@ SYMMETRIC_KINKS = [
 ]
 
 
+@pytest.mark.parametrize(("program", "order", "below", "slopes"), [
+    # elu's gradient is 1 on the right, e^x on the left: a kink of slopes 0 and 1, which
+    # central differences average to the rule's 0.5 (a bug hunt found it printed "checked")
+    ("elu(x)", "2", "the gradient", "0 and 1"),
+    ("elu(x - 1)*y", "2", "the gradient", "0 and 2"),
+    ("elu(x)**2", "3", "the order-2 derivative", "0 and 6"),
+])
+def test_a_kink_whose_differences_agree_only_at_a_smaller_step_is_a_convention_too(
+        program, order, below, slopes):
+    given = ["--x", "1", "--y", "2"] if "y" in program else ["--x", "0"]
+    done = diff(program, "--order", order, *given)
+    assert done.exit_code == 0, done.output
+    assert f"is a convention, not checked: {below} has a kink there (its sides' slopes " \
+           f"{slopes})" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("program", ["tanh(1e5*x)", "cos(1e7*x)", "softplus(1e8*x)"])
+def test_a_fast_smooth_function_is_no_kink_its_slopes_close_at_smaller_steps(program):
+    done = diff(program, "--order", "2", "--x", "0")
+    assert done.exit_code == 0, done.output
+    assert "convention" not in done.stderr and "checked at 1 point" in done.stderr
+
+
+def test_a_derivative_whose_differences_converge_slowly_is_printed_not_checked():
+    """|x|**2.5: the second derivative 3.75|x|**0.5 is 0 at 0, and differences a step h away
+    give 2.5 h**0.5 (refused as "a bug in gradcli diff" before). It is printed, and said to be
+    unconfirmed; a value the differences do not head for is still refused."""
+    done = diff("abs(x)**2.5", "--order", "2", "--x", "0")
+    assert done.exit_code == 0, done.output
+    assert float(printed(done)["d2/dx dx"]) == 0.0
+    assert "d2/dx dx at x = 0 is not checked: one-sided differences close in on it as the " \
+           "steps shrink, but slowly" in done.stderr, done.stderr
+    program = gradcli.parse("abs(x)**2.5")
+    for wrong in ("0.001", "-0.001", "0.01"):
+        with pytest.raises(CheckError, match="d2/dx dx"):
+            check(DiffCheck(program, {"x": ()}, {"x": 0.0}, "hessian", {"x": {"x": wrong}}))
+
+
 @pytest.mark.parametrize(("program", "slopes"), SYMMETRIC_KINKS)
 def test_a_symmetric_kink_of_the_gradient_is_a_convention_not_a_check(program, slopes):
     done = diff(program, "--order", "2", "--x", "0")
