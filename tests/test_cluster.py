@@ -253,6 +253,17 @@ def test_skip_goes_on_from_the_next_line_without_duplicates():
     assert json.loads(rest.splitlines()[0])["line"] > 120
 
 
+def test_a_value_only_the_skipped_lines_use_is_no_mistake():
+    """--skip resumes the same command: z, used by line 1 only, was not a usage error (2)
+    after a clean line 2 (a bug hunt found it); without --skip it still is."""
+    status, out, err = run(["eval", "-", "--json", "--skip", "1", "--x", "1", "--z", "2"],
+                           b"z*2\nx*3\n")
+    assert (status, err) == (0, b"") and json.loads(out)["line"] == 2
+    status, _, err = run(["eval", "-", "--json", "--x", "1", "--z", "2", "--q", "3"],
+                         b"z*2\nx*3\n")
+    assert status == 2 and b"no program line uses q (--q 3)" in err
+
+
 def test_a_skip_past_the_end_says_how_many_lines_there_were():
     status, out, err = run(["eval", "-", "--json", "--skip", "5", *POINT], b"x\nx*2\n")
     assert status == 2 and b'"kind":"usage"' in out

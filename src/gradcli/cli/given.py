@@ -165,14 +165,15 @@ def _why_unused(name: str, shown: str, program: Program) -> str:
 
 
 def check_batch_names(given: Given, used: Collection[str], lines: int,
-                      unread: int = 0) -> UsageError | None:
+                      unread: int = 0, skipped: bool = False) -> UsageError | None:
     """After a batch: the error for no program lines, or for a given name that no line uses
-    (``used``: the variables of every line that parsed), or None."""
+    (``used``: the variables of every line that parsed; not where lines were ``skipped``,
+    which may use it), or None."""
     if lines == 0:
         return UsageError("no programs on stdin",
                           hint="give one program per line (blank lines and # comments are "
                                "skipped), or the program as EXPR: gradcli eval \"x**2\" --x 3")
-    unused = given.unused(used)
+    unused = [] if skipped else given.unused(used)
     if not unused:
         return None
     return given.unused_error(unused, sorted(used, key=str.lower), unread=unread)
