@@ -80,6 +80,13 @@ def test_terminal_plot_plain_and_coloured():
     assert "\x1b[" in terminal_plot(curve, width=60, height=15, colour=True)
 
 
+def test_plotext_s_own_warnings_stay_off_stderr():
+    """A sweep whose values are one number (x over 1:1:5) made plotext print a coloured
+    warning to stderr, past NO_COLOR and gradcli's own lines (found by a bug hunt)."""
+    done = CliRunner().invoke(cli, ["plot", "x", "--x", "1:1:5"], env={"NO_COLOR": "1"})
+    assert done.exit_code == 0 and done.stderr == "", done.stderr
+
+
 @pytest.mark.parametrize("suffix", ["png", "svg"])
 def test_plot_to_a_file_is_a_valid_image(tmp_path, suffix):
     target = tmp_path / f"plot.{suffix}"

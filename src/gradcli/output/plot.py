@@ -5,6 +5,8 @@ both curves, never a crash."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,7 +146,14 @@ def terminal_plot(curve: Curve, width: int = 80, height: int = 22, colour: bool 
     import plotext
 
     curve = thinned(curve, 8 * width)
+    # plotext prints its own warnings, in colour, to stderr (values too close together to
+    # be told apart on an axis): gradcli's stderr keeps to its own lines, and to NO_COLOR
+    with contextlib.redirect_stderr(io.StringIO()):
+        return _drawn(plotext, curve, width, height, colour, ascii_only)
 
+
+def _drawn(plotext: Any, curve: Curve, width: int, height: int, colour: bool,
+           ascii_only: bool) -> str:
     figure = plotext.figure
     figure.clear()
     plotext.terminal.limit(False, False)  # the size asked for, even past the terminal's
