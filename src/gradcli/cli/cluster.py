@@ -91,10 +91,10 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
         return show(lines, runs=partial(json_runs, first=skip + 1))
     try:
         cluster = connect(address)
-    except GradcliError as error:  # on stderr: stdout keeps one record per line
+    except GradcliError as error:  # before any line: with --json, an error record as well
         from gradcli.cli.show import show_error
 
-        return show_error(error, False)
+        return show_error(error, table is None)
     from gradcli.runs.cluster_runs import ClusterRuns
 
     try:
