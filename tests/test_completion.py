@@ -50,6 +50,10 @@ def test_a_program_from_a_file_and_one_that_does_not_parse_yet(tmp_path):
     assert values(f"gradcli graph -f {tmp_path / 'unit.grad'} --")[:3] == ["--x", "--W", "--b"]
     # half-typed: the names written so far, without functions, constants and assigned names
     assert values('gradcli eval "u = x*y; sin(u*pi + z" --')[:3] == ["--x", "--y", "--z"]
+    # a name right after a number (2x, a slip for 2*x) is one too; an exponent (1e5) is not
+    assert values('gradcli eval "2x + 3y" --')[:2] == ["--x", "--y"]
+    offered = values('gradcli eval "1e5*x + 2.5E-3*y +" --')
+    assert offered[:2] == ["--x", "--y"] and "--e5" not in offered and "--E" not in offered
 
 
 def test_wrt_offers_the_variables_also_after_a_comma():

@@ -254,7 +254,9 @@ def _archive_values(given: Given, path: str) -> tuple[dict[str, Value], dict[str
 # offers ``--x --W --b --t`` (those without a value) before the options; ``--wrt`` the
 # variables.
 # A name in a formula that does not parse yet (functions are left out where it is used).
-_NAME = r"(?<![\w.])[A-Za-z_]\w*"
+# A name not inside another word or number, or right after a number (2x, a slip for 2*x) but
+# not an exponent (1e5, 2.5E-3)
+_NAME = r"(?:(?<![\w.])|(?<=\d)(?![eE][+-]?\d))[A-Za-z_]\w*"
 _KEYWORDS = frozenset({"if", "else", "and", "or", "not"})
 
 
