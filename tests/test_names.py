@@ -222,6 +222,21 @@ def test_constants_given_values_or_assigned_are_variables_with_a_note():
     assert result.value == 9.0 and result.gradients["pi"] == 3.0
 
 
+@pytest.mark.parametrize("name", ["NaN", "nan", "inf", "Inf", "infinity"])
+def test_a_variable_named_like_a_float_gradcli_has_not_gets_a_note(name):
+    """NaN*x printed "value NaN ... ✓" as if a NaN had been computed (a bug hunt): gradcli
+    has no NaN or infinity, so such a name is a variable, and a note says so; given a value
+    it is an ordinary variable."""
+    done = run("eval", f"{name}*x", "--x", "1")
+    assert done.exit_code == 0
+    assert f"note: {name} is a variable, not a number: gradcli's numbers are finite, it has " \
+           "no NaN or infinity" in done.output, done.output
+    strict = run("eval", f"{name}*x", "--x", "1", "--strict")
+    assert strict.exit_code == 2 and f"{name} has no value; {name} is a variable" in strict.output
+    given = run("eval", f"{name}*x", "--x", "1", f"--{name}", "2", "--json")
+    assert json.loads(given.stdout)["value"] == 2.0 and not given.stderr
+
+
 def test_a_check_file_may_give_a_constant_a_value(tmp_path):
     path = tmp_path / "e.toml"
     path.write_text('[[check]]\nname = "e"\nexpr = "e*x"\nat = {e = 2, x = 3}\nvalue = 6\n'

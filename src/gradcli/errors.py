@@ -115,7 +115,8 @@ class GradcliNameError(GradcliError):
 class Note:
     """A program that parses but may not say what was meant, by its ``reading``: ``case``
     (``PI*x``: a variable, the constant is ``pi``), ``function`` (``beta*x``: only ``beta(a, b)``
-    calls) or ``shadow`` (``e = 2`` hides the constant). Such names may well be meant, so the
+    calls), ``shadow`` (``e = 2`` hides the constant) or ``number`` (``NaN*x``: a variable
+    whose name reads as a float that gradcli does not have). Such names may well be meant, so the
     caller decides: show the note when the name gets no value, or refuse with ``error()``. Its
     fields are a ``GradcliError``'s, so one display serves both (a plain class: a dataclass
     would cost every start of gradcli about 1 ms)."""
@@ -131,7 +132,7 @@ class Note:
         self.line = line
         self.column = column
         self.source_line = source_line
-        self.reading = reading  # "case", "function" or "shadow" (above)
+        self.reading = reading  # "case", "function", "shadow" or "number" (above)
 
     def __repr__(self) -> str:
         return (f"Note(name={self.name!r}, meant={self.meant!r}, what={self.what!r}, "
@@ -145,12 +146,17 @@ class Note:
         """``PI is a variable, not the constant pi``."""
         if self.reading == "function":
             return f"{self.name} is a variable here; {self.meant} would call the function"
+        if self.reading == "number":
+            return (f"{self.name} is a variable, not a number: gradcli's numbers are finite, "
+                    "it has no NaN or infinity")
         return f"{self.name} is a variable, not the {self.what} {self.meant}"
 
     @property
     def hint(self) -> str:
         if self.reading == "function":
             return "a name followed by ( is a call; any other use of it is a variable"
+        if self.reading == "number":
+            return f"give {self.name} a value if it is a variable, or rename it ({self.name}_)"
         if self.reading == "shadow":
             return (f"a value for {self.name}, given or assigned, hides the constant; rename "
                     "the variable if you meant the constant")
@@ -176,6 +182,10 @@ class Note:
                      f"or assign it ({self.name} = ...)")
             error.valueless = self.name
             return error
+        if self.reading == "number":
+            return GradcliNameError(f"{self.name} has no value; {self.message}", line=self.line,
+                                    column=self.column, hint=self.hint,
+                                    source_line=self.source_line)
         return GradcliNameError(
             f"{self.name} has no value; did you mean the {self.what} {self.meant}?",
             line=self.line, column=self.column, hint=self.hint, source_line=self.source_line)

@@ -122,6 +122,8 @@ class GraphBuilder(Definitions):
         if name in FUNCTION_NAMES:
             return Note(name, language_signature(name), "function", reading="function",
                         **where)
+        if name.lower() in ("nan", "inf", "infinity"):  # would print as if it were that float
+            return Note(name, name, "number", reading="number", **where)
         lookalike = LOOKALIKES.get(name.lower())
         return None if lookalike is None else Note(name, *lookalike, **where)
 
