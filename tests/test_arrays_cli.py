@@ -55,7 +55,10 @@ def test_large_arrays_are_summarised_unless_full():
     (["sum(x)*y", "--x", "[1, 2]", "--y", "1:2:3"], 2, "sweep"),
     (["x = [1, 2]; sum(x)*y", "--y", "1,2"], 2, "sweeps vary scalar programs"),
     (["x*2", "--x", "[1, 2]", "--hessian"], 2, "one scalar output"),
-    (["sum(x)*y", "--x", "[1, 2]"], 2, "needs a value for every variable"),
+    (["sum(x)*y", "--x", "[1, 2]"], 2, "an array program needs a value for every variable"),
+    # several scalar outputs: no arrays in it, so the message says what it is (a bug hunt)
+    (["f = x*y; g = x; f, g", "--x", "1"], 2,
+     "a program of several outputs (a Jacobian) needs a value for every variable"),
 ])
 def test_errors_are_one_line_with_the_right_status(args, status, words):
     result = invoke("eval", *args)

@@ -294,10 +294,11 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     from gradcli.engine import arrays
 
     validate_values(values)  # no constants, and scalars that are numbers (arrays: bind)
+    kind = "a program of several outputs (a Jacobian)" if program.outputs else "an array program"
     why = (": H·v (--hvp) needs a value for every variable" if settings.hvp and not (
         runs_on_arrays(program, values)) else
-        ": an array program needs a value for every variable (free variables give expressions "
-        "for scalar programs only)")
+        f": {kind} needs a value for every variable (free variables give expressions for "
+        "programs of one scalar output only)")
     require_values(program, values, why)
     program.arrays = True
     arrays.bind(program, values)
