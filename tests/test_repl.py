@@ -271,6 +271,16 @@ def test_a_piped_session_is_a_script():
     assert done.returncode == 3 and "Traceback" not in done.stderr
 
 
+def test_a_piped_session_reads_bytes_that_are_not_utf8_as_a_batch_does():
+    """\xff became a lone surrogate, "unexpected character '\\udcff'" with the hint to delete
+    an invisible U+DCFF (a bug hunt); a batch reads U+FFFD, and so does the session now."""
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=b"x = 2\n\xff*x\nx*3\n",
+                          capture_output=True, check=False)
+    err = done.stderr.decode()
+    assert "unexpected character '\ufffd'" in err and "udcff" not in err.lower(), err
+    assert "value 6" in done.stdout.decode() and done.returncode == 2
+
+
 def _diff_lines(*args: str) -> list[str]:
     """What ``gradcli diff`` prints for the same program (the session's :diff takes its path)."""
     from click.testing import CliRunner

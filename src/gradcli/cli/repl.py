@@ -46,7 +46,10 @@ def repl_command(digits: int | None, full: bool) -> None:
 
         run_on_terminal(session)
         raise click.exceptions.Exit(ExitStatus.OK)
-    raise click.exceptions.Exit(run_lines(session, sys.stdin))
+    from gradcli.cli.program_text import stdin_lines  # as a batch reads them: not UTF-8 is U+FFFD
+    from gradcli.limits import max_chars
+
+    raise click.exceptions.Exit(run_lines(session, stdin_lines(max_chars())))
 
 
 def run_lines(session: Session, lines: Iterable[str]) -> int:
