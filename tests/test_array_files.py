@@ -117,6 +117,18 @@ def test_a_full_disk_leaves_no_half_archive(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def _claiming(path, shape: tuple[int, ...]) -> None:
+    """An .npz archive whose one member's .npy header claims ``shape`` over 80 bytes of data."""
+    import io
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("W.npy", header.getvalue() + bytes(80))
+
+
 def _make(tmp_path, name: str, content) -> str:
     path = tmp_path / name
     if isinstance(content, bytes):
@@ -141,6 +153,9 @@ def _make(tmp_path, name: str, content) -> str:
     ("W.csv", b"\xff\xfe\x00\x01binary", "neither CSV text nor a NumPy file"),
     ("W.csv", "# only a comment\n", "has no numbers"),
     ("d.npz", lambda p: np.savez(p, a=np.ones(2), b=np.ones(2)), "has no array named W"),
+    # an archive whose member's header claims 10^10 elements in 80 bytes: NumPy's
+    # MemoryError made a traceback (a bug hunt), the header is read first now
+    ("W.npz", lambda p: _claiming(p, (100_000, 100_000)), "has 10,000,000,000 elements"),
     ("missing.npy", None, "cannot read"),
 ])
 def test_bad_array_files_are_one_line_errors(tmp_path, name, content, words):
