@@ -135,6 +135,24 @@ def test_json_has_the_jacobian_as_nested_lists():
     assert record["check"]["checked"] == 12
 
 
+@pytest.mark.parametrize(("program", "labels"), [
+    # f and g are both the node x: they were labelled x and "x #0"
+    ("f = x; g = x; f, g", ["f", "g"]),
+    ("f = x*y; g = f; (f), g  # a comment", ["f", "g"]),
+    ("f = x*y; f, x*2", ["f", "x*2"]),
+    ("x, x", ["x", "x #0"]),  # written alike: told apart by the node's id
+    ("f = x\ng = y\nf, g\n", ["f", "g"]),  # statements on lines, as a file has them
+])
+def test_outputs_are_labelled_by_the_names_they_are_written_as(program, labels):
+    done = invoke("eval", program, "--x", "1", *(["--y", "2"] if "y" in program else []),
+                  "--json")
+    record = json.loads(done.stdout)
+    assert list(record["outputs"]) == labels and list(record["jacobian"]) == labels, record
+    diffed = CliRunner().invoke(cli, ["diff", "f = sum(x); g = y; f, g", "--shape", "x=3",
+                                      "--shape", "y=2"])
+    assert "dg/dy = eye(2)" in diffed.stdout, diffed.output
+
+
 def test_batch_lines_stay_one_per_program():
     done = invoke("eval", "-", "--x", "[1, 2]", stdin="x*2\nsum(x)\nf = x[0]; f, 2*f\n")
     lines = done.output.strip().split("\n")

@@ -110,6 +110,9 @@ class Program:
     masked: bool = False
     # Several outputs (``f, g``, docs/matrix-calculus.md), run as a Jacobian; empty: one output.
     outputs: list[Node] = field(default_factory=list)
+    # The name each output is written as (None: an expression), which labels it (``f, g``
+    # with g = y is g, not y); empty: labelled by the nodes alone.
+    output_names: list[str | None] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -161,9 +164,10 @@ def output_labels(program: Program) -> list[str]:
     """Each output's name (``f``) or its expression (``W@x``); a repeated one gets ``#id``."""
     outputs = program.outputs or [program.nodes[-1]]
     texts = expression_texts(program.nodes)
+    written = program.output_names or [None] * len(outputs)
     labels: list[str] = []
-    for node in outputs:
-        label = node.name or texts[node.index]
+    for node, name in zip(outputs, written, strict=True):
+        label = name or node.name or texts[node.index]
         labels.append(label if label not in labels else f"{label} #{node.index}")
     return labels
 

@@ -14,7 +14,7 @@ from gradcli.errors import GradcliError, UsageError
 from gradcli.language.building import GraphBuilder
 from gradcli.language.driver import Parser
 from gradcli.language.lalr import UnexpectedInput, load_tables
-from gradcli.language.syntax_errors import syntax_error
+from gradcli.language.syntax_errors import syntax_error, written_outputs
 from gradcli.limits import MAX_NODES, max_chars
 
 
@@ -56,6 +56,7 @@ class _Parser:
                 if isinstance(output, list):
                     program = Program.build_outputs(source, output, variables, defaults,
                                                     builder.masked)
+                    program.output_names = written_outputs(source, len(output))
                 else:
                     program = Program.build(source, output, variables, defaults, builder.masked)
                 program.arrays, program.parameters = builder.arrays, builder.parameters

@@ -57,6 +57,25 @@ def _top_level_commas(source: str) -> list[int]:
     return found
 
 
+def written_outputs(source: str, count: int) -> list[str | None]:
+    """The name each of the ``count`` outputs of ``f, g`` is written as (None: an expression),
+    read from the text: ``f = x; g = x; f, g`` has the outputs f and g, though both are the
+    node x, which would label them x and x #0."""
+    every = _top_level_commas(source)
+    commas = every[len(every) - count + 1:]
+    if count < 2 or len(commas) != count - 1:
+        return [None] * count
+    start = max(source.rfind(";", 0, commas[0]), source.rfind("\n", 0, commas[0])) + 1
+    names: list[str | None] = []
+    for begin, end in zip([start, *(c + 1 for c in commas)], [*commas, len(source)],
+                          strict=True):
+        piece = source[begin:end].split("#", 1)[0].strip()
+        while piece.startswith("(") and piece.endswith(")"):
+            piece = piece[1:-1].strip()
+        names.append(piece if _NAME.fullmatch(piece) else None)
+    return names
+
+
 def syntax_error(source: str, error: UnexpectedInput, named: dict[str, Node]) -> ParseError:
     """The ParseError for the driver's error (``UnexpectedCharacters`` or ``UnexpectedToken``,
     always at a line and column of ``source``)."""
@@ -206,6 +225,7 @@ def _take_word(text: str) -> str:
 
 
 _WORD = re.compile(r"[\w.]*")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def _decimal_comma(before: str, after: str) -> str | None:
