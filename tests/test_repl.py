@@ -271,6 +271,19 @@ def test_a_piped_session_is_a_script():
     assert done.returncode == 3 and "Traceback" not in done.stderr
 
 
+def test_a_definition_may_call_the_session_s_own_function():
+    """u = h(x) was "unknown function h": the definition was parsed alone first (a bug hunt)."""
+    for script in ("h(a) = a*a + 1\nu = h(x)\nx = 2\nu*3\n",
+                   "h(a) = a*a + 1; u = h(x); x = 2; u*3\n"):
+        done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=script,
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0 and "value 15" in done.stdout, done.stderr
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"],
+                          input="h(a) = a*a + 1\nu = k(x)\n", capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 2 and "unknown function k" in done.stderr
+
+
 def test_a_piped_session_reads_bytes_that_are_not_utf8_as_a_batch_does():
     """\xff became a lone surrogate, "unexpected character '\\udcff'" with the hint to delete
     an invisible U+DCFF (a bug hunt); a batch reads U+FFFD, and so does the session now."""

@@ -40,6 +40,15 @@ def test_calls_are_labelled_as_written_and_parameters_are_not_inputs():
     assert program.parameters == {"a": "f", "b": "f"}
 
 
+def test_a_call_a_statement_names_is_labelled_by_that_name():
+    """u = h(x): the node is u, as any statement's node is (it kept the call's label h(x), and
+    a check file could not name the output u; a bug hunt)."""
+    result = gradcli.evaluate("h(a) = a*a + 1; u = h(x); u*3", {"x": 2.0})
+    assert [row.label for row in result.node_rows()][-3:] == ["u", "3", "u*3"]
+    jacobian = gradcli.evaluate("h(a) = a*a + 1; u = h(x); v = 2*x; u, v", {"x": 2.0})
+    assert list(jacobian.values) == ["u", "v"]
+
+
 def test_functions_call_earlier_functions_and_use_the_programs_names():
     text = ("k = 3; g(a) = a*a; h(a, b) = g(a) + k*g(b)\n"
             "h(x, sin(y)) + g(h(y, 1))")

@@ -138,7 +138,11 @@ class Session:
         statement = typed or f"{name} = {expression}"
         if open_brackets(statement) > 0:  # the end of what was typed, not of the line after
             parse(statement)
-        parse(f"{statement}\n{name}")  # its own errors, at line 1 of what was typed
+        try:
+            parse(f"{statement}\n{name}")  # its own errors, at line 1 of what was typed
+        except GradcliNameError:  # unless it calls the session's own functions: u = h(x)
+            if not _names(expression, self.parameters) & self.parameters.keys():
+                raise
         trial = Session({**self.definitions, name: expression}, self.parameters)
         parse(trial.source(name))
         self.definitions = trial.definitions

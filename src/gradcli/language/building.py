@@ -237,7 +237,7 @@ class GraphBuilder(Definitions):
             self.variables[name] = self.named[name] = Node.variable(name, value.value)
             self.defaults[name] = value.value
         else:
-            if value.name is None:
+            if value.name is None or "(" in value.name:  # not a call's label: u = h(x) is u
                 value.name = name
             self.named[name] = value
             self.assigned[name] = token
