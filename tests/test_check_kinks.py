@@ -51,11 +51,31 @@ def test_smooth_points_and_kinks_a_step_away_still_pass(text, values):
     assert gradcli.evaluate(text, values).check.ok, text
 
 
+@pytest.mark.parametrize("text", ["abs(x) + 1.6e6*x**2", "1.194e+06*x**2 + min(x, 0)",
+                                  "abs(x) - 3e6*x**2"])
+def test_a_kink_beside_a_strong_curve_still_fails(text):
+    """The curve's part of the one-sided slopes' gap shrinks with the step, the kink's does
+    not: the first smaller pair tells them apart by taking the curve's part out (a review
+    found these passed when the pair's gap was only compared with the central one's)."""
+    result = gradcli.evaluate(text, {"x": 0.0})
+    assert not result.check.ok and result.check.gradients["x"].method == "one-sided"
+    assert _eval(text.replace("x", "x[0]").replace("x[0]**2", "x[0]**2 + sum(x)*0"),
+                 "--x", "[0, 0]").exit_code == 1
+    # the Hessian's gradient 2|x| + 2.8e6*x**2: a kink of jump 4 beside its curve
+    assert _eval("9.237e+05*x**3 + x*abs(x)", "--x", "0", "--hessian").exit_code == 1
+    swept = _eval(text, "--x", "-1,0,1", "--csv")
+    assert [line.split(",")[-2] for line in swept.stdout.splitlines()[1:]] == [
+        "true", "false", "true"]
+
+
 def test_a_kink_inside_the_tolerance_passes_as_both_sides_agree():
     """Both one-sided slopes within the tolerance of the gradient: the check's claim holds on
     either side (1e6*x + abs(x): 999,999 and 1,000,001, rtol 1e-5 allows 10)."""
     assert gradcli.evaluate("1e6*x + abs(x)", {"x": 0.0}).check.ok
     assert not gradcli.evaluate("1e6*x + abs(x)", {"x": 0.0}, rtol=1e-7).check.ok
+    # a jump of 1.4e-8: each side 6.8e-9 from the rule's 0, inside atol (1e-8)
+    assert gradcli.evaluate("6.8e-09*abs(x + 2)", {"x": -2.0}).check.ok
+    assert not gradcli.evaluate("3e-08*abs(x + 2)", {"x": -2.0}).check.ok
 
 
 def test_every_path_screens_its_agreements():

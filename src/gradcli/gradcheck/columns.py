@@ -27,11 +27,11 @@ from gradcli.gradcheck.steps import (
     CENTRAL,
     KINK_STEPS,
     base_step,
+    curve_alone,
     curved,
     judge,
     quotient,
-    shrinks,
-    slope_jump,
+    slope_gap,
 )
 
 if TYPE_CHECKING:  # the array columns' module is imported where they are made
@@ -199,10 +199,11 @@ def central_columns(node: Node, downstream: list[Node], output: Node, weights: l
                 flagged = flagged[flagged < count]
             if flagged.size:
                 elements, lines_flagged = flagged[flagged < count], flagged[flagged >= count]
-                agrees[flagged] = shrinks(
-                    slope_jump(out_up, out_down, value, h_all)[flagged],
-                    _smaller_jumps(node, downstream, output, weights, linear, (
-                        chunk[elements], steps[elements], [vs[k - count] for k in lines_flagged])))
+                agrees[flagged] = curve_alone(
+                    slope_gap(out_up, out_down, value, h_all)[flagged],
+                    _smaller_gaps(node, downstream, output, weights, linear, (
+                        chunk[elements], steps[elements], [vs[k - count] for k in lines_flagged])),
+                    allowed[flagged])
         agrees &= np.isfinite(largest) & np.isfinite(numeric)
         keys = [*chunk.tolist(), *range(lines_here)]
         found = zip(*(a[agrees].tolist() for a in (numeric, error, allowed, h_all)), strict=True)
@@ -211,11 +212,12 @@ def central_columns(node: Node, downstream: list[Node], output: Node, weights: l
     return passed, lines
 
 
-def _smaller_jumps(node: Node, downstream: list[Node], output: Node, weights: list[float],
-                   linear: set[int] | None, flagged: tuple[Any, Any, list[Any]]) -> Any:
-    """The one-sided slopes' jumps of the ``flagged`` elements (flat indices, central steps)
-    and directions at the first of ``KINK_STEPS`` (NaN where a replay fails), in one replay of
-    columns rather than two replays each; the elements first, then the directions."""
+def _smaller_gaps(node: Node, downstream: list[Node], output: Node, weights: list[float],
+                  linear: set[int] | None, flagged: tuple[Any, Any, list[Any]]) -> Any:
+    """The one-sided slopes' gaps (``slope_gap``) of the ``flagged`` elements (flat indices,
+    central steps) and directions at the first of ``KINK_STEPS`` (NaN where a replay fails), in
+    one replay of columns rather than two replays each; the elements first, then the
+    directions."""
     from gradcli.gradcheck.column_forms import Sparse
 
     np = numpy()
@@ -239,7 +241,7 @@ def _smaller_jumps(node: Node, downstream: list[Node], output: Node, weights: li
     up = np.concatenate((out[:count], out[2 * count:2 * count + lines]))
     down = np.concatenate((out[count:2 * count], out[2 * count + lines:]))
     with np.errstate(all="ignore"):
-        return slope_jump(up, down, f0, small)
+        return slope_gap(up, down, f0, small)
 
 
 def _split_replay(node: Node, downstream: list[Node], output: Node, moved: Sparse, ends: Any,

@@ -54,12 +54,12 @@ from gradcli.gradcheck.steps import (
     KINK_STEPS,
     STENCILS,
     Stencil,
+    curve_alone,
     curved,
     judge,
     kink,
     quotient,
-    shrinks,
-    slope_jump,
+    slope_gap,
     steps_for,
     tolerance,
 )
@@ -196,7 +196,8 @@ def screened(replayer: Replays, node: Perturbed, check: GradientCheck, up: Any, 
         except NumericError:
             return check
         jumps.append(abs(right - left))
-        if len(jumps) == 1 and shrinks(slope_jump(up, down, f0, h), jumps[0]):
+        if len(jumps) == 1 and curve_alone(slope_gap(up, down, f0, h), right - left,
+                                           check.tolerance):
             return check  # a curve
     if not kink(jumps, check.tolerance, largest, h):
         return check

@@ -19,9 +19,9 @@ from gradcli.gradcheck.steps import (
     KINK_STEPS,
     base_step,
     central_agrees,
+    curve_alone,
     curved,
-    shrinks,
-    slope_jump,
+    slope_gap,
 )
 
 
@@ -52,7 +52,7 @@ def central_at_once(program: Program, targets: list[Node], rtol: float, atol: fl
     outputs, largest = replayed.output.tolist(), replayed.largest.tolist()
     f0, count = program.nodes[-1].value, len(targets)
     passed: dict[int, Settled] = {}
-    flagged: list[tuple[Node, Settled, float]] = []  # and the one-sided slopes' jump
+    flagged: list[tuple[Node, Settled, float]] = []  # and the one-sided slopes' gap
     for k, (node, h) in enumerate(zip(targets, steps, strict=True)):
         most = max(largest[k], largest[k + count], abs(f0))
         up, down = outputs[k], outputs[k + count]
@@ -60,22 +60,22 @@ def central_at_once(program: Program, targets: list[Node], rtol: float, atol: fl
         if agreed is not None:
             settled = Settled(*agreed, h)
             if curved(up, down, f0, h, agreed[2]):
-                flagged.append((node, settled, slope_jump(up, down, f0, h)))
+                flagged.append((node, settled, slope_gap(up, down, f0, h)))
             else:
                 passed[node.index] = settled
     # a possible kink is the node check's to screen (differences.screened), unless a smaller
     # pair shows a curve's jump
-    for (node, settled, jump), smaller in zip(flagged, _smaller_jumps(program, flagged, weights),
-                                              strict=True):
-        if shrinks(jump, smaller):
+    for (node, settled, gap), smaller in zip(flagged, _smaller_gaps(program, flagged, weights),
+                                             strict=True):
+        if curve_alone(gap, smaller, settled.tolerance):
             passed[node.index] = settled
     return passed
 
 
-def _smaller_jumps(program: Program, flagged: list[tuple[Node, Settled, float]],
-                   weights: list[float] | None) -> list[float]:
-    """Each node's one-sided slopes' jump at the first of ``KINK_STEPS`` (NaN where a replay
-    fails): one replay of columns, not two replays a node."""
+def _smaller_gaps(program: Program, flagged: list[tuple[Node, Settled, float]],
+                  weights: list[float] | None) -> list[float]:
+    """Each node's one-sided slopes' gap (``slope_gap``) at the first of ``KINK_STEPS`` (NaN
+    where a replay fails): one replay of columns, not two replays a node."""
     if not flagged:
         return []
     np, f0 = numpy(), program.nodes[-1].value
@@ -84,7 +84,7 @@ def _smaller_jumps(program: Program, flagged: list[tuple[Node, Settled, float]],
     output = replay_columns(program, [node.index for node, _, _ in flagged] * 2,
                             np.concatenate((values + small, values - small)), weights).output
     with np.errstate(all="ignore"):
-        return slope_jump(output[:small.size], output[small.size:], f0, small).tolist()
+        return slope_gap(output[:small.size], output[small.size:], f0, small).tolist()
 
 
 def replay_columns(program: Program, pinned: Any, values: Any,

@@ -139,20 +139,25 @@ def curved(up: Any, down: Any, f0: Any, h: Any, allowed: Any) -> Any:
     """Where f(v + h) = ``up`` and f(v - h) = ``down`` have one-sided slopes so far apart that
     one of them is outside the allowance of a gradient between them (NaN: nowhere): only
     there can a kink make the verdict wrong (2000*x + abs(x) at 0: 1999 and 2001, the rule's
-    2000). Most such points are curves, told apart by one smaller pair (``shrinks``)."""
-    return slope_jump(up, down, f0, h) > 2.0 * allowed
+    2000). Most such points are curves, told apart by one smaller pair (``curve_alone``)."""
+    return abs(slope_gap(up, down, f0, h)) > 2.0 * allowed
 
 
-def slope_jump(up: Any, down: Any, f0: Any, h: Any) -> Any:
-    """How far apart the one-sided slopes of f(v + h) = ``up`` and f(v - h) = ``down`` are."""
-    return abs((up - f0) / h - (f0 - down) / h)
+def slope_gap(up: Any, down: Any, f0: Any, h: Any) -> Any:
+    """The right one-sided slope, of f(v + h) = ``up``, less the left one, of f(v - h) =
+    ``down``: about h f''(v) on a curve, the jump itself at a kink."""
+    return (up - f0) / h - (f0 - down) / h
 
 
-def shrinks(jump: Any, smaller: Any) -> Any:
-    """Where the jump at the first of ``KINK_STEPS`` (``smaller``) is at most a fifth of the
-    central step's (``jump``): a curve's shrinks tenfold, a kink's stays. The looks end there
-    for most points (W2: 1,677 looks in 3,000 programs), with one pair of replays."""
-    return smaller <= 0.2 * jump
+def curve_alone(gap: Any, smaller: Any, allowed: Any) -> Any:
+    """Where the slopes' gaps at the central step (``gap``) and at the first of ``KINK_STEPS``
+    (``smaller``) are a curve's alone. Beside a kink of jump K the gap at a step t is about
+    K + c t, so (smaller - 0.1 gap) / 0.9 is K: where it is within twice the allowance, both
+    sides agree with a gradient between them (abs(x) + 1.6e6*x**2 at 0 keeps its K = 2). The
+    looks end there for most points (W2: 1,677 looks in 3,000 programs), with one pair of
+    replays; the others go on to ``kink``."""
+    fraction = KINK_STEPS[0]
+    return abs(smaller - fraction * gap) <= 2.0 * (1.0 - fraction) * allowed
 
 
 def kink(jumps: Sequence[Any], allowed: Any, largest: Any, h: Any) -> Any:
@@ -241,7 +246,7 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
             kinks, sides = _kinks(sample, f0, rows, h, good & curved(
                                       central[0], central[1], f0[rows], h, allowed),
                                   analytic[rows], allowed, largest,
-                                  slope_jump(central[0], central[1], f0[rows], h))
+                                  slope_gap(central[0], central[1], f0[rows], h))
             numeric = np.where(kinks, sides, numeric)
             error = np.where(kinks, np.abs(sides - analytic[rows]), error)
             good, swamped = good & ~kinks, swamped | kinks  # a kink's verdict is final
@@ -258,11 +263,11 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
 
 
 def _kinks(sample: Sample, f0: Any, rows: Any, h: Any, flagged: Any, analytic: Any,
-           allowed: Any, largest: Any, jump: Any) -> tuple[Any, Any]:
+           allowed: Any, largest: Any, gap: Any) -> tuple[Any, Any]:
     """(where, the side's slope farther from ``analytic``) the ``flagged`` of ``rows`` have
-    a kink (``kink``), as ``differences.screened`` finds one at one point: a row whose jump
-    at the first smaller pair ``shrinks`` from ``jump`` (the central step's) is a curve's,
-    and needs no more pairs."""
+    a kink (``kink``), as ``differences.screened`` finds one at one point: a row whose gap at
+    the first smaller pair is the central step's ``gap`` of a curve alone (``curve_alone``)
+    needs no more pairs."""
     np = numpy()
     found, sides = np.zeros(rows.size, dtype=bool), np.full(rows.size, np.nan)
     at = np.flatnonzero(flagged)
@@ -277,7 +282,7 @@ def _kinks(sample: Sample, f0: Any, rows: Any, h: Any, flagged: Any, analytic: A
             right, left = (up - base) / small, (base - down) / small
             steady = ~(bad_up | bad_down | ~np.isfinite(right) | ~np.isfinite(left))
             if not jumps:  # the curves end here; the rest go on
-                steady &= ~shrinks(jump[at], np.abs(right - left))
+                steady &= ~curve_alone(gap[at], right - left, allowed[at])
         jumps = [j[steady] for j in jumps] + [np.abs(right - left)[steady]]
         at, right, left = at[steady], right[steady], left[steady]
     found[at] = kink(jumps, allowed[at], largest[at], h[at])
