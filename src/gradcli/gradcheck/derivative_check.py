@@ -178,15 +178,13 @@ class Reader:
             if exact or truth.direction(path[-1]) is not None:
                 raise
             if truth.with_smaller_steps(path, printed):  # then screened as a pass is
-                convention = truth.symmetric_kink(label, path, printed)
+                convention = truth.symmetric_kink(label, path, printed, steep=True)
             else:
                 agrees, convention = truth.one_sided_verdict(label, path, printed)
                 if not agrees:
-                    convention = truth.slowly_converging(label, path, printed)
-                    if convention is None:
-                        truth.refuse_a_removable_convention(label, text, path, printed,
-                                                            expected)
-                        raise
+                    truth.refuse_a_removable_convention(label, text, path, printed, expected)
+                    truth.refuse_a_slow_convergence(label, text, path, printed)
+                    raise
         else:
             convention = None if exact else truth.symmetric_kink(label, path, printed)
         if convention is not None:

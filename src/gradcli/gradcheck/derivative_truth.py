@@ -311,18 +311,21 @@ class Truth:
             return True
         return False
 
-    def symmetric_kink(self, label: str, path: tuple[str, ...], printed: Any) -> str | None:
+    def symmetric_kink(self, label: str, path: tuple[str, ...], printed: Any,
+                       steep: bool = False) -> str | None:
         """Why ``printed``, which central differences passed, is a convention all the same:
         the order below has a kink at the point whose sides' slopes the central difference
         averages (x*abs(x) at 0: the gradient 2|x| has slopes -2 and 2, and their mean 0 is
         the rules' value), or None. One-sided differences tell (``one_sided_verdict``), for a
-        variable of at most ``KINK_SCREEN_ELEMENTS`` elements (six evaluations each)."""
+        variable of at most ``KINK_SCREEN_ELEMENTS`` elements (six evaluations each).
+        ``steep``: they passed at a smaller step only, where a steep curve (tanh(1e5*x) at 0)
+        has slopes apart at the first steps as a kink (elu(x)'s gradient at 0) does."""
         np = arrays.numpy()
         if self.direction(path[-1]) is not None:
             return None
         if np.size(self.point[path[-1]]) > KINK_SCREEN_ELEMENTS:
             return None
-        agrees, convention = self.one_sided_verdict(label, path, printed)
+        agrees, convention = self.one_sided_verdict(label, path, printed, steep)
         return convention if agrees else None
 
     def refuse_a_removable_convention(self, label: str, text: str, path: tuple[str, ...],
@@ -355,33 +358,37 @@ class Truth:
             "on both sides", hint="the program is smooth there, its rules are not: gradcli eval "
                                   "at a point beside it gives the numbers")
 
-    def slowly_converging(self, label: str, path: tuple[str, ...], printed: Any) -> str | None:
-        """Why ``printed``, which every difference fails, is printed unchecked all the same:
-        each side's derivative closes in on it at least tenfold as the steps shrink 10^4-fold
-        (``one_sided``'s ``small``), but is still too far to confirm it, or None. |x|**2.5's
-        second derivative at 0 is 0, and differences a step h away give 2.5 h**0.5; a value
-        the differences do not head for is refused."""
+    def refuse_a_slow_convergence(self, label: str, text: str, path: tuple[str, ...],
+                                  printed: Any) -> None:
+        """The CheckError for ``printed``, which every difference fails, where each side's
+        derivative closes in on it at least tenfold as the steps shrink 10^4-fold
+        (``one_sided``'s ``small``) but is still too far to confirm it: |x|**2.5's second
+        derivative at 0 is 0, and differences a step h away give 2.5 h**0.5. Too slow to tell
+        it from a value near it, so it is refused, but not as a bug of diff's; nothing is
+        raised where the differences do not close in on it."""
         np = arrays.numpy()
         function, name = self.below(path), path[-1]
         try:
             far = one_sided(function, self.point, name)
             near = one_sided(function, self.point, name, small=True)
         except NumericError:
-            return None
+            return
         with np.errstate(invalid="ignore"):
             left, right = np.abs(near.left - printed), np.abs(near.right - printed)
             closing = ((left <= 0.1 * np.abs(far.left - printed))
                        & (right <= 0.1 * np.abs(far.right - printed))
                        & ~(far.kinks | far.jumps | near.jumps))
         if not np.all(closing):
-            return None
+            return
         at = ", ".join(f"{key} = {_short(value)}" for key, value in self.point.items())
-        return (f"{label} at {at} is not checked: one-sided differences close in on it as the "
-                f"steps shrink, but slowly (still {_rough(np.max(np.maximum(left, right)))} "
-                "away at the smallest step), too slowly to confirm it")
+        raise CheckError(
+            f"{label} at {at} is {text}, which differences cannot confirm: each side's closes "
+            f"in on it as the steps shrink, but slowly (still {_rough(np.max(left + right))} "
+            "away at the smallest step)", hint="gradcli diff --no-check prints it unchecked; "
+                                               "at a point beside it the check can be made")
 
-    def one_sided_verdict(self, label: str, path: tuple[str, ...],
-                          printed: Any) -> tuple[bool, str | None]:
+    def one_sided_verdict(self, label: str, path: tuple[str, ...], printed: Any,
+                          steep: bool = True) -> tuple[bool, str | None]:
         """``printed``, which central differences fail, against each side's own derivative:
         (agrees, why it is a convention). Where both sides agree with it and the order below
         is continuous, the derivative exists and is checked (|x|**3 at 0). Where the order
@@ -390,16 +397,22 @@ class Truth:
         at 0: 0, between 0 and 2), and any value is where the order below jumps (exp(-abs(x))
         at 0, whose first derivative goes from 1 to -1: the rules' sign(0) = 0 gives 0). A kink
         a step away, not at the point (an edge 1e-9 off), is not one: smaller steps tell
-        (``one_sided``'s ``small``), and their sides are the reference there."""
+        (``one_sided``'s ``small``), and their sides are the reference there. ``steep``: sides
+        whose gap more than halves there are a steep curve's, closing in, not a kink's; they
+        check a value only where it agrees with both."""
         np = arrays.numpy()
         function, name = self.below(path), path[-1]
         try:
             sides = one_sided(function, self.point, name)
             odd = sides.kinks | sides.jumps
-            if np.any(odd):  # a kink's slopes keep their gap at smaller steps, a curve's close
+            closing = np.zeros(np.shape(odd), dtype=bool)
+            if np.any(odd):
                 near = one_sided(function, self.point, name, small=True)
-                kept = np.abs(near.right - near.left) > 0.5 * np.abs(sides.right - sides.left)
-                odd &= (near.kinks & kept) | near.jumps
+                if steep:  # a kink's slopes keep their gap at smaller steps, a steep curve's
+                    kept = np.abs(near.right - near.left) > 0.5 * np.abs(sides.right - sides.left)
+                    closing = odd & near.kinks & ~kept & ~near.jumps  # no kink, no agreement
+                    odd &= ~closing
+                odd &= near.kinks | near.jumps
                 pairs = zip(sides.fields(), near.fields(), strict=True)
                 sides = Sides(*(np.where(odd, mine, theirs) for mine, theirs in pairs))
         except NumericError:
@@ -408,6 +421,9 @@ class Truth:
         slack = FD_ATOL + FD_RTOL * np.maximum(np.abs(low), np.abs(high))
         printed = np.broadcast_to(np.asarray(printed, dtype=float), np.shape(low))
         between = (printed >= low - slack) & (printed <= high + slack)
+        # closing slopes check a value only where it agrees with both (abs(x)**1.1 at 0: its
+        # sides, +-0.1 at the smaller steps, would pass anything between them)
+        between &= ~closing | (printed >= high - slack) & (printed <= low + slack)
         if not (np.all(between | (odd & sides.jumps)) and np.all(np.isfinite(printed))):
             return False, None
         if not np.any(odd):
