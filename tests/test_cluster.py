@@ -278,6 +278,10 @@ def test_a_value_only_the_skipped_lines_use_is_no_mistake():
     status, _, err = run(["eval", "-", "--json", "--x", "1", "--z", "2", "--q", "3"],
                          b"z*2\nx*3\n")
     assert status == 2 and b"no program line uses q (--q 3)" in err
+    # a value no line uses, skipped or not, is still the mistake it was (a review)
+    status, _, err = run(["eval", "-", "--json", "--skip", "1", "--x", "1", "--z", "2", "--q",
+                          "3"], b"z*2\nx*3\n")
+    assert status == 2 and b"no program line uses q (--q 3)" in err
 
 
 def test_a_skip_past_the_end_says_how_many_lines_there_were():

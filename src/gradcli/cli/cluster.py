@@ -78,9 +78,15 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
              show: Callable[..., int], table: TableStyle | None = None) -> int:
     """``show(lines, runs=...)`` (``show_batch``) on the cluster at ``address`` (None: here),
     from input line ``skip + 1``; ``table``: a table batch, whose lines the workers make."""
+    written: set[str] = set()  # the names the skipped lines write: a value they use is used
     if skip:
+        from gradcli.language.values import NAME
+
         lines = iter(lines)
-        skipped = sum(1 for _ in islice(lines, skip))
+        skipped = 0
+        for line in islice(lines, skip):
+            skipped += 1
+            written.update(NAME.findall(line))
         if skipped < skip:  # not "no programs on stdin": there were, before line skip + 1
             raise UsageError(f"--skip {skip} passes the end of the input: stdin has {skipped} "
                              f"line{'' if skipped == 1 else 's'}",
@@ -88,7 +94,7 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
     if address is None:
         from gradcli.runs.batch import json_runs
 
-        return show(lines, runs=partial(json_runs, first=skip + 1))
+        return show(lines, runs=partial(json_runs, first=skip + 1), skipped=written)
     try:
         cluster = connect(address)
     except GradcliError as error:  # before any line: with --json, an error record as well
@@ -99,7 +105,7 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
 
     try:
         return show(lines, runs=lambda lines, values, settings: ClusterRuns(
-            cluster, lines, values, settings, first=skip + 1, table=table))
+            cluster, lines, values, settings, first=skip + 1, table=table), skipped=written)
     finally:
         cluster.close()
 

@@ -55,8 +55,7 @@ def run_eval(request: EvalRequest) -> int:
     if request.program is None:
         lines = stdin_lines(max_chars(request.settings.max_nodes))
         batch = partial(show_batch, values=as_point(request.values), settings=request.settings,
-                        as_json=as_json, given=request.given, digits=request.digits,
-                        skipped=request.skip > 0)
+                        as_json=as_json, given=request.given, digits=request.digits)
         if request.cluster is None and not request.skip:
             return batch(lines)
         from gradcli.cli.cluster import batch_on

@@ -165,15 +165,14 @@ def _why_unused(name: str, shown: str, program: Program) -> str:
 
 
 def check_batch_names(given: Given, used: Collection[str], lines: int,
-                      unread: int = 0, skipped: bool = False) -> UsageError | None:
+                      unread: int = 0) -> UsageError | None:
     """After a batch: the error for no program lines, or for a given name that no line uses
-    (``used``: the variables of every line that parsed; not where lines were ``skipped``,
-    which may use it), or None."""
+    (``used``: the variables of every line that parsed), or None."""
     if lines == 0:
         return UsageError("no programs on stdin",
                           hint="give one program per line (blank lines and # comments are "
                                "skipped), or the program as EXPR: gradcli eval \"x**2\" --x 3")
-    unused = [] if skipped else given.unused(used)
+    unused = given.unused(used)
     if not unused:
         return None
     return given.unused_error(unused, sorted(used, key=str.lower), unread=unread)
