@@ -192,7 +192,7 @@ def test_addresses_without_a_bad_port_are_read(text):
     assert parse_address(text).text == text
 
 
-@pytest.mark.parametrize("text", ["[::1]", "host", "tcp://host", "tls://10.0.0.5"])
+@pytest.mark.parametrize("text", ["[::1]", "host", "tcp://host", "tls://10.0.0.5", "TCP://host"])
 def test_a_tcp_address_without_a_port_is_a_usage_error_not_dask_s(text):
     """Dask refuses these with "missing port number" once it is imported and connecting (a
     cluster error, named as if the scheduler could not be reached): gradcli says so first."""

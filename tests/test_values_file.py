@@ -120,6 +120,9 @@ def test_a_batch_reads_the_file_once_for_every_line(point_files):
                                                 "5,000 digits, too large for a float"),
         ("y = 2\nx = " + "1" * 5000, "<stdin>:2: the value of x is an integer of 5,000 digits"),
         ('{"x": [1, ' + "1" * 5000 + "]}", "<stdin>:1: the value of x is an integer of 5,000"),
+        # the integer that failed, not a float's 400 digits before it (a review)
+        ('{"a": 0.' + "0" * 400 + '1,\n "x": ' + "1" * 5000 + "}",
+         "<stdin>:2: the value of x is an integer of 5,000 digits"),
         ('{"pi": 3}', "the program has no variable pi"),
         ('{"2x": 3}', "2x is not a variable name"),
         ("[1, 2]", "holds an array of JSON, not an object"),

@@ -126,7 +126,10 @@ def _toml_pairs(text: str, file_name: str, lines: dict[str, list[int]]) -> list[
     return list(document.items())  # TOML itself refuses a key given twice
 
 
-_LONG_INTEGER = re.compile(r"[-+]?\d[\d_]{299,}")  # longer than any finite float's digits
+# An integer longer than Python reads (int_max_str_digits, 4,300 by default): not a float's
+# digits (0.000...1), nor part of a name
+_READ_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
+_LONG_INTEGER = re.compile(rf"(?<![\w.])[-+]?\d[\d_]{{{_READ_DIGITS},}}(?![\w.])")
 _KEY = re.compile(r"""["']?([A-Za-z_][\w.-]*)["']?\s*[:=]""")  # "x": or x =, on its line
 
 

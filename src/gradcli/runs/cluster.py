@@ -85,10 +85,11 @@ def parse_address(text: str) -> ClusterAddress:
                          hint="give the scheduler's address, e.g. tcp://10.0.0.5:8786, a "
                               "scheduler file (.json), or local:2")
     port = _port(host)
-    if port is None and text.partition("://")[0] in ("tcp", "tls", text):  # Dask needs one
+    scheme = text.partition("://")[0].lower() if "://" in text else "tcp"
+    if port is None and scheme in ("tcp", "tls"):  # Dask needs one
         raise UsageError(f"cannot read --cluster {visible(text)}: it has no port",
                          hint="Dask's scheduler listens on 8786 unless told otherwise: "
-                              "tcp://HOST:8786")
+                              f"{scheme}://HOST:8786")
     if port is not None and not (port.isdigit() and 1 <= int(port) <= 65535):
         raise UsageError(f"cannot read --cluster {visible(text)}: the port {visible(port)} is "
                          "not a number from 1 to 65535",
