@@ -35,6 +35,9 @@ def run(tmp_path, data: bytes, *args: str):
     (b'[[check]]\nname = "\xff"\n', None, None, "not UTF-8"),
     (b"a = " + b"[" * 100_000 + b"]" * 100_000, None, None, "nested too deeply"),
     (b"a = " + b"9" * 5000, 1, None, "the value of a is an integer of 5,000 digits"),
+    # value of several outputs compared the last one alone (a bug hunt)
+    (check_file('"f = x*2; g = x; f, g"').encode(), 5, "check.value",
+     "is of one scalar output, and expr has several (f, g)"),
     (check_file(points="at = {x = " + "1" * 5000 + "}").encode(), 4, None,
      "the value of x is an integer of 5,000 digits, too large for a float"),
     (check_file(points='at = {x = 1}\nsweep = {y = "0:1:100000000"}', expr='"x+y"').encode()

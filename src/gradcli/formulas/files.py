@@ -150,6 +150,13 @@ class _CheckReader:
         program = self._parse("expr", expr, self._given_names())
         spec = CheckSpec(name, self.file, self.header, expr, program, self._points(program),
                          rtol=self._tolerance("rtol"), atol=self._tolerance("atol"))
+        if program.outputs:  # several outputs: value would be the last one's alone
+            for key in ("value", "gradients", "derivative"):
+                if key in self.table:
+                    labels = ", ".join(output_labels(program))
+                    raise self.fail(key, f"is of one scalar output, and expr has several "
+                                         f"({labels})", hint="assert each output with "
+                                    "jacobian = {f = {x = ...}}, or give expr one output")
         if "value" in self.table:
             spec.value = self._expected("value", self.table["value"], program)
         for variable, given in self._table("gradients", program).items():
