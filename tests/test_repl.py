@@ -284,6 +284,15 @@ def test_a_definition_may_call_the_session_s_own_function():
     assert done.returncode == 2 and "unknown function k" in done.stderr
 
 
+def test_a_failed_check_of_a_graph_is_the_session_s_status():
+    """:graph printed "✗ check failed" and the session ended 0 (a bug hunt); gradcli graph
+    exits 1 there, and so does the session now."""
+    for script, status in (("x = 0\n:graph relu(x)\n", 1), ("x = 1\n:graph relu(x)\n", 0)):
+        done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=script,
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == status, done.stdout + done.stderr
+
+
 def test_a_piped_session_reads_bytes_that_are_not_utf8_as_a_batch_does():
     """\xff became a lone surrogate, "unexpected character '\\udcff'" with the hint to delete
     an invisible U+DCFF (a bug hunt); a batch reads U+FFFD, and so does the session now."""

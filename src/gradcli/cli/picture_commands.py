@@ -95,8 +95,6 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
         picture_format = _checked_format(picture_format, output_path)
         program = text.parsed(given)
         picture = prepare(program, values, digits, check=not no_check)
-        status = ExitStatus.CHECK_FAILED if picture.check and not picture.check.ok else (
-            ExitStatus.OK)  # the gradients drawn failed their check, as eval's status says
         if picture_format == "tree":
             _write_tree(picture, max_nodes, output_path)
         elif picture_format in ("dot", "mermaid"):
@@ -107,7 +105,7 @@ def graph_command(ctx: click.Context, expr: str | None, assignments: tuple[str, 
                 raise UsageError("a PNG is binary and stdout is a terminal", hint="add -o FILE.png")
             _write_bytes(render_with_graphviz(to_dot(picture, max_nodes), picture_format),
                          output_path)
-        ctx.exit(status)
+        ctx.exit(picture.status)
     except GradcliError as error:
         if "--max-nodes" in (error.hint or ""):  # the parser's hint; graph's option draws less
             error.hint = (f"gradcli graph reads programs of up to {MAX_NODES:,} nodes; its "

@@ -267,12 +267,14 @@ class Session:
         result = evaluate(self.parsed(expression), {}, EvalSettings(strict=False))
         return show_result(result, self.source(expression), True)
 
-    def _graph(self, argument: str) -> None:
+    def _graph(self, argument: str) -> int:
         from gradcli.cli.show import print_tree
         from gradcli.limits import MAX_DRAWN_NODES
         from gradcli.output.pictures import prepare
 
-        print_tree(prepare(self.parsed(self._last(argument)), {}, self.digits), MAX_DRAWN_NODES)
+        picture = prepare(self.parsed(self._last(argument)), {}, self.digits)
+        print_tree(picture, MAX_DRAWN_NODES)
+        return picture.status  # a failed check is the session's status 1, as gradcli graph's
 
     def _diff(self, argument: str) -> int:
         """Derivatives as expressions in the session's names, by ``gradcli diff``'s own path:

@@ -17,7 +17,7 @@ from typing import Any
 from gradcli.engine.graph import Node, Program, compute, liveness, local_derivative
 from gradcli.engine.notation import expression_texts
 from gradcli.engine.ops import CONDITIONAL, CONST, VAR
-from gradcli.errors import NumericError, UsageError, visible
+from gradcli.errors import ExitStatus, NumericError, UsageError, visible
 from gradcli.gradcheck.differences import live_in
 from gradcli.gradcheck.evaluation import Result, evaluate
 from gradcli.language.parser import program_of
@@ -57,6 +57,11 @@ class GraphPicture:
     @property
     def nodes(self) -> list[Node]:
         return self.program.nodes
+
+    @property
+    def status(self) -> int:
+        """1 where the gradients drawn failed their check, as eval's status says; else 0."""
+        return ExitStatus.CHECK_FAILED if self.check and not self.check.ok else ExitStatus.OK
 
     def label(self, node: Node) -> str:
         """The name a statement gave the node, else its expression, else its number."""
