@@ -288,7 +288,8 @@ def test_check_files_assert_jacobians(tmp_path):
 @pytest.mark.parametrize(("assertion", "words"), [
     ('jacobian = {h = {x = 1}}', "expr has no output h"),
     ('jacobian = {f = {z = 1}}', "expr has no variable z"),
-    ('gradients = {x = 1}', "gradients and derivative are of one scalar output"),
+    ('gradients = {x = 1}', "check.gradients: is of one scalar output, and expr has several"),
+    ('value = 1', "check.value: is of one scalar output, and expr has several (f, x)"),
 ])
 def test_check_file_jacobian_mistakes_are_usage_errors(tmp_path, assertion, words):
     path = tmp_path / "bad.toml"

@@ -259,14 +259,14 @@ def _judge_points(spec: CheckSpec, tally: _Tally) -> None:
 def _point_findings(spec: CheckSpec, point: dict[str, Any], result: Any
                     ) -> list[tuple[Finding, float]]:
     """Every assertion judged at one point, element by element."""
-    jacobian = not isinstance(result, Result)  # several outputs or an array output
+    jacobian = not isinstance(result, Result)  # an array output (several: files.py refuses)
     if jacobian and (spec.gradients or spec.derivative):
         raise UsageError(f"check {spec.name!r}: gradients and derivative are of one scalar "
-                         "output; this expr has several outputs or an array output",
+                         "output; this expr has an array output",
                          hint="assert its Jacobian: jacobian = {f = {x = ...}}")
     judged = [_compare_elements(spec, point, *assertion) for assertion in _assertions(
         spec, result.value, {} if jacobian else result.gradients, lambda e: _expected(e, point))]
-    if jacobian:  # a Jacobian's value is its last output's
+    if jacobian:  # value: the array output's
         return judged + _jacobian_findings(spec, point, result)
     conditioning = result.check.conditioning if result.check else None
     for name, check in (result.check.gradients.items() if result.check else ()):
