@@ -59,7 +59,10 @@ class Diff:
 def diff(program: Program, ask: DiffAsk, verify: Verify | None = None) -> Diff:
     """The derivatives ``ask`` asks for, checked by ``verify`` (None: not checked)."""
     if program.outputs and not _has_array_parts(program, ask):
-        return _outputs(program, ask, verify)  # f, g: the Jacobian's entries
+        if ask.fmt != "python" or ask.order != 1:
+            return _outputs(program, ask, verify)  # f, g: the Jacobian's entries
+        # the NumPy export of a Jacobian is the array path's: every variable a number there
+        ask = replace(ask, shapes={name: () for name in program.variables})
     if ask.shapes or runs_on_arrays(program, ask.values):
         return _arrays(program, ask, verify)
     return _scalar(program, ask, verify)
@@ -132,10 +135,9 @@ def _outputs(program: Program, ask: DiffAsk, verify: Verify | None) -> Diff:
     """``gradcli diff "f = x*y; g = x + y; f, g"``: one line per entry, ``df/dx = y``; each
     output's row by ``differentiate`` of that output alone (``0`` for a variable it does not
     use)."""
-    if ask.order != 1 or ask.fmt == "python":
-        raise UsageError("a program with several outputs has a Jacobian: --order 1 with "
-                         "--format text or latex",
-                         hint="differentiate one output at a time for higher orders or Python")
+    if ask.order != 1:
+        raise UsageError("a program with several outputs has a Jacobian: --order 1",
+                         hint="differentiate one output at a time for higher orders")
     given = {**(program.defaults if ask.defaults else {}), **ask.values}
     names = wrt_names(program, ask.wrt, [n for n in program.variables if n not in given])
     variables = list(program.variables.values())
