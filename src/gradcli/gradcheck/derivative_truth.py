@@ -180,9 +180,14 @@ def _short(value: Any) -> str:
     return format_number(rounded if value.ndim else float(rounded))
 
 
+def point_text(point: Mapping[str, Any]) -> str:
+    """``x = 0, y = 2``: the point an entry is checked at, as the messages name it."""
+    return ", ".join(f"{name} = {_short(value)}" for name, value in point.items())
+
+
 def mismatch(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
-              why: str, where: tuple[int, ...] = (), exact: bool = True) -> CheckError:
-    at = ", ".join(f"{name} = {_short(value)}" for name, value in point.items())
+             why: str, where: tuple[int, ...] = (), exact: bool = True) -> CheckError:
+    at = point_text(point)
     shown = text if len(text) <= 80 else text[:77] + "..."
     if printed is None:
         return CheckError(f"{label} = {shown} is not defined at {at or 'the point'}, where the "
@@ -351,7 +356,7 @@ class Truth:
                         strict=False)
         except (CheckError, NumericError, UsageError):
             return
-        at = ", ".join(f"{key} = {_short(each)}" for key, each in self.point.items())
+        at = point_text(self.point)
         raise CheckError(
             f"{label} at {at} is {text} by the rules' convention at a kink inside the program, "
             f"but this function's is {_rough(expected)}, as the rules give it beside the point "
@@ -380,7 +385,7 @@ class Truth:
                        & ~(far.kinks | far.jumps | near.jumps))
         if not np.all(closing):
             return
-        at = ", ".join(f"{key} = {_short(value)}" for key, value in self.point.items())
+        at = point_text(self.point)
         raise CheckError(
             f"{label} at {at} is {text}, which differences cannot confirm: each side's closes "
             f"in on it as the steps shrink, but slowly (still {_rough(np.max(left + right))} "
@@ -438,7 +443,7 @@ class Truth:
         else:
             how = (f"has a kink there (its sides' slopes {_rough(low)} and {_rough(high)})"
                    if scalar else "has a kink there")
-        at = ", ".join(f"{name} = {_short(value)}" for name, value in self.point.items())
+        at = point_text(self.point)
         return True, (f"{label} at {at} is a convention, not checked: {below} {how}, so no "
                       "derivative exists, and the value printed is the rules'")
 
