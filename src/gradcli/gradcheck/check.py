@@ -35,8 +35,6 @@ from gradcli.limits import ARRAY_CHECK_BUDGET, CHECK_BUDGET, VECTOR_CHECK_FACTOR
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from gradcli.gradcheck.conditioning import Conditioning
 
 
@@ -140,7 +138,7 @@ def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per
         targets = meaningful(targets, liveness(nodes), nodes)
     elif method == "central":
         affordable = _affordable(targets, nodes, budget * VECTOR_CHECK_FACTOR)
-        passed = _central_at_once(program, affordable, rtol, atol, replayer.weights)
+        passed = _central_at_once(program, affordable, rtol, atol, replayer)
     spent = 0
     for name, node in program.variables.items():
         if node.index in passed:
@@ -203,13 +201,12 @@ _COLUMNS_FROM = 200_000
 
 
 def _central_at_once(
-    program: Program, targets: list[Node], rtol: float, atol: float,
-    weights: Callable[[], list[float]],
+    program: Program, targets: list[Node], rtol: float, atol: float, replayer: Replayer,
 ) -> dict[int, GradientCheck]:
     """The first step of ``check_node`` -- a central difference at the base step -- for every
     target in one vectorised replay (``float_columns.central_at_once``), when that saves time; only
-    the checks that pass, anything else goes through ``check_node``. ``weights``: the nodes'
-    rounding weights, the replayer's own (made once for both, when needed)."""
+    the checks that pass, anything else goes through ``check_node``. ``replayer``: the check's,
+    whose rounding weights serve both (made once, when needed)."""
     work = len(targets) * len(program.nodes)
     if work < _COLUMNS_FROM:
         return {}
@@ -218,4 +215,4 @@ def _central_at_once(
     nodes = program.nodes
     return {index: settled_check(nodes[index].grad, settled)
             for index, settled in central_at_once(program, targets, rtol, atol,
-                                                  weights()).items()}
+                                                  replayer.weights(), replayer).items()}

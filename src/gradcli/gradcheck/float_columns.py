@@ -6,13 +6,14 @@ message). Array programs have theirs in ``columns``."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from gradcli.engine.graph import Node, Program
 from gradcli.engine.node import last_uses
 from gradcli.engine.ops import OPS, numpy
-from gradcli.engine.replay import rounding_weights
+from gradcli.engine.replay import Replayer, rounding_weights
 from gradcli.gradcheck.columns import Settled
 from gradcli.gradcheck.steps import (
     CENTRAL,
@@ -40,10 +41,12 @@ class ColumnReplay:
 
 
 def central_at_once(program: Program, targets: list[Node], rtol: float, atol: float,
-                    weights: list[float] | None = None) -> dict[int, Settled]:
+                    weights: list[float] | None = None,
+                    replayer: Replayer | None = None) -> dict[int, Settled]:
     """A central difference at the base step for every target node of a float program, in one
     replay of columns (``replay_columns``, ``weights`` its nodes' ``rounding_weight``s: the
-    check's ``Replayer.weights``, made once); only those that agree, by node index."""
+    check's ``Replayer.weights``, made once); only those that agree, by node index.
+    ``replayer``: the check's, to walk a few nodes' smaller pairs (``_smaller_gaps``)."""
     steps = [base_step(node.value) for node in targets]
     pinned = [node.index for node in targets] * len(CENTRAL.offsets)
     shifted = [node.value + offset * h for offset in CENTRAL.offsets
@@ -65,20 +68,33 @@ def central_at_once(program: Program, targets: list[Node], rtol: float, atol: fl
                 passed[node.index] = settled
     # a possible kink is the node check's to screen (differences.screened), unless a smaller
     # pair shows a curve's jump
-    for (node, settled, gap), smaller in zip(flagged, _smaller_gaps(program, flagged, weights),
-                                             strict=True):
+    smaller_gaps = _smaller_gaps(program, flagged, weights, replayer)
+    for (node, settled, gap), smaller in zip(flagged, smaller_gaps, strict=True):
         if curve_alone(gap, smaller, settled.tolerance):
             passed[node.index] = settled
     return passed
 
 
+# Up to this many flagged nodes are walked one by one (``Replayer.replay_pair``, compiled):
+# W3's one node at 30,000 nodes took 40 ms as a replay of columns over the graph.
+WALKED = 8
+
+
 def _smaller_gaps(program: Program, flagged: list[tuple[Node, Settled, float]],
-                  weights: list[float] | None) -> list[float]:
+                  weights: list[float] | None, replayer: Replayer | None) -> list[float]:
     """Each node's one-sided slopes' gap (``slope_gap``) at the first of ``KINK_STEPS`` (NaN
-    where a replay fails): one replay of columns, not two replays a node."""
+    where a replay fails): a walk a node for a few, else one replay of columns for all."""
+    f0 = program.nodes[-1].value
+    if replayer is not None and len(flagged) <= WALKED:
+        gaps = []
+        for node, settled, _ in flagged:
+            small = settled.step * KINK_STEPS[0]
+            both = replayer.replay_pair(node.index, node.value + small, node.value - small)
+            gaps.append(math.nan if both is None else slope_gap(both[0], both[1], f0, small))
+        return gaps
     if not flagged:
         return []
-    np, f0 = numpy(), program.nodes[-1].value
+    np = numpy()
     small = np.array([settled.step * KINK_STEPS[0] for _, settled, _ in flagged])
     values = np.array([node.value for node, _, _ in flagged])
     output = replay_columns(program, [node.index for node, _, _ in flagged] * 2,
