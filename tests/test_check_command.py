@@ -22,6 +22,15 @@ pytest.importorskip("numpy")
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def test_a_check_file_from_stdin():
+    """gradcli check - read a file named "-" ("cannot read the file"; a bug hunt)."""
+    good = CliRunner().invoke(cli, ["check", "-"], input='[[check]]\nname = "c"\n'
+                              'expr = "x**2"\nat = {x = 3}\nvalue = 9\n')
+    assert good.exit_code == 0 and "1 check passed" in good.output, good.output
+    bad = CliRunner().invoke(cli, ["check", "-"], input='[[check]]\nname = "c"\nexpr = "x*"\n')
+    assert bad.exit_code == 2 and "<stdin>:3: check.expr: parse error" in bad.output, bad.output
+
+
 def outcome(body: str, defaults: str = ""):
     (spec,) = parse_check_file(f'{defaults}\n[[check]]\nname = "c"\n{body}\n', "t.toml")
     return run_check(spec)

@@ -16,8 +16,9 @@ from gradcli.errors import GradcliError, UsageError, visible
 if TYPE_CHECKING:
     from gradcli.runs.cluster import ClusterAddress
 
-CHECK_HELP = """Run the checks in TOML check FILEs: values, gradients, derivative identities and
-the finite-difference check of every gradient, at points and over sweeps (vectorised).
+CHECK_HELP = """Run the checks in TOML check FILEs (- reads one from stdin): values, gradients,
+derivative identities and the finite-difference check of every gradient, at points and over
+sweeps (vectorised).
 
 \b
 Examples:

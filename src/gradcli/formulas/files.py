@@ -8,6 +8,7 @@ import bisect
 import math
 import os
 import re
+import sys
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -66,20 +67,25 @@ def load_check_files(paths: Iterable[str]) -> tuple[list[CheckSpec], list[CheckF
 
 
 def load_check_file(path: str) -> list[CheckSpec]:
-    """Read and validate one check file; raises CheckFileError."""
+    """Read and validate one check file (``-``: stdin, named ``<stdin>``, its array files
+    beside the working directory); raises CheckFileError."""
+    name = "<stdin>" if path == "-" else path
     try:
-        with open(path, "rb") as stream:
-            data = stream.read(MAX_CHECK_FILE_BYTES + 1)
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_CHECK_FILE_BYTES + 1)
+        else:
+            with open(path, "rb") as stream:
+                data = stream.read(MAX_CHECK_FILE_BYTES + 1)
         if len(data) > MAX_CHECK_FILE_BYTES:
             raise CheckFileError(f"the file is larger than {MAX_CHECK_FILE_BYTES:,} bytes",
-                                 file=path, hint="split it into several check files")
+                                 file=name, hint="split it into several check files")
         text = data.decode("utf-8")
     except OSError as error:
-        raise CheckFileError(f"cannot read the file: {error.strerror or error}", file=path,
+        raise CheckFileError(f"cannot read the file: {error.strerror or error}", file=name,
                              hint="check the path and that the file is readable") from None
     except UnicodeDecodeError:
-        raise CheckFileError("the file is not UTF-8 text", file=path) from None
-    return parse_check_file(text, path)
+        raise CheckFileError("the file is not UTF-8 text", file=name) from None
+    return parse_check_file(text, name)
 
 
 def parse_check_file(text: str, file: str = "<checks>") -> list[CheckSpec]:
