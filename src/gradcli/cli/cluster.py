@@ -94,7 +94,7 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
     if address is None:
         from gradcli.runs.batch import json_runs
 
-        return show(lines, runs=partial(json_runs, first=skip + 1), skipped=written)
+        return show(lines, runs=partial(json_runs, first=skip + 1), skipped_names=written)
     try:
         cluster = connect(address)
     except GradcliError as error:  # before any line: with --json, an error record as well
@@ -105,7 +105,8 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
 
     try:
         return show(lines, runs=lambda lines, values, settings: ClusterRuns(
-            cluster, lines, values, settings, first=skip + 1, table=table), skipped=written)
+            cluster, lines, values, settings, first=skip + 1, table=table),
+            skipped_names=written)
     finally:
         cluster.close()
 

@@ -21,7 +21,7 @@ from gradcli.cli.files import write_file
 from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import print_tree, show_error
 from gradcli.cli.streams import binary_stdout, can_encode
-from gradcli.errors import ExitStatus, GradcliError, UsageError, plural, visible
+from gradcli.errors import GradcliError, UsageError, plural, visible
 from gradcli.language.values import as_point
 from gradcli.limits import MAX_DRAWN_NODES, MAX_NODES
 
@@ -204,12 +204,10 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         curve = sample(program, given.values, check=not no_check)
         gaps = f"; {curve.gaps} with a numeric error left as gaps" if curve.gaps else ""
         gaps += f"; {curve.verdict}"
-        status = ExitStatus.CHECK_FAILED if curve.disagree is not None and len(
-            curve.disagree) else ExitStatus.OK
         if output_path is not None and file_format is not None:
             _write_bytes(plot_image(curve, file_format), output_path)
             click.echo(f"wrote {visible(output_path)} ({plural(curve.xs.size, 'point')}{gaps})")
-            ctx.exit(status)
+            ctx.exit(curve.status)
         terminal = sys.stdout.isatty()
         columns = width or (shutil.get_terminal_size().columns if terminal else 80)
         columns = min(max(columns, MIN_PLOT_WIDTH), MAX_PLOT_WIDTH)
@@ -217,7 +215,7 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         ascii_only = not can_encode(getattr(sys.stdout, "encoding", None) or "utf-8")
         click.echo(terminal_plot(curve, columns, height, colour, ascii_only))
         click.echo(f"{plural(curve.xs.size, 'point')}{gaps}")
-        ctx.exit(status)
+        ctx.exit(curve.status)
     except GradcliError as error:
         ctx.exit(show_error(error, False))
 

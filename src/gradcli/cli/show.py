@@ -162,12 +162,12 @@ def show_report(outcomes: list[Any], errors: list[Any], as_json: bool,
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
                as_json: bool, given: Given, digits: int | None = None,
                runs: Callable[..., Iterator[Any]] | None = None,
-               skipped: Collection[str] = ()) -> int:
+               skipped_names: Collection[str] = ()) -> int:
     """One record per program line, in order; returns the largest status among them.
 
     No program lines, or a given value no line uses, is a usage error on stderr after the last
     record (stdout keeps one record per line); a name written in the lines ``--skip`` passed
-    over (``skipped``) counts as used. ``runs(lines, values, settings)`` makes the
+    over (``skipped_names``) counts as used. ``runs(lines, values, settings)`` makes the
     records a run at a time (default ``runs.batch.json_runs``; a cluster's ``ClusterRuns``).
     Ctrl-C, SIGTERM and SIGHUP stop between records (``_Stops``): 130, or "gradcli:
     terminated" and 128 + the signal's number, as shells report it.
@@ -185,7 +185,7 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
             _say("gradcli: terminated")
             streams.quiet_after_stop()
             return ExitStatus.HANGUP if stop.signum == _signal.SIGHUP else ExitStatus.TERMINATED
-    error = check_batch_names(uses.given, {*uses.used, *skipped}, uses.lines, uses.unread)
+    error = check_batch_names(uses.given, {*uses.used, *skipped_names}, uses.lines, uses.unread)
     if error is None:
         return status
     if as_json:

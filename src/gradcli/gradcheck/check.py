@@ -215,4 +215,4 @@ def _central_at_once(
     nodes = program.nodes
     return {index: settled_check(nodes[index].grad, settled)
             for index, settled in central_at_once(program, targets, rtol, atol,
-                                                  replayer.weights(), replayer).items()}
+                                                  replayer).items()}

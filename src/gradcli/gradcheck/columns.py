@@ -260,7 +260,7 @@ def _split_replay(node: Node, downstream: list[Node], output: Node, moved: Spars
 
 def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: Node,
                   columns: tuple[Sparse, Any, list[Any], Any], largest: Any,
-                  weights: list[float], h: float = 0.0) -> tuple[Any, Any] | None:
+                  weights: list[float], h: float | None = None) -> tuple[Any, Any] | None:
     """``_replay`` of the columns with the ``linear`` nodes moved as ``replay.Moved`` moves
     them, value + t f(d) per column: f(d) by ``_unit_moves`` for the elements and a ``Moved``
     per direction (t: the elements' up then down, then the directions', ``h`` or the base
@@ -269,7 +269,7 @@ def _moved_replay(node: Node, downstream: list[Node], linear: set[int], output: 
 
     np = numpy()
     moved, ends, vs, steps = columns
-    count, h = len(steps), h or base_step(0.0)
+    count, h = len(steps), base_step(0.0) if h is None else h
     t = np.concatenate((steps, -steps, np.full(len(vs), h), np.full(len(vs), -h)))
     with np.errstate(all="ignore"):
         try:

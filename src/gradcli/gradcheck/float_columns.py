@@ -41,12 +41,12 @@ class ColumnReplay:
 
 
 def central_at_once(program: Program, targets: list[Node], rtol: float, atol: float,
-                    weights: list[float] | None = None,
                     replayer: Replayer | None = None) -> dict[int, Settled]:
     """A central difference at the base step for every target node of a float program, in one
-    replay of columns (``replay_columns``, ``weights`` its nodes' ``rounding_weight``s: the
-    check's ``Replayer.weights``, made once); only those that agree, by node index.
-    ``replayer``: the check's, to walk a few nodes' smaller pairs (``_smaller_gaps``)."""
+    replay of columns (``replay_columns``); only those that agree, by node index. ``replayer``:
+    the check's, whose rounding weights serve both (made once), and which walks a few nodes'
+    smaller pairs (``_smaller_gaps``)."""
+    weights = None if replayer is None else replayer.weights()
     steps = [base_step(node.value) for node in targets]
     pinned = [node.index for node in targets] * len(CENTRAL.offsets)
     shifted = [node.value + offset * h for offset in CENTRAL.offsets

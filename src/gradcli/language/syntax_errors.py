@@ -15,6 +15,7 @@ from gradcli.engine.ops import CALLS, CONSTANTS, FUNCTIONS, table_rows
 from gradcli.errors import ParseError
 from gradcli.language.functions import Head
 from gradcli.language.lalr import Token, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from gradcli.language.values import NAME
 
 _OPERAND_START = {"NUMBER", "NAME"}
 _PROGRAM_END = {"_SEP", "$END"}
@@ -72,7 +73,7 @@ def written_outputs(source: str, count: int) -> list[str | None]:
         piece = source[begin:end].split("#", 1)[0].strip()
         while piece.startswith("(") and piece.endswith(")"):
             piece = piece[1:-1].strip()
-        names.append(piece if _NAME.fullmatch(piece) else None)
+        names.append(piece if NAME.fullmatch(piece) else None)
     return names
 
 
@@ -225,7 +226,6 @@ def _take_word(text: str) -> str:
 
 
 _WORD = re.compile(r"[\w.]*")
-_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def _decimal_comma(before: str, after: str) -> str | None:

@@ -15,7 +15,7 @@ from typing import Any
 from gradcli.engine.graph import Program
 from gradcli.engine.notation import expression_texts, format_number
 from gradcli.engine.ops import numpy
-from gradcli.errors import GradcliError, NumericError, UsageError, plural
+from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError, plural
 from gradcli.gradcheck.evaluation import evaluate, require_values
 from gradcli.gradcheck.sweep import vector_sweep
 from gradcli.language.parser import program_of
@@ -39,6 +39,12 @@ class Curve:
     derivative: Any
     gaps: int
     disagree: Any = None  # the xs where the derivative disagrees with finite differences
+
+    @property
+    def status(self) -> int:
+        """1 where the derivative drawn disagrees with finite differences somewhere; else 0."""
+        failed = self.disagree is not None and len(self.disagree) > 0
+        return ExitStatus.CHECK_FAILED if failed else ExitStatus.OK
 
     @property
     def verdict(self) -> str:
