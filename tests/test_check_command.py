@@ -29,6 +29,8 @@ def test_a_check_file_from_stdin():
     assert good.exit_code == 0 and "1 check passed" in good.output, good.output
     bad = CliRunner().invoke(cli, ["check", "-"], input='[[check]]\nname = "c"\nexpr = "x*"\n')
     assert bad.exit_code == 2 and "<stdin>:3: check.expr: parse error" in bad.output, bad.output
+    twice = CliRunner().invoke(cli, ["check", "-", "-"], input="")
+    assert twice.exit_code == 2 and "- is given more than once" in twice.output, twice.output
 
 
 def outcome(body: str, defaults: str = ""):

@@ -58,7 +58,12 @@ def load_check_files(paths: Iterable[str]) -> tuple[list[CheckSpec], list[CheckF
     """Every check of every file, and the error of each file that cannot be used."""
     specs: list[CheckSpec] = []
     errors: list[CheckFileError] = []
+    paths = list(paths)
     for path in paths:
+        if path == "-" and paths.count("-") > 1:  # the second would read an empty stdin
+            errors.append(CheckFileError("- is given more than once: stdin can be read once",
+                                         file="<stdin>", hint="give - once"))
+            break
         try:
             specs += load_check_file(path)
         except CheckFileError as error:
