@@ -228,6 +228,22 @@ def test_deep_graphs_need_no_recursion_and_elide_with_a_count():
     assert "… 19,991 more nodes not shown" in render_tree(prepare(program, {}), 10)
 
 
+def test_the_tree_draws_the_nodes_dot_draws_and_counts_the_operands_it_leaves_out():
+    program = gradcli.parse("a = x*y; b = a + sin(x); c = b*b + a; d = c + exp(y) + a*b; d*x")
+    picture = prepare(program, {"x": 1.0, "y": 2.0})
+    entries, elided = tree_outline(picture, max_nodes=6)
+    nodes, _ = parse_dot(to_dot(picture, max_nodes=6))
+    in_dot = {int(name[1:]) for name in nodes if re.fullmatch(r"n\d+", name)}
+    assert {e.node.index for e in entries} == in_dot == {11, 10, 9, 8, 6, 0}
+    assert elided == 6 and nodes["elided"] == ["… 6 more nodes"]
+    hidden = {e.node.index: e.hidden for e in entries if not e.repeat}
+    # c + exp(y) without exp(y); c = b*b + a and a*b without their operands
+    assert hidden == {11: 0, 10: 0, 8: 1, 6: 2, 9: 2, 0: 0}
+    out = render_tree(picture, 6)
+    assert "c + exp(y)  add" in out and "(1 operand not shown)" in out
+    assert out.count("(2 operands not shown)") == 2
+
+
 def test_the_tree_stops_at_a_readable_depth():
     out = render_tree(prepare(deep_chain(100), {"x": 0.5}))  # graph_tree's default: 30 levels
     assert " ".join(out.replace("│", "").split()).count(

@@ -256,35 +256,41 @@ def nearest_nodes(program: Program, max_nodes: int) -> tuple[list[Node], int]:
 @dataclass
 class TreeEntry:
     """One line of the tree: a node under ``parent`` (an earlier entry's position); ``repeat``:
-    drawn earlier, only referenced here; ``cut``: its operands lie deeper than the tree goes."""
+    drawn earlier, only referenced here; ``cut``: its operands lie deeper than the tree goes;
+    ``hidden``: how many of its operands are not among the nodes drawn."""
 
     node: Node
     parent: int | None
     flow: float | None  # gradient flowing back along this use, when evaluated
     repeat: bool
     cut: bool = False
+    hidden: int = 0
 
 
 def tree_outline(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES,
                  max_depth: int = 0) -> tuple[list[TreeEntry], int]:
     """The graph as a tree from the output down, depth first (iterative); a node reached again
-    is a ``repeat`` with no children, so a DAG stays as large as its edges. At most
-    ``max_nodes`` entries and ``max_depth`` levels (0: no limit); returns the entries and how
-    many nodes below the output were never drawn."""
+    is a ``repeat`` with no children, so a DAG stays as large as its edges. The nodes drawn are
+    ``nearest_nodes``' (0: all), as in DOT and Mermaid, down to ``max_depth`` levels (0: no
+    limit); returns the entries and how many nodes below the output were never drawn."""
+    shown = {node.index for node in nearest_nodes(picture.program, max_nodes)[0]}
     entries: list[TreeEntry] = []
     drawn: set[int] = set()
     stack: list[tuple[Node, int | None, float | None, int]] = [
         (picture.program.output, None, None, 0)]
-    while stack and (max_nodes <= 0 or len(entries) < max_nodes):
+    while stack:
         node, parent, flow, depth = stack.pop()
         repeat = node.index in drawn and node.op is not CONST
         cut = not repeat and bool(node.inputs) and 0 < max_depth <= depth
-        entries.append(TreeEntry(node, parent, flow, repeat, cut))
+        operands = [] if repeat or cut else [
+            position for position, source in enumerate(node.inputs) if source.index in shown]
+        hidden = 0 if repeat or cut else len(node.inputs) - len(operands)
+        entries.append(TreeEntry(node, parent, flow, repeat, cut, hidden))
         if repeat:
             continue
         drawn.add(node.index)
         here = len(entries) - 1
-        for position in reversed(range(0 if cut else len(node.inputs))):
+        for position in reversed(operands):
             stack.append((node.inputs[position], here, picture.flow(node, position), depth + 1))
     return entries, len(picture.nodes) - len(unused_inputs(picture)) - len(drawn)
 

@@ -94,6 +94,8 @@ def _entry_text(picture: GraphPicture, entry: TreeEntry) -> Text:
         text.append(f"  ← {picture.number(entry.flow)} along this edge", style="red")
     if entry.cut:
         text.append("  (operands deeper than this are not shown)", style="dim")
+    elif entry.hidden:
+        text.append(f"  ({plural(entry.hidden, 'operand')} not shown)", style="dim")
     return text
 
 
