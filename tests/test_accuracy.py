@@ -167,6 +167,24 @@ def test_slopes_far_out_are_not_zero(text, x, true):
     _close(_at(text, x=x).gradients["x"], true(mpmath.mpf(x)), 1e-15)
 
 
+def _gelu_tanh_slope(t):
+    """d/dt t sigmoid(u), u = sqrt(8/pi) (t + 0.044715 t**3), in closed form."""
+    scale, c = mpmath.sqrt(8 / mpmath.pi), mpmath.mpf("0.044715")
+    u = scale * (t + c * t**3)
+    return _s(u) + t * _s(u) * _s(-u) * scale * (1 + 3 * c * t**2)
+
+
+@pytest.mark.parametrize("x", [1e155, -1e155, 1.7e308, -1.7e308, 3.7, -2.2, 5.0])
+def test_gelu_tanh_slope_past_the_square_of_the_largest_floats(x):
+    """x**2 overflowed from |x| = 1e154 on: 0 * inf made the slope NaN (a numeric error). The
+    second derivative's formula still overflows there (x**3 in it): a numeric error, not NaN."""
+    with mpmath.workdps(60):
+        true = _gelu_tanh_slope(mpmath.mpf(x))
+    result = gradcli.evaluate("gelu_tanh(x)", {"x": x})
+    assert result.check.ok
+    _close(result.gradients["x"], true, 1e-15)
+
+
 @pytest.mark.parametrize(("text", "x"), [("asinh(x)", 1e200), ("acosh(x)", 1e300),
                                          ("atan(x)", 1e200), ("softsign(x)", 1e200),
                                          ("tanh(x)", 300.0)])

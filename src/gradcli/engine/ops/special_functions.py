@@ -283,9 +283,14 @@ def _next_order(n: Any, name: str) -> Any:
 
 
 def _gelu_tanh_slope(x: Any, out: Any) -> Any:
+    """s + x s sigmoid(-u) scale (1 + 0.134145 x**2), s = sigmoid(u). On numbers the
+    vanishing s sigmoid(-u) multiplies x before x is squared: past |x| = 1e154, x**2 is inf."""
     u = GELU_TANH_SCALE * (x + 0.044715 * x * x * x)  # 1 - sigmoid(u) is sigmoid(-u): no 1 - s
     s = F.sigmoid(u)
-    return s + x * s * F.sigmoid(-u) * GELU_TANH_SCALE * (1.0 + 0.134145 * x * x)
+    if written(x):
+        return s + x * s * F.sigmoid(-u) * GELU_TANH_SCALE * (1.0 + 0.134145 * x * x)
+    spread = s * F.sigmoid(-u) * x
+    return s + GELU_TANH_SCALE * (spread + 0.134145 * (spread * x) * x)
 
 
 def _mish_slope(x: Any, out: Any) -> Any:
