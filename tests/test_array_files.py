@@ -208,3 +208,39 @@ def test_a_values_file_from_a_pipe_is_read_whole(tmp_path):
     writer.join(timeout=10)
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["value"] == 6.0
+
+
+@pytest.mark.parametrize("kind", ["npy", "npz", "csv"])
+def test_an_array_file_from_a_pipe_is_read_once_whole(tmp_path, kind):
+    """A pipe named W.npy (a FIFO, ``<(...)``): its first bytes tell the kind, and are not lost
+    when the array is read after them."""
+    import io
+    import os
+    import threading
+
+    buffer = io.BytesIO()
+    {"npy": lambda: np.save(buffer, W), "npz": lambda: np.savez(buffer, W=W),
+     "csv": lambda: np.savetxt(buffer, W, delimiter=",")}[kind]()
+    fifo = tmp_path / f"W.{kind}"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(buffer.getvalue()))
+    writer.start()
+    done = run("eval", "sum(W)", "--W", str(fifo), "--json", "--no-check")
+    writer.join(timeout=10)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["value"] == pytest.approx(W.sum(), rel=1e-15)
+
+
+def test_a_link_to_an_endless_device_is_refused_at_the_largest_array(tmp_path):
+    """A link to /dev/zero (git stores links, so a check file's directory may hold one) was
+    read until memory ran out: a MemoryError traceback under a memory limit (a bug hunt)."""
+    (tmp_path / "W.npy").symlink_to("/dev/zero")
+    done = run("eval", "sum(W)", "--W", str(tmp_path / "W.npy"))
+    assert done.exit_code == 2 and "Traceback" not in done.output
+    assert f"is not a regular file and gives more than {2 * MAX_ARRAY_ELEMENTS:,} bytes" in (
+        done.output)
+    (tmp_path / "c.toml").write_text('[[check]]\nname = "z"\nexpr = "sum(W)"\n'
+                                     'at = {W = "W.npy"}\n')
+    done = run("check", str(tmp_path / "c.toml"))
+    assert done.exit_code == 2 and "c.toml:4: check.at.W:" in done.output
+    assert "is not a regular file" in done.output

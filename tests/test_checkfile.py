@@ -66,6 +66,8 @@ BAD = [
      "no value for y"),
     ('[[check]]\nname = "c"\nexpr = "x"\nat = {x = "1"}\nvalue = 1\n', 4, "check.at.x",
      "must be a number"),
+    ('[[check]]\nname = "c"\nexpr = "x"\nat = {x = "x.txt"}\nvalue = 1\n', 4, "check.at.x",
+     "must be a number, an array or an array file (.npy, .npz, .csv) beside the check file"),
     ('[[check]]\nname = "c"\nexpr = "x"\nsweep = {x = "1:2"}\nvalue = 1\n', 4,
      "check.sweep.x", "cannot read the range"),
     ('[[check]]\nname = "c"\nexpr = "x"\nsweep = {x = [1, "a"]}\nvalue = 1\n', 4,

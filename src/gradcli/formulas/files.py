@@ -320,7 +320,10 @@ class _CheckReader:
         if variable is not None and isinstance(given, str) and names_a_file(given):
             return self._array_file(key, variable, given)
         if not _is_number(given):
-            raise self.fail(key, "must be a number", hint=hint)
+            what = "must be a number" if variable is None else (
+                "must be a number, an array or an array file (.npy, .npz, .csv) beside the "
+                "check file")
+            raise self.fail(key, what, hint=hint)
         return float(given)
 
     def _array_file(self, key: str, variable: str, path: str) -> Any:

@@ -9,10 +9,12 @@ out.npz``) are told by their first bytes, never by decoding them; pickles are ne
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 import os
 import re
+import stat
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -256,46 +258,81 @@ NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK\x03\x04"
 
 
-def kind_of(path: str) -> str:
+def kind_of(path: str | io.BytesIO) -> str:
     """"npy", "npz" or "csv", from the file's first bytes; a UsageError if it cannot be read."""
-    try:
-        with open(path, "rb") as file:
-            head = file.read(len(NPY_MAGIC))
-    except OSError as error:
-        raise UsageError(f"cannot read {visible(path)}: {error.strerror or error}",
-                         hint="check the path and that the file is readable") from None
+    if isinstance(path, io.BytesIO):
+        head = path.getvalue()[: len(NPY_MAGIC)]
+    else:
+        try:
+            with open(path, "rb") as file:
+                head = file.read(len(NPY_MAGIC))
+        except OSError as error:
+            raise _cannot_read(path, error) from None
     if head.startswith(NPY_MAGIC):
         return "npy"
     return "npz" if head.startswith(ZIP_MAGIC) else "csv"
 
 
+def _cannot_read(path: str, error: OSError) -> UsageError:
+    return UsageError(f"cannot read {visible(path)}: {error.strerror or error}",
+                      hint="check the path and that the file is readable")
+
+
+def _contents(path: str) -> str | io.BytesIO:
+    """A regular file's path (NumPy reads it in place), or what a pipe, ``<(cmd)`` or a device
+    gives, read once into memory, and no more than the largest array allowed takes: a link to
+    /dev/zero is refused, not read until memory runs out."""
+    try:
+        if stat.S_ISREG(os.stat(path).st_mode):
+            return path
+        with open(path, "rb") as file:
+            head = file.read(len(NPY_MAGIC))
+            binary = head.startswith((NPY_MAGIC, ZIP_MAGIC))
+            limit = (8 * MAX_ARRAY_ELEMENTS + 2**16) if binary else 2 * MAX_ARRAY_ELEMENTS
+            data = head + file.read(limit + 1 - len(head))
+    except OSError as error:
+        raise _cannot_read(path, error) from None
+    if len(data) > limit:
+        raise UsageError(f"{visible(path)} is not a regular file and gives more than "
+                         f"{limit:,} bytes, more than an array of {MAX_ARRAY_ELEMENTS:,} "
+                         "elements takes",
+                         hint="gradcli holds every node's value in memory: use a smaller array")
+    return io.BytesIO(data)
+
+
 def read_array(name: str, path: str) -> Any:
     """The array ``--NAME PATH`` gives: an ``.npy`` file, the array ``name`` of an ``.npz``
     archive (or its only one), or a CSV table (one row or one column is a vector)."""
-    kind = kind_of(path)
+    source = _contents(path)
+    kind = kind_of(source)
     if kind == "npy":
-        return _checked(name, path, _load_npy(path))
+        return _checked(name, path, _load_npy(path, source))
     if kind == "npz":
-        arrays = read_arrays(path)
+        arrays = _archive_arrays(path, source)
         if name not in arrays and len(arrays) != 1:
             raise UsageError(f"{visible(path)} has no array named {name}",
                              hint=f"its arrays: {', '.join(sorted(arrays)) or 'none'}")
         return arrays[name] if name in arrays else next(iter(arrays.values()))
-    return _checked(name, path, _load_csv(path))
+    return _checked(name, path, _load_csv(path, source))
 
 
 def read_arrays(path: str) -> dict[str, Any]:
     """Every array of an ``.npz`` archive, by name (``--values data.npz``)."""
-    import numpy as np
-
-    kind = kind_of(path)
+    source = _contents(path)
+    kind = kind_of(source)
     if kind != "npz":
         what = "one array (.npy)" if kind == "npy" else "not a NumPy archive"
         raise UsageError(f"{visible(path)} is {what}",
                          hint="--values reads a JSON, TOML or .npz file; give one array to "
                               "its variable as --NAME FILE.npy")
+    return _archive_arrays(path, source)
+
+
+def _archive_arrays(path: str, source: str | io.BytesIO) -> dict[str, Any]:
+    import numpy as np
+
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        with np.load(source, allow_pickle=False) as archive:
             for key in archive.files:  # the size each header claims, and the archive's
                 with archive.zip.open(f"{key}.npy") as member:
                     _refuse_large(key, path, _claimed_elements(np, member))
@@ -305,12 +342,12 @@ def read_arrays(path: str) -> dict[str, Any]:
         raise _unreadable(path, error) from None
 
 
-def _load_npy(path: str) -> Any:
+def _load_npy(path: str, source: str | io.BytesIO) -> Any:
     import numpy as np
 
     try:  # the header's size before the data is read, then the data read whole (copying it
         # from a mapped file, fault by fault, took ten times as long: 15 ms for 8 MB)
-        with open(path, "rb") as file:
+        with open(source, "rb") if isinstance(source, str) else source as file:
             _refuse_large("the array", path, _claimed_elements(np, file))
             file.seek(0)
             return np.lib.format.read_array(file, allow_pickle=False)
@@ -328,14 +365,15 @@ def _claimed_elements(np: Any, file: Any) -> int:
     return 0 if header is None else math.prod(header(file)[0])
 
 
-def _load_csv(path: str) -> Any:
+def _load_csv(path: str, source: str | io.BytesIO) -> Any:
     import numpy as np
 
-    _refuse_large("the table", path, os.path.getsize(path) / 2)  # a number and a comma
+    size = os.path.getsize(source) if isinstance(source, str) else len(source.getvalue())
+    _refuse_large("the table", path, size / 2)  # a number and a comma
     try:
         with warnings.catch_warnings():  # "input contained no data": said below, once
             warnings.simplefilter("ignore")
-            table = np.loadtxt(path, delimiter=",", ndmin=2, encoding="utf-8", comments="#")
+            table = np.loadtxt(source, delimiter=",", ndmin=2, encoding="utf-8", comments="#")
     except UnicodeDecodeError:
         raise UsageError(f"{visible(path)} is neither CSV text nor a NumPy file",
                          hint="save the array with numpy.save (.npy) or as numbers separated "
