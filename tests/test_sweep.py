@@ -155,3 +155,16 @@ def test_eval_sweep_exit_statuses(args, status):
     result = run(*args)
     assert result.exit_code == status, result.output
     assert "Traceback" not in result.output
+
+
+def test_a_failed_point_of_a_sweep_has_the_error_fields_of_every_record():
+    """batch-and-json.md: error is {kind, message, line, column, hint}; a sweep's records left
+    out line and column (a bug hunt)."""
+    done = CliRunner().invoke(cli, ["eval", "sqrt(x)", "--x", "-1,4", "--json"])
+    failed, passed = (json.loads(line) for line in done.stdout.splitlines())
+    assert failed["error"] == {"kind": "domain", "line": None, "column": None, "hint": None,
+                               "message": "square root of a negative number in #1 sqrt(x), "
+                                          "where x = -1"}
+    assert passed["error"] is None and passed["value"] == 2.0
+    parse_error = json.loads(CliRunner().invoke(cli, ["eval", "2x", "--json"]).stdout)["error"]
+    assert failed["error"].keys() == parse_error.keys()

@@ -67,6 +67,11 @@ class GradcliError(Exception):
         """``line 1, column 2``, ``line 3``, or empty when the error has no position."""
         return _where(self.line, self.column)
 
+    def fields(self) -> dict[str, Any]:
+        """The ``error`` of a JSON record: kind, message, line, column and hint."""
+        return {"kind": self.kind, "message": self.message, "line": self.line,
+                "column": self.column, "hint": self.hint}
+
     @property
     def title(self) -> str:
         """``parse error at line 1, column 2``: what kind of error and where."""

@@ -123,10 +123,9 @@ def point_records(sweep: Sweep) -> Iterator[dict[str, Any]]:
     for i in range(sweep.size):
         point = {name: columns[name][i] for name in names}
         if failed[i]:
-            error = sweep.errors.get(i)
-            message = error.message if error else "a value or gradient is not finite"
+            error = sweep.errors.get(i) or NumericError("a value or gradient is not finite")
             yield {"point": point, "value": None, "gradients": None, "check": None,
-                   "error": {"kind": "domain", "message": message, "hint": None}}
+                   "error": error.fields()}
             continue
         check = None if checks is None else {"ok": check_ok[i], "gradients": {
             name: {"numeric": finite_or_none(c["numeric"][i]),

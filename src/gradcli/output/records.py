@@ -161,9 +161,7 @@ _GRADIENT_CHECK_KEYS = ("analytic", "numeric", "abs_error", "tolerance", "ok", "
 
 def error_record(error: GradcliError, source: str, line: int | None = None) -> dict[str, Any]:
     """The same keys as a result, all null but ``expression`` and ``error``."""
-    return _record(source, line, error={"kind": error.kind, "message": error.message,
-                                        "line": error.line, "column": error.column,
-                                        "hint": error.hint})
+    return _record(source, line, error=error.fields())
 
 
 def dumps(record: dict[str, Any], once: bool = False) -> str:
