@@ -55,6 +55,11 @@ def usage_error(result, *texts: str) -> str:
          "did you mean the option --atol?"),
         (["--x", "2", "--set", "Wb=3"], "the program has no variable Wb (--set Wb=3)",
          "did you mean --W?"),
+        # three letters that happen to be in an option are no slip for it (a bug hunt)
+        (["--x", "2", "--W", "3", "--sin", "2"], "the program has no variable sin (--sin 2)",
+         "its variables: x, W, b, t"),
+        (["--x", "2", "--W", "3", "--hes", "2"], "the program has no variable hes (--hes 2)",
+         "did you mean the option --hessian?"),
     ],
 )
 def test_a_value_the_program_does_not_use_is_a_usage_error_that_suggests(args, message, hint):

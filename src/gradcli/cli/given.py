@@ -141,16 +141,23 @@ class Given:
 
 
 def closest_option(name: str, options: Iterable[str]) -> tuple[str, float] | None:
-    """The option nearest ``name`` and how near (difflib's ratio), if near enough
-    (check_method meant --check-method)."""
+    """The option nearest ``name`` and how near (difflib's ratio), if near enough: a slip
+    (check_method, hesian), a beginning (hes) or swapped letters (wtr); not three letters
+    that happen to be in it (sin is no hessian)."""
     import difflib  # only for this message
 
     key = name.lower().replace("_", "-")
     by_name = {option[2:].lower(): option for option in options}
-    close = difflib.get_close_matches(key, by_name, n=1)
+    near = [(difflib.SequenceMatcher(None, key, option).ratio(), option) for option in by_name
+            if sorted(option) == sorted(key) or (len(key) >= 3 and option.startswith(key))]
+    ratio, close = max(near, default=(0.0, ""))
     if not close:
-        return None
-    return by_name[close[0]], difflib.SequenceMatcher(None, key, close[0]).ratio()
+        found = difflib.get_close_matches(key, by_name, n=1, cutoff=0.75)
+        if not found:
+            return None
+        close = found[0]
+        ratio = difflib.SequenceMatcher(None, key, close).ratio()
+    return by_name[close], ratio
 
 
 def _why_unused(name: str, shown: str, program: Program) -> str:
