@@ -535,3 +535,35 @@ def test_at_the_values_given_first_derivatives_are_checked_against_differences_o
                                  "the value", "conventions": [], "unchecked_pieces": []}
     assert float(record["derivatives"]["x"]) == math.cos(0.3) * math.exp(1)  # by hand
     assert float(record["derivatives"]["y"]) == pytest.approx(math.sin(0.3) * math.e, rel=1e-15)
+
+
+SWAMPED = "rounding swamps the differences"
+
+
+@pytest.mark.parametrize(("args", "label", "true"), [
+    (["1e10 + x**2", "--x", "1"], "d/dx", 2.0),
+    (["1e20 + x**2", "--x", "1"], "d/dx", 2.0),
+    (["1e12*y + x**2", "--x", "1", "--y", "1"], "d/dx", 2.0),
+    (["1e10*x + x**3", "--order", "2", "--x", "1.345"], "d2/dx dx", 6 * 1.345),
+    (["1e10*sin(x)", "--order", "2", "--x", "1e-10"], "d2/dx dx", -1e10 * math.sin(1e-10)),
+    (["1e20*atanh(x)", "--order", "2", "--x", "1e-10"], "d2/dx dx",
+     1e20 * 2e-10 / (1 - 1e-20) ** 2),
+])
+def test_values_far_larger_than_their_changes_leave_an_entry_unchecked_not_a_bug(args, label,
+                                                                                  true):
+    """The differences of values of 1e10 carry 1e10 * eps / h of rounding: fixed tolerances
+    called the right d/dx = 2 'a bug in gradcli diff' (exit 1), and the one-sided slopes of
+    1e20*atanh(x) 'a kink' (a bug hunt). The noise is allowed, and an entry it swamps is
+    printed with a note that says it is not checked. Values: closed forms by hand."""
+    done = diff(*args)
+    assert float(printed(done)[label]) == pytest.approx(true, rel=1e-12)
+    assert f"{label} at " in done.stderr and "is not checked: the program's values" in (
+        done.stderr) and SWAMPED in done.stderr and "kink" not in done.stderr
+    record = json.loads(diff(*args, "--json").stdout)
+    assert any(SWAMPED in why for why in record["checked"]["conventions"])
+
+
+def test_where_the_values_are_ordinary_the_same_entries_are_checked():
+    for args in (["x**2", "--x", "1"], ["10*x + x**3", "--order", "2", "--x", "1.345"]):
+        done = diff(*args)
+        assert done.stderr.startswith("note: checked at 1 point") and SWAMPED not in done.stderr

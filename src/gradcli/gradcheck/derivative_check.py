@@ -28,6 +28,7 @@ from gradcli.gradcheck.derivative_truth import (
     mismatch,
     paths,
     read_entry,
+    unresolved,
     value_at,
 )
 from gradcli.gradcheck.differences import live_in
@@ -171,13 +172,17 @@ class Reader:
         difference that disagrees is taken again with smaller steps, then one-sided; a
         CheckError if the entry still disagrees, a convention noted where no derivative
         exists."""
-        expected, exact = truth.expected(path)
+        found = truth.expected(path)
+        exact = found is None
+        expected = truth.exact(path) if found is None else found.value
         try:
-            compare(label, text, truth.point, printed, expected, exact, strict=strict)
+            compare(label, text, truth.point, printed, expected, exact, strict=strict,
+                    noise=0.0 if found is None else found.noise)
         except CheckError:
             if exact or truth.direction(path[-1]) is not None:
                 raise
-            if truth.with_smaller_steps(path, printed):  # then screened as a pass is
+            found = truth.with_smaller_steps(path, printed)
+            if found is not None:  # then screened as a pass is
                 convention = truth.symmetric_kink(label, path, printed, steep=True)
             else:
                 agrees, convention = truth.one_sided_verdict(label, path, printed)
@@ -187,6 +192,8 @@ class Reader:
                     raise
         else:
             convention = None if exact else truth.symmetric_kink(label, path, printed)
+        if convention is None and found is not None:
+            convention = unresolved(label, truth.point, found)
         if convention is not None:
             self.conventions[label] = convention
 

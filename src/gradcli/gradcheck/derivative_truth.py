@@ -19,6 +19,7 @@ from gradcli.errors import CheckError, GradcliError, NumericError, UsageError
 from gradcli.gradcheck.quotients import (
     KINK_SCREEN_ELEMENTS,
     STEP,
+    Quotients,
     Sides,
     differences,
     one_sided,
@@ -144,9 +145,10 @@ BUG_HINT = ("a bug in gradcli diff, so the derivative was not printed: gradcli e
 
 
 def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
-             exact: bool, strict: bool) -> None:
-    """Equal within the tolerance; a scalar printed for an array broadcasts (``0``, ``1``)
-    unless ``strict`` (an export returns the array's shape)."""
+            exact: bool, strict: bool, noise: Any = 0.0) -> None:
+    """Equal within the tolerance, and the rounding ``noise`` of differences; a scalar printed
+    for an array broadcasts (``0``, ``1``) unless ``strict`` (an export returns the array's
+    shape)."""
     np = arrays.numpy()
     printed, expected = np.asarray(printed, dtype=float), np.asarray(expected, dtype=float)
     if printed.shape != expected.shape:
@@ -158,10 +160,24 @@ def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expec
     rtol, atol = (RTOL, ATOL) if exact else (FD_RTOL, FD_ATOL)
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
     with np.errstate(all="ignore"):  # NaN compares False: bad
-        bad = ~(np.abs(printed - expected) <= atol * scale + rtol * np.abs(expected))
+        bad = ~(np.abs(printed - expected) <= atol * scale + rtol * np.abs(expected) + noise)
     if bool(np.any(bad)):
         where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
         raise mismatch(label, text, point, printed, expected, "", where, exact)
+
+
+def unresolved(label: str, point: Mapping[str, Any], found: Quotients) -> str | None:
+    """Why an entry that agrees with ``found`` is not checked all the same, or None: the
+    rounding of the differences is above the tolerance's own share, so they would pass a wrong
+    entry too (1e20 + x**2: values of 1e20 leave d/dx = 2 unresolved)."""
+    np = arrays.numpy()
+    expected = np.asarray(found.value, dtype=float)
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    if not np.any(found.noise > FD_ATOL * scale + FD_RTOL * np.abs(expected)):
+        return None
+    return (f"{label} at {point_text(point) or 'the point'} is not checked: the program's values "
+            "are so much larger than their changes there that rounding swamps the differences "
+            f"(they would pass a value {_rough(np.max(found.noise))} away)")
 
 
 def _rough(value: Any) -> str:
@@ -235,7 +251,7 @@ class Truth:
                     for label, node in zip(output_labels(program), program.outputs, strict=True)}
         return value_at(program, point)
 
-    def second(self, name: str) -> dict[str, Any]:
+    def second(self, name: str) -> Quotients:
         """d(gradient)/d(name) for every variable, by central differences; along one random
         direction for a variable of more than ``DIRECTIONAL`` elements (``project``)."""
         key = ("second", name)
@@ -268,22 +284,26 @@ class Truth:
         block = np.broadcast_to(np.asarray(printed, dtype=float), out + np.shape(v))
         return np.tensordot(block, v, axes=v.ndim)
 
-    def expected(self, path: tuple[str, ...]) -> tuple[Any, bool]:
-        """The true value of the entry at ``path``, and whether it is exact (not a
-        difference quotient)."""
-        kind = self.request.kind
+    def expected(self, path: tuple[str, ...]) -> Quotients | None:
+        """The true value of the entry at ``path`` and its rounding noise: differences, or None
+        where the engine gives it exactly (``exact``)."""
         if self.request.by_differences(path[-1]):
             try:
-                return differences(self.below(path), self.point, path[-1]), False
+                return differences(self.below(path), self.point, path[-1])
             except NumericError:  # a step past an edge next to 0 (sqrt at 1e-12): its own scale
-                return differences(self.below(path), self.point, path[-1], own=True), False
-        if kind == "jacobian":
-            return self.jacobian[path[0]][path[1]], True
-        if len(path) == 1:
-            return self.gradient[path[0]], True
+                return differences(self.below(path), self.point, path[-1], own=True)
+        if self.request.kind == "jacobian" or len(path) == 1:
+            return None
         if len(path) == 2:
-            return self.second(path[1])[path[0]], False
-        return differences(self.below(path), self.point, path[-1]), False
+            second = self.second(path[1])
+            return Quotients(second.value[path[0]], second.noise[path[0]])
+        return differences(self.below(path), self.point, path[-1])
+
+    def exact(self, path: tuple[str, ...]) -> Any:
+        """The engine's own number for the entry at ``path`` (``expected`` is None)."""
+        if self.request.kind == "jacobian":
+            return self.jacobian[path[0]][path[1]]
+        return self.gradient[path[0]]
 
     def below(self, path: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
         """The function whose derivative by ``path[-1]`` the entry at ``path`` is (order 2
@@ -303,18 +323,19 @@ class Truth:
         program = read_entry(entry_label(kind, path[:-1]), text, self.request.program.variables)
         return lambda p: value_at(program, p)
 
-    def with_smaller_steps(self, path: tuple[str, ...], printed: Any) -> bool:
-        """Whether a difference with a smaller step agrees (a point near a domain's edge or
-        a fast-changing function: sqrt(x) at 1e-4, tanh(1e5*x) at 0)."""
+    def with_smaller_steps(self, path: tuple[str, ...], printed: Any) -> Quotients | None:
+        """The difference with a smaller step that agrees, if one does (a point near a
+        domain's edge or a fast-changing function: sqrt(x) at 1e-4, tanh(1e5*x) at 0)."""
         for step, own in ((STEP * 1e-1, False), (STEP * 1e-2, False), (STEP * 1e-3, False),
                           (STEP, True), (STEP * 1e-5, False), (STEP * 1e-6, False)):
             try:
-                expected = differences(self.below(path), self.point, path[-1], step, own)
-                compare("", "", self.point, printed, expected, False, strict=False)
+                found = differences(self.below(path), self.point, path[-1], step, own)
+                compare("", "", self.point, printed, found.value, False, strict=False,
+                        noise=found.noise)
             except (CheckError, NumericError):
                 continue
-            return True
-        return False
+            return found
+        return None
 
     def symmetric_kink(self, label: str, path: tuple[str, ...], printed: Any,
                        steep: bool = False) -> str | None:
@@ -423,7 +444,7 @@ class Truth:
         except NumericError:
             return False, None
         low, high = np.minimum(sides.left, sides.right), np.maximum(sides.left, sides.right)
-        slack = FD_ATOL + FD_RTOL * np.maximum(np.abs(low), np.abs(high))
+        slack = FD_ATOL + FD_RTOL * np.maximum(np.abs(low), np.abs(high)) + sides.noise
         printed = np.broadcast_to(np.asarray(printed, dtype=float), np.shape(low))
         between = (printed >= low - slack) & (printed <= high + slack)
         # closing slopes check a value only where it agrees with both (abs(x)**1.1 at 0: its
