@@ -386,7 +386,7 @@ def test_free_variables_are_explained_in_the_session_s_own_terms():
     notebook's says how in Python), never a command-line option it cannot take."""
     done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input="x*y\n",
                           capture_output=True, text=True, check=False)
-    assert "free variables: x, y (define them, as y = 2, for numbers)" in done.stdout
+    assert "free variables: x, y (define them, as x = 2, for numbers)" in done.stdout
     assert "--strict" not in done.stdout
     from gradcli.output.notebook import result_text
 

@@ -186,8 +186,9 @@ class Session:
             raise
         self.last = expression
         say_shadowed(result.program, where="this entry")
+        free = getattr(result, "free", None) or ["y"]
         return show_result(result, expression, False, self.digits, self.full,
-                           free_hint="define them, as y = 2, for numbers")
+                           free_hint=f"define them, as {free[0]} = 2, for numbers")
 
     def parsed(self, expression: str) -> Program:
         """The program of ``expression`` and the definitions it needs; an error in the
