@@ -284,6 +284,17 @@ def test_a_definition_may_call_the_session_s_own_function():
     assert done.returncode == 2 and "unknown function k" in done.stderr
 
 
+def test_a_call_with_the_wrong_count_names_the_definition_not_a_line_of_the_session():
+    """The hint said "defined as f(a) on line 1": a line of the program the session puts
+    together, not an entry the user typed (a bug hunt)."""
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"],
+                          input="W = 3\nb = 1\nf(a) = a*2\nf(x, y)\n", capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 2 and "f takes 1 argument, not 2" in done.stderr
+    assert "hint: it is defined as f(a) (:vars lists them)" in done.stderr
+    assert "on line" not in done.stderr
+
+
 def test_a_failed_check_of_a_graph_is_the_session_s_status():
     """:graph printed "✗ check failed" and the session ended 0 (a bug hunt); gradcli graph
     exits 1 there, and so does the session now."""

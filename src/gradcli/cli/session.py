@@ -177,6 +177,8 @@ class Session:
         except GradcliError as error:
             if error.line is not None and error.line == self.source(expression).count("\n") + 1:
                 error.line = 1  # the expression's, the last line of the program put together
+            if error.hint and error.hint.startswith("it is defined as "):  # not on that line
+                error.hint = error.hint.partition(" on line ")[0] + " (:vars lists them)"
             if error.message.startswith(HESSIAN_NEEDS_VALUES):  # a session has no --y VALUE
                 error.hint = ("define them first, as y = 2; :diff x,y gives derivatives as "
                               "expressions")
