@@ -288,6 +288,12 @@ def test_a_skip_past_the_end_says_how_many_lines_there_were():
     status, out, err = run(["eval", "-", "--json", "--skip", "5", *POINT], b"x\nx*2\n")
     assert status == 2 and b'"kind":"usage"' in out
     assert "--skip 5 passes the end of the input: stdin has 2 lines" in err.decode()
+    # a batch resumed after its last line is done: no record, status 0 and a note, not
+    # "no programs on stdin" (status 2; a bug hunt)
+    status, out, err = run(["eval", "-", "--json", "--skip", "2", *POINT], b"x\nx*2\n")
+    assert (status, out) == (0, b"")
+    assert err == (b"gradcli: note: --skip 2 skips every line of stdin: nothing is left to "
+                   b"evaluate\n")
 
 
 def _cluster_record(out: bytes) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
-from itertools import islice
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -91,6 +91,12 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
             raise UsageError(f"--skip {skip} passes the end of the input: stdin has {skipped} "
                              f"line{'' if skipped == 1 else 's'}",
                              hint="--skip N goes on from line N + 1 of the same input")
+        after = next(lines, None)
+        if after is None:  # a batch resumed after its last line: done, not "no programs"
+            click.echo(f"gradcli: note: --skip {skip} skips every line of stdin: nothing is "
+                       "left to evaluate", err=True)
+            return 0
+        lines = chain([after], lines)
     if address is None:
         from gradcli.runs.batch import json_runs
 
