@@ -136,3 +136,14 @@ def test_unreadable_files(tmp_path):
 def test_a_mistake_in_a_check_file_says_what_to_write(text, hint):
     """Found by a helper: these said what was wrong but not what to write."""
     assert _error(text).hint == hint
+
+
+def test_a_parse_error_in_an_expression_keeps_its_hint_and_caret():
+    """The hint was folded into the message (JSON's hint null) and the caret dropped (a bug
+    hunt): a check file's expr is a program like any other."""
+    error = _error('[[check]]\nname = "c"\nexpr = "2x"\nat = {x = 1}\nvalue = 2\n')
+    assert (error.line, error.key, error.hint) == (
+        3, "check.expr", "did you mean 2*x? gradcli needs * between factors")
+    assert error.message == ("parse error at line 1, column 2: unexpected name x; expected an "
+                             "operator (+ - * / **)")
+    assert (error.source_line, error.column) == ("2x", 2)

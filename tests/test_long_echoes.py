@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from click.testing import CliRunner
 
 import gradcli
@@ -30,6 +32,25 @@ def test_the_caret_stays_under_the_column_in_a_window():
     lines = done.output.splitlines()
     source, caret = lines[1], lines[2]
     assert source.startswith("  …") and caret.index("^") == source.index("x")
+
+
+def test_on_a_narrow_terminal_the_window_fits_so_the_caret_stays_under_the_column():
+    """A 120-character window wrapped on an 80-column terminal, and the caret line, printed
+    after it, sat under the wrapped tail (a bug hunt)."""
+    import re
+
+    import pexpect
+
+    program = ("alpha_one + beta_two + gamma_three + delta_four + epsilon_five + zeta_six + "
+               "eta_seven + theta_eight +* iota_nine + kappa_ten")
+    for width in (80, 60):
+        child = pexpect.spawn("gradcli", ["eval", program], dimensions=(24, width),
+                              encoding="utf-8", env={"PATH": os.environ["PATH"], "TERM": "xterm"})
+        child.expect(pexpect.EOF, timeout=30)
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", child.before).replace("\r", "").splitlines()
+        source = next(line for line in lines if line.startswith("  …"))
+        caret = lines[lines.index(source) + 1]
+        assert len(source) <= width and caret.index("^") == source.index("+*") + 1, lines
 
 
 def test_the_api_error_is_shortened_too():

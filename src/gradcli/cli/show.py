@@ -129,7 +129,9 @@ def print_error(error: GradcliError, source_name: str = "") -> None:
     from gradcli.output.console import make_console
     from gradcli.output.errors import error_view
 
-    make_console(stderr=True).print(error_view(error, source_name))
+    console = make_console(stderr=True)
+    width = console.width if console.is_terminal else None
+    console.print(error_view(error, source_name, width))
 
 
 def show_report(outcomes: list[Any], errors: list[Any], as_json: bool,

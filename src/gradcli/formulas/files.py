@@ -268,7 +268,9 @@ class _CheckReader:
             if "--max-nodes" in (error.hint or ""):  # an option gradcli check does not have
                 raise self.fail(key, error.message, hint="a check's expr may have at most "
                                 f"{MAX_CHECK_NODES:,} nodes") from None
-            raise self.fail(key, error.one_line()) from None
+            failed = self.fail(key, f"{error.title}: {error.message}", hint=error.hint)
+            failed.source_line, failed.column = error.source_line, error.column  # the caret
+            raise failed from None
 
     def _table(self, key: str, program: Program) -> dict[str, Any]:
         """A table keyed by the variables of ``program`` (any other key is a mistake)."""

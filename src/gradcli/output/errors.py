@@ -7,13 +7,16 @@ from rich.text import Text
 from gradcli.errors import GradcliError, visible
 
 
-def error_view(error: GradcliError, source_name: str = "") -> Text:
-    """``error: …`` then, for a position, the source line with a caret under the column."""
+def error_view(error: GradcliError, source_name: str = "", width: int | None = None) -> Text:
+    """``error: …`` then, for a position, the source line with a caret under the column; on a
+    terminal ``width`` columns wide, a part of the line that fits (a wrapped line would leave
+    the caret under another character)."""
     text = Text("error: ", style="bold red")
     # visible(): a file name or path in a message must not drive the terminal (or add lines)
     text.append(visible(f"{source_name}{error.title}: {error.message}"))
     if error.source_line is not None and error.column is not None:
-        line, column = _window(printable(error.source_line), error.column)
+        side = SOURCE_WINDOW if width is None else max(10, min(SOURCE_WINDOW, (width - 6) // 2))
+        line, column = _window(printable(error.source_line), error.column, side)
         text.append(f"\n  {line}\n  ")
         offset = column - error.column
         carets = sorted({column, *(mark + offset for mark in error.marks if mark + offset > 0)})
@@ -31,10 +34,11 @@ def error_view(error: GradcliError, source_name: str = "") -> Text:
 SOURCE_WINDOW = 60  # characters of the source line shown on each side of the caret
 
 
-def _window(line: str, column: int) -> tuple[str, int]:
-    """The part of a long line around ``column`` (``…`` where cut), and the caret's column."""
-    start = max(0, column - 1 - SOURCE_WINDOW)
-    end = column - 1 + SOURCE_WINDOW
+def _window(line: str, column: int, side: int = SOURCE_WINDOW) -> tuple[str, int]:
+    """The part of a long line around ``column``, ``side`` characters each way (``…`` where
+    cut), and the caret's column."""
+    start = max(0, column - 1 - side)
+    end = column - 1 + side
     if start == 0 and end >= len(line):
         return line, column
     head = "…" if start else ""
