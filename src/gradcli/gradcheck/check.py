@@ -136,7 +136,7 @@ def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per
     passed = {}
     if program.masked:
         targets = meaningful(targets, liveness(nodes), nodes)
-    elif method == "central":
+    elif method == "central" and len(targets) * len(nodes) >= _COLUMNS_FROM:  # else: {}
         affordable = _affordable(targets, nodes, budget * VECTOR_CHECK_FACTOR)
         passed = _central_at_once(program, affordable, rtol, atol, replayer)
     spent = 0

@@ -153,13 +153,15 @@ class Result:
             node, value = nodes[i], values[i]
             not_taken = type(value) is float and value != value  # NaN (``_taken_values``)
             check = checks.get(i) if checks else None
+            inputs = node.inputs  # most have two: a comprehension is a call (a batch writes 50)
             record = {
                 "id": i,
                 "op": node.op.name,
                 "label": node.name or text,
                 "value": None if not_taken else value,  # shown as null
                 "grad": grads[i] if node.needs_grad else None,
-                "inputs": [source.index for source in node.inputs],
+                "inputs": [inputs[0].index, inputs[1].index] if len(inputs) == 2 else [
+                    source.index for source in inputs],
                 "numeric_grad": None if check is None else check.numeric,
                 "ok": None if check is None else check.ok,
             }

@@ -147,16 +147,20 @@ def check_record(check: CheckReport) -> dict[str, Any]:
         "ok": check.ok, "max_abs_error": check.max_abs_error, "rtol": check.rtol,
         "atol": check.atol,
         # each gradient's check: the numbers of its worst element, at "where" (a tuple: a list)
-        "gradients": {name: {key: getattr(g, key) for key in _GRADIENT_CHECK_KEYS}
-                      for name, g in check.gradients.items()},
+        "gradients": {name: _gradient_check_record(g) for name, g in check.gradients.items()},
         "nodes_checked": not check.nodes_skipped, "method": check.method,
         "unchecked": check.unchecked, "shrunk": check.shrunk,
         "ill_conditioned": None if check.conditioning is None else check.conditioning.record(),
     }
 
 
-_GRADIENT_CHECK_KEYS = ("analytic", "numeric", "abs_error", "tolerance", "ok", "method",
-                        "error_estimate", "checked", "size", "failed", "where", "directions")
+def _gradient_check_record(g: Any) -> dict[str, Any]:
+    """One gradient's check: a dict display, not 12 ``getattr`` calls in a comprehension (a
+    batch line writes three or four of these)."""
+    return {"analytic": g.analytic, "numeric": g.numeric, "abs_error": g.abs_error,
+            "tolerance": g.tolerance, "ok": g.ok, "method": g.method,
+            "error_estimate": g.error_estimate, "checked": g.checked, "size": g.size,
+            "failed": g.failed, "where": g.where, "directions": g.directions}
 
 
 def error_record(error: GradcliError, source: str, line: int | None = None) -> dict[str, Any]:
