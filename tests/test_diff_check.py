@@ -567,3 +567,36 @@ def test_where_the_values_are_ordinary_the_same_entries_are_checked():
     for args in (["x**2", "--x", "1"], ["10*x + x**3", "--order", "2", "--x", "1.345"]):
         done = diff(*args)
         assert done.stderr.startswith("note: checked at 1 point") and SWAMPED not in done.stderr
+
+
+ONLY = "is checked only to within 1e-06, not to its digits"
+
+
+@pytest.mark.parametrize(("args", "true_third"), [
+    # mpmath at 50 digits: i0e'''(1e6), silu'''(40), sigmoid'''(40)
+    (["i0e(x)", "--order", "3", "--x", "1e6"], -7.4801743e-22),
+    (["silu(x)", "--order", "3", "--x", "40"], 1.5718910744579e-16),
+    (["sigmoid(x)", "--order", "3", "--x", "40"], 4.2483542552916e-18),
+])
+def test_a_value_far_below_the_absolute_tolerance_is_not_called_checked(args, true_third):
+    """Formulas that cancel far out (i0e's, silu's and sigmoid's textbook forms) print third
+    derivatives with wrong digits, even the wrong sign; the check passed them within its
+    absolute tolerance of 1e-6 and said "checked" (a numbers hunt). Its reference is now the
+    engine's Hessian, whose differences give the true value, and the note says how far the
+    check goes."""
+    done = diff(*args)
+    assert done.exit_code == 0, done.output
+    notes = done.stderr
+    assert f"d3/dx dx dx at x = {args[-1].replace('1e6', '1000000')} {ONLY}" in notes, notes
+    given = re.search(r"d3/dx dx dx at [^;]* differences give ([-0-9.e]+)", notes).group(1)
+    assert float(given) == pytest.approx(true_third, rel=2e-3)
+
+
+def test_small_values_that_agree_relatively_are_checked():
+    done = diff("exp(-x)", "--order", "3", "--x", "50")
+    assert float(printed(done)["d3/dx dx dx"]) == pytest.approx(-math.exp(-50), rel=1e-14)
+    assert done.stderr == ("note: checked at 1 point: 2 derivatives agree with central "
+                           "differences of the order below\n")
+    done = diff("dot(x, softmax(x + s))", "--order", "2", "--shape", "x=3", "--shape",
+                "s=scalar")  # d/ds of softmax(x + s) is 0: its printed -3e-17 is no digits
+    assert done.exit_code == 0 and "d2/ds dx at" in done.stderr and ONLY in done.stderr

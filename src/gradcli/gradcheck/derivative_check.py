@@ -193,7 +193,8 @@ class Reader:
         else:
             convention = None if exact else truth.symmetric_kink(label, path, printed)
         if convention is None and found is not None:
-            convention = unresolved(label, truth.point, found)
+            convention = unresolved(label, truth.point, printed, found,
+                                    lambda: truth.closer(path))
         if convention is not None:
             self.conventions[label] = convention
 

@@ -166,18 +166,38 @@ def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expec
         raise mismatch(label, text, point, printed, expected, "", where, exact)
 
 
-def unresolved(label: str, point: Mapping[str, Any], found: Quotients) -> str | None:
-    """Why an entry that agrees with ``found`` is not checked all the same, or None: the
-    rounding of the differences is above the tolerance's own share, so they would pass a wrong
-    entry too (1e20 + x**2: values of 1e20 leave d/dx = 2 unresolved)."""
+def unresolved(label: str, point: Mapping[str, Any], printed: Any, found: Quotients,
+               again: Callable[[], Quotients]) -> str | None:
+    """Why ``printed``, which agrees with ``found``, is not fully checked all the same, or
+    None: the rounding of the differences is above the tolerance's own share, so they would
+    pass a wrong entry too (1e20 + x**2: values of 1e20 leave d/dx = 2 unresolved); or it
+    agrees only within the absolute tolerance, not relatively (i0e's third derivative at 1e6,
+    -7.5e-22, printed from a formula that cancels as 5.4e-20). A printed 0 is held to
+    differences only where ``again`` (a tenth of the step) gives them too: elsewhere they are
+    rounding, and 0 the derivative (d/ds of softmax(x + s))."""
     np = arrays.numpy()
     expected = np.asarray(found.value, dtype=float)
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-    if not np.any(found.noise > FD_ATOL * scale + FD_RTOL * np.abs(expected)):
+    at = point_text(point) or "the point"
+    if np.any(found.noise > FD_ATOL * scale + FD_RTOL * np.abs(expected)):
+        return (f"{label} at {at} is not checked: the program's values are so much larger "
+                "than their changes there that rounding swamps the differences (they would "
+                f"pass a value {_rough(np.max(found.noise))} away)")
+    printed = np.broadcast_to(np.asarray(printed, dtype=float), expected.shape)
+    with np.errstate(all="ignore"):
+        loose = ~(np.abs(printed - expected) <= FD_RTOL * np.abs(expected) + found.noise)
+        if np.any(loose & (printed == 0)):
+            try:
+                closer = np.asarray(again().value, dtype=float)
+            except NumericError:
+                closer = np.full(expected.shape, np.nan)
+            loose &= (printed != 0) | (np.abs(closer - expected) <= 0.1 * np.abs(expected))
+    if not np.any(loose):
         return None
-    return (f"{label} at {point_text(point) or 'the point'} is not checked: the program's values "
-            "are so much larger than their changes there that rounding swamps the differences "
-            f"(they would pass a value {_rough(np.max(found.noise))} away)")
+    where = tuple(np.argwhere(loose)[0]) if loose.ndim else ()
+    return (f"{label} at {at} is checked only to within {FD_ATOL * scale:.0e}, not to its "
+            f"digits: it is {format_number(float(printed[where]))}, differences give "
+            f"{_rough(expected[where])}")
 
 
 def _rough(value: Any) -> str:
@@ -307,14 +327,19 @@ class Truth:
 
     def below(self, path: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
         """The function whose derivative by ``path[-1]`` the entry at ``path`` is (order 2
-        and up): the numeric gradient's entry, or the printed derivative of the order below;
-        the value (an output's, in a Jacobian) for a first derivative."""
+        and up): the numeric gradient's entry, the engine's Hessian entry (order 3, where it
+        is defined at the point), or the printed derivative of the order below; the value (an
+        output's, in a Jacobian) for a first derivative. The engine's Hessian keeps digits
+        that printed formulas lose (s (1 - s) of sigmoid(40) is 0, silu's at 40 steps by ulps
+        of 1 - s): their differences would check a third derivative against their noise."""
         if self.request.kind == "jacobian":  # several outputs by label, or one array output
             return lambda p: _output(self.values(p), path[0])
         if len(path) == 1:
             return lambda p: self.values(p)
         if len(path) == 2:
             return lambda p: _gradient(self.request.program, p)[path[0]]
+        if len(path) == 3 and self._hessian(self.point) is not None:
+            return lambda p: self._hessian(p)[path[0]][path[1]]
         kind = self.request.kind
         text = dict(paths(self.request.levels.get(len(path) - 1) or {})).get(path[:-1])
         if text is None:
@@ -322,6 +347,25 @@ class Truth:
                              f"{entry_label(kind, path)} with")
         program = read_entry(entry_label(kind, path[:-1]), text, self.request.program.variables)
         return lambda p: value_at(program, p)
+
+    def _hessian(self, point: Mapping[str, Any]) -> dict[str, dict[str, Any]] | None:
+        """The engine's Hessian at ``point`` (once per point), or None where its formulas
+        have no value though the program has (a NumericError)."""
+        from gradcli.gradcheck.hessian import hessian_at
+
+        key = ("hessian", *(float(point[name]) for name in self.request.program.variables))
+        if key not in self.cache:
+            try:
+                self.cache[key] = hessian_at(self.request.program, dict(point)).matrix
+            except NumericError:
+                self.cache[key] = None
+        if self.cache[key] is None and point is not self.point:
+            raise NumericError("the Hessian has no value a step away")
+        return self.cache[key]
+
+    def closer(self, path: tuple[str, ...]) -> Quotients:
+        """The differences of ``expected`` at a tenth of the step."""
+        return differences(self.below(path), self.point, path[-1], STEP * 0.1)
 
     def with_smaller_steps(self, path: tuple[str, ...], printed: Any) -> Quotients | None:
         """The difference with a smaller step that agrees, if one does (a point near a
