@@ -16,19 +16,16 @@ from gradcli.engine import arrays
 from gradcli.engine.graph import node_text
 from gradcli.engine.ops import CONDITIONAL
 from gradcli.errors import CheckError, NumericError, listed
+from gradcli.gradcheck.agreement import BUG_HINT, compare, mismatch, unresolved
 from gradcli.gradcheck.derivative_truth import (
-    BUG_HINT,
     LARGE,
     POINTS,
     Checked,
     DiffCheck,
     Truth,
-    compare,
     entry_label,
-    mismatch,
     paths,
     read_entry,
-    unresolved,
     value_at,
 )
 from gradcli.gradcheck.differences import live_in

@@ -1,7 +1,7 @@
 """What ``gradcli diff`` asks to have checked (``DiffCheck``) and what the check reports
 (``Checked``); the truth a printed derivative is held to (the numeric engine's numbers at a
-point); and how a printed entry is read back and compared with it, within the tolerances, or a
-``CheckError`` naming the entry, the point and both numbers.
+point, or differences of them), and how a printed entry is read back to be compared with it
+(gradcheck/agreement.py).
 """
 
 from __future__ import annotations
@@ -12,10 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcli.engine import arrays, graph
-from gradcli.engine.failures import index_text
 from gradcli.engine.graph import Program, output_labels
-from gradcli.engine.notation import derivative_label, format_number
+from gradcli.engine.notation import derivative_label
 from gradcli.errors import CheckError, GradcliError, NumericError, UsageError
+from gradcli.gradcheck.agreement import (
+    BUG_HINT,
+    FD_ATOL,
+    FD_RTOL,
+    compare,
+    point_text,
+    rough,
+)
 from gradcli.gradcheck.quotients import (
     KINK_SCREEN_ELEMENTS,
     STEP,
@@ -30,8 +37,6 @@ POINTS = 3  # sample points checked when the values given leave variables free
 LARGE = 10_000  # input elements past which one point is checked
 DIRECTIONAL = 30  # a variable's elements past which its Hessian blocks are checked along a
 # random direction (H@v against the difference of the gradient along v), not element by element
-RTOL, ATOL = 1e-6, 1e-7  # an exact derivative (relative to the entry's largest element)
-FD_RTOL, FD_ATOL = 1e-5, 1e-6  # a derivative compared with central differences
 
 
 @dataclass
@@ -138,101 +143,6 @@ def entry_label(kind: str, path: tuple[str, ...]) -> str:
     if kind == "jacobian":  # the output always in parentheses, unlike derivative_label's df/dx
         return f"d({path[0]})/d{path[1]}"
     return derivative_label(path)
-
-
-BUG_HINT = ("a bug in gradcli diff, so the derivative was not printed: gradcli eval gives the "
-         "numbers (--no-check prints the formula unchecked)")
-
-
-def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
-            exact: bool, strict: bool, noise: Any = 0.0) -> None:
-    """Equal within the tolerance, and the rounding ``noise`` of differences; a scalar printed
-    for an array broadcasts (``0``, ``1``) unless ``strict`` (an export returns the array's
-    shape)."""
-    np = arrays.numpy()
-    printed, expected = np.asarray(printed, dtype=float), np.asarray(expected, dtype=float)
-    if printed.shape != expected.shape:
-        if strict or printed.ndim or not expected.ndim:
-            raise mismatch(label, text, point, printed, expected,
-                           f"shape {arrays.shape_text(printed.shape)}, not "
-                           f"{arrays.shape_text(expected.shape)}")
-        printed = np.broadcast_to(printed, expected.shape)
-    rtol, atol = (RTOL, ATOL) if exact else (FD_RTOL, FD_ATOL)
-    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-    with np.errstate(all="ignore"):  # NaN compares False: bad
-        bad = ~(np.abs(printed - expected) <= atol * scale + rtol * np.abs(expected) + noise)
-    if bool(np.any(bad)):
-        where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
-        raise mismatch(label, text, point, printed, expected, "", where, exact)
-
-
-def unresolved(label: str, point: Mapping[str, Any], printed: Any, found: Quotients,
-               again: Callable[[], Quotients]) -> str | None:
-    """Why ``printed``, which agrees with ``found``, is not fully checked all the same, or
-    None: the rounding of the differences is above the tolerance's own share, so they would
-    pass a wrong entry too (1e20 + x**2: values of 1e20 leave d/dx = 2 unresolved); or it
-    agrees only within the absolute tolerance, not relatively (i0e's third derivative at 1e6,
-    -7.5e-22, printed from a formula that cancels as 5.4e-20). A printed 0 is held to
-    differences only where ``again`` (a tenth of the step) gives them too: elsewhere they are
-    rounding, and 0 the derivative (d/ds of softmax(x + s))."""
-    np = arrays.numpy()
-    expected = np.asarray(found.value, dtype=float)
-    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-    at = point_text(point) or "the point"
-    if np.any(found.noise > FD_ATOL * scale + FD_RTOL * np.abs(expected)):
-        return (f"{label} at {at} is not checked: the program's values are so much larger "
-                "than their changes there that rounding swamps the differences (they would "
-                f"pass a value {_rough(np.max(found.noise))} away)")
-    printed = np.broadcast_to(np.asarray(printed, dtype=float), expected.shape)
-    with np.errstate(all="ignore"):
-        loose = ~(np.abs(printed - expected) <= FD_RTOL * np.abs(expected) + found.noise)
-        if np.any(loose & (printed == 0)):
-            try:
-                closer = np.asarray(again().value, dtype=float)
-            except NumericError:
-                closer = np.full(expected.shape, np.nan)
-            loose &= (printed != 0) | (np.abs(closer - expected) <= 0.1 * np.abs(expected))
-    if not np.any(loose):
-        return None
-    where = tuple(np.argwhere(loose)[0]) if loose.ndim else ()
-    return (f"{label} at {at} is checked only to within {FD_ATOL * scale:.0e}, not to its "
-            f"digits: it is {format_number(float(printed[where]))}, differences give "
-            f"{_rough(expected[where])}")
-
-
-def _rough(value: Any) -> str:
-    """A difference quotient's number in a message: 6 significant digits (no -0)."""
-    return format_number(float(f"{float(value):.6g}") + 0.0)
-
-
-def _short(value: Any) -> str:
-    """A point's value in a message: 10 significant digits, at most 6 elements."""
-    np = arrays.numpy()
-    value = np.asarray(value, dtype=float)
-    if value.size > 6:
-        return f"[{arrays.shape_text(value.shape)} array, from {_short(value.min())} to " \
-               f"{_short(value.max())}]"
-    rounded = np.array([float(f"{v:.10g}") for v in value.ravel()]).reshape(value.shape)
-    return format_number(rounded if value.ndim else float(rounded))
-
-
-def point_text(point: Mapping[str, Any]) -> str:
-    """``x = 0, y = 2``: the point an entry is checked at, as the messages name it."""
-    return ", ".join(f"{name} = {_short(value)}" for name, value in point.items())
-
-
-def mismatch(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
-             why: str, where: tuple[int, ...] = (), exact: bool = True) -> CheckError:
-    at = point_text(point)
-    shown = text if len(text) <= 80 else text[:77] + "..."
-    if printed is None:
-        return CheckError(f"{label} = {shown} is not defined at {at or 'the point'}, where the "
-                          f"program is: {why}", hint=BUG_HINT)
-    element = index_text(where)
-    truth = (f"the engine's {format_number(expected[where])}" if exact
-             else f"central differences give {_rough(expected[where])}")
-    numbers = why or f"is {format_number(printed[where])}{element and ' at ' + element}, {truth}"
-    return CheckError(f"{label} = {shown} at {at or 'the point'}: {numbers}", hint=BUG_HINT)
 
 
 # --- the truth ---------------------------------------------------------------------------------
@@ -424,7 +334,7 @@ class Truth:
         at = point_text(self.point)
         raise CheckError(
             f"{label} at {at} is {text} by the rules' convention at a kink inside the program, "
-            f"but this function's is {_rough(expected)}, as the rules give it beside the point "
+            f"but this function's is {rough(expected)}, as the rules give it beside the point "
             "on both sides", hint="the program is smooth there, its rules are not: gradcli eval "
                                   "at a point beside it gives the numbers")
 
@@ -453,7 +363,7 @@ class Truth:
         at = point_text(self.point)
         raise CheckError(
             f"{label} at {at} is {text}, which differences cannot confirm: each side's closes "
-            f"in on it as the steps shrink, but slowly (still {_rough(np.max(left + right))} "
+            f"in on it as the steps shrink, but slowly (still {rough(np.max(left + right))} "
             "away at the smallest step)", hint="gradcli diff --no-check prints it unchecked; "
                                                "at a point beside it the check can be made")
 
@@ -503,10 +413,10 @@ class Truth:
             f"the order-{len(path) - 1} derivative")
         scalar = np.size(low) == 1
         if np.any(sides.jumps & odd):
-            how = (f"jumps there (from {_rough(sides.before)} to {_rough(sides.after)})"
+            how = (f"jumps there (from {rough(sides.before)} to {rough(sides.after)})"
                    if scalar else "jumps there")
         else:
-            how = (f"has a kink there (its sides' slopes {_rough(low)} and {_rough(high)})"
+            how = (f"has a kink there (its sides' slopes {rough(low)} and {rough(high)})"
                    if scalar else "has a kink there")
         at = point_text(self.point)
         return True, (f"{label} at {at} is a convention, not checked: {below} {how}, so no "

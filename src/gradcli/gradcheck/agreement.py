@@ -1,0 +1,113 @@
+"""Whether a printed derivative agrees with the truth ``gradcli diff`` holds it to: within the
+tolerances and the rounding of the differences (a ``CheckError`` naming the entry, the point and
+both numbers where not), and, where it agrees, whether the check reached its digits (a note
+where it did not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gradcli.engine import arrays
+from gradcli.engine.failures import index_text
+from gradcli.engine.notation import format_number
+from gradcli.errors import CheckError, NumericError
+from gradcli.gradcheck.quotients import Quotients
+
+RTOL, ATOL = 1e-6, 1e-7  # an exact derivative (relative to the entry's largest element)
+FD_RTOL, FD_ATOL = 1e-5, 1e-6  # a derivative compared with central differences
+
+BUG_HINT = ("a bug in gradcli diff, so the derivative was not printed: gradcli eval gives the "
+         "numbers (--no-check prints the formula unchecked)")
+
+
+def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
+            exact: bool, strict: bool, noise: Any = 0.0) -> None:
+    """Equal within the tolerance, and the rounding ``noise`` of differences; a scalar printed
+    for an array broadcasts (``0``, ``1``) unless ``strict`` (an export returns the array's
+    shape)."""
+    np = arrays.numpy()
+    printed, expected = np.asarray(printed, dtype=float), np.asarray(expected, dtype=float)
+    if printed.shape != expected.shape:
+        if strict or printed.ndim or not expected.ndim:
+            raise mismatch(label, text, point, printed, expected,
+                           f"shape {arrays.shape_text(printed.shape)}, not "
+                           f"{arrays.shape_text(expected.shape)}")
+        printed = np.broadcast_to(printed, expected.shape)
+    rtol, atol = (RTOL, ATOL) if exact else (FD_RTOL, FD_ATOL)
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    with np.errstate(all="ignore"):  # NaN compares False: bad
+        bad = ~(np.abs(printed - expected) <= atol * scale + rtol * np.abs(expected) + noise)
+    if bool(np.any(bad)):
+        where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+        raise mismatch(label, text, point, printed, expected, "", where, exact)
+
+
+def unresolved(label: str, point: Mapping[str, Any], printed: Any, found: Quotients,
+               again: Callable[[], Quotients]) -> str | None:
+    """Why ``printed``, which agrees with ``found``, is not fully checked all the same, or
+    None: the rounding of the differences is above the tolerance's own share, so they would
+    pass a wrong entry too (1e20 + x**2: values of 1e20 leave d/dx = 2 unresolved); or it
+    agrees only within the absolute tolerance, not relatively (i0e's third derivative at 1e6,
+    -7.5e-22, printed from a formula that cancels as 5.4e-20). A printed 0 is held to
+    differences only where ``again`` (a tenth of the step) gives them too: elsewhere they are
+    rounding, and 0 the derivative (d/ds of softmax(x + s))."""
+    np = arrays.numpy()
+    expected = np.asarray(found.value, dtype=float)
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    at = point_text(point) or "the point"
+    if np.any(found.noise > FD_ATOL * scale + FD_RTOL * np.abs(expected)):
+        return (f"{label} at {at} is not checked: the program's values are so much larger "
+                "than their changes there that rounding swamps the differences (they would "
+                f"pass a value {rough(np.max(found.noise))} away)")
+    printed = np.broadcast_to(np.asarray(printed, dtype=float), expected.shape)
+    with np.errstate(all="ignore"):
+        loose = ~(np.abs(printed - expected) <= FD_RTOL * np.abs(expected) + found.noise)
+        if np.any(loose & (printed == 0)):
+            try:
+                closer = np.asarray(again().value, dtype=float)
+            except NumericError:
+                closer = np.full(expected.shape, np.nan)
+            loose &= (printed != 0) | (np.abs(closer - expected) <= 0.1 * np.abs(expected))
+    if not np.any(loose):
+        return None
+    where = tuple(np.argwhere(loose)[0]) if loose.ndim else ()
+    return (f"{label} at {at} is checked only to within {FD_ATOL * scale:.0e}, not to its "
+            f"digits: it is {format_number(float(printed[where]))}, differences give "
+            f"{rough(expected[where])}")
+
+
+def rough(value: Any) -> str:
+    """A difference quotient's number in a message: 6 significant digits (no -0)."""
+    return format_number(float(f"{float(value):.6g}") + 0.0)
+
+
+def _short(value: Any) -> str:
+    """A point's value in a message: 10 significant digits, at most 6 elements."""
+    np = arrays.numpy()
+    value = np.asarray(value, dtype=float)
+    if value.size > 6:
+        return f"[{arrays.shape_text(value.shape)} array, from {_short(value.min())} to " \
+               f"{_short(value.max())}]"
+    rounded = np.array([float(f"{v:.10g}") for v in value.ravel()]).reshape(value.shape)
+    return format_number(rounded if value.ndim else float(rounded))
+
+
+def point_text(point: Mapping[str, Any]) -> str:
+    """``x = 0, y = 2``: the point an entry is checked at, as the messages name it."""
+    return ", ".join(f"{name} = {_short(value)}" for name, value in point.items())
+
+
+def mismatch(label: str, text: str, point: Mapping[str, Any], printed: Any, expected: Any,
+             why: str, where: tuple[int, ...] = (), exact: bool = True) -> CheckError:
+    at = point_text(point)
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    if printed is None:
+        return CheckError(f"{label} = {shown} is not defined at {at or 'the point'}, where the "
+                          f"program is: {why}", hint=BUG_HINT)
+    element = index_text(where)
+    truth = (f"the engine's {format_number(expected[where])}" if exact
+             else f"central differences give {rough(expected[where])}")
+    numbers = why or f"is {format_number(printed[where])}{element and ' at ' + element}, {truth}"
+    return CheckError(f"{label} = {shown} at {at or 'the point'}: {numbers}", hint=BUG_HINT)
