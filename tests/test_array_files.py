@@ -129,6 +129,17 @@ def _claiming(path, shape: tuple[int, ...]) -> None:
         archive.writestr("W.npy", header.getvalue() + bytes(80))
 
 
+def _damaged(path, cut: bool) -> None:
+    """An .npz archive cut short, or with a byte of its data flipped (a bad CRC)."""
+    np.savez(path, W=W)
+    data = bytearray(path.read_bytes())
+    if cut:
+        del data[200:]
+    else:
+        data[120] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
 def _make(tmp_path, name: str, content) -> str:
     path = tmp_path / name
     if isinstance(content, bytes):
@@ -150,6 +161,8 @@ def _make(tmp_path, name: str, content) -> str:
      "over the limit"),
     ("W.csv", "a,b\n1,2\n", "not a CSV table of numbers"),
     ("W.csv", "1,2\n3\n", "not a CSV table of numbers"),
+    # NumPy's own advice names its option usecols, no option of gradcli's (a bug hunt)
+    ("W.csv", "1,2,3\n4,5\n", "the number of columns changed from 3 to 2 at row 2\n"),
     ("W.csv", b"\xff\xfe\x00\x01binary", "neither CSV text nor a NumPy file"),
     ("W.csv", "# only a comment\n", "has no numbers"),
     ("d.npz", lambda p: np.savez(p, a=np.ones(2), b=np.ones(2)), "has no array named W"),
@@ -157,6 +170,10 @@ def _make(tmp_path, name: str, content) -> str:
     # MemoryError made a traceback (a bug hunt), the header is read first now
     ("W.npz", lambda p: _claiming(p, (100_000, 100_000)), "has 10,000,000,000 elements"),
     ("missing.npy", None, "cannot read"),
+    # zipfile's own errors were tracebacks at status 1 (a bug hunt)
+    ("W.npz", lambda p: _damaged(p, cut=True), "as a NumPy file: File is not a zip file"),
+    ("W.npz", lambda p: _damaged(p, cut=False), "as a NumPy file: Bad CRC-32"),
+    ("W.npz", b"PK\x03\x04" + b"junk" * 20, "as a NumPy file: File is not a zip file"),
 ])
 def test_bad_array_files_are_one_line_errors(tmp_path, name, content, words):
     path = str(tmp_path / name) if content is None else _make(tmp_path, name, content)

@@ -103,6 +103,16 @@ def test_an_array_check_of_too_many_points_is_that_check_s_error():
     assert f"at most {MAX_POINTWISE_CHECK_POINTS:,}" in error.message
 
 
+def test_an_expected_value_of_another_shape_names_what_it_is_compared_with():
+    """It said "the gradient" for the value too (a bug hunt)."""
+    for extra, words in (('value = "x"', "value has shape 2, the value scalar"),
+                         ("gradients = {x = [1, 1, 1]}",
+                          "gradients.x has shape 3, the gradient d/dx 2")):
+        done = outcome("sum(x)", f"at = {{x = [1.0, 2.0]}}\n{extra}")
+        assert any(words in f.message for f in done.findings), [f.message for f in
+                                                                 done.findings]
+
+
 def test_a_jacobian_finding_names_its_worst_element():
     """Found by a helper: a failing jacobian assertion named no element (worst point {}) and
     the table's "where" ended in a bare "at". d(W@x)/dx is W = [[1, 2], [3, 4]]; W' differs

@@ -320,7 +320,7 @@ def _compare_elements(spec: CheckSpec, point: dict[str, Any], assertion: str, ke
     expected, actual = np.asarray(expected, dtype=float), np.asarray(actual, dtype=float)
     if expected.shape != actual.shape and expected.ndim:
         raise UsageError(f"check {spec.name!r}: {key} has shape "
-                         f"{arrays.shape_text(expected.shape)}, the gradient "
+                         f"{arrays.shape_text(expected.shape)}, the {assertion} "
                          f"{arrays.shape_text(actual.shape)}", hint="give it the same shape")
     comparison = _compared(spec, actual, np.broadcast_to(expected, actual.shape))
     ratios = _ratios(comparison)

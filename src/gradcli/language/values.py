@@ -338,8 +338,17 @@ def _archive_arrays(path: str, source: str | io.BytesIO) -> dict[str, Any]:
                     _refuse_large(key, path, _claimed_elements(np, member))
                 _refuse_large(key, path, archive.zip.getinfo(f"{key}.npy").file_size / 8)
             return {key: _checked(key, path, archive[key]) for key in archive.files}
-    except (OSError, ValueError, KeyError, EOFError) as error:
+    # zipfile's own: a damaged archive (BadZipFile, a ValueError's sibling), a member packed
+    # in a way it cannot unpack (NotImplementedError) or encrypted (RuntimeError)
+    except (OSError, ValueError, KeyError, EOFError, NotImplementedError, RuntimeError,
+            _bad_zip()) as error:
         raise _unreadable(path, error) from None
+
+
+def _bad_zip() -> type[Exception]:
+    import zipfile  # NumPy's npz reader imports it already
+
+    return zipfile.BadZipFile
 
 
 def _load_npy(path: str, source: str | io.BytesIO) -> Any:
@@ -379,8 +388,8 @@ def _load_csv(path: str, source: str | io.BytesIO) -> Any:
                          hint="save the array with numpy.save (.npy) or as numbers separated "
                               "by commas") from None
     except (OSError, ValueError) as error:
-        raise UsageError(f"{visible(path)} is not a CSV table of numbers: "
-                         f"{str(error).splitlines()[0]}",
+        reason = str(error).splitlines()[0].partition("; use `usecols`")[0]  # NumPy's option
+        raise UsageError(f"{visible(path)} is not a CSV table of numbers: {reason}",
                          hint="one row per line, numbers separated by commas, no header "
                               "(or start it with #)") from None
     if table.size == 0:
