@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gradcli.engine.notation import finite_or_none
 
@@ -48,6 +48,21 @@ class Conditioning:
                 "with the step as a correct gradient's does, but no step is both small enough "
                 "to follow the function and large enough to beat rounding (the gradient may be "
                 "right; check it nearer a well-conditioned point)")
+
+
+# Rounding amplified at most this much (the largest value the output is computed from, over the
+# output) is no ill-conditioning: a step swamped there is swamped by the tolerance's smallness.
+QUIET = 10.0
+
+
+def settles_quietly(error: Any, earlier: Any, agrees: Any, largest: Any, output: Any) -> Any:
+    """Whether a swamped step's estimate settles the check all the same (element-wise for
+    arrays): it agrees, the differences closed in on the gradient (its error below
+    ``CONVERGED_SHARE`` of the best earlier step's, ``earlier``: NaN or inf for none), and
+    rounding is not amplified (``QUIET``): what swamps it is a tolerance of 1e-8 at a gradient
+    of 0 (relu(x)**2 + 1 at 0, where the differences close in only as h does)."""
+    return (agrees & (error <= CONVERGED_SHARE * earlier) & (earlier < math.inf)
+            & (largest <= QUIET * abs(output)))
 
 
 def ill_conditioned(error: float, earlier: list[float], agrees_within_noise: bool,

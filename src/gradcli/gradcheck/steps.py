@@ -230,6 +230,8 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
     first step ``base``: settled when it agrees, ended when swamped, else keeping its closest
     estimate. ``f0`` is f at every entry; ``judged(rows, h, shrink, estimate, error, tolerance,
     largest, stencil)`` sees each step; ``own``: each entry's ``own_step``, tried last."""
+    from gradcli.gradcheck.conditioning import settles_quietly
+
     np = numpy()
     found = Estimates.empty(np.shape(analytic))
     for shrink in range(SHRINKS + 1 + (own is not None)):
@@ -242,7 +244,8 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
         with np.errstate(invalid="ignore"):
             error, allowed, agrees, swamped = judge(
                 analytic[rows], numeric, largest, h, shrink, rtol, atol, np.maximum)
-            good = agrees & ~swamped
+            good = agrees & ~swamped | swamped & settles_quietly(
+                error, found.error[rows], agrees, largest, f0[rows])
             kinks, sides = _kinks(sample, f0, rows, h, good & curved(
                                       central[0], central[1], f0[rows], h, allowed),
                                   analytic[rows], allowed, largest,
