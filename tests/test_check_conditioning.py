@@ -108,3 +108,30 @@ def test_a_check_file_says_it_too(tmp_path):
     findings = json.loads(text)["checks"][0]["findings"]
     notes = [f["note"] for f in findings if f["assertion"] == "finite differences d/dA"]
     assert notes and "condition number of A" in notes[0]
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("relu(x)**2 + 1", {"x": 0.0}),
+    ("x*abs(x) + 1", {"x": 0.0}),
+    ("relu(x)**2 + y**2", {"x": 0.0, "y": 1.0}),
+    ("sum(relu(x)**2)", {"x": np.array([0.0, 1.0])}),
+])
+def test_a_gradient_of_0_whose_differences_close_in_as_h_passes(text, values):
+    """Once differentiable at 0 (its second derivative jumps): central differences give h/2
+    and close in on the gradient 0 only as h does, so the step where they are within 1e-8 is
+    one where rounding of the value 1 is allowed more. That step was taken as swamped and the
+    right gradient failed as "ill-conditioned: rounding is amplified 1.0 times" (a bug hunt);
+    rounding is not amplified there, and the estimate that agrees settles it. The gradient
+    is 0 by hand (2 relu(x) relu'(x), 2|x|)."""
+    result = gradcli.evaluate(text, values)
+    assert result.check.ok, result.check
+    assert np.all(np.asarray(result.gradients["x"]) == np.asarray(
+        2 * np.maximum(values["x"], 0.0)))
+    sweep = CliRunner().invoke(cli, ["eval", "relu(x)**2 + 1", "--x", "0,1", "--csv"])
+    assert sweep.exit_code == 0 and sweep.stdout.splitlines()[1:] == ["0,1,0,true,",
+                                                                      "1,2,2,true,"]
+
+
+def test_cancellation_is_still_ill_conditioning():
+    result = gradcli.evaluate("(relu(x)**2 + 1) - 1", {"x": 0.0})
+    assert not result.check.ok and result.check.conditioning is not None
