@@ -557,7 +557,8 @@ def test_values_far_larger_than_their_changes_leave_an_entry_unchecked_not_a_bug
     printed with a note that says it is not checked. Values: closed forms by hand."""
     done = diff(*args)
     assert float(printed(done)[label]) == pytest.approx(true, rel=1e-12)
-    assert f"{label} at " in done.stderr and "is not checked: the program's values" in (
+    differenced = "the program's values" if label == "d/dx" else "the gradient's values"
+    assert f"{label} at " in done.stderr and f"is not checked: {differenced} are so much" in (
         done.stderr) and SWAMPED in done.stderr and "kink" not in done.stderr
     record = json.loads(diff(*args, "--json").stdout)
     assert any(SWAMPED in why for why in record["checked"]["conventions"])
@@ -597,6 +598,47 @@ def test_small_values_that_agree_relatively_are_checked():
     assert float(printed(done)["d3/dx dx dx"]) == pytest.approx(-math.exp(-50), rel=1e-14)
     assert done.stderr == ("note: checked at 1 point: 2 derivatives agree with central "
                            "differences of the order below\n")
+    # d/ds of softmax(x + s) is 0, printed as -3e-17; differences give 1e-14, 1e-13 at a tenth
+    # of the step: rounding, no reference that could fault the entry, and no note
     done = diff("dot(x, softmax(x + s))", "--order", "2", "--shape", "x=3", "--shape",
-                "s=scalar")  # d/ds of softmax(x + s) is 0: its printed -3e-17 is no digits
-    assert done.exit_code == 0 and "d2/ds dx at" in done.stderr and ONLY in done.stderr
+                "s=scalar")
+    assert done.exit_code == 0 and ONLY not in done.stderr
+    # nor for truncation: 6e-15 is exact, differences give -1.8e-14, and 6e-15 at a tenth of
+    # the step (a review)
+    done = diff("x**6", "--x", "0.001")
+    assert float(printed(done)["d/dx"]) == pytest.approx(6e-15, rel=1e-15)
+    assert done.stderr == ("note: checked at 1 point: 1 derivative agrees with central "
+                           "differences of the value\n")
+
+
+@pytest.mark.parametrize("args", [
+    ["5000 + relu(x)", "--x", "0"],
+    ["(y - 20)**2 + 0.1*abs(x)", "--x", "0", "--y", "0"],
+    ["exp(y) + abs(x)", "--x", "0", "--y", "9"],
+])
+def test_a_kink_beside_a_large_value_is_still_a_convention(args):
+    """Steps of 1e-10, whose rounding (1.4 at the value 5000) hides a jump of 1 in the slope,
+    found no kink there and so cleared the one found at the first steps: relu's convention was
+    "checked" (a review)."""
+    done = diff(*args)
+    assert done.exit_code == 0 and "d/dx at" in done.stderr
+    assert "is a convention, not checked: the value has a kink there" in done.stderr
+
+
+def test_a_large_linear_term_leaves_exact_zeros_checked():
+    """The gradient's 3e5 rounds to one ulp, well below the tolerance: the allowance for it
+    (16 times as much) is no reason to call the Hessian's zeros unchecked (a review)."""
+    done = diff("x**2 + 3e5*y", "--order", "2", "--x", "1", "--y", "1")
+    assert printed(done) == {"d2/dx dx": "2", "d2/dx dy": "0", "d2/dy dx": "0",
+                             "d2/dy dy": "0"}
+    assert done.stderr == ("note: checked at 1 point: 4 derivatives agree with central "
+                           "differences of the reverse-mode gradient\n")
+
+
+def test_a_wrong_entry_is_refused_not_waved_through_by_a_smaller_step():
+    """Smaller steps went down to 1e-9, where rounding alone allows any value: a wrong 2.0001
+    for d/dx of 100 + x**2 was printed as 'not checked' (a review)."""
+    program = gradcli.parse("100 + x**2")
+    for wrong in ("2.0001", "2.001"):
+        with pytest.raises(CheckError, match="central differences give 2"):
+            check(DiffCheck(program, {"x": ()}, {"x": 1.0}, "gradient", {"x": wrong}))

@@ -14,6 +14,7 @@ from gradcli.engine.failures import index_text
 from gradcli.engine.notation import format_number
 from gradcli.errors import CheckError, NumericError
 from gradcli.gradcheck.quotients import Quotients
+from gradcli.gradcheck.steps import NOISE_FACTOR
 
 RTOL, ATOL = 1e-6, 1e-7  # an exact derivative (relative to the entry's largest element)
 FD_RTOL, FD_ATOL = 1e-5, 1e-6  # a derivative compared with central differences
@@ -44,38 +45,51 @@ def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expec
         raise mismatch(label, text, point, printed, expected, "", where, exact)
 
 
+def swamped(found: Quotients) -> Any:
+    """Where the rounding of the differences themselves, not the allowance for it (a margin of
+    ``NOISE_FACTOR``), is above the tolerance's own share: no step of theirs tells a wrong
+    entry from a right one there (1e20 + x**2: values of 1e20 leave d/dx = 2 unresolved)."""
+    np = arrays.numpy()
+    expected = np.asarray(found.value, dtype=float)
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    return found.noise / NOISE_FACTOR > FD_ATOL * scale + FD_RTOL * np.abs(expected)
+
+
 def unresolved(label: str, point: Mapping[str, Any], printed: Any, found: Quotients,
-               again: Callable[[], Quotients]) -> str | None:
-    """Why ``printed``, which agrees with ``found``, is not fully checked all the same, or
-    None: the rounding of the differences is above the tolerance's own share, so they would
-    pass a wrong entry too (1e20 + x**2: values of 1e20 leave d/dx = 2 unresolved); or it
-    agrees only within the absolute tolerance, not relatively (i0e's third derivative at 1e6,
-    -7.5e-22, printed from a formula that cancels as 5.4e-20). A printed 0 is held to
-    differences only where ``again`` (a tenth of the step) gives them too: elsewhere they are
-    rounding, and 0 the derivative (d/ds of softmax(x + s))."""
+               again: Callable[[], Quotients], differenced: str) -> str | None:
+    """Why ``printed``, which agrees with ``found`` (differences of ``differenced``, the
+    program's values, the gradient's ...), is not fully checked all the same, or None: the
+    differences are ``swamped``; or it agrees only within the absolute tolerance, not
+    relatively, while differences at a tenth of the step (``again``) neither move nor close in
+    on it (i0e's third derivative at 1e6, -7.5e-22, printed from a formula that cancels as
+    5.4e-20). Where they move they are rounding (d/ds of softmax(x + s), whose 0 they give as
+    1e-14), or truncation where they close in (x**6 at 0.001): no verdict on the entry."""
     np = arrays.numpy()
     expected = np.asarray(found.value, dtype=float)
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
     at = point_text(point) or "the point"
-    if np.any(found.noise > FD_ATOL * scale + FD_RTOL * np.abs(expected)):
-        return (f"{label} at {at} is not checked: the program's values are so much larger "
-                "than their changes there that rounding swamps the differences (they would "
-                f"pass a value {rough(np.max(found.noise))} away)")
+    if np.any(swamped(found)):
+        return (f"{label} at {at} is not checked: {differenced} are so much larger than their "
+                "changes there that rounding swamps the differences (they would pass a value "
+                f"{rough(np.max(found.noise))} away)")
     printed = np.broadcast_to(np.asarray(printed, dtype=float), expected.shape)
     with np.errstate(all="ignore"):
         loose = ~(np.abs(printed - expected) <= FD_RTOL * np.abs(expected) + found.noise)
-        if np.any(loose & (printed == 0)):
-            try:
-                closer = np.asarray(again().value, dtype=float)
-            except NumericError:
-                closer = np.full(expected.shape, np.nan)
-            loose &= (printed != 0) | (np.abs(closer - expected) <= 0.1 * np.abs(expected))
+        if not np.any(loose):
+            return None
+        try:
+            closer = np.asarray(again().value, dtype=float)
+        except NumericError:
+            return None
+        steady = np.abs(closer - expected) <= 0.1 * np.abs(expected)
+        loose &= steady & ~(np.abs(closer - printed) <= 0.5 * np.abs(expected - printed))
     if not np.any(loose):
         return None
-    where = tuple(np.argwhere(loose)[0]) if loose.ndim else ()
+    where = tuple(int(i) for i in np.argwhere(loose)[0]) if loose.ndim else ()
+    element = index_text(where)
     return (f"{label} at {at} is checked only to within {FD_ATOL * scale:.0e}, not to its "
-            f"digits: it is {format_number(float(printed[where]))}, differences give "
-            f"{rough(expected[where])}")
+            f"digits: it is {format_number(float(printed[where]))}"
+            f"{element and ' at ' + element}, differences give {rough(expected[where])}")
 
 
 def rough(value: Any) -> str:

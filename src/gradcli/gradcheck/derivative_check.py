@@ -191,7 +191,7 @@ class Reader:
             convention = None if exact else truth.symmetric_kink(label, path, printed)
         if convention is None and found is not None:
             convention = unresolved(label, truth.point, printed, found,
-                                    lambda: truth.closer(path))
+                                    lambda: truth.closer(path), truth.differenced(path))
         if convention is not None:
             self.conventions[label] = convention
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 EPS = sys.float_info.epsilon
 SHRINKS = 8  # smaller steps tried after a disagreement: down to h / 16**8
 _SHRINK_FACTOR = 16.0
-_NOISE_FACTOR = 16.0
+NOISE_FACTOR = 16.0
 _CUBE_ROOT_EPS = EPS ** (1.0 / 3.0)
 
 
@@ -96,7 +96,7 @@ def quotient(stencil: Stencil, samples: Sequence[Any], h: Any) -> Any:
 def noise_allowance(largest: Any, h: Any) -> Any:
     """Rounding error a difference quotient at step ``h`` can carry, ``largest`` being the
     largest rounding scale |v| |df/dv| among the values it recomputed."""
-    return _NOISE_FACTOR * EPS * largest / h
+    return NOISE_FACTOR * EPS * largest / h
 
 
 def tolerance(
