@@ -62,7 +62,7 @@ def settles_quietly(error: Any, earlier: Any, agrees: Any, largest: Any, output:
     rounding is not amplified (``QUIET``): what swamps it is a tolerance of 1e-8 at a gradient
     of 0 (relu(x)**2 + 1 at 0, where the differences close in only as h does)."""
     return (agrees & (error <= CONVERGED_SHARE * earlier) & (earlier < math.inf)
-            & (largest <= QUIET * abs(output)))
+            & (largest / QUIET <= abs(output)))  # not QUIET * |output|: it may overflow
 
 
 def ill_conditioned(error: float, earlier: list[float], agrees_within_noise: bool,
