@@ -261,3 +261,30 @@ def test_a_link_to_an_endless_device_is_refused_at_the_largest_array(tmp_path):
     done = run("check", str(tmp_path / "c.toml"))
     assert done.exit_code == 2 and "c.toml:4: check.at.W:" in done.output
     assert "is not a regular file" in done.output
+
+
+def test_a_csv_table_with_a_byte_order_mark_is_read(tmp_path):
+    """A spreadsheet saves CSV as UTF-8 with a BOM: '\ufeff1' was 'not a number'."""
+    (tmp_path / "W.csv").write_bytes(b"\xef\xbb\xbf1,2,3\n4,5,6\n")
+    done = run("eval", "sum(W)", "--W", str(tmp_path / "W.csv"), "--json", "--no-check")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["value"] == 21.0
+
+
+def test_a_pipe_whose_table_is_refused_is_not_read_twice(tmp_path):
+    """eval's quick path read the pipe, found the table bad and handed the command line to
+    click, which opened the pipe again and waited for a writer forever (a review)."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    fifo = tmp_path / "W.csv"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("1,2\n3\n"))
+    writer.start()
+    done = subprocess.run([sys.executable, "-m", "gradcli", "eval", "sum(W)", "--W", str(fifo),
+                           "--no-check"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    writer.join(timeout=10)
+    assert done.returncode == 2 and "not a CSV table of numbers" in done.stderr

@@ -278,10 +278,16 @@ def _cannot_read(path: str, error: OSError) -> UsageError:
                       hint="check the path and that the file is readable")
 
 
+_PIPED: dict[str, bytes] = {}  # what each pipe named gave: a second read finds no writer
+
+
 def _contents(path: str) -> str | io.BytesIO:
-    """A regular file's path (NumPy reads it in place), or what a pipe, ``<(cmd)`` or a device
-    gives, read once into memory, and no more than the largest array allowed takes: a link to
-    /dev/zero is refused, not read until memory runs out."""
+    """A regular file's path (NumPy reads it in place), or what a pipe (a FIFO named W.npy) or
+    a device gives, read once into memory (and kept: the command line may be read twice), and
+    no more than the largest array allowed takes: a link to /dev/zero is refused, not read
+    until memory runs out."""
+    if path in _PIPED:
+        return io.BytesIO(_PIPED[path])
     try:
         if stat.S_ISREG(os.stat(path).st_mode):
             return path
@@ -297,6 +303,7 @@ def _contents(path: str) -> str | io.BytesIO:
                          f"{limit:,} bytes, more than an array of {MAX_ARRAY_ELEMENTS:,} "
                          "elements takes",
                          hint="gradcli holds every node's value in memory: use a smaller array")
+    _PIPED[path] = data
     return io.BytesIO(data)
 
 
@@ -382,7 +389,7 @@ def _load_csv(path: str, source: str | io.BytesIO) -> Any:
     try:
         with warnings.catch_warnings():  # "input contained no data": said below, once
             warnings.simplefilter("ignore")
-            table = np.loadtxt(source, delimiter=",", ndmin=2, encoding="utf-8", comments="#")
+            table = np.loadtxt(source, delimiter=",", ndmin=2, encoding="utf-8-sig", comments="#")
     except UnicodeDecodeError:
         raise UsageError(f"{visible(path)} is neither CSV text nor a NumPy file",
                          hint="save the array with numpy.save (.npy) or as numbers separated "
