@@ -91,12 +91,18 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
             raise UsageError(f"--skip {skip} passes the end of the input: stdin has {skipped} "
                              f"line{'' if skipped == 1 else 's'}",
                              hint="--skip N goes on from line N + 1 of the same input")
-        after = next(lines, None)
-        if after is None:  # a batch resumed after its last line: done, not "no programs"
-            click.echo(f"gradcli: note: --skip {skip} skips every line of stdin: nothing is "
-                       "left to evaluate", err=True)
+        from gradcli.gradcheck.evaluation import is_program
+
+        after: list[str] = []  # up to the next program line (blank and # lines count too)
+        for line in lines:
+            after.append(line)
+            if is_program(line):
+                break
+        else:  # a batch resumed after its last program: done, not "no programs"
+            click.echo(f"gradcli: note: --skip {skip} skips every program line of stdin: "
+                       "nothing is left to evaluate", err=True)
             return 0
-        lines = chain([after], lines)
+        lines = chain(after, lines)
     if address is None:
         from gradcli.runs.batch import json_runs
 
