@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from click.testing import CliRunner
 
@@ -44,8 +45,11 @@ def test_on_a_narrow_terminal_the_window_fits_so_the_caret_stays_under_the_colum
     program = ("alpha_one + beta_two + gamma_three + delta_four + epsilon_five + zeta_six + "
                "eta_seven + theta_eight +* iota_nine + kappa_ten")
     for width in (80, 60):
-        child = pexpect.spawn("gradcli", ["eval", program], dimensions=(24, width),
-                              encoding="utf-8", env={"PATH": os.environ["PATH"], "TERM": "xterm"})
+        environment = {key: value for key, value in os.environ.items()
+                       if key not in ("COLUMNS", "LINES", "NO_COLOR")}  # the terminal's size
+        child = pexpect.spawn(sys.executable, ["-m", "gradcli", "eval", program],
+                              dimensions=(24, width), encoding="utf-8",
+                              env={**environment, "TERM": "xterm"})
         child.expect(pexpect.EOF, timeout=30)
         lines = re.sub(r"\x1b\[[0-9;]*m", "", child.before).replace("\r", "").splitlines()
         source = next(line for line in lines if line.startswith("  …"))
