@@ -262,12 +262,17 @@ class Truth:
     def _hessian(self, point: Mapping[str, Any]) -> dict[str, dict[str, Any]] | None:
         """The engine's Hessian at ``point`` (once per point), or None where its formulas
         have no value though the program has (a NumericError)."""
-        from gradcli.gradcheck.hessian import hessian_at
+        from gradcli.gradcheck.hessian import gradient_programs, hessian_row, once_each
 
-        key = ("hessian", *(float(point[name]) for name in self.request.program.variables))
+        program = self.request.program
+        if ("rows",) not in self.cache:  # the gradient's formulas, built once for every point
+            self.cache[("rows",)] = gradient_programs(program)
+        key = ("hessian", *(float(point[name]) for name in program.variables))
         if key not in self.cache:
+            names = list(program.variables)
             try:
-                self.cache[key] = hessian_at(self.request.program, dict(point)).matrix
+                self.cache[key] = once_each({name: hessian_row(name, row, point, names)
+                                             for name, row in self.cache[("rows",)]}, names)
             except NumericError:
                 self.cache[key] = None
         if self.cache[key] is None and point is not self.point:

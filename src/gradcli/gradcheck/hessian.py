@@ -75,26 +75,42 @@ def hessian_at(
             f"limit of {MAX_HESSIAN_ENTRIES:,}",
             hint="differentiate with respect to fewer variables: gradcli diff --order 2 --wrt …")
     share = budget // max(1, len(names))
-    builder = Builder()
-    (output,) = builder.import_graph([program.output])
-    grads = gradients(output, [builder.variable(n) for n in names])
     matrix: dict[str, dict[str, Any]] = {}
     report = None if checking is None else checking.report(checking.rtol, checking.atol,
                                                            nodes_skipped=True)
-    for name, grad in zip(names, grads, strict=True):
-        nodes = nodes_of([grad])
-        variables = [node for node in nodes if node.op is VAR]
-        gradient_program = Program.build(to_text(grad), grad, variables, {}, is_masked(nodes))
-        gradient_program.bind(point)
-        try:
-            values_and_gradients(gradient_program)
-        except NumericError as error:  # its nodes are the formula's, not the program's
-            raise gradient_formula_error(name, gradient_program.source, error) from None
-        row = gradient_program.variables
-        matrix[name] = {other: row[other].grad if other in row else 0.0 for other in names}
+    for name, gradient_program in gradient_programs(program):
+        matrix[name] = hessian_row(name, gradient_program, point, names)
         if checking is not None:
             _check_row(checking, report, name, gradient_program, share)
     return HessianResult(once_each(matrix, names), report)
+
+
+def gradient_programs(program: Program) -> list[tuple[str, Program]]:
+    """The gradient of a program of numbers by each variable, as a program of its own whose
+    own gradient is a row of the Hessian: built once, evaluated at any point
+    (``hessian_row``)."""
+    names = list(program.variables)
+    builder = Builder()
+    (output,) = builder.import_graph([program.output])
+    grads = gradients(output, [builder.variable(n) for n in names])
+    rows = []
+    for name, grad in zip(names, grads, strict=True):
+        nodes = nodes_of([grad])
+        variables = [node for node in nodes if node.op is VAR]
+        rows.append((name, Program.build(to_text(grad), grad, variables, {}, is_masked(nodes))))
+    return rows
+
+
+def hessian_row(name: str, gradient_program: Program, point: Mapping[str, Any],
+                names: list[str]) -> dict[str, Any]:
+    """Row ``name`` of the Hessian at ``point``: ``gradient_program``'s gradient there."""
+    gradient_program.bind(point)
+    try:
+        values_and_gradients(gradient_program)
+    except NumericError as error:  # its nodes are the formula's, not the program's
+        raise gradient_formula_error(name, gradient_program.source, error) from None
+    row = gradient_program.variables
+    return {other: row[other].grad if other in row else 0.0 for other in names}
 
 
 def once_each(matrix: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:
