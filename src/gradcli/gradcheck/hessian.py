@@ -104,6 +104,8 @@ def gradient_programs(program: Program) -> list[tuple[str, Program]]:
 def hessian_row(name: str, gradient_program: Program, point: Mapping[str, Any],
                 names: list[str]) -> dict[str, Any]:
     """Row ``name`` of the Hessian at ``point``: ``gradient_program``'s gradient there."""
+    for index, node in enumerate(gradient_program.nodes):  # nodes shared with other rows,
+        node.index = index  # numbered by whichever was built last: numbered for this one
     gradient_program.bind(point)
     try:
         values_and_gradients(gradient_program)
