@@ -242,6 +242,9 @@ def test_the_tree_draws_the_nodes_dot_draws_and_counts_the_operands_it_leaves_ou
     out = render_tree(picture, 6)
     assert "c + exp(y)  add" in out and "(1 operand not shown)" in out
     assert out.count("(2 operands not shown)") == 2
+    # the depth is said where it cut, not for a tree 3 levels deep (a review)
+    assert "… 6 more nodes not shown (raise --max-nodes, 0 for all)" in out
+    assert "levels deep" in render_tree(prepare(deep_chain(100), {"x": 0.5}))
 
 
 def test_the_tree_stops_at_a_readable_depth():

@@ -61,9 +61,10 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
         names = ", ".join(visible(picture.label(node)) for node in unused)
         root.add(Text(f"inputs the output does not use (gradient 0): {names}", style="dim"))
     if elided:
-        root.add(Text(f"… {plural(elided, 'more node')} not shown (raise --max-nodes, 0 for all; "
-                      f"the tree goes {max_depth} levels deep, --format dot draws every level)",
-                      style="dim"))
+        deep = any(entry.cut for entry in entries)  # the depth, said only where it cut
+        root.add(Text(f"… {plural(elided, 'more node')} not shown (raise --max-nodes, 0 for all"
+                      + (f"; the tree goes {max_depth} levels deep, --format dot draws every "
+                         "level" if deep else "") + ")", style="dim"))
     return root
 
 
