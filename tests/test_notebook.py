@@ -44,6 +44,16 @@ def test_a_plain_prompt_gets_a_short_repr():
     assert repr(free) == "FreeResult(value='3*y', gradients={'x': 'y', 'y': '3'}, free=['y'])"
 
 
+def test_an_array_or_several_outputs_get_a_short_repr_and_tables_too():
+    """A JacobianResult printed the whole dataclass, its Program and nodes, on 800 characters,
+    and had no notebook tables (a bug hunt)."""
+    result = gradcli.evaluate("x*2", {"x": [1, 2]})
+    assert repr(result) == ("JacobianResult(outputs={x*2: 2}, inputs=['x'], mode='reverse', "
+                            "check=passed, nodes=3)")
+    page = html.unescape(re.sub(r"<[^>]+>", "", result._repr_html_()))
+    assert "outputs" in page and "[2, 4]" in page and page.strip() == result_text(result)
+
+
 def test_the_notebook_shows_the_table_eval_prints():
     result = gradcli.evaluate(SEED, POINT)
     page = result._repr_html_()

@@ -9,9 +9,12 @@ from here; nothing inside gradcli imports it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gradcli.engine.graph import Node, Program
+from gradcli.gradcheck import evaluation as _evaluation
 from gradcli.gradcheck.check import CheckReport, GradientCheck
 from gradcli.gradcheck.evaluation import (
     EvalSettings,
@@ -19,7 +22,6 @@ from gradcli.gradcheck.evaluation import (
     LineOutcome,
     NodeRow,
     Result,
-    evaluate,
     evaluate_lines,
 )
 from gradcli.gradcheck.hessian import HessianResult
@@ -47,7 +49,15 @@ __all__ = [
     "parse",
 ]
 
-show_in_notebooks(Result, FreeResult)  # the eval table in Jupyter and IPython
+show_in_notebooks(Result, FreeResult)  # the eval tables in Jupyter and IPython
+
+
+@functools.wraps(_evaluation.evaluate)
+def evaluate(*args: Any, **kwargs: Any) -> Any:
+    result = _evaluation.evaluate(*args, **kwargs)
+    if not hasattr(type(result), "_repr_html_"):  # a JacobianResult: its module loads NumPy,
+        show_in_notebooks(type(result))  # so it gets its tables when the first one is made
+    return result
 
 
 def differentiate(

@@ -76,7 +76,7 @@ class JacobianCheck:
                    default=0.0)
 
 
-@dataclass
+@dataclass(repr=False)  # its own __repr__, as Result
 class JacobianResult:
     """A program with several outputs (or an array output) evaluated at one point."""
 
@@ -89,6 +89,16 @@ class JacobianResult:
     check: JacobianCheck | None = None
     notes: list[str] = field(default_factory=list)
     _contributions: dict[str, dict[int, Any]] | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        """Short, for a Python prompt, as ``Result``'s: outputs, mode and the verdict (the
+        tables are ``_repr_html_``/``_repr_pretty_`` in Jupyter and IPython)."""
+        verdict = ("not checked" if self.check is None else
+                   "passed" if self.check.ok else "FAILED")
+        outputs = ", ".join(f"{label}: {arrays.shape_text(arrays.numpy().shape(value))}"
+                            for label, value in self.values.items())
+        return (f"JacobianResult(outputs={{{outputs}}}, inputs={list(self.point)}, "
+                f"mode={self.mode!r}, check={verdict}, nodes={len(self.program.nodes)})")
 
     @property
     def status(self) -> ExitStatus:
