@@ -45,3 +45,27 @@ def test_a_parsed_program_is_taken_as_it_is():
     program = gradcli.parse("x**2")
     assert gradcli.evaluate(program, {"x": 3.0}).gradients == {"x": 6.0}
     assert gradcli.differentiate(program).texts() == {"x": "2*x"}
+
+
+def test_diff_is_the_command_s_path_for_array_programs_too():
+    """differentiate refused array programs with "gradcli diff works on scalar programs",
+    though the command takes them (a bug hunt): gradcli.diff is its path. The derivatives by
+    hand: d/dW sum(W@x) = ones(2) x', d/dx = W' ones(2); d/dx sum(x**2) = 2x."""
+    import numpy as np
+
+    found = gradcli.diff("sum(W@x)", shapes={"W": "2x3", "x": (3,)})
+    assert found.texts == {"W": "outer(ones(2), x)", "x": "W'@ones(2)"}
+    assert found.checked.points == 3
+    at = gradcli.diff("sum(x**2)", values={"x": [1, 2]})
+    assert at.texts == {"x": "2*x"} and at.checked.points == 1
+    source = gradcli.diff("sum(W@x)", shapes={"W": (2, 3), "x": "3"}, fmt="python").python
+    scope: dict = {}
+    exec(compile(source, "<export>", "exec"), scope)  # gradcli's own generated code
+    weights, x = np.arange(6.0).reshape(2, 3), np.array([1.0, -1.0, 2.0])
+    value, gradients = scope["f"](weights, x)
+    assert value == pytest.approx(float(np.sum(weights @ x)))
+    np.testing.assert_allclose(gradients["W"], np.outer(np.ones(2), x))
+    np.testing.assert_allclose(gradients["x"], weights.T @ np.ones(2))
+    with pytest.raises(gradcli.UsageError, match="works on scalar programs") as refused:
+        gradcli.differentiate("sum(x**2)", ["x"], values={"x": [1, 2]})
+    assert refused.value.hint.startswith("gradcli.diff(program, values=..., shapes=...)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradcli.engine.graph import Node, Program
 from gradcli.gradcheck import evaluation as _evaluation
@@ -30,6 +30,9 @@ from gradcli.output.notebook import show_in_notebooks
 from gradcli.symbolic import derivatives as _derivatives
 from gradcli.symbolic.derivatives import Derivatives, SymbolicResult
 
+if TYPE_CHECKING:
+    from gradcli.symbolic.diff import Diff  # its module loads NumPy: imported by diff()
+
 __all__ = [
     "CheckReport",
     "Derivatives",
@@ -43,6 +46,7 @@ __all__ = [
     "Program",
     "Result",
     "SymbolicResult",
+    "diff",
     "differentiate",
     "evaluate",
     "evaluate_lines",
@@ -73,3 +77,36 @@ def differentiate(
     if isinstance(wrt, str):  # "xy" is one name, never the letters x and y
         wrt = [name.strip() for name in wrt.split(",") if name.strip()]
     return _derivatives.differentiate(program, wrt, order, values, defaults)
+
+
+def diff(
+    program: str | Program,
+    wrt: str | Sequence[str] | None = None,
+    order: int = 1,
+    values: Mapping[str, Any] | None = None,
+    shapes: Mapping[str, tuple[int, ...] | str] | None = None,
+    fmt: str = "text",
+    defaults: bool = False,
+    check: bool = True,
+) -> Diff:
+    """What ``gradcli diff`` prints, of a scalar or an array program: ``shapes`` gives array
+    inputs' shapes (``(3, 2)`` or ``"3x2"``, as ``--shape``), ``values`` may hold arrays,
+    ``fmt`` is "text", "latex" or "python". Unless ``check`` is False the derivatives are
+    checked as the command checks them (``Diff.checked``; a ``CheckError`` where one
+    disagrees). ``Diff.texts`` holds them, ``Diff.python`` the NumPy source."""
+    from gradcli.engine import arrays
+    from gradcli.gradcheck.derivative_check import DiffCheck
+    from gradcli.gradcheck.derivative_check import check as checked
+    from gradcli.symbolic.diff import DiffAsk, read_shape
+    from gradcli.symbolic.diff import diff as derivatives
+
+    given = {name: arrays.as_array(name, value) if isinstance(value, (list, tuple))
+             else value for name, value in (values or {}).items()}
+    program = program_of(program, given=given)
+    if isinstance(wrt, str):
+        wrt = [name.strip() for name in wrt.split(",") if name.strip()]
+    sizes = {name: read_shape(name, shape) if isinstance(shape, str) else tuple(shape)
+             for name, shape in (shapes or {}).items()}
+    ask = DiffAsk(wrt, order, given, fmt, defaults, shapes=sizes)
+    return derivatives(program, ask, (lambda **parts: checked(DiffCheck(**parts))) if check
+                       else None)

@@ -104,7 +104,8 @@ def differentiate(
     (``_at_point``), errors included. A derivative is a formula, so the program's own values
     (``x = 2``) stay symbols unless ``defaults`` substitutes them; past ``MAX_DERIVATIVES``
     derivatives or ``max_nodes`` graph nodes, a UsageError."""
-    refuse_arrays(program, values, "gradcli diff")
+    refuse_arrays(program, values, "differentiate", hint="gradcli.diff(program, values=..., "
+                  "shapes=...), the path of the command gradcli diff, takes array programs")
     own = {name: program.defaults[name] for name in program.variables
            if name in program.defaults}
     given = dict(values or {})
@@ -295,12 +296,12 @@ class SymbolicResult:
     gradients: dict[str, str]
 
 
-def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str) -> None:
+def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str,
+                  hint: str = "gradcli eval gives an array program's value and gradients") -> None:
     """An array program is a UsageError here (symbolic derivatives of scalar programs)."""
     if runs_on_arrays(program, values or {}):
         raise UsageError(f"{what} works on scalar programs; this one has arrays"
-                         + (" in an output" if program.outputs else ""),
-                         hint="gradcli eval gives an array program's value and gradients")
+                         + (" in an output" if program.outputs else ""), hint=hint)
 
 
 def partial_evaluate(program: Program, values: Mapping[str, float]) -> SymbolicResult:
