@@ -68,6 +68,27 @@ def test_a_kink_beside_a_strong_curve_still_fails(text):
         "true", "false", "true"]
 
 
+@pytest.mark.parametrize(("text", "values", "sides"), [
+    # a lasso objective at 0: its curve (c = 9e4) makes the first jumps shrink tenfold
+    ("0.01*abs(w) + (300*w - 1)**2", {"w": 0.0}, (-600.01, -599.99)),
+    ("abs(w) + 1e7*w**2", {"w": 0.0}, (-1.0, 1.0)),
+    # a value of 1e5: the smallest step's rounding hides the jump of 2, the one before not
+    ("abs(w) + 1e5", {"w": 0.0}, (-1.0, 1.0)),
+    ("1000*abs(w) + 1e8", {"w": 0.0}, (-1000.0, 1000.0)),
+])
+def test_a_kink_beside_a_steep_curve_or_a_large_value_fails(text, values, sides):
+    """Both passed as "✓" (a bug hunt): each pair of smaller steps now estimates the jump with
+    the curve's part taken out, and the estimates are read down to the smallest step whose
+    rounding leaves them readable. The sides by hand."""
+    result = gradcli.evaluate(text, values)
+    check = result.check.gradients["w"]
+    assert not result.check.ok and check.method == "one-sided"
+    assert min(abs(check.numeric - side) for side in sides) < 2e-2 * max(map(abs, sides))
+    swept = _eval(text, "--w", "-1,0,1", "--csv")
+    assert [line.split(",")[-2] for line in swept.stdout.splitlines()[1:]] == [
+        "true", "false", "true"]
+
+
 def test_a_kink_inside_the_tolerance_passes_as_both_sides_agree():
     """Both one-sided slopes within the tolerance of the gradient: the check's claim holds on
     either side (1e6*x + abs(x): 999,999 and 1,000,001, rtol 1e-5 allows 10)."""

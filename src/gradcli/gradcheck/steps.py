@@ -130,8 +130,9 @@ def judge(
 # about h f''(v) on a curve, by the jump at a kink (``curved``); smaller pairs then decide
 # (``kink``): a kink's jump stays, a curve's shrinks with the step. Every check screens its
 # central agreements so (differences.screened, settle, the columns' first passes). The smaller
-# pairs' steps, relative to the central difference's: a feature of the curve below the
-# smallest of them (cos(1e7*x), hypot(x, 1e-8) at 0 would be one) looks like a kink.
+# pairs' steps, relative to the central difference's, each a tenth of the one before (``kink``
+# reads the jump with a curve's part taken out by that ratio): a feature of the curve below the
+# smallest of them (cos(1e8*x) at 0 would be one) looks like a kink.
 KINK_STEPS = (0.1, 0.01, 1e-3, 1e-4)
 
 
@@ -161,14 +162,23 @@ def curve_alone(gap: Any, smaller: Any, allowed: Any) -> Any:
 
 
 def kink(jumps: Sequence[Any], allowed: Any, largest: Any, h: Any) -> Any:
-    """Where the one-sided slopes' jumps at the ``KINK_STEPS`` (of central step ``h``) are a
-    kink's: each within a factor 2 of the one before (a curve's shrink tenfold, a tiny
-    feature's change as the steps reach it), the last above the allowance and the noise."""
-    noise = noise_allowance(largest, h * KINK_STEPS[-1])
-    steady = jumps[-1] > allowed + 4.0 * noise
-    for before, after in pairwise(jumps):
-        steady = steady & (after > 0.5 * before) & (after < 2.0 * before)
-    return steady
+    """Where the one-sided slopes' jumps at the ``KINK_STEPS`` (of central step ``h``, each a
+    tenth of the one before) are a kink's. Beside a kink of jump K a jump at step t is about
+    K + c t, so each pair estimates K as (after - 0.1 before) / 0.9, and a curve's estimates
+    are 0: the estimates must hold within a factor 2 of each other (a tiny feature's change as
+    the steps reach it) up to the smallest step whose rounding leaves one above the allowance
+    (at a value of 1e5, abs(x)'s jump of 2 is below the rounding of the smallest step, not of
+    the one before). So 0.01*abs(w) + (300*w - 1)**2 at 0, whose curve makes the first jumps
+    shrink tenfold (c = 9e4, K = 0.02), is a kink, as it is."""
+    estimates = [(after - 0.1 * before) / 0.9 for before, after in pairwise(jumps)]
+    steady = found = False
+    for k, estimate in enumerate(estimates):
+        if k:
+            steady = (steady if k > 1 else True) & (estimate > 0.5 * estimates[k - 1]) & (
+                estimate < 2.0 * estimates[k - 1])
+            noise = noise_allowance(largest, h * KINK_STEPS[k + 1])
+            found = found | (steady & (estimate > allowed + 4.0 * noise))
+    return found
 
 
 # --- what a step policy perturbs and replays ------------------------------------------------------
