@@ -132,7 +132,7 @@ def judge(
 # central agreements so (differences.screened, settle, the columns' first passes). The smaller
 # pairs' steps, relative to the central difference's, each a tenth of the one before (``kink``
 # reads the jump with a curve's part taken out by that ratio): a feature of the curve below the
-# smallest of them (cos(1e8*x) at 0 would be one) looks like a kink.
+# smallest of them (hypot(x, 1e-10) at 0) looks like a kink.
 KINK_STEPS = (0.1, 0.01, 1e-3, 1e-4)
 
 
