@@ -135,3 +135,15 @@ def test_a_gradient_of_0_whose_differences_close_in_as_h_passes(text, values):
 def test_cancellation_is_still_ill_conditioning():
     result = gradcli.evaluate("(relu(x)**2 + 1) - 1", {"x": 0.0})
     assert not result.check.ok and result.check.conditioning is not None
+
+
+def test_an_output_of_0_is_said_so_not_an_amplification_of_1e308():
+    """largest / max(|output|, 1e-300) said "rounding is amplified 1.0e+308 times" (a bug
+    hunt): log(x - 1e8) at 1e8 + 1 is log(1) = 0."""
+    done = CliRunner().invoke(cli, ["eval", "log(x - 1e8)", "--x", "100000001", "--json"])
+    check = json.loads(done.stdout)["check"]
+    assert done.exit_code == 1 and check["ill_conditioned"] == {"condition_number": None,
+                                                                "matrix": None}
+    table = CliRunner().invoke(cli, ["eval", "log(x - 1e8)", "--x", "100000001"])
+    assert "the output is 0 here, so the rounding of the values it is computed from is all of " \
+           "it" in table.output and "1.0e+308" not in table.output

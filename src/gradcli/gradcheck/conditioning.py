@@ -42,6 +42,8 @@ class Conditioning:
         """The verdict's words: why a correct gradient fails here."""
         of = (f"the condition number of {self.matrix} (which {self.op} takes) is "
               f"{self.number:.1e}" if self.matrix is not None else
+              "the output is 0 here, so the rounding of the values it is computed from is all "
+              "of it" if math.isinf(self.number) else
               f"rounding is amplified {self.number:.1e} times (the largest value the output is "
               "computed from, times its effect on the output, over the output)")
         return (f"the program is ill-conditioned at this point: {of}; the disagreement shrinks "
@@ -72,7 +74,7 @@ def ill_conditioned(error: float, earlier: list[float], agrees_within_noise: boo
     error fell below ``CONVERGED_SHARE`` of theirs); None when it does not."""
     if not (agrees_within_noise and earlier and error <= CONVERGED_SHARE * min(earlier)):
         return None
-    return largest / max(abs(output), 1e-300)
+    return largest / abs(output) if output else math.inf  # 0: no digit of it is its own
 
 
 def conditioning(program: Program, measured: float) -> Conditioning:
