@@ -567,3 +567,33 @@ def test_an_error_is_placed_in_the_entry_as_typed():
     assert "  q = 1; y=zz(2)  # a comment\n" + " " * 11 + "^\n" in errors[1]
     assert errors[2].startswith("name error at line 2, column 3: unknown function foo2")
     assert "    foo2(1))\n    ^\n" in errors[2]
+
+
+def test_a_hessian_of_an_array_program_without_variables_is_nothing_to_check():
+    """An IndexError traceback at status 1, and in a session the end of it (a bug hunt)."""
+    for text in ("sum(ones(3))", "sum([1, 2])", "x = ones(3); sum(x*x)"):
+        done = subprocess.run([sys.executable, "-m", "gradcli", "eval", text, "--hessian"],
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0 and "Traceback" not in done.stderr
+        assert "✓ nothing to check: no gradient depends on a variable" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"],
+                          input="x = ones(3)\n:hessian sum(outer(x, x)**2)\nx[0] + 2\n",
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "Traceback" not in done.stderr and "value 3" in done.stdout
+
+
+def test_a_bug_of_gradcli_s_does_not_end_the_session(monkeypatch, capsys):
+    from gradcli.cli.session import Session
+
+    session = Session()
+    assert session.run("w = 2") == 0
+
+    def broken(self, text):
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(Session, "program", broken)
+    assert session.run("w*3") == 1
+    assert "gradcli: internal error (a bug in gradcli, please report it with the entry): " \
+           "IndexError: list index out of range; the session goes on" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert session.run("w*3") == 0 and "value 6" in capsys.readouterr().out

@@ -84,6 +84,12 @@ class Session:
             return self.program(text)
         except GradcliError as error:
             return show_error(error, False)
+        except Exception as error:  # a bug of gradcli's must not end the session and its work
+            import click
+
+            click.echo(f"gradcli: internal error (a bug in gradcli, please report it with the "
+                       f"entry): {type(error).__name__}: {error}; the session goes on", err=True)
+            return ExitStatus.CHECK_FAILED  # as Python's own status for an uncaught error
 
     # --- definitions and expressions -------------------------------------------------------
 

@@ -244,6 +244,9 @@ def _array_hessian(program: Program, checking: Checking | None,
             f"the Hessian of {elements:,} input elements is {elements:,}x{elements:,}, over the "
             f"limit of {MAX_ARRAY_HESSIAN_INPUTS:,} input elements",
             hint="--hvp NAME=ARRAY gives the Hessian-vector product H·v along one direction")
+    if not names:  # sum(ones(3)): nothing to differentiate, as a program of numbers
+        return HessianResult({}, None if checking is None else checking.report(
+            checking.rtol, checking.atol, nodes_skipped=True))
     graphs = GradientGraphs(program, max_nodes)
     columns, units = [], []
     for b in names:
