@@ -115,6 +115,10 @@ def test_cli_terminal_plot_and_errors():
     assert result.exit_code == 2 and "give one variable a range" in result.stderr
     result = run("x**2", "--x", "-2:2:5", "-o", "plot.pdf")
     assert result.exit_code == 2 and "name the file .svg or .png" in result.stderr
+    assert "cannot save a plot as a .pdf file" in result.stderr
+    result = run("x**2", "--x", "-2:2:5", "-o", "plot")  # it quoted 'a file without a suffix'
+    assert result.exit_code == 2 and "cannot save a plot as a file without a suffix" in (
+        result.stderr)
     result = run("x**2", "--x", "-2:2:5", "-o", "/nonexistent-dir/plot.png")
     assert result.exit_code == 2 and "cannot write /nonexistent-dir/plot.png" in result.stderr
     assert "Traceback" not in result.output

@@ -597,3 +597,10 @@ def test_a_bug_of_gradcli_s_does_not_end_the_session(monkeypatch, capsys):
            "IndexError: list index out of range; the session goes on" in capsys.readouterr().err
     monkeypatch.undo()
     assert session.run("w*3") == 0 and "value 6" in capsys.readouterr().out
+
+
+def test_a_function_defined_by_itself_is_said_so():
+    """It said "g and g are defined in terms of each other" (a bug hunt)."""
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input="g(x) = g(x)\n",
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "usage error: g is defined by itself" in done.stderr

@@ -211,7 +211,7 @@ def plot_command(ctx: click.Context, expr: str | None, assignments: tuple[str, .
         terminal = sys.stdout.isatty()
         columns = width or (shutil.get_terminal_size().columns if terminal else 80)
         columns = min(max(columns, MIN_PLOT_WIDTH), MAX_PLOT_WIDTH)
-        colour = terminal and "NO_COLOR" not in os.environ
+        colour = terminal and not os.environ.get("NO_COLOR")  # set and not empty: no colour
         ascii_only = not can_encode(getattr(sys.stdout, "encoding", None) or "utf-8")
         click.echo(terminal_plot(curve, columns, height, colour, ascii_only))
         click.echo(f"{plural(curve.xs.size, 'point')}{gaps}")

@@ -85,7 +85,7 @@ MAN_HELP = """Print gradcli's manual page (roff), made from the commands' own he
 SUMMARY = "differentiate formulas: values, reverse-mode gradients, finite-difference checks"
 
 _ENVIRONMENT = [
-    ("NO_COLOR", "When set (to anything), no colours on a terminal, also in the repl."),
+    ("NO_COLOR", "When set and not empty, no colours on a terminal, also in the repl."),
     ("COLUMNS", "The width tables are laid out for (default: the terminal's; 200 in a pipe)."),
     ("XDG_STATE_HOME", "The repl keeps its history in $XDG_STATE_HOME/gradcli/history "
                        "(default ~/.local/state/gradcli/history)."),

@@ -381,6 +381,10 @@ def _definition_order(expression: str, definitions: dict[str, str],
                 state[name] = 2
                 order.append(name)
             elif state.get(following) == 1:
+                if following == name:
+                    raise UsageError(f"{name} is defined by itself", hint="the definition is "
+                                     "not kept: gradcli has no recursion; define it without "
+                                     f"{name}")
                 raise UsageError(f"{name} and {following} are defined in terms of each other",
                                  hint="the definition is not kept: define one of them "
                                       "without the other")

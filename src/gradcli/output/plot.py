@@ -15,7 +15,7 @@ from typing import Any
 from gradcli.engine.graph import Program
 from gradcli.engine.notation import expression_texts, format_number
 from gradcli.engine.ops import numpy
-from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError, plural
+from gradcli.errors import ExitStatus, GradcliError, NumericError, UsageError, plural, visible
 from gradcli.gradcheck.evaluation import evaluate, require_values
 from gradcli.gradcheck.sweep import vector_sweep
 from gradcli.language.parser import program_of
@@ -189,7 +189,8 @@ def image_format(path: str | Path) -> str:
     """``svg`` or ``png``: the suffix of ``path``."""
     file_format = Path(path).suffix.lstrip(".").lower()
     if file_format not in FILE_FORMATS:
-        raise UsageError(f"cannot save a plot as {file_format or 'a file without a suffix'!r}",
+        what = f"a .{file_format} file" if file_format else "a file without a suffix"
+        raise UsageError(f"cannot save a plot as {visible(what)}",
                          hint="name the file .svg or .png")
     return file_format
 
