@@ -604,3 +604,13 @@ def test_a_function_defined_by_itself_is_said_so():
     done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input="g(x) = g(x)\n",
                           capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "usage error: g is defined by itself" in done.stderr
+
+
+def test_an_error_on_the_second_line_of_an_expression_says_line_2():
+    """The session took every error on the last line of the program it puts together for line
+    1 of the expression: a two-line expression's line 2 was called line 1 (a bug hunt)."""
+    for script in ("sin(x) + (y\n+ foo(z))\n", "a = 1\nb = 2\nsin(x) + (y\n+ foo(z))\n"):
+        done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=script,
+                              capture_output=True, text=True, check=False)
+        assert "name error at line 2, column 3: unknown function foo" in done.stderr, (
+            done.stderr)

@@ -181,8 +181,10 @@ class Session:
             result = evaluate(self.parsed(expression), {},
                               EvalSettings(order=order, strict=False))
         except GradcliError as error:
-            if error.line is not None and error.line == self.source(expression).count("\n") + 1:
-                error.line = 1  # the expression's, the last line of the program put together
+            source = self.source(expression)  # the definitions, then the expression's lines
+            first = source.count("\n") - expression.count("\n") + 1
+            if error.line is not None and error.line >= first:
+                error.line -= first - 1  # a line of the expression's own
             if error.hint and error.hint.startswith("it is defined as "):  # not on that line
                 error.hint = error.hint.partition(" on line ")[0] + " (:vars lists them)"
             if error.message.startswith(HESSIAN_NEEDS_VALUES):  # a session has no --y VALUE
