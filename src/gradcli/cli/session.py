@@ -178,13 +178,13 @@ class Session:
         from gradcli.gradcheck.evaluation import HESSIAN_NEEDS_VALUES, EvalSettings, evaluate
 
         try:
-            result = evaluate(self.parsed(expression), {},
-                              EvalSettings(order=order, strict=False))
+            program = self.parsed(expression)
+            try:
+                result = evaluate(program, {}, EvalSettings(order=order, strict=False))
+            except GradcliError as error:  # a note's place is in the program put together
+                self._own_lines(error, expression)
+                raise
         except GradcliError as error:
-            source = self.source(expression)  # the definitions, then the expression's lines
-            first = source.count("\n") - expression.count("\n") + 1
-            if error.line is not None and error.line >= first:
-                error.line -= first - 1  # a line of the expression's own
             if error.hint and error.hint.startswith("it is defined as "):  # not on that line
                 error.hint = error.hint.partition(" on line ")[0] + " (:vars lists them)"
             if error.message.startswith(HESSIAN_NEEDS_VALUES):  # a session has no --y VALUE
@@ -206,8 +206,19 @@ class Session:
         from gradcli.language.parser import parse
 
         if not set(_CALL.findall(expression)) & self.parameters.keys():
-            parse(expression)  # errors at line 1 of what was typed (alone, it knows no f(...))
-        return parse(self.source(expression))
+            parse(expression)  # errors at its lines as typed (alone, it knows no f(...))
+        try:
+            return parse(self.source(expression))
+        except GradcliError as error:
+            self._own_lines(error, expression)
+            raise
+
+    def _own_lines(self, error: GradcliError, expression: str) -> None:
+        """``error``, placed in the program put together (the definitions ``expression``
+        needs, then its own lines), placed in ``expression`` where it is in its lines."""
+        first = self.source(expression).count("\n") - expression.count("\n") + 1
+        if error.line is not None and error.line >= first:
+            error.line -= first - 1
 
     def source(self, expression: str) -> str:
         """The definitions ``expression`` needs, each after those it uses, then the expression."""
