@@ -60,11 +60,12 @@ def graph_tree(picture: GraphPicture, max_nodes: int = MAX_DRAWN_NODES,
     if unused:
         names = ", ".join(visible(picture.label(node)) for node in unused)
         root.add(Text(f"inputs the output does not use (gradient 0): {names}", style="dim"))
-    if elided:
-        deep = any(entry.cut for entry in entries)  # the depth, said only where it cut
-        root.add(Text(f"… {plural(elided, 'more node')} not shown (raise --max-nodes, 0 for all"
-                      + (f"; the tree goes {max_depth} levels deep, --format dot draws every "
-                         "level" if deep else "") + ")", style="dim"))
+    if elided:  # each limit said only where it cut
+        why = ["raise --max-nodes, 0 for all"] if 0 < max_nodes < len(picture.nodes) else []
+        if any(entry.cut for entry in entries):
+            why.append(f"the tree goes {max_depth} levels deep, --format dot draws every level")
+        root.add(Text(f"… {plural(elided, 'more node')} not shown ({'; '.join(why)})",
+                      style="dim"))
     return root
 
 
