@@ -642,3 +642,13 @@ def test_a_wrong_entry_is_refused_not_waved_through_by_a_smaller_step():
     for wrong in ("2.0001", "2.001"):
         with pytest.raises(CheckError, match="central differences give 2"):
             check(DiffCheck(program, {"x": ()}, {"x": 1.0}, "gradient", {"x": wrong}))
+
+
+@pytest.mark.parametrize("text", ["sum(ones(3))", "sum([1, 2])", "2*3"])
+def test_a_program_without_variables_has_nothing_to_differentiate(text):
+    """An array program without variables printed an empty line and 'note: ', status 0 (a bug
+    hunt); a program of numbers has always been this usage error."""
+    done = diff(text)
+    assert done.exit_code == 2 and done.stdout == ""
+    assert "usage error: nothing to differentiate: the expression has no variables" in (
+        done.stderr)

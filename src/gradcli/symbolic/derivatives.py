@@ -114,8 +114,7 @@ def differentiate(
         raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {order}")
     names = wrt_names(program, wrt, [n for n in program.variables if n not in values])
     if not names:
-        raise UsageError("nothing to differentiate: the expression has no variables",
-                         hint='try: gradcli diff "x**2"')
+        raise nothing_to_differentiate()
     _refuse_repeats_and_size(names, order)
     _refuse_growth(len(program.nodes), order, max_nodes)
     if any(name in values for name in program.variables):
@@ -294,6 +293,11 @@ class SymbolicResult:
     free: list[str]
     value: str
     gradients: dict[str, str]
+
+
+def nothing_to_differentiate() -> UsageError:
+    return UsageError("nothing to differentiate: the expression has no variables",
+                      hint='try: gradcli diff "x**2"')
 
 
 def refuse_arrays(program: Program, values: Mapping[str, Any] | None, what: str,

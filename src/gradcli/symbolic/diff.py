@@ -19,7 +19,12 @@ from gradcli.engine.notation import format_point
 from gradcli.errors import CheckError, UsageError
 from gradcli.language.values import gives_arrays, runs_on_arrays
 from gradcli.limits import MAX_NODES
-from gradcli.symbolic.derivatives import Derivatives, differentiate, wrt_names
+from gradcli.symbolic.derivatives import (
+    Derivatives,
+    differentiate,
+    nothing_to_differentiate,
+    wrt_names,
+)
 
 Verify = Callable[..., Any]  # called with DiffCheck's fields as keywords
 
@@ -58,6 +63,8 @@ class Diff:
 
 def diff(program: Program, ask: DiffAsk, verify: Verify | None = None) -> Diff:
     """The derivatives ``ask`` asks for, checked by ``verify`` (None: not checked)."""
+    if not program.variables:  # sum(ones(3)) as 2*3
+        raise nothing_to_differentiate()
     if program.outputs and not _has_array_parts(program, ask):
         if ask.fmt != "python" or ask.order != 1:
             return _outputs(program, ask, verify)  # f, g: the Jacobian's entries
