@@ -149,7 +149,7 @@ def check_record(check: CheckReport) -> dict[str, Any]:
         # each gradient's check: the numbers of its worst element, at "where" (a tuple: a list)
         "gradients": {name: _gradient_check_record(g) for name, g in check.gradients.items()},
         "nodes_checked": not check.nodes_skipped, "method": check.method,
-        "unchecked": check.unchecked, "shrunk": check.shrunk,
+        "unchecked": check.unchecked, "shrunk": check.shrunk, "unresolved": check.unresolved,
         "ill_conditioned": None if check.conditioning is None else check.conditioning.record(),
     }
 

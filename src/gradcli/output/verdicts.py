@@ -95,6 +95,12 @@ def verdict(check: CheckReport | None, what: tuple[str, str] = ("gradient", "gra
                  f"{most if len(counts) == 1 else 'up to ' + most}" if directions else "")
         text.append(f"\nchecked {checked:,} of {size:,} {what[1]} (an evenly spread sample of "
                     f"the larger arrays{along})", style="dim" if directions else "yellow")
+    unresolved = getattr(check, "unresolved", [])
+    if unresolved:
+        widest = max(check.gradients[name].tolerance for name in unresolved)
+        text.append(f"\nnot resolved for {listed(unresolved)}: the program's values are so "
+                    "much larger than their changes that rounding swamps the differences (a "
+                    f"gradient {widest:.1e} away would pass too)", style="yellow")
     shrunk = getattr(check, "shrunk", [])
     if shrunk:
         text.append(f"\nthe check's budget ran out: fewer elements or directions checked for "
