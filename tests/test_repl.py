@@ -4,6 +4,7 @@ piped mode, where a session is a script."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -614,3 +615,14 @@ def test_an_error_on_the_second_line_of_an_expression_says_line_2():
                               capture_output=True, text=True, check=False)
         assert "name error at line 2, column 3: unknown function foo" in done.stderr, (
             done.stderr)
+
+
+def test_json_of_an_error_is_eval_s_error_record():
+    """:json log(-1) printed the caret display, not the record `gradcli eval --json` writes (a
+    bug hunt)."""
+    done = subprocess.run([sys.executable, "-m", "gradcli", "repl"], input=":json log(-1)\n",
+                          capture_output=True, text=True, check=False)
+    record = json.loads(done.stdout)
+    assert record["expression"] == "log(-1)" and record["value"] is None
+    assert record["error"]["kind"] == "domain" and done.returncode == 3
+    assert done.stderr.startswith("gradcli: numeric error: logarithm of a non-positive number")

@@ -282,11 +282,16 @@ class Session:
         return self.evaluate(self._last(argument), order=2)
 
     def _json(self, argument: str) -> int:
-        from gradcli.cli.show import show_result
+        """The record ``gradcli eval --json`` writes, an error's too (log(-1): its error
+        record, as eval's)."""
+        from gradcli.cli.show import show_error, show_result
         from gradcli.gradcheck.evaluation import EvalSettings, evaluate
 
         expression = self._last(argument)
-        result = evaluate(self.parsed(expression), {}, EvalSettings(strict=False))
+        try:
+            result = evaluate(self.parsed(expression), {}, EvalSettings(strict=False))
+        except GradcliError as error:
+            return show_error(error, True, expression)
         return show_result(result, self.source(expression), True)
 
     def _graph(self, argument: str) -> int:
