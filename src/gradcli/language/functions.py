@@ -6,6 +6,7 @@ needs to know. A function is known from its definition on, so inlining always en
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 
@@ -198,17 +199,24 @@ def argument_tokens(source: str, token: Token) -> list[Token]:
     start = source.find("(", token.pos_in_stream + len(token))
     found: list[Token] = []
     depth, begin = 0, start + 1
+    # the line breaks inside the call, met on the way: an argument's line and column without
+    # counting from the start again (40,000 arguments took 6 s, quadratic in their count)
+    line0 = token.line + source.count("\n", token.pos_in_stream, max(start, 0))
+    breaks = [source.rfind("\n", 0, max(start, 0))]
     for position in range(start, len(source) if start >= 0 else 0):
         char = source[position]
         if char in "([":
             depth += 1
         elif char in ")]":
             depth -= 1
+        elif char == "\n":
+            breaks.append(position)
         if (depth == 0 and char == ")") or (depth == 1 and char == ","):
             text = source[begin:position]
             first = begin + len(text) - len(text.lstrip())
-            line = token.line + source.count("\n", token.pos_in_stream, first)
-            column = first - source.rfind("\n", 0, first)
+            before = bisect.bisect_left(breaks, first)  # breaks[0]: the one before the call
+            line = line0 + before - 1
+            column = first - breaks[before - 1]
             if text.strip():  # f() has none
                 found.append(Token("ARGUMENT", text.strip(), first, line, column))
             begin = position + 1
