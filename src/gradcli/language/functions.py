@@ -6,7 +6,6 @@ needs to know. A function is known from its definition on, so inlining always en
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Callable
 
@@ -196,6 +195,8 @@ def call_label(source: str, token: Token) -> str:
 def argument_tokens(source: str, token: Token) -> list[Token]:
     """Each argument of ``token(...)`` as written, a token at its first character: by the
     time a definition's head is reduced its arguments are nodes, which keep no place."""
+    import bisect  # here, not at the top: an eval without a definition never loads it
+
     start = source.find("(", token.pos_in_stream + len(token))
     found: list[Token] = []
     depth, begin = 0, start + 1
