@@ -14,7 +14,7 @@ from gradcli.engine.failures import index_text
 from gradcli.engine.notation import format_number
 from gradcli.errors import CheckError, NumericError
 from gradcli.gradcheck.quotients import Quotients
-from gradcli.gradcheck.steps import NOISE_FACTOR
+from gradcli.gradcheck.steps import rounding_swamps
 
 RTOL, ATOL = 1e-6, 1e-7  # an exact derivative (relative to the entry's largest element)
 FD_RTOL, FD_ATOL = 1e-5, 1e-6  # a derivative compared with central differences
@@ -46,13 +46,13 @@ def compare(label: str, text: str, point: Mapping[str, Any], printed: Any, expec
 
 
 def swamped(found: Quotients) -> Any:
-    """Where the rounding of the differences themselves, not the allowance for it (a margin of
-    ``NOISE_FACTOR``), is above the tolerance's own share: no step of theirs tells a wrong
+    """Where the rounding of the differences themselves, not the allowance for it, is above the
+    tolerance's own share (``rounding_swamps``): no step of theirs tells a wrong
     entry from a right one there (1e20 + x**2: values of 1e20 leave d/dx = 2 unresolved)."""
     np = arrays.numpy()
     expected = np.asarray(found.value, dtype=float)
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
-    return found.noise / NOISE_FACTOR > FD_ATOL * scale + FD_RTOL * np.abs(expected)
+    return rounding_swamps(found.noise, FD_ATOL * scale + FD_RTOL * np.abs(expected))
 
 
 def unresolved(label: str, point: Mapping[str, Any], printed: Any, found: Quotients,

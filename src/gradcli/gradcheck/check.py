@@ -29,7 +29,7 @@ from gradcli.gradcheck.differences import (
     screened,
     settled_check,
 )
-from gradcli.gradcheck.steps import CENTRAL, NOISE_FACTOR, base_step, central_agrees
+from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees, rounding_swamps
 from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
 from gradcli.limits import ARRAY_CHECK_BUDGET, CHECK_BUDGET, VECTOR_CHECK_FACTOR
 
@@ -76,14 +76,14 @@ class CheckReport:
     @property
     def unresolved(self) -> list[str]:
         """The variables whose gradient agrees only within the rounding of values far larger
-        than their changes: the rounding itself, not only the allowance for it (a margin of
-        ``NOISE_FACTOR``), is above the tolerance's own share, so a wrong gradient would pass
+        than their changes: the rounding itself, not only the allowance for it, is above the
+        tolerance's own share (``rounding_swamps``), so a wrong gradient would pass
         too (x**2 + 1e20 at 1: 5.9e10 allowed for a gradient of 2)."""
         found = []
         for name, check in self.gradients.items():
             if check.ok and check.numeric is not None:
                 share = self.atol + self.rtol * max(abs(check.analytic), abs(check.numeric))
-                if (check.tolerance - share) / NOISE_FACTOR > share:
+                if rounding_swamps(check.tolerance - share, share):
                     found.append(name)
         return found
 

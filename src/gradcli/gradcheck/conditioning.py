@@ -63,8 +63,14 @@ def settles_quietly(error: Any, earlier: Any, agrees: Any, largest: Any, output:
     ``CONVERGED_SHARE`` of the best earlier step's, ``earlier``: NaN or inf for none), and
     rounding is not amplified (``QUIET``): what swamps it is a tolerance of 1e-8 at a gradient
     of 0 (relu(x)**2 + 1 at 0, where the differences close in only as h does)."""
-    return (agrees & (error <= CONVERGED_SHARE * earlier) & (earlier < math.inf)
-            & (largest / QUIET <= abs(output)))  # not QUIET * |output|: it may overflow
+    return _converged(error, earlier, agrees) & (largest / QUIET <= abs(output))  # (not
+    # QUIET * |output|: it may overflow)
+
+
+def _converged(error: Any, earlier: Any, agrees: Any) -> Any:
+    """A swamped step's estimate agrees, and its error fell below ``CONVERGED_SHARE`` of the
+    best earlier step's (``earlier``: NaN or inf for none): the differences closed in."""
+    return agrees & (error <= CONVERGED_SHARE * earlier) & (earlier < math.inf)
 
 
 def ill_conditioned(error: float, earlier: list[float], agrees_within_noise: bool,
@@ -72,7 +78,7 @@ def ill_conditioned(error: float, earlier: list[float], agrees_within_noise: boo
     """The rounding amplification (the values a difference subtracts over the output) when a
     smaller step's estimate, swamped by rounding, explains the earlier steps' failure (its
     error fell below ``CONVERGED_SHARE`` of theirs); None when it does not."""
-    if not (agrees_within_noise and earlier and error <= CONVERGED_SHARE * min(earlier)):
+    if not _converged(error, min(earlier, default=math.nan), agrees_within_noise):
         return None
     return largest / abs(output) if output else math.inf  # 0: no digit of it is its own
 

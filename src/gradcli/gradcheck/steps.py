@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 EPS = sys.float_info.epsilon
 SHRINKS = 8  # smaller steps tried after a disagreement: down to h / 16**8
 _SHRINK_FACTOR = 16.0
-NOISE_FACTOR = 16.0
+_NOISE_FACTOR = 16.0
 _CUBE_ROOT_EPS = EPS ** (1.0 / 3.0)
 
 
@@ -96,7 +96,13 @@ def quotient(stencil: Stencil, samples: Sequence[Any], h: Any) -> Any:
 def noise_allowance(largest: Any, h: Any) -> Any:
     """Rounding error a difference quotient at step ``h`` can carry, ``largest`` being the
     largest rounding scale |v| |df/dv| among the values it recomputed."""
-    return NOISE_FACTOR * EPS * largest / h
+    return _NOISE_FACTOR * EPS * largest / h
+
+
+def rounding_swamps(allowance: Any, share: Any) -> Any:
+    """Where the rounding a difference carries, the ``noise_allowance`` without its margin of
+    ``_NOISE_FACTOR``, is above the tolerance's own ``share``: a wrong value would pass too."""
+    return allowance / _NOISE_FACTOR > share
 
 
 def tolerance(
@@ -171,13 +177,11 @@ def kink(jumps: Sequence[Any], allowed: Any, largest: Any, h: Any) -> Any:
     the one before). So 0.01*abs(w) + (300*w - 1)**2 at 0, whose curve makes the first jumps
     shrink tenfold (c = 9e4, K = 0.02), is a kink, as it is."""
     estimates = [(after - 0.1 * before) / 0.9 for before, after in pairwise(jumps)]
-    steady = found = False
-    for k, estimate in enumerate(estimates):
-        if k:
-            steady = (steady if k > 1 else True) & (estimate > 0.5 * estimates[k - 1]) & (
-                estimate < 2.0 * estimates[k - 1])
-            noise = noise_allowance(largest, h * KINK_STEPS[k + 1])
-            found = found | (steady & (estimate > allowed + 4.0 * noise))
+    steady, found = True, False
+    for k, (before, estimate) in enumerate(pairwise(estimates), start=2):
+        steady = steady & (estimate > 0.5 * before) & (estimate < 2.0 * before)
+        noise = noise_allowance(largest, h * KINK_STEPS[k])  # the pair's smaller step's
+        found = found | (steady & (estimate > allowed + 4.0 * noise))
     return found
 
 
