@@ -5,6 +5,7 @@ and tolerances the command line refuses accepted here)."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -69,3 +70,15 @@ def test_diff_is_the_command_s_path_for_array_programs_too():
     with pytest.raises(gradcli.UsageError, match="works on scalar programs") as refused:
         gradcli.differentiate("sum(x**2)", ["x"], values={"x": [1, 2]})
     assert refused.value.hint.startswith("gradcli.diff(program, values=..., shapes=...)")
+
+
+@pytest.mark.parametrize(("keywords", "says"), [
+    ({"fmt": "pdf"}, "no format 'pdf'"),  # it printed text in silence
+    ({"order": 0}, "--order must be from 1 to 6, not 0"),  # it printed the Hessian
+    ({"shapes": {"x": -1}}, "cannot read the shape '-1' of x"),
+])
+def test_diff_refuses_what_the_command_line_refuses(keywords, says):
+    with pytest.raises(gradcli.UsageError, match=re.escape(says)):
+        gradcli.diff("sum(x**2)", **{"shapes": {"x": (3,)}, **keywords})
+    # a shape as a number, a tuple or the text --shape takes: the same vector
+    assert gradcli.diff("sum(x**2)", shapes={"x": 3}).texts == {"x": "2*x"}

@@ -105,8 +105,9 @@ def diff(
     program = program_of(program, given=given)
     if isinstance(wrt, str):
         wrt = [name.strip() for name in wrt.split(",") if name.strip()]
-    sizes = {name: read_shape(name, shape) if isinstance(shape, str) else tuple(shape)
-             for name, shape in (shapes or {}).items()}
+    sizes = {name: read_shape(name, str(shape) if isinstance(shape, (str, int)) else
+                              "x".join(str(n) for n in shape) or "scalar")
+             for name, shape in (shapes or {}).items()}  # read as --shape reads it
     ask = DiffAsk(wrt, order, given, fmt, defaults, shapes=sizes)
     return derivatives(program, ask, (lambda **parts: checked(DiffCheck(**parts))) if check
                        else None)

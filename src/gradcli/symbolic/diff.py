@@ -20,6 +20,7 @@ from gradcli.errors import CheckError, UsageError
 from gradcli.language.values import gives_arrays, runs_on_arrays
 from gradcli.limits import MAX_NODES
 from gradcli.symbolic.derivatives import (
+    MAX_ORDER,
     Derivatives,
     differentiate,
     nothing_to_differentiate,
@@ -41,6 +42,16 @@ class DiffAsk:
     max_nodes: int = MAX_NODES  # of the program and of the derivatives' graphs
     shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # --shape
     texts: bool = True  # print the texts even with --format python (--json wants both)
+
+    def __post_init__(self) -> None:
+        """What the command line's choices refuse, refused for a caller from Python too."""
+        if self.fmt not in FORMATS:
+            raise UsageError(f"no format {self.fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
+        if not 1 <= self.order <= MAX_ORDER:
+            raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {self.order}")
+
+
+FORMATS = ("text", "latex", "python")
 
 
 @dataclass
