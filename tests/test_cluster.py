@@ -291,10 +291,15 @@ def test_a_skip_past_the_end_says_how_many_lines_there_were():
     # a batch resumed after its last line is done: no record, status 0 and a note, not
     # "no programs on stdin" (status 2; a bug hunt)
     for rest in (b"", b"\n", b"# done\n\n"):  # blank and comment lines after it too (a review)
-        status, out, err = run(["eval", "-", "--json", "--skip", "2", *POINT], b"x\nx*2\n" + rest)
+        status, out, err = run(["eval", "-", "--json", "--skip", "2", "--x", "1"],
+                               b"x\nx*2\n" + rest)
         assert (status, out) == (0, b"")
-        assert err == (b"gradcli: note: --skip 2 skips every program line of stdin: nothing is "
+        assert err == (b"gradcli: note: --skip passes every program line of stdin: nothing is "
                        b"left to evaluate\n")
+    # and a value no line uses is still the mistake it is, skipped lines or none left (a review)
+    status, out, err = run(["eval", "-", "--json", "--skip", "2", "--x", "1", "--q", "3"],
+                           b"x\nx*2\n")
+    assert status == 2 and b"no program line uses q (--q 3)" in err
     status, out, err = run(["eval", "-", "--json", "--no-check", "--skip", "2", "--x", "1"],
                            b"x\nx*2\n\n# c\nx*3\n")
     assert status == 0 and json.loads(out)["line"] == 5

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
-from itertools import chain, islice
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -78,11 +78,13 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
              show: Callable[..., int], table: TableStyle | None = None) -> int:
     """``show(lines, runs=...)`` (``show_batch``) on the cluster at ``address`` (None: here),
     from input line ``skip + 1``; ``table``: a table batch, whose lines the workers make."""
-    written: set[str] = set()  # the names the skipped lines write: a value they use is used
+    written: set[str] | None = None  # the names the skipped lines write: a value they use is
+    # used (None: none skipped)
     if skip:
         from gradcli.language.values import NAME
 
         lines = iter(lines)
+        written = set()
         skipped = 0
         for line in islice(lines, skip):
             skipped += 1
@@ -91,18 +93,6 @@ def batch_on(address: ClusterAddress | None, skip: int, lines: Iterable[str],
             raise UsageError(f"--skip {skip} passes the end of the input: stdin has {skipped} "
                              f"line{'' if skipped == 1 else 's'}",
                              hint="--skip N goes on from line N + 1 of the same input")
-        from gradcli.gradcheck.evaluation import is_program
-
-        after: list[str] = []  # up to the next program line (blank and # lines count too)
-        for line in lines:
-            after.append(line)
-            if is_program(line):
-                break
-        else:  # a batch resumed after its last program: done, not "no programs"
-            click.echo(f"gradcli: note: --skip {skip} skips every program line of stdin: "
-                       "nothing is left to evaluate", err=True)
-            return 0
-        lines = chain(after, lines)
     if address is None:
         from gradcli.runs.batch import json_runs
 

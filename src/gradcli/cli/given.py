@@ -172,10 +172,11 @@ def _why_unused(name: str, shown: str, program: Program) -> str:
 
 
 def check_batch_names(given: Given, used: Collection[str], lines: int,
-                      unread: int = 0) -> UsageError | None:
-    """After a batch: the error for no program lines, or for a given name that no line uses
-    (``used``: the variables of every line that parsed), or None."""
-    if lines == 0:
+                      unread: int = 0, resumed: bool = False) -> UsageError | None:
+    """After a batch: the error for no program lines (but where ``--skip`` passed them:
+    ``resumed``), or for a given name that no line uses (``used``: the variables of every line
+    that parsed), or None."""
+    if lines == 0 and not resumed:
         return UsageError("no programs on stdin",
                           hint="give one program per line (blank lines and # comments are "
                                "skipped), or the program as EXPR: gradcli eval \"x**2\" --x 3")

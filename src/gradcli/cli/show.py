@@ -164,12 +164,13 @@ def show_report(outcomes: list[Any], errors: list[Any], as_json: bool,
 def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSettings,
                as_json: bool, given: Given, digits: int | None = None,
                runs: Callable[..., Iterator[Any]] | None = None,
-               skipped_names: Collection[str] = ()) -> int:
+               skipped_names: Collection[str] | None = None) -> int:
     """One record per program line, in order; returns the largest status among them.
 
     No program lines, or a given value no line uses, is a usage error on stderr after the last
     record (stdout keeps one record per line); a name written in the lines ``--skip`` passed
-    over (``skipped_names``) counts as used. ``runs(lines, values, settings)`` makes the
+    over (``skipped_names``; None: none were) counts as used, and after them no program line is
+    a batch resumed after its end: a note, status 0. ``runs(lines, values, settings)`` makes the
     records a run at a time (default ``runs.batch.json_runs``; a cluster's ``ClusterRuns``).
     Ctrl-C, SIGTERM and SIGHUP stop between records (``_Stops``): 130, or "gradcli:
     terminated" and 128 + the signal's number, as shells report it.
@@ -187,8 +188,13 @@ def show_batch(lines: Iterable[str], values: dict[str, float], settings: EvalSet
             _say("gradcli: terminated")
             streams.quiet_after_stop()
             return ExitStatus.HANGUP if stop.signum == _signal.SIGHUP else ExitStatus.TERMINATED
-    error = check_batch_names(uses.given, {*uses.used, *skipped_names}, uses.lines, uses.unread)
+    resumed = skipped_names is not None
+    error = check_batch_names(uses.given, {*uses.used, *(skipped_names or ())}, uses.lines,
+                              uses.unread, resumed)
     if error is None:
+        if resumed and not uses.lines:
+            _say("gradcli: note: --skip passes every program line of stdin: nothing is left to "
+                 "evaluate")
         return status
     if as_json:
         echo(f"gradcli: {error.one_line()}", err=True)
