@@ -27,7 +27,10 @@ from gradcli.errors import NumericError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
+
+
+_HIT: Final = object()  # ``affected``'s mark
 
 
 class Replayer:
@@ -42,7 +45,10 @@ class Replayer:
         self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
         self.switched: set[int] = set()
         self._weights: list[float] = []  # ``rounding_weight`` of each node, made by ``weights``
-        self._values: list[Any] = []  # each node's value, made by ``values``
+        # Each node's value, by index, twice (``replay_pair``'s up and down copies): made on
+        # first use, and put back after each replay where it wrote (O(affected), not O(nodes)).
+        self._ups: list[Any] = []
+        self._downs: list[Any] = []
 
     def weights(self) -> list[float]:
         """Each node's ``rounding_weight``, computed on first use."""
@@ -86,52 +92,65 @@ class Replayer:
         None where the two replays would not both run plainly (a domain, a failure, a result
         that is not finite, a conditional): the caller replays one at a time, which names the
         error. One walk reads each node and its operands once for both values, from two copies
-        of the nodes' values by index (lists: no dict of changed values to box indices for)."""
+        of the nodes' values by index (lists: no dict of changed values to box indices for),
+        kept for the next target and mended where this one wrote."""
         if self.masked:
             return None
-        ups = self.values()
-        downs = ups[:]
+        affected = self.affected(index)  # makes ``_downs``
+        if not self._ups:
+            self._ups = self._downs[:]
+        ups, downs = self._ups, self._downs
         ups[index], downs[index] = up, down
-        weights = self.weights()
-        largest = max(abs(up), abs(down)) * weights[index]
+        largest = max(abs(up), abs(down)) * float_weight(self.nodes[index].grad)
+        try:
+            return self._walk_pair(affected, ups, downs, largest)
+        finally:  # the copies back to the nodes' values
+            node = self.nodes[index]
+            ups[index] = downs[index] = node.value
+            for node in affected:
+                ups[node.index] = downs[node.index] = node.value
+
+    def _walk_pair(self, affected: list[Node], ups: list[Any], downs: list[Any],
+                   largest: float) -> tuple[float, float, float] | None:
         isfinite = math.isfinite
-        above: tuple[Any, ...]
-        below: tuple[Any, ...]
-        for node in self.affected(index):
+        for node in affected:
             op, inputs = node.op, node.inputs
-            if len(inputs) == 2:  # most nodes: no comprehension (a function call in Python 3.11)
+            domain, forward = op.domain, op.forward
+            if len(inputs) == 2:  # most nodes: two calls of two arguments, no tuples
                 a, b = inputs
                 i, j = a.index, b.index
-                above = (ups[i], ups[j])
-                below = (downs[i], downs[j])
+                a_up, b_up, a_down, b_down = ups[i], ups[j], downs[i], downs[j]
+                if domain is not None and (domain(a_up, b_up) is not None
+                                           or domain(a_down, b_down) is not None):
+                    return None
+                try:
+                    high, low = forward(a_up, b_up), forward(a_down, b_down)
+                except (ArithmeticError, ValueError):
+                    return None
             else:
                 above = tuple([ups[s.index] for s in inputs])
                 below = tuple([downs[s.index] for s in inputs])
-            domain = op.domain
-            if domain is not None and (domain(*above) is not None
-                                       or domain(*below) is not None):
+                if domain is not None and (domain(*above) is not None
+                                           or domain(*below) is not None):
+                    return None
+                try:
+                    high, low = forward(*above), forward(*below)
+                except (ArithmeticError, ValueError):
+                    return None
+            k = node.index
+            ups[k], downs[k] = high, low
+            high_size: float = high  # the float arithmetic below unboxed (compiled)
+            low_size: float = low
+            if not (isfinite(high_size) and isfinite(low_size)):
                 return None
-            try:
-                high, low = op.forward(*above), op.forward(*below)
-            except (ArithmeticError, ValueError):
-                return None
-            if not (isfinite(high) and isfinite(low)):
-                return None
-            ups[node.index], downs[node.index] = high, low
-            weight = weights[node.index]
-            high, low = abs(high) * weight, abs(low) * weight
-            if high > largest:
-                largest = high
-            if low > largest:
-                largest = low
+            weight = float_weight(node.grad)
+            high_size, low_size = abs(high_size) * weight, abs(low_size) * weight
+            if high_size > largest:
+                largest = high_size
+            if low_size > largest:
+                largest = low_size
         last = self.nodes[-1].index
         return ups[last], downs[last], largest
-
-    def values(self) -> list[Any]:
-        """A copy of every node's value, by index (the nodes' values, read once per check)."""
-        if not self._values:
-            self._values = [node.value for node in self.nodes]
-        return self._values[:]
 
     def _replay_masked(self, index: int, changed: dict[int, Any], largest: float,
                        evaluate: Any) -> tuple[Any, float]:
@@ -176,15 +195,28 @@ class Replayer:
         down the order, a node hit when one of its operands is (no recursion, no sorting)."""
         if index == self._index:
             return self._affected
-        hit = [False] * len(self.nodes)  # a list, not a bytearray: compiled, no boxed ints
-        hit[index] = True
+        nodes = self.nodes
+        if not self._downs:
+            self._downs = [node.value for node in nodes]
+        # The marks: ``_HIT`` in the down copy of the values (no list of its own, W3: 0.8 MB),
+        # its values put back where they were set: O(found), not O(nodes).
+        marks = self._downs
+        marks[index] = _HIT
         found: list[Node] = []
-        for node in self.nodes[index + 1:]:
-            for source in node.inputs:
-                if hit[source.index]:
-                    hit[node.index] = True
-                    found.append(node)
-                    break
+        for k in range(index + 1, len(nodes)):  # no copy of the order's tail
+            node = nodes[k]
+            inputs = node.inputs
+            if len(inputs) == 2:  # most nodes: no loop
+                a, b = inputs
+                if not (marks[a.index] is _HIT or marks[b.index] is _HIT):
+                    continue
+            elif not any(marks[source.index] is _HIT for source in inputs):
+                continue
+            marks[node.index] = _HIT
+            found.append(node)
+        marks[index] = nodes[index].value
+        for node in found:
+            marks[node.index] = node.value
         self._index, self._affected = index, found
         return found
 
@@ -373,10 +405,15 @@ def rounding_weight(grad: Any) -> float:
     stationary point behind a cancellation) is not covered. A gradient that is not finite
     weighs 1, the value's bare magnitude."""
     if isinstance(grad, (float, int)):  # NumPy's float64 too
-        weight = abs(grad)
-    else:
-        np = numpy()
-        weight = float(np.max(np.abs(grad), initial=0.0))
+        return float_weight(grad)
+    np = numpy()
+    return float_weight(float(np.max(np.abs(grad), initial=0.0)))
+
+
+def float_weight(grad: float) -> float:
+    """``rounding_weight`` of a float gradient (``replay_pair`` weighs each node so as it goes:
+    no list of weights, a boxed float each, W3: 3 MB)."""
+    weight = abs(grad)
     return weight if weight <= 1.0 else 1.0  # NaN too
 
 
