@@ -20,6 +20,9 @@ MAX_NODES = 1_000_000  # graph nodes of one program (--max-nodes)
 CHARS_PER_NODE = 8
 CHECK_BUDGET = 1_000_000  # node recomputations of the check: about a second
 VECTOR_CHECK_FACTOR = 50  # the vectorised pass recomputes elements ~50 times faster
+# The compiled float replays recompute ~5 times as many nodes in that second (counted as they
+# go: only the nodes an input affects), so a graph of a few inputs needs no vectorised pass.
+REPLAY_CHECK_FACTOR = 5
 MAX_RANGE_COUNT = 10_000_000  # values of one START:STOP:COUNT range
 MAX_SWEEP_POINTS = 10_000_000  # 10^7 CSV rows are about a GB
 MAX_SWEEP_CELLS = 3_000_000_000  # points x nodes: 10^7 points of a 300-node program

@@ -31,7 +31,12 @@ from gradcli.gradcheck.differences import (
 )
 from gradcli.gradcheck.steps import CENTRAL, base_step, central_agrees, rounding_swamps
 from gradcli.gradcheck.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, METHODS, NODE_CHECK_LIMIT
-from gradcli.limits import ARRAY_CHECK_BUDGET, CHECK_BUDGET, VECTOR_CHECK_FACTOR
+from gradcli.limits import (
+    ARRAY_CHECK_BUDGET,
+    CHECK_BUDGET,
+    REPLAY_CHECK_FACTOR,
+    VECTOR_CHECK_FACTOR,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -144,26 +149,42 @@ def check_gradients(
 
 def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per_node: bool,
                   budget: int) -> None:
-    """The fast path: every value a float, one replay per perturbation (module docstring)."""
+    """The fast path: every value a float, one replay per perturbation (module docstring).
+
+    The inputs are replayed first, as far as ``budget`` times ``REPLAY_CHECK_FACTOR`` goes in
+    the work the replays do (only the nodes each input affects); the vectorised pass takes
+    those left, when they are many (a sum of 10^5 inputs), so that a large graph of a few
+    inputs (W3: 100 over 10^5 nodes) never imports NumPy. A per-node check of a large graph
+    settles its many nodes in that pass first."""
     nodes, rtol, atol, method = program.nodes, report.rtol, report.atol, report.method
     targets = [n for n in nodes if n.needs_grad] if per_node else list(program.variables.values())
     passed = {}
     if program.masked:
         targets = meaningful(targets, liveness(nodes), nodes)
-    elif method == "central" and len(targets) * len(nodes) >= _COLUMNS_FROM:  # else: {}
+    elif per_node and method == "central" and len(targets) * len(nodes) >= _COLUMNS_FROM:
         affordable = _affordable(targets, nodes, budget * VECTOR_CHECK_FACTOR)
         passed = _central_at_once(program, affordable, rtol, atol, replayer)
-    spent = 0
+    spent, left, limit = 0, [], budget * REPLAY_CHECK_FACTOR
     for name, node in program.variables.items():
         if node.index in passed:
             report.gradients[name] = passed[node.index]
             continue
-        cost = _replay_cost(nodes, node)
-        if report.gradients and spent + cost > budget:
-            report.unchecked.append(name)
+        # The sweep that finds the nodes it affects (five nodes swept cost about one
+        # recomputation), then both replays of those nodes; a sweep is spent even where the
+        # replays do not fit after it.
+        sweep = (len(nodes) - node.index) // 5
+        fits = not report.gradients or spent + sweep <= limit
+        if fits:
+            spent += sweep
+            replays = 2 * len(replayer.affected(node.index))
+            fits = not report.gradients or spent + replays <= limit
+        if not fits:
+            left.append(node)
             continue
-        spent += cost
+        spent += replays
         report.gradients[name] = _checked(replayer, node, rtol, atol, method)
+    if left:
+        _check_left(program, report, left, budget, replayer)
     if not per_node or report.unchecked:
         report.nodes_skipped = True
         return
@@ -171,6 +192,26 @@ def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per
         known = report.gradients.get(str(node.name)) if node.is_leaf else None
         report.nodes[node.index] = (
             known or passed.get(node.index) or _checked(replayer, node, rtol, atol, method))
+
+
+def _check_left(program: Program, report: CheckReport, left: list[Node], budget: int,
+                replayer: Replayer) -> None:
+    """The inputs past the replays' budget: those that pass in the vectorised pass (when it
+    runs, within its own budget) are checked, the rest ``unchecked``; ``report.gradients``
+    keeps the inputs' order."""
+    passed = {}
+    if report.method == "central" and not program.masked:
+        affordable = _affordable(left, program.nodes, budget * VECTOR_CHECK_FACTOR)
+        passed = _central_at_once(program, affordable, report.rtol, report.atol, replayer)
+    checked = report.gradients
+    report.gradients = {}
+    for name, node in program.variables.items():
+        if name in checked:
+            report.gradients[name] = checked[name]
+        elif node.index in passed:
+            report.gradients[name] = passed[node.index]
+        else:
+            report.unchecked.append(name)
 
 
 def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
@@ -190,8 +231,8 @@ def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
     return check_node(replayer, node, rtol, atol, method)
 
 
-def _replay_cost(nodes: list[Node], node: Node) -> int:
-    """An upper bound of the nodes two replays from ``node`` recompute."""
+def _columns_cost(nodes: list[Node], node: Node) -> int:
+    """The nodes two replays from ``node`` recompute in the vectorised pass (all after it)."""
     return 2 * (len(nodes) - node.index)
 
 
@@ -200,7 +241,7 @@ def _affordable(targets: list[Node], nodes: list[Node], budget: int) -> list[Nod
     chosen: list[Node] = []
     spent = 0
     for node in targets:
-        spent += _replay_cost(nodes, node)
+        spent += _columns_cost(nodes, node)
         if chosen and spent > budget:
             break
         chosen.append(node)
