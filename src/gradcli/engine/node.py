@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 _next_seq = itertools.count().__next__
+
+
+def next_seq() -> int:
+    """A creation number below every node made after this call (``graph.nodes_of``)."""
+    return _next_seq()
+
 # The value and gradient of a node not yet evaluated: one shared float (compiled, a literal
 # would be boxed for every node: 48 B each).
 _ZERO: Any = 0.0

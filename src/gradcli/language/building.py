@@ -20,7 +20,7 @@ from gradcli.engine.ops import (
 )
 from gradcli.errors import GradcliNameError, Note, ParseError, UsageError
 from gradcli.language.functions import Definitions, Function, Head, defined_later, name_error
-from gradcli.language.lalr import Token
+from gradcli.language.lalr import Token, token_at
 from gradcli.language.syntax_errors import (
     LOOKALIKES,
     function_hint,
@@ -48,14 +48,16 @@ class GraphBuilder(Definitions):
         self.made = 0  # nodes built so far, against ``max_nodes``
         self.variables: dict[str, Node] = {}  # input variables, in order of first appearance
         self.named: dict[str, Node] = {}  # names given by statements: intermediates and inputs
-        self.assigned: dict[str, Token] = {}  # intermediates' names, where they are assigned
+        # intermediates' names and where each is assigned (its position: a Token each would
+        # be 170 B, W3 has 11,000), made a Token again for an error (``token_at``)
+        self.assigned: dict[str, int] = {}
         self.read: set[str] = set()  # the names some expression reads
         self.defaults: dict[str, float] = {}  # values that statements give input variables
         self.notes: list[Note] = []  # variables named like a constant or function: PI, beta
         self.shadowing: frozenset[str] = frozenset()  # constants given values: variables here
         self.constants_read: set[str] = set()  # the constants some expression reads
         self.language_calls: dict[str, Token] = {}  # the language's functions called, first
-        self.first_use: dict[str, Token] = {}  # where each name is first read or assigned
+        self.first_use: dict[str, int] = {}  # where each name is first read or assigned
         self.both_ways = False  # a name may be called and read (a printed derivative, read back)
         self.arrays = False  # an array literal or array op was built (docs/arrays.md)
         self.functions: dict[str, Function] = {}  # the program's own, in order of definition
@@ -108,7 +110,7 @@ class GraphBuilder(Definitions):
             if name in self.language_calls and not self.both_ways:
                 raise self.both_ways_error(name, self.language_calls[name], token)
             self.variables[name] = self.made_node(Node.variable(name), token)
-            self.first_use[name] = token
+            self.first_use[name] = token.pos_in_stream
             note = self._note(name, token)
             if note is not None:
                 self.notes.append(note)
@@ -158,7 +160,8 @@ class GraphBuilder(Definitions):
         if name in FUNCTION_NAMES and name not in self.functions and not self.both_ways:
             variable = self.first_use.get(name)
             if variable is not None or name in self.named:
-                raise self.both_ways_error(name, token, variable or token)
+                use = token if variable is None else token_at(self.source, name, variable)
+                raise self.both_ways_error(name, token, use)
             known = self.language_calls.get(name)  # an inner call is reduced first
             if known is None or token.pos_in_stream < known.pos_in_stream:
                 self.language_calls[name] = token
@@ -223,7 +226,7 @@ class GraphBuilder(Definitions):
                              "statement assigns it",
                              hint=f"rename the variable (e.g. {name}_): a name means one thing "
                                   "in a program")
-        self.first_use.setdefault(name, token)
+        self.first_use.setdefault(name, token.pos_in_stream)
         if name in self.named:
             raise name_error(token, f"{name} is assigned twice",
                              hint="each name can be assigned once")
@@ -240,7 +243,7 @@ class GraphBuilder(Definitions):
             if value.name is None or "(" in value.name:  # not a call's label: u = h(x) is u
                 value.name = name
             self.named[name] = value
-            self.assigned[name] = token
+            self.assigned[name] = token.pos_in_stream
         self.statement_start = len(self.variables)
 
     def start(self, children: list) -> Node | list[Node]:

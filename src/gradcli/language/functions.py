@@ -87,7 +87,7 @@ class Definitions:
     source: str
     made: int
     made_node: Callable[..., Node]  # counts a node against the limit (building.GraphBuilder)
-    first_use: dict  # where each variable is first read (building.GraphBuilder)
+    first_use: dict  # where each variable is first read, a position (building.GraphBuilder)
 
     def call_defined(self, function: Function, token: Token, args: list[Node]) -> Node:
         """A call of the program's own function: its body inlined with ``args``."""

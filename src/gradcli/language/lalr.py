@@ -42,6 +42,12 @@ class Token(str):
         return token
 
 
+def token_at(text: str, word: str, pos: int, kind: str = "NAME") -> Token:
+    """The Token of ``word`` found at ``pos`` in ``text``, its line and column counted as the
+    driver counts them (a name's place kept as a number, for an error that may never come)."""
+    return Token(kind, word, pos, text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos))
+
+
 class UnexpectedInput(Exception):  # noqa: N818 -- Lark's names, which parser.py expects
     line: int
     column: int

@@ -9,11 +9,12 @@ from _thread import allocate_lock  # threading's Lock, without threading's impor
 from collections.abc import Collection
 
 from gradcli.engine.graph import Program
+from gradcli.engine.node import next_seq
 from gradcli.engine.ops import CONSTANTS
 from gradcli.errors import GradcliError, UsageError
 from gradcli.language.building import GraphBuilder
 from gradcli.language.driver import Parser
-from gradcli.language.lalr import UnexpectedInput, load_tables
+from gradcli.language.lalr import UnexpectedInput, load_tables, token_at
 from gradcli.language.syntax_errors import syntax_error, written_outputs
 from gradcli.limits import MAX_NODES, max_chars
 
@@ -49,16 +50,18 @@ class _Parser:
                 from gradcli.engine.collector import collector_paused
 
                 parse = collector_paused(parse)
+            made_from = next_seq()
             try:
                 output = parse(source)
                 builder = self.builder
                 variables, defaults = builder.variables.values(), builder.defaults
                 if isinstance(output, list):
                     program = Program.build_outputs(source, output, variables, defaults,
-                                                    builder.masked)
+                                                    builder.masked, made_from)
                     program.output_names = written_outputs(source, len(output))
                 else:
-                    program = Program.build(source, output, variables, defaults, builder.masked)
+                    program = Program.build(source, output, variables, defaults,
+                                            builder.masked, made_from)
                 program.arrays, program.parameters = builder.arrays, builder.parameters
                 _refuse_unused(builder)
                 if builder.notes:
@@ -82,8 +85,9 @@ def _refuse_unused(builder: GraphBuilder) -> None:
     """An intermediate that nothing reads, or a function never called, is a slip (the output
     names the wrong thing, or a statement was left behind): a usage error at its statement.
     One read only by an unused statement is not reported: that statement is, first."""
-    for name, token in builder.assigned.items():
+    for name, position in builder.assigned.items():
         if name not in builder.read:
+            token = token_at(builder.source, name, position)
             raise UsageError.at(token, f"{name} is assigned but the output never uses it",
                                 f"use {name} in the output, or delete the statement '{name} = ...'")
     for name, function in builder.functions.items():

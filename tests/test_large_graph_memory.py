@@ -1,0 +1,123 @@
+"""What keeps a large graph's check small (issue 31, W3 at 0.5 KB a node): the float replays
+check a few inputs of a large graph without NumPy, their copies of the values are mended after
+every replay, a parse marks its walk by creation number, and the builder keeps names' places
+as numbers. Each is held to the plain way it replaced."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gradcli
+from gradcli.engine.graph import nodes_of
+from gradcli.engine.node import Node, next_seq
+from gradcli.engine.ops import OPS
+from gradcli.engine.replay import Replayer
+from gradcli.gradcheck import check as check_module
+from gradcli.language.lalr import token_at
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import workloads
+
+
+def test_a_few_inputs_of_a_large_graph_are_all_checked_without_numpy():
+    """W3's shape (100 inputs, every one reaching a long sum) at 4,000 nodes: above the size
+    where the vectorised pass used to run, the replays check every input, and NumPy is not
+    loaded (14 MB of a W3 process)."""
+    probe = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / 'benchmarks')!r})\n"
+        "import gradcli, workloads\n"
+        "result = gradcli.evaluate(workloads.wide_program(4000), workloads.wide_point())\n"
+        "print(json.dumps([len(result.program.nodes), len(result.program.variables),\n"
+        "                  list(result.check.gradients), result.check.unchecked,\n"
+        "                  result.check.ok, 'numpy' in sys.modules]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    nodes, inputs, checked, unchecked, ok, numpy_loaded = json.loads(done.stdout)
+    assert nodes * inputs >= 200_000  # where the vectorised pass ran before
+    assert len(checked) == inputs and not unchecked and ok
+    assert not numpy_loaded
+
+
+def test_many_inputs_still_reach_the_vectorised_pass(monkeypatch):
+    """Past the replays' budget the vectorised pass takes the inputs left: a sum of 20,000
+    inputs gets more checked than the replays did, in the inputs' order, and the rest are
+    unchecked."""
+    names = [f"v{i}" for i in range(20_000)]
+    program = gradcli.parse("+".join(names))
+    gradcli.evaluate(program, dict.fromkeys(names, 1.0), check=False)
+    asked = []
+
+    def spied(program, targets, *rest):
+        asked.extend(node.name for node in targets)
+        return vectorised(program, targets, *rest)
+
+    vectorised = check_module._central_at_once
+    monkeypatch.setattr(check_module, "_central_at_once", spied)
+    report = check_module.check_gradients(program)
+    assert asked and asked[0] != "v0"  # the replays took the first inputs
+    assert set(asked) <= set(report.gradients)  # all pass: 1 everywhere
+    assert list(report.gradients) == names[:len(report.gradients)]
+    assert report.unchecked == names[len(report.gradients):]
+
+
+@pytest.mark.parametrize("text", [
+    "log(x - y) + x*y", "sqrt(x) * y + 1/(y - 2)", "exp(x*y)**40 + x", "acos(x/3) * y",
+    *workloads.batch_programs(6, seed=11)])
+def test_replays_in_sequence_equal_fresh_replays(text: str) -> None:
+    """One replayer serves every node in turn, some of its pairs refused half-way (a domain,
+    an overflow): each pair is the one a fresh replayer gives, so the kept copies of the values
+    were mended after each, refused or not."""
+    program = gradcli.parse(text)
+    point = {**workloads.batch_point(), "x": 1.3, "y": 0.7}
+    gradcli.evaluate(program, {name: point[name] for name in program.variables}, check=False)
+    shared = Replayer(program.nodes)
+    refused = 0
+    for step in (2.5, 1e-3):
+        for node in program.nodes[:-1]:
+            up, down = node.value + step, node.value - step
+            pair = shared.replay_pair(node.index, up, down)
+            assert pair == Replayer(program.nodes).replay_pair(node.index, up, down)
+            refused += pair is None
+            assert [n.index for n in shared.affected(node.index)] == [
+                n.index for n in Replayer(program.nodes).affected(node.index)]
+    if text.startswith(("log", "sqrt", "acos")):
+        assert refused  # the refusals this test is about happened
+
+
+def test_a_walk_marked_by_creation_number_finds_what_the_set_finds():
+    """Nodes made before ``made_from`` (a function's body, an earlier graph) go to the set,
+    those after it to the marks; either way each node once, in creation order."""
+    x, y = Node.variable("x"), Node.variable("y")
+    older = x.apply(OPS["mul"], y).apply(OPS["add"], 1.0)
+    made_from = next_seq()
+    shared = older.apply(OPS["sin"])
+    output = shared.apply(OPS["mul"], shared).apply(OPS["add"], older).apply(OPS["sub"], x)
+    second = shared.apply(OPS["exp"])
+    assert nodes_of([output, second], made_from) == nodes_of([output, second])
+    assert nodes_of([older], made_from) == nodes_of([older])  # all of it older
+
+
+@pytest.mark.parametrize("text", [
+    "f(a, b) = a*b + sin(a)\nu = f(x, y)\nv = (u +\n  x)\nv*f(y, u)",
+    *workloads.batch_programs(4, seed=3)])
+def test_a_parsed_program_holds_every_node_its_output_needs(text: str) -> None:
+    program = gradcli.parse(text)
+    assert program.nodes == nodes_of([program.output])
+
+
+def test_a_name_kept_as_a_number_is_placed_as_the_lexer_placed_it():
+    text = "a = (x +\n   y)\n\n  b = x*2  # c\nc = y\na + b"
+    with pytest.raises(gradcli.UsageError) as caught:
+        gradcli.parse(text)
+    assert (caught.value.line, caught.value.column) == (5, 1)
+    assert "c is assigned but the output never uses it" in caught.value.message
+    position = text.index("b = x")
+    token = token_at(text, "b", position)
+    assert (token, token.line, token.column, token.pos_in_stream) == ("b", 4, 3, position)
