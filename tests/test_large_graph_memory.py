@@ -122,3 +122,12 @@ def test_a_name_kept_as_a_number_is_placed_as_the_lexer_placed_it():
     position = text.index("b = x")
     token = token_at(text, "b", position)
     assert (token, token.line, token.column, token.pos_in_stream) == ("b", 4, 3, position)
+
+
+def test_a_number_written_many_times_is_one_float_in_many_nodes():
+    program = gradcli.parse("x*0.25 + y*0.25 + 2 + 2.0 - 1e308*x")
+    constants = [node for node in program.nodes if not node.inputs and node.name is None]
+    quarters = [node for node in constants if node.value == 0.25]
+    assert len(quarters) == 2 and quarters[0] is not quarters[1]  # two nodes, as written
+    assert quarters[0].value is quarters[1].value  # one float
+    assert sorted(node.value for node in constants) == [0.25, 0.25, 2.0, 2.0, 1e308]

@@ -136,7 +136,7 @@ def texts_of(nodes: Sequence[Node], wanted: Sequence[int]) -> dict[Node, str]:
     return texts_by_node([nodes[i] for i in sorted(needed)])
 
 
-def texts_in_order(nodes: Sequence[Node], chunk: int = 4096) -> Iterator[str]:
+def texts_in_order(nodes: Sequence[Node], chunk: int = 1024) -> Iterator[str]:
     """``texts_by_node``'s texts of a program's nodes (``index``: their position), one at a
     time: written a chunk at a time, each kept only until its last reader, so that the labels
     of --json's 10^5 nodes never exist all at once (W3: 15 MB)."""

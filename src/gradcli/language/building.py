@@ -53,6 +53,7 @@ class GraphBuilder(Definitions):
         self.assigned: dict[str, int] = {}
         self.read: set[str] = set()  # the names some expression reads
         self.defaults: dict[str, float] = {}  # values that statements give input variables
+        self.numbers: dict[str, float] = {}  # each number literal's float
         self.notes: list[Note] = []  # variables named like a constant or function: PI, beta
         self.shadowing: frozenset[str] = frozenset()  # constants given values: variables here
         self.constants_read: set[str] = set()  # the constants some expression reads
@@ -81,7 +82,10 @@ class GraphBuilder(Definitions):
 
     def number(self, children: list[Token]) -> Node:
         token = children[0]
-        node = self.made_node(Node.constant(float(token)), token)
+        value = self.numbers.get(token)
+        if value is None:  # one float per literal written, not per node (W3: 44,000, 1 MB)
+            value = self.numbers[str(token)] = float(token)
+        node = self.made_node(Node(CONST, (), value), token)
         if node.value == float("inf"):
             raise ParseError.at(token, f"the number {token} is too large for a float")
         return node
