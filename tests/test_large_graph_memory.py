@@ -131,3 +131,21 @@ def test_a_number_written_many_times_is_one_float_in_many_nodes():
     assert len(quarters) == 2 and quarters[0] is not quarters[1]  # two nodes, as written
     assert quarters[0].value is quarters[1].value  # one float
     assert sorted(node.value for node in constants) == [0.25, 0.25, 2.0, 2.0, 1e308]
+
+
+def test_a_large_graph_s_replays_put_back_only_what_they_wrote():
+    """Above ``_MEND_FROM`` nodes the copies are put back where each replay wrote, refused
+    half-way or not: a shared replayer's pairs are a fresh one's, across the graph."""
+    lines = ["t0 = sqrt(x - 0.5)*y"]
+    lines += [f"t{k} = t{k - 1}*0.999 + sqrt(x - 0.5)*y/(1 + y*y)" for k in range(1, 600)]
+    program = gradcli.parse("\n".join(lines) + "\nt599 + x")
+    assert len(program.nodes) > 4096  # replay._MEND_FROM
+    gradcli.evaluate(program, {"x": 1.3, "y": 0.7}, check=False)
+    shared, refused = Replayer(program.nodes), 0
+    for node in [*program.variables.values(), *program.nodes[1:-1:97]]:
+        for step in (1.0, 1e-4):  # x - 1.0: sqrt refuses half-way down
+            up, down = node.value + step, node.value - step
+            pair = shared.replay_pair(node.index, up, down)
+            assert pair == Replayer(program.nodes).replay_pair(node.index, up, down)
+            refused += pair is None
+    assert refused

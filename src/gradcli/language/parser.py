@@ -50,7 +50,9 @@ class _Parser:
                 from gradcli.engine.collector import collector_paused
 
                 parse = collector_paused(parse)
-            made_from = next_seq()
+            # A long program's walk marks its nodes by creation number (``nodes_of``): a set of
+            # every node is 40 B a node at the parse's peak; a short one's is quicker
+            made_from = next_seq() if len(source) >= _PAUSED_FROM else -1
             try:
                 output = parse(source)
                 builder = self.builder
