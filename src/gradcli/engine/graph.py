@@ -50,6 +50,7 @@ def nodes_of(outputs: Iterable[Node], made_from: int = -1) -> list[Node]:
 
 
 def _nodes_made_from(stack: list[Node], made_from: int) -> list[Node]:
+    """``nodes_of`` with its visits marked by creation number (see there)."""
     high = max(node.seq for node in stack)
     marks = bytearray(max(0, high - made_from + 1))  # made since ``made_from``
     older: set[Node] = set()  # any made before: a function's body, a shared constant
@@ -77,7 +78,9 @@ def _nodes_made_from(stack: list[Node], made_from: int) -> list[Node]:
 
 
 _by_creation = operator.attrgetter("seq")
-_IN_PLACE_FROM = 1 << 14  # nodes, as parser.py's walk by creation number
+# From this many slots the nodes are ordered in place (W3: 0.8 MB less); below, by a
+# comprehension, which is quicker in Python.
+_IN_PLACE_FROM = 1 << 14
 
 
 def in_creation_order(nodes: list[Node]) -> list[Node]:
@@ -98,7 +101,7 @@ def in_creation_order(nodes: list[Node]) -> list[Node]:
     slots: list[Any] = [None] * (high - low + 1)  # Node or None
     for node in nodes:
         slots[node.seq - low] = node
-    if len(slots) < _IN_PLACE_FROM:  # a comprehension is quicker in Python
+    if len(slots) < _IN_PLACE_FROM:
         return [node for node in slots if node is not None]
     count = 0  # the nodes moved to the front in place: no third list (W3: 0.8 MB)
     for slot in slots:

@@ -417,8 +417,8 @@ def rounding_weight(grad: Any) -> float:
 
 
 def float_weight(grad: float) -> float:
-    """``rounding_weight`` of a float gradient (``replay_pair`` weighs each node so as it goes:
-    no list of weights, a boxed float each, W3: 3 MB)."""
+    """``rounding_weight`` of a float gradient (``_walk_pair`` weighs each node so, inlined, as
+    it goes: no list of weights, a boxed float each, W3: 3 MB)."""
     weight = abs(grad)
     return weight if weight <= 1.0 else 1.0  # NaN too
 
