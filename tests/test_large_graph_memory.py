@@ -149,3 +149,43 @@ def test_a_large_graph_s_replays_put_back_only_what_they_wrote():
             assert pair == Replayer(program.nodes).replay_pair(node.index, up, down)
             refused += pair is None
     assert refused
+
+
+def _sum_then_chain(inputs: int, chain: int) -> tuple[gradcli.Program, list[str]]:
+    names = [f"x{i}" for i in range(inputs)]
+    lines = ["s = " + " + ".join(names)]
+    lines += [f"t{k} = {'s' if k == 0 else f't{k - 1}'}*0.999" for k in range(chain)]
+    program = gradcli.parse("\n".join([*lines, f"t{chain - 1}"]))
+    gradcli.evaluate(program, dict.fromkeys(names, 1.0), check=False)
+    return program, names
+
+
+@pytest.mark.parametrize("replays_first", [True, False])
+def test_a_disagreement_past_the_replays_budget_is_a_failure_not_unchecked(
+        replays_first, monkeypatch):
+    """An input the vectorised pass saw disagree is replayed for its verdict, whichever pass
+    ran first: a wrong gradient past the replays' budget fails the check (the compiled order
+    once listed it as unchecked and passed, a review found)."""
+    program, _ = _sum_then_chain(60, 2500)
+    program.variables["x10"].grad *= 2  # a wrong gradient
+    monkeypatch.setattr(check_module, "REPLAYS_FIRST", replays_first)
+    report = check_module.check_gradients(program, budget=12_000)
+    assert not report.ok and "x10" not in report.unchecked
+    assert [name for name, check in report.gradients.items() if not check.ok] == ["x10"]
+
+
+def test_in_python_the_replays_budget_counts_as_it_always_did(monkeypatch):
+    """Without the compiled replays an input costs every node after it, twice, against
+    ``budget`` (the first always checked): which inputs are unchecked is as before."""
+    program, names = _sum_then_chain(50, 300)
+    monkeypatch.setattr(check_module, "REPLAYS_FIRST", False)
+    monkeypatch.setattr(check_module, "_COLUMNS_FROM", 10**18)  # no vectorised pass
+    budget, spent, expected = 20_000, 0, []
+    for name in names:
+        cost = 2 * (len(program.nodes) - program.variables[name].index)
+        if not expected or spent + cost <= budget:
+            spent += cost
+            expected.append(name)
+    report = check_module.check_gradients(program, budget=budget)
+    assert list(report.gradients) == expected and 0 < len(expected) < len(names)
+    assert report.unchecked == [name for name in names if name not in expected]

@@ -173,19 +173,19 @@ def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per
         if node.index in passed:
             report.gradients[name] = passed[node.index]
             continue
-        # The sweep that finds the nodes it affects (five nodes swept cost about one
-        # recomputation), then both replays of those nodes; a sweep is spent even where the
-        # replays do not fit after it.
-        sweep = (len(nodes) - node.index) // 5
-        fits = not report.gradients or spent + sweep <= limit
-        if fits:
+        if REPLAYS_FIRST:  # counted as the replays go (a sweep is spent even where they
+            sweep = _sweep_cost(nodes, node)  # do not fit after it)
+            if report.gradients and spent + sweep > limit:
+                left.append(node)
+                continue
             spent += sweep
-            replays = 2 * len(replayer.affected(node.index))
-            fits = not report.gradients or spent + replays <= limit
-        if not fits:
+            cost = 2 * len(replayer.affected(node.index))
+        else:  # in Python, as before: an upper bound, every node after the input twice
+            cost = _columns_cost(nodes, node)
+        if report.gradients and spent + cost > limit:
             left.append(node)
             continue
-        spent += replays
+        spent += cost
         report.gradients[name] = _checked(replayer, node, rtol, atol, method)
     if left and not vectorised_first:
         _check_left(program, report, left, budget, replayer)
@@ -202,22 +202,34 @@ def _check_floats(program: Program, report: CheckReport, replayer: Replayer, per
 
 def _check_left(program: Program, report: CheckReport, left: list[Node], budget: int,
                 replayer: Replayer) -> None:
-    """The inputs past the replays' budget: those that pass in the vectorised pass (when it
-    runs, within its own budget) are checked, the rest ``unchecked``; ``report.gradients``
-    keeps the inputs' order."""
-    passed = {}
+    """The inputs past the replays' budget: the vectorised pass (within its own budget)
+    checks those that pass; those it saw disagree are replayed, as in Python after that pass,
+    within ``budget`` more and the first of them always (a disagreement the pass saw is never
+    left as "unchecked" alone); the rest are ``unchecked``. ``report.gradients`` keeps the
+    inputs' order."""
+    nodes, passed, seen = program.nodes, {}, set()
     if report.method == "central" and not program.masked:
-        affordable = _affordable(left, program.nodes, budget * VECTOR_CHECK_FACTOR)
+        affordable = _affordable(left, nodes, budget * VECTOR_CHECK_FACTOR)
         passed = _central_at_once(program, affordable, report.rtol, report.atol, replayer)
-    checked = report.gradients
+        if len(affordable) * len(nodes) >= _COLUMNS_FROM:  # the pass ran
+            seen = {node.index for node in affordable}
+    checked, spent, replayed = report.gradients, 0, False
     report.gradients = {}
     for name, node in program.variables.items():
         if name in checked:
             report.gradients[name] = checked[name]
-        elif node.index in passed:
+            continue
+        if node.index in passed:
             report.gradients[name] = passed[node.index]
-        else:
-            report.unchecked.append(name)
+            continue
+        if node.index in seen:
+            cost = _sweep_cost(nodes, node) + 2 * len(replayer.affected(node.index))
+            if not replayed or spent + cost <= budget:
+                spent, replayed = spent + cost, True
+                report.gradients[name] = _checked(replayer, node, report.rtol, report.atol,
+                                                  report.method)
+                continue
+        report.unchecked.append(name)
 
 
 def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
@@ -235,6 +247,12 @@ def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
                 return screened(replayer, node, GradientCheck(
                     node.grad, *agreed, True, CENTRAL.method, h), both[0], both[1], largest)
     return check_node(replayer, node, rtol, atol, method)
+
+
+def _sweep_cost(nodes: list[Node], node: Node) -> int:
+    """The sweep that finds the nodes an input affects, in recomputations: five nodes swept
+    cost about one."""
+    return (len(nodes) - node.index) // 5
 
 
 def _columns_cost(nodes: list[Node], node: Node) -> int:
