@@ -88,7 +88,7 @@ class Replayer:
         last = self.nodes[-1]
         return get(last.index, last.value), largest
 
-    def replay_pair(self, index: int, up: float, down: float) -> tuple[float, float, float] | None:
+    def replay_pair(self, index: int, up: Any, down: Any) -> tuple[float, float, float] | None:
         """``replay`` at ``up`` and at ``down`` in one walk, as a central difference needs them:
         (output at up, output at down, the larger ``largest``), the same numbers to the bit.
         None where the two replays would not both run plainly (a domain, a failure, a result
@@ -106,7 +106,10 @@ class Replayer:
         affected = self.affected(index)
         ups, downs = self._ups, self._downs
         ups[index], downs[index] = up, down
-        largest = max(abs(up), abs(down)) * float_weight(self.nodes[index].grad)
+        # ``up`` and ``down`` stay the caller's float objects: boxing them again (compiled) is
+        # not checked for NULL out of memory (see _walk_pair)
+        largest: float = max(abs(up), abs(down))
+        largest *= float_weight(self.nodes[index].grad)
         try:
             return self._walk_pair(affected, ups, downs, largest)
         finally:
@@ -128,7 +131,6 @@ class Replayer:
 
     def _walk_pair(self, affected: list[Node], ups: list[Any], downs: list[Any],
                    largest: float) -> tuple[float, float, float] | None:
-        isfinite = math.isfinite
         for node in affected:
             op, inputs = node.op, node.inputs
             domain, forward = op.domain, op.forward
@@ -155,9 +157,12 @@ class Replayer:
                     return None
             k = node.index
             ups[k], downs[k] = high, low
-            high_size: float = high  # the float arithmetic below unboxed (compiled)
+            # Unboxed floats (compiled), finite as x - x == 0 (inf and NaN give NaN): a call
+            # such as math.isfinite would box them, and mypyc does not check that boxing for
+            # NULL (out of memory under RLIMIT_AS, math.isfinite(NULL) crashed a batch: a test).
+            high_size: float = high
             low_size: float = low
-            if not (isfinite(high_size) and isfinite(low_size)):
+            if not (high_size - high_size == 0.0 and low_size - low_size == 0.0):
                 return None
             weight: float = node.grad  # float_weight(node.grad), inlined: in Python a call
             weight = abs(weight)  # per node costs more than the rest of this line's work
