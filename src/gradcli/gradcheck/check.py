@@ -289,7 +289,8 @@ REPLAYS_FIRST = _compiled_replays()
 # Below this much scalar replay work (checked nodes x graph size) NumPy's import and per-call
 # cost outweigh what it saves. The choice depends on the program alone, never on whether NumPy
 # is loaded already: NumPy's functions may round differently from math's in the last bit, and a
-# line's record is the same bytes wherever it runs (after an array line, on a Dask worker).
+# line's record is the same bytes wherever the same build runs it (after an array line, on a Dask
+# worker); across builds see ``REPLAYS_FIRST``.
 _COLUMNS_FROM = 200_000
 
 
