@@ -26,6 +26,7 @@ from gradcli.symbolic.derivatives import (
     nothing_to_differentiate,
     wrt_names,
 )
+from gradcli.symbolic.printing import FORMATS
 
 Verify = Callable[..., Any]  # called with DiffCheck's fields as keywords
 
@@ -50,8 +51,6 @@ class DiffAsk:
         if not 1 <= self.order <= MAX_ORDER:
             raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {self.order}")
 
-
-FORMATS = ("text", "latex", "python")
 
 
 @dataclass
