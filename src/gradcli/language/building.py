@@ -4,6 +4,8 @@ variables, named values, defaults, notes, the node count."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import (
     CALLS,
@@ -43,8 +45,8 @@ class GraphBuilder(Definitions):
     def __init__(self) -> None:
         self.reset()
 
-    def reset(self, max_nodes: int = MAX_NODES) -> None:
-        self.max_nodes = max_nodes
+    def reset(self, max_nodes: Any = MAX_NODES) -> None:
+        self.max_nodes = int(max_nodes)  # (int(): NumPy's ints and 1e5 are fine too)
         self.made = 0  # nodes built so far, against ``max_nodes``
         self.variables: dict[str, Node] = {}  # input variables, in order of first appearance
         self.named: dict[str, Node] = {}  # names given by statements: intermediates and inputs
@@ -53,7 +55,9 @@ class GraphBuilder(Definitions):
         self.assigned: dict[str, int] = {}
         self.read: set[str] = set()  # the names some expression reads
         self.defaults: dict[str, float] = {}  # values that statements give input variables
-        self.numbers: dict[str, float] = {}  # each number literal's float
+        # each number literal's float (Any: compiled, a float is unboxed, and each node would
+        # get a new one)
+        self.numbers: dict[str, Any] = {}
         self.notes: list[Note] = []  # variables named like a constant or function: PI, beta
         self.shadowing: frozenset[str] = frozenset()  # constants given values: variables here
         self.constants_read: set[str] = set()  # the constants some expression reads
@@ -73,24 +77,26 @@ class GraphBuilder(Definitions):
         """Count a new node; past the limit, stop parsing at once with a usage error."""
         self.made += 1
         if self.made > self.max_nodes:
-            where = {} if token is None else {"line": token.line, "column": token.column}
             raise UsageError(f"the program has more than {self.max_nodes:,} nodes",
-                             hint="raise the limit with --max-nodes N", **where)
+                             hint="raise the limit with --max-nodes N",
+                             line=None if token is None else token.line,
+                             column=None if token is None else token.column)
         return node
 
     # --- leaves ---------------------------------------------------------------------------
 
-    def number(self, children: list[Token]) -> Node:
+    def number(self, children: Sequence[Token]) -> Node:
         token = children[0]
-        value = self.numbers.get(token)
+        value: Any = self.numbers.get(token)  # Any: one float object, made once
         if value is None:  # one float per literal written, not per node (W3: 44,000, 1 MB)
-            value = self.numbers[str(token)] = float(token)
+            value = float(token)
+            self.numbers[str(token)] = value
         node = self.made_node(Node(CONST, (), value), token)
         if node.value == float("inf"):
             raise ParseError.at(token, f"the number {token} is too large for a float")
         return node
 
-    def name(self, children: list[Token]) -> Node:
+    def name(self, children: Sequence[Token]) -> Node:
         """A name not followed by ``(``: a statement's name, a constant, or a variable -- also
         when a function has that name (``beta*x``): only a call calls (docs/language.md)."""
         token = children[0]
@@ -122,16 +128,16 @@ class GraphBuilder(Definitions):
 
     def _note(self, name: str, token: Token) -> Note | None:
         """The note for a variable that may stand for something else (``errors.Note``)."""
-        where = {"line": token.line, "column": token.column}
+        line, column = token.line, token.column
         if name in CONSTANTS:
-            return Note(name, name, "constant", reading="shadow", **where)
+            return Note(name, name, "constant", line, column, reading="shadow")
         if name in FUNCTION_NAMES:
-            return Note(name, language_signature(name), "function", reading="function",
-                        **where)
+            return Note(name, language_signature(name), "function", line, column,
+                        reading="function")
         if name.lower() in ("nan", "inf", "infinity"):  # would print as if it were that float
-            return Note(name, name, "number", reading="number", **where)
+            return Note(name, name, "number", line, column, reading="number")
         lookalike = LOOKALIKES.get(name.lower())
-        return None if lookalike is None else Note(name, *lookalike, **where)
+        return None if lookalike is None else Note(name, *lookalike, line, column)
 
     def both_ways_error(self, name: str, call: Token, use: Token) -> GradcliNameError:
         """``beta(a, b) + beta``: one name both called and used as a variable, the one error
@@ -149,17 +155,17 @@ class GraphBuilder(Definitions):
 
     # --- operators and functions ----------------------------------------------------------
 
-    def neg(self, children: list[Node]) -> Node:
+    def neg(self, children: Sequence[Node]) -> Node:
         (operand,) = children
         if operand.op is CONST and operand.name is None:  # a signed number stays one number
             return Node.constant(-operand.value)
         return self.made_node(Node(OPS["neg"], (operand,)))
 
-    def pos(self, children: list[Node]) -> Node:
+    def pos(self, children: Sequence[Node]) -> Node:
         return children[0]
 
-    def call(self, children: list) -> Node:
-        token, args = children[0], children[1:]
+    def call(self, children: Sequence[Any]) -> Node:
+        token, args = children[0], list(children[1:])
         name = str(token)
         if name in FUNCTION_NAMES and name not in self.functions and not self.both_ways:
             variable = self.first_use.get(name)
@@ -204,20 +210,20 @@ class GraphBuilder(Definitions):
             self.masked = True
         return self.made_node(Node(op, tuple(args)), token)
 
-    def conditional(self, children: list[Node]) -> Node:
+    def conditional(self, children: Sequence[Node]) -> Node:
         """``a if c else b``, the same node as ``where(c, a, b)``."""
         a, c, b = children
         self.masked = True
         return self.made_node(Node(CONDITIONAL, (c, a, b)))
 
-    def compare(self, children: list) -> Node:
+    def compare(self, children: Sequence[Any]) -> Node:
         """``a < b`` and the other comparisons: one grammar rule, the op by the operator."""
         left, operator, right = children
         return self.made_node(Node(_COMPARISON_OPS[str(operator)], (left, right)))
 
     # --- statements -----------------------------------------------------------------------
 
-    def assign(self, children: list) -> None:
+    def assign(self, children: Sequence[Any]) -> None:
         token, value = children
         name = str(token)
         if name in self.functions:
@@ -237,8 +243,9 @@ class GraphBuilder(Definitions):
         if name in self.variables:
             raise name_error(token, f"{name} is used before it is assigned",
                              hint=f"move the statement '{name} = ...' before the first use")
-        if name in CONSTANTS:  # e = 2 hides e: said on stderr
-            self.notes.append(self._note(name, token))
+        note = self._note(name, token) if name in CONSTANTS else None
+        if note is not None:  # e = 2 hides e: said on stderr
+            self.notes.append(note)
         if value.op is CONST and value.name is None:
             # `x = 2` declares an input variable with a default; the command line may move it.
             self.variables[name] = self.named[name] = Node.variable(name, value.value)
@@ -250,7 +257,7 @@ class GraphBuilder(Definitions):
             self.assigned[name] = token.pos_in_stream
         self.statement_start = len(self.variables)
 
-    def start(self, children: list) -> Node | list[Node]:
+    def start(self, children: Sequence[Any]) -> Node | list[Node]:
         """The output; a list of the outputs when the program ends with ``f, g``."""
         if len(children) > 1 and children[-2] is not None:  # statements give None
             outputs = [child for child in children if child is not None]
@@ -263,7 +270,7 @@ class GraphBuilder(Definitions):
 
     # --- arrays (docs/arrays.md): subscripts and sizes are constant whole numbers -----------
 
-    def array(self, children: list[Node]) -> Node:
+    def array(self, children: Sequence[Node]) -> Node:
         """``[1, 2]`` and ``[[1, 2], [3, 4]]`` as one constant (``x = [1, 2]`` is an input with a
         default, as ``x = 2``); ``[x, y]`` as a stack node."""
         import numpy as np
@@ -303,7 +310,7 @@ class GraphBuilder(Definitions):
             _check_size(token, args[0], square=name == "eye")
         return Node(op, tuple(args))
 
-    def subscript(self, children: list) -> Node:
+    def subscript(self, children: Sequence[Any]) -> Node:
         """``x[0]``, ``W[1, 0]``, ``x[1:3]``, ``W[:, 0]``: constant whole numbers and slices."""
         self.arrays = True
         key: list[Any] = []
@@ -319,36 +326,57 @@ class GraphBuilder(Definitions):
         op = index_op(tuple(key), "[" + ", ".join(written) + "]")
         return self.made_node(Node(op, (children[0],)))
 
-    def slice_both(self, children: list[Node]) -> tuple:
+    # --- operators whose grammar alias is their op's name -----------------------------------
+
+    def _operator(self, op_name: str, children: Sequence[Node]) -> Node:
+        return self.made_node(Node(OPS[op_name], tuple(children)))
+
+    def add(self, children: Sequence[Node]) -> Node:
+        return self._operator("add", children)
+
+    def sub(self, children: Sequence[Node]) -> Node:
+        return self._operator("sub", children)
+
+    def mul(self, children: Sequence[Node]) -> Node:
+        return self._operator("mul", children)
+
+    def div(self, children: Sequence[Node]) -> Node:
+        return self._operator("div", children)
+
+    def mod(self, children: Sequence[Node]) -> Node:
+        return self._operator("mod", children)
+
+    def pow(self, children: Sequence[Node]) -> Node:
+        return self._operator("pow", children)
+
+    def logical_and(self, children: Sequence[Node]) -> Node:
+        return self._operator("logical_and", children)
+
+    def logical_or(self, children: Sequence[Node]) -> Node:
+        return self._operator("logical_or", children)
+
+    def logical_not(self, children: Sequence[Node]) -> Node:
+        return self._operator("logical_not", children)
+
+    def matmul(self, children: Sequence[Node]) -> Node:
+        self.arrays = True
+        return self._operator("matmul", children)
+
+    def transpose(self, children: Sequence[Node]) -> Node:
+        self.arrays = True
+        return self._operator("transpose", children)
+
+    def slice_both(self, children: Sequence[Node]) -> tuple:
         return ("slice", children[0], children[1])
 
-    def slice_from(self, children: list[Node]) -> tuple:
+    def slice_from(self, children: Sequence[Node]) -> tuple:
         return ("slice", children[0], None)
 
-    def slice_to(self, children: list[Node]) -> tuple:
+    def slice_to(self, children: Sequence[Node]) -> tuple:
         return ("slice", None, children[0])
 
-    def slice_all(self, children: list[Node]) -> tuple:
+    def slice_all(self, children: Sequence[Node]) -> tuple:
         return ("slice", None, None)
-
-
-def _operator_callback(op_name: str, arrays: bool = False):
-    """The callback of an operator whose grammar alias is its op's name (``a @ b``: arrays)."""
-    op = OPS[op_name]
-
-    def callback(self: GraphBuilder, children: list[Node]) -> Node:
-        if arrays:
-            self.arrays = True
-        return self.made_node(Node(op, tuple(children)))
-
-    return callback
-
-
-for _name in ("add", "sub", "mul", "div", "mod", "pow", "logical_and", "logical_or",
-              "logical_not"):
-    setattr(GraphBuilder, _name, _operator_callback(_name))
-for _name in ("matmul", "transpose"):
-    setattr(GraphBuilder, _name, _operator_callback(_name, arrays=True))
 
 
 def _is_number(node: Node) -> bool:

@@ -7,12 +7,16 @@ needs to know. A function is known from its definition on, so inlining always en
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Sequence
 
 from gradcli.engine.graph import Node, nodes_of
 from gradcli.engine.ops import CONDITIONAL, CONST, CONSTANTS, FUNCTIONS
 from gradcli.errors import GradcliNameError
 from gradcli.language.lalr import Token
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 LABEL_LIMIT = 60  # a call written longer than this is labelled f(...)
 name_error = GradcliNameError.at  # the error at a token: a name the program misuses
@@ -86,8 +90,11 @@ class Definitions:
     masked: bool
     source: str
     made: int
-    made_node: Callable[..., Node]  # counts a node against the limit (building.GraphBuilder)
     first_use: dict  # where each variable is first read, a position (building.GraphBuilder)
+
+    def made_node(self, node: Node, token: Token | None = None) -> Node:
+        """Count a new node against the limit (``building.GraphBuilder``'s)."""
+        raise NotImplementedError
 
     def call_defined(self, function: Function, token: Token, args: list[Node]) -> Node:
         """A call of the program's own function: its body inlined with ``args``."""
@@ -102,10 +109,10 @@ class Definitions:
         self.called.add(function.name)
         return function.inline(args, self.made_node, call_label(self.source, token))
 
-    def signature(self, children: list) -> Head:
+    def signature(self, children: Sequence[Any]) -> Head:
         """``f(a, b)`` before ``=``: its arguments were read as names (the ``=`` comes after
         them), so the variables they made are taken back and become parameters."""
-        token, args = children[0], children[1:]
+        token, args = children[0], list(children[1:])
         name = str(token)
         self._check_function_name(token)
         fresh = list(self.variables)[self.statement_start:]
@@ -162,7 +169,7 @@ class Definitions:
                              hint=f"rename the parameter: {name} in the body would be ambiguous")
         return str(name)
 
-    def define(self, children: list) -> None:
+    def define(self, children: Sequence[Any]) -> None:
         """``f(a, b) = body``: the parameters go out of scope and ``f`` can be called."""
         head, body = children
         for parameter in head.parameters:
