@@ -98,6 +98,8 @@ def test_shipped_tables_match_the_grammar():
 def test_generated_tables_describe_the_same_language():
     fresh = lalr.generate_tables(lalr.grammar_text())
     assert fresh["terminals"] == TABLES["terminals"]
+    assert [fresh[key] for key in ("single", "blank", "runs")] == [
+        TABLES[key] for key in ("single", "blank", "runs")]
     assert sorted(map(str, fresh["rules"])) == sorted(map(str, TABLES["rules"]))
     assert len(fresh["actions"]) == len(TABLES["actions"])
 
@@ -128,11 +130,12 @@ def _assert_same_error(reference, ours, program):
 
 
 # Texts made of the language's own pieces, spaces and comments included, so that the driver's
-# lexer (which skips ignored text inside the next token's match) meets every boundary case.
+# lexer (which skips ignored text inside the next token's match, and reads blanks and
+# one-character tokens without its regex) meets every boundary case.
 PIECES = ["x", "y1", "2", ".5", "3e-2", "1.", "+", "-", "*", "/", "**", "^", "(", ")", ",", "=",
           ";", "\n", " ", "\t", "# note", "sin", "$", "<", "<=", "==", "!=", ">",
           "and", "or", "not", "if", "else", "f(a)", "orb", "\r\n", "\\", "\\\n", "\\ \r\n",
-          "\ufeff"]
+          "\ufeff", "[", "]", "@", "'", ":", "%", "\x0c", "\r", "  ", "é", "xé", "_1", "and_"]
 
 
 @settings(max_examples=400, deadline=None)
@@ -179,3 +182,31 @@ def test_frequent_terminals_move_ahead_only_of_terminals_they_cannot_clash_with(
     assert [name for name, _ in lalr._often_first(unclear)] == [name for name, _ in unclear]
     assert lalr._first_characters("[<>]=?|[=!]=") == frozenset(map(ord, "<>=!"))
     assert lalr._first_characters("a?b") is None  # an optional start
+
+
+def test_characters_read_without_the_regex_begin_one_terminal_whatever_follows():
+    """A character is read alone (``single``) only when nothing tried before its terminal,
+    ignored text included, may begin with it, and the terminal is that one character (not
+    kept in the tree) or a run (``[a-z][a-z0-9]*``, read to its end): ``*`` is not (``**`` is
+    tried first), nor ``=`` (``==``); a blank only when no other ignored terminal begins with
+    it (``\\`` begins a line continuation)."""
+    terminals = [["NAME", "[A-Za-z_][A-Za-z0-9_]*"], ["RPAR", "\\)"], ["_POW", "(?:\\*\\*|\\^)"],
+                 ["STAR", "\\*"], ["SEP", "[;\n]"], ["COMPARE", "[<>]=?|[=!]="],
+                 ["EQUAL", "="], ["VALUED", "\\$"], ["CASELESS", "(?i:q)"], ["DIGITS", "[0-9]+"],
+                 ["SPACES", "[ \t]+"], ["TABS", "\t+"], ["CONTINUE", "\\\\[ ]*\n"],
+                 ["UNCLEAR", "\\w+"], ["AFTER", "&"]]
+    ignore = {"SPACES", "TABS", "CONTINUE"}
+    single, blank, runs = lalr._single_characters(terminals, ignore, {"NAME", "VALUED"})
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+    assert single == {"NAME": letters, "RPAR": ")", "SEP": "\n;"}
+    assert runs == {"NAME": "0123456789" + letters}  # [0-9]+ is no class-and-run: the regex's
+    assert blank == ""  # a tab of [ \t]+ also begins TABS: which one skips it is the regex's
+    apart = [["SPACES", "[ ]+"], ["TABS", "\\t+"], ["CONTINUE", "\\\\[ ]*\n"], ["RPAR", "\\)"]]
+    assert lalr._single_characters(apart, ignore, set()) == ({"RPAR": ")"}, " \t", {})
+    # an ignored terminal whose first characters are unclear: nothing is read alone
+    assert lalr._single_characters([["RPAR", "\\)"], ["SKIP", "\\s+"]], {"SKIP"}, set()) == (
+        {}, "", {})
+    # the grammar's own: brackets, + - / and names read alone, never * = < nor a number
+    alone = "".join(TABLES["single"].values())
+    assert set("()[]+-/,;\nxW_") <= set(alone) and not set("*=<>!1.") & set(alone)
+    assert TABLES["blank"] == "\t\x0c\r "

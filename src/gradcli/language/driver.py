@@ -2,7 +2,9 @@
 every reduction, with Lark's tree-shaping rules, and raising Lark's ``UnexpectedCharacters`` /
 ``UnexpectedToken`` (``lalr.py``). Its one rule of its own, a postlexer's in Lark, drops a
 newline inside open brackets, so a formula goes on over lines. A keyword (``"and"``) is lexed as
-a NAME and retyped. Plain code on lists and ints, compiled with the core where it is (setup.py).
+a NAME and retyped. Blanks, names and one-character tokens (``(``, ``+``) are read by a table,
+without the regex (nine tenths of a batch line's tokens; a match costs as much as the rest of
+a token's work). Plain code on lists and ints, compiled with the core where it is (setup.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ _LEAF: Final = 2
 _CALL: Final = 3
 _SPLICE: Final = 4
 _ERROR = "__ERROR"
+_REGEX: Final = -1  # a character the scanner's regex reads (Parser.single)
+_BLANK: Final = -2  # a character of ignored text read alone (Parser.single)
 _NOTHING: Final = -(1 << 28)  # no action: a syntax error (or, on $END in the end state: done)
 
 
@@ -54,6 +58,8 @@ class Parser:
         # one match. That is safe because no kept terminal can begin with ignored text (a test
         # compares tokens and errors with Lark's own lexer), nor is skipped text ever given back
         # (the error group takes any character): a possessive skip (Python 3.11+) is faster.
+        # The tables' ``single`` and ``blank`` characters are read without the regex: the same
+        # tokens, as ``lalr._single_characters`` shows from the terminals (and a test from Lark).
         skip = "|".join(f"(?:{regex})" for name, regex in terminals if name in ignore)
         kept = [f"(?P<{name}>{regex})" for name, regex in terminals if name not in ignore]
         kept.append(f"(?P<{_ERROR}>.|\\n)")
@@ -80,6 +86,22 @@ class Parser:
         self.keywords = {word: number[kind] for word, kind in keywords.items()}
         self.error = number[_ERROR]
         self.valued = [name in tables["valued"] for name in self.names]  # kept in the tree
+        # per ASCII code: the terminal of a token it always begins, _BLANK for ignored text,
+        # else _REGEX; per terminal, its run's characters (a NAME's letters and digits) or None
+        # for one character (lalr._single_characters says which characters may be read so)
+        self.single: list[int] = [_REGEX] * 128
+        self.runs: list[list[bool] | None] = [None] * len(self.names)
+        runs = tables.get("runs") or {}
+        for name, characters in (tables.get("single") or {}).items():
+            if name in runs or not self.valued[number[name]]:
+                for code in map(ord, characters):
+                    if code < 128:
+                        self.single[code] = number[name]
+        for name, characters in runs.items():
+            self.runs[number[name]] = [chr(code) in characters for code in range(128)]
+        for character in tables.get("blank") or "":
+            if ord(character) < 128:
+                self.single[ord(character)] = _BLANK
         self.brackets = {number[name]: name for name in (
             OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR) if name in number}
         self.start: int = tables["start"]
@@ -155,6 +177,7 @@ class Parser:
     def parse(self, text: str) -> Any:
         steps, rules, landings, stride = self.steps, self.rules, self.landings, self.stride
         valued, named, keywords, brackets = self.valued, self.named, self.keywords, self.brackets
+        single, runs, scan = self.single, self.runs, self.scanner.match
         multiline = "\n" in text  # else no newline to drop: skip the counting (a batch's lines)
         names, error = self.names, self.error
         new_str: Any = str.__new__
@@ -164,31 +187,54 @@ class Parser:
         values: list[Any] = []
         line, line_start, counted = 1, 0, 0  # newlines counted up to position ``counted``
         depth = 0  # ( read and not yet closed
-        last: re.Match[str] | None = None
+        size = len(text)
+        at = 0  # where the next token's reading begins
+        start = 0  # where the token begins (after the ignored text before it)
+        last = -1  # where the token before it began (-1: none yet)
         made: Any = None
-        for match in self.scanner.finditer(text):
-            k: int = match.lastindex or 0
+        while True:
+            k = _BLANK
+            while at < size:  # ignored blanks and one-character tokens: no regex
+                code = ord(text[at])
+                k = single[code] if code < 128 else _REGEX
+                if k != _BLANK:
+                    break
+                at += 1
+            if at >= size:
+                k, start = 0, size  # $END
+            elif k != _REGEX:
+                start, at = at, at + 1
+                run = runs[k]
+                if run is not None:  # a name: its letters and digits
+                    while at < size:
+                        code = ord(text[at])
+                        if code >= 128 or not run[code]:
+                            break
+                        at += 1
+            else:
+                match: Any = scan(text, at)  # never None: the error group takes any character
+                k = match.lastindex or 0
+                start, at = (match.start(k) if k else size), match.end()
             value: Any = None
             if valued[k]:
-                word = match.group(k)
+                word = text[start:at]
                 if k == named and word in keywords:
                     k = keywords[word]  # a keyword (not valued), not a name
                 else:
-                    pos = match.start(k)
-                    if multiline and counted < pos and "\n" in text[counted:pos]:
-                        line += text.count("\n", counted, pos)
-                        line_start = text.rfind("\n", 0, pos) + 1
-                    counted = pos
+                    if multiline and counted < start and "\n" in text[counted:start]:
+                        line += text.count("\n", counted, start)
+                        line_start = text.rfind("\n", 0, start) + 1
+                    counted = start
                     value = new_str(token_class, word)  # Token(...) inlined
-                    value.type, value.pos_in_stream = names[k], pos
-                    value.line, value.column = line, pos - line_start + 1
-            elif multiline and k in brackets:
+                    value.type, value.pos_in_stream = names[k], start
+                    value.line, value.column = line, start - line_start + 1
+            if multiline and k in brackets:
                 kind = brackets[k]
                 if kind in (OPEN, SQUARE_OPEN):
                     depth += 1
                 elif kind in (CLOSE, SQUARE_CLOSE):
                     depth -= 1
-                elif depth > 0 and text[match.start(k)] == "\n":
+                elif depth > 0 and text[start] == "\n":
                     continue  # a line break inside ( ): the statement goes on
             while True:
                 action = steps[top][k]
@@ -203,8 +249,8 @@ class Parser:
                     # what this state takes (after a whole operand: an operator or the end)
                     expected = {names[j] or "" for j, a in enumerate(steps[top]) if a != _NOTHING}
                     if k == error:
-                        raise UnexpectedCharacters(*_position(text, match.start(k)), expected)
-                    raise UnexpectedToken(_token(text, names[k] or "", match if k else last),
+                        raise UnexpectedCharacters(*_position(text, start), expected)
+                    raise UnexpectedToken(_token(text, names[k] or "", start, at, last),
                                           expected, values)
                 length, base, how, what = rules[~action]
                 if how == _LEAF:  # right after a shift: the top state is replaced
@@ -235,8 +281,7 @@ class Parser:
                 if top < 0:
                     top = landings[key] = self._landing(key)
                 states[-1] = top
-            last = match
-        raise AssertionError("unreachable: the text's end either completes the parse or fails")
+            last = start
 
     def _landing(self, key: int) -> int:
         """The top state after the goto on a reduced rule and the pass-through reductions that
@@ -272,10 +317,11 @@ def _position(text: str, pos: int) -> tuple[int, int, int]:
     return pos, text.count("\n", 0, pos) + 1, pos - line_start + 1
 
 
-def _token(text: str, kind: str, last: re.Match | None) -> Token:
-    """A token for an error message (Lark's ``$END`` borrows the last token's position)."""
-    if last is None:
+def _token(text: str, kind: str, start: int, end: int, last: int) -> Token:
+    """The token at ``start:end`` for an error message (Lark's ``$END`` borrows the position
+    of the last token, which began at ``last``: -1 for none)."""
+    if kind != "$END":
+        return Token(kind, text[start:end], *_position(text, start))
+    if last < 0:
         return Token(kind, "", 0, 1, 1)
-    group = last.lastindex or 0  # the token without the ignored text before it
-    text_of = "" if kind == "$END" else last.group(group)
-    return Token(kind, text_of, *_position(text, last.start(group)))
+    return Token(kind, "", *_position(text, last))

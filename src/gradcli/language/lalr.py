@@ -138,9 +138,14 @@ def generate_tables(text: str) -> dict[str, Any]:
          for symbol, (action, arg) in sorted(table.states[state].items())}
         for state in range(len(table.states))
     ]
+    ordered = _often_first([[t.name, t.pattern.to_regexp()] for t in terminals])
+    single, blank, runs = _single_characters(ordered, set(lark.ignore_tokens), valued)
     return {
         "grammar_digest": grammar_digest(text),
-        "terminals": _often_first([[t.name, t.pattern.to_regexp()] for t in terminals]),
+        "terminals": ordered,
+        "single": single,
+        "runs": runs,
+        "blank": blank,
         "retype": retype,
         "ignore": sorted(lark.ignore_tokens),
         "valued": sorted(valued),
@@ -171,6 +176,76 @@ def _often_first(terminals: list[list[str]]) -> list[list[str]]:
                 first[other] is not None and not first[other] & mine for other, _ in rest[:at]):
             ahead.append(rest.pop(at))
     return ahead + rest
+
+
+def _single_characters(terminals: list[list[str]], ignore: set[str],
+                       valued: set[str]) -> tuple[dict[str, str], str, dict[str, str]]:
+    """What the driver may read without its regex, a character at a time.
+
+    ``single``: the characters that begin a token of one terminal whatever follows them
+    ({"LPAR": "(", "NAME": "A...z"}): no ignored terminal, nor any terminal the scanner tries
+    before it, can begin so, and the terminal is that one character (and not kept in the tree,
+    not in ``valued``) or a run (``runs``). ``runs``: for a terminal that is a class and then a
+    run of another (``[a-z][a-z0-9]*``), the characters of its run. ``blank``: the characters
+    of an ignored run of one class (``[ \\t]+``) that no other ignored terminal begins with.
+    Anything unclear is left to the regex (``None`` first characters)."""
+    first = {name: _first_characters(regex) for name, regex in terminals}
+    skipped = [name for name, _ in terminals if name in ignore]
+    if any(first[name] is None for name in skipped):
+        return {}, "", {}
+    blank = ""
+    for name in skipped:
+        run = _class_run(dict(terminals)[name], 1)
+        others = frozenset().union(*(first[other] or () for other in skipped if other != name))
+        if run is not None and not run[1] & others:
+            blank += "".join(sorted(map(chr, run[1])))
+    starts_skipped = frozenset().union(*(first[name] or () for name in skipped))
+    single: dict[str, str] = {}
+    runs: dict[str, str] = {}
+    tried: set[int] = set()  # the first characters of the terminals tried so far
+    for name, regex in terminals:
+        if name in ignore:
+            continue
+        mine = first[name]
+        if mine is None:
+            break  # it may begin with anything: nothing after it is single
+        run = _class_run(regex, 0)
+        if run is not None and all(code < 128 for code in run[1]):
+            runs[name] = "".join(sorted(map(chr, run[1])))
+        alone = mine - tried - starts_skipped
+        if alone and (name in runs or (name not in valued and _one_character(regex))):
+            single[name] = "".join(sorted(map(chr, alone)))
+        tried |= mine
+    return single, blank, runs
+
+
+def _one_character(regex: str) -> bool:
+    """Whether every match of ``regex`` is one character (of its ``_first_characters``)."""
+    import re._parser as sre
+
+    plain = "(?" not in regex.replace("(?:", "")  # no flags: (?i) would match more
+    return plain and sre.parse(regex).getwidth() == (1, 1)
+
+
+def _class_run(regex: str, least: int) -> tuple[frozenset[int], frozenset[int]] | None:
+    """(first, run): ``regex`` as a run of one class, at least ``least`` long (``[ \\t]+``:
+    first and run alike), after one character of a class of its own when ``least`` is 0
+    (``[a-z][a-z0-9]*``); None for any other form."""
+    import re._parser as sre
+
+    if "(?" in regex:
+        return None
+    items = list(sre.parse(regex))
+    if len(items) != 2 - least or items[-1][0] not in (sre.MAX_REPEAT, sre.POSSESSIVE_REPEAT):
+        return None
+    low, high, inner = items[-1][1]
+    inner = list(inner)
+    if low != least or high != sre.MAXREPEAT or len(inner) != 1 or any(
+            item[0] not in (sre.LITERAL, sre.IN) for item in [*inner, *items[:-1]]):
+        return None
+    run = _first_of(inner, sre)
+    head = _first_of(items[:1], sre) if least == 0 else run
+    return None if run is None or head is None else (head, run)
 
 
 def _first_characters(regex: str) -> frozenset[int] | None:
