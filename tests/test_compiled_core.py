@@ -46,6 +46,11 @@ def test_numbers_from_numpy_or_floats_pass_where_the_core_takes_an_int():
     assert result.value == 9.0
     hessian = gradcli.evaluate("x**2*y", {"x": 1.0, "y": 2.0}, order=2, max_nodes=1e5).hessian
     assert hessian.matrix["x"]["y"] == 2.0
+    # the parser's builder, compiled too (a review): infinity is no limit, as it always was,
+    # and both_ways takes any truth value
+    assert len(gradcli.parse("x*y", max_nodes=float("inf")).nodes) == 3
+    assert len(gradcli.parse("x*y", max_nodes=np.int64(3)).nodes) == 3
+    assert "cos" in gradcli.parse("cos*x + sin(x)", both_ways=1).variables
 
 PROBE = """
 import json, sys

@@ -135,7 +135,8 @@ def _assert_same_error(reference, ours, program):
 PIECES = ["x", "y1", "2", ".5", "3e-2", "1.", "+", "-", "*", "/", "**", "^", "(", ")", ",", "=",
           ";", "\n", " ", "\t", "# note", "sin", "$", "<", "<=", "==", "!=", ">",
           "and", "or", "not", "if", "else", "f(a)", "orb", "\r\n", "\\", "\\\n", "\\ \r\n",
-          "\ufeff", "[", "]", "@", "'", ":", "%", "\x0c", "\r", "  ", "é", "xé", "_1", "and_"]
+          "\ufeff", "[", "]", "@", "'", ":", "%", "\x0c", "\r", "  ", "é", "xé", "_1", "and_",
+          "x2y3z", "    "]
 
 
 @settings(max_examples=400, deadline=None)
@@ -203,6 +204,14 @@ def test_characters_read_without_the_regex_begin_one_terminal_whatever_follows()
     assert blank == ""  # a tab of [ \t]+ also begins TABS: which one skips it is the regex's
     apart = [["SPACES", "[ ]+"], ["TABS", "\\t+"], ["CONTINUE", "\\\\[ ]*\n"], ["RPAR", "\\)"]]
     assert lalr._single_characters(apart, ignore, set()) == ({"RPAR": ")"}, " \t", {})
+    # a review's: a caseless terminal tried first may begin with any case of its letters, and
+    # an anchor makes a one-character terminal depend on what follows (-\\b before -)
+    caseless = [["SELECT", "(?i:select)"], ["NAME", "[A-Za-z_][A-Za-z0-9_]*"]]
+    assert lalr._single_characters(caseless, set(), {"NAME", "SELECT"}) == ({}, "", {})
+    assert lalr._single_characters([["NEG", "-\\b"], ["MINUS", "-"]], set(), set()) == (
+        {}, "", {})
+    assert lalr._single_characters([["REM", "(?i:rem)[^\n]*"], ["SPACES", "[ ]+"],
+                                    ["NAME", "[a-z]+"]], {"REM", "SPACES"}, set()) == ({}, "", {})
     # an ignored terminal whose first characters are unclear: nothing is read alone
     assert lalr._single_characters([["RPAR", "\\)"], ["SKIP", "\\s+"]], {"SKIP"}, set()) == (
         {}, "", {})

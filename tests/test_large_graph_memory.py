@@ -64,8 +64,10 @@ def test_many_inputs_still_reach_the_vectorised_pass(monkeypatch):
     assert asked
     assert (asked[0] == "v0") == (not check_module.REPLAYS_FIRST)  # compiled: replays first
     assert set(asked) <= set(report.gradients)  # all pass: 1 everywhere
-    assert list(report.gradients) == names[:len(report.gradients)]
-    assert report.unchecked == names[len(report.gradients):]
+    # in the inputs' order, and the rest unchecked (in Python a later input, cheaper to
+    # replay, may still fit the budget after an earlier one did not: no prefix there)
+    assert list(report.gradients) == [name for name in names if name in report.gradients]
+    assert report.unchecked == [name for name in names if name not in report.gradients]
 
 
 @pytest.mark.parametrize("text", [

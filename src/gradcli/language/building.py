@@ -4,6 +4,7 @@ variables, named values, defaults, notes, the node count."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from gradcli.engine.graph import Node
@@ -46,7 +47,7 @@ class GraphBuilder(Definitions):
         self.reset()
 
     def reset(self, max_nodes: Any = MAX_NODES) -> None:
-        self.max_nodes = int(max_nodes)  # (int(): NumPy's ints and 1e5 are fine too)
+        self.max_nodes = _node_limit(max_nodes)
         self.made = 0  # nodes built so far, against ``max_nodes``
         self.variables: dict[str, Node] = {}  # input variables, in order of first appearance
         self.named: dict[str, Node] = {}  # names given by statements: intermediates and inputs
@@ -377,6 +378,15 @@ class GraphBuilder(Definitions):
 
     def slice_all(self, children: Sequence[Node]) -> tuple:
         return ("slice", None, None)
+
+
+def _node_limit(max_nodes: Any) -> int:
+    """``max_nodes`` as the int the compiled builder keeps: NumPy's ints and 1e5 are fine, and
+    infinity (or NaN) is no limit, as it always was."""
+    try:
+        return int(max_nodes)
+    except (OverflowError, ValueError):  # inf, nan
+        return sys.maxsize
 
 
 def _is_number(node: Node) -> bool:

@@ -54,12 +54,13 @@ class Parser:
         terminals = tables["terminals"]
         ignore = set(tables["ignore"])
         # Ignored text (spaces, comments) is skipped by the match of the token after it, and
-        # the end of the text is a match of its own (no group: ``$END``), so every token costs
-        # one match. That is safe because no kept terminal can begin with ignored text (a test
-        # compares tokens and errors with Lark's own lexer), nor is skipped text ever given back
-        # (the error group takes any character): a possessive skip (Python 3.11+) is faster.
-        # The tables' ``single`` and ``blank`` characters are read without the regex: the same
-        # tokens, as ``lalr._single_characters`` shows from the terminals (and a test from Lark).
+        # the end of the text is a match of its own (no group: ``$END``). That is safe because
+        # no kept terminal can begin with ignored text (a test compares tokens and errors with
+        # Lark's own lexer), nor is skipped text ever given back (the error group takes any
+        # character): a possessive skip (Python 3.11+) is faster. Most tokens never reach the
+        # regex, though: the tables' ``single`` and ``blank`` characters are read by the table
+        # below (``lalr._single_characters`` shows from the terminals that the tokens are the
+        # regex's; a test, from Lark's lexer).
         skip = "|".join(f"(?:{regex})" for name, regex in terminals if name in ignore)
         kept = [f"(?P<{name}>{regex})" for name, regex in terminals if name not in ignore]
         kept.append(f"(?P<{_ERROR}>.|\\n)")
@@ -87,21 +88,23 @@ class Parser:
         self.error = number[_ERROR]
         self.valued = [name in tables["valued"] for name in self.names]  # kept in the tree
         # per ASCII code: the terminal of a token it always begins, _BLANK for ignored text,
-        # else _REGEX; per terminal, its run's characters (a NAME's letters and digits) or None
-        # for one character (lalr._single_characters says which characters may be read so)
+        # else _REGEX; per run terminal (a name), its run's characters and a match of the rest
+        # of a run two or more long at once (so are runs of blanks: a loop per character would
+        # make the Python build slower than the regex on long names and blanks)
         self.single: list[int] = [_REGEX] * 128
         self.runs: list[list[bool] | None] = [None] * len(self.names)
-        runs = tables.get("runs") or {}
+        self.rests: list[Any] = [None] * len(self.names)
         for name, characters in (tables.get("single") or {}).items():
-            if name in runs or not self.valued[number[name]]:
-                for code in map(ord, characters):
-                    if code < 128:
-                        self.single[code] = number[name]
-        for name, characters in runs.items():
+            for code in map(ord, characters):
+                if code < 128:  # (the table's size; others go to the regex)
+                    self.single[code] = number[name]
+        for name, characters in (tables.get("runs") or {}).items():
             self.runs[number[name]] = [chr(code) in characters for code in range(128)]
-        for character in tables.get("blank") or "":
-            if ord(character) < 128:
-                self.single[ord(character)] = _BLANK
+            self.rests[number[name]] = re.compile(f"[{re.escape(characters)}]*").match
+        blank = tables.get("blank") or ""
+        for code in map(ord, blank):
+            self.single[code] = _BLANK  # (ASCII: a run of a class, lalr._single_characters)
+        self.blanks: Any = re.compile(f"[{re.escape(blank)}]*" if blank else "").match
         self.brackets = {number[name]: name for name in (
             OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR) if name in number}
         self.start: int = tables["start"]
@@ -177,7 +180,8 @@ class Parser:
     def parse(self, text: str) -> Any:
         steps, rules, landings, stride = self.steps, self.rules, self.landings, self.stride
         valued, named, keywords, brackets = self.valued, self.named, self.keywords, self.brackets
-        single, runs, scan = self.single, self.runs, self.scanner.match
+        single, runs, rests, scan = self.single, self.runs, self.rests, self.scanner.match
+        blanks = self.blanks
         multiline = "\n" in text  # else no newline to drop: skip the counting (a batch's lines)
         names, error = self.names, self.error
         new_str: Any = str.__new__
@@ -193,28 +197,29 @@ class Parser:
         last = -1  # where the token before it began (-1: none yet)
         made: Any = None
         while True:
-            k = _BLANK
-            while at < size:  # ignored blanks and one-character tokens: no regex
+            k, skipped = _BLANK, False
+            while at < size:  # blanks, then a token the table knows or the regex's
                 code = ord(text[at])
                 k = single[code] if code < 128 else _REGEX
                 if k != _BLANK:
                     break
-                at += 1
+                if skipped:  # a second blank: the rest of the run at once
+                    at = blanks(text, at).end()
+                else:
+                    at, skipped = at + 1, True
             if at >= size:
                 k, start = 0, size  # $END
             elif k != _REGEX:
                 start, at = at, at + 1
                 run = runs[k]
-                if run is not None:  # a name: its letters and digits
-                    while at < size:
-                        code = ord(text[at])
-                        if code >= 128 or not run[code]:
-                            break
-                        at += 1
+                if run is not None and at < size:  # a name: its letters and digits
+                    code = ord(text[at])
+                    if code < 128 and run[code]:
+                        at = rests[k](text, at).end()
             else:
                 match: Any = scan(text, at)  # never None: the error group takes any character
                 k = match.lastindex or 0
-                start, at = (match.start(k) if k else size), match.end()
+                start, at = match.span(k)  # (the group ends where the match does)
             value: Any = None
             if valued[k]:
                 word = text[start:at]

@@ -220,23 +220,25 @@ def _single_characters(terminals: list[list[str]], ignore: set[str],
 
 
 def _one_character(regex: str) -> bool:
-    """Whether every match of ``regex`` is one character (of its ``_first_characters``)."""
-    import re._parser as sre
-
-    plain = "(?" not in regex.replace("(?:", "")  # no flags: (?i) would match more
-    return plain and sre.parse(regex).getwidth() == (1, 1)
+    """Whether every match of ``regex`` is one character (of its ``_first_characters``),
+    whatever comes after it: a literal or a class, nothing else (``-\\b`` is one character
+    wide but depends on the next)."""
+    sre = _sre()
+    items = list(sre.parse(regex))
+    return "(?" not in regex.replace("(?:", "") and len(items) == 1 and items[0][0] in (
+        sre.LITERAL, sre.IN) and _first_of(items, sre) is not None
 
 
 def _class_run(regex: str, least: int) -> tuple[frozenset[int], frozenset[int]] | None:
     """(first, run): ``regex`` as a run of one class, at least ``least`` long (``[ \\t]+``:
     first and run alike), after one character of a class of its own when ``least`` is 0
     (``[a-z][a-z0-9]*``); None for any other form."""
-    import re._parser as sre
-
+    sre = _sre()
     if "(?" in regex:
         return None
     items = list(sre.parse(regex))
-    if len(items) != 2 - least or items[-1][0] not in (sre.MAX_REPEAT, sre.POSSESSIVE_REPEAT):
+    repeats = (sre.MAX_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT))  # 3.11+
+    if len(items) != 2 - least or items[-1][0] not in repeats:
         return None
     low, high, inner = items[-1][1]
     inner = list(inner)
@@ -250,10 +252,22 @@ def _class_run(regex: str, least: int) -> tuple[frozenset[int], frozenset[int]] 
 
 def _first_characters(regex: str) -> frozenset[int] | None:
     """The code points a match of ``regex`` can begin with, or None when that is not simply
-    known (a class such as ``\\w``, an optional start, an unusual construct)."""
-    import re._parser as sre  # only when the tables are generated, with Lark
+    known (a class such as ``\\w``, an optional start, a flag such as ``(?i)``, an unusual
+    construct)."""
+    sre = _sre()
+    parsed = sre.parse(regex)
+    if parsed.state.flags & (re.IGNORECASE | re.VERBOSE):
+        return None
+    return _first_of(list(parsed), sre)
 
-    return _first_of(list(sre.parse(regex)), sre)
+
+def _sre() -> Any:
+    """The regex parser of ``re`` (only when the tables are generated, with Lark)."""
+    try:
+        import re._parser as sre  # Python 3.11+
+    except ImportError:
+        import sre_parse as sre  # Python 3.10
+    return sre
 
 
 def _first_of(items: list, sre: Any) -> frozenset[int] | None:
@@ -267,8 +281,8 @@ def _first_of(items: list, sre: Any) -> frozenset[int] | None:
             return None
         return frozenset(code for kind, value in arg for code in (
             (value,) if kind is sre.LITERAL else range(value[0], value[1] + 1)))
-    if op is sre.SUBPATTERN:
-        return _first_of(list(arg[3]), sre)
+    if op is sre.SUBPATTERN:  # (group, flags added, flags removed, pattern)
+        return None if arg[1] or arg[2] else _first_of(list(arg[3]), sre)
     if op is sre.MAX_REPEAT and arg[0] > 0:
         return _first_of(list(arg[2]), sre)
     if op is sre.BRANCH:
