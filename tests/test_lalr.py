@@ -212,6 +212,9 @@ def test_characters_read_without_the_regex_begin_one_terminal_whatever_follows()
         {}, "", {})
     assert lalr._single_characters([["REM", "(?i:rem)[^\n]*"], ["SPACES", "[ ]+"],
                                     ["NAME", "[a-z]+"]], {"REM", "SPACES"}, set()) == ({}, "", {})
+    # a blank past ASCII is left to the regex (the driver's table has 128 places)
+    wide = driver.Parser({**TABLES, "blank": TABLES["blank"] + "\xa0"}, _ShapeBuilder())
+    assert _tokens(wide.parse("x +  y")) == _tokens(_PARSERS[1].parse("x +  y"))
     # an ignored terminal whose first characters are unclear: nothing is read alone
     assert lalr._single_characters([["RPAR", "\\)"], ["SKIP", "\\s+"]], {"SKIP"}, set()) == (
         {}, "", {})

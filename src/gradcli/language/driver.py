@@ -103,7 +103,8 @@ class Parser:
             self.rests[number[name]] = re.compile(f"[{re.escape(characters)}]*").match
         blank = tables.get("blank") or ""
         for code in map(ord, blank):
-            self.single[code] = _BLANK  # (ASCII: a run of a class, lalr._single_characters)
+            if code < 128:  # (others: the regex skips them, as ignored text)
+                self.single[code] = _BLANK
         self.blanks: Any = re.compile(f"[{re.escape(blank)}]*" if blank else "").match
         self.brackets = {number[name]: name for name in (
             OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR) if name in number}
