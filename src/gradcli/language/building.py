@@ -64,7 +64,9 @@ class GraphBuilder(Definitions):
         self.constants_read: set[str] = set()  # the constants some expression reads
         self.language_calls: dict[str, Token] = {}  # the language's functions called, first
         self.first_use: dict[str, int] = {}  # where each name is first read or assigned
-        self.both_ways = False  # a name may be called and read (a printed derivative, read back)
+        # a name may be called and read (a printed derivative, read back); object: any truth
+        # value, tested only where a name is both (as ever: compiled, a bool would be checked)
+        self.both_ways: object = False
         self.arrays = False  # an array literal or array op was built (docs/arrays.md)
         self.functions: dict[str, Function] = {}  # the program's own, in order of definition
         self.called: set[str] = set()  # the functions some statement calls

@@ -101,10 +101,9 @@ class Parser:
         for name, characters in (tables.get("runs") or {}).items():
             self.runs[number[name]] = [chr(code) in characters for code in range(128)]
             self.rests[number[name]] = re.compile(f"[{re.escape(characters)}]*").match
-        blank = tables.get("blank") or ""
-        for code in map(ord, blank):
-            if code < 128:  # (others: the regex skips them, as ignored text)
-                self.single[code] = _BLANK
+        blank = "".join(c for c in tables.get("blank") or "" if ord(c) < 128)  # (the others:
+        for code in map(ord, blank):  # the regex skips them, as the ignored text they are)
+            self.single[code] = _BLANK
         self.blanks: Any = re.compile(f"[{re.escape(blank)}]*" if blank else "").match
         self.brackets = {number[name]: name for name in (
             OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR) if name in number}

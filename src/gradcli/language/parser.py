@@ -44,7 +44,7 @@ class _Parser:
             self.builder.source = source
             if given:
                 self.builder.shadowing = frozenset(name for name in given if name in CONSTANTS)
-            self.builder.both_ways = bool(both_ways)  # (compiled, the builder takes a bool)
+            self.builder.both_ways = both_ways
             parse = self.lalr.parse
             if len(source) >= _PAUSED_FROM:  # the cycle collector paused (engine.collector)
                 from gradcli.engine.collector import collector_paused
