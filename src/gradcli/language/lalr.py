@@ -223,20 +223,18 @@ def _one_character(regex: str) -> bool:
     """Whether every match of ``regex`` is one character (of its ``_first_characters``),
     whatever comes after it: a literal or a class, nothing else (``-\\b`` is one character
     wide but depends on the next)."""
-    sre = _sre()
-    items = list(sre.parse(regex))
-    return "(?" not in regex.replace("(?:", "") and len(items) == 1 and items[0][0] in (
-        sre.LITERAL, sre.IN) and _first_of(items, sre) is not None
+    sre, items = _sre(), _items(regex)
+    return items is not None and len(items) == 1 and items[0][0] in (sre.LITERAL, sre.IN) and (
+        _first_of(items, sre) is not None)
 
 
 def _class_run(regex: str, least: int) -> tuple[frozenset[int], frozenset[int]] | None:
     """(first, run): ``regex`` as a run of one class, at least ``least`` long (``[ \\t]+``:
     first and run alike), after one character of a class of its own when ``least`` is 0
     (``[a-z][a-z0-9]*``); None for any other form."""
-    sre = _sre()
-    if "(?" in regex:
+    sre, items = _sre(), _items(regex)
+    if items is None:
         return None
-    items = list(sre.parse(regex))
     repeats = (sre.MAX_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT))  # 3.11+
     if len(items) != 2 - least or items[-1][0] not in repeats:
         return None
@@ -254,11 +252,16 @@ def _first_characters(regex: str) -> frozenset[int] | None:
     """The code points a match of ``regex`` can begin with, or None when that is not simply
     known (a class such as ``\\w``, an optional start, a flag such as ``(?i)``, an unusual
     construct)."""
-    sre = _sre()
-    parsed = sre.parse(regex)
-    if parsed.state.flags & (re.IGNORECASE | re.VERBOSE):
-        return None
-    return _first_of(list(parsed), sre)
+    items = _items(regex)
+    return None if items is None else _first_of(items, _sre())
+
+
+def _items(regex: str) -> list | None:
+    """``regex`` parsed, its items in order; None with a flag for the whole of it (``(?i)``:
+    what a character begins, or is, is then more than its items say; a group's own flags are
+    ``_first_of``'s to refuse)."""
+    parsed = _sre().parse(regex)
+    return None if parsed.state.flags & ~re.UNICODE else list(parsed)
 
 
 def _sre() -> Any:

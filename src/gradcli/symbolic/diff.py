@@ -52,7 +52,6 @@ class DiffAsk:
             raise UsageError(f"--order must be from 1 to {MAX_ORDER}, not {self.order}")
 
 
-
 @dataclass
 class Diff:
     """The derivatives of one program, printed, with what ``verify`` said of them."""
