@@ -62,9 +62,9 @@ def _remove_compiled_modules() -> None:
     that may use them, e.g. a CI checkout that also builds the action's install from itself.)"""
     if "editable_wheel" not in sys.argv[1:]:
         return
-    for suffix in EXTENSION_SUFFIXES:
-        for part in ("engine", "language", "symbolic"):  # where the [tool.mypy] files live
-            for path in (PACKAGE / part).glob(f"*{suffix}"):
+    for folder in {Path(path).parent for path in _core()}:  # where the compiled modules live
+        for suffix in EXTENSION_SUFFIXES:
+            for path in folder.glob(f"*{suffix}"):
                 path.unlink()
 
 

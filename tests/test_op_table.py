@@ -161,6 +161,59 @@ def test_every_row_has_a_usable_form_or_says_none(name):
         assert out.tolist() == pytest.approx([op.forward(*point)] * 2)
 
 
+@pytest.mark.parametrize("name", sorted(op.name for op in ROWS if op.constants))
+def test_a_partial_written_as_a_number_is_that_number_on_every_path(name):
+    """A row may write a partial as a number (add's 1, 1): the float backward pass reads it,
+    and every other caller gets a rule that gives it, on floats, complex numbers, arrays and
+    in a formula; each such number is the row's slope, by central differences."""
+    op = OPS[name]
+    assert len(op.constants) == op.arity
+    point = [0.7] if op.arity == 1 else [2.0, 1.3]  # 2: polygamma's order n is whole
+    for position, slope in enumerate(op.constants):
+        if slope is None:
+            continue
+        rule = op.rules[position]
+        assert rule(*point, op.forward(*point)) == slope
+        assert rule(*(np.array([v, v]) for v in point), None) == slope
+        h = 1e-6
+        moved = [[v + (k == position) * step for k, v in enumerate(point)] for step in (h, -h)]
+        try:
+            slope_seen = (op.forward(*moved[0]) - op.forward(*moved[1])) / (2 * h)
+        except ValueError:  # an order n takes whole numbers only: it has no slope but 0
+            assert slope == 0.0
+        else:
+            assert slope_seen == pytest.approx(slope, abs=1e-6)
+        # the engine's backward on floats: the number, where the rule would have been called
+        nodes = [Node.variable(n) for n in "xy"[:op.arity]]
+        for node, value in zip(nodes, point, strict=True):
+            node.value = value
+        out = Node(op, tuple(nodes))
+        program = Program.build("", out, nodes, {})
+        forward(program.nodes)
+        right = op.rules
+        unread = list(right)
+        unread[position] = lambda *args: pytest.fail("the rule of a number was called")
+        object.__setattr__(op, "rules", tuple(unread))
+        try:
+            backward(program.nodes)
+        finally:
+            object.__setattr__(op, "rules", right)
+        assert nodes[position].grad == slope
+    names = list("xy"[:op.arity])
+    written = (f"{name}({', '.join(names)})" if op.is_function
+               else {"add": "x + y", "sub": "x - y", "neg": "-x"}[name])
+    texts = gradcli.differentiate(written, names).texts()  # the derivatives as formulas
+    for variable, slope in zip(names, op.constants, strict=True):
+        assert slope is None or float(texts[variable]) == slope
+
+
+def test_a_number_for_a_partial_keeps_the_operands_names():
+    """``operands`` reads the names from the first partial written as a rule (polygamma's n, x)."""
+    assert OPS["polygamma"].constants == (0.0, None) and OPS["polygamma"].operands == ("n", "x")
+    assert OPS["add"].operands == ("x", "y") and OPS["neg"].operands == ("x",)
+    assert all(op.constants == () or len(op.constants) == op.arity for op in ROWS)
+
+
 def test_arithmetic_operators_are_the_same_rows_as_before():
     for name, function in [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
                            ("div", operator.truediv), ("neg", operator.neg)]:

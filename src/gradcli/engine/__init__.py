@@ -10,7 +10,7 @@ others point by point.
 
 
 # The subpackages whose modules setup.py compiles (pyproject.toml's [tool.mypy] files).
-COMPILED_PARTS = ("engine", "language", "symbolic")
+COMPILED_PARTS = ("engine", "gradcheck", "language", "symbolic")
 
 
 def core_is_compiled() -> bool:

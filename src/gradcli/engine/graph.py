@@ -354,17 +354,22 @@ def backward(nodes: list[Node], live: list[bool] | None = None) -> None:
             args = [inputs[0].value, inputs[1].value]
         else:
             args = [source.value for source in inputs]
-        rules, grad, out = node.op.rules, node.grad, node.value
+        op, grad, out = node.op, node.grad, node.value
+        rules, constants = op.rules, op.constants  # a partial that is a number: no call
         position = -1
         for source in inputs:
             position += 1
             if source.needs_grad:
-                try:  # local_derivative inlined in the common case (it raises the error)
-                    partial = rules[position](*args, out)
-                except (ValueError, ZeroDivisionError, OverflowError):
-                    partial = math.inf
-                if not isfinite(partial):
-                    partial = local_derivative(node, args, position)
+                slope = constants[position] if constants else None
+                if slope is not None:
+                    partial = slope
+                else:
+                    try:  # local_derivative inlined in the common case (it raises the error)
+                        partial = rules[position](*args, out)
+                    except (ValueError, ZeroDivisionError, OverflowError):
+                        partial = math.inf
+                    if not isfinite(partial):
+                        partial = local_derivative(node, args, position)
                 source.grad += grad * partial
                 if not isfinite(source.grad):
                     raise numeric_error(node, args, "the gradient overflows")

@@ -69,7 +69,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start
 if TYPE_CHECKING:
     from typing import Any
 
-    from gradcli.gradcheck.steps import Perturbed, Replays
+    from gradcli.gradcheck.perturbing import Perturbed, Replays
 
 COMPLEX_STEP = 1e-100  # relative to max(1, |v|); see the module docstring
 RICHARDSON_LEVELS = 15  # steps h0 ... h0 / 2^14: from max(1, |v|) / 8 down to ~eps^(1/3)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 from typing import Any
 
 from gradcli.engine.graph import Node, Program, node_text
@@ -243,9 +244,8 @@ def _combined(node: Node, elements: dict[int, GradientCheck],
         int(i) for i in np.unravel_index(flat, np.shape(node.value)))
     measured = [check.ill_conditioned for check in failures]
     # its size: the elements that have a value (those of a branch not taken may have none)
-    fields = {**vars(worst), "checked": len(elements),
-              "size": int(np.count_nonzero(np.isfinite(node.value))),
-              "failed": failed or (1 if failures else 0), "where": where, "ok": not failures,
-              "directions": len(along),
-              "ill_conditioned": None if None in measured else max(measured, default=None)}
-    return GradientCheck(**fields)
+    return replace(worst, checked=len(elements),
+                   size=int(np.count_nonzero(np.isfinite(node.value))),
+                   failed=failed or (1 if failures else 0), where=where, ok=not failures,
+                   directions=len(along),
+                   ill_conditioned=None if None in measured else max(measured, default=None))

@@ -21,7 +21,7 @@ from gradcli.engine.graph import Node, Program, is_masked, nodes_of, values_and_
 from gradcli.engine.ops import VAR, numpy
 from gradcli.engine.replay import Replayer
 from gradcli.errors import NumericError, UsageError, gradient_formula_error
-from gradcli.gradcheck.steps import STENCILS, Estimates, base_step, settle
+from gradcli.gradcheck.steps import STENCILS, Estimates, base_step, no_estimates, settle
 from gradcli.limits import CHECK_BUDGET, MAX_ARRAY_HESSIAN_INPUTS, MAX_HESSIAN_ENTRIES, MAX_NODES
 from gradcli.symbolic.builder import Builder, gradients
 from gradcli.symbolic.printing import to_text
@@ -318,7 +318,7 @@ class _Checked:
                  lines: list[tuple[Mapping[str, Any], float]],
                  blocks: dict[str, tuple[slice, slice, tuple[int, ...]]]) -> None:
         self.checking, self.analytic = checking, analytic
-        self.columns = Estimates.empty(numpy().shape(analytic))
+        self.columns = no_estimates(numpy().shape(analytic))
         nodes = graphs.program.nodes
         values = [node.value for node in nodes]  # put back after the lines moved the inputs
         try:

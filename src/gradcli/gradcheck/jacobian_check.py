@@ -19,7 +19,7 @@ from gradcli.engine.notation import expression_texts
 from gradcli.engine.replay import Replayer, rounding_weight
 from gradcli.errors import ExitStatus, NumericError, UsageError
 from gradcli.gradcheck.elements import sample
-from gradcli.gradcheck.steps import Estimates, base_step, own_step, settle
+from gradcli.gradcheck.steps import Estimates, base_step, no_estimates, own_step, settle
 from gradcli.limits import ARRAY_CHECK_ELEMENTS, MAX_CONTRIBUTION_CELLS
 
 _CHUNK_CELLS = 1 << 18  # Jacobian entries settled at once (a few MB of each of settle's arrays)
@@ -237,7 +237,7 @@ def _settled(program: Program, outputs: list[Node], v: Node, elements: list[int]
     else:
         weighed = weights[:, indices]
         seen = ((weighed * magnitudes).max(axis=1), weighed[:, 0])
-    found = Estimates.empty(analytic.shape)
+    found = no_estimates(analytic.shape)
     width = max(1, _CHUNK_CELLS // max(1, count))
     for first in range(0, len(elements), width):
         columns = slice(first, min(first + width, len(elements)))

@@ -26,9 +26,9 @@ from gradcli.engine.ops import numpy
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Any
 
-    from gradcli.engine.node import Node
+    from gradcli.gradcheck.perturbing import Sample
 
 EPS = sys.float_info.epsilon
 SHRINKS = 8  # smaller steps tried after a disagreement: down to h / 16**8
@@ -37,13 +37,11 @@ _NOISE_FACTOR = 16.0
 _CUBE_ROOT_EPS = EPS ** (1.0 / 3.0)
 
 
-class Stencil(namedtuple("Stencil", ("method", "offsets", "weights"))):
-    """f'(v) ~ (sum of weight * f(v + offset * h)) / 2h, summed in the order listed (which
-    fixes the rounding: every caller gets the same bits); offset 0 is f(v), known already.
-    ``method``: the name a verdict reports; ``offsets``, ``weights``: tuples of floats. (A
-    ``typing.NamedTuple`` would import typing at every start of gradcli.)"""
-
-    __slots__ = ()
+# f'(v) ~ (sum of weight * f(v + offset * h)) / 2h, summed in the order listed (which fixes the
+# rounding: every caller gets the same bits); offset 0 is f(v), known already. ``method``: the
+# name a verdict reports; ``offsets``, ``weights``: tuples of floats. (A ``typing.NamedTuple``
+# would import typing at every start of gradcli; a class over ``namedtuple`` is not compiled.)
+Stencil = namedtuple("Stencil", ("method", "offsets", "weights"))
 
 
 CENTRAL = Stencil("central", (1.0, -1.0), (1.0, -1.0))
@@ -177,7 +175,8 @@ def kink(jumps: Sequence[Any], allowed: Any, largest: Any, h: Any) -> Any:
     the one before). So 0.01*abs(w) + (300*w - 1)**2 at 0, whose curve makes the first jumps
     shrink tenfold (c = 9e4, K = 0.02), is a kink, as it is."""
     estimates = [(after - 0.1 * before) / 0.9 for before, after in pairwise(jumps)]
-    steady, found = True, False
+    steady: Any = True  # (or an array of them: typed so that compiled, it may be one)
+    found: Any = False
     for k, (before, estimate) in enumerate(pairwise(estimates), start=2):
         steady = steady & (estimate > 0.5 * before) & (estimate < 2.0 * before)
         noise = noise_allowance(largest, h * KINK_STEPS[k])  # the pair's smaller step's
@@ -185,56 +184,20 @@ def kink(jumps: Sequence[Any], allowed: Any, largest: Any, h: Any) -> Any:
     return found
 
 
-# --- what a step policy perturbs and replays ------------------------------------------------------
-
-if TYPE_CHECKING:  # for the type checker only
-    class Perturbed(Protocol):
-        """What the step policies read of the node (or array element) they perturb."""
-
-        @property
-        def value(self) -> Any: ...
-        @property
-        def grad(self) -> Any: ...
-        @property
-        def index(self) -> int: ...
-
-    class Replays(Protocol):
-        """The output's value with one perturbed value (``replay.Replayer`` on floats,
-        ``columns.ElementReplayer`` for an element of an array)."""
-
-        @property
-        def nodes(self) -> list[Node]: ...
-        @property
-        def switched(self) -> set[int]: ...  # conditions a replay turned over, by node index
-        def replay(self, index: int, value: Any, complex_step: bool = False
-                   ) -> tuple[Any, float]: ...
-
-
 # --- the policy for many entries at once ---------------------------------------------------------
 
-class Estimates(namedtuple("Estimates", ("numeric", "error", "tolerance", "ok", "stencil",
-                                           "step"))):
-    """Entries checked at once (``settle``), one array each: the estimate (NaN: none), its error
-    (inf: none), the tolerance, the verdict, the stencil (an index into ``STENCILS``; -1: none)
-    and the step."""
-
-    __slots__ = ()
-
-    @classmethod
-    def empty(cls, shape: Any) -> Estimates:
-        """Entries not estimated yet."""
-        np = numpy()
-        return cls(np.full(shape, np.nan), np.full(shape, np.inf), np.zeros(shape),
-                   np.zeros(shape, dtype=bool), np.full(shape, -1, dtype=np.int8),
-                   np.zeros(shape))
+# Entries checked at once (``settle``), one array each: the estimate (NaN: none), its error (inf:
+# none), the tolerance, the verdict, the stencil (an index into ``STENCILS``; -1: none) and the
+# step.
+Estimates = namedtuple("Estimates", ("numeric", "error", "tolerance", "ok", "stencil", "step"))
 
 
-# f at entries ``rows`` moved by offset * h (h: one step per row): the values, the largest
-# rounding scale each one's evaluation saw, and where it failed (outside the domain)
-if TYPE_CHECKING:
-    Sample = Callable[[Any, float, Any], tuple[Any, Any, Any]]
-else:
-    Sample = Callable  # the name other modules import for their annotations, never evaluated
+def no_estimates(shape: Any) -> Estimates:
+    """Entries not estimated yet."""
+    np = numpy()
+    return Estimates(np.full(shape, np.nan), np.full(shape, np.inf), np.zeros(shape),
+                     np.zeros(shape, dtype=bool), np.full(shape, -1, dtype=np.int8),
+                     np.zeros(shape))
 
 
 def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: float,
@@ -247,7 +210,7 @@ def settle(analytic: Any, base: Any, f0: Any, sample: Sample, rows: Any, rtol: f
     from gradcli.gradcheck.conditioning import settles_quietly
 
     np = numpy()
-    found = Estimates.empty(np.shape(analytic))
+    found = no_estimates(np.shape(analytic))
     for shrink in range(SHRINKS + 1 + (own is not None)):
         if shrink > SHRINKS:
             rows = rows[(own[rows] > 0) & (own[rows] < step(base[rows], SHRINKS))]

@@ -30,8 +30,8 @@ from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import ExitStatus, GradcliError, NumericError
 from gradcli.gradcheck.check import DEFAULT_ATOL, DEFAULT_RTOL, check_node
 from gradcli.gradcheck.evaluation import evaluate
+from gradcli.gradcheck.perturbing import Sample
 from gradcli.gradcheck.steps import (
-    Sample,
     base_step,
     first_stencil,
     noise_allowance,

@@ -158,10 +158,10 @@ def _xlogy_slope(x: Any, y: Any, out: Any) -> Any:
 
 ROWS: list[Op] = [
     # --- arithmetic: the grammar's operators (forward takes complex numbers and arrays too) ----
-    binary("add", operator.add, lambda x, y, out: 1.0, lambda x, y, out: 1.0,
+    binary("add", operator.add, 1.0, 1.0,
            complex=SAME, vector=SAME, symbol="+", precedence=PREC_SUM, summary="sum",
            linear=LINEAR_ALL, numpy="{0} + {1}"),
-    binary("sub", operator.sub, lambda x, y, out: 1.0, lambda x, y, out: -1.0,
+    binary("sub", operator.sub, 1.0, -1.0,
            complex=SAME, vector=SAME, symbol="-", precedence=PREC_SUM, summary="difference",
            linear=LINEAR_ALL, numpy="{0} - {1}"),
     binary("mul", operator.mul, lambda x, y, out: y, lambda x, y, out: x,
@@ -171,7 +171,7 @@ ROWS: list[Op] = [
            domain=forms.nonzero_divisor, complex=SAME, vector=SAME, symbol="/",
            precedence=PREC_PRODUCT, summary="quotient (division by zero is an error)",
            linear=LINEAR_FIRST, numpy="{0} / {1}"),
-    unary("neg", operator.neg, lambda x, out: -1.0,
+    unary("neg", operator.neg, -1.0,
           complex=SAME, vector=SAME, symbol="-", precedence=PREC_UNARY, summary="negation",
           linear=LINEAR_ALL, numpy="-{0}"),
     # d/dy needs log(x): the backward pass asks for it only when y depends on a variable, so

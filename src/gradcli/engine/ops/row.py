@@ -116,6 +116,9 @@ class Op:
     # (u v^T) * s, or u v^T where s is None (``replay.Scaled``, a large matrix's random
     # direction in the check): no such matrix formed. None: the row's forward on it formed.
     scaled: Callable[..., Any] | None = field(default=None, kw_only=True)
+    # Per operand: its partial where the table writes it as a number (add's 1, 1), else None;
+    # the float backward pass reads it instead of calling the rule made of it (``constant``).
+    constants: tuple[float | None, ...] = field(default=(), kw_only=True)
 
     def __post_init__(self) -> None:
         for form in ("complex", "vector"):
@@ -185,7 +188,9 @@ class Op:
         are ``n`` (a constructor) or ``x, y``."""
         if self.kind is ARRAY:
             return ("n",) if self.constant_args else ("x", "y")[:self.arity]
-        code = getattr(self.rules[0], "__code__", None) if self.rules else None
+        written = [rule for k, rule in enumerate(self.rules)  # not a number's (``_rules``)
+                   if not self.constants or self.constants[k] is None]
+        code = getattr(written[0], "__code__", None) if written else None
         names = code.co_varnames[:self.arity] if code is not None else ()
         return tuple(names) if len(names) == self.arity else ("x", "y", "z")[:self.arity]
 
@@ -301,14 +306,32 @@ def above(x: Any) -> Any:
     return F.heaviside(x)
 
 
-def unary(name: str, forward: Callable[..., float], dx: Rule, **row: Any) -> Op:
-    """An element-wise row of one operand."""
-    return Op(name, 1, forward, (dx,), **_ufunc_forms(row, 1))
+def unary(name: str, forward: Callable[..., float], dx: Rule | float, **row: Any) -> Op:
+    """An element-wise row of one operand; its partial may be written as a number."""
+    return Op(name, 1, forward, _rules((dx,), row), **_ufunc_forms(row, 1))
 
 
-def binary(name: str, forward: Callable[..., float], dx: Rule, dy: Rule, **row: Any) -> Op:
-    """An element-wise row of two operands."""
-    return Op(name, 2, forward, (dx, dy), **_ufunc_forms(row, 2))
+def binary(name: str, forward: Callable[..., float], dx: Rule | float, dy: Rule | float,
+           **row: Any) -> Op:
+    """An element-wise row of two operands; a partial may be written as a number."""
+    return Op(name, 2, forward, _rules((dx, dy), row), **_ufunc_forms(row, 2))
+
+
+def _rules(given: tuple[Rule | float, ...], row: dict[str, Any]) -> tuple[Rule, ...]:
+    """The rules of partials written as rules or as numbers (d/dx (x + y) = 1): a number
+    becomes a rule for every caller that takes one (formulas, arrays, complex steps) and is
+    kept in the row's ``constants``, which the float backward pass reads instead."""
+    numbers = tuple(None if callable(rule) else float(rule) for rule in given)
+    if any(number is not None for number in numbers):
+        row["constants"] = numbers
+    return tuple(rule if callable(rule) else _constant(float(rule), len(given))
+                 for rule in given)
+
+
+def _constant(slope: float, arity: int) -> Rule:
+    if arity == 1:
+        return lambda x, out: slope
+    return lambda x, y, out: slope
 
 
 def _ufunc_forms(row: dict[str, Any], arity: int) -> dict[str, Any]:
