@@ -130,6 +130,21 @@ def test_the_extrapolation_does_not_pass_a_gradient_wrong_everywhere_by_a_little
     assert answers or not differences.__file__.endswith(".py")
 
 
+def test_the_extrapolation_cancels_the_h2_term_and_still_fails_a_wrong_gradient():
+    """``_extrapolated`` on its own (compiled, the spy above sees no call): two central
+    differences of f' = 1 with truncation 100 h^2, at h = 1e-2 and 1e-2/16, extrapolate to 1
+    within rounding, which passes a right gradient and fails one wrong by 1e-4."""
+    from gradcli.gradcheck import differences
+
+    h1, h2 = 1e-2, 1e-2 / 16
+    central = [(h1, 1.0 + 100 * h1**2, 1.0), (h2, 1.0 + 100 * h2**2, 1.0)]
+    right = differences._extrapolated(1.0, central, 1e-5, 1e-8)
+    assert right is not None and right.ok and right.method == "richardson"
+    assert right.numeric == pytest.approx(1.0, abs=1e-12) and right.step == h2
+    assert differences._extrapolated(1.0 - 1e-4, central, 1e-5, 1e-8) is None
+    assert differences._extrapolated(1.0, central[:1], 1e-5, 1e-8) is None  # one difference
+
+
 def _with_wrong_sum_rule(at: tuple[int, int], text: str, values: dict) -> gradcli.Result:
     """``text`` evaluated with sum's VJP rule off by 0.5 at element ``at`` of its operand (the
     row swapped in place, and back)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -51,6 +52,20 @@ def test_numbers_from_numpy_or_floats_pass_where_the_core_takes_an_int():
     assert len(gradcli.parse("x*y", max_nodes=float("inf")).nodes) == 3
     assert len(gradcli.parse("x*y", max_nodes=np.int64(3)).nodes) == 3
     assert "cos" in gradcli.parse("cos*x + sin(x)", both_ways=1).variables
+    # the check, compiled too (a review): node_check_limit takes any number, as it did
+    for limit in (np.int64(300), 300.0, float("inf")):
+        result = gradcli.evaluate("sin(x)*y", {"x": 0.3, "y": 2.0}, node_check_limit=limit)
+        assert result.check.ok and not result.check.nodes_skipped
+    outcomes = list(gradcli.evaluate_lines("sin(x)\nx*2\n", {"x": 1.0}, node_check_limit=3.0))
+    assert [outcome.error for outcome in outcomes] == [None, None]
+
+
+def test_the_step_policys_tuples_pickle():
+    """Compiled, namedtuple took importlib's module for its own (a review): pickle failed."""
+    from gradcli.gradcheck import steps
+
+    assert pickle.loads(pickle.dumps(steps.CENTRAL)) == steps.CENTRAL
+    assert steps.Stencil.__module__ == steps.Estimates.__module__ == "gradcli.gradcheck.steps"
 
 PROBE = """
 import json, sys

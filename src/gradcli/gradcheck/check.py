@@ -41,6 +41,8 @@ from gradcli.limits import (
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
+    from typing import Any
+
     from gradcli.gradcheck.conditioning import Conditioning
 
 
@@ -98,7 +100,7 @@ def check_gradients(
     program: Program,
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
-    node_check_limit: int = NODE_CHECK_LIMIT,
+    node_check_limit: Any = NODE_CHECK_LIMIT,  # any number (a NumPy int; inf: every node)
     method: str = "central",
     budget: int | None = None,
 ) -> CheckReport:
@@ -118,7 +120,7 @@ def check_gradients(
             if node.inputs and node.needs_grad and node.op.complex is NONE:
                 raise node.op.no_complex_form()
     report = CheckReport(rtol, atol, method=method)
-    per_node = len(nodes) <= node_check_limit
+    per_node = bool(len(nodes) <= node_check_limit)  # (a NumPy int gives a NumPy bool)
     if program.arrays:
         from gradcli.gradcheck.elements import check_arrays
 

@@ -56,7 +56,7 @@ COLUMN_MAX_ELEMENTS = 2**16  # a larger node is perturbed in place, an element a
 
 class ElementReplayer:
     """The output's value if one element of one node had another value (``replay.Replayer``'s
-    interface, ``steps.Replays``: ``replay(index, value, complex_step)``, ``nodes`` and
+    interface, ``perturbing.Replays``: ``replay(index, value, complex_step)``, ``nodes`` and
     ``switched``, the conditions and truth values a replay turned over). An element's move
     through the nodes linear in it (``replay.Moved``) is computed once for all its replays: for
     W in W@x, x's elements times the step added to one row of W@x."""

@@ -1,7 +1,7 @@
 """One node's (or one element's, or one direction's) gradient against finite differences.
 
-``check_node`` perturbs one value, the ``value`` of a ``steps.Perturbed``, through a
-``steps.Replays`` that recomputes the output, and compares the difference quotient with the
+``check_node`` perturbs one value, the ``value`` of a ``perturbing.Perturbed``, through a
+``perturbing.Replays`` that recomputes the output, and compares the difference quotient with the
 ``grad``: central differences with the step policy of gradcheck/steps.py, and, asked by name,
 two more methods. Everything that checks a gradient by finite differences -- a float program's
 nodes (``replay.Replayer``), an array's elements (``columns.ElementReplayer``), an array along a

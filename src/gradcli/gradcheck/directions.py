@@ -56,7 +56,7 @@ UNSCALED_REACH = 16.0  # a large matrix with max |x| up to this moves along u v^
 
 
 class Probe:
-    """What the step policies perturb (``steps.Perturbed``): one element of an array node, or
+    """What the step policies perturb (``perturbing.Perturbed``): one element of an array node, or
     the distance along a direction (value 0, gradient v·g)."""
 
     __slots__ = ("grad", "index", "value")
@@ -67,7 +67,7 @@ class Probe:
 
 class DirectionReplayer(ElementReplayer):
     """``ElementReplayer`` that, once ``along`` has set a direction, replays f(x + t v) for the
-    value t instead of one element moved (``steps.Replays``), through ``replay.Moved``: the
+    value t instead of one element moved (``perturbing.Replays``), through ``replay.Moved``: the
     nodes linear in x move by their value at v, computed once per direction. The direction
     and x + t v live in buffers made once per aimed node: a fresh array of 10^6 elements costs
     more in page faults than the arithmetic that fills it."""

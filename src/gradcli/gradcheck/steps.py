@@ -40,8 +40,9 @@ _CUBE_ROOT_EPS = EPS ** (1.0 / 3.0)
 # f'(v) ~ (sum of weight * f(v + offset * h)) / 2h, summed in the order listed (which fixes the
 # rounding: every caller gets the same bits); offset 0 is f(v), known already. ``method``: the
 # name a verdict reports; ``offsets``, ``weights``: tuples of floats. (A ``typing.NamedTuple``
-# would import typing at every start of gradcli; a class over ``namedtuple`` is not compiled.)
-Stencil = namedtuple("Stencil", ("method", "offsets", "weights"))
+# would import typing at every start of gradcli; a class over ``namedtuple`` is not compiled.
+# ``module``: compiled, namedtuple would take importlib's for it, and pickle would fail.)
+Stencil = namedtuple("Stencil", ("method", "offsets", "weights"), module=__name__)
 
 
 CENTRAL = Stencil("central", (1.0, -1.0), (1.0, -1.0))
@@ -189,7 +190,8 @@ def kink(jumps: Sequence[Any], allowed: Any, largest: Any, h: Any) -> Any:
 # Entries checked at once (``settle``), one array each: the estimate (NaN: none), its error (inf:
 # none), the tolerance, the verdict, the stencil (an index into ``STENCILS``; -1: none) and the
 # step.
-Estimates = namedtuple("Estimates", ("numeric", "error", "tolerance", "ok", "stencil", "step"))
+Estimates = namedtuple("Estimates", ("numeric", "error", "tolerance", "ok", "stencil", "step"),
+                       module=__name__)
 
 
 def no_estimates(shape: Any) -> Estimates:

@@ -404,7 +404,7 @@ def _mark_close_calls(sweep: Sweep, name: str, downstream: list[int], rtol: floa
 
 def _sampler(sweep: Sweep, name: str, downstream: list[int], weights: list[Any],
              perturbed: bool = False) -> Sample:
-    """f at points of the sweep with ``name`` moved (``steps.Sample``: the output, the largest
+    """f at points of the sweep with ``name`` moved (``perturbing.Sample``: the output, the largest
     rounding scale downstream, as ``Replayer.replay`` weighs it, the failures); with
     ``perturbed``, the ops downstream of ``name`` perturbed (``_mark_close_calls``)."""
     np = numpy()
