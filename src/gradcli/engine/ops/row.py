@@ -117,7 +117,7 @@ class Op:
     # direction in the check): no such matrix formed. None: the row's forward on it formed.
     scaled: Callable[..., Any] | None = field(default=None, kw_only=True)
     # Per operand: its partial where the table writes it as a number (add's 1, 1), else None;
-    # the float backward pass reads it instead of calling the rule made of it (``constant``).
+    # the float backward pass reads it instead of calling the rule made of it (``_rules``).
     constants: tuple[float | None, ...] = field(default=(), kw_only=True)
 
     def __post_init__(self) -> None:
