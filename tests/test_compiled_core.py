@@ -145,6 +145,14 @@ def test_every_module_of_the_core_is_compiled_from_its_current_source():
     assert stale_core_modules() == [], "changed after the install: pip install -e . again"
 
 
+def test_the_staleness_check_looks_where_the_core_lives():
+    """``stale_core_modules`` looks in ``COMPILED_PARTS``: every folder of a compiled module
+    (the check's joined the list in session 27, and a folder left out would never be stale)."""
+    from gradcli.engine import COMPILED_PARTS
+
+    assert set(COMPILED_PARTS) == {Path(path).parent.name for path in CORE}
+
+
 @needs_compiled
 def test_an_edit_after_the_install_is_said_not_silently_ignored(tmp_path):
     """A copy of the checkout whose notation.py is newer than its compiled module: the CLI
