@@ -61,13 +61,31 @@ class _Shape(Transformer):
 
 
 class _ShapeBuilder:
-    """The same shapes from the gradcli driver's callbacks."""
+    """The same shapes from the gradcli driver's callbacks. A leaf's word comes as its text
+    and start (no Token made), so its Token is made here, to be compared with Lark's."""
+
+    text = ""  # the text being parsed (_ShapeParser)
 
     def __getattr__(self, name):
-        def callback(children):
+        def callback(children, start=None):
+            if start is not None:
+                kind = "NUMBER" if name == "number" else "NAME"
+                return (name, lalr.token_at(self.text, children, start, kind))
             return (name, *children)
 
         return callback
+
+
+class _ShapeParser:
+    """The driver, telling its builder the text (as parser.py tells GraphBuilder)."""
+
+    def __init__(self, tables):
+        self.shapes = _ShapeBuilder()
+        self.driver = driver.Parser(tables, self.shapes)
+
+    def parse(self, text):
+        self.shapes.text = text
+        return self.driver.parse(text)
 
 
 def _tokens(value):
@@ -81,7 +99,7 @@ def _tokens(value):
 
 _PARSERS = (Lark(lalr.grammar_text(), parser="lalr", lexer="basic", transformer=_Shape(),
                  postlex=ParenNewlines()),
-            driver.Parser(TABLES, _ShapeBuilder()))
+            _ShapeParser(TABLES))
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +240,7 @@ def test_characters_read_without_the_regex_begin_one_terminal_whatever_follows()
                                     ["NAME", "[a-z]+"]], {"REM", "SPACES"}, set()) == ({}, "", {})
     # a blank past ASCII is left to the regex (the driver's table has 128 places): here one
     # the regex does not skip, so the text reads as without it in the table, error and all
-    wide = driver.Parser({**TABLES, "blank": TABLES["blank"] + "\xa0"}, _ShapeBuilder())
+    wide = _ShapeParser({**TABLES, "blank": TABLES["blank"] + "\xa0"})
     for text in ("x +  y", "x +  \xa0y", "x + \xa0y", "x +\xa0 y", "x\xa0\xa0+ y"):
         assert _outcome(wide, text) == _outcome(_PARSERS[1], text)
     # an ignored terminal whose first characters are unclear: nothing is read alone

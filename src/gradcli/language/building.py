@@ -36,6 +36,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start
 if TYPE_CHECKING:
     from typing import Any
 
+_NUMBER_WORDS = ("nan", "inf", "infinity")  # names that print as if they were floats
 _COMPARISON_OPS = {"<": OPS["lt"], "<=": OPS["le"], ">": OPS["gt"], ">=": OPS["ge"],
                    "==": OPS["eq"], "!=": OPS["ne"]}
 
@@ -76,10 +77,13 @@ class GraphBuilder(Definitions):
         self.masked = False  # a where(...) was built: the program needs masking (graph.py)
         self.source = ""
 
-    def made_node(self, node: Node, token: Token | None = None) -> Node:
-        """Count a new node; past the limit, stop parsing at once with a usage error."""
+    def made_node(self, node: Node, token: Token | int | None = None) -> Node:
+        """Count a new node; past the limit, stop parsing at once with a usage error (at
+        ``token``, or at a word's start: ``name``, ``number``)."""
         self.made += 1
         if self.made > self.max_nodes:
+            if isinstance(token, int):
+                token = token_at(self.source, "", token)
             raise UsageError(f"the program has more than {self.max_nodes:,} nodes",
                              hint="raise the limit with --max-nodes N",
                              line=None if token is None else token.line,
@@ -88,56 +92,63 @@ class GraphBuilder(Definitions):
 
     # --- leaves ---------------------------------------------------------------------------
 
-    def number(self, children: Sequence[Token]) -> Node:
-        token = children[0]
-        value: Any = self.numbers.get(token)  # Any: one float object, made once
+    def number(self, word: str, start: int) -> Node:
+        value: Any = self.numbers.get(word)  # Any: one float object, made once
         if value is None:  # one float per literal written, not per node (W3: 44,000, 1 MB)
-            value = float(token)
-            self.numbers[str(token)] = value
-        node = self.made_node(Node(CONST, (), value), token)
+            value = float(word)
+            self.numbers[word] = value
+        node = self.made_node(Node(CONST, (), value), start)
         if node.value == float("inf"):
-            raise ParseError.at(token, f"the number {token} is too large for a float")
+            raise ParseError.at(token_at(self.source, word, start, "NUMBER"),
+                                f"the number {word} is too large for a float")
         return node
 
-    def name(self, children: Sequence[Token]) -> Node:
+    def name(self, word: str, start: int) -> Node:
         """A name not followed by ``(``: a statement's name, a constant, or a variable -- also
         when a function has that name (``beta*x``): only a call calls (docs/language.md)."""
-        token = children[0]
-        variable = self.variables.get(token)
-        if variable is not None and token not in self.named:  # most names: a variable again
+        variable = self.variables.get(word)
+        if variable is not None and word not in self.named:  # most names: a variable again
             return variable
-        name = str(token)
+        name = word
         if name in self.named:
             self.read.add(name)
             return self.named[name]
         if name in CONSTANTS and name not in self.shadowing:
             self.constants_read.add(name)
-            return self.made_node(Node(CONST, (), CONSTANTS[name], name), token)
+            return self.made_node(Node(CONST, (), CONSTANTS[name], name), start)
         if name not in self.variables:
-            if name in self.functions:
+            token = token_at(self.source, name, start) if (
+                name in self.functions or name in self.language_calls) else None
+            if token is not None and name in self.functions:
                 signature = self.functions[name].signature
                 raise name_error(token, f"{name} is a function: call it as {signature}",
                                  hint=f"{name} is the program's function; a name is a function "
                                       f"or a variable, not both: for a variable pick another "
                                       f"name, e.g. {name}_")
-            if name in self.language_calls and not self.both_ways:
+            if token is not None and name in self.language_calls and not self.both_ways:
                 raise self.both_ways_error(name, self.language_calls[name], token)
-            self.variables[name] = self.made_node(Node.variable(name), token)
-            self.first_use[name] = token.pos_in_stream
-            note = self._note(name, token)
+            self.variables[name] = self.made_node(Node.variable(name), start)
+            self.first_use[name] = start
+            note = self._note(name, start)
             if note is not None:
                 self.notes.append(note)
         return self.variables[name]
 
-    def _note(self, name: str, token: Token) -> Note | None:
-        """The note for a variable that may stand for something else (``errors.Note``)."""
+    def _note(self, name: str, token: Token | int) -> Note | None:
+        """The note for a variable that may stand for something else (``errors.Note``), at
+        its token or where its first use begins."""
+        if not (name in CONSTANTS or name in FUNCTION_NAMES or name.lower() in _NUMBER_WORDS
+                or name.lower() in LOOKALIKES):
+            return None  # (most names: their place is not worked out)
+        if isinstance(token, int):
+            token = token_at(self.source, name, token)
         line, column = token.line, token.column
         if name in CONSTANTS:
             return Note(name, name, "constant", line, column, reading="shadow")
         if name in FUNCTION_NAMES:
             return Note(name, language_signature(name), "function", line, column,
                         reading="function")
-        if name.lower() in ("nan", "inf", "infinity"):  # would print as if it were that float
+        if name.lower() in _NUMBER_WORDS:  # would print as if it were that float
             return Note(name, name, "number", line, column, reading="number")
         lookalike = LOOKALIKES.get(name.lower())
         return None if lookalike is None else Note(name, *lookalike, line, column)

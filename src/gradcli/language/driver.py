@@ -48,7 +48,11 @@ class Parser:
 
     Terminals are numbered by their group in the scanner's regex (``match.lastindex``, 0 for
     the text's end), so a state's actions are a list of ints indexed by that number: a state to
-    shift to, ``~rule``, or ``_NOTHING``. Only kept terminals become Tokens."""
+    shift to, ``~rule``, or ``_NOTHING``. Only kept terminals become Tokens, and a name or number
+    that a leaf rule (``atom: NAME -> name``) takes at once none: the leaf's method gets the
+    word and where it begins, ``builder.name("x", 4)``, and makes a Token only if it needs one
+    (``lalr.token_at``). Most of a batch line's words are such; a Token costs as much as the
+    rest of their parse."""
 
     def __init__(self, tables: dict[str, Any], builder: object) -> None:
         terminals = tables["terminals"]
@@ -117,35 +121,36 @@ class Parser:
             for state in tables["actions"]]
         origins = sorted({rule[0] for rule in tables["rules"]})
         self.origins = origins
-        self.stride = len(origins) * len(self.names)  # see landings
-        self.rules = [self._reducer(rule, builder, origins.index(rule[0]) * len(self.names))
+        self.rules = [self._reducer(rule, builder, origins.index(rule[0]))
                       for rule in tables["rules"]]
         # Rules that only pass their one child up (``?sum: product``) come in chains (atom ->
         # power -> unary -> product -> sum) after a reduction's goto: each step replaces the top
         # state and keeps the one below, so where a reduction lands depends only on (state
-        # below, the rule reduced, lookahead) and is worked out once per such triple, keyed
-        # by ``below * stride + origin * len(names) + lookahead``.
-        self.landings: dict[int, int] = {}
+        # below, the rule reduced, lookahead) and is worked out once per such triple: in the
+        # row ``below * len(origins) + origin``, made when first needed, at the lookahead's
+        # number (lists, not a dict: a key would be a new int object at every reduction).
+        self.landings: list[list[int] | None] = [None] * (len(self.steps) * len(origins))
 
     @staticmethod
-    def _reducer(rule: list, builder: object, base: int) -> tuple[int, int, int, Any]:
-        """(length, base, how, what) for one grammar rule (``base``: its origin's part of a
-        landing's key): _UNIT (``?x: y``, the one child passed up), _PASS (the popped value at
-        position ``what``), _LEAF (``what`` the method, called with the one child), _CALL
-        (``what`` is (method, pick), ``pick`` taking the kept children straight from the top
-        of the value stack: no copy of the popped values) or _SPLICE (``what`` builds the
-        children with ``_rule`` inlining)."""
-        origin, length, callback, expand1, kept = rule
+    def _reducer(rule: list, builder: object, origin: int) -> tuple[int, int, int, Any]:
+        """(length, origin, how, what) for one grammar rule (``origin``: the number of the
+        rule's name, for landings): _UNIT (``?x: y``, the one child passed up), _PASS (the
+        popped value at position ``what``), _LEAF (``what`` the method, called with the one
+        child: ``[value]``, or ``word, start`` for a word just read), _CALL (``what`` is
+        (method, pick), ``pick`` taking the kept children straight from the top of the value
+        stack: no copy of the popped values) or _SPLICE (``what`` builds the children with
+        ``_rule`` inlining)."""
+        name, length, callback, expand1, kept = rule
         method = getattr(builder, callback, None)
-        if not origin.startswith("_") and not expand1 and method is None:
+        if not name.startswith("_") and not expand1 and method is None:
             raise TypeError(f"the parser builder has no method for the rule {callback}")
         plain = not any(splice for _, splice in kept)
         if expand1 and plain and len(kept) == 1:
-            return length, base, _UNIT if length == 1 else _PASS, kept[0][0]
-        if plain and not origin.startswith("_") and not expand1:
+            return length, origin, _UNIT if length == 1 else _PASS, kept[0][0]
+        if plain and not name.startswith("_") and not expand1:
             positions = [index for index, _ in kept]
             if positions == [0] and length == 1:  # names and numbers
-                return length, base, _LEAF, method
+                return length, origin, _LEAF, method
             if not positions:  # nothing kept (x[:]): the callback gets an empty list
                 pick = operator.itemgetter(slice(0, 0))
             elif positions == list(range(length)):
@@ -155,7 +160,7 @@ class Parser:
                 pick = operator.itemgetter(slice(end - 1, end or None))
             else:
                 pick = operator.itemgetter(*[index - length for index in positions])
-            return length, base, _CALL, (method, pick)
+            return length, origin, _CALL, (method, pick)
 
         # A left-recursive list rule (``_x: _x item``) grows its own list in place, as Lark's
         # does: copying it at every item would make a long program quadratic.
@@ -168,17 +173,17 @@ class Parser:
                     children.extend(values[index])
                 else:
                     children.append(values[index])
-            if origin.startswith("_"):
+            if name.startswith("_"):
                 return children
             if expand1 and len(children) == 1:
                 return children[0]
             assert method is not None  # checked above: only _rules and expand1 lack one
             return method(children)
 
-        return length, base, _SPLICE, build
+        return length, origin, _SPLICE, build
 
     def parse(self, text: str) -> Any:
-        steps, rules, landings, stride = self.steps, self.rules, self.landings, self.stride
+        steps, rules, landings, origins = self.steps, self.rules, self.landings, len(self.origins)
         valued, named, keywords, brackets = self.valued, self.named, self.keywords, self.brackets
         single, runs, rests, scan = self.single, self.runs, self.rests, self.scanner.match
         blanks = self.blanks
@@ -196,6 +201,7 @@ class Parser:
         start = 0  # where the token begins (after the ignored text before it)
         last = -1  # where the token before it began (-1: none yet)
         made: Any = None
+        word_at, word_kind = -1, 0  # where the word on top of the stack begins (-1: none)
         while True:
             k, skipped = _BLANK, False
             while at < size:  # blanks, then a token the table knows or the regex's
@@ -220,19 +226,11 @@ class Parser:
                 match: Any = scan(text, at)  # never None: the error group takes any character
                 k = match.lastindex or 0
                 start, at = match.span(k)  # (the group ends where the match does)
-            value: Any = None
+            value: Any = None  # a word (valued terminal): its text, a Token once it must be
             if valued[k]:
-                word = text[start:at]
-                if k == named and word in keywords:
-                    k = keywords[word]  # a keyword (not valued), not a name
-                else:
-                    if multiline and counted < start and "\n" in text[counted:start]:
-                        line += text.count("\n", counted, start)
-                        line_start = text.rfind("\n", 0, start) + 1
-                    counted = start
-                    value = new_str(token_class, word)  # Token(...) inlined
-                    value.type, value.pos_in_stream = names[k], start
-                    value.line, value.column = line, start - line_start + 1
+                value = text[start:at]
+                if k == named and value in keywords:
+                    k, value = keywords[value], None  # a keyword (not valued), not a name
             if multiline and k in brackets:
                 kind = brackets[k]
                 if kind in (OPEN, SQUARE_OPEN):
@@ -243,10 +241,23 @@ class Parser:
                     continue  # a line break inside ( ): the statement goes on
             while True:
                 action = steps[top][k]
+                if word_at >= 0 and (action >= 0 or action == _NOTHING
+                                     or rules[~action][2] != _LEAF):
+                    # the word on top is read by more than a leaf: its Token, line counted
+                    if multiline and counted < word_at and "\n" in text[counted:word_at]:
+                        line += text.count("\n", counted, word_at)
+                        line_start = text.rfind("\n", 0, word_at) + 1
+                    counted = word_at
+                    token = new_str(token_class, values[-1])  # Token(...) inlined
+                    token.type, token.pos_in_stream = names[word_kind], word_at
+                    token.line, token.column = line, word_at - line_start + 1
+                    values[-1], word_at = token, -1
                 if action >= 0:
                     states.append(action)
                     values.append(value)
                     top = action
+                    if value is not None:
+                        word_at, word_kind = start, k
                     break
                 if action == _NOTHING:  # the text's end, or a syntax error
                     if k == 0 and top == self.end:
@@ -257,9 +268,12 @@ class Parser:
                         raise UnexpectedCharacters(*_position(text, start), expected)
                     raise UnexpectedToken(_token(text, names[k] or "", start, at, last),
                                           expected, values)
-                length, base, how, what = rules[~action]
+                length, origin, how, what = rules[~action]
                 if how == _LEAF:  # right after a shift: the top state is replaced
-                    values[-1] = what([values[-1]])
+                    if word_at >= 0:  # a name or number: no Token made unless it is needed
+                        values[-1], word_at = what(values[-1], word_at), -1
+                    else:
+                        values[-1] = what([values[-1]])
                 elif how == _UNIT:  # right after a shift; after a reduction, the landing
                     # has already taken such chains
                     top = states[-1] = self._unit_chain(states[-2], top, k)
@@ -274,25 +288,26 @@ class Parser:
                     else:
                         made = what(values[-length:] if length else [])
                     if length:
-                        if length > 1:  # leaves the place of the value made
-                            del values[1 - length:]
-                            del states[1 - length:]
+                        for _ in range(length - 1):  # leaves the place of the value made
+                            values.pop()  # (pops: a slice's del costs more for 1 to 3)
+                            states.pop()
                         values[-1] = made
                     else:
                         values.append(made)
                         states.append(states[-1])
-                key = states[-2] * stride + base + k
-                top = landings.get(key, -1)
+                below = states[-2]
+                row = landings[below * origins + origin]
+                if row is None:
+                    row = landings[below * origins + origin] = [-1] * len(names)
+                top = row[k]
                 if top < 0:
-                    top = landings[key] = self._landing(key)
+                    top = row[k] = self._landing(below, origin, k)
                 states[-1] = top
             last = start
 
-    def _landing(self, key: int) -> int:
+    def _landing(self, below: int, origin: int, k: int) -> int:
         """The top state after the goto on a reduced rule and the pass-through reductions that
-        follow it (``_unit_chain``), from a key (state below, the rule's origin, lookahead)."""
-        below, rest = divmod(key, self.stride)
-        origin, k = divmod(rest, len(self.names))
+        follow it (``_unit_chain``), from the state below, the rule's origin and lookahead."""
         return self._unit_chain(below, self.gotos[below][self.origins[origin]], k)
 
     def _unit_chain(self, below: int, top: int, k: int) -> int:
@@ -301,10 +316,10 @@ class Parser:
             action = self.steps[top][k]
             if action >= 0 or action == _NOTHING:
                 return top
-            _, base, how, _ = self.rules[~action]
+            _, origin, how, _ = self.rules[~action]
             if how != _UNIT:
                 return top
-            top = self.gotos[below][self.origins[base // len(self.names)]]
+            top = self.gotos[below][self.origins[origin]]
 
 
 def _row(state: dict[str, list[int]], number: dict[str, int], size: int) -> list[int]:

@@ -92,7 +92,7 @@ class Definitions:
     made: int
     first_use: dict  # where each variable is first read, a position (building.GraphBuilder)
 
-    def made_node(self, node: Node, token: Token | None = None) -> Node:
+    def made_node(self, node: Node, token: Token | int | None = None) -> Node:
         """Count a new node against the limit (``building.GraphBuilder``'s)."""
         raise NotImplementedError
 
