@@ -80,7 +80,7 @@ SAME = Form("SAME")  # ``forward`` itself takes complex numbers / NumPy arrays
 NONE = Form("NONE")  # the row has no such form (see the package docstring for what happens)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)  # slots: the passes read a row's fields per node
 class Op:
     """One row of the table. ``complex``, ``vector`` and ``summary`` are required keywords."""
 
