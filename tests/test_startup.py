@@ -317,3 +317,98 @@ def test_arrays_from_files_are_printed_as_click_s_reading_prints_them(tmp_path):
 @pytest.mark.parametrize("args", TO_CLICK, ids=" ".join)
 def test_every_other_command_line_goes_to_click(args):
     assert plain_form(args) is None
+
+
+# The plain batch: programs on stdin in JSON Lines, read without click. Each input is run by
+# both readings, which must print and end alike: good lines, a bad one among them, unused
+# values, no program line, a constant given, an array line.
+BATCH_FORMS = [["--json"], ["--json", "--no-nodes"], ["--json", "--no-check"],
+               ["--no-nodes", "--json", "--no-check"]]
+BATCH_INPUTS = [
+    "x*y\n(x+\nlog(x - 5)\n# a comment\n\nsum(W)\nx**2\n",
+    "x*y\n",
+    "# only a comment\n",
+    "e*x\n",
+    "x*y\n" * 150 + "(x+\n" + "x**2 + y\n" * 60,  # past the serial lines: forked workers
+]
+
+
+@pytest.mark.parametrize("text", BATCH_INPUTS, ids=["mixed", "one", "none", "constant", "long"])
+@pytest.mark.parametrize("form", BATCH_FORMS, ids=" ".join)
+def test_the_plain_batch_prints_what_click_s_reading_prints(form, text):
+    args = ["eval", "-", *form, "--x", "2", "--y=-3", "--e", "1", "--W", "[1, 2]"]
+    assert plain_form(args) is not None
+    ran = {}
+    for entry in ("gradcli.cli import main", "gradcli.cli.base import main"):
+        done = subprocess.run([sys.executable, "-c", f"from {entry}; main()", *args],
+                              input=text, capture_output=True, text=True, check=False)
+        ran[entry] = (done.returncode, done.stdout, done.stderr)
+    plain, clicked = ran.values()
+    assert plain == clicked
+    assert plain[1] or plain[2]
+
+
+def test_the_plain_batch_of_a_closed_stdin_says_so_as_click_does():
+    ran = {}
+    for entry in ("gradcli.cli import main", "gradcli.cli.base import main"):
+        done = subprocess.run([sys.executable, "-c", "import os; os.close(0); "
+                               f"from {entry}; main()", "eval", "-", "--json", "--x", "1"],
+                              capture_output=True, text=True, check=False)
+        ran[entry] = (done.returncode, done.stdout, done.stderr)
+    plain, clicked = ran.values()
+    assert plain == clicked
+    assert plain[0] == 2 and "stdin is closed" in plain[2]
+
+
+@pytest.mark.parametrize("form", BATCH_FORMS, ids=" ".join)
+def test_the_plain_batch_makes_the_request_click_makes(form, monkeypatch):
+    from gradcli.cli import eval_run
+    from gradcli.cli.eval_command import eval_request
+    from gradcli.cli.plain_eval import run_plain
+
+    args = ["-", *form, "--x", "2", "--W", "[1, 2]"]
+    expr, given, options = plain_form(["eval", *args])
+    made = []
+    monkeypatch.setattr(eval_run, "run_eval", made.append)
+    monkeypatch.setattr("gradcli.cli.plain_eval.run_eval", made.append)
+    run_plain(expr, given, options)
+    command, ctx = _eval_command()
+    with ctx:
+        command.parse_args(ctx, list(args))
+        clicked = eval_request(ctx, **ctx.params)
+    (plain,) = made
+    assert plain.program is clicked.program is None
+    listed = {name: getattr(value, "tolist", lambda v=value: v)()  # arrays as lists
+              for name, value in plain.values.items()}
+    assert listed == {name: getattr(value, "tolist", lambda v=value: v)()
+                      for name, value in clicked.values.items()} == {"x": 2.0, "W": [1.0, 2.0]}
+    assert (plain.given.spelled, plain.output) == (clicked.given.spelled, "json")
+    assert plain.settings == clicked.settings
+    assert (plain.cluster, plain.skip, plain.save) == (clicked.cluster, clicked.skip, None)
+
+
+def test_the_plain_batch_loads_no_click():
+    run = ("import sys, io; sys.stdin = io.StringIO('x*y\\n'); from gradcli.cli import main; "
+           "sys.argv[0] = 'gradcli'; main()")
+    assert "click" not in _imported(run, ["eval", "-", "--json", "--no-nodes", "--x", "1",
+                                          "--y", "2"])
+
+
+@pytest.mark.parametrize("args", [
+    ["eval", "-", "--x", "1"],  # a table batch
+    ["eval", "-", "--no-nodes", "--x", "1"],  # --no-nodes without --json: click's error
+    ["eval", "-", "--json", "--skip", "1", "--x", "1"],
+    ["eval", "-", "--json", "--jobs", "1", "--x", "1"] if "--jobs" in EVAL_OPTIONS else
+    ["eval", "-", "--json", "--rtol", "1e-3", "--x", "1"],
+    ["eval", "-", "--json", "--x", "0:1:3"],  # a sweep's values
+    ["eval", "-", "--json", "--json", "--x", "1"],
+])
+def test_other_batches_go_to_click(args):
+    assert plain_form(args) is None
+
+
+def test_a_cluster_in_the_environment_sends_the_batch_to_click(monkeypatch):
+    args = ["eval", "-", "--json", "--x", "1"]
+    assert plain_form(args) is not None
+    monkeypatch.setenv("GRADCLI_CLUSTER", "local:2")
+    assert plain_form(args) is None

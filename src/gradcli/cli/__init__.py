@@ -1,7 +1,7 @@
 """The command line: reads argv and stdin, prints, picks exit statuses; the library below it
 does the work. A command's module is imported when it runs (``command_table.COMMANDS``), and the
 plain ``gradcli eval EXPR --NAME VALUE ... [--json] [--no-check]`` is read without click
-(``plain_eval``).
+(``plain_eval``), and so is the plain batch ``gradcli eval - --json ...``.
 Ctrl-C during the imports of start-up (``quiet_interrupts``) ends the process at once with
 "gradcli: interrupted" and 130, as later: nothing has been written yet. Handlers are set through
 ``_signal``, the C module under ``signal``, whose enums cost about 1 ms of every start-up.
@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> None:
         from gradcli.cli.exits import run_to_exit
         from gradcli.cli.plain_eval import run_plain
 
-        run_to_exit(lambda: run_plain(*plain), argv, at_once=True)
+        # (a batch's workers and reader thread end as click's reading ends them)
+        run_to_exit(lambda: run_plain(*plain), argv, at_once=plain[0] != "-")
 
 
 def __getattr__(name: str) -> Any:

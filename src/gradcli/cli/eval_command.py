@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from gradcli.cli import streams
 from gradcli.cli.arguments import (
     MAX_NODES_OPTION,
     BindingCommand,
@@ -20,7 +19,7 @@ from gradcli.cli.arguments import (
 )
 from gradcli.cli.base import cli
 from gradcli.cli.cluster import cluster_option, placement
-from gradcli.cli.eval_run import EvalRequest, run_eval
+from gradcli.cli.eval_run import EvalRequest, refuse_closed_stdin, run_eval
 from gradcli.cli.program_text import ProgramText
 from gradcli.cli.show import show_error
 from gradcli.errors import GradcliError, UsageError, visible
@@ -167,9 +166,8 @@ def eval_request(ctx: click.Context, *, expr: str | None, assignments: tuple[str
                                    options["no_check"])
     given = given_values(ctx, assignments)
     batch = program_file is None and (expr == "-" or (expr is None and not sys.stdin.isatty()))
-    if batch and streams.stdin_closed:
-        raise UsageError("no programs on stdin: stdin is closed",
-                         hint='give the program as EXPR: gradcli eval "x**2" --x 3')
+    if batch:
+        refuse_closed_stdin()
     program = None if batch else ProgramText.read("eval", expr, program_file,
                                                   options["max_nodes"])
     order = 2 if options["hessian"] else options["order"]

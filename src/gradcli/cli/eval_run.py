@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from functools import partial
 
+from gradcli.cli import streams
 from gradcli.cli.exits import kept_for_good
 from gradcli.cli.given import Given
 from gradcli.cli.program_text import ProgramText, stdin_lines
@@ -47,6 +48,13 @@ class EvalRequest:
     @property
     def is_sweep(self) -> bool:
         return self.output == "csv" or is_sweep(self.values)
+
+
+def refuse_closed_stdin() -> None:
+    """A batch reads stdin: closed (``<&-``), that is a usage error, not an empty batch."""
+    if streams.stdin_closed:
+        raise UsageError("no programs on stdin: stdin is closed",
+                         hint='give the program as EXPR: gradcli eval "x**2" --x 3')
 
 
 def run_eval(request: EvalRequest) -> int:

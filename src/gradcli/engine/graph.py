@@ -38,14 +38,14 @@ def nodes_of(outputs: Iterable[Node], made_from: int = -1) -> list[Node]:
         return _nodes_made_from(list(dict.fromkeys(outputs)), made_from)
     stack = list(dict.fromkeys(outputs))
     seen = set(stack)  # nodes hash by identity
-    # Bound methods in locals: this walk (``nodes_and_uses`` without the counting, which costs
-    # 10-20%) runs several times per derivative printed.
-    pop, push, mark = stack.pop, stack.append, seen.add
+    # Methods called, not kept in locals as bound methods: compiled (setup.py), a list's pop
+    # and append and a set's add are direct calls, and a bound method is a generic call (the
+    # walk took twice as long; a batch line runs it once, a printed derivative several times).
     while stack:
-        for source in pop().inputs:
+        for source in stack.pop().inputs:
             if source not in seen:
-                mark(source)
-                push(source)
+                seen.add(source)
+                stack.append(source)
     return in_creation_order(list(seen))
 
 
@@ -60,9 +60,8 @@ def _nodes_made_from(stack: list[Node], made_from: int) -> list[Node]:
             marks[node.seq - made_from] = 1
         else:
             older.add(node)
-    pop, push, keep = stack.pop, stack.append, found.append
-    while stack:
-        for source in pop().inputs:
+    while stack:  # (methods called: see nodes_of)
+        for source in stack.pop().inputs:
             k = source.seq - made_from
             if k >= 0:
                 if marks[k]:
@@ -72,8 +71,8 @@ def _nodes_made_from(stack: list[Node], made_from: int) -> list[Node]:
                 continue
             else:
                 older.add(source)
-            push(source)
-            keep(source)
+            stack.append(source)
+            found.append(source)
     return in_creation_order(found)
 
 
@@ -117,15 +116,14 @@ def nodes_and_uses(outputs: Iterable[Node]) -> tuple[list[Node], dict[Node, int]
     stack = list(dict.fromkeys(outputs))
     uses = dict.fromkeys(stack, 0)
     found: list[Node] = []
-    pop, push, keep, get = stack.pop, stack.append, found.append, uses.get
-    while stack:
-        node = pop()
-        keep(node)
+    while stack:  # (methods called: see nodes_of)
+        node = stack.pop()
+        found.append(node)
         for source in node.inputs:
-            count = get(source)
+            count = uses.get(source)
             if count is None:
                 uses[source] = 1
-                push(source)
+                stack.append(source)
             else:
                 uses[source] = count + 1
     return in_creation_order(found), uses

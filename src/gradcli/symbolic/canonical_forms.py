@@ -105,13 +105,12 @@ class _ByInputs(dict):
 
     def __missing__(self, node: SymNode):
         stack = [node]
-        push = stack.append
         while stack:
             top = stack[-1]
             ready = True
             for source in top.inputs:
                 if source not in self:
-                    push(source)
+                    stack.append(source)  # (compiled: a direct call, unlike a bound method)
                     ready = False
             if ready:
                 stack.pop()
