@@ -467,3 +467,19 @@ def test_an_unexpected_character_says_what_its_place_expects(text, expected):
     the first place's list, also after a whole operand (x \u2212 1)."""
     error = parse_error(text)
     assert error.message.startswith("unexpected character") and expected in error.message
+
+
+@pytest.mark.parametrize(("text", "where"), [("(x +\n  y + 2.5)", (2, 7)),
+                                             ("(x*y +\n   z)", (2, 4))])
+def test_the_node_limit_at_a_name_or_number_says_where(text, where):
+    """A name or number reaches the builder as its text and start, with no Token made
+    (driver.py): the error it stops at still has its line and column."""
+    with pytest.raises(gradcli.UsageError, match="more than 3 nodes") as caught:
+        gradcli.parse(text, max_nodes=3)
+    assert (caught.value.line, caught.value.column) == where
+
+
+def test_a_note_on_a_later_line_says_where():
+    program = gradcli.parse("y = 2\n  beta*x + PI + y", given=["beta"])
+    assert [(note.name, note.line, note.column) for note in program.notes] == [
+        ("beta", 2, 3), ("PI", 2, 12)]

@@ -14,18 +14,21 @@ from gradcli.engine.core_ops import CONST, VAR
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
+    from typing import Any, Final
 
-_next_seq = itertools.count().__next__
+# ``Final``: compiled (setup.py), C constants, not names looked up in the module's dictionary for
+# every node made. Creation numbers come from ``next()`` of a count, which threads cannot split
+# (a Dask worker's threads make nodes at once).
+_CREATION: Final = itertools.count()
 
 
 def next_seq() -> int:
     """A creation number below every node made after this call (``graph.nodes_of``)."""
-    return _next_seq()
+    return next(_CREATION)
 
 # The value and gradient of a node not yet evaluated: one shared float (compiled, a literal
 # would be boxed for every node: 48 B each).
-_ZERO: Any = 0.0
+_ZERO: Final[Any] = float(0)
 
 
 class Node:
@@ -54,7 +57,7 @@ class Node:
         self.value = value
         self.grad = _ZERO
         self.name = name  # a variable's name, or the name a statement gave an intermediate node
-        self.seq = _next_seq()
+        self.seq = next(_CREATION)
         # Constants and whatever is computed from constants alone need no gradient; skipping them
         # is also what lets pow(x, 3) accept a negative x (d/dy, which needs log(x), is not asked).
         needs_grad = op is VAR

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 
+from gradcli.engine.core_ops import LOGICAL_ROWS, WHERE
 from gradcli.engine.graph import Node, compute, liveness, quick_compute
-from gradcli.engine.ops import CONDITIONAL, LOGICAL, numpy
+from gradcli.engine.ops import numpy
 from gradcli.engine.ops.row import LINEAR_ALL, LINEAR_EACH, LINEAR_FIRST
 from gradcli.errors import NumericError
 
@@ -43,7 +44,11 @@ class Replayer:
         self._affected: list[Node] = []
         # Conditionals or truth values: _replay_masked, which also notes the conditions that
         # a replay switched (``switched``: a finite difference across a piece's boundary).
-        self.masked = any(node.op is CONDITIONAL or node.op.name in LOGICAL for node in nodes)
+        self.masked = False
+        for node in nodes:  # (rows by identity, from C constants: no lookups per node)
+            if node.op is WHERE or node.op in LOGICAL_ROWS:
+                self.masked = True
+                break
         self.switched: set[int] = set()
         self._weights: list[float] = []  # ``rounding_weight`` of each node, made by ``weights``
         # Each node's value, by index, twice (``replay_pair``'s up and down copies, put back
@@ -206,10 +211,10 @@ class Replayer:
 
     def _note_switch(self, node: Node, args: list[Any], result: Any) -> None:
         """Note a truth value or a condition that this replay turned over."""
-        if node.op.name in LOGICAL:
+        if node.op in LOGICAL_ROWS:
             if (result != 0) != (node.value != 0):
                 self.switched.add(node.index)
-        elif node.op is CONDITIONAL:
+        elif node.op is WHERE:
             condition = node.inputs[0]
             if (args[0] != 0) != (condition.value != 0):
                 self.switched.add(condition.index)

@@ -45,8 +45,9 @@ import math
 import sys
 from dataclasses import dataclass, replace
 
+from gradcli.engine.core_ops import LOGICAL_ROWS
 from gradcli.engine.graph import Node, Program, liveness
-from gradcli.engine.ops import CONDITIONAL, LOGICAL
+from gradcli.engine.ops import CONDITIONAL
 from gradcli.errors import NumericError
 from gradcli.gradcheck.steps import (
     CENTRAL,
@@ -338,11 +339,11 @@ def meaningful(targets: list[Node], live: list[bool], nodes: list[Node],
     for output in outputs or nodes[-1:]:
         valued[output.index] = True
     for node in reversed(nodes):
-        if valued[node.index] and node.op.name not in LOGICAL:
+        if valued[node.index] and node.op not in LOGICAL_ROWS:
             for source in node.inputs[1:] if node.op is CONDITIONAL else node.inputs:
                 valued[source.index] = True
     return [node for node in targets if node.is_leaf or (
-        live[node.index] and valued[node.index] and node.op.name not in LOGICAL)]
+        live[node.index] and valued[node.index] and node.op not in LOGICAL_ROWS)]
 
 
 def live_in(program: Program) -> list[Any] | None:
