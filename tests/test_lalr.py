@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -116,8 +118,8 @@ def test_shipped_tables_match_the_grammar():
 def test_generated_tables_describe_the_same_language():
     fresh = lalr.generate_tables(lalr.grammar_text())
     assert fresh["terminals"] == TABLES["terminals"]
-    assert [fresh[key] for key in ("single", "blank", "runs")] == [
-        TABLES[key] for key in ("single", "blank", "runs")]
+    assert [fresh[key] for key in ("single", "blank", "runs", "pairs")] == [
+        TABLES[key] for key in ("single", "blank", "runs", "pairs")]
     assert sorted(map(str, fresh["rules"])) == sorted(map(str, TABLES["rules"]))
     assert len(fresh["actions"]) == len(TABLES["actions"])
 
@@ -250,3 +252,26 @@ def test_characters_read_without_the_regex_begin_one_terminal_whatever_follows()
     alone = "".join(TABLES["single"].values())
     assert set("()[]+-/,;\nxW_") <= set(alone) and not set("*=<>!1.") & set(alone)
     assert TABLES["blank"] == "\t\x0c\r "
+
+
+def test_tokens_of_one_or_two_characters_are_read_by_a_table():
+    """``pairs``: a first character whose terminals all match at most two characters is read
+    with the next one by a table (``*`` then ``*``: the power), the scanner's own token for
+    every pair; a first character lexed differently by a longer match, or one that ignored
+    text begins, is left to the regex."""
+    terminals = [["_POW", "(?:\\*\\*|\\^)"], ["STAR", "\\*"], ["COMPARE", "[<>]=?|[=!]="],
+                 ["EQUAL", "="], ["ARROW", "-->"], ["MINUS", "-"], ["SPACES", "[ ]+"],
+                 ["REM", "%[^\n]*"], ["PERCENT", "%"]]
+    pairs = lalr._pairs(terminals, {"SPACES", "REM"}, {})
+    assert pairs["*"] == {"": "STAR", "*": "_POW"} and pairs["^"] == {"": "_POW"}
+    assert pairs["="] == {"": "EQUAL", "=": "COMPARE"} and pairs["!"] == {"": None, "=": "COMPARE"}
+    assert "-" not in pairs  # --> is three characters: -- is a prefix of it, not a token
+    assert "%" not in pairs  # ignored text (a comment) begins with it
+    assert set(pairs) == set("*^=!<>")
+    # the grammar's own: what the regex would read there, for every pair
+    scanner = re.compile("|".join(f"(?P<{name}>{regex})" for name, regex in TABLES["terminals"]))
+    for first, row in TABLES["pairs"].items():
+        for code in range(128):
+            match = scanner.match(first + chr(code))
+            kind = row.get(chr(code), row[""]) if match and match.end() == 2 else row[""]
+            assert (match.lastgroup if match else None) == kind, (first, chr(code))

@@ -2,9 +2,9 @@
 every reduction, with Lark's tree-shaping rules, and raising Lark's ``UnexpectedCharacters`` /
 ``UnexpectedToken`` (``lalr.py``). Its one rule of its own, a postlexer's in Lark, drops a
 newline inside open brackets, so a formula goes on over lines. A keyword (``"and"``) is lexed as
-a NAME and retyped. Blanks, names and one-character tokens (``(``, ``+``) are read by a table,
-without the regex (nine tenths of a batch line's tokens; a match costs as much as the rest of
-a token's work). Plain code on lists and ints, compiled with the core where it is (setup.py).
+a NAME and retyped. Blanks, names, one-character tokens (``(``, ``+``) and those of one or two
+(``*``, ``**``) are read by a table, without the regex (all of a batch line's tokens but its
+numbers; a match costs as much as the rest of a token's work). Plain code on lists and ints, compiled with the core where it is (setup.py).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ _SPLICE: Final = 4
 _ERROR = "__ERROR"
 _REGEX: Final = -1  # a character the scanner's regex reads (Parser.single)
 _BLANK: Final = -2  # a character of ignored text read alone (Parser.single)
+_PAIR: Final = -3  # a token of one or two characters, read with the next (Parser.pairs)
 _NOTHING: Final = -(1 << 28)  # no action: a syntax error (or, on $END in the end state: done)
 
 
@@ -109,6 +110,14 @@ class Parser:
         for code in map(ord, blank):  # the regex skips them, as the ignored text they are)
             self.single[code] = _BLANK
         self.blanks: Any = re.compile(f"[{re.escape(blank)}]*" if blank else "").match
+        # per ASCII code of a pair's first character: the terminal of each next character
+        # (128 places), then that of the first alone, -1 for none (``lalr._pairs``: * and **)
+        self.pairs: list[list[int]] = [[] for _ in range(128)]
+        for first, row in (tables.get("pairs") or {}).items():
+            code = ord(first)
+            self.single[code] = _PAIR
+            self.pairs[code] = [number[row[chr(c)]] if chr(c) in row else -1 for c in range(128)]
+            self.pairs[code].append(-1 if row[""] is None else number[row[""]])
         self.brackets = {number[name]: name for name in (
             OPEN, CLOSE, SQUARE_OPEN, SQUARE_CLOSE, SEPARATOR) if name in number}
         self.start: int = tables["start"]
@@ -186,7 +195,7 @@ class Parser:
         steps, rules, landings, origins = self.steps, self.rules, self.landings, len(self.origins)
         valued, named, keywords, brackets = self.valued, self.named, self.keywords, self.brackets
         single, runs, rests, scan = self.single, self.runs, self.rests, self.scanner.match
-        blanks = self.blanks
+        blanks, pairs = self.blanks, self.pairs
         multiline = "\n" in text  # else no newline to drop: skip the counting (a batch's lines)
         names, error = self.names, self.error
         new_str: Any = str.__new__
@@ -215,6 +224,15 @@ class Parser:
                     at, skipped = at + 1, True
             if at >= size:
                 k, start = 0, size  # $END
+            elif k == _PAIR:  # * or **, < or <=: the token by the next character
+                pair = pairs[code]
+                second = ord(text[at + 1]) if at + 1 < size else 128
+                if second < 128 and pair[second] >= 0:
+                    k, start, at = pair[second], at, at + 2
+                elif second <= 128 and pair[128] >= 0:
+                    k, start, at = pair[128], at, at + 1
+                else:  # no token alone (an error), or a second character past ASCII
+                    k = _REGEX
             elif k != _REGEX:
                 start, at = at, at + 1
                 run = runs[k]
@@ -222,7 +240,7 @@ class Parser:
                     code = ord(text[at])
                     if code < 128 and run[code]:
                         at = rests[k](text, at).end()
-            else:
+            if k == _REGEX:
                 match: Any = scan(text, at)  # never None: the error group takes any character
                 k = match.lastindex or 0
                 start, at = match.span(k)  # (the group ends where the match does)

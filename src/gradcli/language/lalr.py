@@ -146,6 +146,7 @@ def generate_tables(text: str) -> dict[str, Any]:
         "single": single,
         "runs": runs,
         "blank": blank,
+        "pairs": _pairs(ordered, set(lark.ignore_tokens), single),
         "retype": retype,
         "ignore": sorted(lark.ignore_tokens),
         "valued": sorted(valued),
@@ -217,6 +218,41 @@ def _single_characters(terminals: list[list[str]], ignore: set[str],
             single[name] = "".join(sorted(map(chr, alone)))
         tried |= mine
     return single, blank, runs
+
+
+def _pairs(terminals: list[list[str]], ignore: set[str],
+           single: dict[str, str]) -> dict[str, dict[str, str | None]]:
+    """The tokens of one or two characters the driver reads by a table, not by its regex
+    (``*`` and ``**``, ``<`` and ``<=``): {first character: {second character: terminal,
+    "": the terminal of the first alone, or None}} ({"*": {"*": "_POW", "": "STAR"}}). Only
+    where every terminal that may begin with the character matches at most two characters,
+    so that the scanner's token there depends on the next character alone (found by running
+    the scanner on each pair); none that ignored text begins."""
+    first = {name: _first_characters(regex) for name, regex in terminals}
+    if any(known is None for known in first.values()):
+        return {}
+    sre = _sre()
+    read_alone = {code for characters in single.values() for code in map(ord, characters)}
+    skipped = frozenset().union(*(first[name] or () for name in ignore if name in first))
+    kept = [(name, regex) for name, regex in terminals if name not in ignore]
+    scanner = re.compile("|".join(f"(?P<{name}>{regex})" for name, regex in kept))
+    found: dict[str, dict[str, str | None]] = {}
+    for code in sorted(frozenset().union(*(first[name] or () for name, _ in kept))):
+        if code >= 128 or code in read_alone or code in skipped or any(
+                sre.parse(regex).getwidth()[1] > 2 for name, regex in kept
+                if code in (first[name] or ())):
+            continue
+        alone = scanner.match(chr(code))
+        row: dict[str, str | None] = {"": alone.lastgroup if alone else None}
+        for second in map(chr, range(128)):
+            match = scanner.match(chr(code) + second)
+            if match is not None and match.end() == 2:
+                row[second] = match.lastgroup
+            elif (match.lastgroup if match else None) != row[""]:
+                break  # the first alone lexes differently by what follows: left to the regex
+        else:
+            found[chr(code)] = row
+    return found
 
 
 def _one_character(regex: str) -> bool:
