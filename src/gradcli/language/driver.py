@@ -4,7 +4,8 @@ every reduction, with Lark's tree-shaping rules, and raising Lark's ``Unexpected
 newline inside open brackets, so a formula goes on over lines. A keyword (``"and"``) is lexed as
 a NAME and retyped. Blanks, names, one-character tokens (``(``, ``+``) and those of one or two
 (``*``, ``**``) are read by a table, without the regex (all of a batch line's tokens but its
-numbers; a match costs as much as the rest of a token's work). Plain code on lists and ints, compiled with the core where it is (setup.py).
+numbers; a match costs as much as the rest of a token's work). Plain code on lists and ints,
+compiled with the core where it is (setup.py).
 """
 
 from __future__ import annotations
