@@ -279,16 +279,21 @@ TO_CLICK = [
 ]
 
 
+def _both_readings(args: list[str], before: str = "", **run: object) -> list[tuple]:
+    """(status, stdout, stderr) of gradcli ``args`` in a fresh process, read without click
+    where the plain eval takes them (``gradcli.cli.main``), then by click (``cli.base``)."""
+    ran = []
+    for entry in ("gradcli.cli import main", "gradcli.cli.base import main"):
+        done = subprocess.run([sys.executable, "-c", f"{before}from {entry}; main()", *args],
+                              capture_output=True, text=True, check=False, **run)
+        ran.append((done.returncode, done.stdout, done.stderr))
+    return ran
+
+
 @pytest.mark.parametrize("args", PLAIN, ids=" ".join)
 def test_the_plain_eval_prints_what_click_s_reading_prints(args):
     assert plain_form(args) is not None
-    environment = {**os.environ, "COLUMNS": "120"}
-    ran = {}
-    for entry in ("gradcli.cli import main", "gradcli.cli.base import main"):
-        done = subprocess.run([sys.executable, "-c", f"from {entry}; main()", *args],
-                              capture_output=True, text=True, env=environment, check=False)
-        ran[entry] = (done.returncode, done.stdout, done.stderr)
-    plain, clicked = ran.values()
+    plain, clicked = _both_readings(args, env={**os.environ, "COLUMNS": "120"})
     assert plain == clicked
     assert plain[1] or plain[2]  # it said something
 
@@ -303,13 +308,7 @@ def test_arrays_from_files_are_printed_as_click_s_reading_prints_them(tmp_path):
     args = ["eval", "mean((W@x - t)**2)", *(part for name in "Wxt"
                                            for part in (f"--{name}", f"{name}.npy"))]
     assert plain_form(args) is None  # the files are not in this directory
-    ran = {}
-    for entry in ("gradcli.cli import main", "gradcli.cli.base import main"):
-        done = subprocess.run([sys.executable, "-c", f"from {entry}; main()", *args],
-                              capture_output=True, text=True, cwd=tmp_path, check=False,
-                              env={**os.environ, "COLUMNS": "120"})
-        ran[entry] = (done.returncode, done.stdout, done.stderr)
-    plain, clicked = ran.values()
+    plain, clicked = _both_readings(args, cwd=tmp_path, env={**os.environ, "COLUMNS": "120"})
     assert plain == clicked and plain[0] == 0
     assert "gradients of the output" in plain[1]
 
@@ -338,24 +337,14 @@ BATCH_INPUTS = [
 def test_the_plain_batch_prints_what_click_s_reading_prints(form, text):
     args = ["eval", "-", *form, "--x", "2", "--y=-3", "--e", "1", "--W", "[1, 2]"]
     assert plain_form(args) is not None
-    ran = {}
-    for entry in ("gradcli.cli import main", "gradcli.cli.base import main"):
-        done = subprocess.run([sys.executable, "-c", f"from {entry}; main()", *args],
-                              input=text, capture_output=True, text=True, check=False)
-        ran[entry] = (done.returncode, done.stdout, done.stderr)
-    plain, clicked = ran.values()
+    plain, clicked = _both_readings(args, input=text)
     assert plain == clicked
     assert plain[1] or plain[2]
 
 
 def test_the_plain_batch_of_a_closed_stdin_says_so_as_click_does():
-    ran = {}
-    for entry in ("gradcli.cli import main", "gradcli.cli.base import main"):
-        done = subprocess.run([sys.executable, "-c", "import os; os.close(0); "
-                               f"from {entry}; main()", "eval", "-", "--json", "--x", "1"],
-                              capture_output=True, text=True, check=False)
-        ran[entry] = (done.returncode, done.stdout, done.stderr)
-    plain, clicked = ran.values()
+    plain, clicked = _both_readings(["eval", "-", "--json", "--x", "1"],
+                                    before="import os; os.close(0); ")
     assert plain == clicked
     assert plain[0] == 2 and "stdin is closed" in plain[2]
 

@@ -40,7 +40,7 @@ def nodes_of(outputs: Iterable[Node], made_from: int = -1) -> list[Node]:
     seen = set(stack)  # nodes hash by identity
     # Methods called, not kept in locals as bound methods: compiled (setup.py), a list's pop
     # and append and a set's add are direct calls, and a bound method is a generic call (the
-    # walk took twice as long; a batch line runs it once, a printed derivative several times).
+    # walk took 1.2 times as long; a batch line runs it once, a printed derivative several times).
     while stack:
         for source in stack.pop().inputs:
             if source not in seen:
