@@ -22,7 +22,7 @@ NEG: Final = ops.OPS["neg"]
 POW: Final = ops.OPS["pow"]
 LOG: Final = ops.OPS["log"]
 WHERE: Final = ops.CONDITIONAL
-LOGICAL_ROWS: Final = frozenset(ops.OPS[name] for name in ops.LOGICAL)  # and, or, ==, <...
+LOGICAL: Final = ops.LOGICAL  # and, or, not, ==, <...
 
 PREC_NONE: Final = ops.PREC_NONE
 PREC_COMPARE: Final = ops.PREC_COMPARE

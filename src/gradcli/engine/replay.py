@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.engine.core_ops import LOGICAL_ROWS, WHERE
+from gradcli.engine.core_ops import LOGICAL, WHERE
 from gradcli.engine.graph import Node, compute, liveness, quick_compute
 from gradcli.engine.ops import numpy
 from gradcli.engine.ops.row import LINEAR_ALL, LINEAR_EACH, LINEAR_FIRST
@@ -46,7 +46,7 @@ class Replayer:
         # a replay switched (``switched``: a finite difference across a piece's boundary).
         self.masked = False
         for node in nodes:  # (rows by identity, from C constants: no lookups per node)
-            if node.op is WHERE or node.op in LOGICAL_ROWS:
+            if node.op is WHERE or node.op in LOGICAL:
                 self.masked = True
                 break
         self.switched: set[int] = set()
@@ -211,7 +211,7 @@ class Replayer:
 
     def _note_switch(self, node: Node, args: list[Any], result: Any) -> None:
         """Note a truth value or a condition that this replay turned over."""
-        if node.op in LOGICAL_ROWS:
+        if node.op in LOGICAL:
             if (result != 0) != (node.value != 0):
                 self.switched.add(node.index)
         elif node.op is WHERE:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gradcli.engine.core_ops import LOGICAL_ROWS
+from gradcli.engine.core_ops import LOGICAL
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import CONDITIONAL, numpy
 from gradcli.engine.ops.row import LINEAR_ALL
@@ -113,7 +113,7 @@ class ElementReplayer:
     def _note_switch(self, node: Node, args: list[Any], result: Any) -> None:
         """Note a truth value or a condition that this replay turned over (in any element)."""
         np = numpy()
-        if node.op in LOGICAL_ROWS:
+        if node.op in LOGICAL:
             if np.any((np.real(result) != 0) != (np.asarray(node.value) != 0)):
                 self.switched.add(node.index)
         elif node.op is CONDITIONAL:

@@ -45,7 +45,7 @@ import math
 import sys
 from dataclasses import dataclass, replace
 
-from gradcli.engine.core_ops import LOGICAL_ROWS
+from gradcli.engine.core_ops import LOGICAL
 from gradcli.engine.graph import Node, Program, liveness
 from gradcli.engine.ops import CONDITIONAL
 from gradcli.errors import NumericError
@@ -339,11 +339,11 @@ def meaningful(targets: list[Node], live: list[bool], nodes: list[Node],
     for output in outputs or nodes[-1:]:
         valued[output.index] = True
     for node in reversed(nodes):
-        if valued[node.index] and node.op not in LOGICAL_ROWS:
+        if valued[node.index] and node.op not in LOGICAL:
             for source in node.inputs[1:] if node.op is CONDITIONAL else node.inputs:
                 valued[source.index] = True
     return [node for node in targets if node.is_leaf or (
-        live[node.index] and valued[node.index] and node.op not in LOGICAL_ROWS)]
+        live[node.index] and valued[node.index] and node.op not in LOGICAL)]
 
 
 def live_in(program: Program) -> list[Any] | None:

@@ -36,7 +36,6 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start
 if TYPE_CHECKING:
     from typing import Any
 
-_NUMBER_WORDS = ("nan", "inf", "infinity")  # names that print as if they were floats
 _COMPARISON_OPS = {"<": OPS["lt"], "<=": OPS["le"], ">": OPS["gt"], ">=": OPS["ge"],
                    "==": OPS["eq"], "!=": OPS["ne"]}
 
@@ -103,13 +102,12 @@ class GraphBuilder(Definitions):
                                 f"the number {word} is too large for a float")
         return node
 
-    def name(self, word: str, start: int) -> Node:
+    def name(self, name: str, start: int) -> Node:
         """A name not followed by ``(``: a statement's name, a constant, or a variable -- also
         when a function has that name (``beta*x``): only a call calls (docs/language.md)."""
-        variable = self.variables.get(word)
-        if variable is not None and word not in self.named:  # most names: a variable again
+        variable = self.variables.get(name)
+        if variable is not None and name not in self.named:  # most names: a variable again
             return variable
-        name = word
         if name in self.named:
             self.read.add(name)
             return self.named[name]
@@ -117,16 +115,16 @@ class GraphBuilder(Definitions):
             self.constants_read.add(name)
             return self.made_node(Node(CONST, (), CONSTANTS[name], name), start)
         if name not in self.variables:
-            token = token_at(self.source, name, start) if (
-                name in self.functions or name in self.language_calls) else None
-            if token is not None and name in self.functions:
+            if name in self.functions:
                 signature = self.functions[name].signature
-                raise name_error(token, f"{name} is a function: call it as {signature}",
+                raise name_error(token_at(self.source, name, start),
+                                 f"{name} is a function: call it as {signature}",
                                  hint=f"{name} is the program's function; a name is a function "
                                       f"or a variable, not both: for a variable pick another "
                                       f"name, e.g. {name}_")
-            if token is not None and name in self.language_calls and not self.both_ways:
-                raise self.both_ways_error(name, self.language_calls[name], token)
+            if name in self.language_calls and not self.both_ways:
+                raise self.both_ways_error(name, self.language_calls[name],
+                                           token_at(self.source, name, start))
             self.variables[name] = self.made_node(Node.variable(name), start)
             self.first_use[name] = start
             note = self._note(name, start)
@@ -137,21 +135,20 @@ class GraphBuilder(Definitions):
     def _note(self, name: str, token: Token | int) -> Note | None:
         """The note for a variable that may stand for something else (``errors.Note``), at
         its token or where its first use begins."""
-        if not (name in CONSTANTS or name in FUNCTION_NAMES or name.lower() in _NUMBER_WORDS
-                or name.lower() in LOOKALIKES):
-            return None  # (most names: their place is not worked out)
+        lower = name.lower()
+        if name in CONSTANTS:
+            meant, what, reading = name, "constant", "shadow"
+        elif name in FUNCTION_NAMES:
+            meant, what, reading = language_signature(name), "function", "function"
+        elif lower in ("nan", "inf", "infinity"):  # would print as if it were that float
+            meant, what, reading = name, "number", "number"
+        elif lower in LOOKALIKES:
+            (meant, what), reading = LOOKALIKES[lower], "case"
+        else:
+            return None  # most names: no note, and their place is not worked out
         if isinstance(token, int):
             token = token_at(self.source, name, token)
-        line, column = token.line, token.column
-        if name in CONSTANTS:
-            return Note(name, name, "constant", line, column, reading="shadow")
-        if name in FUNCTION_NAMES:
-            return Note(name, language_signature(name), "function", line, column,
-                        reading="function")
-        if name.lower() in _NUMBER_WORDS:  # would print as if it were that float
-            return Note(name, name, "number", line, column, reading="number")
-        lookalike = LOOKALIKES.get(name.lower())
-        return None if lookalike is None else Note(name, *lookalike, line, column)
+        return Note(name, meant, what, token.line, token.column, reading=reading)
 
     def both_ways_error(self, name: str, call: Token, use: Token) -> GradcliNameError:
         """``beta(a, b) + beta``: one name both called and used as a variable, the one error

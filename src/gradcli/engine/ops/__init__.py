@@ -94,7 +94,7 @@ FUNCTIONS.update({alias: op for op in ROWS for alias in op.aliases})
 CONDITIONAL = OPS["where"]
 # Ops whose value is a truth value (1 or 0): their derivative is 0 by convention, and a finite
 # difference that perturbs them flips a condition, so the check leaves them out.
-LOGICAL = frozenset(op.name for op in logic.ROWS if op is not CONDITIONAL)
+LOGICAL = frozenset(op for op in logic.ROWS if op is not CONDITIONAL)  # rows: by identity
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
 
