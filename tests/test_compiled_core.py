@@ -150,7 +150,8 @@ def test_the_staleness_check_looks_where_the_core_lives():
     (the check's joined the list in session 27, and a folder left out would never be stale)."""
     from gradcli.engine import COMPILED_PARTS
 
-    assert set(COMPILED_PARTS) == {Path(path).parent.name for path in CORE}
+    assert set(COMPILED_PARTS) == {Path(path).parent.relative_to("src/gradcli").as_posix()
+                                   for path in CORE}
 
 
 @needs_compiled

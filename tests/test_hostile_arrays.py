@@ -292,7 +292,7 @@ def test_a_wrong_gradient_at_tiny_operands_still_fails():
 
     class Replays:  # f(x) = 3x, whose true derivative is 3; the node claims 2
         def __init__(self):
-            self.nodes, self.switched = [Node(3 * x)], set()
+            self.nodes, self.switched = [Node.constant(3 * x)], set()
 
         def replay(self, index, value, complex_step=False):
             return 3 * value, abs(3 * value)

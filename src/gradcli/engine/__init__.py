@@ -9,8 +9,8 @@ others point by point.
 """
 
 
-# The subpackages whose modules setup.py compiles (pyproject.toml's [tool.mypy] files).
-COMPILED_PARTS = ("engine", "gradcheck", "language", "symbolic")
+# The folders whose modules setup.py compiles (pyproject.toml's [tool.mypy] files).
+COMPILED_PARTS = ("engine", "engine/ops", "gradcheck", "language", "symbolic")
 
 
 def core_is_compiled() -> bool:

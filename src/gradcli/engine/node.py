@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 
 from gradcli.engine.core_ops import CONST, VAR
+from gradcli.engine.ops.row import Op
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ class Node:
 
     __slots__ = ("grad", "index", "inputs", "name", "needs_grad", "op", "seq", "value")
     # ``value`` and ``grad``: floats, complex numbers (the complex-step check) or NumPy arrays.
-    op: Any
+    op: Op  # typed, so that the compiled passes read a row's fields as C struct members
     inputs: tuple[Node, ...]
     value: Any
     grad: Any
@@ -47,7 +48,7 @@ class Node:
 
     def __init__(
         self,
-        op: Any,
+        op: Op,
         inputs: tuple[Node, ...] = (),
         value: Any = _ZERO,
         name: str | None = None,
@@ -76,7 +77,7 @@ class Node:
     def constant(cls, value: Any) -> Node:
         return cls(CONST, (), float(value))
 
-    def apply(self, op: Any, *args: Any) -> Node:
+    def apply(self, op: Op, *args: Any) -> Node:
         """A new node computing ``op`` on ``args`` (numbers become constant nodes)."""
         inputs = tuple(a if isinstance(a, Node) else Node.constant(a) for a in args)
         return Node(op, inputs)

@@ -91,10 +91,11 @@ FUNCTIONS: dict[str, Op] = {op.name: op for op in ROWS if op.is_function and not
 FUNCTIONS["pow"] = OPS["pow"]
 FUNCTIONS.update({alias: op for op in ROWS for alias in op.aliases})
 
-CONDITIONAL = OPS["where"]
+CONDITIONAL: Op = OPS["where"]
 # Ops whose value is a truth value (1 or 0): their derivative is 0 by convention, and a finite
 # difference that perturbs them flips a condition, so the check leaves them out.
-LOGICAL = frozenset(op for op in logic.ROWS if op is not CONDITIONAL)  # rows: by identity
+LOGICAL: frozenset[Op] = frozenset(  # rows: by identity
+    op for op in logic.ROWS if op is not CONDITIONAL)
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
 
@@ -138,7 +139,7 @@ def table_rows() -> list[dict[str, Any]]:
 
 # The graph's leaves compute nothing: an input variable gets its value from the caller, a
 # constant from the program text.
-VAR = Op("var", 0, float, (), symbol="", complex=NONE, vector=NONE,
+VAR: Op = Op("var", 0, float, (), symbol="", complex=NONE, vector=NONE,
          summary="an input variable")
-CONST = Op("const", 0, float, (), symbol="", complex=NONE, vector=NONE,
+CONST: Op = Op("const", 0, float, (), symbol="", complex=NONE, vector=NONE,
            summary="a number written in the program")

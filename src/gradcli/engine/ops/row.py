@@ -80,7 +80,9 @@ SAME = Form("SAME")  # ``forward`` itself takes complex numbers / NumPy arrays
 NONE = Form("NONE")  # the row has no such form (see the package docstring for what happens)
 
 
-@dataclass(frozen=True, eq=False, slots=True)  # slots: the passes read a row's fields per node
+# Compiled with the core (setup.py), a row is a native class: the passes read its fields per
+# node (forward, domain, rules, constants) as C struct members, not by generic attribute lookups.
+@dataclass(frozen=True, eq=False)
 class Op:
     """One row of the table. ``complex``, ``vector`` and ``summary`` are required keywords."""
 
@@ -156,7 +158,7 @@ class Op:
     def out_shape(self, *operands: Any) -> Shape:
         """The shape of the row's value on ``operands``, before computing it: a ``ShapeError`` (an
         index out of range: ``IndexError``) where the row cannot take them."""
-        rule = self.shape or broadcast
+        rule: Callable[..., Shape] = self.shape or broadcast
         if self.constant_args:
             return rule(*(int(n.real) for n in operands))
         return rule(*(numpy().shape(x) for x in operands))
@@ -245,20 +247,28 @@ class _TableFunctions:
     """``F.name(*args)``: a table op on floats, complex numbers, arrays or graph nodes, which
     lets derivative rules be written once for every kind of value."""
 
+    def __init__(self) -> None:
+        self._made: dict[str, Callable[..., Any]] = {}  # (compiled, an instance has no __dict__)
+
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        op = OPS[name]
-        forward = op.forward
-
-        def call(*args: Any) -> Any:
-            # Floats first, in a plain loop: the scalar backward pass calls this in its rules.
-            for arg in args:
-                kind = type(arg)
-                if kind is not float and kind is not int:
-                    return _apply_to_values(op, args)
-            return forward(*args)
-
-        setattr(self, name, call)  # cache: the next lookup is a plain attribute
+        call = self._made.get(name)
+        if call is None:
+            call = self._made[name] = _table_function(OPS[name])
         return call
+
+
+def _table_function(op: Op) -> Callable[..., Any]:
+    forward = op.forward
+
+    def call(*args: Any) -> Any:
+        # Floats first, in a plain loop: the scalar backward pass calls this in its rules.
+        for arg in args:
+            kind = type(arg)
+            if kind is not float and kind is not int:
+                return _apply_to_values(op, args)
+        return forward(*args)
+
+    return call
 
 
 def _apply_to_values(op: Op, args: tuple[Any, ...]) -> Any:
