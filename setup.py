@@ -1,10 +1,10 @@
 """gradcli's build: the symbolic core compiled with mypyc where it can be, pure Python otherwise.
 
 The modules listed under ``[tool.mypy] files`` in pyproject.toml (the graph, the builder, the
-canonical form and the printers; the parser's driver and builder, the check's replays and its
-verdicts) are where ``gradcli diff`` and a batch line spend their time; compiled, derivatives
-come about 1.7 times faster, a checked batch line (`--no-nodes`) about 2.5 times in instructions
-(docs/performance.md).
+canonical form and the printers; the parser's driver and builder, the op table's row, the
+check's replays and its verdicts) are where ``gradcli diff`` and a batch line spend their
+time; compiled, derivatives come about 1.7 times faster, a checked batch line (`--no-nodes`)
+about 2.7 times in instructions (docs/performance.md).
 Everything else is the same Python either way, and so are the results, to the bit. Compiling
 takes about 40 seconds more, so it is asked for: ``GRADCLI_COMPILE=1 pip install .``. The
 core stays Python, and the build says so on stderr (``pip install -v`` shows it; ``gradcli

@@ -245,9 +245,10 @@ def quick_compute(node: Node, args: list[Any]) -> Any:
     replay call this per node, so the common case is a domain test, the op and ``isfinite``."""
     op = node.op
     domain = op.domain
-    if domain is None or domain(*args) is None:
+    two = len(args) == 2  # most nodes: compiled, f(*args) would make a tuple of the list
+    if domain is None or (domain(args[0], args[1]) if two else domain(*args)) is None:
         try:
-            value = op.forward(*args)
+            value = op.forward(args[0], args[1]) if two else op.forward(*args)
         except (ArithmeticError, ValueError):
             return compute(node, args)  # raises the NumericError that names the node
         size: float = value  # finite as x - x == 0, unboxed: no lookup of math.isfinite
@@ -322,6 +323,16 @@ def forward_masked(nodes: list[Node]) -> tuple[Any, list[bool]]:
     return nodes[-1].value, live
 
 
+def values_and_grads_of(nodes: list[Node]) -> tuple[list[Any], list[Any]]:
+    """Every node's value and gradient, in two lists (what a Result keeps). Here, compiled, a
+    node's fields are read as struct members; a comprehension in Python looks each one up."""
+    values, grads = [], []
+    for node in nodes:
+        values.append(node.value)
+        grads.append(node.grad)
+    return values, grads
+
+
 def values_and_gradients(program: Program) -> Any:
     """Forward and backward at the point bound in ``program``'s variables; the output value."""
     if program.masked:
@@ -342,7 +353,6 @@ def backward(nodes: list[Node], live: list[bool] | None = None) -> None:
     for node in nodes:
         node.grad = zero
     nodes[-1].grad = 1.0
-    isfinite = math.isfinite
     for node in reversed(nodes):
         inputs = node.inputs
         if not inputs or not node.needs_grad:
@@ -353,24 +363,27 @@ def backward(nodes: list[Node], live: list[bool] | None = None) -> None:
             args = [inputs[0].value, inputs[1].value]
         else:
             args = [source.value for source in inputs]
-        op, grad, out = node.op, node.grad, node.value
-        rules, constants = op.rules, op.constants  # a partial that is a number: no call
+        op, out = node.op, node.value
+        grad: float = node.grad  # floats unboxed (compiled): the sum below makes one float,
+        rules, constants = op.rules, op.constants  # and finite is x - x == 0, no isfinite call
         position = -1
         for source in inputs:
             position += 1
             if source.needs_grad:
-                slope = constants[position] if constants else None
+                slope = constants[position] if constants else None  # a number: no call
                 if slope is not None:
-                    partial = slope
+                    partial: float = slope
                 else:
                     try:  # local_derivative inlined in the common case (it raises the error)
                         partial = rules[position](*args, out)
                     except (ValueError, ZeroDivisionError, OverflowError):
                         partial = math.inf
-                    if not isfinite(partial):
+                    if partial - partial != 0.0:  # inf or NaN
                         partial = local_derivative(node, args, position)
-                source.grad += grad * partial
-                if not isfinite(source.grad):
+                total: float = source.grad
+                total += grad * partial
+                source.grad = total
+                if total - total != 0.0:
                     raise numeric_error(node, args, "the gradient overflows")
 
 

@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from gradcli.engine.graph import Program, values_and_gradients
+from gradcli.engine.graph import Program, values_and_gradients, values_and_grads_of
 from gradcli.engine.notation import texts_in_order, texts_of
 from gradcli.errors import (
     MAX_LISTED_NAMES,
@@ -151,7 +151,7 @@ class Result:
         arrays = self.program.arrays
         for i, text in zip(order, texts, strict=True):
             node, value = nodes[i], values[i]
-            not_taken = type(value) is float and value != value  # NaN (``_taken_values``)
+            not_taken = type(value) is float and value != value  # NaN (``_node_lists``)
             check = checks.get(i) if checks else None
             inputs = node.inputs  # most have two: a comprehension is a call (a batch writes 50)
             record = {
@@ -257,8 +257,7 @@ def evaluate(
     gradients = {name: node.grad for name, node in program.variables.items()}
     return Result(program, point, value, gradients, _check(program, settings),
                   hessian=_second_derivatives(program, settings, point)[0],
-                  node_values=_taken_values(program),
-                  node_grads=[node.grad for node in program.nodes])
+                  **_node_lists(program))
 
 
 DEFAULT_SETTINGS = EvalSettings()
@@ -321,8 +320,7 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     point = {name: arrays.plain(node.value) for name, node in program.variables.items()}
     gradients = {name: arrays.plain(node.grad) for name, node in program.variables.items()}
     return Result(program, point, float(value), gradients, report, hessian=hessian, hvp=hvp,
-                  node_values=_taken_values(program),
-                  node_grads=[node.grad for node in program.nodes])
+                  **_node_lists(program))
 
 
 def _second_derivatives(program: Program, settings: EvalSettings,
@@ -344,16 +342,18 @@ def _second_derivatives(program: Program, settings: EvalSettings,
     return hessian, hvp
 
 
-def _taken_values(program: Program) -> list[float]:
-    """Every node's value, NaN for a node in a branch not taken (shown as "not taken")."""
-    if not program.masked:  # no branch: nothing is left out (and the check is not loaded)
-        return [node.value for node in program.nodes]
-    from gradcli.gradcheck.differences import live_in
+def _node_lists(program: Program) -> dict[str, list[Any]]:
+    """A Result's ``node_values`` and ``node_grads``: every node's value, NaN for a node in a
+    branch not taken (shown as "not taken"), and gradient."""
+    values, grads = values_and_grads_of(program.nodes)
+    if program.masked:  # (with no branch nothing is left out, and the check is not loaded)
+        from gradcli.gradcheck.differences import live_in
 
-    live = live_in(program)
-    assert live is not None
-    return [node.value if taken is not False or not node.inputs else math.nan  # (inputs keep
-            for node, taken in zip(program.nodes, live, strict=True)]     # their values)
+        live = live_in(program)
+        assert live is not None
+        values = [value if taken is not False or not node.inputs else math.nan  # inputs keep
+                  for node, value, taken in zip(program.nodes, values, live, strict=True)]
+    return {"node_values": values, "node_grads": grads}
 
 
 def free_result(program: Program, values: Mapping[str, float], check: bool = True) -> FreeResult:
