@@ -95,6 +95,18 @@ class CheckReport:
                     largest = error
         return 0.0 if largest is None else largest
 
+    def record(self) -> dict[str, Any]:
+        """The report's JSON record (``--json``'s ``"check"``): the verdict, the tolerances, each
+        gradient's check (``GradientCheck.record``) and what was left out or explains a failure."""
+        return {
+            "ok": self.ok, "max_abs_error": self.max_abs_error, "rtol": self.rtol,
+            "atol": self.atol,
+            "gradients": {name: check.record() for name, check in self.gradients.items()},
+            "nodes_checked": not self.nodes_skipped, "method": self.method,
+            "unchecked": self.unchecked, "shrunk": self.shrunk, "unresolved": self.unresolved,
+            "ill_conditioned": None if self.conditioning is None else self.conditioning.record(),
+        }
+
     @property
     def unresolved(self) -> list[str]:
         """The variables whose gradient agrees only within the rounding of values far larger

@@ -102,6 +102,16 @@ class GradientCheck:
         if self.failed is None:
             self.failed = 0 if self.ok else 1
 
+    def record(self) -> dict[str, Any]:
+        """The check's JSON record: the numbers of its worst element, at ``where`` (written as a
+        list). Here, compiled, the fields are read as struct members (a batch line writes three
+        or four of these)."""
+        return {"analytic": self.analytic, "numeric": self.numeric, "abs_error": self.abs_error,
+                "tolerance": self.tolerance, "ok": self.ok, "method": self.method,
+                "error_estimate": self.error_estimate, "checked": self.checked,
+                "size": self.size, "failed": self.failed, "where": self.where,
+                "directions": self.directions}
+
 
 def settled_check(grad: float, settled: Any) -> GradientCheck:
     """A central difference that agreed in a vectorised replay (``columns.Settled``), as the

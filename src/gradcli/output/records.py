@@ -13,8 +13,6 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start
 if TYPE_CHECKING:
     from typing import Any
 
-    from gradcli.gradcheck.check import CheckReport
-
 
 def result_arrays(result: Any) -> dict[str, Any]:
     """What ``eval --save FILE.npz`` writes: ``value``, ``point/NAME``, ``grad/NAME``,
@@ -73,7 +71,7 @@ def result_record(
         nodes=({**node, "value": json_array(node["value"], full),
                 "grad": json_array(node["grad"], full)} for node in result.node_records())
         if arrays else result.node_records(),
-        check=None if check is None else check_record(check),
+        check=None if check is None else check.record(),
         error=None,
     )
     if not nodes:
@@ -83,11 +81,11 @@ def result_record(
         matrix = result.hessian.matrix
         record["hessian"] = ({a: _lists(row, True) for a, row in matrix.items()} if arrays
                              else matrix)  # asked for: whole (MAX_HESSIAN_ENTRIES bounds it)
-        record["hessian_check"] = None if hessian_check is None else check_record(hessian_check)
+        record["hessian_check"] = None if hessian_check is None else hessian_check.record()
     if result.hvp is not None:  # an array program's H·v (gradcheck/hessian.py)
         record["hvp"] = _lists(result.hvp.product, True)  # asked for: whole
         record["hvp_direction"] = _lists(result.hvp.direction, full)
-        record["hvp_check"] = None if result.hvp.check is None else check_record(result.hvp.check)
+        record["hvp_check"] = None if result.hvp.check is None else result.hvp.check.record()
     return record
 
 
@@ -140,27 +138,6 @@ def _record(source: str, line: int | None = None, **fields: Any) -> dict[str, An
                   check=None)
     record.update(fields)
     return record
-
-
-def check_record(check: CheckReport) -> dict[str, Any]:
-    return {
-        "ok": check.ok, "max_abs_error": check.max_abs_error, "rtol": check.rtol,
-        "atol": check.atol,
-        # each gradient's check: the numbers of its worst element, at "where" (a tuple: a list)
-        "gradients": {name: _gradient_check_record(g) for name, g in check.gradients.items()},
-        "nodes_checked": not check.nodes_skipped, "method": check.method,
-        "unchecked": check.unchecked, "shrunk": check.shrunk, "unresolved": check.unresolved,
-        "ill_conditioned": None if check.conditioning is None else check.conditioning.record(),
-    }
-
-
-def _gradient_check_record(g: Any) -> dict[str, Any]:
-    """One gradient's check: a dict display, not 12 ``getattr`` calls in a comprehension (a
-    batch line writes three or four of these)."""
-    return {"analytic": g.analytic, "numeric": g.numeric, "abs_error": g.abs_error,
-            "tolerance": g.tolerance, "ok": g.ok, "method": g.method,
-            "error_estimate": g.error_estimate, "checked": g.checked, "size": g.size,
-            "failed": g.failed, "where": g.where, "directions": g.directions}
 
 
 def error_record(error: GradcliError, source: str, line: int | None = None) -> dict[str, Any]:
