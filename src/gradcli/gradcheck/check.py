@@ -64,7 +64,7 @@ class CheckReport:
     shrunk: list[str] = field(default_factory=list)  # arrays whose check the budget shrank
 
     # A batch line's record asks for the verdicts below several times, and it checks no
-    # nodes: so no set of unique checks is built there, nor for ``ok`` (W2: 5% of a line).
+    # nodes: so no set of unique checks is built there, nor for ``ok`` (W2: 2% of a line).
     @property
     def checks(self) -> list[GradientCheck]:
         """Every check once (a variable's node shares its check with ``gradients``)."""
