@@ -121,3 +121,32 @@ def test_a_program_without_variables_has_nothing_to_check_and_says_so():
     assert done.exit_code == 0
     assert "✓ nothing to check: no gradients (the program has no variables)" in done.output
     assert "0 gradients" not in done.output and "gradients of the output" not in done.output
+
+
+def test_a_reports_verdicts_read_gradients_and_nodes_alike():
+    """``ok``, ``checks``, ``failures`` and ``max_abs_error`` as the set of unique checks gave
+    them (a variable's node shares its check with ``gradients``), with and without node checks:
+    a batch line checks none, and they are not built from that set there (session 29)."""
+    from gradcli.gradcheck.check import CheckReport
+    from gradcli.gradcheck.differences import GradientCheck
+
+    def check(error: float | None, ok: bool = True) -> GradientCheck:
+        return GradientCheck(1.0, None if error is None else 1.0 + error, error, 1e-6, ok,
+                             "central", 1e-6)
+
+    x, y, inner = check(2e-9), check(None), check(5.0, ok=False)
+    lean = CheckReport(1e-5, 1e-8, gradients={"x": x, "y": y})
+    assert lean.ok and lean.failures == [] and lean.checks == [x, y]
+    assert lean.max_abs_error == 2e-9
+    full = CheckReport(1e-5, 1e-8, gradients={"x": x, "y": y}, nodes={0: x, 1: y, 4: inner})
+    assert not full.ok and full.failures == [inner] and full.checks == [x, y, inner]
+    assert full.max_abs_error == 5.0
+    assert CheckReport(1e-5, 1e-8).max_abs_error == 0.0 and CheckReport(1e-5, 1e-8).ok
+    record = full.record()
+    assert record["ok"] is False and record["max_abs_error"] == 5.0
+    assert record["gradients"]["x"] == {
+        "analytic": 1.0, "numeric": 1.0 + 2e-9, "abs_error": 2e-9, "tolerance": 1e-6,
+        "ok": True, "method": "central", "error_estimate": None, "checked": 1, "size": 1,
+        "failed": 0, "where": (), "directions": 0}
+    assert set(record) == {"ok", "max_abs_error", "rtol", "atol", "gradients", "nodes_checked",
+                           "method", "unchecked", "shrunk", "unresolved", "ill_conditioned"}
