@@ -10,7 +10,7 @@ from __future__ import annotations
 import cmath
 import math
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from gradcli.engine.core_ops import CONST
@@ -21,7 +21,7 @@ from gradcli.errors import Note, NumericError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
 
 def topological_order(output: Node) -> list[Node]:
@@ -331,6 +331,39 @@ def values_and_grads_of(nodes: list[Node]) -> tuple[list[Any], list[Any]]:
         values.append(node.value)
         grads.append(node.grad)
     return values, grads
+
+
+_NODE_RECORD: Final[dict[str, Any]] = dict.fromkeys(
+    ("id", "op", "label", "value", "grad", "inputs", "numeric_grad", "ok"))
+
+
+def node_records(nodes: list[Node], order: Iterable[int], texts: Iterable[str],
+                 values: list[Any], grads: list[Any], checks: Mapping[int, Any],
+                 arrays: bool) -> Iterator[dict[str, Any]]:
+    """``Result.node_records``: a record per node of ``order``, labelled by ``texts``, with
+    the value and gradient a Result keeps and the node's check, if any. Here, compiled, a
+    node's fields are struct members and each record a dict built in C: in Python the 50
+    records of a batch line cost more than the line's parse (docs/performance.md)."""
+    for i, text in zip(order, texts, strict=True):
+        node, value = nodes[i], values[i]
+        not_taken = type(value) is float and value != value  # NaN (``_node_lists``)
+        check = checks.get(i) if checks else None
+        inputs = node.inputs
+        record = _NODE_RECORD.copy()  # the keys in place, in order: quicker than a dict
+        record["id"] = i  # built from nothing, which grows as it fills (1% of a batch line)
+        record["op"] = node.op.name
+        record["label"] = node.name or text
+        record["value"] = None if not_taken else value  # shown as null
+        record["grad"] = grads[i] if node.needs_grad else None
+        record["inputs"] = [inputs[0].index, inputs[1].index] if len(inputs) == 2 else [
+            source.index for source in inputs]
+        if check is not None:
+            record["numeric_grad"], record["ok"] = check.numeric, check.ok
+        if arrays:  # the shape of value and gradient ([] for a scalar); the check's worst
+            shaped = node.value if not_taken else value  # (its value: NaN of its shape)
+            record["shape"] = list(getattr(shaped, "shape", ()))  # element, and where
+            record["where"] = None if check is None else list(getattr(check, "where", ()))
+        yield record
 
 
 def values_and_gradients(program: Program) -> Any:

@@ -9,7 +9,12 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from gradcli.engine.graph import Program, values_and_gradients, values_and_grads_of
+from gradcli.engine.graph import (
+    Program,
+    node_records,
+    values_and_gradients,
+    values_and_grads_of,
+)
 from gradcli.engine.notation import texts_in_order, texts_of
 from gradcli.errors import (
     MAX_LISTED_NAMES,
@@ -148,28 +153,7 @@ class Result:
         values = self.node_values or [node.value for node in nodes]
         grads = self.node_grads or [node.grad for node in nodes]
         checks = self.check.nodes if self.check is not None else {}
-        arrays = self.program.arrays
-        for i, text in zip(order, texts, strict=True):
-            node, value = nodes[i], values[i]
-            not_taken = type(value) is float and value != value  # NaN (``_node_lists``)
-            check = checks.get(i) if checks else None
-            inputs = node.inputs  # most have two: a comprehension is a call (a batch writes 50)
-            record = {
-                "id": i,
-                "op": node.op.name,
-                "label": node.name or text,
-                "value": None if not_taken else value,  # shown as null
-                "grad": grads[i] if node.needs_grad else None,
-                "inputs": [inputs[0].index, inputs[1].index] if len(inputs) == 2 else [
-                    source.index for source in inputs],
-                "numeric_grad": None if check is None else check.numeric,
-                "ok": None if check is None else check.ok,
-            }
-            if arrays:  # the shape of value and gradient ([] for a scalar); the check's worst
-                shaped = node.value if not_taken else value  # (its value: NaN of its shape)
-                record["shape"] = list(getattr(shaped, "shape", ()))  # element, and where
-                record["where"] = None if check is None else list(getattr(check, "where", ()))
-            yield record
+        return node_records(nodes, order, texts, values, grads, checks, self.program.arrays)
 
 
 @dataclass(repr=False)  # its own __repr__, as Result
