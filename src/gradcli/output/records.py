@@ -62,20 +62,22 @@ def result_record(
                 "ok": True if checked.confirmed else None, **checked.record()}, error=None)
     check = result.check
     arrays = result.program.arrays  # arrays as json_array writes them, and every node's shape
+    listed = None  # an iterator: dumps and json_pieces write it in chunks
+    if nodes:
+        listed = ({**node, "value": json_array(node["value"], full),
+                   "grad": json_array(node["grad"], full)} for node in result.node_records()
+                  ) if arrays else result.node_records()
     record = _record(
         source, line,
         point=_lists(result.point, full) if arrays else result.point,
         value=_listed(result.value),  # what was asked for: whole, as the gradients
         gradients=_lists(result.gradients, True) if arrays else result.gradients,
-        # an iterator: dumps and json_pieces write it in chunks
-        nodes=({**node, "value": json_array(node["value"], full),
-                "grad": json_array(node["grad"], full)} for node in result.node_records())
-        if arrays else result.node_records(),
+        nodes=listed,
         check=None if check is None else check.record(),
         error=None,
     )
     if not nodes:
-        del record["nodes"]  # an iterator not run: the labels are never made
+        del record["nodes"]
     if result.hessian is not None:
         hessian_check = result.hessian.check
         matrix = result.hessian.matrix
