@@ -145,7 +145,8 @@ def w2(args: argparse.Namespace, folder: Path) -> None:
     """gradcli's four batches and the peers that run every program take turns, round after
     round (medians, as W1's): one run each swung the ratio to micrograd by 1.3x on this 2-CPU
     machine, whose speed wanders, and gradcli's two workers feel a busy core more than a
-    peer in one process does. Peers too slow for that run once, on a sample."""
+    peer in one process does. Peers too slow for that run once, on a sample. A peer's memory
+    is traced in one more run, over its first 200 programs (50 with ``--quick``)."""
     programs = workloads.batch_programs()
     point = workloads.batch_point()
     source = folder / "w2.txt"
