@@ -58,13 +58,24 @@ def run_to_exit(command: Callable[[], int], argv: list[str] | None,
         # Exit's full collections cost more than 10 ms and free nothing the OS does not reclaim;
         # atexit handlers (batch workers) and the flushes of stdout and stderr still run.
         gc.freeze()
-        if at_once:
+        if at_once or _stdin_read_elsewhere():
             atexit._run_exitfuncs()
             for stream in (sys.stdout, sys.stderr):
                 with suppress(OSError, ValueError):  # a reader gone: its status is said
                     stream.flush()
             os._exit(int(status or 0))
     sys.exit(int(status or 0))
+
+
+def _stdin_read_elsewhere() -> bool:
+    """Whether a thread may still be blocked reading stdin: a batch's feed (``reads_stdin``,
+    runs/batch.py) when a signal stopped the batch while its input stayed open (``tail -f |``).
+    It holds the lock of stdin's buffer, on which the interpreter's teardown, closing stdin,
+    would abort the process ("Fatal Python error: _enter_buffered_busy", status 134)."""
+    threading = sys.modules.get("threading")
+    return threading is not None and any(
+        getattr(thread, "reads_stdin", False) and thread.is_alive()
+        for thread in threading.enumerate())
 
 
 def _status_of(command: Callable[[], int | None]) -> int | None:

@@ -235,8 +235,10 @@ class _Feed:
         self.changed = threading.Condition()
         self.ended = False
         self.failure: BaseException | None = None
-        threading.Thread(target=self._read, args=(numbered, most_lines, most_chars),
-                         daemon=True).start()
+        reader = threading.Thread(target=self._read, args=(numbered, most_lines, most_chars),
+                                  daemon=True)
+        reader.reads_stdin = True  # (perhaps): the process then ends without the teardown that
+        reader.start()  # would wait on stdin's lock (cli/exits.py)
 
     def _read(self, numbered: Iterator[tuple[int, str]], most_lines: int,
               most_chars: int) -> None:
