@@ -237,8 +237,10 @@ class _Feed:
         self.failure: BaseException | None = None
         reader = threading.Thread(target=self._read, args=(numbered, most_lines, most_chars),
                                   daemon=True)
-        reader.reads_stdin = True  # (perhaps): the process then ends without the teardown that
-        reader.start()  # would wait on stdin's lock (cli/exits.py)
+        # Marked for cli/exits.py: while it may be blocked reading stdin, the process ends
+        # without the interpreter's teardown, which would wait on stdin's lock and abort.
+        reader.reads_stdin = True
+        reader.start()
 
     def _read(self, numbered: Iterator[tuple[int, str]], most_lines: int,
               most_chars: int) -> None:
