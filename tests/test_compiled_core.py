@@ -74,10 +74,11 @@ from simplify_corpus import TABLE, examples
 from workloads import batch_programs
 from gradcli.api import differentiate, evaluate
 from gradcli.engine import core_is_compiled
+from gradcli.engine.ops.row import KERNELS
 from gradcli.errors import GradcliError
 from gradcli.language.parser import parse
 
-out = {"compiled": core_is_compiled()}
+out = {"compiled": core_is_compiled(), "kernels": KERNELS}
 for text in [*TABLE, *examples(), *batch_programs(40)]:
     try:
         program = parse(text)
@@ -131,6 +132,9 @@ def _pure_copy(folder: Path) -> Path:
 def test_the_python_core_prints_what_the_compiled_core_prints(tmp_path):
     compiled, pure = _printed(None), _printed(_pure_copy(tmp_path))
     assert compiled.pop("compiled") is True and pure.pop("compiled") is False
+    # the passes' float kernels (engine/ops/row.py) run compiled only: so this also holds them
+    # to the rows' own forward and rules, in every check below
+    assert compiled.pop("kernels") is True and pure.pop("kernels") is False
     assert len(compiled) > 140
     assert compiled == pure
 

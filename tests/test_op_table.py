@@ -23,12 +23,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gradcli
 from gradcli.cli import cli
 from gradcli.engine import ops, vector
 from gradcli.engine.graph import Node, Program, backward, forward
 from gradcli.engine.ops import FUNCTIONS, NONE, NUMPY, OPS, ROWS, SAME, F, Op
+from gradcli.engine.ops import row as op_row
 from gradcli.engine.replay import Replayer
 from gradcli.engine.vector import evaluate_vector
 from gradcli.errors import UsageError
@@ -212,6 +215,94 @@ def test_a_number_for_a_partial_keeps_the_operands_names():
     assert OPS["polygamma"].constants == (0.0, None) and OPS["polygamma"].operands == ("n", "x")
     assert OPS["add"].operands == ("x", "y") and OPS["neg"].operands == ("x",)
     assert all(op.constants == () or len(op.constants) == op.arity for op in ROWS)
+
+
+# --- float kernels: the row's arithmetic, inlined in the compiled passes --------------------------
+
+KERNEL_ROWS = sorted(op.name for op in ROWS if op.kernel)
+# Operands where arithmetic has its corners: signed zeros, subnormals, the largest floats (sums
+# and products overflow), integers and halves (pow's exponents), negatives (pow's domain).
+_CORNERS = [0.0, -0.0, 5e-324, -5e-324, 2.2e-308, 1e-160, 0.5, 1.0, -1.0, 2.0, -2.0, 3.0, 0.3,
+            -0.7, 1e160, -1e160, 1.7976931348623157e308, -1.7976931348623157e308, 1e-5, 7.25]
+_FLOATS = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(_CORNERS)
+
+
+def _bits(value: float) -> tuple[str, float]:
+    """A float to compare to the bit (-0.0 is not 0.0)."""
+    return type(value).__name__, math.copysign(1.0, value) * abs(value)
+
+
+def _row_value(op: Op, args: tuple[float, ...]) -> float | None:
+    """The row's value as the passes would take it: None where its domain refuses, its forward
+    raises or the value is not finite."""
+    if op.domain is not None and op.domain(*args) is not None:
+        return None
+    try:
+        value = op.forward(*args)
+    except (ArithmeticError, ValueError):
+        return None
+    return value if isinstance(value, float) and math.isfinite(value) else None
+
+
+def test_the_kernels_are_a_few_rows_of_arithmetic():
+    """Each kernel belongs to one row, and only element-wise rows of one or two floats have one
+    (``op_row.kernel_value`` reads two operands at most)."""
+    kernels = [OPS[name].kernel for name in KERNEL_ROWS]
+    assert len(set(kernels)) == len(kernels)
+    assert {"add", "sub", "mul", "div", "neg", "pow", "relu"} <= set(KERNEL_ROWS)
+    assert all(not OPS[name].is_array and OPS[name].arity <= 2 for name in KERNEL_ROWS)
+    with pytest.raises(TypeError, match="float kernel"):
+        Op("sum3", 3, lambda x, y, z: x + y + z, (lambda x, y, z, out: 1.0,) * 3,
+           complex=SAME, vector=SAME, summary="a test row", kernel=op_row.KERNEL_ADD)
+
+
+@pytest.mark.parametrize("name", KERNEL_ROWS)
+@settings(max_examples=300, deadline=None)
+@given(x=_FLOATS, y=_FLOATS)
+def test_a_kernel_is_its_rows_value_and_slopes_to_the_bit(name, x, y):
+    """Where a kernel gives a number, it is the row's value (forward, after its domain), and a
+    finite kernel slope is the row's rule's, to the bit; elsewhere the kernel leaves the case to
+    the row (None, or a slope not finite), which then names any error as before."""
+    op = OPS[name]
+    args = (x, y)[:op.arity]
+    value = op_row.kernel_value(op.kernel, x, args[-1])
+    expected = _row_value(op, args)
+    if value is not None:
+        assert expected is not None and _bits(value) == _bits(expected)
+    elif op.kernel != op_row.KERNEL_POW:  # pow leaves a base of 0 or below to its row
+        assert expected is None
+    if expected is None:
+        return
+    for position in range(op.arity):
+        slope = op_row.kernel_slope(op.kernel, position, x, args[-1], expected)
+        if not math.isfinite(slope):  # NaN: the row's constants or rule say; inf: its rule
+            continue  # says, or names the error
+        assert _bits(slope) == _bits(op.rules[position](*args, expected))
+
+
+@pytest.mark.parametrize("text", ["x*y - x/y + (x - y)**2 + relu(-x) + relu(y) - -x",
+                                  "(x/y)**0.5 * x**-1.5", "x*x*x*x / (y - y + 1e-300)"])
+def test_the_passes_with_kernels_give_what_the_rows_give(text, monkeypatch):
+    """A program's value, gradients and check are the same bits with the kernels as with the
+    rows alone (each row's kernel set to 0), errors included."""
+    point = {"x": 0.75, "y": -1.25}
+
+    def run() -> str:
+        try:
+            return gradcli.evaluate(text, point).check.record().__repr__()
+        except gradcli.GradcliError as error:
+            return error.one_line()
+
+    with_kernels = run()
+    kernels = {name: OPS[name].kernel for name in KERNEL_ROWS}
+    for name in KERNEL_ROWS:
+        object.__setattr__(OPS[name], "kernel", 0)
+    try:
+        without = run()
+    finally:
+        for name, kernel in kernels.items():
+            object.__setattr__(OPS[name], "kernel", kernel)
+    assert with_kernels == without
 
 
 def test_arithmetic_operators_are_the_same_rows_as_before():

@@ -23,7 +23,14 @@ import math
 from gradcli.engine.core_ops import LOGICAL, WHERE
 from gradcli.engine.graph import Node, compute, liveness, quick_compute
 from gradcli.engine.ops import numpy
-from gradcli.engine.ops.row import LINEAR_ALL, LINEAR_EACH, LINEAR_FIRST
+from gradcli.engine.ops.row import (
+    KERNELS,
+    LINEAR_ALL,
+    LINEAR_EACH,
+    LINEAR_FIRST,
+    floats,
+    kernel_value,
+)
 from gradcli.errors import NumericError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
@@ -136,30 +143,41 @@ class Replayer:
 
     def _walk_pair(self, affected: list[Node], ups: list[Any], downs: list[Any],
                    largest: float) -> tuple[float, float, float] | None:
+        kernels = KERNELS
         for node in affected:
             op, inputs = node.op, node.inputs
             domain, forward = op.domain, op.forward
-            if len(inputs) == 2:  # most nodes: two calls of two arguments, no tuples
-                a, b = inputs
-                i, j = a.index, b.index
+            high: Any = None
+            if kernels and op.kernel and len(inputs) <= 2:  # the row's arithmetic on floats
+                i, j = inputs[0].index, inputs[-1].index
                 a_up, b_up, a_down, b_down = ups[i], ups[j], downs[i], downs[j]
-                if domain is not None and (domain(a_up, b_up) is not None
-                                           or domain(a_down, b_down) is not None):
-                    return None
-                try:
-                    high, low = forward(a_up, b_up), forward(a_down, b_down)
-                except (ArithmeticError, ValueError):
-                    return None
-            else:
-                above = tuple([ups[s.index] for s in inputs])
-                below = tuple([downs[s.index] for s in inputs])
-                if domain is not None and (domain(*above) is not None
-                                           or domain(*below) is not None):
-                    return None
-                try:
-                    high, low = forward(*above), forward(*below)
-                except (ArithmeticError, ValueError):
-                    return None
+                if floats(a_up, b_up) and floats(a_down, b_down):
+                    high = kernel_value(op.kernel, a_up, b_up)
+                    low = kernel_value(op.kernel, a_down, b_down)
+                    if low is None:
+                        high = None  # the row says
+            if high is None:  # the row: its domain, then its forward
+                if len(inputs) == 2:  # most nodes: two calls of two arguments, no tuples
+                    a, b = inputs
+                    i, j = a.index, b.index
+                    a_up, b_up, a_down, b_down = ups[i], ups[j], downs[i], downs[j]
+                    if domain is not None and (domain(a_up, b_up) is not None
+                                               or domain(a_down, b_down) is not None):
+                        return None
+                    try:
+                        high, low = forward(a_up, b_up), forward(a_down, b_down)
+                    except (ArithmeticError, ValueError):
+                        return None
+                else:
+                    above = tuple([ups[s.index] for s in inputs])
+                    below = tuple([downs[s.index] for s in inputs])
+                    if domain is not None and (domain(*above) is not None
+                                               or domain(*below) is not None):
+                        return None
+                    try:
+                        high, low = forward(*above), forward(*below)
+                    except (ArithmeticError, ValueError):
+                        return None
             k = node.index
             ups[k], downs[k] = high, low
             # Unboxed floats (compiled), finite as x - x == 0 (inf and NaN give NaN): a call

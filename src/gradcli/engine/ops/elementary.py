@@ -9,6 +9,12 @@ import operator
 
 from gradcli.engine import forms, special
 from gradcli.engine.ops.row import (
+    KERNEL_ADD,
+    KERNEL_DIV,
+    KERNEL_MUL,
+    KERNEL_NEG,
+    KERNEL_POW,
+    KERNEL_SUB,
     LINEAR_ALL,
     LINEAR_EACH,
     LINEAR_FIRST,
@@ -160,20 +166,20 @@ ROWS: list[Op] = [
     # --- arithmetic: the grammar's operators (forward takes complex numbers and arrays too) ----
     binary("add", operator.add, 1.0, 1.0,
            complex=SAME, vector=SAME, symbol="+", precedence=PREC_SUM, summary="sum",
-           linear=LINEAR_ALL, numpy="{0} + {1}"),
+           linear=LINEAR_ALL, numpy="{0} + {1}", kernel=KERNEL_ADD),
     binary("sub", operator.sub, 1.0, -1.0,
            complex=SAME, vector=SAME, symbol="-", precedence=PREC_SUM, summary="difference",
-           linear=LINEAR_ALL, numpy="{0} - {1}"),
+           linear=LINEAR_ALL, numpy="{0} - {1}", kernel=KERNEL_SUB),
     binary("mul", operator.mul, lambda x, y, out: y, lambda x, y, out: x,
            complex=SAME, vector=SAME, symbol="*", precedence=PREC_PRODUCT, summary="product",
-           linear=LINEAR_EACH, numpy="{0} * {1}"),
+           linear=LINEAR_EACH, numpy="{0} * {1}", kernel=KERNEL_MUL),
     binary("div", operator.truediv, lambda x, y, out: 1.0 / y, lambda x, y, out: -out / y,
            domain=forms.nonzero_divisor, complex=SAME, vector=SAME, symbol="/",
            precedence=PREC_PRODUCT, summary="quotient (division by zero is an error)",
-           linear=LINEAR_FIRST, numpy="{0} / {1}"),
+           linear=LINEAR_FIRST, numpy="{0} / {1}", kernel=KERNEL_DIV),
     unary("neg", operator.neg, -1.0,
           complex=SAME, vector=SAME, symbol="-", precedence=PREC_UNARY, summary="negation",
-          linear=LINEAR_ALL, numpy="-{0}"),
+          linear=LINEAR_ALL, numpy="-{0}", kernel=KERNEL_NEG),
     # d/dy needs log(x): the backward pass asks for it only when y depends on a variable, so
     # (-2)**3 is fine and (-2)**y is a domain error there. At a zero base the peers' limits
     # (HIPS autograd, PyTorch, JAX): 0**0 = 1, d/dx x**0 = 0 (_pow_slope) and
@@ -181,7 +187,8 @@ ROWS: list[Op] = [
     binary("pow", math.pow, _pow_slope, _pow_log_slope, domain=forms.power_domain,
            complex=forms.complex_pow, vector=lambda np, x, y: np.power(x, y),
            symbol="**", precedence=PREC_POWER, right_assoc=True, numpy="{0} ** {1}",
-           summary="x to the power y (a negative x needs a constant integer y)"),
+           summary="x to the power y (a negative x needs a constant integer y)",
+           kernel=KERNEL_POW),
     # --- exponentials and logarithms --------------------------------------------------------
     unary("exp", math.exp, lambda x, out: out, complex=cmath.exp, ufunc="exp", summary="e ** x"),
     unary("log", math.log, lambda x, out: 1.0 / x, domain=forms.positive, ufunc="log",

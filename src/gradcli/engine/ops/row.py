@@ -20,7 +20,7 @@ from gradcli.errors import UsageError, no_room_to_load
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
     Rule = Callable[..., Any]
 
@@ -121,6 +121,9 @@ class Op:
     # Per operand: its partial where the table writes it as a number (add's 1, 1), else None;
     # the float backward pass reads it instead of calling the rule made of it (``_rules``).
     constants: tuple[float | None, ...] = field(default=(), kw_only=True)
+    # Plain arithmetic on floats, computed by the compiled passes themselves (``kernel_value``):
+    # one of the KERNEL_ numbers below, or 0 for none.
+    kernel: int = field(default=0, kw_only=True)
 
     def __post_init__(self) -> None:
         for form in ("complex", "vector"):
@@ -136,6 +139,8 @@ class Op:
             raise TypeError(f"op {self.name}: kind= must be ELEMENTWISE or ARRAY")
         if self.linear not in ("", LINEAR_ALL, LINEAR_EACH, LINEAR_FIRST):
             raise TypeError(f"op {self.name}: linear= must be LINEAR_ALL, _EACH or _FIRST")
+        if self.kernel and (self.kind is ARRAY or self.arity > 2):
+            raise TypeError(f"op {self.name}: a float kernel computes one or two floats")
         if self.kind is ARRAY and (self.shape is None or self.numpy is None):
             raise TypeError(f"op {self.name}: an array row says the shape of its value (shape=) "
                             "and its NumPy form (numpy=)")
@@ -195,6 +200,80 @@ class Op:
         code = getattr(written[0], "__code__", None) if written else None
         names = code.co_varnames[:self.arity] if code is not None else ()
         return tuple(names) if len(names) == self.arity else ("x", "y", "z")[:self.arity]
+
+
+# --- float kernels ------------------------------------------------------------------------------
+# A call from the compiled passes (forward, backward, the check's replays) to a row's forward or
+# rule costs more than the arithmetic it does: x + y, x * y. A row of such arithmetic names its
+# kernel (``kernel=KERNEL_MUL``), and the passes compute it here on floats. The row stays the
+# definition: a kernel's number, where finite, is the row's to the bit, and None means "ask the
+# row" (a domain, a value or slope that is not finite, a case left to it), which then also names
+# any error. A test compares the two over every row that has a kernel. Only the compiled passes
+# use them (``KERNELS``): in Python, asking a kernel costs two calls more than the row's own
+# forward (a W2 line took 11% more instructions), as check.REPLAYS_FIRST also picks by build.
+KERNELS: Final = not __file__.endswith(".py")
+KERNEL_ADD: Final = 1
+KERNEL_SUB: Final = 2
+KERNEL_MUL: Final = 3
+KERNEL_DIV: Final = 4
+KERNEL_NEG: Final = 5
+KERNEL_POW: Final = 6
+KERNEL_RELU: Final = 7
+_ZERO: Final[Any] = float(0)  # relu's 0: one float object (compiled, a literal is boxed anew)
+
+
+def kernel_value(kernel: int, x: Any, y: Any) -> Any:
+    """The value of a row with a float kernel on float objects ``x`` and ``y`` (``y``: unread
+    for one operand), or None. Python's own arithmetic on the objects, not unboxed: compiled,
+    a float made from a C double is not checked for NULL, and out of memory (a batch under
+    RLIMIT_AS) that crashed the process; Python's operators raise MemoryError there."""
+    if kernel == KERNEL_ADD:
+        value = x + y
+    elif kernel == KERNEL_MUL:
+        value = x * y
+    elif kernel == KERNEL_SUB:
+        value = x - y
+    elif kernel == KERNEL_NEG:
+        value = -x
+    elif kernel == KERNEL_RELU:
+        size: float = x
+        return x if size > 0.0 else _ZERO  # max(0.0, x): the first where neither is larger
+    elif kernel == KERNEL_DIV:
+        divisor: float = y
+        if divisor == 0.0:
+            return None
+        value = x / y
+    elif kernel == KERNEL_POW:
+        base: float = x
+        if not base > 0.0:  # 0 or below: the row's domain says (x**y would be complex)
+            return None
+        try:
+            value = x ** y  # math.pow's number for a positive base: libm's pow
+        except OverflowError:
+            return None
+    else:
+        return None
+    finite: float = value
+    return value if finite - finite == 0.0 else None
+
+
+def floats(x: Any, y: Any) -> bool:
+    """Whether ``x`` and ``y`` are float objects, as a kernel takes them. Asked here, not with
+    isinstance in a compiled pass: there mypyc would narrow them to C doubles and box them again
+    for ``kernel_value``, unchecked (a batch under RLIMIT_AS crashed on it)."""
+    return isinstance(x, float) and isinstance(y, float)
+
+
+def kernel_slope(kernel: int, position: int, x: float, y: float, out: float) -> float:
+    """The partial of a row with a float kernel for operand ``position``, or NaN: a partial the
+    row writes as a number is read from its ``constants``, and pow's from its rules."""
+    if kernel == KERNEL_MUL:
+        return y if position == 0 else x
+    if kernel == KERNEL_DIV and y != 0.0:
+        return 1.0 / y if position == 0 else -out / y
+    if kernel == KERNEL_RELU:
+        return 1.0 if x > 0.0 else 0.0  # heaviside(x)
+    return math.nan
 
 
 def elementwise(op: Op, np: Any, *args: Any) -> Any:

@@ -9,6 +9,7 @@ import math
 
 from gradcli.engine import forms, special, special_slopes
 from gradcli.engine.ops.row import (
+    KERNEL_RELU,
     NONE,
     F,
     Op,
@@ -376,7 +377,7 @@ ROWS: list[Op] = [
           numpy="1 / (1 + np.exp(-{0}))", summary="1 / (1 + e ** -x)", aliases=("logistic",)),
     unary("relu", special._relu, lambda x, out: F.heaviside(x),
           complex=lambda x: x if x.real > 0.0 else 0j, vector=lambda np, x: np.maximum(x, 0.0),
-          numpy="np.maximum({0}, 0.0)", summary="max(x, 0); relu'(0) = 0"),
+          numpy="np.maximum({0}, 0.0)", summary="max(x, 0); relu'(0) = 0", kernel=KERNEL_RELU),
     unary("softplus", special._softplus, lambda x, out: F.sigmoid(x),
           complex=forms.complex_softplus, vector=lambda np, x: np.logaddexp(0.0, x),
           numpy="np.logaddexp(0.0, {0})", summary="log(1 + e ** x)"),
