@@ -4,9 +4,11 @@ variables, named values, defaults, notes, the node count."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 
+from gradcli.engine.core_ops import ADD, DIV, MUL, NEG, POW, SUB
 from gradcli.engine.graph import Node
 from gradcli.engine.ops import (
     CALLS,
@@ -97,7 +99,8 @@ class GraphBuilder(Definitions):
             value = float(word)
             self.numbers[word] = value
         node = self.made_node(Node(CONST, (), value), start)
-        if node.value == float("inf"):
+        size: float = value  # (compiled: a C double against a C constant, no float made)
+        if size == math.inf:
             raise ParseError.at(token_at(self.source, word, start, "NUMBER"),
                                 f"the number {word} is too large for a float")
         return node
@@ -170,7 +173,7 @@ class GraphBuilder(Definitions):
         (operand,) = children
         if operand.op is CONST and operand.name is None:  # a signed number stays one number
             return Node.constant(-operand.value)
-        return self.made_node(Node(OPS["neg"], (operand,)))
+        return self.made_node(Node(NEG, (operand,)))
 
     def pos(self, children: Sequence[Node]) -> Node:
         return children[0]
@@ -337,45 +340,46 @@ class GraphBuilder(Definitions):
         op = index_op(tuple(key), "[" + ", ".join(written) + "]")
         return self.made_node(Node(op, (children[0],)))
 
-    # --- operators whose grammar alias is their op's name -----------------------------------
+    # --- operators whose grammar alias is their op's name (arithmetic's rows: core_ops' C
+    # constants, not looked up in OPS for every node) ----------------------------------------
 
-    def _operator(self, op_name: str, children: Sequence[Node]) -> Node:
-        return self.made_node(Node(OPS[op_name], tuple(children)))
+    def _operator(self, op: Op, children: Sequence[Node]) -> Node:
+        return self.made_node(Node(op, tuple(children)))
 
     def add(self, children: Sequence[Node]) -> Node:
-        return self._operator("add", children)
+        return self._operator(ADD, children)
 
     def sub(self, children: Sequence[Node]) -> Node:
-        return self._operator("sub", children)
+        return self._operator(SUB, children)
 
     def mul(self, children: Sequence[Node]) -> Node:
-        return self._operator("mul", children)
+        return self._operator(MUL, children)
 
     def div(self, children: Sequence[Node]) -> Node:
-        return self._operator("div", children)
+        return self._operator(DIV, children)
 
     def mod(self, children: Sequence[Node]) -> Node:
-        return self._operator("mod", children)
+        return self._operator(OPS["mod"], children)
 
     def pow(self, children: Sequence[Node]) -> Node:
-        return self._operator("pow", children)
+        return self._operator(POW, children)
 
     def logical_and(self, children: Sequence[Node]) -> Node:
-        return self._operator("logical_and", children)
+        return self._operator(OPS["logical_and"], children)
 
     def logical_or(self, children: Sequence[Node]) -> Node:
-        return self._operator("logical_or", children)
+        return self._operator(OPS["logical_or"], children)
 
     def logical_not(self, children: Sequence[Node]) -> Node:
-        return self._operator("logical_not", children)
+        return self._operator(OPS["logical_not"], children)
 
     def matmul(self, children: Sequence[Node]) -> Node:
         self.arrays = True
-        return self._operator("matmul", children)
+        return self._operator(OPS["matmul"], children)
 
     def transpose(self, children: Sequence[Node]) -> Node:
         self.arrays = True
-        return self._operator("transpose", children)
+        return self._operator(OPS["transpose"], children)
 
     def slice_both(self, children: Sequence[Node]) -> tuple:
         return ("slice", children[0], children[1])
