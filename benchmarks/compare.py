@@ -204,7 +204,8 @@ def instructions(args: list[str], stdin: Path | None = None) -> int:
     return int(counted.group(1))
 
 
-def workloads_to_run(args: argparse.Namespace, folder: Path) -> list[Workload]:
+def workloads_to_run(args: argparse.Namespace, folder: Path,
+                     versions: list[Version]) -> list[Workload]:
     chosen = set(args.only.upper().split(","))
     seed = [workloads.SEED_EXPRESSION, *workloads.SEED_VALUES]
     result: list[Workload] = []
@@ -233,11 +234,15 @@ def workloads_to_run(args: argparse.Namespace, folder: Path) -> list[Workload]:
                 [v.gradcli, "eval", "-", "--json", "--no-check", *point], batch)),
             Workload(f"W2 batch of {args.batch:,}, --json (check on)", lambda v: measure(
                 [v.gradcli, "eval", "-", "--json", *point], batch)),
-            # what the micrograd peer writes: value, gradients and the check, no node list
-            Workload(f"W2 batch of {args.batch:,}, --json --no-nodes (check on)",
-                     lambda v: measure([v.gradcli, "eval", "-", "--json", "--no-nodes", *point],
-                                       batch)),
         ]
+        # what the micrograd peer writes: value, gradients and the check, no node list
+        if all(_has_option(v, "--no-nodes") for v in versions):
+            result.append(Workload(
+                f"W2 batch of {args.batch:,}, --json --no-nodes (check on)",
+                lambda v: measure([v.gradcli, "eval", "-", "--json", "--no-nodes", *point],
+                                  batch)))
+        else:  # older than the lean record (c7a1259, the baseline of issue 31)
+            print("W2 --no-nodes left out: a version has no such option", file=sys.stderr)
     if "W3" in chosen:
         wide = folder / "w3.grad"
         wide.write_text(workloads.wide_program(args.wide), "utf-8")
@@ -253,6 +258,12 @@ def workloads_to_run(args: argparse.Namespace, folder: Path) -> list[Workload]:
         result.append(Workload("W5 evaluate_vector, 10^6 points (in process)",
                                lambda v: _sweep(v)))
     return result
+
+
+def _has_option(version: Version, option: str) -> bool:
+    done = subprocess.run([version.gradcli, "eval", "--help"], capture_output=True, text=True,
+                          env=ENV)
+    return option in done.stdout
 
 
 def _sweep(version: Version) -> Sample:
@@ -397,7 +408,7 @@ def main() -> None:
         old = install(args.old, folder / "old", args.isolated)
         new = install(args.new, folder / "new", args.isolated)
         versions = [old, new]
-        items = workloads_to_run(args, folder)
+        items = workloads_to_run(args, folder, versions)
         for version in versions:  # warm-up: the page cache, and bytecode pip did not write
             least_of(1, [version.gradcli, "eval", workloads.SEED_EXPRESSION,
                           *workloads.SEED_VALUES])

@@ -54,3 +54,27 @@ def test_a_failing_sweep_stops_the_comparison_with_its_error(tmp_path):
     python.chmod(0o755)
     with pytest.raises(SystemExit, match=r"W5 in c7a1259: exit 1\nImportError: no gradcli"):
         compare._sweep(compare.Version("c7a1259", tmp_path))
+
+
+def _version_with_help(folder: Path, label: str, help_text: str) -> compare.Version:
+    script = folder / label / "bin" / "gradcli"
+    script.parent.mkdir(parents=True)
+    script.write_text(f"#!/bin/sh\necho '{help_text}'\n")
+    script.chmod(0o755)
+    return compare.Version(label, folder / label)
+
+
+def test_a_batch_mode_an_old_version_lacks_is_left_out_for_both(tmp_path, capsys):
+    """c7a1259, issue 31's baseline, has no --no-nodes: W2 then compares the two modes both
+    versions have, and says what it left out, instead of stopping at the old one's exit 2."""
+    old = _version_with_help(tmp_path, "old", "--no-check  --check-nodes")
+    new = _version_with_help(tmp_path, "new", "--no-check  --check-nodes  --no-nodes")
+    args = compare.argparse.Namespace(only="W2", batch=3)
+
+    def names(versions: list[compare.Version]) -> list[str]:
+        return [item.name for item in compare.workloads_to_run(args, tmp_path, versions)]
+
+    assert [name.split(", ")[1] for name in names([new, new])] == [
+        "--json --no-check", "--json (check on)", "--json --no-nodes (check on)"]
+    assert names([old, new]) == names([new, new])[:2]
+    assert "W2 --no-nodes left out" in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """What keeps a large graph's check small (issue 31, W3 at 0.5 KB a node): the float replays
 check a few inputs of a large graph without NumPy, their copies of the values are mended after
-every replay, a parse marks its walk by creation number, and the builder keeps names' places
-as numbers. Each is held to the plain way it replaced."""
+every replay, a parse's walk is one sweep over the nodes it made, and the builder keeps names'
+places as numbers. Each is held to the plain way it replaced."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 import gradcli
 from gradcli.engine.graph import nodes_of
-from gradcli.engine.node import Node, next_seq
+from gradcli.engine.node import Node
 from gradcli.engine.ops import OPS
 from gradcli.engine.replay import Replayer
 from gradcli.gradcheck import check as check_module
@@ -99,21 +99,46 @@ def test_replays_in_sequence_equal_fresh_replays(text: str) -> None:
         assert refused  # the refusals this test is about happened
 
 
-def test_a_walk_marked_by_creation_number_finds_what_the_set_finds():
-    """Nodes made before ``made_from`` (a function's body, an earlier graph) go to the set,
-    those after it to the marks; either way each node once, in creation order."""
+def test_a_sweep_over_the_made_nodes_finds_what_the_set_finds():
+    """A parse lists the nodes it makes (``nodes_of``'s ``made``); nodes it did not list -- made
+    before it (a function's body, an earlier graph) or during it (an input given a value,
+    ``y = 2``) -- are walked by the set and merged in. Either way each node once, in creation
+    order, and nothing the outputs do not read."""
+    made: list[Node] = []
+
+    def listed(node: Node) -> Node:
+        made.append(node)
+        return node
+
+    def swept(outputs: list[Node]) -> list[Node]:
+        for place, node in enumerate(made):  # as the parse leaves them: one sweep each
+            node.index = place
+        return nodes_of(outputs, made)
+
+    def made_by(name: str, *inputs: Node) -> Node:
+        return Node(OPS[name], inputs)
+
     x, y = Node.variable("x"), Node.variable("y")
-    older = x.apply(OPS["mul"], y).apply(OPS["add"], 1.0)
-    made_from = next_seq()
-    shared = older.apply(OPS["sin"])
-    output = shared.apply(OPS["mul"], shared).apply(OPS["add"], older).apply(OPS["sub"], x)
-    second = shared.apply(OPS["exp"])
-    assert nodes_of([output, second], made_from) == nodes_of([output, second])
-    assert nodes_of([older], made_from) == nodes_of([older])  # all of it older
+    older = made_by("add", made_by("mul", x, y), Node.constant(1.0))
+    shared = listed(made_by("sin", older))
+    late = Node.variable("z")  # made during the parse, not listed
+    total = listed(made_by("add", listed(made_by("mul", shared, shared)), older))
+    output = listed(made_by("sub", total, late))
+    unused = listed(made_by("exp", x))
+    second = listed(made_by("exp", shared))
+    expected = nodes_of([output, second])
+    assert [n.seq for n in expected] == sorted(n.seq for n in expected)
+    assert unused not in expected and late in expected and older in expected
+    assert swept([output, second]) == expected
+    assert swept([output, output]) == nodes_of([output])
+    assert swept([second]) == nodes_of([second])  # nothing from outside
+    assert swept([older]) == nodes_of([older])  # all of it from outside
+    assert swept([late, total]) == nodes_of([late, total])
 
 
 @pytest.mark.parametrize("text", [
     "f(a, b) = a*b + sin(a)\nu = f(x, y)\nv = (u +\n  x)\nv*f(y, u)",
+    "y = 2\nc = 3\nu = x*y + c\nf(a) = a*u\nf(y) + sin(y) - f(x)",
     *workloads.batch_programs(4, seed=3)])
 def test_a_parsed_program_holds_every_node_its_output_needs(text: str) -> None:
     program = gradcli.parse(text)

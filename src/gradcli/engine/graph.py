@@ -30,13 +30,13 @@ def topological_order(output: Node) -> list[Node]:
     return nodes_of([output])
 
 
-def nodes_of(outputs: Iterable[Node], made_from: int = -1) -> list[Node]:
+def nodes_of(outputs: Iterable[Node], made: list[Node] | None = None) -> list[Node]:
     """Every node the outputs depend on, once each, inputs before users (by creation number).
-    ``made_from``: a creation number below the nodes made for these outputs (a parse's,
-    ``node.next_seq``), whose visits are then marked by number, a byte each, not in a set
-    (W3: 4 MB at the peak of a parse)."""
-    if made_from >= 0:
-        return _nodes_made_from(list(dict.fromkeys(outputs)), made_from)
+    ``made``: the nodes a parse made, in creation order, each one's ``index`` its place there
+    (``GraphBuilder.made_node``); the walk is then one sweep back over them, with no set, and
+    marks the indices it finds (``_nodes_among``): one walk per parse."""
+    if made is not None:
+        return _nodes_among(list(outputs), made)
     stack = list(dict.fromkeys(outputs))
     seen = set(stack)  # nodes hash by identity
     # Methods called, not kept in locals as bound methods: compiled (setup.py), a list's pop
@@ -50,31 +50,37 @@ def nodes_of(outputs: Iterable[Node], made_from: int = -1) -> list[Node]:
     return in_creation_order(list(seen))
 
 
-def _nodes_made_from(stack: list[Node], made_from: int) -> list[Node]:
-    """``nodes_of`` with its visits marked by creation number (see there)."""
-    high = max(node.seq for node in stack)
-    marks = bytearray(max(0, high - made_from + 1))  # made since ``made_from``
-    older: set[Node] = set()  # any made before: a function's body, a shared constant
-    found = stack[:]
-    for node in stack:
-        if node.seq >= made_from:
-            marks[node.seq - made_from] = 1
-        else:
-            older.add(node)
-    while stack:  # (methods called: see nodes_of)
-        for source in stack.pop().inputs:
-            k = source.seq - made_from
-            if k >= 0:
-                if marks[k]:
-                    continue
-                marks[k] = 1
-            elif source in older:
-                continue
-            else:
-                older.add(source)
-            stack.append(source)
-            found.append(source)
-    return in_creation_order(found)
+def _nodes_among(outputs: list[Node], made: list[Node]) -> list[Node]:
+    """``nodes_of`` over a parse's ``made`` nodes: a node made later reads only nodes made
+    before it, so one sweep from the last back marks all the outputs read and leaves them in
+    creation order, with no set and no sort. The mark is in the node: the index ``k`` of its
+    place becomes ``-2 - k`` (the program numbers its nodes next). Nodes the parse did not make
+    (an input given a value, ``y = 2``) are walked by the set and merged in by creation number."""
+    count = len(made)
+    others: list[Node] = []
+    for node in outputs:
+        _mark(node, made, others)
+    for k in range(count - 1, -1, -1):
+        node = made[k]
+        if node.index < -1:  # read by the outputs
+            for source in node.inputs:
+                j = source.index
+                if 0 <= j < count and made[j] is source:
+                    source.index = -2 - j
+                elif not (-2 - count < j < -1 and made[-2 - j] is source):  # not marked
+                    others.append(source)
+    found = [node for node in made if node.index < -1]
+    if others:
+        return in_creation_order(list(dict.fromkeys(nodes_of(others) + found)))
+    return found
+
+
+def _mark(node: Node, made: list[Node], others: list[Node]) -> None:
+    k = node.index
+    if 0 <= k < len(made) and made[k] is node:
+        node.index = -2 - k
+    elif not (-2 - len(made) < k < -1 and made[-2 - k] is node):
+        others.append(node)
 
 
 _by_creation = operator.attrgetter("seq")
@@ -160,21 +166,20 @@ class Program:
     @classmethod
     def build(
         cls, source: str, output: Node, variables: Iterable[Node], defaults: Mapping[str, float],
-        conditional: bool = False, made_from: int = -1,
+        conditional: bool = False, made: list[Node] | None = None,
     ) -> Program:
         """The program of ``output``; ``conditional``: a where(...) may be among its nodes;
-        ``made_from``: see ``nodes_of``."""
-        program = cls.build_outputs(source, [output], variables, defaults, conditional,
-                                    made_from)
+        ``made``: see ``nodes_of``."""
+        program = cls.build_outputs(source, [output], variables, defaults, conditional, made)
         program.outputs = []  # the usual program: one output, no Jacobian
         return program
 
     @classmethod
     def build_outputs(cls, source: str, outputs: list[Node], variables: Iterable[Node],
                       defaults: Mapping[str, float], conditional: bool = False,
-                      made_from: int = -1) -> Program:
+                      made: list[Node] | None = None) -> Program:
         """A program with several outputs: every node any of them depends on."""
-        nodes = nodes_of(outputs, made_from)
+        nodes = nodes_of(outputs, made)
         _number(nodes)
         # An input declared (``y = 2``) but unused stays an input, gradient 0 (as in JAX).
         inputs = [v for v in variables if _among(v, nodes) or v.name in defaults]

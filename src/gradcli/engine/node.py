@@ -22,11 +22,6 @@ if TYPE_CHECKING:
 # (a Dask worker's threads make nodes at once).
 _CREATION: Final = itertools.count()
 
-
-def next_seq() -> int:
-    """A creation number below every node made after this call (``graph.nodes_of``)."""
-    return next(_CREATION)
-
 # The value and gradient of a node not yet evaluated: one shared float (compiled, a literal
 # would be boxed for every node: 48 B each).
 _ZERO: Final[Any] = float(0)

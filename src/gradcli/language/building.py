@@ -51,6 +51,7 @@ class GraphBuilder(Definitions):
     def reset(self, max_nodes: Any = MAX_NODES) -> None:
         self.max_nodes = _node_limit(max_nodes)
         self.made = 0  # nodes built so far, against ``max_nodes``
+        self.nodes: list[Node] = []  # the nodes made, in order, for ``graph.nodes_of``
         self.variables: dict[str, Node] = {}  # input variables, in order of first appearance
         self.named: dict[str, Node] = {}  # names given by statements: intermediates and inputs
         # intermediates' names and where each is assigned (its position: a Token each would
@@ -79,9 +80,12 @@ class GraphBuilder(Definitions):
         self.source = ""
 
     def made_node(self, node: Node, token: Token | int | None = None) -> Node:
-        """Count a new node; past the limit, stop parsing at once with a usage error (at
-        ``token``, or at a word's start: ``name``, ``number``)."""
+        """Count and list a new node (its ``index`` its place in the list, until the program
+        numbers it); past the limit, stop parsing at once with a usage error (at ``token``, or
+        at a word's start: ``name``, ``number``)."""
         self.made += 1
+        node.index = len(self.nodes)
+        self.nodes.append(node)
         if self.made > self.max_nodes:
             if isinstance(token, int):
                 token = token_at(self.source, "", token)

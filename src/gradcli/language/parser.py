@@ -9,7 +9,6 @@ from _thread import allocate_lock  # threading's Lock, without threading's impor
 from collections.abc import Collection
 
 from gradcli.engine.graph import Program
-from gradcli.engine.node import next_seq
 from gradcli.engine.ops import CONSTANTS
 from gradcli.errors import GradcliError, UsageError
 from gradcli.language.building import GraphBuilder
@@ -50,20 +49,17 @@ class _Parser:
                 from gradcli.engine.collector import collector_paused
 
                 parse = collector_paused(parse)
-            # A long program's walk marks its nodes by creation number (``nodes_of``): a set of
-            # every node is 40 B a node at the parse's peak; a short one's is quicker
-            made_from = next_seq() if len(source) >= _PAUSED_FROM else -1
             try:
                 output = parse(source)
                 builder = self.builder
                 variables, defaults = builder.variables.values(), builder.defaults
                 if isinstance(output, list):
                     program = Program.build_outputs(source, output, variables, defaults,
-                                                    builder.masked, made_from)
+                                                    builder.masked, builder.nodes)
                     program.output_names = written_outputs(source, len(output))
                 else:
                     program = Program.build(source, output, variables, defaults,
-                                            builder.masked, made_from)
+                                            builder.masked, builder.nodes)
                 program.arrays, program.parameters = builder.arrays, builder.parameters
                 _refuse_unused(builder)
                 if builder.notes:
