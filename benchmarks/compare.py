@@ -263,6 +263,9 @@ def workloads_to_run(args: argparse.Namespace, folder: Path,
 def _has_option(version: Version, option: str) -> bool:
     done = subprocess.run([version.gradcli, "eval", "--help"], capture_output=True, text=True,
                           env=ENV)
+    if done.returncode:  # a broken install: said, not taken for an old version
+        raise SystemExit(f"gradcli eval --help in {version.label}: exit {done.returncode}\n"
+                         f"{done.stderr[-2000:]}")
     return option in done.stdout
 
 

@@ -78,3 +78,10 @@ def test_a_batch_mode_an_old_version_lacks_is_left_out_for_both(tmp_path, capsys
         "--json --no-check", "--json (check on)", "--json --no-nodes (check on)"]
     assert names([old, new]) == names([new, new])[:2]
     assert "W2 --no-nodes left out" in capsys.readouterr().err
+
+
+def test_a_version_whose_help_fails_stops_the_comparison(tmp_path):
+    broken = _version_with_help(tmp_path, "broken", "x")
+    (broken.venv / "bin" / "gradcli").write_text("#!/bin/sh\necho 'no module' >&2\nexit 1\n")
+    with pytest.raises(SystemExit, match=r"--help in broken: exit 1\nno module"):
+        compare._has_option(broken, "--no-nodes")

@@ -20,6 +20,7 @@ from gradcli.engine.replay import Replayer
 from gradcli.gradcheck import check as check_module
 from gradcli.gradcheck import float_columns
 from gradcli.language.lalr import token_at
+from gradcli.language.parser import _Parser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import workloads
@@ -136,13 +137,36 @@ def test_a_sweep_over_the_made_nodes_finds_what_the_set_finds():
     assert swept([late, total]) == nodes_of([late, total])
 
 
-@pytest.mark.parametrize("text", [
+_PROGRAMS = [
     "f(a, b) = a*b + sin(a)\nu = f(x, y)\nv = (u +\n  x)\nv*f(y, u)",
-    "y = 2\nc = 3\nu = x*y + c\nf(a) = a*u\nf(y) + sin(y) - f(x)",
-    *workloads.batch_programs(4, seed=3)])
+    "y = 2\nc = -3\nu = x*y + c\nf(a) = a*u\nf(y) + sin(y) - f(-x)",
+    "x*-1 + -2.5*y, -x, x*y",
+    "W = [[1, -2], [3, 4]]\nv = [x, -1]\nsum(W @ v) + W[0, 1]*x + sum(v[0:1])",
+    "where(x > -1, log(x + 2), -x) + y",
+    *workloads.batch_programs(4, seed=3)]
+
+
+@pytest.mark.parametrize("text", _PROGRAMS)
 def test_a_parsed_program_holds_every_node_its_output_needs(text: str) -> None:
     program = gradcli.parse(text)
-    assert program.nodes == nodes_of([program.output])
+    outputs = program.outputs or [program.output]
+    found = nodes_of(outputs)
+    inputs = [v for v in program.variables.values() if v not in found]  # declared, unused
+    assert program.nodes == inputs + found
+    assert [node.index for node in program.nodes] == list(range(len(program.nodes)))
+
+
+@pytest.mark.parametrize("text", _PROGRAMS)
+def test_the_parser_lists_every_node_a_program_reads(text: str) -> None:
+    """So that ``nodes_of`` finds them in one sweep: a node not listed (a signed number, an
+    input given a value) would send the whole walk through a set and a sort again."""
+    parser = _Parser()
+    parser.builder.reset()
+    parser.builder.source = text
+    output = parser.lalr.parse(text)
+    listed = {id(node) for node in parser.builder.nodes}
+    assert all(id(node) in listed
+               for node in nodes_of(output if isinstance(output, list) else [output]))
 
 
 def test_a_name_kept_as_a_number_is_placed_as_the_lexer_placed_it():

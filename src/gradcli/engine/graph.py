@@ -54,8 +54,9 @@ def _nodes_among(outputs: list[Node], made: list[Node]) -> list[Node]:
     """``nodes_of`` over a parse's ``made`` nodes: a node made later reads only nodes made
     before it, so one sweep from the last back marks all the outputs read and leaves them in
     creation order, with no set and no sort. The mark is in the node: the index ``k`` of its
-    place becomes ``-2 - k`` (the program numbers its nodes next). Nodes the parse did not make
-    (an input given a value, ``y = 2``) are walked by the set and merged in by creation number."""
+    place becomes ``-2 - k`` (the program numbers its nodes next). The parser lists every node
+    a program reads; any other node (a caller's own) is walked by the set and merged in by
+    creation number."""
     count = len(made)
     others: list[Node] = []
     for node in outputs:
