@@ -150,3 +150,52 @@ def test_a_reports_verdicts_read_gradients_and_nodes_alike():
         "failed": 0, "where": (), "directions": 0}
     assert set(record) == {"ok", "max_abs_error", "rtol", "atol", "gradients", "nodes_checked",
                            "method", "unchecked", "shrunk", "unresolved", "ill_conditioned"}
+
+
+# --- classes whose __init__ is written out (compiled: a native call, not an interpreted one) ---
+
+def _made_by_hand():
+    from gradcli.engine.graph import Program
+    from gradcli.engine.node import Node
+    from gradcli.gradcheck.check import CheckReport
+    from gradcli.gradcheck.differences import GradientCheck
+
+    x = Node.variable("x", 2.0)
+    return [(GradientCheck, (1.0, 1.0, 0.0, 1e-5, True, "central", 1e-3)),
+            (CheckReport, (1e-5, 1e-8)), (Program, ("x", x))]
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_a_written_out_init_is_the_one_dataclass_would_write(index):
+    """Each field is a parameter, in order, keyword or positional, with the field's default (a
+    new list or dict each time): a field added to the class and not to ``__init__`` fails
+    here, and ``dataclasses.replace`` goes on working."""
+    import dataclasses
+
+    cls, required = _made_by_hand()[index]
+    fields = dataclasses.fields(cls)
+    made = cls(*required)
+    for field, value in zip(fields, required, strict=False):
+        assert getattr(made, field.name) == value
+    for field in fields[len(required):]:
+        expected = (field.default_factory() if field.default_factory is not dataclasses.MISSING
+                    else field.default)
+        if field.name == "failed":  # GradientCheck's: 1 if not ok, else 0, unless given
+            expected = 0
+        assert getattr(made, field.name) == expected, field.name
+    again = cls(*required)
+    for field in fields:
+        if field.default_factory is not dataclasses.MISSING:  # not shared between objects
+            assert getattr(again, field.name) is not getattr(made, field.name)
+    by_keyword = cls(**{field.name: getattr(made, field.name) for field in fields})
+    assert [getattr(by_keyword, f.name) for f in fields] == [getattr(made, f.name) for f in fields]
+    assert by_keyword == made
+    assert dataclasses.replace(made) == made
+
+
+def test_a_gradient_checks_failed_count_follows_its_verdict_unless_given():
+    from gradcli.gradcheck.differences import GradientCheck
+
+    assert GradientCheck(1.0, 2.0, 1.0, 1e-5, False, "central", 1e-3).failed == 1
+    assert GradientCheck(1.0, 1.0, 0.0, 1e-5, True, "central", 1e-3).failed == 0
+    assert GradientCheck(1.0, 2.0, 1.0, 1e-5, False, "central", 1e-3, failed=7).failed == 7

@@ -12,12 +12,14 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gradcli
 from gradcli.engine.replay import rounding_weight
 from gradcli.gradcheck.check import check_gradients
 from gradcli.gradcheck.float_columns import central_at_once
-from gradcli.gradcheck.steps import EPS
+from gradcli.gradcheck.steps import CENTRAL, EPS, central_agrees, judge, quotient
 from gradcli.gradcheck.sweep import check_variable, evaluate_sweep
 
 SIGMOID = "1/(1 + exp(-x))"
@@ -229,3 +231,36 @@ def test_a_gradient_swamped_by_rounding_is_said_unresolved(text, values, unresol
 
 def json_list(names: list[str]) -> str:
     return "[" + ",".join(f'"{name}"' for name in names) + "]"
+
+
+_FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
+_SIZES = st.floats(min_value=0.0, max_value=1e300, allow_nan=False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(grad=_FLOATS, up=_FLOATS, down=_FLOATS, most=_FLOATS,
+       h=st.floats(min_value=1e-300, max_value=1e10), rtol=_SIZES, atol=_SIZES)
+def test_the_float_central_verdict_is_the_generic_one_bit_for_bit(grad, up, down, most, h,
+                                                                   rtol, atol):
+    """``central_agrees`` writes out ``quotient`` and ``judge`` on floats (compiled: no boxed
+    numbers); it must give what they give, to the bit, or None exactly where they disagree."""
+    numeric = quotient(CENTRAL, (up, down), h)
+    expected = None
+    if math.isfinite(most) and math.isfinite(numeric):
+        error, allowed, agrees, _ = judge(grad, numeric, most, h, 0, rtol, atol)
+        expected = (numeric, error, allowed) if agrees else None
+    got = central_agrees(grad, up, down, most, h, rtol, atol)
+    assert (got is None) == (expected is None)
+    if got is not None:
+        assert [x.hex() for x in got] == [x.hex() for x in expected]
+
+
+def test_the_float_central_verdict_on_hand_made_numbers():
+    """f(v + h) = 1.0 + 2e-3, f(v - h) = 1.0 - 2e-3 at h = 1e-3: a slope of 2 (by hand), so a
+    gradient of 2 agrees, within atol + rtol * 2 + 16 eps * most / h, and 2.1 does not."""
+    numeric, error, allowed = central_agrees(2.0, 1.002, 0.998, 1.0, 1e-3, 1e-5, 1e-8)
+    assert numeric == pytest.approx(2.0, rel=1e-12)
+    assert error == abs(2.0 - numeric)
+    assert allowed == pytest.approx(1e-8 + 2e-5 + 16 * EPS / 1e-3, rel=1e-9)
+    assert central_agrees(2.1, 1.002, 0.998, 1.0, 1e-3, 1e-5, 1e-8) is None
+    assert central_agrees(2.0, 1.002, 0.998, math.inf, 1e-3, 1e-5, 1e-8) is None

@@ -280,6 +280,19 @@ def test_a_kernel_is_its_rows_value_and_slopes_to_the_bit(name, x, y):
         assert _bits(slope) == _bits(op.rules[position](*args, expected))
 
 
+@pytest.mark.parametrize("x", [*_CORNERS, math.inf, -math.inf, math.nan])
+def test_the_slope_of_a_squares_base_is_pows_rule_to_the_bit(x):
+    """pow's kernel has one slope of its own, d/dx x**2 = 2x (every ``x**2`` of a batch line),
+    and it is the rule's y x**(y - 1) at y = 2 to the bit, overflow and NaN included; any other
+    exponent, and the exponent's slope, are left to the rule (NaN)."""
+    rule = OPS["pow"].rules[0]
+    assert _bits(op_row.kernel_slope(op_row.KERNEL_POW, 0, x, 2.0, 0.0)) == _bits(
+        rule(x, 2.0, 0.0))
+    assert _bits(op_row.kernel_slope(op_row.KERNEL_POW, 0, x, 2.0, 0.0)) == _bits(2.0 * x)
+    assert math.isnan(op_row.kernel_slope(op_row.KERNEL_POW, 0, x, 3.0, 0.0))
+    assert math.isnan(op_row.kernel_slope(op_row.KERNEL_POW, 1, x, 2.0, 0.0))
+
+
 @pytest.mark.parametrize("text", ["x*y - x/y + (x - y)**2 + relu(-x) + relu(y) - -x",
                                   "(x/-y)**0.5 * x**-1.5", "(x/y)**0.5",
                                   "x*x*x*x / (y - y + 1e-300)"])

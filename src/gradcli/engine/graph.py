@@ -164,6 +164,22 @@ class Program:
     # with g = y is g, not y); empty: labelled by the nodes alone.
     output_names: list[str | None] = field(default_factory=list)
 
+    def __init__(self, source: str, output: Node, nodes: list[Node] | None = None,
+                 variables: dict[str, Node] | None = None, defaults: dict[str, float] | None = None,
+                 notes: list[Note] | None = None, arrays: bool = False,
+                 parameters: dict[str, str] | None = None, masked: bool = False,
+                 outputs: list[Node] | None = None, output_names: list[str | None] | None = None,
+                 ) -> None:
+        """The fields' own (None: empty), written out: compiled, a native call (not interpreted)."""
+        self.source, self.output, self.arrays, self.masked = source, output, arrays, masked
+        self.nodes = [] if nodes is None else nodes
+        self.variables = {} if variables is None else variables
+        self.defaults = {} if defaults is None else defaults
+        self.notes = [] if notes is None else notes
+        self.parameters = {} if parameters is None else parameters
+        self.outputs = [] if outputs is None else outputs
+        self.output_names = [] if output_names is None else output_names
+
     @classmethod
     def build(
         cls, source: str, output: Node, variables: Iterable[Node], defaults: Mapping[str, float],

@@ -63,6 +63,25 @@ class CheckReport:
     conditioning: Conditioning | None = None  # when ill-conditioning explains every failure
     shrunk: list[str] = field(default_factory=list)  # arrays whose check the budget shrank
 
+    def __init__(self, rtol: float, atol: float,
+                 gradients: dict[str, GradientCheck] | None = None,
+                 nodes: dict[int, GradientCheck] | None = None, nodes_skipped: bool = False,
+                 method: str = "central", unchecked: list[str] | None = None,
+                 boundaries: list[str] | None = None, conditioning: Conditioning | None = None,
+                 shrunk: list[str] | None = None) -> None:
+        """The fields' own, written out as ``GradientCheck``'s is (a native call, compiled; None
+        for an empty dict or list)."""
+        self.rtol = rtol
+        self.atol = atol
+        self.gradients = {} if gradients is None else gradients
+        self.nodes = {} if nodes is None else nodes
+        self.nodes_skipped = nodes_skipped
+        self.method = method
+        self.unchecked = [] if unchecked is None else unchecked
+        self.boundaries = [] if boundaries is None else boundaries
+        self.conditioning = conditioning
+        self.shrunk = [] if shrunk is None else shrunk
+
     # A batch line's record asks for the verdicts below several times, and it checks no
     # nodes: so no set of unique checks is built there (W2: 2% of a line).
     @property
@@ -262,8 +281,11 @@ def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
             largest = max(float(abs(replayer.nodes[-1].value)), both[2])
             agreed = central_agrees(node.grad, both[0], both[1], largest, h, rtol, atol)
             if agreed is not None:
+                numeric, error, allowed = agreed  # not ``*agreed``: a native call, not a
+                # generic one through the class (5 k instructions a check)
                 return screened(replayer, node, GradientCheck(
-                    node.grad, *agreed, True, CENTRAL.method, h), both[0], both[1], largest)
+                    node.grad, numeric, error, allowed, True, CENTRAL.method, h),
+                    both[0], both[1], largest)
     return check_node(replayer, node, rtol, atol, method)
 
 

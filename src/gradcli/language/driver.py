@@ -175,15 +175,19 @@ class Parser:
         # A left-recursive list rule (``_x: _x item``) grows its own list in place, as Lark's
         # does: copying it at every item would make a long program quadratic.
         reuse_first = bool(kept) and kept[0] == [0, True]
+        # worked out once, not at each reduction (compiled: typed pairs, no method call)
+        children_at = [(int(index), bool(splice))
+                       for index, splice in (kept[1:] if reuse_first else kept)]
+        inlined = name.startswith("_")
 
         def build(values: list) -> Any:
             children: list = values[0] if reuse_first else []
-            for index, splice in kept[1:] if reuse_first else kept:
+            for index, splice in children_at:
                 if splice:
                     children.extend(values[index])
                 else:
                     children.append(values[index])
-            if name.startswith("_"):
+            if inlined:
                 return children
             if expand1 and len(children) == 1:
                 return children[0]

@@ -78,6 +78,8 @@ def validate_values(values: Mapping[str, Value]) -> None:
     """Values from outside a program: finite numbers (a value for a constant's name makes it a
     variable of the program: ``parser.parse``'s ``given``)."""
     for name, value in values.items():
+        if type(value) is float and value - value == 0.0:
+            continue  # a finite float, as the command line gives (inf - inf is NaN)
         if type(value) is not float and (hasattr(value, "ndim") or isinstance(value, list)):
             continue  # an array: engine/arrays.py checks its elements
         for number in value if isinstance(value, tuple) else (value,):

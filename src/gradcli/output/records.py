@@ -149,7 +149,10 @@ def error_record(error: GradcliError, source: str, line: int | None = None) -> d
 
 def dumps(record: dict[str, Any], once: bool = False) -> str:
     """One line of JSON (values are finite by construction); ``once``: see ``json_pieces``."""
-    return "".join(json_pieces(record, once))
+    for value in record.values():
+        if not isinstance(value, _PLAIN):  # perhaps an iterator (nodes): in pieces
+            return "".join(json_pieces(record, once))
+    return _text(record, once)  # a batch line's lean record: a third quicker than the pieces
 
 
 # A record's values of these types are no iterator: tested first, since isinstance of an ABC

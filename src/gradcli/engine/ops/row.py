@@ -266,13 +266,16 @@ def floats(x: Any, y: Any) -> bool:
 
 def kernel_slope(kernel: int, position: int, x: float, y: float, out: float) -> float:
     """The partial of a row with a float kernel for operand ``position``, or NaN: a partial the
-    row writes as a number is read from its ``constants``, and pow's from its rules."""
+    row writes as a number is read from its ``constants``, and pow's from its rules (but for
+    the base of a square, every ``x**2`` of a batch line: the rule's call is interpreted)."""
     if kernel == KERNEL_MUL:
         return y if position == 0 else x
     if kernel == KERNEL_DIV and y != 0.0:
         return 1.0 / y if position == 0 else -out / y
     if kernel == KERNEL_RELU:
         return 1.0 if x > 0.0 else 0.0  # heaviside(x)
+    if kernel == KERNEL_POW and position == 0 and y == 2.0:
+        return 2.0 * x  # pow's rule y * x ** (y - 1) at y = 2, where x ** 1.0 is x exactly
     return math.nan
 
 
