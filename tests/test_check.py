@@ -155,42 +155,48 @@ def test_a_reports_verdicts_read_gradients_and_nodes_alike():
 # --- classes whose __init__ is written out (compiled: a native call, not an interpreted one) ---
 
 def _made_by_hand():
+    """Each class with a value per field, in the fields' order: the required ones, then one
+    that differs from the field's default for every other (so that two parameters swapped,
+    or a field missing, show), but Program's second bool, which differs from its first."""
     from gradcli.engine.graph import Program
     from gradcli.engine.node import Node
     from gradcli.gradcheck.check import CheckReport
     from gradcli.gradcheck.differences import GradientCheck
 
     x = Node.variable("x", 2.0)
-    return [(GradientCheck, (1.0, 1.0, 0.0, 1e-5, True, "central", 1e-3)),
-            (CheckReport, (1e-5, 1e-8)), (Program, ("x", x))]
+    return [
+        (GradientCheck, 7, [1.5, 2.5, 3.5, 4.5, False, "m", 5.5, 6.5, 7, 8, 9, (10,), 11.5, 12]),
+        (CheckReport, 2, [0.1, 0.2, {"g": None}, {1: None}, True, "m", ["u"], ["b"], None, ["s"]]),
+        (Program, 2, ["s", x, [x], {"x": x}, {"x": 1.0}, ["n"], True, {"p": "f"}, False, [x],
+                      ["o"]]),
+    ]
 
 
 @pytest.mark.parametrize("index", range(3))
 def test_a_written_out_init_is_the_one_dataclass_would_write(index):
-    """Each field is a parameter, in order, keyword or positional, with the field's default (a
-    new list or dict each time): a field added to the class and not to ``__init__`` fails
-    here, and ``dataclasses.replace`` goes on working."""
+    """Each field is a parameter, in the fields' order, positional or keyword, with the field's
+    default (a new list or dict each time): a field added to the class and not to ``__init__``,
+    or two parameters swapped, fail here; ``dataclasses.replace`` goes on working."""
     import dataclasses
 
-    cls, required = _made_by_hand()[index]
-    fields = dataclasses.fields(cls)
-    made = cls(*required)
-    for field, value in zip(fields, required, strict=False):
-        assert getattr(made, field.name) == value
-    for field in fields[len(required):]:
-        expected = (field.default_factory() if field.default_factory is not dataclasses.MISSING
-                    else field.default)
+    cls, required, values = _made_by_hand()[index]
+    names = [field.name for field in dataclasses.fields(cls)]
+    assert len(names) == len(values)
+    by_position = cls(*values)
+    by_keyword = cls(**dict(zip(names, values, strict=True)))
+    for name, value in zip(names, values, strict=True):
+        assert getattr(by_position, name) == value, name
+        assert getattr(by_keyword, name) == value, name
+    made, again = cls(*values[:required]), cls(*values[:required])
+    for field in dataclasses.fields(cls)[required:]:
+        fresh = field.default_factory is not dataclasses.MISSING
+        expected = field.default_factory() if fresh else field.default
         if field.name == "failed":  # GradientCheck's: 1 if not ok, else 0, unless given
-            expected = 0
+            expected = 1
         assert getattr(made, field.name) == expected, field.name
-    again = cls(*required)
-    for field in fields:
-        if field.default_factory is not dataclasses.MISSING:  # not shared between objects
+        if fresh:  # not shared between objects
             assert getattr(again, field.name) is not getattr(made, field.name)
-    by_keyword = cls(**{field.name: getattr(made, field.name) for field in fields})
-    assert [getattr(by_keyword, f.name) for f in fields] == [getattr(made, f.name) for f in fields]
-    assert by_keyword == made
-    assert dataclasses.replace(made) == made
+    assert dataclasses.replace(by_position) == by_position
 
 
 def test_a_gradient_checks_failed_count_follows_its_verdict_unless_given():

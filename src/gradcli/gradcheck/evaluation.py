@@ -112,9 +112,7 @@ class Result:
     check: CheckReport | None
     hessian: HessianResult | None = None  # with order=2
     # Every node's value and gradient when this Result was made: evaluating the same Program
-    # again (another point) rewrites the nodes, never an earlier Result. Not kept with
-    # ``EvalSettings(nodes=False)`` (a batch's lean record, which lists no node: 1% of a line);
-    # ``node_rows`` then reads the nodes as they are then.
+    # again (another point) rewrites the nodes, never an earlier Result.
     node_values: list[float] = field(default_factory=list)
     node_grads: list[float] = field(default_factory=list)
     hvp: HvpResult | None = None  # an array program's H·v, with EvalSettings.hvp
@@ -152,9 +150,8 @@ class Result:
             only = list(only)
             written = texts_of(nodes, only)
             order, texts = only, (written[nodes[i]] for i in only)
-        values, grads = self.node_values, self.node_grads
-        if not values and nodes:  # not kept (``nodes=False``): the nodes as they are now
-            values, grads = _node_lists(self.program).values()
+        values = self.node_values or [node.value for node in nodes]
+        grads = self.node_grads or [node.grad for node in nodes]
         checks = self.check.nodes if self.check is not None else {}
         return node_records(nodes, order, texts, values, grads, checks, self.program.arrays)
 
@@ -244,7 +241,7 @@ def evaluate(
     gradients = {name: node.grad for name, node in program.variables.items()}
     return Result(program, point, value, gradients, _check(program, settings),
                   hessian=_second_derivatives(program, settings, point)[0],
-                  **(_node_lists(program) if settings.nodes else {}))
+                  **_node_lists(program))
 
 
 DEFAULT_SETTINGS = EvalSettings()
@@ -307,7 +304,7 @@ def _evaluate_arrays(program: Program, values: dict[str, Any], settings: EvalSet
     point = {name: arrays.plain(node.value) for name, node in program.variables.items()}
     gradients = {name: arrays.plain(node.grad) for name, node in program.variables.items()}
     return Result(program, point, float(value), gradients, report, hessian=hessian, hvp=hvp,
-                  **(_node_lists(program) if settings.nodes else {}))
+                  **_node_lists(program))
 
 
 def _second_derivatives(program: Program, settings: EvalSettings,
