@@ -281,8 +281,8 @@ def _checked(replayer: Replayer, node: Node, rtol: float, atol: float,
             largest = max(float(abs(replayer.nodes[-1].value)), both[2])
             agreed = central_agrees(node.grad, both[0], both[1], largest, h, rtol, atol)
             if agreed is not None:
-                numeric, error, allowed = agreed  # not ``*agreed``: a native call, not a
-                # generic one through the class (5 k instructions a check)
+                numeric, error, allowed = agreed  # not ``*agreed``, which would make the
+                # call a generic one through the class, not the native ``__init__``
                 return screened(replayer, node, GradientCheck(
                     node.grad, numeric, error, allowed, True, CENTRAL.method, h),
                     both[0], both[1], largest)
