@@ -105,16 +105,12 @@ def _first(sweep, count, summary):
     return Whole()
 
 
-def test_the_summary_keeps_the_worst_point_and_the_ranges():
+def test_the_summary_counts_the_disagreements_past_its_head():
     program = gradcli.parse("x**2 + relu(y)")
     values = _values({"x": "-3:2:6", "y": "-1,0,1"})
     summary = SweepSummary(keep=2)
     for block in stream_sweep(program, values, points=4, threads=1):
         summary.add(block)
-    assert summary.ranges["value"] == (0.0, 10.0)
-    assert summary.ranges["d/dx"] == (-6.0, 4.0) and summary.ranges["d/dy"] == (0.0, 1.0)
-    ratio, name, point = summary.worst
-    assert name == "y" and point["y"] == 0.0 and ratio > 1  # relu's kink fails the check
     assert summary.disagreements == 6 and summary.status == gradcli.ExitStatus.CHECK_FAILED
 
 

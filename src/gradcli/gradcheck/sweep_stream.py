@@ -126,8 +126,8 @@ class PointMask:
 
 class SweepSummary:
     """What a sweep's table needs, gathered block by block (``add``): the first ``keep`` points
-    in full, counts of failures and disagreements, the check's worst point and the ranges. It
-    reads like the ``Sweep`` of all the points for ``output.sweep_views.sweep_view``."""
+    in full, and counts of failures and disagreements. It reads like the ``Sweep`` of all the
+    points for ``output.sweep_views.sweep_view``."""
 
     def __init__(self, keep: int) -> None:
         self.keep = keep
@@ -137,12 +137,9 @@ class SweepSummary:
         self.disagreements = 0  # points where the check failed (and no value failed)
         self.rechecked = 0
         self.unsettled = 0
-        self.worst: tuple[float, str, dict[str, float]] | None = None  # error/tol, name, point
-        self.ranges: dict[str, tuple[float, float]] = {}  # "value", "d/dx": (min, max)
         self._tail = {"failed": 0, "disagree": 0, "ok": 0}
 
     def add(self, sweep: Sweep) -> None:
-        np = numpy()
         failed, ok = sweep.failed, sweep.check_ok
         disagree = ~ok & ~failed
         self.size += sweep.size
@@ -157,25 +154,6 @@ class SweepSummary:
         self._tail["failed"] += int(failed[rest].sum())
         self._tail["disagree"] += int(disagree[rest].sum())
         self._tail["ok"] += int((ok[rest]).sum())
-        usable = ~failed
-        if usable.any():
-            outputs = {"value": sweep.value, **{f"d/d{name}": gradient
-                                                for name, gradient in sweep.gradients.items()}}
-            for key, numbers in outputs.items():
-                low, high = float(np.min(numbers[usable])), float(np.max(numbers[usable]))
-                known = self.ranges.get(key)
-                self.ranges[key] = (low, high) if known is None else (
-                    min(known[0], low), max(known[1], high))
-            self._worst(np, sweep, usable)
-
-    def _worst(self, np: Any, sweep: Sweep, usable: Any) -> None:
-        for name, check in (sweep.checks or {}).items():
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(check.tolerance > 0, check.abs_error / check.tolerance, np.inf)
-            ratio = np.where(usable, np.nan_to_num(ratio, nan=np.inf), -np.inf)
-            at = int(np.argmax(ratio))
-            if self.worst is None or ratio[at] > self.worst[0]:
-                self.worst = (float(ratio[at]), name, sweep.point(at))
 
     # --- what sweep_view reads of a Sweep ---
 
@@ -222,9 +200,6 @@ class SweepSummary:
     @property
     def atol(self) -> float:
         return self._shown.atol
-
-    def point(self, index: int) -> dict[str, float]:
-        return self._shown.point(index)
 
     def error_message(self, index: int) -> str:
         return self._shown.error_message(index)
