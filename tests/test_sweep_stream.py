@@ -118,9 +118,7 @@ def test_a_point_mask_counts_what_it_does_not_hold():
     counts = {"failed": 2, "disagree": 3, "ok": 5}
     failed = PointMask(np.array([True, False]), frozenset({"failed"}), counts)
     ok = PointMask(np.array([False, True]), frozenset({"ok"}), counts)
-    assert failed.size == ok.size == 12
     assert failed.sum() == 3 and ok.sum() == 6 and (~ok & ~failed).sum() == 3
-    assert (failed | ok).sum() == 9 and failed.any() and not failed.all()
     assert bool(failed[0]) and not bool(ok[0])
     with pytest.raises(IndexError, match="not among the 2 kept"):
         failed[2]

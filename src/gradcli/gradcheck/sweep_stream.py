@@ -89,7 +89,7 @@ class PointMask:
     """A bool per point of a sweep that is not held whole: the first points as an array
     (``head``), the others only counted, by kind (``failed``; ``disagree``: not failed, the
     check failed; ``ok``). Enough for what a summary asks of ``Sweep.failed`` and
-    ``Sweep.check_ok``: a head point, ``sum``, ``any``, ``all``, ``~``, ``&`` and ``|``."""
+    ``Sweep.check_ok``: a head point, ``sum``, ``~`` and ``&``."""
 
     KINDS = frozenset({"failed", "disagree", "ok"})
 
@@ -107,21 +107,8 @@ class PointMask:
     def __and__(self, other: PointMask) -> PointMask:
         return PointMask(self.head & other.head, self.kinds & other.kinds, self.counts)
 
-    def __or__(self, other: PointMask) -> PointMask:
-        return PointMask(self.head | other.head, self.kinds | other.kinds, self.counts)
-
     def sum(self) -> int:
         return int(self.head.sum()) + sum(self.counts[kind] for kind in self.kinds)
-
-    def any(self) -> bool:
-        return self.sum() > 0
-
-    def all(self) -> bool:
-        return self.sum() == self.size
-
-    @property
-    def size(self) -> int:
-        return int(self.head.size) + sum(self.counts.values())
 
 
 class SweepSummary:
