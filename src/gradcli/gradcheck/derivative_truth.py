@@ -25,7 +25,6 @@ from gradcli.gradcheck.agreement import (
     swamped,
 )
 from gradcli.gradcheck.quotients import (
-    KINK_SCREEN_ELEMENTS,
     STEP,
     Quotients,
     Sides,
@@ -312,13 +311,10 @@ class Truth:
         the order below has a kink at the point whose sides' slopes the central difference
         averages (x*abs(x) at 0: the gradient 2|x| has slopes -2 and 2, and their mean 0 is
         the rules' value), or None. One-sided differences tell (``one_sided_verdict``), for a
-        variable of at most ``KINK_SCREEN_ELEMENTS`` elements (six evaluations each).
+        variable checked element by element (no ``direction``: six evaluations each).
         ``steep``: they passed at a smaller step only, where a steep curve (tanh(1e5*x) at 0)
         has slopes apart at the first steps as a kink (elu(x)'s gradient at 0) does."""
-        np = arrays.numpy()
         if self.direction(path[-1]) is not None:
-            return None
-        if np.size(self.point[path[-1]]) > KINK_SCREEN_ELEMENTS:
             return None
         agrees, convention = self.one_sided_verdict(label, path, printed, steep)
         return convention if agrees else None

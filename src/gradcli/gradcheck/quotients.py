@@ -13,7 +13,6 @@ from gradcli.errors import NumericError
 from gradcli.gradcheck.steps import noise_allowance
 
 STEP = 1e-3  # relative step of the fourth-order differences
-KINK_SCREEN_ELEMENTS = 64  # a passed entry's variable screened for a kink up to this size
 
 
 class Quotients(NamedTuple):
