@@ -67,7 +67,7 @@ def check(request: DiffCheck, points: int = POINTS) -> Checked:
                "higher": "central differences of the order below"}[request.kind]
     printed = {path[-1] for path, _, _ in reader.parsed}
     given = [name for name in request.shapes if name in printed and request.by_differences(name)]
-    if request.first_by_differences:
+    if all(request.by_differences(name) for name in request.shapes):
         against = "central differences of the value"
     elif given:  # the rest against the engine
         against += f" ({listed(given)}: central differences of the value)"

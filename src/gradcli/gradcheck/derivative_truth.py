@@ -70,11 +70,6 @@ class DiffCheck:
         return self.kind in ("gradient", "jacobian") and name in self.given and not any(
             self.shapes.values())
 
-    @property
-    def first_by_differences(self) -> bool:
-        """Every first derivative checked against differences (``by_differences``)."""
-        return all(self.by_differences(name) for name in self.shapes)
-
 
 @dataclass(frozen=True)
 class Checked:
