@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gradcli.engine import replay
 from gradcli.engine.graph import Node, Program, liveness
 from gradcli.engine.ops import NONE
 from gradcli.engine.replay import Replayer
@@ -312,18 +313,12 @@ def _affordable(targets: list[Node], nodes: list[Node], budget: int) -> list[Nod
     return chosen
 
 
-def _compiled_replays() -> bool:
-    from gradcli.engine import replay
-
-    return not replay.__file__.endswith(".py")
-
-
 # The compiled replays recompute a node about as fast as the vectorised pass does and need no
 # NumPy (W3: 13 MB less at the peak, 5% fewer instructions); in Python the vectorised pass is
 # twice as fast on W3. Verdicts agree either way (a test compares them); a number that passes
 # may differ in its last bits between the two builds (NumPy's sin is not libm's), and so may
 # which inputs of a program past the budgets are left unchecked.
-REPLAYS_FIRST = _compiled_replays()
+REPLAYS_FIRST = not replay.__file__.endswith(".py")
 
 
 # Below this much scalar replay work (checked nodes x graph size) NumPy's import and per-call
