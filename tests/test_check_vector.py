@@ -84,7 +84,7 @@ def test_replay_columns_equals_replay_and_its_largest_value():
     columns = replay_columns(program, pinned, shifted)
     for k, (index, value) in enumerate(zip(pinned, shifted, strict=True)):
         assert (columns.output[k], columns.largest[k]) == Replayer(nodes).replay(index, value)
-    assert not columns.failed.any()
+    assert all(math.isfinite(v) for v in columns.largest.tolist())
 
 
 def _arithmetic_program(rng: random.Random, operations: int) -> str:
@@ -125,7 +125,7 @@ def test_a_domain_error_in_one_column_marks_only_that_column():
     gradcli.evaluate(program, {"x": 1.0, "y": 2.0}, check=False)
     x, y = program.variables["x"].index, program.variables["y"].index
     columns = replay_columns(program, [x, x, y], [-1.0, 2.0, 3.0])
-    assert columns.failed.tolist() == [True, False, False]
+    assert [not math.isfinite(v) for v in columns.largest.tolist()] == [True, False, False]
     assert columns.output[2] == 9.0
 
 

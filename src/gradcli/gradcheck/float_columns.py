@@ -32,12 +32,8 @@ class ColumnReplay:
 
     output: Any  # (columns,) output value
     # (columns,) the largest rounding scale recomputed (``Replayer.replay``); inf/nan: failed
+    # (a recomputed value is not finite: a domain error on the scalar path)
     largest: Any
-
-    @property
-    def failed(self) -> Any:
-        """Columns where a recomputed value is not finite (a domain error on the scalar path)."""
-        return ~numpy().isfinite(self.largest)
 
 
 def central_at_once(program: Program, targets: list[Node], rtol: float, atol: float,
