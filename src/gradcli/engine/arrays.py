@@ -268,16 +268,16 @@ def _zeros_hide_nothing(node: Node, args: list[Any]) -> None:
             require_finite(f"the value of {source.name}", source.value)
 
 
-def compute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
+def compute(node: Node, args: list[Any]) -> Any:
     """``node``'s op on array ``args``; errors name the node (shapes, domains, singularity).
 
     The operands are finite, so a value that is not finite raises a NumPy floating-point flag on
     its way: the fast path runs with the flags raising (``_RAISE``) and checks nothing else; a
     flag sends it to the careful path, which recomputes with them off and names the first
-    element that is not finite. Complex-step replays always take the careful path.
+    element that is not finite.
     """
     with raising():
-        return recompute(node, args, complex_step, guard=True)
+        return _fast(node, args, True)
 
 
 def raising() -> Any:
@@ -285,13 +285,12 @@ def raising() -> Any:
     return np.errstate(**_RAISE)
 
 
-def recompute(node: Node, args: list[Any], complex_step: bool = False,
-              guard: bool = False) -> Any:
+def recompute(node: Node, args: list[Any], complex_step: bool = False) -> Any:
     """``compute`` for a replay, inside ``raising()``: the operands have the shapes the
     evaluation computed with (a replay moves values, never shapes), so the shape rule it
-    passed is not asked again (``guard``: it is); a domain, an op's error and a value that is
-    not finite are."""
-    return _careful_value(node, args, True, guard) if complex_step else _fast(node, args, guard)
+    passed is not asked again; a domain, an op's error and a value that is not finite are.
+    A complex step always takes the careful path."""
+    return _careful_value(node, args, True, False) if complex_step else _fast(node, args, False)
 
 
 def _fast(node: Node, args: list[Any], guard: bool) -> Any:  # under _RAISE already
@@ -304,7 +303,7 @@ def _fast(node: Node, args: list[Any], guard: bool) -> Any:  # under _RAISE alre
         return _careful_value(node, args, False, guard)
 
 
-def _careful_value(node: Node, args: list[Any], complex_step: bool, guard: bool = True) -> Any:
+def _careful_value(node: Node, args: list[Any], complex_step: bool, guard: bool) -> Any:
     with np.errstate(all="ignore"):
         value = np.asarray(_apply(node, args, complex_step, guard))
         if not np.all(np.isfinite(value)):
@@ -315,7 +314,7 @@ def _careful_value(node: Node, args: list[Any], complex_step: bool, guard: bool 
 _RAISE = {"over": "raise", "divide": "raise", "invalid": "raise", "under": "ignore"}
 
 
-def _apply(node: Node, args: list[Any], complex_step: bool, guard: bool = True) -> Any:
+def _apply(node: Node, args: list[Any], complex_step: bool, guard: bool) -> Any:
     op = node.op
     if guard and not (op.shape is None and _one_shape(args)):
         _guard_shape(node, args)
