@@ -8,7 +8,7 @@ import random
 import pytest
 
 import gradcli
-from gradcli.engine.graph import Node, backward, forward, topological_order
+from gradcli.engine.graph import Node, backward, forward, nodes_of
 from gradcli.engine.ops import OPS, F
 
 SEED = "u = x*W; z = u + b; err = z - t; err*err"
@@ -50,7 +50,7 @@ def test_topological_order_is_iterative_and_respects_inputs():
     node = x
     for _ in range(50_000):  # far beyond any recursion limit
         node = node.apply(OPS["sin"], node)
-    order = topological_order(node)
+    order = nodes_of([node])
     assert len(order) == 50_001 and order[0] is x and order[-1] is node
     position = {id(n): i for i, n in enumerate(order)}
     assert all(position[id(s)] < position[id(n)] for n in order for s in n.inputs)
@@ -59,7 +59,7 @@ def test_topological_order_is_iterative_and_respects_inputs():
 def test_node_api_builds_the_same_rules_as_the_parser():
     x = Node.variable("x", 0.3)
     y = F.exp(F.sin(x))  # F applied to a node builds a node
-    order = topological_order(y)
+    order = nodes_of([y])
     for i, node in enumerate(order):
         node.index = i
     assert forward(order) == pytest.approx(math.exp(math.sin(0.3)))

@@ -25,11 +25,6 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
 
-def topological_order(output: Node) -> list[Node]:
-    """The nodes ``output`` depends on, inputs before users, ``output`` last (iterative)."""
-    return nodes_of([output])
-
-
 def nodes_of(outputs: Iterable[Node], made: list[Node] | None = None) -> list[Node]:
     """Every node the outputs depend on, once each, inputs before users (by creation number).
     ``made``: the nodes a parse made, in creation order, each one's ``index`` its place there
@@ -481,7 +476,7 @@ def with_respect_to(node: Node, position: int) -> str:
 
 def node_text(node: Node) -> str:
     """The node's name if it has one, else its expression (operands abbreviated when long)."""
-    return node.name or expression_texts(topological_order(node))[-1]
+    return node.name or expression_texts(nodes_of([node]))[-1]
 
 
 def describe(node: Node) -> str:
