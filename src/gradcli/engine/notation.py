@@ -72,15 +72,11 @@ def _nest(texts: list[str], shape: tuple[int, ...]) -> str:
 def derivative_label(path: Sequence[str], of: str | None = None) -> str:
     """``d/dx``, ``d2/dx dy``, ``df/dx``, ``d(W@x)/dx``: the derivative by the variables of
     ``path`` in turn, of the output ``of`` (None: the program's one output, left unnamed), as
-    gradcli's tables, batch lines, check findings and messages write it."""
+    gradcli's tables, batch lines, check findings and messages write it; an expression in
+    parentheses, so that ``d`` and the expression do not run together."""
     order = "" if len(path) == 1 else str(len(path))
-    return f"d{order}{label_output(of)}/" + " ".join(f"d{name}" for name in path)
-
-
-def label_output(of: str | None) -> str:
-    """An output as a derivative's label names it: by its name (``f``), or by its expression in
-    parentheses (``(W@x)``), so that ``d`` and the expression do not run together; "" for None."""
-    return "" if of is None else of if of.isidentifier() else f"({of})"
+    output = "" if of is None else of if of.isidentifier() else f"({of})"
+    return f"d{order}{output}/" + " ".join(f"d{name}" for name in path)
 
 
 class Notation:
@@ -113,13 +109,11 @@ class Notation:
 TEXT = Notation()
 
 
-def expression_texts(
-    nodes: Sequence[Node], limit: int | None = 48, notation: Notation = TEXT
-) -> list[str]:
+def expression_texts(nodes: Sequence[Node], limit: int | None = 48) -> list[str]:
     """Each node's expression (``nodes`` in topological order) with operands shown by name, or
     as ``#id`` past ``limit`` characters, which keeps this linear in the graph's size; ``None``
     writes them in full (printers name shared nodes first, so that stays linear too)."""
-    return list(texts_by_node(nodes, limit, notation).values())
+    return list(texts_by_node(nodes, limit).values())
 
 
 def texts_of(nodes: Sequence[Node], wanted: Sequence[int]) -> dict[Node, str]:
