@@ -30,9 +30,8 @@ def fold(op: Op, values: list[float]) -> float | None:
     try:
         result = op.forward(*values)
         return float(result) if math.isfinite(result) else None
-    except (ValueError, ZeroDivisionError, OverflowError):
-        return None
-    except TypeError:  # array constants (vectorized derivatives): not folded into a number
+    # TypeError: array constants (vectorized derivatives), not folded into a number
+    except (ValueError, ZeroDivisionError, OverflowError, TypeError):
         return None
 
 
