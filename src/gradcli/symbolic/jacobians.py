@@ -108,10 +108,9 @@ def array_derivatives(program: Program, shapes: Mapping[str, tuple[int, ...]], k
 
 
 def gradient_texts(program: Program, shapes: Mapping[str, tuple[int, ...]],
-                   wrt: Sequence[str] | None, max_nodes: int,
-                   fmt: str = "text", given: Mapping[str, Any] | None = None) -> dict[str, str]:
+                   wrt: Sequence[str] | None, max_nodes: int, fmt: str = "text") -> dict[str, str]:
     """d(output)/d(each of ``wrt``, default every variable) printed in ``fmt``."""
-    found = array_derivatives(program, shapes, "gradient", wrt, max_nodes, given)
+    found = array_derivatives(program, shapes, "gradient", wrt, max_nodes)
     return found.printed(fmt, list(program.variables))
 
 
