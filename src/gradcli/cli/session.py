@@ -373,14 +373,14 @@ def _names(text: str, functions: Collection[str]) -> set[str]:
 
 
 def _definition_order(expression: str, definitions: dict[str, str],
-                      parameters: dict[str, str] | None = None) -> list[str]:
+                      parameters: dict[str, str]) -> list[str]:
     """The definitions ``expression`` needs, each after the ones it uses (depth first, with a
     stack); a UsageError for a circle. A function's ``parameters`` are not uses."""
     order: list[str] = []
     state: dict[str, int] = {}  # 1: being visited, 2: done
     position = {name: number for number, name in enumerate(definitions)}
-    functions = (parameters or {}).keys()
-    own = {name: {p.strip() for p in text.split(",")} for name, text in (parameters or {}).items()}
+    functions = parameters.keys()
+    own = {name: {p.strip() for p in text.split(",")} for name, text in parameters.items()}
 
     def uses(name: str) -> Iterator[str]:
         used = _names(definitions[name], functions) - own.get(name, set())
