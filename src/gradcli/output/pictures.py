@@ -30,10 +30,10 @@ GRAPHVIZ_HINT = ("install Graphviz (apt-get install graphviz, brew install graph
 
 # Fill colours (Tailwind 100/700 pairs) that tell inputs, intermediates and the output apart.
 _STYLES = {
-    "input": ('"rounded,filled"', "#dbeafe", "#1d4ed8", "box"),
-    "const": ('"rounded,filled,dashed"', "#f3f4f6", "#6b7280", "box"),
-    "intermediate": ('"filled"', "#ffffff", "#374151", "box"),
-    "output": ('"bold,filled"', "#dcfce7", "#15803d", "box"),
+    "input": ('"rounded,filled"', "#dbeafe", "#1d4ed8"),
+    "const": ('"rounded,filled,dashed"', "#f3f4f6", "#6b7280"),
+    "intermediate": ('"filled"', "#ffffff", "#374151"),
+    "output": ('"bold,filled"', "#dcfce7", "#15803d"),
 }
 
 
@@ -360,8 +360,8 @@ def to_dot(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str:
         if kind == "elided":
             lines.append(f"  {box} [label={dot_string(text)}, shape=plaintext];")
             continue
-        style, fill, colour, shape = _STYLES[kind]
-        lines.append(f"  {box} [label={dot_string(text)}, shape={shape}, style={style}, "
+        style, fill, colour = _STYLES[kind]
+        lines.append(f"  {box} [label={dot_string(text)}, shape=box, style={style}, "
                      f'fillcolor="{fill}", color="{colour}"];')
     lines += [f"  {start} -> {end};" for start, end in sketch.forward]
     # constraint=false: only forward edges decide the layout, so backward ones never loop it.
@@ -398,7 +398,7 @@ def to_mermaid(picture: GraphPicture, max_nodes: int = DEFAULT_MAX_NODES) -> str
     lines += [f"  {start} --> {end}" for start, end in sketch.forward]
     lines += [f"  {start} -.->|{mermaid_string(picture.number(flow))}| {end}"
               for start, end, flow in sketch.backward]
-    for kind, (_, fill, colour, _) in _STYLES.items():
+    for kind, (_, fill, colour) in _STYLES.items():
         lines.append(f"  classDef {kind} fill:{fill},stroke:{colour}")
     caption = picture.caption
     if caption is not None:  # a comment: Mermaid has no caption for a flowchart

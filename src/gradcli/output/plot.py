@@ -198,7 +198,6 @@ def image_format(path: str | Path) -> str:
 def plot_image(curve: Curve, file_format: str) -> bytes:
     """The curve and its derivative as an SVG or PNG file's bytes (thinned to
     ``MAX_IMAGE_POINTS``); matplotlib's warnings are silenced, so it says nothing on stderr."""
-    import io
     import logging
     import warnings
 
