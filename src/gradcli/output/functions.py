@@ -64,7 +64,7 @@ def _plain(text: str) -> str:
     return text
 
 
-def functions_table(rows: list[dict[str, Any]] | None = None, plain: bool = False) -> Table:
+def functions_table(rows: list[dict[str, Any]], plain: bool = False) -> Table:
     """The rows as a Rich table (user text as ``Text``, never markup)."""
     from rich import box
 
@@ -72,7 +72,7 @@ def functions_table(rows: list[dict[str, Any]] | None = None, plain: bool = Fals
                   box=box.SIMPLE if plain else box.ROUNDED, title_style="bold")
     for column in ("name", "written", "what it computes", "complex step", "vector"):
         table.add_column(column)
-    for row in table_rows() if rows is None else rows:
+    for row in rows:
         table.add_row(
             Text(row["name"], style="bold"),
             Text(", ".join(row["written"]), style="cyan"),
